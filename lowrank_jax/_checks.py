@@ -1,0 +1,85 @@
+"""Validation at the public boundary, before anything is traced or computed.
+
+Every public solver calls these first. Value checks (finiteness, signs) are only possible on
+concrete arrays; when an argument is a tracer (the caller wrapped us in ``jit``, ``vmap`` or
+``grad``) only its shape and dtype are checked and the solver relies on in-graph ``jnp.where``
+guards instead.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def is_concrete(x) -> bool:
+    """True when ``x`` holds actual values (not a tracer of an enclosing transformation)."""
+    return not isinstance(x, jax.core.Tracer)
+
+
+def as_matrix(x, name: str) -> jax.Array:
+    """Return ``x`` as a 2-D floating JAX array, or raise ``ValueError`` naming ``name``."""
+    if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+        try:
+            x = np.asarray(x)
+        except Exception as err:  # pragma: no cover - exotic input
+            raise TypeError(f"{name} must be an array, got {type(x).__name__}") from err
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got shape {tuple(x.shape)}")
+    if min(x.shape) < 1:
+        raise ValueError(f"{name} must be non-empty, got shape {tuple(x.shape)}")
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = jnp.asarray(x, dtype=jnp.result_type(float))
+    if is_concrete(x) and not bool(jnp.all(jnp.isfinite(x))):
+        raise ValueError(f"{name} has non-finite entries (NaN or inf)")
+    return jnp.asarray(x)
+
+
+def check_rank(rank, shape, name: str = "rank") -> int:
+    """``rank`` must be a Python integer with 1 <= rank <= min(shape)."""
+    if isinstance(rank, bool) or not isinstance(rank, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {rank!r}")
+    rank = int(rank)
+    if not 1 <= rank <= min(shape):
+        raise ValueError(f"{name} must satisfy 1 <= {name} <= {min(shape)} for shape {tuple(shape)}, got {rank}")
+    return rank
+
+
+def check_positive_int(value, name: str, *, allow_none: bool = False, minimum: int = 1):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def as_hyper(x, name: str, *, ndim: int | None = None, length: int | None = None,
+             nonnegative: bool = True, positive: bool = False, dtype=None) -> jax.Array:
+    """A hyperparameter array (scalar or vector) with optional shape and sign checks."""
+    if x is None:
+        raise ValueError(f"{name} is required")
+    arr = jnp.asarray(x)
+    if dtype is not None:
+        arr = arr.astype(dtype)
+    elif not jnp.issubdtype(arr.dtype, jnp.floating):
+        arr = arr.astype(jnp.result_type(float))
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {tuple(arr.shape)}")
+    if length is not None and arr.shape[0] != length:
+        raise ValueError(f"{name} must have length {length}, got {arr.shape[0]}")
+    if is_concrete(arr):
+        if not bool(jnp.all(jnp.isfinite(arr))):
+            raise ValueError(f"{name} has non-finite entries")
+        if positive and not bool(jnp.all(arr > 0)):
+            raise ValueError(f"{name} must be positive, got {np.asarray(arr)}")
+        if nonnegative and not bool(jnp.all(arr >= 0)):
+            raise ValueError(f"{name} must be non-negative, got {np.asarray(arr)}")
+    return arr
+
+
+def check_same_shape(a, b, name_a: str, name_b: str) -> None:
+    if tuple(a.shape) != tuple(b.shape):
+        raise ValueError(f"{name_b} must have the shape of {name_a} {tuple(a.shape)}, got {tuple(b.shape)}")

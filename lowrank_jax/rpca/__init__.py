@@ -1,0 +1,12 @@
+"""Robust PCA: LRPCA (learned, unfolded ScaledGD), ScaledGD and AltProj.
+
+Every solver decomposes Y ≈ X + S with X = L Rᵀ of rank r and S sparse, runs under one ``jit``,
+``vmap``s over instances and hyperparameter arrays, and returns an :class:`RPCAResult`.
+"""
+
+from lowrank_jax.rpca._common import RPCAResult
+from lowrank_jax.rpca.altproj import altproj
+from lowrank_jax.rpca.lrpca import lrpca, lrpca_step, oracle_thresholds
+from lowrank_jax.rpca.scaledgd import scaledgd, scaledgd_step
+
+__all__ = ["RPCAResult", "altproj", "lrpca", "lrpca_step", "oracle_thresholds", "scaledgd", "scaledgd_step"]

@@ -1,0 +1,97 @@
+"""Pieces shared by the robust-PCA solvers: the result type, diagnostics, argument checks."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from lowrank_jax import _checks, linalg
+from lowrank_jax.transforms import scaled_gradient_step
+
+
+class RPCAResult(NamedTuple):
+    """Solution of Y ≈ X + S, X = L Rᵀ low-rank, S sparse, with per-iteration diagnostics.
+
+    History arrays have one entry per iteration slot (length = the iteration budget); entries after
+    ``n_iter`` are NaN (floats) / -1 (integers).
+    """
+
+    L: jax.Array  # (n1, r)
+    R: jax.Array  # (n2, r)
+    X: jax.Array  # (n1, n2) = L Rᵀ
+    S: jax.Array  # (n1, n2)
+    n_iter: jax.Array  # iterations run (int32)
+    residual: jax.Array  # (T,) ‖Y − X − S‖_F / ‖Y‖_F per iteration (see each solver for the pairing)
+    error: jax.Array | None  # (T,) ‖X_k − X⋆‖_F / ‖X⋆‖_F when X_star was given
+    false_positives: jax.Array | None  # (T,) #{S_k ≠ 0 outside `support`} when support was given
+
+
+def frob(x):
+    return jnp.sqrt(jnp.sum(jnp.square(x)))
+
+
+def relative_error(X, X_star):
+    """‖X − X⋆‖_F / ‖X⋆‖_F (0/0 counted as 0)."""
+    den = frob(X_star)
+    return frob(X - X_star) / jnp.where(den > 0, den, 1.0)
+
+
+def spectral_init(A, rank, *, svd, key, oversample=10, n_iter=4):
+    """Balanced factors of the best rank-r approximation of A: L = UΣ^{1/2}, R = VΣ^{1/2}."""
+    return linalg.balanced_factors(linalg.low_rank_svd(A, rank, method=svd, key=key,
+                                                       oversample=oversample, n_iter=n_iter))
+
+
+def check_common(Y, rank, X_star, support, key, svd):
+    """Boundary checks shared by all solvers; returns (Y, rank, X_star, support, key)."""
+    Y = _checks.as_matrix(Y, "Y")
+    rank = _checks.check_rank(rank, Y.shape)
+    if X_star is not None:
+        X_star = _checks.as_matrix(X_star, "X_star").astype(Y.dtype)
+        _checks.check_same_shape(Y, X_star, "Y", "X_star")
+    if support is not None:
+        support = jnp.asarray(support)
+        _checks.check_same_shape(Y, support, "Y", "support")
+        support = support.astype(bool)
+    if svd not in ("exact", "randomized"):
+        raise ValueError(f"svd must be 'exact' or 'randomized', got {svd!r}")
+    if key is None:
+        key = jax.random.key(0)
+    return Y, rank, X_star, support, key
+
+
+def check_tol(tol):
+    if tol is None:
+        return None
+    tol_arr = _checks.as_hyper(tol, "tol", ndim=0, positive=True)
+    return tol_arr
+
+
+def factored_step(L, R, E, eta):
+    """Scaled-gradient update of (L, R) for f = ½‖L Rᵀ + S − Y‖_F² given E = L Rᵀ + S − Y:
+
+        L⁺ = L − η E R (RᵀR)⁻¹,   R⁺ = R − η Eᵀ L (LᵀL)⁻¹      (LRPCA eq. 9, both from the old L, R)
+
+    The gradients are formed as E R and (Lᵀ E)ᵀ: XLA's CPU backend computes Lᵀ E without
+    transposing the n1 × n2 matrix E (Eᵀ L costs ~4x more). The preconditioning and the step are
+    :func:`lowrank_jax.transforms.scaled_gradient_step`.
+    """
+    return scaled_gradient_step((L, R), (E @ R, (L.T @ E).T), eta)
+
+
+def diagnostics(E, y_norm, L_new, R_new, S, X_star, support):
+    """Per-iteration diagnostics: residual ‖E‖_F/‖Y‖_F, error vs X⋆, false-positive outliers."""
+    diag = {"residual": frob(E) / y_norm}
+    if X_star is not None:
+        diag["error"] = relative_error(L_new @ R_new.T, X_star)
+    if support is not None:
+        diag["false_positives"] = jnp.sum((S != 0) & ~support).astype(jnp.int32)
+    return diag
+
+
+def make_result(L, R, S, loop_result):
+    hist = loop_result.history
+    return RPCAResult(L=L, R=R, X=L @ R.T, S=S, n_iter=loop_result.n_iter, residual=hist["residual"],
+                      error=hist.get("error"), false_positives=hist.get("false_positives"))

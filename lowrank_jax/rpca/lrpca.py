@@ -1,0 +1,198 @@
+"""LRPCA: ScaledGD unfolded with per-layer thresholds and step sizes (Cai, Liu, Yin, NeurIPS 2021).
+
+Algorithm 1 of the paper (the box's garbled line 9 restored as in eq. 9; project note §2.2):
+
+    S_0 = S_{ζ_0}(Y);   [U_0, Σ_0, V_0] = SVD_r(Y − S_0);   L_0 = U_0 Σ_0^{1/2},  R_0 = V_0 Σ_0^{1/2}
+    for k = 0, 1, ...:
+        S_{k+1} = S_{ζ_{k+1}}(Y − L_k R_kᵀ)                                  (eq. 7)
+        E       = L_k R_kᵀ + S_{k+1} − Y          (= −clip(Y − L_k R_kᵀ, −ζ, ζ))
+        L_{k+1} = L_k − η_{k+1} E R_k (R_kᵀ R_k)⁻¹                           (eq. 9)
+        R_{k+1} = R_k − η_{k+1} Eᵀ L_k (L_kᵀ L_k)⁻¹      (old L_k: simultaneous update)
+
+with S_ζ the soft threshold. FRMNN (eq. 13) continues past the K learned layers with
+ζ_k = φ^{k−K} ζ_K and η_k = β^{k−K} η_K.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from lowrank_jax import _checks, loop
+from lowrank_jax.prox import soft_threshold
+from lowrank_jax.rpca._common import (RPCAResult, check_common, check_tol, diagnostics, factored_step,
+                                      frob, make_result, spectral_init)
+
+
+def lrpca_step(Y, L, R, zeta, eta):
+    """One LRPCA layer: returns (L⁺, R⁺, S⁺, E) for the iterate (L, R) and layer parameters (ζ, η).
+
+    Shapes: Y (n1, n2), L (n1, r), R (n2, r), ζ and η scalars. S⁺ = S_ζ(Y − L Rᵀ) and
+    E = L Rᵀ + S⁺ − Y (so ‖E‖_F is the residual ‖Y − X − S⁺‖_F of the pair (L Rᵀ, S⁺)).
+    """
+    D = Y - L @ R.T
+    S = soft_threshold(D, zeta)
+    E = S - D
+    L_new, R_new = factored_step(L, R, E, eta)
+    return L_new, R_new, S, E
+
+
+def _layer_params(k, zeta, eta, beta, phi, num_layers, frmnn):
+    """(ζ, η) of the loop's k-th step (0-based), i.e. of layer k + 1."""
+    layer = k + 1
+    if not frmnn:
+        return zeta[layer], eta[layer - 1]
+    j = jnp.minimum(layer, num_layers)
+    p = jnp.maximum(layer - num_layers, 0)
+    return zeta[j] * phi ** p, eta[j - 1] * beta ** p
+
+
+@functools.partial(jax.jit, static_argnames=("rank", "budget", "frmnn", "use_tol", "differentiable",
+                                             "svd", "oversample", "n_iter"))
+def _lrpca(Y, zeta, eta, beta, phi, tol, X_star, support, key, *, rank, budget, frmnn, use_tol,
+           differentiable, svd, oversample, n_iter):
+    num_layers = eta.shape[0]
+    y_norm = frob(Y)
+    y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
+    L0, R0 = spectral_init(soft_threshold_complement(Y, zeta[0]), rank, svd=svd, key=key,
+                           oversample=oversample, n_iter=n_iter)
+
+    def step(k, state):
+        L, R, _, _, _ = state
+        z, e = _layer_params(k, zeta, eta, beta, phi, num_layers, frmnn)
+        L_new, R_new, S, E = lrpca_step(Y, L, R, z, e)
+        return (L_new, R_new, L, R, z), diagnostics(E, y_norm, L_new, R_new, S, X_star, support)
+
+    # The previous factors and threshold are carried so that S is rebuilt once at the end instead of
+    # being written every iteration; with no iteration they give S_0 = S_{ζ_0}(Y − 0).
+    state = (L0, R0, jnp.zeros_like(L0), jnp.zeros_like(R0), zeta[0])
+    if use_tol:
+        out = loop.run_until(step, state, max_iter=budget, stop=lambda s, d: d["residual"] < tol,
+                             differentiable=differentiable)
+    else:
+        out = loop.run_fixed(step, state, budget)
+    L, R, L_prev, R_prev, z_last = out.state
+    S = soft_threshold(Y - L_prev @ R_prev.T, z_last)
+    return make_result(L, R, S, out)
+
+
+def soft_threshold_complement(Y, zeta0):
+    """Y − S_{ζ_0}(Y) = clip(Y, −ζ_0, ζ_0): the matrix whose top-r SVD initialises LRPCA."""
+    return Y - soft_threshold(Y, zeta0)
+
+
+def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X_star=None,
+          support=None, key=None, svd="randomized", oversample=10, n_iter=4,
+          differentiable=False) -> RPCAResult:
+    """Learned Robust PCA (Algorithm 1), as a K-layer feed-forward net or with FRMNN continuation.
+
+    Args:
+      Y: (n1, n2) observation Y = X⋆ + S⋆.
+      rank: target rank r (static), 1 ≤ r ≤ min(n1, n2).
+      zeta: (K+1,) thresholds; ``zeta[0]`` initialises (S_0 = S_{ζ_0}(Y)), ``zeta[k]`` is layer k's.
+      eta: (K,) step sizes of layers 1..K (there is no η_0).
+      beta, phi: FRMNN factors (eq. 13): past layer K, η_k = β η_{k−1} and ζ_k = φ ζ_{k−1}. Give
+        both or neither. With them the solver runs until ``tol`` or ``max_iter`` layers in total.
+      tol: stop once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (the residual of layer k's scaled-gradient
+        step, free to compute). Without FRMNN it may stop before layer K.
+      max_iter: total number of layers to run: ≤ K without FRMNN (default K); with FRMNN required
+        unless ``tol`` is given (then default 1000).
+      X_star: ground truth, to record ‖X_k − X⋆‖_F/‖X⋆‖_F after every layer (costs one pass).
+      support: boolean (n1, n2) mask of supp(S⋆), to record #{S_k ≠ 0 outside it} per layer.
+      key: ``jax.random`` key of the randomized initial SVD (default ``jax.random.key(0)``).
+      svd: ``"randomized"`` (default; oversampling ``oversample`` and ``n_iter`` power iterations,
+        as the authors' training code) or ``"exact"`` (their MATLAB ``svds``).
+      differentiable: with ``tol``, run a masked ``scan`` so that reverse-mode ``grad`` works.
+
+    Returns:
+      :class:`RPCAResult` with L, R, X = L Rᵀ, S = S_{ζ_k}(Y − X_{k−1}), ``n_iter`` and the
+      histories ``residual``, ``error`` (if X_star) and ``false_positives`` (if support).
+
+    ``zeta``, ``eta``, ``beta``, ``phi``, ``tol`` are traced arrays: new values never recompile,
+    and ``jax.vmap``/``jax.grad`` apply to them (``grad`` needs the fixed-length path or
+    ``differentiable=True``).
+
+    Example::
+
+        prob = lowrank_jax.datasets.rpca_problem(jax.random.key(0), 1000, 1000, 5, 0.1)
+        zeta = lowrank_jax.rpca.oracle_thresholds(prob.Y, 5, prob.X, num_layers=30)
+        out = lowrank_jax.rpca.lrpca(prob.Y, 5, zeta, jnp.full(30, 0.5), X_star=prob.X)
+        out.error[-1]   # ~1e-7 in float32
+    """
+    Y, rank, X_star, support, key = check_common(Y, rank, X_star, support, key, svd)
+    zeta = _checks.as_hyper(zeta, "zeta", ndim=1, dtype=Y.dtype)
+    eta = _checks.as_hyper(eta, "eta", ndim=1, dtype=Y.dtype)
+    if zeta.shape[0] != eta.shape[0] + 1:
+        raise ValueError(f"zeta must have one more entry than eta (zeta[0] initialises): got "
+                         f"len(zeta) = {zeta.shape[0]}, len(eta) = {eta.shape[0]}")
+    num_layers = eta.shape[0]
+    if (beta is None) != (phi is None):
+        raise ValueError("beta and phi (FRMNN continuation) must be given together")
+    frmnn = beta is not None
+    tol = check_tol(tol)
+    max_iter = _checks.check_positive_int(max_iter, "max_iter", allow_none=True, minimum=0)
+    if frmnn:
+        if num_layers < 1:
+            raise ValueError("FRMNN needs at least one learned layer (len(eta) >= 1)")
+        beta = _checks.as_hyper(beta, "beta", ndim=0, positive=True, dtype=Y.dtype)
+        phi = _checks.as_hyper(phi, "phi", ndim=0, positive=True, dtype=Y.dtype)
+        if max_iter is None:
+            if tol is None:
+                raise ValueError("FRMNN (beta, phi) needs tol or max_iter to know when to stop")
+            max_iter = 1000
+        budget = max_iter
+    else:
+        if max_iter is not None and max_iter > num_layers:
+            raise ValueError(f"max_iter must be <= the number of layers {num_layers} without FRMNN "
+                             f"(pass beta and phi to continue), got {max_iter}")
+        budget = num_layers if max_iter is None else max_iter
+        beta = phi = jnp.ones((), Y.dtype)
+    use_tol = tol is not None
+    if not use_tol:
+        tol = jnp.zeros((), Y.dtype)
+    return _lrpca(Y, zeta, eta, beta, phi, tol.astype(Y.dtype), X_star, support, key, rank=rank,
+                  budget=budget, frmnn=frmnn, use_tol=use_tol, differentiable=bool(differentiable),
+                  svd=svd, oversample=oversample, n_iter=n_iter)
+
+
+@functools.partial(jax.jit, static_argnames=("rank", "num_layers", "svd", "oversample", "n_iter"))
+def _oracle(Y, X_star, eta, key, *, rank, num_layers, svd, oversample, n_iter):
+    zeta0 = jnp.max(jnp.abs(X_star))
+    L0, R0 = spectral_init(soft_threshold_complement(Y, zeta0), rank, svd=svd, key=key,
+                           oversample=oversample, n_iter=n_iter)
+    gap = Y - X_star  # X_{k−1} − X⋆ = (Y − X⋆) − (Y − L Rᵀ)
+
+    def step(k, state):
+        L, R = state
+        D = Y - L @ R.T
+        z = jnp.max(jnp.abs(gap - D))
+        L, R, _, _ = lrpca_step(Y, L, R, z, eta[k])
+        return (L, R), z
+
+    out = loop.run_fixed(step, (L0, R0), num_layers)
+    return jnp.concatenate([zeta0[None], out.history])
+
+
+def oracle_thresholds(Y, rank, X_star, num_layers, eta=0.5, *, key=None, svd="randomized",
+                      oversample=10, n_iter=4):
+    """The thresholds of Theorem 1: ζ_0 = ‖X⋆‖_∞, ζ_k = ‖X_{k−1} − X⋆‖_∞ along the LRPCA run.
+
+    Runs ``num_layers`` layers with step(s) ``eta`` (scalar or (K,)) and returns ζ of shape (K+1,).
+    Passing the result to :func:`lrpca` with the same ``eta``, ``key`` and ``svd`` reproduces the
+    oracle run exactly, so the schedule works as an ordinary hyperparameter array (ablations,
+    initial values for learning). Under Theorem 1's assumptions no layer creates a false-positive
+    outlier: supp(S_k) ⊆ supp(S⋆).
+    """
+    Y, rank, X_star, _, key = check_common(Y, rank, X_star, None, key, svd)
+    if X_star is None:
+        raise ValueError("X_star is required for the oracle thresholds")
+    num_layers = _checks.check_positive_int(num_layers, "num_layers")
+    eta = _checks.as_hyper(eta, "eta", dtype=Y.dtype)
+    if eta.ndim == 0:
+        eta = jnp.full((num_layers,), eta)
+    elif eta.shape != (num_layers,):
+        raise ValueError(f"eta must be a scalar or have shape ({num_layers},), got {tuple(eta.shape)}")
+    return _oracle(Y, X_star, eta, key, rank=rank, num_layers=num_layers, svd=svd,
+                   oversample=oversample, n_iter=n_iter)
