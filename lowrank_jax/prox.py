@@ -59,6 +59,7 @@ def top_fraction_thresholds(magnitude: jax.Array, alpha, *, row_guess=None, col_
     return row_cut, col_cut
 
 
+@jax.jit
 def sparsify_top_fraction(x: jax.Array, alpha) -> jax.Array:
     """ScaledGD's sparsification operator T_α (Tong, Ma, Chi 2021; LRPCA paper eq. 4):
 

@@ -5,8 +5,8 @@ Every solver decomposes Y ≈ X + S with X = L Rᵀ of rank r and S sparse, runs
 """
 
 from lowrank_jax.rpca._common import RPCAResult
-from lowrank_jax.rpca.altproj import altproj
-from lowrank_jax.rpca.lrpca import lrpca, lrpca_step, oracle_thresholds
-from lowrank_jax.rpca.scaledgd import scaledgd, scaledgd_step
+from lowrank_jax.rpca.alternating import altproj
+from lowrank_jax.rpca.learned import lrpca, lrpca_step, oracle_thresholds
+from lowrank_jax.rpca.scaled import scaledgd, scaledgd_step
 
 __all__ = ["RPCAResult", "altproj", "lrpca", "lrpca_step", "oracle_thresholds", "scaledgd", "scaledgd_step"]

@@ -152,6 +152,9 @@ def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X
     use_tol = tol is not None
     if not use_tol:
         tol = jnp.zeros((), Y.dtype)
+    if num_layers == 0:  # initialisation only; a placeholder step keeps the (empty) loop traceable
+        eta = jnp.zeros((1,), Y.dtype)
+        zeta = jnp.concatenate([zeta, zeta])
     return _lrpca(Y, zeta, eta, beta, phi, tol.astype(Y.dtype), X_star, support, key, rank=rank,
                   budget=budget, frmnn=frmnn, use_tol=use_tol, differentiable=bool(differentiable),
                   svd=svd, oversample=oversample, n_iter=n_iter)

@@ -1,0 +1,53 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lowrank_jax import datasets
+
+
+def test_rpca_problem_matches_the_papers_generator():
+    p = datasets.rpca_problem(jax.random.key(0), 300, 200, 4, 0.1)
+    assert p.Y.shape == (300, 200) and p.L.shape == (300, 4) and p.R.shape == (200, 4)
+    np.testing.assert_allclose(p.Y, p.X + p.S)
+    np.testing.assert_allclose(p.X, p.L @ p.R.T, atol=1e-6)
+    assert np.linalg.matrix_rank(np.asarray(p.X, np.float64), tol=1e-5) == 4
+    assert int(jnp.sum(p.S != 0)) == int(0.1 * 300 * 200)  # exactly ⌊α n1 n2⌋ outliers
+    c = float(jnp.mean(jnp.abs(p.X)))
+    assert float(jnp.max(jnp.abs(p.S))) <= c * (1 + 1e-6)  # U[−mean|X⋆|, mean|X⋆|]
+    assert float(jnp.max(jnp.abs(p.S))) > 0.9 * c
+    # Factor entries ~ N(0, 1/n): column norms of L⋆ near 1.
+    np.testing.assert_allclose(jnp.linalg.norm(p.L, axis=0), 1.0, atol=0.2)
+
+
+def test_exact_support_is_uniform_and_keyed():
+    a = datasets.random_support(jax.random.key(1), (100, 100), 0.2)
+    b = datasets.random_support(jax.random.key(2), (100, 100), 0.2)
+    assert int(a.sum()) == int(b.sum()) == 2000
+    assert 0.1 < float(jnp.mean(a & b)) / 0.2 < 0.3  # independent draws overlap ~ α
+    # Row counts look Binomial-like, not fixed: uniform over all entries, not per row.
+    rows = np.asarray(a.sum(axis=1))
+    assert rows.std() > 1.0 and abs(rows.mean() - 20) < 1e-9
+    for alpha, count in ((0.0, 0), (1.0, 10_000), (0.123, 1230)):
+        assert int(datasets.random_support(jax.random.key(3), (100, 100), alpha).sum()) == count
+
+
+def test_bernoulli_support_and_outlier_scale():
+    p1 = datasets.rpca_problem(jax.random.key(4), 200, 200, 3, 0.3, exact_support=False)
+    assert abs(float(jnp.mean(p1.S != 0)) - 0.3) < 0.01
+    p5 = datasets.rpca_problem(jax.random.key(4), 200, 200, 3, 0.3, exact_support=False, outlier_scale=5.0)
+    np.testing.assert_allclose(p5.S, 5 * p1.S, rtol=1e-5)
+
+
+def test_rpca_problem_vmaps_over_alpha():
+    probs = jax.vmap(lambda a: datasets.rpca_problem(jax.random.key(5), 50, 40, 2, a))(jnp.array([0.1, 0.3]))
+    np.testing.assert_array_equal(jnp.sum(probs.S != 0, axis=(1, 2)), [200, 600])
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(n1=0), "n1"), (dict(rank=50), "rank"), (dict(alpha=1.5), "alpha"), (dict(outlier_scale=-1.0), "outlier_scale"),
+])
+def test_rpca_problem_rejects_bad_sizes(kwargs, match):
+    args = dict(n1=30, n2=20, rank=2, alpha=0.1) | kwargs
+    with pytest.raises(ValueError, match=match):
+        datasets.rpca_problem(jax.random.key(0), **args)

@@ -1,0 +1,99 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lowrank_jax import prox
+
+
+def np_soft(x, t):
+    return np.sign(x) * np.maximum(np.abs(x) - t, 0)
+
+
+def np_top_fraction(M, alpha):
+    """Straightforward T_α: sort every row and column, keep entries at or above both cut-offs."""
+    n1, n2 = M.shape
+    kr, kc = int(np.floor(alpha * n2 + 1e-9)), int(np.floor(alpha * n1 + 1e-9))
+    A = np.abs(M)
+    row = np.sort(A, axis=1)[:, n2 - kr] if kr > 0 else np.full(n1, np.inf)
+    col = np.sort(A, axis=0)[n1 - kc, :] if kc > 0 else np.full(n2, np.inf)
+    return np.where((A >= row[:, None]) & (A >= col[None, :]), M, 0.0)
+
+
+def test_soft_threshold_matches_numpy_with_broadcast_thresholds():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((40, 30)).astype(np.float32)
+    for t in (0.0, 0.7, rng.uniform(0, 1, (40, 1)).astype(np.float32), rng.uniform(0, 1, (30,)).astype(np.float32)):
+        np.testing.assert_allclose(prox.soft_threshold(jnp.asarray(x), t), np_soft(x, t), atol=1e-7)
+
+
+def test_soft_threshold_gradients_match_closed_form(x64):
+    rng = np.random.default_rng(1)
+    x = jnp.asarray(rng.standard_normal(50))
+    t = 0.4
+    g_t = jax.grad(lambda t: jnp.sum(prox.soft_threshold(x, t)))(t)
+    assert np.isclose(g_t, -np.sum(np.sign(x) * (np.abs(x) > t)))
+    g_x = jax.grad(lambda x: jnp.sum(prox.soft_threshold(x, t)))(x)
+    np.testing.assert_array_equal(g_x, (np.abs(x) > t).astype(float))
+
+
+def test_hard_threshold_matches_numpy():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((20, 20))
+    t = rng.uniform(0, 1, (20, 1))
+    np.testing.assert_array_equal(prox.hard_threshold(jnp.asarray(x), jnp.asarray(t)),
+                                  np.where(np.abs(x) > t, x, 0).astype(np.float32))
+
+
+def test_project_rank_is_eckart_young(x64):
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((30, 20))
+    U, s, Vt = np.linalg.svd(A, full_matrices=False)
+    np.testing.assert_allclose(prox.project_rank(jnp.asarray(A), 4), (U[:, :4] * s[:4]) @ Vt[:4], atol=1e-12)
+    P = prox.project_rank(jnp.asarray(A), 4, method="randomized", key=jax.random.key(0))
+    assert np.linalg.matrix_rank(np.asarray(P), tol=1e-8) == 4
+
+
+@pytest.mark.parametrize("shape", [(50, 50), (37, 80), (120, 45)])
+@pytest.mark.parametrize("alpha", [0.0, 0.05, 0.1, 0.3, 0.5, 1.0])
+def test_top_fraction_matches_numpy(shape, alpha):
+    rng = np.random.default_rng(hash((shape, alpha)) % 2**32)
+    M = rng.standard_normal(shape).astype(np.float32)
+    expected = np_top_fraction(M, alpha)
+    np.testing.assert_array_equal(prox.sparsify_top_fraction(jnp.asarray(M), alpha), expected)
+    np.testing.assert_array_equal(prox.sparsify_top_fraction_topk(jnp.asarray(M), alpha), expected)
+
+
+def test_top_fraction_keeps_ties_like_numpy():
+    rng = np.random.default_rng(4)
+    M = rng.integers(-3, 4, size=(40, 30)).astype(np.float32)  # many equal magnitudes
+    for alpha in (0.1, 0.25, 0.6):
+        np.testing.assert_array_equal(prox.sparsify_top_fraction(jnp.asarray(M), alpha), np_top_fraction(M, alpha))
+
+
+def test_top_fraction_under_vmap_over_alpha():
+    rng = np.random.default_rng(5)
+    M = jnp.asarray(rng.standard_normal((60, 40)).astype(np.float32))
+    alphas = jnp.array([0.05, 0.1, 0.2, 0.4], jnp.float32)
+    out = jax.jit(jax.vmap(prox.sparsify_top_fraction, in_axes=(None, 0)))(M, alphas)
+    for a, o in zip(np.asarray(alphas), out):
+        np.testing.assert_array_equal(o, np_top_fraction(np.asarray(M), float(a)))
+
+
+def test_top_fraction_count_is_rounding_safe():
+    for alpha, n, k in [(0.1, 1000, 100), (0.3, 1000, 300), (0.7, 10, 7), (0.29, 100, 29), (0.57, 100, 57)]:
+        assert int(prox.top_fraction_count(jnp.float32(alpha), n)) == k
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([1, 7, 12]), st.sampled_from([1, 9]), st.floats(0, 1), st.integers(0, 2**31 - 1))
+def test_top_fraction_property(n1, n2, alpha, seed):
+    M = np.random.default_rng(seed).standard_normal((n1, n2)).astype(np.float32)
+    out = np.asarray(prox.sparsify_top_fraction(jnp.asarray(M), alpha))
+    # Never more than k entries survive in a row (no ties in continuous data), and all survivors are kept values.
+    kr = int(prox.top_fraction_count(jnp.float32(alpha), n2))
+    assert np.all((out != 0).sum(axis=1) <= kr)
+    assert np.all((out == 0) | (out == M))
+    np.testing.assert_array_equal(out, np_top_fraction(M, float(np.float32(alpha))))

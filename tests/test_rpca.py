@@ -1,0 +1,205 @@
+"""Robust PCA solvers: recovery, the no-false-positive property, vmap/grad/jit behaviour, bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lowrank_jax import datasets, rpca
+from lowrank_jax.rpca import learned as lrpca_module
+
+
+@pytest.fixture(scope="module")
+def problem64():
+    """The acceptance instance: n = 500, r = 5, α = 0.1, float64."""
+    with jax.enable_x64(True):
+        yield datasets.rpca_problem(jax.random.key(0), 500, 500, 5, 0.1, dtype=jnp.float64)
+
+
+def test_oracle_lrpca_recovers_with_no_false_positives(problem64, x64):
+    p = problem64
+    K = 60
+    zeta = rpca.oracle_thresholds(p.Y, 5, p.X, K, 0.5)
+    out = rpca.lrpca(p.Y, 5, zeta, jnp.full(K, 0.5), X_star=p.X, support=p.S != 0)
+    assert float(out.error[-1]) <= 1e-8
+    # Theorem 1: supp(S_k) ⊆ supp(S⋆) at every layer ...
+    assert out.false_positives.shape == (K,) and int(out.false_positives.max()) == 0
+    # ... and at the initialisation, S_0 = S_{ζ_0}(Y) with ζ_0 = ‖X⋆‖_∞.
+    assert not bool(jnp.any((jnp.abs(p.Y) > zeta[0]) & (p.S == 0)))
+    # The error decreases monotonically and linearly. (Theorem 1's rate 1 − 0.6η = 0.7 needs
+    # α ≤ 1e-4/(μ r^1.5 κ), far below this α = 0.1; about 0.75 per layer is observed here.)
+    err = np.asarray(out.error)
+    assert np.all(err[1:] < err[:-1])
+    assert err[-1] / err[9] < 0.8 ** (K - 10)
+    # Returned pieces are consistent: X = L Rᵀ, and S is the last layer's soft threshold.
+    np.testing.assert_allclose(out.X, out.L @ out.R.T, atol=1e-14)
+    assert float(jnp.max(jnp.abs(out.S - p.S))) < 1e-8
+
+
+def test_oracle_thresholds_reproduce_the_oracle_run(problem64, x64):
+    """ζ from oracle_thresholds drives lrpca to exactly the theorem's schedule ζ_k = ‖X_{k−1} − X⋆‖_∞."""
+    p = problem64
+    zeta = rpca.oracle_thresholds(p.Y, 5, p.X, 8, 0.5)
+    np.testing.assert_allclose(zeta[0], jnp.max(jnp.abs(p.X)))
+    # ζ_k equals ‖X_{k−1} − X⋆‖_∞ of the run with K = k − 1 layers.
+    for k in (1, 3, 6):
+        prev = rpca.lrpca(p.Y, 5, zeta[:k], jnp.full(k - 1, 0.5))
+        np.testing.assert_allclose(zeta[k], jnp.max(jnp.abs(prev.X - p.X)), rtol=1e-10)
+
+
+def test_scaledgd_and_altproj_recover_the_same_instance(problem64, x64):
+    p = problem64
+    sgd = rpca.scaledgd(p.Y, 5, 0.1, iters=150, X_star=p.X)
+    assert float(sgd.error[-1]) <= 1e-6
+    alt = rpca.altproj(p.Y, 5, X_star=p.X, tol=1e-9)
+    assert int(alt.n_iter) < 500
+    assert float(jnp.linalg.norm(alt.X - p.X) / jnp.linalg.norm(p.X)) <= 1e-6
+    assert float(jnp.linalg.norm(alt.S - p.S) / jnp.linalg.norm(p.S)) <= 1e-4
+
+
+def test_lrpca_hand_set_schedule_converges_in_float32():
+    p = datasets.rpca_problem(jax.random.key(1), 300, 300, 3, 0.1)
+    K = 40
+    zeta0 = float(jnp.max(jnp.abs(p.Y)))
+    zeta = zeta0 * 0.1 * 0.8 ** jnp.arange(K + 1)
+    zeta = zeta.at[0].set(zeta0 * 0.3)
+    out = rpca.lrpca(p.Y, 3, zeta, jnp.full(K, 0.6), X_star=p.X)
+    assert float(out.error[-1]) < 1e-4
+
+
+def test_frmnn_equals_explicit_continuation(x64):
+    p = datasets.rpca_problem(jax.random.key(2), 120, 100, 3, 0.1, dtype=jnp.float64)
+    K, total = 4, 12
+    zeta = rpca.oracle_thresholds(p.Y, 3, p.X, K, 0.5)
+    eta = jnp.linspace(0.7, 0.5, K)
+    beta, phi = 1.0, 0.7
+    cont = rpca.lrpca(p.Y, 3, zeta, eta, beta=beta, phi=phi, max_iter=total)
+    k = jnp.arange(1, total - K + 1)
+    zeta_long = jnp.concatenate([zeta, zeta[-1] * phi ** k])
+    eta_long = jnp.concatenate([eta, eta[-1] * beta ** k])
+    explicit = rpca.lrpca(p.Y, 3, zeta_long, eta_long)
+    np.testing.assert_allclose(cont.X, explicit.X, rtol=1e-12, atol=1e-15)
+    assert int(cont.n_iter) == total
+
+
+def test_tolerance_stops_at_the_first_layer_below_tol(x64):
+    p = datasets.rpca_problem(jax.random.key(3), 150, 150, 3, 0.1, dtype=jnp.float64)
+    zeta = rpca.oracle_thresholds(p.Y, 3, p.X, 10, 0.5)
+    eta = jnp.full(10, 0.5)
+    full = rpca.lrpca(p.Y, 3, zeta, eta, beta=1.0, phi=0.8, max_iter=80)
+    tol = 1e-6
+    first = int(np.argmax(np.asarray(full.residual) < tol)) + 1
+    stopped = rpca.lrpca(p.Y, 3, zeta, eta, beta=1.0, phi=0.8, tol=tol, max_iter=80)
+    assert int(stopped.n_iter) == first
+    assert np.all(np.isnan(np.asarray(stopped.residual[first:])))
+    np.testing.assert_allclose(stopped.residual[:first], full.residual[:first], rtol=1e-12)
+    masked = rpca.lrpca(p.Y, 3, zeta, eta, beta=1.0, phi=0.8, tol=tol, max_iter=80, differentiable=True)
+    assert int(masked.n_iter) == first
+    np.testing.assert_allclose(masked.X, stopped.X, rtol=1e-12, atol=1e-15)
+
+
+def test_vmap_over_instances_equals_separate_calls():
+    keys = jax.random.split(jax.random.key(4), 4)
+    probs = jax.vmap(lambda k: datasets.rpca_problem(k, 80, 60, 2, 0.1))(keys)
+    zeta = jnp.concatenate([jnp.array([0.05]), 0.01 * 0.7 ** jnp.arange(15)])
+    eta = jnp.full(15, 0.5)
+    batched = jax.vmap(lambda Y: rpca.lrpca(Y, 2, zeta, eta))(probs.Y)
+    for i in range(4):
+        single = rpca.lrpca(probs.Y[i], 2, zeta, eta)
+        np.testing.assert_allclose(batched.X[i], single.X, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(batched.S[i], single.S, rtol=1e-5, atol=1e-6)
+    sg = jax.vmap(lambda Y: rpca.scaledgd(Y, 2, 0.1, iters=20))(probs.Y[:2])
+    np.testing.assert_allclose(sg.X[1], rpca.scaledgd(probs.Y[1], 2, 0.1, iters=20).X, rtol=1e-5, atol=1e-6)
+    alt = jax.vmap(lambda Y: rpca.altproj(Y, 2, max_iter=40))(probs.Y[:2])
+    np.testing.assert_allclose(alt.X[0], rpca.altproj(probs.Y[0], 2, max_iter=40).X, rtol=1e-4, atol=1e-6)
+
+
+def test_vmap_over_hyperparameters():
+    p = datasets.rpca_problem(jax.random.key(5), 80, 80, 2, 0.1)
+    zeta = jnp.concatenate([jnp.array([0.05]), 0.01 * 0.7 ** jnp.arange(10)])
+    etas = jnp.stack([jnp.full(10, 0.3), jnp.full(10, 0.6)])
+    swept = jax.vmap(lambda e: rpca.lrpca(p.Y, 2, zeta, e, X_star=p.X).error[-1])(etas)
+    for e, err in zip(etas, swept):
+        np.testing.assert_allclose(err, rpca.lrpca(p.Y, 2, zeta, e, X_star=p.X).error[-1], rtol=1e-4)
+    alphas = jnp.array([0.1, 0.2])
+    errs = jax.vmap(lambda a: rpca.scaledgd(p.Y, 2, a, iters=30, X_star=p.X).error[-1])(alphas)
+    for a, err in zip(alphas, errs):
+        np.testing.assert_allclose(err, rpca.scaledgd(p.Y, 2, a, iters=30, X_star=p.X).error[-1], rtol=1e-4)
+
+
+def test_grad_wrt_zeta_and_eta_matches_finite_differences(x64):
+    p = datasets.rpca_problem(jax.random.key(6), 60, 50, 2, 0.1, dtype=jnp.float64)
+    K = 5
+    zeta = rpca.oracle_thresholds(p.Y, 2, p.X, K, 0.5) * 0.8
+    eta = jnp.full(K, 0.5)
+
+    def loss(z, e):
+        out = rpca.lrpca(p.Y, 2, z, e, svd="exact")
+        return jnp.sum((out.X - p.X) ** 2)
+
+    gz, ge = jax.grad(loss, argnums=(0, 1))(zeta, eta)
+    assert bool(jnp.all(jnp.isfinite(gz))) and bool(jnp.all(jnp.isfinite(ge)))
+    assert float(jnp.max(jnp.abs(ge))) > 0 and float(jnp.max(jnp.abs(gz))) > 0
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        dz = jnp.asarray(rng.standard_normal(K + 1)) * zeta * 1e-6
+        de = jnp.asarray(rng.standard_normal(K)) * 1e-6
+        fd = (loss(zeta + dz, eta + de) - loss(zeta - dz, eta - de)) / 2
+        np.testing.assert_allclose(jnp.dot(gz, dz) + jnp.dot(ge, de), fd, rtol=1e-4)
+
+
+def test_new_hyperparameter_values_do_not_recompile():
+    p = datasets.rpca_problem(jax.random.key(7), 64, 64, 2, 0.1)
+    eta = jnp.full(6, 0.5)
+    rpca.lrpca(p.Y, 2, jnp.full(7, 0.01), eta)
+    before = lrpca_module._lrpca._cache_size()
+    for scale in (0.5, 2.0, 3.0):
+        rpca.lrpca(p.Y, 2, jnp.full(7, 0.01 * scale), eta * scale)
+        rpca.lrpca(p.Y, 2, np.full(7, 0.01 * scale, np.float32), [0.4] * 6)
+    assert lrpca_module._lrpca._cache_size() == before
+
+
+BAD_INPUTS = [
+    (dict(Y=np.ones(10)), "Y"),
+    (dict(Y=np.ones((2, 3, 4))), "Y"),
+    (dict(Y=np.full((10, 10), np.nan)), "Y"),
+    (dict(rank=0), "rank"),
+    (dict(rank=11), "rank"),
+    (dict(rank=2.5), "rank"),
+    (dict(zeta=-np.ones(4)), "zeta"),
+    (dict(eta=-np.ones(3)), "eta"),
+    (dict(zeta=np.ones(5)), "zeta"),
+    (dict(zeta=np.ones((4, 1))), "zeta"),
+    (dict(beta=1.0), "beta"),
+    (dict(beta=-1.0, phi=0.5, tol=1e-3), "beta"),
+    (dict(beta=1.0, phi=0.5), "tol or max_iter"),
+    (dict(tol=-1.0), "tol"),
+    (dict(max_iter=9), "max_iter"),
+    (dict(X_star=np.ones((3, 3))), "X_star"),
+]
+
+
+@pytest.mark.parametrize("change, name", BAD_INPUTS)
+def test_lrpca_rejects_bad_input_before_computing(change, name):
+    args = dict(Y=np.random.default_rng(0).standard_normal((10, 10)), rank=2, zeta=np.full(4, 0.1),
+                eta=np.full(3, 0.5)) | change
+    before = lrpca_module._lrpca._cache_size()
+    with pytest.raises(ValueError, match=name):
+        rpca.lrpca(args.pop("Y"), args.pop("rank"), args.pop("zeta"), args.pop("eta"), **args)
+    assert lrpca_module._lrpca._cache_size() == before
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda Y: rpca.scaledgd(Y, 2, -0.1, iters=5), "alpha"),
+    (lambda Y: rpca.scaledgd(Y, 2, 1.5, iters=5), "alpha"),
+    (lambda Y: rpca.scaledgd(Y, 2, 0.1, eta=-1.0, iters=5), "eta"),
+    (lambda Y: rpca.scaledgd(Y, 2, 0.1), "iters"),
+    (lambda Y: rpca.scaledgd(Y[0], 2, 0.1, iters=5), "Y"),
+    (lambda Y: rpca.altproj(Y, 0), "rank"),
+    (lambda Y: rpca.altproj(Y, 2, beta=0.0), "beta"),
+    (lambda Y: rpca.altproj(Y.at[0, 0].set(jnp.inf), 2), "Y"),
+    (lambda Y: rpca.oracle_thresholds(Y, 2, None, 5), "X_star"),
+])
+def test_baselines_reject_bad_input(call, name):
+    with pytest.raises(ValueError, match=name):
+        call(jnp.ones((10, 10)))
