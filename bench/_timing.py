@@ -1,0 +1,44 @@
+"""Timing helpers shared by the benchmarks: warm up, repeat, report medians (ms)."""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import numpy as np
+
+
+def median_ms(fn, *args, reps: int = 30, warmup: int = 3) -> float:
+    """Median wall time of ``fn(*args)`` in milliseconds, JAX results awaited."""
+    for _ in range(warmup):
+        jax.block_until_ready(fn(*args))
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - t0)
+    return 1e3 * float(np.median(times))
+
+
+def interleaved_ms(fns: dict, reps: int = 30, warmup: int = 3) -> dict:
+    """Median times of several zero-argument callables, run alternately so that machine noise
+    hits every side alike (the machines here are noisy, ±25 %)."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            jax.block_until_ready(fn())
+    times = {name: [] for name in fns}
+    for _ in range(reps):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn())
+            times[name].append(time.perf_counter() - t0)
+    return {name: 1e3 * float(np.median(t)) for name, t in times.items()}
+
+
+def table(rows, header):
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    line = lambda r: "  ".join(str(x).ljust(w) for x, w in zip(r, widths))  # noqa: E731
+    print(line(header))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print(line(r))
