@@ -1,0 +1,30 @@
+"""`make bench`: every benchmark in turn. Prints tables of medians and ratios; asserts nothing."""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+
+import bench_rpca_step  # noqa: E402
+import bench_rpca_total  # noqa: E402
+
+
+def main():
+    print("Benchmarks run on", end=" ")
+    import jax
+
+    print(jax.devices()[0].device_kind if hasattr(jax.devices()[0], "device_kind") else jax.devices()[0])
+    try:
+        import bench_selection  # noqa: PLC0415
+    except ImportError:
+        bench_selection = None
+    if bench_selection is not None and hasattr(bench_selection, "main"):
+        bench_selection.main()
+    bench_rpca_step.main()
+    bench_rpca_total.main()
+
+
+if __name__ == "__main__":
+    main()
