@@ -56,8 +56,8 @@ def main():
     Yn, Ln, Rn = (np.asarray(a) for a in (Y, L, R_))
 
     lr_step = jax.jit(lambda Y, L, R, z, e: rpca.lrpca_step(Y, L, R, z, e)[:2])
-    sg_step = jax.jit(lambda Y, L, R, a, e, c: rpca.scaledgd_step(Y, L, R, a, e, c)[::4])
-    cuts = sg_step(Y, L, R_, jnp.float32(2 * ALPHA), eta, None)[1]
+    sg_step = jax.jit(lambda Y, L, R, a, e, c: rpca.scaledgd_step(Y, L, R, a, e, c)[3])
+    cuts = sg_step(Y, L, R_, jnp.float32(2 * ALPHA), eta, None)
     cold = (jnp.zeros(N), jnp.zeros(N))
     t = interleaved_ms({
         "lrpca_jax": lambda: lr_step(Y, L, R_, zeta, eta),

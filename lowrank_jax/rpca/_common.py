@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from lowrank_jax import _checks, linalg
+from lowrank_jax.linalg import residual_map_products
 from lowrank_jax.transforms import scaled_gradient_step
 
 
@@ -69,25 +70,37 @@ def check_tol(tol):
     return tol_arr
 
 
-def factored_step(L, R, E, eta):
-    """Scaled-gradient update of (L, R) for f = ½‖L Rᵀ + S − Y‖_F² given E = L Rᵀ + S − Y:
+def residual_step(Y, L, R, eta, fn, row_args=()):
+    """One scaled-gradient update of (L, R) for f = ½‖L Rᵀ + S − Y‖_F² where S is a row-wise
+    function of the residual D = Y − L Rᵀ, given as ``fn(D, *row_args) -> (E, stats)`` with
+    E = L Rᵀ + S − Y = S − D:
 
         L⁺ = L − η E R (RᵀR)⁻¹,   R⁺ = R − η Eᵀ L (LᵀL)⁻¹      (LRPCA eq. 9, both from the old L, R)
 
-    The gradients are formed as E R and (Lᵀ E)ᵀ: XLA's CPU backend computes Lᵀ E without
-    transposing the n1 × n2 matrix E (Eᵀ L costs ~4x more). The preconditioning and the step are
-    :func:`lowrank_jax.transforms.scaled_gradient_step`.
+    The products E R and Eᵀ L come from :func:`lowrank_jax.linalg.residual_map_products` (row
+    panels, E never formed whole); the preconditioning and step from
+    :func:`lowrank_jax.transforms.scaled_gradient_step`. Returns (L⁺, R⁺, stats summed over rows).
     """
-    return scaled_gradient_step((L, R), (E @ R, (L.T @ E).T), eta)
+    g_l, g_r, stats = residual_map_products(Y, L, R, fn, row_args)
+    L_new, R_new = scaled_gradient_step((L, R), (g_l, g_r), eta)
+    return L_new, R_new, stats
 
 
-def diagnostics(E, y_norm, L_new, R_new, S, X_star, support):
+def residual_stats(S, E, support_rows=None):
+    """Per-panel statistics summed by the solvers: ‖E‖² and, with a support mask, false positives."""
+    stats = {"sq": jnp.sum(jnp.square(E))}
+    if support_rows is not None:
+        stats["false_positives"] = jnp.sum((S != 0) & ~support_rows).astype(jnp.int32)
+    return stats
+
+
+def diagnostics(stats, y_norm, L_new, R_new, X_star):
     """Per-iteration diagnostics: residual ‖E‖_F/‖Y‖_F, error vs X⋆, false-positive outliers."""
-    diag = {"residual": frob(E) / y_norm}
+    diag = {"residual": jnp.sqrt(stats["sq"]) / y_norm}
     if X_star is not None:
         diag["error"] = relative_error(L_new @ R_new.T, X_star)
-    if support is not None:
-        diag["false_positives"] = jnp.sum((S != 0) & ~support).astype(jnp.int32)
+    if "false_positives" in stats:
+        diag["false_positives"] = stats["false_positives"]
     return diag
 
 

@@ -22,21 +22,25 @@ import jax.numpy as jnp
 
 from lowrank_jax import _checks, loop
 from lowrank_jax.prox import soft_threshold
-from lowrank_jax.rpca._common import (RPCAResult, check_common, check_tol, diagnostics, factored_step,
-                                      frob, make_result, spectral_init)
+from lowrank_jax.rpca._common import (RPCAResult, check_common, check_tol, diagnostics, frob, make_result,
+                                      residual_stats, residual_step, spectral_init)
 
 
-def lrpca_step(Y, L, R, zeta, eta):
-    """One LRPCA layer: returns (L⁺, R⁺, S⁺, E) for the iterate (L, R) and layer parameters (ζ, η).
+def lrpca_step(Y, L, R, zeta, eta, support=None):
+    """One LRPCA layer (eq. 7 + 9): returns (L⁺, R⁺, stats).
 
-    Shapes: Y (n1, n2), L (n1, r), R (n2, r), ζ and η scalars. S⁺ = S_ζ(Y − L Rᵀ) and
-    E = L Rᵀ + S⁺ − Y (so ‖E‖_F is the residual ‖Y − X − S⁺‖_F of the pair (L Rᵀ, S⁺)).
+    Shapes: Y (n1, n2), L (n1, r), R (n2, r); ζ, η scalars. With D = Y − L Rᵀ,
+    S⁺ = S_ζ(D) and E = L Rᵀ + S⁺ − Y = −clip(D, −ζ, ζ); ``stats["sq"]`` = ‖E‖_F², the squared
+    residual of the pair (L Rᵀ, S⁺), and with a boolean ``support`` (n1, n2) mask
+    ``stats["false_positives"]`` = #{S⁺ ≠ 0 outside it}. S⁺ itself is not formed (see
+    :func:`lrpca` for the final S).
     """
-    D = Y - L @ R.T
-    S = soft_threshold(D, zeta)
-    E = S - D
-    L_new, R_new = factored_step(L, R, E, eta)
-    return L_new, R_new, S, E
+    def fn(D, *support_rows):
+        S = soft_threshold(D, zeta)
+        E = S - D
+        return E, residual_stats(S, E, *support_rows)
+
+    return residual_step(Y, L, R, eta, fn, () if support is None else (support,))
 
 
 def _layer_params(k, zeta, eta, beta, phi, num_layers, frmnn):
@@ -62,8 +66,8 @@ def _lrpca(Y, zeta, eta, beta, phi, tol, X_star, support, key, *, rank, budget, 
     def step(k, state):
         L, R, _, _, _ = state
         z, e = _layer_params(k, zeta, eta, beta, phi, num_layers, frmnn)
-        L_new, R_new, S, E = lrpca_step(Y, L, R, z, e)
-        return (L_new, R_new, L, R, z), diagnostics(E, y_norm, L_new, R_new, S, X_star, support)
+        L_new, R_new, stats = lrpca_step(Y, L, R, z, e, support)
+        return (L_new, R_new, L, R, z), diagnostics(stats, y_norm, L_new, R_new, X_star)
 
     # The previous factors and threshold are carried so that S is rebuilt once at the end instead of
     # being written every iteration; with no iteration they give S_0 = S_{ζ_0}(Y − 0).
@@ -171,7 +175,7 @@ def _oracle(Y, X_star, eta, key, *, rank, num_layers, svd, oversample, n_iter):
         L, R = state
         D = Y - L @ R.T
         z = jnp.max(jnp.abs(gap - D))
-        L, R, _, _ = lrpca_step(Y, L, R, z, eta[k])
+        L, R, _ = lrpca_step(Y, L, R, z, eta[k])
         return (L, R), z
 
     out = loop.run_fixed(step, (L0, R0), num_layers)

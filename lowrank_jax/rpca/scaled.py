@@ -17,24 +17,29 @@ import jax.numpy as jnp
 
 from lowrank_jax import _checks, loop
 from lowrank_jax.prox import apply_top_fraction, sparsify_top_fraction, top_fraction_thresholds
-from lowrank_jax.rpca._common import (RPCAResult, check_common, check_tol, diagnostics, factored_step,
-                                      frob, make_result, spectral_init)
+from lowrank_jax.rpca._common import (RPCAResult, check_common, check_tol, diagnostics, frob, make_result,
+                                      residual_stats, residual_step, spectral_init)
 
 
-def scaledgd_step(Y, L, R, alpha, eta, cuts=None):
-    """One ScaledGD iteration; returns (L⁺, R⁺, S⁺, E, cuts⁺).
+def scaledgd_step(Y, L, R, alpha, eta, cuts=None, support=None):
+    """One ScaledGD iteration; returns (L⁺, R⁺, stats, cuts⁺).
 
-    ``cuts`` = (row_cut, col_cut) of the previous iteration, used only as warm starts of the exact
-    selection (they never change the result).
+    S⁺ = T_α(Y − L Rᵀ) and E = L Rᵀ + S⁺ − Y; ``stats`` as in :func:`lrpca_step`. ``cuts`` =
+    (row_cut, col_cut) of the previous iteration are warm starts of the exact selection only (they
+    never change the result); the new cut-offs are returned for the next call.
     """
     D = Y - L @ R.T
-    mag = jnp.abs(D)
     row_guess, col_guess = (None, None) if cuts is None else cuts
-    row_cut, col_cut = top_fraction_thresholds(mag, alpha, row_guess=row_guess, col_guess=col_guess)
-    S = apply_top_fraction(D, mag, row_cut, col_cut)
-    E = S - D
-    L_new, R_new = factored_step(L, R, E, eta)
-    return L_new, R_new, S, E, (row_cut, col_cut)
+    row_cut, col_cut = top_fraction_thresholds(jnp.abs(D), alpha, row_guess=row_guess, col_guess=col_guess)
+
+    def fn(D, row_cut_rows, *support_rows):
+        S = apply_top_fraction(D, jnp.abs(D), row_cut_rows, col_cut)
+        E = S - D
+        return E, residual_stats(S, E, *support_rows)
+
+    row_args = (row_cut,) if support is None else (row_cut, support)
+    L_new, R_new, stats = residual_step(Y, L, R, eta, fn, row_args)
+    return L_new, R_new, stats, (row_cut, col_cut)
 
 
 @functools.partial(jax.jit, static_argnames=("rank", "budget", "use_tol", "svd", "oversample", "n_iter"))
@@ -48,8 +53,8 @@ def _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, *, rank
 
     def step(k, state):
         L, R, _, _, cuts = state
-        L_new, R_new, S, E, cuts = scaledgd_step(Y, L, R, alpha_iter, eta, cuts)
-        return (L_new, R_new, L, R, cuts), diagnostics(E, y_norm, L_new, R_new, S, X_star, support)
+        L_new, R_new, stats, cuts = scaledgd_step(Y, L, R, alpha_iter, eta, cuts, support)
+        return (L_new, R_new, L, R, cuts), diagnostics(stats, y_norm, L_new, R_new, X_star)
 
     # Initial cut-offs: the first step starts its selection cold (the guesses are only hints).
     cuts0 = (jnp.zeros((n1,), Y.dtype), jnp.zeros((n2,), Y.dtype))
