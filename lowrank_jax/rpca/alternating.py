@@ -10,8 +10,9 @@ starting from S = H_{β_0 σ_1(Y)}(Y). Constants chosen here (the paper's are pr
 
 * ``beta`` = 1/(2 (n1 n2)^{1/4}) by default (as in the AccAltProj reference implementation; the
   theory's 4μ²r/n needs the unknown incoherence μ), ``beta_init`` = 4 β.
-* ``inner_iters`` = 10 iterations in each stage k < r instead of T = 10 log(nβ‖Y‖₂/ε): with the
-  rank given, the early stages only need to peel off the largest outliers.
+* A stage k < r ends when the decaying term of its threshold has fallen to the next singular value,
+  (1/2)^{t+1} σ_k ≤ σ_{k+1}, or after ``inner_iters`` = 10 iterations, instead of the proof's
+  T = 10 log(nβ‖Y‖₂/ε): with the rank given, the early stages only peel off the largest outliers.
 * The last stage (k = r) runs until ‖Y − L − S‖_F/‖Y‖_F < ``tol`` or ``max_iter`` iterations in all.
 * P_k and σ_{k+1} come from one randomized SVD of width r + 1 + ``oversample`` per iteration,
   warm-started from the previous iteration's right singular block (subspace iteration) with
@@ -56,7 +57,11 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
             diag["error"] = relative_error(Y - D, X_star)
         if support is not None:
             diag["false_positives"] = jnp.sum((S_new != 0) & ~support).astype(jnp.int32)
-        advance = (stage < rank) & (t + 1 >= inner_iters)
+        # Leave stage k once the decaying part of the threshold has reached the (k+1)-th singular
+        # value (the threshold is then ≈ 2βσ_{k+1}: nothing more to gain at this rank), or after
+        # inner_iters iterations.
+        settled = 0.5 ** (t + 1) * svd.s[stage - 1] <= sigma_next
+        advance = (stage < rank) & (settled | (t + 1 >= inner_iters))
         stage_new = jnp.where(advance, stage + 1, stage)
         t_new = jnp.where(advance, 0, t + 1)
         return (stage_new, t_new, S_new, svd.V, L_f, R_f), diag
@@ -73,7 +78,7 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
 
 
 def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner_iters=10, X_star=None,
-            support=None, key=None, oversample=5, n_iter=1) -> RPCAResult:
+            support=None, key=None, oversample=3, n_iter=1) -> RPCAResult:
     """AltProj robust PCA (Netrapalli et al. 2014), stage-wise in the rank, hard thresholding.
 
     Args:
