@@ -1,0 +1,209 @@
+"""Tests for lowrank_jax.selection.kth_largest against np.sort.
+
+Compilation dominates the run time, so the tests reuse a few shapes and call one
+jitted wrapper with k (and guess) passed as arrays.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from lowrank_jax.selection import kth_largest
+
+_jitted = jax.jit(kth_largest, static_argnames="axis")
+
+
+def kl(x, k, axis=-1, guess=None):
+    """kth_largest under jit, with k (and guess) broadcast to the result shape."""
+    x = jnp.asarray(x)
+    out_shape = x.shape[: axis % x.ndim] + x.shape[axis % x.ndim + 1 :]
+    k = jnp.broadcast_to(jnp.asarray(k, jnp.int32), out_shape)
+    if guess is not None:
+        guess = jnp.broadcast_to(jnp.asarray(guess, x.dtype), out_shape)
+    return _jitted(x, k, axis=axis, guess=guess)
+
+
+def reference(x, k, axis=-1):
+    """np.sort(x, axis) at index -k, with the k <= 0 -> +inf, k > n -> -inf conventions."""
+    x = np.asarray(x)
+    n = x.shape[axis]
+    srt = np.moveaxis(np.sort(x, axis=axis), axis, -1)
+    k = np.broadcast_to(np.asarray(k), srt.shape[:-1])
+    if n:
+        out = np.take_along_axis(srt, np.clip(n - k, 0, n - 1)[..., None], axis=-1)[..., 0]
+    else:
+        out = np.zeros(k.shape, x.dtype)
+    return np.where(k <= 0, np.inf, np.where(k > n, -np.inf, out)).astype(x.dtype)
+
+
+def assert_exact(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    # Equal floats are equal bit patterns, except that np.sort may return -0.0 for
+    # a zero; kth_largest always returns +0.0.
+    np.testing.assert_array_equal(got, want)
+    assert not np.any(np.signbit(got) & (got == 0))
+
+
+def sample(seed, shape, kind, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    x = {
+        "absnormal": lambda: np.abs(rng.standard_normal(shape)),
+        "normal": lambda: rng.standard_normal(shape),
+        "ints": lambda: rng.integers(-3, 4, shape).astype(float),
+        "lognormal": lambda: rng.lognormal(0.0, 3.0, shape),
+        "sparse": lambda: np.where(rng.random(shape) < 0.8, 0.0, rng.standard_normal(shape)),
+    }[kind]()
+    return x.astype(dtype)
+
+
+KINDS = ["absnormal", "normal", "ints", "lognormal", "sparse"]
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_float32_axes_and_k(axis):
+    for seed, kind in enumerate(KINDS):
+        x = sample(seed, (20, 27), kind)
+        n = x.shape[axis]
+        for k in (1, 2, n // 5, n // 2, n - 1, n):
+            assert_exact(kl(x, k, axis), reference(x, k, axis))
+        k_row = np.random.default_rng(seed).integers(1, n + 1, x.shape[1 - axis % 2])
+        assert_exact(kl(x, k_row, axis), reference(x, k_row, axis))
+
+
+def test_out_of_range_k():
+    x = sample(5, (20, 27), "normal")
+    k = np.array([-5, 0, 1, 27, 28, 100, 3, 0, 28, 1] * 2)
+    got = np.asarray(kl(x, k))
+    assert_exact(got, reference(x, k))
+    assert np.all(got[k <= 0] == np.inf) and np.all(got[k > 27] == -np.inf)
+    mask = x >= got[:, None]  # keeps nothing resp. everything
+    assert not mask[k <= 0].any() and mask[k > 27].all()
+
+
+def test_ties_zeros_signs_and_infinities():
+    x = np.zeros((20, 27), np.float32)
+    x[1] = 5.0  # all equal
+    x[2, ::2] = -0.0  # +0 and -0 mixed
+    x[3] = np.arange(27) // 9  # 9 copies each of 0, 1, 2
+    x[4] = -(np.arange(27) // 3)
+    x[5, :13] = np.inf
+    x[6, :5] = -np.inf
+    x[7] = np.finfo(np.float32).tiny * np.arange(27)  # smallest normals (XLA:CPU flushes subnormals)
+    x[8] = np.where(np.arange(27) % 2, -0.0, 1.0)
+    x[9] = np.where(np.arange(27) % 3, -1.5, np.finfo(np.float32).max)
+    x[10:] = sample(6, (10, 27), "ints") * 1e-3
+    for k in range(-1, 29):
+        assert_exact(kl(x, k), reference(x, k))
+    for k in (1, 10, 20):  # along columns too
+        assert_exact(kl(x, k, 0), reference(x, k, 0))
+
+
+def test_float64():
+    with jax.enable_x64(True):
+        x = sample(7, (20, 27), "normal", np.float64)
+        x[:9] = x[9:18]  # ties within each column
+        for k in (1, 7, 19, 20):
+            got = kl(x, k, 0)
+            assert got.dtype == jnp.float64
+            assert_exact(got, reference(x, k, 0))
+        # values closer together than float32 can resolve
+        y = 1.0 + np.random.default_rng(8).permutation(5000) * 1e-13
+        for k in (1, 123, 2500, 5000):
+            assert_exact(kl(y, k), reference(y, k))
+
+
+def test_3d_and_broadcast_k():
+    x = sample(9, (2, 9, 3), "absnormal")
+    for axis in (0, 1):  # (the last axis is covered by the 2-D tests)
+        shape = x.shape[: axis % 3] + x.shape[axis % 3 + 1 :]
+        k = np.random.default_rng(axis % 3).integers(-1, x.shape[axis] + 2, shape)
+        assert_exact(kl(x, k, axis), reference(x, k, axis))
+    assert_exact(kl(x, np.array([1, 4, 9]), 1), reference(x, np.array([1, 4, 9]), 1))
+
+
+def test_guess_never_changes_the_result():
+    # 40 rows resp. columns: also exercises the gathering of unfinished rows/columns
+    x = sample(10, (300, 40), "normal")
+    k = 60
+    want = reference(x, k, 0)
+    for g in (want, want * 1.01, 1e30, -1e30, np.inf, -np.inf, np.nan, 0.0, reference(x, 3 * k, 0)):
+        assert_exact(kl(x, k, 0, guess=g), want)
+    for seed, kind in enumerate(KINDS):
+        y = sample(seed, (40, 300), kind)
+        for k in (1, 30, 150, 299):
+            assert_exact(kl(y, k), reference(y, k))
+
+
+def test_jit_and_vmap_over_k():
+    x = jnp.asarray(sample(11, (20, 40), "normal"))
+
+    @jax.jit
+    def by_alpha(x, alpha):  # k = floor(alpha * n) is traced
+        return kth_largest(jnp.abs(x), jnp.floor(alpha * x.shape[1]).astype(jnp.int32))
+
+    alphas = jnp.array([0.0, 0.1, 0.25, 0.5, 1.0])
+    got = jax.vmap(by_alpha, in_axes=(None, 0))(x, alphas)
+    for k, g in zip([0, 4, 10, 20, 40], got):
+        assert_exact(g, reference(np.abs(x), k))
+    # vmap over data and guess as well
+    xs = jnp.stack([x, -x])
+    f = jax.jit(jax.vmap(functools.partial(kth_largest, k=7, axis=0)))
+    got = f(xs, guess=jnp.zeros((2, 40)))
+    assert_exact(got, np.stack([reference(x, 7, 0), reference(-x, 7, 0)]))
+
+
+def test_no_gradient():
+    x = jnp.asarray(sample(12, (20, 27), "normal"))
+    grad = jax.jit(jax.grad(lambda x: jnp.sum(kth_largest(x, 3) ** 2)))(x)
+    assert np.all(np.asarray(grad) == 0)
+
+
+def test_dtypes_empty_and_errors():
+    x = sample(13, (20, 27), "normal").astype(np.float16)
+    got = kl(x, 5)
+    assert got.dtype == jnp.float16
+    np.testing.assert_array_equal(np.asarray(got), reference(x, 5))
+    # XLA:CPU compares subnormals as zeros; they are treated as zeros throughout
+    sub = np.float32(np.finfo(np.float32).smallest_subnormal) * np.array([[3, 0, -2, 1, 5]], np.float32)
+    assert float(kl(sub, 2)[0]) == 0.0 and float(kl(np.abs(sub) + 1, 2)[0]) == reference(np.abs(sub) + 1, 2)[0]
+    empty = np.zeros((3, 0), np.float32)
+    np.testing.assert_array_equal(kth_largest(empty, np.array([0, 1, 2])), [np.inf, -np.inf, -np.inf])
+    with pytest.raises(TypeError):
+        kth_largest(np.arange(5), 1)
+    with pytest.raises(TypeError):
+        kth_largest(np.ones(5, np.float32), 1.5)
+
+
+def test_large_flat():
+    x = sample(14, (1_000_000,), "absnormal")
+    want = reference(x, 100_000)
+    assert_exact(kl(x, 100_000), want)
+    assert_exact(kl(x, 100_000, guess=1.0), want)
+    # the random-support use: exactly m of the keys are below the threshold
+    keys = np.random.default_rng(15).random(1_000_000).astype(np.float32)
+    m = 54_321
+    assert np.sum(-keys >= np.asarray(kl(-keys, m))) == m
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_property_matches_sort(data):
+    shape = (4, 6)  # few shapes: compilation dominates
+    elements = st.one_of(
+        st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, np.inf, -np.inf]),
+        st.floats(-1e6, 1e6, width=32, allow_subnormal=False),  # XLA:CPU flushes subnormals
+    )
+    x = data.draw(hnp.arrays(np.float32, shape, elements=elements))
+    axis = data.draw(st.integers(0, x.ndim - 1))
+    out_shape = shape[:axis] + shape[axis + 1 :]
+    k = data.draw(hnp.arrays(np.int32, out_shape, elements=st.integers(-1, shape[axis] + 1)))
+    guess = data.draw(hnp.arrays(np.float32, out_shape, elements=st.floats(-1e7, 1e7, width=32)))
+    assert_exact(kl(x, k, axis), reference(x, k, axis))
+    assert_exact(kl(x, k, axis, guess=guess), reference(x, k, axis))
