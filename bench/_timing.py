@@ -20,18 +20,26 @@ def median_ms(fn, *args, reps: int = 30, warmup: int = 3) -> float:
     return 1e3 * float(np.median(times))
 
 
-def interleaved_ms(fns: dict, reps: int = 30, warmup: int = 3) -> dict:
+def interleaved_ms(fns: dict, reps: int = 30, warmup: int = 3, block: int = 1) -> dict:
     """Median times of several zero-argument callables, run alternately so that machine noise
-    hits every side alike (the machines here are noisy, ±25 %)."""
+    hits every side alike (the machines here are noisy, ±25 %).
+
+    With ``block > 1`` each callable runs ``block`` times in a row per round and only the calls
+    after the first of each block are timed: that is the steady state of an iteration inside a
+    solver loop (its inputs still in cache), rather than the cold start after another method
+    has flushed the caches.
+    """
     for fn in fns.values():
         for _ in range(warmup):
             jax.block_until_ready(fn())
     times = {name: [] for name in fns}
     for _ in range(reps):
         for name, fn in fns.items():
-            t0 = time.perf_counter()
-            jax.block_until_ready(fn())
-            times[name].append(time.perf_counter() - t0)
+            for i in range(block):
+                t0 = time.perf_counter()
+                jax.block_until_ready(fn())
+                if i or block == 1:
+                    times[name].append(time.perf_counter() - t0)
     return {name: 1e3 * float(np.median(t)) for name, t in times.items()}
 
 
