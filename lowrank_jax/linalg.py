@@ -107,6 +107,46 @@ def balanced_factors(svd: SVDResult) -> tuple[jax.Array, jax.Array]:
     return svd.U * root, svd.V * root
 
 
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 4, 5))
+def low_rank_factors(A: jax.Array, rank: int, method: str = "randomized", key: jax.Array | None = None,
+                     oversample: int = 10, n_iter: int = 4) -> tuple[jax.Array, jax.Array]:
+    """Balanced factors (L, R) = (UΣ^{1/2}, VΣ^{1/2}) of the best rank-r approximation of A.
+
+    For methods whose later steps depend on (L, R) only through X = L Rᵀ (such as scaled
+    gradient descent, which is equivariant under (L, R) → (LQ, RQ⁻ᵀ)), reverse mode uses the
+    derivative of the rank-r projection X = P_r(A) instead of differentiating the SVD routine:
+    with cotangents (L̄, R̄) = (X̄ R, X̄ᵀ L),
+
+        Ā = P_T(X̄) = U Σ^{-1/2} R̄ᵀ (I − V Vᵀ) + L̄ Σ^{-1/2} Vᵀ,
+
+    the projection of X̄ onto the tangent space of rank-r matrices at X. This is exact up to terms
+    of relative size σ_{r+1}/σ_r (the coupling with the discarded spectrum), costs two outer
+    products, and avoids the 1/(σ_i² − σ_j²) factors and QR adjoints of autodiff through a
+    randomized SVD (about 100 ms and erratic in float32 at n = 1000). Do not use it where a loss
+    depends on the gauge of L and R.
+    """
+    return balanced_factors(low_rank_svd(A, rank, method=method, key=key, oversample=oversample,
+                                         n_iter=n_iter))
+
+
+def _low_rank_factors_fwd(A, rank, method, key, oversample, n_iter):
+    svd = low_rank_svd(A, rank, method=method, key=key, oversample=oversample, n_iter=n_iter)
+    return balanced_factors(svd), svd
+
+
+def _low_rank_factors_bwd(rank, method, oversample, n_iter, svd, cts):
+    U, s, V = svd
+    L_bar, R_bar = cts
+    inv_root = jnp.where(s > 0, 1.0 / jnp.sqrt(jnp.where(s > 0, s, 1.0)), 0.0)
+    H = L_bar * inv_root
+    G = R_bar * inv_root
+    G = G - V @ (V.T @ G)
+    return U @ G.T + H @ V.T, None
+
+
+low_rank_factors.defvjp(_low_rank_factors_fwd, _low_rank_factors_bwd)
+
+
 def spd_solve(G: jax.Array, B: jax.Array, *, right: bool = False) -> jax.Array:
     """Solve with a small symmetric positive (semi-)definite Gram matrix ``G`` (r, r).
 

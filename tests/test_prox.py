@@ -39,6 +39,24 @@ def test_soft_threshold_gradients_match_closed_form(x64):
     np.testing.assert_array_equal(g_x, (np.abs(x) > t).astype(float))
 
 
+def test_soft_threshold_gradient_with_per_row_thresholds_matches_finite_differences(x64):
+    """The hand-written derivative of clip_symmetric broadcasts the threshold's tangent."""
+    rng = np.random.default_rng(7)
+    x = jnp.asarray(rng.standard_normal((6, 9)))
+    t = jnp.asarray(rng.uniform(0.2, 1.0, (6, 1)))
+    w = jnp.asarray(rng.standard_normal((6, 9)))
+    f = lambda x, t: jnp.sum(w * prox.soft_threshold(x, t) ** 2)  # noqa: E731
+    g_x, g_t = jax.grad(f, argnums=(0, 1))(x, t)
+    h = 1e-6
+    for i in range(6):
+        dt = jnp.zeros_like(t).at[i, 0].set(h)
+        fd = (f(x, t + dt) - f(x, t - dt)) / (2 * h)
+        np.testing.assert_allclose(g_t[i, 0], fd, rtol=1e-6, atol=1e-9)
+    dx = jnp.asarray(rng.standard_normal((6, 9)))
+    fd = (f(x + h * dx, t) - f(x - h * dx, t)) / (2 * h)
+    np.testing.assert_allclose(jnp.sum(g_x * dx), fd, rtol=1e-6)
+
+
 def test_hard_threshold_matches_numpy():
     rng = np.random.default_rng(2)
     x = rng.standard_normal((20, 20))

@@ -40,9 +40,11 @@ def relative_error(X, X_star):
 
 
 def spectral_init(A, rank, *, svd, key, oversample=10, n_iter=4):
-    """Balanced factors of the best rank-r approximation of A: L = UΣ^{1/2}, R = VΣ^{1/2}."""
-    return linalg.balanced_factors(linalg.low_rank_svd(A, rank, method=svd, key=key,
-                                                       oversample=oversample, n_iter=n_iter))
+    """Balanced factors of the best rank-r approximation of A: L = UΣ^{1/2}, R = VΣ^{1/2}.
+
+    Differentiable through :func:`lowrank_jax.linalg.low_rank_factors`'s rank-r projection rule
+    (valid here: the RPCA iterations are equivariant under (L, R) → (LQ, RQ⁻ᵀ))."""
+    return linalg.low_rank_factors(A, rank, svd, key, oversample, n_iter)
 
 
 def check_common(Y, rank, X_star, support, key, svd):
