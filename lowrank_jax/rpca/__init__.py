@@ -7,6 +7,10 @@ Every solver decomposes Y ≈ X + S with X = L Rᵀ of rank r and S sparse, runs
 from lowrank_jax.rpca._common import RPCAResult
 from lowrank_jax.rpca.alternating import altproj
 from lowrank_jax.rpca.learned import lrpca, lrpca_step, oracle_thresholds
+from lowrank_jax.rpca.params import LRPCAParams, load_params, pretrained, save_params
 from lowrank_jax.rpca.scaled import scaledgd, scaledgd_step
+from lowrank_jax.rpca.training import TrainConfig, frmnn_grid_search, train_lrpca
 
-__all__ = ["RPCAResult", "altproj", "lrpca", "lrpca_step", "oracle_thresholds", "scaledgd", "scaledgd_step"]
+__all__ = ["LRPCAParams", "RPCAResult", "TrainConfig", "altproj", "frmnn_grid_search", "load_params", "lrpca",
+           "lrpca_step", "oracle_thresholds", "pretrained", "save_params", "scaledgd", "scaledgd_step",
+           "train_lrpca"]

@@ -1,0 +1,182 @@
+"""LRPCA's learnable parameters as an ``equinox.Module``, the generalisation rule, and parameter files.
+
+A K-layer LRPCA network (Cai, Liu, Yin 2021, §3) has 2K + 1 scalars: ζ_0 (initial threshold),
+(ζ_k, η_k) for layers k = 1..K, plus the two FRMNN factors (β, φ) of eq. (13) that continue the
+schedule past layer K: η_k = β^{k−K} η_K, ζ_k = φ^{k−K} ζ_K. Thresholds are stored as log ζ
+and steps as log η: both positive by construction (a negative or vanishing step is meaningless for
+the FRMNN continuation), and one learning rate fits ζ's that span five decades.
+
+Generalisation (paper Appendix C.4, motivated by Lemma 10's ‖X⋆ − X_k‖_∞ ≲ (μr/n)τ^kσ_r): a model
+trained at size n_b and rank r_b is used at (n, r) with η unchanged and ζ scaled by (n_b/n)(r/r_b).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import tempfile
+from importlib import resources
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from lowrank_jax.rpca.learned import lrpca
+
+_MAGIC = b"lowrank_jax.LRPCAParams v1\n"
+
+
+class LRPCAParams(eqx.Module):
+    """Parameters of a K-layer LRPCA network with FRMNN continuation.
+
+    Fields: ``log_zeta`` (K+1,), ``log_eta`` (K,), ``beta`` and ``phi`` (scalars; β = φ = 1 until a
+    grid search sets them), and the static ``rank`` and ``n`` (problem size) they were trained
+    for. Call the module on an observation to run LRPCA with them.
+    """
+
+    log_zeta: jax.Array
+    log_eta: jax.Array
+    beta: jax.Array
+    phi: jax.Array
+    rank: int = eqx.field(static=True)
+    n: int = eqx.field(static=True)
+
+    def __check_init__(self):
+        if self.log_zeta.ndim != 1 or self.log_eta.ndim != 1 or \
+                self.log_zeta.shape[0] != self.log_eta.shape[0] + 1:
+            raise ValueError(f"log_zeta must have one more entry than log_eta: got {self.log_zeta.shape} "
+                             f"and {self.log_eta.shape}")
+
+    @property
+    def zeta(self) -> jax.Array:
+        return jnp.exp(self.log_zeta)
+
+    @property
+    def eta(self) -> jax.Array:
+        return jnp.exp(self.log_eta)
+
+    @property
+    def num_layers(self) -> int:
+        return self.log_eta.shape[0]
+
+    @classmethod
+    def from_schedule(cls, zeta, eta, *, rank: int, n: int, beta=1.0, phi=1.0) -> "LRPCAParams":
+        """From thresholds ζ (K+1,) > 0 and steps η (K,) > 0."""
+        zeta, eta = jnp.asarray(zeta, jnp.float32), jnp.asarray(eta, jnp.float32)
+        if not bool(jnp.all(zeta > 0)):
+            raise ValueError("zeta must be positive")
+        if not bool(jnp.all(eta > 0)):
+            raise ValueError("eta must be positive")
+        return cls(jnp.log(zeta), jnp.log(eta), jnp.asarray(beta, jnp.float32),
+                   jnp.asarray(phi, jnp.float32), rank=int(rank), n=int(n))
+
+    def for_problem(self, n: float, rank: int) -> "LRPCAParams":
+        """The paper's generalisation rule: η as is, ζ scaled by (self.n / n)(rank / self.rank)."""
+        scale = (self.n / n) * (rank / self.rank)
+        return eqx.tree_at(lambda p: p.log_zeta, self, self.log_zeta + math.log(scale))
+
+    def __call__(self, Y, *, frmnn: bool = True, tol=None, max_iter=None, rank: int | None = None,
+                 **kwargs):
+        """Run :func:`lowrank_jax.rpca.lrpca` on Y (n1, n2) with these parameters.
+
+        If Y's size √(n1 n2) or ``rank`` differ from the training setting, ζ is rescaled by the
+        generalisation rule first. ``frmnn=True`` continues past layer K with (β, φ) until ``tol``
+        or ``max_iter`` (default: K + 5 layers without ``tol``); ``frmnn=False`` runs the K layers.
+        Other keyword arguments go to ``lrpca`` (``X_star``, ``support``, ``key``, ...).
+        """
+        rank = self.rank if rank is None else int(rank)
+        n = math.sqrt(Y.shape[0] * Y.shape[1])
+        p = self if (n == self.n and rank == self.rank) else self.for_problem(n, rank)
+        if frmnn:
+            if tol is None and max_iter is None:
+                max_iter = p.num_layers + 5
+            return lrpca(Y, rank, p.zeta, p.eta, beta=p.beta, phi=p.phi, tol=tol, max_iter=max_iter,
+                         **kwargs)
+        return lrpca(Y, rank, p.zeta, p.eta, tol=tol, max_iter=max_iter, **kwargs)
+
+
+def _template(num_layers: int, rank: int, n: int) -> LRPCAParams:
+    return LRPCAParams(jnp.zeros(num_layers + 1), jnp.zeros(num_layers), jnp.ones(()), jnp.ones(()),
+                       rank=rank, n=n)
+
+
+def save_params(path, params: LRPCAParams, meta: dict | None = None) -> None:
+    """Write ``params`` to ``path`` atomically (temporary file in the same folder, then rename).
+
+    Format: a magic line, a JSON line (rank, n, num_layers and ``meta``), then the leaves as
+    written by ``equinox.tree_serialise_leaves``.
+    """
+    header = {"rank": params.rank, "n": params.n, "num_layers": params.num_layers, "meta": meta or {}}
+    buf = io.BytesIO()
+    buf.write(_MAGIC)
+    buf.write(json.dumps(header).encode() + b"\n")
+    eqx.tree_serialise_leaves(buf, params)
+    _atomic_write(path, buf.getvalue())
+
+
+def _atomic_write(path, data: bytes) -> None:
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def read_params(data: bytes, *, source: str = "parameter file", rank: int | None = None):
+    """Parse the bytes written by :func:`save_params`; returns (params, header)."""
+    if not data.startswith(_MAGIC):
+        raise ValueError(f"{source} is not an LRPCA parameter file (bad header)")
+    rest = data[len(_MAGIC):]
+    line, sep, body = rest.partition(b"\n")
+    try:
+        header = json.loads(line)
+        like = _template(int(header["num_layers"]), int(header["rank"]), int(header["n"]))
+        params = eqx.tree_deserialise_leaves(io.BytesIO(body), like)
+    except Exception as err:  # truncated or edited files
+        raise ValueError(f"{source} is corrupt: {err}") from None
+    if not all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(params)):
+        raise ValueError(f"{source} is corrupt: non-finite parameters")
+    if rank is not None and params.rank != rank:
+        raise ValueError(f"{source} holds parameters for rank {params.rank}, not rank {rank}")
+    return params, header
+
+
+def load_params(path, *, rank: int | None = None) -> LRPCAParams:
+    """Read a file written by :func:`save_params`; with ``rank``, check it was trained for it."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return read_params(data, source=os.fspath(path), rank=rank)[0]
+
+
+PRETRAINED_ALPHAS = (0.1, 0.2, 0.3)
+
+
+def pretrained_name(alpha: float, n: int = 1000, rank: int = 5) -> str:
+    return f"lrpca_n{n}_r{rank}_alpha{alpha:g}.eqx"
+
+
+def pretrained(alpha: float = 0.1, *, rank: int | None = None) -> LRPCAParams:
+    """Parameters shipped with the package, trained by ``experiments/train_lrpca.py`` on the
+    paper's generator at n = 1000, r = 5 (K = 10 layers, β and φ from the FRMNN grid search).
+
+    ``alpha`` ∈ {0.1, 0.2, 0.3} is the outlier density they were trained for.
+    """
+    if not any(abs(alpha - a) < 1e-9 for a in PRETRAINED_ALPHAS):
+        raise ValueError(f"pretrained parameters exist for alpha in {PRETRAINED_ALPHAS}, got {alpha}")
+    name = pretrained_name(alpha)
+    ref = resources.files("lowrank_jax.rpca").joinpath("pretrained", name)
+    if not ref.is_file():
+        raise FileNotFoundError(f"pretrained file {name} is missing from the installed package; "
+                                "re-train it with experiments/train_lrpca.py")
+    return read_params(ref.read_bytes(), source=name, rank=rank)[0]

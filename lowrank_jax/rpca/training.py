@@ -1,0 +1,322 @@
+"""Learning LRPCA's parameters by deep unfolding (paper §3 and Appendix C.1; project note §4).
+
+Loss of a stage j (0 ≤ j ≤ K), on a mini-batch of B fresh instances (Y, X⋆) of the paper's
+generator drawn inside the jitted step:
+
+    ℓ_j(Θ) = (1/B) Σ_b (1/j) Σ_{k=1..j} log e_k(Y_b; Θ),   e_k = ‖X_k − X⋆‖_F / ‖X⋆‖_F,
+
+with X_k the output of layer k (ℓ_0 = mean log e_0). Curriculum (the paper's layer-wise training, schedule as in the
+authors' code): stage 0 trains ζ_0; stage j ≥ 1 first trains the new layer's (ζ_j, η_j) alone
+("pre-training"), then all layers 0..j together ("full training").
+
+Choices, and why (numbers in the project's issue notes and docs/rpca.md):
+- log ζ and log η instead of ζ, η: the thresholds span five decades (1e-2 … 1e-7), one learning
+  rate fits all, and both stay positive (the authors' code restores a backup when a ζ turns
+  negative; with η free, training drove some steps negative and the last one to ≈ 0, which left
+  nothing for the FRMNN continuation to extend).
+- Adam instead of SGD with per-layer learning rates ζ_{k−1}/5000: scale-free, far fewer steps.
+- log of the relative error as the loss: every stage (errors 1e-1 … 1e-5) has gradients of the
+  same size, and instances of different difficulty weigh alike. Averaged over the layers 1..j
+  (deep supervision) rather than taken at layer j alone (the paper's eq. 12): with the last layer
+  alone, training parked late layers (η ≈ 0) once the error reached a few 1e-6, and the
+  continuation past K stalled there; with the average every layer must make progress.
+- Initial values: the oracle schedule of Theorem 1 (ζ_k = ‖X_{k−1} − X⋆‖_∞ with η = 0.5), its
+  geometric mean over a few training instances; η = 0.5. Training starts from a schedule that
+  already converges, so few steps per stage suffice.
+- Mini-batches through ``vmap``.
+
+Every stage ends with a checkpoint (:func:`lowrank_jax.rpca.params.save_params`, atomic); a run
+restarted with the same arguments resumes after the last finished stage and ends with exactly the
+parameters of an uninterrupted run (each stage's randomness is ``fold_in(key, stage)`` and each
+phase starts a fresh optimiser).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import time
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from lowrank_jax import datasets
+from lowrank_jax.rpca._common import relative_error
+from lowrank_jax.rpca.learned import lrpca, lrpca_step, oracle_thresholds
+from lowrank_jax.rpca.params import LRPCAParams, load_params, save_params
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """What to train on and how. ``n``, ``rank``, ``alpha``: the generator's setting (square n × n,
+    float32); ``num_layers`` K; ``pre_steps``/``full_steps``: optimiser steps per phase;
+    ``batch``: instances per step; ``lr``: Adam's learning rate (log ζ and η alike);
+    ``init_instances``: instances whose oracle schedule initialises ζ."""
+
+    n: int = 1000
+    rank: int = 5
+    alpha: float = 0.1
+    num_layers: int = 10
+    pre_steps: int = 20
+    full_steps: int = 40
+    batch: int = 2
+    lr: float = 0.03
+    init_instances: int = 4
+
+    def __post_init__(self):
+        for name in ("n", "rank", "num_layers", "batch", "init_instances"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("pre_steps", "full_steps"):
+            if int(getattr(self, name)) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0 <= self.alpha < 1:
+            raise ValueError(f"alpha must be in [0, 1), got {self.alpha}")
+        if self.rank > self.n:
+            raise ValueError(f"rank must be <= n, got rank = {self.rank}, n = {self.n}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be positive, got {self.lr}")
+
+
+def _instances(key, cfg: TrainConfig, count: int):
+    """``count`` instances (Y, X⋆) stacked; generated one after the other (``lax.map``), which on
+    CPU is several times faster than the batched (``vmap``) generator."""
+    keys = jax.random.split(key, count)
+    p = jax.lax.map(lambda k: datasets.rpca_problem(k, cfg.n, cfg.n, cfg.rank, cfg.alpha), keys)
+    return p.Y, p.X
+
+
+def layer_error(params: LRPCAParams, Y, X_star, layers: int):
+    """‖X_j − X⋆‖_F/‖X⋆‖_F after ``layers`` = j layers (j = 0: the initialisation)."""
+    out = lrpca(Y, params.rank, params.zeta[: layers + 1], params.eta[:layers])
+    return relative_error(out.X, X_star)
+
+
+def stage_loss(params: LRPCAParams, Y, X_star, layers: int):
+    """One instance's loss of stage j = ``layers``: mean of log e_k over k = 1..j (log e_0 for j = 0)."""
+    if layers == 0:
+        return jnp.log(layer_error(params, Y, X_star, 0))
+    out = lrpca(Y, params.rank, params.zeta[: layers + 1], params.eta[:layers], X_star=X_star)
+    return jnp.mean(jnp.log(out.error))
+
+
+def initial_params(key, cfg: TrainConfig) -> LRPCAParams:
+    """ζ from the geometric mean of the oracle schedule on ``cfg.init_instances`` instances, η = 0.5."""
+    Y, X = _instances(key, cfg, cfg.init_instances)
+    K = cfg.num_layers
+    zetas = jax.vmap(lambda y, x: oracle_thresholds(y, cfg.rank, x, K, 0.5))(Y, X)
+    log_zeta = jnp.mean(jnp.log(zetas), axis=0)
+    return LRPCAParams(log_zeta, jnp.full((K,), jnp.log(0.5), jnp.float32), jnp.ones(()), jnp.ones(()),
+                       rank=cfg.rank, n=cfg.n)
+
+
+def _masks(params: LRPCAParams, layers: int, only_new: bool):
+    """Which entries train: all layers 0..j, or only layer j's (ζ_j, η_j)."""
+    K = params.num_layers
+    z = np.zeros(K + 1, np.float32)
+    e = np.zeros(K, np.float32)
+    if only_new:
+        z[layers] = 1
+        if layers >= 1:
+            e[layers - 1] = 1
+    else:
+        z[: layers + 1] = 1
+        e[:layers] = 1
+    return jnp.asarray(z), jnp.asarray(e)
+
+
+@functools.lru_cache(maxsize=64)
+def _make_phase(cfg: TrainConfig, layers: int):
+    """A jitted optimiser step for stage ``layers``: fresh batch from ``key``, loss, masked update
+    (cached: both phases of a stage, and repeated runs, share one compiled step)."""
+    optimizer = _optimizer(cfg)
+
+    def loss_fn(diff, static, Y, X):
+        params = eqx.combine(diff, static)
+        # One instance after the other: batched (vmapped) QR and skinny dots are slower on CPU.
+        return jnp.mean(jax.lax.map(lambda yx: stage_loss(params, yx[0], yx[1], layers), (Y, X)))
+
+    @eqx.filter_jit
+    def step(params, opt_state, key, mask_z, mask_e):
+        Y, X = _instances(key, cfg, cfg.batch)
+        diff, static = eqx.partition(params, eqx.is_inexact_array)
+        loss, grads = jax.value_and_grad(loss_fn)(diff, static, Y, X)
+        grads = eqx.tree_at(lambda p: (p.log_zeta, p.log_eta, p.beta, p.phi), grads,
+                            (grads.log_zeta * mask_z, grads.log_eta * mask_e,
+                             jnp.zeros_like(grads.beta), jnp.zeros_like(grads.phi)))
+        updates, opt_state = optimizer.update(grads, opt_state, diff)
+        return eqx.apply_updates(params, updates), opt_state, loss
+
+    return step
+
+
+def _optimizer(cfg: TrainConfig):
+    return optax.adam(cfg.lr)
+
+
+def _phase_steps(cfg: TrainConfig, layers: int):
+    """[(only_new, steps)] of stage ``layers``."""
+    if layers == 0:
+        return [(False, cfg.pre_steps + cfg.full_steps)]
+    return [(True, cfg.pre_steps), (False, cfg.full_steps)]
+
+
+def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progress: bool = True,
+                callback=None, log=None) -> LRPCAParams:
+    """Layer-wise training of a K-layer LRPCA network (FRMNN factors stay β = φ = 1; see
+    :func:`frmnn_grid_search`).
+
+    Args:
+      key: ``jax.random`` key; the whole run is a deterministic function of it and ``cfg``.
+      cfg: :class:`TrainConfig`.
+      checkpoint: path of the checkpoint file, written after every stage; if it exists and was
+        written for the same ``cfg``, training resumes after its last finished stage.
+      progress: show a tqdm progress bar (one tick per optimiser step).
+      callback: ``callback(stage, params)`` after each stage's checkpoint (e.g. to stop early).
+      log: optional list; per stage a dict (stage, seconds, first and last loss) is appended.
+
+    Returns:
+      :class:`LRPCAParams` with ζ, η trained and β = φ = 1.
+    """
+    K = cfg.num_layers
+    k_init, k_train = jax.random.split(key)
+    start = 0
+    params = None
+    if checkpoint is not None and os.path.exists(checkpoint):
+        params, meta = _load_checkpoint(checkpoint, cfg)
+        start = meta["stage"] + 1
+    if params is None:
+        params = initial_params(k_init, cfg)
+    optimizer = _optimizer(cfg)
+    total = sum(s for j in range(start, K + 1) for _, s in _phase_steps(cfg, j))
+    bar = _progress(total, progress)
+    try:
+        for j in range(start, K + 1):
+            t0 = time.perf_counter()
+            stage_key = jax.random.fold_in(k_train, j)
+            losses = []
+            for phase, (only_new, steps) in enumerate(_phase_steps(cfg, j)):
+                if steps == 0:
+                    continue
+                step = _make_phase(cfg, j)
+                mask_z, mask_e = _masks(params, j, only_new)
+                opt_state = optimizer.init(eqx.filter(params, eqx.is_inexact_array))
+                phase_key = jax.random.fold_in(stage_key, phase)
+                for i in range(steps):
+                    params, opt_state, loss = step(params, opt_state, jax.random.fold_in(phase_key, i),
+                                                   mask_z, mask_e)
+                    losses.append(float(loss))
+                    if not np.isfinite(losses[-1]):
+                        raise FloatingPointError(f"training loss became {losses[-1]} at stage {j}, "
+                                                 f"step {i}; lower cfg.lr")
+                    bar.update(1)
+                    bar.set_postfix(stage=j, err=f"{np.exp(losses[-1]):.2e}")
+            entry = {"stage": j, "seconds": time.perf_counter() - t0,
+                     "first_error": float(np.exp(losses[0])) if losses else None,
+                     "last_error": float(np.exp(np.mean(losses[-5:]))) if losses else None}
+            if log is not None:
+                log.append(entry)
+            if checkpoint is not None:
+                save_params(checkpoint, params, {"stage": j, "config": dataclasses.asdict(cfg)})
+            if callback is not None:
+                callback(j, params)
+    finally:
+        bar.close()
+    return params
+
+
+def _load_checkpoint(path, cfg: TrainConfig):
+    params = load_params(path)
+    with open(path, "rb") as f:
+        f.readline()
+        meta = json.loads(f.readline())["meta"]
+    if meta.get("config") != dataclasses.asdict(cfg):
+        raise ValueError(f"checkpoint {path} was written for another configuration "
+                         f"({meta.get('config')}); delete it or pass the same TrainConfig")
+    return params, meta
+
+
+class _NoBar:
+    def update(self, n):
+        pass
+
+    def set_postfix(self, **kw):
+        pass
+
+    def close(self):
+        pass
+
+
+def _progress(total: int, show: bool):
+    if not show:
+        return _NoBar()
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # tqdm is in the experiments extra
+        return _NoBar()
+    return tqdm(total=total, desc="LRPCA layer-wise training", unit="step")
+
+
+def _continue(params: LRPCAParams, Y, L, R, beta, phi, extra: int):
+    """Run ``extra`` FRMNN layers from (L_K, R_K): ζ = ζ_K φ^p, η = η_K β^p, p = 1..extra."""
+    p = jnp.arange(1, extra + 1, dtype=Y.dtype)
+    zetas = params.zeta[-1] * phi ** p
+    etas = params.eta[-1] * beta ** p
+
+    def body(c, ze):
+        L, R, _ = lrpca_step(Y, c[0], c[1], ze[0], ze[1])
+        return (L, R), None
+
+    (L, R), _ = jax.lax.scan(body, (L, R), (zetas, etas))
+    return L, R
+
+
+def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instances: int = 20,
+                      extra_layers: int = 5, betas=None, phis=None):
+    """Choose FRMNN's (β, φ) (eq. 14) by grid search with the K learned layers frozen.
+
+    Minimises the mean relative error at layer K̄ = K + ``extra_layers`` over ``num_instances``
+    fresh instances. Grid (step 0.1, as the paper): β ∈ {0.5, …, 1.3} (β > 1 lengthens the step
+    past η_K, β < 1 shortens it; far outside this range the iteration diverges or stalls),
+    φ ∈ {0.1, …, 1.0} (thresholds shrink geometrically, Lemma 10). The K frozen layers run once
+    per instance; the continuation of the whole grid is one ``vmap``ped call per instance (all in
+    one jitted function).
+
+    Returns ``(params with the chosen β, φ, errors)``, ``errors`` of shape (len(betas), len(phis)):
+    the grid's mean errors (NaN-safe: a diverging point counts as +inf).
+    """
+    betas = jnp.round(jnp.arange(0.5, 1.31, 0.1), 2) if betas is None else jnp.asarray(betas)
+    phis = jnp.round(jnp.arange(0.1, 1.01, 0.1), 2) if phis is None else jnp.asarray(phis)
+    betas, phis = betas.astype(jnp.float32), phis.astype(jnp.float32)
+    Y, X = _instances(key, cfg, num_instances)
+    errors = _grid_errors(params, Y, X, betas, phis, extra_layers)
+    i, j = np.unravel_index(int(jnp.argmin(errors)), errors.shape)
+    chosen = eqx.tree_at(lambda p: (p.beta, p.phi), params, (betas[i], phis[j]))
+    return chosen, errors
+
+
+@eqx.filter_jit
+def _grid_errors(params, Y, X, betas, phis, extra_layers):
+    # The frozen K layers once per instance; then, instance by instance, the continuation for the
+    # whole grid at once (vmap over (β, φ)): memory stays at one instance's panel per grid point.
+    B, P = jnp.meshgrid(betas, phis, indexing="ij")
+
+    def per_instance(yx):
+        y, x = yx
+        base = lrpca(y, params.rank, params.zeta, params.eta)
+
+        def one(beta, phi):
+            L, R = _continue(params, y, base.L, base.R, beta, phi, extra_layers)
+            return relative_error(L @ R.T, x)
+
+        return jax.vmap(one)(B.ravel(), P.ravel())
+
+    grid = jax.lax.map(per_instance, (Y, X))  # (instances, grid)
+    err = jnp.mean(grid, axis=0)
+    err = jnp.where(jnp.isfinite(err), err, jnp.inf)
+    return err.reshape(B.shape)

@@ -1,0 +1,133 @@
+"""LRPCA parameter learning: the curriculum lowers the loss, checkpoints resume exactly, FRMNN grid
+search, parameter files (pretrained ones included) and their errors."""
+
+import dataclasses
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lowrank_jax import datasets, rpca
+from lowrank_jax.rpca import params as params_mod
+from lowrank_jax.rpca import training
+
+TINY = training.TrainConfig(n=60, rank=2, alpha=0.1, num_layers=3, pre_steps=4, full_steps=8, batch=2,
+                            lr=0.05, init_instances=2)
+
+
+def _mean_loss(p, cfg, layers, key=jax.random.key(99), count=8):
+    Y, X = training._instances(key, cfg, count)
+    return float(jnp.mean(jax.vmap(lambda y, x: training.stage_loss(p, y, x, layers))(Y, X)))
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    ckpt = tmp_path_factory.mktemp("train") / "full.eqx"
+    log = []
+    p = training.train_lrpca(jax.random.key(0), TINY, checkpoint=ckpt, progress=False, log=log)
+    return p, log, ckpt
+
+
+def test_training_lowers_the_loss_on_held_out_instances(tiny_run):
+    p, log, _ = tiny_run
+    start = training.initial_params(jax.random.split(jax.random.key(0))[0], TINY)
+    K = TINY.num_layers
+    assert _mean_loss(p, TINY, K) < _mean_loss(start, TINY, K) - 0.05
+    assert [e["stage"] for e in log] == list(range(K + 1))
+    assert all(np.isfinite(jax.tree.leaves(eqx.filter(p, eqx.is_inexact_array))[0]))
+    # β, φ are left to the grid search.
+    assert float(p.beta) == 1.0 and float(p.phi) == 1.0
+
+
+def test_interrupted_training_resumes_to_the_same_parameters(tiny_run, tmp_path):
+    p_full, _, _ = tiny_run
+    ckpt = tmp_path / "resume.eqx"
+
+    class Interrupt(Exception):
+        pass
+
+    def stop_after_two(stage, params):
+        if stage == 2:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        training.train_lrpca(jax.random.key(0), TINY, checkpoint=ckpt, progress=False, callback=stop_after_two)
+    log = []
+    p_resumed = training.train_lrpca(jax.random.key(0), TINY, checkpoint=ckpt, progress=False, log=log)
+    assert [e["stage"] for e in log] == [3]  # only the stage after the checkpoint ran again
+    for a, b in zip(jax.tree.leaves(p_full), jax.tree.leaves(p_resumed)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_checkpoint_of_another_configuration_is_refused(tiny_run):
+    _, _, ckpt = tiny_run
+    other = dataclasses.replace(TINY, lr=0.01)
+    with pytest.raises(ValueError, match="another configuration"):
+        training.train_lrpca(jax.random.key(0), other, checkpoint=ckpt, progress=False)
+
+
+def test_frmnn_grid_search_returns_the_argmin_of_its_grid(tiny_run):
+    p, _, _ = tiny_run
+    betas, phis = jnp.array([0.8, 1.0, 1.2]), jnp.array([0.3, 0.6, 0.9])
+    chosen, errors = training.frmnn_grid_search(jax.random.key(5), p, TINY, num_instances=4, extra_layers=3,
+                                                betas=betas, phis=phis)
+    assert errors.shape == (3, 3)
+    i, j = np.unravel_index(np.argmin(np.asarray(errors)), errors.shape)
+    assert float(chosen.beta) == pytest.approx(float(betas[i])) and float(chosen.phi) == pytest.approx(float(phis[j]))
+    # The grid's entry equals a direct FRMNN run of those (β, φ) on the same instances.
+    Y, X = training._instances(jax.random.key(5), TINY, 4)
+    runs = [rpca.lrpca(y, 2, p.zeta, p.eta, beta=betas[1], phi=phis[2], max_iter=6) for y in Y]
+    direct = [float(jnp.linalg.norm(out.X - x) / jnp.linalg.norm(x)) for out, x in zip(runs, X)]
+    np.testing.assert_allclose(errors[1, 2], np.mean(direct), rtol=1e-4)
+
+
+def test_generalisation_rule_scales_thresholds_only():
+    p = params_mod.LRPCAParams.from_schedule(jnp.array([1.0, 0.5, 0.25]), jnp.array([0.6, 0.5]), rank=5, n=1000)
+    q = p.for_problem(3000, 10)
+    np.testing.assert_allclose(q.zeta, p.zeta * (1000 / 3000) * (10 / 5), rtol=1e-6)
+    np.testing.assert_array_equal(q.eta, p.eta)
+
+
+def test_parameter_files_round_trip_and_bad_files_are_refused(tmp_path, tiny_run):
+    p, _, _ = tiny_run
+    path = tmp_path / "p.eqx"
+    params_mod.save_params(path, p, {"note": "test"})
+    q = params_mod.load_params(path, rank=2)
+    for a, b in zip(jax.tree.leaves(p), jax.tree.leaves(q)):
+        np.testing.assert_array_equal(a, b)
+    assert (q.rank, q.n, q.num_layers) == (2, 60, 3)
+    with pytest.raises(ValueError, match="rank 2, not rank 5"):
+        params_mod.load_params(path, rank=5)
+    data = path.read_bytes()
+    (tmp_path / "cut.eqx").write_bytes(data[:-7])
+    with pytest.raises(ValueError, match="corrupt"):
+        params_mod.load_params(tmp_path / "cut.eqx")
+    (tmp_path / "junk.eqx").write_bytes(b"not a parameter file")
+    with pytest.raises(ValueError, match="not an LRPCA parameter file"):
+        params_mod.load_params(tmp_path / "junk.eqx")
+    # No temporary files are left behind by the atomic write.
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["cut.eqx", "junk.eqx", "p.eqx"]
+
+
+def test_bad_training_configuration_is_refused():
+    with pytest.raises(ValueError, match="alpha"):
+        training.TrainConfig(alpha=1.5)
+    with pytest.raises(ValueError, match="num_layers"):
+        training.TrainConfig(num_layers=0)
+    with pytest.raises(ValueError, match="lr"):
+        training.TrainConfig(lr=0.0)
+
+
+@pytest.mark.parametrize("alpha", params_mod.PRETRAINED_ALPHAS)
+def test_pretrained_parameters_recover_a_fresh_instance(alpha):
+    p = rpca.pretrained(alpha=alpha)
+    assert (p.rank, p.n, p.num_layers) == (5, 1000, 10)
+    prob = datasets.rpca_problem(jax.random.key(12345), 1000, 1000, 5, alpha)
+    out = p(prob.Y, frmnn=False, X_star=prob.X)
+    assert float(out.error[-1]) <= 1e-3
+    with pytest.raises(ValueError, match="rank"):
+        rpca.pretrained(alpha=alpha, rank=3)
+    with pytest.raises(ValueError, match="alpha"):
+        rpca.pretrained(alpha=0.15)
