@@ -1,5 +1,6 @@
 """`make experiments`: run every paper experiment script in this folder (each writes CSV + PNG under
-results/). Scripts are the files named ``<family>_*.py`` here; each has a ``main()``."""
+results/). Scripts are the files named ``<family>_*.py`` here; each has a ``main(argv)`` (run here with no
+arguments: the full-size settings)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def main(argv=None):
         spec = importlib.util.spec_from_file_location(path.stem, path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        module.main()
+        module.main([])
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def as_matrix(x, name: str) -> jax.Array:
         raise ValueError(f"{name} must be non-empty, got shape {tuple(x.shape)}")
     if not jnp.issubdtype(x.dtype, jnp.floating):
         x = jnp.asarray(x, dtype=jnp.result_type(float))
-    if is_concrete(x) and not bool(jnp.all(jnp.isfinite(x))):
+    if is_concrete(x) and not np.all(np.isfinite(np.asarray(x))):
         raise ValueError(f"{name} has non-finite entries (NaN or inf)")
     return jnp.asarray(x)
 
@@ -71,12 +71,14 @@ def as_hyper(x, name: str, *, ndim: int | None = None, length: int | None = None
     if length is not None and arr.shape[0] != length:
         raise ValueError(f"{name} must have length {length}, got {arr.shape[0]}")
     if is_concrete(arr):
-        if not bool(jnp.all(jnp.isfinite(arr))):
+        # NumPy, not jnp: inside an enclosing trace even jnp ops on concrete arrays are staged.
+        val = np.asarray(arr)
+        if not np.all(np.isfinite(val)):
             raise ValueError(f"{name} has non-finite entries")
-        if positive and not bool(jnp.all(arr > 0)):
-            raise ValueError(f"{name} must be positive, got {np.asarray(arr)}")
-        if nonnegative and not bool(jnp.all(arr >= 0)):
-            raise ValueError(f"{name} must be non-negative, got {np.asarray(arr)}")
+        if positive and not np.all(val > 0):
+            raise ValueError(f"{name} must be positive, got {val}")
+        if nonnegative and not np.all(val >= 0):
+            raise ValueError(f"{name} must be non-negative, got {val}")
     return arr
 
 

@@ -167,7 +167,7 @@ def pretrained_name(alpha: float, n: int = 1000, rank: int = 5) -> str:
 
 
 def pretrained(alpha: float = 0.1, *, rank: int | None = None) -> LRPCAParams:
-    """Parameters shipped with the package, trained by ``experiments/train_lrpca.py`` on the
+    """Parameters shipped with the package, trained by ``experiments/rpca_train.py`` on the
     paper's generator at n = 1000, r = 5 (K = 10 layers, β and φ from the FRMNN grid search).
 
     ``alpha`` ∈ {0.1, 0.2, 0.3} is the outlier density they were trained for.
@@ -178,5 +178,5 @@ def pretrained(alpha: float = 0.1, *, rank: int | None = None) -> LRPCAParams:
     ref = resources.files("lowrank_jax.rpca").joinpath("pretrained", name)
     if not ref.is_file():
         raise FileNotFoundError(f"pretrained file {name} is missing from the installed package; "
-                                "re-train it with experiments/train_lrpca.py")
+                                "re-train it with experiments/rpca_train.py")
     return read_params(ref.read_bytes(), source=name, rank=rank)[0]

@@ -284,8 +284,7 @@ def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instanc
     fresh instances. Grid (step 0.1, as the paper): β ∈ {0.5, …, 1.3} (β > 1 lengthens the step
     past η_K, β < 1 shortens it; far outside this range the iteration diverges or stalls),
     φ ∈ {0.1, …, 1.0} (thresholds shrink geometrically, Lemma 10). The K frozen layers run once
-    per instance; the continuation of the whole grid is one ``vmap``ped call per instance (all in
-    one jitted function).
+    per instance; the continuation over the whole grid runs inside the same single jitted call.
 
     Returns ``(params with the chosen β, φ, errors)``, ``errors`` of shape (len(betas), len(phis)):
     the grid's mean errors (NaN-safe: a diverging point counts as +inf).
@@ -302,8 +301,10 @@ def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instanc
 
 @eqx.filter_jit
 def _grid_errors(params, Y, X, betas, phis, extra_layers):
-    # The frozen K layers once per instance; then, instance by instance, the continuation for the
-    # whole grid at once (vmap over (β, φ)): memory stays at one instance's panel per grid point.
+    # The frozen K layers once per instance; then, instance by instance, the continuation for every
+    # grid point, all in one compiled call. The grid is walked with lax.map, not vmap: a vmap of the
+    # continuation over >= 10 grid points left XLA:CPU (jax 0.10.2) idle forever in every try
+    # (all threads asleep; 6 points worked), and the batched skinny dots were slower anyway.
     B, P = jnp.meshgrid(betas, phis, indexing="ij")
 
     def per_instance(yx):
@@ -314,7 +315,7 @@ def _grid_errors(params, Y, X, betas, phis, extra_layers):
             L, R = _continue(params, y, base.L, base.R, beta, phi, extra_layers)
             return relative_error(L @ R.T, x)
 
-        return jax.vmap(one)(B.ravel(), P.ravel())
+        return jax.lax.map(lambda bp: one(*bp), (B.ravel(), P.ravel()))
 
     grid = jax.lax.map(per_instance, (Y, X))  # (instances, grid)
     err = jnp.mean(grid, axis=0)

@@ -6,7 +6,7 @@ instances (float32): mean ‖X_k − X⋆‖_F/‖X⋆‖_F per layer for the K 
 FRMNN continuation. Writes the parameter files into the package (lowrank_jax/rpca/pretrained/),
 results/train_lrpca/summary.json, a CSV of the error curves and a PNG.
 
-    python experiments/train_lrpca.py [--alpha 0.1 0.2 0.3] [--no-install]
+    python experiments/rpca_train.py [--alpha 0.1 0.2 0.3] [--no-install]
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def run(alpha, args):
             w.writerow([k + 1, fnn_mean[k] if k < len(fnn_mean) else "", rnn_mean[k]])
     if not args.no_install:
         params_mod.save_params(PACKAGE_DIR / params_mod.pretrained_name(alpha, args.n), p,
-                               {"trained_by": "experiments/train_lrpca.py", "alpha": alpha,
+                               {"trained_by": "experiments/rpca_train.py", "alpha": alpha,
                                 "config": dataclasses.asdict(cfg), "key": 2021})
     print(f"alpha={alpha}: trained in {t_train:.0f} s (+ grid {t_grid:.0f} s); beta={float(p.beta):.1f} "
           f"phi={float(p.phi):.1f}; mean error at layer 8 = {rnn_mean[7]:.2e}; "
@@ -113,7 +113,7 @@ def plot(summaries):
     fig.savefig(OUT / "trained_lrpca.png", dpi=120)
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--alpha", type=float, nargs="+", default=list(params_mod.PRETRAINED_ALPHAS))
     ap.add_argument("--n", type=int, default=1000)
@@ -121,7 +121,7 @@ def main():
     ap.add_argument("--full-steps", type=int, default=training.TrainConfig.full_steps)
     ap.add_argument("--batch", type=int, default=training.TrainConfig.batch)
     ap.add_argument("--no-install", action="store_true", help="do not write into the package")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     summaries = [run(a, args) for a in args.alpha]
     plot(summaries)
 

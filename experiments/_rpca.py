@@ -1,0 +1,65 @@
+"""Helpers shared by the Robust PCA experiment scripts: output folder, CSV, timing, instances."""
+
+from __future__ import annotations
+
+import csv
+import pathlib
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lowrank_jax import datasets
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results" / "rpca"
+
+
+def out_dir() -> pathlib.Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    return RESULTS
+
+
+def write_csv(name: str, header, rows) -> pathlib.Path:
+    path = out_dir() / name
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def figure():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def instance(seed: int, n: int, rank: int, alpha: float):
+    """The paper's generator (Appendix C.1, outliers U[−mean|X⋆|, mean|X⋆|]), float32."""
+    return datasets.rpca_problem(jax.random.key(seed), n, n, rank, alpha)
+
+
+def timed(fn, *args):
+    """(result, seconds) of a call already compiled (the caller warms up); results awaited."""
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(fn(*args))
+    return out, time.perf_counter() - t0
+
+
+def first_below(curve, level):
+    """1-based index of the first entry ≤ level, or None."""
+    curve = np.asarray(curve)
+    hit = np.nonzero(curve <= level)[0]
+    return int(hit[0]) + 1 if hit.size else None
+
+
+def nearest_pretrained_alpha(alpha: float) -> float:
+    from lowrank_jax.rpca.params import PRETRAINED_ALPHAS
+    return min(PRETRAINED_ALPHAS, key=lambda a: abs(a - alpha))
+
+
+def rel_error(X, X_star) -> float:
+    return float(jnp.linalg.norm(X - X_star) / jnp.linalg.norm(X_star))
