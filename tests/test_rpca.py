@@ -148,6 +148,24 @@ def test_grad_wrt_zeta_and_eta_matches_finite_differences(x64):
         np.testing.assert_allclose(jnp.dot(gz, dz) + jnp.dot(ge, de), fd, rtol=1e-4)
 
 
+def test_randomized_init_gradient_rule_is_close_to_the_exact_gradient(x64):
+    """The randomized path's reverse rule (rank-r projection, O(σ_{r+1}/σ_r)) against autodiff of
+    the exact SVD on the same instance."""
+    p = datasets.rpca_problem(jax.random.key(6), 60, 50, 2, 0.1, dtype=jnp.float64)
+    K = 5
+    zeta = rpca.oracle_thresholds(p.Y, 2, p.X, K, 0.5) * 0.8
+    eta = jnp.full(K, 0.5)
+
+    def loss(z, e, svd):
+        out = rpca.lrpca(p.Y, 2, z, e, svd=svd)
+        return jnp.sum((out.X - p.X) ** 2)
+
+    exact = jax.grad(loss, argnums=(0, 1))(zeta, eta, "exact")
+    fast = jax.grad(loss, argnums=(0, 1))(zeta, eta, "randomized")
+    for a, b in zip(exact, fast):
+        np.testing.assert_allclose(b, a, rtol=2e-2, atol=1e-3 * float(jnp.max(jnp.abs(a))))
+
+
 def test_new_hyperparameter_values_do_not_recompile():
     p = datasets.rpca_problem(jax.random.key(7), 64, 64, 2, 0.1)
     eta = jnp.full(6, 0.5)

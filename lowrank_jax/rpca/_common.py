@@ -42,8 +42,12 @@ def relative_error(X, X_star):
 def spectral_init(A, rank, *, svd, key, oversample=10, n_iter=4):
     """Balanced factors of the best rank-r approximation of A: L = UΣ^{1/2}, R = VΣ^{1/2}.
 
-    Differentiable through :func:`lowrank_jax.linalg.low_rank_factors`'s rank-r projection rule
-    (valid here: the RPCA iterations are equivariant under (L, R) → (LQ, RQ⁻ᵀ))."""
+    Reverse mode: with ``svd="randomized"`` through :func:`lowrank_jax.linalg.low_rank_factors`'s
+    rank-r projection rule (fast; exact up to O(σ_{r+1}/σ_r), valid here because the RPCA
+    iterations are equivariant under (L, R) → (LQ, RQ⁻ᵀ)); with ``svd="exact"`` by autodiff of
+    the exact SVD (exact gradient, slow at large n)."""
+    if svd == "exact":
+        return linalg.balanced_factors(linalg.truncated_svd(A, rank))
     return linalg.low_rank_factors(A, rank, svd, key, oversample, n_iter)
 
 
