@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test bench experiments clean
+.PHONY: demo test bench experiments data clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,20 @@ bench: $(STAMP)
 
 experiments: $(STAMP)
 	$(PY) experiments/run_all.py
+
+# Real data from registries (never fetched at run time): the decoder from PyPI, and the one clip
+# vtest.avi extracted from Debian's opencv-doc package (checked against its SHA-256).
+VTEST_SHA256 := 45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf
+data: $(STAMP) data/vtest.avi
+	$(PY) -m pip install --quiet -e '.[data]'
+
+data/vtest.avi:
+	mkdir -p data/.deb
+	cd data/.deb && (apt-get download opencv-doc || (apt-get update && apt-get download opencv-doc))
+	dpkg-deb --fsys-tarfile data/.deb/opencv-doc_*.deb | tar -x -C data/.deb ./usr/share/doc/opencv-doc/examples/data/vtest.avi
+	echo "$(VTEST_SHA256)  data/.deb/usr/share/doc/opencv-doc/examples/data/vtest.avi" | sha256sum -c -
+	mv data/.deb/usr/share/doc/opencv-doc/examples/data/vtest.avi data/vtest.avi
+	rm -rf data/.deb
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache results

@@ -78,17 +78,18 @@ class LRPCAParams(eqx.Module):
         return eqx.tree_at(lambda p: p.log_zeta, self, self.log_zeta + math.log(scale))
 
     def __call__(self, Y, *, frmnn: bool = True, tol=None, max_iter=None, rank: int | None = None,
-                 **kwargs):
+                 rescale: bool = True, **kwargs):
         """Run :func:`lowrank_jax.rpca.lrpca` on Y (n1, n2) with these parameters.
 
         If Y's size √(n1 n2) or ``rank`` differ from the training setting, ζ is rescaled by the
-        generalisation rule first. ``frmnn=True`` continues past layer K with (β, φ) until ``tol``
+        generalisation rule first (``rescale=False`` skips it: the rule assumes the paper's
+        generator, whose entries scale like r/n; pixels of a video do not). ``frmnn=True`` continues past layer K with (β, φ) until ``tol``
         or ``max_iter`` (default: K + 5 layers without ``tol``); ``frmnn=False`` runs the K layers.
         Other keyword arguments go to ``lrpca`` (``X_star``, ``support``, ``key``, ...).
         """
         rank = self.rank if rank is None else int(rank)
         n = math.sqrt(Y.shape[0] * Y.shape[1])
-        p = self if (n == self.n and rank == self.rank) else self.for_problem(n, rank)
+        p = self if (not rescale or (n == self.n and rank == self.rank)) else self.for_problem(n, rank)
         if frmnn:
             if tol is None and max_iter is None:
                 max_iter = p.num_layers + 5

@@ -83,9 +83,12 @@ class TrainConfig:
             raise ValueError(f"lr must be positive, got {self.lr}")
 
 
-def _instances(key, cfg: TrainConfig, count: int):
-    """``count`` instances (Y, X⋆) stacked; generated one after the other (``lax.map``), which on
-    CPU is several times faster than the batched (``vmap``) generator."""
+def _instances(key, cfg: TrainConfig, count: int, sampler=None):
+    """``count`` instances (Y, X⋆) stacked: ``sampler(key, count)`` if given (real data), else the
+    paper's generator at ``cfg``, one instance after the other (``lax.map``, which on CPU is several
+    times faster than the batched (``vmap``) generator)."""
+    if sampler is not None:
+        return sampler(key, count)
     keys = jax.random.split(key, count)
     p = jax.lax.map(lambda k: datasets.rpca_problem(k, cfg.n, cfg.n, cfg.rank, cfg.alpha), keys)
     return p.Y, p.X
@@ -105,9 +108,9 @@ def stage_loss(params: LRPCAParams, Y, X_star, layers: int):
     return jnp.mean(jnp.log(out.error))
 
 
-def initial_params(key, cfg: TrainConfig) -> LRPCAParams:
+def initial_params(key, cfg: TrainConfig, sampler=None) -> LRPCAParams:
     """ζ from the geometric mean of the oracle schedule on ``cfg.init_instances`` instances, η = 0.5."""
-    Y, X = _instances(key, cfg, cfg.init_instances)
+    Y, X = _instances(key, cfg, cfg.init_instances, sampler)
     K = cfg.num_layers
     zetas = jax.vmap(lambda y, x: oracle_thresholds(y, cfg.rank, x, K, 0.5))(Y, X)
     log_zeta = jnp.mean(jnp.log(zetas), axis=0)
@@ -131,7 +134,7 @@ def _masks(params: LRPCAParams, layers: int, only_new: bool):
 
 
 @functools.lru_cache(maxsize=64)
-def _make_phase(cfg: TrainConfig, layers: int):
+def _make_phase(cfg: TrainConfig, layers: int, sampler=None):
     """A jitted optimiser step for stage ``layers``: fresh batch from ``key``, loss, masked update
     (cached: both phases of a stage, and repeated runs, share one compiled step)."""
     optimizer = _optimizer(cfg)
@@ -143,7 +146,7 @@ def _make_phase(cfg: TrainConfig, layers: int):
 
     @eqx.filter_jit
     def step(params, opt_state, key, mask_z, mask_e):
-        Y, X = _instances(key, cfg, cfg.batch)
+        Y, X = _instances(key, cfg, cfg.batch, sampler)
         diff, static = eqx.partition(params, eqx.is_inexact_array)
         loss, grads = jax.value_and_grad(loss_fn)(diff, static, Y, X)
         grads = eqx.tree_at(lambda p: (p.log_zeta, p.log_eta, p.beta, p.phi), grads,
@@ -167,7 +170,7 @@ def _phase_steps(cfg: TrainConfig, layers: int):
 
 
 def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progress: bool = True,
-                callback=None, log=None) -> LRPCAParams:
+                callback=None, log=None, sampler=None) -> LRPCAParams:
     """Layer-wise training of a K-layer LRPCA network (FRMNN factors stay β = φ = 1; see
     :func:`frmnn_grid_search`).
 
@@ -179,6 +182,9 @@ def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progr
       progress: show a tqdm progress bar (one tick per optimiser step).
       callback: ``callback(stage, params)`` after each stage's checkpoint (e.g. to stop early).
       log: optional list; per stage a dict (stage, seconds, first and last loss) is appended.
+      sampler: optional jittable ``sampler(key, count) -> (Y, X⋆)`` stacked (count, n1, n2), to
+        train on real data (e.g. video clips with pseudo ground truth) instead of the generator;
+        then ``cfg.alpha`` is unused and ``cfg.n`` should be √(n1 n2).
 
     Returns:
       :class:`LRPCAParams` with ζ, η trained and β = φ = 1.
@@ -191,7 +197,7 @@ def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progr
         params, meta = _load_checkpoint(checkpoint, cfg)
         start = meta["stage"] + 1
     if params is None:
-        params = initial_params(k_init, cfg)
+        params = initial_params(k_init, cfg, sampler)
     optimizer = _optimizer(cfg)
     total = sum(s for j in range(start, K + 1) for _, s in _phase_steps(cfg, j))
     bar = _progress(total, progress)
@@ -203,7 +209,7 @@ def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progr
             for phase, (only_new, steps) in enumerate(_phase_steps(cfg, j)):
                 if steps == 0:
                     continue
-                step = _make_phase(cfg, j)
+                step = _make_phase(cfg, j, sampler)
                 mask_z, mask_e = _masks(params, j, only_new)
                 opt_state = optimizer.init(eqx.filter(params, eqx.is_inexact_array))
                 phase_key = jax.random.fold_in(stage_key, phase)
@@ -277,7 +283,7 @@ def _continue(params: LRPCAParams, Y, L, R, beta, phi, extra: int):
 
 
 def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instances: int = 20,
-                      extra_layers: int = 5, betas=None, phis=None):
+                      extra_layers: int = 5, betas=None, phis=None, sampler=None):
     """Choose FRMNN's (β, φ) (eq. 14) by grid search with the K learned layers frozen.
 
     Minimises the mean relative error at layer K̄ = K + ``extra_layers`` over ``num_instances``
@@ -292,7 +298,7 @@ def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instanc
     betas = jnp.round(jnp.arange(0.5, 1.31, 0.1), 2) if betas is None else jnp.asarray(betas)
     phis = jnp.round(jnp.arange(0.1, 1.01, 0.1), 2) if phis is None else jnp.asarray(phis)
     betas, phis = betas.astype(jnp.float32), phis.astype(jnp.float32)
-    Y, X = _instances(key, cfg, num_instances)
+    Y, X = _instances(key, cfg, num_instances, sampler)
     errors = _grid_errors(params, Y, X, betas, phis, extra_layers)
     i, j = np.unravel_index(int(jnp.argmin(errors)), errors.shape)
     chosen = eqx.tree_at(lambda p: (p.beta, p.phi), params, (betas[i], phis[j]))

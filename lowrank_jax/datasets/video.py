@@ -1,0 +1,95 @@
+"""Static-camera video as a pixels × frames matrix (Robust PCA background subtraction).
+
+The clip is OpenCV's ``vtest.avi`` (pedestrians on a square, fixed camera; 795 frames of
+768 × 576 at 10 fps; Apache-2.0/BSD), shipped in Debian's ``opencv-doc`` package. ``make data``
+extracts that one file into ``data/`` and installs the decoder (``opencv-python-headless``, the
+``data`` extra). Nothing is downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pathlib
+from typing import NamedTuple
+
+import numpy as np
+
+VTEST_SHA256 = "45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf"
+
+
+class Video(NamedTuple):
+    """``M`` (pixels, frames) float32 in [0, 1], column j = frame j raster-scanned;
+    ``frame_shape`` (height, width); ``fps`` of the kept frames."""
+
+    M: np.ndarray
+    frame_shape: tuple[int, int]
+    fps: float
+
+    def frames(self, X=None) -> np.ndarray:
+        """(frames, height, width) view of ``X`` (default ``M``), e.g. a background X or outliers S."""
+        X = self.M if X is None else np.asarray(X)
+        return X.T.reshape((X.shape[1],) + self.frame_shape)
+
+
+def data_dir() -> pathlib.Path:
+    """``$LOWRANK_JAX_DATA`` if set, else ``data/`` at the repository root (where ``make data`` writes)."""
+    env = os.environ.get("LOWRANK_JAX_DATA")
+    return pathlib.Path(env) if env else pathlib.Path(__file__).resolve().parents[2] / "data"
+
+
+def vtest_path() -> pathlib.Path:
+    return data_dir() / "vtest.avi"
+
+
+def load_vtest(*, scale: float = 0.25, start: int = 0, frames: int | None = None, step: int = 1,
+               path=None, check_hash: bool = True) -> Video:
+    """Grey, down-sampled frames of ``vtest.avi`` as a (pixels, frames) matrix.
+
+    Args:
+      scale: resize factor per side (area averaging); 0.25 gives 144 × 192 frames (27 648 pixels),
+        the paper's "down-sample by 4" (Table 2 setting).
+      start, frames, step: keep frames start, start + step, ... (``frames`` of them; all by default).
+      path: the clip (default :func:`vtest_path`).
+      check_hash: verify the file's SHA-256 against the Debian package's copy.
+
+    Raises:
+      FileNotFoundError: the clip is absent (run ``make data``).
+      ImportError: the decoder (``opencv-python-headless``) is not installed (run ``make data``).
+    """
+    path = pathlib.Path(path) if path is not None else vtest_path()
+    if not path.is_file():
+        raise FileNotFoundError(f"video clip {path} not found: run `make data` (it extracts vtest.avi from "
+                                "Debian's opencv-doc package into data/)")
+    if not 0 < scale <= 1:
+        raise ValueError(f"scale must be in (0, 1], got {scale}")
+    if start < 0 or step < 1 or (frames is not None and frames < 1):
+        raise ValueError(f"need start >= 0, step >= 1, frames >= 1; got {start}, {step}, {frames}")
+    if check_hash:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest != VTEST_SHA256:
+            raise ValueError(f"{path} is not the expected vtest.avi (sha256 {digest}); re-run `make data`")
+    try:
+        import cv2
+    except ImportError:
+        raise ImportError("decoding the clip needs opencv-python-headless: run `make data`") from None
+    cap = cv2.VideoCapture(str(path))
+    fps = cap.get(cv2.CAP_PROP_FPS) or 10.0
+    cols, shape, index = [], None, 0
+    try:
+        while frames is None or len(cols) < frames:
+            ok, frame = cap.read()
+            if not ok:
+                break
+            if index >= start and (index - start) % step == 0:
+                grey = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+                if scale != 1:
+                    grey = cv2.resize(grey, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+                shape = grey.shape
+                cols.append(grey.astype(np.float32).ravel() / 255.0)
+            index += 1
+    finally:
+        cap.release()
+    if not cols:
+        raise ValueError(f"no frames decoded from {path} (start = {start} past the end?)")
+    return Video(np.stack(cols, axis=1), shape, fps / step)
