@@ -221,3 +221,40 @@ def test_lrpca_rejects_bad_input_before_computing(change, name):
 def test_baselines_reject_bad_input(call, name):
     with pytest.raises(ValueError, match=name):
         call(jnp.ones((10, 10)))
+
+
+def _brute_change(runs):
+    """max(‖X_k − X_{k−1}‖/‖X_{k−1}‖, ‖S_k − S_{k−1}‖/‖S_{k−1}‖) from separate runs of 0..k iterations."""
+    out = []
+    for a, b in zip(runs[:-1], runs[1:]):
+        out.append(max(float(jnp.linalg.norm(b.X - a.X) / jnp.linalg.norm(a.X)),
+                       float(jnp.linalg.norm(b.S - a.S) / jnp.linalg.norm(a.S))))
+    return np.array(out)
+
+
+def test_relative_change_halting_rule_matches_brute_force(x64):
+    """stop="change" records the paper's video halting quantity; checked against runs of 1..k
+    iterations, and the solvers stop at the first iteration below tol."""
+    p = datasets.rpca_problem(jax.random.key(3), 80, 70, 3, 0.1, dtype=jnp.float64)
+    K = 5
+    z = rpca.oracle_thresholds(p.Y, 3, p.X, K, 0.5) * 0.7
+    lr = rpca.lrpca(p.Y, 3, z, jnp.full(K, 0.5), tol=1e-30, stop="change")
+    runs = [rpca.lrpca(p.Y, 3, z[:k + 1], jnp.full(k, 0.5)) for k in range(1, K + 1)]
+    np.testing.assert_allclose(np.asarray(lr.change)[1:], _brute_change(runs), rtol=1e-6)
+
+    sg = rpca.scaledgd(p.Y, 3, 0.1, iters=4, tol=1e-30, stop="change")
+    runs = [rpca.scaledgd(p.Y, 3, 0.1, iters=k) for k in range(1, 5)]
+    assert np.isinf(sg.change[0])
+    np.testing.assert_allclose(np.asarray(sg.change)[1:], _brute_change(runs), rtol=1e-6)
+
+    ap = rpca.altproj(p.Y, 3, tol=1e-30, max_iter=4, stop="change")
+    runs = [rpca.altproj(p.Y, 3, tol=1e-30, max_iter=k) for k in range(1, 5)]
+    np.testing.assert_allclose(np.asarray(ap.change)[1:], _brute_change(runs), rtol=1e-6, atol=1e-13)
+
+    # Stopping: the first iteration whose change is below tol is the last one run.
+    tol = float(np.sort(np.asarray(lr.change))[2])
+    stopped = rpca.lrpca(p.Y, 3, z, jnp.full(K, 0.5), tol=tol * 1.0001, stop="change")
+    first = int(np.argmax(np.asarray(lr.change) < tol * 1.0001)) + 1
+    assert int(stopped.n_iter) == first
+    with pytest.raises(ValueError, match="stop"):
+        rpca.lrpca(p.Y, 3, z, jnp.full(K, 0.5), tol=1e-3, stop="residuals")

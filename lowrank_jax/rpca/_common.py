@@ -27,6 +27,7 @@ class RPCAResult(NamedTuple):
     residual: jax.Array  # (T,) ‖Y − X − S‖_F / ‖Y‖_F per iteration (see each solver for the pairing)
     error: jax.Array | None  # (T,) ‖X_k − X⋆‖_F / ‖X⋆‖_F when X_star was given
     false_positives: jax.Array | None  # (T,) #{S_k ≠ 0 outside `support`} when support was given
+    change: jax.Array | None = None  # (T,) relative change (the paper's video halting rule) with stop="change"
 
 
 def frob(x):
@@ -100,9 +101,51 @@ def residual_stats(S, E, support_rows=None):
     return stats
 
 
-def diagnostics(stats, y_norm, L_new, R_new, X_star):
-    """Per-iteration diagnostics: residual ‖E‖_F/‖Y‖_F, error vs X⋆, false-positive outliers."""
+STOP_RULES = ("residual", "change")
+
+
+def check_stop(stop):
+    if stop not in STOP_RULES:
+        raise ValueError(f"stop must be one of {STOP_RULES}, got {stop!r}")
+    return stop
+
+
+def change_stats(S, S_prev):
+    """Panel sums for ‖S_k − S_{k−1}‖_F / ‖S_{k−1}‖_F."""
+    return {"ds": jnp.sum(jnp.square(S - S_prev)), "sp": jnp.sum(jnp.square(S_prev))}
+
+
+def factor_change(L, R, L_prev, R_prev):
+    """‖L Rᵀ − L_p R_pᵀ‖_F / ‖L_p R_pᵀ‖_F from the factors, O((n1 + n2) r²).
+
+    The difference is [L, L_p] [R, −R_p]ᵀ = Q_1 T_1 T_2ᵀ Q_2ᵀ with thin QRs, so its norm is that of the
+    small T_1 T_2ᵀ: accurate to working precision even when the factors' gauge jumps between
+    iterations (AltProj's SVD factors), where Gram-matrix formulas lose half the digits."""
+    T1 = jnp.linalg.qr(jnp.concatenate([L, L_prev], axis=1), mode="r")
+    T2 = jnp.linalg.qr(jnp.concatenate([R, -R_prev], axis=1), mode="r")
+    num = jnp.sum(jnp.square(T1 @ T2.T))
+    den = jnp.sum((L_prev.T @ L_prev) * (R_prev.T @ R_prev))
+    return _ratio(num, den)
+
+
+def _ratio(num_sq, den_sq):
+    """√(num/den), with 0/0 = 0 and x/0 = inf."""
+    safe = jnp.where(den_sq > 0, den_sq, 1.0)
+    return jnp.where(den_sq > 0, jnp.sqrt(num_sq / safe), jnp.where(num_sq > 0, jnp.inf, 0.0))
+
+
+def relative_change(L_new, R_new, L, R, ds, sp):
+    """The paper's halting quantity (Table 2):
+    max(‖X_k − X_{k−1}‖_F/‖X_{k−1}‖_F, ‖S_k − S_{k−1}‖_F/‖S_{k−1}‖_F)."""
+    return jnp.maximum(factor_change(L_new, R_new, L, R), _ratio(ds, sp))
+
+
+def diagnostics(stats, y_norm, L_new, R_new, X_star, prev=None):
+    """Per-iteration diagnostics: residual ‖E‖_F/‖Y‖_F, error vs X⋆, false-positive outliers, and
+    with ``prev`` = (L, R) the relative change (needs ``stats`` from :func:`change_stats`)."""
     diag = {"residual": jnp.sqrt(stats["sq"]) / y_norm}
+    if prev is not None:
+        diag["change"] = relative_change(L_new, R_new, prev[0], prev[1], stats["ds"], stats["sp"])
     if X_star is not None:
         diag["error"] = relative_error(L_new @ R_new.T, X_star)
     if "false_positives" in stats:
@@ -113,4 +156,5 @@ def diagnostics(stats, y_norm, L_new, R_new, X_star):
 def make_result(L, R, S, loop_result):
     hist = loop_result.history
     return RPCAResult(L=L, R=R, X=L @ R.T, S=S, n_iter=loop_result.n_iter, residual=hist["residual"],
-                      error=hist.get("error"), false_positives=hist.get("false_positives"))
+                      error=hist.get("error"), false_positives=hist.get("false_positives"),
+                      change=hist.get("change"))

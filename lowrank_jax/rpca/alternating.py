@@ -28,12 +28,14 @@ import jax.numpy as jnp
 
 from lowrank_jax import _checks, linalg, loop
 from lowrank_jax.prox import hard_threshold
-from lowrank_jax.rpca._common import RPCAResult, check_common, check_tol, frob, make_result, relative_error
+from lowrank_jax.rpca._common import (RPCAResult, check_common, check_stop, check_tol, frob, make_result,
+                                      relative_change, relative_error)
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "max_iter", "inner_iters", "oversample", "n_iter"))
+@functools.partial(jax.jit, static_argnames=("rank", "max_iter", "inner_iters", "oversample", "n_iter",
+                                             "stop"))
 def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, inner_iters, oversample,
-             n_iter):
+             n_iter, stop="residual"):
     n1, n2 = Y.shape
     width = min(rank + 1 + oversample, n1, n2)
     y_norm = frob(Y)
@@ -43,7 +45,7 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
     idx = jnp.arange(width)
 
     def step(_, state):
-        stage, t, S, V, _, _ = state
+        stage, t, S, V, L_p, R_p = state
         svd = linalg.randomized_svd(Y - S, width, start=V, n_iter=n_iter)
         keep = (idx < stage).astype(Y.dtype)
         sigma_next = svd.s[jnp.minimum(stage, width - 1)] if width > rank else jnp.zeros((), Y.dtype)
@@ -53,6 +55,9 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
         D = Y - L_f @ R_f.T
         S_new = hard_threshold(D, zeta)
         diag = {"residual": frob(D - S_new) / y_norm}
+        if stop == "change":
+            diag["change"] = relative_change(L_f, R_f, L_p, R_p, jnp.sum(jnp.square(S_new - S)),
+                                             jnp.sum(jnp.square(S)))
         if X_star is not None:
             diag["error"] = relative_error(Y - D, X_star)
         if support is not None:
@@ -69,23 +74,24 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
     zeros_l, zeros_r = jnp.zeros((n1, rank), Y.dtype), jnp.zeros((n2, rank), Y.dtype)
     state = (jnp.asarray(1, jnp.int32), jnp.asarray(0, jnp.int32), S0, first.V, zeros_l, zeros_r)
 
-    def stop(s, d):
-        return (s[0] == rank) & (d["residual"] < tol)
+    def done(s, d):
+        return (s[0] == rank) & (d[stop] < tol)
 
-    out = loop.run_until(step, state, max_iter=max_iter, stop=stop)
+    out = loop.run_until(step, state, max_iter=max_iter, stop=done)
     _, _, S, _, L, R = out.state
     return make_result(L, R, S, out)
 
 
 def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner_iters=10, X_star=None,
-            support=None, key=None, oversample=3, n_iter=1) -> RPCAResult:
+            support=None, key=None, oversample=3, n_iter=1, stop="residual") -> RPCAResult:
     """AltProj robust PCA (Netrapalli et al. 2014), stage-wise in the rank, hard thresholding.
 
     Args:
       Y: (n1, n2) observation. rank: target rank r (static).
       beta: threshold constant β (array), default 1/(2 (n1 n2)^{1/4}); beta_init: β_0 of the first
         threshold β_0 σ_1(Y), default 4β.
-      tol: stop (in the last stage) when ‖Y − L − S‖_F/‖Y‖_F < tol.
+      tol: stop (in the last stage) when ‖Y − L − S‖_F/‖Y‖_F < tol, or with ``stop="change"``
+        when the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol.
       max_iter: total iteration budget over all stages (static). inner_iters: iterations of each
         stage k < r (static).
       X_star, support, key: diagnostics and the key of the first randomized SVD, as in ``lrpca``.
@@ -101,7 +107,9 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
     beta_init = _checks.as_hyper(4 * beta if beta_init is None else beta_init, "beta_init", ndim=0,
                                  positive=True, dtype=Y.dtype)
     tol = check_tol(tol)
+    stop = check_stop(stop)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
     inner_iters = _checks.check_positive_int(inner_iters, "inner_iters")
     return _altproj(Y, beta, beta_init, tol.astype(Y.dtype), X_star, support, key, rank=rank,
-                    max_iter=max_iter, inner_iters=inner_iters, oversample=oversample, n_iter=n_iter)
+                    max_iter=max_iter, inner_iters=inner_iters, oversample=oversample, n_iter=n_iter,
+                    stop=stop)

@@ -22,25 +22,34 @@ import jax.numpy as jnp
 
 from lowrank_jax import _checks, loop
 from lowrank_jax.prox import soft_threshold
-from lowrank_jax.rpca._common import (RPCAResult, check_common, check_tol, diagnostics, frob, make_result,
-                                      residual_stats, residual_step, spectral_init)
+from lowrank_jax.rpca._common import (RPCAResult, change_stats, check_common, check_stop, check_tol, diagnostics,
+                                      frob, make_result, residual_stats, residual_step, spectral_init)
 
 
-def lrpca_step(Y, L, R, zeta, eta, support=None):
+def lrpca_step(Y, L, R, zeta, eta, support=None, prev=None):
     """One LRPCA layer (eq. 7 + 9): returns (L⁺, R⁺, stats).
 
     Shapes: Y (n1, n2), L (n1, r), R (n2, r); ζ, η scalars. With D = Y − L Rᵀ,
     S⁺ = S_ζ(D) and E = L Rᵀ + S⁺ − Y = −clip(D, −ζ, ζ); ``stats["sq"]`` = ‖E‖_F², the squared
     residual of the pair (L Rᵀ, S⁺), and with a boolean ``support`` (n1, n2) mask
     ``stats["false_positives"]`` = #{S⁺ ≠ 0 outside it}. S⁺ itself is not formed (see
-    :func:`lrpca` for the final S).
+    :func:`lrpca` for the final S). With ``prev`` = (L_p, R_p, ζ_p), the factors and threshold
+    that made the current S = S_{ζ_p}(Y − L_p R_pᵀ), ``stats`` also holds the sums of
+    :func:`~lowrank_jax.rpca._common.change_stats` for ‖S⁺ − S‖_F/‖S‖_F (one more rank-r product
+    per entry).
     """
-    def fn(D, *support_rows):
+    def fn(D, *rows):
         S = soft_threshold(D, zeta)
         E = S - D
-        return E, residual_stats(S, E, *support_rows)
+        stats = residual_stats(S, E, rows[0] if support is not None else None)
+        if prev is not None:
+            y, l_prev = rows[-2:]
+            S_prev = soft_threshold(y - l_prev @ prev[1].T, prev[2])
+            stats.update(change_stats(S, S_prev))
+        return E, stats
 
-    return residual_step(Y, L, R, eta, fn, () if support is None else (support,))
+    rows = (() if support is None else (support,)) + (() if prev is None else (Y, prev[0]))
+    return residual_step(Y, L, R, eta, fn, rows)
 
 
 def _layer_params(k, zeta, eta, beta, phi, num_layers, frmnn):
@@ -54,26 +63,29 @@ def _layer_params(k, zeta, eta, beta, phi, num_layers, frmnn):
 
 
 @functools.partial(jax.jit, static_argnames=("rank", "budget", "frmnn", "use_tol", "differentiable",
-                                             "svd", "oversample", "n_iter"))
+                                             "svd", "oversample", "n_iter", "stop"))
 def _lrpca(Y, zeta, eta, beta, phi, tol, X_star, support, key, *, rank, budget, frmnn, use_tol,
-           differentiable, svd, oversample, n_iter):
+           differentiable, svd, oversample, n_iter, stop="residual"):
     num_layers = eta.shape[0]
     y_norm = frob(Y)
     y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
     L0, R0 = spectral_init(soft_threshold_complement(Y, zeta[0]), rank, svd=svd, key=key,
                            oversample=oversample, n_iter=n_iter)
 
+    track = stop == "change"
+
     def step(k, state):
-        L, R, _, _, _ = state
+        L, R, L_p, R_p, z_p = state
         z, e = _layer_params(k, zeta, eta, beta, phi, num_layers, frmnn)
-        L_new, R_new, stats = lrpca_step(Y, L, R, z, e, support)
-        return (L_new, R_new, L, R, z), diagnostics(stats, y_norm, L_new, R_new, X_star)
+        L_new, R_new, stats = lrpca_step(Y, L, R, z, e, support, (L_p, R_p, z_p) if track else None)
+        diag = diagnostics(stats, y_norm, L_new, R_new, X_star, (L, R) if track else None)
+        return (L_new, R_new, L, R, z), diag
 
     # The previous factors and threshold are carried so that S is rebuilt once at the end instead of
     # being written every iteration; with no iteration they give S_0 = S_{ζ_0}(Y − 0).
     state = (L0, R0, jnp.zeros_like(L0), jnp.zeros_like(R0), zeta[0])
     if use_tol:
-        out = loop.run_until(step, state, max_iter=budget, stop=lambda s, d: d["residual"] < tol,
+        out = loop.run_until(step, state, max_iter=budget, stop=lambda s, d: d[stop] < tol,
                              differentiable=differentiable)
     else:
         out = loop.run_fixed(step, state, budget)
@@ -89,7 +101,7 @@ def soft_threshold_complement(Y, zeta0):
 
 def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X_star=None,
           support=None, key=None, svd="randomized", oversample=10, n_iter=4,
-          differentiable=False) -> RPCAResult:
+          differentiable=False, stop="residual") -> RPCAResult:
     """Learned Robust PCA (Algorithm 1), as a K-layer feed-forward net or with FRMNN continuation.
 
     Args:
@@ -109,6 +121,9 @@ def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X
       svd: ``"randomized"`` (default; oversampling ``oversample`` and ``n_iter`` power iterations,
         as the authors' training code) or ``"exact"`` (their MATLAB ``svds``).
       differentiable: with ``tol``, run a masked ``scan`` so that reverse-mode ``grad`` works.
+      stop: what ``tol`` bounds: ``"residual"`` (above) or ``"change"``, the paper's video halting
+        rule max(‖X_k − X_{k−1}‖_F/‖X_{k−1}‖_F, ‖S_k − S_{k−1}‖_F/‖S_{k−1}‖_F) (recorded in
+        ``change``; costs one more rank-r product per entry and iteration).
 
     Returns:
       :class:`RPCAResult` with L, R, X = L Rᵀ, S = S_{ζ_k}(Y − X_{k−1}), ``n_iter`` and the
@@ -136,6 +151,7 @@ def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X
         raise ValueError("beta and phi (FRMNN continuation) must be given together")
     frmnn = beta is not None
     tol = check_tol(tol)
+    stop = check_stop(stop)
     max_iter = _checks.check_positive_int(max_iter, "max_iter", allow_none=True, minimum=0)
     if frmnn:
         if num_layers < 1:
@@ -161,7 +177,7 @@ def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X
         zeta = jnp.concatenate([zeta, zeta])
     return _lrpca(Y, zeta, eta, beta, phi, tol.astype(Y.dtype), X_star, support, key, rank=rank,
                   budget=budget, frmnn=frmnn, use_tol=use_tol, differentiable=bool(differentiable),
-                  svd=svd, oversample=oversample, n_iter=n_iter)
+                  svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
 
 
 @functools.partial(jax.jit, static_argnames=("rank", "num_layers", "svd", "oversample", "n_iter"))

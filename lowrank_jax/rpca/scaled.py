@@ -17,50 +17,67 @@ import jax.numpy as jnp
 
 from lowrank_jax import _checks, loop
 from lowrank_jax.prox import apply_top_fraction, sparsify_top_fraction, top_fraction_thresholds
-from lowrank_jax.rpca._common import (RPCAResult, check_common, check_tol, diagnostics, frob, make_result,
-                                      residual_stats, residual_step, spectral_init)
+from lowrank_jax.rpca._common import (RPCAResult, change_stats, check_common, check_stop, check_tol, diagnostics,
+                                      frob, make_result, residual_stats, residual_step, spectral_init)
 
 
-def scaledgd_step(Y, L, R, alpha, eta, cuts=None, support=None):
+def scaledgd_step(Y, L, R, alpha, eta, cuts=None, support=None, prev=None):
     """One ScaledGD iteration; returns (L⁺, R⁺, stats, cuts⁺).
 
     S⁺ = T_α(Y − L Rᵀ) and E = L Rᵀ + S⁺ − Y; ``stats`` as in :func:`lrpca_step`. ``cuts`` =
     (row_cut, col_cut) of the previous iteration are warm starts of the exact selection only (they
-    never change the result); the new cut-offs are returned for the next call.
+    never change the result); the new cut-offs are returned for the next call. With ``prev`` =
+    (L_p, R_p), the factors whose residual the cut-offs ``cuts`` sparsified into the current S,
+    ``stats`` also holds the sums for ‖S⁺ − S‖_F/‖S‖_F.
     """
     D = Y - L @ R.T
     row_guess, col_guess = (None, None) if cuts is None else cuts
     row_cut, col_cut = top_fraction_thresholds(jnp.abs(D), alpha, row_guess=row_guess, col_guess=col_guess)
 
-    def fn(D, row_cut_rows, *support_rows):
+    def fn(D, row_cut_rows, *rows):
         S = apply_top_fraction(D, jnp.abs(D), row_cut_rows, col_cut)
         E = S - D
-        return E, residual_stats(S, E, *support_rows)
+        stats = residual_stats(S, E, rows[0] if support is not None else None)
+        if prev is not None:
+            y, l_prev, prev_row_cut = rows[-3:]
+            D_prev = y - l_prev @ prev[1].T  # as the previous step formed it: same entries at the cut-offs
+            stats.update(change_stats(S, apply_top_fraction(D_prev, jnp.abs(D_prev), prev_row_cut,
+                                                            col_guess)))
+        return E, stats
 
-    row_args = (row_cut,) if support is None else (row_cut, support)
+    row_args = (row_cut,) + (() if support is None else (support,))
+    if prev is not None:
+        row_args += (Y, prev[0], row_guess)
     L_new, R_new, stats = residual_step(Y, L, R, eta, fn, row_args)
     return L_new, R_new, stats, (row_cut, col_cut)
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "budget", "use_tol", "svd", "oversample", "n_iter"))
+@functools.partial(jax.jit, static_argnames=("rank", "budget", "use_tol", "svd", "oversample", "n_iter",
+                                             "stop"))
 def _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, *, rank, budget, use_tol, svd,
-              oversample, n_iter):
+              oversample, n_iter, stop="residual"):
     y_norm = frob(Y)
     y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
     S0 = sparsify_top_fraction(Y, alpha_init)
     L0, R0 = spectral_init(Y - S0, rank, svd=svd, key=key, oversample=oversample, n_iter=n_iter)
     n1, n2 = Y.shape
 
+    track = stop == "change"
+
     def step(k, state):
-        L, R, _, _, cuts = state
-        L_new, R_new, stats, cuts = scaledgd_step(Y, L, R, alpha_iter, eta, cuts, support)
-        return (L_new, R_new, L, R, cuts), diagnostics(stats, y_norm, L_new, R_new, X_star)
+        L, R, L_p, R_p, cuts = state
+        L_new, R_new, stats, cuts = scaledgd_step(Y, L, R, alpha_iter, eta, cuts, support,
+                                                  (L_p, R_p) if track else None)
+        diag = diagnostics(stats, y_norm, L_new, R_new, X_star, (L, R) if track else None)
+        if track:  # the first iteration has no previous S of its own kind: never stop there
+            diag["change"] = jnp.where(k == 0, jnp.inf, diag["change"])
+        return (L_new, R_new, L, R, cuts), diag
 
     # Initial cut-offs: the first step starts its selection cold (the guesses are only hints).
     cuts0 = (jnp.zeros((n1,), Y.dtype), jnp.zeros((n2,), Y.dtype))
     state = (L0, R0, L0, R0, cuts0)
     if use_tol:
-        out = loop.run_until(step, state, max_iter=budget, stop=lambda s, d: d["residual"] < tol)
+        out = loop.run_until(step, state, max_iter=budget, stop=lambda s, d: d[stop] < tol)
     else:
         out = loop.run_fixed(step, state, budget)
     L, R, L_prev, R_prev, (row_cut, col_cut) = out.state
@@ -71,7 +88,7 @@ def _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, *, rank
 
 def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init=None, tol=None,
              X_star=None, support=None, key=None, svd="randomized", oversample=10,
-             n_iter=4) -> RPCAResult:
+             n_iter=4, stop="residual") -> RPCAResult:
     """ScaledGD for RPCA: S by the top-fraction sparsifier T, (L, R) by scaled gradient steps.
 
     Args:
@@ -82,7 +99,8 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
       iters: number of iterations (static); with ``tol`` the maximum (default 1000).
       alpha_iter: fraction used in the iterations, default 2α (reference code); alpha_init: at the
         initialisation, default α.
-      tol: stop when ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol.
+      tol: stop when ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (or, with ``stop="change"``, when the
+        paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol; see ``lrpca``).
       X_star, support, key, svd, oversample, n_iter: as in :func:`lowrank_jax.rpca.lrpca`.
 
     T_α is exact (ties at the cut-off are kept) and uses counting selection warm-started from the
@@ -99,6 +117,7 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
             raise ValueError(f"{name} must lie in [0, 1], got {float(a)}")
     eta = _checks.as_hyper(eta, "eta", ndim=0, dtype=Y.dtype)
     tol = check_tol(tol)
+    stop = check_stop(stop)
     use_tol = tol is not None
     if iters is None:
         if not use_tol:
@@ -107,4 +126,4 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
     iters = _checks.check_positive_int(iters, "iters", minimum=0)
     tol = jnp.zeros((), Y.dtype) if tol is None else tol.astype(Y.dtype)
     return _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, rank=rank, budget=iters,
-                     use_tol=use_tol, svd=svd, oversample=oversample, n_iter=n_iter)
+                     use_tol=use_tol, svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
