@@ -2,8 +2,9 @@
 
 The clip (795 grey frames, down-sampled by 4 to 144 × 192, as the paper's "down-sample by 4") is
 split in time: frames 0–499 for learning, 500–794 (one 27 648 × 295 matrix, not cut) for testing.
-- Pseudo ground truth for learning: AltProj (rank 2) solved to 1e-5 (relative change), as in the
-  paper.
+- Pseudo ground truth for learning: AltProj (rank 2, β hand-tuned, see ALTPROJ_BETA_FACTOR) run
+  to a relative change of 1e-5 as in the paper, or 300 iterations (its change levels off near 1e-3:
+  pixels at the threshold enter and leave S).
 - Learning: K = 5 layers, r = 2, on random 100-frame windows of the training part (each with the
   matching window of the AltProj background), same recipe as the synthetic models; FRMNN (β, φ) by
   the grid search at K̄ = 10 on 8 windows. ζ is not rescaled between the 100-frame windows and the
@@ -33,6 +34,16 @@ from lowrank_jax import datasets, rpca
 from lowrank_jax.rpca import training
 
 RANK, K, WINDOW, SPLIT, HALT = 2, 5, 100, 500, 1e-3
+# AltProj's default β = 1/(2 (n1 n2)^{1/4}) is made for square matrices: on this tall clip every
+# threshold stays above the pixel range and S stays 0 (a plain rank-2 SVD, walkers left as ghosts in
+# the background). Hand-tuned (as the paper did): half of it gives ~5 % foreground pixels; a quarter,
+# 74 %.
+ALTPROJ_BETA_FACTOR = 0.5
+VISIBLE = 0.05  # |S| above this counts as foreground in the summary (soft thresholds leave small S dense)
+
+
+def altproj_beta(shape):
+    return ALTPROJ_BETA_FACTOR / (2.0 * (shape[0] * shape[1]) ** 0.25)
 
 
 def make_sampler(Y, X, window):
@@ -65,9 +76,9 @@ def main(argv=None):
     print(f"vtest.avi: {v.M.shape[1]} frames of {v.frame_shape}; train {train.shape}, test {test.shape}")
 
     t0 = time.perf_counter()
-    gt_train = rpca.altproj(train, RANK, tol=1e-5, stop="change")
+    gt_train = rpca.altproj(train, RANK, beta=altproj_beta(train.shape), tol=1e-5, stop="change", max_iter=300)
     print(f"AltProj pseudo ground truth on the training part: {int(gt_train.n_iter)} iterations, "
-          f"{time.perf_counter() - t0:.1f} s")
+          f"{time.perf_counter() - t0:.1f} s, {float(jnp.mean(gt_train.S != 0)):.1%} foreground pixels")
     sampler = make_sampler(train, gt_train.X, WINDOW)
     cfg = training.TrainConfig(n=round(math.sqrt(train.shape[0] * WINDOW)), rank=RANK, alpha=0.1,
                                num_layers=K, pre_steps=10, full_steps=20, batch=1, init_instances=2)
@@ -82,21 +93,21 @@ def main(argv=None):
     print(f"learned K = {K} video layers in {t_learn:.0f} s; beta = {float(params.beta):.1f}, "
           f"phi = {float(params.phi):.1f}")
 
-    reference = rpca.altproj(test, RANK, tol=1e-5, stop="change")
+    reference = rpca.altproj(test, RANK, beta=altproj_beta(test.shape), tol=1e-5, stop="change", max_iter=300)
     solvers = {
         "LRPCA": lambda Y: params(Y, rescale=False, tol=HALT, stop="change", max_iter=200),
         "ScaledGD": lambda Y: rpca.scaledgd(Y, RANK, 0.1, tol=HALT, stop="change", iters=1000),
-        "AltProj": lambda Y: rpca.altproj(Y, RANK, tol=HALT, stop="change"),
+        "AltProj": lambda Y: rpca.altproj(Y, RANK, beta=altproj_beta(Y.shape), tol=HALT, stop="change"),
     }
     rows, results = [], {}
     for name, solve in solvers.items():
         out, sec = timed(solve, test)
         gap = float(jnp.linalg.norm(out.X - reference.X) / jnp.linalg.norm(reference.X))
-        rows.append([name, sec, int(out.n_iter), gap])
+        rows.append([name, sec, int(out.n_iter), gap, float(jnp.mean(jnp.abs(out.S) > VISIBLE))])
         results[name] = out
         print(f"{name:9s} {sec:7.2f} s  {int(out.n_iter):4d} iterations  "
-              f"‖X − X_AltProj(1e-5)‖/‖X_AltProj‖ = {gap:.1e}")
-    write_csv("video_table2.csv", ["solver", "seconds", "iterations", "distance_to_altproj_1e-5"], rows)
+              f"‖X − X_AltProj(1e-5)‖/‖X_AltProj‖ = {gap:.1e}  foreground {rows[-1][4]:.1%}")
+    write_csv("video_table2.csv", ["solver", "seconds", "iterations", "distance_to_altproj_1e-5", "fraction_abs_S_over_0.05"], rows)
 
     plt = figure()
     frames = [0, 120, 240]
