@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from _rpca import first_below
 from lowrank_jax.rpca import params as params_mod
 from lowrank_jax.rpca import training
 
@@ -45,11 +46,6 @@ def evaluate(p, cfg, key, count=TEST_INSTANCES, total=FRMNN_LAYERS):
 
     fnn, rnn = jax.lax.map(lambda yx: curves(*yx), (Y, X))
     return np.asarray(fnn), np.asarray(rnn)
-
-
-def first_below(curve, level):
-    hit = np.nonzero(curve <= level)[0]
-    return int(hit[0]) + 1 if hit.size else None
 
 
 def run(alpha, args):
