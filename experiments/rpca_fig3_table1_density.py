@@ -68,7 +68,11 @@ def main(argv=None):
         table.append([alpha, ok_l, PAPER_LRPCA.get(key, ""), ok_s, PAPER_SCALEDGD.get(key, "")])
         curves.append((alpha, np.exp(np.mean(np.log(el), axis=0)), np.exp(np.mean(np.log(es), axis=0))))
         print(f"alpha={alpha:.2f}: LRPCA {ok_l}/{args.instances} (paper {PAPER_LRPCA.get(key, '-')}), "
-              f"ScaledGD {ok_s}/{args.instances} (paper {PAPER_SCALEDGD.get(key, '-')})")
+              f"ScaledGD {ok_s}/{args.instances} (paper {PAPER_SCALEDGD.get(key, '-')})", flush=True)
+        # Drop this α's compiled programs: after six α's in one process, XLA:CPU's JIT ran out of
+        # memory mappings ("LLVM compilation error: Cannot allocate memory").
+        training._make_phase.cache_clear()
+        jax.clear_caches()
     write_csv("table1_density.csv", ["alpha", "lrpca_successes", "paper_lrpca", "scaledgd_successes",
                                      "paper_scaledgd"], table)
     rows = []
