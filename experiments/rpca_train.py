@@ -15,12 +15,10 @@ import argparse
 import csv
 import dataclasses
 import json
-import os
 import pathlib
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from _rpca import first_below
