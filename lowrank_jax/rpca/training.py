@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 import time
 
@@ -45,10 +44,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from lowrank_jax import datasets
+from lowrank_jax import datasets, loop
 from lowrank_jax.rpca._common import relative_error
-from lowrank_jax.rpca.learned import lrpca, lrpca_step, oracle_thresholds
-from lowrank_jax.rpca.params import LRPCAParams, load_params, save_params
+from lowrank_jax.rpca.learned import _layer_params, lrpca, lrpca_step, oracle_thresholds
+from lowrank_jax.rpca.params import LRPCAParams, read_params, save_params
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,10 +236,9 @@ def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progr
 
 
 def _load_checkpoint(path, cfg: TrainConfig):
-    params = load_params(path)
     with open(path, "rb") as f:
-        f.readline()
-        meta = json.loads(f.readline())["meta"]
+        params, header = read_params(f.read(), source=os.fspath(path))
+    meta = header["meta"]
     if meta.get("config") != dataclasses.asdict(cfg):
         raise ValueError(f"checkpoint {path} was written for another configuration "
                          f"({meta.get('config')}); delete it or pass the same TrainConfig")
@@ -269,17 +267,15 @@ def _progress(total: int, show: bool):
 
 
 def _continue(params: LRPCAParams, Y, L, R, beta, phi, extra: int):
-    """Run ``extra`` FRMNN layers from (L_K, R_K): ζ = ζ_K φ^p, η = η_K β^p, p = 1..extra."""
-    p = jnp.arange(1, extra + 1, dtype=Y.dtype)
-    zetas = params.zeta[-1] * phi ** p
-    etas = params.eta[-1] * beta ** p
+    """Run layers K+1..K+``extra`` from (L_K, R_K) with LRPCA's own FRMNN schedule (eq. 13)."""
+    K = params.num_layers
 
-    def body(c, ze):
-        L, R, _ = lrpca_step(Y, c[0], c[1], ze[0], ze[1])
+    def step(k, state):
+        z, e = _layer_params(k, params.zeta, params.eta, beta, phi, K, True)
+        L, R, _ = lrpca_step(Y, state[0], state[1], z, e)
         return (L, R), None
 
-    (L, R), _ = jax.lax.scan(body, (L, R), (zetas, etas))
-    return L, R
+    return loop.run_fixed(step, (L, R), extra, start=K).state
 
 
 def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instances: int = 20,
