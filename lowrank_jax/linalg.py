@@ -107,10 +107,22 @@ def balanced_factors(svd: SVDResult) -> tuple[jax.Array, jax.Array]:
     return svd.U * root, svd.V * root
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 4, 5))
 def low_rank_factors(A: jax.Array, rank: int, method: str = "randomized", key: jax.Array | None = None,
                      oversample: int = 10, n_iter: int = 4) -> tuple[jax.Array, jax.Array]:
     """Balanced factors (L, R) = (UΣ^{1/2}, VΣ^{1/2}) of the best rank-r approximation of A.
+
+    ``method="exact"``: the exact truncated SVD, differentiated by autodiff (exact gradient, slow at
+    large n). ``method="randomized"``: the randomized SVD with the projection rule of
+    :func:`_projected_factors` in reverse mode (fast; exact up to O(σ_{r+1}/σ_r)).
+    """
+    if method == "exact":
+        return balanced_factors(truncated_svd(A, rank))
+    return _projected_factors(A, rank, method, key, oversample, n_iter)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 4, 5))
+def _projected_factors(A, rank, method, key, oversample, n_iter):
+    """Balanced rank-r factors whose reverse mode is the rank-r projection's derivative.
 
     For methods whose later steps depend on (L, R) only through X = L Rᵀ (such as scaled
     gradient descent, which is equivariant under (L, R) → (LQ, RQ⁻ᵀ)), reverse mode uses the
@@ -129,12 +141,12 @@ def low_rank_factors(A: jax.Array, rank: int, method: str = "randomized", key: j
                                          n_iter=n_iter))
 
 
-def _low_rank_factors_fwd(A, rank, method, key, oversample, n_iter):
+def _projected_factors_fwd(A, rank, method, key, oversample, n_iter):
     svd = low_rank_svd(A, rank, method=method, key=key, oversample=oversample, n_iter=n_iter)
     return balanced_factors(svd), svd
 
 
-def _low_rank_factors_bwd(rank, method, oversample, n_iter, svd, cts):
+def _projected_factors_bwd(rank, method, oversample, n_iter, svd, cts):
     U, s, V = svd
     L_bar, R_bar = cts
     inv_root = jnp.where(s > 0, 1.0 / jnp.sqrt(jnp.where(s > 0, s, 1.0)), 0.0)
@@ -144,7 +156,7 @@ def _low_rank_factors_bwd(rank, method, oversample, n_iter, svd, cts):
     return U @ G.T + H @ V.T, None
 
 
-low_rank_factors.defvjp(_low_rank_factors_fwd, _low_rank_factors_bwd)
+_projected_factors.defvjp(_projected_factors_fwd, _projected_factors_bwd)
 
 
 def spd_solve(G: jax.Array, B: jax.Array, *, right: bool = False) -> jax.Array:

@@ -47,8 +47,6 @@ def spectral_init(A, rank, *, svd, key, oversample=10, n_iter=4):
     rank-r projection rule (fast; exact up to O(σ_{r+1}/σ_r), valid here because the RPCA
     iterations are equivariant under (L, R) → (LQ, RQ⁻ᵀ)); with ``svd="exact"`` by autodiff of
     the exact SVD (exact gradient, slow at large n)."""
-    if svd == "exact":
-        return linalg.balanced_factors(linalg.truncated_svd(A, rank))
     return linalg.low_rank_factors(A, rank, svd, key, oversample, n_iter)
 
 
