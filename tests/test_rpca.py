@@ -47,6 +47,26 @@ def test_oracle_thresholds_reproduce_the_oracle_run(problem64, x64):
         np.testing.assert_allclose(zeta[k], jnp.max(jnp.abs(prev.X - p.X)), rtol=1e-10)
 
 
+def test_rms_oracle_recovers_where_the_theorem_oracle_stalls():
+    """At α = 0.5 (outliers U[−mean|X⋆|, mean|X⋆|]) Theorem 1's ζ_k = ‖X_{k−1} − X⋆‖_∞ leaves a
+    bias ±ζ_k on every outlier entry that outweighs the clean entries' pull: the run stalls at a
+    few percent. ζ_k = 2·rms(X_{k−1} − X⋆) with η = 1/(1 − α) converges linearly."""
+    n, r, alpha, K = 300, 3, 0.5, 80
+    p = datasets.rpca_problem(jax.random.key(1), n, n, r, alpha)
+    eta = 1.0 / (1.0 - alpha)
+    z_rms = rpca.oracle_thresholds(p.Y, r, p.X, K, eta, rule="rms", scale=2.0)
+    err_rms = np.asarray(rpca.lrpca(p.Y, r, z_rms, jnp.full(K, eta), X_star=p.X).error)
+    z_max = rpca.oracle_thresholds(p.Y, r, p.X, K, 0.5)
+    err_max = np.asarray(rpca.lrpca(p.Y, r, z_max, jnp.full(K, 0.5), X_star=p.X).error)
+    assert err_rms[-1] < 1e-5
+    assert err_max[-1] > 1e-2 and err_max[-1] > 0.9 * err_max[39]  # stalled, not slow
+    # The rule itself: ζ_k = c‖X_{k−1} − X⋆‖_F/n along the run (reproduced by lrpca).
+    for k in (1, 5, 20):
+        prev = rpca.lrpca(p.Y, r, z_rms[:k], jnp.full(k - 1, eta))
+        rms = jnp.linalg.norm(prev.X - p.X) / n
+        np.testing.assert_allclose(z_rms[k], 2.0 * rms, rtol=1e-4)
+
+
 def test_scaledgd_and_altproj_recover_the_same_instance(problem64, x64):
     p = problem64
     sgd = rpca.scaledgd(p.Y, 5, 0.1, iters=150, X_star=p.X)
@@ -217,6 +237,8 @@ def test_lrpca_rejects_bad_input_before_computing(change, name):
     (lambda Y: rpca.altproj(Y, 2, beta=0.0), "beta"),
     (lambda Y: rpca.altproj(Y.at[0, 0].set(jnp.inf), 2), "Y"),
     (lambda Y: rpca.oracle_thresholds(Y, 2, None, 5), "X_star"),
+    (lambda Y: rpca.oracle_thresholds(Y, 2, Y, 5, rule="median"), "rule"),
+    (lambda Y: rpca.oracle_thresholds(Y, 2, Y, 5, scale=0.0), "scale"),
 ])
 def test_baselines_reject_bad_input(call, name):
     with pytest.raises(ValueError, match=name):

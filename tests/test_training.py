@@ -118,6 +118,22 @@ def test_bad_training_configuration_is_refused():
         training.TrainConfig(num_layers=0)
     with pytest.raises(ValueError, match="lr"):
         training.TrainConfig(lr=0.0)
+    with pytest.raises(ValueError, match="init_rule"):
+        training.TrainConfig(init_rule="mean")
+    with pytest.raises(ValueError, match="init_eta"):
+        training.TrainConfig(init_eta=-1.0)
+
+
+def test_initial_schedule_follows_the_configured_oracle():
+    """initial_params = geometric mean of the configured oracle's ζ over the init instances, η = init_eta."""
+    cfg = dataclasses.replace(TINY, init_rule="rms", init_scale=2.0, init_eta=1.5)
+    key = jax.random.key(3)
+    p = training.initial_params(key, cfg)
+    Y, X = training._instances(key, cfg, cfg.init_instances)
+    z = jnp.stack([rpca.oracle_thresholds(Y[i], cfg.rank, X[i], cfg.num_layers, 1.5, rule="rms", scale=2.0)
+                   for i in range(cfg.init_instances)])
+    np.testing.assert_allclose(p.zeta, jnp.exp(jnp.mean(jnp.log(z), axis=0)), rtol=1e-5)
+    np.testing.assert_allclose(p.eta, 1.5, rtol=1e-6)
 
 
 @pytest.mark.parametrize("alpha", params_mod.PRETRAINED_ALPHAS)

@@ -46,7 +46,7 @@ import optax
 
 from lowrank_jax import datasets, loop
 from lowrank_jax.rpca._common import relative_error
-from lowrank_jax.rpca.learned import _layer_params, lrpca, lrpca_step, oracle_thresholds
+from lowrank_jax.rpca.learned import ORACLE_RULES, _layer_params, lrpca, lrpca_step, oracle_thresholds
 from lowrank_jax.rpca.params import LRPCAParams, read_params, save_params
 
 
@@ -55,7 +55,11 @@ class TrainConfig:
     """What to train on and how. ``n``, ``rank``, ``alpha``: the generator's setting (square n × n,
     float32); ``num_layers`` K; ``pre_steps``/``full_steps``: optimiser steps per phase;
     ``batch``: instances per step; ``lr``: Adam's learning rate (log ζ and η alike);
-    ``init_instances``: instances whose oracle schedule initialises ζ."""
+    ``init_instances``: instances whose oracle schedule initialises ζ; ``init_rule``,
+    ``init_scale``, ``init_eta``: that oracle's rule, factor c and step (see
+    :func:`~lowrank_jax.rpca.oracle_thresholds`); the initial η is ``init_eta`` too.
+    Theorem 1's ("max", 1, 0.5) suits α ≤ 0.3; at higher outlier density ("rms", 2, 1/(1 − α))
+    starts from a schedule that converges (Table 1 experiment)."""
 
     n: int = 1000
     rank: int = 5
@@ -66,6 +70,9 @@ class TrainConfig:
     batch: int = 2
     lr: float = 0.03
     init_instances: int = 4
+    init_rule: str = "max"
+    init_scale: float = 1.0
+    init_eta: float = 0.5
 
     def __post_init__(self):
         for name in ("n", "rank", "num_layers", "batch", "init_instances"):
@@ -80,6 +87,11 @@ class TrainConfig:
             raise ValueError(f"rank must be <= n, got rank = {self.rank}, n = {self.n}")
         if not self.lr > 0:
             raise ValueError(f"lr must be positive, got {self.lr}")
+        if self.init_rule not in ORACLE_RULES:
+            raise ValueError(f"init_rule must be one of {ORACLE_RULES}, got {self.init_rule!r}")
+        for name in ("init_scale", "init_eta"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
 
 
 def _instances(key, cfg: TrainConfig, count: int, sampler=None):
@@ -108,12 +120,15 @@ def stage_loss(params: LRPCAParams, Y, X_star, layers: int):
 
 
 def initial_params(key, cfg: TrainConfig, sampler=None) -> LRPCAParams:
-    """ζ from the geometric mean of the oracle schedule on ``cfg.init_instances`` instances, η = 0.5."""
+    """ζ from the geometric mean of the oracle schedule (``cfg.init_rule``, ``cfg.init_scale``, step
+    ``cfg.init_eta``) on ``cfg.init_instances`` instances; η = ``cfg.init_eta``."""
     Y, X = _instances(key, cfg, cfg.init_instances, sampler)
     K = cfg.num_layers
-    zetas = jax.vmap(lambda y, x: oracle_thresholds(y, cfg.rank, x, K, 0.5))(Y, X)
+    zetas = jax.vmap(lambda y, x: oracle_thresholds(y, cfg.rank, x, K, cfg.init_eta, rule=cfg.init_rule,
+                                                    scale=cfg.init_scale))(Y, X)
     log_zeta = jnp.mean(jnp.log(zetas), axis=0)
-    return LRPCAParams(log_zeta, jnp.full((K,), jnp.log(0.5), jnp.float32), jnp.ones(()), jnp.ones(()),
+    log_eta = jnp.full((K,), jnp.log(cfg.init_eta), jnp.float32)
+    return LRPCAParams(log_zeta, log_eta, jnp.ones(()), jnp.ones(()),
                        rank=cfg.rank, n=cfg.n)
 
 
