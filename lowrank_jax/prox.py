@@ -115,3 +115,8 @@ def sparsify_top_fraction_topk(x: jax.Array, alpha: float) -> jax.Array:
     row_cut = jax.lax.top_k(mag, kr)[0][:, -1] if kr > 0 else jnp.full((n1,), inf)
     col_cut = jax.lax.top_k(mag.T, kc)[0][:, -1] if kc > 0 else jnp.full((n2,), inf)
     return apply_top_fraction(x, mag, row_cut, col_cut)
+
+
+# The 1-path-norm prox and the baselines' companions live in their own module; one import point.
+from lowrank_jax.prox_path import (l1_prox, path_norm, path_norm_objective, path_norm_prox,  # noqa: E402
+                                   path_norm_prox_mfb, project_l1_ball_rows, sort_magnitudes)

@@ -1,0 +1,280 @@
+"""The exact proximal map of the 1-path-norm of a shallow network, and its companions.
+
+Latorre, Rolland, Hallak, Cevher, "Efficient Proximal Mapping of the 1-path-norm of Shallow
+Networks", ICML 2020 (project note ``path_norm_prox.md``). For a network h(x) = W_out σ(W_in x)
+with the layouts of ``equinox.nn.Linear`` weights, W_in (hidden, inputs) and W_out (outputs, hidden),
+
+    P(W_in, W_out) = Σ_i ‖W_out[:, i]‖₁ ‖W_in[i, :]‖₁      (1-path-norm, an upper bound on the
+                                                            ℓ∞ → ℓ1 Lipschitz constant, Thm 1)
+
+and ``path_norm_prox`` returns a *global* minimiser of
+
+    ½‖W_in − W̄_in‖²_F + ½‖W_out − W̄_out‖²_F + λ P(W_in, W_out).
+
+The problem is non-convex but separable over hidden units; unit i couples x = W̄_out[:, i] ∈ Rᵖ and
+y = W̄_in[i, :] ∈ Rᵐ. With a, b the magnitudes |x|, |y| sorted in decreasing order, every optimum is
+the stationary point of some pair of support sizes (s_v, s_w) (Lemmas 15–16):
+
+    d = 1 − λ² s_v s_w > 0,   A = Σ_{k≤s_v} a_k,   B = Σ_{j≤s_w} b_j,
+    c_v = (λ² s_w A − λ B)/d = −λ Σ w,   c_w = (λ² s_v B − λ A)/d = −λ Σ v,
+    v_k = a_k + c_v (k ≤ s_v),   w_j = b_j + c_w (j ≤ s_w),   zero elsewhere,
+
+feasible when the last kept entries a_{s_v} + c_v and b_{s_w} + c_w are ≥ 0, with objective (eq. 27)
+
+    h = (−λ² s_w A² − λ² s_v B² + 2λAB)/(2d) + ½Σ_{k>s_v} a_k² + ½Σ_{j>s_w} b_j².
+
+Feasibility is downward closed (Lemma 10) and h decreases along feasible increments (Lemma 9), so
+for each s_v only the largest feasible s_w can be optimal: ``path_norm_prox`` binary-searches it for
+every s_v ∈ {0..p} (p ≤ m; the roles swap otherwise), evaluates the p + 1 candidates in closed form
+with prefix sums and keeps the best. Cost per unit: the sort, plus O(p log m). All units at once,
+no Python loop. Signs come back from W̄, and the order needs no un-sorting: at an optimum the KKT
+conditions give v = max(|x| + c_v, 0) on the kept magnitudes, which is what the threshold mask
+|x| ≥ a_{s_v} selects.
+
+The paper's own procedure (Algorithm 5, the walk along the maximal feasibility boundary, then
+Algorithm 3) is ``path_norm_prox_mfb``: an independent implementation (argsort, explicit vectors,
+a ``while_loop`` per unit) used as a cross-check. The printed single-output Algorithm 2 is wrong (it
+can loop forever and never compares with the trivial solution; project note §3.3): the
+single-output prox is the p = 1 case of the multi-output one here.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from lowrank_jax import _checks
+
+_INT_OF = {jnp.dtype(jnp.float32): jnp.int32, jnp.dtype(jnp.float64): jnp.int64,
+           jnp.dtype(jnp.float16): jnp.int16, jnp.dtype(jnp.bfloat16): jnp.int16}
+
+
+def sort_magnitudes(x: jax.Array) -> jax.Array:
+    """|x| sorted in decreasing order along the last axis.
+
+    Sorts the integer bit patterns: for non-negative IEEE floats they order exactly as the values,
+    and XLA:CPU sorts integers several times faster than floats (whose comparator handles NaN and
+    −0). NaN must not occur (the public functions reject it).
+    """
+    mag = jnp.abs(x)
+    bits = lax.bitcast_convert_type(mag, _INT_OF[jnp.dtype(mag.dtype)])
+    return lax.bitcast_convert_type(lax.sort(bits, dimension=mag.ndim - 1), mag.dtype)[..., ::-1]
+
+
+def _prefix(a):
+    """[0, a_1, a_1 + a_2, …] along the last axis: (…, k) → (…, k + 1)."""
+    return jnp.concatenate([jnp.zeros_like(a[..., :1]), jnp.cumsum(a, axis=-1)], axis=-1)
+
+
+def _take(arr, idx):
+    return jnp.take_along_axis(arr, idx, axis=-1)
+
+
+def _pair_coefficients(lam, sv, sw, A, B):
+    """(d, c_v, c_w) of the stationary point with support sizes (s_v, s_w); d ≤ 0 is invalid."""
+    lam2 = lam * lam
+    d = 1.0 - lam2 * sv * sw
+    safe = jnp.where(d > 0, d, 1.0)
+    cv = (lam2 * sw * A - lam * B) / safe
+    cw = (lam2 * sv * B - lam * A) / safe
+    return d, cv, cw
+
+
+@jax.jit
+def _prox_units(x, y, lam):
+    """Core on units stacked along axis 0: x (n, p) with p ≤ m, y (n, m). Returns (v, w) signed."""
+    n, p = x.shape
+    m = y.shape[1]
+    dtype = x.dtype
+    a, b = sort_magnitudes(x), sort_magnitudes(y)
+    A, B = _prefix(a), _prefix(b)                      # (n, p+1), (n, m+1)
+    QA, QB = _prefix(a * a), _prefix(b * b)
+    sv = jnp.broadcast_to(jnp.arange(p + 1, dtype=dtype), (n, p + 1))
+    A_sv = A                                           # A[s_v] for every s_v
+    a_last = jnp.concatenate([jnp.full((n, 1), jnp.inf, dtype), a], axis=1)  # a_{s_v}; +inf at 0
+    b_last = jnp.concatenate([jnp.full((n, 1), jnp.inf, dtype), b], axis=1)
+
+    def feasible(sw):
+        swf = sw.astype(dtype)
+        B_sw = _take(B, sw)
+        d, cv, cw = _pair_coefficients(lam, sv, swf, A_sv, B_sw)
+        return (d > 0) & (a_last + cv >= 0) & (_take(b_last, sw) + cw >= 0)
+
+    # Largest feasible s_w for each s_v: s_w = 0 is always feasible; bisect on [lo, hi).
+    lo = jnp.zeros((n, p + 1), jnp.int32)
+    hi = jnp.full((n, p + 1), m + 1, jnp.int32)
+
+    def bisect(_, bounds):
+        lo, hi = bounds
+        mid = (lo + hi) // 2
+        ok = feasible(mid)
+        return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)
+
+    steps = int(np.ceil(np.log2(m + 1))) + 1
+    lo, _ = lax.fori_loop(0, steps, bisect, (lo, hi))
+    sw = lo
+    swf = sw.astype(dtype)
+    B_sw = _take(B, sw)
+    d, cv, cw = _pair_coefficients(lam, sv, swf, A_sv, B_sw)
+    lam2 = lam * lam
+    d_safe = jnp.where(d > 0, d, 1.0)
+    # h minus the constant ½‖a‖² + ½‖b‖² (so the head sums need no cancellation).
+    h = ((-lam2 * swf * A_sv ** 2 - lam2 * sv * B_sw ** 2 + 2 * lam * A_sv * B_sw) / (2 * d_safe)
+         - 0.5 * QA - 0.5 * _take(QB, sw))
+    best = jnp.argmin(h, axis=1)[:, None]
+    sv_b, sw_b = best, _take(sw, best)
+    cv_b, cw_b = _take(cv, best), _take(cw, best)
+    cut_v = _take(a_last, sv_b)                        # a_{s_v} (inf when s_v = 0: keep nothing)
+    cut_w = _take(b_last, sw_b)
+    ax, ay = jnp.abs(x), jnp.abs(y)
+    v = jnp.where(ax >= cut_v, jnp.maximum(ax + cv_b, 0), 0) * jnp.sign(x)
+    w = jnp.where(ay >= cut_w, jnp.maximum(ay + cw_b, 0), 0) * jnp.sign(y)
+    return v.astype(dtype), w.astype(dtype)
+
+
+def _check_pair(W_in, W_out, strength):
+    W_in = _checks.as_matrix(W_in, "W_in")
+    W_out = _checks.as_matrix(W_out, "W_out")
+    if W_in.shape[0] != W_out.shape[1]:
+        raise ValueError(f"hidden sizes differ: W_in is (hidden, inputs) = {tuple(W_in.shape)} and W_out "
+                         f"is (outputs, hidden) = {tuple(W_out.shape)}")
+    dtype = jnp.result_type(W_in.dtype, W_out.dtype)
+    strength = _checks.as_hyper(strength, "strength", ndim=0, dtype=dtype)
+    return W_in.astype(dtype), W_out.astype(dtype), strength
+
+
+def path_norm_prox(W_in, W_out, strength):
+    """Exact global prox of λ·P at (W_in, W_out), λ = ``strength`` ≥ 0: returns (W_in⁺, W_out⁺).
+
+    Shapes: W_in (hidden, inputs), W_out (outputs, hidden) (``equinox.nn.Linear`` weights); the
+    result has the same shapes and dtype. Any number of outputs, ``outputs = 1`` included. Units
+    with all-zero weights, ties, and λ ≥ 1 (then each unit keeps the block with the larger ℓ2 norm
+    and zeroes the other) are handled. ``strength`` is a traced scalar: ``vmap``/``jit`` over it
+    never recompile. For Prox-SGD the strength is (learning rate) × (regularisation weight).
+
+    Sparsity it guarantees (Lemma 8): a unit that keeps both blocks has s_v · s_w < λ⁻² non-zeros.
+    Where the prox is set-valued (exact ties of the objective) one minimiser is returned.
+    """
+    W_in, W_out, lam = _check_pair(W_in, W_out, strength)
+    x, y = W_out.T, W_in                                # per unit: x ∈ R^p, y ∈ R^m
+    if x.shape[1] <= y.shape[1]:
+        v, w = _prox_units(x, y, lam)
+    else:                                               # the problem is symmetric in (x, y)
+        w, v = _prox_units(y, x, lam)
+    return w, v.T
+
+
+def path_norm(W_in, W_out) -> jax.Array:
+    """P(W_in, W_out) = Σ_i ‖W_out[:, i]‖₁ ‖W_in[i, :]‖₁, in O(hidden · (inputs + outputs))."""
+    return jnp.sum(jnp.sum(jnp.abs(W_out), axis=0) * jnp.sum(jnp.abs(W_in), axis=1))
+
+
+def path_norm_objective(W_in, W_out, W_in_bar, W_out_bar, strength) -> jax.Array:
+    """½‖W_in − W̄_in‖² + ½‖W_out − W̄_out‖² + λ P(W_in, W_out): what ``path_norm_prox`` minimises."""
+    return (0.5 * jnp.sum((W_in - W_in_bar) ** 2) + 0.5 * jnp.sum((W_out - W_out_bar) ** 2)
+            + strength * path_norm(W_in, W_out))
+
+
+# -- the paper's boundary walk (Algorithms 5 + 3), as an independent second implementation --------
+
+def _h_sorted(v, w, a, b, lam):
+    return 0.5 * jnp.sum((v - a) ** 2) + 0.5 * jnp.sum((w - b) ** 2) + lam * jnp.sum(v) * jnp.sum(w)
+
+
+def _mfb_unit(x, y, lam):
+    p, m = x.shape[0], y.shape[0]
+    dtype = x.dtype
+    px, py = jnp.argsort(-jnp.abs(x)), jnp.argsort(-jnp.abs(y))
+    a, b = jnp.abs(x)[px], jnp.abs(y)[py]
+    A, B = _prefix(a), _prefix(b)
+    ka, kb = jnp.arange(p), jnp.arange(m)
+
+    def candidate(sv, sw):
+        d, cv, cw = _pair_coefficients(lam, sv.astype(dtype), sw.astype(dtype), A[sv], B[sw])
+        v = jnp.where(ka < sv, a + cv, 0)
+        w = jnp.where(kb < sw, b + cw, 0)
+        return d, v, w
+
+    def record(state, sv, sw):
+        best_h, best_v, best_w = state
+        _, v, w = candidate(sv, sw)
+        h = _h_sorted(v, w, a, b, lam)
+        better = h < best_h
+        return (jnp.where(better, h, best_h), jnp.where(better, v, best_v), jnp.where(better, w, best_w))
+
+    def cond(c):
+        sv, sw = c[0], c[1]
+        return (sv <= p) & (sw >= 0)
+
+    def body(c):
+        sv, sw, maximal, best = c
+        d, v, w = candidate(sv, sw)
+        v_last = jnp.where(sv > 0, v[jnp.maximum(sv - 1, 0)], 0)
+        w_last = jnp.where(sw > 0, w[jnp.maximum(sw - 1, 0)], 0)
+        infeasible = (v_last < 0) | (w_last < 0) | (d <= 0)
+        emit = infeasible & maximal
+        best = jax.tree.map(lambda new, old: jnp.where(emit, new, old), record(best, sv - 1, sw), best)
+        return (jnp.where(infeasible, sv, sv + 1), jnp.where(infeasible, sw - 1, sw),
+                ~infeasible, best)
+
+    init_best = (jnp.array(jnp.inf, dtype), jnp.zeros(p, dtype), jnp.zeros(m, dtype))
+    sv, sw, _, best = lax.while_loop(cond, body, (jnp.array(0), jnp.array(m), jnp.array(True), init_best))
+    best = jax.tree.map(lambda new, old: jnp.where(sv == p + 1, new, old),
+                        record(best, jnp.minimum(sv - 1, p), jnp.maximum(sw, 0)), best)
+    _, v, w = best
+    v_out = jnp.zeros(p, dtype).at[px].set(v) * jnp.sign(x)
+    w_out = jnp.zeros(m, dtype).at[py].set(w) * jnp.sign(y)
+    return v_out, w_out
+
+
+def path_norm_prox_mfb(W_in, W_out, strength):
+    """``path_norm_prox`` by the paper's Algorithm 5 (walk along the maximal feasibility boundary
+    from (s_v, s_w) = (0, m): a step right while the candidate is feasible, else a step down,
+    recording each boundary pair) and Algorithm 3 (keep the best recorded candidate, evaluated with
+    explicit vectors). O(m + p) candidates per unit after an argsort; ``vmap``-ed over units.
+
+    Conventions the paper leaves open (project note §3.4): no entry to check when s_v = 0 or
+    s_w = 0; feasible means ≥ 0 and s_v s_w < λ⁻² strictly.
+    """
+    W_in, W_out, lam = _check_pair(W_in, W_out, strength)
+    v, w = _mfb_units(W_out.T, W_in, lam)
+    return w, v.T
+
+
+_mfb_units = jax.jit(jax.vmap(_mfb_unit, in_axes=(0, 0, None)))
+
+
+# -- companions used by the baselines -------------------------------------------------------------
+
+def l1_prox(x, strength):
+    """Prox of λ‖·‖₁ (soft thresholding) on an array or on every leaf of a pytree."""
+    from lowrank_jax.prox import soft_threshold
+
+    return jax.tree.map(lambda leaf: soft_threshold(leaf, strength), x)
+
+
+def project_l1_ball_rows(W, radius):
+    """Project every row of W onto {u : ‖u‖₁ ≤ radius} (sort-based, Duchi et al. 2008).
+
+    With a = |W_i| sorted decreasingly and ρ = max{j : a_j > (Σ_{l≤j} a_l − radius)/j}, the
+    projection is sign(W_i) · max(|W_i| − θ, 0), θ = (Σ_{l≤ρ} a_l − radius)/ρ, for rows outside the
+    ball; rows inside are unchanged. Keeping ‖W‖_∞ (the max row ℓ1 norm, the ℓ∞ operator norm)
+    ≤ 1/λ by projecting after every step is the paper's layer-wise baseline.
+    """
+    W = _checks.as_matrix(W, "W")
+    radius = _checks.as_hyper(radius, "radius", ndim=0, dtype=W.dtype)
+    a = sort_magnitudes(W)
+    css = jnp.cumsum(a, axis=1)
+    j = jnp.arange(1, W.shape[1] + 1, dtype=W.dtype)
+    active = a * j > css - radius
+    rho = jnp.sum(active, axis=1, keepdims=True)          # active is a prefix
+    theta = (_take(css, jnp.maximum(rho - 1, 0)) - radius) / jnp.maximum(rho, 1).astype(W.dtype)
+    inside = jnp.sum(jnp.abs(W), axis=1, keepdims=True) <= radius
+    shrunk = jnp.sign(W) * jnp.maximum(jnp.abs(W) - theta, 0)
+    return jnp.where(inside, W, shrunk)
+
+
+__all__ = ["l1_prox", "path_norm", "path_norm_objective", "path_norm_prox", "path_norm_prox_mfb",
+           "project_l1_ball_rows", "sort_magnitudes"]

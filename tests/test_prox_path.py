@@ -1,0 +1,283 @@
+"""The exact 1-path-norm prox: brute force over all supports, the 1-D global reference, random
+perturbations, special cases (λ = 0, λ ≥ 1, zero units, ties, one output), the paper's boundary
+walk as a second implementation, and the baselines' companions (ℓ1 prox, ℓ1-ball projection)."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lowrank_jax import prox
+
+
+def _h(v, w, x, y, lam):
+    """Per-unit objective ½‖v − x‖² + ½‖w − y‖² + λ‖v‖₁‖w‖₁ (NumPy, float64)."""
+    return 0.5 * np.sum((v - x) ** 2) + 0.5 * np.sum((w - y) ** 2) + lam * np.abs(v).sum() * np.abs(w).sum()
+
+
+def _subsets(k):
+    return np.array(list(itertools.product([0, 1], repeat=k)), bool).reshape(-1, k)
+
+
+def brute_force(x, y, lam):
+    """Global minimum value of one unit by enumerating every pair of supports (Sv, Sw) — any
+    subsets, not only prefixes of the sorted magnitudes — and its stationary point: on the support
+    v = |x| − λΣw, w = |y| − λΣv (first-order condition of the non-negative problem), kept when
+    non-negative. The optimum is the stationary point of its own support, so the minimum over all
+    of them is the global one (an independent check of the paper's prefix/boundary lemmas)."""
+    a, b = np.abs(x), np.abs(y)
+    Mv, Mw = _subsets(len(a))[:, None, :], _subsets(len(b))[None, :, :]   # (2^p,1,p), (1,2^m,m)
+    s, t = Mv.sum(-1), Mw.sum(-1)
+    A, B = (Mv * a).sum(-1), (Mw * b).sum(-1)
+    d = 1 - lam * lam * s * t
+    ok = np.abs(d) > 1e-12
+    sum_v = (A - lam * s * B) / np.where(ok, d, 1.0)
+    sum_w = B - lam * t * sum_v
+    v = np.where(Mv, a - lam * sum_w[..., None], 0.0)                     # (2^p, 2^m, p)
+    w = np.where(Mw, b - lam * sum_v[..., None], 0.0)
+    ok &= np.all(v >= -1e-13, -1) & np.all(w >= -1e-13, -1)
+    v, w = np.maximum(v, 0), np.maximum(w, 0)
+    h = 0.5 * ((v - a) ** 2).sum(-1) + 0.5 * ((w - b) ** 2).sum(-1) + lam * v.sum(-1) * w.sum(-1)
+    return float(np.min(np.where(ok, h, np.inf)))
+
+
+def one_d_reference(x, y, lam, grid=20001):
+    """Global minimum by the 1-D reduction (project note §3.7): fix t = Σv; then w = max(|y| − λt, 0)
+    and v is the projection of |x| onto {v ≥ 0, Σv = t}; minimise over t ∈ [0, Σ|x|] on a grid,
+    then refine around the best grid points by golden section."""
+    a, b = np.abs(x), np.abs(y)
+    u = np.sort(a)[::-1]
+    css, j = np.cumsum(u), np.arange(1, len(u) + 1)
+
+    def value(t):
+        t = np.atleast_1d(t)[:, None]
+        rho = np.maximum(np.sum(u * j > css - t, axis=1), 1)               # active prefix length
+        theta = (css[rho - 1] - t[:, 0]) / rho
+        v = np.maximum(a - theta[:, None], 0) * (t > 0)
+        w = np.maximum(b - lam * t, 0)
+        return (0.5 * ((v - a) ** 2).sum(1) + 0.5 * ((w - b) ** 2).sum(1)
+                + lam * t[:, 0] * w.sum(1))
+
+    ts = np.linspace(0, a.sum(), grid)
+    vals = value(ts)
+    best = vals.min()
+    g = (np.sqrt(5) - 1) / 2
+    for i in np.argsort(vals)[:5]:
+        lo, hi = ts[max(i - 1, 0)], ts[min(i + 1, grid - 1)]
+        for _ in range(60):
+            c, d = hi - g * (hi - lo), lo + g * (hi - lo)
+            vc, vd = value(np.array([c, d]))
+            lo, hi = (lo, d) if vc < vd else (c, hi)
+        best = min(best, float(value(0.5 * (lo + hi))[0]))
+    return best
+
+
+def _random_units(rng, count):
+    """(x, y, λ) units of varied shapes and strengths, with zero blocks, ties and λ ≥ 1 mixed in."""
+    units = []
+    for i in range(count):
+        p, m = int(rng.integers(1, 4)), int(rng.integers(1, 7))
+        scale = 10 ** rng.uniform(-1, 1)
+        x, y = rng.standard_normal(p) * scale, rng.standard_normal(m) * scale
+        kind = i % 10
+        if kind == 1:
+            y = np.round(y, 0)            # ties (and zeros) among the input weights
+        elif kind == 2:
+            x = np.zeros(p)               # dead output block
+        elif kind == 3:
+            x[:] = x[0]                   # ties among the outputs
+        lam = 10 ** rng.uniform(-2.5, 0.5) if kind != 4 else 1.0 + rng.uniform(0, 2)
+        units.append((x, y, lam))
+    return units
+
+
+@pytest.fixture(scope="module")
+def units():
+    return _random_units(np.random.default_rng(0), 520)
+
+
+def _prox_unit(fn, x, y, lam):
+    W_in, W_out = fn(jnp.asarray(y[None, :]), jnp.asarray(x[:, None]), lam)
+    return np.asarray(W_out[:, 0]), np.asarray(W_in[0])
+
+
+P_MAX, M_MAX = 3, 6
+
+
+def _prox_padded(fn, units, p_max=P_MAX, m_max=M_MAX):
+    """All units in one compiled call: each padded with zero weights to (p_max, m_max) (zero weights
+    change neither the objective nor the other coordinates' prox) and vmapped with its own λ."""
+    X = np.zeros((len(units), p_max, 1))
+    Y = np.zeros((len(units), 1, m_max))
+    for k, (x, y, _) in enumerate(units):
+        X[k, : len(x), 0], Y[k, 0, : len(y)] = x, y
+    lam = np.array([u[2] for u in units])
+    W_in, W_out = jax.jit(jax.vmap(fn))(Y, X, lam)
+    W_in, W_out = np.asarray(W_in)[:, 0], np.asarray(W_out)[:, :, 0]
+    # The padding stays zero.
+    assert not np.any([W_out[k, len(x):].any() or W_in[k, len(y):].any() for k, (x, y, _) in enumerate(units)])
+    return [(W_out[k, : len(x)], W_in[k, : len(y)]) for k, (x, y, _) in enumerate(units)]
+
+
+@pytest.mark.parametrize("fn", [prox.path_norm_prox, prox.path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
+@pytest.mark.parametrize("swap", [False, True], ids=["outputs<=inputs", "outputs>inputs"])
+def test_prox_equals_brute_force_on_random_units(units, fn, swap, x64):
+    if swap:  # more outputs than inputs: the sorted implementation swaps the roles of the blocks
+        units = [(y, x, lam) for x, y, lam in units[::4]]
+        results = _prox_padded(fn, units, M_MAX, P_MAX)
+    else:
+        results = _prox_padded(fn, units)
+    for (x, y, lam), (v, w) in zip(units, results):
+        h, h_star = _h(v, w, x, y, lam), brute_force(x, y, lam)
+        tol = 1e-10 * max(1.0, abs(h_star))
+        assert abs(h - h_star) <= tol, (x, y, lam, h, h_star)
+
+
+def test_one_d_reference_agrees_on_the_optimal_value(units, x64):
+    for (x, y, lam), (v, w) in list(zip(units, _prox_padded(prox.path_norm_prox, units)))[:60]:
+        np.testing.assert_allclose(_h(v, w, x, y, lam), one_d_reference(x, y, lam), rtol=1e-7, atol=1e-12)
+
+
+def test_no_random_perturbation_lowers_the_objective(x64):
+    rng = np.random.default_rng(1)
+    W_in, W_out = rng.standard_normal((40, 30)), rng.standard_normal((7, 40))
+    for lam in (0.01, 0.1, 0.5):
+        P_in, P_out = prox.path_norm_prox(W_in, W_out, lam)
+        f0 = float(prox.path_norm_objective(P_in, P_out, W_in, W_out, lam))
+        for scale in (1e-6, 1e-3, 1e-1):
+            for _ in range(30):
+                D_in = rng.standard_normal(W_in.shape) * scale
+                D_out = rng.standard_normal(W_out.shape) * scale
+                f = float(prox.path_norm_objective(P_in + D_in, P_out + D_out, W_in, W_out, lam))
+                assert f >= f0 - 1e-12
+
+
+def test_whole_layers_are_solved_unit_by_unit_and_both_implementations_agree(x64):
+    rng = np.random.default_rng(2)
+    for hidden, inputs, outputs in [(30, 50, 10), (20, 8, 12), (15, 40, 1)]:
+        W_in, W_out = rng.standard_normal((hidden, inputs)), rng.standard_normal((outputs, hidden))
+        W_in[3] = 0.0
+        W_out[:, 5] = 0.0
+        for lam in (0.003, 0.05, 0.3, 1.0, 4.0):
+            P_in, P_out = prox.path_norm_prox(W_in, W_out, lam)
+            M_in, M_out = prox.path_norm_prox_mfb(W_in, W_out, lam)
+            f_sorted = float(prox.path_norm_objective(P_in, P_out, W_in, W_out, lam))
+            f_walk = float(prox.path_norm_objective(M_in, M_out, W_in, W_out, lam))
+            np.testing.assert_allclose(f_sorted, f_walk, rtol=1e-12)
+            for i in (0, 3, 5, hidden - 1):  # a unit alone gives the same rows
+                v, w = _prox_unit(prox.path_norm_prox, W_out[:, i], W_in[i], lam)
+                np.testing.assert_allclose(P_in[i], w, atol=1e-14)
+                np.testing.assert_allclose(P_out[:, i], v, atol=1e-14)
+            # Lemma 8: a unit keeping both blocks has s_v · s_w < λ⁻² non-zeros.
+            sv = np.count_nonzero(np.asarray(P_out), axis=0)
+            sw = np.count_nonzero(np.asarray(P_in), axis=1)
+            both = (sv > 0) & (sw > 0)
+            assert np.all(sv[both] * sw[both] * lam ** 2 < 1)
+            # Signs are kept, magnitudes only shrink.
+            assert np.all(np.asarray(P_in) * W_in >= 0) and np.all(np.abs(P_in) <= np.abs(W_in) + 1e-15)
+
+
+def test_special_cases(x64):
+    rng = np.random.default_rng(3)
+    W_in, W_out = rng.standard_normal((12, 9)), rng.standard_normal((4, 12))
+    # λ = 0: the identity.
+    P_in, P_out = prox.path_norm_prox(W_in, W_out, 0.0)
+    np.testing.assert_array_equal(P_in, W_in)
+    np.testing.assert_array_equal(P_out, W_out)
+    # λ ≥ 1: no unit keeps both blocks; it keeps the one with the larger ℓ2 norm, untouched.
+    P_in, P_out = prox.path_norm_prox(W_in, W_out, 1.5)
+    for i in range(12):
+        keep_in = np.linalg.norm(W_in[i]) > np.linalg.norm(W_out[:, i])
+        np.testing.assert_array_equal(P_in[i], W_in[i] if keep_in else 0.0)
+        np.testing.assert_array_equal(P_out[:, i], 0.0 if keep_in else W_out[:, i])
+    # All-zero weights stay zero; a zero output block leaves the input block untouched.
+    Z_in, Z_out = prox.path_norm_prox(np.zeros((3, 5)), np.zeros((2, 3)), 0.2)
+    assert not np.any(Z_in) and not np.any(Z_out)
+    W_out[:, 0] = 0.0
+    P_in, _ = prox.path_norm_prox(W_in, W_out, 0.2)
+    np.testing.assert_array_equal(P_in[0], W_in[0])
+
+
+def test_ties_give_tied_values(x64):
+    """Equal magnitudes are treated alike (the KKT conditions give equal shrinkage)."""
+    W_in = np.array([[1.0, -1.0, 1.0, 0.5, 0.0]])
+    W_out = np.array([[0.8], [-0.8]])
+    for lam in np.linspace(0.05, 0.9, 18):
+        P_in, P_out = prox.path_norm_prox(W_in, W_out, lam)
+        P_in, P_out = np.asarray(P_in), np.asarray(P_out)
+        assert abs(P_in[0, 0]) == abs(P_in[0, 1]) == abs(P_in[0, 2])
+        assert abs(P_out[0, 0]) == abs(P_out[1, 0])
+        np.testing.assert_allclose(_h(P_out[:, 0], P_in[0], W_out[:, 0], W_in[0], lam),
+                                   brute_force(W_out[:, 0], W_in[0], lam), rtol=1e-10)
+
+
+def test_float32_matches_float64():
+    rng = np.random.default_rng(4)
+    W_in, W_out = rng.standard_normal((50, 100)).astype(np.float32), rng.standard_normal((10, 50)).astype(np.float32)
+    with jax.enable_x64(True):
+        P64 = prox.path_norm_prox(W_in.astype(np.float64), W_out.astype(np.float64), 0.02)
+        f64 = float(prox.path_norm_objective(*P64, W_in.astype(np.float64), W_out.astype(np.float64), 0.02))
+    P32 = prox.path_norm_prox(W_in, W_out, np.float32(0.02))
+    assert P32[0].dtype == jnp.float32
+    with jax.enable_x64(True):
+        f32 = float(prox.path_norm_objective(*(np.asarray(a, np.float64) for a in P32),
+                                             W_in.astype(np.float64), W_out.astype(np.float64), 0.02))
+    np.testing.assert_allclose(f32, f64, rtol=1e-5)
+
+
+def test_vmap_over_strength_equals_separate_calls():
+    rng = np.random.default_rng(5)
+    W_in, W_out = jnp.asarray(rng.standard_normal((20, 30)), jnp.float32), jnp.asarray(rng.standard_normal((3, 20)), jnp.float32)
+    lams = jnp.array([0.0, 0.01, 0.1, 0.5, 2.0], jnp.float32)
+    P_in, P_out = jax.jit(jax.vmap(prox.path_norm_prox, in_axes=(None, None, 0)))(W_in, W_out, lams)
+    for k, lam in enumerate(lams):
+        q_in, q_out = prox.path_norm_prox(W_in, W_out, lam)
+        np.testing.assert_allclose(P_in[k], q_in, atol=1e-6)
+        np.testing.assert_allclose(P_out[k], q_out, atol=1e-6)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: prox.path_norm_prox(np.ones((4, 3)), np.ones((2, 5)), 0.1), "hidden"),
+    (lambda: prox.path_norm_prox(np.ones((4, 3)), np.ones((2, 4)), -0.1), "strength"),
+    (lambda: prox.path_norm_prox(np.full((4, 3), np.nan), np.ones((2, 4)), 0.1), "W_in"),
+    (lambda: prox.path_norm_prox(np.ones((4, 3)), np.full((2, 4), np.inf), 0.1), "W_out"),
+    (lambda: prox.path_norm_prox(np.ones(4), np.ones((2, 4)), 0.1), "W_in"),
+    (lambda: prox.project_l1_ball_rows(np.ones((2, 3)), -1.0), "radius"),
+])
+def test_bad_input_is_refused(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_sort_magnitudes_matches_numpy():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((7, 33)).astype(np.float32)
+    x[0, :5] = 0.0
+    x[1, :4] = -0.0
+    np.testing.assert_array_equal(prox.sort_magnitudes(x), -np.sort(-np.abs(x), axis=1))
+
+
+def test_l1_ball_projection(x64):
+    rng = np.random.default_rng(7)
+    W = rng.standard_normal((40, 25)) * rng.uniform(0.01, 3, (40, 1))
+    for radius in (0.1, 1.0, 5.0, 100.0):
+        P = np.asarray(prox.project_l1_ball_rows(W, radius))
+        norms = np.abs(P).sum(axis=1)
+        outside = np.abs(W).sum(axis=1) > radius
+        np.testing.assert_allclose(norms[outside], radius, rtol=1e-12)
+        np.testing.assert_array_equal(P[~outside], W[~outside])
+        # Optimality against the definition: no feasible random point is closer.
+        for i in np.nonzero(outside)[0][:5]:
+            for _ in range(50):
+                z = P[i] + rng.standard_normal(25) * 0.05
+                z *= min(1.0, radius / np.abs(z).sum())
+                assert np.sum((z - W[i]) ** 2) >= np.sum((P[i] - W[i]) ** 2) - 1e-12
+
+
+def test_l1_prox_on_a_pytree():
+    tree = {"a": jnp.array([-2.0, 0.5, 3.0]), "b": (jnp.array([[0.1, -1.0]]),)}
+    out = prox.l1_prox(tree, 0.6)
+    np.testing.assert_allclose(out["a"], [-1.4, 0.0, 2.4], atol=1e-7)
+    np.testing.assert_allclose(out["b"][0], [[0.0, -0.4]], atol=1e-7)
