@@ -12,6 +12,10 @@ gradient step  L ← L − η ∇_L f (RᵀR)⁻¹,  R ← R − η ∇_R f (L�
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
 import optax
 
 from lowrank_jax.linalg import spd_solve
@@ -62,4 +66,49 @@ def scaled_gradient_step(params, grads, learning_rate):
     return optax.apply_updates(params, updates)
 
 
-__all__ = ["scale_by_factored_preconditioner", "scaled_gradient", "scaled_gradient_step"]
+
+
+# -- proximal steps ---------------------------------------------------------------------------------
+
+class ProximalState(NamedTuple):
+    inner: optax.OptState
+    count: jax.Array
+
+
+def proximal(optimizer: optax.GradientTransformation, prox_fn, strength) -> optax.GradientTransformation:
+    """Proximal wrapper: the inner optimizer's step, then a prox on the new parameters.
+
+        z⁺ = prox_{s_t · g}(z + u_t),   returned as the update z⁺ − z,
+
+    with u_t the inner optimizer's update and s_t = ``strength`` (a number, a traced array — so a
+    ``vmap`` over it sweeps regularisation weights — or an optax schedule of the step count). For
+    the prox-gradient method (Prox-SGD) of F = f + λ g the strength is learning rate × λ::
+
+        opt = proximal(optax.sgd(lr), path_norm_prox_tree, lr * lam)
+        opt = proximal(optax.sgd(schedule), path_norm_prox_tree, lambda t: schedule(t) * lam)
+
+    ``prox_fn(params, strength) -> params`` acts on the whole parameter pytree (so it can couple
+    leaves, as the path-norm prox couples two layers). Any inner optimizer works (momentum, Adam —
+    then the prox is a heuristic, the paper's theory covers plain SGD). Exact zeros of the prox stay
+    exact: z + (0 − z) = 0 in floating point. Needs ``params`` in ``update``.
+    """
+
+    def init_fn(params):
+        return ProximalState(optimizer.init(params), jnp.zeros([], jnp.int32))
+
+    def update_fn(updates, state, params=None):
+        if params is None:
+            raise ValueError("proximal() needs params in update()")
+        inner_updates, inner_state = optimizer.update(updates, state.inner, params)
+        stepped = optax.apply_updates(params, inner_updates)
+        s = strength(state.count) if callable(strength) else strength
+        new = prox_fn(stepped, s)
+        out = jax.tree.map(lambda n, p: None if p is None else n - p, new, params,
+                           is_leaf=lambda x: x is None)
+        return out, ProximalState(inner_state, optax.safe_int32_increment(state.count))
+
+    return optax.GradientTransformation(init_fn, update_fn)
+
+
+__all__ = ["ProximalState", "proximal", "scale_by_factored_preconditioner", "scaled_gradient",
+           "scaled_gradient_step"]

@@ -1,0 +1,252 @@
+"""Shallow networks regularised by the 1-path-norm, ℓ1, or a layer-wise constraint; Prox-SGD; PGD.
+
+Latorre, Rolland, Hallak, Cevher, ICML 2020 (project note ``path_norm_prox.md``). The network is
+
+    h(x) = W_out · elu(W_in x + b_in) + b_out,   W_in (hidden, inputs), W_out (outputs, hidden),
+
+an ``equinox`` module initialised like PyTorch's ``nn.Linear`` (uniform ±1/√fan_in, as the
+authors' code). Training minimises mean cross-entropy + λ g(W_in, W_out), biases unregularised:
+
+    "path":  g = Σ_i ‖W_out[:, i]‖₁ ‖W_in[i, :]‖₁        (bounds the ℓ∞→ℓ1 Lipschitz constant)
+    "l1":    g = ‖W_in‖₁ + ‖W_out‖₁
+    "layer": ‖W_in‖_∞ ≤ 1/λ and ‖W_out‖_∞ ≤ 1/λ (max row ℓ1 norms; Cisse et al. 2017)
+
+each in two ways (``method``): "sgd", plain SGD on the penalised loss with autodiff (sub)gradients
+(the paper's "SGD"; for "layer" the penalty λ Σ_layers max-row-ℓ1, as the authors' code), and
+"prox", SGD on the cross-entropy followed by the prox of (learning rate × λ) g — the exact global
+path-norm prox, soft thresholding — or, for "layer", the projection onto the constraint (radius
+1/λ as the paper says; the authors' code passes lr·λ). All are
+``transforms.proximal(optax.sgd(lr), ...)`` or ``optax.sgd`` and run under one ``jit``; λ and the
+learning rate are traced, so :func:`train` ``vmap``s over them (:func:`sweep`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from lowrank_jax import prox, transforms
+
+REGULARIZERS = ("path", "l1", "layer")
+METHODS = ("sgd", "prox")
+
+
+class ShallowNet(eqx.Module):
+    """One hidden layer with ELU: ``hidden`` (hidden, inputs) then ``out`` (outputs, hidden)."""
+
+    hidden: eqx.nn.Linear
+    out: eqx.nn.Linear
+
+    def __init__(self, inputs: int = 784, hidden: int = 200, outputs: int = 10, *, key):
+        k1, k2 = jax.random.split(key)
+        self.hidden = eqx.nn.Linear(inputs, hidden, key=k1)
+        self.out = eqx.nn.Linear(hidden, outputs, key=k2)
+
+    def __call__(self, X):
+        """Logits of a batch X (N, inputs) → (N, outputs) (or of one example (inputs,))."""
+        H = jax.nn.elu(X @ self.hidden.weight.T + self.hidden.bias)
+        return H @ self.out.weight.T + self.out.bias
+
+    @property
+    def weights(self):
+        return self.hidden.weight, self.out.weight
+
+
+def _with_weights(model: ShallowNet, W_in, W_out) -> ShallowNet:
+    return eqx.tree_at(lambda m: (m.hidden.weight, m.out.weight), model, (W_in, W_out))
+
+
+def cross_entropy(model: ShallowNet, X, y) -> jax.Array:
+    return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(model(X), y))
+
+
+def penalty(model: ShallowNet, reg: str) -> jax.Array:
+    """g(W_in, W_out) of the regulariser (for "layer": Σ_layers max-row-ℓ1, the SGD variant's)."""
+    W_in, W_out = model.weights
+    if reg == "path":
+        return prox.path_norm(W_in, W_out)
+    if reg == "l1":
+        return jnp.sum(jnp.abs(W_in)) + jnp.sum(jnp.abs(W_out))
+    if reg == "layer":
+        return jnp.max(jnp.sum(jnp.abs(W_in), axis=1)) + jnp.max(jnp.sum(jnp.abs(W_out), axis=1))
+    raise ValueError(f"reg must be one of {REGULARIZERS}, got {reg!r}")
+
+
+def lipschitz_bounds(model: ShallowNet) -> dict:
+    """Upper bounds on the ℓ∞→ℓ1 Lipschitz constant (Theorem 1): path ≤ product ‖vec W_out‖₁ ‖W_in‖_∞."""
+    W_in, W_out = model.weights
+    return {"path": prox.path_norm(W_in, W_out),
+            "product": jnp.sum(jnp.abs(W_out)) * jnp.max(jnp.sum(jnp.abs(W_in), axis=1))}
+
+
+def prox_step(model: ShallowNet, strength, reg: str) -> ShallowNet:
+    """The prox (or projection) of the regulariser on the weights; biases untouched.
+
+    "path": exact prox of strength·P; "l1": soft thresholding at strength; "layer": projection of
+    every row of both weight matrices onto the ℓ1 ball of radius 1/strength (pass strength = λ)."""
+    W_in, W_out = model.weights
+    if reg == "path":
+        W_in, W_out = prox.path_norm_prox(W_in, W_out, strength)
+    elif reg == "l1":
+        W_in, W_out = prox.soft_threshold(W_in, strength), prox.soft_threshold(W_out, strength)
+    elif reg == "layer":
+        radius = 1.0 / strength
+        W_in, W_out = prox.project_l1_ball_rows(W_in, radius), prox.project_l1_ball_rows(W_out, radius)
+    else:
+        raise ValueError(f"reg must be one of {REGULARIZERS}, got {reg!r}")
+    return _with_weights(model, W_in, W_out)
+
+
+def optimizer(reg: str, method: str, learning_rate, lam) -> optax.GradientTransformation:
+    """The training rule: "sgd" → ``optax.sgd(lr)`` (the penalty goes into the loss, see
+    :func:`loss_fn`); "prox" → ``proximal(optax.sgd(lr), prox, lr·λ)`` ("layer": strength λ)."""
+    _check_choice(reg, method)
+    if method == "sgd":
+        return optax.sgd(learning_rate)
+    strength = lam if reg == "layer" else learning_rate * lam
+
+    def prox_fn(params, s):
+        return prox_step(params, s, reg)
+
+    return transforms.proximal(optax.sgd(learning_rate), prox_fn, strength)
+
+
+def loss_fn(model, X, y, reg: str, method: str, lam):
+    """What the optimizer differentiates: CE (+ λ g for "sgd")."""
+    ce = cross_entropy(model, X, y)
+    return ce + lam * penalty(model, reg) if method == "sgd" else ce
+
+
+def _check_choice(reg, method):
+    if reg not in REGULARIZERS:
+        raise ValueError(f"reg must be one of {REGULARIZERS}, got {reg!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+
+
+# -- sparsity and robustness ---------------------------------------------------------------------
+
+def nonzero_fraction(model: ShallowNet) -> jax.Array:
+    """Share of weights that are non-zero, counting a hidden unit whose outgoing or incoming weights
+    are all zero as entirely zero (it computes nothing; the paper's end-of-training rule, App. C).
+    Biases are not counted."""
+    W_in, W_out = model.weights
+    alive = jnp.any(W_in != 0, axis=1) & jnp.any(W_out != 0, axis=0)          # (hidden,)
+    nnz = jnp.sum((W_in != 0) & alive[:, None]) + jnp.sum((W_out != 0) & alive[None, :])
+    return nnz / (W_in.size + W_out.size)
+
+
+def pgd_attack(model: ShallowNet, X, y, eps, *, key, steps: int = 40, step_size=None):
+    """Untargeted PGD in the ℓ∞ ball (Madry et al. 2018) as in the paper's evaluation: a uniform
+    random start in [−ε, ε], ``steps`` ascent steps x ← Π(x + a · sign ∇_x CE) of size a = ε/20,
+    projected back on the ball around X and clipped to the pixel range [0, 1]."""
+    a = eps / 20 if step_size is None else step_size
+    grad_x = jax.grad(lambda Z: jnp.sum(optax.softmax_cross_entropy_with_integer_labels(model(Z), y)))
+    Z = jnp.clip(X + jax.random.uniform(key, X.shape, X.dtype, -eps, eps), 0.0, 1.0)
+
+    def step(_, Z):
+        Z = Z + a * jnp.sign(grad_x(Z))
+        return jnp.clip(jnp.clip(Z, X - eps, X + eps), 0.0, 1.0)
+
+    return jax.lax.fori_loop(0, steps, step, Z)
+
+
+def error_rate(model: ShallowNet, X, y) -> jax.Array:
+    return jnp.mean(jnp.argmax(model(X), axis=-1) != y)
+
+
+def robust_error(model: ShallowNet, X, y, eps, *, key, steps: int = 40) -> jax.Array:
+    """Error on PGD-ℓ∞ examples (ε = 0 gives the clean error)."""
+    return error_rate(model, pgd_attack(model, X, y, eps, key=key, steps=steps), y)
+
+
+# -- training ------------------------------------------------------------------------------------
+
+class TrainResult(NamedTuple):
+    model: ShallowNet
+    loss: jax.Array          # (epochs, logs_per_epoch) minibatch regularised loss CE + λ g
+    nonzero: jax.Array       # (epochs, logs_per_epoch) nonzero_fraction
+
+
+def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch: int = 100,
+          hidden: int = 200, logs_per_epoch: int = 10, model: ShallowNet | None = None) -> TrainResult:
+    """Train a :class:`ShallowNet` on (X (N, inputs) in [0, 1], y (N,) int) with minibatch SGD or
+    Prox-SGD, constant learning rate, reshuffled every epoch. An epoch runs
+    ⌊⌊N/batch⌋/logs_per_epoch⌋ · logs_per_epoch minibatches; the few examples left over are a
+    different random set each epoch. One jitted program; ``key``, ``lr`` and ``lam`` are traced, so a
+    ``vmap`` over them trains many networks in one call (:func:`sweep`).
+
+    Logs, ``logs_per_epoch`` times per epoch, the minibatch regularised loss CE + λ g and the share
+    of non-zero weights.
+    """
+    _check_choice(reg, method)
+    X, y = jnp.asarray(X), jnp.asarray(y)
+    if X.ndim != 2 or y.shape != (X.shape[0],):
+        raise ValueError(f"X must be (N, inputs) and y (N,), got {X.shape} and {y.shape}")
+    steps_per_epoch = X.shape[0] // batch
+    if steps_per_epoch < logs_per_epoch:
+        raise ValueError(f"need at least {logs_per_epoch} minibatches of {batch} per epoch, got {X.shape[0]} examples")
+    return _train(key, X, y, jnp.asarray(lr, X.dtype), jnp.asarray(lam, X.dtype), model, reg=reg, method=method,
+                  epochs=epochs, batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch,
+                  outputs=int(np.max(np.asarray(y))) + 1 if _concrete(y) else 10)
+
+
+def _concrete(x):
+    return not isinstance(x, jax.core.Tracer)
+
+
+@eqx.filter_jit
+def _train(key, X, y, lr, lam, model, *, reg, method, epochs, batch, hidden, logs_per_epoch, outputs):
+    k_init, k_data = jax.random.split(key)
+    if model is None:
+        model = ShallowNet(X.shape[1], hidden, outputs, key=k_init)
+    params, static = eqx.partition(model, eqx.is_array)
+    opt = optimizer(reg, method, lr, lam)
+    state = opt.init(params)
+    steps = X.shape[0] // batch
+    per_log = steps // logs_per_epoch
+
+    def sgd_step(carry, idx):
+        params, state = carry
+        m = eqx.combine(params, static)
+        loss, g = jax.value_and_grad(lambda p: loss_fn(eqx.combine(p, static), X[idx], y[idx], reg, method, lam))(params)
+        upd, state = opt.update(g, state, params)
+        params = optax.apply_updates(params, upd)
+        reg_loss = loss if method == "sgd" else loss + lam * penalty(m, reg)
+        return (params, state), reg_loss
+
+    def epoch(carry, k):
+        used = per_log * logs_per_epoch * batch
+        perm = jax.random.permutation(k, X.shape[0])[:used].reshape(logs_per_epoch, per_log, batch)
+
+        def chunk(carry, idxs):
+            carry, losses = jax.lax.scan(sgd_step, carry, idxs)
+            return carry, (losses[-1], nonzero_fraction(eqx.combine(carry[0], static)))
+
+        carry, logs = jax.lax.scan(chunk, carry, perm)
+        return carry, logs
+
+    (params, _), (loss, nnz) = jax.lax.scan(epoch, (params, state), jax.random.split(k_data, epochs))
+    return TrainResult(eqx.combine(params, static), loss, nnz)
+
+
+def sweep(key, X, y, *, reg: str, method: str, lrs, lams, seeds: int = 1, **kw) -> TrainResult:
+    """Train one network per (seed, lr, λ) in one ``vmap``ped, jitted call: ``lrs`` and ``lams`` are
+    1-D arrays of equal length (one configuration each; use ``jnp.meshgrid`` for a grid). Returns a
+    :class:`TrainResult` whose leaves carry leading axes (seeds, configurations)."""
+    lrs, lams = jnp.atleast_1d(jnp.asarray(lrs, jnp.float32)), jnp.atleast_1d(jnp.asarray(lams, jnp.float32))
+    if lrs.shape != lams.shape or lrs.ndim != 1:
+        raise ValueError(f"lrs and lams must be 1-D of equal length, got {lrs.shape} and {lams.shape}")
+    keys = jax.random.split(key, seeds)
+    one = lambda k, lr, lam: train(k, X, y, reg=reg, method=method, lr=lr, lam=lam, **kw)  # noqa: E731
+    return jax.vmap(jax.vmap(one, in_axes=(None, 0, 0)), in_axes=(0, None, None))(keys, lrs, lams)
+
+
+__all__ = ["METHODS", "REGULARIZERS", "ShallowNet", "TrainResult", "cross_entropy", "error_rate",
+           "lipschitz_bounds", "loss_fn", "nonzero_fraction", "optimizer", "penalty", "pgd_attack",
+           "prox_step", "robust_error", "sweep", "train"]

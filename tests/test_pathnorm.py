@@ -1,0 +1,168 @@
+"""1-path-norm family: the proximal optax wrapper, Prox-SGD steps, the Lipschitz bound, sparsity
+metric, PGD attack, training and the vmapped λ sweep (on scikit-learn's real 8×8 digits)."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from lowrank_jax import pathnorm, prox, transforms
+
+
+@pytest.fixture(scope="module")
+def digits():
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    return jnp.asarray(d.data / 16.0, jnp.float32), jnp.asarray(d.target, jnp.int32)
+
+
+def _tree_prox_l1(params, s):
+    return jax.tree.map(lambda p: prox.soft_threshold(p, s), params)
+
+
+def test_proximal_sgd_step_is_prox_of_gradient_step():
+    rng = np.random.default_rng(0)
+    params = {"a": jnp.asarray(rng.standard_normal(6), jnp.float32), "b": jnp.asarray(rng.standard_normal((2, 3)), jnp.float32)}
+    grads = jax.tree.map(lambda p: jnp.ones_like(p) * 0.3, params)
+    lr, lam = 0.5, 0.4
+    opt = transforms.proximal(optax.sgd(lr), _tree_prox_l1, lr * lam)
+    upd, _ = opt.update(grads, opt.init(params), params)
+    new = optax.apply_updates(params, upd)
+    for k in params:
+        want = prox.soft_threshold(params[k] - lr * grads[k], lr * lam)
+        np.testing.assert_allclose(new[k], want, atol=1e-6)
+        # Exact zeros of the prox are exact after apply_updates.
+        assert np.array_equal(np.asarray(new[k]) == 0, np.asarray(want) == 0)
+
+
+def test_proximal_with_schedule_and_adam():
+    params = jnp.array([1.0, -2.0, 0.05, 3.0])
+    grads = jnp.array([0.1, -0.1, 0.2, 0.0])
+    sched = optax.linear_schedule(1.0, 0.5, 4)
+    lam = 0.2
+    opt = transforms.proximal(optax.sgd(sched), _tree_prox_l1, lambda t: sched(t) * lam)
+    state = opt.init(params)
+    p = params
+    for t in range(3):
+        upd, state = opt.update(grads, state, p)
+        want = prox.soft_threshold(p - sched(t) * grads, sched(t) * lam)
+        p = optax.apply_updates(p, upd)
+        np.testing.assert_allclose(p, want, atol=1e-6)
+    # Another inner optimizer: Adam's step, then the prox.
+    adam = optax.adam(0.1)
+    opt = transforms.proximal(adam, _tree_prox_l1, 0.05)
+    upd, _ = opt.update(grads, opt.init(params), params)
+    a_upd, _ = adam.update(grads, adam.init(params), params)
+    np.testing.assert_allclose(optax.apply_updates(params, upd),
+                               prox.soft_threshold(params + a_upd, 0.05), atol=1e-6)
+    with pytest.raises(ValueError, match="params"):
+        opt.update(grads, opt.init(params))
+
+
+def test_prox_sgd_on_the_network_applies_the_path_norm_prox(digits):
+    X, y = digits
+    model = pathnorm.ShallowNet(64, 20, 10, key=jax.random.key(0))
+    params = eqx.filter(model, eqx.is_array)
+    lr, lam = 0.1, 0.5
+    opt = pathnorm.optimizer("path", "prox", lr, lam)
+    g = eqx.filter_grad(pathnorm.cross_entropy)(model, X[:100], y[:100])
+    upd, _ = opt.update(g, opt.init(params), params)
+    new = eqx.apply_updates(model, upd)
+    W_in = model.hidden.weight - lr * g.hidden.weight
+    W_out = model.out.weight - lr * g.out.weight
+    P_in, P_out = prox.path_norm_prox(W_in, W_out, lr * lam)
+    np.testing.assert_allclose(new.hidden.weight, P_in, atol=1e-6)
+    np.testing.assert_allclose(new.out.weight, P_out, atol=1e-6)
+    np.testing.assert_allclose(new.hidden.bias, model.hidden.bias - lr * g.hidden.bias, atol=1e-6)
+
+
+def test_path_norm_bounds_the_lipschitz_constant():
+    """Theorem 1: ‖h(x) − h(x')‖₁ ≤ P · ‖x − x'‖_∞ ≤ product bound · ‖x − x'‖_∞."""
+    model = pathnorm.ShallowNet(30, 15, 4, key=jax.random.key(1))
+    b = pathnorm.lipschitz_bounds(model)
+    assert float(b["path"]) <= float(b["product"]) + 1e-6
+    rng = np.random.default_rng(1)
+    X = jnp.asarray(rng.uniform(size=(2000, 30)), jnp.float32)
+    D = jnp.asarray(rng.uniform(-1, 1, size=(2000, 30)) * 0.01, jnp.float32)
+    lhs = jnp.sum(jnp.abs(model(X + D) - model(X)), axis=1)
+    ratio = lhs / jnp.max(jnp.abs(D), axis=1)
+    assert float(jnp.max(ratio)) <= float(b["path"]) * (1 + 1e-4)
+    # The gradient-aligned direction gets close: the bound is not vacuous.
+    assert float(jnp.max(ratio)) > 0.05 * float(b["path"])
+
+
+def test_nonzero_fraction_counts_dead_units_as_zero():
+    model = pathnorm.ShallowNet(5, 4, 3, key=jax.random.key(2))
+    W_in = jnp.ones((4, 5)).at[0].set(0.0).at[2, :3].set(0.0)
+    W_out = jnp.ones((3, 4)).at[:, 1].set(0.0)
+    m = eqx.tree_at(lambda m: (m.hidden.weight, m.out.weight), model, (W_in, W_out))
+    # Units 0 (no inputs) and 1 (no outputs) are dead; unit 2 keeps 2 inputs + 3 outputs; unit 3 all 5 + 3.
+    assert float(pathnorm.nonzero_fraction(m)) == pytest.approx((2 + 3 + 5 + 3) / 32)
+
+
+def test_pgd_stays_in_the_ball_and_hurts(digits):
+    X, y = digits
+    res = pathnorm.train(jax.random.key(0), X[:1000], y[:1000], reg="l1", method="sgd", lr=0.5, lam=0.0,
+                         epochs=5, hidden=32)
+    model = res.model
+    Xs, ys = X[1000:1400], y[1000:1400]
+    eps = 0.1
+    Z = pathnorm.pgd_attack(model, Xs, ys, eps, key=jax.random.key(1))
+    assert float(jnp.max(jnp.abs(Z - Xs))) <= eps + 1e-6
+    assert float(jnp.min(Z)) >= 0.0 and float(jnp.max(Z)) <= 1.0
+    assert float(pathnorm.cross_entropy(model, Z, ys)) > float(pathnorm.cross_entropy(model, Xs, ys))
+    clean = float(pathnorm.error_rate(model, Xs, ys))
+    assert clean < 0.15
+    assert float(pathnorm.robust_error(model, Xs, ys, eps, key=jax.random.key(1))) > clean
+    np.testing.assert_allclose(pathnorm.robust_error(model, Xs, ys, 0.0, key=jax.random.key(1)), clean)
+
+
+def test_prox_sgd_gives_exact_zeros_sgd_does_not(digits):
+    X, y = digits
+    kw = dict(reg="path", lr=0.5, lam=3e-3, epochs=15, hidden=32)
+    prox_run = pathnorm.train(jax.random.key(3), X, y, method="prox", **kw)
+    sgd_run = pathnorm.train(jax.random.key(3), X, y, method="sgd", **kw)
+    assert float(prox_run.nonzero[-1, -1]) < 0.7
+    assert float(sgd_run.nonzero[-1, -1]) == 1.0
+    # The regularised loss decreases, to no more than SGD's, and the sparse network still classifies.
+    assert float(prox_run.loss[-1].mean()) < 0.5 * float(prox_run.loss[0].mean())
+    assert float(prox_run.loss[-1].mean()) <= 1.01 * float(sgd_run.loss[-1].mean())
+    assert float(pathnorm.error_rate(prox_run.model, X, y)) < 0.1
+
+
+def test_layerwise_projection_keeps_the_constraint(digits):
+    X, y = digits
+    lam = 0.1
+    res = pathnorm.train(jax.random.key(4), X, y, reg="layer", method="prox", lr=0.2, lam=lam, epochs=2, hidden=16)
+    for W in res.model.weights:
+        assert float(jnp.max(jnp.sum(jnp.abs(W), axis=1))) <= 1 / lam * (1 + 1e-5)
+
+
+def test_sweep_equals_separate_runs(digits):
+    X, y = digits
+    lrs = jnp.array([0.1, 0.2, 0.2])
+    lams = jnp.array([0.0, 0.01, 0.05])
+    kw = dict(reg="path", method="prox", epochs=1, hidden=16, logs_per_epoch=2)
+    out = pathnorm.sweep(jax.random.key(5), X[:800], y[:800], lrs=lrs, lams=lams, seeds=2, **kw)
+    assert out.loss.shape == (2, 3, 1, 2)
+    keys = jax.random.split(jax.random.key(5), 2)
+    for s in range(2):
+        for c in range(3):
+            one = pathnorm.train(keys[s], X[:800], y[:800], lr=lrs[c], lam=lams[c], **kw)
+            np.testing.assert_allclose(out.model.hidden.weight[s, c], one.model.hidden.weight, atol=2e-5)
+            np.testing.assert_allclose(out.nonzero[s, c], one.nonzero, atol=1e-6)
+
+
+def test_bad_choices_are_refused(digits):
+    X, y = digits
+    with pytest.raises(ValueError, match="reg"):
+        pathnorm.train(jax.random.key(0), X, y, reg="l2", method="sgd", lr=0.1, lam=0.1)
+    with pytest.raises(ValueError, match="method"):
+        pathnorm.optimizer("path", "adam", 0.1, 0.1)
+    with pytest.raises(ValueError, match="X must be"):
+        pathnorm.train(jax.random.key(0), X, y[:10], reg="l1", method="sgd", lr=0.1, lam=0.1)
+    with pytest.raises(ValueError, match="lrs and lams"):
+        pathnorm.sweep(jax.random.key(0), X, y, reg="l1", method="sgd", lrs=[0.1, 0.2], lams=[0.1])
