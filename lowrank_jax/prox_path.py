@@ -82,56 +82,44 @@ def _pair_coefficients(lam, sv, sw, A, B):
     return d, cv, cw
 
 
-@jax.jit
-def _prox_units(x, y, lam):
-    """Core on units stacked along axis 0: x (n, p) with p ≤ m, y (n, m). Returns (v, w) signed."""
-    n, p = x.shape
-    m = y.shape[1]
+def _prox_unit(x, y, lam):
+    """One hidden unit: x ∈ Rᵖ (its output weights), y ∈ Rᵐ (its input weights), p ≤ m."""
+    p, m = x.shape[0], y.shape[0]
     dtype = x.dtype
     a, b = sort_magnitudes(x), sort_magnitudes(y)
-    A, B = _prefix(a), _prefix(b)                      # (n, p+1), (n, m+1)
+    A, B = _prefix(a), _prefix(b)                      # (p+1,), (m+1,)
     QA, QB = _prefix(a * a), _prefix(b * b)
-    sv = jnp.broadcast_to(jnp.arange(p + 1, dtype=dtype), (n, p + 1))
-    A_sv = A                                           # A[s_v] for every s_v
-    a_last = jnp.concatenate([jnp.full((n, 1), jnp.inf, dtype), a], axis=1)  # a_{s_v}; +inf at 0
-    b_last = jnp.concatenate([jnp.full((n, 1), jnp.inf, dtype), b], axis=1)
+    sv = jnp.arange(p + 1, dtype=dtype)                # every s_v at once
+    inf = jnp.full((1,), jnp.inf, dtype)
+    a_last, b_last = jnp.concatenate([inf, a]), jnp.concatenate([inf, b])  # a_{s}, +inf at s = 0
 
     def feasible(sw):
-        swf = sw.astype(dtype)
-        B_sw = _take(B, sw)
-        d, cv, cw = _pair_coefficients(lam, sv, swf, A_sv, B_sw)
-        return (d > 0) & (a_last + cv >= 0) & (_take(b_last, sw) + cw >= 0)
+        d, cv, cw = _pair_coefficients(lam, sv, sw.astype(dtype), A, B[sw])
+        return (d > 0) & (a_last + cv >= 0) & (b_last[sw] + cw >= 0)
 
-    # Largest feasible s_w for each s_v: s_w = 0 is always feasible; bisect on [lo, hi).
-    lo = jnp.zeros((n, p + 1), jnp.int32)
-    hi = jnp.full((n, p + 1), m + 1, jnp.int32)
-
-    def bisect(_, bounds):
+    def bisect(_, bounds):                             # s_w = 0 is always feasible: lo stays so
         lo, hi = bounds
         mid = (lo + hi) // 2
         ok = feasible(mid)
         return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)
 
     steps = int(np.ceil(np.log2(m + 1))) + 1
-    lo, _ = lax.fori_loop(0, steps, bisect, (lo, hi))
-    sw = lo
-    swf = sw.astype(dtype)
-    B_sw = _take(B, sw)
-    d, cv, cw = _pair_coefficients(lam, sv, swf, A_sv, B_sw)
+    sw, _ = lax.fori_loop(0, steps, bisect, (jnp.zeros(p + 1, jnp.int32), jnp.full(p + 1, m + 1, jnp.int32)),
+                          unroll=True)
+    swf, B_sw = sw.astype(dtype), B[sw]
+    d, cv, cw = _pair_coefficients(lam, sv, swf, A, B_sw)
     lam2 = lam * lam
-    d_safe = jnp.where(d > 0, d, 1.0)
     # h minus the constant ½‖a‖² + ½‖b‖² (so the head sums need no cancellation).
-    h = ((-lam2 * swf * A_sv ** 2 - lam2 * sv * B_sw ** 2 + 2 * lam * A_sv * B_sw) / (2 * d_safe)
-         - 0.5 * QA - 0.5 * _take(QB, sw))
-    best = jnp.argmin(h, axis=1)[:, None]
-    sv_b, sw_b = best, _take(sw, best)
-    cv_b, cw_b = _take(cv, best), _take(cw, best)
-    cut_v = _take(a_last, sv_b)                        # a_{s_v} (inf when s_v = 0: keep nothing)
-    cut_w = _take(b_last, sw_b)
+    h = ((-lam2 * swf * A ** 2 - lam2 * sv * B_sw ** 2 + 2 * lam * A * B_sw) / (2 * jnp.where(d > 0, d, 1.0))
+         - 0.5 * QA - 0.5 * QB[sw])
+    k = jnp.argmin(h)
     ax, ay = jnp.abs(x), jnp.abs(y)
-    v = jnp.where(ax >= cut_v, jnp.maximum(ax + cv_b, 0), 0) * jnp.sign(x)
-    w = jnp.where(ay >= cut_w, jnp.maximum(ay + cw_b, 0), 0) * jnp.sign(y)
-    return v.astype(dtype), w.astype(dtype)
+    v = jnp.where(ax >= a_last[k], jnp.maximum(ax + cv[k], 0), 0) * jnp.sign(x)
+    w = jnp.where(ay >= b_last[sw[k]], jnp.maximum(ay + cw[k], 0), 0) * jnp.sign(y)
+    return v, w
+
+
+_prox_units = jax.jit(jax.vmap(_prox_unit, in_axes=(0, 0, None)))
 
 
 def _check_pair(W_in, W_out, strength):
