@@ -4,7 +4,8 @@ Shared building blocks: :mod:`lowrank_jax.linalg`, :mod:`lowrank_jax.prox`, :mod
 :mod:`lowrank_jax.transforms`. Families: :mod:`lowrank_jax.rpca`. Data: :mod:`lowrank_jax.datasets`.
 """
 
-from lowrank_jax import datasets, linalg, loop, pathnorm, prox, rpca, selection, transforms
+from lowrank_jax import datasets, design, linalg, loop, pathnorm, prox, regression, rpca, selection, sketch, transforms
 
 __version__ = "0.1.0"
-__all__ = ["datasets", "linalg", "loop", "pathnorm", "prox", "rpca", "selection", "transforms"]
+__all__ = ["datasets", "design", "linalg", "loop", "pathnorm", "prox", "regression", "rpca", "selection", "sketch",
+           "transforms"]

@@ -110,5 +110,43 @@ def proximal(optimizer: optax.GradientTransformation, prox_fn, strength) -> opta
     return optax.GradientTransformation(init_fn, update_fn)
 
 
-__all__ = ["ProximalState", "proximal", "scale_by_factored_preconditioner", "scaled_gradient",
-           "scaled_gradient_step"]
+
+
+# -- Newton steps -----------------------------------------------------------------------------------
+
+def newton_direction(H, g, damping=0.0):
+    """(H + damping·I)⁻¹ g for a symmetric (d, d) H: Cholesky when it is positive definite, else
+    an LU solve (the caller's line search or damping must then handle a non-descent direction)."""
+    d = H.shape[0]
+    Hd = H + damping * jnp.eye(d, dtype=H.dtype)
+    L = jnp.linalg.cholesky(Hd)
+    ok = jnp.all(jnp.isfinite(L))
+    chol = jax.scipy.linalg.cho_solve((jnp.where(ok, L, jnp.eye(d, dtype=H.dtype)), True), g)
+    return jnp.where(ok, chol, jnp.linalg.solve(Hd, g))
+
+
+def newton(hessian_fn, damping=0.0) -> optax.GradientTransformation:
+    """Newton's method as an optax transformation: the update is −(∇²f(x) + damping·I)⁻¹ ∇f(x).
+
+    ``hessian_fn(params) -> (d, d)`` for the flattened parameters (any pytree; flattened with
+    ``jax.flatten_util.ravel_pytree``), e.g. ``jax.hessian(f)`` or a closed form. ``damping`` is a
+    number or traced array (Levenberg–Marquardt style regularisation for starts far from a minimum).
+    Stateless; needs ``params`` in ``update``. Chain with ``optax.scale`` for damped steps.
+    """
+    from jax.flatten_util import ravel_pytree
+
+    def init_fn(params):
+        del params
+        return optax.EmptyState()
+
+    def update_fn(updates, state, params=None):
+        if params is None:
+            raise ValueError("newton() needs params in update()")
+        g, unravel = ravel_pytree(updates)
+        return unravel(-newton_direction(hessian_fn(params), g, damping)), state
+
+    return optax.GradientTransformation(init_fn, update_fn)
+
+
+__all__ = ["ProximalState", "newton", "newton_direction", "proximal", "scale_by_factored_preconditioner",
+           "scaled_gradient", "scaled_gradient_step"]

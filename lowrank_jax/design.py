@@ -1,0 +1,129 @@
+"""Design matrices A (n × d): dense arrays or row-sparse storage, behind one set of products.
+
+Every product the solvers need goes through the functions here, so the same code handles both:
+
+    matvec(A, x) = A x,   rmatvec(A, y) = Aᵀ y,   matmat(A, X) = A X,
+    gram(A, s) = Aᵀ diag(s) A,   take_rows(A, idx),   count_sketch(A, ...).
+
+Sparse matrices are stored as :class:`RowSparse` — per row, the column indices and values of its
+non-zeros, padded to the longest row (q) with zeros — so that Aᵀ diag(s) A is one scatter of the n q²
+row outer products, O(nnz · q) work, and a subset of rows is a gather (the sampled Hessian). Convert a
+``jax.experimental.sparse.BCOO`` (or a dense array) with :func:`as_design` outside ``jit``.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lowrank_jax import _checks
+
+
+class RowSparse(eqx.Module):
+    """A (n, num_cols) sparse matrix: row i has values ``vals[i]`` at columns ``cols[i]`` (padding:
+    value 0 at column 0)."""
+
+    cols: jax.Array   # (n, q) int32
+    vals: jax.Array   # (n, q)
+    num_cols: int = eqx.field(static=True)
+
+    @property
+    def shape(self):
+        return (self.cols.shape[0], self.num_cols)
+
+    @property
+    def dtype(self):
+        return self.vals.dtype
+
+    def todense(self):
+        n = self.cols.shape[0]
+        return jnp.zeros(self.shape, self.vals.dtype).at[jnp.arange(n)[:, None], self.cols].add(self.vals)
+
+
+def as_design(A, name: str = "A"):
+    """A dense 2-D float array, or a :class:`RowSparse` from a ``BCOO`` / ``RowSparse`` (checked: finite)."""
+    if isinstance(A, RowSparse):
+        return A
+    try:
+        from jax.experimental import sparse
+    except ImportError:  # pragma: no cover
+        sparse = None
+    if sparse is not None and isinstance(A, sparse.BCOO):
+        if A.ndim != 2 or A.n_batch or A.n_dense:
+            raise ValueError(f"{name} must be a 2-D BCOO matrix without batch or dense dimensions")
+        if not _checks.is_concrete(A.data):
+            raise ValueError(f"convert {name} with regression.as_design(A) outside jit: the row layout "
+                             "needs concrete indices")
+        idx, val = np.asarray(A.indices), np.asarray(A.data)
+        if not np.all(np.isfinite(val)):
+            raise ValueError(f"{name} has non-finite entries (NaN or inf)")
+        n, d = A.shape
+        keep = (idx[:, 0] < n) & (idx[:, 1] < d)          # BCOO pads with out-of-range indices
+        idx, val = idx[keep], val[keep]
+        order = np.lexsort((idx[:, 1], idx[:, 0]))
+        idx, val = idx[order], val[order]
+        counts = np.bincount(idx[:, 0], minlength=n)
+        q = max(int(counts.max(initial=0)), 1)
+        slot = np.arange(len(idx)) - np.repeat(np.cumsum(counts) - counts, counts)
+        cols = np.zeros((n, q), np.int32)
+        vals = np.zeros((n, q), val.dtype if np.issubdtype(val.dtype, np.floating) else np.float64)
+        cols[idx[:, 0], slot] = idx[:, 1]
+        vals[idx[:, 0], slot] = val
+        return RowSparse(jnp.asarray(cols), jnp.asarray(vals), d)
+    return _checks.as_matrix(A, name)
+
+
+def shape(A):
+    return A.shape
+
+
+def nnz(A) -> int:
+    return int(np.count_nonzero(np.asarray(A.vals))) if isinstance(A, RowSparse) else int(np.prod(A.shape))
+
+
+def matvec(A, x):
+    if isinstance(A, RowSparse):
+        return jnp.sum(A.vals * x[A.cols], axis=1)
+    return A @ x
+
+
+def matmat(A, X):
+    """A X for X (d, t)."""
+    if isinstance(A, RowSparse):
+        return jnp.einsum("nq,nqt->nt", A.vals, X[A.cols])
+    return A @ X
+
+
+def rmatvec(A, y):
+    if isinstance(A, RowSparse):
+        return jnp.zeros(A.num_cols, A.vals.dtype).at[A.cols].add(A.vals * y[:, None])
+    return A.T @ y
+
+
+def gram(A, s):
+    """Aᵀ diag(s) A (d, d)."""
+    if isinstance(A, RowSparse):
+        outer = (s[:, None, None] * A.vals[:, :, None]) * A.vals[:, None, :]
+        d = A.num_cols
+        return jnp.zeros((d, d), A.vals.dtype).at[A.cols[:, :, None], A.cols[:, None, :]].add(outer)
+    return (A * s[:, None]).T @ A
+
+
+def take_rows(A, idx):
+    if isinstance(A, RowSparse):
+        return RowSparse(A.cols[idx], A.vals[idx], A.num_cols)
+    return A[idx]
+
+
+def count_sketch(A, row_scale, buckets, signs, k: int):
+    """S diag(row_scale) A for the CountSketch S (k × n) with S[buckets[i], i] = signs[i]: O(nnz)."""
+    scale = signs * row_scale
+    if isinstance(A, RowSparse):
+        return jnp.zeros((k, A.num_cols), A.vals.dtype).at[buckets[:, None], A.cols].add(scale[:, None] * A.vals)
+    return jax.ops.segment_sum(scale[:, None] * A, buckets, num_segments=k)
+
+
+__all__ = ["RowSparse", "as_design", "count_sketch", "gram", "matmat", "matvec", "nnz", "rmatvec", "shape",
+           "take_rows"]

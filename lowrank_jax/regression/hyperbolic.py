@@ -1,0 +1,250 @@
+"""Rescaled hyperbolic regression: loss, closed-form gradient and Hessian, the theorem's helpers.
+
+Gao, Song, Yin, "An Iterative Algorithm for Rescaled Hyperbolic Functions Regression" (project note
+``rescaled_hyperbolic_regression.md``). For A (n × d), b, w ∈ Rⁿ and u ∈ {exp, cosh, sinh} of z = Ax
+entrywise, with v = u′ (exp → exp, cosh → sinh, sinh → cosh; u″ = u):
+
+    α = ⟨u, 1⟩,   c = u − α b,   L(x) = ½‖c‖² + ½‖diag(w) A x‖²,
+    ∇L = Aᵀ(c∘v − ⟨b, c⟩ v + w²∘z),
+    ∇²L = Aᵀ(B + W²)A,  B = diag(v∘v) − (v∘b)vᵀ − v(v∘b)ᵀ + ‖b‖² vvᵀ + diag(c∘u) − ⟨c, b⟩ diag(u).
+
+The Hessian is assembled without any n × n matrix, in O(n d²) (dense A) or O(nnz · q) (row-sparse):
+
+    H = Aᵀ diag(s) A − r pᵀ − p rᵀ + ‖b‖² p pᵀ,   s = v∘v + c∘u − ⟨c,b⟩u + w²,  p = Aᵀv,  r = Aᵀ(v∘b).
+
+Erratum pinned by the tests: the paper's Def. C.2 prints the rank-one terms of B with u instead of v;
+that is exact for exp only (v = u) and off by O(1) for cosh and sinh. B = B_rank + B_diag with
+B_rank = −v(v∘b)ᵀ − (v∘b)vᵀ + ‖b‖² vvᵀ and B_diag = diag(v∘v + c∘u − ⟨c,b⟩u) (:func:`curvature_split`).
+
+Trivial minimisers (note G9, G10): for sinh, x = 0 gives u = 0, α = 0, c = 0 and L = 0 ≤ L(x), so
+x* = 0 always (unique when w ≠ 0 and A has full column rank); cosh's loss is even, L(x) = L(−x), and
+x = 0 is always stationary (v(0) = sinh 0 = 0). Only exp has a non-trivial x* in general.
+
+Overflow: exp/cosh/sinh of |Ax| beyond ~88 (float32) or ~709 (float64) overflow, and the loss squares
+them (α² ~ n² e^{2‖Ax‖_∞}). Called with concrete arrays, every function raises ``FloatingPointError``
+naming the offending rows of Ax and the limit; under ``jit`` a non-finite result raises through
+``equinox.error_if``. Nothing returns inf/NaN silently.
+"""
+
+from __future__ import annotations
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lowrank_jax import _checks, design
+
+KINDS = ("exp", "cosh", "sinh")
+
+
+def _uv(kind: str, z):
+    if kind == "exp":
+        e = jnp.exp(z)
+        return e, e
+    if kind == "cosh":
+        return jnp.cosh(z), jnp.sinh(z)
+    if kind == "sinh":
+        return jnp.sinh(z), jnp.cosh(z)
+    raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
+
+def check_problem(A, b, w, x=None, *, kind: str = "exp"):
+    """Validate (A, b, w[, x]) at the public boundary: shapes, finiteness, w ≥ 0, kind."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    A = design.as_design(A, "A")
+    n, d = A.shape
+    b = _checks.as_hyper(b, "b", ndim=1, nonnegative=False, dtype=A.dtype)
+    if b.shape[0] != n:
+        raise ValueError(f"b must have length n = {n} (rows of A), got {b.shape[0]}")
+    w = _checks.as_hyper(w, "w", dtype=A.dtype)
+    if w.ndim == 0:
+        w = jnp.full((n,), w)
+    if w.shape != (n,):
+        raise ValueError(f"w must be a scalar or have length n = {n}, got shape {tuple(w.shape)}")
+    if x is not None:
+        x = _checks.as_hyper(x, "x", ndim=1, nonnegative=False, dtype=A.dtype)
+        if x.shape[0] != d:
+            raise ValueError(f"x must have length d = {d} (columns of A), got {x.shape[0]}")
+    return A, b, w, x
+
+
+def overflow_limit(dtype, n: int) -> float:
+    """Largest ‖Ax‖_∞ for which the loss, gradient and Hessian stay finite (with margin):
+    ½ log(max float) − log(n + 1) — the loss squares α = Σu ≤ n e^{‖Ax‖_∞}."""
+    return 0.5 * math.log(float(jnp.finfo(dtype).max)) - math.log(n + 1.0)
+
+
+def _guard(out, z, what: str):
+    """Raise (concrete) or error_if (traced) when ``out`` is not finite, naming the rows of Ax."""
+    leaves = jax.tree.leaves(out)
+    if all(_checks.is_concrete(o) for o in leaves) and _checks.is_concrete(z):
+        if all(np.all(np.isfinite(np.asarray(o))) for o in leaves):
+            return out
+        zz = np.abs(np.asarray(z))
+        limit = overflow_limit(zz.dtype, zz.shape[-1])
+        rows = np.nonzero(zz > limit)[-1]
+        raise FloatingPointError(
+            f"{what} overflows in {zz.dtype}: |Ax| reaches {zz.max():.1f}, beyond the safe {limit:.1f} at rows "
+            f"{rows[:10].tolist()}{' …' if rows.size > 10 else ''} ({rows.size} rows). Use float64 "
+            "(jax.config.update('jax_enable_x64', True)) or rescale A or x.")
+    bad = jnp.logical_not(jnp.all(jnp.stack([jnp.all(jnp.isfinite(o)) for o in leaves])))
+    return eqx.error_if(out, bad, f"{what} overflowed (|Ax| too large for the dtype): use float64 or "
+                                  "rescale A or x")
+
+
+class Parts(eqx.Module):
+    """z = Ax, u, v, α = ⟨u, 1⟩ and c = u − α b at one x."""
+
+    z: jax.Array
+    u: jax.Array
+    v: jax.Array
+    alpha: jax.Array
+    c: jax.Array
+
+
+def parts(x, A, b, kind: str = "exp") -> Parts:
+    z = design.matvec(A, x)
+    u, v = _uv(kind, z)
+    alpha = jnp.sum(u)
+    return Parts(z, u, v, alpha, u - alpha * b)
+
+
+def _loss(x, A, b, w, kind):
+    p = parts(x, A, b, kind)
+    return 0.5 * jnp.sum(p.c * p.c) + 0.5 * jnp.sum((w * p.z) ** 2), p.z
+
+
+def _gradient(x, A, b, w, kind):
+    p = parts(x, A, b, kind)
+    return design.rmatvec(A, p.c * p.v - jnp.dot(b, p.c) * p.v + w * w * p.z), p.z
+
+
+def _hessian(x, A, b, w, kind):
+    p = parts(x, A, b, kind)
+    s = p.v * p.v + p.c * p.u - jnp.dot(p.c, b) * p.u + w * w
+    pv, rv = design.rmatvec(A, p.v), design.rmatvec(A, p.v * b)
+    H = design.gram(A, s) - jnp.outer(rv, pv) - jnp.outer(pv, rv) + jnp.dot(b, b) * jnp.outer(pv, pv)
+    return H, p.z
+
+
+def loss(x, A, b, w, kind: str = "exp"):
+    """L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w) A x‖² (scalar). A dense, BCOO or RowSparse."""
+    A, b, w, x = check_problem(A, b, w, x, kind=kind)
+    val, z = _loss(x, A, b, w, kind)
+    return _guard(val, z, "the loss")
+
+
+def gradient(x, A, b, w, kind: str = "exp"):
+    """∇L(x) = Aᵀ(c∘v − ⟨b, c⟩ v + w²∘Ax), shape (d,)."""
+    A, b, w, x = check_problem(A, b, w, x, kind=kind)
+    g, z = _gradient(x, A, b, w, kind)
+    return _guard(g, z, "the gradient")
+
+
+def hessian(x, A, b, w, kind: str = "exp"):
+    """∇²L(x) = Aᵀ(B + W²)A, shape (d, d), assembled in O(n d²) without n × n matrices."""
+    A, b, w, x = check_problem(A, b, w, x, kind=kind)
+    H, z = _hessian(x, A, b, w, kind)
+    return _guard(H, z, "the Hessian")
+
+
+def diagonal_curvature(x, A, b, w, kind: str = "exp"):
+    """D = B_diag + W² as a vector (Algorithm 1, line 5): v∘v + c∘u − ⟨c, b⟩u + w²."""
+    A, b, w, x = check_problem(A, b, w, x, kind=kind)
+    p = parts(x, A, b, kind)
+    return _guard(p.v * p.v + p.c * p.u - jnp.dot(p.c, b) * p.u + w * w, p.z, "the diagonal curvature")
+
+
+def curvature_split(x, A, b, kind: str = "exp"):
+    """(B_rank (n, n), B_diag (n,)) with B = B_rank + diag(B_diag) (Def. C.2 with the v-based rank
+    terms; forms n × n matrices: for checks on small problems)."""
+    A, b, _, x = check_problem(A, b, 0.0, x, kind=kind)
+    p = parts(x, A, b, kind)
+    vb = p.v * b
+    B_rank = -jnp.outer(p.v, vb) - jnp.outer(vb, p.v) + jnp.dot(b, b) * jnp.outer(p.v, p.v)
+    return B_rank, p.v * p.v + p.c * p.u - jnp.dot(p.c, b) * p.u
+
+
+# -- the theorem's quantities ---------------------------------------------------------------------
+
+def radius_R0(x, A, b, kind: str = "exp"):
+    """R₀ = max{‖u‖, ‖v‖, ‖b‖, ‖c‖, 1} at x (Lemma C.3)."""
+    A, b, _, x = check_problem(A, b, 0.0, x, kind=kind)
+    p = parts(x, A, b, kind)
+    return jnp.max(jnp.stack([jnp.linalg.norm(p.u), jnp.linalg.norm(p.v), jnp.linalg.norm(b),
+                              jnp.linalg.norm(p.c), jnp.ones((), p.u.dtype)]))
+
+
+def sigma_min(A):
+    """σ_min(A) (needs n ≥ d: the theorem requires full column rank)."""
+    A = design.as_design(A, "A")
+    n, d = A.shape
+    if n < d:
+        raise ValueError(f"the theorem needs n >= d (full column rank), got A of shape {(n, d)}")
+    dense = A.todense() if isinstance(A, design.RowSparse) else A
+    return jnp.linalg.svd(dense, compute_uv=False)[-1]
+
+
+def weight_rule(R0, l, sigma, *, part: int = 1):
+    """The w of Lemma C.4: w_i² = 10 R₀⁴ + l/σ_min² (part 1: H ⪰ l I) or 200 R₀⁴ + l/σ_min² (part 2:
+    0.9(B + W²) ⪯ W² ⪯ 1.1(B + W²)). Returns the scalar w (use it for every row). The paper's other
+    versions of the condition (note G3: w_i instead of w_i², or 100 + l/σ²) are not used."""
+    c = {1: 10.0, 2: 200.0}.get(part)
+    if c is None:
+        raise ValueError(f"part must be 1 or 2, got {part}")
+    return jnp.sqrt(c * R0 ** 4 + l / sigma ** 2)
+
+
+def psd_certificate(x, A, b, w, kind: str = "exp"):
+    """λ_min(∇²L(x)): a positive value certifies strong convexity at x (compare with the l of the
+    weight rule)."""
+    return jnp.linalg.eigvalsh(hessian(x, A, b, w, kind))[0]
+
+
+def relative_spectrum(H_approx, H):
+    """The eigenvalues of H^{-1/2} H̃ H^{-1/2} (H ≻ 0): H̃ is an ε₀-approximation of H iff they lie in
+    [1 − ε₀, 1 + ε₀] (Def. 6.2)."""
+    L = jnp.linalg.cholesky(H)
+    Li = jax.scipy.linalg.solve_triangular(L, jnp.eye(H.shape[0], dtype=H.dtype), lower=True)
+    return jnp.linalg.eigvalsh(Li @ H_approx @ Li.T)
+
+
+def approximation_error(H_approx, H):
+    """ε₀ = max |λ − 1| over :func:`relative_spectrum`."""
+    return jnp.max(jnp.abs(relative_spectrum(H_approx, H) - 1.0))
+
+
+# -- the in-context-learning corollary (Appendix E, Corollary F.2) --------------------------------
+
+def icl_shift(x_t, x_next, A, b, kind: str = "exp"):
+    """δ_b with u(x_{t+1}) − α(x_{t+1}) b = u(x_t) − α(x_t)(b − δ_b) (Lemma E.2): a step in x equals a
+    step in b, δ_b = α(x_t)⁻¹ (c(x_{t+1}) − c(x_t)). Raises when α(x_t) = 0 (sinh at x = 0)."""
+    A, b, _, x_t = check_problem(A, b, 0.0, x_t, kind=kind)
+    x_next = _checks.as_hyper(x_next, "x_next", ndim=1, nonnegative=False, dtype=A.dtype)
+    p0, p1 = parts(x_t, A, b, kind), parts(x_next, A, b, kind)
+    if _checks.is_concrete(p0.alpha) and float(p0.alpha) == 0.0:
+        raise ValueError("α(x_t) = ⟨u(Ax_t), 1⟩ = 0: the shift δ_b is undefined (sinh at x = 0)")
+    return _guard((p1.c - p0.c) / p0.alpha, p1.z, "the in-context shift")
+
+
+def icl_bound(x_t, x_next, A, b, R=None):
+    """The explicit constant of Corollary F.2 part 1 (x case, exp), ‖δ_b‖ ≤
+    e^{R²} (1 + √n ‖b‖) 2√n R e^{R²} ‖x_{t+1} − x_t‖, with R = max(‖A‖, ‖x_t‖, ‖b‖, 4) by default
+    (valid when ‖A(x_{t+1} − x_t)‖_∞ < 0.01)."""
+    A, b, _, x_t = check_problem(A, b, 0.0, x_t)
+    dense = A.todense() if isinstance(A, design.RowSparse) else A
+    n = dense.shape[0]
+    if R is None:
+        R = jnp.max(jnp.stack([jnp.linalg.norm(dense, 2), jnp.linalg.norm(x_t), jnp.linalg.norm(b),
+                               jnp.asarray(4.0, dense.dtype)]))
+    step = jnp.linalg.norm(jnp.asarray(x_next) - x_t)
+    return jnp.exp(R ** 2) * (1 + jnp.sqrt(n) * jnp.linalg.norm(b)) * 2 * jnp.sqrt(n) * R * jnp.exp(R ** 2) * step
+
+
+__all__ = ["KINDS", "Parts", "approximation_error", "check_problem", "curvature_split", "diagonal_curvature",
+           "gradient", "hessian", "icl_bound", "icl_shift", "loss", "overflow_limit", "parts",
+           "psd_certificate", "radius_R0", "relative_spectrum", "sigma_min", "weight_rule"]

@@ -1,0 +1,92 @@
+"""Randomized row sampling of tall matrices: leverage scores (exact, or fast through a CountSketch)
+and the sampled Gram matrix Aᵀ D̃ A used by sketched Newton (the "SubSample" of the rescaled
+hyperbolic regression paper, Lemma 6.4, which the paper cites without an algorithm).
+
+For X = diag(√D) A (n × d, D > 0) with leverage scores τ_i = ‖e_iᵀ Q‖² (X = QR, Σ τ_i = d), drawing m
+rows i.i.d. with probabilities p_i and weighting D̃_i = D_i · count_i/(m p_i) gives E[Aᵀ D̃ A] = Aᵀ D A,
+and with p_i ≥ β τ_i/d the matrix Chernoff bound gives (1 − ε) AᵀDA ⪯ AᵀD̃A ⪯ (1 + ε) AᵀDA with
+probability ≥ 1 − δ once m ≥ (8/3) (d/β) log(2d/δ)/ε² (:func:`sketch_size`).
+
+Fast approximate scores (Drineas, Magdon-Ismail, Mahoney, Woodruff 2012; Clarkson–Woodruff 2013):
+a CountSketch S (k × n, one ±1 per column, O(nnz) to apply) gives SX = Q'R' with R' a constant-
+factor preconditioner of X; then τ_i ≈ ‖e_iᵀ X R'⁻¹ G‖² with a Gaussian G (d × t)/√t, t = O(log n).
+Cost O(nnz(A) · t + k d² + d³) instead of the O(n d²) of a QR of X.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from lowrank_jax import design
+
+
+def leverage_scores(A, row_weights=None):
+    """Exact leverage scores of diag(√row_weights) A (dense QR; O(n d²))."""
+    X = design.as_design(A)
+    X = X.todense() if isinstance(X, design.RowSparse) else X
+    if row_weights is not None:
+        X = jnp.sqrt(row_weights)[:, None] * X
+    Q, _ = jnp.linalg.qr(X)
+    return jnp.sum(Q * Q, axis=1)
+
+
+def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None = None, jl_cols: int | None = None):
+    """Leverage scores of diag(√row_weights) A up to a constant factor, in O(nnz(A) · t + k d²).
+
+    ``sketch_rows`` k of the CountSketch (default 8d), ``jl_cols`` t of the Gaussian projection
+    (default ⌈2 log n⌉, at least 8). ``A`` dense or :class:`lowrank_jax.design.RowSparse`.
+    """
+    n, d = A.shape
+    k = sketch_rows or 8 * d
+    t = jl_cols or max(8, math.ceil(2 * math.log(n)))
+    dtype = A.dtype
+    scale = jnp.ones(n, dtype) if row_weights is None else jnp.sqrt(row_weights)
+    kb, ks, kg = jax.random.split(key, 3)
+    buckets = jax.random.randint(kb, (n,), 0, k)
+    signs = jax.random.rademacher(ks, (n,), dtype)
+    SX = design.count_sketch(A, scale, buckets, signs, k)
+    R = jnp.linalg.qr(SX, mode="r")
+    G = jax.random.normal(kg, (d, t), dtype) / jnp.sqrt(jnp.asarray(t, dtype))
+    RG = jax.scipy.linalg.solve_triangular(R, G, lower=False)          # R⁻¹ G (d, t)
+    Z = scale[:, None] * design.matmat(A, RG)
+    return jnp.sum(Z * Z, axis=1)
+
+
+def sketch_size(d: int, eps: float, delta: float = 0.01, beta: float = 1.0) -> int:
+    """Rows m for (1 ± ε) with probability ≥ 1 − δ by the matrix Chernoff bound, with scores that
+    are β-approximate (p_i ≥ β τ_i / d): m = ⌈(8/3)(d/β) log(2d/δ)/ε²⌉."""
+    if not (0 < eps and 0 < delta < 1 and 0 < beta <= 1):
+        raise ValueError(f"need eps > 0, 0 < delta < 1, 0 < beta <= 1; got {eps}, {delta}, {beta}")
+    return math.ceil(8 / 3 * d / beta * math.log(2 * d / delta) / eps ** 2)
+
+
+def sample_rows(key, scores, m: int):
+    """m row indices drawn i.i.d. with p ∝ scores, and their weights 1/(m p_i) (a row drawn twice
+    appears twice). Returns (idx (m,), weight (m,), p (n,))."""
+    p = scores / jnp.sum(scores)
+    idx = jax.random.choice(key, scores.shape[0], (m,), p=p)
+    return idx, 1.0 / (m * p[idx]), p
+
+
+def sampled_gram(key, A, D, m: int, *, method: str = "approx", scores=None):
+    """Aᵀ D̃ A with D̃ from leverage-score row sampling of diag(√D) A (D > 0): O(m d²) after the scores.
+
+    ``method``: "approx" (CountSketch route), "exact" (QR), or pass ``scores``. Returns the (d, d)
+    matrix; nnz(D̃) ≤ m.
+    """
+    k_scores, k_draw = jax.random.split(key)
+    if scores is None:
+        if method == "approx":
+            scores = approx_leverage_scores(k_scores, A, D)
+        elif method == "exact":
+            scores = leverage_scores(A, D)
+        else:
+            raise ValueError(f"method must be 'approx' or 'exact', got {method!r}")
+    idx, weight, _ = sample_rows(k_draw, scores, m)
+    return design.gram(design.take_rows(A, idx), D[idx] * weight)
+
+
+__all__ = ["approx_leverage_scores", "leverage_scores", "sample_rows", "sampled_gram", "sketch_size"]

@@ -1,0 +1,220 @@
+"""Rescaled hyperbolic regression (float64): closed forms vs autodiff (dense and sparse A), the paper's
+Hessian erratum, the B split, Newton's convergence orders, the sketch's ε₀, trivial minimisers,
+theorem helpers, the in-context shift, vmap, and bad input / overflow errors."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from jax.experimental import sparse
+
+from lowrank_jax import regression as rg
+from lowrank_jax import sketch, transforms
+
+
+def make_problem(n=400, d=6, seed=0, w=3.0, density=None):
+    k1, k2, k3 = jax.random.split(jax.random.key(seed), 3)
+    A = jax.random.normal(k1, (n, d), jnp.float64) / jnp.sqrt(n)
+    if density is not None:
+        A = A * (jax.random.uniform(k3, (n, d)) < density)
+    b = jax.random.dirichlet(k2, jnp.ones(n, jnp.float64))
+    return A, b, jnp.full(n, w, jnp.float64)
+
+
+@pytest.mark.parametrize("kind", rg.KINDS)
+@pytest.mark.parametrize("layout", ["dense", "bcoo"])
+def test_gradient_and_hessian_equal_autodiff(kind, layout, x64):
+    A, b, w = make_problem(density=0.3 if layout == "bcoo" else None)
+    A_in = sparse.BCOO.fromdense(A) if layout == "bcoo" else A
+    A_rs = rg.as_design(A_in)
+    for seed in range(3):
+        x = 0.5 * jax.random.normal(jax.random.key(10 + seed), (A.shape[1],), jnp.float64)
+        f = lambda x: rg.loss(x, A, b, w, kind)  # noqa: E731  (autodiff through the dense loss)
+        g_ref, H_ref = jax.grad(f)(x), jax.hessian(f)(x)
+        for M in (A_in, A_rs):
+            g, H = rg.gradient(x, M, b, w, kind), rg.hessian(x, M, b, w, kind)
+            assert float(jnp.linalg.norm(g - g_ref) / jnp.linalg.norm(g_ref)) < 1e-10
+            assert float(jnp.linalg.norm(H - H_ref) / jnp.linalg.norm(H_ref)) < 1e-10
+        np.testing.assert_allclose(rg.loss(x, A_rs, b, w, kind), f(x), rtol=1e-12)
+
+
+def test_paper_printed_hessian_is_wrong_for_cosh_and_sinh(x64):
+    """Def. C.2 prints B_rank with u; the derivation (Def. B.5) has v. Same for exp (v = u) only.
+    (w = 0, so that the regulariser's W² does not hide the error, and b of unit-size entries, so that
+    the rank-one terms matter.)"""
+    A, _, w = make_problem(w=0.0)
+    b = jax.random.normal(jax.random.key(2), (A.shape[0],), jnp.float64)
+    x = 0.5 * jax.random.normal(jax.random.key(1), (A.shape[1],), jnp.float64)
+    for kind in rg.KINDS:
+        p = rg.parts(x, A, b, kind)
+        q = {"exp": 0.0, "cosh": -1.0, "sinh": 1.0}[kind]          # v∘v = u∘u + q
+        ub = p.u * b
+        B_printed = (-jnp.outer(p.u, ub) - jnp.outer(ub, p.u) + jnp.dot(b, b) * jnp.outer(p.u, p.u)
+                     + jnp.diag((p.u + p.c) * p.u + q - jnp.dot(p.c, b) * p.u))
+        H_printed = A.T @ (B_printed + jnp.diag(w ** 2)) @ A
+        H = rg.hessian(x, A, b, w, kind)
+        rel = float(jnp.linalg.norm(H_printed - H) / jnp.linalg.norm(H))
+        if kind == "exp":
+            assert rel < 1e-12
+        else:  # wrong by 1e9 times the rounding level (the closed form here agrees to 1e-12)
+            assert rel > 1e-3
+        # The v-based split is exact: A^T (B_rank + diag(B_diag) + W^2) A = H.
+        B_rank, B_diag = rg.curvature_split(x, A, b, kind)
+        np.testing.assert_allclose(A.T @ (B_rank + jnp.diag(B_diag + w ** 2)) @ A, H, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(B_diag + w ** 2, rg.diagonal_curvature(x, A, b, w, kind), rtol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def exp_instance():
+    with jax.enable_x64(True):
+        A, b, w = make_problem(n=2000, d=10)
+        x_star = rg.newton_solve(A, b, w, jnp.zeros(10), "exp", "exact", iters=30).x
+        x0 = x_star + 0.05 * jax.random.normal(jax.random.key(3), (10,), jnp.float64)
+        yield A, b, w, x_star, x0
+
+
+def test_exact_newton_is_quadratic_diagonal_and_sketch_linear(exp_instance, x64):
+    A, b, w, x_star, x0 = exp_instance
+    assert float(jnp.linalg.norm(rg.gradient(x_star, A, b, w))) < 1e-12
+    assert float(jnp.linalg.norm(x_star)) > 0.05   # exp has a non-trivial minimiser
+    exact = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "exact", iters=6, x_star=x_star).error)
+    # r_{t+1} ≤ C r_t²: the exponent of the error doubles (until the float64 floor).
+    assert exact[2] < 1e-10 and exact[2] <= 10 * exact[1] ** 2 and exact[1] <= 10 * exact[0] ** 2
+    diag = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "diagonal", iters=12, x_star=x_star).error)
+    sk = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=25, x_star=x_star, key=jax.random.key(1)).error)
+    for err in (diag, sk):
+        ratios = err[1:6] / err[:5]
+        assert np.all(ratios < 0.5)                      # linear contraction …
+        assert np.min(err) <= 1e-10                      # … down to 1e-10
+    assert exact[1] / exact[0] < diag[1] / diag[0] < sk[1] / sk[0]   # the exact Hessian contracts fastest
+
+
+def test_sketched_hessian_meets_the_requested_accuracy_whp(exp_instance, x64):
+    A, b, w, x_star, _ = exp_instance
+    D = rg.diagonal_curvature(x_star, A, b, w)
+    H = A.T @ (D[:, None] * A)
+    eps, delta = 0.3, 0.1
+    m = sketch.sketch_size(A.shape[1], eps, delta)
+    for method in ("exact", "approx"):
+        errs = [float(rg.approximation_error(sketch.sampled_gram(jax.random.key(k), A, D, m, method=method), H))
+                for k in range(20)]
+        assert np.mean(np.array(errs) <= eps) >= 0.9, (method, errs)
+    # Approximate leverage scores are within a constant factor of the exact ones.
+    tau = sketch.leverage_scores(A, D)
+    approx = sketch.approx_leverage_scores(jax.random.key(0), A, D)
+    np.testing.assert_allclose(float(jnp.sum(tau)), A.shape[1], rtol=1e-10)
+    ratio = np.asarray(approx / tau)
+    assert 0.2 < np.quantile(ratio, 0.01) and np.quantile(ratio, 0.99) < 5
+
+
+def test_measured_eps0_is_recorded(exp_instance, x64):
+    A, b, w, x_star, x0 = exp_instance
+    res = rg.newton_solve(A, b, w, x0, "exp", "diagonal", iters=3, measure_eps=True)
+    x = x0
+    H_exact = rg.hessian(x, A, b, w)
+    H_diag = A.T @ (rg.diagonal_curvature(x, A, b, w)[:, None] * A)
+    np.testing.assert_allclose(res.eps0[0], rg.approximation_error(H_diag, H_exact), rtol=1e-8)
+
+
+def test_sinh_minimiser_is_zero_and_cosh_is_even(x64):
+    A, b, w = make_problem(n=300, d=5, w=1.0)
+    x0 = 0.3 * jax.random.normal(jax.random.key(4), (5,), jnp.float64)
+    sol = rg.newton_solve(A, b, w, x0, "sinh", "exact", iters=40, tol=1e-12, line_search=True)
+    assert float(jnp.linalg.norm(sol.x)) < 1e-10
+    assert float(rg.loss(jnp.zeros(5), A, b, w, "sinh")) == 0.0
+    for seed in range(3):
+        x = jax.random.normal(jax.random.key(seed), (5,), jnp.float64)
+        np.testing.assert_allclose(rg.loss(x, A, b, w, "cosh"), rg.loss(-x, A, b, w, "cosh"), rtol=1e-13)
+    assert float(jnp.linalg.norm(rg.gradient(jnp.zeros(5), A, b, w, "cosh"))) == 0.0
+
+
+def test_theorem_weight_rule_certifies_convexity(x64):
+    A, b, _ = make_problem(n=200, d=4)
+    x = 0.2 * jax.random.normal(jax.random.key(5), (4,), jnp.float64)
+    l = 0.5
+    R0 = rg.radius_R0(x, A, b)
+    sig = rg.sigma_min(A)
+    for part in (1, 2):
+        w = rg.weight_rule(R0, l, sig, part=part)
+        assert float(rg.psd_certificate(x, A, b, jnp.full(200, w))) >= l
+    # Part 2: W² approximates B + W² within 10 %.
+    w = rg.weight_rule(R0, l, sig, part=2)
+    B_rank, B_diag = rg.curvature_split(x, A, b)
+    full = B_rank + jnp.diag(B_diag + w ** 2)
+    lam = jnp.linalg.eigvalsh(jnp.linalg.solve(full, jnp.eye(200) * w ** 2))
+    assert float(lam.min()) >= 0.9 and float(lam.max()) <= 1.1
+    with pytest.raises(ValueError, match="n >= d"):
+        rg.sigma_min(A[:3])
+
+
+def test_icl_shift_reproduces_the_step(exp_instance, x64):
+    A, b, w, x_star, x0 = exp_instance
+    x1 = x0 + 1e-3 * jax.random.normal(jax.random.key(6), x0.shape, jnp.float64)
+    delta_b = rg.icl_shift(x0, x1, A, b)
+    p0, p1 = rg.parts(x0, A, b, "exp"), rg.parts(x1, A, b, "exp")
+    np.testing.assert_allclose(p1.u - p1.alpha * b, p0.u - p0.alpha * (b - delta_b), atol=1e-12)
+    assert float(jnp.linalg.norm(delta_b)) <= float(rg.icl_bound(x0, x1, A, b))
+    with pytest.raises(ValueError, match="α"):
+        rg.icl_shift(jnp.zeros(10), x1, A, b, "sinh")
+
+
+def test_vmap_over_b_and_w_equals_separate_solves(x64):
+    A, b, w = make_problem(n=300, d=5)
+    bs = jnp.stack([b, jnp.roll(b, 7), jnp.flip(b)])
+    ws = jnp.stack([w, 2 * w, 4 * w])
+    solve = lambda b, w: rg.newton_solve(A, b, w, jnp.zeros(5), "exp", "exact", iters=8).x  # noqa: E731
+    batched = jax.vmap(solve)(bs, ws)
+    for i in range(3):
+        np.testing.assert_allclose(batched[i], solve(bs[i], ws[i]), rtol=1e-10, atol=1e-14)
+
+
+def test_newton_transformation_on_a_generic_loss(x64):
+    """transforms.newton minimises a strictly convex non-quadratic function in a few steps."""
+    f = lambda p: jnp.sum(jnp.exp(p["a"])) - jnp.sum(p["a"]) + 0.5 * jnp.sum((p["b"] - 2.0) ** 2)  # noqa: E731
+    opt = transforms.newton(lambda p: jax.hessian(lambda v: f(unravel(v)))(ravel(p)))
+    from jax.flatten_util import ravel_pytree
+    params = {"a": jnp.array([1.0, -0.5]), "b": jnp.array([0.0])}
+    flat, unravel = ravel_pytree(params)
+    ravel = lambda p: ravel_pytree(p)[0]  # noqa: E731
+    state = opt.init(params)
+    for _ in range(8):
+        upd, state = opt.update(jax.grad(f)(params), state, params)
+        params = optax.apply_updates(params, upd)
+    np.testing.assert_allclose(params["a"], 0.0, atol=1e-12)
+    np.testing.assert_allclose(params["b"], 2.0, atol=1e-12)
+
+
+def test_line_search_converges_from_far_away(x64):
+    A, b, w = make_problem(n=500, d=6, w=1.0)
+    x0 = 3.0 * jnp.ones(6)
+    ref = rg.newton_solve(A, b, w, jnp.zeros(6), "exp", "exact", iters=40, tol=1e-11, line_search=True)
+    far = rg.newton_solve(A, b, w, x0, "exp", "exact", iters=60, tol=1e-11, line_search=True)
+    assert float(far.grad_norm[int(far.n_iter) - 1]) <= 1e-11
+    np.testing.assert_allclose(far.x, ref.x, atol=1e-8)
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda A, b, w: rg.loss(jnp.zeros(3), A, b, w), ValueError, "length d"),
+    (lambda A, b, w: rg.loss(jnp.zeros(6), A, b[:5], w), ValueError, "b must have length"),
+    (lambda A, b, w: rg.loss(jnp.zeros(6), A, b, -w), ValueError, "w must be non-negative"),
+    (lambda A, b, w: rg.loss(jnp.zeros(6), A.at[0, 0].set(jnp.nan), b, w), ValueError, "A has non-finite"),
+    (lambda A, b, w: rg.loss(jnp.zeros(6), A, b.at[1].set(jnp.inf), w), ValueError, "b has non-finite"),
+    (lambda A, b, w: rg.loss(jnp.zeros(6), A, b, w, kind="tanh"), ValueError, "kind"),
+    (lambda A, b, w: rg.newton_solve(A, b, w, jnp.zeros(6), method="bfgs"), ValueError, "method"),
+    (lambda A, b, w: rg.loss(jnp.full(6, 400.0), A * 40.0, b, w), FloatingPointError, "overflows"),
+])
+def test_bad_input_and_overflow_are_reported(call, err, match, x64):
+    A, b, w = make_problem(n=100, d=6)
+    with pytest.raises(err, match=match):
+        call(A, b, w)
+
+
+def test_overflow_under_jit_raises_too(x64):
+    A, b, w = make_problem(n=100, d=6)
+    with pytest.raises(Exception, match="overflow"):
+        jax.block_until_ready(jax.jit(lambda x: rg.gradient(x, A, b, w))(jnp.full(6, 400.0) * 40.0))
+    # float32 overflows much earlier; the message names float64.
+    A32, b32, w32 = (a.astype(jnp.float32) for a in (A, b, w))
+    with pytest.raises(FloatingPointError, match="float64"):
+        rg.hessian(jnp.full(6, 30.0, jnp.float32), A32 * 10, b32, w32, "cosh")
