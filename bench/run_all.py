@@ -7,6 +7,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
+import bench_newton  # noqa: E402
 import bench_pathnorm_prox  # noqa: E402
 import bench_rpca_step  # noqa: E402
 import bench_rpca_total  # noqa: E402
@@ -26,6 +27,7 @@ def main():
     bench_rpca_step.main()
     bench_rpca_total.main()
     bench_pathnorm_prox.main([])
+    bench_newton.main([])
 
 
 if __name__ == "__main__":

@@ -99,7 +99,9 @@ def matmat(A, X):
 def rmatvec(A, y):
     if isinstance(A, RowSparse):
         return jnp.zeros(A.num_cols, A.vals.dtype).at[A.cols].add(A.vals * y[:, None])
-    return A.T @ y
+    # Not A.T @ y: XLA:CPU's transposed matrix-vector product is ~10x slower than this fused
+    # multiply-and-reduce over rows (43 ms vs 3.5 ms at 50 000 × 100, float64).
+    return jnp.sum(A * y[:, None], axis=0)
 
 
 def gram(A, s):
@@ -117,9 +119,14 @@ def take_rows(A, idx):
     return A[idx]
 
 
-def count_sketch(A, row_scale, buckets, signs, k: int):
-    """S diag(row_scale) A for the CountSketch S (k × n) with S[buckets[i], i] = signs[i]: O(nnz)."""
-    scale = signs * row_scale
+def count_sketch(key, A, row_scale, k: int):
+    """S diag(row_scale) A (k, d) for a CountSketch S (k × n): every row goes to one uniformly random
+    bucket of k with a random sign; one scatter-add, O(nnz). (A random permutation plus a reshape-sum
+    was 5x slower on XLA:CPU: the permutation is a sort.)"""
+    n = A.shape[0]
+    k_bucket, k_sign = jax.random.split(key)
+    buckets = jax.random.randint(k_bucket, (n,), 0, k)
+    scale = jax.random.rademacher(k_sign, (n,), A.dtype) * row_scale
     if isinstance(A, RowSparse):
         return jnp.zeros((k, A.num_cols), A.vals.dtype).at[buckets[:, None], A.cols].add(scale[:, None] * A.vals)
     return jax.ops.segment_sum(scale[:, None] * A, buckets, num_segments=k)

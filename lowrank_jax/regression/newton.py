@@ -27,7 +27,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from lowrank_jax import _checks, loop, sketch, transforms
+from lowrank_jax import _checks, design, loop, sketch, transforms
 from lowrank_jax.regression import hyperbolic as hb
 
 METHODS = ("exact", "diagonal", "sketch")
@@ -50,7 +50,8 @@ class NewtonResult(NamedTuple):
 
 def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters: int = 20, tol=None,
                  x_star=None, key=None, sketch_size: int | None = None, leverage: str = "approx",
-                 damping=0.0, line_search: bool = False, measure_eps: bool = False) -> NewtonResult:
+                 refine: int = 0, damping=0.0, line_search: bool = False,
+                 measure_eps: bool = False) -> NewtonResult:
     """Minimise L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w)Ax‖² by (approximate) Newton steps.
 
     Args:
@@ -62,6 +63,11 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
       key: ``jax.random`` key of the sampling ("sketch"; default ``key(0)``); sketch_size: rows m
         (default :func:`lowrank_jax.sketch.sketch_size` for ε = 0.5, δ = 0.01); leverage: "approx"
         (CountSketch) or "exact" scores.
+      refine: "sketch" only: k ≥ 0 preconditioned conjugate-gradient steps on Aᵀ D A Δ = ∇L with the
+        sampled H̃ as preconditioner (sketch-and-precondition; each step one product with A and one
+        with Aᵀ, O(nnz)). k = 0 is the paper's Algorithm 1 (Δ = H̃⁻¹∇L, contraction ≈ 2ε₀ with
+        ε₀ ~ √(d log d / m)); a few steps give the diagonal method's direction, and its iteration
+        count, at the sketch's cost.
       damping: λ ≥ 0 added to H̃ (traced); line_search: Armijo backtracking.
       measure_eps: also record ε₀ of H̃ against the exact Hessian each step (costs the exact Hessian).
 
@@ -82,35 +88,67 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
     m = sketch_size or sketch.sketch_size(d, 0.5)
     m = _checks.check_positive_int(m, "sketch_size")
     key = jax.random.key(0) if key is None else key
+    refine = _checks.check_positive_int(refine, "refine", minimum=0)
     out = _solve(A, b, w, x0, x_star, damping, tol, key, kind=kind, method=method, iters=iters, m=m,
-                 leverage=leverage, line_search=line_search, measure_eps=measure_eps)
+                 leverage=leverage, refine=refine, line_search=line_search, measure_eps=measure_eps)
     return out
 
 
-@functools.partial(jax.jit, static_argnames=("kind", "method", "iters", "m", "leverage", "line_search",
+def _pcg(apply_M, precond, g, x0, steps: int):
+    """``steps`` iterations of preconditioned conjugate gradients on M x = g from x0."""
+    r = g - apply_M(x0)
+    z = precond(r)
+    state = (x0, r, z, z, jnp.dot(r, z))
+
+    def body(_, st):
+        x, r, z, p, rz = st
+        Mp = apply_M(p)
+        a = rz / jnp.dot(p, Mp)
+        x, r = x + a * p, r - a * Mp
+        z = precond(r)
+        rz_new = jnp.dot(r, z)
+        return x, r, z, z + (rz_new / rz) * p, rz_new
+
+    return jax.lax.fori_loop(0, steps, body, state)[0]
+
+
+@functools.partial(jax.jit, static_argnames=("kind", "method", "iters", "m", "leverage", "refine", "line_search",
                                              "measure_eps"))
-def _solve(A, b, w, x0, x_star, damping, tol, key, *, kind, method, iters, m, leverage, line_search, measure_eps):
+def _solve(A, b, w, x0, x_star, damping, tol, key, *, kind, method, iters, m, leverage, refine, line_search,
+           measure_eps):
     nan = jnp.full((), jnp.nan, x0.dtype)
 
     def curvature(x, k):
+        """(H̃, D or None)."""
         if method == "exact":
-            return hb._hessian(x, A, b, w, kind)[0]
+            return hb._hessian(x, A, b, w, kind)[0], None
         p = hb.parts(x, A, b, kind)
         D = p.v * p.v + p.c * p.u - jnp.dot(p.c, b) * p.u + w * w
         if method == "diagonal":
-            from lowrank_jax import design
-            return design.gram(A, D)
+            return design.gram(A, D), D
         D = eqx.error_if(D, jnp.any(D <= 0), "sketched Newton needs D = B_diag + W² > 0 (Lemma 6.4): "
                                               "increase w, or use method='diagonal' or 'exact'")
-        return sketch.sampled_gram(jax.random.fold_in(key, k), A, D, m, method=leverage)
+        return sketch.sampled_gram(jax.random.fold_in(key, k), A, D, m, method=leverage), D
+
+    def direction(H, D, g):
+        dx = transforms.newton_direction(H, g, damping)
+        if method != "sketch" or refine == 0:
+            return dx
+        Hd = H + damping * jnp.eye(H.shape[0], dtype=H.dtype)
+        chol = jax.scipy.linalg.cho_factor(Hd, lower=True)
+
+        def apply_M(v):
+            return design.rmatvec(A, D * design.matvec(A, v)) + damping * v
+
+        return _pcg(apply_M, lambda r: jax.scipy.linalg.cho_solve(chol, r), g, dx, refine)
 
     def f(x):
         return hb._loss(x, A, b, w, kind)[0]
 
     def step(k, x):
         g = hb._gradient(x, A, b, w, kind)[0]
-        H = curvature(x, k)
-        dx = transforms.newton_direction(H, g, damping)
+        H, D = curvature(x, k)
+        dx = direction(H, D, g)
         fx = f(x)
         if line_search:
             slope = jnp.dot(g, dx)
