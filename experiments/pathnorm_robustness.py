@@ -71,7 +71,7 @@ def main(argv=None):
                 t0 = time.perf_counter()
                 res = pathnorm.sweep(jax.random.key(0), X, y, reg=reg, method=method,
                                      lrs=jnp.full_like(lams, args.lr), lams=lams, seeds=args.seeds,
-                                     epochs=args.epochs)
+                                     epochs=args.epochs, progress=True)
                 jax.block_until_ready(res)
                 t_train = time.perf_counter() - t0
                 clean, robust = evaluate(res.model, Xt, yt, Xt[: args.attack], yt[: args.attack], jax.random.key(1))

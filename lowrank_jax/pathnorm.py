@@ -174,7 +174,8 @@ class TrainResult(NamedTuple):
 
 
 def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch: int = 100,
-          hidden: int = 200, logs_per_epoch: int = 10, model: ShallowNet | None = None) -> TrainResult:
+          hidden: int = 200, logs_per_epoch: int = 10, model: ShallowNet | None = None,
+          progress: bool = False) -> TrainResult:
     """Train a :class:`ShallowNet` on (X (N, inputs) in [0, 1], y (N,) int) with minibatch SGD or
     Prox-SGD, constant learning rate, reshuffled every epoch. An epoch runs
     ⌊⌊N/batch⌋/logs_per_epoch⌋ · logs_per_epoch minibatches; the few examples left over are a
@@ -182,7 +183,8 @@ def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch:
     ``vmap`` over them trains many networks in one call (:func:`sweep`).
 
     Logs, ``logs_per_epoch`` times per epoch, the minibatch regularised loss CE + λ g and the share
-    of non-zero weights.
+    of non-zero weights. ``progress=True`` shows a tqdm bar of epochs (from inside the compiled
+    program, through ``jax.debug.callback``).
     """
     _check_choice(reg, method)
     X, y = jnp.asarray(X), jnp.asarray(y)
@@ -191,9 +193,46 @@ def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch:
     steps_per_epoch = X.shape[0] // batch
     if steps_per_epoch < logs_per_epoch:
         raise ValueError(f"need at least {logs_per_epoch} minibatches of {batch} per epoch, got {X.shape[0]} examples")
-    return _train(key, X, y, jnp.asarray(lr, X.dtype), jnp.asarray(lam, X.dtype), model, reg=reg, method=method,
-                  epochs=epochs, batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch,
-                  outputs=int(np.max(np.asarray(y))) + 1 if _concrete(y) else 10)
+    bar = _EpochBar(epochs, f"{reg}/{method}") if progress else None
+    try:
+        return _train(key, X, y, jnp.asarray(lr, X.dtype), jnp.asarray(lam, X.dtype), model, reg=reg, method=method,
+                      epochs=epochs, batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch,
+                      outputs=int(np.max(np.asarray(y))) + 1 if _concrete(y) else 10, progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+class _EpochBar:
+    """A tqdm bar advanced from inside ``jit``/``vmap`` through :func:`_tick` (idempotent: a vmapped
+    callback may fire once per batch element; the bar shows the highest epoch reached). The compiled
+    program only knows "progress on", so a new bar never recompiles it."""
+
+    active = None
+
+    def __init__(self, epochs, desc):
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:  # tqdm is in the experiments extra
+            self.bar = None
+        else:
+            self.bar = tqdm(total=epochs, desc=f"training ({desc})", unit="epoch")
+        _EpochBar.active = self
+
+    def tick(self, epoch):
+        done = int(np.max(np.asarray(epoch))) + 1
+        if self.bar is not None and done > self.bar.n:
+            self.bar.update(done - self.bar.n)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+        _EpochBar.active = None
+
+
+def _tick(epoch):
+    if _EpochBar.active is not None:
+        _EpochBar.active.tick(epoch)
 
 
 def _concrete(x):
@@ -201,7 +240,8 @@ def _concrete(x):
 
 
 @eqx.filter_jit
-def _train(key, X, y, lr, lam, model, *, reg, method, epochs, batch, hidden, logs_per_epoch, outputs):
+def _train(key, X, y, lr, lam, model, *, reg, method, epochs, batch, hidden, logs_per_epoch, outputs,
+           progress=False):
     k_init, k_data = jax.random.split(key)
     if model is None:
         model = ShallowNet(X.shape[1], hidden, outputs, key=k_init)
@@ -220,7 +260,8 @@ def _train(key, X, y, lr, lam, model, *, reg, method, epochs, batch, hidden, log
         reg_loss = loss if method == "sgd" else loss + lam * penalty(m, reg)
         return (params, state), reg_loss
 
-    def epoch(carry, k):
+    def epoch(carry, ke):
+        k, e = ke
         used = per_log * logs_per_epoch * batch
         perm = jax.random.permutation(k, X.shape[0])[:used].reshape(logs_per_epoch, per_log, batch)
 
@@ -229,9 +270,12 @@ def _train(key, X, y, lr, lam, model, *, reg, method, epochs, batch, hidden, log
             return carry, (losses[-1], nonzero_fraction(eqx.combine(carry[0], static)))
 
         carry, logs = jax.lax.scan(chunk, carry, perm)
+        if progress:
+            jax.debug.callback(_tick, e)
         return carry, logs
 
-    (params, _), (loss, nnz) = jax.lax.scan(epoch, (params, state), jax.random.split(k_data, epochs))
+    (params, _), (loss, nnz) = jax.lax.scan(epoch, (params, state),
+                                            (jax.random.split(k_data, epochs), jnp.arange(epochs)))
     return TrainResult(eqx.combine(params, static), loss, nnz)
 
 
@@ -242,9 +286,28 @@ def sweep(key, X, y, *, reg: str, method: str, lrs, lams, seeds: int = 1, **kw) 
     lrs, lams = jnp.atleast_1d(jnp.asarray(lrs, jnp.float32)), jnp.atleast_1d(jnp.asarray(lams, jnp.float32))
     if lrs.shape != lams.shape or lrs.ndim != 1:
         raise ValueError(f"lrs and lams must be 1-D of equal length, got {lrs.shape} and {lams.shape}")
+    X, y = jnp.asarray(X), jnp.asarray(y)
+    if X.ndim != 2 or y.shape != (X.shape[0],):
+        raise ValueError(f"X must be (N, inputs) and y (N,), got {X.shape} and {y.shape}")
+    unknown = set(kw) - {"epochs", "batch", "hidden", "logs_per_epoch", "model", "progress"}
+    if unknown:
+        raise TypeError(f"unexpected arguments {sorted(unknown)}")
     keys = jax.random.split(key, seeds)
-    one = lambda k, lr, lam: train(k, X, y, reg=reg, method=method, lr=lr, lam=lam, **kw)  # noqa: E731
-    return jax.vmap(jax.vmap(one, in_axes=(None, 0, 0)), in_axes=(0, None, None))(keys, lrs, lams)
+    progress = kw.pop("progress", False)
+    bar = _EpochBar(kw.get("epochs", 20), f"{reg}/{method}, {seeds * lrs.shape[0]} networks") if progress else None
+    _check_choice(reg, method)
+
+    def one(k, lr, lam):
+        return _train(k, X, y, jnp.asarray(lr, X.dtype), jnp.asarray(lam, X.dtype), kw.get("model"), reg=reg,
+                      method=method, epochs=kw.get("epochs", 20), batch=kw.get("batch", 100),
+                      hidden=kw.get("hidden", 200), logs_per_epoch=kw.get("logs_per_epoch", 10),
+                      outputs=int(np.max(np.asarray(y))) + 1, progress=progress)
+
+    try:
+        return jax.vmap(jax.vmap(one, in_axes=(None, 0, 0)), in_axes=(0, None, None))(keys, lrs, lams)
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 __all__ = ["METHODS", "REGULARIZERS", "ShallowNet", "TrainResult", "cross_entropy", "error_rate",

@@ -139,6 +139,10 @@ def test_layerwise_projection_keeps_the_constraint(digits):
     res = pathnorm.train(jax.random.key(4), X, y, reg="layer", method="prox", lr=0.2, lam=lam, epochs=2, hidden=16)
     for W in res.model.weights:
         assert float(jnp.max(jnp.sum(jnp.abs(W), axis=1))) <= 1 / lam * (1 + 1e-5)
+    # The progress bar (a callback from inside the compiled program) changes nothing.
+    shown = pathnorm.train(jax.random.key(4), X, y, reg="layer", method="prox", lr=0.2, lam=lam, epochs=2, hidden=16,
+                           progress=True)
+    np.testing.assert_array_equal(shown.model.hidden.weight, res.model.hidden.weight)
 
 
 def test_sweep_equals_separate_runs(digits):
