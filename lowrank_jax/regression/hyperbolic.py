@@ -113,6 +113,11 @@ def parts(x, A, b, kind: str = "exp") -> Parts:
     return Parts(z, u, v, alpha, u - alpha * b)
 
 
+def _b_diag(p: Parts, b):
+    """B_diag = v∘v + c∘u − ⟨c, b⟩u (the diagonal of B; Def. C.2 with q folded in)."""
+    return p.v * p.v + p.c * p.u - jnp.dot(p.c, b) * p.u
+
+
 def _loss(x, A, b, w, kind):
     p = parts(x, A, b, kind)
     return 0.5 * jnp.sum(p.c * p.c) + 0.5 * jnp.sum((w * p.z) ** 2), p.z
@@ -125,7 +130,7 @@ def _gradient(x, A, b, w, kind):
 
 def _hessian(x, A, b, w, kind):
     p = parts(x, A, b, kind)
-    s = p.v * p.v + p.c * p.u - jnp.dot(p.c, b) * p.u + w * w
+    s = _b_diag(p, b) + w * w
     pv, rv = design.rmatvec(A, p.v), design.rmatvec(A, p.v * b)
     H = design.gram(A, s) - jnp.outer(rv, pv) - jnp.outer(pv, rv) + jnp.dot(b, b) * jnp.outer(pv, pv)
     return H, p.z
@@ -156,7 +161,7 @@ def diagonal_curvature(x, A, b, w, kind: str = "exp"):
     """D = B_diag + W² as a vector (Algorithm 1, line 5): v∘v + c∘u − ⟨c, b⟩u + w²."""
     A, b, w, x = check_problem(A, b, w, x, kind=kind)
     p = parts(x, A, b, kind)
-    return _guard(p.v * p.v + p.c * p.u - jnp.dot(p.c, b) * p.u + w * w, p.z, "the diagonal curvature")
+    return _guard(_b_diag(p, b) + w * w, p.z, "the diagonal curvature")
 
 
 def curvature_split(x, A, b, kind: str = "exp"):
@@ -166,7 +171,7 @@ def curvature_split(x, A, b, kind: str = "exp"):
     p = parts(x, A, b, kind)
     vb = p.v * b
     B_rank = -jnp.outer(p.v, vb) - jnp.outer(vb, p.v) + jnp.dot(b, b) * jnp.outer(p.v, p.v)
-    return B_rank, p.v * p.v + p.c * p.u - jnp.dot(p.c, b) * p.u
+    return B_rank, _b_diag(p, b)
 
 
 # -- the theorem's quantities ---------------------------------------------------------------------

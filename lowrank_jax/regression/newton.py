@@ -123,7 +123,7 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, *, kind, method, iters, m, le
         if method == "exact":
             return hb._hessian(x, A, b, w, kind)[0], None
         p = hb.parts(x, A, b, kind)
-        D = p.v * p.v + p.c * p.u - jnp.dot(p.c, b) * p.u + w * w
+        D = hb._b_diag(p, b) + w * w
         if method == "diagonal":
             return design.gram(A, D), D
         D = eqx.error_if(D, jnp.any(D <= 0), "sketched Newton needs D = B_diag + W² > 0 (Lemma 6.4): "
