@@ -50,7 +50,7 @@ class NewtonResult(NamedTuple):
 
 def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters: int = 20, tol=None,
                  x_star=None, key=None, sketch_size: int | None = None, leverage: str = "approx",
-                 refine: int = 0, damping=0.0, line_search: bool = False,
+                 refine: int = 0, rescore: int = 1, damping=0.0, line_search: bool = False,
                  measure_eps: bool = False) -> NewtonResult:
     """Minimise L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w)Ax‖² by (approximate) Newton steps.
 
@@ -68,6 +68,10 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
         with Aᵀ, O(nnz)). k = 0 is the paper's Algorithm 1 (Δ = H̃⁻¹∇L, contraction ≈ 2ε₀ with
         ε₀ ~ √(d log d / m)); a few steps give the diagonal method's direction, and its iteration
         count, at the sketch's cost.
+      rescore: "sketch" only: recompute the leverage scores every ``rescore`` iterations (1: every
+        iteration, as Algorithm 1). Sampling with scores from an earlier D stays unbiased; it costs
+        variance by the factor max_i D_i/D_i^old, which is ≈ 1 once the iterates settle, and saves
+        the scores' pass over A and their scatter (the dominant cost of a sketched step).
       damping: λ ≥ 0 added to H̃ (traced); line_search: Armijo backtracking.
       measure_eps: also record ε₀ of H̃ against the exact Hessian each step (costs the exact Hessian).
 
@@ -89,8 +93,10 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
     m = _checks.check_positive_int(m, "sketch_size")
     key = jax.random.key(0) if key is None else key
     refine = _checks.check_positive_int(refine, "refine", minimum=0)
+    rescore = _checks.check_positive_int(rescore, "rescore")
     out = _solve(A, b, w, x0, x_star, damping, tol, key, kind=kind, method=method, iters=iters, m=m,
-                 leverage=leverage, refine=refine, line_search=line_search, measure_eps=measure_eps)
+                 leverage=leverage, refine=refine, rescore=rescore, line_search=line_search,
+                 measure_eps=measure_eps)
     return out
 
 
@@ -112,23 +118,33 @@ def _pcg(apply_M, precond, g, x0, steps: int):
     return jax.lax.fori_loop(0, steps, body, state)[0]
 
 
-@functools.partial(jax.jit, static_argnames=("kind", "method", "iters", "m", "leverage", "refine", "line_search",
-                                             "measure_eps"))
-def _solve(A, b, w, x0, x_star, damping, tol, key, *, kind, method, iters, m, leverage, refine, line_search,
-           measure_eps):
+@functools.partial(jax.jit, static_argnames=("kind", "method", "iters", "m", "leverage", "refine", "rescore",
+                                             "line_search", "measure_eps"))
+def _solve(A, b, w, x0, x_star, damping, tol, key, *, kind, method, iters, m, leverage, refine, rescore,
+           line_search, measure_eps):
     nan = jnp.full((), jnp.nan, x0.dtype)
 
-    def curvature(x, k):
-        """(H̃, D or None)."""
+    def scores_for(D, k):
+        k_scores = jax.random.fold_in(jax.random.fold_in(key, k), 1)
+        if leverage == "approx":
+            return sketch.approx_leverage_scores(k_scores, A, D)
+        return sketch.leverage_scores(A, D)
+
+    def curvature(x, p, k, scores):
+        """(H̃, D, scores): D = B_diag + W² (None for "exact")."""
         if method == "exact":
-            return hb._hessian(x, A, b, w, kind)[0], None
-        p = hb.parts(x, A, b, kind)
+            return hb._hessian(x, A, b, w, kind)[0], None, scores
         D = hb._b_diag(p, b) + w * w
         if method == "diagonal":
-            return design.gram(A, D), D
+            return design.gram(A, D), D, scores
         D = eqx.error_if(D, jnp.any(D <= 0), "sketched Newton needs D = B_diag + W² > 0 (Lemma 6.4): "
                                               "increase w, or use method='diagonal' or 'exact'")
-        return sketch.sampled_gram(jax.random.fold_in(key, k), A, D, m, method=leverage), D
+        if rescore == 1:
+            scores = scores_for(D, k)
+        else:
+            scores = jax.lax.cond(k % rescore == 0, lambda: scores_for(D, k), lambda: scores)
+        H = sketch.sampled_gram(jax.random.fold_in(key, k), A, D, m, scores=scores)
+        return H, D, scores
 
     def direction(H, D, g):
         dx = transforms.newton_direction(H, g, damping)
@@ -145,11 +161,13 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, *, kind, method, iters, m, le
     def f(x):
         return hb._loss(x, A, b, w, kind)[0]
 
-    def step(k, x):
-        g = hb._gradient(x, A, b, w, kind)[0]
-        H, D = curvature(x, k)
+    def step(k, state):
+        x, scores = state
+        p = hb.parts(x, A, b, kind)                       # one pass over A for z, the loss and D
+        fx = 0.5 * jnp.sum(p.c * p.c) + 0.5 * jnp.sum((w * p.z) ** 2)
+        g = design.rmatvec(A, p.c * p.v - jnp.dot(b, p.c) * p.v + w * w * p.z)
+        H, D, scores = curvature(x, p, k, scores)
         dx = direction(H, D, g)
-        fx = f(x)
         if line_search:
             slope = jnp.dot(g, dx)
 
@@ -162,13 +180,14 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, *, kind, method, iters, m, le
         eps0 = hb.approximation_error(H, hb._hessian(x, A, b, w, kind)[0]) if measure_eps else nan
         err = nan if x_star is None else jnp.linalg.norm(x - x_star)
         diag = (fx, jnp.linalg.norm(g), err, eps0, t)
-        return x - t * dx, diag
+        return (x - t * dx, scores), diag
 
+    state0 = (x0, jnp.ones(A.shape[0], x0.dtype))
     if tol is None:
-        res = loop.run_fixed(step, x0, iters)
+        res = loop.run_fixed(step, state0, iters)
     else:
-        res = loop.run_until(step, x0, max_iter=iters, stop=lambda x, diag: diag[1] <= tol)
-    x = res.state
+        res = loop.run_until(step, state0, max_iter=iters, stop=lambda s, diag: diag[1] <= tol)
+    x = res.state[0]
     x = eqx.error_if(x, jnp.logical_not(jnp.all(jnp.isfinite(x))),
                      "Newton iterate became non-finite (overflow of exp/cosh at |Ax| too large, or an "
                      "indefinite H̃): use float64, damping, line_search=True or a closer start")
