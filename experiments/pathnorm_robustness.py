@@ -58,8 +58,12 @@ def main(argv=None):
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--attack", type=int, default=1000)
     ap.add_argument("--regs", nargs="+", default=list(pathnorm.REGULARIZERS))
+    ap.add_argument("--plot-only", action="store_true", help="redraw the figures from the CSV files")
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
+    if args.plot_only:
+        plot(_read("summary.csv"), _read("curves.csv"))
+        return
     summary, curves = [], []
     for name in args.data:
         tr, te = load(name)
@@ -103,6 +107,13 @@ def _write(name, header, rows):
         w.writerows(rows)
 
 
+def _read(name):
+    """Rows of a CSV written by main(), numbers converted back (columns 3+ are numeric)."""
+    with open(OUT / name) as f:
+        rows = list(csv.reader(f))[1:]
+    return [r[:3] + [float(v) for v in r[3:]] for r in rows]
+
+
 def plot(summary, curves):
     import matplotlib
     matplotlib.use("Agg")
@@ -122,7 +133,8 @@ def plot(summary, curves):
             for reg in ("path", "l1"):
                 lam = LAMBDAS[reg][3]
                 for method in ("sgd", "prox"):
-                    m = (C[:, 0] == d) & (C[:, 1] == reg) & (C[:, 2] == method) & (C[:, 3] == lam) & (C[:, 4] == 0)
+                    m = ((C[:, 0] == d) & (C[:, 1] == reg) & (C[:, 2] == method)
+                         & np.isclose(C[:, 3].astype(float), lam) & (C[:, 4].astype(int) == 0))
                     if m.any():
                         ax.plot(C[m, 5].astype(float), C[m, col].astype(float), styles[method], color=colors[reg],
                                 label=f"{reg}, {method}, λ={lam:g}")
