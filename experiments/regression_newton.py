@@ -8,7 +8,8 @@
 3. Sketch size m vs the measured ε₀ and the contraction factor of sketched Newton.
 4. Seconds per iteration vs n and d, exact vs sketched, dense and sparse A (10 % non-zeros).
 
-All float64, A Gaussian/√n, b uniform on the simplex, w = 3 (moderate: the theorem's w would make
+All float64, A Gaussian/√n, b uniform on the simplex, w = 5 (moderate: enough for D = B_diag + W² > 0,
+which sketching needs, up to n ≈ 10⁵ (w² > max_i n b_i); the theorem's w would make
 the problem a quadratic, note G12). Writes results/regression/*.csv and *.png.
 """
 
@@ -33,7 +34,7 @@ def problem(n, d, seed=0, density=None):
     A = jax.random.normal(k1, (n, d), jnp.float64) / jnp.sqrt(n)
     if density is not None:
         A = A * (jax.random.uniform(k3, (n, d)) < density) / np.sqrt(density)
-    return A, jax.random.dirichlet(k2, jnp.ones(n, jnp.float64)), jnp.full(n, 3.0, jnp.float64)
+    return A, jax.random.dirichlet(k2, jnp.ones(n, jnp.float64)), jnp.full(n, 5.0, jnp.float64)
 
 
 def write(name, header, rows):
