@@ -130,10 +130,14 @@ def _gradient(x, A, b, w, kind):
 
 def _hessian(x, A, b, w, kind):
     p = parts(x, A, b, kind)
+    return _hessian_at(p, A, b, w), p.z
+
+
+def _hessian_at(p: Parts, A, b, w):
+    """The Hessian from the pieces at x (no new pass over A for z)."""
     s = _b_diag(p, b) + w * w
     pv, rv = design.rmatvec(A, p.v), design.rmatvec(A, p.v * b)
-    H = design.gram(A, s) - jnp.outer(rv, pv) - jnp.outer(pv, rv) + jnp.dot(b, b) * jnp.outer(pv, pv)
-    return H, p.z
+    return design.gram(A, s) - jnp.outer(rv, pv) - jnp.outer(pv, rv) + jnp.dot(b, b) * jnp.outer(pv, pv)
 
 
 def loss(x, A, b, w, kind: str = "exp"):

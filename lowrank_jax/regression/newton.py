@@ -133,7 +133,7 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, *, kind, method, iters, m, le
     def curvature(x, p, k, scores):
         """(H̃, D, scores): D = B_diag + W² (None for "exact")."""
         if method == "exact":
-            return hb._hessian(x, A, b, w, kind)[0], None, scores
+            return hb._hessian_at(p, A, b, w), None, scores
         D = hb._b_diag(p, b) + w * w
         if method == "diagonal":
             return design.gram(A, D), D, scores
@@ -177,7 +177,7 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, *, kind, method, iters, m, le
             t = jax.lax.while_loop(shrink, lambda t: 0.5 * t, jnp.ones((), x.dtype))
         else:
             t = jnp.ones((), x.dtype)
-        eps0 = hb.approximation_error(H, hb._hessian(x, A, b, w, kind)[0]) if measure_eps else nan
+        eps0 = hb.approximation_error(H, hb._hessian_at(p, A, b, w)) if measure_eps else nan
         err = nan if x_star is None else jnp.linalg.norm(x - x_star)
         diag = (fx, jnp.linalg.norm(g), err, eps0, t)
         return (x - t * dx, scores), diag
