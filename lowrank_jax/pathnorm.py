@@ -175,68 +175,76 @@ class TrainResult(NamedTuple):
 
 def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch: int = 100,
           hidden: int = 200, logs_per_epoch: int = 10, model: ShallowNet | None = None,
-          progress: bool = False) -> TrainResult:
+          outputs: int | None = None, progress: bool = False) -> TrainResult:
     """Train a :class:`ShallowNet` on (X (N, inputs) in [0, 1], y (N,) int) with minibatch SGD or
     Prox-SGD, constant learning rate, reshuffled every epoch. An epoch runs
     ⌊⌊N/batch⌋/logs_per_epoch⌋ · logs_per_epoch minibatches; the few examples left over are a
     different random set each epoch. One jitted program; ``key``, ``lr`` and ``lam`` are traced, so a
     ``vmap`` over them trains many networks in one call (:func:`sweep`).
 
-    Logs, ``logs_per_epoch`` times per epoch, the minibatch regularised loss CE + λ g and the share
-    of non-zero weights. ``progress=True`` shows a tqdm bar of epochs (from inside the compiled
-    program, through ``jax.debug.callback``).
+    ``outputs`` (classes) defaults to max(y) + 1 (needs a concrete y). Logs, ``logs_per_epoch`` times
+    per epoch, the minibatch regularised loss CE + λ g and the share of non-zero weights.
+    ``progress=True`` shows a tqdm bar of epochs (from inside the compiled program, through
+    ``jax.debug.callback``).
     """
+    X, y, outputs = _check_data(X, y, reg, method, batch, logs_per_epoch, outputs)
+    with _EpochBar(epochs, f"{reg}/{method}", progress):
+        return _train(key, X, y, jnp.asarray(lr, X.dtype), jnp.asarray(lam, X.dtype), model, reg=reg, method=method,
+                      epochs=epochs, batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch, outputs=outputs,
+                      progress=progress)
+
+
+def _check_data(X, y, reg, method, batch, logs_per_epoch, outputs):
+    """Validated (X, y, outputs) for :func:`train` and :func:`sweep`."""
     _check_choice(reg, method)
     X, y = jnp.asarray(X), jnp.asarray(y)
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise ValueError(f"X must be (N, inputs) and y (N,), got {X.shape} and {y.shape}")
-    steps_per_epoch = X.shape[0] // batch
-    if steps_per_epoch < logs_per_epoch:
+    if X.shape[0] // batch < logs_per_epoch:
         raise ValueError(f"need at least {logs_per_epoch} minibatches of {batch} per epoch, got {X.shape[0]} examples")
-    bar = _EpochBar(epochs, f"{reg}/{method}") if progress else None
-    try:
-        return _train(key, X, y, jnp.asarray(lr, X.dtype), jnp.asarray(lam, X.dtype), model, reg=reg, method=method,
-                      epochs=epochs, batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch,
-                      outputs=int(np.max(np.asarray(y))) + 1 if _concrete(y) else 10, progress=progress)
-    finally:
-        if bar is not None:
-            bar.close()
+    if outputs is None:
+        if isinstance(y, jax.core.Tracer):
+            raise ValueError("pass outputs= (the number of classes) when y is traced")
+        outputs = int(np.max(np.asarray(y))) + 1
+    return X, y, outputs
 
 
 class _EpochBar:
-    """A tqdm bar advanced from inside ``jit``/``vmap`` through :func:`_tick` (idempotent: a vmapped
-    callback may fire once per batch element; the bar shows the highest epoch reached). The compiled
-    program only knows "progress on", so a new bar never recompiles it."""
+    """A tqdm bar of epochs advanced from inside ``jit``/``vmap`` through :func:`_tick` (idempotent: a
+    vmapped callback may fire once per batch element; the bar shows the highest epoch reached). Used
+    as a context manager; the compiled program only knows "progress on", so a new bar never
+    recompiles it."""
 
     active = None
 
-    def __init__(self, epochs, desc):
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:  # tqdm is in the experiments extra
-            self.bar = None
-        else:
-            self.bar = tqdm(total=epochs, desc=f"training ({desc})", unit="epoch")
+    def __init__(self, epochs, desc, show: bool):
+        self.bar = None
+        if show:
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:  # tqdm is in the experiments extra
+                pass
+            else:
+                self.bar = tqdm(total=epochs, desc=f"training ({desc})", unit="epoch")
+
+    def __enter__(self):
         _EpochBar.active = self
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.close()
+        _EpochBar.active = None
 
     def tick(self, epoch):
         done = int(np.max(np.asarray(epoch))) + 1
         if self.bar is not None and done > self.bar.n:
             self.bar.update(done - self.bar.n)
 
-    def close(self):
-        if self.bar is not None:
-            self.bar.close()
-        _EpochBar.active = None
-
 
 def _tick(epoch):
     if _EpochBar.active is not None:
         _EpochBar.active.tick(epoch)
-
-
-def _concrete(x):
-    return not isinstance(x, jax.core.Tracer)
 
 
 @eqx.filter_jit
@@ -279,35 +287,25 @@ def _train(key, X, y, lr, lam, model, *, reg, method, epochs, batch, hidden, log
     return TrainResult(eqx.combine(params, static), loss, nnz)
 
 
-def sweep(key, X, y, *, reg: str, method: str, lrs, lams, seeds: int = 1, **kw) -> TrainResult:
+def sweep(key, X, y, *, reg: str, method: str, lrs, lams, seeds: int = 1, epochs: int = 20, batch: int = 100,
+          hidden: int = 200, logs_per_epoch: int = 10, model: ShallowNet | None = None,
+          outputs: int | None = None, progress: bool = False) -> TrainResult:
     """Train one network per (seed, lr, λ) in one ``vmap``ped, jitted call: ``lrs`` and ``lams`` are
-    1-D arrays of equal length (one configuration each; use ``jnp.meshgrid`` for a grid). Returns a
-    :class:`TrainResult` whose leaves carry leading axes (seeds, configurations)."""
+    1-D arrays of equal length (one configuration each; use ``jnp.meshgrid`` for a grid); the other
+    arguments as :func:`train`. Returns a :class:`TrainResult` whose leaves carry leading axes
+    (seeds, configurations)."""
     lrs, lams = jnp.atleast_1d(jnp.asarray(lrs, jnp.float32)), jnp.atleast_1d(jnp.asarray(lams, jnp.float32))
     if lrs.shape != lams.shape or lrs.ndim != 1:
         raise ValueError(f"lrs and lams must be 1-D of equal length, got {lrs.shape} and {lams.shape}")
-    X, y = jnp.asarray(X), jnp.asarray(y)
-    if X.ndim != 2 or y.shape != (X.shape[0],):
-        raise ValueError(f"X must be (N, inputs) and y (N,), got {X.shape} and {y.shape}")
-    unknown = set(kw) - {"epochs", "batch", "hidden", "logs_per_epoch", "model", "progress"}
-    if unknown:
-        raise TypeError(f"unexpected arguments {sorted(unknown)}")
-    keys = jax.random.split(key, seeds)
-    progress = kw.pop("progress", False)
-    bar = _EpochBar(kw.get("epochs", 20), f"{reg}/{method}, {seeds * lrs.shape[0]} networks") if progress else None
-    _check_choice(reg, method)
+    X, y, outputs = _check_data(X, y, reg, method, batch, logs_per_epoch, outputs)
 
     def one(k, lr, lam):
-        return _train(k, X, y, jnp.asarray(lr, X.dtype), jnp.asarray(lam, X.dtype), kw.get("model"), reg=reg,
-                      method=method, epochs=kw.get("epochs", 20), batch=kw.get("batch", 100),
-                      hidden=kw.get("hidden", 200), logs_per_epoch=kw.get("logs_per_epoch", 10),
-                      outputs=int(np.max(np.asarray(y))) + 1, progress=progress)
+        return _train(k, X, y, lr.astype(X.dtype), lam.astype(X.dtype), model, reg=reg, method=method, epochs=epochs,
+                      batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch, outputs=outputs, progress=progress)
 
-    try:
-        return jax.vmap(jax.vmap(one, in_axes=(None, 0, 0)), in_axes=(0, None, None))(keys, lrs, lams)
-    finally:
-        if bar is not None:
-            bar.close()
+    with _EpochBar(epochs, f"{reg}/{method}, {seeds * lrs.shape[0]} networks", progress):
+        return jax.vmap(jax.vmap(one, in_axes=(None, 0, 0)), in_axes=(0, None, None))(
+            jax.random.split(key, seeds), lrs, lams)
 
 
 __all__ = ["METHODS", "REGULARIZERS", "ShallowNet", "TrainResult", "cross_entropy", "error_rate",

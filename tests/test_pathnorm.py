@@ -168,5 +168,7 @@ def test_bad_choices_are_refused(digits):
         pathnorm.optimizer("path", "adam", 0.1, 0.1)
     with pytest.raises(ValueError, match="X must be"):
         pathnorm.train(jax.random.key(0), X, y[:10], reg="l1", method="sgd", lr=0.1, lam=0.1)
+    with pytest.raises(ValueError, match="minibatches"):
+        pathnorm.sweep(jax.random.key(0), X[:500], y[:500], reg="l1", method="sgd", lrs=[0.1], lams=[0.1])
     with pytest.raises(ValueError, match="lrs and lams"):
         pathnorm.sweep(jax.random.key(0), X, y, reg="l1", method="sgd", lrs=[0.1, 0.2], lams=[0.1])

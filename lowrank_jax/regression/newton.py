@@ -130,7 +130,7 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, *, kind, method, iters, m, le
             return sketch.approx_leverage_scores(k_scores, A, D)
         return sketch.leverage_scores(A, D)
 
-    def curvature(x, p, k, scores):
+    def curvature(p, k, scores):
         """(H̃, D, scores): D = B_diag + W² (None for "exact")."""
         if method == "exact":
             return hb._hessian_at(p, A, b, w), None, scores
@@ -166,7 +166,7 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, *, kind, method, iters, m, le
         p = hb.parts(x, A, b, kind)                       # one pass over A for z, the loss and D
         fx = 0.5 * jnp.sum(p.c * p.c) + 0.5 * jnp.sum((w * p.z) ** 2)
         g = design.rmatvec(A, p.c * p.v - jnp.dot(b, p.c) * p.v + w * w * p.z)
-        H, D, scores = curvature(x, p, k, scores)
+        H, D, scores = curvature(p, k, scores)
         dx = direction(H, D, g)
         if line_search:
             slope = jnp.dot(g, dx)
