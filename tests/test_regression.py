@@ -93,6 +93,37 @@ def test_exact_newton_is_quadratic_diagonal_and_sketch_linear(exp_instance, x64)
     assert exact[1] / exact[0] < diag[1] / diag[0] < sk[1] / sk[0]   # the exact Hessian contracts fastest
 
 
+def test_pcg_refinement_reaches_the_diagonal_direction(exp_instance, x64):
+    A, b, w, x_star, x0 = exp_instance
+    diag = rg.newton_solve(A, b, w, x0, "exp", "diagonal", iters=1).x
+    for m in (40, 400):                  # a poor and a fair preconditioner: CG fixes both in d steps
+        one = rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=1, refine=10, sketch_size=m).x
+        np.testing.assert_allclose(one, diag, rtol=1e-9, atol=1e-12)
+    # k = 1 is Algorithm 1's direction H̃⁻¹g rescaled to minimise the quadratic model along it.
+    alg1 = rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=1, key=jax.random.key(2)).x
+    k1 = rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=1, refine=1, key=jax.random.key(2)).x
+    cos = jnp.dot(alg1 - x0, k1 - x0) / (jnp.linalg.norm(alg1 - x0) * jnp.linalg.norm(k1 - x0))
+    np.testing.assert_allclose(cos, 1.0, rtol=1e-12)
+    # Two steps from one draw per solve, sampled by τ(A)·D: the diagonal method's rate to 1e-10.
+    tau = sketch.leverage_scores(A)
+    err = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=8, x_star=x_star, scores=tau, refine=2,
+                                     resample=100, rescore=100).error)
+    assert err[5] <= 1e-10 and np.all(err[1:4] / err[:3] < 0.05)
+
+
+def test_carried_Ax_does_not_drift(exp_instance, x64):
+    """The solver carries z = Ax and updates it by AΔ instead of recomputing: the loss it records at
+    step t must be the loss of the iterate it returns after t steps."""
+    A, b, w, _, x0 = exp_instance
+    for kw in (dict(method="exact"), dict(method="sketch", refine=3), dict(method="sketch", line_search=True)):
+        run = rg.newton_solve(A, b, w, 3 * x0, "exp", iters=7, **kw)
+        for t in (2, 6):
+            xt = rg.newton_solve(A, b, w, 3 * x0, "exp", iters=t, **kw).x
+            np.testing.assert_allclose(run.loss[t], rg.loss(xt, A, b, w), rtol=1e-12)
+            np.testing.assert_allclose(run.grad_norm[t], jnp.linalg.norm(rg.gradient(xt, A, b, w)), rtol=1e-6,
+                                       atol=1e-13)
+
+
 def test_sketched_hessian_meets_the_requested_accuracy_whp(exp_instance, x64):
     A, b, w, x_star, _ = exp_instance
     D = rg.diagonal_curvature(x_star, A, b, w)
@@ -206,6 +237,10 @@ def test_line_search_converges_from_far_away(x64):
     (lambda A, b, w: rg.loss(jnp.zeros(6), A, b, w, kind="tanh"), ValueError, "kind"),
     (lambda A, b, w: rg.newton_solve(A, b, w, jnp.zeros(6), method="bfgs"), ValueError, "method"),
     (lambda A, b, w: rg.loss(jnp.full(6, 400.0), A * 40.0, b, w), FloatingPointError, "overflows"),
+    (lambda A, b, w: rg.newton_solve(A, b, w, jnp.zeros(6), method="sketch", scores=jnp.ones(5)), ValueError,
+     "scores must have length"),
+    (lambda A, b, w: rg.newton_solve(A, b, w, jnp.zeros(6), method="sketch", resample=3, rescore=4), ValueError,
+     "multiple of resample"),
 ])
 def test_bad_input_and_overflow_are_reported(call, err, match, x64):
     A, b, w = make_problem(n=100, d=6)

@@ -107,7 +107,11 @@ class Parts(eqx.Module):
 
 
 def parts(x, A, b, kind: str = "exp") -> Parts:
-    z = design.matvec(A, x)
+    return parts_from_z(design.matvec(A, x), b, kind)
+
+
+def parts_from_z(z, b, kind: str = "exp") -> Parts:
+    """The pieces from z = Ax (elementwise, no pass over A)."""
     u, v = _uv(kind, z)
     alpha = jnp.sum(u)
     return Parts(z, u, v, alpha, u - alpha * b)

@@ -50,7 +50,7 @@ class NewtonResult(NamedTuple):
 
 def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters: int = 20, tol=None,
                  x_star=None, key=None, sketch_size: int | None = None, leverage: str = "approx",
-                 refine: int = 0, rescore: int = 1, damping=0.0, line_search: bool = False,
+                 refine: int = 0, rescore: int = 1, resample: int = 1, scores=None, damping=0.0, line_search: bool = False,
                  measure_eps: bool = False) -> NewtonResult:
     """Minimise L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w)Ax‖² by (approximate) Newton steps.
 
@@ -63,15 +63,25 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
       key: ``jax.random`` key of the sampling ("sketch"; default ``key(0)``); sketch_size: rows m
         (default :func:`lowrank_jax.sketch.sketch_size` for ε = 0.5, δ = 0.01); leverage: "approx"
         (CountSketch) or "exact" scores.
-      refine: "sketch" only: k ≥ 0 preconditioned conjugate-gradient steps on Aᵀ D A Δ = ∇L with the
-        sampled H̃ as preconditioner (sketch-and-precondition; each step one product with A and one
-        with Aᵀ, O(nnz)). k = 0 is the paper's Algorithm 1 (Δ = H̃⁻¹∇L, contraction ≈ 2ε₀ with
-        ε₀ ~ √(d log d / m)); a few steps give the diagonal method's direction, and its iteration
-        count, at the sketch's cost.
+      refine: "sketch" only: k ≥ 0 preconditioned conjugate-gradient steps from 0 on Aᵀ D A Δ = ∇L
+        with the sampled H̃ as preconditioner (sketch-and-precondition; k steps cost k products with
+        A and k − 1 with Aᵀ, O(nnz) each). k = 0 is the paper's Algorithm 1 (Δ = H̃⁻¹∇L, contraction
+        ≈ ε₀ ~ √(d log d / m)); k = 1 the same direction with its optimal length; k = 2 or 3 give the
+        diagonal method's direction to a few digits, hence its iteration count, at the sketch's cost.
       rescore: "sketch" only: recompute the leverage scores every ``rescore`` iterations (1: every
         iteration, as Algorithm 1). Sampling with scores from an earlier D stays unbiased; it costs
         variance by the factor max_i D_i/D_i^old, which is ≈ 1 once the iterates settle, and saves
         the scores' pass over A and their scatter (the dominant cost of a sketched step).
+      scores: "sketch" only: leverage scores τ(A) of the unweighted A, shape (n,), e.g. from
+        :func:`lowrank_jax.sketch.approx_leverage_scores` — they depend on A alone, so compute them
+        once per design and share them across solves (and a ``vmap`` over b, w). Each step then
+        samples by p_i ∝ D_i τ_i(A), which is β-approximate for diag(√D)A with β = min D / max D
+        (τ_i(√D A) ≤ (D_i / min D) τ_i(A)), and no step makes a pass over A for scores.
+      resample: "sketch" only: draw a new H̃ every ``resample`` iterations and keep it in between
+        (``rescore`` must be a multiple). With ``refine`` ≥ 2, H̃ is only a preconditioner: a stale
+        one slows the conjugate gradients a little and leaves the fixed point alone, so one large
+        sample (small ε₀) per solve beats a fresh small one per step. With ``refine`` = 0 the kept H̃
+        misses the change of D and the contraction degrades accordingly.
       damping: λ ≥ 0 added to H̃ (traced); line_search: Armijo backtracking.
       measure_eps: also record ε₀ of H̃ against the exact Hessian each step (costs the exact Hessian).
 
@@ -94,34 +104,55 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
     key = jax.random.key(0) if key is None else key
     refine = _checks.check_positive_int(refine, "refine", minimum=0)
     rescore = _checks.check_positive_int(rescore, "rescore")
-    out = _solve(A, b, w, x0, x_star, damping, tol, key, kind=kind, method=method, iters=iters, m=m,
-                 leverage=leverage, refine=refine, rescore=rescore, line_search=line_search,
+    resample = _checks.check_positive_int(resample, "resample")
+    if rescore % resample:
+        raise ValueError(f"rescore ({rescore}) must be a multiple of resample ({resample}): scores are "
+                         "recomputed only at iterations that draw a new sample")
+    if scores is not None:
+        scores = _checks.as_hyper(scores, "scores", ndim=1, dtype=A.dtype)
+        if scores.shape[0] != n:
+            raise ValueError(f"scores must have length n = {n} (rows of A), got {scores.shape[0]}")
+    out = _solve(A, b, w, x0, x_star, damping, tol, key, scores, kind=kind, method=method, iters=iters, m=m,
+                 leverage=leverage, refine=refine, rescore=rescore, resample=resample, line_search=line_search,
                  measure_eps=measure_eps)
     return out
 
 
-def _pcg(apply_M, precond, g, x0, steps: int):
-    """``steps`` iterations of preconditioned conjugate gradients on M x = g from x0."""
-    r = g - apply_M(x0)
-    z = precond(r)
-    state = (x0, r, z, z, jnp.dot(r, z))
+def _pcg_from_zero(A, D, damping, precond, g, steps: int):
+    """``steps`` ≥ 1 preconditioned conjugate-gradient iterations on (Aᵀ D A + λI) Δ = g from Δ = 0.
+
+    Returns (Δ, AΔ). Every step costs one product A p; every step but the last also one Aᵀ(D∘Ap)
+    (the last needs only pᵀMp = ‖√D∘Ap‖² + λ‖p‖², not the new residual), and AΔ is accumulated from
+    the A p's, so the caller gets A x_{t+1} without another pass: k steps cost 2k − 1 passes over A.
+    One step is the sketched direction H̃⁻¹g with its optimal length.
+    """
+
+    def half(p, r, rz, x, Ax):
+        Ap = design.matvec(A, p)
+        a = rz / (jnp.dot(Ap, D * Ap) + damping * jnp.dot(p, p))
+        return x + a * p, Ax + a * Ap, Ap, a
 
     def body(_, st):
-        x, r, z, p, rz = st
-        Mp = apply_M(p)
-        a = rz / jnp.dot(p, Mp)
-        x, r = x + a * p, r - a * Mp
+        x, Ax, r, p, rz = st
+        x, Ax, Ap, a = half(p, r, rz, x, Ax)
+        r = r - a * (design.rmatvec(A, D * Ap) + damping * p)
         z = precond(r)
         rz_new = jnp.dot(r, z)
-        return x, r, z, z + (rz_new / rz) * p, rz_new
+        return x, Ax, r, z + (rz_new / rz) * p, rz_new
 
-    return jax.lax.fori_loop(0, steps, body, state)[0]
+    z = precond(g)
+    st = (jnp.zeros_like(g), jnp.zeros(A.shape[0], g.dtype), g, z, jnp.dot(g, z))
+    for i in range(steps - 1):         # unrolled (k is small and static): XLA:CPU fuses better than a loop
+        st = body(i, st)
+    x, Ax, r, p, rz = st
+    x, Ax, _, _ = half(p, r, rz, x, Ax)
+    return x, Ax
 
 
 @functools.partial(jax.jit, static_argnames=("kind", "method", "iters", "m", "leverage", "refine", "rescore",
-                                             "line_search", "measure_eps"))
-def _solve(A, b, w, x0, x_star, damping, tol, key, *, kind, method, iters, m, leverage, refine, rescore,
-           line_search, measure_eps):
+                                             "resample", "line_search", "measure_eps"))
+def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, *, kind, method, iters, m, leverage, refine,
+           rescore, resample, line_search, measure_eps):
     nan = jnp.full((), jnp.nan, x0.dtype)
 
     def scores_for(D, k):
@@ -130,7 +161,7 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, *, kind, method, iters, m, le
             return sketch.approx_leverage_scores(k_scores, A, D)
         return sketch.leverage_scores(A, D)
 
-    def curvature(p, k, scores):
+    def curvature(p, k, scores, H_old):
         """(H̃, D, scores): D = B_diag + W² (None for "exact")."""
         if method == "exact":
             return hb._hessian_at(p, A, b, w), None, scores
@@ -139,40 +170,47 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, *, kind, method, iters, m, le
             return design.gram(A, D), D, scores
         D = eqx.error_if(D, jnp.any(D <= 0), "sketched Newton needs D = B_diag + W² > 0 (Lemma 6.4): "
                                               "increase w, or use method='diagonal' or 'exact'")
-        if rescore == 1:
-            scores = scores_for(D, k)
+
+        def draw():
+            if base_scores is not None:       # τ_i(A) D_i: β = min D / max D, no pass over A
+                return sketch.sampled_gram(jax.random.fold_in(key, k), A, D, m, scores=base_scores * D), scores
+            if rescore == 1:
+                new = scores_for(D, k)
+            else:
+                new = jax.lax.cond(k % rescore == 0, lambda: scores_for(D, k), lambda: scores)
+            return sketch.sampled_gram(jax.random.fold_in(key, k), A, D, m, scores=new), new
+
+        if resample == 1:
+            H, scores = draw()
         else:
-            scores = jax.lax.cond(k % rescore == 0, lambda: scores_for(D, k), lambda: scores)
-        H = sketch.sampled_gram(jax.random.fold_in(key, k), A, D, m, scores=scores)
+            H, scores = jax.lax.cond(k % resample == 0, draw, lambda: (H_old, scores))
         return H, D, scores
 
     def direction(H, D, g):
-        dx = transforms.newton_direction(H, g, damping)
+        """(Δ, AΔ)."""
         if method != "sketch" or refine == 0:
-            return dx
+            dx = transforms.newton_direction(H, g, damping)
+            return dx, design.matvec(A, dx)
         Hd = H + damping * jnp.eye(H.shape[0], dtype=H.dtype)
         chol = jax.scipy.linalg.cho_factor(Hd, lower=True)
+        return _pcg_from_zero(A, D, damping, lambda r: jax.scipy.linalg.cho_solve(chol, r), g, refine)
 
-        def apply_M(v):
-            return design.rmatvec(A, D * design.matvec(A, v)) + damping * v
-
-        return _pcg(apply_M, lambda r: jax.scipy.linalg.cho_solve(chol, r), g, dx, refine)
-
-    def f(x):
-        return hb._loss(x, A, b, w, kind)[0]
+    def f(z):
+        p = hb.parts_from_z(z, b, kind)
+        return 0.5 * jnp.sum(p.c * p.c) + 0.5 * jnp.sum((w * z) ** 2)
 
     def step(k, state):
-        x, scores = state
-        p = hb.parts(x, A, b, kind)                       # one pass over A for z, the loss and D
+        x, z, scores, H_old = state
+        p = hb.parts_from_z(z, b, kind)                     # z = Ax is carried: no pass over A here
         fx = 0.5 * jnp.sum(p.c * p.c) + 0.5 * jnp.sum((w * p.z) ** 2)
         g = design.rmatvec(A, p.c * p.v - jnp.dot(b, p.c) * p.v + w * w * p.z)
-        H, D, scores = curvature(p, k, scores)
-        dx = direction(H, D, g)
-        if line_search:
+        H, D, scores = curvature(p, k, scores, H_old)
+        dx, Adx = direction(H, D, g)
+        if line_search:                                     # trial losses from z − tAΔ: no pass either
             slope = jnp.dot(g, dx)
 
             def shrink(t):
-                return (f(x - t * dx) > fx - 1e-4 * t * slope) & (t > 1e-10)
+                return (f(z - t * Adx) > fx - 1e-4 * t * slope) & (t > 1e-10)
 
             t = jax.lax.while_loop(shrink, lambda t: 0.5 * t, jnp.ones((), x.dtype))
         else:
@@ -180,9 +218,10 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, *, kind, method, iters, m, le
         eps0 = hb.approximation_error(H, hb._hessian_at(p, A, b, w)) if measure_eps else nan
         err = nan if x_star is None else jnp.linalg.norm(x - x_star)
         diag = (fx, jnp.linalg.norm(g), err, eps0, t)
-        return (x - t * dx, scores), diag
+        return (x - t * dx, z - t * Adx, scores, H), diag
 
-    state0 = (x0, jnp.ones(A.shape[0], x0.dtype))
+    d = A.shape[1]
+    state0 = (x0, design.matvec(A, x0), jnp.ones(A.shape[0], x0.dtype), jnp.zeros((d, d), x0.dtype))
     if tol is None:
         res = loop.run_fixed(step, state0, iters)
     else:
