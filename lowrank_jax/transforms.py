@@ -112,6 +112,14 @@ def proximal(optimizer: optax.GradientTransformation, prox_fn, strength) -> opta
 
 
 
+def projected(optimizer: optax.GradientTransformation, project_fn) -> optax.GradientTransformation:
+    """Projected steps: z⁺ = Π(z + u_t) with u_t the inner optimizer's update and ``project_fn(params)
+    -> params`` a projection (onto a convex set, or a rank constraint as in lifted PGD). The
+    :func:`proximal` wrapper with a strength-free prox, since a projection is the prox of an
+    indicator."""
+    return proximal(optimizer, lambda params, _: project_fn(params), 0.0)
+
+
 # -- Newton steps -----------------------------------------------------------------------------------
 
 def newton_direction(H, g, damping=0.0):
@@ -148,5 +156,5 @@ def newton(hessian_fn, damping=0.0) -> optax.GradientTransformation:
     return optax.GradientTransformation(init_fn, update_fn)
 
 
-__all__ = ["ProximalState", "newton", "newton_direction", "proximal", "scale_by_factored_preconditioner",
+__all__ = ["ProximalState", "newton", "newton_direction", "projected", "proximal", "scale_by_factored_preconditioner",
            "scaled_gradient", "scaled_gradient_step"]

@@ -1,0 +1,18 @@
+"""Supervised dictionary learning (SDL-H, SDL-W) by lifted projected gradient descent.
+
+``fit`` / ``predict`` / ``predict_proba`` / ``cross_validate`` (:mod:`.fit`), the lifted objective,
+gradients, factor recovery and Theorem 2.1's constants (:mod:`.model`), LPGD and the BCD baseline
+(:mod:`.solvers`), MF-LR (:mod:`.baselines`).
+"""
+
+from lowrank_jax.sdl.baselines import MFLR, mf_lr
+from lowrank_jax.sdl.fit import (SDLModel, activations, cross_validate, fit, initial_point, predict, predict_proba,
+                                 stratified_folds)
+from lowrank_jax.sdl.model import (MODELS, Factors, SDLData, Theory, class_probs, factors, gradients, lift, nll,
+                                   objective, one_hot, prepare, softmax_curvature, step_bound, theory)
+from lowrank_jax.sdl.solvers import BCDResult, SolveResult, bcd, factored_objective, lpgd
+
+__all__ = ["BCDResult", "Factors", "MFLR", "MODELS", "SDLData", "SDLModel", "SolveResult", "Theory", "activations",
+           "bcd", "class_probs", "cross_validate", "factored_objective", "factors", "fit", "gradients",
+           "initial_point", "lift", "lpgd", "mf_lr", "nll", "objective", "one_hot", "predict", "predict_proba",
+           "prepare", "softmax_curvature", "step_bound", "stratified_folds", "theory"]

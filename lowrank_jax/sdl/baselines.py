@@ -1,0 +1,34 @@
+"""MF-LR: the unsupervised two-stage baseline — rank-r SVD X_train ≈ UΣVᵀ, features Uᵀx, then
+logistic regression (scikit-learn, the ``experiments`` extra)."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from lowrank_jax import _checks, linalg
+from lowrank_jax.sdl import model as sm
+
+
+class MFLR(NamedTuple):
+    U: np.ndarray          # (p, r) orthonormal gene groups
+    classifier: Any        # fitted sklearn LogisticRegression on Uᵀx
+
+    def predict(self, X_new):
+        return self.classifier.predict((self.U.T @ np.asarray(X_new)).T)
+
+    def predict_proba(self, X_new):
+        return self.classifier.predict_proba((self.U.T @ np.asarray(X_new)).T)
+
+
+def mf_lr(X, y, rank: int, *, C: float = 1.0) -> MFLR:
+    """Fit MF-LR on X (p, n), y (n,)."""
+    from sklearn.linear_model import LogisticRegression
+
+    X = _checks.as_matrix(X, "X")
+    y = sm.check_labels(y, X.shape[1])
+    rank = _checks.check_rank(rank, X.shape)
+    U = np.asarray(linalg.truncated_svd(X, rank).U)
+    clf = LogisticRegression(C=C, max_iter=5000).fit((U.T @ np.asarray(X)).T, y)
+    return MFLR(U, clf)

@@ -1,0 +1,290 @@
+"""Supervised dictionary learning (SDL) lifted to low-rank estimation: data, objective, gradients,
+factor recovery and the constants of the convergence theorem.
+
+Shapes follow the paper (columns are samples): X (p, n) data, X_aux (q, n) auxiliary covariates,
+labels y ∈ {0, …, κ} with class 0 the reference of the softmax (κ = 1: binary logistic). Y (κ, n) is
+the one-hot matrix with an all-zero column for class 0. For an activation a_s ∈ ℝ^κ,
+
+    ℓ(y, a) = log(1 + Σ_c e^{a_c}) − a_y,   a_0 ≡ 0          (eq. 90; the main text drops the "1 +")
+
+and P (κ, n) holds P[j, s] = e^{a_sj}/(1 + Σ_c e^{a_sc}). The two models and their lifted variables
+(eqs. 9–10), both minimised over rank(θ) ≤ r:
+
+    SDL-H  a_s = A[:, s] + γᵀx'_s,  θ = [A ∥ B] ((κ+p) × n),  A = βᵀH,  B = WH
+    SDL-W  a_s = Aᵀx_s + γᵀx'_s,    θ = [A, B]  (p × (κ+n)),  A = Wβ,   B = WH
+
+    F(θ, γ) = Σ_s ℓ(y_s, a_s) + ξ‖X − B‖²_F + λ(‖A‖²_F + ‖γ‖²_F)       (a sum over samples)
+
+with gradients (eqs. 100, 107 — eq. (11) of the paper swaps the two models' labels)
+
+    SDL-H  ∇_A F = (P − Y) + 2λA          SDL-W  ∇_A F = X(P − Y)ᵀ + 2λA
+    both   ∇_B F = 2ξ(B − X),             ∇_γ F = X_aux(P − Y)ᵀ + 2λγ.
+
+An intercept, when requested, is a row of ones appended to X_aux whose γ row is not penalised.
+Reference: Lee, Lyu, Yao, "Interpretable feature extraction by supervised dictionary learning"
+(ICML 2023 CompBio workshop; "Exponentially convergent algorithms for supervised matrix
+factorization", NeurIPS 2023).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lowrank_jax import _checks, linalg
+
+MODELS = ("H", "W")
+
+
+class SDLData(eqx.Module):
+    """Validated training data: X (p, n), X_aux (q, n) (q may be 0), Y (κ, n) one-hot without class 0,
+    ``penalized`` (q,) 1 for covariates whose γ row is penalised, 0 for the intercept."""
+
+    X: jax.Array
+    X_aux: jax.Array
+    Y: jax.Array
+    penalized: jax.Array
+
+    @property
+    def kappa(self) -> int:
+        return self.Y.shape[0]
+
+
+def check_labels(y, n: int | None = None, num_classes: int | None = None) -> np.ndarray:
+    """Labels as an int array in {0, …, κ}; raises on non-integers, negatives or values ≥ num_classes."""
+    y_np = np.asarray(y)
+    if y_np.ndim != 1:
+        raise ValueError(f"y must be a 1-D array of labels, got shape {y_np.shape}")
+    if n is not None and y_np.shape[0] != n:
+        raise ValueError(f"y has {y_np.shape[0]} labels but X has n = {n} columns (samples are columns)")
+    if y_np.size and not np.all(np.equal(np.mod(y_np, 1), 0)):
+        raise ValueError("labels must be integers 0, …, κ")
+    y_np = y_np.astype(np.int64)
+    if y_np.size and y_np.min() < 0:
+        raise ValueError(f"labels must be in 0, …, κ; got {y_np.min()}")
+    if num_classes is not None and y_np.size and y_np.max() >= num_classes:
+        raise ValueError(f"labels must be in 0, …, {num_classes - 1} (num_classes = {num_classes}); got {y_np.max()}")
+    return y_np
+
+
+def one_hot(y, kappa: int, dtype=jnp.float32) -> jax.Array:
+    """Y (κ, n): Y[c − 1, s] = 1 if y_s = c ≥ 1; class 0 is the all-zero column."""
+    return (jnp.asarray(y)[None, :] == jnp.arange(1, kappa + 1)[:, None]).astype(dtype)
+
+
+def prepare(X, y, X_aux=None, *, intercept: bool = False, num_classes: int | None = None) -> SDLData:
+    """Validate and bundle training data. κ = num_classes − 1 (default: max(y))."""
+    X = _checks.as_matrix(X, "X")
+    p, n = X.shape
+    y_np = check_labels(y, n, num_classes)
+    kappa = (num_classes - 1) if num_classes is not None else int(y_np.max())
+    if kappa < 1:
+        raise ValueError("need at least two classes (labels 0 and 1)")
+    X_aux, pen = aux_matrix(X_aux, n, intercept, X.dtype)
+    return SDLData(X, X_aux, one_hot(y_np, kappa, X.dtype), pen)
+
+
+def aux_matrix(X_aux, n: int, intercept: bool, dtype):
+    """(X_aux with a ones row appended when ``intercept``, penalty mask)."""
+    if X_aux is None:
+        X_aux = jnp.zeros((0, n), dtype)
+    else:
+        X_aux = _checks.as_matrix(X_aux, "X_aux").astype(dtype)
+        if X_aux.shape[1] != n:
+            raise ValueError(f"X_aux must have n = {n} columns (one per sample), got shape {tuple(X_aux.shape)}")
+    pen = jnp.ones(X_aux.shape[0], dtype)
+    if intercept:
+        X_aux = jnp.concatenate([X_aux, jnp.ones((1, n), dtype)])
+        pen = jnp.concatenate([pen, jnp.zeros(1, dtype)])
+    return X_aux, pen
+
+
+def theta_shape(model: str, p: int, n: int, kappa: int) -> tuple[int, int]:
+    _check_model(model)
+    return (kappa + p, n) if model == "H" else (p, kappa + n)
+
+
+def split(theta, model: str, kappa: int):
+    """(A, B) blocks of the lifted θ."""
+    return (theta[:kappa], theta[kappa:]) if model == "H" else (theta[:, :kappa], theta[:, kappa:])
+
+
+def join(A, B, model: str):
+    return jnp.concatenate([A, B], axis=0 if model == "H" else 1)
+
+
+def activations(theta, gamma, X, X_aux, model: str, kappa: int):
+    """a (κ, n) of every sample."""
+    A, _ = split(theta, model, kappa)
+    lin = A if model == "H" else A.T @ X
+    return lin + gamma.T @ X_aux
+
+
+def log_partition(a):
+    """log(1 + Σ_c e^{a_c}) per column of a (κ, n), stable."""
+    zero = jnp.zeros((1,) + a.shape[1:], a.dtype)
+    return jax.nn.logsumexp(jnp.concatenate([zero, a]), axis=0)
+
+
+def nll(a, Y):
+    """Σ_s ℓ(y_s, a_s) = Σ_s log(1 + Σ_c e^{a_sc}) − ⟨Y_s, a_s⟩."""
+    return jnp.sum(log_partition(a)) - jnp.sum(Y * a)
+
+
+def class_probs(a):
+    """(κ + 1, n) class probabilities, row 0 the reference class."""
+    zero = jnp.zeros((1,) + a.shape[1:], a.dtype)
+    return jax.nn.softmax(jnp.concatenate([zero, a]), axis=0)
+
+
+def objective(theta, gamma, data: SDLData, xi, lam, model: str):
+    """F(θ, γ) of eq. (9) (SDL-H) or (10) (SDL-W)."""
+    A, B = split(theta, model, data.kappa)
+    a = activations(theta, gamma, data.X, data.X_aux, model, data.kappa)
+    g_pen = gamma * data.penalized[:, None]
+    return nll(a, data.Y) + xi * jnp.sum((data.X - B) ** 2) + lam * (jnp.sum(A * A) + jnp.sum(g_pen * g_pen))
+
+
+def gradients(theta, gamma, data: SDLData, xi, lam, model: str):
+    """Closed-form (∇_θ F, ∇_γ F) (module docstring)."""
+    A, B = split(theta, model, data.kappa)
+    a = activations(theta, gamma, data.X, data.X_aux, model, data.kappa)
+    R = class_probs(a)[1:] - data.Y                       # P − Y (κ, n)
+    gA = (R if model == "H" else data.X @ R.T) + 2 * lam * A
+    gB = 2 * xi * (B - data.X)
+    g_gamma = data.X_aux @ R.T + 2 * lam * gamma * data.penalized[:, None]
+    return join(gA, gB, model), g_gamma
+
+
+class Factors(NamedTuple):
+    """W (p, r), H (r, n), β (r, κ) with A = βᵀH (SDL-H) or Wβ (SDL-W) and B = WH."""
+
+    W: jax.Array
+    H: jax.Array
+    beta: jax.Array
+
+
+def factors(theta, rank: int, model: str, kappa: int) -> Factors:
+    """Algorithm 1's last lines: θ = UΣVᵀ (rank r);
+    SDL-H: [βᵀ ∥ W] = UΣ^{1/2}, H = Σ^{1/2}Vᵀ;   SDL-W: W = U, [β, H] = ΣVᵀ.
+    Unique up to an invertible r × r transform (the paper's conventions fix it)."""
+    svd = linalg.truncated_svd(theta, rank)
+    if model == "H":
+        L, R = linalg.balanced_factors(svd)
+        return Factors(L[kappa:], R.T, L[:kappa].T)
+    SVt = svd.s[:, None] * svd.V.T
+    return Factors(svd.U, SVt[:, kappa:], SVt[:, :kappa])
+
+
+def lift(f: Factors, model: str) -> jax.Array:
+    """θ from factors: [βᵀH ∥ WH] (SDL-H) or [Wβ, WH] (SDL-W)."""
+    A = f.beta.T @ f.H if model == "H" else f.W @ f.beta
+    return join(A, f.W @ f.H, model)
+
+
+def step_bound(data: SDLData, xi, lam, model: str):
+    """A safe fixed step 1/L̄ for the gradient step on F (traced in ξ, λ): L̄ bounds the Hessian of F,
+    max(2ξ, 2λ + ½‖Φ‖²₂) (SDL-W, Φ = [X ∥ X_aux]) or max(2ξ, 2λ + ½(1 + ‖X_aux‖²₂)) (SDL-H),
+    using λ_max(∇²ℓ) ≤ ½ for the softmax."""
+    if model == "W":
+        s = _spectral_sq(jnp.concatenate([data.X, data.X_aux]))
+    else:
+        s = 1.0 + (_spectral_sq(data.X_aux) if data.X_aux.shape[0] else 0.0)
+    return 1.0 / jnp.maximum(2 * xi, 2 * lam + 0.5 * s)
+
+
+def _spectral_sq(M):
+    small = M @ M.T if M.shape[0] <= M.shape[1] else M.T @ M
+    return jnp.linalg.eigvalsh(small)[-1]
+
+
+class Theory(NamedTuple):
+    """Theorem 2.1 / E.2 quantities: μ, L of eq. (16), whether L/μ < 3, the admissible step interval
+    (1/(2μ), 3/(2L)), the step 2/(μ + L) that minimises ρ and ρ(τ) = 2·max(|1 − τμ|, |1 − τL|) at
+    that step (Theorem E.2's ρ; Theorem 2.1 prints 2(1 − τμ), App. I drops the 2)."""
+
+    mu: float
+    L: float
+    condition: float
+    holds: bool
+    step_interval: tuple[float, float]
+    best_step: float
+    rho: float
+    delta_minus: float
+    delta_plus: float
+    alpha_minus: float
+    alpha_plus: float
+
+
+def softmax_curvature(M: float, kappa: int) -> tuple[float, float]:
+    """Valid bounds (α⁻, α⁺) on the eigenvalues of Ḧ(a) = diag(g) − ggᵀ over ‖a‖ ≤ M (h = exp).
+
+    Remark D.3's printed values are not bounds: for κ = 1 its α⁺ = e^M/(1 + e^M)² is the *smallest*
+    curvature σ(M)σ(−M) (the largest is ¼, at a = 0) and its α⁻ = 1/(1 + e^M) exceeds σ(M)σ(−M).
+    Used here instead:
+      κ = 1: α⁻ = e^M/(1 + e^M)², α⁺ = ¼ (exact);
+      κ ≥ 2: α⁻ = g₀,min · g_min with g₀,min = 1/(1 + κe^M), g_min = e^{−M}/(1 + e^{−M} + (κ − 1)e^M)
+             (vᵀḦv = Σg_jv_j² − (Σg_jv_j)² ≥ g₀ Σ g_jv_j² by Cauchy–Schwarz), and α⁺ = ½ (the variance
+             of v_Y for a categorical Y and ‖v‖ = 1 is at most ½).
+    """
+    if kappa == 1:
+        return math.exp(M) / (1 + math.exp(M)) ** 2, 0.25
+    em, ep = math.exp(-M), math.exp(M)
+    return (1 / (1 + kappa * ep)) * em / (1 + em + (kappa - 1) * ep), 0.5
+
+
+def softmax_curvature_printed(M: float, kappa: int) -> tuple[float, float]:
+    """Remark D.3's (α⁻, α⁺) as printed (kept to document the erratum; not valid bounds)."""
+    em, ep = math.exp(-M), math.exp(M)
+    return em / (1 + em + (kappa - 1) * ep), ep * (1 + 2 * (kappa - 1) * ep) / (1 + ep + (kappa - 1) * em) ** 2
+
+
+def theory(X, xi: float, lam: float, *, model: str, kappa: int = 1, X_aux=None, M: float = 1.0) -> Theory:
+    """μ, L of eq. (16) from the data. δ± are the extreme eigenvalues of n⁻¹ΦΦᵀ (Assumption C.2;
+    δ⁻ = 0 whenever p + q > n, as for every microarray: the theorem does not apply there), λ⁺ that of
+    n⁻¹X_aux X_auxᵀ, α± from :func:`softmax_curvature` with the activation bound M (valid bounds;
+    Remark D.3's printed α± are not, see there).
+
+        SDL-W  μ = min(2ξ, 2λ + nδ⁻α⁻),  L = max(2ξ, 2λ + nδ⁺α⁺)
+        SDL-H  μ = min(2ξ, 2λ + α⁻),     L = max(2ξ, 2λ + α⁺λ⁺n, 2λ + α⁺)
+    """
+    _check_model(model)
+    X = np.asarray(_checks.as_matrix(X, "X"), np.float64)
+    n = X.shape[1]
+    Xa = np.zeros((0, n)) if X_aux is None else np.asarray(_checks.as_matrix(X_aux, "X_aux"), np.float64)
+    Phi = np.concatenate([X, Xa])
+    ev = np.linalg.eigvalsh(Phi @ Phi.T / n) if Phi.shape[0] <= n else np.linalg.eigvalsh(Phi.T @ Phi / n)
+    d_plus = float(ev[-1])
+    d_minus = float(ev[0]) if Phi.shape[0] <= n else 0.0
+    lam_plus = float(np.linalg.eigvalsh(Xa @ Xa.T / n)[-1]) if Xa.shape[0] else 0.0
+    a_minus, a_plus = softmax_curvature(M, kappa)
+    if model == "W":
+        mu, L = min(2 * xi, 2 * lam + n * d_minus * a_minus), max(2 * xi, 2 * lam + n * d_plus * a_plus)
+    else:
+        mu, L = min(2 * xi, 2 * lam + a_minus), max(2 * xi, 2 * lam + a_plus * lam_plus * n, 2 * lam + a_plus)
+    cond = L / mu if mu > 0 else math.inf
+    best = 2.0 / (mu + L)
+    rho = 2 * max(abs(1 - best * mu), abs(1 - best * L))
+    return Theory(mu, L, cond, cond < 3, (1 / (2 * mu) if mu > 0 else math.inf, 1.5 / L), best, rho,
+                  d_minus, d_plus, a_minus, a_plus)
+
+
+def _check_model(model):
+    if model not in MODELS:
+        raise ValueError(f"model must be 'H' (SDL-H, feature-based) or 'W' (SDL-W, filter-based), got {model!r}")
+
+
+def check_rank_for(rank, model: str, p: int, n: int, kappa: int) -> int:
+    if isinstance(rank, bool) or not isinstance(rank, numbers.Integral):
+        raise ValueError(f"rank must be an integer, got {rank!r}")
+    shape = theta_shape(model, p, n, kappa)
+    limit = min(p, n)
+    if not 1 <= int(rank) <= limit:
+        raise ValueError(f"rank must satisfy 1 <= rank <= min(p, n) = {limit} (θ has shape {shape}), got {rank}")
+    return int(rank)
