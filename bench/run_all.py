@@ -11,6 +11,7 @@ import bench_newton  # noqa: E402
 import bench_pathnorm_prox  # noqa: E402
 import bench_rpca_step  # noqa: E402
 import bench_rpca_total  # noqa: E402
+import bench_sdl  # noqa: E402
 
 
 def main():
@@ -28,6 +29,7 @@ def main():
     bench_rpca_total.main()
     bench_pathnorm_prox.main([])
     bench_newton.main([])
+    bench_sdl.main([])
 
 
 if __name__ == "__main__":

@@ -86,19 +86,43 @@ def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, ove
     return SVDResult((Q @ Ub)[:, :rank], s[:rank], (Q2 @ Vbt.T)[:, :rank])
 
 
+def gram_svd(A: jax.Array, rank: int) -> SVDResult:
+    """Top-``rank`` singular triplets of a thin (or wide) A from the eigendecomposition of its small
+    Gram matrix: AᵀA = V Λ Vᵀ (n × n for m ≥ n), σ = √λ, U = A V / σ.
+
+    One matrix product of A with itself (compute-bound, BLAS-3) and an n × n ``eigh``: for m ≫ n this
+    is several times cheaper than a QR of A on CPU (12 626 × 128, float64: 18 ms against 82 ms).
+    Squaring costs accuracy only below the kept spectrum: σ_j is accurate to ~ε σ₁²/σ_j, so the
+    top-r triplets are exact to working precision unless σ_r < √ε σ₁. Columns of U for σ = 0 are 0.
+    """
+    m, n = A.shape
+    if m < n:
+        t = gram_svd(A.T, rank)
+        return SVDResult(t.V, t.s, t.U)
+    lam, V = jnp.linalg.eigh(A.T @ A)
+    lam, V = lam[::-1][:rank], V[:, ::-1][:, :rank]
+    s = jnp.sqrt(jnp.maximum(lam, 0.0))
+    AV = A @ V
+    U = AV / jnp.where(s > 0, s, 1.0)
+    return SVDResult(U, s, V)
+
+
 def low_rank_svd(A: jax.Array, rank: int, *, method: str = "randomized", key: jax.Array | None = None,
                  oversample: int = 10, n_iter: int = 4) -> SVDResult:
-    """Dispatch to :func:`truncated_svd` (``method="exact"``) or :func:`randomized_svd`.
+    """Dispatch to :func:`truncated_svd` (``method="exact"``), :func:`gram_svd` (``"gram"``, for thin
+    matrices) or :func:`randomized_svd`.
 
     ``key`` defaults to ``jax.random.key(0)``: the sketch is a numerical device whose outcome does
     not depend on the key beyond working precision when the spectrum has a gap.
     """
     if method == "exact":
         return truncated_svd(A, rank)
+    if method == "gram":
+        return gram_svd(A, rank)
     if method == "randomized":
         key = jax.random.key(0) if key is None else key
         return randomized_svd(A, rank, key, oversample=oversample, n_iter=n_iter)
-    raise ValueError(f"method must be 'exact' or 'randomized', got {method!r}")
+    raise ValueError(f"method must be 'exact', 'gram' or 'randomized', got {method!r}")
 
 
 def balanced_factors(svd: SVDResult) -> tuple[jax.Array, jax.Array]:

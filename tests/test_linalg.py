@@ -3,7 +3,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lowrank_jax import linalg
+from lowrank_jax import linalg, prox
 
 
 def known_spectrum(rng, m, n, s):
@@ -124,3 +124,17 @@ def test_residual_map_products_values_and_gradients_match_dense(x64, monkeypatch
     for a, b in zip(g_panel, g_dense):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
     assert float(jnp.abs(g_panel[3])) > 0  # the threshold's gradient is not trivially zero
+
+
+def test_gram_svd_matches_the_exact_truncated_svd(x64):
+    A = jax.random.normal(jax.random.key(11), (300, 20), jnp.float64) @ jnp.diag(jnp.logspace(0, -3, 20))
+    for M in (A, A.T):
+        g, e = linalg.gram_svd(M, 5), linalg.truncated_svd(M, 5)
+        np.testing.assert_allclose(g.s, e.s, rtol=1e-12)
+        np.testing.assert_allclose((g.U * g.s) @ g.V.T, (e.U * e.s) @ e.V.T, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(g.U.T @ g.U, np.eye(5), atol=1e-12)
+    # Rank-deficient input: the missing directions come back as zero columns, not NaN.
+    low = A[:, :3] @ jnp.ones((3, 20))
+    g = linalg.gram_svd(low, 5)
+    assert bool(jnp.all(jnp.isfinite(g.U)))
+    np.testing.assert_allclose(prox.project_rank(low, 5, method="gram"), low, atol=1e-10)

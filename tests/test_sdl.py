@@ -38,6 +38,10 @@ def test_closed_form_gradients_equal_autodiff(model, kappa, x64):
     a_theta, a_gamma = jax.grad(sm.objective, argnums=(0, 1))(theta, gamma, data, 0.7, 0.3, model)
     np.testing.assert_allclose(g_theta, a_theta, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(g_gamma, a_gamma, rtol=1e-10, atol=1e-12)
+    if model == "W":      # the solver's transposed layout θᵀ = [Aᵀ ∥ Bᵀ] gives the transposed gradient
+        f_t, (gt_theta, gt_gamma) = sm.value_and_gradients(theta.T, gamma, data, 0.7, 0.3, "W", data.X.T)
+        np.testing.assert_allclose(gt_theta.T, g_theta, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(f_t, sm.objective(theta, gamma, data, 0.7, 0.3, "W"), rtol=1e-12)
     # The intercept row of γ is not penalised: its gradient is the data term alone.
     R = sm.class_probs(sm.activations(theta, gamma, data.X, data.X_aux, model, kappa))[1:] - data.Y
     np.testing.assert_allclose(g_gamma[-1], R.sum(1), rtol=1e-10)

@@ -74,7 +74,7 @@ def initial_point(data: sm.SDLData, rank: int, model: str, key, init: str = "svd
 
 def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters: int = 1000, tol=None,
         X_aux=None, intercept: bool = True, key=None, init: str = "svd", solver: str = "lpgd",
-        svd: str = "exact", num_classes: int | None = None, project=None) -> SDLModel:
+        svd: str = "gram", num_classes: int | None = None, project=None) -> SDLModel:
     """Fit SDL-H (``model="H"``) or SDL-W (``"W"``) of rank r.
 
     Args:
@@ -83,8 +83,8 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters:
         the paper, whose model has none; the authors' code adds one);
       xi, lam: ξ, λ of F (traced); step: τ (default :func:`lowrank_jax.sdl.model.step_bound`);
       iters, tol: iteration cap and relative step tolerance; solver: "lpgd" (Algorithm 1) or "bcd"
-        (the block-coordinate baseline, from the same start); svd: "exact" | "randomized" rank
-        projection; project: optional convex Π_Θ on θ; key: ``jax.random`` key of the initial β
+        (the block-coordinate baseline, from the same start); svd: rank projection, "gram" |
+        "exact" | "randomized" (:func:`lowrank_jax.sdl.solvers.lpgd`); project: optional convex Π_Θ on θ; key: ``jax.random`` key of the initial β
         (default key(0)); init: "svd" | "random".
     """
     data = sm.prepare(X, y, X_aux, intercept=intercept, num_classes=num_classes)
@@ -229,7 +229,7 @@ def _grid_predict(theta0, gamma0, data, xis, lams, X_val, Xa_val, *, rank, model
     def one(xi, lam):
         step = sm.step_bound(data, xi, lam, model)
         res = solvers._lpgd(theta0, gamma0, data, xi, lam, step, None, None, rank=rank, model=model, iters=iters,
-                            svd="exact", project=None)
+                            svd="gram", project=None)
         f = sm.factors(res.theta, rank, model, data.kappa)
         if model == "W":
             a = sm.split(res.theta, "W", data.kappa)[0].T @ X_val + res.gamma.T @ Xa_val

@@ -5,8 +5,8 @@ LPGD, one iteration from Z = (θ, γ) (both blocks from the same old iterate, fi
 
     θ⁺ = Π_r(Π_Θ(θ − τ∇_θF(θ, γ))),   γ⁺ = γ − τ∇_γF(θ, γ)
 
-with Π_r the rank-r truncated SVD (:func:`lowrank_jax.prox.project_rank`: exact thin SVD — θ is
-thin, p ≫ n — or randomized) and Π_Θ an optional convex projection (default none). It is
+with Π_r the rank-r truncated SVD (:func:`lowrank_jax.prox.project_rank`: θ is thin, p ≫ n, so by
+default through the eigendecomposition of its n × n Gram matrix; or QR + SVD, or randomized) and Π_Θ an optional convex projection (default none). It is
 ``transforms.projected(optax.sgd(τ), Π)`` applied to the pytree (θ, γ); τ, ξ and λ are traced, so
 ``vmap`` over them sweeps hyperparameters in one compiled program. Theorem 2.1: when L/μ < 3 and
 τ ∈ (1/(2μ), 3/(2L)), ‖Z_t − Z*‖ ≤ ρ^t‖Z_0 − Z*‖ (:func:`lowrank_jax.sdl.model.theory`).
@@ -41,19 +41,28 @@ class SolveResult(NamedTuple):
 
 
 def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: str, iters: int = 1000,
-         tol=None, svd: str = "exact", project=None, key=None) -> SolveResult:
+         tol=None, svd: str = "gram", project=None, key=None) -> SolveResult:
     """Algorithm 1 from (θ₀, γ₀). ``tol``: stop once ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F).
     ``project``: optional convex projection Π_Θ(θ) applied before the rank projection.
-    ``svd``: "exact" or "randomized" (then ``key`` seeds it)."""
+    ``svd``: "gram" (the default: θ is thin, so the eigendecomposition of its small Gram matrix,
+    :func:`lowrank_jax.linalg.gram_svd`), "exact" (QR + SVD) or "randomized" (``key`` seeds it)."""
     rank = sm.check_rank_for(rank, model, data.X.shape[0], data.X.shape[1], data.kappa)
-    if svd not in ("exact", "randomized"):
-        raise ValueError(f"svd must be 'exact' or 'randomized', got {svd!r}")
+    if svd not in ("gram", "exact", "randomized"):
+        raise ValueError(f"svd must be 'gram', 'exact' or 'randomized', got {svd!r}")
     return _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, rank=rank, model=model, iters=iters, svd=svd,
                  project=project)
 
 
 @functools.partial(jax.jit, static_argnames=("rank", "model", "iters", "svd", "project"))
 def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, iters, svd, project):
+    # SDL-W runs on θᵀ = [Aᵀ ∥ Bᵀ] (contiguous row blocks; Π_r commutes with the transpose).
+    XT = data.X.T if model == "W" else None
+    if model == "W":
+        theta0 = theta0.T
+        if project is not None:
+            user_project = project
+            project = lambda t: user_project(t.T).T  # noqa: E731
+
     def project_fn(params):
         theta, gamma = params
         theta = theta if project is None else project(theta)
@@ -64,11 +73,10 @@ def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, iters, 
     def body(k, state):
         params, opt_state = state
         theta, gamma = params
-        grads = sm.gradients(theta, gamma, data, xi, lam, model)
-        f = sm.objective(theta, gamma, data, xi, lam, model)
+        f, grads = sm.value_and_gradients(theta, gamma, data, xi, lam, model, XT)
         upd, opt_state = opt.update(grads, opt_state, params)
         moved = jnp.sqrt(sum(jnp.sum(u * u) for u in upd))
-        size = jnp.sqrt(jnp.sum(theta * theta) + jnp.sum(gamma * gamma))
+        size = f if tol is None else jnp.sqrt(jnp.sum(theta * theta) + jnp.sum(gamma * gamma))
         return (optax.apply_updates(params, upd), opt_state), (f, moved, size)
 
     params0 = (theta0, gamma0)
@@ -79,6 +87,7 @@ def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, iters, 
         res = loop.run_until(body, state0, max_iter=iters,
                              stop=lambda s, d: d[1] <= tol * jnp.maximum(1.0, d[2]))
     (theta, gamma), _ = res.state
+    theta = theta.T if model == "W" else theta
     f, moved, _ = res.history
     return SolveResult(theta, gamma, f, moved, res.n_iter)
 
