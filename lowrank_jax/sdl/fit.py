@@ -52,7 +52,8 @@ class SDLModel(eqx.Module):
 
 
 def initial_point(data: sm.SDLData, rank: int, model: str, key, init: str = "svd"):
-    """(θ₀, γ₀, factors₀). ``init="svd"``: W₀ = U_rΣ_r, H₀ = V_rᵀ from the rank-r SVD of X; β₀ ~ U[−1, 1];
+    """(θ₀, γ₀, factors₀). ``init="svd"``: W₀ = U_rΣ_r, H₀ = V_rᵀ from the rank-r SVD of X; β₀ ~ U[−1, 1] scaled down so that
+    the initial activations lie in [−1, 1];
     ``init="random"``: W₀, H₀ Gaussian (scaled to X). γ₀ = 0."""
     p, n = data.X.shape
     k_beta, k_w, k_h = jax.random.split(key, 3)
@@ -67,6 +68,10 @@ def initial_point(data: sm.SDLData, rank: int, model: str, key, init: str = "svd
     else:
         raise ValueError(f"init must be 'svd' or 'random', got {init!r}")
     beta0 = jax.random.uniform(k_beta, (rank, data.kappa), dtype, -1.0, 1.0)
+    # Scale β₀ so that the initial activations stay within ±1: with W₀ = U_rΣ_r, SDL-W's βᵀW₀ᵀx grows
+    # like σ₁², which saturates the softmax and stalls the first steps on unnormalised data.
+    a0 = beta0.T @ (H0 if model == "H" else W0.T @ data.X)
+    beta0 = beta0 / jnp.maximum(1.0, jnp.max(jnp.abs(a0)))
     f0 = sm.Factors(W0, H0, beta0)
     gamma0 = jnp.zeros((data.X_aux.shape[0], data.kappa), dtype)
     return sm.lift(f0, model), gamma0, f0
