@@ -1,0 +1,369 @@
+"""Low-rank + sparse decomposition of a symmetric matrix by a neural-network parametrisation of the
+low-rank factor (Baes, Herrera, Neufeld, Ruyssen 2021).
+
+    Σ = L + S,   L = MMᵀ (PSD, rank ≤ k),   M = g(N_Θ(h(Σ))),   S := Σ − L,
+
+    φ(Θ) = Σ_{i,j=1}^n μ([MMᵀ − Σ]_ij)                                        (eq. 9; all n² entries)
+
+h is the half-vectorisation (upper triangle row by row, eq. 8; the authors' code uses the lower
+triangle), g the row-major reshape ℝ^{nk} → ℝ^{n×k}, N_Θ a fully connected network evaluated at the
+one fixed input h(Σ). μ is |t| (the authors' code), the Huber-type μ(t) = t²/(2ε) + ε/2 for |t| ≤ ε
+(else |t|) or Nesterov's log-cosh ε log(2 cosh(t/ε)). With ω = MMᵀ − Σ symmetric,
+∇_M φ = 2 μ'(ω) M (Lemma IV.2).
+
+**The fixed input.** The first layer only ever acts through z₀ = A⁽⁰⁾x + b⁽⁰⁾ with x = h(Σ) fixed, and
+its gradient is rank one: ∇_{A⁽⁰⁾}φ = δ xᵀ, ∇_{b⁽⁰⁾}φ = δ with δ = ∂φ/∂z₀. With ``first_layer=
+"fixed-input"`` (default) the solver never stores A⁽⁰⁾ (ℓ₁ × n(n+1)/2: 20 M weights at n = 200, 320 M
+at n = 800) and updates z₀ directly, exactly as the dense layer would move it:
+
+    gradient descent, step t:  z₀ ← z₀ − t (‖x‖² + 1) δ
+    Adam (moments from zero):  m_A = m̃ xᵀ and v_A = ṽ (x∘x)ᵀ stay outer products, so
+                               z₀ ← z₀ − lr m̂_i Σ_j x̃_j² / (√v̂_i |x̃_j| + ε_adam),   x̃ = [x; 1]
+
+(m̃, ṽ are the bias's own moments). Memory O(ℓ₁ + n(n+1)/2) instead of O(ℓ₁ n²/2); the Adam
+update costs ℓ₁ · n(n+1)/2 divisions per step but no pass over a stored matrix. ``"dense"`` keeps the
+plain layer (tests check both paths agree).
+
+Optimisers: ``"adam"`` (optax; the code's lr 1e-4), ``"gd"`` (constant step), ``"gd-sqrt"``
+(h/√(j+1)), ``"armijo"`` (gradient descent with a Goldstein–Armijo step: α t‖∇φ‖² ≤ φ_j − φ_{j+1}
+≤ β t‖∇φ‖², bracketing from twice the last accepted step). Stopping: ``max_iter``, the code's
+relative change |φ_j − mean(φ_{j−w..j−1})| / mean(…) < ``rel_tol`` (w = 10), or ‖∇φ‖ ≤ ``grad_tol``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optax
+
+from lowrank_jax import _checks, loop
+
+ACTIVATIONS = ("relu", "tanh", "logistic", "arctan")
+LOSSES = ("l1", "huber", "logcosh")
+OPTIMIZERS = ("adam", "gd", "gd-sqrt", "armijo")
+_CHUNK = 64   # rows of the first weight matrix generated at a time (its full size is never needed)
+
+
+def activation(name: str):
+    """relu (the authors' code), tanh, logistic, or the theory's scaled arctan (2/π) tan⁻¹."""
+    return {"relu": jax.nn.relu, "tanh": jnp.tanh, "logistic": jax.nn.sigmoid,
+            "arctan": lambda t: (2 / math.pi) * jnp.arctan(t)}[name]
+
+
+def smooth_abs(t, loss: str, eps):
+    """μ(t): |t|, Huber-type (≥ |t|, C¹) or log-cosh (stable form ε·logaddexp(t/ε, −t/ε))."""
+    if loss == "l1":
+        return jnp.abs(t)
+    if loss == "huber":
+        return jnp.where(jnp.abs(t) <= eps, t * t / (2 * eps) + eps / 2, jnp.abs(t))
+    return eps * jnp.logaddexp(t / eps, -t / eps)
+
+
+def smooth_abs_grad(t, loss: str, eps):
+    """μ'(t): sign(t) (0 at 0, autodiff's choice), clip(t/ε, ±1), tanh(t/ε)."""
+    if loss == "l1":
+        return jnp.sign(t)
+    if loss == "huber":
+        return jnp.clip(t / eps, -1.0, 1.0)
+    return jnp.tanh(t / eps)
+
+
+def half_vec(Sigma, order: str = "triu"):
+    """h(Σ): the upper triangle row by row (eq. 8), or the code's lower triangle ("tril")."""
+    n = Sigma.shape[0]
+    i, j = jnp.triu_indices(n) if order == "triu" else jnp.tril_indices(n)
+    return Sigma[i, j]
+
+
+def loss_of_M(M, Sigma, loss: str = "l1", eps=1e-2):
+    """φ as a function of M: Σ_ij μ([MMᵀ − Σ]_ij)."""
+    return jnp.sum(smooth_abs(M @ M.T - Sigma, loss, eps))
+
+
+def grad_of_M(M, Sigma, loss: str = "l1", eps=1e-2):
+    """∇_M φ = 2 μ'(MMᵀ − Σ) M (Lemma IV.2 with the symmetry of ω)."""
+    return 2 * smooth_abs_grad(M @ M.T - Sigma, loss, eps) @ M
+
+
+class CovNet(eqx.Module):
+    """The MLP N_Θ without its first layer's weight: ``z0`` = A⁽⁰⁾h(Σ) + b⁽⁰⁾ (ℓ₁,) stands for it
+    (the input never changes), ``layers`` the later ``eqx.nn.Linear`` layers. M = g(N_Θ(h(Σ)))."""
+
+    z0: jax.Array
+    layers: tuple
+    act: str = eqx.field(static=True)
+    n: int = eqx.field(static=True)
+    k: int = eqx.field(static=True)
+
+    def __call__(self):
+        h = self.z0
+        for layer in self.layers:
+            h = layer(activation(self.act)(h))
+        return h.reshape(self.n, self.k)             # g: row-major
+
+
+def _xavier_linear(key, fan_in, fan_out, dtype, bias=0.01):
+    a = math.sqrt(6.0 / (fan_in + fan_out))
+    lin = eqx.nn.Linear(fan_in, fan_out, key=key, dtype=dtype)
+    W = jax.random.uniform(key, (fan_out, fan_in), dtype, -a, a)
+    return eqx.tree_at(lambda m: (m.weight, m.bias), lin, (W, jnp.full((fan_out,), bias, dtype)))
+
+
+def first_weight_rows(key, r: int, width: int, dtype):
+    """The first layer's Xavier-uniform weight, generated in row chunks: f(chunk) -> rows. Returns a
+    function of the chunk index and the number of chunks (the same matrix for both layer modes)."""
+    a = math.sqrt(6.0 / (r + width))
+    chunks = -(-width // _CHUNK)
+
+    def rows(c):
+        return jax.random.uniform(jax.random.fold_in(key, c), (_CHUNK, r), dtype, -a, a)
+
+    return rows, chunks
+
+
+def init_network(key, x, n: int, k: int, hidden, act: str, dtype):
+    """(CovNet with z₀ = A⁽⁰⁾x + b⁽⁰⁾, ‖A⁽⁰⁾‖²_F, A⁽⁰⁾x). Xavier-uniform weights, biases 0.01 (the
+    authors' initialisation)."""
+    widths = (x.shape[0],) + tuple(hidden) + (n * k,)
+    k_first, k_layers = jax.random.split(key)
+    k_rest = jax.random.split(k_layers, len(widths) - 2)
+    rows, chunks = first_weight_rows(k_first, x.shape[0], widths[1], dtype)
+
+    def chunk_stats(c):
+        W = rows(c)
+        return W @ x, jnp.sum(W * W, axis=1)
+
+    Ax, sq = jax.lax.map(chunk_stats, jnp.arange(chunks))
+    Ax, sq = Ax.reshape(-1)[: widths[1]], sq.reshape(-1)[: widths[1]]
+    layers = tuple(_xavier_linear(kk, widths[i + 1], widths[i + 2], dtype) for i, kk in enumerate(k_rest))
+    return CovNet(Ax + 0.01, layers, act, n, k), jnp.sum(sq), Ax
+
+
+def dense_first_weight(key, r: int, width: int, dtype):
+    """The A⁽⁰⁾ that :func:`init_network` draws with the same key, materialised (``"dense"`` mode)."""
+    k_first = jax.random.split(key, 2)[0]
+    rows, chunks = first_weight_rows(k_first, r, width, dtype)
+    return jax.lax.map(rows, jnp.arange(chunks)).reshape(-1, r)[:width]
+
+
+class Decomposition(NamedTuple):
+    """M (n, k), L = MMᵀ, S = Σ − L; per-iteration histories (NaN-padded after ``n_iter``): ``loss``
+    φ(Θ_j), ``grad_norm`` ‖∇φ(Θ_j)‖ and its running minimum, ``param_norm_max`` the running max of
+    ‖Θ_j‖ (NaN for Adam with the fixed-input layer, whose A⁽⁰⁾ is not stored), ``step`` the step
+    length (the learning rate for Adam)."""
+
+    M: jax.Array
+    L: jax.Array
+    S: jax.Array
+    loss: jax.Array
+    grad_norm: jax.Array
+    grad_norm_min: jax.Array
+    param_norm_max: jax.Array
+    step: jax.Array
+    n_iter: jax.Array
+    net: CovNet
+
+
+def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str = "relu", loss: str = "l1",
+              eps=1e-2, optimizer: str = "adam", lr=1e-4, max_iter: int = 4000, rel_tol=1e-6, grad_tol=None,
+              window: int = 10, armijo=(0.1, 0.9), order: str = "triu", first_layer: str = "fixed-input",
+              key=None) -> Decomposition:
+    """Σ ≈ MMᵀ + S with M from an MLP at the fixed input h(Σ) (module docstring).
+
+    Args:
+      Sigma: (n, n) symmetric (checked to 1e-6 · max|Σ|); rank: k, 1 ≤ k ≤ n.
+      hidden: widths ℓ₁…ℓ_m (the authors' code: 1000, 200, 200, 200); activation: relu | tanh |
+        logistic | arctan; loss: l1 | huber | logcosh with smoothing ``eps``.
+      optimizer: adam (lr 1e-4 in the code) | gd (step ``lr``) | gd-sqrt (lr/√(j+1)) | armijo
+        (Goldstein–Armijo with constants ``armijo`` = (α, β), first trial ``lr``).
+      max_iter, rel_tol (relative change against the mean of the previous ``window`` losses; None to
+        disable), grad_tol (‖∇φ‖ ≤ grad_tol; None to disable).
+      order: "triu" (the paper's h) or "tril" (the code's); first_layer: "fixed-input" | "dense".
+      key: ``jax.random`` key of the initialisation (default key(0)).
+
+    ``Sigma``, ``lr``, ``eps`` and ``key`` are traced: ``vmap`` over seeds or over matrices of one size.
+    """
+    Sigma = _check_sigma(Sigma)
+    n = Sigma.shape[0]
+    rank = _checks.check_rank(rank, (n, n), "rank")
+    for name, val, allowed in (("activation", activation, ACTIVATIONS), ("loss", loss, LOSSES),
+                               ("optimizer", optimizer, OPTIMIZERS), ("order", order, ("triu", "tril")),
+                               ("first_layer", first_layer, ("fixed-input", "dense"))):
+        if val not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {val!r}")
+    hidden = tuple(_checks.check_positive_int(h, "hidden width") for h in hidden)
+    if not hidden:
+        raise ValueError("hidden needs at least one layer (the first layer is the one fed h(Σ))")
+    max_iter = _checks.check_positive_int(max_iter, "max_iter")
+    window = _checks.check_positive_int(window, "window")
+    lr = _checks.as_hyper(lr, "lr", ndim=0, positive=True, dtype=Sigma.dtype)
+    eps = _checks.as_hyper(eps, "eps", ndim=0, positive=True, dtype=Sigma.dtype)
+    rel_tol = None if rel_tol is None else _checks.as_hyper(rel_tol, "rel_tol", ndim=0, dtype=Sigma.dtype)
+    grad_tol = None if grad_tol is None else _checks.as_hyper(grad_tol, "grad_tol", ndim=0, dtype=Sigma.dtype)
+    alpha, beta = (float(v) for v in armijo)
+    if not 0 < alpha < beta < 1:
+        raise ValueError(f"armijo = (α, β) needs 0 < α < β < 1, got {armijo}")
+    key = jax.random.key(0) if key is None else key
+    return _decompose(Sigma, lr, eps, rel_tol, grad_tol, key, rank=rank, hidden=hidden, act=activation, loss=loss,
+                      optimizer=optimizer, max_iter=max_iter, window=window, alpha=alpha, beta=beta, order=order,
+                      first_layer=first_layer)
+
+
+def _check_sigma(Sigma, tol=1e-6):
+    Sigma = _checks.as_matrix(Sigma, "Sigma")
+    if Sigma.shape[0] != Sigma.shape[1]:
+        raise ValueError(f"Sigma must be square, got shape {tuple(Sigma.shape)}")
+    if _checks.is_concrete(Sigma):
+        gap = float(jnp.max(jnp.abs(Sigma - Sigma.T)))
+        scale = float(jnp.max(jnp.abs(Sigma)))
+        if gap > tol * max(scale, 1e-30):
+            raise ValueError(f"Sigma must be symmetric: max|Σ − Σᵀ| = {gap:.3g} exceeds {tol:g} · max|Σ| = "
+                             f"{tol * scale:.3g}")
+    return Sigma
+
+
+def _tree_sq(t):
+    return sum(jnp.sum(v * v) for v in jax.tree.leaves(eqx.filter(t, eqx.is_inexact_array)))
+
+
+@functools.partial(jax.jit, static_argnames=("rank", "hidden", "act", "loss", "optimizer", "max_iter", "window",
+                                             "alpha", "beta", "order", "first_layer"))
+def _decompose(Sigma, lr, eps, rel_tol, grad_tol, key, *, rank, hidden, act, loss, optimizer, max_iter, window,
+               alpha, beta, order, first_layer):
+    n, dtype = Sigma.shape[0], Sigma.dtype
+    x = half_vec(Sigma, order)
+    net0, A0_sq, A0x = init_network(key, x, n, rank, hidden, act, dtype)
+    xx = jnp.dot(x, x) + 1.0                                  # ‖x̃‖², x̃ = [x; 1]
+    xt = jnp.concatenate([x, jnp.ones(1, dtype)])
+    dense = first_layer == "dense"
+
+    # Parameters: dense (A0, b0, layers) or fixed-input (z0, layers); φ and its gradient for each.
+    if dense:
+        params0 = (dense_first_weight(key, x.shape[0], hidden[0], dtype), jnp.full(hidden[0], 0.01, dtype),
+                   net0.layers)
+
+        def net_of(p):
+            return CovNet(p[0] @ x + p[1], p[2], act, n, rank)
+    else:
+        params0 = (net0.z0, net0.layers)
+
+        def net_of(p):
+            return CovNet(p[0], p[1], act, n, rank)
+
+    def phi(p):
+        return loss_of_M(net_of(p)(), Sigma, loss, eps)
+
+    value_and_grad = eqx.filter_value_and_grad(phi)
+
+    def grad_sq(g):          # ‖∇φ(Θ)‖² in the network's own parameters
+        if dense:
+            return _tree_sq(g)
+        return xx * jnp.sum(g[0] * g[0]) + _tree_sq(g[1])
+
+    def gd_move(p, t, g):    # Θ − t∇φ, expressed on z0 in fixed-input mode
+        if dense:
+            return jax.tree.map(lambda a, b: a - t * b, p, g, is_leaf=lambda v: v is None)
+        return (p[0] - t * xx * g[0], jax.tree.map(lambda a, b: a - t * b, p[1], g[1]))
+
+    adam = optax.adam(lr)
+    opt_params = (lambda p: p) if dense else (lambda p: p[1])
+    opt_state0 = adam.init(eqx.filter(opt_params(params0), eqx.is_inexact_array))
+    first_m = jnp.zeros(hidden[0], dtype)                    # m̃, ṽ of the first layer (fixed-input Adam)
+
+    def step(j, state):
+        p, ost, mt, vt, c, t_prev, prev = state
+        f, g = value_and_grad(p)
+        gn = jnp.sqrt(grad_sq(g))
+        if optimizer == "adam":
+            upd, ost = adam.update(eqx.filter(opt_params(g), eqx.is_inexact_array), ost)
+            if dense:
+                p_new = eqx.apply_updates(p, upd)
+            else:
+                count = (j + 1).astype(dtype)
+                mt = 0.9 * mt + 0.1 * g[0]
+                vt = 0.999 * vt + 0.001 * g[0] * g[0]
+                mhat, vhat = mt / (1 - 0.9 ** count), vt / (1 - 0.999 ** count)
+                denom = jnp.sqrt(vhat)[:, None] * jnp.abs(xt)[None, :] + 1e-8
+                dz = -lr * mhat * jnp.sum(xt * xt / denom, axis=1)
+                p_new = (p[0] + dz, eqx.apply_updates(p[1], upd))
+            t = lr
+        elif optimizer in ("gd", "gd-sqrt"):
+            t = lr if optimizer == "gd" else lr / jnp.sqrt(j + 1.0)
+            p_new = gd_move(p, t, g)
+        else:
+            t = _goldstein_armijo(lambda t: phi(gd_move(p, t, g)), f, gn * gn, 2 * t_prev, alpha, beta)
+            p_new = gd_move(p, t, g)
+        if not dense and optimizer != "adam":
+            c = c + t * g[0]                                 # A0 = A0₀ − c xᵀ, b0 = 0.01 − c
+        if dense:
+            pnorm = jnp.sqrt(_tree_sq(p))
+        elif optimizer == "adam":
+            pnorm = jnp.full((), jnp.nan, dtype)
+        else:
+            c_prev = c - t * g[0]
+            a_sq = A0_sq - 2 * jnp.dot(c_prev, A0x) + jnp.dot(c_prev, c_prev) * (xx - 1.0)
+            pnorm = jnp.sqrt(a_sq + jnp.sum((0.01 - c_prev) ** 2) + _tree_sq(p[1]))
+        mean_prev = jnp.mean(prev)                           # the previous `window` losses
+        prev = jnp.roll(prev, -1).at[-1].set(f)
+        return (p_new, ost, mt, vt, c, t, prev), (f, gn, pnorm, t, mean_prev, j)
+
+    def stop(state, diag):
+        f, gn, _, _, mean_prev, j = diag
+        done = jnp.zeros((), bool)
+        if rel_tol is not None:
+            done |= (j >= window) & (jnp.abs(f - mean_prev) <= rel_tol * jnp.abs(mean_prev))
+        if grad_tol is not None:
+            done |= gn <= grad_tol
+        return done
+
+    state0 = (params0, opt_state0, first_m, first_m, jnp.zeros(hidden[0], dtype), lr / 2,
+              jnp.full(window, jnp.nan, dtype))
+
+    res = loop.run_until(step, state0, max_iter=max_iter, stop=stop)
+    p = res.state[0]
+    net = net_of(p)
+    M = net()
+    L = M @ M.T
+    f, gn, pnorm, t, _, _ = res.history
+    running_min = jax.lax.cummin(jnp.where(jnp.isnan(gn), jnp.inf, gn))
+    running_max = jax.lax.cummax(jnp.where(jnp.isnan(pnorm), -jnp.inf, pnorm))
+    valid = jnp.arange(max_iter) < res.n_iter
+    running_min = jnp.where(valid, running_min, jnp.nan)
+    running_max = jnp.where(valid & jnp.isfinite(running_max), running_max, jnp.nan)
+    M = eqx.error_if(M, jnp.logical_not(jnp.all(jnp.isfinite(M))),
+                     "the network's output became non-finite: lower lr (or use optimizer='armijo')")
+    return Decomposition(M, L, Sigma - L, f, gn, running_min, running_max, t, res.n_iter, net)
+
+
+def _goldstein_armijo(phi_at, f0, g_sq, t0, alpha, beta, max_trials: int = 40):
+    """A step t with α t‖g‖² ≤ φ(0) − φ(t) ≤ β t‖g‖² (Goldstein–Armijo), by bracketing from t0:
+    too long (Armijo fails) halves towards the lower end, too short (Goldstein fails) doubles or bisects."""
+
+    def cond(s):
+        t, lo, hi, k, ok = s
+        return jnp.logical_not(ok) & (k < max_trials)
+
+    def body(s):
+        t, lo, hi, k, _ = s
+        dec = f0 - phi_at(t)
+        too_long = jnp.logical_not(dec >= alpha * t * g_sq)
+        too_short = dec > beta * t * g_sq
+        hi = jnp.where(too_long, t, hi)
+        lo = jnp.where(too_short & jnp.logical_not(too_long), t, lo)
+        t_new = jnp.where(jnp.isfinite(hi), 0.5 * (lo + hi), 2 * t)
+        ok = jnp.logical_not(too_long | too_short)
+        return jnp.where(ok, t, t_new), lo, hi, k + 1, ok
+
+    s0 = (t0, jnp.zeros_like(t0), jnp.full_like(t0, jnp.inf), 0, jnp.zeros((), bool))
+    t, lo, hi, _, ok = jax.lax.while_loop(cond, body, s0)
+    # Out of trials: fall back to the last step known to satisfy Armijo (lo), else the tiny last t.
+    return jnp.where(ok, t, jnp.where(lo > 0, lo, t))
+
+
+__all__ = ["ACTIVATIONS", "CovNet", "Decomposition", "LOSSES", "OPTIMIZERS", "activation", "decompose",
+           "grad_of_M", "half_vec", "init_network", "loss_of_M", "smooth_abs", "smooth_abs_grad"]

@@ -1,0 +1,130 @@
+"""Neural-network low-rank + sparse decomposition: closed-form gradients, the fixed-input first layer
+against the dense one, PSD L, recovery, vmap, stopping rules, the Goldstein–Armijo step, bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lowrank_jax import covariance as cv
+
+
+def planted(n=30, k=3, pairs=20, seed=0):
+    """Σ = MMᵀ + S₀ with S₀ a sum of random 2 × 2 PSD blocks (the paper's generator, small)."""
+    rng = np.random.default_rng(seed)
+    M0 = rng.normal(size=(n, k))
+    S0 = np.zeros((n, n))
+    for _ in range(pairs):
+        i, j = rng.choice(n, 2, replace=False)
+        b = rng.uniform(-1, 1)
+        a = rng.uniform(abs(b), 1)
+        S0[[i, j, i, j], [j, i, i, j]] += [b, b, a, a]
+    return M0 @ M0.T + S0, M0 @ M0.T, S0
+
+
+@pytest.mark.parametrize("loss", ["huber", "logcosh", "l1"])
+def test_gradient_identity(loss, x64):
+    Sigma, _, _ = planted(12, 2)
+    M = jax.random.normal(jax.random.key(1), (12, 2), jnp.float64)
+    auto = jax.grad(cv.loss_of_M)(M, jnp.asarray(Sigma), loss, 0.3)
+    np.testing.assert_allclose(cv.grad_of_M(M, jnp.asarray(Sigma), loss, 0.3), auto, rtol=1e-10, atol=1e-12)
+    # μ ≥ |t| for the Huber type, μ ≤ |t| + ε log 2 for log-cosh, both → |t| as ε → 0.
+    t = jnp.linspace(-2, 2, 101)
+    assert bool(jnp.all(cv.smooth_abs(t, "huber", 0.3) >= jnp.abs(t)))
+    np.testing.assert_allclose(cv.smooth_abs(t, "logcosh", 1e-4), jnp.abs(t), atol=1e-4)
+
+
+def test_first_layer_gradient_is_rank_one(x64):
+    """Lemma IV.1: ∂φ/∂A⁽⁰⁾_{ιη} = h(Σ)_η ∂φ/∂b⁽⁰⁾_ι for a dense first layer."""
+    Sigma = jnp.asarray(planted(8, 2)[0])
+    x = cv.half_vec(Sigma)
+    net, _, _ = cv.init_network(jax.random.key(0), x, 8, 2, (16, 6), "tanh", jnp.float64)
+    A = jax.random.normal(jax.random.key(2), (16, x.size), jnp.float64) * 0.05
+    b = jnp.full(16, 0.01)
+
+    def phi(A, b):
+        return cv.loss_of_M(cv.CovNet(A @ x + b, net.layers, "tanh", 8, 2)(), Sigma, "logcosh", 0.1)
+
+    gA, gb = jax.grad(phi, argnums=(0, 1))(A, b)
+    np.testing.assert_allclose(gA, jnp.outer(gb, x), rtol=1e-12, atol=1e-14)
+
+
+def test_half_vectorisation_orders():
+    S = jnp.arange(9.0).reshape(3, 3)
+    S = S + S.T
+    np.testing.assert_array_equal(cv.half_vec(S), [S[0, 0], S[0, 1], S[0, 2], S[1, 1], S[1, 2], S[2, 2]])
+    np.testing.assert_array_equal(cv.half_vec(S, "tril"), [S[0, 0], S[1, 0], S[1, 1], S[2, 0], S[2, 1], S[2, 2]])
+
+
+@pytest.mark.parametrize("optimizer, lr", [("gd", 1e-4), ("gd-sqrt", 1e-4), ("armijo", 1e-3), ("adam", 1e-3)])
+def test_fixed_input_layer_moves_exactly_like_the_dense_one(optimizer, lr, x64):
+    Sigma = jnp.asarray(planted(10, 2)[0])
+    kw = dict(hidden=(24, 12), activation="tanh", loss="logcosh", eps=0.1, optimizer=optimizer, lr=lr, max_iter=15,
+              rel_tol=None, key=jax.random.key(3))
+    fixed = cv.decompose(Sigma, 2, first_layer="fixed-input", **kw)
+    dense = cv.decompose(Sigma, 2, first_layer="dense", **kw)
+    np.testing.assert_allclose(fixed.loss, dense.loss, rtol=1e-10)
+    np.testing.assert_allclose(fixed.M, dense.M, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(fixed.grad_norm, dense.grad_norm, rtol=1e-8)
+    if optimizer != "adam":   # ‖Θ‖ is tracked without storing A⁽⁰⁾ (Adam's A⁽⁰⁾ is not low-rank: NaN)
+        np.testing.assert_allclose(fixed.param_norm_max, dense.param_norm_max, rtol=1e-9)
+    else:
+        assert bool(jnp.all(jnp.isnan(fixed.param_norm_max)))
+
+
+def test_recovery_psd_and_outputs(x64):
+    Sigma, L0, S0 = planted(30, 3)
+    res = cv.decompose(Sigma, 3, hidden=(200, 100), optimizer="adam", lr=1e-3, max_iter=4000, rel_tol=None)
+    assert float(jnp.linalg.norm(res.L - L0) / np.linalg.norm(L0)) <= 0.05
+    assert float(jnp.min(jnp.linalg.eigvalsh(res.L))) >= -1e-10 * float(jnp.max(jnp.abs(res.L)))   # L = MMᵀ is PSD
+    np.testing.assert_allclose(res.L + res.S, Sigma, atol=1e-12)                                   # S := Σ − L
+    assert res.M.shape == (30, 3) and int(jnp.linalg.matrix_rank(res.L)) <= 3
+
+
+def test_vmap_over_seeds_and_matrices(x64):
+    Sigma = jnp.asarray(planted(10, 2)[0])
+    kw = dict(hidden=(16,), activation="tanh", loss="huber", max_iter=30, rel_tol=None, lr=1e-3)
+    keys = jax.random.split(jax.random.key(0), 3)
+    batch = jax.vmap(lambda k: cv.decompose(Sigma, 2, key=k, **kw).loss)(keys)
+    for i in range(3):
+        np.testing.assert_allclose(batch[i], cv.decompose(Sigma, 2, key=keys[i], **kw).loss, rtol=1e-10)
+    Sigmas = jnp.stack([Sigma, 2.0 * Sigma])
+    two = jax.vmap(lambda S: cv.decompose(S, 2, **kw).M)(Sigmas)
+    np.testing.assert_allclose(two[1], cv.decompose(Sigmas[1], 2, **kw).M, rtol=1e-9, atol=1e-11)
+
+
+def test_stopping_rules_and_goldstein_armijo_steps(x64):
+    Sigma = jnp.asarray(planted(10, 2)[0])
+    kw = dict(hidden=(24, 12), activation="tanh", loss="logcosh", eps=0.1, max_iter=500)
+    res = cv.decompose(Sigma, 2, optimizer="armijo", lr=1e-3, rel_tol=1e-3, **kw)
+    n = int(res.n_iter)
+    assert 10 < n < 500
+    f = np.asarray(res.loss[:n])
+    assert abs(f[-1] - f[-11:-1].mean()) <= 1e-3 * f[-11:-1].mean()          # the rule that stopped it
+    assert all(abs(f[j] - f[j - 10:j].mean()) > 1e-3 * f[j - 10:j].mean() for j in range(10, n - 1))
+    g, t = np.asarray(res.grad_norm[:n]), np.asarray(res.step[:n])
+    dec = f[:-1] - f[1:]
+    assert np.all(dec >= 0.1 * t[:-1] * g[:-1] ** 2 * (1 - 1e-9))         # Armijo (α = 0.1) ...
+    assert np.all(dec <= 0.9 * t[:-1] * g[:-1] ** 2 * (1 + 1e-9))          # ... and Goldstein (β = 0.9)
+    assert np.all(np.diff(np.asarray(res.grad_norm_min[:n])) <= 0)
+    res = cv.decompose(Sigma, 2, optimizer="armijo", rel_tol=None, grad_tol=5.0, **kw)
+    assert float(res.grad_norm[int(res.n_iter) - 1]) <= 5.0 < float(res.grad_norm[0])
+
+
+@pytest.mark.parametrize("Sigma, rank, match", [
+    (np.ones((3, 4)), 1, "square"),
+    (np.array([[1.0, 0.5], [0.4, 1.0]]), 1, "symmetric.*1e-06"),
+    (np.array([[1.0, np.nan], [np.nan, 1.0]]), 1, "non-finite"),
+    (np.eye(3), 0, "rank"),
+    (np.eye(3), 4, "rank"),
+])
+def test_bad_input(Sigma, rank, match):
+    with pytest.raises(ValueError, match=match):
+        cv.decompose(Sigma, rank, hidden=(4,), max_iter=2)
+
+
+def test_bad_options():
+    for kw, match in ((dict(activation="gelu"), "activation"), (dict(loss="l2"), "loss"),
+                      (dict(optimizer="lbfgs"), "optimizer"), (dict(armijo=(0.9, 0.1)), "armijo")):
+        with pytest.raises(ValueError, match=match):
+            cv.decompose(np.eye(3), 1, hidden=(4,), max_iter=2, **kw)
