@@ -19,6 +19,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q tests
 
 bench: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[bench-torch]'
 	$(PY) bench/run_all.py
 
 experiments: data

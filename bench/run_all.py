@@ -7,6 +7,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
+import bench_covariance  # noqa: E402
 import bench_newton  # noqa: E402
 import bench_pathnorm_prox  # noqa: E402
 import bench_rpca_step  # noqa: E402
@@ -30,6 +31,7 @@ def main():
     bench_pathnorm_prox.main([])
     bench_newton.main([])
     bench_sdl.main([])
+    bench_covariance.main([])
 
 
 if __name__ == "__main__":
