@@ -73,7 +73,8 @@ def test_fixed_input_layer_moves_exactly_like_the_dense_one(optimizer, lr, x64):
 
 
 def test_recovery_psd_and_outputs(x64):
-    Sigma, L0, S0 = planted(30, 3)
+    from lowrank_jax.datasets.covariance import lrs_problem
+    Sigma, L0, S0 = lrs_problem(0, 30, 3, 0.95, variant="paper")
     res = cv.decompose(Sigma, 3, hidden=(200, 100), optimizer="adam", lr=1e-3, max_iter=4000, rel_tol=None)
     assert float(jnp.linalg.norm(res.L - L0) / np.linalg.norm(L0)) <= 0.05
     assert float(jnp.min(jnp.linalg.eigvalsh(res.L))) >= -1e-10 * float(jnp.max(jnp.abs(res.L)))   # L = MMᵀ is PSD

@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import optax
 
 from lowrank_jax import _checks, loop
+from lowrank_jax.covariance import metrics
 
 ACTIVATIONS = ("relu", "tanh", "logistic", "arctan")
 LOSSES = ("l1", "huber", "logcosh")
@@ -188,7 +189,7 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
 
     ``Sigma``, ``lr``, ``eps`` and ``key`` are traced: ``vmap`` over seeds or over matrices of one size.
     """
-    Sigma = _check_sigma(Sigma)
+    Sigma = metrics.check_symmetric(Sigma)
     n = Sigma.shape[0]
     rank = _checks.check_rank(rank, (n, n), "rank")
     for name, val, allowed in (("activation", activation, ACTIVATIONS), ("loss", loss, LOSSES),
@@ -212,19 +213,6 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
     return _decompose(Sigma, lr, eps, rel_tol, grad_tol, key, rank=rank, hidden=hidden, act=activation, loss=loss,
                       optimizer=optimizer, max_iter=max_iter, window=window, alpha=alpha, beta=beta, order=order,
                       first_layer=first_layer)
-
-
-def _check_sigma(Sigma, tol=1e-6):
-    Sigma = _checks.as_matrix(Sigma, "Sigma")
-    if Sigma.shape[0] != Sigma.shape[1]:
-        raise ValueError(f"Sigma must be square, got shape {tuple(Sigma.shape)}")
-    if _checks.is_concrete(Sigma):
-        gap = float(jnp.max(jnp.abs(Sigma - Sigma.T)))
-        scale = float(jnp.max(jnp.abs(Sigma)))
-        if gap > tol * max(scale, 1e-30):
-            raise ValueError(f"Sigma must be symmetric: max|Σ − Σᵀ| = {gap:.3g} exceeds {tol:g} · max|Σ| = "
-                             f"{tol * scale:.3g}")
-    return Sigma
 
 
 def _tree_sq(t):

