@@ -129,3 +129,20 @@ def test_bad_options():
                       (dict(optimizer="lbfgs"), "optimizer"), (dict(armijo=(0.9, 0.1)), "armijo")):
         with pytest.raises(ValueError, match=match):
             cv.decompose(np.eye(3), 1, hidden=(4,), max_iter=2, **kw)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_first_layer_adam_sum_closed_form(dtype):
+    """F_i = Σ_j u_j²/(a_i u_j + ε): the O(ℓ₁) closed form agrees with the direct sum to rounding, the
+    direct sum takes over for tiny second moments, and a_i = 0 gives 0."""
+    from lowrank_jax.covariance import nn
+    with jax.enable_x64(dtype == "float64"):
+        rng = np.random.default_rng(0)
+        x = jnp.asarray(np.concatenate([rng.normal(size=500), [0.0, 0.0, 1.0]]), dtype)
+        stats = nn._input_stats(x)
+        for a in (jnp.asarray(rng.uniform(0.01, 5, 40), dtype), jnp.asarray([0.0, 1e-9, 1e-3, 2.0], dtype)):
+            direct = jnp.sum(x * x / (a[:, None] * jnp.abs(x)[None, :] + nn._ADAM_EPS), axis=1)
+            got = nn._adam_row_sums(a, stats)
+            np.testing.assert_allclose(jnp.where(a > 0, got, 0), jnp.where(a > 0, direct, 0),
+                                       rtol=20 * float(jnp.finfo(dtype).eps))
+            assert float(got[a == 0].sum()) == 0.0 if bool(jnp.any(a == 0)) else True
