@@ -140,7 +140,8 @@ def test_first_layer_adam_sum_closed_form(dtype):
         rng = np.random.default_rng(0)
         x = jnp.asarray(np.concatenate([rng.normal(size=500), [0.0, 0.0, 1.0]]), dtype)
         stats = nn._input_stats(x)
-        for a in (jnp.asarray(rng.uniform(0.01, 5, 40), dtype), jnp.asarray([0.0, 1e-9, 1e-3, 2.0], dtype)):
+        for a in (jnp.asarray(rng.uniform(0.01, 5, 40), dtype), jnp.asarray([0.0, 1e-9, 1e-3, 2.0], dtype),
+                  jnp.asarray(np.r_[np.full(40, 1e-9), 1.0], dtype)):      # more tiny units than the patch takes
             direct = jnp.sum(x * x / (a[:, None] * jnp.abs(x)[None, :] + nn._ADAM_EPS), axis=1)
             got = nn._adam_row_sums(a, stats)
             np.testing.assert_allclose(jnp.where(a > 0, got, 0), jnp.where(a > 0, direct, 0),
