@@ -172,7 +172,7 @@ class Decomposition(NamedTuple):
 
 
 def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str = "relu", loss: str = "l1",
-              eps=1e-2, optimizer: str = "adam", lr=1e-4, max_iter: int = 4000, rel_tol=1e-6, grad_tol=None,
+              eps=1e-2, optimizer: str = "adam", lr=1e-4, lr_end=None, max_iter: int = 4000, rel_tol=1e-6, grad_tol=None,
               window: int = 10, armijo=(0.1, 0.9), order: str = "triu", first_layer: str = "fixed-input",
               key=None) -> Decomposition:
     """Σ ≈ MMᵀ + S with M from an MLP at the fixed input h(Σ) (module docstring).
@@ -183,6 +183,9 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
         logistic | arctan; loss: l1 | huber | logcosh with smoothing ``eps``.
       optimizer: adam (lr 1e-4 in the code) | gd (step ``lr``) | gd-sqrt (lr/√(j+1)) | armijo
         (Goldstein–Armijo with constants ``armijo`` = (α, β), first trial ``lr``).
+      lr_end: "adam" and "gd": decay the step geometrically from ``lr`` to ``lr_end`` over
+        ``max_iter`` steps (beyond the paper: the ℓ1 loss has no vanishing gradient, so a constant
+        step hovers at a distance ∝ lr from the minimiser).
       max_iter, rel_tol (relative change against the mean of the previous ``window`` losses; None to
         disable), grad_tol (‖∇φ‖ ≤ grad_tol; None to disable).
       order: "triu" (the paper's h) or "tril" (the code's); first_layer: "fixed-input" | "dense".
@@ -204,6 +207,10 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
     window = _checks.check_positive_int(window, "window")
     lr = _checks.as_hyper(lr, "lr", ndim=0, positive=True, dtype=Sigma.dtype)
+    if lr_end is not None:
+        if optimizer not in ("adam", "gd"):
+            raise ValueError(f"lr_end applies to optimizer 'adam' or 'gd', not {optimizer!r}")
+        lr_end = _checks.as_hyper(lr_end, "lr_end", ndim=0, positive=True, dtype=Sigma.dtype)
     eps = _checks.as_hyper(eps, "eps", ndim=0, positive=True, dtype=Sigma.dtype)
     rel_tol = None if rel_tol is None else _checks.as_hyper(rel_tol, "rel_tol", ndim=0, dtype=Sigma.dtype)
     grad_tol = None if grad_tol is None else _checks.as_hyper(grad_tol, "grad_tol", ndim=0, dtype=Sigma.dtype)
@@ -211,7 +218,7 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
     if not 0 < alpha < beta < 1:
         raise ValueError(f"armijo = (α, β) needs 0 < α < β < 1, got {armijo}")
     key = jax.random.key(0) if key is None else key
-    return _decompose(Sigma, lr, eps, rel_tol, grad_tol, key, rank=rank, hidden=hidden, act=activation, loss=loss,
+    return _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, rank=rank, hidden=hidden, act=activation, loss=loss,
                       optimizer=optimizer, max_iter=max_iter, window=window, alpha=alpha, beta=beta, order=order,
                       first_layer=first_layer)
 
@@ -222,7 +229,7 @@ def _tree_sq(t):
 
 @functools.partial(jax.jit, static_argnames=("rank", "hidden", "act", "loss", "optimizer", "max_iter", "window",
                                              "alpha", "beta", "order", "first_layer"))
-def _decompose(Sigma, lr, eps, rel_tol, grad_tol, key, *, rank, hidden, act, loss, optimizer, max_iter, window,
+def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, act, loss, optimizer, max_iter, window,
                alpha, beta, order, first_layer):
     n, dtype = Sigma.shape[0], Sigma.dtype
     x = half_vec(Sigma, order)
@@ -260,7 +267,7 @@ def _decompose(Sigma, lr, eps, rel_tol, grad_tol, key, *, rank, hidden, act, los
             return jax.tree.map(lambda a, b: a - t * b, p, g, is_leaf=lambda v: v is None)
         return (p[0] - t * xx * g[0], jax.tree.map(lambda a, b: a - t * b, p[1], g[1]))
 
-    adam = optax.adam(lr)
+    adam = optax.scale_by_adam(b1=0.9, b2=0.999, eps=_ADAM_EPS)
     opt_params = (lambda p: p) if dense else (lambda p: p[1])
     opt_state0 = adam.init(eqx.filter(opt_params(params0), eqx.is_inexact_array))
     first_m = jnp.zeros(hidden[0], dtype)                    # m̃, ṽ of the first layer (fixed-input Adam)
@@ -269,8 +276,10 @@ def _decompose(Sigma, lr, eps, rel_tol, grad_tol, key, *, rank, hidden, act, los
         p, ost, mt, vt, c, t_prev, prev = state
         f, g = value_and_grad(p)
         gn = jnp.sqrt(grad_sq(g))
+        lr_j = lr if lr_end is None else lr * (lr_end / lr) ** (j / max(max_iter - 1, 1))
         if optimizer == "adam":
             upd, ost = adam.update(eqx.filter(opt_params(g), eqx.is_inexact_array), ost)
+            upd = jax.tree.map(lambda u: -lr_j * u, upd)
             if dense:
                 p_new = eqx.apply_updates(p, upd)
             else:
@@ -278,11 +287,11 @@ def _decompose(Sigma, lr, eps, rel_tol, grad_tol, key, *, rank, hidden, act, los
                 mt = 0.9 * mt + 0.1 * g[0]
                 vt = 0.999 * vt + 0.001 * g[0] * g[0]
                 mhat, vhat = mt / (1 - 0.9 ** count), vt / (1 - 0.999 ** count)
-                dz = -lr * mhat * _adam_row_sums(jnp.sqrt(vhat), u_stats)
+                dz = -lr_j * mhat * _adam_row_sums(jnp.sqrt(vhat), u_stats)
                 p_new = (p[0] + dz, eqx.apply_updates(p[1], upd))
-            t = lr
+            t = lr_j
         elif optimizer in ("gd", "gd-sqrt"):
-            t = lr if optimizer == "gd" else lr / jnp.sqrt(j + 1.0)
+            t = lr_j if optimizer == "gd" else lr / jnp.sqrt(j + 1.0)
             p_new = gd_move(p, t, g)
         else:
             t = _goldstein_armijo(lambda t: phi(gd_move(p, t, g)), f, gn * gn, 2 * t_prev, alpha, beta)
