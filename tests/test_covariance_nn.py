@@ -147,3 +147,14 @@ def test_first_layer_adam_sum_closed_form(dtype):
             np.testing.assert_allclose(jnp.where(a > 0, got, 0), jnp.where(a > 0, direct, 0),
                                        rtol=20 * float(jnp.finfo(dtype).eps))
             assert float(got[a == 0].sum()) == 0.0 if bool(jnp.any(a == 0)) else True
+
+
+def test_armijo_stops_when_the_decrease_drops_below_rounding():
+    """float32: once no step decreases φ by more than its rounding the line search returns 0 and the
+    run stops there (instead of spending its trials on every remaining iteration)."""
+    Sigma = jnp.asarray(planted(10, 2)[0], jnp.float32)
+    res = cv.decompose(Sigma, 2, hidden=(24, 12), activation="tanh", loss="logcosh", eps=0.1, optimizer="armijo",
+                       lr=1e-3, max_iter=3000, rel_tol=None)
+    n = int(res.n_iter)
+    assert n < 3000 and float(res.step[n - 1]) == 0.0 and bool(jnp.all(res.step[: n - 1] > 0))
+    np.testing.assert_allclose(res.M @ res.M.T, res.L, rtol=1e-5, atol=1e-5)
