@@ -360,8 +360,7 @@ def _adam_row_sums(a, stats):
     Exact identity u²/(au + ε) = u/a − ε/a² + ε²/(a²(au + ε)) (also for u = 0) gives
     F_i = S₁/a_i − N ε/a_i² + R_i with N the nonzero count and 0 ≤ R_i ≤ ε² Σ_{u≠0} u_j⁻¹ / a_i³. When every
     R_i is below the rounding of F_i the O(ℓ₁) closed form is exact to working precision; the units
-    where it is not (tiny second moments) get the direct O(n²/2) sum — for up to 32 of them, for all
-    rows if more need it. Units with a_i = 0 (never
+    where it is not (tiny second moments) get the direct O(n²/2) sum, 32 units per round. Units with a_i = 0 (never
     a gradient) get 0 — their m̂_i is 0 too.
     """
     u, s1, inv_sum, nnz = stats
@@ -376,12 +375,17 @@ def _adam_row_sums(a, stats):
     def direct(rows):
         return jnp.sum(u * u / (a_safe[rows, None] * u[None, :] + eps), axis=1)
 
-    # The few units with a tiny second moment (ReLU units that rarely fire): direct sums for the
-    # _FEW worst, all rows only when more need it.
+    # Units with a tiny second moment (ReLU units that rarely fire) get direct sums, 32 at a time,
+    # worst first (a while loop, not a cond: under vmap a cond would evaluate the O(ℓ₁ n²) branch).
     few = min(_FEW, a.shape[0])
-    _, worst = jax.lax.top_k(excess, few)
-    patched = closed.at[worst].set(jnp.where(need[worst], direct(worst), closed[worst]))
-    F = jax.lax.cond(jnp.sum(need) > few, lambda: direct(jnp.arange(a.shape[0])), lambda: patched)
+
+    def patch(state):
+        F, need = state
+        _, worst = jax.lax.top_k(jnp.where(need, excess, -1.0), few)
+        F = F.at[worst].set(jnp.where(need[worst], direct(worst), F[worst]))
+        return F, need.at[worst].set(False)
+
+    F, _ = jax.lax.while_loop(lambda st: jnp.any(st[1]), patch, (closed, need))
     return jnp.where(live, F, 0.0)
 
 
