@@ -375,3 +375,15 @@ def test_bz2_reader_rejects_ragged_files(tmp_path):
         f.write("dates,a,b\n2000-01-01,1,2\n2000-02-01,3\n")
     with pytest.raises(ValueError):
         cov._read_csv(path, bz2.open)
+
+
+def test_sp500_demo_fixture_matches_the_loader():
+    from lowrank_jax.datasets.covariance import load_sp500_correlation, sp500_demo_matrix, sp500_path
+    d = sp500_demo_matrix()
+    S = d.Sigma
+    assert S.shape == (20, 20) and np.allclose(S, S.T) and np.allclose(np.diag(S), 1.0)
+    assert np.linalg.eigvalsh(S)[0] > 0 and len(d.names) == 20
+    if sp500_path() is None:
+        pytest.skip("skfolio's data file is absent: run `make data` to compare the fixture with it")
+    full = load_sp500_correlation()
+    np.testing.assert_array_equal(load_sp500_correlation(start=str(full.dates[-250])).Sigma, S)

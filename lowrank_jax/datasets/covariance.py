@@ -328,3 +328,13 @@ def load_french_correlation(*, start: str | None = None, end: str | None = None)
     groups = (("industry",) * len(FRENCH_INDUSTRIES) + ("size-value",) * len(FRENCH_SIZE_VALUE)
               + ("size-momentum",) * len(FRENCH_SIZE_MOMENTUM))
     return CorrelationData(correlation(returns), FRENCH_PORTFOLIOS, dates, returns, groups, "french-30")
+
+
+def sp500_demo_matrix() -> CorrelationData:
+    """The committed 20 × 20 fixture (last 250 trading days of skfolio's file, made by
+    ``scripts/make_sp500_fixture.py``): no ``make data`` needed. ``returns`` is empty."""
+    path = pathlib.Path(__file__).resolve().parent / "fixtures" / "sp500_20_corr.npz"
+    with np.load(path) as f:
+        dates = (str(f["first"]), str(f["last"]))
+        return CorrelationData(f["Sigma"], tuple(str(v) for v in f["names"]), dates, np.zeros((0, 20)),
+                               tuple(str(v) for v in f["groups"]), "sp500-skfolio-250d")
