@@ -105,14 +105,16 @@ def test_lpgd_meets_the_theorem_bound_on_the_generative_model(model, p, n, scale
     assert rel < 0.05 and rel < float(np.linalg.norm(X - B_star) / np.linalg.norm(B_star))
 
 
-def test_bcd_is_slower_than_lpgd_here_but_does_not_stall(x64):
-    """SDL-W, p > n, random start, ξ = λ = 0.1: after 1000 sweeps BCD's loss is still ≥ 5 % above
-    LPGD's after 1000 steps (documented: at 4000 both agree to 1e-9, so BCD is slow, not stuck)."""
+def test_bcd_and_lpgd_reach_the_same_loss_neither_stalls(x64):
+    """SDL-W, p > n, random start, ξ = λ = 0.1: BCD leads early (it takes a block-wise step), both
+    reach the same loss by 1000 iterations (rel. 1e-5) and BCD descends monotonically. We found no
+    case where BCD stalls at a worse point (documented in docs/sdl.md), so this pins the opposite."""
     X, y, _ = generative("W", 200, 60, 4, sigma=0.5)
     X = (X - X.mean(1, keepdims=True)) / X.std(1, keepdims=True) / 10
-    kw = dict(model="W", xi=0.1, lam=0.1, iters=1000, init="random")
-    lp, bc = sdl.fit(X, y, 4, **kw), sdl.fit(X, y, 4, solver="bcd", **kw)
-    assert float(bc.loss[-1]) > 1.05 * float(lp.loss[-1])
+    kw = dict(model="W", xi=0.1, lam=0.1, init="random")
+    lp, bc = sdl.fit(X, y, 4, iters=1000, **kw), sdl.fit(X, y, 4, solver="bcd", iters=1000, **kw)
+    np.testing.assert_allclose(float(bc.loss[-1]), float(lp.loss[-1]), rtol=1e-5)
+    assert float(bc.loss[99]) < float(lp.loss[99])
     assert np.all(np.diff(np.asarray(bc.loss)) <= 1e-9 * np.abs(np.asarray(bc.loss[1:])))   # BCD is monotone
 
 

@@ -211,13 +211,14 @@ def lift(f: Factors, model: str) -> jax.Array:
 
 def step_bound(data: SDLData, xi, lam, model: str):
     """A safe fixed step 1/L̄ for the gradient step on F (traced in ξ, λ): L̄ bounds the Hessian of F,
-    max(2ξ, 2λ + ½‖Φ‖²₂) (SDL-W, Φ = [X ∥ X_aux]) or max(2ξ, 2λ + ½(1 + ‖X_aux‖²₂)) (SDL-H),
-    using λ_max(∇²ℓ) ≤ ½ for the softmax."""
+    max(2ξ, 2λ + α⁺‖Φ‖²₂) (SDL-W, Φ = [X ∥ X_aux]) or max(2ξ, 2λ + α⁺(1 + ‖X_aux‖²₂)) (SDL-H),
+    with α⁺ ≥ λ_max(∇²ℓ): ¼ for binary labels, ½ for the softmax (:func:`softmax_curvature`)."""
     if model == "W":
         s = _spectral_sq(jnp.concatenate([data.X, data.X_aux]))
     else:
         s = 1.0 + (_spectral_sq(data.X_aux) if data.X_aux.shape[0] else 0.0)
-    return 1.0 / jnp.maximum(2 * xi, 2 * lam + 0.5 * s)
+    alpha_plus = 0.25 if data.kappa == 1 else 0.5
+    return 1.0 / jnp.maximum(2 * xi, 2 * lam + alpha_plus * s)
 
 
 def _spectral_sq(M):
@@ -268,9 +269,11 @@ def softmax_curvature_printed(M: float, kappa: int) -> tuple[float, float]:
 
 def theory(X, xi: float, lam: float, *, model: str, kappa: int = 1, X_aux=None, M: float = 1.0) -> Theory:
     """μ, L of eq. (16) from the data. δ± are the extreme eigenvalues of n⁻¹ΦΦᵀ (Assumption C.2;
-    δ⁻ = 0 whenever p + q > n, as for every microarray: the theorem does not apply there), λ⁺ that of
+    δ⁻ = 0 whenever p + q > n, as for every microarray — Assumption C.2 fails there, yet the
+    constants below can still certify L/μ < 3 through the ridge: μ ≥ min(2ξ, 2λ)), λ⁺ that of
     n⁻¹X_aux X_auxᵀ, α± from :func:`softmax_curvature` with the activation bound M (valid bounds;
-    Remark D.3's printed α± are not, see there).
+    Remark D.3's printed α± are not, see there). Every row of ``X_aux`` counts as penalised here; an
+    intercept row is not penalised by the model, so leave it out of ``X_aux`` for these constants.
 
         SDL-W  μ = min(2ξ, 2λ + nδ⁻α⁻),  L = max(2ξ, 2λ + nδ⁺α⁺)
         SDL-H  μ = min(2ξ, 2λ + α⁻),     L = max(2ξ, 2λ + α⁺λ⁺n, 2λ + α⁺)
