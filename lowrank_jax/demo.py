@@ -162,7 +162,7 @@ def dictionary_learning(rank: int = 2, iters: int = 300, outdir: pathlib.Path | 
                 top = [g.genes[i] for i in np.argsort(w)[::-1][:5]]
     _print_table(f"Supervised dictionary learning on Golub (3051 genes, {train.size} train / {test.size} test "
                  f"samples, rank {rank}, ξ = 0.1, λ = 0.01, {iters} iterations)", rows,
-                 ["model (solver)", "final loss F", "test accuracy", "seconds (incl. compile)"])
+                 ["model (solver)", "final loss F", "test accuracy", "seconds (after compile)"])
     print(f"  SDL-W's most predictive gene group (largest |β|), top probes towards AML: {', '.join(top)}")
     _plot(outdir, "sdl_golub_loss.png", curves, "iteration", "F(θ_t) − F(θ_final)", "SDL on Golub: LPGD vs BCD")
 
