@@ -7,8 +7,8 @@ registry; these are the closest packaged microarrays.
 Protocol: 50/50 stratified split × 5 repeats (a class with one sample goes to the training half);
 per-gene z-scores from the training half (no test statistics leak), divided by √p for SDL so that a
 sample has norm ≈ 1 and ξ‖X − B‖² is commensurate with the log-loss; rank r from the scree elbow of
-the full standardised matrix (kneedle rule: the singular value farthest below the chord from σ₁ to
-σ₂₀); (ξ, λ) by 5-fold CV on the training half over ξ ∈ {0.1, 1, 10} and λ ∈ {0.001, 0.01, 0.1}, the
+the full standardised matrix (``sdl_convergence.scree_rank``: kneedle rule on the variance shares of
+the first 20 components, clipped to [2, 10]); (ξ, λ) by 5-fold CV on the training half over ξ ∈ {0.1, 1, 10} and λ ∈ {0.001, 0.01, 0.1}, the
 grid fitted in one vmapped program per fold (300 LPGD iterations); final fits 1 000 iterations.
 
 Two departures from the paper's text, both measured on Golub: (1) its normalisation (z-scores / 100,
@@ -26,10 +26,12 @@ from __future__ import annotations
 import argparse
 import csv
 import pathlib
+import sys
 import time
 
 import numpy as np
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))       # sibling sdl_convergence
 OUT = pathlib.Path(__file__).resolve().parents[1] / "results" / "sdl"
 XI_GRID = (0.1, 1.0, 10.0)        # the paper's
 LAM_GRID = (0.001, 0.01, 0.1)     # the paper's {0.1, 1, 10} / 100 (see the module docstring)
@@ -53,13 +55,6 @@ def stratified_half(y, seed):
     return train, np.setdiff1d(np.arange(y.size), train)
 
 
-def scree_rank(X, max_rank=20):
-    s = np.linalg.svd(X, compute_uv=False)[:max_rank]
-    k = np.arange(s.size)
-    chord = s[0] + (s[-1] - s[0]) * k / (s.size - 1)
-    return int(np.argmax(chord - s)) + 1, s
-
-
 def run(names, repeats, cv_iters, iters, folds, scale):
     import jax
     from sklearn.ensemble import RandomForestClassifier
@@ -69,6 +64,7 @@ def run(names, repeats, cv_iters, iters, folds, scale):
 
     from lowrank_jax import sdl
     from lowrank_jax.datasets import standardize
+    from sdl_convergence import scree_rank   # the one scree rule of the SDL experiments
 
     rows, screes = [], {}
     for name, load in loaders().items():
@@ -76,7 +72,8 @@ def run(names, repeats, cv_iters, iters, folds, scale):
             continue
         data = load()
         X, y = data.X, data.y
-        r, s = scree_rank(standardize(X))
+        Z = standardize(X)
+        r, s = scree_rank(Z), np.linalg.svd(Z, compute_uv=False)[:20]
         scale_v = np.sqrt(X.shape[0]) if scale == "sqrtp" else float(scale)
         screes[name] = (s, r)
         print(f"{name}: p = {X.shape[0]}, n = {X.shape[1]}, {len(data.classes)} classes, scree rank r = {r}", flush=True)
