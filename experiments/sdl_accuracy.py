@@ -163,12 +163,16 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=1000)
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--scale", default="sqrtp", help="SDL sees z-scores / scale; 'sqrtp' for √p")
+    ap.add_argument("--blas-threads", type=int, default=1,
+                    help="cap OpenBLAS (jax's CPU eigh/svd) at this many threads; 0 leaves it alone")
     args = ap.parse_args(argv)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows, screes = run(args.datasets, args.repeats, args.cv_iters, args.iters, args.folds, args.scale)
+    from sdl_convergence import blas_threads
+    with blas_threads(args.blas_threads):
+        rows, screes = run(args.datasets, args.repeats, args.cv_iters, args.iters, args.folds, args.scale)
     summarise(rows, screes, plt)
 
 

@@ -129,8 +129,9 @@ def newton_direction(H, g, damping=0.0):
     Hd = H + damping * jnp.eye(d, dtype=H.dtype)
     L = jnp.linalg.cholesky(Hd)
     ok = jnp.all(jnp.isfinite(L))
-    chol = jax.scipy.linalg.cho_solve((jnp.where(ok, L, jnp.eye(d, dtype=H.dtype)), True), g)
-    return jnp.where(ok, chol, jnp.linalg.solve(Hd, g))
+    # cond, not where: the LU solve runs only when Cholesky fails (under vmap both branches run).
+    return jax.lax.cond(ok, lambda: jax.scipy.linalg.cho_solve((L, True), g),
+                        lambda: jnp.linalg.solve(Hd, g))
 
 
 def newton(hessian_fn, damping=0.0) -> optax.GradientTransformation:

@@ -161,51 +161,67 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, *, kind, method,
             return sketch.approx_leverage_scores(k_scores, A, D)
         return sketch.leverage_scores(A, D)
 
-    def curvature(p, k, scores, H_old):
-        """(H̃, D, scores): D = B_diag + W² (None for "exact")."""
+    def inverse(H):
+        """(H̃ + λI)⁻¹, formed once per draw: applying it is then a d × d product, not a LAPACK
+        call per iteration (on CPU each LAPACK call leaves OpenBLAS's worker threads spinning, which
+        measured 1.6x slower passes over A for the next few milliseconds)."""
+        eye = jnp.eye(H.shape[0], dtype=H.dtype)
+        chol = jax.scipy.linalg.cho_factor(H + damping * eye, lower=True)
+        P = jax.scipy.linalg.cho_solve(chol, eye)
+        return 0.5 * (P + P.T)
+
+    def curvature(p, k, scores, old):
+        """((H̃, P), D, scores): D = B_diag + W² (None for "exact"); P = (H̃ + λI)⁻¹ for "sketch",
+        else unused."""
         if method == "exact":
-            return hb._hessian_at(p, A, b, w), None, scores
+            return (hb._hessian_at(p, A, b, w), old[1]), None, scores
         D = hb._b_diag(p, b) + w * w
         if method == "diagonal":
-            return design.gram(A, D), D, scores
+            return (design.gram(A, D), old[1]), D, scores
         D = eqx.error_if(D, jnp.any(D <= 0), "sketched Newton needs D = B_diag + W² > 0 (Lemma 6.4): "
                                               "increase w, or use method='diagonal' or 'exact'")
 
         def draw():
             if base_scores is not None:       # τ_i(A) D_i: β = min D / max D, no pass over A
-                return sketch.sampled_gram(jax.random.fold_in(key, k), A, D, m, scores=base_scores * D), scores
-            if rescore == 1:
-                new = scores_for(D, k)
+                new = scores
+                H = sketch.sampled_gram(jax.random.fold_in(key, k), A, D, m, scores=base_scores * D)
             else:
-                new = jax.lax.cond(k % rescore == 0, lambda: scores_for(D, k), lambda: scores)
-            return sketch.sampled_gram(jax.random.fold_in(key, k), A, D, m, scores=new), new
+                if rescore == 1:
+                    new = scores_for(D, k)
+                else:
+                    new = jax.lax.cond(k % rescore == 0, lambda: scores_for(D, k), lambda: scores)
+                H = sketch.sampled_gram(jax.random.fold_in(key, k), A, D, m, scores=new)
+            return (H, inverse(H)), new
 
         if resample == 1:
-            H, scores = draw()
+            curv, scores = draw()
         else:
-            H, scores = jax.lax.cond(k % resample == 0, draw, lambda: (H_old, scores))
-        return H, D, scores
+            curv, scores = jax.lax.cond(k % resample == 0, draw, lambda: (old, scores))
+        return curv, D, scores
 
-    def direction(H, D, g):
+    def direction(curv, D, g):
         """(Δ, AΔ)."""
-        if method != "sketch" or refine == 0:
+        H, P = curv
+        if method != "sketch":
             dx = transforms.newton_direction(H, g, damping)
             return dx, design.matvec(A, dx)
-        Hd = H + damping * jnp.eye(H.shape[0], dtype=H.dtype)
-        chol = jax.scipy.linalg.cho_factor(Hd, lower=True)
-        return _pcg_from_zero(A, D, damping, lambda r: jax.scipy.linalg.cho_solve(chol, r), g, refine)
+        if refine == 0:
+            dx = P @ g
+            return dx, design.matvec(A, dx)
+        return _pcg_from_zero(A, D, damping, lambda r: P @ r, g, refine)
 
     def f(z):
         p = hb.parts_from_z(z, b, kind)
         return 0.5 * jnp.sum(p.c * p.c) + 0.5 * jnp.sum((w * z) ** 2)
 
     def step(k, state):
-        x, z, scores, H_old = state
+        x, z, scores, curv_old = state
         p = hb.parts_from_z(z, b, kind)                     # z = Ax is carried: no pass over A here
         fx = 0.5 * jnp.sum(p.c * p.c) + 0.5 * jnp.sum((w * p.z) ** 2)
         g = design.rmatvec(A, p.c * p.v - jnp.dot(b, p.c) * p.v + w * w * p.z)
-        H, D, scores = curvature(p, k, scores, H_old)
-        dx, Adx = direction(H, D, g)
+        curv, D, scores = curvature(p, k, scores, curv_old)
+        H = curv[0]
+        dx, Adx = direction(curv, D, g)
         if line_search:                                     # trial losses from z − tAΔ: no pass either
             slope = jnp.dot(g, dx)
 
@@ -218,10 +234,11 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, *, kind, method,
         eps0 = hb.approximation_error(H, hb._hessian_at(p, A, b, w)) if measure_eps else nan
         err = nan if x_star is None else jnp.linalg.norm(x - x_star)
         diag = (fx, jnp.linalg.norm(g), err, eps0, t)
-        return (x - t * dx, z - t * Adx, scores, H), diag
+        return (x - t * dx, z - t * Adx, scores, curv), diag
 
     d = A.shape[1]
-    state0 = (x0, design.matvec(A, x0), jnp.ones(A.shape[0], x0.dtype), jnp.zeros((d, d), x0.dtype))
+    zeros = jnp.zeros((d, d), x0.dtype)
+    state0 = (x0, design.matvec(A, x0), jnp.ones(A.shape[0], x0.dtype), (zeros, zeros))
     if tol is None:
         res = loop.run_fixed(step, state0, iters)
     else:
