@@ -63,19 +63,26 @@ def sketch_size(d: int, eps: float, delta: float = 0.01, beta: float = 1.0) -> i
     return math.ceil(8 / 3 * d / beta * math.log(2 * d / delta) / eps ** 2)
 
 
-def sample_rows(key, scores, m: int):
+def sample_rows(key, scores, m: int, active=None):
     """m row indices drawn i.i.d. with p ∝ scores, and their weights 1/(m p_i) (a row drawn twice
-    appears twice). Returns (idx (m,), weight (m,), p (n,))."""
+    appears twice). Returns (idx (m,), weight (m,), p (n,)).
+
+    ``active`` (traced int, 1 ≤ active ≤ m): use only the first ``active`` draws — weights
+    1/(active p_i) there and 0 after. The first ``active`` of m i.i.d. draws are an i.i.d. sample of
+    that size, so a sweep over sample sizes runs as one program with the static capacity m."""
     p = scores / jnp.sum(scores)
     idx = jax.random.choice(key, scores.shape[0], (m,), p=p)
-    return idx, 1.0 / (m * p[idx]), p
+    if active is None:
+        return idx, 1.0 / (m * p[idx]), p
+    used = jnp.arange(m) < active
+    return idx, jnp.where(used, 1.0 / (active * p[idx]), 0.0), p
 
 
-def sampled_gram(key, A, D, m: int, *, method: str = "approx", scores=None):
+def sampled_gram(key, A, D, m: int, *, method: str = "approx", scores=None, active=None):
     """Aᵀ D̃ A with D̃ from leverage-score row sampling of diag(√D) A (D > 0): O(m d²) after the scores.
 
-    ``method``: "approx" (CountSketch route), "exact" (QR), or pass ``scores``. Returns the (d, d)
-    matrix; nnz(D̃) ≤ m.
+    ``method``: "approx" (CountSketch route), "exact" (QR), or pass ``scores``; ``active``: see
+    :func:`sample_rows`. Returns the (d, d) matrix; nnz(D̃) ≤ m.
     """
     k_scores, k_draw = jax.random.split(key)
     if scores is None:
@@ -85,7 +92,7 @@ def sampled_gram(key, A, D, m: int, *, method: str = "approx", scores=None):
             scores = leverage_scores(A, D)
         else:
             raise ValueError(f"method must be 'approx' or 'exact', got {method!r}")
-    idx, weight, _ = sample_rows(k_draw, scores, m)
+    idx, weight, _ = sample_rows(k_draw, scores, m, active)
     return design.gram(design.take_rows(A, idx), D[idx] * weight)
 
 

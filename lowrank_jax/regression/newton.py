@@ -49,7 +49,7 @@ class NewtonResult(NamedTuple):
 
 
 def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters: int = 20, tol=None,
-                 x_star=None, key=None, sketch_size: int | None = None, leverage: str = "approx",
+                 x_star=None, key=None, sketch_size: int | None = None, sketch_rows=None, leverage: str = "approx",
                  refine: int = 0, rescore: int = 1, resample: int = 1, scores=None, damping=0.0, line_search: bool = False,
                  measure_eps: bool = False) -> NewtonResult:
     """Minimise L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w)Ax‖² by (approximate) Newton steps.
@@ -61,7 +61,10 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
       iters: number of steps, or the cap when ``tol`` is given; tol: stop once ‖∇L(x_t)‖ ≤ tol.
       x_star: reference solution, to record ‖x_t − x*‖.
       key: ``jax.random`` key of the sampling ("sketch"; default ``key(0)``); sketch_size: rows m
-        (default :func:`lowrank_jax.sketch.sketch_size` for ε = 0.5, δ = 0.01); leverage: "approx"
+        (default :func:`lowrank_jax.sketch.sketch_size` for ε = 0.5, δ = 0.01); sketch_rows: traced
+        number of those rows actually used (1 ≤ sketch_rows ≤ sketch_size; default all) — the first
+        sketch_rows of the i.i.d. draws, so ``vmap`` can sweep the sample size at the static capacity
+        ``sketch_size``; leverage: "approx"
         (CountSketch) or "exact" scores.
       refine: "sketch" only: k ≥ 0 preconditioned conjugate-gradient steps from 0 on Aᵀ D A Δ = ∇L
         with the sampled H̃ as preconditioner (sketch-and-precondition; k steps cost k products with
@@ -102,6 +105,12 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
     m = sketch_size or sketch.sketch_size(d, 0.5)
     m = _checks.check_positive_int(m, "sketch_size")
     key = jax.random.key(0) if key is None else key
+    if sketch_rows is not None:
+        sketch_rows = jnp.asarray(sketch_rows)
+        if not jnp.issubdtype(sketch_rows.dtype, jnp.integer) or sketch_rows.ndim:
+            raise ValueError(f"sketch_rows must be an integer scalar, got {sketch_rows.dtype} {sketch_rows.shape}")
+        if not isinstance(sketch_rows, jax.core.Tracer) and not 1 <= int(sketch_rows) <= m:
+            raise ValueError(f"sketch_rows must lie in [1, sketch_size = {m}], got {int(sketch_rows)}")
     refine = _checks.check_positive_int(refine, "refine", minimum=0)
     rescore = _checks.check_positive_int(rescore, "rescore")
     resample = _checks.check_positive_int(resample, "resample")
@@ -112,7 +121,7 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
         scores = _checks.as_hyper(scores, "scores", ndim=1, dtype=A.dtype)
         if scores.shape[0] != n:
             raise ValueError(f"scores must have length n = {n} (rows of A), got {scores.shape[0]}")
-    out = _solve(A, b, w, x0, x_star, damping, tol, key, scores, kind=kind, method=method, iters=iters, m=m,
+    out = _solve(A, b, w, x0, x_star, damping, tol, key, scores, sketch_rows, kind=kind, method=method, iters=iters, m=m,
                  leverage=leverage, refine=refine, rescore=rescore, resample=resample, line_search=line_search,
                  measure_eps=measure_eps)
     return out
@@ -151,7 +160,7 @@ def _pcg_from_zero(A, D, damping, precond, g, steps: int):
 
 @functools.partial(jax.jit, static_argnames=("kind", "method", "iters", "m", "leverage", "refine", "rescore",
                                              "resample", "line_search", "measure_eps"))
-def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, *, kind, method, iters, m, leverage, refine,
+def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, method, iters, m, leverage, refine,
            rescore, resample, line_search, measure_eps):
     nan = jnp.full((), jnp.nan, x0.dtype)
 
@@ -184,13 +193,13 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, *, kind, method,
         def draw():
             if base_scores is not None:       # τ_i(A) D_i: β = min D / max D, no pass over A
                 new = scores
-                H = sketch.sampled_gram(jax.random.fold_in(key, k), A, D, m, scores=base_scores * D)
+                H = sketch.sampled_gram(jax.random.fold_in(key, k), A, D, m, scores=base_scores * D, active=rows)
             else:
                 if rescore == 1:
                     new = scores_for(D, k)
                 else:
                     new = jax.lax.cond(k % rescore == 0, lambda: scores_for(D, k), lambda: scores)
-                H = sketch.sampled_gram(jax.random.fold_in(key, k), A, D, m, scores=new)
+                H = sketch.sampled_gram(jax.random.fold_in(key, k), A, D, m, scores=new, active=rows)
             return (H, inverse(H)), new
 
         if resample == 1:

@@ -1,0 +1,168 @@
+"""lowrank_jax.sweep: the grid, and for every family a sweep that equals the loop of single runs."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lowrank_jax import sweep
+
+
+def _loop(fn, points):
+    n = len(jax.tree.leaves(points)[0])
+    outs = [fn(**jax.tree.map(lambda x, i=i: x[i], points)) for i in range(n)]
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *outs)
+
+
+def _assert_close(a, b, rtol, atol=0.0):
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
+
+
+def test_grid_is_the_cartesian_product_first_axis_slowest():
+    import itertools
+    a, b, c = [0.1, 0.2, 0.3], [1.0, 2.0], [5, 6]
+    pts = sweep.grid(a=a, b=b, c=c)
+    expect = np.array(list(itertools.product(a, b, c)))
+    got = np.stack([np.asarray(pts["a"]), np.asarray(pts["b"]), np.asarray(pts["c"])], 1)
+    np.testing.assert_allclose(got, expect)
+    assert sweep.shape_of(a=a, b=b, c=c) == (3, 2, 2)
+    keys = sweep.grid(x=[1.0, 2.0], key=sweep.seeds(0, 3))["key"]
+    assert keys.shape == (6,)
+    # the key axis cycles fastest: points 0 and 3 share the first key
+    assert np.array_equal(jax.random.key_data(keys[0]), jax.random.key_data(keys[3]))
+
+
+def test_run_equals_loop_chunked_or_not():
+    pts = sweep.grid(a=jnp.linspace(0, 1, 5), key=sweep.seeds(1, 3))
+
+    def f(a, key):
+        return {"v": a * jax.random.normal(key, (4,)), "s": jnp.sin(a)}
+
+    ref = _loop(f, pts)
+    _assert_close(sweep.run(f, pts), ref, 1e-6)
+    _assert_close(sweep.run(f, pts, chunk=4), ref, 1e-6)      # 15 points in chunks of 4
+
+
+def test_run_rejects_bad_points():
+    with pytest.raises(ValueError, match="same number of points"):
+        sweep.run(lambda a, b: a + b, {"a": jnp.ones(3), "b": jnp.ones(4)})
+    with pytest.raises(ValueError, match="leading axis"):
+        sweep.run(lambda a: a, {"a": jnp.float32(1.0)})
+    with pytest.raises(ValueError, match="non-empty dict"):
+        sweep.run(lambda: 0, {})
+    with pytest.raises(ValueError, match="chunk"):
+        sweep.run(lambda a: a, {"a": jnp.ones(3)}, chunk=0)
+    with pytest.raises(ValueError, match="empty"):
+        sweep.grid(a=[])
+
+
+def test_run_compiles_once_per_function():
+    traces = []
+
+    def f(a):
+        traces.append(1)
+        return a * 2
+
+    sweep.run(f, {"a": jnp.arange(4.0)})
+    sweep.run(f, {"a": jnp.arange(4.0) + 1})
+    assert len(traces) == 1
+
+
+# ---- one sweep per family ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def rpca_problem():
+    from lowrank_jax.datasets import rpca as data
+    return data.rpca_problem(jax.random.key(3), 80, 60, 3, 0.1)
+
+
+def test_sweep_scaledgd_alpha_eta(rpca_problem):
+    from lowrank_jax import rpca
+    Y = rpca_problem.Y
+    pts = sweep.grid(alpha=jnp.array([0.1, 0.2]), eta=jnp.array([0.4, 0.7]))
+
+    def f(alpha, eta):
+        res = rpca.scaledgd(Y, 3, alpha, eta=eta, iters=15, key=jax.random.key(0))
+        return res.X, res.residual
+
+    _assert_close(sweep.run(f, pts), _loop(f, pts), 2e-4, 1e-5)
+
+
+def test_sweep_lrpca_zeta_scale_eta(rpca_problem):
+    from lowrank_jax import rpca
+    Y = rpca_problem.Y
+    p = rpca.pretrained(0.1)
+    pts = sweep.grid(scale=jnp.array([0.5, 1.0, 2.0]), eta=jnp.array([0.5, 0.8]))
+
+    def f(scale, eta):
+        res = rpca.lrpca(Y, 3, p.zeta * scale, jnp.full_like(p.eta, eta), key=jax.random.key(0))
+        return res.X
+
+    _assert_close(sweep.run(f, pts), _loop(f, pts), 2e-4, 1e-5)
+
+
+def test_sweep_newton_weight_and_sketch_size():
+    from lowrank_jax import regression as rg
+    with jax.enable_x64(True):
+        k1, k2 = jax.random.split(jax.random.key(4))
+        A = jax.random.normal(k1, (400, 6), jnp.float64) / 20
+        b = jax.random.dirichlet(k2, jnp.ones(400, jnp.float64))
+        pts = sweep.grid(w=jnp.array([4.0, 6.0]), rows=jnp.array([40, 120, 200]))
+
+        def f(w, rows):
+            r = rg.newton_solve(A, b, w, jnp.zeros(6), "exp", "sketch", iters=4, sketch_size=200, sketch_rows=rows,
+                                key=jax.random.key(1))
+            return r.x, r.loss
+
+        swept = sweep.run(f, pts)
+        _assert_close(swept, _loop(f, pts), 1e-10, 1e-14)
+        # rows = sketch_size uses every draw: the same as leaving sketch_rows out
+        full = rg.newton_solve(A, b, 4.0, jnp.zeros(6), "exp", "sketch", iters=4, sketch_size=200,
+                               key=jax.random.key(1))
+        np.testing.assert_allclose(np.asarray(swept[0][2]), np.asarray(full.x), rtol=1e-12)
+        with pytest.raises(ValueError, match="sketch_rows"):
+            rg.newton_solve(A, b, 4.0, jnp.zeros(6), "exp", "sketch", sketch_size=200, sketch_rows=201)
+
+
+def test_sweep_pathnorm_lambda_lr():
+    from lowrank_jax import pathnorm
+    rng = np.random.default_rng(0)
+    X = rng.random((200, 12)).astype(np.float32)
+    y = (X[:, 0] > 0.5).astype(np.int32)
+    pts = sweep.grid(lr=jnp.array([0.05, 0.2]), lam=jnp.array([1e-3, 1e-2]))
+
+    def f(lr, lam):
+        r = pathnorm.train(jax.random.key(0), X, y, reg="path", method="prox", lr=lr, lam=lam, epochs=2,
+                           batch=20, hidden=8, logs_per_epoch=2, outputs=2)
+        return r.loss, r.model.hidden.weight, r.model.out.weight
+
+    _assert_close(sweep.run(f, pts), _loop(f, pts), 2e-4, 1e-6)
+
+
+def test_sweep_sdl_xi_lambda_step():
+    from lowrank_jax import sdl
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((40, 24)).astype(np.float32) / 6
+    y = np.arange(24) % 2
+    pts = sweep.grid(xi=jnp.array([0.1, 1.0]), lam=jnp.array([1e-3, 1e-2]), step=jnp.array([0.2, 0.4]))
+
+    def f(xi, lam, step):
+        return sdl.fit(X, y, 2, xi=xi, lam=lam, step=step, iters=30).theta
+
+    _assert_close(sweep.run(f, pts), _loop(f, pts), 2e-4, 1e-6)
+
+
+def test_sweep_covariance_lr_eps():
+    from lowrank_jax import covariance as cv
+    rng = np.random.default_rng(2)
+    M = rng.standard_normal((12, 2))
+    Sigma = (M @ M.T + np.eye(12)).astype(np.float32)
+    pts = sweep.grid(lr=jnp.array([1e-3, 3e-3]), eps=jnp.array([1e-2, 1e-1]))
+
+    def f(lr, eps):
+        r = cv.decompose(Sigma, 2, hidden=(16, 8), loss="huber", eps=eps, lr=lr, max_iter=40, rel_tol=None,
+                         key=jax.random.key(0))
+        return r.M, r.loss
+
+    _assert_close(sweep.run(f, pts), _loop(f, pts), 2e-4, 1e-6)
