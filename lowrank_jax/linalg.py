@@ -86,6 +86,46 @@ def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, ove
     return SVDResult((Q @ Ub)[:, :rank], s[:rank], (Q2 @ Vbt.T)[:, :rank])
 
 
+def tsqr(Y_local: jax.Array, axis_name: str) -> tuple[jax.Array, jax.Array]:
+    """QR of a tall matrix split by rows over a ``shard_map`` mesh axis (TSQR, one reduction).
+
+    Each device factors its block Y_i = Q_i R_i (n_i ≥ l rows), the l × l R_i are gathered
+    (D l² numbers: the only communication), [R_1; …; R_D] = Q̂ R is factored on every device, and
+    device i returns its rows Q_i Q̂_i of Q. Householder-stable, unlike Cholesky-QR of the summed
+    Gram. Returns (Q_local (n_i, l), R (l, l), replicated).
+    """
+    n_i, l = Y_local.shape
+    if n_i < l:
+        raise ValueError(f"tsqr needs at least l = {l} rows per device, got {n_i}: use fewer devices")
+    Q1, R1 = jnp.linalg.qr(Y_local)
+    Q2, R = jnp.linalg.qr(jax.lax.all_gather(R1, axis_name).reshape(-1, l))
+    block = jax.lax.dynamic_slice_in_dim(Q2, jax.lax.axis_index(axis_name) * l, l)
+    return Q1 @ block, R
+
+
+def randomized_svd_rows(A_local: jax.Array, rank: int, key: jax.Array, *, axis_name: str, rows: int,
+                        oversample: int = 10, n_iter: int = 4) -> SVDResult:
+    """:func:`randomized_svd` of A (m, n) split by rows over the ``shard_map`` axis ``axis_name``.
+
+    Same algorithm and the same Ω (n, l) as :func:`randomized_svd` (so the same subspace up to
+    rounding): the row-split products A Ω, A W stay local, the column-side products Aᵀ Q = Σ_i A_iᵀ Q_i
+    and B = Qᵀ A are summed over devices (``psum`` of (n, l) and (l, n) blocks), the row-split
+    orthonormalisations are :func:`tsqr`. ``rows`` is the global m (static). Returns U split by rows
+    like A, s and V replicated.
+    """
+    n = A_local.shape[1]
+    l = min(rank + oversample, rows, n)
+    omega = jax.random.normal(key, (n, l), A_local.dtype)
+    Q, _ = tsqr(A_local @ omega, axis_name)
+    for _ in range(n_iter):
+        W, _ = jnp.linalg.qr(jax.lax.psum((Q.T @ A_local).T, axis_name))
+        Q, _ = tsqr(A_local @ W, axis_name)
+    Bt = jax.lax.psum((Q.T @ A_local).T, axis_name)  # (n, l), replicated
+    Q2, R2 = jnp.linalg.qr(Bt)
+    Ub, s, Vbt = jnp.linalg.svd(R2.T)
+    return SVDResult((Q @ Ub)[:, :rank], s[:rank], (Q2 @ Vbt.T)[:, :rank])
+
+
 def gram_svd(A: jax.Array, rank: int) -> SVDResult:
     """Top-``rank`` singular triplets of a thin (or wide) A from the eigendecomposition of its small
     Gram matrix: AᵀA = V Λ Vᵀ (n × n for m ≥ n), σ = √λ, U = A V / σ.

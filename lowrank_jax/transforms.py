@@ -21,11 +21,13 @@ import optax
 from lowrank_jax.linalg import spd_solve
 
 
-def scale_by_factored_preconditioner() -> optax.GradientTransformation:
+def scale_by_factored_preconditioner(axis_name: str | None = None) -> optax.GradientTransformation:
     """Precondition the gradients of a factor pair ``params = (L, R)`` by the other factor's Gram.
 
     Shapes: L (n1, r), R (n2, r); ``updates`` = (G_L, G_R) of the same shapes. Stateless; needs
-    ``params`` in ``update``. The update is invariant to the gauge (L, R) → (LQ, RQ⁻ᵀ): it moves
+    ``params`` in ``update``. ``axis_name``: inside ``shard_map`` with L (and G_L) split by rows over
+    that mesh axis and R, G_R replicated, the r × r Gram LᵀL is summed across devices (``psum``) —
+    the only communication the step needs. The update is invariant to the gauge (L, R) → (LQ, RQ⁻ᵀ): it moves
     X = LRᵀ the same way whatever balanced or unbalanced factorisation represents it.
     """
 
@@ -37,12 +39,15 @@ def scale_by_factored_preconditioner() -> optax.GradientTransformation:
         if params is None:
             raise ValueError("scale_by_factored_preconditioner needs params=(L, R) in update()")
         (g_l, g_r), (L, R) = updates, params
-        return (spd_solve(R.T @ R, g_l, right=True), spd_solve(L.T @ L, g_r, right=True)), state
+        gram_l = L.T @ L
+        if axis_name is not None:
+            gram_l = jax.lax.psum(gram_l, axis_name)
+        return (spd_solve(R.T @ R, g_l, right=True), spd_solve(gram_l, g_r, right=True)), state
 
     return optax.GradientTransformation(init_fn, update_fn)
 
 
-def scaled_gradient(learning_rate: optax.ScalarOrSchedule) -> optax.GradientTransformation:
+def scaled_gradient(learning_rate: optax.ScalarOrSchedule, axis_name: str | None = None) -> optax.GradientTransformation:
     """ScaledGD as an optax optimizer on ``params = (L, R)``: −η · (G_L (RᵀR)⁻¹, G_R (LᵀL)⁻¹).
 
     ``learning_rate`` is a number, a (traced) array or an optax schedule. Example::
@@ -51,17 +56,19 @@ def scaled_gradient(learning_rate: optax.ScalarOrSchedule) -> optax.GradientTran
         state = opt.init((L, R))
         updates, state = opt.update((G_L, G_R), state, (L, R))
         L, R = optax.apply_updates((L, R), updates)
+
+    ``axis_name``: see :func:`scale_by_factored_preconditioner` (row-sharded L under ``shard_map``).
     """
-    return optax.chain(scale_by_factored_preconditioner(), optax.scale_by_learning_rate(learning_rate))
+    return optax.chain(scale_by_factored_preconditioner(axis_name), optax.scale_by_learning_rate(learning_rate))
 
 
-def scaled_gradient_step(params, grads, learning_rate):
+def scaled_gradient_step(params, grads, learning_rate, axis_name: str | None = None):
     """One stateless ScaledGD step on (L, R): the building block of the unrolled solvers.
 
     Equivalent to ``scaled_gradient(learning_rate)`` with a fresh state; convenient inside
     ``lax.scan`` where the step size changes from iteration to iteration.
     """
-    opt = scaled_gradient(learning_rate)
+    opt = scaled_gradient(learning_rate, axis_name)
     updates, _ = opt.update(grads, opt.init(params), params)
     return optax.apply_updates(params, updates)
 

@@ -9,8 +9,9 @@ from lowrank_jax.rpca.alternating import altproj
 from lowrank_jax.rpca.learned import lrpca, lrpca_step, oracle_thresholds
 from lowrank_jax.rpca.params import LRPCAParams, load_params, pretrained, save_params
 from lowrank_jax.rpca.scaled import scaledgd, scaledgd_step
+from lowrank_jax.rpca.sharded import lrpca_sharded, row_mesh
 from lowrank_jax.rpca.training import TrainConfig, frmnn_grid_search, train_lrpca
 
 __all__ = ["LRPCAParams", "RPCAResult", "TrainConfig", "altproj", "frmnn_grid_search", "load_params", "lrpca",
-           "lrpca_step", "oracle_thresholds", "pretrained", "save_params", "scaledgd", "scaledgd_step",
+           "lrpca_sharded", "lrpca_step", "oracle_thresholds", "pretrained", "row_mesh", "save_params", "scaledgd", "scaledgd_step",
            "train_lrpca"]

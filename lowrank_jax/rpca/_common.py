@@ -75,7 +75,7 @@ def check_tol(tol):
     return tol_arr
 
 
-def residual_step(Y, L, R, eta, fn, row_args=()):
+def residual_step(Y, L, R, eta, fn, row_args=(), axis_name=None):
     """One scaled-gradient update of (L, R) for f = ½‖L Rᵀ + S − Y‖_F² where S is a row-wise
     function of the residual D = Y − L Rᵀ, given as ``fn(D, *row_args) -> (E, stats)`` with
     E = L Rᵀ + S − Y = S − D:
@@ -85,9 +85,14 @@ def residual_step(Y, L, R, eta, fn, row_args=()):
     The products E R and Eᵀ L come from :func:`lowrank_jax.linalg.residual_map_products` (row
     panels, E never formed whole); the preconditioning and step from
     :func:`lowrank_jax.transforms.scaled_gradient_step`. Returns (L⁺, R⁺, stats summed over rows).
+
+    ``axis_name``: inside ``shard_map`` with Y, L (and row_args) split by rows over that mesh axis
+    and R replicated: Eᵀ L (n2, r), the stats and the Gram LᵀL (r, r) are summed across devices.
     """
     g_l, g_r, stats = residual_map_products(Y, L, R, fn, row_args)
-    L_new, R_new = scaled_gradient_step((L, R), (g_l, g_r), eta)
+    if axis_name is not None:
+        g_r, stats = jax.lax.psum((g_r, stats), axis_name)
+    L_new, R_new = scaled_gradient_step((L, R), (g_l, g_r), eta, axis_name)
     return L_new, R_new, stats
 
 

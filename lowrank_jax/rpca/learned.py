@@ -26,7 +26,7 @@ from lowrank_jax.rpca._common import (RPCAResult, change_stats, check_common, ch
                                       frob, make_result, residual_stats, residual_step, spectral_init)
 
 
-def lrpca_step(Y, L, R, zeta, eta, support=None, prev=None):
+def lrpca_step(Y, L, R, zeta, eta, support=None, prev=None, axis_name=None):
     """One LRPCA layer (eq. 7 + 9): returns (L⁺, R⁺, stats).
 
     Shapes: Y (n1, n2), L (n1, r), R (n2, r); ζ, η scalars. With D = Y − L Rᵀ,
@@ -36,7 +36,8 @@ def lrpca_step(Y, L, R, zeta, eta, support=None, prev=None):
     :func:`lrpca` for the final S). With ``prev`` = (L_p, R_p, ζ_p), the factors and threshold
     that made the current S = S_{ζ_p}(Y − L_p R_pᵀ), ``stats`` also holds the sums of
     :func:`~lowrank_jax.rpca._common.change_stats` for ‖S⁺ − S‖_F/‖S‖_F (one more rank-r product
-    per entry).
+    per entry). ``axis_name``: rows split over a ``shard_map`` mesh axis (see
+    :func:`~lowrank_jax.rpca._common.residual_step`).
     """
     def fn(D, *rows):
         S = soft_threshold(D, zeta)
@@ -49,7 +50,7 @@ def lrpca_step(Y, L, R, zeta, eta, support=None, prev=None):
         return E, stats
 
     rows = (() if support is None else (support,)) + (() if prev is None else (Y, prev[0]))
-    return residual_step(Y, L, R, eta, fn, rows)
+    return residual_step(Y, L, R, eta, fn, rows, axis_name)
 
 
 def _layer_params(k, zeta, eta, beta, phi, num_layers, frmnn):
