@@ -3,7 +3,8 @@ the same jitted function (compiled once; the loop a user would write), per famil
 
 Target (issue): the sweep at least 3× faster in total on this CPU. Both sides exclude compilation
 (one warm-up each); the separate calls are awaited one by one, as a loop that reads each result
-would. Prints; asserts nothing.
+would. The data go to both as arguments (``shared``), never as closed-over constants. Prints;
+asserts nothing.
 """
 
 from __future__ import annotations
@@ -27,45 +28,46 @@ def _time(fn, reps):
 
 
 def cases():
-    """name → (f, points): f a function of the point's values, 64 points each."""
+    """name → (f, points, shared): f a function of the point's values and the shared data, 64 points."""
     from lowrank_jax import covariance as cv, pathnorm, regression as rg, rpca, sdl, sweep
     from lowrank_jax.datasets import load_golub, rpca as rdata
 
     out = {}
     Y = rdata.rpca_problem(jax.random.key(0), 200, 200, 5, 0.1).Y
     out["ScaledGD (α, η), 200×200, 40 its"] = (
-        lambda alpha, eta: rpca.scaledgd(Y, 5, alpha, eta=eta, iters=40, key=jax.random.key(0)).X,
-        sweep.grid(alpha=jnp.linspace(0.08, 0.2, 8), eta=jnp.linspace(0.3, 0.9, 8)))
+        lambda alpha, eta, Y: rpca.scaledgd(Y, 5, alpha, eta=eta, iters=40, key=jax.random.key(0)).X,
+        sweep.grid(alpha=jnp.linspace(0.08, 0.2, 8), eta=jnp.linspace(0.3, 0.9, 8)), {"Y": Y})
     p = rpca.pretrained(0.1)
     out["LRPCA (ζ scale, η), 200×200"] = (
-        lambda scale, eta: rpca.lrpca(Y, 5, p.zeta * scale, jnp.full_like(p.eta, eta), key=jax.random.key(0)).X,
-        sweep.grid(scale=jnp.linspace(0.5, 2.0, 8), eta=jnp.linspace(0.3, 0.9, 8)))
+        lambda scale, eta, Y: rpca.lrpca(Y, 5, p.zeta * scale, jnp.full_like(p.eta, eta), key=jax.random.key(0)).X,
+        sweep.grid(scale=jnp.linspace(0.5, 2.0, 8), eta=jnp.linspace(0.3, 0.9, 8)), {"Y": Y})
     k1, k2 = jax.random.split(jax.random.key(1))
     A = jax.random.normal(k1, (4000, 20)) / 60
     b = jax.random.dirichlet(k2, jnp.ones(4000))
     out["Newton (w, sketch rows), 4000×20, 6 its"] = (
-        lambda w, rows: rg.newton_solve(A, b, w, jnp.zeros(20), "exp", "sketch", iters=6, sketch_size=800,
-                                        sketch_rows=rows, key=jax.random.key(2)).x,
-        sweep.grid(w=jnp.linspace(4.0, 8.0, 8), rows=jnp.arange(100, 801, 100)))
+        lambda w, rows, A, b: rg.newton_solve(A, b, w, jnp.zeros(20), "exp", "sketch", iters=6, sketch_size=800,
+                                              sketch_rows=rows, key=jax.random.key(2)).x,
+        sweep.grid(w=jnp.linspace(4.0, 8.0, 8), rows=jnp.arange(100, 801, 100)), {"A": A, "b": b})
     g = load_golub()
     Xg = (g.X - g.X.mean(1, keepdims=True)) / (g.X.std(1, keepdims=True) + 1e-8) / np.sqrt(g.X.shape[0])
     out["SDL-H (ξ, λ, τ), Golub, 100 its"] = (
-        lambda xi, lam, step: sdl.fit(Xg, g.y, 5, xi=xi, lam=lam, step=step, iters=100).theta,
+        lambda xi, lam, step, X: sdl.fit(X, g.y, 5, xi=xi, lam=lam, step=step, iters=100).theta,
         sweep.grid(xi=jnp.array([0.1, 0.3, 1.0, 3.0]), lam=jnp.array([1e-3, 3e-3, 1e-2, 3e-2]),
-                   step=jnp.array([0.05, 0.1, 0.2, 0.4])))
+                   step=jnp.array([0.05, 0.1, 0.2, 0.4])), {"X": jnp.asarray(Xg, jnp.float32)})
     rng = np.random.default_rng(0)
     M = rng.standard_normal((30, 3))
     Sig = (M @ M.T + np.eye(30)).astype(np.float32)
     out["covariance (lr, ε), n = 30, 200 steps"] = (
-        lambda lr, eps: cv.decompose(Sig, 3, hidden=(100, 50), loss="huber", eps=eps, lr=lr, max_iter=200,
-                                     rel_tol=None, key=jax.random.key(0)).M,
-        sweep.grid(lr=jnp.geomspace(1e-4, 1e-2, 8), eps=jnp.geomspace(1e-3, 1e-1, 8)))
+        lambda lr, eps, Sigma: cv.decompose(Sigma, 3, hidden=(100, 50), loss="huber", eps=eps, lr=lr, max_iter=200,
+                                            rel_tol=None, key=jax.random.key(0)).M,
+        sweep.grid(lr=jnp.geomspace(1e-4, 1e-2, 8), eps=jnp.geomspace(1e-3, 1e-1, 8)), {"Sigma": jnp.asarray(Sig)})
     Xp = rng.random((400, 64)).astype(np.float32)
     yp = (Xp[:, :32].sum(1) > Xp[:, 32:].sum(1)).astype(np.int32)
     out["path-norm Prox-SGD (lr, λ), 400×64, 2 epochs"] = (
-        lambda lr, lam: pathnorm.train(jax.random.key(0), Xp, yp, reg="path", method="prox", lr=lr, lam=lam,
-                                       epochs=2, batch=40, hidden=32, outputs=2).model.out.weight,
-        sweep.grid(lr=jnp.geomspace(0.01, 0.3, 8), lam=jnp.geomspace(1e-4, 1e-2, 8)))
+        lambda lr, lam, X, y: pathnorm.train(jax.random.key(0), X, y, reg="path", method="prox", lr=lr, lam=lam,
+                                             epochs=2, batch=40, hidden=32, outputs=2).model.out.weight,
+        sweep.grid(lr=jnp.geomspace(0.01, 0.3, 8), lam=jnp.geomspace(1e-4, 1e-2, 8)),
+        {"X": jnp.asarray(Xp), "y": jnp.asarray(yp)})
     return out
 
 
@@ -77,15 +79,15 @@ def main(argv=None):
 
     print("64-point sweeps: one sweep.run call vs 64 calls of the jitted single run (ms, median)")
     print(f"{'family (swept hyperparameters)':48s} {'sweep':>9s} {'64 calls':>9s} {'ratio':>7s}")
-    for name, (f, pts) in cases().items():
+    for name, (f, pts, shared) in cases().items():
         single = jax.jit(f)
         n = len(jax.tree.leaves(pts)[0])
         rows = [{k: v[i] for k, v in pts.items()} for i in range(n)]
 
         def loop():
-            return [jax.block_until_ready(single(**r)) for r in rows]
+            return [jax.block_until_ready(single(**r, **shared)) for r in rows]
 
-        t_sweep = _time(lambda: sweep.run(f, pts), args.reps)
+        t_sweep = _time(lambda: sweep.run(f, pts, shared=shared), args.reps)
         t_loop = _time(loop, args.reps)
         print(f"{name:48s} {t_sweep:9.0f} {t_loop:9.0f} {t_loop / t_sweep:6.1f}x", flush=True)
     print("  target: the sweep >= 3x faster in total")

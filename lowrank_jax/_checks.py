@@ -33,8 +33,16 @@ def as_matrix(x, name: str) -> jax.Array:
         raise ValueError(f"{name} must be non-empty, got shape {tuple(x.shape)}")
     if not jnp.issubdtype(x.dtype, jnp.floating):
         x = jnp.asarray(x, dtype=jnp.result_type(float))
-    if is_concrete(x) and not np.all(np.isfinite(np.asarray(x))):
-        raise ValueError(f"{name} has non-finite entries (NaN or inf)")
+    if is_concrete(x):
+        # On the device for JAX arrays: no host copy, and a sharded (even multi-host) Y is reduced
+        # where it lives. Eagerly even when called while tracing (a closed-over concrete Y).
+        if isinstance(x, jax.Array):
+            with jax.ensure_compile_time_eval():
+                finite = bool(jnp.all(jnp.isfinite(x)))
+        else:
+            finite = bool(np.all(np.isfinite(x)))
+        if not finite:
+            raise ValueError(f"{name} has non-finite entries (NaN or inf)")
     return jnp.asarray(x)
 
 

@@ -18,7 +18,8 @@ Pattern (ScaledGD over step size η and sparsity α, 3 seeds — 48 runs, one ca
 
     pts = sweep.grid(eta=jnp.linspace(0.3, 0.9, 4), alpha=jnp.array([0.05, 0.1, 0.15, 0.2]),
                      key=sweep.seeds(0, 3))
-    err = sweep.run(lambda eta, alpha, key: rpca.scaledgd(Y, r, alpha, eta=eta, key=key).residual[-1], pts)
+    err = sweep.run(lambda eta, alpha, key, Y: rpca.scaledgd(Y, r, alpha, eta=eta, key=key).residual[-1], pts,
+                    shared={"Y": Y})
     err.reshape(4, 4, 3)      # axes in the order given to grid
 
 Only what changes shapes stays static (rank, iteration counts, variant names); sweep those with a
@@ -92,27 +93,32 @@ def _mesh(devices) -> Mesh | None:
 
 
 def _program(fn: Callable, chunk: int | None):
-    """The jitted batch program of ``fn``, kept on ``fn`` itself (so it lives exactly as long as
-    ``fn`` and no global cache pins closed-over data); objects that take no attributes get a fresh
-    one per call."""
+    """The jitted batch program of ``fn`` (points, shared) -> outputs, kept on ``fn`` itself (so it
+    lives exactly as long as ``fn`` and no global cache pins closed-over data); objects that take no
+    attributes get a fresh one per call."""
     cache = getattr(fn, "__dict__", None)
     programs = cache.setdefault("_lowrank_jax_sweep", {}) if isinstance(cache, dict) else {}
     if chunk not in programs:
         if chunk is None:
-            programs[chunk] = jax.jit(jax.vmap(lambda p: fn(**p)))
+            programs[chunk] = jax.jit(jax.vmap(lambda p, s: fn(**p, **s), in_axes=(0, None)))
         else:
-            programs[chunk] = jax.jit(lambda ps: jax.lax.map(lambda p: fn(**p), ps, batch_size=chunk))
+            programs[chunk] = jax.jit(lambda ps, s: jax.lax.map(lambda p: fn(**p, **s), ps, batch_size=chunk))
     return programs[chunk]
 
 
-def run(fn: Callable[..., Any], points: dict[str, Any], *, chunk: int | None = None, devices=None):
-    """Evaluate ``fn(**point)`` at every point in one jitted call; returns ``fn``'s output pytree with a
-    leading axis of length N (the number of points).
+def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any] | None = None,
+        chunk: int | None = None, devices=None):
+    """Evaluate ``fn(**point, **shared)`` at every point in one jitted call; returns ``fn``'s output
+    pytree with a leading axis of length N (the number of points).
 
     Args:
-      fn: a pure function of the point's named values (closing over data is fine: closed-over arrays
-        are replicated on every device). It must be traceable (the toolkit's solvers are).
+      fn: a pure function of the point's named values and the ``shared`` ones. It must be traceable
+        (the toolkit's solvers are).
       points: dict name → values with one shared leading axis N (e.g. from :func:`grid`).
+      shared: dict name → values common to every point (the data), passed to the compiled program
+        as arguments and replicated on every device. Pass large arrays here rather than closing over
+        them: a closed-over array becomes a constant of the program, which XLA may spend seconds
+        constant-folding and which is recompiled for new data.
       chunk: evaluate ``chunk`` points at a time (``lax.map`` with ``batch_size``) instead of all N
         at once — same results, bounded memory. None: one ``vmap`` over all points.
       devices: devices to shard the point axis over (default ``jax.devices()``). With several, N is
@@ -134,7 +140,11 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, chunk: int | None = N
         if pad:
             points = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)]), points)
         points = jax.device_put(points, NamedSharding(mesh, PartitionSpec(AXIS)))
-    out = _program(fn, chunk)(points)
+    shared = {} if shared is None else dict(shared)
+    clash = set(shared) & set(points)
+    if clash:
+        raise ValueError(f"names both swept and shared: {sorted(clash)}")
+    out = _program(fn, chunk)(points, shared)
     if mesh is not None and (-n % mesh.devices.size):
         out = jax.tree.map(lambda x: x[:n], out)
     return out

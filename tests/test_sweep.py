@@ -44,6 +44,16 @@ def test_run_equals_loop_chunked_or_not():
     _assert_close(sweep.run(f, pts, chunk=4), ref, 1e-6)      # 15 points in chunks of 4
 
 
+def test_shared_data_is_passed_not_swept():
+    data = jnp.arange(6.0).reshape(2, 3)
+    pts = {"a": jnp.array([1.0, 2.0, 3.0])}
+    out = sweep.run(lambda a, M: a * M, pts, shared={"M": data})
+    assert out.shape == (3, 2, 3)
+    np.testing.assert_allclose(np.asarray(out[2]), 3.0 * np.asarray(data))
+    with pytest.raises(ValueError, match="both swept and shared"):
+        sweep.run(lambda a: a, pts, shared={"a": 1.0})
+
+
 def test_run_rejects_bad_points():
     with pytest.raises(ValueError, match="same number of points"):
         sweep.run(lambda a, b: a + b, {"a": jnp.ones(3), "b": jnp.ones(4)})
@@ -79,14 +89,13 @@ def rpca_problem():
 
 def test_sweep_scaledgd_alpha_eta(rpca_problem):
     from lowrank_jax import rpca
-    Y = rpca_problem.Y
     pts = sweep.grid(alpha=jnp.array([0.1, 0.2]), eta=jnp.array([0.4, 0.7]))
 
-    def f(alpha, eta):
+    def f(alpha, eta, Y=rpca_problem.Y):
         res = rpca.scaledgd(Y, 3, alpha, eta=eta, iters=15, key=jax.random.key(0))
         return res.X, res.residual
 
-    _assert_close(sweep.run(f, pts), _loop(f, pts), 2e-4, 1e-5)
+    _assert_close(sweep.run(f, pts, shared={"Y": rpca_problem.Y}), _loop(f, pts), 2e-4, 1e-5)
 
 
 def test_sweep_lrpca_zeta_scale_eta(rpca_problem):

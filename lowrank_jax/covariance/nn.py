@@ -188,8 +188,8 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
       lr_end: "adam" and "gd": decay the step geometrically from ``lr`` to ``lr_end`` over
         ``max_iter`` steps (beyond the paper: the ℓ1 loss has no vanishing gradient, so a constant
         step hovers at a distance ∝ lr from the minimiser).
-      max_iter, rel_tol (relative change against the mean of the previous ``window`` losses; None to
-        disable), grad_tol (‖∇φ‖ ≤ grad_tol; None to disable).
+      max_iter: step budget; rel_tol: stop on the relative change against the mean of the previous
+        ``window`` losses (None to disable); grad_tol: stop once ‖∇φ‖ ≤ grad_tol (None to disable).
       order: "triu" (the paper's h) or "tril" (the code's); first_layer: "fixed-input" | "dense".
       key: ``jax.random`` key of the initialisation (default key(0)).
 
