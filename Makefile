@@ -4,19 +4,25 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test bench experiments data clean
+.PHONY: demo test docs bench experiments data clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,experiments,bench]'
+	$(PY) -m pip install --quiet -e '.[test,experiments,bench,docs]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(PY) -m lowrank_jax.demo
 
+# The tests (notebooks included), then the documentation site with warnings as errors.
 test: $(STAMP)
 	$(PY) -m pytest -q tests
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
+
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+	@echo "site: build/site/index.html"
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[bench-torch]'

@@ -13,6 +13,7 @@ import bench_pathnorm_prox  # noqa: E402
 import bench_rpca_step  # noqa: E402
 import bench_rpca_total  # noqa: E402
 import bench_sdl  # noqa: E402
+import bench_sweep  # noqa: E402
 
 
 def main():
@@ -32,6 +33,7 @@ def main():
     bench_newton.main([])
     bench_sdl.main([])
     bench_covariance.main([])
+    bench_sweep.main([])
 
 
 if __name__ == "__main__":

@@ -64,8 +64,11 @@ def robust_pca(n: int = 1000, rank: int = 5, alpha: float = 0.1, outdir: pathlib
     _print_table(f"Robust PCA: n = {n}, r = {rank}, α = {alpha}, stop at ‖Y−X−S‖_F/‖Y‖_F < {tol:g} "
                  f"({jax.devices()[0].platform}, float32)", rows,
                  ["method", "iterations", "residual", "‖X−X⋆‖_F/‖X⋆‖_F", "time (s)", "first call incl. compile (s)"])
-    _plot(outdir, "rpca_convergence.png", curves, "iteration", "‖X_k − X⋆‖_F / ‖X⋆‖_F",
-          f"Robust PCA, n = {n}, r = {rank}, α = {alpha}")
+    panel = (curves, "iteration", "‖X_k − X⋆‖_F / ‖X⋆‖_F", f"Robust PCA, n = {n}, r = {rank}, α = {alpha}", True)
+    _plot(outdir, "rpca_convergence.png", *panel)
+    best = rows[0]
+    return ["Robust PCA", f"synthetic {n}×{n}, r = {rank}, α = {alpha}", best[0],
+            f"‖X−X⋆‖/‖X⋆‖ = {best[3]} in {best[1]} iterations", best[4]], panel
 
 
 def _digits():
@@ -105,8 +108,13 @@ def path_norm(epochs: int = 10, outdir: pathlib.Path | None = None):
                  "4 λ values trained in one vmapped call per method", rows,
                  ["method", "λ", "test accuracy", "accuracy under PGD ε=0.1", "non-zero weights",
                   "path norm", "sweep time (s)"])
-    _plot(outdir, "pathnorm_sparsity.png", curves, "log step (10 per epoch)", "share of non-zero weights",
-          "Prox-SGD gives exact zeros; SGD does not", log=False)
+    panel = (curves, "log step (10 per epoch)", "share of non-zero weights", "Prox-SGD gives exact zeros; SGD does not",
+             False)
+    _plot(outdir, "pathnorm_sparsity.png", *panel)
+    prox_row = [r for r in rows if r[0] == "prox"][2]
+    return ["1-path-norm", what.split(",")[0], f"Prox-SGD, λ = {prox_row[1]}",
+            f"test acc. {prox_row[2]}, under PGD {prox_row[3]}, non-zeros {prox_row[4]}",
+            f"{rows[4][6]} (4 λ, incl. compile)"], panel
 
 
 def hyperbolic_regression(n: int = 20000, d: int = 50, outdir: pathlib.Path | None = None):
@@ -134,8 +142,11 @@ def hyperbolic_regression(n: int = 20000, d: int = 50, outdir: pathlib.Path | No
     _print_table(f"Rescaled hyperbolic (exp) regression: n = {n}, d = {d}, w = 3, start ‖x0 − x*‖ = {start:.2f} "
                  "(float64; at this small d the sketch does not pay yet, see make bench)", rows,
                  ["method", "iterations to 1e-10", "‖x_4 − x*‖", "ms / iteration"])
-    _plot(outdir, "regression_convergence.png", curves, "iteration", "‖x_t − x*‖",
-          "Newton on rescaled exp regression")
+    panel = (curves, "iteration", "‖x_t − x*‖", "Newton on rescaled exp regression", True)
+    _plot(outdir, "regression_convergence.png", *panel)
+    sk = rows[-1]
+    return ["Hyperbolic regression", f"synthetic n = {n}, d = {d}, float64", sk[0],
+            f"‖x−x*‖ ≤ 1e-10 in {sk[1]} iterations (exact: {rows[0][1]})", f"{float(sk[3]) * 15 / 1e3:.2f}"], panel
 
 
 def dictionary_learning(rank: int = 2, iters: int = 300, outdir: pathlib.Path | None = None):
@@ -164,7 +175,11 @@ def dictionary_learning(rank: int = 2, iters: int = 300, outdir: pathlib.Path | 
                  f"samples, rank {rank}, ξ = 0.1, λ = 0.01, {iters} iterations)", rows,
                  ["model (solver)", "final loss F", "test accuracy", "seconds (after compile)"])
     print(f"  SDL-W's most predictive gene group (largest |β|), top probes towards AML: {', '.join(top)}")
-    _plot(outdir, "sdl_golub_loss.png", curves, "iteration", "F(θ_t) − F(θ_final)", "SDL on Golub: LPGD vs BCD")
+    panel = (curves, "iteration", "F(θ_t) − F(θ_final)", "SDL on Golub: LPGD vs BCD", True)
+    _plot(outdir, "sdl_golub_loss.png", *panel)
+    w_row = rows[2]
+    return ["Supervised dictionary learning", "Golub leukaemia (real)", w_row[0],
+            f"test accuracy {w_row[2]}; top AML probes {', '.join(top[:2])}", w_row[3]], panel
 
 
 def covariance_decomposition(rank: int = 3, max_iter: int = 4000, outdir: pathlib.Path | None = None):
@@ -191,13 +206,17 @@ def covariance_decomposition(rank: int = 3, max_iter: int = 4000, outdir: pathli
     _print_table(f"Low-rank + sparse correlation of {len(d.names)} S&P 500 stocks ({d.dates[0]} … {d.dates[1]}), "
                  f"k = {rank}", rows, ["method", "rank L", "λ_min(L)", "‖Σ−L‖/‖L‖", "‖Σ−L−shrink(S)‖/‖Σ‖",
                                         "sparsity shrink(S)", "seconds"])
+    net = rows[1]
+    summary = ["L + S covariance", f"{len(d.names)} S&P 500 stocks (real)", "network, step decay",
+               f"rank L {net[1]}, λ_min(L) {net[2]}, ‖Σ−L−shrink(S)‖/‖Σ‖ {net[4]}", net[6]]
+    panel = {"Σ": mats["Σ"], "L = MMᵀ (network)": mats["network decay"]}
     if outdir is not None:
         try:
             import matplotlib
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
         except ImportError:
-            return
+            return summary, panel
         outdir.mkdir(parents=True, exist_ok=True)
         fig, axes = plt.subplots(1, len(mats), figsize=(3.2 * len(mats), 3.2))
         for ax, (name, M) in zip(axes, mats.items()):
@@ -209,11 +228,10 @@ def covariance_decomposition(rank: int = 3, max_iter: int = 4000, outdir: pathli
         fig.savefig(outdir / "covariance_sp500.png", dpi=110)
         plt.close(fig)
         print(f"figure: {outdir / 'covariance_sp500.png'}")
+    return summary, panel
 
 
-def _plot(outdir, name, curves, xlabel, ylabel, title, log=True):
-    if outdir is None:
-        return
+def _pyplot():
     try:
         import matplotlib
 
@@ -221,14 +239,26 @@ def _plot(outdir, name, curves, xlabel, ylabel, title, log=True):
         import matplotlib.pyplot as plt
     except ImportError:
         print("(matplotlib not installed: no figure)")
+        return None
+    return plt
+
+
+def _draw(ax, curves, xlabel, ylabel, title, log=True, fontsize=None):
+    for label, y in curves.items():
+        (ax.semilogy if log else ax.plot)(np.arange(1, len(y) + 1), y, label=label)
+    ax.set(xlabel=xlabel, ylabel=ylabel)
+    ax.set_title(title, fontsize=fontsize)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=fontsize)
+
+
+def _plot(outdir, name, curves, xlabel, ylabel, title, log=True):
+    plt = None if outdir is None else _pyplot()
+    if plt is None:
         return
     outdir.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6, 4))
-    for label, y in curves.items():
-        (ax.semilogy if log else ax.plot)(np.arange(1, len(y) + 1), y, label=label)
-    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    _draw(ax, curves, xlabel, ylabel, title, log)
     fig.tight_layout()
     fig.savefig(outdir / name, dpi=120)
     plt.close(fig)
@@ -241,11 +271,43 @@ def main(argv=None):
     parser.add_argument("--small", action="store_true", help="smaller problems (quick smoke run)")
     args = parser.parse_args(argv)
     outdir = pathlib.Path(args.out) if args.out else None
-    robust_pca(n=300 if args.small else 1000, outdir=outdir)
-    path_norm(epochs=2 if args.small else 10, outdir=outdir)
-    hyperbolic_regression(n=5000 if args.small else 20000, outdir=outdir)
-    dictionary_learning(iters=100 if args.small else 300, outdir=outdir)
-    covariance_decomposition(max_iter=500 if args.small else 4000, outdir=outdir)
+    t_start = time.perf_counter()
+    sections = [lambda: robust_pca(n=300 if args.small else 1000, outdir=outdir),
+                lambda: path_norm(epochs=2 if args.small else 10, outdir=outdir),
+                lambda: hyperbolic_regression(n=5000 if args.small else 20000, outdir=outdir),
+                lambda: dictionary_learning(iters=100 if args.small else 300, outdir=outdir),
+                lambda: covariance_decomposition(max_iter=500 if args.small else 4000, outdir=outdir)]
+    summary, panels = [], []
+    for section in sections:
+        row, panel = section()
+        summary.append(row)
+        panels.append(panel)
+    _print_table(f"Summary: five families in {time.perf_counter() - t_start:.0f} s (compilation included)", summary,
+                 ["family", "data", "method", "result", "seconds (after compile)"])
+    _summary_figure(outdir, panels)
+
+
+def _summary_figure(outdir, panels):
+    """One figure with a panel per family: four convergence plots and the covariance heat maps."""
+    plt = None if outdir is None else _pyplot()
+    if plt is None:
+        return
+    outdir.mkdir(parents=True, exist_ok=True)
+    fig = plt.figure(figsize=(15, 8))
+    grid = fig.add_gridspec(2, 5)
+    for i, panel in enumerate(panels[:4]):
+        ax = fig.add_subplot(grid[i // 2, 2 * (i % 2):2 * (i % 2) + 2])
+        _draw(ax, *panel, fontsize=7)
+    for j, (name, M) in enumerate(panels[4].items()):
+        ax = fig.add_subplot(grid[j, 4])
+        ax.imshow(M, cmap="RdBu_r", vmin=-1, vmax=1)
+        ax.set_title(f"20 stocks: {name}", fontsize=8)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.tight_layout()
+    fig.savefig(outdir / "summary.png", dpi=110)
+    plt.close(fig)
+    print(f"summary figure: {outdir / 'summary.png'}")
 
 
 if __name__ == "__main__":
