@@ -46,9 +46,15 @@ SCRIPT = textwrap.dedent(r"""
         if n1 == 400:
             assert out.L.sharding.spec == P("rows", None) and out.S.sharding.spec == P("rows", None)
             assert out.R.sharding.spec == P()
-    # FRMNN continuation past the learned layers
+    # FRMNN continuation past the learned layers, to a fixed count and to a tolerance
     ref = rpca.lrpca(prob.Y, 5, p.zeta, p.eta, beta=0.95, phi=0.9, max_iter=20)
     out = sharded.lrpca_sharded(prob.Y, 5, p.zeta, p.eta, beta=0.95, phi=0.9, max_iter=20)
+    assert float(jnp.abs(out.X - ref.X).max()) < 1e-5 * float(jnp.abs(ref.X).max())
+    ref = rpca.lrpca(prob.Y, 5, p.zeta, p.eta, beta=0.95, phi=0.9, tol=1e-4, max_iter=60)
+    out = sharded.lrpca_sharded(prob.Y, 5, p.zeta, p.eta, beta=0.95, phi=0.9, tol=1e-4, max_iter=60)
+    k = int(ref.n_iter)
+    assert int(out.n_iter) == k and k < 60, (int(out.n_iter), k)
+    assert float(out.residual[k - 1]) < 1e-4 and not bool(jnp.isfinite(out.residual[k]))
     assert float(jnp.abs(out.X - ref.X).max()) < 1e-5 * float(jnp.abs(ref.X).max())
     print("MULTIDEVICE OK")
 """)

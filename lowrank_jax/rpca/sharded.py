@@ -33,7 +33,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from lowrank_jax import _checks, linalg, loop
 from lowrank_jax.prox import soft_threshold
-from lowrank_jax.rpca._common import RPCAResult, check_common
+from lowrank_jax.rpca._common import RPCAResult, check_common, check_tol
 from lowrank_jax.rpca.learned import _layer_params, lrpca_step, soft_threshold_complement
 
 AXIS = "rows"
@@ -45,13 +45,14 @@ def row_mesh(devices=None) -> Mesh:
     return Mesh(np.array(devices), (AXIS,))
 
 
-def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, phi=None, max_iter=None,
+def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, phi=None, tol=None, max_iter=None,
                   key=None, oversample: int = 10, n_iter: int = 4) -> RPCAResult:
     """:func:`lowrank_jax.rpca.lrpca` with Y and L split by rows over ``mesh``'s axis ``"rows"``.
 
-    Args as :func:`~lowrank_jax.rpca.lrpca` (a fixed number of layers: K, or ``max_iter`` with the
-    FRMNN factors ``beta``, ``phi``); ``mesh``: a 1-D mesh with axis name ``"rows"`` (default
-    :func:`row_mesh` over every device). n1 need not divide by the device count: Y is padded with
+    Args as :func:`~lowrank_jax.rpca.lrpca`: K layers, or with the FRMNN factors ``beta``, ``phi``
+    up to ``max_iter`` layers; ``tol`` stops once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (the residual
+    is summed across devices, so every device stops at the same layer). ``mesh``: a 1-D mesh with
+    axis name ``"rows"`` (default :func:`row_mesh` over every device). n1 need not divide by the device count: Y is padded with
     zero rows, which stay exactly zero in L and S (their residual is 0), and trimmed after.
 
     Returns an :class:`~lowrank_jax.rpca.RPCAResult` whose L, X and S stay split by rows
@@ -66,9 +67,12 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
         raise ValueError("beta and phi (FRMNN continuation) must be given together")
     frmnn = beta is not None
     num_layers = eta.shape[0]
+    tol = check_tol(tol)
     if frmnn:
         beta = _checks.as_hyper(beta, "beta", ndim=0, positive=True, dtype=Y.dtype)
         phi = _checks.as_hyper(phi, "phi", ndim=0, positive=True, dtype=Y.dtype)
+        if max_iter is None and tol is not None:
+            max_iter = 1000
         budget = _checks.check_positive_int(max_iter, "max_iter") if max_iter is not None else num_layers
     else:
         if max_iter is not None and max_iter > num_layers:
@@ -88,19 +92,21 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
     if pad:
         Y = jnp.concatenate([Y, jnp.zeros((pad, n2), Y.dtype)])
     Y = jax.device_put(Y, NamedSharding(mesh, P(AXIS, None)))
-    L, R, S, residual = _run(Y, zeta, eta, beta, phi, key, mesh=mesh, rank=rank, rows=n1 + pad, budget=budget,
-                             frmnn=frmnn, oversample=oversample, n_iter=n_iter)
+    use_tol = tol is not None
+    tol = jnp.zeros((), Y.dtype) if tol is None else tol.astype(Y.dtype)
+    L, R, S, residual, count = _run(Y, zeta, eta, beta, phi, tol, key, mesh=mesh, rank=rank, rows=n1 + pad,
+                                    budget=budget, frmnn=frmnn, use_tol=use_tol, oversample=oversample, n_iter=n_iter)
     if pad:
         L, S = L[:n1], S[:n1]
-    return RPCAResult(L=L, R=R, X=L @ R.T, S=S, n_iter=jnp.asarray(budget, jnp.int32), residual=residual,
-                      error=None, false_positives=None)
+    return RPCAResult(L=L, R=R, X=L @ R.T, S=S, n_iter=count, residual=residual, error=None, false_positives=None)
 
 
-@functools.partial(jax.jit, static_argnames=("mesh", "rank", "rows", "budget", "frmnn", "oversample", "n_iter"))
-def _run(Y, zeta, eta, beta, phi, key, *, mesh, rank, rows, budget, frmnn, oversample, n_iter):
+@functools.partial(jax.jit, static_argnames=("mesh", "rank", "rows", "budget", "frmnn", "use_tol", "oversample",
+                                             "n_iter"))
+def _run(Y, zeta, eta, beta, phi, tol, key, *, mesh, rank, rows, budget, frmnn, use_tol, oversample, n_iter):
     num_layers = eta.shape[0]
 
-    def local(Y_i, zeta, eta, beta, phi, key):
+    def local(Y_i, zeta, eta, beta, phi, tol, key):
         y_norm = jnp.sqrt(jax.lax.psum(jnp.sum(Y_i * Y_i), AXIS))
         y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
         svd = linalg.randomized_svd_rows(soft_threshold_complement(Y_i, zeta[0]), rank, key, axis_name=AXIS,
@@ -113,17 +119,21 @@ def _run(Y, zeta, eta, beta, phi, key, *, mesh, rank, rows, budget, frmnn, overs
             L_new, R_new, stats = lrpca_step(Y_i, L, R, z, e, axis_name=AXIS)
             return (L_new, R_new, L, R, z), jnp.sqrt(stats["sq"]) / y_norm
 
-        out = loop.run_fixed(step, (L0, R0, L0, R0, zeta[0]), budget)
+        state = (L0, R0, L0, R0, zeta[0])
+        if use_tol:
+            out = loop.run_until(step, state, max_iter=budget, stop=lambda s, res: res < tol)
+        else:
+            out = loop.run_fixed(step, state, budget)
         L, R, L_prev, R_prev, z_last = out.state
         S_i = soft_threshold(Y_i - L_prev @ R_prev.T, z_last)
-        return L, R, S_i, out.history
+        return L, R, S_i, out.history, out.n_iter
 
     # check_vma=False: the panel loop builds its accumulators from unsharded zeros, which the
     # varying-axes check rejects; R, the residual and the Grams are replicated by construction (psum).
     rep = P()
-    return jax.shard_map(local, mesh=mesh, in_specs=(P(AXIS, None), rep, rep, rep, rep, rep),
-                         out_specs=(P(AXIS, None), rep, P(AXIS, None), rep),
-                         check_vma=False)(Y, zeta, eta, beta, phi, key)
+    return jax.shard_map(local, mesh=mesh, in_specs=(P(AXIS, None), rep, rep, rep, rep, rep, rep),
+                         out_specs=(P(AXIS, None), rep, P(AXIS, None), rep, rep),
+                         check_vma=False)(Y, zeta, eta, beta, phi, tol, key)
 
 
 __all__ = ["AXIS", "lrpca_sharded", "row_mesh"]
