@@ -49,7 +49,8 @@ def truncated_svd(A: jax.Array, rank: int) -> SVDResult:
 
 
 def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, oversample: int = 10,
-                   n_iter: int = 4, start: jax.Array | None = None) -> SVDResult:
+                   n_iter: int = 4, start: jax.Array | None = None, axis_name: str | None = None,
+                   rows: int | None = None) -> SVDResult:
     """Randomized truncated SVD (Halko, Martinsson, Tropp 2011, Alg. 4.4 + 5.1).
 
     With l = rank + oversample and a Gaussian test matrix Ω (n, l):
@@ -67,8 +68,21 @@ def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, ove
       start: optional (n, l) block replacing Ω — a warm start such as the ``V`` of the previous
         call of an iterative solver whose matrix changes slowly (subspace iteration); then ``key``
         is not used.
+      axis_name: inside ``shard_map`` with A split by rows over that mesh axis (``rows`` = the
+        global m, static): the row-split products A Ω, A W stay local and are orthonormalised by
+        :func:`tsqr`; the column-side products Aᵀ Q = Σ_i A_iᵀ Q_i and B = Qᵀ A are summed across
+        devices. Same Ω, hence the same subspace up to rounding; U comes back split by rows like A,
+        s and V replicated.
     """
     m, n = A.shape
+    if axis_name is None:
+        orth_rows, total = jnp.linalg.qr, (lambda x: x)
+    else:
+        if rows is None:
+            raise ValueError("randomized_svd with axis_name needs rows= (the global number of rows)")
+        m = rows
+        orth_rows = lambda Y: tsqr(Y, axis_name)             # noqa: E731
+        total = lambda x: jax.lax.psum(x, axis_name)        # noqa: E731
     if start is not None:
         omega = start.astype(A.dtype)
     else:
@@ -76,11 +90,11 @@ def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, ove
             raise ValueError("randomized_svd needs a key (or a start block)")
         omega = jax.random.normal(key, (n, min(rank + oversample, m, n)), A.dtype)
     # Products with Aᵀ are written (Qᵀ A)ᵀ: XLA's CPU dot transposes A for Aᵀ Q (~4x slower).
-    Q, _ = jnp.linalg.qr(A @ omega)
+    Q, _ = orth_rows(A @ omega)
     for _ in range(n_iter):
-        W, _ = jnp.linalg.qr((Q.T @ A).T)
-        Q, _ = jnp.linalg.qr(A @ W)
-    Bt = (Q.T @ A).T  # (n, l)
+        W, _ = jnp.linalg.qr(total((Q.T @ A).T))
+        Q, _ = orth_rows(A @ W)
+    Bt = total((Q.T @ A).T)  # (n, l)
     Q2, R2 = jnp.linalg.qr(Bt)  # B = R2ᵀ Q2ᵀ
     Ub, s, Vbt = jnp.linalg.svd(R2.T)
     return SVDResult((Q @ Ub)[:, :rank], s[:rank], (Q2 @ Vbt.T)[:, :rank])
@@ -101,29 +115,6 @@ def tsqr(Y_local: jax.Array, axis_name: str) -> tuple[jax.Array, jax.Array]:
     Q2, R = jnp.linalg.qr(jax.lax.all_gather(R1, axis_name).reshape(-1, l))
     block = jax.lax.dynamic_slice_in_dim(Q2, jax.lax.axis_index(axis_name) * l, l)
     return Q1 @ block, R
-
-
-def randomized_svd_rows(A_local: jax.Array, rank: int, key: jax.Array, *, axis_name: str, rows: int,
-                        oversample: int = 10, n_iter: int = 4) -> SVDResult:
-    """:func:`randomized_svd` of A (m, n) split by rows over the ``shard_map`` axis ``axis_name``.
-
-    Same algorithm and the same Ω (n, l) as :func:`randomized_svd` (so the same subspace up to
-    rounding): the row-split products A Ω, A W stay local, the column-side products Aᵀ Q = Σ_i A_iᵀ Q_i
-    and B = Qᵀ A are summed over devices (``psum`` of (n, l) and (l, n) blocks), the row-split
-    orthonormalisations are :func:`tsqr`. ``rows`` is the global m (static). Returns U split by rows
-    like A, s and V replicated.
-    """
-    n = A_local.shape[1]
-    l = min(rank + oversample, rows, n)
-    omega = jax.random.normal(key, (n, l), A_local.dtype)
-    Q, _ = tsqr(A_local @ omega, axis_name)
-    for _ in range(n_iter):
-        W, _ = jnp.linalg.qr(jax.lax.psum((Q.T @ A_local).T, axis_name))
-        Q, _ = tsqr(A_local @ W, axis_name)
-    Bt = jax.lax.psum((Q.T @ A_local).T, axis_name)  # (n, l), replicated
-    Q2, R2 = jnp.linalg.qr(Bt)
-    Ub, s, Vbt = jnp.linalg.svd(R2.T)
-    return SVDResult((Q @ Ub)[:, :rank], s[:rank], (Q2 @ Vbt.T)[:, :rank])
 
 
 def gram_svd(A: jax.Array, rank: int) -> SVDResult:

@@ -8,8 +8,9 @@ replicated. One layer (LRPCA eq. 7 + 9) is then
     R⁺  = R − η (Σ_i E_iᵀ L_i)(Σ_i L_iᵀ L_i)⁻¹                       (psum of (n2, r) and (r, r))
 
 — the same :func:`lowrank_jax.rpca.lrpca_step` as the single-device solver, with its reductions
-named by the mesh axis. The spectral initialisation is :func:`lowrank_jax.linalg.randomized_svd_rows`
-(TSQR for the row-split orthonormalisations, ``psum`` for the column-side products). Nothing of
+named by the mesh axis. The spectral initialisation is :func:`lowrank_jax.linalg.randomized_svd`
+with ``axis_name`` (TSQR for the row-split orthonormalisations, ``psum`` for the column-side
+products). Nothing of
 size n1 × n2 crosses devices; per layer the traffic is O(n2 r + r²) per device.
 
 The result equals the single-device :func:`~lowrank_jax.rpca.lrpca` with the same key up to
@@ -109,8 +110,8 @@ def _run(Y, zeta, eta, beta, phi, tol, key, *, mesh, rank, rows, budget, frmnn, 
     def local(Y_i, zeta, eta, beta, phi, tol, key):
         y_norm = jnp.sqrt(jax.lax.psum(jnp.sum(Y_i * Y_i), AXIS))
         y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
-        svd = linalg.randomized_svd_rows(soft_threshold_complement(Y_i, zeta[0]), rank, key, axis_name=AXIS,
-                                         rows=rows, oversample=oversample, n_iter=n_iter)
+        svd = linalg.randomized_svd(soft_threshold_complement(Y_i, zeta[0]), rank, key, axis_name=AXIS,
+                                    rows=rows, oversample=oversample, n_iter=n_iter)
         L0, R0 = linalg.balanced_factors(svd)
 
         def step(k, state):
