@@ -225,21 +225,15 @@ def small_spd_inverse(G: jax.Array) -> jax.Array:
     calls, 1–2 ms for 64 batched 5 × 5 solves) and leaves OpenBLAS's threads spinning, which slows
     the XLA operations that follow; r ≤ 16 costs O(r³) flops in a few fused kernels instead."""
     r = G.shape[-1]
-    C = [[None] * r for _ in range(r)]
-    for j in range(r):
-        d = G[j, j] - sum(C[j][k] * C[j][k] for k in range(j))
-        d = jnp.sqrt(d)
-        C[j][j] = d
-        for i in range(j + 1, r):
-            C[i][j] = (G[i, j] - sum(C[i][k] * C[j][k] for k in range(j))) / d
-    # C⁻¹ (lower triangular) column by column: C X = I.
-    X = [[jnp.zeros((), G.dtype)] * r for _ in range(r)]
-    for j in range(r):
-        X[j][j] = 1.0 / C[j][j]
-        for i in range(j + 1, r):
-            X[i][j] = -sum(C[i][k] * X[k][j] for k in range(j, i)) / C[i][i]
-    Cinv = jnp.stack([jnp.stack([X[i][j] for j in range(r)]) for i in range(r)])
-    return Cinv.T @ Cinv
+    C = jnp.zeros_like(G)
+    for j in range(r):                                    # column j of C: r − j entries at once
+        v = G[j:, j] - C[j:, :j] @ C[j, :j]
+        C = C.at[j:, j].set(v / jnp.sqrt(v[0]))
+    eye = jnp.eye(r, dtype=G.dtype)
+    X = jnp.zeros_like(G)
+    for i in range(r):                                    # row i of C⁻¹ by forward substitution
+        X = X.at[i].set((eye[i] - C[i, :i] @ X[:i]) / C[i, i])
+    return X.T @ X
 
 
 def spd_solve(G: jax.Array, B: jax.Array, *, right: bool = False) -> jax.Array:

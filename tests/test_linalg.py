@@ -138,3 +138,25 @@ def test_gram_svd_matches_the_exact_truncated_svd(x64):
     g = linalg.gram_svd(low, 5)
     assert bool(jnp.all(jnp.isfinite(g.U)))
     np.testing.assert_allclose(prox.project_rank(low, 5, method="gram"), low, atol=1e-10)
+
+
+@pytest.mark.parametrize("r", [1, 2, 7, linalg.SMALL_SPD])
+def test_small_spd_inverse_equals_numpy_inverse(x64, r):
+    A = np.random.default_rng(r).standard_normal((r + 4, r))
+    G = A.T @ A
+    np.testing.assert_allclose(np.asarray(linalg.small_spd_inverse(jnp.asarray(G))), np.linalg.inv(G),
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_spd_solve_paths_agree_across_the_small_threshold(x64):
+    # r = SMALL_SPD takes the unrolled inverse, r = SMALL_SPD + 1 the LAPACK Cholesky: both solve exactly.
+    rng = np.random.default_rng(3)
+    for r in (linalg.SMALL_SPD, linalg.SMALL_SPD + 1):
+        A = rng.standard_normal((r + 5, r))
+        G, B = A.T @ A, rng.standard_normal((9, r))
+        np.testing.assert_allclose(np.asarray(linalg.spd_solve(jnp.asarray(G), jnp.asarray(B), right=True)),
+                                   np.linalg.solve(G, B.T).T, rtol=1e-8, atol=1e-10)
+    # under vmap (a batch of Gram matrices), as in a sweep
+    Gs = jnp.stack([jnp.eye(4) * (k + 1.0) for k in range(3)])
+    out = jax.vmap(lambda G: linalg.spd_solve(G, jnp.ones((2, 4)), right=True))(Gs)
+    np.testing.assert_allclose(np.asarray(out[:, 0, 0]), [1.0, 0.5, 1 / 3], rtol=1e-12)
