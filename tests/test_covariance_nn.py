@@ -158,3 +158,44 @@ def test_armijo_stops_when_the_decrease_drops_below_rounding():
     n = int(res.n_iter)
     assert n < 3000 and float(res.step[n - 1]) == 0.0 and bool(jnp.all(res.step[: n - 1] > 0))
     np.testing.assert_allclose(res.M @ res.M.T, res.L, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("act", cv.ACTIVATIONS)
+def test_every_activation_runs(act):
+    """relu (the code's), tanh, logistic and the scaled arctan (the theory's) all train: finite
+    outputs, a loss that moved, and S = Σ − MMᵀ."""
+    Sigma = jnp.asarray(planted(8, 2)[0], jnp.float32)
+    res = cv.decompose(Sigma, 2, hidden=(16, 8), activation=act, optimizer="adam", lr=1e-2, max_iter=3, rel_tol=None)
+    assert int(res.n_iter) == 3 and res.M.shape == (8, 2)
+    for v in (res.M, res.L, res.S, res.loss, res.grad_norm):
+        assert bool(jnp.all(jnp.isfinite(v)))
+    assert float(res.loss[2]) != float(res.loss[0])
+    np.testing.assert_allclose(res.S, Sigma - res.M @ res.M.T, rtol=1e-5, atol=1e-5)
+
+
+def test_logistic_and_scaled_arctan_closed_forms(x64):
+    """logistic 1/(1 + e^{−t}) and the scaled arctan (2/π) tan⁻¹ t (notes Table I: values in (−1, 1),
+    slope 2/π at 0), at a few points and at their exact values."""
+    t = jnp.array([-30.0, -2.0, -0.5, 0.0, 0.3, 1.0, 4.0, 30.0])
+    tn = np.asarray(t)
+    np.testing.assert_allclose(cv.activation("logistic")(t), 1 / (1 + np.exp(-tn)), rtol=1e-14)
+    np.testing.assert_allclose(cv.activation("arctan")(t), 2 / np.pi * np.arctan(tn), rtol=1e-14)
+    arctan = cv.activation("arctan")
+    np.testing.assert_allclose(arctan(jnp.array([1.0, np.sqrt(3.0), -1 / np.sqrt(3.0)])), [0.5, 2 / 3, -1 / 3],
+                               rtol=1e-14)
+    assert float(cv.activation("logistic")(jnp.array(0.0))) == 0.5
+    assert 0.999 < float(arctan(jnp.array(1e3))) < 1.0
+    np.testing.assert_allclose(jax.grad(arctan)(0.0), 2 / np.pi, rtol=1e-14)
+
+
+@pytest.mark.parametrize("optimizer", ["gd", "gd-sqrt"])
+def test_recorded_step_sizes(optimizer, x64):
+    """``step`` records h for "gd" and h/√(j+1) for "gd-sqrt", at every step taken."""
+    Sigma = jnp.asarray(planted(8, 2)[0])
+    lr, n = 3e-4, 6
+    res = cv.decompose(Sigma, 2, hidden=(12,), activation="tanh", loss="huber", optimizer=optimizer, lr=lr,
+                       max_iter=n, rel_tol=None)
+    assert int(res.n_iter) == n
+    j = np.arange(n)
+    expected = np.full(n, lr) if optimizer == "gd" else lr / np.sqrt(j + 1)
+    np.testing.assert_allclose(res.step, expected, rtol=1e-14)
