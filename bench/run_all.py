@@ -8,6 +8,7 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 import bench_covariance  # noqa: E402
+import bench_covariance_memory  # noqa: E402
 import bench_newton  # noqa: E402
 import bench_pathnorm_prox  # noqa: E402
 import bench_rpca_step  # noqa: E402
@@ -33,6 +34,7 @@ def main():
     bench_newton.main([])
     bench_sdl.main([])
     bench_covariance.main([])
+    bench_covariance_memory.main([])
     bench_sweep.main([])
 
 
