@@ -203,8 +203,141 @@ def test_mf_lr_baseline():
     (lambda X, y: sdl.fit(X, y, 2, model="Z"), "model must be"),
     (lambda X, y: sdl.fit(X, np.zeros_like(y), 2), "two classes"),
     (lambda X, y: sdl.predict(sdl.fit(X, y, 2, iters=2), X[:5]), "rows"),
+    (lambda X, y: sdl.predict(sdl.fit(X, y, 2, iters=2), X, np.ones((1, 20))), "X_aux_new must be None"),
+    (lambda X, y: sdl.fit(X, y, 2, num_classes=1.5), "num_classes must be a positive integer"),
+    (lambda X, y: sdl.fit(X, y, 2, tol=-1.0), "tol must be positive"),
+    (lambda X, y: sdl.fit(X, y, 2, solver="bcd", tol=1e-6), "lpgd' only"),
+    (lambda X, y: sdl.fit(X, y, 2, project="ball"), "project must be a function"),
 ])
 def test_bad_input(call, match):
     X, y, _ = generative("H", 30, 20, 2)
     with pytest.raises(ValueError, match=match):
         call(jnp.asarray(X), y)
+
+
+@pytest.mark.parametrize("model", ["H", "W"])
+def test_fit_and_predict_with_covariates(model, x64):
+    """With X_aux (q = 2) the prediction is the trained model's: a = (SDL part) + γᵀ[x'; 1], so the
+    log-odds log(P_c / P_0) move by exactly γ[:q]ᵀδ when X_aux_new moves by δ, and for SDL-W they equal
+    the training activations on the training samples. A model fitted with covariates needs them."""
+    X, y, X_aux = generative(model, 12, 40, 2, q=2, seed=11)
+    m = sdl.fit(X, y, 2, model=model, xi=1.0, lam=0.1, iters=200, X_aux=X_aux)
+    assert m.gamma.shape == (3, 1)                                   # 2 covariates + the intercept
+    P = np.asarray(sdl.predict_proba(m, X, X_aux))
+    assert P.shape == (40, 2)
+    np.testing.assert_allclose(P.sum(1), 1.0, rtol=1e-12)
+    np.testing.assert_array_equal(sdl.predict(m, X, X_aux), P.argmax(1))
+    log_odds = lambda P: np.log(P[:, 1:] / P[:, :1])                 # noqa: E731  (= a_c, class 0 the reference)
+    delta = np.random.default_rng(12).normal(size=X_aux.shape)
+    moved = log_odds(np.asarray(sdl.predict_proba(m, X, X_aux + delta))) - log_odds(P)
+    np.testing.assert_allclose(moved, delta.T @ np.asarray(m.gamma[:2]), rtol=1e-9, atol=1e-9)
+    if model == "W":
+        Xa1 = np.vstack([X_aux, np.ones((1, 40))])
+        a = sm.activations(m.theta, m.gamma, jnp.asarray(X), jnp.asarray(Xa1), "W", 1)
+        np.testing.assert_allclose(log_odds(P), np.asarray(a).T, rtol=1e-9, atol=1e-9)
+    assert np.mean(P.argmax(1) == y) > np.bincount(y).max() / y.size    # better than the majority class
+    with pytest.raises(ValueError, match=r"X_aux_new is required.*q = 2"):
+        sdl.predict(m, X)
+    with pytest.raises(ValueError, match=r"X_aux_new is required"):
+        sdl.predict_proba(m, X, coding="supervised" if model == "H" else "lstsq")
+    with pytest.raises(ValueError, match=r"X_aux_new must have 2 rows"):
+        sdl.predict(m, X, X_aux[:1])
+
+
+def _a_block_ball(model, kappa, radius):
+    """Π onto {θ : ‖A‖_F ≤ radius} (A the logit block of θ in the model's layout): convex, and kept by
+    the rank projection too (Π_r multiplies θ by an orthogonal projector from the side that keeps A's
+    block intact, which cannot increase ‖A‖_F)."""
+    def project(theta):
+        A, B = sm.split(theta, model, kappa)
+        return sm.join(A * jnp.minimum(1.0, radius / jnp.maximum(jnp.linalg.norm(A), 1e-300)), B, model)
+    return project
+
+
+@pytest.mark.parametrize("model", ["H", "W"])
+def test_projection_keeps_the_iterate_in_the_set(model, x64):
+    X, y, _ = generative(model, 15, 30, 2, seed=13)
+    kw = dict(model=model, xi=1.0, lam=0.01, intercept=False)
+    free = sdl.fit(X, y, 2, iters=200, **kw)
+    norm_A = lambda m: float(jnp.linalg.norm(sm.split(m.theta, model, 1)[0]))   # noqa: E731
+    radius = 0.5 * norm_A(free)
+    project = _a_block_ball(model, 1, radius)
+    for iters in (1, 200):
+        m = sdl.fit(X, y, 2, iters=iters, project=project, **kw)
+        assert norm_A(m) <= radius * (1 + 1e-12), (iters, norm_A(m), radius)
+        assert np.linalg.matrix_rank(np.asarray(m.theta), tol=1e-8 * float(jnp.linalg.norm(m.theta))) <= 2
+    # Not vacuous: the unconstrained solution lies outside the set (radius = half its ‖A‖_F).
+    assert norm_A(free) > 1.5 * radius and float(jnp.linalg.norm(m.theta - free.theta)) > 0.1 * norm_A(free)
+
+
+def test_bcd_on_sdl_h_is_monotone(x64):
+    """Every BCD block step is a gradient step of length 1/L_b on a convex block problem, so F never
+    increases from sweep to sweep (SDL-H, random start, two classes + the reference)."""
+    X, y, _ = generative("H", 20, 30, 2, kappa=2, seed=14)
+    m = sdl.fit(X, y, 2, model="H", xi=0.5, lam=0.1, iters=300, solver="bcd", init="random")
+    loss = np.asarray(m.loss)
+    assert np.all(np.isfinite(loss)) and int(m.n_iter) == 300
+    assert np.all(np.diff(loss) <= 1e-10 * np.abs(loss[1:])), np.diff(loss).max()
+    assert loss[-1] < 0.5 * loss[0]
+
+
+def test_tolerance_stops_early_at_the_first_small_step(x64):
+    """tol = 1e-7: fewer than `iters` steps; the last step is the first with ‖Z_{t+1} − Z_t‖ ≤
+    tol·max(1, ‖Z_t‖); the stopped iterate equals a fixed-length run of n_iter steps."""
+    X, y, _ = generative("H", 30, 20, 2, seed=15)
+    data = sm.prepare(X, y, intercept=True)
+    theta0, gamma0, _ = sdl.initial_point(data, 2, "H", jax.random.key(0))
+    step = sm.step_bound(data, 1.0, 0.1, "H")
+    tol, cap = 1e-7, 5000
+    res = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 2, model="H", iters=cap, tol=tol)
+    n = int(res.n_iter)
+    assert 2 < n < cap
+    s = np.asarray(res.step_norm)
+    assert np.all(np.isfinite(s[:n])) and np.all(np.isnan(s[n:]))
+    fixed = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 2, model="H", iters=n)
+    np.testing.assert_allclose(res.theta, fixed.theta, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(s[:n], fixed.step_norm, rtol=1e-12)
+    z_n = float(np.sqrt(jnp.sum(res.theta ** 2) + jnp.sum(res.gamma ** 2)))
+    # ‖Z_{n−1}‖ ≥ ‖Z_n‖ − s_{n−1} and ‖Z_{n−2}‖ ≤ ‖Z_n‖ + s_{n−1} + s_{n−2} (triangle inequality):
+    assert s[n - 1] <= tol * max(1.0, z_n - s[n - 1])                        # relative change below tol
+    assert s[n - 2] > tol * max(1.0, z_n + s[n - 1] + s[n - 2])              # ... for the first time
+    m = sdl.fit(X, y, 2, model="H", xi=1.0, lam=0.1, iters=cap, tol=tol)     # fit passes tol through
+    assert int(m.n_iter) == n and np.all(np.isnan(np.asarray(m.loss)[n:]))
+    np.testing.assert_allclose(m.theta, res.theta, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("model", ["H", "W"])
+def test_randomized_svd_gives_the_gram_iterate(model, x64):
+    """θ − τ∇F has a large gap after σ_r (θ has rank r, the step is short), so the randomized range
+    finder (r + 10 columns of 40, 4 power iterations) finds the same top-r subspace as the exact Gram
+    eigendecomposition to near working precision, and 30 LPGD steps agree."""
+    X, y, _ = generative(model, 60, 40, 3, seed=8, sigma=0.3)
+    data = sm.prepare(X, y, intercept=True)
+    theta0, gamma0, _ = sdl.initial_point(data, 3, model, jax.random.key(0))
+    step = sm.step_bound(data, 1.0, 0.1, model)
+    run = lambda svd: sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 3, model=model, iters=30, svd=svd,  # noqa
+                               key=jax.random.key(3))
+    gram, rand = run("gram"), run("randomized")
+    np.testing.assert_allclose(rand.theta, gram.theta, rtol=0, atol=1e-9 * float(jnp.linalg.norm(gram.theta)))
+    np.testing.assert_allclose(rand.gamma, gram.gamma, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(rand.loss, gram.loss, rtol=1e-10)
+
+
+def test_labels_with_a_gap_need_num_classes():
+    """Labels {0, 5} would silently create four empty classes: without num_classes that is an error
+    naming them; with num_classes=6 it is allowed (κ = 5, six probability columns)."""
+    X, y, _ = generative("H", 30, 20, 2)
+    y5 = np.where(y == 1, 5, 0)
+    with pytest.raises(ValueError, match=r"no sample has label 1, 2, 3, 4 .*num_classes=6"):
+        sdl.fit(X, y5, 2)
+    with pytest.raises(ValueError, match=r"no sample has label 1, 2, 3, 4 .*num_classes=6"):
+        sdl.cross_validate(X, y5, 2, [1.0], [0.1], folds=2, iters=5)
+    with pytest.raises(ValueError, match=r"no sample has label 0 "):
+        sdl.fit(X, y + 1, 2)
+    m = sdl.fit(X, y5, 2, num_classes=6, iters=50)
+    assert m.kappa == 5
+    P = np.asarray(sdl.predict_proba(m, X))
+    assert P.shape == (20, 6)
+    # The empty classes' logits only ever get pushed down (their gradient P_c + 2λA_c starts positive):
+    # less probability than either observed class, on average over the samples.
+    assert P[:, 1:5].mean(0).max() < min(P[:, 0].mean(), P[:, 5].mean())

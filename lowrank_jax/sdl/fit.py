@@ -84,23 +84,37 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters:
 
     Args:
       X: (p, n) data, columns are samples; y: (n,) labels in {0, …, κ} (0 = reference class);
+      num_classes: κ + 1 (default max(y) + 1, and then every label 0, …, max(y) must occur: labels
+        {0, 5} raise a ValueError naming the empty classes 1–4; pass num_classes to allow them);
       X_aux: optional (q, n) covariates; intercept: append an unpenalised constant covariate (beyond
         the paper, whose model has none; the authors' code adds one);
       xi, lam: ξ, λ of F (traced); step: τ (default :func:`lowrank_jax.sdl.model.step_bound`);
-      iters, tol: iteration cap and relative step tolerance; solver: "lpgd" (Algorithm 1) or "bcd"
-        (the block-coordinate baseline, from the same start); svd: rank projection, "gram" |
-        "exact" | "randomized" (:func:`lowrank_jax.sdl.solvers.lpgd`); project: optional convex Π_Θ on θ; key: ``jax.random`` key of the initial β
-        (default key(0)); init: "svd" | "random".
+      iters, tol: iteration cap and relative step tolerance (LPGD stops after the first step with
+        ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F), Z = (θ, γ); ``n_iter`` counts the steps taken and
+        ``loss`` is NaN after them); solver: "lpgd" (Algorithm 1) or "bcd" (the block-coordinate
+        baseline, from the same start; it runs exactly ``iters`` sweeps, so ``tol``, ``project`` and
+        ``svd`` are LPGD-only and rejected with it); svd: rank projection, "gram" | "exact" |
+        "randomized" (:func:`lowrank_jax.sdl.solvers.lpgd`); project: optional convex projection
+        Π_Θ(θ) → θ applied before the rank projection, a pure hashable function (static under
+        ``jit``) of θ in this model's layout, (κ + p, n) for SDL-H and (p, κ + n) for SDL-W;
+        key: ``jax.random`` key of the initial β (default key(0)); init: "svd" | "random".
     """
     data = sm.prepare(X, y, X_aux, intercept=intercept, num_classes=num_classes)
     rank = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)
     iters = _checks.check_positive_int(iters, "iters")
     if solver not in ("lpgd", "bcd"):
         raise ValueError(f"solver must be 'lpgd' or 'bcd', got {solver!r}")
+    if solver == "bcd" and (tol is not None or project is not None or svd != "gram"):
+        raise ValueError("tol, project and svd apply to solver='lpgd' only; solver='bcd' runs `iters` sweeps "
+                         "of the factored problem")
+    if project is not None and not callable(project):
+        raise ValueError(f"project must be a function θ -> θ (a convex projection) or None, got {project!r}")
     xi = _checks.as_hyper(xi, "xi", ndim=0, dtype=data.X.dtype)
     lam = _checks.as_hyper(lam, "lam", ndim=0, dtype=data.X.dtype)
     step = (sm.step_bound(data, xi, lam, model) if step is None
             else _checks.as_hyper(step, "step", ndim=0, positive=True, dtype=data.X.dtype))
+    if tol is not None:
+        tol = _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=data.X.dtype)
     key = jax.random.key(0) if key is None else key
     theta0, gamma0, f0 = initial_point(data, rank, model, key, init)
     if solver == "lpgd":
@@ -157,8 +171,11 @@ def _new_data(m: SDLModel, X_new, X_aux_new):
     if X_new.shape[0] != m.W.shape[0]:
         raise ValueError(f"X_new must have p = {m.W.shape[0]} rows (features), got {X_new.shape[0]}")
     q_user = m.gamma.shape[0] - int(m.intercept)
-    if (X_aux_new is None) != (q_user == 0):
-        raise ValueError(f"the model was fitted with {q_user} auxiliary covariates; pass X_aux_new accordingly")
+    if X_aux_new is None and q_user > 0:
+        raise ValueError(f"X_aux_new is required: the model was fitted with q = {q_user} auxiliary covariates "
+                         f"(X_aux); pass their values for the new samples, shape ({q_user}, {X_new.shape[1]})")
+    if X_aux_new is not None and q_user == 0:
+        raise ValueError("X_aux_new must be None: the model was fitted without auxiliary covariates (X_aux)")
     Xa, _ = sm.aux_matrix(X_aux_new, X_new.shape[1], m.intercept, X_new.dtype)
     if Xa.shape[0] != m.gamma.shape[0]:
         raise ValueError(f"X_aux_new must have {q_user} rows, got {Xa.shape[0] - int(m.intercept)}")
@@ -199,15 +216,18 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
 
 
 def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int = 5, iters: int = 300, seed: int = 0,
-                   X_aux=None, intercept: bool = True, coding: str = "lstsq", key=None):
+                   X_aux=None, intercept: bool = True, coding: str = "lstsq", key=None,
+                   num_classes: int | None = None):
     """Mean validation accuracy over stratified ``folds`` for every (ξ, λ) in xis × lams.
 
     Each fold fits the whole grid in one compiled, ``vmap``ped LPGD program (no Python loop over
-    the grid). Returns (accuracy (len(xis), len(lams)), best (ξ, λ)).
+    the grid). ``num_classes`` as in :func:`fit` (by default max(y) + 1, every class present in
+    ``y``; a fold's training part may then still miss a rare class, which is allowed there).
+    Returns (accuracy (len(xis), len(lams)), best (ξ, λ)).
     """
     X = np.asarray(_checks.as_matrix(X, "X"))
-    y_np = sm.check_labels(y, X.shape[1])
-    num_classes = int(y_np.max()) + 1
+    y_np = sm.check_labels(y, X.shape[1], num_classes)
+    num_classes = sm.infer_num_classes(y_np, num_classes)
     xis, lams = np.asarray(xis, float).ravel(), np.asarray(lams, float).ravel()
     grid_xi, grid_lam = (g.ravel() for g in np.meshgrid(xis, lams, indexing="ij"))
     key = jax.random.key(0) if key is None else key

@@ -58,6 +58,9 @@ class SDLData(eqx.Module):
 
 def check_labels(y, n: int | None = None, num_classes: int | None = None) -> np.ndarray:
     """Labels as an int array in {0, …, κ}; raises on non-integers, negatives or values ≥ num_classes."""
+    if num_classes is not None and (isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral)
+                                    or num_classes < 1):
+        raise ValueError(f"num_classes must be a positive integer, got {num_classes!r}")
     y_np = np.asarray(y)
     if y_np.ndim != 1:
         raise ValueError(f"y must be a 1-D array of labels, got shape {y_np.shape}")
@@ -78,12 +81,30 @@ def one_hot(y, kappa: int, dtype=jnp.float32) -> jax.Array:
     return (jnp.asarray(y)[None, :] == jnp.arange(1, kappa + 1)[:, None]).astype(dtype)
 
 
+def infer_num_classes(y_np: np.ndarray, num_classes: int | None = None) -> int:
+    """κ + 1, the number of classes: ``num_classes`` when given (classes without a sample are then
+    allowed, e.g. a training fold that misses a rare class), else max(y) + 1 — and then every class
+    0, …, max(y) must occur, because a gap such as labels {0, 5} would silently create four empty
+    classes with their own logits. Raises ``ValueError`` naming the missing classes."""
+    if num_classes is not None:
+        return int(num_classes)      # validated by check_labels
+    k = int(y_np.max()) + 1 if y_np.size else 0
+    missing = np.setdiff1d(np.arange(k), y_np)
+    if missing.size:
+        shown = ", ".join(map(str, missing[:10])) + (", …" if missing.size > 10 else "")
+        raise ValueError(f"labels must use every class 0, …, max(y) = {k - 1}, but no sample has label "
+                         f"{shown} ({missing.size} of {k} classes empty); relabel to consecutive integers, or "
+                         f"pass num_classes={k} to fit empty classes on purpose")
+    return k
+
+
 def prepare(X, y, X_aux=None, *, intercept: bool = False, num_classes: int | None = None) -> SDLData:
-    """Validate and bundle training data. κ = num_classes − 1 (default: max(y))."""
+    """Validate and bundle training data. κ = num_classes − 1; by default κ = max(y), and then every
+    label 0, …, max(y) must occur (:func:`infer_num_classes`)."""
     X = _checks.as_matrix(X, "X")
     p, n = X.shape
     y_np = check_labels(y, n, num_classes)
-    kappa = (num_classes - 1) if num_classes is not None else int(y_np.max())
+    kappa = infer_num_classes(y_np, num_classes) - 1
     if kappa < 1:
         raise ValueError("need at least two classes (labels 0 and 1)")
     X_aux, pen = aux_matrix(X_aux, n, intercept, X.dtype)
