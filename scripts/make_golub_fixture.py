@@ -3,7 +3,10 @@
 Run ``make data`` first (it extracts the file from Debian's r-bioc-multtest into ``data/``), then
 ``.venv/bin/python scripts/make_golub_fixture.py``. The fixture holds ``X_1e5`` (3051, 38) int32,
 the expression in units of 1e-5 (the source's values have five decimals, so this is exact),
-``y`` (38,) int8 (0 = ALL, 1 = AML) and ``genes`` (3051,) the Affymetrix probe ids.
+``y`` (38,) int8 (0 = ALL, 1 = AML), ``genes`` (3051,) the Affymetrix probe ids (column 3 of
+``golub.gnames``) and ``descriptions_utf8`` the gene descriptions (column 2), verbatim, joined by
+newlines into one UTF-8 byte string (uint8; ``genes.decode_descriptions`` splits it), which keeps
+them at ~46 KB of the ~330 KB file.
 """
 
 import argparse
@@ -11,7 +14,8 @@ import pathlib
 
 import numpy as np
 
-from lowrank_jax.datasets.genes import golub_fixture_path, golub_rdata_path, read_golub_rdata
+from lowrank_jax.datasets.genes import (decode_descriptions, encode_descriptions, golub_fixture_path,
+                                       golub_rdata_path, read_golub_rdata)
 
 
 def main():
@@ -21,12 +25,17 @@ def main():
     args = parser.parse_args()
     if not args.source.is_file():
         raise SystemExit(f"{args.source} not found: run `make data` first")
-    X, y, genes = read_golub_rdata(args.source)
+    X, y, genes, descriptions = read_golub_rdata(args.source)
     X_1e5 = np.rint(X * 1e5)
     if not np.array_equal(X_1e5 / 1e5, X):
         raise SystemExit(f"{args.source}: values are not multiples of 1e-5; the fixture would not be exact")
+    blob = encode_descriptions(descriptions)
+    if decode_descriptions(blob) != tuple(str(d) for d in descriptions):
+        raise SystemExit(f"{args.source}: the gene descriptions do not survive the newline-joined encoding")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(args.out, X_1e5=X_1e5.astype(np.int32), y=y.astype(np.int8), genes=genes.astype(str))
+    np.savez_compressed(args.out, X_1e5=X_1e5.astype(np.int32), y=y.astype(np.int8),
+                        genes=np.array([str(g) for g in genes]),   # shortest fixed width (U27, not U519)
+                        descriptions_utf8=blob)
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes): {X.shape[0]} genes x {X.shape[1]} samples")
 
 

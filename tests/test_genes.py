@@ -2,8 +2,10 @@
 and clear errors (no data needed); the real files' sizes and class counts when `make data` has run."""
 
 import hashlib
+import importlib.util
 import re
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -25,6 +27,22 @@ def test_golub_fixture_is_the_documented_data_set():
     # multtest standardised each sample (array) across genes: mean 0, sd 1.
     np.testing.assert_allclose(d.X.mean(axis=0), 0, atol=1e-5)
     np.testing.assert_allclose(d.X.std(axis=0, ddof=1), 1, atol=1e-5)
+    # golub.gnames column 2, aligned with the probe ids: every Affymetrix control probe's description
+    # names that probe ("AFFX-… (endogenous control)"), and the two AML markers of the docs.
+    assert len(d.descriptions) == 3051 and all(isinstance(t, str) and t for t in d.descriptions)
+    controls = [(g, t) for g, t in zip(d.genes, d.descriptions) if g.startswith("AFFX-")]
+    assert len(controls) >= 10 and all(t.startswith(g) for g, t in controls)
+    named = dict(zip(d.genes, d.descriptions))
+    assert named["M27891_at"].startswith("CST3 Cystatin C") and named["X95735_at"] == "Zyxin"
+
+
+def test_description_encoding_round_trips():
+    texts = ["CST3 Cystatin C", "", "Zyxin ", "GB DEF = α-actinin, 5' UTR", "x" * 600]
+    blob = genes.encode_descriptions(texts)
+    assert blob.dtype == np.uint8 and blob.ndim == 1
+    assert genes.decode_descriptions(blob) == tuple(texts)
+    with pytest.raises(ValueError, match="newline"):
+        genes.encode_descriptions(["one", "two\nlines"])
 
 
 def test_standardize_uses_training_statistics_only():
@@ -96,6 +114,7 @@ def test_all_labels_and_cache_keyed_by_the_source_hash(tmp_path, monkeypatch):
     d = datasets.load_all_leukemia()
     assert d.y.tolist() == [0, 1, 0, 1] and d.classes == ("B", "T") and d.name == "ALL"
     assert d.genes == ("1000_at", "1001_at", "1002_f_at") and np.array_equal(d.X, X)
+    assert d.descriptions is None  # the ALL data carry probe ids only
     with np.load(tmp_path / "ALL.npz") as f:
         assert str(f["source_sha256"]) == hashlib.sha256(b"version 1").hexdigest()
     again = datasets.load_all_leukemia()  # from the cache: no second conversion
@@ -113,14 +132,22 @@ def test_all_labels_and_cache_keyed_by_the_source_hash(tmp_path, monkeypatch):
 
 
 # Run only where `make data` has run (the files are not in the repository; CI does not fetch them).
-@pytest.mark.skipif(not genes.golub_rdata_path().is_file(),
-                    reason="needs data/golub.RData from Debian r-bioc-multtest: run `make data`")
+@pytest.mark.skipif(not genes.golub_rdata_path().is_file() or importlib.util.find_spec("rdata") is None,
+                    reason="needs data/golub.RData from Debian r-bioc-multtest and PyPI rdata: run `make data`")
 def test_golub_fixture_equals_the_debian_file():
-    X, y, probes = genes.read_golub_rdata(genes.golub_rdata_path())
+    X, y, probes, descriptions = genes.read_golub_rdata(genes.golub_rdata_path())
     d = datasets.load_golub()
     np.testing.assert_array_equal(d.X, X)  # exact: the fixture stores the values in units of 1e-5
     np.testing.assert_array_equal(d.y, y)
     assert d.genes == tuple(probes)
+    assert d.descriptions == tuple(descriptions)  # verbatim, trailing blanks included
+    # The character matrix is index, description, probe id (column-major in the file): the index
+    # column is the probe's position in the HU6800 chip, increasing, and not a description.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gnames = np.asarray(pytest.importorskip("rdata").read_rda(str(genes.golub_rdata_path()))["golub.gnames"])
+    index = gnames.reshape(3051, 3, order="F")[:, 0].astype(int)
+    assert np.all(np.diff(index) > 0) and not set(map(str, index)) & set(d.descriptions)
 
 
 @pytest.mark.skipif(not genes.all_rda_path().is_file(),
@@ -143,6 +170,7 @@ def test_real_all_leukemia():
 def test_real_nci60():
     d = datasets.load_nci60()
     assert d.X.shape == (6830, 64) and np.isfinite(d.X).all() and len(set(d.genes)) == 6830
+    assert d.descriptions is None  # ISLR's matrix has no gene names
     assert len(d.classes) == 14 and list(d.classes) == sorted(d.classes)
     counts = dict(zip(d.classes, np.bincount(d.y, minlength=14).tolist()))
     assert {k: counts[k] for k in ("RENAL", "NSCLC", "MELANOMA", "BREAST", "COLON", "OVARIAN",

