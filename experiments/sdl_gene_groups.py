@@ -19,11 +19,15 @@ too because the /100 scaling makes Uᵀx small and C = 1 shrinks hard).
 
 OpenBLAS is capped at one thread as in sdl_convergence.py (``--blas-threads``).
 
-Gene identifiers are the data's own: Affymetrix HU6800 probe ids for Golub, HG-U95Av2 probe ids for
-ALL. The data carry no gene symbols and none are added here.
+Gene identifiers are the data's own. Golub: the Affymetrix HU6800 probe id with, beside it, the gene
+description that multtest's golub.gnames ships for it (``GeneData.descriptions``, e.g. M27891_at
+"CST3 Cystatin C (amyloid angiopathy and cerebral hemorrhage)", X95735_at "Zyxin"; shortened to
+``--desc-width`` characters in the printout and the figure, verbatim in the CSV). ALL: HG-U95Av2 probe
+ids only — those data carry no gene names, and none are added here.
 
-Writes results/sdl/gene_groups.csv (dataset, method, atom, beta, rank_in_atom, gene, weight;
-rank_in_atom +k = k-th largest positive weight, −k = k-th most negative) and results/sdl/gene_groups.png.
+Writes results/sdl/gene_groups.csv (dataset, method, atom, beta, rank_in_atom, gene, description,
+weight; rank_in_atom +k = k-th largest positive weight, −k = k-th most negative; description empty for
+ALL) and results/sdl/gene_groups.png.
 """
 
 from __future__ import annotations
@@ -51,13 +55,25 @@ def oriented(W, beta):
     return np.asarray(W) * s[None, :], np.asarray(beta)[:, 0] * s
 
 
-def top_genes(w, genes, top):
-    """[(rank_in_atom, gene, scaled weight)]: +1…+top largest, −1…−top most negative of w / max|w|."""
+def top_genes(w, genes, top, descriptions=None):
+    """[(rank_in_atom, gene, scaled weight, description)]: +1…+top largest, −1…−top most negative of
+    w / max|w|; description "" where the data carry none."""
     v = w / np.max(np.abs(w))
     order = np.argsort(v)
-    pos = [(k + 1, genes[i], float(v[i])) for k, i in enumerate(order[::-1][:top]) if v[i] > 0]
-    neg = [(-(k + 1), genes[i], float(v[i])) for k, i in enumerate(order[:top]) if v[i] < 0]
+    desc = (lambda i: descriptions[i].strip()) if descriptions is not None else (lambda i: "")  # noqa: E731
+    pos = [(k + 1, genes[i], float(v[i]), desc(i)) for k, i in enumerate(order[::-1][:top]) if v[i] > 0]
+    neg = [(-(k + 1), genes[i], float(v[i]), desc(i)) for k, i in enumerate(order[:top]) if v[i] < 0]
     return pos + neg
+
+
+def shorten(text, width):
+    """``text`` cut to at most ``width`` characters (an ellipsis marks the cut)."""
+    return text if len(text) <= width else text[:max(width - 1, 0)].rstrip() + "…"
+
+
+def gene_label(gene, description, width):
+    """"probe id" or "probe id  short description"."""
+    return f"{gene}  {shorten(description, width)}" if description else gene
 
 
 def principal_cosines(A, B):
@@ -114,7 +130,7 @@ def fit_dataset(name, args):
 
 
 def report(g, results, args, rows):
-    genes = g.genes
+    genes, descriptions = g.genes, g.descriptions
     for res in results:
         order = np.argsort(-np.abs(res["beta"]))[:args.atoms]
         res["shown"] = []
@@ -129,14 +145,17 @@ def report(g, results, args, rows):
                      + ", ".join(f"{b:.3g}" for b in res["beta_big"]) + ")")
         print(head)
         for j in order:
-            tops = top_genes(res["W"][:, j], genes, args.top)
+            tops = top_genes(res["W"][:, j], genes, args.top, descriptions)
             res["shown"].append((j, tops))
-            rows += [[res["dataset"], res["method"], j + 1, f"{res['beta'][j]:.6g}", k, gene, f"{w:.6f}"]
-                     for k, gene, w in tops]
-            pos = " ".join(f"{gene}({w:+.2f})" for k, gene, w in tops if k > 0)
-            neg = " ".join(f"{gene}({w:+.2f})" for k, gene, w in tops if k < 0)
-            print(f"    atom {j + 1} β = {res['beta'][j]:.4g}\n      + toward {CLASS1[res['dataset']]}: {pos}"
-                  f"\n      − toward the other class: {neg}")
+            rows += [[res["dataset"], res["method"], j + 1, f"{res['beta'][j]:.6g}", k, gene, desc, f"{w:.6f}"]
+                     for k, gene, w, desc in tops]
+            sep = "\n        " if descriptions is not None else " "      # one gene per line when described
+            pos = sep.join(f"{gene_label(gene, desc, args.desc_width)} ({w:+.2f})" for k, gene, w, desc in tops
+                           if k > 0)
+            neg = sep.join(f"{gene_label(gene, desc, args.desc_width)} ({w:+.2f})" for k, gene, w, desc in tops
+                           if k < 0)
+            print(f"    atom {j + 1} β = {res['beta'][j]:.4g}\n      + toward {CLASS1[res['dataset']]}:{sep}{pos}"
+                  f"\n      − toward the other class:{sep}{neg}")
 
 
 def cv_table(results):
@@ -151,15 +170,16 @@ def figure(all_results, args, plt):
     for (dataset, r) in dict.fromkeys((res["dataset"], res["r"]) for res in all_results):
         groups.append([res for res in all_results if res["dataset"] == dataset and res["r"] == r])
     ncols = max(sum(len(res["shown"]) for res in grp) for grp in groups)
-    fig, axes = plt.subplots(len(groups), ncols, figsize=(3.9 * ncols, 3.0 * len(groups)), squeeze=False)
+    fig, axes = plt.subplots(len(groups), ncols, figsize=(4.8 * ncols, 3.0 * len(groups)), squeeze=False)
     for row_axes, grp in zip(axes, groups):
         panels = [(res, j, tops) for res in grp for j, tops in res["shown"]]
         for ax, (res, j, tops) in zip(row_axes, panels):
             tops = sorted(tops, key=lambda t: t[2])
-            vals = [w for _, _, w in tops]
+            vals = [w for _, _, w, _ in tops]
             ax.barh(range(len(tops)), vals, color=["C3" if v > 0 else "C0" for v in vals])
             ax.set_yticks(range(len(tops)))
-            ax.set_yticklabels([gene for _, gene, _ in tops], fontsize=6.5)
+            ax.set_yticklabels([gene_label(gene, desc, args.fig_desc_width) for _, gene, _, desc in tops],
+                               fontsize=6.5)
             ax.set_xlim(-1.05, 1.05)
             ax.axvline(0, color="k", lw=0.6)
             ax.tick_params(axis="x", labelsize=7)
@@ -170,7 +190,8 @@ def figure(all_results, args, plt):
             ax.axis("off")
     fig.suptitle("Top ±5 probe weights of the atoms with the largest |β|, weights / max |weight|, signs with β ≥ 0. "
                  "Golub: red → AML, blue → ALL; ALL data: red → T-cell, blue → B-cell.\n"
-                 "Labels are the data's Affymetrix probe ids (the data carry no gene symbols).", fontsize=11)
+                 "Labels: Affymetrix probe ids; Golub's with the gene description shipped in golub.gnames "
+                 "(shortened), the ALL data's alone (they carry no gene names).", fontsize=11)
     fig.tight_layout(rect=(0, 0, 1, 0.96))
     fig.savefig(OUT / "gene_groups.png", dpi=100)
     plt.close(fig)
@@ -190,6 +211,9 @@ def main(argv=None):
     ap.add_argument("--all-lam", type=float, default=0.1)
     ap.add_argument("--atoms", type=int, default=2, help="atoms shown per model (largest |β|)")
     ap.add_argument("--top", type=int, default=5)
+    ap.add_argument("--desc-width", type=int, default=60,
+                    help="characters of a gene description printed beside its probe id (Golub)")
+    ap.add_argument("--fig-desc-width", type=int, default=26, help="the same in the figure's labels")
     ap.add_argument("--blas-threads", type=int, default=1,
                     help="OpenBLAS threads for jax's CPU LAPACK calls (eigh, svd); 0 = leave as is (see the docstring)")
     args = ap.parse_args(argv)
@@ -201,15 +225,16 @@ def main(argv=None):
     t0 = time.perf_counter()
     load0 = os.getloadavg()[0]
     rows, everything = [], []
-    print("Gene identifiers below are Affymetrix probe ids as shipped with the data (Golub: HU6800; ALL: "
-          "HG-U95Av2); the data carry no gene symbols, so none are given.")
+    print("Gene identifiers below are Affymetrix probe ids as shipped with the data (Golub: HU6800, each with "
+          "the description golub.gnames gives it; ALL: HG-U95Av2, which carries no gene names, so none are given).")
     with blas_threads(args.blas_threads), jax.enable_x64(True):
         for name in args.datasets.split(","):
             g, results = fit_dataset(name, args)
             cv_table(results)
             report(g, results, args, rows)
             everything += results
-    write_csv("gene_groups.csv", ["dataset", "method", "atom", "beta", "rank_in_atom", "gene", "weight"], rows)
+    write_csv("gene_groups.csv", ["dataset", "method", "atom", "beta", "rank_in_atom", "gene", "description",
+                                  "weight"], rows)
     figure(everything, args, plt)
     print(f"wrote {OUT}/gene_groups.csv/png in {time.perf_counter() - t0:.0f} s (1-min load average "
           f"{load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} CPUs)")
