@@ -1,7 +1,9 @@
 """One LPGD iteration of SDL (p = 12 625, n = 128, r = 16, binary labels, the size of the ALL
-leukaemia microarray), float64: this package's jitted step (closed-form gradient, exact thin SVD
-through a QR of the thin θ) against a NumPy + scikit-learn ``TruncatedSVD(n_iter=7)`` implementation
-of the same step (the approach of the authors' code). Target (issue): ≥ 10× faster. Also the same
+leukaemia microarray), float64: this package's jitted step (closed-form gradient, then the rank-r
+projection by ``sdl.lpgd``'s default ``svd="gram"``: the eigendecomposition of the thin θ's small
+Gram matrix, n × n for SDL-H and (n + κ) × (n + κ) for SDL-W, ``linalg.gram_svd``, exact for the kept
+spectrum; not a QR) against a NumPy + scikit-learn ``TruncatedSVD(n_iter=7)`` implementation of the
+same step (the approach of the authors' code). Target (issue): ≥ 10× faster. Also the same
 step in float32, and the agreement of the two steps' results. Prints; asserts nothing.
 """
 
