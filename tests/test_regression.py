@@ -221,11 +221,82 @@ def test_newton_transformation_on_a_generic_loss(x64):
 
 def test_line_search_converges_from_far_away(x64):
     A, b, w = make_problem(n=500, d=6, w=1.0)
-    x0 = 3.0 * jnp.ones(6)
     ref = rg.newton_solve(A, b, w, jnp.zeros(6), "exp", "exact", iters=40, tol=1e-11, line_search=True)
-    far = rg.newton_solve(A, b, w, x0, "exp", "exact", iters=60, tol=1e-11, line_search=True)
-    assert float(far.grad_norm[int(far.n_iter) - 1]) <= 1e-11
-    np.testing.assert_allclose(far.x, ref.x, atol=1e-8)
+    starts = [3.0 * jnp.ones(6)] + [s * jax.random.normal(jax.random.key(k), (6,), jnp.float64)
+                                    for k in range(4) for s in (1.0, 3.0)]
+    for x0 in starts:
+        far = rg.newton_solve(A, b, w, x0, "exp", "exact", iters=60, tol=1e-11, line_search=True)
+        n_iter = int(far.n_iter)
+        # Quadratic convergence to the tolerance: the search must not stall once the decrease of a
+        # step falls below the rounding of L (it did, at ‖∇L‖ ≈ 1e-7 – 1e-10, before the slack).
+        assert n_iter <= 10 and float(far.grad_norm[n_iter - 1]) <= 1e-11, (x0, n_iter, far.grad_norm)
+        np.testing.assert_allclose(far.x, ref.x, atol=1e-8)
+
+
+def _indefinite_start():
+    """A small exp instance (n = 12, d = 4, w = 0.1) and a start where ∇²L is indefinite."""
+    rng = np.random.default_rng(102)
+    A = jnp.asarray(0.5 * rng.standard_normal((12, 4)))
+    b = jnp.asarray(rng.dirichlet(np.ones(12)))
+    return A, b, jnp.full(12, 0.1), jnp.asarray(rng.standard_normal(4))
+
+
+def test_damping_is_lambda_identity_in_the_newton_system(x64):
+    """transforms.newton(…, damping=λ) and newton_solve(…, damping=λ) solve (H̃ + λI)Δ = g: compared
+    with a hand solve, for an SPD and an indefinite H, and for each method's H̃."""
+    rng = np.random.default_rng(0)
+    Q = np.linalg.qr(rng.standard_normal((5, 5)))[0]
+    g_flat = rng.standard_normal(5)
+    params = {"a": jnp.zeros(2), "b": jnp.zeros(3)}
+    for eigs in ([0.5, 1.0, 2.0, 4.0, 8.0], [-0.7, 0.2, 1.0, 3.0, 5.0]):
+        H = Q @ np.diag(eigs) @ Q.T
+        g = {"a": jnp.asarray(g_flat[:2]), "b": jnp.asarray(g_flat[2:])}
+        for lam in (0.0, 0.3, 2.5):
+            want = -np.linalg.solve(H + lam * np.eye(5), g_flat)
+            opt = transforms.newton(lambda p: jnp.asarray(H), damping=jnp.asarray(lam))
+            upd, _ = opt.update(g, opt.init(params), params)
+            np.testing.assert_allclose(np.concatenate([upd["a"], upd["b"]]), want, rtol=1e-10, atol=1e-12)
+    # The solver's step: x1 = x0 − (H̃(x0) + λI)⁻¹ ∇L(x0) with H̃ = ∇²L ("exact"), AᵀDA ("diagonal"),
+    # and, through d + 2 preconditioned CG steps on the damped diagonal system, "sketch".
+    A, b, w = make_problem(n=200, d=5)
+    x0 = 0.5 * jax.random.normal(jax.random.key(8), (5,), jnp.float64)
+    lam = 0.7
+    g = np.asarray(rg.gradient(x0, A, b, w))
+    D = rg.diagonal_curvature(x0, A, b, w)
+    assert float(jnp.min(D)) > 0                                 # the sketch needs D > 0
+    H_exact, H_diag = np.asarray(rg.hessian(x0, A, b, w)), np.asarray(A.T @ (D[:, None] * A))
+    for method, H, kw in (("exact", H_exact, {}), ("diagonal", H_diag, {}), ("sketch", H_diag, dict(refine=7))):
+        x1 = rg.newton_solve(A, b, w, x0, "exp", method, iters=1, damping=lam, **kw).x
+        np.testing.assert_allclose(x1, x0 - np.linalg.solve(H + lam * np.eye(5), g), rtol=1e-9, atol=1e-12)
+
+
+def test_damping_and_line_search_rescue_an_indefinite_start(x64):
+    """From a start with an indefinite Hessian the plain Newton step fails; damping alone (no line
+    search) reaches a minimiser, contracting by λ/(λ + λ_min(∇²L(x*))) per step as the damped
+    iteration's linearisation says, and the line search alone does too (reversing the uphill step)."""
+    A, b, w, x0 = _indefinite_start()
+    assert float(rg.psd_certificate(x0, A, b, w)) < 0
+    try:
+        plain = rg.newton_solve(A, b, w, x0, "exp", "exact", iters=60, tol=1e-10, x_star=x0).x
+        reached = (float(jnp.linalg.norm(rg.gradient(plain, A, b, w))) <= 1e-8
+                   and float(rg.psd_certificate(plain, A, b, w)) > 0)
+    except Exception:            # a non-finite iterate raises
+        reached = False
+    assert not reached
+    ls = rg.newton_solve(A, b, w, x0, "exp", "exact", iters=60, tol=1e-12, line_search=True, x_star=x0)
+    x_star = ls.x
+    assert float(ls.grad_norm[int(ls.n_iter) - 1]) <= 1e-12 and int(ls.n_iter) <= 15
+    assert np.nanmin(np.asarray(ls.step)) < 0                    # an uphill direction was reversed
+    l_min = float(rg.psd_certificate(x_star, A, b, w))
+    assert l_min > 0                                             # a minimiser, not a saddle
+    lam = 1.0
+    damped = rg.newton_solve(A, b, w, x0, "exp", "exact", iters=60, tol=1e-10, damping=lam, x_star=x_star)
+    assert float(damped.grad_norm[int(damped.n_iter) - 1]) <= 1e-10
+    np.testing.assert_allclose(damped.x, x_star, atol=1e-9)
+    err = np.asarray(damped.error)[: int(damped.n_iter)]
+    window = (err[:-1] < 1e-4) & (err[1:] > 1e-9)                # linear phase, above the float floor
+    rates, rate = err[1:][window] / err[:-1][window], lam / (lam + l_min)
+    assert window.sum() >= 4 and np.all(rates <= 1.01 * rate) and rates[-1] >= 0.95 * rate, (rates, rate)
 
 
 @pytest.mark.parametrize("call, err, match", [

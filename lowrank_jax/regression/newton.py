@@ -12,10 +12,24 @@ O((nnz(A) + d^ω) polylog) plus O(m d²), the paper's claim, instead of O(n d²)
 It needs D > 0 (Lemma 6.4's precondition, note G14): a non-positive D raises.
 
 Beyond the paper (its theorem assumes a start within 0.1 l / M of x*, a radius far below float64
-resolution for any realistic R, note G12): ``damping`` adds λ I to H̃, and ``line_search=True``
-backtracks (halving, Armijo constant 1e-4) so that starts outside the basin also converge; with both
-off the step is the paper's full Newton step. The update is ``transforms.newton_direction``, the
-same solve as the generic ``transforms.newton`` optax transformation.
+resolution for any realistic R, note G12), for starts outside the basin; with both off the step is
+the paper's full Newton step:
+
+* ``damping`` λ ≥ 0: Δ = (H̃ + λI)⁻¹ ∇L. The fixed points stay those of ∇L = 0; for λ > −λ_min(H̃),
+  H̃ + λI ≻ 0 makes Δ a descent direction of length ≤ ‖∇L‖/(λ + λ_min(H̃)), but near x* the exact
+  method then contracts only linearly, by λ/(λ + λ_min(∇²L(x*))) per step (tested). Damping alone
+  does not guarantee convergence: too small a λ can still overshoot, too large a λ crawls.
+* ``line_search=True``: Armijo backtracking (halving from t = 1, constant 1e-4, with a slack of 16
+  rounding units of L so that it does not stall near x*). Where H̃ + λI is indefinite and Δ points
+  uphill (⟨∇L, Δ⟩ < 0), the search reverses Δ (recorded as a negative ``step``). Tested from starts
+  where the Hessian is indefinite and the plain Newton step fails.
+
+How the step is computed: "exact" and "diagonal" solve (H̃ + λI)Δ = ∇L with
+``transforms.newton_direction`` (Cholesky, LU if that fails), the solve that the optax
+transformation ``transforms.newton`` also uses; "sketch" forms (H̃ + λI)⁻¹ once per draw and applies
+it (``refine`` = 0) or preconditions ``refine`` CG steps on (AᵀDA + λI)Δ = ∇L with it. The loop is
+this module's own (it carries z = Ax, draws the samples, backtracks); it does not run
+``transforms.newton``.
 """
 
 from __future__ import annotations
@@ -37,7 +51,8 @@ class NewtonResult(NamedTuple):
     """``x`` final iterate; ``n_iter`` steps taken; per-iteration histories (padding NaN after
     ``n_iter``) measured at the iterate *before* step t: ``loss``, ``grad_norm``, ``error`` = ‖x_t − x*‖
     (NaN without ``x_star``), ``eps0`` = ε₀ of H̃ against the exact Hessian (NaN unless requested),
-    ``step`` the line-search step length (1 without line search)."""
+    ``step`` the line-search step length t (1 without line search; −t where the direction pointed
+    uphill and the line search reversed it)."""
 
     x: jax.Array
     n_iter: jax.Array
@@ -85,7 +100,8 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
         one slows the conjugate gradients a little and leaves the fixed point alone, so one large
         sample (small ε₀) per solve beats a fresh small one per step. With ``refine`` = 0 the kept H̃
         misses the change of D and the contraction degrades accordingly.
-      damping: λ ≥ 0 added to H̃ (traced); line_search: Armijo backtracking.
+      damping: λ ≥ 0 added to H̃ (traced); line_search: Armijo backtracking, reversing an uphill
+        direction (module docstring).
       measure_eps: also record ε₀ of H̃ against the exact Hessian each step (costs the exact Hessian).
 
     ``b``, ``w``, ``x0``, ``x_star``, ``damping`` are traced: ``vmap`` over them (or over instances)
@@ -233,16 +249,28 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
         dx, Adx = direction(curv, D, g)
         if line_search:                                     # trial losses from z − tAΔ: no pass either
             slope = jnp.dot(g, dx)
+            # An indefinite H̃ + λI ("exact" outside the convex region) can give an uphill Δ,
+            # ⟨∇L, Δ⟩ < 0: no t > 0 then decreases L along −Δ, and the Armijo test (whose bound
+            # fx − 1e-4 t ⟨∇L, Δ⟩ then lies above fx) would accept small uphill steps. Reversing Δ
+            # makes it a descent direction (a negative-curvature step), at no extra pass over A.
+            sign = jnp.where(slope < 0, -1.0, 1.0).astype(x.dtype)
+            dx, Adx, slope = sign * dx, sign * Adx, sign * slope
+            # Rounding slack: near x* the decrease of a step falls below the rounding of L; the strict
+            # test then fails for every t and the search stalls at t = 1e-10 with ‖∇L‖ ≈ √(l·eps·L)
+            # (1e-7 – 1e-10 measured) instead of reaching tol. A step that raises L by no more than
+            # its rounding is accepted.
+            slack = 16 * jnp.finfo(x.dtype).eps * jnp.abs(fx)
 
             def shrink(t):
-                return (f(z - t * Adx) > fx - 1e-4 * t * slope) & (t > 1e-10)
+                return (f(z - t * Adx) > fx - 1e-4 * t * slope + slack) & (t > 1e-10)
 
             t = jax.lax.while_loop(shrink, lambda t: 0.5 * t, jnp.ones((), x.dtype))
+            t_rec = sign * t
         else:
-            t = jnp.ones((), x.dtype)
+            t = t_rec = jnp.ones((), x.dtype)
         eps0 = hb.approximation_error(H, hb._hessian_at(p, A, b, w)) if measure_eps else nan
         err = nan if x_star is None else jnp.linalg.norm(x - x_star)
-        diag = (fx, jnp.linalg.norm(g), err, eps0, t)
+        diag = (fx, jnp.linalg.norm(g), err, eps0, t_rec)
         return (x - t * dx, z - t * Adx, scores, curv), diag
 
     d = A.shape[1]
