@@ -182,6 +182,47 @@ def test_theorem_weight_rule_certifies_convexity(x64):
         rg.sigma_min(A[:3])
 
 
+def test_weight_rule_matches_lemma_c4_and_its_inputs(x64):
+    """w² = 10R₀⁴ + l/σ_min(A)² (part 1) or 200R₀⁴ + l/σ_min(A)² (part 2), Lemma C.4 (note §2.4), with
+    R₀ = max{‖u‖, ‖v‖, ‖b‖, ‖c‖, 1} and σ_min recomputed here in NumPy."""
+    A, b, _ = make_problem(n=200, d=4)
+    An, bn = np.asarray(A), np.asarray(b)
+    sig = float(rg.sigma_min(A))
+    np.testing.assert_allclose(sig, np.linalg.svd(An, compute_uv=False).min(), rtol=1e-12)
+    for kind, (u_fn, v_fn) in {"exp": (np.exp, np.exp), "cosh": (np.cosh, np.sinh)}.items():
+        for scale in (0.2, 30.0):        # R₀ ≈ √n (u ≈ 1) and R₀ ≫ √n (large Ax)
+            x = scale * np.asarray(jax.random.normal(jax.random.key(5), (4,), jnp.float64))
+            u, v = u_fn(An @ x), v_fn(An @ x)
+            c = u - u.sum() * bn
+            R0_np = max(np.linalg.norm(u), np.linalg.norm(v), np.linalg.norm(bn), np.linalg.norm(c), 1.0)
+            R0 = float(rg.radius_R0(jnp.asarray(x), A, b, kind))
+            np.testing.assert_allclose(R0, R0_np, rtol=1e-12)
+            for l in (0.5, 40.0):
+                for part, const in ((1, 10.0), (2, 200.0)):
+                    w = float(rg.weight_rule(R0, l, sig, part=part))
+                    np.testing.assert_allclose(w ** 2, const * R0_np ** 4 + l / sig ** 2, rtol=1e-12)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda A, b, w, x: rg.sigma_min(A), "sigma_min: the theorem needs n >= d"),
+    (lambda A, b, w, x: rg.radius_R0(x, A, b), "radius_R0: the theorem needs n >= d"),
+    (lambda A, b, w, x: rg.psd_certificate(x, A, b, w), "psd_certificate: the theorem needs n >= d"),
+    (lambda A, b, w, x: rg.psd_certificate(x, sparse.BCOO.fromdense(A), b, w), "n >= d"),
+    (lambda A, b, w, x: rg.weight_rule(1.0, 0.5, 0.0), "sigma must be positive"),     # σ_min = 0 when n < d
+    (lambda A, b, w, x: rg.weight_rule(1.0, -0.5, 0.3), "l must be positive"),
+    (lambda A, b, w, x: rg.weight_rule(0.5, 0.5, 0.3), "R0 must be >= 1"),
+    (lambda A, b, w, x: rg.weight_rule(1.0, 0.5, 0.3, part=3), "part must be 1 or 2"),
+])
+def test_theorem_helpers_refuse_wide_designs(call, match, x64):
+    """n < d: σ_min(A) = 0, ∇²L is singular; the helpers refuse rather than certify by rounding."""
+    A, b, w = make_problem(n=4, d=6)
+    x = 0.1 * jnp.ones(6)
+    # The loss itself is defined for n < d (it is only the theorem that needs full column rank).
+    assert np.isfinite(float(rg.loss(x, A, b, w)))
+    with pytest.raises(ValueError, match=match):
+        call(A, b, w, x)
+
+
 def test_icl_shift_reproduces_the_step(exp_instance, x64):
     A, b, w, x_star, x0 = exp_instance
     x1 = x0 + 1e-3 * jax.random.normal(jax.random.key(6), x0.shape, jnp.float64)
@@ -306,6 +347,13 @@ def test_damping_and_line_search_rescue_an_indefinite_start(x64):
     (lambda A, b, w: rg.loss(jnp.zeros(6), A.at[0, 0].set(jnp.nan), b, w), ValueError, "A has non-finite"),
     (lambda A, b, w: rg.loss(jnp.zeros(6), A, b.at[1].set(jnp.inf), w), ValueError, "b has non-finite"),
     (lambda A, b, w: rg.loss(jnp.zeros(6), A, b, w, kind="tanh"), ValueError, "kind"),
+    (lambda A, b, w: rg.loss(jnp.zeros(6), A, b, w[:5]), ValueError, "w must be a scalar or have length n"),
+    (lambda A, b, w: rg.gradient(jnp.zeros(6), A, b, w[:, None]), ValueError, "w must be a scalar or have length"),
+    (lambda A, b, w: rg.newton_solve(A, b, jnp.ones(7), jnp.zeros(6)), ValueError, "w must be a scalar or have"),
+    (lambda A, b, w: rg.loss(jnp.zeros(6), sparse.BCOO.fromdense(A.at[3, 2].set(jnp.inf)), b, w), ValueError,
+     "A has non-finite"),
+    (lambda A, b, w: rg.newton_solve(sparse.BCOO.fromdense(A.at[0, 1].set(jnp.nan)), b, w, jnp.zeros(6)),
+     ValueError, "A has non-finite"),
     (lambda A, b, w: rg.newton_solve(A, b, w, jnp.zeros(6), method="bfgs"), ValueError, "method"),
     (lambda A, b, w: rg.loss(jnp.full(6, 400.0), A * 40.0, b, w), FloatingPointError, "overflows"),
     (lambda A, b, w: rg.newton_solve(A, b, w, jnp.zeros(6), method="sketch", scores=jnp.ones(5)), ValueError,

@@ -184,9 +184,22 @@ def curvature_split(x, A, b, kind: str = "exp"):
 
 # -- the theorem's quantities ---------------------------------------------------------------------
 
+def _require_full_column_rank_shape(A, what: str):
+    """The theorem (Lemma C.4) needs σ_min(A) > 0, hence n ≥ d: refuse a wide A by name."""
+    n, d = A.shape
+    if n < d:
+        raise ValueError(f"{what}: the theorem needs n >= d (A of full column rank, σ_min(A) > 0), got A of "
+                         f"shape {(n, d)}")
+
+
 def radius_R0(x, A, b, kind: str = "exp"):
-    """R₀ = max{‖u‖, ‖v‖, ‖b‖, ‖c‖, 1} at x (Lemma C.3)."""
+    """R₀ = max{‖u‖, ‖v‖, ‖b‖, ‖c‖, 1} at x (Lemma C.3), the radius in the weight rule of Lemma C.4.
+
+    The norms exist for any shape, but R₀ only enters the theorem's w (:func:`weight_rule`), which
+    also needs σ_min(A) > 0: like :func:`sigma_min` and :func:`psd_certificate`, it refuses n < d
+    (``ValueError``)."""
     A, b, _, x = check_problem(A, b, 0.0, x, kind=kind)
+    _require_full_column_rank_shape(A, "radius_R0")
     p = parts(x, A, b, kind)
     return jnp.max(jnp.stack([jnp.linalg.norm(p.u), jnp.linalg.norm(p.v), jnp.linalg.norm(b),
                               jnp.linalg.norm(p.c), jnp.ones((), p.u.dtype)]))
@@ -195,9 +208,7 @@ def radius_R0(x, A, b, kind: str = "exp"):
 def sigma_min(A):
     """σ_min(A) (needs n ≥ d: the theorem requires full column rank)."""
     A = design.as_design(A, "A")
-    n, d = A.shape
-    if n < d:
-        raise ValueError(f"the theorem needs n >= d (full column rank), got A of shape {(n, d)}")
+    _require_full_column_rank_shape(A, "sigma_min")
     dense = A.todense() if isinstance(A, design.RowSparse) else A
     return jnp.linalg.svd(dense, compute_uv=False)[-1]
 
@@ -205,17 +216,31 @@ def sigma_min(A):
 def weight_rule(R0, l, sigma, *, part: int = 1):
     """The w of Lemma C.4: w_i² = 10 R₀⁴ + l/σ_min² (part 1: H ⪰ l I) or 200 R₀⁴ + l/σ_min² (part 2:
     0.9(B + W²) ⪯ W² ⪯ 1.1(B + W²)). Returns the scalar w (use it for every row). The paper's other
-    versions of the condition (note G3: w_i instead of w_i², or 100 + l/σ²) are not used."""
+    versions of the condition (note G3: w_i instead of w_i², or 100 + l/σ²) are not used.
+
+    Args: R0 ≥ 1 (:func:`radius_R0`), l > 0 (the curvature to certify), sigma > 0 (σ_min(A),
+    :func:`sigma_min`); scalars or arrays that broadcast (traced under ``vmap``: then unchecked).
+    The rule takes no A, so it cannot see n < d itself; there σ_min(A) = 0, ``sigma = 0`` is refused
+    here and :func:`sigma_min` refuses the wide A."""
     c = {1: 10.0, 2: 200.0}.get(part)
     if c is None:
         raise ValueError(f"part must be 1 or 2, got {part}")
+    R0 = _checks.as_hyper(R0, "R0")
+    if _checks.is_concrete(R0) and not np.all(np.asarray(R0) >= 1):
+        raise ValueError(f"R0 must be >= 1 (R₀ = max{{‖u‖, ‖v‖, ‖b‖, ‖c‖, 1}}, Lemma C.3), got {np.asarray(R0)}")
+    l = _checks.as_hyper(l, "l", positive=True)
+    sigma = _checks.as_hyper(sigma, "sigma", positive=True)
     return jnp.sqrt(c * R0 ** 4 + l / sigma ** 2)
 
 
 def psd_certificate(x, A, b, w, kind: str = "exp"):
     """λ_min(∇²L(x)): a positive value certifies strong convexity at x (compare with the l of the
-    weight rule)."""
-    return jnp.linalg.eigvalsh(hessian(x, A, b, w, kind))[0]
+    weight rule). Refuses n < d (``ValueError``): then ∇²L = Aᵀ(B + W²)A has rank ≤ n < d, its
+    λ_min is 0 and only rounding decides the sign, so the value could never certify anything."""
+    A, b, w, x = check_problem(A, b, w, x, kind=kind)
+    _require_full_column_rank_shape(A, "psd_certificate")
+    H, z = _hessian(x, A, b, w, kind)
+    return jnp.linalg.eigvalsh(_guard(H, z, "the Hessian"))[0]
 
 
 def relative_spectrum(H_approx, H):
