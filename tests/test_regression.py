@@ -2,6 +2,8 @@
 Hessian erratum, the B split, Newton's convergence orders, the sketch's ε₀, trivial minimisers,
 theorem helpers, the in-context shift, vmap, and bad input / overflow errors."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -78,9 +80,14 @@ def test_exact_newton_is_quadratic_diagonal_and_sketch_linear(exp_instance, x64)
     A, b, w, x_star, x0 = exp_instance
     assert float(jnp.linalg.norm(rg.gradient(x_star, A, b, w))) < 1e-12
     assert float(jnp.linalg.norm(x_star)) > 0.05   # exp has a non-trivial minimiser
+    # The theorem's convexity (Lemma C.4: ∇²L ≻ 0) holds at x* and at the start of this instance.
+    assert float(rg.psd_certificate(x_star, A, b, w)) > 0 and float(rg.psd_certificate(x0, A, b, w)) > 0
     exact = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "exact", iters=6, x_star=x_star).error)
     # r_{t+1} ≤ C r_t²: the exponent of the error doubles (until the float64 floor).
     assert exact[2] < 1e-10 and exact[2] <= 10 * exact[1] ** 2 and exact[1] <= 10 * exact[0] ** 2
+    # … and the contraction factor itself collapses (r₂/r₁ = C r₁ ≪ r₁/r₀ = C r₀): a fast but linear
+    # method has r₂/r₁ ≈ r₁/r₀ and fails this, however small its rate.
+    assert exact[2] / exact[1] <= 1e-3 * (exact[1] / exact[0])
     diag = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "diagonal", iters=12, x_star=x_star).error)
     sk = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=25, x_star=x_star, key=jax.random.key(1)).error)
     # Scores computed once (at x0) and reused: sampling stays unbiased, the contraction barely changes.
@@ -140,6 +147,56 @@ def test_sketched_hessian_meets_the_requested_accuracy_whp(exp_instance, x64):
     np.testing.assert_allclose(float(jnp.sum(tau)), A.shape[1], rtol=1e-10)
     ratio = np.asarray(approx / tau)
     assert 0.2 < np.quantile(ratio, 0.01) and np.quantile(ratio, 0.99) < 5
+
+
+@functools.partial(jax.jit, static_argnames=("n", "d", "hot", "m"))
+def _coherent_sampling_trial(keys, *, n, d, hot, m):
+    """ε₀ of uniform, exact-leverage and approximate-leverage samples of m rows (one of each per key)
+    on a coherent design: A Gaussian/√n with its first ``hot`` rows scaled 30x, b uniform on the
+    simplex, w = 3, D = B_diag + W² at a random x. Returns them, the approximate scores, τ and D.
+    One program: eager ops, closure-constant arrays and ``jax.random.dirichlet`` compile much slower."""
+    k_a, k_b, k_x = jax.random.split(jax.random.key(0), 3)
+    A = (jax.random.normal(k_a, (n, d), jnp.float64) / jnp.sqrt(n)).at[:hot].multiply(30.0)
+    e = jax.random.exponential(k_b, (n,), jnp.float64)
+    b, w = e / jnp.sum(e), jnp.full(n, 3.0, jnp.float64)
+    D = rg.diagonal_curvature(0.3 * jax.random.normal(k_x, (d,), jnp.float64), A, b, w)
+    H = A.T @ (D[:, None] * A)
+    tau = sketch.leverage_scores(A, D)
+
+    def one(key):
+        idx = jax.random.randint(key, (m,), 0, n)                # p_i = 1/n: weights D_i/(m p_i) = D_i n/m
+        uniform = rg.approximation_error((A[idx] * (D[idx] * n / m)[:, None]).T @ A[idx], H)
+        approx = sketch.approx_leverage_scores(jax.random.fold_in(key, 1), A, D)
+        exact_err, approx_err = (rg.approximation_error(sketch.sampled_gram(key, A, D, m, scores=sc), H)
+                                 for sc in (tau, approx))
+        return uniform, exact_err, approx_err, approx
+
+    return jax.vmap(one)(keys), tau, D
+
+
+def test_leverage_sampling_beats_uniform_on_a_coherent_design(x64):
+    """A coherent design (1 % of the rows scaled 30x hold ~90 % of the leverage) at m ≈ n/9 rows:
+    leverage-score sampling (exact and approximate scores) meets the requested ε in ≥ 90 % of keys,
+    uniform sampling with the same unbiased estimator D_i/(m p_i) misses it in most keys."""
+    n, d, hot = 4000, 8, 40
+    eps, delta = 0.5, 0.1
+    m = sketch.sketch_size(d, eps, delta)
+    assert m < n / 8
+    (uniform, exact, approx, scores), tau, D = _coherent_sampling_trial(
+        jax.random.split(jax.random.key(0), 20), n=n, d=d, hot=hot, m=m)
+    assert float(jnp.min(D)) > 0                                 # SubSample's precondition
+    np.testing.assert_allclose(float(jnp.sum(tau)), d, rtol=1e-10)
+    assert float(jnp.sum(tau[:hot])) > 0.8 * d                  # the design is coherent
+    assert np.mean(np.asarray(uniform) > eps) >= 0.75, uniform
+    for method, errs in (("exact", exact), ("approx", approx)):
+        assert np.mean(np.asarray(errs) <= eps) >= 0.9, (method, errs)
+    # Approximate scores find the high-leverage rows: they are the top `hot`, and p_i ≥ β τ_i / d
+    # (sketch_size's condition) holds with β ≥ 0.1, against β = min d/(n τ_i) < 0.01 for uniform.
+    for approx_k in scores[:5]:
+        assert set(np.argsort(-np.asarray(approx_k))[:hot].tolist()) == set(range(hot))
+        beta = float(jnp.min(approx_k / jnp.sum(approx_k) * d / tau))
+        assert beta >= 0.1, beta
+    assert float(jnp.min(d / (n * tau))) < 0.01
 
 
 def test_measured_eps0_is_recorded(exp_instance, x64):
@@ -242,6 +299,21 @@ def test_vmap_over_b_and_w_equals_separate_solves(x64):
     batched = jax.vmap(solve)(bs, ws)
     for i in range(3):
         np.testing.assert_allclose(batched[i], solve(bs[i], ws[i]), rtol=1e-10, atol=1e-14)
+
+
+def test_vmap_over_design_matrices_equals_separate_solves(x64):
+    """A stack of dense instances A (3, n, d), each with its own b, through one vmapped solve."""
+    problems = [make_problem(n=300, d=5, seed=s) for s in range(3)]
+    As, bs = jnp.stack([p[0] for p in problems]), jnp.stack([p[1] for p in problems])
+    w = problems[0][2]
+    for method in ("exact", "sketch"):
+        solve = lambda A, b: rg.newton_solve(A, b, w, jnp.zeros(5), "exp", method, iters=6,  # noqa: E731
+                                             key=jax.random.key(4)).x
+        batched = jax.vmap(solve)(As, bs)
+        for i in range(3):
+            np.testing.assert_allclose(batched[i], solve(As[i], bs[i]), rtol=1e-10, atol=1e-13)
+        # distinct instances, distinct solutions (the batch is not one problem broadcast)
+        assert float(jnp.linalg.norm(batched[0] - batched[1])) > 1e-3
 
 
 def test_newton_transformation_on_a_generic_loss(x64):
