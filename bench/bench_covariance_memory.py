@@ -66,7 +66,7 @@ def worker(n: int, k: int, mode: str, steps: int, reps: int) -> dict:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", default="400:10,800:20", help="comma-separated n:k")
-    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--dense", action="store_true", help="also measure the dense first layer")
     ap.add_argument("--dense-max-n", type=int, default=400)
@@ -79,7 +79,7 @@ def main(argv=None):
     sizes = [tuple(int(v) for v in s.split(":")) for s in args.sizes.split(",")]
     print(f"covariance NN, Adam steps at the {'-'.join(map(str, HIDDEN))} network (ReLU, l1, float32); "
           f"each setting in a fresh process, {args.steps} steps, median of {args.reps}")
-    print(f"  {'n':>4} {'k':>3} {'first layer':>12} {'ms/step':>8} {'peak RSS':>9} {'(after imports)':>15} "
+    print(f"  {'n':>4} {'k':>3} {'first layer':>12} {'ms/step':>8} {'peak RSS':>10} {'(after imports)':>16} "
           f"{'dense layer + grad + Adam moments':>34}")
     for n, k in sizes:
         modes = ["fixed-input"] + (["dense"] if args.dense and n <= args.dense_max_n else [])
