@@ -66,6 +66,35 @@ def test_eight_simulated_devices_match_one():
     assert proc.returncode == 0 and "MULTIDEVICE OK" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
+TWO_CPU_DEVICES = textwrap.dedent(r"""
+    import jax, jax.numpy as jnp, numpy as np
+    jax.config.update("jax_num_cpu_devices", 2)
+    from lowrank_jax import rpca, sweep
+    from lowrank_jax.datasets import rpca as data
+
+    assert len(jax.devices()) == 2, jax.devices()
+    # 16 ScaledGD points, 8 per device: a vmapped batch per device ran batched LAPACK calls that
+    # blocked both threads of the intra-op pool (a deadlock before sweeps mapped per CPU device).
+    Y = data.rpca_problem(jax.random.key(0), 96, 64, 3, 0.1).Y
+    f = lambda alpha, eta, Y: rpca.scaledgd(Y, 3, alpha, eta=eta, iters=5, svd="exact").X
+    pts = sweep.grid(alpha=jnp.linspace(0.05, 0.2, 4), eta=jnp.linspace(0.3, 0.9, 4))
+    two = sweep.run(f, pts, shared={"Y": Y})
+    two = sweep.run(f, pts, shared={"Y": Y})                     # and again, from the cached program
+    one = sweep.run(f, pts, shared={"Y": Y}, devices=jax.devices()[:1])
+    assert len(two.sharding.device_set) == 2, two.sharding
+    np.testing.assert_allclose(np.asarray(two), np.asarray(one), rtol=1e-4, atol=1e-5)
+    print("TWO DEVICES OK")
+""")
+
+
+def test_sweep_on_as_many_cpu_devices_as_cores_does_not_deadlock():
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    proc = subprocess.run([sys.executable, "-c", TWO_CPU_DEVICES], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and "TWO DEVICES OK" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
 def test_sharded_lrpca_on_one_device_equals_lrpca():
     from lowrank_jax import rpca
     from lowrank_jax.datasets import rpca as data
