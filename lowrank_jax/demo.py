@@ -170,11 +170,16 @@ def dictionary_learning(rank: int = 2, iters: int = 300, outdir: pathlib.Path | 
             if model == "W" and solver == "lpgd":
                 atom = int(np.argmax(np.abs(np.asarray(m.beta[:, 0]))))
                 w = np.asarray(m.W[:, atom]) * np.sign(float(m.beta[atom, 0]))
-                top = [g.genes[i] for i in np.argsort(w)[::-1][:5]]
+                order = np.argsort(w)[::-1][:5]
+                top = [g.genes[i] for i in order]
+                short = lambda t: t if len(t) <= 40 else t[:40].rsplit(" ", 1)[0] + " …"
+                described = [f"{g.genes[i]}  {short(g.descriptions[i])}" for i in order] if g.descriptions else top
     _print_table(f"Supervised dictionary learning on Golub (3051 genes, {train.size} train / {test.size} test "
                  f"samples, rank {rank}, ξ = 0.1, λ = 0.01, {iters} iterations)", rows,
                  ["model (solver)", "final loss F", "test accuracy", "seconds (after compile)"])
-    print(f"  SDL-W's most predictive gene group (largest |β|), top probes towards AML: {', '.join(top)}")
+    print("  SDL-W's most predictive gene group (largest |β|), top probes towards AML:")
+    for line in described:
+        print(f"    {line}")
     panel = (curves, "iteration", "F(θ_t) − F(θ_final)", "SDL on Golub: LPGD vs BCD", True)
     _plot(outdir, "sdl_golub_loss.png", *panel)
     w_row = rows[2]
