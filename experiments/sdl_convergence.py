@@ -319,9 +319,12 @@ def real_case(dataset, model, xi, lam, ks, reps, ref_extra, rank=None, quarter=T
         Phi_sq = (float(jnp.linalg.norm(jnp.concatenate([data.X, data.X_aux]), 2)) ** 2 if model == "W"
                   else 1.0 + float(jnp.linalg.norm(data.X_aux, 2)) ** 2)
         tau_q = 1.0 / max(2 * xi, 2 * lam + 0.25 * Phi_sq)
-        q = sdl.lpgd(theta0, gamma0, data, xi, lam, tau_q, r, model=model, iters=kmax)
-        hist[f"LPGD τ' = {tau_q:.3g}"] = np.append(np.asarray(q.loss), final_loss("LPGD", q))
-        refs.append(float(np.min(hist[f"LPGD τ' = {tau_q:.3g}"])))
+        # sdl.step_bound already uses α⁺ = ¼ for binary labels: then τ' = τ and the curve would only
+        # repeat LPGD's, so it is drawn only where the two steps differ (κ ≥ 2, where step_bound uses ½).
+        if abs(tau_q - tau) > 1e-9 * tau:
+            q = sdl.lpgd(theta0, gamma0, data, xi, lam, tau_q, r, model=model, iters=kmax)
+            hist[f"LPGD τ' = {tau_q:.3g}"] = np.append(np.asarray(q.loss), final_loss("LPGD", q))
+            refs.append(float(np.min(hist[f"LPGD τ' = {tau_q:.3g}"])))
     F_ref = min(refs)
     bc_theta = sm.lift(bc_end.factors, model)
     return dict(dataset=dataset, model=model, p=X.shape[0], n=X.shape[1], r=r, xi=xi, lam=lam, tau=tau, hist=hist,
