@@ -36,6 +36,9 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 AXIS = "sweep"
+# Platforms whose devices take their block of points one at a time instead of as one vmapped batch
+# (see _program); tests empty it to exercise the vmapped branch on CPU devices.
+_MAP_PER_POINT_ON = {"cpu"}
 
 
 def _length(name, v) -> int:
@@ -109,7 +112,7 @@ def _program(fn: Callable, chunk: int | None, mesh: Mesh | None):
     programs = cache.setdefault("_lowrank_jax_sweep", {}) if isinstance(cache, dict) else {}
     if (chunk, mesh) not in programs:
         one = lambda p, s: fn(**p, **s)
-        if mesh is not None and mesh.devices.flat[0].platform == "cpu":
+        if mesh is not None and mesh.devices.flat[0].platform in _MAP_PER_POINT_ON:
             batch = lambda ps, s: jax.lax.map(lambda p: one(p, s), ps)
         elif chunk is None:
             batch = jax.vmap(one, in_axes=(0, None))

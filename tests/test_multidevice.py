@@ -32,6 +32,16 @@ SCRIPT = textwrap.dedent(r"""
     np.testing.assert_allclose(np.asarray(many), np.asarray(one), rtol=1e-4, atol=1e-6)
     padded = sweep.run(lambda a: a * 2.0, {"a": jnp.arange(16.0)})
     assert len(padded.sharding.device_set) == 8, padded.sharding     # really spread over 8 devices
+    # The branch accelerators take (a vmapped block per device under shard_map), on a LAPACK-free
+    # solver with a per-point trip count: equal to the per-point results.
+    sweep._MAP_PER_POINT_ON.clear()
+    def halvings(x0, tol):
+        return jax.lax.while_loop(lambda c: c[0] > tol, lambda c: (c[0] * 0.5, c[1] + 1), (x0, 0))[1]
+    hp = {"x0": jnp.linspace(1.0, 100.0, 13), "tol": jnp.linspace(1e-3, 1e-1, 13)}
+    got = sweep.run(halvings, hp)
+    want = [halvings(a, b) for a, b in zip(hp["x0"], hp["tol"])]
+    assert len(got.sharding.device_set) == 8 and [int(v) for v in got] == [int(v) for v in want], got
+    sweep._MAP_PER_POINT_ON.add("cpu")
 
     # 2. LRPCA with Y split by rows equals the single-device solver (n1 divisible and not).
     p = rpca.pretrained(0.1)
