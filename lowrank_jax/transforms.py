@@ -8,11 +8,14 @@ factored parameter pair (L, R) with X = L Rᵀ: given the gradients (G_L, G_R) i
 computed from the *current* (old) factors for both halves, so that the L- and R-updates are
 simultaneous (Jacobi), as in LRPCA's eq. (9). Chained with a learning rate it gives the scaled
 gradient step  L ← L − η ∇_L f (RᵀR)⁻¹,  R ← R − η ∇_R f (LᵀL)⁻¹.
+
+``newton`` is Newton's step −(H + λI)⁻¹ g for any pytree of parameters, with a pluggable curvature
+and solve and a state that keeps both; ``regression.newton_solve`` is built on it.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -141,28 +144,79 @@ def newton_direction(H, g, damping=0.0):
                         lambda: jnp.linalg.solve(Hd, g))
 
 
-def newton(hessian_fn, damping=0.0) -> optax.GradientTransformation:
-    """Newton's method as an optax transformation: the update is −(∇²f(x) + damping·I)⁻¹ ∇f(x).
+class NewtonState(NamedTuple):
+    """State of :func:`newton`: the curvature returned by the last ``hessian_fn`` call and the
+    auxiliary output of the last ``solve`` (None when the solve returns Δ alone). Before the first
+    update both are the placeholders that ``init`` builds (same structure, shapes and dtypes)."""
 
-    ``hessian_fn(params) -> (d, d)`` for the flattened parameters (any pytree; flattened with
-    ``jax.flatten_util.ravel_pytree``), e.g. ``jax.hessian(f)`` or a closed form. ``damping`` is a
-    number or traced array (Levenberg–Marquardt style regularisation for starts far from a minimum).
-    Stateless; needs ``params`` in ``update``. Chain with ``optax.scale`` for damped steps.
+    curvature: Any
+    aux: Any
+
+
+def newton(hessian_fn, damping=0.0, *, solve=None, init_curvature=None,
+           init_aux=None) -> optax.GradientTransformationExtraArgs:
+    """Newton's method as an optax transformation: the update is −Δ with
+
+        (H + damping·I) Δ = g,   H = hessian_fn(params, **extra_args),  g = the incoming updates,
+
+    i.e. −(∇²f(x) + λI)⁻¹ ∇f(x) when g = ∇f(x) and H = ∇²f(x).
+
+    Args:
+      hessian_fn: ``hessian_fn(params, **extra_args) -> curvature``. By default the curvature is
+        the (d, d) Hessian of the parameters flattened with ``jax.flatten_util.ravel_pytree`` (any
+        pytree of d numbers), e.g. ``jax.hessian`` of the flattened loss or a closed form. With a
+        custom ``solve`` it is any pytree that ``solve`` understands (a factorisation, a sketch, the
+        pieces of a structured Hessian). The keyword arguments given to ``update`` (optax's
+        extra-args convention) are all forwarded to it — the iteration count, a random key, the
+        previous curvature ``state.curvature`` to keep it for a few steps, quantities the caller
+        already has — so it must accept every one that the caller (or an ``optax.chain``) passes.
+      damping: λ, a number or traced array (Levenberg–Marquardt style regularisation for starts far
+        from a minimum); handed to ``solve``.
+      solve: ``solve(curvature, g, damping)`` with g the flattened updates, (d,), returning Δ (d,)
+        or a pair ``(Δ, aux)``; ``aux`` (any pytree, e.g. a product with Δ that the caller would
+        otherwise recompute) is kept in the state. Default :func:`newton_direction` (Cholesky, LU
+        if that fails), no aux.
+      init_curvature, init_aux: ``params -> pytree``: the placeholders that ``init`` puts in the
+        state. They must have the structure, shapes and dtypes of what ``hessian_fn`` and ``solve``
+        return, so that the state can be the carry of ``lax.scan`` / ``while_loop``. Defaults:
+        zeros (d, d) in the parameters' dtype, and None.
+
+    State: :class:`NewtonState` ``(curvature, aux)`` of the last update; ``update`` only writes it
+    (to reuse the curvature, pass ``state.curvature`` back as an extra argument). Needs ``params`` in
+    ``update``. Chain with ``optax.scale`` (or a line search) for damped steps. Example, refreshing
+    the Hessian every other step::
+
+        def hess(p, *, k, previous):
+            return jax.lax.cond(k % 2 == 0, lambda: jax.hessian(f_flat)(ravel(p)), lambda: previous)
+
+        opt = newton(hess, damping=1e-3)
+        state = opt.init(params)
+        updates, state = opt.update(jax.grad(f)(params), state, params, k=k, previous=state.curvature)
+        params = optax.apply_updates(params, updates)
     """
     from jax.flatten_util import ravel_pytree
 
-    def init_fn(params):
-        del params
-        return optax.EmptyState()
+    solve_fn = newton_direction if solve is None else solve
 
-    def update_fn(updates, state, params=None):
+    def init_fn(params):
+        if init_curvature is None:
+            flat, _ = ravel_pytree(params)
+            curvature = jnp.zeros((flat.size, flat.size), flat.dtype)
+        else:
+            curvature = init_curvature(params)
+        return NewtonState(curvature, None if init_aux is None else init_aux(params))
+
+    def update_fn(updates, state, params=None, **extra_args):
         if params is None:
             raise ValueError("newton() needs params in update()")
         g, unravel = ravel_pytree(updates)
-        return unravel(-newton_direction(hessian_fn(params), g, damping)), state
+        curvature = hessian_fn(params, **extra_args)
+        out = solve_fn(curvature, g, damping)
+        delta, aux = out if isinstance(out, tuple) else (out, None)
+        return unravel(-delta), NewtonState(curvature, aux)
 
-    return optax.GradientTransformation(init_fn, update_fn)
+    return optax.GradientTransformationExtraArgs(init_fn, update_fn)
 
 
-__all__ = ["ProximalState", "newton", "newton_direction", "projected", "proximal", "scale_by_factored_preconditioner",
-           "scaled_gradient", "scaled_gradient_step"]
+__all__ = ["NewtonState", "ProximalState", "newton", "newton_direction", "projected", "proximal",
+           "scale_by_factored_preconditioner", "scaled_gradient", "scaled_gradient_step"]

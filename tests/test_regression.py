@@ -383,6 +383,35 @@ def test_damping_is_lambda_identity_in_the_newton_system(x64):
         np.testing.assert_allclose(x1, x0 - np.linalg.solve(H + lam * np.eye(5), g), rtol=1e-9, atol=1e-12)
 
 
+def test_newton_solve_steps_are_transforms_newton_updates(x64):
+    """Each method's step in newton_solve is one ``transforms.newton`` update built from the public
+    pieces: x1 = x0 + update with the curvature ∇²L ("exact", ``regression.hessian``), AᵀDA
+    ("diagonal", D from ``regression.diagonal_curvature``) or the leverage-sampled AᵀD̃A ("sketch",
+    the draw of iteration k from ``fold_in(key, k)``, sampled by τ(A)∘D), damped or not; and with
+    ``resample`` = 2 the second sketched step reuses the first draw, kept in the state."""
+    A, b, w = make_problem(n=200, d=5)
+    x0 = 0.5 * jax.random.normal(jax.random.key(8), (5,), jnp.float64)
+    key, tau, m = jax.random.key(6), sketch.leverage_scores(A), 60
+    grad = lambda x: rg.gradient(x, A, b, w)  # noqa: E731
+    D0 = rg.diagonal_curvature(x0, A, b, w)
+    H_sketch = sketch.sampled_gram(jax.random.fold_in(key, 0), A, D0, m, scores=tau * D0)
+    pieces = {"exact": (lambda x: rg.hessian(x, A, b, w), {}),
+              "diagonal": (lambda x: A.T @ (rg.diagonal_curvature(x, A, b, w)[:, None] * A), {}),
+              "sketch": (lambda x: H_sketch, dict(key=key, scores=tau, sketch_size=m))}
+    for lam in (0.0, 0.6):
+        for method, (hess, kw) in pieces.items():
+            opt = transforms.newton(hess, damping=lam)
+            upd, state = opt.update(grad(x0), opt.init(x0), x0)
+            want = optax.apply_updates(x0, upd)
+            x1 = rg.newton_solve(A, b, w, x0, "exp", method, iters=1, damping=lam, **kw).x
+            np.testing.assert_allclose(x1, want, rtol=1e-12, atol=1e-12)
+            if method == "sketch":       # the kept draw: the same H̃ at the new gradient
+                upd, _ = opt.update(grad(want), state, want)
+                x2 = rg.newton_solve(A, b, w, x0, "exp", method, iters=2, damping=lam, resample=2, rescore=2, **kw).x
+                np.testing.assert_allclose(x2, optax.apply_updates(want, upd), rtol=1e-12, atol=1e-12)
+                assert float(jnp.linalg.norm(x2 - x1)) > 1e-3            # a real second step
+
+
 def test_damping_and_line_search_rescue_an_indefinite_start(x64):
     """From a start with an indefinite Hessian the plain Newton step fails; damping alone (no line
     search) reaches a minimiser, contracting by λ/(λ + λ_min(∇²L(x*))) per step as the damped

@@ -1,3 +1,4 @@
+import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
@@ -37,3 +38,83 @@ def test_chains_with_optax_schedules(x64):
     first, state = opt.update((GL, GR), state, (L, R))
     second, state = opt.update((GL, GR), state, (L, R))
     np.testing.assert_allclose(second[0], 0.5 * first[0], rtol=1e-12)
+
+
+def _spd(rng, d):
+    Q = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    return Q @ np.diag(np.linspace(0.5, 6.0, d)) @ Q.T
+
+
+def test_newton_custom_solve_keeps_its_aux_and_the_curvature_in_the_state(x64):
+    """A custom ``solve`` returning (Δ, aux): the update is −Δ (unravelled to the params' pytree),
+    the state holds the curvature and aux, and ``init`` builds a state of the same structure."""
+    rng = np.random.default_rng(3)
+    H, M = jnp.asarray(_spd(rng, 5)), jnp.asarray(rng.standard_normal((7, 5)))
+    params = {"a": jnp.zeros(2), "b": jnp.zeros(3)}
+    g_flat = rng.standard_normal(5)
+    g = {"a": jnp.asarray(g_flat[:2]), "b": jnp.asarray(g_flat[2:])}
+    lam = 0.3
+
+    def solve(curv, g, damping):
+        delta = transforms.newton_direction(curv["H"], g, damping)
+        return delta, M @ delta                        # aux: an image of Δ, (7,)
+
+    opt = transforms.newton(lambda p, *, scale: {"H": scale * H}, lam, solve=solve,
+                            init_curvature=lambda p: {"H": jnp.zeros((5, 5))}, init_aux=lambda p: jnp.zeros(7))
+    assert isinstance(opt, optax.GradientTransformationExtraArgs)
+    state0 = opt.init(params)
+    upd, state = opt.update(g, state0, params, scale=2.0)
+    delta = np.linalg.solve(2.0 * np.asarray(H) + lam * np.eye(5), g_flat)
+    np.testing.assert_allclose(np.concatenate([upd["a"], upd["b"]]), -delta, rtol=1e-12)
+    np.testing.assert_allclose(state.aux, np.asarray(M) @ delta, rtol=1e-12)
+    np.testing.assert_allclose(state.curvature["H"], 2.0 * H, rtol=0)
+    assert isinstance(state, transforms.NewtonState)
+    assert jax.tree.structure(state) == jax.tree.structure(state0)
+    assert [(x.shape, x.dtype) for x in jax.tree.leaves(state)] == [(x.shape, x.dtype) for x in jax.tree.leaves(state0)]
+    # The default state: the (d, d) Hessian, no aux; the stateless call of the old API still works.
+    plain = transforms.newton(lambda p: H)
+    upd, state = plain.update(g, plain.init(params), params)
+    np.testing.assert_allclose(np.concatenate([upd["a"], upd["b"]]), -np.linalg.solve(H, g_flat), rtol=1e-12)
+    assert state.aux is None and state.curvature.shape == (5, 5)
+    assert jax.tree.structure(plain.init(params)) == jax.tree.structure(state)
+
+
+def test_newton_with_extra_args_runs_inside_scan_and_reuses_the_kept_curvature(x64):
+    """Extra args (the step k and the previous curvature) are forwarded to ``hessian_fn``; a Hessian
+    refreshed every other step runs as the carry of ``lax.scan`` and equals a Python loop doing the
+    same by hand, and it converges to the minimiser of a non-quadratic convex function."""
+    c = jnp.asarray([0.5, -1.0, 2.0])
+
+    def f(p):
+        return jnp.sum(jnp.exp(p["u"]) - p["u"]) + 0.5 * jnp.sum((p["v"] - c) ** 2) + 0.25 * jnp.sum(p["v"] ** 4)
+
+    from jax.flatten_util import ravel_pytree
+    params0 = {"u": jnp.asarray([1.0, -0.5]), "v": jnp.asarray([0.2, -0.4, 1.5])}
+    _, unravel = ravel_pytree(params0)
+    hess_flat = jax.hessian(lambda x: f(unravel(x)))
+
+    def hessian_fn(p, *, k, previous):
+        return jax.lax.cond(k % 2 == 0, lambda: hess_flat(ravel_pytree(p)[0]), lambda: previous)
+
+    opt = transforms.newton(hessian_fn)
+
+    def body(carry, k):
+        p, state = carry
+        upd, state = opt.update(jax.grad(f)(p), state, p, k=k, previous=state.curvature)
+        return (optax.apply_updates(p, upd), state), ravel_pytree(p)[0]
+
+    (p_scan, state), path = jax.jit(lambda p: jax.lax.scan(body, (p, opt.init(p)), jnp.arange(12)))(params0)
+    # By hand: the Hessian of the last even step's iterate, Newton steps with it.
+    p, H = params0, None
+    for k in range(12):
+        x, unr = ravel_pytree(p)
+        if k % 2 == 0:
+            H = np.asarray(hess_flat(x))
+        np.testing.assert_allclose(path[k], x, rtol=1e-12, atol=1e-14)
+        p = unr(x - np.linalg.solve(H, ravel_pytree(jax.grad(f)(p))[0]))
+        if k == 10:
+            H_last = H
+    np.testing.assert_allclose(state.curvature, H_last, rtol=1e-12)
+    np.testing.assert_allclose(ravel_pytree(p_scan)[0], ravel_pytree(p)[0], rtol=1e-12, atol=1e-14)
+    g_end = ravel_pytree(jax.grad(f)(p_scan))[0]
+    assert float(jnp.linalg.norm(g_end)) < 1e-12

@@ -24,12 +24,16 @@ the paper's full Newton step:
   uphill (⟨∇L, Δ⟩ < 0), the search reverses Δ (recorded as a negative ``step``). Tested from starts
   where the Hessian is indefinite and the plain Newton step fails.
 
-How the step is computed: "exact" and "diagonal" solve (H̃ + λI)Δ = ∇L with
-``transforms.newton_direction`` (Cholesky, LU if that fails), the solve that the optax
-transformation ``transforms.newton`` also uses; "sketch" forms (H̃ + λI)⁻¹ once per draw and applies
-it (``refine`` = 0) or preconditions ``refine`` CG steps on (AᵀDA + λI)Δ = ∇L with it. The loop is
-this module's own (it carries z = Ax, draws the samples, backtracks); it does not run
-``transforms.newton``.
+How the step is computed: every method's direction is the update of one optax transformation
+``transforms.newton(curvature, damping, solve=direction, ...)``. Its ``hessian_fn`` builds H̃ from
+the parts at x_t (computed from the carried z = Ax_t; passed, with the iteration k and the previous
+curvature, as extra arguments of ``update``): ∇²L for "exact", AᵀDA for "diagonal", and for
+"sketch" a fresh draw (with (H̃ + λI)⁻¹ formed once) or, between ``resample`` draws, the one kept in
+the transformation's state. Its ``solve`` returns (Δ, AΔ): ``transforms.newton_direction``
+(Cholesky, LU if that fails) for "exact" and "diagonal"; for "sketch" the product (H̃ + λI)⁻¹∇L
+(``refine`` = 0) or ``refine`` CG steps on (AᵀDA + λI)Δ = ∇L preconditioned by it. The update is
+−Δ and AΔ stays in the state, so the loop around it (z = Ax carried, Armijo line search,
+diagnostics) takes z_{t+1} = z_t − t·AΔ without another pass over A.
 """
 
 from __future__ import annotations
@@ -75,7 +79,8 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
       method: "exact" | "diagonal" | "sketch" (module docstring).
       iters: number of steps, or the cap when ``tol`` is given; tol: stop once ‖∇L(x_t)‖ ≤ tol.
       x_star: reference solution, to record ‖x_t − x*‖.
-      key: ``jax.random`` key of the sampling ("sketch"; default ``key(0)``); sketch_size: rows m
+      key: ``jax.random`` key of the sampling ("sketch"; default ``key(0)``; the draw of iteration k
+        uses ``jax.random.fold_in(key, k)``); sketch_size: rows m
         (default :func:`lowrank_jax.sketch.sketch_size` for ε = 0.5, δ = 0.01); sketch_rows: traced
         number of those rows actually used (1 ≤ sketch_rows ≤ sketch_size; default all) — the first
         sketch_rows of the i.i.d. draws, so ``vmap`` can sweep the sample size at the static capacity
@@ -174,11 +179,24 @@ def _pcg_from_zero(A, D, damping, precond, g, steps: int):
     return x, Ax
 
 
+class _Curvature(NamedTuple):
+    """The curvature that ``_solve``'s ``transforms.newton`` keeps in its state: ``H`` = H̃ (d, d);
+    ``P`` = (H̃ + λI)⁻¹ ("sketch"; None otherwise); ``D`` = B_diag + W² at the current iterate (n,)
+    (None for "exact"); ``scores`` the leverage scores the last draw used ("sketch" without
+    ``scores``: reused until the next rescore; None otherwise)."""
+
+    H: jax.Array
+    P: jax.Array | None
+    D: jax.Array | None
+    scores: jax.Array | None
+
+
 @functools.partial(jax.jit, static_argnames=("kind", "method", "iters", "m", "leverage", "refine", "rescore",
                                              "resample", "line_search", "measure_eps"))
 def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, method, iters, m, leverage, refine,
            rescore, resample, line_search, measure_eps):
     nan = jnp.full((), jnp.nan, x0.dtype)
+    n, d = A.shape
 
     def scores_for(D, k):
         k_scores = jax.random.fold_in(jax.random.fold_in(key, k), 1)
@@ -195,16 +213,20 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
         P = jax.scipy.linalg.cho_solve(chol, eye)
         return 0.5 * (P + P.T)
 
-    def curvature(p, k, scores, old):
-        """((H̃, P), D, scores): D = B_diag + W² (None for "exact"); P = (H̃ + λI)⁻¹ for "sketch",
-        else unused."""
+    def curvature(x, *, parts, k, previous):
+        """``hessian_fn`` of the transformation: the :class:`_Curvature` at x, from the parts at x
+        (computed from the carried z = Ax, so no pass over A for them), the iteration k (the keys
+        and the rescore / resample schedule) and the previous curvature (the kept draw and scores)."""
+        del x
+        p = parts
         if method == "exact":
-            return (hb._hessian_at(p, A, b, w), old[1]), None, scores
+            return _Curvature(hb._hessian_at(p, A, b, w), None, None, None)
         D = hb._b_diag(p, b) + w * w
         if method == "diagonal":
-            return (design.gram(A, D), old[1]), D, scores
+            return _Curvature(design.gram(A, D), None, D, None)
         D = eqx.error_if(D, jnp.any(D <= 0), "sketched Newton needs D = B_diag + W² > 0 (Lemma 6.4): "
                                               "increase w, or use method='diagonal' or 'exact'")
+        scores = previous.scores
 
         def draw():
             if base_scores is not None:       # τ_i(A) D_i: β = min D / max D, no pass over A
@@ -219,34 +241,46 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
             return (H, inverse(H)), new
 
         if resample == 1:
-            curv, scores = draw()
+            (H, P), scores = draw()
         else:
-            curv, scores = jax.lax.cond(k % resample == 0, draw, lambda: (old, scores))
-        return curv, D, scores
+            (H, P), scores = jax.lax.cond(k % resample == 0, draw, lambda: ((previous.H, previous.P), scores))
+        return _Curvature(H, P, D, scores)
 
-    def direction(curv, D, g):
-        """(Δ, AΔ)."""
-        H, P = curv
+    def direction(curv, g, lam):
+        """``solve`` of the transformation: (Δ, AΔ) with (H̃ + λI)Δ = g ("exact", "diagonal"),
+        Δ = P g ("sketch", ``refine`` = 0), or ``refine`` PCG steps on (AᵀDA + λI)Δ = g
+        preconditioned by P. AΔ is the aux output: the loop updates z = Ax from it."""
         if method != "sketch":
-            dx = transforms.newton_direction(H, g, damping)
+            dx = transforms.newton_direction(curv.H, g, lam)
             return dx, design.matvec(A, dx)
         if refine == 0:
-            dx = P @ g
+            dx = curv.P @ g
             return dx, design.matvec(A, dx)
-        return _pcg_from_zero(A, D, damping, lambda r: P @ r, g, refine)
+        return _pcg_from_zero(A, curv.D, lam, lambda r: curv.P @ r, g, refine)
+
+    def init_curvature(x):
+        zeros_dd, zeros_n = jnp.zeros((d, d), x.dtype), jnp.zeros(n, x.dtype)
+        if method == "exact":
+            return _Curvature(zeros_dd, None, None, None)
+        if method == "diagonal":
+            return _Curvature(zeros_dd, None, zeros_n, None)
+        return _Curvature(zeros_dd, zeros_dd, zeros_n, jnp.ones(n, x.dtype))
+
+    opt = transforms.newton(curvature, damping, solve=direction, init_curvature=init_curvature,
+                            init_aux=lambda x: jnp.zeros(n, x.dtype))
 
     def f(z):
         p = hb.parts_from_z(z, b, kind)
         return 0.5 * jnp.sum(p.c * p.c) + 0.5 * jnp.sum((w * z) ** 2)
 
     def step(k, state):
-        x, z, scores, curv_old = state
+        x, z, nstate = state
         p = hb.parts_from_z(z, b, kind)                     # z = Ax is carried: no pass over A here
         fx = 0.5 * jnp.sum(p.c * p.c) + 0.5 * jnp.sum((w * p.z) ** 2)
         g = design.rmatvec(A, p.c * p.v - jnp.dot(b, p.c) * p.v + w * w * p.z)
-        curv, D, scores = curvature(p, k, scores, curv_old)
-        H = curv[0]
-        dx, Adx = direction(curv, D, g)
+        # The Newton step: update = −Δ, with AΔ in the new state's aux.
+        update, nstate = opt.update(g, nstate, x, parts=p, k=k, previous=nstate.curvature)
+        dx, Adx = -update, nstate.aux
         if line_search:                                     # trial losses from z − tAΔ: no pass either
             slope = jnp.dot(g, dx)
             # An indefinite H̃ + λI ("exact" outside the convex region) can give an uphill Δ,
@@ -268,14 +302,12 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
             t_rec = sign * t
         else:
             t = t_rec = jnp.ones((), x.dtype)
-        eps0 = hb.approximation_error(H, hb._hessian_at(p, A, b, w)) if measure_eps else nan
+        eps0 = hb.approximation_error(nstate.curvature.H, hb._hessian_at(p, A, b, w)) if measure_eps else nan
         err = nan if x_star is None else jnp.linalg.norm(x - x_star)
         diag = (fx, jnp.linalg.norm(g), err, eps0, t_rec)
-        return (x - t * dx, z - t * Adx, scores, curv), diag
+        return (x - t * dx, z - t * Adx, nstate), diag
 
-    d = A.shape[1]
-    zeros = jnp.zeros((d, d), x0.dtype)
-    state0 = (x0, design.matvec(A, x0), jnp.ones(A.shape[0], x0.dtype), (zeros, zeros))
+    state0 = (x0, design.matvec(A, x0), opt.init(x0))
     if tol is None:
         res = loop.run_fixed(step, state0, iters)
     else:
