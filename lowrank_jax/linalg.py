@@ -117,6 +117,17 @@ def tsqr(Y_local: jax.Array, axis_name: str) -> tuple[jax.Array, jax.Array]:
     return Q1 @ block, R
 
 
+def top_eigh(G: jax.Array, rank: int) -> tuple[jax.Array, jax.Array]:
+    """The ``rank`` largest eigenpairs of a symmetric G (n × n): (λ (rank,) decreasing, V (n, rank)).
+
+    For a Gram matrix G = AᵀA these are the squared singular values and right singular vectors of A,
+    so A V Vᵀ is A's rank-r Eckart–Young projection (:func:`gram_svd`, and the SDL solver that forms
+    G without A).
+    """
+    lam, V = jnp.linalg.eigh(G)
+    return lam[::-1][:rank], V[:, ::-1][:, :rank]
+
+
 def gram_svd(A: jax.Array, rank: int) -> SVDResult:
     """Top-``rank`` singular triplets of a thin (or wide) A from the eigendecomposition of its small
     Gram matrix: AᵀA = V Λ Vᵀ (n × n for m ≥ n), σ = √λ, U = A V / σ.
@@ -130,8 +141,7 @@ def gram_svd(A: jax.Array, rank: int) -> SVDResult:
     if m < n:
         t = gram_svd(A.T, rank)
         return SVDResult(t.V, t.s, t.U)
-    lam, V = jnp.linalg.eigh(A.T @ A)
-    lam, V = lam[::-1][:rank], V[:, ::-1][:, :rank]
+    lam, V = top_eigh(A.T @ A, rank)
     s = jnp.sqrt(jnp.maximum(lam, 0.0))
     AV = A @ V
     U = AV / jnp.where(s > 0, s, 1.0)

@@ -341,3 +341,55 @@ def test_labels_with_a_gap_need_num_classes():
     # The empty classes' logits only ever get pushed down (their gradient P_c + 2λA_c starts positive):
     # less probability than either observed class, on average over the samples.
     assert P[:, 1:5].mean(0).max() < min(P[:, 0].mean(), P[:, 5].mean())
+
+
+@pytest.mark.parametrize("model", ["H", "W"])
+@pytest.mark.parametrize("kappa", [1, 2])
+def test_span_steps_are_the_dense_steps(model, kappa, x64):
+    """LPGD in the span of [X, U₁] (sdl.span, the default when p ≥ 2(n + κ)) takes the same iterates
+    as the dense θ: final (θ, γ), loss and step-norm histories to 1e-12, with covariates and an
+    intercept, for a fixed number of steps and with a tolerance (same stopping step); and a vmap over
+    (ξ, λ) equals the separate runs."""
+    X, y, X_aux = generative(model, 200, 30, 3, kappa=kappa, seed=21, q=2)
+    data = sm.prepare(X / np.sqrt(30), y, X_aux, intercept=True)
+    assert sdl.resolve_span(None, data)
+    theta0, gamma0, _ = sdl.initial_point(data, 3, model, jax.random.key(1))
+    step = sm.step_bound(data, 1.0, 0.1, model)
+
+    def run(span, **kw):
+        return sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 3, model=model, span=span, **kw)
+
+    for kw in ({"iters": 40}, {"iters": 2000, "tol": 1e-7}):
+        dense, fast = run(False, **kw), run(True, **kw)
+        assert int(fast.n_iter) == int(dense.n_iter)
+        if "tol" in kw:
+            assert 2 < int(dense.n_iter) < 2000
+        scale = float(jnp.max(jnp.abs(dense.theta)))
+        np.testing.assert_allclose(fast.theta, dense.theta, rtol=0, atol=1e-12 * scale)
+        np.testing.assert_allclose(fast.gamma, dense.gamma, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(fast.loss, dense.loss, rtol=1e-12)
+        # ‖Z_{t+1} − Z_t‖ (down to 1e-6 here) is computed from the coordinates' Gram: rounding ~ ε‖θ‖.
+        np.testing.assert_allclose(fast.step_norm, dense.step_norm, rtol=1e-9,
+                                   atol=1e-12 * float(jnp.linalg.norm(dense.theta)))
+    # A tolerance met by the very first (dense) step: one step, histories padded after it.
+    first = run(True, iters=30, tol=1e3)
+    assert int(first.n_iter) == 1 and np.all(np.isnan(np.asarray(first.loss)[1:]))
+    np.testing.assert_allclose(first.theta, run(False, iters=1).theta, rtol=0, atol=1e-12 * scale)
+    # vmap over (ξ, λ) through the span path equals separate runs.
+    xis, lams = jnp.asarray([0.5, 2.0]), jnp.asarray([0.05, 0.3])
+    swept = jax.vmap(lambda xi, lam: sdl.lpgd(theta0, gamma0, data, xi, lam, step / 4, 3, model=model,
+                                              iters=15, span=True).theta)(xis, lams)
+    for i in range(2):
+        one = sdl.lpgd(theta0, gamma0, data, xis[i], lams[i], step / 4, 3, model=model, iters=15, span=False)
+        np.testing.assert_allclose(swept[i], one.theta, rtol=0, atol=1e-12 * scale)
+
+
+def test_span_needs_the_gram_projection():
+    X, y, _ = generative("H", 200, 20, 2)
+    data = sm.prepare(X, y)
+    theta0, gamma0, _ = sdl.initial_point(data, 2, "H", jax.random.key(0))
+    for kw in ({"svd": "exact"}, {"project": lambda t: t}):
+        with pytest.raises(ValueError, match="span=True needs svd='gram' and project=None"):
+            sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, 0.1, 2, model="H", iters=3, span=True, **kw)
+    small = sm.prepare(X[:30], y)                    # p = 30 < 2(n + κ): the dense steps by default
+    assert not sdl.resolve_span(None, small) and sdl.resolve_span(None, data)

@@ -2,7 +2,7 @@
 
 ``fit`` / ``predict`` / ``predict_proba`` / ``cross_validate`` (:mod:`.fit`), the lifted objective,
 gradients, factor recovery and Theorem 2.1's constants (:mod:`.model`), LPGD and the BCD baseline
-(:mod:`.solvers`), MF-LR (:mod:`.baselines`).
+(:mod:`.solvers`; LPGD's steps in the span of the data, :mod:`.span`), MF-LR (:mod:`.baselines`).
 """
 
 from lowrank_jax.sdl.baselines import MFLR, mf_lr
@@ -10,9 +10,9 @@ from lowrank_jax.sdl.fit import (SDLModel, activations, cross_validate, fit, ini
                                  stratified_folds)
 from lowrank_jax.sdl.model import (MODELS, Factors, SDLData, Theory, class_probs, factors, gradients, lift, nll,
                                    objective, one_hot, prepare, softmax_curvature, step_bound, theory)
-from lowrank_jax.sdl.solvers import BCDResult, SolveResult, bcd, factored_objective, lpgd
+from lowrank_jax.sdl.solvers import BCDResult, SolveResult, bcd, factored_objective, lpgd, resolve_span
 
 __all__ = ["BCDResult", "Factors", "MFLR", "MODELS", "SDLData", "SDLModel", "SolveResult", "Theory", "activations",
            "bcd", "class_probs", "cross_validate", "factored_objective", "factors", "fit", "gradients",
            "initial_point", "lift", "lpgd", "mf_lr", "nll", "objective", "one_hot", "predict", "predict_proba",
-           "prepare", "softmax_curvature", "step_bound", "stratified_folds", "theory"]
+           "prepare", "resolve_span", "softmax_curvature", "step_bound", "stratified_folds", "theory"]

@@ -242,19 +242,19 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
                                   data.X.dtype)
         preds = _grid_predict(theta0, gamma0, data, jnp.asarray(grid_xi, data.X.dtype),
                               jnp.asarray(grid_lam, data.X.dtype), X_val, Xa_val, rank=rank_f, model=model,
-                              iters=iters, coding=coding)
+                              iters=iters, coding=coding, span=solvers.resolve_span(None, data))
         acc += np.mean(np.asarray(preds) == y_np[val][None, :], axis=1) / folds
     acc = acc.reshape(xis.size, lams.size)
     i, j = np.unravel_index(np.argmax(acc), acc.shape)
     return acc, (float(xis[i]), float(lams[j]))
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "model", "iters", "coding"))
-def _grid_predict(theta0, gamma0, data, xis, lams, X_val, Xa_val, *, rank, model, iters, coding):
+@functools.partial(jax.jit, static_argnames=("rank", "model", "iters", "coding", "span"))
+def _grid_predict(theta0, gamma0, data, xis, lams, X_val, Xa_val, *, rank, model, iters, coding, span):
     def one(xi, lam):
         step = sm.step_bound(data, xi, lam, model)
         res = solvers._lpgd(theta0, gamma0, data, xi, lam, step, None, None, rank=rank, model=model, iters=iters,
-                            svd="gram", project=None)
+                            svd="gram", project=None, span=span)
         f = sm.factors(res.theta, rank, model, data.kappa)
         if model == "W":
             a = sm.split(res.theta, "W", data.kappa)[0].T @ X_val + res.gamma.T @ Xa_val

@@ -25,8 +25,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from lowrank_jax import loop, prox, transforms
+from lowrank_jax import linalg, loop, prox, transforms
 from lowrank_jax.sdl import model as sm
+from lowrank_jax.sdl import span as sp
 
 
 class SolveResult(NamedTuple):
@@ -41,20 +42,42 @@ class SolveResult(NamedTuple):
 
 
 def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: str, iters: int = 1000,
-         tol=None, svd: str = "gram", project=None, key=None) -> SolveResult:
+         tol=None, svd: str = "gram", project=None, key=None, span: bool | None = None) -> SolveResult:
     """Algorithm 1 from (θ₀, γ₀). ``tol``: stop once ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F).
     ``project``: optional convex projection Π_Θ(θ) applied before the rank projection.
     ``svd``: "gram" (the default: θ is thin, so the eigendecomposition of its small Gram matrix,
-    :func:`lowrank_jax.linalg.gram_svd`), "exact" (QR + SVD) or "randomized" (``key`` seeds it)."""
-    rank = sm.check_rank_for(rank, model, data.X.shape[0], data.X.shape[1], data.kappa)
+    :func:`lowrank_jax.linalg.gram_svd`), "exact" (QR + SVD) or "randomized" (``key`` seeds it).
+    ``span``: take every step after the first in the span of [X, U₁] (:mod:`lowrank_jax.sdl.span`:
+    the same iterates, O((n + κ)³) per step instead of O(p n²)); needs ``svd="gram"`` and no
+    ``project``. Default: on when those hold and p ≥ 2(n + κ) (where it pays)."""
+    rank = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)
     if svd not in ("gram", "exact", "randomized"):
         raise ValueError(f"svd must be 'gram', 'exact' or 'randomized', got {svd!r}")
+    span = resolve_span(span, data, svd, project)
     return _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, rank=rank, model=model, iters=iters, svd=svd,
-                 project=project)
+                 project=project, span=span)
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "model", "iters", "svd", "project"))
-def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, iters, svd, project):
+def resolve_span(span: bool | None, data: sm.SDLData, svd: str = "gram", project=None) -> bool:
+    """:func:`lpgd`'s ``span`` choice: by default on for ``svd="gram"`` without ``project`` when
+    p ≥ 2(n + κ); ``span=True`` otherwise is an error."""
+    p, n = data.X.shape
+    if span is None:
+        return svd == "gram" and project is None and p >= 2 * (n + data.kappa)
+    if span and (svd != "gram" or project is not None):
+        raise ValueError("span=True needs svd='gram' and project=None (a convex projection or another SVD "
+                         "leaves the span of [X, U₁])")
+    return bool(span)
+
+
+def _stop(tol):
+    return lambda s, d: d[1] <= tol * jnp.maximum(1.0, d[2])
+
+
+@functools.partial(jax.jit, static_argnames=("rank", "model", "iters", "svd", "project", "span"))
+def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, iters, svd, project, span=False):
+    if span and iters > 1:
+        return _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, rank=rank, model=model, iters=iters)
     # SDL-W runs on θᵀ = [Aᵀ ∥ Bᵀ] (contiguous row blocks; Π_r commutes with the transpose).
     XT = data.X.T if model == "W" else None
     if model == "W":
@@ -84,12 +107,54 @@ def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, iters, 
     if tol is None:
         res = loop.run_fixed(body, state0, iters)
     else:
-        res = loop.run_until(body, state0, max_iter=iters,
-                             stop=lambda s, d: d[1] <= tol * jnp.maximum(1.0, d[2]))
+        res = loop.run_until(body, state0, max_iter=iters, stop=_stop(tol))
     (theta, gamma), _ = res.state
     theta = theta.T if model == "W" else theta
     f, moved, _ = res.history
     return SolveResult(theta, gamma, f, moved, res.n_iter)
+
+
+def _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, *, rank, model, iters):
+    """LPGD with the first step on the dense θ and the rest in the span of [X, U₁]
+    (:mod:`lowrank_jax.sdl.span`); every later step is ``transforms.projected(optax.sgd(τ), Π_r)``."""
+    kappa, dtype = data.kappa, data.X.dtype
+    f0, grads0 = sm.value_and_gradients(theta0, gamma0, data, xi, lam, model)
+    svd1 = linalg.gram_svd(theta0 - step * grads0[0], rank)        # the dense step, Π_r by svd="gram"
+    U1 = svd1.U * svd1.s
+    theta1, gamma1 = U1 @ svd1.V.T, gamma0 - step * grads0[1]
+    moved0 = jnp.sqrt(jnp.sum((theta1 - theta0) ** 2) + jnp.sum((gamma1 - gamma0) ** 2))
+    size0 = f0 if tol is None else jnp.sqrt(jnp.sum(theta0 * theta0) + jnp.sum(gamma0 * gamma0))
+
+    coords1, U = sp.from_first_step(U1, svd1.V, kappa, model, dtype)
+    K = sp.basis(data.X, U)
+    opt = transforms.projected(optax.sgd(step), lambda prm: (sp.project_rank(prm[0], K, rank, model), prm[1]))
+
+    def body(k, state):
+        params, opt_state = state
+        coords, gamma = params
+        f, grads = sp.value_and_gradients(coords, gamma, K, data, xi, lam, model)
+        upd, opt_state = opt.update(grads, opt_state, params)
+        moved = jnp.sqrt(sp.coords_sq_norm(upd[0], K, model) + jnp.sum(upd[1] * upd[1]))
+        size = f if tol is None else jnp.sqrt(sp.coords_sq_norm(coords, K, model) + jnp.sum(gamma * gamma))
+        return (optax.apply_updates(params, upd), opt_state), (f, moved, size)
+
+    params1 = (coords1, gamma1)
+    state1 = (params1, opt.init(params1))
+    if tol is None:
+        res = loop.run_fixed(body, state1, iters - 1, start=1)
+    else:
+        def rest():
+            return loop.run_until(body, state1, max_iter=iters - 1, stop=_stop(tol), start=1)
+
+        def none():
+            blank = jnp.full((iters - 1,), jnp.nan, f0.dtype)
+            return loop.LoopResult(state1, (blank, blank, blank), jnp.asarray(0, jnp.int32))
+
+        res = jax.lax.cond(_stop(tol)(None, (f0, moved0, size0)), none, rest)
+    (coords, gamma), _ = res.state
+    f, moved, _ = res.history
+    return SolveResult(sp.expand(coords, data.X, U, model), gamma, jnp.concatenate([f0[None], f]),
+                       jnp.concatenate([moved0[None], moved]), res.n_iter + 1)
 
 
 class BCDResult(NamedTuple):
