@@ -20,8 +20,9 @@ import numpy as np
 from _timing import interleaved_ms
 
 
-def numpy_step(theta, gamma, X, Xa, Y, xi, lam, tau, r, model, svd):
-    """The same LPGD step with NumPy and sklearn's randomized TruncatedSVD."""
+def numpy_step(theta, gamma, X, Xa, Y, pen, xi, lam, tau, r, model, svd):
+    """The same LPGD step with NumPy and sklearn's randomized TruncatedSVD (``pen``: 1 for the
+    penalised rows of γ, 0 for the intercept's)."""
     kappa = Y.shape[0]
     if model == "H":
         A, B = theta[:kappa], theta[kappa:]
@@ -37,7 +38,7 @@ def numpy_step(theta, gamma, X, Xa, Y, xi, lam, tau, r, model, svd):
     g = np.concatenate([gA, gB], axis=0 if model == "H" else 1)
     step = theta - tau * g
     U = svd.fit_transform(step)                      # U Σ (m, r)
-    return U @ svd.components_, gamma - tau * (Xa @ R.T + 2 * lam * gamma)
+    return U @ svd.components_, gamma - tau * (Xa @ R.T + 2 * lam * pen[:, None] * gamma)
 
 
 def main(argv=None):
@@ -80,7 +81,7 @@ def main(argv=None):
                     th_j, g_j = (np.asarray(v) for v in step(theta0, gamma0, data, xi, lam, tau))
                     th_j12 = np.asarray(run[12](theta0, gamma0, data, xi, lam, tau)[0])
                     args_np = (np.asarray(theta0), np.asarray(gamma0), np.asarray(data.X), np.asarray(data.X_aux),
-                               np.asarray(data.Y), 1.0, 0.1, float(tau), r, model)
+                               np.asarray(data.Y), np.asarray(data.penalized), 1.0, 0.1, float(tau), r, model)
         svd = TruncatedSVD(n_components=r, n_iter=7, random_state=0)
         t_np = interleaved_ms({"np": lambda: numpy_step(*args_np, svd)}, reps=args.reps)["np"]
         th_np, _ = numpy_step(*args_np, svd)
