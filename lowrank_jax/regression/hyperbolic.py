@@ -122,14 +122,24 @@ def _b_diag(p: Parts, b):
     return p.v * p.v + p.c * p.u - jnp.dot(p.c, b) * p.u
 
 
+def _loss_at(p: Parts, w):
+    """L from the pieces at x: ½‖c‖² + ½‖w∘z‖² (no pass over A)."""
+    return 0.5 * jnp.sum(p.c * p.c) + 0.5 * jnp.sum((w * p.z) ** 2)
+
+
+def _gradient_at(p: Parts, A, b, w):
+    """∇L = Aᵀ(c∘v − ⟨b, c⟩v + w²∘z) from the pieces at x (one pass over A)."""
+    return design.rmatvec(A, p.c * p.v - jnp.dot(b, p.c) * p.v + w * w * p.z)
+
+
 def _loss(x, A, b, w, kind):
     p = parts(x, A, b, kind)
-    return 0.5 * jnp.sum(p.c * p.c) + 0.5 * jnp.sum((w * p.z) ** 2), p.z
+    return _loss_at(p, w), p.z
 
 
 def _gradient(x, A, b, w, kind):
     p = parts(x, A, b, kind)
-    return design.rmatvec(A, p.c * p.v - jnp.dot(b, p.c) * p.v + w * w * p.z), p.z
+    return _gradient_at(p, A, b, w), p.z
 
 
 def _hessian(x, A, b, w, kind):

@@ -270,14 +270,13 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
                             init_aux=lambda x: jnp.zeros(n, x.dtype))
 
     def f(z):
-        p = hb.parts_from_z(z, b, kind)
-        return 0.5 * jnp.sum(p.c * p.c) + 0.5 * jnp.sum((w * z) ** 2)
+        return hb._loss_at(hb.parts_from_z(z, b, kind), w)
 
     def step(k, state):
         x, z, nstate = state
         p = hb.parts_from_z(z, b, kind)                     # z = Ax is carried: no pass over A here
-        fx = 0.5 * jnp.sum(p.c * p.c) + 0.5 * jnp.sum((w * p.z) ** 2)
-        g = design.rmatvec(A, p.c * p.v - jnp.dot(b, p.c) * p.v + w * w * p.z)
+        fx = hb._loss_at(p, w)
+        g = hb._gradient_at(p, A, b, w)
         # The Newton step: update = −Δ, with AΔ in the new state's aux.
         update, nstate = opt.update(g, nstate, x, parts=p, k=k, previous=nstate.curvature)
         dx, Adx = -update, nstate.aux
@@ -302,7 +301,11 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
             t_rec = sign * t
         else:
             t = t_rec = jnp.ones((), x.dtype)
-        eps0 = hb.approximation_error(nstate.curvature.H, hb._hessian_at(p, A, b, w)) if measure_eps else nan
+        if measure_eps:
+            H_exact = nstate.curvature.H if method == "exact" else hb._hessian_at(p, A, b, w)
+            eps0 = hb.approximation_error(nstate.curvature.H, H_exact)
+        else:
+            eps0 = nan
         err = nan if x_star is None else jnp.linalg.norm(x - x_star)
         diag = (fx, jnp.linalg.norm(g), err, eps0, t_rec)
         return (x - t * dx, z - t * Adx, nstate), diag
