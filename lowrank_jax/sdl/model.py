@@ -186,17 +186,25 @@ def value_and_gradients(theta, gamma, data: SDLData, xi, lam, model: str, XT=Non
         a = A
     else:
         a = A @ data.X if rows else A.T @ data.X
-    a = a + gamma.T @ data.X_aux
-    R = class_probs(a)[1:] - data.Y                       # P − Y (κ, n)
+    fit, R, g_gamma = label_terms(a, gamma, data, lam)
     D = B - (data.X if XT is None else XT)
-    g_pen = gamma * data.penalized[:, None]
-    value = nll(a, data.Y) + xi * jnp.sum(D * D) + lam * (jnp.sum(A * A) + jnp.sum(g_pen * g_pen))
+    value = fit + xi * jnp.sum(D * D) + lam * jnp.sum(A * A)
     if model == "H":
         gA = R
     else:
         gA = R @ XT if rows else data.X @ R.T
     g_theta = jnp.concatenate([gA + 2 * lam * A, 2 * xi * D], axis=0 if rows else 1)
-    return value, (g_theta, data.X_aux @ R.T + 2 * lam * g_pen)
+    return value, (g_theta, g_gamma)
+
+
+def label_terms(lin, gamma, data: SDLData, lam):
+    """The γ- and label-dependent part of F from the θ part of the activations, ``lin`` (κ, n)
+    (A for SDL-H, AᵀX for SDL-W): (Σ_s ℓ(y_s, a_s) + λ‖γ_pen‖², R = P − Y (κ, n), ∇_γF) with
+    a = lin + γᵀX_aux. Shared by the dense step and the one in :mod:`lowrank_jax.sdl.span`."""
+    a = lin + gamma.T @ data.X_aux
+    R = class_probs(a)[1:] - data.Y
+    g_pen = gamma * data.penalized[:, None]
+    return nll(a, data.Y) + lam * jnp.sum(g_pen * g_pen), R, data.X_aux @ R.T + 2 * lam * g_pen
 
 
 def gradients(theta, gamma, data: SDLData, xi, lam, model: str):

@@ -74,6 +74,26 @@ def _stop(tol):
     return lambda s, d: d[1] <= tol * jnp.maximum(1.0, d[2])
 
 
+def _run(value_and_grads, theta_sq, opt, params0, tol, iters: int, start: int = 0):
+    """The LPGD loop shared by the dense and the span representation of θ: ``iters`` steps of
+    ``opt`` = ``transforms.projected(optax.sgd(τ), Π)`` from ``params0`` = (θ, γ), recording F,
+    ‖Z_{t+1} − Z_t‖ and (with ``tol``) ‖Z_t‖, ``theta_sq`` giving ‖θ‖²_F in the representation."""
+
+    def body(k, state):
+        params, opt_state = state
+        theta, gamma = params
+        f, grads = value_and_grads(theta, gamma)
+        upd, opt_state = opt.update(grads, opt_state, params)
+        moved = jnp.sqrt(theta_sq(upd[0]) + jnp.sum(upd[1] * upd[1]))
+        size = f if tol is None else jnp.sqrt(theta_sq(theta) + jnp.sum(gamma * gamma))
+        return (optax.apply_updates(params, upd), opt_state), (f, moved, size)
+
+    state0 = (params0, opt.init(params0))
+    if tol is None:
+        return loop.run_fixed(body, state0, iters, start=start)
+    return loop.run_until(body, state0, max_iter=iters, stop=_stop(tol), start=start)
+
+
 @functools.partial(jax.jit, static_argnames=("rank", "model", "iters", "svd", "project", "span"))
 def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, iters, svd, project, span=False):
     if span and iters > 1:
@@ -91,23 +111,8 @@ def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, iters, 
         theta = theta if project is None else project(theta)
         return prox.project_rank(theta, rank, method=svd, key=key), gamma
 
-    opt = transforms.projected(optax.sgd(step), project_fn)
-
-    def body(k, state):
-        params, opt_state = state
-        theta, gamma = params
-        f, grads = sm.value_and_gradients(theta, gamma, data, xi, lam, model, XT)
-        upd, opt_state = opt.update(grads, opt_state, params)
-        moved = jnp.sqrt(sum(jnp.sum(u * u) for u in upd))
-        size = f if tol is None else jnp.sqrt(jnp.sum(theta * theta) + jnp.sum(gamma * gamma))
-        return (optax.apply_updates(params, upd), opt_state), (f, moved, size)
-
-    params0 = (theta0, gamma0)
-    state0 = (params0, opt.init(params0))
-    if tol is None:
-        res = loop.run_fixed(body, state0, iters)
-    else:
-        res = loop.run_until(body, state0, max_iter=iters, stop=_stop(tol))
+    res = _run(lambda th, g: sm.value_and_gradients(th, g, data, xi, lam, model, XT), lambda th: jnp.sum(th * th),
+               transforms.projected(optax.sgd(step), project_fn), (theta0, gamma0), tol, iters)
     (theta, gamma), _ = res.state
     theta = theta.T if model == "W" else theta
     f, moved, _ = res.history
@@ -115,9 +120,8 @@ def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, iters, 
 
 
 def _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, *, rank, model, iters):
-    """LPGD with the first step on the dense θ and the rest in the span of [X, U₁]
-    (:mod:`lowrank_jax.sdl.span`); every later step is ``transforms.projected(optax.sgd(τ), Π_r)``."""
-    kappa, dtype = data.kappa, data.X.dtype
+    """LPGD with the first step on the dense θ, kept as its factors θ₁ = U₁V₁ᵀ, and the rest in the
+    span of [X, U₁] (:mod:`lowrank_jax.sdl.span`) through the same loop as the dense solver."""
     f0, grads0 = sm.value_and_gradients(theta0, gamma0, data, xi, lam, model)
     svd1 = linalg.gram_svd(theta0 - step * grads0[0], rank)        # the dense step, Π_r by svd="gram"
     U1 = svd1.U * svd1.s
@@ -125,30 +129,21 @@ def _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, *, rank, model, iters):
     moved0 = jnp.sqrt(jnp.sum((theta1 - theta0) ** 2) + jnp.sum((gamma1 - gamma0) ** 2))
     size0 = f0 if tol is None else jnp.sqrt(jnp.sum(theta0 * theta0) + jnp.sum(gamma0 * gamma0))
 
-    coords1, U = sp.from_first_step(U1, svd1.V, kappa, model, dtype)
+    coords1, U = sp.from_first_step(U1, svd1.V, data.kappa, model, data.X.dtype)
     K = sp.basis(data.X, U)
     opt = transforms.projected(optax.sgd(step), lambda prm: (sp.project_rank(prm[0], K, rank, model), prm[1]))
-
-    def body(k, state):
-        params, opt_state = state
-        coords, gamma = params
-        f, grads = sp.value_and_gradients(coords, gamma, K, data, xi, lam, model)
-        upd, opt_state = opt.update(grads, opt_state, params)
-        moved = jnp.sqrt(sp.coords_sq_norm(upd[0], K, model) + jnp.sum(upd[1] * upd[1]))
-        size = f if tol is None else jnp.sqrt(sp.coords_sq_norm(coords, K, model) + jnp.sum(gamma * gamma))
-        return (optax.apply_updates(params, upd), opt_state), (f, moved, size)
-
     params1 = (coords1, gamma1)
-    state1 = (params1, opt.init(params1))
-    if tol is None:
-        res = loop.run_fixed(body, state1, iters - 1, start=1)
-    else:
-        def rest():
-            return loop.run_until(body, state1, max_iter=iters - 1, stop=_stop(tol), start=1)
 
-        def none():
+    def rest():
+        return _run(lambda c, g: sp.value_and_gradients(c, g, K, data, xi, lam, model),
+                    lambda c: sp.coords_sq_norm(c, K, model), opt, params1, tol, iters - 1, start=1)
+
+    if tol is None:
+        res = rest()
+    else:
+        def none():                                                # the first step met the tolerance
             blank = jnp.full((iters - 1,), jnp.nan, f0.dtype)
-            return loop.LoopResult(state1, (blank, blank, blank), jnp.asarray(0, jnp.int32))
+            return loop.LoopResult((params1, opt.init(params1)), (blank, blank, blank), jnp.asarray(0, jnp.int32))
 
         res = jax.lax.cond(_stop(tol)(None, (f0, moved0, size0)), none, rest)
     (coords, gamma), _ = res.state

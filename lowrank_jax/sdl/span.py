@@ -74,7 +74,7 @@ def coords_sq_norm(coords, K: Basis, model: str):
 
 def from_first_step(U1, V1, kappa: int, model: str, dtype):
     """Coordinates of θ₁ = U₁V₁ᵀ and the p-rows U of the basis: ``(coords, U)``."""
-    r, c = V1.shape[1], V1.shape[0]
+    c = V1.shape[0]
     if model == "H":
         return (U1[:kappa] @ V1.T, jnp.zeros((c, c), dtype), V1.T), U1[kappa:]
     n = c - kappa
@@ -94,23 +94,17 @@ def value_and_gradients(coords, gamma, K: Basis, data: sm.SDLData, xi, lam, mode
     """(F, (coordinates of ∇_θF, ∇_γF)): :func:`lowrank_jax.sdl.model.value_and_gradients` with θ in
     the coordinates of the module docstring."""
     k = data.kappa
-    n = data.X.shape[1]
-    eye = jnp.eye(n, dtype=data.X.dtype)
+    eye = jnp.eye(data.X.shape[1], dtype=data.X.dtype)
     if model == "H":
-        A, M, N = coords
-        lin, MA, NA = A, None, None
-        MB, NB = M, N
+        A, MB, NB = coords
+        lin, a_sq = A, jnp.sum(A * A)
     else:
         M, N = coords
         MA, MB, NA, NB = M[:, :k], M[:, k:], N[:, :k], N[:, k:]
-        lin = MA.T @ K.XtX + NA.T @ K.UtX                        # AᵀX (κ, n)
-    a = lin + gamma.T @ data.X_aux
-    R = sm.class_probs(a)[1:] - data.Y                          # P − Y (κ, n)
+        lin, a_sq = MA.T @ K.XtX + NA.T @ K.UtX, sq_norm(K, MA, NA)    # AᵀX (κ, n), ‖A‖²
+    fit, R, g_gamma = sm.label_terms(lin, gamma, data, lam)
     DM, DN = MB - eye, NB                                       # B − X = X DM + U DN
-    g_pen = gamma * data.penalized[:, None]
-    a_sq = jnp.sum(A * A) if model == "H" else sq_norm(K, MA, NA)
-    value = sm.nll(a, data.Y) + xi * sq_norm(K, DM, DN) + lam * (a_sq + jnp.sum(g_pen * g_pen))
-    g_gamma = data.X_aux @ R.T + 2 * lam * g_pen
+    value = fit + xi * sq_norm(K, DM, DN) + lam * a_sq
     if model == "H":
         return value, ((R + 2 * lam * A, 2 * xi * DM, 2 * xi * DN), g_gamma)
     gM = jnp.concatenate([R.T + 2 * lam * MA, 2 * xi * DM], axis=1)   # X(P − Y)ᵀ + 2λA = X(Rᵀ + 2λM_A) + U·2λN_A
