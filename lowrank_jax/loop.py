@@ -5,6 +5,14 @@ iteration index (an int32 scalar; rules with per-iteration hyperparameters index
 with it) and ``diag`` is a pytree of per-iteration diagnostics (usually scalars). Both drivers run
 inside ``jit`` and return a :class:`LoopResult` whose ``history`` stacks ``diag`` along a leading
 axis of length ``num_steps`` / ``max_iter``.
+
+Under ``vmap`` an early-stopping loop runs until its last point stops. JAX's own batching of a
+``while_loop`` whose predicate differs per point re-selects every carried array each iteration,
+the whole ``(max_iter, ...)`` history buffer included, and turns the history write into a scatter
+at a per-point index: O(max_iter) work per iteration, O(max_iter²) per run. :func:`run_until`
+instead keeps one shared iteration counter and loop predicate ("some point still runs") and
+freezes the points that have stopped itself (one select of the state per iteration), so an
+iteration's cost no longer grows with ``max_iter``; a single run pays nothing for it.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.custom_batching import custom_vmap
 
 Step = Callable[[jax.Array, Any], tuple[Any, Any]]
 
@@ -31,6 +40,41 @@ def _blank_like(diag):
         fill = jnp.nan if jnp.issubdtype(x.dtype, jnp.inexact) else -1
         return jnp.full(x.shape, fill, x.dtype)
     return jax.tree.map(blank, diag)
+
+
+@custom_vmap
+def _any_running(running):
+    """``running`` itself; under ``vmap``, whether any point of the batch is running (unbatched), so
+    that the ``while_loop`` predicate, and with it the iteration counter, stays shared."""
+    return running
+
+
+@_any_running.def_vmap
+def _any_running_batched(axis_size, in_batched, running):
+    return (jnp.any(running) if in_batched[0] else running), False
+
+
+@custom_vmap
+def _unless_stopped(stopped, new, old):
+    """``new`` where the point still runs, ``old`` where it had stopped. A single run's body only
+    executes while it runs, so outside ``vmap`` this is ``new`` and costs nothing."""
+    return new
+
+
+@_unless_stopped.def_vmap
+def _unless_stopped_batched(axis_size, in_batched, stopped, new, old):
+    # Selects even when the flag is shared by this batch: an enclosing vmap (a sweep around jacfwd,
+    # which vmaps over tangents) may batch the flag, and it sees this rule's ops, not the wrapper.
+    b_stop, b_new, b_old = in_batched
+    b_out = jax.tree.map(lambda bn, bo: b_stop or bn or bo, b_new, b_old)
+
+    def pick(n, bn, o, bo, batched):
+        grow = lambda v, bv: v if bv or not batched else jnp.broadcast_to(v, (axis_size,) + jnp.shape(v))  # noqa: E731
+        n, o = grow(n, bn), grow(o, bo)
+        flag = stopped.reshape((axis_size,) + (1,) * (jnp.ndim(n) - 1)) if b_stop else stopped
+        return jnp.where(flag, o, n)
+
+    return jax.tree.map(pick, new, b_new, old, b_old, b_out), b_out
 
 
 def run_fixed(step: Step, state, num_steps: int, *, start: int = 0) -> LoopResult:
@@ -63,17 +107,22 @@ def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], ja
         return s, hist, stop(s, diag)
 
     if not differentiable:
+        # i counts the loop's iterations (shared by a vmapped batch), n a point's own steps.
         def cond(carry):
-            i, _, _, done = carry
-            return (i < max_iter) & jnp.logical_not(done)
+            i, _, _, _, done = carry
+            return (i < max_iter) & _any_running(jnp.logical_not(done))
 
         def body(carry):
-            i, s, hist, _ = carry
-            s, hist, done = advance(i, s, hist)
-            return i + 1, s, hist, done
+            i, n, s, hist, done = carry
+            s_new, diag = step(start + i, s)
+            row = _unless_stopped(done, diag, blank)
+            hist = jax.tree.map(lambda h, d: lax.dynamic_update_index_in_dim(h, d, i, 0), hist, row)
+            s_new, n = _unless_stopped(done, (s_new, i + 1), (s, n))
+            return i + 1, n, s_new, hist, done | stop(s_new, diag)
 
-        carry = (jnp.asarray(0, jnp.int32), state, history0, jnp.asarray(False))
-        n, state, history, _ = lax.while_loop(cond, body, carry)
+        zero = jnp.asarray(0, jnp.int32)
+        carry = (zero, zero, state, history0, jnp.asarray(False))
+        _, n, state, history, _ = lax.while_loop(cond, body, carry)
         return LoopResult(state, history, n)
 
     def scan_body(carry, i):

@@ -45,3 +45,39 @@ def test_differentiable_run_until_has_the_gradient_of_the_truncated_run():
     n = int(np.ceil(np.log(5.0) / np.log(1.5)))  # steps until the state a**k exceeds 5
     assert float(f(a, True)) == float(f(a, False))
     np.testing.assert_allclose(jax.grad(f)(a, True), n * 1.5 ** (n - 1), rtol=1e-5)
+
+
+def test_vmapped_run_until_equals_each_run_and_keeps_one_counter():
+    def run(x, t):
+        return loop.run_until(halving, x, max_iter=10, stop=lambda s, d: d["value"] < t)
+
+    xs = jnp.array([8.0, 2.0, 100.0, 1e6, 3.0])
+    ts = jnp.array([1.0, 1.0, 3.0, 0.5, 10.0])       # stops after 4, 2, 6, never (10) and 1 steps
+    out = jax.jit(jax.vmap(run))(xs, ts)
+    np.testing.assert_array_equal(out.n_iter, [4, 2, 6, 10, 1])
+    for i in range(len(xs)):
+        one = run(xs[i], ts[i])
+        assert int(one.n_iter) == int(out.n_iter[i])
+        assert float(one.state) == float(out.state[i])      # stopped points keep their final state
+        np.testing.assert_array_equal(one.history["value"], out.history["value"][i])
+        np.testing.assert_array_equal(one.history["k"], out.history["k"][i])
+    # nested vmap: every (x, t) pair as its own run
+    grid = jax.vmap(jax.vmap(run, in_axes=(0, None)), in_axes=(None, 0))(xs, ts)
+    for j in range(len(ts)):
+        for i in range(len(xs)):
+            assert int(grid.n_iter[j, i]) == int(run(xs[i], ts[j]).n_iter)
+    # the loop's predicate and counter stay unbatched: no per-point index into the history
+    jaxpr = jax.make_jaxpr(jax.vmap(run))(xs, ts).jaxpr
+    (loop_eqn,) = [e for e in jaxpr.eqns if e.primitive.name == "while"]
+    assert loop_eqn.params["cond_jaxpr"].out_avals[0].shape == ()
+    assert loop_eqn.outvars[0].aval.shape == ()
+
+
+def test_run_until_forward_mode_and_vmap_of_it():
+    def f(a):
+        step = lambda k, x: (a * x, {"x": x})  # noqa: E731
+        return loop.run_until(step, jnp.float32(1.0), max_iter=20, stop=lambda s, d: s > 5.0).state
+    # a**n with n the first step past 5: n = 4 for a = 1.5 and 3 for a = 2
+    np.testing.assert_allclose(jax.jacfwd(f)(jnp.float32(1.5)), 4 * 1.5 ** 3, rtol=1e-6)
+    np.testing.assert_allclose(jax.vmap(jax.jacfwd(f))(jnp.array([1.5, 2.0])), [4 * 1.5 ** 3, 3 * 2.0 ** 2],
+                               rtol=1e-6)
