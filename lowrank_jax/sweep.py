@@ -28,6 +28,8 @@ Python loop around :func:`run`, one compilation each.
 
 from __future__ import annotations
 
+import os
+import warnings
 from typing import Any, Callable
 
 import jax
@@ -39,6 +41,22 @@ AXIS = "sweep"
 # Platforms whose devices take their block of points one at a time instead of as one vmapped batch
 # (see _program); tests empty it to exercise the vmapped branch on CPU devices.
 _MAP_PER_POINT_ON = {"cpu"}
+_hinted_one_cpu_device = False   # the one-device hint of `run` is given once per process
+
+
+def _hint_one_cpu_device(devices) -> None:
+    """Tell, once, a user who sweeps on JAX's default single CPU device of a multi-core machine
+    that the sweep runs on about one core and how to use them all."""
+    global _hinted_one_cpu_device
+    cores = os.cpu_count() or 1
+    if _hinted_one_cpu_device or len(devices) != 1 or devices[0].platform != "cpu" or cores < 2:
+        return
+    _hinted_one_cpu_device = True
+    warnings.warn(f"sweep.run: JAX has one CPU device, so this sweep runs on about one of the {cores} cores. "
+                  f"jax.config.update('jax_num_cpu_devices', {cores}) before JAX's first computation (a fresh "
+                  "process) gives one device per core, and sweep.run then splits the points over them "
+                  "(see the Sweeps guide). Pass devices=jax.devices() to silence this.",
+                  UserWarning, stacklevel=3)
 
 
 def _length(name, v) -> int:
@@ -145,7 +163,9 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
         CPU devices every device takes its points one at a time and ``chunk`` has no effect.)
       devices: devices to shard the point axis over (default ``jax.devices()``). With several, N is
         padded to a multiple of their count by repeating the last point, then trimmed, and each
-        device evaluates its block under ``shard_map``.
+        device evaluates its block under ``shard_map``. Left at the default on JAX's single CPU
+        device of a multi-core machine, the first call warns (once per process) how to get one
+        device per core.
 
     On a CPU, JAX starts with one device whatever the core count, and one device runs a sweep on
     about one core. ``jax.config.update("jax_num_cpu_devices", os.cpu_count())`` before the first
@@ -162,6 +182,8 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
     n = next(iter(lengths.values()))
     if chunk is not None and (not isinstance(chunk, int) or chunk < 1):
         raise ValueError(f"chunk must be a positive int or None, got {chunk!r}")
+    if devices is None:
+        _hint_one_cpu_device(jax.devices())
     mesh = _mesh(devices)
     if mesh is not None:
         count = mesh.devices.size

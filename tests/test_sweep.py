@@ -79,6 +79,25 @@ def test_run_compiles_once_per_function():
     assert len(traces) == 1
 
 
+
+def test_one_cpu_device_on_many_cores_is_hinted_once(monkeypatch):
+    import warnings
+    monkeypatch.setattr(sweep, "_hinted_one_cpu_device", False)
+    monkeypatch.setattr(sweep.os, "cpu_count", lambda: 4)
+    one_cpu = [jax.devices("cpu")[0]]
+    monkeypatch.setattr(sweep.jax, "devices", lambda *a: one_cpu)
+    f = lambda a: a + 1  # noqa: E731
+    with pytest.warns(UserWarning, match="jax_num_cpu_devices', 4"):
+        out = sweep.run(f, {"a": jnp.arange(3.0)})
+    np.testing.assert_array_equal(out, [1.0, 2.0, 3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sweep.run(f, {"a": jnp.arange(3.0)})                         # once per process
+        monkeypatch.setattr(sweep, "_hinted_one_cpu_device", False)
+        sweep.run(f, {"a": jnp.arange(3.0)}, devices=one_cpu)        # explicit devices: no hint
+        monkeypatch.setattr(sweep.os, "cpu_count", lambda: 1)
+        sweep.run(f, {"a": jnp.arange(3.0)})                         # one core: nothing to gain
+
 # ---- one sweep per family ----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
