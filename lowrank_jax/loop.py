@@ -101,10 +101,10 @@ def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], ja
     blank = _blank_like(jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), diag_shape))
     history0 = jax.tree.map(lambda b: jnp.broadcast_to(b, (max_iter,) + b.shape), blank)
 
-    def advance(i, s, hist):
-        s, diag = step(start + i, s)
-        hist = jax.tree.map(lambda h, d: h.at[i].set(d), hist, diag)
-        return s, hist, stop(s, diag)
+    zero = jnp.asarray(0, jnp.int32)
+
+    def write(hist, i, row):
+        return jax.tree.map(lambda h, d: lax.dynamic_update_index_in_dim(h, d, i, 0), hist, row)
 
     if not differentiable:
         # i counts the loop's iterations (shared by a vmapped batch), n a point's own steps.
@@ -115,14 +115,11 @@ def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], ja
         def body(carry):
             i, n, s, hist, done = carry
             s_new, diag = step(start + i, s)
-            row = _unless_stopped(done, diag, blank)
-            hist = jax.tree.map(lambda h, d: lax.dynamic_update_index_in_dim(h, d, i, 0), hist, row)
+            hist = write(hist, i, _unless_stopped(done, diag, blank))
             s_new, n = _unless_stopped(done, (s_new, i + 1), (s, n))
             return i + 1, n, s_new, hist, done | stop(s_new, diag)
 
-        zero = jnp.asarray(0, jnp.int32)
-        carry = (zero, zero, state, history0, jnp.asarray(False))
-        _, n, state, history, _ = lax.while_loop(cond, body, carry)
+        _, n, state, history, _ = lax.while_loop(cond, body, (zero, zero, state, history0, jnp.asarray(False)))
         return LoopResult(state, history, n)
 
     def scan_body(carry, i):
@@ -130,8 +127,8 @@ def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], ja
 
         def go(args):
             n, s, hist = args
-            s, hist, d = advance(i, s, hist)
-            return n + 1, s, hist, d
+            s, diag = step(start + i, s)
+            return n + 1, s, write(hist, i, diag), stop(s, diag)
 
         def skip(args):
             n, s, hist = args
@@ -139,6 +136,6 @@ def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], ja
 
         return lax.cond(done, skip, go, (n, s, hist)), None
 
-    carry = (jnp.asarray(0, jnp.int32), state, history0, jnp.asarray(False))
+    carry = (zero, state, history0, jnp.asarray(False))
     (n, state, history, _), _ = lax.scan(scan_body, carry, jnp.arange(max_iter, dtype=jnp.int32))
     return LoopResult(state, history, n)
