@@ -93,3 +93,22 @@ def as_hyper(x, name: str, *, ndim: int | None = None, length: int | None = None
 def check_same_shape(a, b, name_a: str, name_b: str) -> None:
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(f"{name_b} must have the shape of {name_a} {tuple(a.shape)}, got {tuple(b.shape)}")
+
+
+def raise_if_diverged(values, message) -> None:
+    """The divergence check at a solver's public boundary: raise ``FloatingPointError(message)`` when
+    ``values`` (an array or pytree: the final iterate) are concrete and any floating entry is NaN or
+    inf. ``message``: a string, or a function of no arguments returning it (built only on failure).
+
+    Inside a transformation (the caller's ``jit``, ``vmap``, ``grad`` or :func:`lowrank_jax.sweep.run`)
+    nothing is raised and the non-finite values are returned as they are: a sweep whose large step
+    sizes diverge at some points keeps its other points, and the diverged ones read as NaN/inf. So no
+    solver puts an error (``equinox.error_if``) into its compiled program for divergence; it would
+    abort every point of a sweep for one.
+    """
+    leaves = [x for x in jax.tree.leaves(values)
+              if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.inexact)]
+    if not leaves or not all(is_concrete(x) for x in leaves):
+        return
+    if not all(bool(jnp.all(jnp.isfinite(x))) for x in leaves):
+        raise FloatingPointError(message() if callable(message) else message)

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from lowrank_jax import prox, transforms
+from lowrank_jax import _checks, prox, transforms
 
 REGULARIZERS = ("path", "l1", "layer")
 METHODS = ("sgd", "prox")
@@ -185,13 +185,17 @@ def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch:
     ``outputs`` (classes) defaults to max(y) + 1 (needs a concrete y). Logs, ``logs_per_epoch`` times
     per epoch, the minibatch regularised loss CE + λ g and the share of non-zero weights.
     ``progress=True`` shows a tqdm bar of epochs (from inside the compiled program, through
-    ``jax.debug.callback``).
+    ``jax.debug.callback``). Called directly, training whose weights become non-finite raises
+    ``FloatingPointError``; inside ``jit``/``vmap``/:func:`lowrank_jax.sweep.run` the NaN is returned.
     """
     X, y, outputs = _check_data(X, y, reg, method, batch, logs_per_epoch, outputs)
     with _EpochBar(epochs, f"{reg}/{method}", progress):
-        return _train(key, X, y, jnp.asarray(lr, X.dtype), jnp.asarray(lam, X.dtype), model, reg=reg, method=method,
-                      epochs=epochs, batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch, outputs=outputs,
-                      progress=progress)
+        out = _train(key, X, y, jnp.asarray(lr, X.dtype), jnp.asarray(lam, X.dtype), model, reg=reg, method=method,
+                     epochs=epochs, batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch, outputs=outputs,
+                     progress=progress)
+    _checks.raise_if_diverged(eqx.filter(out.model, eqx.is_inexact_array),
+                              lambda: f"training diverged (non-finite weights): lower lr (got {float(lr):.3g})")
+    return out
 
 
 def _check_data(X, y, reg, method, batch, logs_per_epoch, outputs):

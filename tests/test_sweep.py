@@ -194,3 +194,63 @@ def test_sweep_covariance_lr_eps():
         return r.M, r.loss
 
     _assert_close(sweep.run(f, pts), _loop(f, pts), 2e-4, 1e-6)
+
+
+# ---- a diverging point comes back NaN and leaves the others alone -------------------------------
+
+@pytest.mark.parametrize("family", ["covariance", "scaledgd", "newton-sketch", "pathnorm"])
+def test_a_diverging_point_is_nan_in_the_sweep_and_raises_alone(family, rpca_problem):
+    """One hyperparameter value makes the run diverge. Called directly it raises FloatingPointError
+    (the solver's boundary check); in a sweep it is NaN at that point only, and the other points
+    equal their single runs. (An error compiled into the program would abort the whole sweep.)"""
+    if family == "covariance":
+        from lowrank_jax import covariance as cv
+        rng = np.random.default_rng(2)
+        M = rng.standard_normal((12, 2))
+        Sigma = (M @ M.T + np.eye(12)).astype(np.float32)
+        pts = {"lr": jnp.array([1e-3, 1e4])}
+
+        def f(lr):
+            return cv.decompose(Sigma, 2, hidden=(16, 8), optimizer="gd", lr=lr, max_iter=30, rel_tol=None,
+                                key=jax.random.key(0)).M
+        match = "lower lr"
+    elif family == "scaledgd":
+        from lowrank_jax import rpca
+        Y = jax.random.normal(jax.random.key(1), (30, 30))
+        pts = {"eta": jnp.array([0.5, 50.0])}
+
+        def f(eta):
+            return rpca.scaledgd(Y, 2, 0.1, eta=eta, iters=30, key=jax.random.key(0)).X
+        match = "eta = 50"
+    elif family == "pathnorm":
+        from lowrank_jax import pathnorm
+        rng = np.random.default_rng(0)
+        X = rng.random((200, 8)).astype(np.float32)
+        y = (X[:, :4].sum(1) > X[:, 4:].sum(1)).astype(np.int32)
+        pts = {"lr": jnp.array([0.1, 1e6])}
+
+        def f(lr):
+            return pathnorm.train(jax.random.key(0), X, y, reg="path", method="sgd", lr=lr, lam=1e-3, epochs=1,
+                                  batch=10, hidden=4, outputs=2).model.out.weight
+        match = "lower lr"
+    else:
+        from lowrank_jax import regression as rg
+        A = jax.random.normal(jax.random.key(3), (200, 5)) / 4
+        b = jax.random.dirichlet(jax.random.key(4), jnp.ones(200))
+        # at x = 0, D = B_diag + w² has negative entries for w = 1 (Lemma 6.4 fails), none for w = 2
+        assert float(rg.diagonal_curvature(jnp.zeros(5), A, b, 1.0, "exp").min()) < 0
+        assert float(rg.diagonal_curvature(jnp.zeros(5), A, b, 2.0, "exp").min()) > 0
+        pts = {"w": jnp.array([2.0, 1.0])}
+
+        def f(w):
+            return rg.newton_solve(A, b, w, jnp.zeros(5), "exp", "sketch", iters=8).x
+        match = "Lemma 6.4"
+
+    good = {k: v[0] for k, v in pts.items()}
+    bad = {k: v[1] for k, v in pts.items()}
+    with pytest.raises(FloatingPointError, match=match):
+        f(**bad)
+    out = np.asarray(sweep.run(f, pts, devices=jax.devices()))
+    assert not np.isfinite(out[1]).all()
+    np.testing.assert_allclose(out[0], np.asarray(f(**good)), rtol=2e-4, atol=1e-5)
+    assert np.isfinite(out[0]).all()

@@ -194,6 +194,9 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
       key: ``jax.random`` key of the initialisation (default key(0)).
 
     ``Sigma``, ``lr``, ``eps`` and ``key`` are traced: ``vmap`` over seeds or over matrices of one size.
+    Called directly, a run whose network output becomes non-finite (too large an ``lr``) raises
+    ``FloatingPointError``; inside ``jit``/``vmap``/:func:`lowrank_jax.sweep.run` the NaN/inf is
+    returned instead, so an ``lr`` sweep keeps its other points.
     """
     Sigma = metrics.check_symmetric(Sigma)
     n = Sigma.shape[0]
@@ -220,9 +223,11 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
     if not 0 < alpha < beta < 1:
         raise ValueError(f"armijo = (α, β) needs 0 < α < β < 1, got {armijo}")
     key = jax.random.key(0) if key is None else key
-    return _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, rank=rank, hidden=hidden, act=activation, loss=loss,
-                      optimizer=optimizer, max_iter=max_iter, window=window, alpha=alpha, beta=beta, order=order,
-                      first_layer=first_layer)
+    out = _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, rank=rank, hidden=hidden, act=activation,
+                     loss=loss, optimizer=optimizer, max_iter=max_iter, window=window, alpha=alpha, beta=beta,
+                     order=order, first_layer=first_layer)
+    _checks.raise_if_diverged(out.M, "the network's output became non-finite: lower lr (or use optimizer='armijo')")
+    return out
 
 
 def _tree_sq(t):
@@ -337,8 +342,6 @@ def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, 
     valid = jnp.arange(max_iter) < res.n_iter
     running_min = jnp.where(valid, running_min, jnp.nan)
     running_max = jnp.where(valid & jnp.isfinite(running_max), running_max, jnp.nan)
-    M = eqx.error_if(M, jnp.logical_not(jnp.all(jnp.isfinite(M))),
-                     "the network's output became non-finite: lower lr (or use optimizer='armijo')")
     return Decomposition(M, L, Sigma - L, f, gn, running_min, running_max, t, res.n_iter, net)
 
 

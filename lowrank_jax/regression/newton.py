@@ -9,7 +9,8 @@ and sketched (Algorithm 1 with leverage-score SubSample).
 SubSample draws m rows of diag(√D) A i.i.d. by leverage scores (exact, or approximate through a
 CountSketch, :mod:`lowrank_jax.sketch`): with approximate scores one iteration costs
 O((nnz(A) + d^ω) polylog) plus O(m d²), the paper's claim, instead of O(n d²) for the exact Hessian.
-It needs D > 0 (Lemma 6.4's precondition, note G14): a non-positive D raises.
+It needs D > 0 (Lemma 6.4's precondition, note G14): a non-positive D makes the run's iterate NaN,
+so a direct call raises and a point of a sweep comes back NaN.
 
 Beyond the paper (its theorem assumes a start within 0.1 l / M of x*, a radius far below float64
 resolution for any realistic R, note G12), for starts outside the basin; with both off the step is
@@ -41,7 +42,6 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 
@@ -109,6 +109,10 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
         direction (module docstring).
       measure_eps: also record ε₀ of H̃ against the exact Hessian each step (costs the exact Hessian).
 
+    Called directly, a run whose iterate becomes non-finite raises ``FloatingPointError`` naming the
+    usual causes; inside ``jit``/``vmap``/:func:`lowrank_jax.sweep.run` the NaN/inf is returned instead,
+    so a sweep keeps its other points.
+
     ``b``, ``w``, ``x0``, ``x_star``, ``damping`` are traced: ``vmap`` over them (or over instances)
     works without recompiling.
     """
@@ -145,6 +149,10 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
     out = _solve(A, b, w, x0, x_star, damping, tol, key, scores, sketch_rows, kind=kind, method=method, iters=iters, m=m,
                  leverage=leverage, refine=refine, rescore=rescore, resample=resample, line_search=line_search,
                  measure_eps=measure_eps)
+    _checks.raise_if_diverged(out.x, "Newton iterate became non-finite (overflow of exp/cosh at |Ax| too large, "
+                              "or an indefinite H̃): use float64, damping, line_search=True or a closer start"
+                              + ("; method='sketch' also needs D = B_diag + W² > 0 at every iterate (Lemma 6.4): "
+                                 "increase w, or use method='diagonal' or 'exact'" if method == "sketch" else ""))
     return out
 
 
@@ -224,8 +232,9 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
         D = hb._b_diag(p, b) + w * w
         if method == "diagonal":
             return _Curvature(design.gram(A, D), None, D, None)
-        D = eqx.error_if(D, jnp.any(D <= 0), "sketched Newton needs D = B_diag + W² > 0 (Lemma 6.4): "
-                                              "increase w, or use method='diagonal' or 'exact'")
+        # Lemma 6.4 needs D > 0; otherwise the sampling weights τ_i D_i are meaningless. NaN marks the
+        # run as failed (newton_solve raises on it; a sweep keeps its other points).
+        D = jnp.where(jnp.all(D > 0), D, jnp.nan)
         scores = previous.scores
 
         def draw():
@@ -316,9 +325,6 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
     else:
         res = loop.run_until(step, state0, max_iter=iters, stop=lambda s, diag: diag[1] <= tol)
     x = res.state[0]
-    x = eqx.error_if(x, jnp.logical_not(jnp.all(jnp.isfinite(x))),
-                     "Newton iterate became non-finite (overflow of exp/cosh at |Ax| too large, or an "
-                     "indefinite H̃): use float64, damping, line_search=True or a closer start")
     loss_h, gnorm, err, eps0, t = res.history
     return NewtonResult(x, res.n_iter, loss_h, gnorm, err, eps0, t)
 

@@ -130,6 +130,9 @@ def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X
       :class:`RPCAResult` with L, R, X = L Rᵀ, S = S_{ζ_k}(Y − X_{k−1}), ``n_iter`` and the
       histories ``residual``, ``error`` (if X_star) and ``false_positives`` (if support).
 
+    Called directly, a run whose iterate becomes non-finite raises ``FloatingPointError``; inside
+    ``jit``/``vmap``/``grad``/:func:`lowrank_jax.sweep.run` it returns the NaN/inf instead.
+
     ``zeta``, ``eta``, ``beta``, ``phi``, ``tol`` are traced arrays: new values never recompile,
     and ``jax.vmap``/``jax.grad`` apply to them (``grad`` needs the fixed-length path or
     ``differentiable=True``).
@@ -176,9 +179,13 @@ def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X
     if num_layers == 0:  # initialisation only; a placeholder step keeps the (empty) loop traceable
         eta = jnp.zeros((1,), Y.dtype)
         zeta = jnp.concatenate([zeta, zeta])
-    return _lrpca(Y, zeta, eta, beta, phi, tol.astype(Y.dtype), X_star, support, key, rank=rank,
-                  budget=budget, frmnn=frmnn, use_tol=use_tol, differentiable=bool(differentiable),
-                  svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
+    out = _lrpca(Y, zeta, eta, beta, phi, tol.astype(Y.dtype), X_star, support, key, rank=rank,
+                 budget=budget, frmnn=frmnn, use_tol=use_tol, differentiable=bool(differentiable),
+                 svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
+    _checks.raise_if_diverged(out.X, "LRPCA diverged (non-finite iterate): the step sizes eta are too large (or "
+                              "the thresholds zeta too small) for these data" + (", or beta > 1 grows the FRMNN "
+                              "steps without bound" if frmnn else ""))
+    return out
 
 
 @functools.partial(jax.jit, static_argnames=("rank", "num_layers", "rule", "svd", "oversample", "n_iter"))

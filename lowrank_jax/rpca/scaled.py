@@ -103,6 +103,10 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
         paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol; see ``lrpca``).
       X_star, support, key, svd, oversample, n_iter: as in :func:`lowrank_jax.rpca.lrpca`.
 
+    Called directly, a run whose iterate becomes non-finite raises ``FloatingPointError``; inside
+    ``jit``/``vmap``/:func:`lowrank_jax.sweep.run` it returns the NaN/inf instead (a sweep keeps its
+    other points).
+
     T_α is exact (ties at the cut-off are kept) and uses counting selection warm-started from the
     previous iteration's cut-offs, not a sort (XLA's CPU sort and large-k ``top_k`` are slow).
     """
@@ -125,5 +129,9 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
         iters = 1000
     iters = _checks.check_positive_int(iters, "iters", minimum=0)
     tol = jnp.zeros((), Y.dtype) if tol is None else tol.astype(Y.dtype)
-    return _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, rank=rank, budget=iters,
-                     use_tol=use_tol, svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
+    out = _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, rank=rank, budget=iters,
+                    use_tol=use_tol, svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
+    _checks.raise_if_diverged(out.X, lambda: f"ScaledGD diverged (non-finite iterate): the step eta = {float(eta):.3g} "
+                              "is too large for these data (theory: eta <= 2/3), or alpha_iter is too small to "
+                              "remove the outliers")
+    return out

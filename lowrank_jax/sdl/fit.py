@@ -134,9 +134,10 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters:
 
 
 def _raise_if_nonfinite(m: SDLModel):
-    if _checks.is_concrete(m.theta) and not bool(jnp.all(jnp.isfinite(m.theta)) & jnp.all(jnp.isfinite(m.gamma))):
-        raise FloatingPointError(f"SDL-{m.model} diverged (non-finite iterate): the step {float(m.step):.3g} is too "
-                                 "large for these data; leave step=None for the safe bound or lower it")
+    if _checks.is_concrete(m.step):
+        _checks.raise_if_diverged((m.theta, m.gamma), f"SDL-{m.model} diverged (non-finite iterate): the step "
+                                  f"{float(m.step):.3g} is too large for these data; leave step=None for the safe "
+                                  "bound or lower it")
 
 
 def activations(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
