@@ -31,6 +31,7 @@ import numpy as np
 import optax
 
 from lowrank_jax import _checks, prox, transforms
+from lowrank_jax import progress as progress_bar
 
 REGULARIZERS = ("path", "l1", "layer")
 METHODS = ("sgd", "prox")
@@ -189,7 +190,7 @@ def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch:
     ``FloatingPointError``; inside ``jit``/``vmap``/:func:`lowrank_jax.sweep.run` the NaN is returned.
     """
     X, y, outputs = _check_data(X, y, reg, method, batch, logs_per_epoch, outputs)
-    with _EpochBar(epochs, f"{reg}/{method}", progress):
+    with progress_bar.CompiledBar(epochs, f"training ({reg}/{method})", "epoch", progress):
         out = _train(key, X, y, jnp.asarray(lr, X.dtype), jnp.asarray(lam, X.dtype), model, reg=reg, method=method,
                      epochs=epochs, batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch, outputs=outputs,
                      progress=progress)
@@ -211,44 +212,6 @@ def _check_data(X, y, reg, method, batch, logs_per_epoch, outputs):
             raise ValueError("pass outputs= (the number of classes) when y is traced")
         outputs = int(np.max(np.asarray(y))) + 1
     return X, y, outputs
-
-
-class _EpochBar:
-    """A tqdm bar of epochs advanced from inside ``jit``/``vmap`` through :func:`_tick` (idempotent: a
-    vmapped callback may fire once per batch element; the bar shows the highest epoch reached). Used
-    as a context manager; the compiled program only knows "progress on", so a new bar never
-    recompiles it."""
-
-    active = None
-
-    def __init__(self, epochs, desc, show: bool):
-        self.bar = None
-        if show:
-            try:
-                from tqdm.auto import tqdm
-            except ImportError:  # tqdm is in the experiments extra
-                pass
-            else:
-                self.bar = tqdm(total=epochs, desc=f"training ({desc})", unit="epoch")
-
-    def __enter__(self):
-        _EpochBar.active = self
-        return self
-
-    def __exit__(self, *exc):
-        if self.bar is not None:
-            self.bar.close()
-        _EpochBar.active = None
-
-    def tick(self, epoch):
-        done = int(np.max(np.asarray(epoch))) + 1
-        if self.bar is not None and done > self.bar.n:
-            self.bar.update(done - self.bar.n)
-
-
-def _tick(epoch):
-    if _EpochBar.active is not None:
-        _EpochBar.active.tick(epoch)
 
 
 @eqx.filter_jit
@@ -283,7 +246,7 @@ def _train(key, X, y, lr, lam, model, *, reg, method, epochs, batch, hidden, log
 
         carry, logs = jax.lax.scan(chunk, carry, perm)
         if progress:
-            jax.debug.callback(_tick, e)
+            jax.debug.callback(progress_bar.CompiledBar.reach, e + 1)
         return carry, logs
 
     (params, _), (loss, nnz) = jax.lax.scan(epoch, (params, state),
@@ -307,7 +270,8 @@ def sweep(key, X, y, *, reg: str, method: str, lrs, lams, seeds: int = 1, epochs
         return _train(k, X, y, lr.astype(X.dtype), lam.astype(X.dtype), model, reg=reg, method=method, epochs=epochs,
                       batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch, outputs=outputs, progress=progress)
 
-    with _EpochBar(epochs, f"{reg}/{method}, {seeds * lrs.shape[0]} networks", progress):
+    with progress_bar.CompiledBar(epochs, f"training ({reg}/{method}, {seeds * lrs.shape[0]} networks)", "epoch",
+                                  progress):
         return jax.vmap(jax.vmap(one, in_axes=(None, 0, 0)), in_axes=(0, None, None))(
             jax.random.split(key, seeds), lrs, lams)
 

@@ -28,6 +28,7 @@ Python loop around :func:`run`, one compilation each.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 from typing import Any, Callable
@@ -36,6 +37,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from lowrank_jax import progress as progress_bar
 
 AXIS = "sweep"
 # Platforms whose devices take their block of points one at a time instead of as one vmapped batch
@@ -113,7 +116,24 @@ def _mesh(devices) -> Mesh | None:
     return Mesh(np.array(devices), (AXIS,))
 
 
-def _program(fn: Callable, chunk: int | None, mesh: Mesh | None):
+def _counted(one):
+    """``one`` followed by a progress callback of one point, issued once the point's first output
+    leaf exists (an optimization barrier ties the count to it, so XLA cannot hoist the callback)."""
+
+    def counted(p, s):
+        out = one(p, s)
+        leaves = jax.tree.leaves(out)
+        tie = jnp.ravel(leaves[0])[:1] if leaves else jnp.zeros(1)
+        # A count computed from the output, so that under vmap it is batched and the callback fires
+        # for every point (an unbatched constant would fire once for the whole batch).
+        count, _ = jax.lax.optimization_barrier((((tie == tie) | True).astype(jnp.int32), tie))
+        jax.debug.callback(progress_bar.CompiledBar.advance, count)
+        return out
+
+    return counted
+
+
+def _program(fn: Callable, chunk: int | None, mesh: Mesh | None, progress: bool = False):
     """The jitted batch program of ``fn`` (points, shared) -> outputs, kept on ``fn`` itself (so it
     lives exactly as long as ``fn`` and no global cache pins closed-over data); objects that take no
     attributes get a fresh one per call.
@@ -128,8 +148,10 @@ def _program(fn: Callable, chunk: int | None, mesh: Mesh | None):
     """
     cache = getattr(fn, "__dict__", None)
     programs = cache.setdefault("_lowrank_jax_sweep", {}) if isinstance(cache, dict) else {}
-    if (chunk, mesh) not in programs:
+    if (chunk, mesh, progress) not in programs:
         one = lambda p, s: fn(**p, **s)
+        if progress:
+            one = _counted(one)
         if mesh is not None and mesh.devices.flat[0].platform in _MAP_PER_POINT_ON:
             batch = lambda ps, s: jax.lax.map(lambda p: one(p, s), ps)
         elif chunk is None:
@@ -141,12 +163,12 @@ def _program(fn: Callable, chunk: int | None, mesh: Mesh | None):
             # which the varying-axes check rejects; every output is per point by construction.
             batch = jax.shard_map(batch, mesh=mesh, in_specs=(PartitionSpec(AXIS), PartitionSpec()),
                                   out_specs=PartitionSpec(AXIS), check_vma=False)
-        programs[chunk, mesh] = jax.jit(batch)
-    return programs[chunk, mesh]
+        programs[chunk, mesh, progress] = jax.jit(batch)
+    return programs[chunk, mesh, progress]
 
 
 def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any] | None = None,
-        chunk: int | None = None, devices=None):
+        chunk: int | None = None, devices=None, progress: bool = False):
     """Evaluate ``fn(**point, **shared)`` at every point in one jitted call; returns ``fn``'s output
     pytree with a leading axis of length N (the number of points).
 
@@ -166,6 +188,10 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
         device evaluates its block under ``shard_map``. Left at the default on JAX's single CPU
         device of a multi-core machine, the first call warns (once per process) how to get one
         device per core.
+      progress: show a tqdm bar of points done, advanced from inside the compiled program (one
+        ``jax.debug.callback`` per point). Where each device takes its points one at a time (CPU
+        devices, ``chunk``) it moves as points finish; a single ``vmap`` finishes them all at once.
+        Compiled separately from the silent program (the first call with it compiles again).
 
     On a CPU, JAX starts with one device whatever the core count, and one device runs a sweep on
     about one core. ``jax.config.update("jax_num_cpu_devices", os.cpu_count())`` before the first
@@ -195,7 +221,11 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
     clash = set(shared) & set(points)
     if clash:
         raise ValueError(f"names both swept and shared: {sorted(clash)}")
-    out = _program(fn, chunk, mesh)(points, shared)
+    bar = progress_bar.CompiledBar(n, f"sweep ({n} points)", "point") if progress else contextlib.nullcontext()
+    with bar:
+        out = _program(fn, chunk, mesh, bool(progress))(points, shared)
+        if progress:
+            jax.block_until_ready(out)      # the bar closes when the points are done
     if mesh is not None and (-n % mesh.devices.size):
         out = jax.tree.map(lambda x: x[:n], out)
     return out

@@ -93,6 +93,23 @@ TWO_CPU_DEVICES = textwrap.dedent(r"""
     one = sweep.run(f, pts, shared={"Y": Y}, devices=jax.devices()[:1])
     assert len(two.sharding.device_set) == 2, two.sharding
     np.testing.assert_allclose(np.asarray(two), np.asarray(one), rtol=1e-4, atol=1e-5)
+
+    # progress=True on the per-point map of CPU devices: 15 points (padded to 16) move the bar point
+    # by point from both devices' callbacks, up to 15, and leave the results alone.
+    from lowrank_jax import progress
+    moves = []
+    class Bar:
+        n = 0
+        def update(self, k=1):
+            self.n += k
+            moves.append(k)
+        def close(self):
+            pass
+    progress.bar = lambda total, desc, unit, show=True: Bar()
+    pts15 = {k: v[:15] for k, v in pts.items()}
+    loud = sweep.run(f, pts15, shared={"Y": Y}, progress=True)
+    np.testing.assert_allclose(np.asarray(loud), np.asarray(one[:15]), rtol=1e-4, atol=1e-5)
+    assert sum(moves) == 15 and len(moves) >= 8, moves
     print("TWO DEVICES OK")
 """)
 

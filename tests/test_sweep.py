@@ -254,3 +254,44 @@ def test_a_diverging_point_is_nan_in_the_sweep_and_raises_alone(family, rpca_pro
     assert not np.isfinite(out[1]).all()
     np.testing.assert_allclose(out[0], np.asarray(f(**good)), rtol=2e-4, atol=1e-5)
     assert np.isfinite(out[0]).all()
+
+
+# ---- progress -------------------------------------------------------------------------------------
+
+class _RecordingBar:
+    def __init__(self, total):
+        self.total, self.n, self.updates, self.closed = total, 0, [], False
+
+    def update(self, k=1):
+        self.n += k
+        self.updates.append(k)
+
+    def set_postfix(self, **kwargs):
+        pass
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.mark.parametrize("chunk", [None, 2])
+def test_progress_counts_every_point_once_and_changes_nothing(chunk, monkeypatch):
+    """progress=True: the bar (advanced by callbacks from inside the compiled program) ends at the
+    number of points, is closed, and the results equal the silent sweep's."""
+    from lowrank_jax import progress
+    bars = []
+    def recording(total, desc, unit, show=True):
+        bars.append(_RecordingBar(total) if show else progress.NoBar())
+        return bars[-1]
+
+    monkeypatch.setattr(progress, "bar", recording)
+
+    def f(a, b):
+        return jax.lax.fori_loop(0, 5, lambda i, x: jnp.sin(x) + b, a), a * b
+
+    pts = sweep.grid(a=jnp.linspace(0.0, 1.0, 3), b=jnp.array([0.5, 1.5]))
+    quiet = sweep.run(f, pts, chunk=chunk, devices=jax.devices()[:1])
+    loud = sweep.run(f, pts, chunk=chunk, devices=jax.devices()[:1], progress=True)
+    _assert_close(loud, quiet, 0.0)
+    (rec,) = bars
+    assert rec.total == 6 and rec.n == 6 and rec.closed
+    assert progress.CompiledBar._active is None

@@ -45,6 +45,7 @@ import numpy as np
 import optax
 
 from lowrank_jax import datasets, loop
+from lowrank_jax import progress as progress_bar
 from lowrank_jax.rpca._common import relative_error
 from lowrank_jax.rpca.learned import ORACLE_RULES, _layer_params, lrpca, lrpca_step, oracle_thresholds
 from lowrank_jax.rpca.params import LRPCAParams, read_params, save_params
@@ -214,7 +215,7 @@ def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progr
         params = initial_params(k_init, cfg, sampler)
     optimizer = _optimizer(cfg)
     total = sum(s for j in range(start, K + 1) for _, s in _phase_steps(cfg, j))
-    bar = _progress(total, progress)
+    bar = progress_bar.bar(total, "LRPCA layer-wise training", "step", progress)
     try:
         for j in range(start, K + 1):
             t0 = time.perf_counter()
@@ -258,27 +259,6 @@ def _load_checkpoint(path, cfg: TrainConfig):
         raise ValueError(f"checkpoint {path} was written for another configuration "
                          f"({meta.get('config')}); delete it or pass the same TrainConfig")
     return params, meta
-
-
-class _NoBar:
-    def update(self, n):
-        pass
-
-    def set_postfix(self, **kw):
-        pass
-
-    def close(self):
-        pass
-
-
-def _progress(total: int, show: bool):
-    if not show:
-        return _NoBar()
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # tqdm is in the experiments extra
-        return _NoBar()
-    return tqdm(total=total, desc="LRPCA layer-wise training", unit="step")
 
 
 def _continue(params: LRPCAParams, Y, L, R, beta, phi, extra: int):
