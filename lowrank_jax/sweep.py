@@ -117,12 +117,13 @@ def _mesh(devices) -> Mesh | None:
 
 
 def _counted(one):
-    """``one`` followed by a progress callback of one point, issued once the point's first output
-    leaf exists (an optimization barrier ties the count to it, so XLA cannot hoist the callback)."""
+    """``one`` followed by a progress callback of one point, issued once the point's first non-empty
+    output leaf exists (an optimization barrier ties the count to it, so XLA cannot hoist the
+    callback)."""
 
     def counted(p, s):
         out = one(p, s)
-        leaves = jax.tree.leaves(out)
+        leaves = [x for x in jax.tree.leaves(out) if jnp.size(x)]
         tie = jnp.ravel(leaves[0])[:1] if leaves else jnp.zeros(1)
         # A count computed from the output, so that under vmap it is batched and the callback fires
         # for every point (an unbatched constant would fire once for the whole batch).
