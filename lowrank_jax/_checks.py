@@ -110,5 +110,6 @@ def raise_if_diverged(values, message) -> None:
               if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.inexact)]
     if not leaves or not all(is_concrete(x) for x in leaves):
         return
-    if not all(bool(jnp.all(jnp.isfinite(x))) for x in leaves):
+    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))     # one host round trip
+    if not bool(finite):
         raise FloatingPointError(message() if callable(message) else message)

@@ -194,7 +194,7 @@ def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch:
         out = _train(key, X, y, jnp.asarray(lr, X.dtype), jnp.asarray(lam, X.dtype), model, reg=reg, method=method,
                      epochs=epochs, batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch, outputs=outputs,
                      progress=progress)
-    _checks.raise_if_diverged(eqx.filter(out.model, eqx.is_inexact_array),
+    _checks.raise_if_diverged(out.model,
                               lambda: f"training diverged (non-finite weights): lower lr (got {float(lr):.3g})")
     return out
 

@@ -198,7 +198,7 @@ def test_sweep_covariance_lr_eps():
 
 # ---- a diverging point comes back NaN and leaves the others alone -------------------------------
 
-@pytest.mark.parametrize("family", ["covariance", "scaledgd", "newton-sketch", "pathnorm"])
+@pytest.mark.parametrize("family", ["covariance", "scaledgd", "newton-sketch", "pathnorm", "sdl"])
 def test_a_diverging_point_is_nan_in_the_sweep_and_raises_alone(family, rpca_problem):
     """One hyperparameter value makes the run diverge. Called directly it raises FloatingPointError
     (the solver's boundary check); in a sweep it is NaN at that point only, and the other points
@@ -222,6 +222,16 @@ def test_a_diverging_point_is_nan_in_the_sweep_and_raises_alone(family, rpca_pro
         def f(eta):
             return rpca.scaledgd(Y, 2, 0.1, eta=eta, iters=30, key=jax.random.key(0)).X
         match = "eta = 50"
+    elif family == "sdl":
+        from lowrank_jax import sdl
+        rng = np.random.default_rng(1)
+        X = rng.standard_normal((40, 12)).astype(np.float32)
+        y = np.arange(12) % 2
+        pts = {"step": jnp.array([0.2, 100.0])}
+
+        def f(step):
+            return sdl.fit(X / 6, y, 2, step=step, iters=20).theta
+        match = "the step 100 is too large"
     elif family == "pathnorm":
         from lowrank_jax import pathnorm
         rng = np.random.default_rng(0)

@@ -129,15 +129,10 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters:
         theta = sm.lift(f, model)
         loss, n_iter = res.loss, res.n_iter
     out = SDLModel(f.W, f.H, f.beta, gamma, theta, xi, lam, step, loss, n_iter, model, intercept)
-    _raise_if_nonfinite(out)
+    _checks.raise_if_diverged((theta, gamma), lambda: f"SDL-{model} diverged (non-finite iterate): the step "
+                              f"{float(step):.3g} is too large for these data; leave step=None for the safe bound "
+                              "or lower it")
     return out
-
-
-def _raise_if_nonfinite(m: SDLModel):
-    if _checks.is_concrete(m.step):
-        _checks.raise_if_diverged((m.theta, m.gamma), f"SDL-{m.model} diverged (non-finite iterate): the step "
-                                  f"{float(m.step):.3g} is too large for these data; leave step=None for the safe "
-                                  "bound or lower it")
 
 
 def activations(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
