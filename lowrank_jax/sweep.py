@@ -134,6 +134,23 @@ def _counted(one):
     return counted
 
 
+def _in_chunks(one, chunk: int):
+    """``lax.map(one, points, batch_size=chunk)``, also for outputs with zero-size leaves: those
+    (which ``lax.map``'s chunking cannot reshape) are left out of the map and come back as zeros of
+    their batched shape."""
+
+    def batch(ps, s):
+        n = jax.tree.leaves(ps)[0].shape[0]
+        shapes, tree = jax.tree.flatten(jax.eval_shape(lambda p: one(p, s), jax.tree.map(lambda x: x[0], ps)))
+        empty = [x.size == 0 for x in shapes]
+        kept = lambda p: [x for x, e in zip(jax.tree.leaves(one(p, s)), empty) if not e]
+        mapped = iter(jax.lax.map(kept, ps, batch_size=chunk))
+        return tree.unflatten([jnp.zeros((n, *x.shape), x.dtype) if e else next(mapped)
+                               for x, e in zip(shapes, empty)])
+
+    return batch
+
+
 def _program(fn: Callable, chunk: int | None, mesh: Mesh | None, progress: bool = False):
     """The jitted batch program of ``fn`` (points, shared) -> outputs, kept on ``fn`` itself (so it
     lives exactly as long as ``fn`` and no global cache pins closed-over data); objects that take no
@@ -158,7 +175,7 @@ def _program(fn: Callable, chunk: int | None, mesh: Mesh | None, progress: bool 
         elif chunk is None:
             batch = jax.vmap(one, in_axes=(0, None))
         else:
-            batch = lambda ps, s: jax.lax.map(lambda p: one(p, s), ps, batch_size=chunk)
+            batch = _in_chunks(one, chunk)
         if mesh is not None:
             # check_vma=False: solvers build loop carries from unsharded constants (zeros, keys),
             # which the varying-axes check rejects; every output is per point by construction.

@@ -44,6 +44,23 @@ def test_run_equals_loop_chunked_or_not():
     _assert_close(sweep.run(f, pts, chunk=4), ref, 1e-6)      # 15 points in chunks of 4
 
 
+@pytest.mark.parametrize("chunk", [None, 2, 5])
+def test_zero_size_outputs_keep_their_batched_shape(chunk):
+    """An output leaf with no elements (an empty history, a rank-0 factor) comes back with the point
+    axis in front, chunked or not; lax.map's chunking alone cannot reshape such a leaf."""
+    pts = sweep.grid(a=jnp.linspace(0.0, 1.0, 5))
+
+    def f(a):
+        return {"empty": jnp.zeros((0, 3), jnp.int32), "v": jnp.stack([a, a ** 2]), "s": jnp.cos(a)}
+
+    out = sweep.run(f, pts, chunk=chunk, devices=jax.devices()[:1])
+    assert out["empty"].shape == (5, 0, 3) and out["empty"].dtype == jnp.int32
+    _assert_close({k: out[k] for k in ("v", "s")}, {k: v for k, v in _loop(f, pts).items() if k != "empty"}, 1e-6)
+    only_empty = sweep.run(lambda a: jnp.zeros((0, 2)), pts, chunk=chunk,
+                           devices=jax.devices()[:1])
+    assert only_empty.shape == (5, 0, 2)
+
+
 def test_shared_data_is_passed_not_swept():
     data = jnp.arange(6.0).reshape(2, 3)
     pts = {"a": jnp.array([1.0, 2.0, 3.0])}
@@ -295,12 +312,9 @@ def test_progress_counts_every_point_once_and_changes_nothing(chunk, monkeypatch
 
     monkeypatch.setattr(progress, "bar", recording)
 
-    # The first output is empty, so the count must tie itself to a later one. (Not with chunk:
-    # lax.map's batch_size cannot reshape a zero-size output, with or without progress.)
-    empty = (jnp.zeros((0,)),) if chunk is None else ()
-
+    # The first output is empty, so the count must tie itself to a later one.
     def f(a, b):
-        return *empty, jax.lax.fori_loop(0, 5, lambda i, x: jnp.sin(x) + b, a), a * b
+        return jnp.zeros((0,)), jax.lax.fori_loop(0, 5, lambda i, x: jnp.sin(x) + b, a), a * b
 
     pts = sweep.grid(a=jnp.linspace(0.0, 1.0, 3), b=jnp.array([0.5, 1.5]))
     quiet = sweep.run(f, pts, chunk=chunk, devices=jax.devices()[:1])
