@@ -468,10 +468,19 @@ def test_bad_input_and_overflow_are_reported(call, err, match, x64):
         call(A, b, w)
 
 
-def test_overflow_under_jit_raises_too(x64):
+def test_overflow_raises_alone_and_reads_non_finite_under_jit_and_vmap(x64):
+    """Called directly an overflow raises; under jit/vmap it comes back non-finite and only at the
+    overflowing points, so a vmap over x keeps the finite ones (one error compiled into the program
+    would abort the whole batch)."""
     A, b, w = make_problem(n=100, d=6)
-    with pytest.raises(Exception, match="overflow"):
-        jax.block_until_ready(jax.jit(lambda x: rg.gradient(x, A, b, w))(jnp.full(6, 400.0) * 40.0))
+    xs = jnp.stack([jnp.zeros(6), jnp.full(6, 400.0 * 40.0), jnp.full(6, 0.01)])
+    with pytest.raises(FloatingPointError, match="overflow"):
+        rg.gradient(xs[1], A, b, w)
+    for f in (rg.loss, rg.gradient, rg.hessian):
+        batched = jax.jit(jax.vmap(lambda x: f(x, A, b, w)))(xs)
+        assert not np.all(np.isfinite(batched[1]))
+        for i in (0, 2):
+            np.testing.assert_allclose(batched[i], f(xs[i], A, b, w), rtol=1e-10, atol=1e-12)
     # float32 overflows much earlier; the message names float64.
     A32, b32, w32 = (a.astype(jnp.float32) for a in (A, b, w))
     with pytest.raises(FloatingPointError, match="float64"):

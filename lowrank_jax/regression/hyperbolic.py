@@ -22,8 +22,11 @@ x = 0 is always stationary (v(0) = sinh 0 = 0). Only exp has a non-trivial x* in
 
 Overflow: exp/cosh/sinh of |Ax| beyond ~88 (float32) or ~709 (float64) overflow, and the loss squares
 them (α² ~ n² e^{2‖Ax‖_∞}). Called with concrete arrays, every function raises ``FloatingPointError``
-naming the offending rows of Ax and the limit; under ``jit`` a non-finite result raises through
-``equinox.error_if``. Nothing returns inf/NaN silently.
+naming the offending rows of Ax and the limit. Under a transformation (``jit``, ``vmap``,
+:func:`lowrank_jax.sweep.run`) they return the inf/NaN as they are, the convention of every solver
+(:func:`lowrank_jax._checks.raise_if_diverged`): a ``vmap`` over x values that overflows at some of
+them keeps the others, and the overflowed ones read as non-finite. Called directly, nothing returns
+inf/NaN silently.
 """
 
 from __future__ import annotations
@@ -79,7 +82,8 @@ def overflow_limit(dtype, n: int) -> float:
 
 
 def _guard(out, z, what: str):
-    """Raise (concrete) or error_if (traced) when ``out`` is not finite, naming the rows of Ax."""
+    """Raise ``FloatingPointError`` naming the rows of Ax when ``out`` is concrete and not finite;
+    traced, return ``out`` as it is (see the module's note on overflow)."""
     leaves = jax.tree.leaves(out)
     if all(_checks.is_concrete(o) for o in leaves) and _checks.is_concrete(z):
         if all(np.all(np.isfinite(np.asarray(o))) for o in leaves):
@@ -91,9 +95,7 @@ def _guard(out, z, what: str):
             f"{what} overflows in {zz.dtype}: |Ax| reaches {zz.max():.1f}, beyond the safe {limit:.1f} at rows "
             f"{rows[:10].tolist()}{' …' if rows.size > 10 else ''} ({rows.size} rows). Use float64 "
             "(jax.config.update('jax_enable_x64', True)) or rescale A or x.")
-    bad = jnp.logical_not(jnp.all(jnp.stack([jnp.all(jnp.isfinite(o)) for o in leaves])))
-    return eqx.error_if(out, bad, f"{what} overflowed (|Ax| too large for the dtype): use float64 or "
-                                  "rescale A or x")
+    return out
 
 
 class Parts(eqx.Module):
