@@ -65,8 +65,9 @@ def check_positive_int(value, name: str, *, allow_none: bool = False, minimum: i
 
 
 def as_hyper(x, name: str, *, ndim: int | None = None, length: int | None = None,
-             nonnegative: bool = True, positive: bool = False, dtype=None) -> jax.Array:
-    """A hyperparameter array (scalar or vector) with optional shape and sign checks."""
+             nonnegative: bool = True, positive: bool = False, dtype=None, allow_inf: bool = False) -> jax.Array:
+    """A hyperparameter array (scalar or vector) with optional shape and sign checks; NaN is always
+    refused, ±inf unless ``allow_inf`` (e.g. an ℓ1 ball of infinite radius)."""
     if x is None:
         raise ValueError(f"{name} is required")
     arr = jnp.asarray(x)
@@ -81,13 +82,43 @@ def as_hyper(x, name: str, *, ndim: int | None = None, length: int | None = None
     if is_concrete(arr):
         # NumPy, not jnp: inside an enclosing trace even jnp ops on concrete arrays are staged.
         val = np.asarray(arr)
-        if not np.all(np.isfinite(val)):
+        if not np.all(~np.isnan(val) if allow_inf else np.isfinite(val)):
             raise ValueError(f"{name} has non-finite entries")
         if positive and not np.all(val > 0):
             raise ValueError(f"{name} must be positive, got {val}")
         if nonnegative and not np.all(val >= 0):
             raise ValueError(f"{name} must be non-negative, got {val}")
     return arr
+
+
+def class_labels(y, n: int | None = None, num_classes: int | None = None, *,
+                 what: str = "the data have {n} samples") -> np.ndarray:
+    """Class labels as an int64 NumPy array in {0, …, num_classes − 1}: 1-D, ``n`` of them, integer
+    valued (integer-valued floats and bools pass), none negative or ≥ ``num_classes``. Raises
+    ``ValueError`` saying which rule failed; ``what`` describes the data for the length message.
+    Needs concrete labels (they decide the number of classes)."""
+    if isinstance(y, jax.core.Tracer):
+        raise ValueError("labels must be concrete (they fix the number of classes); pass them as an argument "
+                         "outside jit/vmap")
+    if num_classes is not None and (isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral)
+                                    or num_classes < 1):
+        raise ValueError(f"num_classes must be a positive integer, got {num_classes!r}")
+    y_np = np.asarray(y)
+    if y_np.ndim != 1:
+        raise ValueError(f"y must be a 1-D array of labels, got shape {y_np.shape}")
+    if n is not None and y_np.shape[0] != n:
+        raise ValueError(f"y has {y_np.shape[0]} labels but {what.format(n=n)}")
+    if y_np.dtype.kind not in "biuf":
+        raise ValueError(f"labels must be integers 0, 1, …; got dtype {y_np.dtype} (map class names to "
+                         "integers first, e.g. np.unique(y, return_inverse=True)[1])")
+    if y_np.size and not np.all(np.isfinite(y_np) & np.equal(np.mod(y_np, 1), 0)):
+        raise ValueError("labels must be integers 0, 1, …; got non-integer values")
+    y_np = y_np.astype(np.int64)
+    if y_np.size and y_np.min() < 0:
+        raise ValueError(f"labels must be in 0, 1, …; got {y_np.min()}")
+    if num_classes is not None and y_np.size and y_np.max() >= num_classes:
+        raise ValueError(f"labels must be in 0, …, {num_classes - 1} ({num_classes} classes); got {y_np.max()}")
+    return y_np
 
 
 def check_same_shape(a, b, name_a: str, name_b: str) -> None:

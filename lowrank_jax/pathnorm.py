@@ -96,7 +96,7 @@ def prox_step(model: ShallowNet, strength, reg: str) -> ShallowNet:
     elif reg == "l1":
         W_in, W_out = prox.soft_threshold(W_in, strength), prox.soft_threshold(W_out, strength)
     elif reg == "layer":
-        radius = 1.0 / strength
+        radius = 1.0 / jnp.asarray(strength)          # λ = 0: an infinite ball, no constraint
         W_in, W_out = prox.project_l1_ball_rows(W_in, radius), prox.project_l1_ball_rows(W_out, radius)
     else:
         raise ValueError(f"reg must be one of {REGULARIZERS}, got {reg!r}")
@@ -147,6 +147,8 @@ def pgd_attack(model: ShallowNet, X, y, eps, *, key, steps: int = 40, step_size=
     random start in [−ε, ε], ``steps`` ascent steps x ← Π(x + a · sign ∇_x CE) of size a = ε/20,
     projected back on the ball around X and clipped to the pixel range [0, 1]."""
     a = eps / 20 if step_size is None else step_size
+    X = jnp.asarray(X)
+    X = X if jnp.issubdtype(X.dtype, jnp.floating) else X.astype(jnp.result_type(float))
     grad_x = jax.grad(lambda Z: jnp.sum(optax.softmax_cross_entropy_with_integer_labels(model(Z), y)))
     Z = jnp.clip(X + jax.random.uniform(key, X.shape, X.dtype, -eps, eps), 0.0, 1.0)
 
@@ -177,8 +179,9 @@ class TrainResult(NamedTuple):
 def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch: int = 100,
           hidden: int = 200, logs_per_epoch: int = 10, model: ShallowNet | None = None,
           outputs: int | None = None, progress: bool = False) -> TrainResult:
-    """Train a :class:`ShallowNet` on (X (N, inputs) in [0, 1], y (N,) int) with minibatch SGD or
-    Prox-SGD, constant learning rate, reshuffled every epoch. An epoch runs
+    """Train a :class:`ShallowNet` on (X (N, inputs) in [0, 1], y (N,) integer labels 0, 1, …)
+    with minibatch SGD or Prox-SGD, constant learning rate (lr > 0, λ ≥ 0), reshuffled every epoch.
+    An integer X is converted to float, not rescaled: divide raw pixels by 255 first. An epoch runs
     ⌊⌊N/batch⌋/logs_per_epoch⌋ · logs_per_epoch minibatches; the few examples left over are a
     different random set each epoch. One jitted program; ``key``, ``lr`` and ``lam`` are traced, so a
     ``vmap`` over them trains many networks in one call (:func:`sweep`).
@@ -189,9 +192,11 @@ def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch:
     ``jax.debug.callback``). Called directly, training whose weights become non-finite raises
     ``FloatingPointError``; inside ``jit``/``vmap``/:func:`lowrank_jax.sweep.run` the NaN is returned.
     """
-    X, y, outputs = _check_data(X, y, reg, method, batch, logs_per_epoch, outputs)
+    X, y, outputs = _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model)
+    lr = _checks.as_hyper(lr, "lr", ndim=0, positive=True, dtype=X.dtype)
+    lam = _checks.as_hyper(lam, "lam", ndim=0, dtype=X.dtype)
     with progress_bar.CompiledBar(epochs, f"training ({reg}/{method})", "epoch", progress):
-        out = _train(key, X, y, jnp.asarray(lr, X.dtype), jnp.asarray(lam, X.dtype), model, reg=reg, method=method,
+        out = _train(key, X, y, lr, lam, model, reg=reg, method=method,
                      epochs=epochs, batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch, outputs=outputs,
                      progress=progress)
     _checks.raise_if_diverged(out.model,
@@ -199,18 +204,35 @@ def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch:
     return out
 
 
-def _check_data(X, y, reg, method, batch, logs_per_epoch, outputs):
-    """Validated (X, y, outputs) for :func:`train` and :func:`sweep`."""
+def _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model=None):
+    """Validated (X, y, outputs) for :func:`train` and :func:`sweep`: X as a finite float matrix
+    (integer pixels are converted, not scaled), y integer labels below the number of outputs (that of
+    ``model`` when one is given, else ``outputs``, else max(y) + 1)."""
     _check_choice(reg, method)
-    X, y = jnp.asarray(X), jnp.asarray(y)
-    if X.ndim != 2 or y.shape != (X.shape[0],):
-        raise ValueError(f"X must be (N, inputs) and y (N,), got {X.shape} and {y.shape}")
+    batch = _checks.check_positive_int(batch, "batch")
+    logs_per_epoch = _checks.check_positive_int(logs_per_epoch, "logs_per_epoch")
+    X = _checks.as_matrix(X, "X")
+    if model is not None:
+        if not isinstance(model, ShallowNet):
+            raise ValueError(f"model must be a ShallowNet, got {type(model).__name__}")
+        if model.hidden.weight.shape[1] != X.shape[1]:
+            raise ValueError(f"model takes {model.hidden.weight.shape[1]} inputs but X has {X.shape[1]} columns")
+        if outputs is not None and outputs != model.out.weight.shape[0]:
+            raise ValueError(f"outputs = {outputs} but model has {model.out.weight.shape[0]} outputs")
+        outputs = model.out.weight.shape[0]
+    if outputs is not None:
+        outputs = _checks.check_positive_int(outputs, "outputs")
+    if isinstance(y, jax.core.Tracer):
+        if outputs is None:
+            raise ValueError("pass outputs= (the number of classes) when y is traced")
+        if y.shape != (X.shape[0],) or not jnp.issubdtype(y.dtype, jnp.integer):
+            raise ValueError(f"y must be ({X.shape[0]},) integer labels, got {y.shape} {y.dtype}")
+    else:
+        y_np = _checks.class_labels(y, X.shape[0], outputs, what="X has {n} rows (examples are rows)")
+        outputs = int(y_np.max()) + 1 if outputs is None else outputs
+        y = jnp.asarray(y_np, jnp.int32)
     if X.shape[0] // batch < logs_per_epoch:
         raise ValueError(f"need at least {logs_per_epoch} minibatches of {batch} per epoch, got {X.shape[0]} examples")
-    if outputs is None:
-        if isinstance(y, jax.core.Tracer):
-            raise ValueError("pass outputs= (the number of classes) when y is traced")
-        outputs = int(np.max(np.asarray(y))) + 1
     return X, y, outputs
 
 
@@ -261,13 +283,15 @@ def sweep(key, X, y, *, reg: str, method: str, lrs, lams, seeds: int = 1, epochs
     1-D arrays of equal length (one configuration each; use ``jnp.meshgrid`` for a grid); the other
     arguments as :func:`train`. Returns a :class:`TrainResult` whose leaves carry leading axes
     (seeds, configurations)."""
-    lrs, lams = jnp.atleast_1d(jnp.asarray(lrs, jnp.float32)), jnp.atleast_1d(jnp.asarray(lams, jnp.float32))
+    X, y, outputs = _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model)
+    lrs = jnp.atleast_1d(_checks.as_hyper(lrs, "lrs", positive=True, dtype=X.dtype))
+    lams = jnp.atleast_1d(_checks.as_hyper(lams, "lams", dtype=X.dtype))
     if lrs.shape != lams.shape or lrs.ndim != 1:
         raise ValueError(f"lrs and lams must be 1-D of equal length, got {lrs.shape} and {lams.shape}")
-    X, y, outputs = _check_data(X, y, reg, method, batch, logs_per_epoch, outputs)
+    seeds = _checks.check_positive_int(seeds, "seeds")
 
     def one(k, lr, lam):
-        return _train(k, X, y, lr.astype(X.dtype), lam.astype(X.dtype), model, reg=reg, method=method, epochs=epochs,
+        return _train(k, X, y, lr, lam, model, reg=reg, method=method, epochs=epochs,
                       batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch, outputs=outputs, progress=progress)
 
     with progress_bar.CompiledBar(epochs, f"training ({reg}/{method}, {seeds * lrs.shape[0]} networks)", "epoch",

@@ -249,10 +249,11 @@ def project_l1_ball_rows(W, radius):
     With a = |W_i| sorted decreasingly and ρ = max{j : a_j > (Σ_{l≤j} a_l − radius)/j}, the
     projection is sign(W_i) · max(|W_i| − θ, 0), θ = (Σ_{l≤ρ} a_l − radius)/ρ, for rows outside the
     ball; rows inside are unchanged. Keeping ‖W‖_∞ (the max row ℓ1 norm, the ℓ∞ operator norm)
-    ≤ 1/λ by projecting after every step is the paper's layer-wise baseline.
+    ≤ 1/λ by projecting after every step is the paper's layer-wise baseline. ``radius = inf``
+    (λ = 0) returns W.
     """
     W = _checks.as_matrix(W, "W")
-    radius = _checks.as_hyper(radius, "radius", ndim=0, dtype=W.dtype)
+    radius = _checks.as_hyper(radius, "radius", ndim=0, dtype=W.dtype, allow_inf=True)   # inf: W itself
     a = sort_magnitudes(W)
     css = jnp.cumsum(a, axis=1)
     j = jnp.arange(1, W.shape[1] + 1, dtype=W.dtype)

@@ -166,9 +166,60 @@ def test_bad_choices_are_refused(digits):
         pathnorm.train(jax.random.key(0), X, y, reg="l2", method="sgd", lr=0.1, lam=0.1)
     with pytest.raises(ValueError, match="method"):
         pathnorm.optimizer("path", "adam", 0.1, 0.1)
-    with pytest.raises(ValueError, match="X must be"):
+    with pytest.raises(ValueError, match="y has 10 labels but X has"):
         pathnorm.train(jax.random.key(0), X, y[:10], reg="l1", method="sgd", lr=0.1, lam=0.1)
     with pytest.raises(ValueError, match="minibatches"):
         pathnorm.sweep(jax.random.key(0), X[:500], y[:500], reg="l1", method="sgd", lrs=[0.1], lams=[0.1])
     with pytest.raises(ValueError, match="lrs and lams"):
         pathnorm.sweep(jax.random.key(0), X, y, reg="l1", method="sgd", lrs=[0.1, 0.2], lams=[0.1])
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(lam=-1.0), "lam must be non-negative"),
+    (dict(lr=-0.1), "lr must be positive"),
+    (dict(lr=0.0), "lr must be positive"),
+    (dict(batch=0), "batch must be an integer >= 1"),
+    (dict(y=lambda y: y - 1), "labels must be in 0, 1"),
+    (dict(y=lambda y: y.astype(np.float32) + 0.5), "non-integer"),
+    (dict(y=lambda y: np.array([str(v) for v in y])), "labels must be integers"),
+    (dict(outputs=5), "labels must be in 0, …, 4"),
+    (dict(model=lambda X: pathnorm.ShallowNet(X.shape[1], 8, 3, key=jax.random.key(0))), "labels must be in 0, …, 2"),
+    (dict(model=lambda X: pathnorm.ShallowNet(X.shape[1] + 1, 8, 10, key=jax.random.key(0))), "inputs"),
+    (dict(X=lambda X: X.at[3, 3].set(jnp.nan)), "X has non-finite"),
+])
+def test_bad_training_input_is_named(digits, change, match):
+    """Each bad argument is refused by name before any training: before these checks a negative λ
+    trained to a loss of −4e9, labels past the last output logged NaN losses, and NaN pixels were
+    reported as a diverged learning rate."""
+    X, y = digits
+    kw = dict(reg="path", method="prox", lr=0.1, lam=1e-3, epochs=1, batch=50, hidden=8, logs_per_epoch=2)
+    for name, value in change.items():
+        if name in ("X", "y", "model"):
+            value = value({"X": jnp.asarray(X), "y": np.asarray(y), "model": X}[name])
+        kw[name] = value
+    X_, y_ = kw.pop("X", X), kw.pop("y", y)
+    with pytest.raises(ValueError, match=match):
+        pathnorm.train(jax.random.key(0), X_, y_, **kw)
+
+
+def test_integer_pixels_train_like_their_float_values(digits):
+    """An integer X (0/1 features, uint8 pixels) is converted to float: the run equals the float run.
+    (It used to keep X's integer dtype and round lr and λ down to 0: the weights never moved.)"""
+    X, y = digits
+    Xb = (np.asarray(X) > 0.5).astype(np.uint8)
+    kw = dict(reg="path", method="prox", lr=0.1, lam=1e-3, epochs=1, batch=50, hidden=8, logs_per_epoch=2)
+    ints = pathnorm.train(jax.random.key(0), Xb, y, **kw)
+    floats = pathnorm.train(jax.random.key(0), Xb.astype(np.float32), y, **kw)
+    np.testing.assert_allclose(ints.model.hidden.weight, floats.model.hidden.weight, rtol=1e-6, atol=1e-7)
+    start = pathnorm.ShallowNet(X.shape[1], 8, 10, key=jax.random.split(jax.random.key(0))[0])
+    assert float(jnp.max(jnp.abs(ints.model.hidden.weight - start.hidden.weight))) > 1e-3
+    assert 0.0 <= float(pathnorm.robust_error(ints.model, Xb, y, 0.1, key=jax.random.key(1), steps=2)) <= 1.0
+
+
+def test_layer_projection_at_zero_strength_is_the_identity():
+    """λ = 0 for the layer-wise rule is an infinite ℓ1 ball (docs list λ = 0 for it); it used to be
+    a ZeroDivisionError outside jit."""
+    m = pathnorm.ShallowNet(5, 4, 3, key=jax.random.key(0))
+    out = pathnorm.prox_step(m, 0.0, "layer")
+    for a, b in zip(out.weights, m.weights):
+        np.testing.assert_array_equal(a, b)

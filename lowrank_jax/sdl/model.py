@@ -57,23 +57,8 @@ class SDLData(eqx.Module):
 
 
 def check_labels(y, n: int | None = None, num_classes: int | None = None) -> np.ndarray:
-    """Labels as an int array in {0, …, κ}; raises on non-integers, negatives or values ≥ num_classes."""
-    if num_classes is not None and (isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral)
-                                    or num_classes < 1):
-        raise ValueError(f"num_classes must be a positive integer, got {num_classes!r}")
-    y_np = np.asarray(y)
-    if y_np.ndim != 1:
-        raise ValueError(f"y must be a 1-D array of labels, got shape {y_np.shape}")
-    if n is not None and y_np.shape[0] != n:
-        raise ValueError(f"y has {y_np.shape[0]} labels but X has n = {n} columns (samples are columns)")
-    if y_np.size and not np.all(np.equal(np.mod(y_np, 1), 0)):
-        raise ValueError("labels must be integers 0, …, κ")
-    y_np = y_np.astype(np.int64)
-    if y_np.size and y_np.min() < 0:
-        raise ValueError(f"labels must be in 0, …, κ; got {y_np.min()}")
-    if num_classes is not None and y_np.size and y_np.max() >= num_classes:
-        raise ValueError(f"labels must be in 0, …, {num_classes - 1} (num_classes = {num_classes}); got {y_np.max()}")
-    return y_np
+    """Labels as an int array in {0, …, κ} (samples are X's columns): :func:`lowrank_jax._checks.class_labels`."""
+    return _checks.class_labels(y, n, num_classes, what="X has n = {n} columns (samples are columns)")
 
 
 def one_hot(y, kappa: int, dtype=jnp.float32) -> jax.Array:
