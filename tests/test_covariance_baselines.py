@@ -271,6 +271,24 @@ def test_rpca_gd_on_the_papers_generator(x64):
     assert rep["rel_error_L"] < 1e-3 and rep["rel_error_S"] < 1e-2
 
 
+def test_rpca_gd_on_a_far_from_psd_sigma_stays_finite_and_raises_when_it_diverges(x64):
+    """On −Σ (negative definite plus spikes) λ₁(Σ − S_init) is far below ‖Σ − S_init‖₂; a step
+    normalised by λ₁ diverged to NaN (residual 0.62 → 3e13 → NaN) with no error. With
+    σ₁ = ‖Σ − S_init‖₂ (Yi et al.'s top singular value) the run stays finite and its residual
+    ‖UUᵀ + S − Σ‖/‖Σ‖ falls. A step that does diverge raises when called directly and is NaN under
+    jit."""
+    Sigma = -cov.lrs_problem(0, 20, 3, 0.9).Sigma
+    out = baselines.rpca_gd(Sigma, 3, iters=300)
+    assert np.all(np.isfinite(out.L)) and np.all(np.isfinite(out.S))
+    res = np.asarray(out.residual[: int(out.n_iter)])
+    assert np.all(np.isfinite(res)) and res[-1] < 0.5 * res[0]
+    Sigma_pos = -Sigma
+    with pytest.raises(FloatingPointError, match="RPCA-GD diverged.*lower step"):
+        baselines.rpca_gd(Sigma_pos, 3, step=50.0, iters=300)
+    jitted = jax.jit(lambda s: baselines.rpca_gd(Sigma_pos, 3, step=s, iters=300).L)(50.0)
+    assert not np.all(np.isfinite(jitted))
+
+
 @pytest.mark.parametrize("method", ["ialm", "fpcp", "rpca_gd"])
 def test_baselines_reject_bad_input(method):
     call = {"ialm": lambda S, **kw: baselines.ialm(S, **kw),

@@ -246,10 +246,12 @@ def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, iters):
     d_norm = _safe_norm(frob(D))
     D = 0.5 * (D + D.T)
     S_init, _ = _symmetric_sparsify(D, alpha)
-    lam, Q = jnp.linalg.eigh(D - S_init)
-    lam, Q = lam[::-1][:rank], Q[:, ::-1][:, :rank]
+    lam_all, Q = jnp.linalg.eigh(D - S_init)
+    lam, Q = lam_all[::-1][:rank], Q[:, ::-1][:, :rank]
     U0 = Q * jnp.sqrt(jnp.maximum(lam, 0.0))
-    sigma1 = _safe_norm(jnp.maximum(lam[0], 0.0))
+    # σ₁ = ‖Σ − S_init‖₂, the largest |λ| (Yi et al.'s top singular value). Not the largest λ: for a
+    # Σ far from PSD that is much smaller than the curvature and the step diverges.
+    sigma1 = _safe_norm(jnp.max(jnp.abs(lam_all)))
     eta = step / sigma1
 
     def low_rank(U):
@@ -287,13 +289,17 @@ def rpca_gd(Sigma, rank: int, alpha=0.1, step=0.5, iters: int = 200, *, gamma=2.
     iterations by the shared counting selection warm-started from the previous cut-offs, before and
     after them by a sort (same values; much quicker to compile). E U is the gradient of
     ¼‖UUᵀ + S − Σ‖_F² in U for symmetric E;
-    σ₁ = λ₁(Σ − S_init) and η = ``step`` (0.5, Yi et al.'s ``step_const``). γ = 2 as in their
+    σ₁ = ‖Σ − S_init‖₂ (the largest |λ|: Yi et al.'s top singular value, which for a far-from-PSD Σ
+    exceeds λ₁ and keeps the step stable) and η = ``step`` (0.5, Yi et al.'s ``step_const``). γ = 2 as in their
     analysis (and ScaledGD's reference code). The projection onto an incoherence ball of the
     paper's analysis is omitted (it needs the unknown incoherence μ).
 
     α — the corruption fraction per row/column — must be given "by inspection of Σ" (the paper);
     the default 0.1 is a documented constant: twice the average 5 % of non-zeros per row of the
     s₀ = 0.95 generator (whose ``"code"`` variant piles more non-zeros onto low indices).
+
+    Called directly, a run whose factor becomes non-finite raises ``FloatingPointError``; under
+    ``jit``/``vmap`` the NaN is returned (:func:`lowrank_jax._checks.raise_if_diverged`).
 
     Returns:
       :class:`BaselineResult`; ``S`` is the method's sparse estimate T_{γα}(Σ − L) (use
@@ -313,4 +319,5 @@ def rpca_gd(Sigma, rank: int, alpha=0.1, step=0.5, iters: int = 200, *, gamma=2.
     tol = _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=dtype)
     iters = _checks.check_positive_int(iters, "iters")
     result, U = _rpca_gd(Sigma, alpha, alpha_iter, step, tol, rank=rank, iters=iters)
+    _checks.raise_if_diverged(U, lambda: f"RPCA-GD diverged (non-finite factor U): lower step (got {float(step):.3g})")
     return (result, U) if return_factor else result
