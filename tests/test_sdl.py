@@ -208,6 +208,18 @@ def test_mf_lr_baseline():
     (lambda X, y: sdl.fit(X, y, 2, tol=-1.0), "tol must be positive"),
     (lambda X, y: sdl.fit(X, y, 2, solver="bcd", tol=1e-6), "lpgd' only"),
     (lambda X, y: sdl.fit(X, y, 2, project="ball"), "project must be a function"),
+    (lambda X, y: sdl.fit(X, np.array([str(v) for v in y]), 2), "labels must be integers.*dtype"),
+    # cross_validate checks its grid as fit checks one value (a negative ξ or a NaN λ used to run
+    # and could be returned as the best pair), and its coding and folds
+    (lambda X, y: sdl.cross_validate(X, y, 2, [-1.0], [0.01], folds=3, iters=2), "xis must be non-negative"),
+    (lambda X, y: sdl.cross_validate(X, y, 2, [1.0], [np.nan], folds=3, iters=2), "lams has non-finite"),
+    (lambda X, y: sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=3, iters=2, coding="bogus"), "coding must be"),
+    (lambda X, y: sdl.cross_validate(X, y, 2, [1.0], [0.1], model="W", folds=3, iters=2, coding="supervised"),
+     "supervised coding is for SDL-H"),
+    (lambda X, y: sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=21, iters=2), "more than the 20 samples"),
+    (lambda X, y: sdl.cross_validate(X, y, 20, [1.0], [0.1], folds=4, iters=2), "each fit sees 15 of the 20"),
+    (lambda X, y: sdl.activations(sdl.fit(X, y, 2, iters=2), X, coding="supervised"), "least-squares code"),
+    (lambda X, y: sdl.activations(sdl.fit(X, y, 2, iters=2), X, coding="bogus"), "coding must be"),
 ])
 def test_bad_input(call, match):
     X, y, _ = generative("H", 30, 20, 2)

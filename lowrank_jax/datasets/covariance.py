@@ -332,9 +332,11 @@ def load_french_correlation(*, start: str | None = None, end: str | None = None)
 
 def sp500_demo_matrix() -> CorrelationData:
     """The committed 20 × 20 fixture (last 250 trading days of skfolio's file, made by
-    ``scripts/make_sp500_fixture.py``): no ``make data`` needed. ``returns`` is empty."""
+    ``scripts/make_sp500_fixture.py``): no ``make data`` needed. The fixture keeps no returns:
+    ``returns`` is empty and ``dates`` holds only the window's first and last day, (2,)
+    ``datetime64[D]``."""
     path = pathlib.Path(__file__).resolve().parent / "fixtures" / "sp500_20_corr.npz"
     with np.load(path) as f:
-        dates = (str(f["first"]), str(f["last"]))
+        dates = np.array([str(f["first"]), str(f["last"])], dtype="datetime64[D]")
         return CorrelationData(f["Sigma"], tuple(str(v) for v in f["names"]), dates, np.zeros((0, 20)),
                                tuple(str(v) for v in f["groups"]), "sp500-skfolio-250d")

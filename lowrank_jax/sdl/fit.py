@@ -135,8 +135,22 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters:
     return out
 
 
+def _check_coding(coding: str, model: str) -> None:
+    """``coding`` is "lstsq" or "supervised", and "supervised" only for SDL-H."""
+    if coding not in ("lstsq", "supervised"):
+        raise ValueError(f"coding must be 'lstsq' or 'supervised', got {coding!r}")
+    if coding == "supervised" and model != "H":
+        raise ValueError("supervised coding is for SDL-H; SDL-W predicts by a forward pass")
+
+
 def activations(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
-    """a (κ, n_new) for SDL-W or SDL-H with the least-squares code (see :func:`scores`)."""
+    """a (κ, n_new) for SDL-W or SDL-H with the least-squares code (see :func:`scores`).
+    ``coding`` must be "lstsq": the supervised code of SDL-H is a per-class minimisation with no
+    single activation (use :func:`predict_proba`)."""
+    _check_coding(coding, m.model)
+    if coding != "lstsq":
+        raise ValueError("activations use the least-squares code; supervised coding has one code per class "
+                         "(use predict_proba(..., coding='supervised'))")
     X_new, Xa = _new_data(m, X_new, X_aux_new)
     if m.model == "W":
         return sm.split(m.theta, "W", m.kappa)[0].T @ X_new + m.gamma.T @ Xa
@@ -146,11 +160,8 @@ def activations(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
 
 def predict_proba(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
     """Class probabilities, shape (n_new, κ + 1) (column 0 the reference class)."""
-    if coding not in ("lstsq", "supervised"):
-        raise ValueError(f"coding must be 'lstsq' or 'supervised', got {coding!r}")
+    _check_coding(coding, m.model)
     if coding == "supervised":
-        if m.model != "H":
-            raise ValueError("supervised coding is for SDL-H; SDL-W predicts by a forward pass")
         X_new, Xa = _new_data(m, X_new, X_aux_new)
         J = _supervised_costs(m.W, m.beta, m.gamma, m.xi, X_new, Xa)
         return jax.nn.softmax(-J, axis=1)
@@ -224,14 +235,25 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
     X = np.asarray(_checks.as_matrix(X, "X"))
     y_np = sm.check_labels(y, X.shape[1], num_classes)
     num_classes = sm.infer_num_classes(y_np, num_classes)
-    xis, lams = np.asarray(xis, float).ravel(), np.asarray(lams, float).ravel()
+    _check_coding(coding, model)
+    xis = np.asarray(_checks.as_hyper(np.ravel(np.asarray(xis, float)), "xis", ndim=1), float)
+    lams = np.asarray(_checks.as_hyper(np.ravel(np.asarray(lams, float)), "lams", ndim=1), float)
+    if not xis.size or not lams.size:
+        raise ValueError(f"xis and lams need at least one value each, got {xis.size} and {lams.size}")
+    folds = _checks.check_positive_int(folds, "folds", minimum=2)
+    if folds > y_np.size:
+        raise ValueError(f"folds = {folds} is more than the {y_np.size} samples: every fold needs a validation sample")
     grid_xi, grid_lam = (g.ravel() for g in np.meshgrid(xis, lams, indexing="ij"))
     key = jax.random.key(0) if key is None else key
     acc = np.zeros(grid_xi.size)
     for train, val in stratified_folds(y_np, folds, seed):
         data = sm.prepare(X[:, train], y_np[train], None if X_aux is None else np.asarray(X_aux)[:, train],
                           intercept=intercept, num_classes=num_classes)
-        rank_f = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)
+        try:
+            rank_f = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)
+        except ValueError as err:
+            raise ValueError(f"{err}: with {folds} folds each fit sees {data.X.shape[1]} of the {y_np.size} samples "
+                             "(use fewer folds or a lower rank)") from None
         theta0, gamma0, _ = initial_point(data, rank_f, model, key)
         X_val = jnp.asarray(X[:, val], data.X.dtype)
         Xa_val, _ = sm.aux_matrix(None if X_aux is None else np.asarray(X_aux)[:, val], len(val), intercept,
