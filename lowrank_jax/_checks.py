@@ -20,8 +20,21 @@ def is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
+def as_key(key, default: int = 0) -> jax.Array:
+    """A JAX PRNG key: ``None`` → ``jax.random.key(default)``, a Python/NumPy integer → the key of
+    that seed, a key (new-style or raw uint32) as it is."""
+    if key is None:
+        return jax.random.key(default)
+    if isinstance(key, (numbers.Integral, np.integer)) and not isinstance(key, bool):
+        return jax.random.key(int(key))
+    return key
+
+
 def as_matrix(x, name: str) -> jax.Array:
     """Return ``x`` as a 2-D floating JAX array, or raise ``ValueError`` naming ``name``."""
+    if hasattr(x, "tocsr") and hasattr(x, "toarray"):
+        raise TypeError(f"{name} is a scipy.sparse matrix: pass {name}.toarray() (or, where sparse input is "
+                        "supported, a jax.experimental.sparse.BCOO)")
     if not hasattr(x, "shape") or not hasattr(x, "dtype"):
         try:
             x = np.asarray(x)

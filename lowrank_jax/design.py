@@ -43,13 +43,16 @@ class RowSparse(eqx.Module):
 
 
 def as_design(A, name: str = "A"):
-    """A dense 2-D float array, or a :class:`RowSparse` from a ``BCOO`` / ``RowSparse`` (checked: finite)."""
+    """A dense 2-D float array, or a :class:`RowSparse` from a ``BCOO``, a ``scipy.sparse`` matrix or
+    a ``RowSparse`` (checked: finite)."""
     if isinstance(A, RowSparse):
         return A
     try:
         from jax.experimental import sparse
     except ImportError:  # pragma: no cover
         sparse = None
+    if sparse is not None and hasattr(A, "tocoo") and hasattr(A, "toarray"):    # scipy.sparse: its BCOO
+        A = sparse.BCOO.from_scipy_sparse(A)
     if sparse is not None and isinstance(A, sparse.BCOO):
         if A.ndim != 2 or A.n_batch or A.n_dense:
             raise ValueError(f"{name} must be a 2-D BCOO matrix without batch or dense dimensions")

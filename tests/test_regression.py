@@ -461,6 +461,14 @@ def test_damping_and_line_search_rescue_an_indefinite_start(x64):
      "scores must have length"),
     (lambda A, b, w: rg.newton_solve(A, b, w, jnp.zeros(6), method="sketch", resample=3, rescore=4), ValueError,
      "multiple of resample"),
+    (lambda A, b, w: rg.newton_solve(A, b, w, jnp.zeros(6), method="sketch", sketch_size=0), ValueError,
+     "sketch_size must be an integer >= 1"),
+    (lambda A, b, w: rg.icl_bound(jnp.zeros(6), jnp.zeros(5), A, b), ValueError, "x_next must have the shape"),
+    (lambda A, b, w: rg.icl_shift(jnp.zeros(6), jnp.zeros(5), A, b), ValueError, "x_next must have the shape"),
+    # the overflow comes from b, not from Ax: the message must not send the user to rescale A or x
+    (lambda A, b, w: rg.loss(jnp.zeros(6), A, jnp.full(100, 1e300), w), FloatingPointError, "b or w is too large"),
+    (lambda A, b, w: rg.radius_R0(jnp.full(6, 400.0), A * 40.0, b), FloatingPointError, "R₀ overflows"),
+    (lambda A, b, w: rg.curvature_split(jnp.full(6, 400.0), A * 40.0, b), FloatingPointError, "overflows"),
 ])
 def test_bad_input_and_overflow_are_reported(call, err, match, x64):
     A, b, w = make_problem(n=100, d=6)
@@ -485,3 +493,26 @@ def test_overflow_raises_alone_and_reads_non_finite_under_jit_and_vmap(x64):
     A32, b32, w32 = (a.astype(jnp.float32) for a in (A, b, w))
     with pytest.raises(FloatingPointError, match="float64"):
         rg.hessian(jnp.full(6, 30.0, jnp.float32), A32 * 10, b32, w32, "cosh")
+
+
+def test_grad_through_a_tol_stopped_newton_solve(x64):
+    """differentiable=True: a tol-stopped solve is a scan that skips converged steps, so reverse-mode
+    grad of its result in w matches central differences (the while_loop default has no reverse mode)."""
+    A, b, _ = make_problem(n=200, d=5)
+    f = lambda w, d: rg.newton_solve(A, b, w, jnp.zeros(5), iters=20, tol=1e-10, differentiable=d).x.sum()
+    g = jax.grad(lambda w: f(w, True))(1.0)
+    fd = (f(1.0 + 1e-5, False) - f(1.0 - 1e-5, False)) / 2e-5
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
+    assert float(f(1.0, True)) == pytest.approx(float(f(1.0, False)), rel=1e-12)
+
+
+def test_scipy_sparse_design_equals_its_bcoo_and_int_key_is_a_seed(x64):
+    import scipy.sparse
+    A, b, w = make_problem(n=300, d=5, density=0.4)
+    A_sp = scipy.sparse.csr_matrix(np.asarray(A))
+    kw = dict(method="sketch", iters=4, sketch_size=60)
+    ref = rg.newton_solve(sparse.BCOO.fromdense(A), b, w, jnp.zeros(5), key=jax.random.key(4), **kw)
+    out = rg.newton_solve(A_sp, b, w, jnp.zeros(5), key=4, **kw)
+    np.testing.assert_allclose(out.x, ref.x, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(rg.gradient(jnp.full(5, 0.1), A_sp, b, w), rg.gradient(jnp.full(5, 0.1), A, b, w),
+                               rtol=1e-12)

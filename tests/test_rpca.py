@@ -1,5 +1,6 @@
 """Robust PCA solvers: recovery, the no-false-positive property, vmap/grad/jit behaviour, bad input."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -239,6 +240,11 @@ def test_lrpca_rejects_bad_input_before_computing(change, name):
     (lambda Y: rpca.oracle_thresholds(Y, 2, None, 5), "X_star"),
     (lambda Y: rpca.oracle_thresholds(Y, 2, Y, 5, rule="median"), "rule"),
     (lambda Y: rpca.oracle_thresholds(Y, 2, Y, 5, scale=0.0), "scale"),
+    (lambda Y: rpca.scaledgd(Y, 2, 0.6, iters=5), r"alpha_iter \(default 2·alpha"),
+    (lambda Y: rpca.altproj(Y, 2, oversample=-4), "oversample"),
+    (lambda Y: rpca.lrpca(Y, 2, jnp.ones(3), jnp.ones(2), oversample=-3), "oversample"),
+    (lambda Y: rpca.scaledgd(Y, 2, 0.1, iters=5, n_iter=-1), "n_iter"),
+    (lambda Y: rpca.lrpca_sharded(Y, 2, jnp.ones(3), jnp.ones(2), beta=1.0, phi=0.8), "needs tol or max_iter"),
 ])
 def test_baselines_reject_bad_input(call, name):
     with pytest.raises(ValueError, match=name):
@@ -280,3 +286,36 @@ def test_relative_change_halting_rule_matches_brute_force(x64):
     assert int(stopped.n_iter) == first
     with pytest.raises(ValueError, match="stop"):
         rpca.lrpca(p.Y, 3, z, jnp.full(K, 0.5), tol=1e-3, stop="residuals")
+
+
+def test_inputs_users_pass_are_taken_or_named():
+    """altproj(tol=None) runs its whole budget (it crashed); an int key is a seed; half precision
+    runs in float32 (LAPACK has no float16 SVD); a scipy.sparse Y is refused by name; a float32 0.3
+    picks the α = 0.3 model."""
+    p = datasets.rpca_problem(jax.random.key(2), 60, 50, 2, 0.1)
+    out = rpca.altproj(p.Y, 2, tol=None, max_iter=7)
+    assert int(out.n_iter) == 7 and np.all(np.isfinite(out.residual))
+    z, e = rpca.oracle_thresholds(p.Y, 2, p.X, 4, 0.5), jnp.full(4, 0.5)
+    np.testing.assert_array_equal(rpca.lrpca(p.Y, 2, z, e, key=3).X, rpca.lrpca(p.Y, 2, z, e, key=jax.random.key(3)).X)
+    Y16 = p.Y.astype(jnp.float16)
+    half = rpca.lrpca(Y16, 2, z, e)
+    assert half.X.dtype == jnp.float32
+    np.testing.assert_array_equal(half.X, rpca.lrpca(Y16.astype(jnp.float32), 2, z, e).X)
+    import scipy.sparse
+    with pytest.raises(TypeError, match=r"scipy.sparse matrix: pass Y.toarray\(\)"):
+        rpca.scaledgd(scipy.sparse.csr_matrix(np.asarray(p.Y)), 2, 0.1, iters=3)
+    assert rpca.pretrained(float(np.float32(0.3))).zeta.shape == rpca.pretrained(0.3).zeta.shape
+
+
+def test_parameter_files_load_whether_or_not_64_bit_floats_are_on(tmp_path, x64):
+    """The shipped float32 models load with jax_enable_x64 on (the template followed the flag and
+    the load failed as 'corrupt'); a float64 file round-trips exactly with it on, as float32 off."""
+    m = rpca.pretrained(0.1)
+    assert m.log_zeta.dtype == jnp.float32
+    m64 = jax.tree.map(lambda x: x.astype(jnp.float64) if eqx.is_array(x) else x, m)
+    rpca.params.save_params(tmp_path / "m64.eqx", m64)
+    back = rpca.params.load_params(tmp_path / "m64.eqx")
+    assert back.log_zeta.dtype == jnp.float64
+    np.testing.assert_array_equal(back.log_eta, m64.log_eta)
+    with jax.enable_x64(False):
+        assert rpca.params.load_params(tmp_path / "m64.eqx").log_zeta.dtype == jnp.float32

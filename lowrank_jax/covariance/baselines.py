@@ -211,7 +211,7 @@ def fpcp(Sigma, rank: int, lam=None, loops: int = 2, *, grow: bool = False, rank
     lam_factor = _checks.as_hyper(lam_factor, "lam_factor", ndim=0, positive=True, dtype=dtype)
     if svd not in ("exact", "randomized"):
         raise ValueError(f"svd must be 'exact' or 'randomized', got {svd!r}")
-    key = jax.random.key(0) if key is None else key
+    key = _checks.as_key(key)
     return _fpcp(Sigma, lam, lam_factor, rank_threshold, jnp.asarray(rank0, jnp.int32), key, rank=rank,
                  loops=loops, grow=bool(grow), svd=svd)
 

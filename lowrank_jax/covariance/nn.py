@@ -222,7 +222,7 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
     alpha, beta = (float(v) for v in armijo)
     if not 0 < alpha < beta < 1:
         raise ValueError(f"armijo = (α, β) needs 0 < α < β < 1, got {armijo}")
-    key = jax.random.key(0) if key is None else key
+    key = _checks.as_key(key)
     out = _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, rank=rank, hidden=hidden, act=activation,
                      loss=loss, optimizer=optimizer, max_iter=max_iter, window=window, alpha=alpha, beta=beta,
                      order=order, first_layer=first_layer)

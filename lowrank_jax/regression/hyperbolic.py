@@ -91,6 +91,10 @@ def _guard(out, z, what: str):
         zz = np.abs(np.asarray(z))
         limit = overflow_limit(zz.dtype, zz.shape[-1])
         rows = np.nonzero(zz > limit)[-1]
+        if not rows.size:           # Ax is within range: the size of b or w overflowed
+            raise FloatingPointError(
+                f"{what} overflows in {zz.dtype} although |Ax| ≤ {zz.max():.1f} is within the safe {limit:.1f}: "
+                "b or w is too large for the dtype (rescale them, or use float64)")
         raise FloatingPointError(
             f"{what} overflows in {zz.dtype}: |Ax| reaches {zz.max():.1f}, beyond the safe {limit:.1f} at rows "
             f"{rows[:10].tolist()}{' …' if rows.size > 10 else ''} ({rows.size} rows). Use float64 "
@@ -191,7 +195,7 @@ def curvature_split(x, A, b, kind: str = "exp"):
     p = parts(x, A, b, kind)
     vb = p.v * b
     B_rank = -jnp.outer(p.v, vb) - jnp.outer(vb, p.v) + jnp.dot(b, b) * jnp.outer(p.v, p.v)
-    return B_rank, _b_diag(p, b)
+    return _guard((B_rank, _b_diag(p, b)), p.z, "the curvature split")
 
 
 # -- the theorem's quantities ---------------------------------------------------------------------
@@ -213,8 +217,8 @@ def radius_R0(x, A, b, kind: str = "exp"):
     A, b, _, x = check_problem(A, b, 0.0, x, kind=kind)
     _require_full_column_rank_shape(A, "radius_R0")
     p = parts(x, A, b, kind)
-    return jnp.max(jnp.stack([jnp.linalg.norm(p.u), jnp.linalg.norm(p.v), jnp.linalg.norm(b),
-                              jnp.linalg.norm(p.c), jnp.ones((), p.u.dtype)]))
+    return _guard(jnp.max(jnp.stack([jnp.linalg.norm(p.u), jnp.linalg.norm(p.v), jnp.linalg.norm(b),
+                                     jnp.linalg.norm(p.c), jnp.ones((), p.u.dtype)])), p.z, "R₀")
 
 
 def sigma_min(A):
@@ -275,6 +279,8 @@ def icl_shift(x_t, x_next, A, b, kind: str = "exp"):
     step in b, δ_b = α(x_t)⁻¹ (c(x_{t+1}) − c(x_t)). Raises when α(x_t) = 0 (sinh at x = 0)."""
     A, b, _, x_t = check_problem(A, b, 0.0, x_t, kind=kind)
     x_next = _checks.as_hyper(x_next, "x_next", ndim=1, nonnegative=False, dtype=A.dtype)
+    if x_next.shape != x_t.shape:
+        raise ValueError(f"x_next must have the shape of x_t {x_t.shape}, got {x_next.shape}")
     p0, p1 = parts(x_t, A, b, kind), parts(x_next, A, b, kind)
     if _checks.is_concrete(p0.alpha) and float(p0.alpha) == 0.0:
         raise ValueError("α(x_t) = ⟨u(Ax_t), 1⟩ = 0: the shift δ_b is undefined (sinh at x = 0)")
@@ -284,14 +290,18 @@ def icl_shift(x_t, x_next, A, b, kind: str = "exp"):
 def icl_bound(x_t, x_next, A, b, R=None):
     """The explicit constant of Corollary F.2 part 1 (x case, exp), ‖δ_b‖ ≤
     e^{R²} (1 + √n ‖b‖) 2√n R e^{R²} ‖x_{t+1} − x_t‖, with R = max(‖A‖, ‖x_t‖, ‖b‖, 4) by default
-    (valid when ‖A(x_{t+1} − x_t)‖_∞ < 0.01)."""
+    (valid when ‖A(x_{t+1} − x_t)‖_∞ < 0.01). The constant grows as e^{2R²}: beyond R ≈ 6.6 (float32)
+    or 18.8 (float64) it is not representable and the bound is inf (an honest "no useful bound")."""
     A, b, _, x_t = check_problem(A, b, 0.0, x_t)
+    x_next = _checks.as_hyper(x_next, "x_next", ndim=1, nonnegative=False, dtype=A.dtype)
+    if x_next.shape != x_t.shape:
+        raise ValueError(f"x_next must have the shape of x_t {x_t.shape}, got {x_next.shape}")
     dense = A.todense() if isinstance(A, design.RowSparse) else A
     n = dense.shape[0]
     if R is None:
         R = jnp.max(jnp.stack([jnp.linalg.norm(dense, 2), jnp.linalg.norm(x_t), jnp.linalg.norm(b),
                                jnp.asarray(4.0, dense.dtype)]))
-    step = jnp.linalg.norm(jnp.asarray(x_next) - x_t)
+    step = jnp.linalg.norm(x_next - x_t)
     return jnp.exp(R ** 2) * (1 + jnp.sqrt(n) * jnp.linalg.norm(b)) * 2 * jnp.sqrt(n) * R * jnp.exp(R ** 2) * step
 
 

@@ -70,7 +70,7 @@ class NewtonResult(NamedTuple):
 def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters: int = 20, tol=None,
                  x_star=None, key=None, sketch_size: int | None = None, sketch_rows=None, leverage: str = "approx",
                  refine: int = 0, rescore: int = 1, resample: int = 1, scores=None, damping=0.0, line_search: bool = False,
-                 measure_eps: bool = False) -> NewtonResult:
+                 measure_eps: bool = False, differentiable: bool = False) -> NewtonResult:
     """Minimise L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w)Ax‖² by (approximate) Newton steps.
 
     Args:
@@ -108,6 +108,9 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
       damping: λ ≥ 0 added to H̃ (traced); line_search: Armijo backtracking, reversing an uphill
         direction (module docstring).
       measure_eps: also record ε₀ of H̃ against the exact Hessian each step (costs the exact Hessian).
+      differentiable: with ``tol``, stop by a ``lax.scan`` of ``iters`` steps that skips the work once
+        converged (:func:`lowrank_jax.loop.run_until`), so reverse-mode ``grad`` through the solve works
+        (a ``while_loop``, the default, has no reverse mode). Without ``tol`` every solve is a scan.
 
     Called directly, a run whose iterate becomes non-finite raises ``FloatingPointError`` naming the
     usual causes; inside ``jit``/``vmap``/:func:`lowrank_jax.sweep.run` the NaN/inf is returned instead,
@@ -127,9 +130,8 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
         x_star = _checks.as_hyper(x_star, "x_star", ndim=1, nonnegative=False, dtype=A.dtype)
     damping = _checks.as_hyper(damping, "damping", ndim=0, dtype=A.dtype)
     tol = None if tol is None else _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=A.dtype)
-    m = sketch_size or sketch.sketch_size(d, 0.5)
-    m = _checks.check_positive_int(m, "sketch_size")
-    key = jax.random.key(0) if key is None else key
+    m = sketch.sketch_size(d, 0.5) if sketch_size is None else _checks.check_positive_int(sketch_size, "sketch_size")
+    key = _checks.as_key(key)
     if sketch_rows is not None:
         sketch_rows = jnp.asarray(sketch_rows)
         if not jnp.issubdtype(sketch_rows.dtype, jnp.integer) or sketch_rows.ndim:
@@ -148,9 +150,10 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
             raise ValueError(f"scores must have length n = {n} (rows of A), got {scores.shape[0]}")
     out = _solve(A, b, w, x0, x_star, damping, tol, key, scores, sketch_rows, kind=kind, method=method, iters=iters, m=m,
                  leverage=leverage, refine=refine, rescore=rescore, resample=resample, line_search=line_search,
-                 measure_eps=measure_eps)
+                 measure_eps=measure_eps, differentiable=bool(differentiable))
     _checks.raise_if_diverged(out.x, "Newton iterate became non-finite (overflow of exp/cosh at |Ax| too large, "
-                              "or an indefinite H̃): use float64, damping, line_search=True or a closer start"
+                              "an indefinite H̃, or a singular one: A without full column rank, or fewer sketch "
+                              "rows than columns): use float64, damping, line_search=True or a closer start"
                               + ("; method='sketch' also needs D = B_diag + W² > 0 at every iterate (Lemma 6.4): "
                                  "increase w, or use method='diagonal' or 'exact'" if method == "sketch" else ""))
     return out
@@ -200,9 +203,9 @@ class _Curvature(NamedTuple):
 
 
 @functools.partial(jax.jit, static_argnames=("kind", "method", "iters", "m", "leverage", "refine", "rescore",
-                                             "resample", "line_search", "measure_eps"))
+                                             "resample", "line_search", "measure_eps", "differentiable"))
 def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, method, iters, m, leverage, refine,
-           rescore, resample, line_search, measure_eps):
+           rescore, resample, line_search, measure_eps, differentiable=False):
     nan = jnp.full((), jnp.nan, x0.dtype)
     n, d = A.shape
 
@@ -323,7 +326,8 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
     if tol is None:
         res = loop.run_fixed(step, state0, iters)
     else:
-        res = loop.run_until(step, state0, max_iter=iters, stop=lambda s, diag: diag[1] <= tol)
+        res = loop.run_until(step, state0, max_iter=iters, stop=lambda s, diag: diag[1] <= tol,
+                             differentiable=differentiable)
     x = res.state[0]
     loss_h, gnorm, err, eps0, t = res.history
     return NewtonResult(x, res.n_iter, loss_h, gnorm, err, eps0, t)

@@ -50,9 +50,14 @@ def spectral_init(A, rank, *, svd, key, oversample=10, n_iter=4):
     return linalg.low_rank_factors(A, rank, svd, key, oversample, n_iter)
 
 
-def check_common(Y, rank, X_star, support, key, svd):
-    """Boundary checks shared by all solvers; returns (Y, rank, X_star, support, key)."""
+def check_common(Y, rank, X_star, support, key, svd, *, oversample=0, n_iter=0):
+    """Boundary checks shared by all solvers; returns (Y, rank, X_star, support, key). A half-precision
+    Y (float16, bfloat16; no LAPACK SVD for them) is computed in float32; an integer key is a seed."""
     Y = _checks.as_matrix(Y, "Y")
+    if jnp.finfo(Y.dtype).bits < 32:
+        Y = Y.astype(jnp.float32)
+    _checks.check_positive_int(oversample, "oversample", minimum=0)
+    _checks.check_positive_int(n_iter, "n_iter", minimum=0)
     rank = _checks.check_rank(rank, Y.shape)
     if X_star is not None:
         X_star = _checks.as_matrix(X_star, "X_star").astype(Y.dtype)
@@ -63,9 +68,7 @@ def check_common(Y, rank, X_star, support, key, svd):
         support = support.astype(bool)
     if svd not in ("exact", "randomized"):
         raise ValueError(f"svd must be 'exact' or 'randomized', got {svd!r}")
-    if key is None:
-        key = jax.random.key(0)
-    return Y, rank, X_star, support, key
+    return Y, rank, X_star, support, _checks.as_key(key)
 
 
 def check_tol(tol):

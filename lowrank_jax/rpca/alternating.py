@@ -91,7 +91,8 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
       beta: threshold constant β (array), default 1/(2 (n1 n2)^{1/4}); beta_init: β_0 of the first
         threshold β_0 σ_1(Y), default 4β.
       tol: stop (in the last stage) when ‖Y − L − S‖_F/‖Y‖_F < tol, or with ``stop="change"``
-        when the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol.
+        when the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol; None runs all
+        ``max_iter`` iterations.
       max_iter: total iteration budget over all stages (static). inner_iters: iterations of each
         stage k < r (static).
       X_star, support, key: diagnostics and the key of the first randomized SVD, as in ``lrpca``.
@@ -101,7 +102,8 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
     Called directly, a non-finite result raises ``FloatingPointError`` (under ``jit``/``vmap`` it is
     returned as is).
     """
-    Y, rank, X_star, support, key = check_common(Y, rank, X_star, support, key, "randomized")
+    Y, rank, X_star, support, key = check_common(Y, rank, X_star, support, key, "randomized", oversample=oversample,
+                                                       n_iter=n_iter)
     n1, n2 = Y.shape
     default_beta = 1.0 / (2.0 * (n1 * n2) ** 0.25)
     beta = _checks.as_hyper(default_beta if beta is None else beta, "beta", ndim=0, positive=True,
@@ -109,6 +111,7 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
     beta_init = _checks.as_hyper(4 * beta if beta_init is None else beta_init, "beta_init", ndim=0,
                                  positive=True, dtype=Y.dtype)
     tol = check_tol(tol)
+    tol = jnp.zeros((), Y.dtype) if tol is None else tol          # None: all max_iter iterations
     stop = check_stop(stop)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
     inner_iters = _checks.check_positive_int(inner_iters, "inner_iters")

@@ -110,15 +110,18 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
     T_α is exact (ties at the cut-off are kept) and uses counting selection warm-started from the
     previous iteration's cut-offs, not a sort (XLA's CPU sort and large-k ``top_k`` are slow).
     """
-    Y, rank, X_star, support, key = check_common(Y, rank, X_star, support, key, svd)
+    Y, rank, X_star, support, key = check_common(Y, rank, X_star, support, key, svd, oversample=oversample,
+                                                 n_iter=n_iter)
     alpha = _checks.as_hyper(alpha, "alpha", ndim=0, dtype=Y.dtype)
+    alpha_iter_given = alpha_iter is not None
     alpha_iter = 2 * alpha if alpha_iter is None else _checks.as_hyper(alpha_iter, "alpha_iter", ndim=0,
                                                                         dtype=Y.dtype)
     alpha_init = alpha if alpha_init is None else _checks.as_hyper(alpha_init, "alpha_init", ndim=0,
                                                                    dtype=Y.dtype)
-    for name, a in (("alpha", alpha), ("alpha_iter", alpha_iter), ("alpha_init", alpha_init)):
+    iter_name = "alpha_iter" if alpha_iter_given else "alpha_iter (default 2·alpha: pass alpha_iter ≤ 1)"
+    for name, a in (("alpha", alpha), (iter_name, alpha_iter), ("alpha_init", alpha_init)):
         if _checks.is_concrete(a) and float(a) > 1:
-            raise ValueError(f"{name} must lie in [0, 1], got {float(a)}")
+            raise ValueError(f"{name} must lie in [0, 1], got {float(a):.6g}")
     eta = _checks.as_hyper(eta, "eta", ndim=0, dtype=Y.dtype)
     tol = check_tol(tol)
     stop = check_stop(stop)

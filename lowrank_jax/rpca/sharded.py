@@ -51,15 +51,16 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
     """:func:`lowrank_jax.rpca.lrpca` with Y and L split by rows over ``mesh``'s axis ``"rows"``.
 
     Args as :func:`~lowrank_jax.rpca.lrpca`: K layers, or with the FRMNN factors ``beta``, ``phi``
-    up to ``max_iter`` layers; ``tol`` stops once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (the residual
-    is summed across devices, so every device stops at the same layer). ``mesh``: a 1-D mesh with
-    axis name ``"rows"`` (default :func:`row_mesh` over every device). n1 need not divide by the device count: Y is padded with
+    up to ``max_iter`` layers (FRMNN needs ``tol`` or ``max_iter``; ``max_iter`` ≥ 1 here). ``tol``
+    stops once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (the residual is summed across devices, so every
+    device stops at the same layer). ``mesh``: a 1-D mesh with axis name ``"rows"`` (default
+    :func:`row_mesh` over every device). n1 need not divide by the device count: Y is padded with
     zero rows, which stay exactly zero in L and S (their residual is 0), and trimmed after.
 
     Returns an :class:`~lowrank_jax.rpca.RPCAResult` whose L, X and S stay split by rows
     (``NamedSharding``) and whose R is replicated; ``residual`` holds ‖E_k‖_F/‖Y‖_F per layer.
     """
-    Y, rank, _, _, key = check_common(Y, rank, None, None, key, "randomized")
+    Y, rank, _, _, key = check_common(Y, rank, None, None, key, "randomized", oversample=oversample, n_iter=n_iter)
     zeta = _checks.as_hyper(zeta, "zeta", ndim=1, dtype=Y.dtype)
     eta = _checks.as_hyper(eta, "eta", ndim=1, dtype=Y.dtype)
     if zeta.shape[0] != eta.shape[0] + 1 or eta.shape[0] < 1:
@@ -72,9 +73,11 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
     if frmnn:
         beta = _checks.as_hyper(beta, "beta", ndim=0, positive=True, dtype=Y.dtype)
         phi = _checks.as_hyper(phi, "phi", ndim=0, positive=True, dtype=Y.dtype)
-        if max_iter is None and tol is not None:
+        if max_iter is None:
+            if tol is None:
+                raise ValueError("FRMNN (beta, phi) needs tol or max_iter to know when to stop")
             max_iter = 1000
-        budget = _checks.check_positive_int(max_iter, "max_iter") if max_iter is not None else num_layers
+        budget = _checks.check_positive_int(max_iter, "max_iter")
     else:
         if max_iter is not None and max_iter > num_layers:
             raise ValueError(f"max_iter must be <= the number of layers {num_layers} without FRMNN, got {max_iter}")

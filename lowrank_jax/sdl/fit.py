@@ -115,7 +115,7 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters:
             else _checks.as_hyper(step, "step", ndim=0, positive=True, dtype=data.X.dtype))
     if tol is not None:
         tol = _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=data.X.dtype)
-    key = jax.random.key(0) if key is None else key
+    key = _checks.as_key(key)
     theta0, gamma0, f0 = initial_point(data, rank, model, key, init)
     if solver == "lpgd":
         res = solvers.lpgd(theta0, gamma0, data, xi, lam, step, rank, model=model, iters=iters, tol=tol, svd=svd,
@@ -244,7 +244,7 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
     if folds > y_np.size:
         raise ValueError(f"folds = {folds} is more than the {y_np.size} samples: every fold needs a validation sample")
     grid_xi, grid_lam = (g.ravel() for g in np.meshgrid(xis, lams, indexing="ij"))
-    key = jax.random.key(0) if key is None else key
+    key = _checks.as_key(key)
     acc = np.zeros(grid_xi.size)
     for train, val in stratified_folds(y_np, folds, seed):
         data = sm.prepare(X[:, train], y_np[train], None if X_aux is None else np.asarray(X_aux)[:, train],
