@@ -51,10 +51,15 @@ def test_fashion_lookup_uses_the_data_dir(tmp_path, monkeypatch):
     assert datasets.load_fashion_mnist("test").labels.tolist() == [0, 3, 6, 9]
 
 
-def test_missing_fashion_files_name_make_data_and_the_place(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"make data") as info:
+def test_missing_fashion_files_name_make_data_and_the_place(tmp_path, monkeypatch):
+    with pytest.raises(FileNotFoundError, match=r"the path= given.*make data") as info:
         datasets.load_fashion_mnist("train", path=tmp_path)
     assert str(tmp_path) in str(info.value) and "train-images-idx3-ubyte.gz" in str(info.value)
+    if not (digits.FASHION_SYSTEM_DIR / "train-images-idx3-ubyte.gz").is_file():   # no system copy either
+        monkeypatch.setenv("LOWRANK_JAX_DATA", str(tmp_path))
+        with pytest.raises(FileNotFoundError, match=r"run `make data`") as info:
+            datasets.load_fashion_mnist("train")
+        assert str(tmp_path / "fashion-mnist") in str(info.value)
     with pytest.raises(ValueError, match="split"):
         datasets.load_fashion_mnist("valid", path=tmp_path)
 

@@ -91,6 +91,9 @@ def load_fashion_mnist(split: str = "train", *, path=None) -> ImageData:
     names = (f"{prefix}-images-idx3-ubyte.gz", f"{prefix}-labels-idx1-ubyte.gz")
     dirs = [pathlib.Path(path)] if path is not None else fashion_mnist_dirs()
     found = next((d for d in dirs if all((d / n).is_file() for n in names)), None)
+    if found is None and path is not None:
+        raise FileNotFoundError(f"Fashion-MNIST files {', '.join(names)} not found in {path} (the path= given); "
+                                "leave path out to use the copy `make data` extracts into data/fashion-mnist/")
     if found is None:
         raise FileNotFoundError(f"Fashion-MNIST files {', '.join(names)} not found in "
                                 f"{', '.join(map(str, dirs))}: run `make data` (it extracts them from "
