@@ -27,7 +27,19 @@ def as_key(key, default: int = 0) -> jax.Array:
         return jax.random.key(default)
     if isinstance(key, (numbers.Integral, np.integer)) and not isinstance(key, bool):
         return jax.random.key(int(key))
+    if (hasattr(key, "dtype") and np.ndim(key) == 0 and jnp.issubdtype(key.dtype, jnp.integer)
+            and is_concrete(key)):
+        return jax.random.key(int(key))                 # a 0-d integer array is a seed too
     return key
+
+
+def _require_real_numbers(dtype, name: str) -> None:
+    """Refuse complex and non-numeric (object, string) dtypes by name; bool and integers pass."""
+    kind = np.dtype(dtype).kind if not jnp.issubdtype(dtype, jnp.floating) else "f"
+    if kind == "c":
+        raise ValueError(f"{name} must be real, got complex dtype {dtype}")
+    if kind not in "biuf":
+        raise TypeError(f"{name} must hold numbers, got dtype {dtype}")
 
 
 def as_matrix(x, name: str) -> jax.Array:
@@ -40,6 +52,7 @@ def as_matrix(x, name: str) -> jax.Array:
             x = np.asarray(x)
         except Exception as err:  # pragma: no cover - exotic input
             raise TypeError(f"{name} must be an array, got {type(x).__name__}") from err
+    _require_real_numbers(x.dtype, name)
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D matrix, got shape {tuple(x.shape)}")
     if min(x.shape) < 1:
@@ -83,6 +96,10 @@ def as_hyper(x, name: str, *, ndim: int | None = None, length: int | None = None
     refused, ±inf unless ``allow_inf`` (e.g. an ℓ1 ball of infinite radius)."""
     if x is None:
         raise ValueError(f"{name} is required")
+    if not hasattr(x, "dtype"):
+        x = np.asarray(x)
+    _require_real_numbers(x.dtype, name)
+    given = x
     arr = jnp.asarray(x)
     if dtype is not None:
         arr = arr.astype(dtype)
@@ -90,12 +107,14 @@ def as_hyper(x, name: str, *, ndim: int | None = None, length: int | None = None
         arr = arr.astype(jnp.result_type(float))
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {tuple(arr.shape)}")
-    if length is not None and arr.shape[0] != length:
-        raise ValueError(f"{name} must have length {length}, got {arr.shape[0]}")
+    if length is not None and (arr.ndim == 0 or arr.shape[0] != length):
+        raise ValueError(f"{name} must have length {length}, got shape {tuple(arr.shape)}")
     if is_concrete(arr):
         # NumPy, not jnp: inside an enclosing trace even jnp ops on concrete arrays are staged.
         val = np.asarray(arr)
         if not np.all(~np.isnan(val) if allow_inf else np.isfinite(val)):
+            if is_concrete(given) and np.all(np.isfinite(np.asarray(given, dtype=np.float64))):
+                raise ValueError(f"{name} = {np.asarray(given)} overflows {arr.dtype}")
             raise ValueError(f"{name} has non-finite entries")
         if positive and not np.all(val > 0):
             raise ValueError(f"{name} must be positive, got {val}")

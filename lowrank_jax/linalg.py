@@ -278,7 +278,7 @@ def _panel_rows(n1: int, n2: int, itemsize: int) -> int:
     matrix on accelerators, where one large fused kernel is best."""
     if jax.default_backend() != "cpu":
         return n1
-    target = max(8, min(n1 // 2 if n1 >= 16 else n1, (6 << 20) // max(1, n2 * itemsize)))
+    target = min(n1, max(8, min(n1 // 2 if n1 >= 16 else n1, (6 << 20) // max(1, n2 * itemsize))))
     # Prefer a divisor of n1 (no ragged last panel, whose slicing would copy Y).
     for rows in range(target, max(1, target // 2) - 1, -1):
         if n1 % rows == 0:

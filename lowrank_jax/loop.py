@@ -102,6 +102,8 @@ def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], ja
     history0 = jax.tree.map(lambda b: jnp.broadcast_to(b, (max_iter,) + b.shape), blank)
 
     zero = jnp.asarray(0, jnp.int32)
+    if max_iter == 0:             # no step: the state as given, an empty history
+        return LoopResult(state, history0, zero)
 
     def write(hist, i, row):
         return jax.tree.map(lambda h, d: lax.dynamic_update_index_in_dim(h, d, i, 0), hist, row)

@@ -59,7 +59,9 @@ def project_rank(x: jax.Array, rank: int, *, method: str = "exact", key=None) ->
 def top_fraction_count(alpha, n: int) -> jax.Array:
     """k = ⌊α n⌋, robust to the rounding of α (0.1 · 1000 must give 100, not 99)."""
     alpha = jnp.asarray(alpha)
-    dtype = alpha.dtype if jnp.issubdtype(alpha.dtype, jnp.floating) else jnp.float32
+    # At least float32: the slack is relative to α's precision, and bfloat16's eps (2⁻⁷) times n
+    # would add whole entries (0.25 · 100 gave 31).
+    dtype = jnp.promote_types(alpha.dtype, jnp.float32) if jnp.issubdtype(alpha.dtype, jnp.floating) else jnp.float32
     slack = 8 * jnp.finfo(dtype).eps * n
     return jnp.floor(alpha.astype(dtype) * n + slack).astype(jnp.int32)
 

@@ -447,6 +447,8 @@ def kth_largest(x, k, *, axis=-1, guess=None):
     k = jnp.asarray(k)
     if not jnp.issubdtype(k.dtype, jnp.integer):
         raise TypeError(f"k must be an integer, got {k.dtype}")
+    if x.ndim == 0:
+        raise ValueError("kth_largest needs an array with at least one axis, got a scalar")
     dtype = x.dtype
     if dtype not in (jnp.float32, jnp.float64):
         x = x.astype(jnp.float32)  # exact for float16 / bfloat16

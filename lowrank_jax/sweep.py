@@ -12,7 +12,9 @@ three things a sweep needs beyond that:
   The point count is padded to a multiple of the device count by repeating the last point, and the
   padding is dropped from the result;
 * compilation is cached on ``f`` itself: calling :func:`run` again with the same function object
-  and point shapes does not recompile (a new ``lambda`` each call does).
+  and point shapes does not recompile (a new ``lambda`` each call does, and so does a bound method
+  ``obj.method``, whose function is shared by every instance: wrap it once, ``f = lambda **kw:
+  obj.method(**kw)``, and reuse ``f``).
 
 Pattern (ScaledGD over step size η and sparsity α, 3 seeds — 48 runs, one call)::
 
@@ -29,6 +31,8 @@ Python loop around :func:`run`, one compilation each.
 from __future__ import annotations
 
 import contextlib
+import inspect
+import numbers
 import os
 import warnings
 from typing import Any, Callable
@@ -77,9 +81,11 @@ def _length(name, v) -> int:
 
 
 def _axis(v):
-    """An axis's values as arrays: a list / tuple / range of numbers is one 1-D array (not a pytree of
-    scalars); any other pytree keeps its structure."""
-    if isinstance(v, (list, tuple, range)):
+    """An axis's values as arrays: a list / tuple / range of plain numbers (nested lists too) is one
+    array, its first axis the points; any other pytree — a tuple of stacked arrays included —
+    keeps its structure."""
+    if isinstance(v, range) or (isinstance(v, (list, tuple)) and not any(
+            hasattr(x, "shape") for x in jax.tree.leaves(list(v)))):
         return jnp.asarray(v)
     return jax.tree.map(jnp.asarray, v)
 
@@ -164,7 +170,9 @@ def _program(fn: Callable, chunk: int | None, mesh: Mesh | None, progress: bool 
     until it is done, so as many concurrent devices as pool threads deadlock (16 ScaledGD points on
     2 CPU devices hung). Devices, not ``vmap``, carry the parallelism there.
     """
-    cache = getattr(fn, "__dict__", None)
+    # A bound method's __dict__ is its function's, shared by every instance: no cache for it (a
+    # program cached there would close over the first instance and answer for all of them).
+    cache = None if inspect.ismethod(fn) else getattr(fn, "__dict__", None)
     programs = cache.setdefault("_lowrank_jax_sweep", {}) if isinstance(cache, dict) else {}
     if (chunk, mesh, progress) not in programs:
         one = lambda p, s: fn(**p, **s)
@@ -224,8 +232,9 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
     if len(set(lengths.values())) != 1:
         raise ValueError(f"every sweep axis needs the same number of points, got {lengths}")
     n = next(iter(lengths.values()))
-    if chunk is not None and (not isinstance(chunk, int) or chunk < 1):
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, numbers.Integral) or chunk < 1):
         raise ValueError(f"chunk must be a positive int or None, got {chunk!r}")
+    chunk = None if chunk is None else int(chunk)
     if devices is None:
         _hint_one_cpu_device(jax.devices())
     mesh = _mesh(devices)

@@ -100,7 +100,10 @@ def proximal(optimizer: optax.GradientTransformation, prox_fn, strength) -> opta
     ``prox_fn(params, strength) -> params`` acts on the whole parameter pytree (so it can couple
     leaves, as the path-norm prox couples two layers). Any inner optimizer works (momentum, Adam —
     then the prox is a heuristic, the paper's theory covers plain SGD). Exact zeros of the prox stay
-    exact: z + (0 − z) = 0 in floating point. Needs ``params`` in ``update``.
+    exact: z + (0 − z) = 0 in floating point. Other values are the prox's up to one rounding
+    (optax's updates are additive: z + (p − z) may differ from p in the last bit), so apply the
+    prox or projection once more where a constraint must hold to the bit. Needs ``params`` in
+    ``update``.
     """
 
     def init_fn(params):
@@ -126,7 +129,8 @@ def projected(optimizer: optax.GradientTransformation, project_fn) -> optax.Grad
     """Projected steps: z⁺ = Π(z + u_t) with u_t the inner optimizer's update and ``project_fn(params)
     -> params`` a projection (onto a convex set, or a rank constraint as in lifted PGD). The
     :func:`proximal` wrapper with a strength-free prox, since a projection is the prox of an
-    indicator."""
+    indicator. The new iterate is Π(z + u_t) up to one rounding (see :func:`proximal`): a box
+    constraint may be exceeded in the last bit."""
     return proximal(optimizer, lambda params, _: project_fn(params), 0.0)
 
 

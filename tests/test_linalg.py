@@ -160,3 +160,20 @@ def test_spd_solve_paths_agree_across_the_small_threshold(x64):
     Gs = jnp.stack([jnp.eye(4) * (k + 1.0) for k in range(3)])
     out = jax.vmap(lambda G: linalg.spd_solve(G, jnp.ones((2, 4)), right=True))(Gs)
     np.testing.assert_allclose(np.asarray(out[:, 0, 0]), [1.0, 0.5, 1 / 3], rtol=1e-12)
+
+
+@pytest.mark.parametrize("n1", [1, 2, 3, 5])
+def test_residual_map_products_on_fewer_rows_than_a_panel(n1):
+    """The CPU panel size is at least 8 rows; with fewer rows it must be all of them (it was 8, the
+    head panel came out empty and indexing it failed), so ScaledGD runs on a 3 × n matrix too."""
+    k = jax.random.split(jax.random.key(1), 3)
+    Y = jax.random.normal(k[0], (n1, 10))
+    L, R = jax.random.normal(k[1], (n1, 1)), jax.random.normal(k[2], (10, 1))
+    fn = lambda D: (jnp.where(jnp.abs(D) > 0.5, D, 0.0) - D, {"sq": jnp.sum(D ** 2)})
+    got = linalg.residual_map_products(Y, L, R, fn)
+    want = _dense_products(Y, L, R, fn, ())
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    from lowrank_jax import rpca
+    out = rpca.scaledgd(jnp.concatenate([Y, Y.T[:n1]], axis=1) if n1 < 10 else Y, 1, 0.1, iters=5)
+    assert out.X.shape[0] == n1 and np.all(np.isfinite(out.X))

@@ -81,3 +81,11 @@ def test_run_until_forward_mode_and_vmap_of_it():
     np.testing.assert_allclose(jax.jacfwd(f)(jnp.float32(1.5)), 4 * 1.5 ** 3, rtol=1e-6)
     np.testing.assert_allclose(jax.vmap(jax.jacfwd(f))(jnp.array([1.5, 2.0])), [4 * 1.5 ** 3, 3 * 2.0 ** 2],
                                rtol=1e-6)
+
+
+def test_run_until_with_no_steps_returns_the_state_and_an_empty_history():
+    step = lambda k, s: (s + 1.0, {"v": s})
+    for differentiable in (False, True):
+        out = loop.run_until(step, jnp.float32(2.0), max_iter=0, stop=lambda s, d: s > 5,
+                             differentiable=differentiable)
+        assert float(out.state) == 2.0 and int(out.n_iter) == 0 and out.history["v"].shape == (0,)

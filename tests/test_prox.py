@@ -115,3 +115,12 @@ def test_top_fraction_property(n1, n2, alpha, seed):
     assert np.all((out != 0).sum(axis=1) <= kr)
     assert np.all((out == 0) | (out == M))
     np.testing.assert_array_equal(out, np_top_fraction(M, float(np.float32(alpha))))
+
+
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16, jnp.float32])
+def test_top_fraction_count_is_exact_for_low_precision_alpha(dtype):
+    """⌊α n⌋ for α given in bfloat16/float16: the rounding slack is taken in float32 at least (in
+    α's own precision bfloat16's eps · n added whole entries: 0.25 · 100 gave 31)."""
+    for alpha, n in [(0.25, 100), (0.5, 1000), (0.125, 64), (0.1, 1000)]:
+        a = jnp.asarray(alpha, dtype)
+        assert int(prox.top_fraction_count(a, n)) == int(np.floor(float(a) * n + 1e-9)), (alpha, n, dtype)

@@ -207,3 +207,8 @@ def test_property_matches_sort(data):
     guess = data.draw(hnp.arrays(np.float32, out_shape, elements=st.floats(-1e7, 1e7, width=32)))
     assert_exact(kl(x, k, axis), reference(x, k, axis))
     assert_exact(kl(x, k, axis, guess=guess), reference(x, k, axis))
+
+
+def test_a_scalar_is_refused_by_name():
+    with pytest.raises(ValueError, match="at least one axis"):
+        kth_largest(jnp.float32(1.0), 1)

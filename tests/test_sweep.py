@@ -323,3 +323,31 @@ def test_progress_counts_every_point_once_and_changes_nothing(chunk, monkeypatch
     (rec,) = bars
     assert rec.total == 6 and rec.n == 6 and rec.closed
     assert progress.CompiledBar._active is None
+
+
+def test_bound_methods_answer_for_their_own_instance():
+    """The compiled program is cached on the function; a bound method's function is shared by all
+    instances, so caching there returned the first instance's results for every other one."""
+    class Scale:
+        def __init__(self, c):
+            self.c = c
+
+        def f(self, a):
+            return a * self.c
+
+    pts = {"a": jnp.arange(3.0)}
+    one = jax.devices()[:1]
+    np.testing.assert_array_equal(sweep.run(Scale(1.0).f, pts, devices=one), [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(sweep.run(Scale(2.0).f, pts, devices=one), [0.0, 2.0, 4.0])
+
+
+def test_a_tuple_of_stacked_arrays_is_one_axis():
+    """A tuple of arrays whose leading axes agree is a pytree axis (as a dict is), not a list of
+    numbers to stack: 3 stacked (W, b) pairs are 3 points (it gave 2, one per tuple entry)."""
+    W, b = jnp.arange(12.0).reshape(3, 4), jnp.arange(3.0)
+    f = lambda p: jnp.sum(p[0]) + p[1]
+    out = sweep.run(f, {"p": (W, b)}, devices=jax.devices()[:1])
+    np.testing.assert_allclose(out, [W[i].sum() + b[i] for i in range(3)])
+    assert sweep.grid(p=(W, b), s=[1.0, 2.0])["p"][0].shape == (6, 4)
+    assert sweep.run(lambda x: x * 2, {"x": [[1.0, 2.0], [3.0, 4.0]]}, chunk=np.int64(1),
+                     devices=jax.devices()[:1]).shape == (2, 2)      # nested numbers: one array
