@@ -97,8 +97,9 @@ def _guard(out, z, what: str):
                 "b or w is too large for the dtype (rescale them, or use float64)")
         raise FloatingPointError(
             f"{what} overflows in {zz.dtype}: |Ax| reaches {zz.max():.1f}, beyond the safe {limit:.1f} at rows "
-            f"{rows[:10].tolist()}{' …' if rows.size > 10 else ''} ({rows.size} rows). Use float64 "
-            "(jax.config.update('jax_enable_x64', True)) or rescale A or x.")
+            f"{rows[:10].tolist()}{' …' if rows.size > 10 else ''} ({rows.size} rows). "
+            + ("Rescale A or x." if zz.dtype == np.float64 else
+               "Use float64 (jax.config.update('jax_enable_x64', True)) or rescale A or x."))
     return out
 
 
