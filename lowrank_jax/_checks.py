@@ -9,6 +9,7 @@ guards instead.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -100,11 +101,13 @@ def as_hyper(x, name: str, *, ndim: int | None = None, length: int | None = None
         x = np.asarray(x)
     _require_real_numbers(x.dtype, name)
     given = x
-    arr = jnp.asarray(x)
-    if dtype is not None:
-        arr = arr.astype(dtype)
-    elif not jnp.issubdtype(arr.dtype, jnp.floating):
-        arr = arr.astype(jnp.result_type(float))
+    with warnings.catch_warnings():     # a value beyond the dtype's range is refused by name below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        arr = jnp.asarray(x)
+        if dtype is not None:
+            arr = arr.astype(dtype)
+        elif not jnp.issubdtype(arr.dtype, jnp.floating):
+            arr = arr.astype(jnp.result_type(float))
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {tuple(arr.shape)}")
     if length is not None and (arr.ndim == 0 or arr.shape[0] != length):
