@@ -131,6 +131,13 @@ def test_sharded_lrpca_on_one_device_equals_lrpca():
     ref = rpca.lrpca(prob.Y, 4, p.zeta, p.eta)
     out = sharded.lrpca_sharded(prob.Y, 4, p.zeta, p.eta, mesh=sharded.row_mesh(jax.devices()[:1]))
     np.testing.assert_allclose(np.asarray(out.X), np.asarray(ref.X), rtol=1e-4, atol=1e-6)
+    # no layer at all (as lrpca allows): the initial X and S = S_ζ₀(Y), with or without FRMNN
+    for kw in (dict(max_iter=0), dict(max_iter=0, beta=p.beta, phi=p.phi)):
+        ref = rpca.lrpca(prob.Y, 4, p.zeta, p.eta, **kw)
+        out = sharded.lrpca_sharded(prob.Y, 4, p.zeta, p.eta, mesh=sharded.row_mesh(jax.devices()[:1]), **kw)
+        assert int(out.n_iter) == int(ref.n_iter) == 0
+        for a, b in ((out.X, ref.X), (out.S, ref.S)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
 
 
 def test_sharded_lrpca_rejects_bad_input():

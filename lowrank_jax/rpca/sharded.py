@@ -51,7 +51,7 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
     """:func:`lowrank_jax.rpca.lrpca` with Y and L split by rows over ``mesh``'s axis ``"rows"``.
 
     Args as :func:`~lowrank_jax.rpca.lrpca`: K layers, or with the FRMNN factors ``beta``, ``phi``
-    up to ``max_iter`` layers (FRMNN needs ``tol`` or ``max_iter``; ``max_iter`` ≥ 1 here). ``tol``
+    up to ``max_iter`` layers (FRMNN needs ``tol`` or ``max_iter``; ``max_iter = 0`` runs no layer). ``tol``
     stops once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (the residual is summed across devices, so every
     device stops at the same layer). ``mesh``: a 1-D mesh with axis name ``"rows"`` (default
     :func:`row_mesh` over every device). n1 need not divide by the device count: Y is padded with
@@ -77,11 +77,11 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
             if tol is None:
                 raise ValueError("FRMNN (beta, phi) needs tol or max_iter to know when to stop")
             max_iter = 1000
-        budget = _checks.check_positive_int(max_iter, "max_iter")
+        budget = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
     else:
         if max_iter is not None and max_iter > num_layers:
             raise ValueError(f"max_iter must be <= the number of layers {num_layers} without FRMNN, got {max_iter}")
-        budget = num_layers if max_iter is None else _checks.check_positive_int(max_iter, "max_iter")
+        budget = num_layers if max_iter is None else _checks.check_positive_int(max_iter, "max_iter", minimum=0)
         beta = phi = jnp.ones((), Y.dtype)
     mesh = row_mesh() if mesh is None else mesh
     if mesh.axis_names != (AXIS,):
@@ -123,7 +123,8 @@ def _run(Y, zeta, eta, beta, phi, tol, key, *, mesh, rank, rows, budget, frmnn, 
             L_new, R_new, stats = lrpca_step(Y_i, L, R, z, e, axis_name=AXIS)
             return (L_new, R_new, L, R, z), jnp.sqrt(stats["sq"]) / y_norm
 
-        state = (L0, R0, L0, R0, zeta[0])
+        # (L, R, the previous L, R, ζ of the last layer): with no layer S = S_ζ₀(Y − X₋₁), X₋₁ = 0.
+        state = (L0, R0, jnp.zeros_like(L0), jnp.zeros_like(R0), zeta[0])
         if use_tol:
             out = loop.run_until(step, state, max_iter=budget, stop=lambda s, res: res < tol)
         else:
