@@ -2,12 +2,15 @@
 figures, and the results it prints are the ones the guides promise (recovery, convergence, sparsity)."""
 
 import numpy as np
+import pytest
 
 from lowrank_jax import demo
 
 
 def test_small_demo_runs_every_family_and_its_results_hold(tmp_path, capsys):
-    summary, panels = demo.main(["--small", "--out", str(tmp_path)])
+    # the small RPCA instance (n = 300) is below the shipped model's size, which the model says
+    with pytest.warns(UserWarning, match="trained at n = 1000"):
+        summary, panels = demo.main(["--small", "--out", str(tmp_path)])
     printed = capsys.readouterr().out
     assert [row[0] for row in summary] == ["Robust PCA", "1-path-norm", "Hyperbolic regression",
                                            "Supervised dictionary learning", "L + S covariance"]
@@ -19,7 +22,8 @@ def test_small_demo_runs_every_family_and_its_results_hold(tmp_path, capsys):
     rpca, path, newton, sdl, cov = panels
     assert all(c[-1] < 1e-2 for c in rpca[0].values())                # every method recovers X⋆ to 1 %
     sgd, prox = (next(v for k, v in path[0].items() if k.startswith(m)) for m in ("sgd", "prox"))
-    assert sgd[-1] == 1.0 and prox[-1] < 1.0                          # only the prox makes exact zeros
+    # only the prox makes exact zeros (the share is nnz/size in float32: 1 up to its last bit)
+    assert sgd[-1] > 1 - 1e-6 and prox[-1] < 0.999
     assert all(c[-1] < 1e-8 for c in newton[0].values())              # every Newton variant converged
     for c in sdl[0].values():                                         # F(θ_t) − F* fell 100-fold, ≥ 0
         assert np.all(c > 0) and c[-1] < c[0] / 100
