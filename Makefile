@@ -15,9 +15,12 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m lowrank_jax.demo
 
-# The tests (notebooks included), then the documentation site with warnings as errors.
+# The tests (notebooks included), then the documentation site with warnings as errors. The test files
+# are shared out over one worker per logical core (at most 4; a file's tests stay in one worker, so
+# its module fixtures are built once): most of the suite's time is XLA compiling, one core per
+# program, and a second worker halves the wall time on a 2-core machine.
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n logical --maxprocesses 4 --dist loadfile tests
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 
 docs: $(STAMP)

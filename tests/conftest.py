@@ -18,3 +18,12 @@ def _fresh_compilation_caches():
     jax.clear_caches()
     import gc
     gc.collect()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_one_cpu_device_hint():
+    """sweep.run's once-per-process hint about JAX's single CPU device is for users; the suite
+    checks it in test_sweep and keeps it out of every other test's output."""
+    from lowrank_jax import sweep
+    sweep._hinted_one_cpu_device = True
+    yield

@@ -33,6 +33,26 @@ def test_grid_is_the_cartesian_product_first_axis_slowest():
     assert np.array_equal(jax.random.key_data(keys[0]), jax.random.key_data(keys[3]))
 
 
+def test_one_cpu_device_hint_is_given_once_and_only_when_devices_is_left_out(monkeypatch):
+    """On JAX's single CPU device of a multi-core machine the first default sweep says how to use
+    every core; it says so once per process, and never when the caller names the devices."""
+    import warnings
+    monkeypatch.setattr(sweep, "_hinted_one_cpu_device", False)
+    monkeypatch.setattr(sweep.os, "cpu_count", lambda: 4)
+    one = jax.devices()[:1]
+    monkeypatch.setattr(sweep.jax, "devices", lambda *a: one)
+    pts, f = {"a": jnp.arange(3.0)}, lambda a: a * a
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(sweep.run(f, pts, devices=one), [0.0, 1.0, 4.0])
+    with pytest.warns(UserWarning, match=r"one CPU device, so this sweep runs on about one of the 4 cores.*"
+                                         r"jax_num_cpu_devices', 4\)"):
+        sweep.run(f, pts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sweep.run(f, pts)
+
+
 def test_run_equals_loop_chunked_or_not():
     pts = sweep.grid(a=jnp.linspace(0, 1, 5), key=sweep.seeds(1, 3))
 
