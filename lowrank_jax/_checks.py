@@ -44,7 +44,10 @@ def _require_real_numbers(dtype, name: str) -> None:
 
 
 def as_matrix(x, name: str) -> jax.Array:
-    """Return ``x`` as a 2-D floating JAX array, or raise ``ValueError`` naming ``name``."""
+    """Return ``x`` as a 2-D floating JAX array, or raise ``ValueError`` naming ``name``.
+
+    Integers and bool become the default float; half precision (float16, bfloat16) becomes float32,
+    since no LAPACK routine (SVD, QR, eigh, solves) takes it and every family factorises."""
     if hasattr(x, "tocsr") and hasattr(x, "toarray"):
         raise TypeError(f"{name} is a scipy.sparse matrix: pass {name}.toarray() (or, where sparse input is "
                         "supported, a jax.experimental.sparse.BCOO)")
@@ -60,6 +63,8 @@ def as_matrix(x, name: str) -> jax.Array:
         raise ValueError(f"{name} must be non-empty, got shape {tuple(x.shape)}")
     if not jnp.issubdtype(x.dtype, jnp.floating):
         x = jnp.asarray(x, dtype=jnp.result_type(float))
+    elif jnp.finfo(x.dtype).bits < 32:
+        x = jnp.asarray(x, dtype=jnp.float32)
     if is_concrete(x):
         # On the device for JAX arrays: no host copy, and a sharded (even multi-host) Y is reduced
         # where it lives. Eagerly even when called while tracing (a closed-over concrete Y).

@@ -1,4 +1,5 @@
-"""lowrank_jax._checks.raise_if_diverged: the one divergence check every solver runs at its boundary."""
+"""lowrank_jax._checks: the one divergence check every solver runs at its boundary, and the dtypes
+the boundary takes."""
 
 import jax
 import jax.numpy as jnp
@@ -56,3 +57,45 @@ def test_integer_seeds_become_keys():
         np.testing.assert_array_equal(jax.random.key_data(_checks.as_key(seed)), ref)
     key = jax.random.key(5)
     assert _checks.as_key(key) is key
+
+
+def _half_vs_single(run, *arrays):
+    """run(*arrays) on float16 and bfloat16 inputs returns float32 and equals the run on the
+    same values given in float32 (no LAPACK routine takes half precision)."""
+    ref = run(*[a.astype(jnp.float32) for a in arrays])
+    for half in (jnp.float16, jnp.bfloat16):
+        got = run(*[a.astype(half) for a in arrays])
+        for g, r in zip(jax.tree.leaves(got), jax.tree.leaves(ref)):
+            assert g.dtype == r.dtype, (half, g.dtype, r.dtype)
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(r))
+
+
+@pytest.mark.parametrize("family", ["sdl", "covariance", "regression", "pathnorm", "prox_path"])
+def test_half_precision_inputs_run_in_float32_in_every_family(family):
+    """A float16 / bfloat16 matrix crashed SDL, the covariance baselines and Newton inside LAPACK
+    (NotImplementedError: Unsupported dtype float16); every matrix the boundary takes is now computed in
+    float32, as robust PCA's Y already was. The data are exact in float16, so both runs see the same numbers."""
+    key = jax.random.key(0)
+    grid = lambda shape: jnp.round(4 * jax.random.normal(key, shape)) / 4     # exact in half precision
+    if family == "sdl":
+        from lowrank_jax import sdl
+        y = np.arange(30) % 2
+        _half_vs_single(lambda X: (sdl.fit(X, y, rank=2, model="H", xi=0.1, lam=0.01).W,), grid((12, 30)))
+    elif family == "covariance":
+        from lowrank_jax import covariance
+        B = grid((10, 2))
+        _half_vs_single(lambda S: covariance.fpcp(S, 2).L, B @ B.T + jnp.eye(10))
+    elif family == "regression":
+        from lowrank_jax import regression
+        b = jnp.full(40, 0.5)
+        _half_vs_single(lambda A: regression.newton_solve(A, b, 1.0, jnp.zeros(5), "exp", "exact", iters=5).x,
+                        grid((40, 5)) / 4)
+    elif family == "pathnorm":
+        from lowrank_jax import pathnorm
+        y = np.arange(40) % 3
+        _half_vs_single(lambda X: pathnorm.train(key, X, y, reg="path", method="prox", lr=0.1, lam=1e-3, epochs=1,
+                                                 batch=10, hidden=8, logs_per_epoch=1).model,
+                        jnp.abs(grid((40, 6))) / 8)
+    else:
+        from lowrank_jax import prox
+        _half_vs_single(lambda W_in, W_out: prox.path_norm_prox(W_in, W_out, strength=0.1), grid((6, 4)), grid((3, 6)))

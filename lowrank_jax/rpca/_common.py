@@ -52,10 +52,9 @@ def spectral_init(A, rank, *, svd, key, oversample=10, n_iter=4):
 
 def check_common(Y, rank, X_star, support, key, svd, *, oversample=0, n_iter=0):
     """Boundary checks shared by all solvers; returns (Y, rank, X_star, support, key). A half-precision
-    Y (float16, bfloat16; no LAPACK SVD for them) is computed in float32; an integer key is a seed."""
+    Y (float16, bfloat16) is computed in float32 (see :func:`lowrank_jax._checks.as_matrix`); an
+    integer key is a seed."""
     Y = _checks.as_matrix(Y, "Y")
-    if jnp.finfo(Y.dtype).bits < 32:
-        Y = Y.astype(jnp.float32)
     _checks.check_positive_int(oversample, "oversample", minimum=0)
     _checks.check_positive_int(n_iter, "n_iter", minimum=0)
     rank = _checks.check_rank(rank, Y.shape)
