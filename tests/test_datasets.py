@@ -28,8 +28,27 @@ def test_exact_support_is_uniform_and_keyed():
     # Row counts look Binomial-like, not fixed: uniform over all entries, not per row.
     rows = np.asarray(a.sum(axis=1))
     assert rows.std() > 1.0 and abs(rows.mean() - 20) < 1e-9
-    for alpha, count in ((0.0, 0), (1.0, 10_000), (0.123, 1230)):
+    for alpha, count in ((0.0, 0), (1.0, 10_000), (0.123, 1230), (0.29, 2900), (np.float32(0.29), 2900)):
         assert int(datasets.random_support(jax.random.key(3), (100, 100), alpha).sum()) == count
+
+
+def test_exact_support_counts_floor_alpha_n1_n2_at_large_sizes():
+    """The count's slack was 8 ulp of n1 n2, not of α n1 n2: at 10⁶ entries α = 0 drew an outlier
+    and ⌊0.1234567 · 10⁶⌋ = 123456 came out as 123457."""
+    assert int(datasets.random_support(jax.random.key(0), (1000, 1000), 0.1234567).sum()) == 123_456
+    p = datasets.rpca_problem(jax.random.key(0), 1100, 1000, 2, 0.0)
+    assert int(jnp.sum(p.S != 0)) == 0 and bool(jnp.all(p.Y == p.X))
+    # traced α (a vmap over it): α = 0 and α = 1 are still exact
+    counts = jax.vmap(lambda a: datasets.random_support(jax.random.key(0), (1000, 1000), a).sum())(jnp.array([0.0, 1.0]))
+    np.testing.assert_array_equal(counts, [0, 1_000_000])
+
+
+@pytest.mark.parametrize("shape, alpha", [((10, 10, 10), 0.5), ((100,), 0.5), ((10, 0), 0.5), ((10, 10), 1.5)])
+def test_random_support_rejects_what_it_cannot_draw(shape, alpha):
+    """A 3-D shape drew a tenth of the asked count (size was n1 n2 of the first two axes), a 1-D one
+    crashed with IndexError, and α outside [0, 1] was clipped silently."""
+    with pytest.raises(ValueError, match="shape|alpha"):
+        datasets.random_support(jax.random.key(0), shape, alpha)
 
 
 def test_bernoulli_support_and_outlier_scale():
@@ -46,6 +65,8 @@ def test_rpca_problem_vmaps_over_alpha():
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(n1=0), "n1"), (dict(rank=50), "rank"), (dict(alpha=1.5), "alpha"), (dict(outlier_scale=-1.0), "outlier_scale"),
+    (dict(alpha=jnp.array(1.5)), "alpha"), (dict(alpha=np.array(-0.2)), "alpha"), (dict(alpha=float("nan")), "alpha"),
+    (dict(outlier_scale=float("nan")), "outlier_scale"), (dict(outlier_scale=jnp.inf), "outlier_scale"),
 ])
 def test_rpca_problem_rejects_bad_sizes(kwargs, match):
     args = dict(n1=30, n2=20, rank=2, alpha=0.1) | kwargs

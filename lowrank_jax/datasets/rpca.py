@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from lowrank_jax import _checks
 from lowrank_jax.selection import kth_largest
 
 
@@ -21,21 +24,60 @@ class RPCAProblem(NamedTuple):
     R: jax.Array  # (n2, r)
 
 
+def _concrete_value(x) -> float | None:
+    """``x`` as a Python float when it holds a concrete scalar (Python, NumPy or JAX), else None."""
+    if isinstance(x, bool):
+        return float(x)
+    if isinstance(x, numbers.Real):
+        return float(x)
+    if hasattr(x, "dtype") and np.ndim(x) == 0 and _checks.is_concrete(x):
+        return float(x)
+    return None
+
+
+def _check_alpha(alpha) -> None:
+    a = _concrete_value(alpha)
+    if a is not None and not 0 <= a <= 1:          # NaN fails both comparisons
+        raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
+
+
+def _outlier_count(alpha, size: int, dtype):
+    """m = ⌊α · size⌋ as an int32 scalar, 0 ≤ m ≤ size.
+
+    A concrete α is multiplied in float64 with a relative slack of 1e-9 (4 ulp of α's own dtype when
+    that is coarser, e.g. a NumPy float32 α), so that decimal fractions whose binary value falls a
+    hair short (0.29 · 100 = 28.999…) still count exactly. A traced α
+    (``vmap`` over it) is multiplied in ``dtype`` with a relative slack of 4 ulp; in float32 the
+    count can then exceed ⌊α · size⌋ by one when α · size is above about 10⁵ and its fractional
+    part is within 4 ulp · α · size of the next integer. α = 0 gives 0 either way."""
+    a = _concrete_value(alpha)
+    if a is not None:
+        given = getattr(alpha, "dtype", None)
+        slack = 4 * float(jnp.finfo(given).eps) if given is not None and jnp.issubdtype(given, jnp.floating) else 0.0
+        return jnp.asarray(min(math.floor(a * size * (1 + max(slack, 1e-9))), size), jnp.int32)
+    eps = jnp.finfo(dtype).eps
+    m = jnp.floor(jnp.asarray(alpha, dtype) * size * (1 + 4 * eps)).astype(jnp.int32)
+    return jnp.clip(m, 0, size)
+
+
 def random_support(key: jax.Array, shape: tuple[int, int], alpha, *, exact: bool = True,
                    dtype=jnp.float32) -> jax.Array:
-    """Boolean mask of outlier positions, a fraction ``alpha`` of all entries.
+    """Boolean mask of outlier positions, a fraction ``alpha`` ∈ [0, 1] of all entries of a 2-D shape.
 
-    ``exact=True``: exactly ⌊α n1 n2⌋ positions drawn uniformly without replacement (the authors'
-    ``randperm(n1*n2)[:m]``), as the m smallest of i.i.d. uniform keys; the rare exact ties at the
-    cut-off are broken by position. This avoids ``jax.random.permutation``, which costs ~0.8 s for
-    10⁶ entries on CPU. ``exact=False``: every entry independently with probability α (the count is
+    ``exact=True``: exactly m = ⌊α n1 n2⌋ positions drawn uniformly without replacement (the
+    authors' ``randperm(n1*n2)[:m]``), as the m smallest of i.i.d. uniform keys; the rare exact ties
+    at the cut-off are broken by position. This avoids ``jax.random.permutation``, which costs ~0.8 s
+    for 10⁶ entries on CPU. m is exact for a concrete α; for a traced one see the rounding note of
+    ``_outlier_count``. ``exact=False``: every entry independently with probability α (the count is
     Binomial(n1 n2, α)); cheapest inside training loops.
     """
+    if len(shape) != 2 or any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1 for d in shape):
+        raise ValueError(f"shape must be two positive integers (n1, n2), got {shape!r}")
+    _check_alpha(alpha)
     u = jax.random.uniform(key, shape, dtype)
     if not exact:
         return u < alpha
-    size = shape[0] * shape[1]
-    m = jnp.floor(jnp.asarray(alpha, dtype) * size + 8 * jnp.finfo(dtype).eps * size).astype(jnp.int32)
+    m = _outlier_count(alpha, shape[0] * shape[1], dtype)
     flat = u.reshape(-1)
     cut = -kth_largest(-flat, m)  # the m-th smallest key; -inf when m == 0 (keeps nothing)
     below = flat < cut
@@ -65,10 +107,10 @@ def rpca_problem(key: jax.Array, n1: int, n2: int, rank: int, alpha, *, outlier_
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
     if rank > min(n1, n2):
         raise ValueError(f"rank must be <= min(n1, n2) = {min(n1, n2)}, got {rank}")
-    if isinstance(alpha, numbers.Real) and not 0 <= alpha <= 1:
-        raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
-    if isinstance(outlier_scale, numbers.Real) and outlier_scale < 0:
-        raise ValueError(f"outlier_scale must be non-negative, got {outlier_scale}")
+    _check_alpha(alpha)
+    scale = _concrete_value(outlier_scale)
+    if scale is not None and not 0 <= scale < math.inf:   # NaN and inf fail too
+        raise ValueError(f"outlier_scale must be a finite non-negative number, got {outlier_scale}")
     k_l, k_r, k_s, k_v = jax.random.split(key, 4)
     L = jax.random.normal(k_l, (n1, rank), dtype) / jnp.sqrt(jnp.asarray(n1, dtype))
     R = jax.random.normal(k_r, (n2, rank), dtype) / jnp.sqrt(jnp.asarray(n2, dtype))
