@@ -348,6 +348,20 @@ def test_sp500_loader_logic_on_a_small_file(monkeypatch, tmp_path):
         cov.load_sp500_correlation(start="2020-01-08")
 
 
+def test_a_stock_that_does_not_move_in_the_window_is_named(monkeypatch, tmp_path):
+    """Its correlations are 0/0: they came back NaN, with the forced unit diagonal hiding them."""
+    prices = np.array([[10.0, 20.0, 5.0], [11.0, 19.0, 5.0], [12.1, 19.5, 5.0], [11.0, 21.0, 5.0], [11.5, 20.0, 6.0]])
+    dates = ["2020-01-02", "2020-01-03", "2020-01-06", "2020-01-07", "2020-01-08"]
+    path = tmp_path / "sp.csv.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("Date,AAA,BBB,CCC\n" + "".join(f"{d},{a},{b},{c}\n" for d, (a, b, c) in zip(dates, prices)))
+    monkeypatch.setattr(cov, "sp500_path", lambda: path)
+    with pytest.raises(ValueError, match=r"\['CCC'\] do not change over the 3 returns"):
+        cov.load_sp500_correlation(end="2020-01-07")
+    d = cov.load_sp500_correlation()                   # CCC moves on the last day: fine
+    assert np.isfinite(d.Sigma).all()
+
+
 def _check_correlation(d, n):
     S = d.Sigma
     assert S.shape == (n, n) and S.dtype == np.float64 and len(d.names) == n == len(set(d.names))

@@ -143,6 +143,15 @@ def test_stratified_split_is_deterministic_and_stratified(tmp_path):
     assert np.bincount(te.labels, minlength=3).tolist() == [2, 1, 0] and len(tr.labels) == 4
     with pytest.raises(ValueError, match="test_size"):
         datasets.stratified_split(uneven, 8)
+    # A fraction, as in scikit-learn, is ⌈f n⌉ rows (it crashed with "slice indices must be integers").
+    frac = datasets.stratified_split(data, 0.2, seed=3)
+    np.testing.assert_array_equal(frac[1].images, test.images)
+    for bad in (True, 1000.0, 1.5, -1, "40"):
+        with pytest.raises(ValueError, match="test_size"):
+            datasets.stratified_split(data, bad)
+    for bad in (None, -1, 1.5, True):
+        with pytest.raises(ValueError, match="seed"):
+            datasets.stratified_split(data, 40, seed=bad)
 
 
 # Run only where `make data` has run (the files are not in the repository; CI does not fetch them).

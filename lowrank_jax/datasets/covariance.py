@@ -183,7 +183,7 @@ def lrs_problem(key_or_seed, n: int, k0: int, s0: float, variant: str = "code") 
     Returns:
       :class:`LRSProblem` (Sigma, L0, S0). The sparsity of S0 ends in (s0 − 4/n², s0].
 
-    [CHECK] n = 100, k0 = 10, s0 = 0.95: ‖S₀‖_F/‖L₀‖_F ≈ 0.13 (code) and ≈ 0.11 (paper), with about
+    [CHECK] n = 100, k0 = 10, s0 = 0.95: ‖S₀‖_F/‖L₀‖_F ≈ 0.12 (code) and ≈ 0.11 (paper), with about
     210 blocks; these ratios are what the baselines' rel.error(L) equals when they return L ≈ Σ.
     """
     _check_size(n, k0, s0, variant)
@@ -245,10 +245,19 @@ def _read_csv(path: pathlib.Path, opener) -> tuple[list[str], np.ndarray, np.nda
     return header[1:], dates, values
 
 
-def correlation(returns: np.ndarray) -> np.ndarray:
+def correlation(returns: np.ndarray, names=None) -> np.ndarray:
     """Pearson correlation of the columns of ``returns`` (T, n), made exactly symmetric with an exact
-    unit diagonal (np.corrcoef leaves round-off of order 1e-16 in both)."""
-    C = np.corrcoef(np.asarray(returns, dtype=np.float64), rowvar=False)
+    unit diagonal (np.corrcoef leaves round-off of order 1e-16 in both).
+
+    Raises ValueError naming the columns (``names``, else their indices) that do not move in the
+    window: their correlations are 0/0, and the forced unit diagonal would hide the NaN rows."""
+    returns = np.asarray(returns, dtype=np.float64)
+    flat = np.flatnonzero(np.ptp(returns, axis=0) == 0)
+    if flat.size:
+        which = [names[i] for i in flat] if names is not None else flat.tolist()
+        raise ValueError(f"{which} do not change over the {len(returns)} returns of the window, so their "
+                         "correlation is undefined: widen the window or leave them out")
+    C = np.corrcoef(returns, rowvar=False)
     C = 0.5 * (C + C.T)
     np.fill_diagonal(C, 1.0)
     return C
@@ -293,7 +302,7 @@ def load_sp500_correlation(*, start: str | None = None, end: str | None = None) 
     if len(dates) < 3:
         raise ValueError(f"only {len(dates)} returns between {start} and {end}: widen the window")
     groups = tuple(SP500_SECTORS.get(t, "unknown") for t in names)
-    return CorrelationData(correlation(returns), tuple(names), dates, returns, groups, "sp500-skfolio")
+    return CorrelationData(correlation(returns, names), tuple(names), dates, returns, groups, "sp500-skfolio")
 
 
 FRENCH_FACTORS = ("MktRF", "SMB", "HML", "Mom", "RF")
@@ -327,7 +336,7 @@ def load_french_correlation(*, start: str | None = None, end: str | None = None)
         raise ValueError(f"only {len(dates)} months between {start} and {end}: widen the window")
     groups = (("industry",) * len(FRENCH_INDUSTRIES) + ("size-value",) * len(FRENCH_SIZE_VALUE)
               + ("size-momentum",) * len(FRENCH_SIZE_MOMENTUM))
-    return CorrelationData(correlation(returns), FRENCH_PORTFOLIOS, dates, returns, groups, "french-30")
+    return CorrelationData(correlation(returns, FRENCH_PORTFOLIOS), FRENCH_PORTFOLIOS, dates, returns, groups, "french-30")
 
 
 def sp500_demo_matrix() -> CorrelationData:

