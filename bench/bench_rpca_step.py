@@ -57,10 +57,11 @@ def copy_bandwidth(nbytes: int) -> float:
 
 def jax_loop(step, steps):
     """A jitted run of ``steps`` consecutive steps (the way a solver calls them: no dispatch
-    between steps, inputs still in cache); ``step(L, R, carry) -> (L, R, carry)``."""
-    def run(L, R, carry):
+    between steps, inputs still in cache); ``step(Y, L, R, carry) -> (L, R, carry)``. Y is an
+    argument, as in the solvers: closed over, it would be a 4 MB constant of the program."""
+    def run(Y, L, R, carry):
         def body(c, _):
-            return step(*c), None
+            return step(Y, *c), None
         return jax.lax.scan(body, (L, R, carry), None, length=steps)[0][0]
     return jax.jit(run)
 
@@ -82,19 +83,19 @@ def main(steps: int = STEPS):
     zeta, eta, a2 = jnp.float32(1e-3), jnp.float32(0.5), jnp.float32(2 * ALPHA)
     Yn, Ln, Rn = (np.asarray(a) for a in (Y, L, R_))
 
-    lr = jax_loop(lambda L, R, c: rpca.lrpca_step(Y, L, R, zeta, eta)[:2] + (c,), steps)
-    warm = jax_loop(lambda L, R, c: (lambda o: (o[0], o[1], o[3]))(rpca.scaledgd_step(Y, L, R, a2, eta, c)),
+    lr = jax_loop(lambda Y, L, R, c: rpca.lrpca_step(Y, L, R, zeta, eta)[:2] + (c,), steps)
+    warm = jax_loop(lambda Y, L, R, c: (lambda o: (o[0], o[1], o[3]))(rpca.scaledgd_step(Y, L, R, a2, eta, c)),
                     steps)
-    cold = jax_loop(lambda L, R, c: rpca.scaledgd_step(Y, L, R, a2, eta)[:2] + (c,), steps)
+    cold = jax_loop(lambda Y, L, R, c: rpca.scaledgd_step(Y, L, R, a2, eta)[:2] + (c,), steps)
     cuts = rpca.scaledgd_step(Y, L, R_, a2, eta)[3]
     buf = np.empty_like(Yn)
     np_lr = numpy_loop(lambda L, R: numpy_lrpca_step(Yn, L, R, 1e-3, 0.5, buf), steps)
     np_sg = numpy_loop(lambda L, R: numpy_scaledgd_step(Yn, L, R, 2 * ALPHA, 0.5), steps)
     t = interleaved_ms({
-        "lrpca_jax": lambda: lr(L, R_, None),
+        "lrpca_jax": lambda: lr(Y, L, R_, None),
         "lrpca_numpy": lambda: np_lr(Ln, Rn),
-        "sgd_jax_warm": lambda: warm(L, R_, cuts),
-        "sgd_jax_cold": lambda: cold(L, R_, None),
+        "sgd_jax_warm": lambda: warm(Y, L, R_, cuts),
+        "sgd_jax_cold": lambda: cold(Y, L, R_, None),
         "sgd_numpy": lambda: np_sg(Ln, Rn),
     }, reps=15)
     t = {name: ms / steps for name, ms in t.items()}  # per iteration

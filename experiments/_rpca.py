@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
+import hashlib
+import json
 import pathlib
 import time
 
@@ -19,6 +22,15 @@ RESULTS = ROOT / "results" / "rpca"
 def out_dir() -> pathlib.Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     return RESULTS
+
+
+def checkpoint(folder: pathlib.Path, stem: str, cfg) -> pathlib.Path:
+    """A training checkpoint's path named after its TrainConfig: a run with other settings (--n,
+    --scale, step counts) starts its own file instead of failing to resume one written for another
+    configuration."""
+    tag = hashlib.sha1(json.dumps(dataclasses.asdict(cfg), sort_keys=True, default=str).encode()).hexdigest()[:8]
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{stem}_{tag}.eqx"
 
 
 def write_csv(name: str, header, rows) -> pathlib.Path:

@@ -25,7 +25,7 @@ import dataclasses
 import jax
 import numpy as np
 
-from _rpca import figure, instance, out_dir, write_csv
+from _rpca import checkpoint, figure, instance, out_dir, write_csv
 from lowrank_jax import rpca
 from lowrank_jax.rpca import training
 
@@ -43,7 +43,7 @@ def model_for(alpha: float, n: int):
     cfg = training.TrainConfig(n=n, rank=5, alpha=alpha, pre_steps=10, full_steps=20, init_rule="rms",
                                init_scale=2.0, init_eta=1.0 / (1.0 - alpha))
     key = jax.random.key(7)
-    p = training.train_lrpca(key, cfg, checkpoint=out_dir() / "models" / f"checkpoint_rms_alpha{alpha:g}.eqx")
+    p = training.train_lrpca(key, cfg, checkpoint=checkpoint(out_dir() / "models", f"checkpoint_rms_alpha{alpha:g}", cfg))
     p, _ = training.frmnn_grid_search(jax.random.fold_in(key, 1), p, cfg, num_instances=GRID_INSTANCES,
                                       extra_layers=GRID_EXTRA)
     rpca.save_params(path, p, {"config": dataclasses.asdict(cfg), "grid_instances": GRID_INSTANCES,

@@ -3,10 +3,11 @@
 For each α: layer-wise training (checkpointed under results/train_lrpca/, so an interrupted run
 resumes), FRMNN (β, φ) grid search on 20 instances at K̄ = 15, then evaluation on 50 fresh test
 instances (float32): mean ‖X_k − X⋆‖_F/‖X⋆‖_F per layer for the K learned layers and for the
-FRMNN continuation. Writes the parameter files into the package (lowrank_jax/rpca/pretrained/),
-results/train_lrpca/summary.json, a CSV of the error curves and a PNG.
+FRMNN continuation. Writes the parameter files, summary_alpha<α>.json, a CSV of the error curves
+and a PNG under results/train_lrpca/; with ``--install`` the parameter files also replace the
+shipped ones in the package (lowrank_jax/rpca/pretrained/), which is how those were made.
 
-    python experiments/rpca_train.py [--alpha 0.1 0.2 0.3] [--no-install]
+    python experiments/rpca_train.py [--alpha 0.1 0.2 0.3] [--install]
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import time
 import jax
 import numpy as np
 
-from _rpca import first_below
+from _rpca import checkpoint, first_below
 from lowrank_jax.rpca import params as params_mod
 from lowrank_jax.rpca import training
 
@@ -50,7 +51,7 @@ def run(alpha, args):
     cfg = training.TrainConfig(n=args.n, rank=5, alpha=alpha, num_layers=10,
                                pre_steps=args.pre_steps, full_steps=args.full_steps, batch=args.batch)
     OUT.mkdir(parents=True, exist_ok=True)
-    ckpt = OUT / f"checkpoint_alpha{alpha:g}.eqx"
+    ckpt = checkpoint(OUT, f"checkpoint_alpha{alpha:g}", cfg)
     key = jax.random.key(2021)
     log = []
     t0 = time.perf_counter()
@@ -78,10 +79,11 @@ def run(alpha, args):
         w.writerow(["layer", "fnn_mean_error", "frmnn_mean_error"])
         for k in range(len(rnn_mean)):
             w.writerow([k + 1, fnn_mean[k] if k < len(fnn_mean) else "", rnn_mean[k]])
-    if not args.no_install:
-        params_mod.save_params(PACKAGE_DIR / params_mod.pretrained_name(alpha, args.n), p,
-                               {"trained_by": "experiments/rpca_train.py", "alpha": alpha,
-                                "config": dataclasses.asdict(cfg), "key": 2021})
+    meta = {"trained_by": "experiments/rpca_train.py", "alpha": alpha, "config": dataclasses.asdict(cfg), "key": 2021}
+    name = params_mod.pretrained_name(alpha, args.n)
+    params_mod.save_params(OUT / name, p, meta)
+    if args.install:
+        params_mod.save_params(PACKAGE_DIR / name, p, meta)
     print(f"alpha={alpha}: trained in {t_train:.0f} s (+ grid {t_grid:.0f} s); beta={float(p.beta):.1f} "
           f"phi={float(p.phi):.1f}; mean error at layer 8 = {rnn_mean[7]:.2e}; "
           f"layers to 1e-4: {summary['layers_to_1e-4']}, to 1e-6: {summary['layers_to_1e-6']}; "
@@ -114,7 +116,8 @@ def main(argv=None):
     ap.add_argument("--pre-steps", type=int, default=training.TrainConfig.pre_steps)
     ap.add_argument("--full-steps", type=int, default=training.TrainConfig.full_steps)
     ap.add_argument("--batch", type=int, default=training.TrainConfig.batch)
-    ap.add_argument("--no-install", action="store_true", help="do not write into the package")
+    ap.add_argument("--install", action="store_true",
+                    help="also replace the shipped parameter files in lowrank_jax/rpca/pretrained/")
     args = ap.parse_args(argv)
     summaries = [run(a, args) for a in args.alpha]
     plot(summaries)

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _rpca import figure, out_dir, timed, write_csv
+from _rpca import checkpoint, figure, out_dir, timed, write_csv
 from lowrank_jax import datasets, rpca
 from lowrank_jax.rpca import training
 
@@ -77,7 +77,7 @@ def main(argv=None):
                                num_layers=K, pre_steps=10, full_steps=20, batch=1, init_instances=2)
     key = jax.random.key(2)
     t0 = time.perf_counter()
-    params = training.train_lrpca(key, cfg, sampler=sampler, checkpoint=out_dir() / "video_checkpoint.eqx")
+    params = training.train_lrpca(key, cfg, sampler=sampler, checkpoint=checkpoint(out_dir(), "video_checkpoint", cfg))
     params, _ = training.frmnn_grid_search(jax.random.fold_in(key, 1), params, cfg, num_instances=8,
                                            extra_layers=5, sampler=sampler)
     t_learn = time.perf_counter() - t0
