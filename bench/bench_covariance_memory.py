@@ -91,8 +91,8 @@ def main(argv=None):
                 print(f"  {n:>4} {k:>3} {mode:>12} failed (exit {out.returncode}): {out.stderr.strip()[-300:]}")
                 continue
             r = json.loads(out.stdout.strip().splitlines()[-1])
-            print(f"  {n:>4} {k:>3} {mode:>12} {r['ms_per_step']:>8.1f} {r['peak_rss_mb'] / 1024:>7.2f} GB "
-                  f"{r['rss_after_imports_mb'] / 1024:>13.2f} GB {dense_adam_bytes(n) / 1e9:>31.2f} GB"
+            print(f"  {n:>4} {k:>3} {mode:>12} {r['ms_per_step']:>8.1f} {r['peak_rss_mb'] * 2**20 / 1e9:>7.2f} GB "
+                  f"{r['rss_after_imports_mb'] * 2**20 / 1e9:>13.2f} GB {dense_adam_bytes(n) / 1e9:>31.2f} GB"
                   f"   (init + 1 step {r['init_and_one_step_s']:.2f} s, compile + first calls "
                   f"{r['compile_and_first_calls_s']:.0f} s)")
 

@@ -15,6 +15,7 @@ import bench_pathnorm_prox  # noqa: E402
 import bench_rpca_step  # noqa: E402
 import bench_rpca_total  # noqa: E402
 import bench_sdl  # noqa: E402
+import bench_selection  # noqa: E402
 
 
 def main():
@@ -22,12 +23,7 @@ def main():
     import jax
 
     print(jax.devices()[0].device_kind if hasattr(jax.devices()[0], "device_kind") else jax.devices()[0])
-    try:
-        import bench_selection  # noqa: PLC0415
-    except ImportError:
-        bench_selection = None
-    if bench_selection is not None and hasattr(bench_selection, "main"):
-        bench_selection.main()
+    bench_selection.main()
     bench_rpca_step.main()
     bench_rpca_total.main()
     bench_pathnorm_prox.main([])

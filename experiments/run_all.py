@@ -17,8 +17,8 @@ def main(argv=None):
     if names:
         scripts = [p for p in scripts if any(n in p.stem for n in names)]
     if not scripts:
-        print("no experiment scripts yet")
-        return
+        raise SystemExit(f"no experiment script's name contains any of {names}; the scripts: "
+                         + ", ".join(p.stem for p in sorted(HERE.glob("*_*.py")) if p.stem != "run_all" and not p.name.startswith("_")))
     for path in scripts:
         print(f"\n### {path.stem}")
         spec = importlib.util.spec_from_file_location(path.stem, path)
