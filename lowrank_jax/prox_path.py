@@ -130,7 +130,10 @@ def _check_pair(W_in, W_out, strength):
                          f"is (outputs, hidden) = {tuple(W_out.shape)}")
     dtype = jnp.result_type(W_in.dtype, W_out.dtype)
     strength = _checks.as_hyper(strength, "strength", ndim=0, dtype=dtype)
-    return W_in.astype(dtype), W_out.astype(dtype), strength
+    # For λ ≥ 1 only pairs with s_v · s_w = 0 have d = 1 − λ² s_v s_w > 0, and their candidates do
+    # not depend on λ: λ = 1 gives the same prox, and a huge λ no longer overflows λ² (inf · 0 = NaN
+    # made the argmin pick the empty unit).
+    return W_in.astype(dtype), W_out.astype(dtype), jnp.minimum(strength, 1)
 
 
 def path_norm_prox(W_in, W_out, strength):

@@ -187,11 +187,17 @@ def test_special_cases(x64):
     np.testing.assert_array_equal(P_in, W_in)
     np.testing.assert_array_equal(P_out, W_out)
     # λ ≥ 1: no unit keeps both blocks; it keeps the one with the larger ℓ2 norm, untouched.
-    P_in, P_out = prox.path_norm_prox(W_in, W_out, 1.5)
-    for i in range(12):
-        keep_in = np.linalg.norm(W_in[i]) > np.linalg.norm(W_out[:, i])
-        np.testing.assert_array_equal(P_in[i], W_in[i] if keep_in else 0.0)
-        np.testing.assert_array_equal(P_out[:, i], 0.0 if keep_in else W_out[:, i])
+    # Also where λ² overflows (1e200 in float64, 2e19 in float32): it zeroed every unit before.
+    for fn, lam in ((prox.path_norm_prox, 1.5), (prox.path_norm_prox, 1e200), (prox.path_norm_prox_mfb, 1e200)):
+        P_in, P_out = fn(W_in, W_out, lam)
+        for i in range(12):
+            keep_in = np.linalg.norm(W_in[i]) > np.linalg.norm(W_out[:, i])
+            np.testing.assert_array_equal(P_in[i], W_in[i] if keep_in else 0.0)
+            np.testing.assert_array_equal(P_out[:, i], 0.0 if keep_in else W_out[:, i])
+    with jax.enable_x64(False):
+        P_in, P_out = prox.path_norm_prox(np.array([[3.0]], np.float32), np.array([[1.0]], np.float32), 2e19)
+        np.testing.assert_array_equal(P_in, [[3.0]])
+        np.testing.assert_array_equal(P_out, [[0.0]])
     # All-zero weights stay zero; a zero output block leaves the input block untouched.
     Z_in, Z_out = prox.path_norm_prox(np.zeros((3, 5)), np.zeros((2, 3)), 0.2)
     assert not np.any(Z_in) and not np.any(Z_out)
