@@ -142,13 +142,42 @@ def nonzero_fraction(model: ShallowNet) -> jax.Array:
     return nnz / (W_in.size + W_out.size)
 
 
+def _check_eval(model, X, y):
+    """Validated (X, y) for evaluating ``model``: X (N, inputs) a finite float matrix (integers are
+    converted), y (N,) integer labels below the model's number of outputs. Labels that are traced
+    (inside ``jit``/``vmap``) are checked for shape and dtype only."""
+    if not isinstance(model, ShallowNet):
+        raise ValueError(f"model must be a ShallowNet, got {type(model).__name__}")
+    X = _checks.as_matrix(X, "X")
+    inputs, outputs = model.hidden.weight.shape[-1], model.out.weight.shape[-2]
+    if X.shape[1] != inputs:
+        raise ValueError(f"model takes {inputs} inputs but X has {X.shape[1]} columns (examples are rows)")
+    if isinstance(y, jax.core.Tracer):
+        if y.shape != (X.shape[0],) or not jnp.issubdtype(y.dtype, jnp.integer):
+            raise ValueError(f"y must be ({X.shape[0]},) integer labels, got {y.shape} {y.dtype}")
+        return X, y
+    y_np = _checks.class_labels(y, X.shape[0], outputs, what="X has {n} rows (examples are rows)")
+    return X, jnp.asarray(y_np, jnp.int32)
+
+
+def _check_attack(eps, steps, step_size, key):
+    eps = _checks.as_hyper(eps, "eps", ndim=0)
+    steps = _checks.check_positive_int(steps, "steps", minimum=0)
+    step_size = None if step_size is None else _checks.as_hyper(step_size, "step_size", ndim=0)
+    return eps, steps, step_size, _checks.as_key(key)
+
+
 def pgd_attack(model: ShallowNet, X, y, eps, *, key, steps: int = 40, step_size=None):
     """Untargeted PGD in the ℓ∞ ball (Madry et al. 2018) as in the paper's evaluation: a uniform
     random start in [−ε, ε], ``steps`` ascent steps x ← Π(x + a · sign ∇_x CE) of size a = ε/20,
-    projected back on the ball around X and clipped to the pixel range [0, 1]."""
+    projected back on the ball around X and clipped to the pixel range [0, 1]. X (N, inputs),
+    y (N,) labels below the model's outputs, ε ≥ 0; ``key`` a PRNG key or an integer seed."""
+    X, y = _check_eval(model, X, y)
+    return _pgd(model, X, y, *_check_attack(eps, steps, step_size, key))
+
+
+def _pgd(model, X, y, eps, steps, step_size, key):
     a = eps / 20 if step_size is None else step_size
-    X = jnp.asarray(X)
-    X = X if jnp.issubdtype(X.dtype, jnp.floating) else X.astype(jnp.result_type(float))
     grad_x = jax.grad(lambda Z: jnp.sum(optax.softmax_cross_entropy_with_integer_labels(model(Z), y)))
     Z = jnp.clip(X + jax.random.uniform(key, X.shape, X.dtype, -eps, eps), 0.0, 1.0)
 
@@ -160,12 +189,19 @@ def pgd_attack(model: ShallowNet, X, y, eps, *, key, steps: int = 40, step_size=
 
 
 def error_rate(model: ShallowNet, X, y) -> jax.Array:
+    """Share of the rows of X (N, inputs) whose predicted class differs from y (N,)."""
+    X, y = _check_eval(model, X, y)
+    return _error_rate(model, X, y)
+
+
+def _error_rate(model, X, y):
     return jnp.mean(jnp.argmax(model(X), axis=-1) != y)
 
 
 def robust_error(model: ShallowNet, X, y, eps, *, key, steps: int = 40) -> jax.Array:
-    """Error on PGD-ℓ∞ examples (ε = 0 gives the clean error)."""
-    return error_rate(model, pgd_attack(model, X, y, eps, key=key, steps=steps), y)
+    """Error on PGD-ℓ∞ examples (ε = 0 gives the clean error); arguments as :func:`pgd_attack`."""
+    X, y = _check_eval(model, X, y)
+    return _error_rate(model, _pgd(model, X, y, *_check_attack(eps, steps, None, key)), y)
 
 
 # -- training ------------------------------------------------------------------------------------
@@ -193,15 +229,25 @@ def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch:
     ``FloatingPointError``; inside ``jit``/``vmap``/:func:`lowrank_jax.sweep.run` the NaN is returned.
     """
     X, y, outputs = _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model)
+    key, epochs, hidden = _check_run(key, epochs, hidden, model)
     lr = _checks.as_hyper(lr, "lr", ndim=0, positive=True, dtype=X.dtype)
     lam = _checks.as_hyper(lam, "lam", ndim=0, dtype=X.dtype)
     with progress_bar.CompiledBar(epochs, f"training ({reg}/{method})", "epoch", progress):
         out = _train(key, X, y, lr, lam, model, reg=reg, method=method,
                      epochs=epochs, batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch, outputs=outputs,
                      progress=progress)
-    _checks.raise_if_diverged(out.model,
-                              lambda: f"training diverged (non-finite weights): lower lr (got {float(lr):.3g})")
+    _checks.raise_if_diverged(out.model, lambda: f"training diverged (non-finite weights): lower lr (got "
+                                                 f"{float(lr):.3g}) or, with method='sgd', λ (got {float(lam):.3g})")
     return out
+
+
+def _check_run(key, epochs, hidden, model):
+    """(key, epochs, hidden) for :func:`train` and :func:`sweep`: an integer key is a seed, at least
+    one epoch, and at least one hidden unit when the network is built here."""
+    epochs = _checks.check_positive_int(epochs, "epochs")
+    if model is None:
+        hidden = _checks.check_positive_int(hidden, "hidden")
+    return _checks.as_key(key), epochs, hidden
 
 
 def _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model=None):
@@ -284,6 +330,7 @@ def sweep(key, X, y, *, reg: str, method: str, lrs, lams, seeds: int = 1, epochs
     arguments as :func:`train`. Returns a :class:`TrainResult` whose leaves carry leading axes
     (seeds, configurations)."""
     X, y, outputs = _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model)
+    key, epochs, hidden = _check_run(key, epochs, hidden, model)
     lrs = jnp.atleast_1d(_checks.as_hyper(lrs, "lrs", positive=True, dtype=X.dtype))
     lams = jnp.atleast_1d(_checks.as_hyper(lams, "lams", dtype=X.dtype))
     if lrs.shape != lams.shape or lrs.ndim != 1:

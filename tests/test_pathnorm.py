@@ -186,6 +186,8 @@ def test_bad_choices_are_refused(digits):
     (dict(model=lambda X: pathnorm.ShallowNet(X.shape[1], 8, 3, key=jax.random.key(0))), "labels must be in 0, …, 2"),
     (dict(model=lambda X: pathnorm.ShallowNet(X.shape[1] + 1, 8, 10, key=jax.random.key(0))), "inputs"),
     (dict(X=lambda X: X.at[3, 3].set(jnp.nan)), "X has non-finite"),
+    (dict(epochs=-1), "epochs must be an integer >= 1"),
+    (dict(hidden=0, reg="l1"), "hidden must be an integer >= 1"),
 ])
 def test_bad_training_input_is_named(digits, change, match):
     """Each bad argument is refused by name before any training: before these checks a negative λ
@@ -200,6 +202,39 @@ def test_bad_training_input_is_named(digits, change, match):
     X_, y_ = kw.pop("X", X), kw.pop("y", y)
     with pytest.raises(ValueError, match=match):
         pathnorm.train(jax.random.key(0), X_, y_, **kw)
+
+
+def test_evaluation_input_is_named_and_an_integer_key_is_a_seed(digits):
+    """error_rate / robust_error / pgd_attack validated nothing: a (N, 1) y broadcast to an (N, N)
+    comparison (error 0.6 of nothing), a short y or labels past the outputs gave an error rate, a
+    negative or NaN ε returned a number and an empty X gave NaN. An int key raised a PRNG TypeError
+    in pathnorm alone."""
+    X, y = digits
+    X, y = jnp.asarray(X[:200]), np.asarray(y[:200])
+    model = pathnorm.ShallowNet(X.shape[1], 8, 10, key=jax.random.key(0))
+    key = jax.random.key(3)
+    np.testing.assert_array_equal(pathnorm.robust_error(model, X, y, 0.1, key=3, steps=2),
+                                  pathnorm.robust_error(model, X, y, 0.1, key=key, steps=2))
+    np.testing.assert_array_equal(pathnorm.pgd_attack(model, X, y, 0.1, key=3, steps=2),
+                                  pathnorm.pgd_attack(model, X, y, 0.1, key=key, steps=2))
+    kw = dict(reg="l1", method="prox", lr=0.1, lam=1e-3, epochs=1, batch=50, hidden=4, logs_per_epoch=2)
+    np.testing.assert_array_equal(pathnorm.train(3, X, y, **kw).loss, pathnorm.train(key, X, y, **kw).loss)
+    for call, match in [
+        (lambda: pathnorm.error_rate(model, X, y[:, None]), "1-D"),
+        (lambda: pathnorm.error_rate(model, X, y[:10]), "y has 10 labels"),
+        (lambda: pathnorm.error_rate(pathnorm.ShallowNet(X.shape[1], 8, 3, key=key), X, y), "0, …, 2"),
+        (lambda: pathnorm.error_rate(model, X[:0], y[:0]), "non-empty"),
+        (lambda: pathnorm.robust_error(model, X[:, :5], y, 0.1, key=key), "takes 64 inputs"),
+        (lambda: pathnorm.robust_error(model, X, y, -0.1, key=key), "eps must be non-negative"),
+        (lambda: pathnorm.robust_error(model, X, y, float("nan"), key=key), "eps has non-finite"),
+        (lambda: pathnorm.pgd_attack(model, X, y, 0.1, key=key, steps=-1), "steps"),
+        (lambda: pathnorm.error_rate((model,), X, y), "ShallowNet"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            call()
+    # Under jit the labels are traced: only their shape and dtype are checked, the value is the same.
+    jitted = jax.jit(lambda m, yy: pathnorm.error_rate(m, X, yy))(model, jnp.asarray(y, jnp.int32))
+    np.testing.assert_array_equal(jitted, pathnorm.error_rate(model, X, y))
 
 
 def test_integer_pixels_train_like_their_float_values(digits):
