@@ -146,6 +146,43 @@ def test_prediction_and_supervised_coding(x64):
     assert np.mean(np.asarray(jnp.argmax(Ps, 1)) == y) > majority + 0.15
 
 
+def test_supervised_coding_refuses_xi_zero_and_survives_a_rank_deficient_dictionary(monkeypatch):
+    """At ξ = 0 supervised coding returned NaN costs, which predict read as class 0 and
+    cross_validate scored as accuracy; W = 0 (all-zero training data) made its solve singular."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 16)), np.array([0, 1] * 8)
+    m = sdl.fit(X, y, 2, xi=0.0, iters=50)
+    with pytest.raises(ValueError, match="ξ > 0"):
+        sdl.predict(m, X, coding="supervised")
+    with pytest.raises(ValueError, match="ξ > 0"):
+        sdl.cross_validate(X, y, 2, [0.0, 1.0], [0.1], coding="supervised", folds=2)
+    m0 = sdl.fit(np.zeros((20, 16)), y, 2)
+    assert not np.any(m0.W)
+    # W = 0: every code reconstructs nothing, so the classes' costs differ only through γ's intercept;
+    # the probabilities are those of the least-squares code (h = 0), finite and equal for every sample.
+    P = np.asarray(sdl.predict_proba(m0, X, coding="supervised"))
+    np.testing.assert_allclose(P, np.asarray(sdl.predict_proba(m0, X)), rtol=1e-5)
+
+
+def test_a_diverged_grid_point_is_nan_and_never_the_best(monkeypatch):
+    """Fits whose iterates overflow predicted class 0 everywhere and scored that as accuracy."""
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(20, 16)), np.array([0, 1] * 8)
+    with pytest.raises(FloatingPointError, match="every"):
+        sdl.cross_validate(X * 1e20, y, 2, [1.0], [0.1], folds=2)
+    import importlib
+    fit_mod = importlib.import_module("lowrank_jax.sdl.fit")
+    real = fit_mod._grid_predict
+
+    def second_point_diverges(*args, **kw):
+        preds, finite = real(*args, **kw)
+        return preds, finite.at[1].set(False)
+
+    monkeypatch.setattr(fit_mod, "_grid_predict", second_point_diverges)
+    acc, best = sdl.cross_validate(X, y, 2, [0.1, 1.0], [0.1], folds=2)
+    assert np.isnan(acc[1, 0]) and np.isfinite(acc[0, 0]) and best == (0.1, 0.1)
+
+
 def test_cross_validation_grid_equals_separate_fits(x64):
     X, y, _ = generative("W", 30, 40, 2, seed=4)
     X = X / np.sqrt(40)

@@ -135,12 +135,16 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters:
     return out
 
 
-def _check_coding(coding: str, model: str) -> None:
-    """``coding`` is "lstsq" or "supervised", and "supervised" only for SDL-H."""
+def _check_coding(coding: str, model: str, xi=None) -> None:
+    """``coding`` is "lstsq" or "supervised", and "supervised" only for SDL-H with ξ > 0 (at ξ = 0
+    the code h has no reconstruction term: every class's cost has infimum 0 and no minimiser)."""
     if coding not in ("lstsq", "supervised"):
         raise ValueError(f"coding must be 'lstsq' or 'supervised', got {coding!r}")
     if coding == "supervised" and model != "H":
         raise ValueError("supervised coding is for SDL-H; SDL-W predicts by a forward pass")
+    if coding == "supervised" and xi is not None and _checks.is_concrete(xi) and np.any(np.asarray(xi) <= 0):
+        raise ValueError("supervised coding needs ξ > 0: at ξ = 0 min_h ℓ(c, βᵀh) is 0 for every class c "
+                         "(use coding='lstsq')")
 
 
 def activations(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
@@ -160,10 +164,12 @@ def activations(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
 
 def predict_proba(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
     """Class probabilities, shape (n_new, κ + 1) (column 0 the reference class)."""
-    _check_coding(coding, m.model)
+    _check_coding(coding, m.model, m.xi)
     if coding == "supervised":
         X_new, Xa = _new_data(m, X_new, X_aux_new)
         J = _supervised_costs(m.W, m.beta, m.gamma, m.xi, X_new, Xa)
+        _checks.raise_if_diverged(J, "supervised coding gave non-finite class costs (overflow in the data "
+                                     "or the model): use coding='lstsq'")
         return jax.nn.softmax(-J, axis=1)
     return sm.class_probs(activations(m, X_new, X_aux_new)).T
 
@@ -192,10 +198,11 @@ def _new_data(m: SDLModel, X_new, X_aux_new):
 @functools.partial(jax.jit, static_argnames=("newton_iters",))
 def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
     """J (n, κ + 1): J[s, c] = min_h ℓ(c, βᵀh + γᵀx'_s) + ξ‖x_s − Wh‖² (damped Newton from the
-    least-squares code; the problem is strongly convex when W has full column rank and ξ > 0)."""
+    least-squares code; the problem is strongly convex when W has full column rank and ξ > 0). A
+    rank-deficient W (all-zero data fit W = 0) gets the minimum-norm code and minimum-norm Newton
+    steps instead of the NaN of a singular solve."""
     kappa = beta.shape[1]
-    G = W.T @ W
-    h_ls = jnp.linalg.solve(G, W.T @ X)                   # (r, n)
+    h_ls = jnp.linalg.lstsq(W, X)[0]                      # (r, n)
     offset = gamma.T @ Xa                                  # (κ, n)
 
     def cost(h, c, x, off):
@@ -209,7 +216,7 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
         def newton(_, h):
             g = jax.grad(f)(h)
             Hm = jax.hessian(f)(h)
-            dh = jnp.linalg.solve(Hm, g)
+            dh = jnp.linalg.lstsq(Hm, g)[0]
             fh = f(h)
             t = jax.lax.while_loop(lambda t: (f(h - t * dh) > fh - 1e-4 * t * jnp.dot(g, dh)) & (t > 1e-8),
                                    lambda t: 0.5 * t, jnp.ones((), h.dtype))
@@ -230,16 +237,19 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
     Each fold fits the whole grid in one compiled, ``vmap``ped LPGD program (no Python loop over
     the grid). ``num_classes`` as in :func:`fit` (by default max(y) + 1, every class present in
     ``y``; a fold's training part may then still miss a rare class, which is allowed there).
-    Returns (accuracy (len(xis), len(lams)), best (ξ, λ)).
+    Returns (accuracy (len(xis), len(lams)), best (ξ, λ)). A grid point whose fit diverges on any
+    fold (non-finite iterate) has accuracy NaN and is never the best; if every point diverges,
+    ``FloatingPointError``. ``coding="supervised"`` needs every ξ > 0.
     """
     X = np.asarray(_checks.as_matrix(X, "X"))
     y_np = sm.check_labels(y, X.shape[1], num_classes)
     num_classes = sm.infer_num_classes(y_np, num_classes)
-    _check_coding(coding, model)
-    xis = np.asarray(_checks.as_hyper(np.ravel(np.asarray(xis, float)), "xis", ndim=1), float)
-    lams = np.asarray(_checks.as_hyper(np.ravel(np.asarray(lams, float)), "lams", ndim=1), float)
+    xis, lams = np.ravel(np.asarray(xis, float)), np.ravel(np.asarray(lams, float))
+    _checks.as_hyper(xis, "xis", ndim=1)       # checked; the best pair is returned as given, not rounded
+    _checks.as_hyper(lams, "lams", ndim=1)
     if not xis.size or not lams.size:
         raise ValueError(f"xis and lams need at least one value each, got {xis.size} and {lams.size}")
+    _check_coding(coding, model, xis)
     folds = _checks.check_positive_int(folds, "folds", minimum=2)
     if folds > y_np.size:
         raise ValueError(f"folds = {folds} is more than the {y_np.size} samples: every fold needs a validation sample")
@@ -258,12 +268,16 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
         X_val = jnp.asarray(X[:, val], data.X.dtype)
         Xa_val, _ = sm.aux_matrix(None if X_aux is None else np.asarray(X_aux)[:, val], len(val), intercept,
                                   data.X.dtype)
-        preds = _grid_predict(theta0, gamma0, data, jnp.asarray(grid_xi, data.X.dtype),
-                              jnp.asarray(grid_lam, data.X.dtype), X_val, Xa_val, rank=rank_f, model=model,
-                              iters=iters, coding=coding, span=solvers.resolve_span(None, data))
-        acc += np.mean(np.asarray(preds) == y_np[val][None, :], axis=1) / folds
+        preds, finite = _grid_predict(theta0, gamma0, data, jnp.asarray(grid_xi, data.X.dtype),
+                                      jnp.asarray(grid_lam, data.X.dtype), X_val, Xa_val, rank=rank_f, model=model,
+                                      iters=iters, coding=coding, span=solvers.resolve_span(None, data))
+        fold_acc = np.mean(np.asarray(preds) == y_np[val][None, :], axis=1)
+        acc += np.where(np.asarray(finite), fold_acc, np.nan) / folds
     acc = acc.reshape(xis.size, lams.size)
-    i, j = np.unravel_index(np.argmax(acc), acc.shape)
+    if np.all(np.isnan(acc)):
+        raise FloatingPointError("every (ξ, λ) fit diverged (non-finite iterates): rescale X (e.g. "
+                                 "datasets.standardize) or lower ξ, λ")
+    i, j = np.unravel_index(np.nanargmax(acc), acc.shape)
     return acc, (float(xis[i]), float(lams[j]))
 
 
@@ -274,13 +288,15 @@ def _grid_predict(theta0, gamma0, data, xis, lams, X_val, Xa_val, *, rank, model
         res = solvers._lpgd(theta0, gamma0, data, xi, lam, step, None, None, rank=rank, model=model, iters=iters,
                             svd="gram", project=None, span=span)
         f = sm.factors(res.theta, rank, model, data.kappa)
+        finite = jnp.all(jnp.isfinite(res.theta)) & jnp.all(jnp.isfinite(res.gamma))
         if model == "W":
             a = sm.split(res.theta, "W", data.kappa)[0].T @ X_val + res.gamma.T @ Xa_val
-            return jnp.argmax(sm.class_probs(a), axis=0)
+            return jnp.argmax(sm.class_probs(a), axis=0), finite
         if coding == "supervised":
-            return jnp.argmin(_supervised_costs(f.W, f.beta, res.gamma, xi, X_val, Xa_val), axis=1)
+            J = _supervised_costs(f.W, f.beta, res.gamma, xi, X_val, Xa_val)
+            return jnp.argmin(J, axis=1), finite & jnp.all(jnp.isfinite(J))
         h = jnp.linalg.lstsq(f.W, X_val)[0]
-        return jnp.argmax(sm.class_probs(f.beta.T @ h + res.gamma.T @ Xa_val), axis=0)
+        return jnp.argmax(sm.class_probs(f.beta.T @ h + res.gamma.T @ Xa_val), axis=0), finite
 
     return jax.vmap(one)(xis, lams)
 
