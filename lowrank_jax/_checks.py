@@ -78,6 +78,34 @@ def as_matrix(x, name: str) -> jax.Array:
     return jnp.asarray(x)
 
 
+def check_scale(x, name: str) -> None:
+    """Refuse a concrete matrix whose scale the solvers' sums of squares cannot hold in its dtype.
+
+    Residual norms, relative errors and stopping rules are √(Σ x²) over all n1·n2 entries. With
+    m = max|x| they overflow when m² · 4 n1 n2 passes the dtype's maximum, and relative residuals
+    down to eps underflow to 0 when (eps · m)² is below its smallest normal: a run with ``tol`` then
+    "converges" at once with a wrong result. Float32 holds about 1e-12 ≤ m ≤ 1e15 at a million
+    entries; float64 about 1e-138 ≤ m ≤ 1e150. All-zero matrices pass; tracers are not checked.
+    """
+    if not is_concrete(x):
+        return
+    if isinstance(x, jax.Array):
+        with jax.ensure_compile_time_eval():
+            m = float(jnp.max(jnp.abs(x)))
+    else:
+        m = float(np.max(np.abs(x)))
+    if m == 0.0:
+        return
+    info = jnp.finfo(x.dtype)
+    low = float(np.sqrt(float(info.tiny))) / float(info.eps)
+    high = float(np.sqrt(float(info.max) / (4.0 * x.size)))
+    if not low <= m <= high:
+        raise ValueError(f"{name}'s largest entry is {m:.3g}, outside [{low:.1g}, {high:.1g}], the range in which "
+                         f"{x.dtype} sums of squares over its {x.size} entries neither overflow nor underflow: "
+                         f"rescale {name} (the solutions scale with it)"
+                         + (" or compute in float64 (jax.enable_x64)" if info.bits < 64 else ""))
+
+
 def check_rank(rank, shape, name: str = "rank") -> int:
     """``rank`` must be a Python integer with 1 <= rank <= min(shape)."""
     if isinstance(rank, bool) or not isinstance(rank, numbers.Integral):

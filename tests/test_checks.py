@@ -99,3 +99,32 @@ def test_half_precision_inputs_run_in_float32_in_every_family(family):
     else:
         from lowrank_jax import prox
         _half_vs_single(lambda W_in, W_out: prox.path_norm_prox(W_in, W_out, strength=0.1), grid((6, 4)), grid((3, 6)))
+
+
+def test_a_scale_whose_sums_of_squares_overflow_or_underflow_is_refused_in_every_family():
+    """In float32 a Y of order 1e-20 made every residual 0 (a run with tol stopped after one iteration,
+    4–43 % from the answer) and one of order 1e20 overflowed them; each family now names the range."""
+    from lowrank_jax import covariance, datasets, rpca, sdl
+    p = datasets.rpca_problem(jax.random.key(0), 60, 50, 3, 0.1)
+    Sigma = jnp.eye(10) + 0.2
+    X, y = np.random.default_rng(0).normal(size=(20, 16)), np.array([0, 1] * 8)
+    for s in (1e-20, 1e20):
+        for call in (lambda: rpca.scaledgd(p.Y * s, 3, 0.1, tol=1e-5), lambda: rpca.altproj(p.Y * s, 3),
+                     lambda: covariance.ialm(Sigma * s), lambda: sdl.fit(X * s, y, 2)):
+            with pytest.raises(ValueError, match=r"largest entry .* rescale"):
+                call()
+    # the bounds: √tiny / eps below, √(max / 4 n1 n2) above; zero and in-range matrices pass
+    info = jnp.finfo(jnp.float32)
+    low, high = float(np.sqrt(info.tiny) / info.eps), float(np.sqrt(info.max / (4 * 100)))
+    for m, ok in ((0.0, True), (low * 1.01, True), (low * 0.99, False), (high * 0.99, True), (high * 1.01, False)):
+        x = jnp.full((10, 10), m, jnp.float32)
+        if ok:
+            _checks.check_scale(x, "x")
+        else:
+            with pytest.raises(ValueError, match="x's largest entry"):
+                _checks.check_scale(x, "x")
+    # results are scale-equivariant inside the range: 1e-11 and 1e14 give the scale-1 answer
+    ref = rpca.altproj(p.Y, 3, max_iter=20)
+    for s in (2.0 ** -36, 2.0 ** 46):
+        out = rpca.altproj(p.Y * s, 3, max_iter=20)
+        np.testing.assert_allclose(np.asarray(out.X) / s, np.asarray(ref.X), rtol=1e-4, atol=1e-6)

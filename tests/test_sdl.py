@@ -168,19 +168,24 @@ def test_a_diverged_grid_point_is_nan_and_never_the_best(monkeypatch):
     """Fits whose iterates overflow predicted class 0 everywhere and scored that as accuracy."""
     rng = np.random.default_rng(1)
     X, y = rng.normal(size=(20, 16)), np.array([0, 1] * 8)
-    with pytest.raises(FloatingPointError, match="every"):
+    with pytest.raises(ValueError, match="rescale X"):         # a scale whose squares overflow: refused
         sdl.cross_validate(X * 1e20, y, 2, [1.0], [0.1], folds=2)
     import importlib
     fit_mod = importlib.import_module("lowrank_jax.sdl.fit")
     real = fit_mod._grid_predict
 
-    def second_point_diverges(*args, **kw):
-        preds, finite = real(*args, **kw)
-        return preds, finite.at[1].set(False)
+    def diverging(points):
+        def grid_predict(*args, **kw):
+            preds, finite = real(*args, **kw)
+            return preds, finite.at[points].set(False)
+        return grid_predict
 
-    monkeypatch.setattr(fit_mod, "_grid_predict", second_point_diverges)
+    monkeypatch.setattr(fit_mod, "_grid_predict", diverging(1))
     acc, best = sdl.cross_validate(X, y, 2, [0.1, 1.0], [0.1], folds=2)
     assert np.isnan(acc[1, 0]) and np.isfinite(acc[0, 0]) and best == (0.1, 0.1)
+    monkeypatch.setattr(fit_mod, "_grid_predict", diverging(slice(None)))
+    with pytest.raises(FloatingPointError, match="every"):
+        sdl.cross_validate(X, y, 2, [0.1, 1.0], [0.1], folds=2)
 
 
 def test_cross_validation_grid_equals_separate_fits(x64):

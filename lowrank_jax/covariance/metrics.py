@@ -45,9 +45,11 @@ def check_symmetric(Sigma, name: str = "Sigma", rtol: float = 1e-6) -> jax.Array
     non-symmetric input). Only shape and dtype are checked when ``Sigma`` is a tracer.
 
     Raises:
-      ValueError: not 2-D, empty, not square, non-finite entries, or not symmetric.
+      ValueError: not 2-D, empty, not square, non-finite entries, not symmetric, or at a scale whose
+        sums of squares overflow or underflow (:func:`lowrank_jax._checks.check_scale`).
     """
     Sigma = _checks.as_matrix(Sigma, name)
+    _checks.check_scale(Sigma, name)
     if Sigma.shape[0] != Sigma.shape[1]:
         raise ValueError(f"{name} must be square, got shape {tuple(Sigma.shape)}")
     if _checks.is_concrete(Sigma):

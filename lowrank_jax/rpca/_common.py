@@ -55,6 +55,7 @@ def check_common(Y, rank, X_star, support, key, svd, *, oversample=0, n_iter=0):
     Y (float16, bfloat16) is computed in float32 (see :func:`lowrank_jax._checks.as_matrix`); an
     integer key is a seed."""
     Y = _checks.as_matrix(Y, "Y")
+    _checks.check_scale(Y, "Y")
     _checks.check_positive_int(oversample, "oversample", minimum=0)
     _checks.check_positive_int(n_iter, "n_iter", minimum=0)
     rank = _checks.check_rank(rank, Y.shape)

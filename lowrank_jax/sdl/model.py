@@ -87,6 +87,7 @@ def prepare(X, y, X_aux=None, *, intercept: bool = False, num_classes: int | Non
     """Validate and bundle training data. κ = num_classes − 1; by default κ = max(y), and then every
     label 0, …, max(y) must occur (:func:`infer_num_classes`)."""
     X = _checks.as_matrix(X, "X")
+    _checks.check_scale(X, "X")
     p, n = X.shape
     y_np = check_labels(y, n, num_classes)
     kappa = infer_num_classes(y_np, num_classes) - 1
