@@ -140,6 +140,20 @@ def test_sharded_lrpca_on_one_device_equals_lrpca():
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
 
 
+def test_sharded_lrpca_raises_on_divergence_like_lrpca():
+    """FRMNN with β = 10 grows the steps without bound: lrpca raised, lrpca_sharded returned NaN."""
+    from lowrank_jax import rpca
+    from lowrank_jax.datasets import rpca as data
+    from lowrank_jax.rpca import sharded
+    prob = data.rpca_problem(jax.random.key(0), 60, 50, 3, 0.1)
+    zeta, eta = rpca.oracle_thresholds(prob.Y, 3, prob.X, 8), jnp.full(8, 0.5)
+    mesh = sharded.row_mesh(jax.devices()[:1])
+    with pytest.raises(FloatingPointError, match="diverged"):
+        rpca.lrpca(prob.Y, 3, zeta, eta, beta=10.0, phi=0.7, max_iter=60)
+    with pytest.raises(FloatingPointError, match="diverged"):
+        sharded.lrpca_sharded(prob.Y, 3, zeta, eta, beta=10.0, phi=0.7, max_iter=60, mesh=mesh)
+
+
 def test_sharded_lrpca_rejects_bad_input():
     from jax.sharding import Mesh
     from lowrank_jax.rpca import sharded

@@ -288,6 +288,23 @@ def test_relative_change_halting_rule_matches_brute_force(x64):
         rpca.lrpca(p.Y, 3, z, jnp.full(K, 0.5), tol=1e-3, stop="residuals")
 
 
+def test_a_shipped_model_checks_what_it_is_called_with():
+    """The model's call took Y and rank unchecked: a 1-D Y raised IndexError, an empty one
+    ZeroDivisionError, rank = 0 a math domain error, and rank = 2.5 ran at rank 2."""
+    model = rpca.pretrained(0.1)
+    Y = datasets.rpca_problem(jax.random.key(0), 60, 50, 3, 0.1).Y
+    for call, match in [(lambda: model(np.ones(5)), "2-D"), (lambda: model(np.zeros((0, 5))), "non-empty"),
+                        (lambda: model(Y, rank=0), "rank must satisfy"), (lambda: model(Y, rank=2.5), "integer"),
+                        (lambda: model(Y, rank=True), "integer"), (lambda: model.for_problem(0, 5), "n must be"),
+                        (lambda: model.for_problem(100, 0), "rank must be"), (lambda: rpca.pretrained("0.1"), "alpha")]:
+        with pytest.raises(ValueError, match=match):
+            call()
+    # The oracle schedule of a diverging run (η = 100) overflowed to NaN thresholds without a word.
+    X_star = datasets.rpca_problem(jax.random.key(0), 60, 50, 3, 0.1).X
+    with pytest.raises(FloatingPointError, match="oracle thresholds became non-finite"):
+        rpca.oracle_thresholds(Y, 3, X_star, 20, 100.0)
+
+
 def test_inputs_users_pass_are_taken_or_named():
     """altproj(tol=None) runs its whole budget (it crashed); an int key is a seed; half precision
     runs in float32 (LAPACK has no float16 SVD); a scipy.sparse Y is refused by name; a float32 0.3

@@ -246,5 +246,8 @@ def oracle_thresholds(Y, rank, X_star, num_layers, eta=0.5, *, rule="max", scale
         eta = jnp.full((num_layers,), eta)
     elif eta.shape != (num_layers,):
         raise ValueError(f"eta must be a scalar or have shape ({num_layers},), got {tuple(eta.shape)}")
-    return _oracle(Y, X_star, eta, scale, key, rank=rank, num_layers=num_layers, rule=rule, svd=svd,
+    zeta = _oracle(Y, X_star, eta, scale, key, rank=rank, num_layers=num_layers, rule=rule, svd=svd,
                    oversample=oversample, n_iter=n_iter)
+    _checks.raise_if_diverged(zeta, "the oracle thresholds became non-finite: the steps eta are too large for "
+                                    "this problem (the oracle iterates diverged)")
+    return zeta

@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import numbers
 import os
 import tempfile
 import warnings
@@ -25,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lowrank_jax import _checks
 from lowrank_jax.rpca.learned import lrpca
 
 _MAGIC = b"lowrank_jax.LRPCAParams v1\n"
@@ -76,6 +78,10 @@ class LRPCAParams(eqx.Module):
 
     def for_problem(self, n: float, rank: int) -> "LRPCAParams":
         """The paper's generalisation rule: η as is, ζ scaled by (self.n / n)(rank / self.rank)."""
+        if isinstance(n, bool) or not isinstance(n, numbers.Real) or not 0 < n < math.inf:
+            raise ValueError(f"n must be a positive size √(n1 n2), got {n!r}")
+        if isinstance(rank, bool) or not isinstance(rank, numbers.Integral) or rank < 1:
+            raise ValueError(f"rank must be a positive integer, got {rank!r}")
         scale = (self.n / n) * (rank / self.rank)
         return eqx.tree_at(lambda p: p.log_zeta, self, self.log_zeta + math.log(scale))
 
@@ -91,7 +97,8 @@ class LRPCAParams(eqx.Module):
         K + 5 layers without ``tol``); ``frmnn=False`` runs the K layers.
         Other keyword arguments go to ``lrpca`` (``X_star``, ``support``, ``key``, ...).
         """
-        rank = self.rank if rank is None else int(rank)
+        Y = _checks.as_matrix(Y, "Y")
+        rank = _checks.check_rank(self.rank if rank is None else rank, Y.shape)
         n = math.sqrt(Y.shape[0] * Y.shape[1])
         p = self if (not rescale or (n == self.n and rank == self.rank)) else self.for_problem(n, rank)
         if rescale and n < 0.9 * self.n:
@@ -193,6 +200,8 @@ def pretrained(alpha: float = 0.1, *, rank: int | None = None) -> LRPCAParams:
     smaller: at α = 0.1 the error stalls near 2e-4 at n = 500 and 1e-3 at n = 300, against 7e-8 at
     n = 1000 and 2000. Train for small sizes (:func:`lowrank_jax.rpca.train_lrpca`).
     """
+    if isinstance(alpha, bool) or not isinstance(alpha, (numbers.Real, np.floating)):
+        raise ValueError(f"alpha must be a number in {PRETRAINED_ALPHAS}, got {alpha!r}")
     if not any(abs(alpha - a) < 1e-6 for a in PRETRAINED_ALPHAS):      # float32 0.3 is 0.30000001
         raise ValueError(f"pretrained parameters exist for alpha in {PRETRAINED_ALPHAS}, got {alpha}")
     name = pretrained_name(alpha)

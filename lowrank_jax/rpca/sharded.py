@@ -102,7 +102,10 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
                                     budget=budget, frmnn=frmnn, use_tol=use_tol, oversample=oversample, n_iter=n_iter)
     if pad:
         L, S = L[:n1], S[:n1]
-    return RPCAResult(L=L, R=R, X=L @ R.T, S=S, n_iter=count, residual=residual, error=None, false_positives=None)
+    out = RPCAResult(L=L, R=R, X=L @ R.T, S=S, n_iter=count, residual=residual, error=None, false_positives=None)
+    _checks.raise_if_diverged(out.X, "LRPCA (sharded) diverged (non-finite iterate): the step sizes eta are too "
+                                     "large (or FRMNN's beta, phi grow the thresholds too fast)")
+    return out
 
 
 @functools.partial(jax.jit, static_argnames=("mesh", "rank", "rows", "budget", "frmnn", "use_tol", "oversample",
