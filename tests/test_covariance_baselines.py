@@ -94,6 +94,16 @@ def test_real_data_errors_and_report_by_hand(x64):
     assert rep["residual"] == pytest.approx(np.sqrt(0.25 + 0.64) / np.sqrt(10))
     assert rep["fit_shrunk"] == pytest.approx(float(e.fit_shrunk))
     assert "rel_error_L" not in metrics.report(Sigma, L, S)
+    # Shapes that broadcast (a scalar L, an (n, 1) S, a cropped L0) gave numbers; a NaN L read as a
+    # perfect fit_L = 0. Each is now refused by name, and the ratios keep a NaN.
+    for kw, match in [(dict(L=0.0), "L must be a 2-D"), (dict(S=np.zeros((2, 1))), "S must have the shape"),
+                      (dict(L0=L[:1]), "L0 must have the shape"), (dict(L=np.full((2, 2), np.nan)), "L has non-finite"),
+                      (dict(Sigma=np.ones(2)), "Sigma must be a 2-D")]:
+        args = dict(Sigma=Sigma, L=L, S=S) | kw
+        with pytest.raises(ValueError, match=match):
+            metrics.report(**args)
+    assert np.isnan(metrics.real_data_errors(Sigma, np.full((2, 2), np.nan), S).fit_L)
+    assert np.isnan(metrics.rel_error(np.full((2, 2), np.nan), np.full((2, 2), np.nan)))
 
 
 def test_check_symmetric_rejects_bad_input():

@@ -160,6 +160,19 @@ def test_armijo_stops_when_the_decrease_drops_below_rounding():
     np.testing.assert_allclose(res.M @ res.M.T, res.L, rtol=1e-5, atol=1e-5)
 
 
+def test_armijo_from_a_far_too_long_first_step_still_trains():
+    """lr = 1e12: 40 halvings could not reach a step passing Armijo, so the search returned 0 and the
+    run stopped after one iteration on its untrained start. It now halves until one passes."""
+    Sigma = jnp.asarray(planted(10, 2)[0], jnp.float32)
+    kw = dict(hidden=(16, 8), optimizer="armijo", max_iter=30, rel_tol=None)
+    far = cv.decompose(Sigma, 2, lr=1e12, **kw)
+    assert int(far.n_iter) == 30 and bool(jnp.all(far.step[:29] > 0))
+    assert float(far.loss[29]) < 0.9 * float(far.loss[0])
+    # an int hidden is one layer of that width (it raised TypeError: 'int' object is not iterable)
+    np.testing.assert_array_equal(cv.decompose(Sigma, 2, hidden=16, max_iter=5).L,
+                                  cv.decompose(Sigma, 2, hidden=(16,), max_iter=5).L)
+
+
 @pytest.mark.parametrize("act", cv.ACTIVATIONS)
 def test_every_activation_runs(act):
     """relu (the code's), tanh, logistic and the scaled arctan (the theory's) all train: finite

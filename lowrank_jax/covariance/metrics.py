@@ -97,9 +97,10 @@ def frob(X) -> jax.Array:
 
 
 def _ratio(num, den):
-    """num/den with 0/0 = 0 and x/0 = inf (x > 0)."""
+    """num/den with 0/0 = 0 and x/0 = inf (x > 0); NaN in either stays NaN (it read as 0 before)."""
     safe = jnp.where(den > 0, den, 1.0)
-    return jnp.where(den > 0, num / safe, jnp.where(num > 0, jnp.inf, 0.0))
+    out = jnp.where(den > 0, num / safe, jnp.where(num > 0, jnp.inf, 0.0))
+    return jnp.where(jnp.isnan(num) | jnp.isnan(den), jnp.nan, out)
 
 
 def rel_error(X, X0) -> jax.Array:
@@ -156,9 +157,15 @@ def report(Sigma, L, S, L0=None, S0=None, *, tol=EPSILON, shrink_t=None) -> dict
     With ground truth: ``rel_error_L`` = ‖L − L₀‖_F/‖L₀‖_F, ``rel_error_S`` = ‖S − S₀‖_F/‖S₀‖_F.
 
     Works with any (L, S) pair: a ``Decomposition`` of :mod:`lowrank_jax.covariance.nn` (pass
-    ``d.L, d.S``) or a baseline result.
+    ``d.L, d.S``) or a baseline result. Every matrix must be finite and of Σ's (square) shape.
     """
-    Sigma, L, S = (np.asarray(a) for a in (Sigma, L, S))
+    Sigma = np.asarray(check_symmetric(Sigma))
+    named = {"L": L, "S": S, "L0": L0, "S0": S0}
+    for name, a in named.items():
+        if a is not None:
+            named[name] = np.asarray(_checks.as_matrix(a, name))
+            _checks.check_same_shape(Sigma, named[name], "Sigma", name)
+    L, S, L0, S0 = named.values()
     lam = np.asarray(eigenvalues(L))
     out = {"r_L": int(np.sum(lam > tol)), "r_L_code": int(np.sum(np.abs(lam) > tol)),
            "s_S": float(sparsity(S, tol)), "min_eig_L": float(lam[0]),

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from typing import NamedTuple
 
 import equinox as eqx
@@ -181,7 +182,7 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
 
     Args:
       Sigma: (n, n) symmetric (checked to 1e-6 · max|Σ|); rank: k, 1 ≤ k ≤ n.
-      hidden: widths ℓ₁…ℓ_m (the authors' code: 1000, 200, 200, 200); activation: relu | tanh |
+      hidden: widths ℓ₁…ℓ_m (the authors' code: 1000, 200, 200, 200; an int is one layer); activation: relu | tanh |
         logistic | arctan; loss: l1 | huber | logcosh with smoothing ``eps``.
       optimizer: adam (lr 1e-4 in the code) | gd (step ``lr``) | gd-sqrt (lr/√(j+1)) | armijo
         (Goldstein–Armijo with constants ``armijo`` = (α, β), first trial ``lr``).
@@ -206,6 +207,8 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
                                ("first_layer", first_layer, ("fixed-input", "dense"))):
         if val not in allowed:
             raise ValueError(f"{name} must be one of {allowed}, got {val!r}")
+    if isinstance(hidden, numbers.Integral):
+        hidden = (hidden,)                                   # one hidden layer of that width
     hidden = tuple(_checks.check_positive_int(h, "hidden width") for h in hidden)
     if not hidden:
         raise ValueError("hidden needs at least one layer (the first layer is the one fed h(Σ))")
@@ -394,14 +397,20 @@ def _adam_row_sums(a, stats):
 
 def _goldstein_armijo(phi_at, f0, g_sq, t0, alpha, beta, max_trials: int = 40):
     """A step t with α t‖g‖² ≤ φ(0) − φ(t) ≤ β t‖g‖² (Goldstein–Armijo), by bracketing from t0:
-    too long (Armijo fails) halves towards the lower end, too short (Goldstein fails) doubles or bisects."""
+    too long (Armijo fails) halves towards the lower end, too short (Goldstein fails) doubles or bisects.
+    Until some step passes Armijo (lo = 0) the halving goes on past ``max_trials`` as long as the last
+    trial changed φ by more than its rounding (or made it non-finite): a first lr far too large (1e12)
+    used to run out of trials, return 0 and stop the solver on its untrained start. Where every trial's
+    change is rounding, 0 is still returned and the solver stops."""
+    rounding = 32 * jnp.finfo(f0.dtype).eps * jnp.abs(f0)
 
     def cond(s):
-        t, lo, hi, k, ok = s
-        return jnp.logical_not(ok) & (k < max_trials)
+        t, lo, hi, k, ok, dec = s
+        far = (lo == 0) & (t > 0) & jnp.logical_not(jnp.abs(dec) <= rounding)      # NaN counts as far
+        return jnp.logical_not(ok) & ((k < max_trials) | far)
 
     def body(s):
-        t, lo, hi, k, _ = s
+        t, lo, hi, k, _, _ = s
         dec = f0 - phi_at(t)
         too_long = jnp.logical_not(dec >= alpha * t * g_sq)
         too_short = dec > beta * t * g_sq
@@ -409,10 +418,10 @@ def _goldstein_armijo(phi_at, f0, g_sq, t0, alpha, beta, max_trials: int = 40):
         lo = jnp.where(too_short & jnp.logical_not(too_long), t, lo)
         t_new = jnp.where(jnp.isfinite(hi), 0.5 * (lo + hi), 2 * t)
         ok = jnp.logical_not(too_long | too_short)
-        return jnp.where(ok, t, t_new), lo, hi, k + 1, ok
+        return jnp.where(ok, t, t_new), lo, hi, k + 1, ok, dec
 
-    s0 = (t0, jnp.zeros_like(t0), jnp.full_like(t0, jnp.inf), 0, jnp.zeros((), bool))
-    t, lo, hi, _, ok = jax.lax.while_loop(cond, body, s0)
+    s0 = (t0, jnp.zeros_like(t0), jnp.full_like(t0, jnp.inf), 0, jnp.zeros((), bool), jnp.zeros_like(f0))
+    t, lo, hi, _, ok, _ = jax.lax.while_loop(cond, body, s0)
     # Out of trials: the last step known to pass Armijo (lo), else 0 — no step decreases φ by more than
     # its rounding, and the solver stops instead of spending 40 trials per remaining iteration.
     return jnp.where(ok, t, lo)
