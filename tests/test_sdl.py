@@ -220,6 +220,28 @@ def test_curvature_bounds_bracket_the_softmax_hessian_and_remark_d3_does_not():
     assert p_hi < 0.25 and p_lo > sig * (1 - sig)
 
 
+def test_theory_and_cross_validate_name_bad_arguments():
+    """theory(λ = NaN) said the condition holds (Python's min/max skip NaN), κ = 0 gave a negative α⁻
+    and still 'holds', M = 1e3 overflowed math.exp; cross_validate indexed a wrong-width X_aux
+    (IndexError) and took iters = 0 and seed = None."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 16)), np.array([0, 1] * 8)
+    for kw, match in [(dict(lam=float("nan")), "lam"), (dict(kappa=0), "kappa"), (dict(M=-1.0), "M"),
+                      (dict(xi=-1.0), "xi"), (dict(M=float("inf")), "M")]:
+        with pytest.raises(ValueError, match=match):
+            sdl.theory(X, **({"xi": 1.0, "lam": 0.5, "model": "H"} | kw))
+    for kw, match in [(dict(X_aux=np.ones((1, 5))), "one column per sample"), (dict(X_aux=np.ones(16)), "2-D"),
+                      (dict(iters=0), "iters"), (dict(seed=None), "seed")]:
+        with pytest.raises(ValueError, match=match):
+            sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=2, **kw)
+    # the curvature bounds written with e^{−M} only: equal to the direct formulas, finite at M = 1e3
+    for M in (0.0, 1.0, 5.0):
+        np.testing.assert_allclose(sm.softmax_curvature(M, 1)[0], np.exp(M) / (1 + np.exp(M)) ** 2, rtol=1e-13)
+        direct = (1 / (1 + 3 * np.exp(M))) * np.exp(-M) / (1 + np.exp(-M) + 2 * np.exp(M))
+        np.testing.assert_allclose(sm.softmax_curvature(M, 3)[0], direct, rtol=1e-13)
+    assert sm.softmax_curvature(1e3, 3) == (0.0, 0.5)
+
+
 def test_theory_helper():
     X = np.random.default_rng(5).normal(size=(50, 20))   # p > n: δ⁻ = 0, SDL-W's μ collapses to 2λ
     th = sdl.theory(X, 1.0, 0.0, model="W")

@@ -243,6 +243,12 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
     """
     X = np.asarray(_checks.as_matrix(X, "X"))
     y_np = sm.check_labels(y, X.shape[1], num_classes)
+    iters = _checks.check_positive_int(iters, "iters")
+    seed = _checks.check_positive_int(seed, "seed", minimum=0)
+    if X_aux is not None:
+        X_aux = np.asarray(_checks.as_matrix(X_aux, "X_aux"))
+        if X_aux.shape[1] != X.shape[1]:
+            raise ValueError(f"X_aux must have one column per sample, shape (q, {X.shape[1]}), got {X_aux.shape}")
     num_classes = sm.infer_num_classes(y_np, num_classes)
     xis, lams = np.ravel(np.asarray(xis, float)), np.ravel(np.asarray(lams, float))
     _checks.as_hyper(xis, "xis", ndim=1)       # checked; the best pair is returned as given, not rounded

@@ -270,10 +270,10 @@ def softmax_curvature(M: float, kappa: int) -> tuple[float, float]:
              (vᵀḦv = Σg_jv_j² − (Σg_jv_j)² ≥ g₀ Σ g_jv_j² by Cauchy–Schwarz), and α⁺ = ½ (the variance
              of v_Y for a categorical Y and ‖v‖ = 1 is at most ½).
     """
+    em = math.exp(-M)                        # written with e^{−M} only: no overflow for large M
     if kappa == 1:
-        return math.exp(M) / (1 + math.exp(M)) ** 2, 0.25
-    em, ep = math.exp(-M), math.exp(M)
-    return (1 / (1 + kappa * ep)) * em / (1 + em + (kappa - 1) * ep), 0.5
+        return em / (1 + em) ** 2, 0.25
+    return (em / (em + kappa)) * (em * em / (em + em * em + (kappa - 1))), 0.5
 
 
 def softmax_curvature_printed(M: float, kappa: int) -> tuple[float, float]:
@@ -294,6 +294,8 @@ def theory(X, xi: float, lam: float, *, model: str, kappa: int = 1, X_aux=None, 
         SDL-H  μ = min(2ξ, 2λ + α⁻),     L = max(2ξ, 2λ + α⁺λ⁺n, 2λ + α⁺)
     """
     _check_model(model)
+    xi, lam, M = (_finite_nonnegative(v, name) for v, name in ((xi, "xi"), (lam, "lam"), (M, "M")))
+    kappa = _checks.check_positive_int(kappa, "kappa")
     X = np.asarray(_checks.as_matrix(X, "X"), np.float64)
     n = X.shape[1]
     Xa = np.zeros((0, n)) if X_aux is None else np.asarray(_checks.as_matrix(X_aux, "X_aux"), np.float64)
@@ -312,6 +314,13 @@ def theory(X, xi: float, lam: float, *, model: str, kappa: int = 1, X_aux=None, 
     rho = 2 * max(abs(1 - best * mu), abs(1 - best * L))
     return Theory(mu, L, cond, cond < 3, (1 / (2 * mu) if mu > 0 else math.inf, 1.5 / L), best, rho,
                   d_minus, d_plus, a_minus, a_plus)
+
+
+def _finite_nonnegative(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)) \
+            or not 0 <= float(value) < math.inf:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
 
 
 def _check_model(model):
