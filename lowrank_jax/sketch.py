@@ -49,6 +49,9 @@ def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None 
     k_sketch, kg = jax.random.split(key)
     SX = design.count_sketch(k_sketch, A, scale, k)
     R = jnp.linalg.qr(SX, mode="r")
+    # A zero column of A gives a zero column of R, R_jj = 0 included; row j of R⁻¹G then only
+    # multiplies that zero column, so any R_jj ≠ 0 gives the same scores (and no 0/0 NaN).
+    R = R + jnp.diag(jnp.where(jnp.diag(R) == 0, 1.0, 0.0).astype(R.dtype))
     G = jax.random.normal(kg, (d, t), dtype) / jnp.sqrt(jnp.asarray(t, dtype))
     RG = jax.scipy.linalg.solve_triangular(R, G, lower=False)          # R⁻¹ G (d, t)
     Z = scale[:, None] * design.matmat(A, RG)

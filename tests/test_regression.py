@@ -463,6 +463,11 @@ def test_damping_and_line_search_rescue_an_indefinite_start(x64):
      "multiple of resample"),
     (lambda A, b, w: rg.newton_solve(A, b, w, jnp.zeros(6), method="sketch", sketch_size=0), ValueError,
      "sketch_size must be an integer >= 1"),
+    (lambda A, b, w: rg.newton_solve(A, b, w, jnp.zeros(6), method="sketch", sketch_size=5), ValueError,
+     "cannot span d = 6 columns"),
+    (lambda A, b, w: rg.newton_solve(A, b, w, jnp.zeros(6), method="sketch", scores=jnp.zeros(100)), ValueError,
+     "positive sum"),
+    (lambda A, b, w: rg.newton_solve(A, b, w, jnp.zeros(6), x_star=jnp.zeros(7)), ValueError, "x_star must have length d"),
     (lambda A, b, w: rg.icl_bound(jnp.zeros(6), jnp.zeros(5), A, b), ValueError, "x_next must have the shape"),
     (lambda A, b, w: rg.icl_shift(jnp.zeros(6), jnp.zeros(5), A, b), ValueError, "x_next must have the shape"),
     # the overflow comes from b, not from Ax: the message must not send the user to rescale A or x
@@ -474,6 +479,20 @@ def test_bad_input_and_overflow_are_reported(call, err, match, x64):
     A, b, w = make_problem(n=100, d=6)
     with pytest.raises(err, match=match):
         call(A, b, w)
+
+
+def test_approximate_scores_ignore_a_zero_column(x64):
+    """A zero column made R's diagonal 0 and every approximate score NaN, so method="sketch" failed
+    even with damping. The scores now equal those of A without that column, up to the sketch's
+    constant factor (checked against the exact scores), and the damped solve runs."""
+    A, b, w = make_problem(n=200, d=6)
+    Az = A.at[:, 2].set(0.0)
+    exact = sketch.leverage_scores(jnp.delete(Az, 2, axis=1))
+    approx = sketch.approx_leverage_scores(jax.random.key(0), Az, jl_cols=400)
+    ratio = np.asarray(approx / exact)
+    assert np.all(np.isfinite(ratio)) and 0.5 < ratio.min() and ratio.max() < 2.0
+    out = rg.newton_solve(Az, b, w, jnp.zeros(6), method="sketch", damping=1e-2, iters=20)
+    assert float(out.x[2]) == 0.0 and np.all(np.isfinite(np.asarray(out.x)))
 
 
 def test_overflow_raises_alone_and_reads_non_finite_under_jit_and_vmap(x64):

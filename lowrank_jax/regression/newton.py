@@ -128,9 +128,14 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
     iters = _checks.check_positive_int(iters, "iters")
     if x_star is not None:
         x_star = _checks.as_hyper(x_star, "x_star", ndim=1, nonnegative=False, dtype=A.dtype)
+        if x_star.shape[0] != d:
+            raise ValueError(f"x_star must have length d = {d} (columns of A), got {x_star.shape[0]}")
     damping = _checks.as_hyper(damping, "damping", ndim=0, dtype=A.dtype)
     tol = None if tol is None else _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=A.dtype)
     m = sketch.sketch_size(d, 0.5) if sketch_size is None else _checks.check_positive_int(sketch_size, "sketch_size")
+    if method == "sketch" and m < d and _checks.is_concrete(damping) and float(damping) == 0.0:
+        raise ValueError(f"sketch_size = {m} rows cannot span d = {d} columns: the sketched Hessian is singular; "
+                         "use sketch_size >= d (default: the Chernoff bound at ε = 0.5) or damping > 0")
     key = _checks.as_key(key)
     if sketch_rows is not None:
         sketch_rows = jnp.asarray(sketch_rows)
@@ -148,6 +153,8 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
         scores = _checks.as_hyper(scores, "scores", ndim=1, dtype=A.dtype)
         if scores.shape[0] != n:
             raise ValueError(f"scores must have length n = {n} (rows of A), got {scores.shape[0]}")
+        if _checks.is_concrete(scores) and not float(jnp.sum(scores)) > 0:
+            raise ValueError("scores must have a positive sum (rows are sampled with p ∝ scores)")
     out = _solve(A, b, w, x0, x_star, damping, tol, key, scores, sketch_rows, kind=kind, method=method, iters=iters, m=m,
                  leverage=leverage, refine=refine, rescore=rescore, resample=resample, line_search=line_search,
                  measure_eps=measure_eps, differentiable=bool(differentiable))
