@@ -240,6 +240,10 @@ def test_theory_and_cross_validate_name_bad_arguments():
         direct = (1 / (1 + 3 * np.exp(M))) * np.exp(-M) / (1 + np.exp(-M) + 2 * np.exp(M))
         np.testing.assert_allclose(sm.softmax_curvature(M, 3)[0], direct, rtol=1e-13)
     assert sm.softmax_curvature(1e3, 3) == (0.0, 0.5)
+    # a flat objective (X = 0, no covariates, ξ = λ = 0) has Hessian bound 0: the default step was 1/0
+    # and the fit "diverged, lower the step" although step was left at None
+    flat = sdl.fit(np.zeros((20, 16)), y, 2, model="W", intercept=False, xi=0.0, lam=0.0, iters=20)
+    assert float(flat.step) == 1.0 and np.all(np.isfinite(np.asarray(flat.theta)))
 
 
 def test_theory_helper():

@@ -233,7 +233,8 @@ def step_bound(data: SDLData, xi, lam, model: str):
     else:
         s = 1.0 + (_spectral_sq(data.X_aux) if data.X_aux.shape[0] else 0.0)
     alpha_plus = 0.25 if data.kappa == 1 else 0.5
-    return 1.0 / jnp.maximum(2 * xi, 2 * lam + alpha_plus * s)
+    bound = jnp.maximum(2 * xi, 2 * lam + alpha_plus * s)
+    return jnp.where(bound > 0, 1.0 / jnp.where(bound > 0, bound, 1.0), 1.0)   # F flat (X = 0, ξ = λ = 0): any step
 
 
 def _spectral_sq(M):
