@@ -62,8 +62,8 @@ def top_fraction_count(alpha, n: int) -> jax.Array:
     # At least float32: the slack is relative to α's precision, and bfloat16's eps (2⁻⁷) times n
     # would add whole entries (0.25 · 100 gave 31).
     dtype = jnp.promote_types(alpha.dtype, jnp.float32) if jnp.issubdtype(alpha.dtype, jnp.floating) else jnp.float32
-    slack = 8 * jnp.finfo(dtype).eps * n
-    return jnp.floor(alpha.astype(dtype) * n + slack).astype(jnp.int32)
+    # Relative to α n (not n): an absolute slack of 8 ulp · n added an entry at α = 0 once n ≈ 10⁶.
+    return jnp.floor(alpha.astype(dtype) * n * (1 + 8 * jnp.finfo(dtype).eps)).astype(jnp.int32)
 
 
 def top_fraction_thresholds(magnitude: jax.Array, alpha, *, row_guess=None, col_guess=None):

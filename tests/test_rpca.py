@@ -305,6 +305,21 @@ def test_a_shipped_model_checks_what_it_is_called_with():
         rpca.oracle_thresholds(Y, 3, X_star, 20, 100.0)
 
 
+def test_scaledgd_warns_when_ties_put_most_of_y_into_s():
+    """Binary data: T_α keeps every entry tied at its cut-off, so S took all of Y and X stayed 0 with
+    residual 0 and no word. It still runs as the operator is defined, and now says why it fails."""
+    import warnings
+    rng = np.random.default_rng(0)
+    B = jnp.asarray(np.outer(rng.random(60) < 0.6, rng.random(50) < 0.6), jnp.float32)
+    with pytest.warns(UserWarning, match="keeps .* of Y's entries"):
+        out = rpca.scaledgd(B, 1, 0.1, iters=5)
+    assert not np.any(np.asarray(out.X))                       # the failure the warning explains
+    p = datasets.rpca_problem(jax.random.key(0), 60, 50, 2, 0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rpca.scaledgd(p.Y, 2, 0.1, iters=5)                     # continuous data: no ties, no warning
+
+
 def test_inputs_users_pass_are_taken_or_named():
     """altproj(tol=None) runs its whole budget (it crashed); an int key is a seed; half precision
     runs in float32 (LAPACK has no float16 SVD); a scipy.sparse Y is refused by name; a float32 0.3

@@ -11,6 +11,7 @@ Defaults follow the authors' reference code: α_0 = α, α̃ = 2α, η = 0.5.
 from __future__ import annotations
 
 import functools
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -86,6 +87,21 @@ def _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, *, rank
     return make_result(L, R, S, out)
 
 
+def _warn_if_ties_flood_the_support(Y, alpha) -> None:
+    """T_α keeps every entry tied at a cut-off. On data with repeated values (binary, counts,
+    saturated pixels) that can be most of Y: the initial S is then Y itself, X starts at 0 and stays
+    there. Warn (concrete Y and α only) when T_α(Y) keeps more than twice α n1 n2 entries."""
+    if not (_checks.is_concrete(Y) and _checks.is_concrete(alpha)):
+        return
+    with jax.ensure_compile_time_eval():
+        kept = float(jnp.mean(sparsify_top_fraction(Y, alpha) != 0))
+    if kept > 2 * float(alpha) + 1 / Y.size:
+        warnings.warn(f"ScaledGD's sparsifier keeps {kept:.0%} of Y's entries at alpha = {float(alpha):.3g}: values "
+                      "tied at its cut-offs (repeated values such as binary or saturated data) are all kept, so S "
+                      "absorbs the low-rank part. Use altproj or lrpca, or break the ties (add noise far below "
+                      "the outliers' size).", UserWarning, stacklevel=3)
+
+
 def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init=None, tol=None,
              X_star=None, support=None, key=None, svd="randomized", oversample=10,
              n_iter=4, stop="residual") -> RPCAResult:
@@ -132,6 +148,7 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
         iters = 1000
     iters = _checks.check_positive_int(iters, "iters", minimum=0)
     tol = jnp.zeros((), Y.dtype) if tol is None else tol.astype(Y.dtype)
+    _warn_if_ties_flood_the_support(Y, alpha_init)
     out = _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, rank=rank, budget=iters,
                     use_tol=use_tol, svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
     _checks.raise_if_diverged(out.X, lambda: f"ScaledGD diverged (non-finite iterate): the step eta = {float(eta):.3g} "
