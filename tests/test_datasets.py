@@ -33,14 +33,15 @@ def test_exact_support_is_uniform_and_keyed():
 
 
 def test_exact_support_counts_floor_alpha_n1_n2_at_large_sizes():
-    """The count's slack was 8 ulp of n1 n2, not of α n1 n2: at 10⁶ entries α = 0 drew an outlier
-    and ⌊0.1234567 · 10⁶⌋ = 123456 came out as 123457."""
-    assert int(datasets.random_support(jax.random.key(0), (1000, 1000), 0.1234567).sum()) == 123_456
-    p = datasets.rpca_problem(jax.random.key(0), 1100, 1000, 2, 0.0)
-    assert int(jnp.sum(p.S != 0)) == 0 and bool(jnp.all(p.Y == p.X))
+    """The count's slack was 8 ulp of n1 n2, not of α n1 n2: from 1.05 · 10⁶ entries α = 0 drew an
+    outlier (so rpca_problem(..., 1100, 1000, r, 0.0) had S ≠ 0) and ⌊0.1234567 · 1.1 · 10⁶⌋ = 135802
+    came out as 135803."""
+    shape, key = (1100, 1000), jax.random.key(0)
+    assert int(datasets.random_support(key, shape, 0.1234567).sum()) == 135_802
+    assert int(datasets.random_support(key, shape, 0.0).sum()) == 0
     # traced α (a vmap over it): α = 0 and α = 1 are still exact
-    counts = jax.vmap(lambda a: datasets.random_support(jax.random.key(0), (1000, 1000), a).sum())(jnp.array([0.0, 1.0]))
-    np.testing.assert_array_equal(counts, [0, 1_000_000])
+    counts = jax.vmap(lambda a: datasets.random_support(key, shape, a).sum())(jnp.array([0.0, 1.0]))
+    np.testing.assert_array_equal(counts, [0, 1_100_000])
 
 
 @pytest.mark.parametrize("shape, alpha", [((10, 10, 10), 0.5), ((100,), 0.5), ((10, 0), 0.5), ((10, 10), 1.5)])

@@ -314,10 +314,10 @@ def test_scaledgd_warns_when_ties_put_most_of_y_into_s():
     with pytest.warns(UserWarning, match="keeps .* of Y's entries"):
         out = rpca.scaledgd(B, 1, 0.1, iters=5)
     assert not np.any(np.asarray(out.X))                       # the failure the warning explains
-    p = datasets.rpca_problem(jax.random.key(0), 60, 50, 2, 0.1)
+    p = datasets.rpca_problem(jax.random.key(0), 60, 50, 1, 0.1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        rpca.scaledgd(p.Y, 2, 0.1, iters=5)                     # continuous data: no ties, no warning
+        rpca.scaledgd(p.Y, 1, 0.1, iters=5)                     # continuous data: no ties, no warning
 
 
 def test_inputs_users_pass_are_taken_or_named():
