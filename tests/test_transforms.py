@@ -118,3 +118,25 @@ def test_newton_with_extra_args_runs_inside_scan_and_reuses_the_kept_curvature(x
     np.testing.assert_allclose(ravel_pytree(p_scan)[0], ravel_pytree(p)[0], rtol=1e-12, atol=1e-14)
     g_end = ravel_pytree(jax.grad(f)(p_scan))[0]
     assert float(jnp.linalg.norm(g_end)) < 1e-12
+
+
+def test_newton_direction_on_singular_and_indefinite_hessians(x64):
+    """A positive semi-definite singular H (½(p₁ + p₂)²) passed Cholesky with a zero pivot and its
+    solve returned NaN, even at the optimum. Now: the minimum-norm solution there, the exact solve for
+    positive definite and for indefinite non-singular H."""
+    H = jnp.array([[1.0, 1.0], [1.0, 1.0]])
+    g = jnp.array([1.0, 1.0])
+    np.testing.assert_allclose(transforms.newton_direction(H, g), np.linalg.pinv(np.asarray(H)) @ np.asarray(g))
+    np.testing.assert_array_equal(transforms.newton_direction(jnp.zeros((2, 2)), jnp.zeros(2)), [0.0, 0.0])
+    f = lambda p: 0.5 * (p[0] + p[1]) ** 2
+    opt = transforms.newton(jax.hessian(f))
+    p = jnp.array([1.0, 0.0])
+    upd, _ = opt.update(jax.grad(f)(p), opt.init(p), p)
+    np.testing.assert_allclose(f(p + upd), 0.0, atol=1e-15)          # one Newton step reaches the minimum
+    rng = np.random.default_rng(0)
+    for A in (rng.standard_normal((4, 4)),):
+        S = A + A.T
+        for M in (S @ S.T + np.eye(4), S):                                  # definite, indefinite
+            b = rng.standard_normal(4)
+            np.testing.assert_allclose(transforms.newton_direction(jnp.asarray(M), jnp.asarray(b)),
+                                       np.linalg.solve(M, b), rtol=1e-10)
