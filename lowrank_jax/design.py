@@ -44,8 +44,20 @@ class RowSparse(eqx.Module):
 
 def as_design(A, name: str = "A"):
     """A dense 2-D float array, or a :class:`RowSparse` from a ``BCOO``, a ``scipy.sparse`` matrix or
-    a ``RowSparse`` (checked: finite)."""
+    a ``RowSparse`` (checked: real, finite, column indices in range; half precision and integers
+    become float32 / the default float, as for dense input)."""
     if isinstance(A, RowSparse):
+        if A.cols.shape != A.vals.shape or A.cols.ndim != 2:
+            raise ValueError(f"{name}: RowSparse cols and vals must be (n, q) arrays of one shape, got "
+                             f"{A.cols.shape} and {A.vals.shape}")
+        _checks._require_real_numbers(A.vals.dtype, name)
+        if _checks.is_concrete(A.vals) and _checks.is_concrete(A.cols):
+            cols, vals = np.asarray(A.cols), np.asarray(A.vals)
+            if not np.all(np.isfinite(vals)):
+                raise ValueError(f"{name} has non-finite entries (NaN or inf)")
+            if cols.size and (cols.min() < 0 or cols.max() >= A.num_cols):
+                raise ValueError(f"{name}: RowSparse column indices must lie in [0, {A.num_cols}), got "
+                                 f"{cols.min()}..{cols.max()}")
         return A
     try:
         from jax.experimental import sparse
@@ -60,6 +72,7 @@ def as_design(A, name: str = "A"):
             raise ValueError(f"convert {name} with regression.as_design(A) outside jit: the row layout "
                              "needs concrete indices")
         idx, val = np.asarray(A.indices), np.asarray(A.data)
+        _checks._require_real_numbers(val.dtype, name)         # a complex matrix lost its imaginary part
         if not np.all(np.isfinite(val)):
             raise ValueError(f"{name} has non-finite entries (NaN or inf)")
         n, d = A.shape
@@ -71,7 +84,10 @@ def as_design(A, name: str = "A"):
         q = max(int(counts.max(initial=0)), 1)
         slot = np.arange(len(idx)) - np.repeat(np.cumsum(counts) - counts, counts)
         cols = np.zeros((n, q), np.int32)
-        vals = np.zeros((n, q), val.dtype if np.issubdtype(val.dtype, np.floating) else np.float64)
+        floating = np.issubdtype(val.dtype, np.floating) or val.dtype == jnp.bfloat16
+        dtype = (np.float32 if floating and np.finfo(val.dtype).bits < 32 else val.dtype) if floating \
+            else jnp.result_type(float)
+        vals = np.zeros((n, q), dtype)
         cols[idx[:, 0], slot] = idx[:, 1]
         vals[idx[:, 0], slot] = val
         return RowSparse(jnp.asarray(cols), jnp.asarray(vals), d)
@@ -86,7 +102,13 @@ def nnz(A) -> int:
     return int(np.count_nonzero(np.asarray(A.vals))) if isinstance(A, RowSparse) else int(np.prod(A.shape))
 
 
+def _check_inner(A, x, what: str) -> None:
+    if x.ndim < 1 or x.shape[0] != A.shape[1]:
+        raise ValueError(f"{what}: A has {A.shape[1]} columns but the vector/matrix has shape {tuple(x.shape)}")
+
+
 def matvec(A, x):
+    _check_inner(A, x, "matvec")
     if isinstance(A, RowSparse):
         return jnp.sum(A.vals * x[A.cols], axis=1)
     return A @ x
@@ -94,6 +116,7 @@ def matvec(A, x):
 
 def matmat(A, X):
     """A X for X (d, t)."""
+    _check_inner(A, X, "matmat")
     if isinstance(A, RowSparse):
         return jnp.einsum("nq,nqt->nt", A.vals, X[A.cols])
     return A @ X

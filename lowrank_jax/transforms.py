@@ -137,18 +137,22 @@ def projected(optimizer: optax.GradientTransformation, project_fn) -> optax.Grad
 # -- Newton steps -----------------------------------------------------------------------------------
 
 def newton_direction(H, g, damping=0.0):
-    """(H + damping·I)⁻¹ g for a symmetric (d, d) H: Cholesky when it is positive definite, else the
-    least-squares solution (H + damping·I)⁺ g, which is the exact solve for any non-singular H and the
-    minimum-norm direction for a singular one (a semi-definite Hessian such as that of ½(p₁ + p₂)²,
-    where Cholesky "succeeds" with a zero pivot and its solve divides by it). For an indefinite H the
-    caller's line search or damping must handle a non-descent direction."""
+    """(H + damping·I)⁻¹ g for a symmetric (d, d) H: Cholesky when it is positive definite, else an
+    LU solve, and where that is not finite (an exactly singular H, such as the semi-definite Hessian
+    of ½(p₁ + p₂)², on which Cholesky "succeeds" with a zero pivot) the minimum-norm least-squares
+    direction (H + damping·I)⁺ g. For an indefinite H the caller's line search or damping must handle
+    a non-descent direction."""
     d = H.shape[0]
     Hd = H + damping * jnp.eye(d, dtype=H.dtype)
     L = jnp.linalg.cholesky(Hd)
     ok = jnp.all(jnp.isfinite(L)) & jnp.all(jnp.diagonal(L) > 0)
-    # cond, not where: the fallback runs only when Cholesky fails (under vmap both branches run).
-    return jax.lax.cond(ok, lambda: jax.scipy.linalg.cho_solve((L, True), g),
-                        lambda: jnp.linalg.lstsq(Hd, g)[0])
+
+    def not_definite():
+        x = jnp.linalg.solve(Hd, g)
+        return jax.lax.cond(jnp.all(jnp.isfinite(x)), lambda: x, lambda: jnp.linalg.lstsq(Hd, g)[0])
+
+    # cond, not where: the fallbacks run only when needed (under vmap every branch runs).
+    return jax.lax.cond(ok, lambda: jax.scipy.linalg.cho_solve((L, True), g), not_definite)
 
 
 class NewtonState(NamedTuple):

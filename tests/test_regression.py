@@ -535,3 +535,28 @@ def test_scipy_sparse_design_equals_its_bcoo_and_int_key_is_a_seed(x64):
     np.testing.assert_allclose(out.x, ref.x, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(rg.gradient(jnp.full(5, 0.1), A_sp, b, w), rg.gradient(jnp.full(5, 0.1), A, b, w),
                                rtol=1e-12)
+
+
+def test_the_design_layer_refuses_what_it_would_misread():
+    """A complex scipy.sparse A lost its imaginary part with only NumPy's ComplexWarning; a short x
+    was clamped by the gather of a RowSparse product instead of refused; a RowSparse built by hand
+    went unchecked (columns out of range were clamped by matvec but dropped by rmatvec); float16
+    BCOO values stayed float16 and failed inside LAPACK."""
+    import scipy.sparse as sp
+    from jax.experimental import sparse as jsp
+    from lowrank_jax import design
+    A = np.random.default_rng(0).normal(size=(6, 3))
+    R = design.as_design(sp.csr_matrix(A))
+    np.testing.assert_allclose(design.matvec(R, jnp.ones(3)), A @ np.ones(3), rtol=1e-6)
+    for call, match in [(lambda: design.as_design(sp.csr_matrix(A + 1j * A)), "real"),
+                        (lambda: design.matvec(R, jnp.ones(2)), "3 columns"),
+                        (lambda: design.matmat(R, jnp.ones((4, 2))), "3 columns"),
+                        (lambda: design.matvec(jnp.asarray(A), jnp.ones(4)), "3 columns"),
+                        (lambda: design.as_design(design.RowSparse(R.cols + 5, R.vals, 3)), "column indices"),
+                        (lambda: design.as_design(design.RowSparse(R.cols, R.vals.at[0, 0].set(jnp.nan), 3)), "non-finite")]:
+        with pytest.raises(ValueError, match=match):
+            call()
+    half = jsp.BCOO.fromdense(jnp.asarray(A, jnp.float16))
+    assert design.as_design(half).vals.dtype == jnp.float32
+    out = rg.newton_solve(half, jnp.full(6, 0.5), 1.0, jnp.zeros(3), "exp", "exact", iters=3)
+    assert out.x.dtype == jnp.float32 and np.all(np.isfinite(np.asarray(out.x)))
