@@ -72,8 +72,10 @@ def sample_rows(key, scores, m: int, active=None):
 
     ``active`` (traced int, 1 ≤ active ≤ m): use only the first ``active`` draws — weights
     1/(active p_i) there and 0 after. The first ``active`` of m i.i.d. draws are an i.i.d. sample of
-    that size, so a sweep over sample sizes runs as one program with the static capacity m."""
-    p = scores / jnp.sum(scores)
+    that size, so a sweep over sample sizes runs as one program with the static capacity m. Scores
+    that are all 0 (a zero matrix, or D = 0) sample uniformly instead of dividing by 0."""
+    total = jnp.sum(scores)
+    p = jnp.where(total > 0, scores / jnp.where(total > 0, total, 1.0), 1.0 / scores.shape[0])
     idx = jax.random.choice(key, scores.shape[0], (m,), p=p)
     if active is None:
         return idx, 1.0 / (m * p[idx]), p

@@ -89,3 +89,16 @@ def test_run_until_with_no_steps_returns_the_state_and_an_empty_history():
         out = loop.run_until(step, jnp.float32(2.0), max_iter=0, stop=lambda s, d: s > 5,
                              differentiable=differentiable)
         assert float(out.state) == 2.0 and int(out.n_iter) == 0 and out.history["v"].shape == (0,)
+
+
+def test_step_counts_must_be_non_negative_integers():
+    """run_fixed(…, -3) reported n_iter = −3 and run_fixed(…, 2.5) ran 3 steps reporting 2; run_until
+    with max_iter = −2 or 3.0 failed inside XLA's shape checks."""
+    import pytest
+    step = lambda k, s: (s + 1.0, s)
+    for bad in (-3, 2.5, True, None):
+        with pytest.raises(ValueError, match="num_steps must be an integer >= 0"):
+            loop.run_fixed(step, 0.0, bad)
+        with pytest.raises(ValueError, match="max_iter must be an integer >= 0"):
+            loop.run_until(step, 0.0, max_iter=bad, stop=lambda s, d: s > 10)
+    assert int(loop.run_fixed(step, 0.0, np.int64(3)).n_iter) == 3

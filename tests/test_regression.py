@@ -560,3 +560,17 @@ def test_the_design_layer_refuses_what_it_would_misread():
     assert design.as_design(half).vals.dtype == jnp.float32
     out = rg.newton_solve(half, jnp.full(6, 0.5), 1.0, jnp.zeros(3), "exp", "exact", iters=3)
     assert out.x.dtype == jnp.float32 and np.all(np.isfinite(np.asarray(out.x)))
+
+
+def test_all_zero_scores_sample_uniformly():
+    """sample_rows divided by a zero score total: NaN weights, and sampled_gram of a zero matrix (or
+    with D = 0) came back NaN instead of the zero matrix."""
+    key = jax.random.key(0)
+    idx, weight, p = sketch.sample_rows(key, jnp.zeros(5), 3)
+    np.testing.assert_allclose(p, 0.2)
+    np.testing.assert_allclose(weight, 1.0 / (3 * 0.2))
+    A = jnp.asarray(np.random.default_rng(0).normal(size=(50, 4)))
+    for M, D in ((jnp.zeros((50, 4)), jnp.ones(50)), (A, jnp.zeros(50))):
+        for method in ("exact", "approx"):
+            G = sketch.sampled_gram(key, M, D, 10, method=method)
+            np.testing.assert_array_equal(G, np.zeros((4, 4)))
