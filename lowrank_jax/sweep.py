@@ -131,9 +131,14 @@ def _counted(one):
         out = one(p, s)
         leaves = [x for x in jax.tree.leaves(out) if jnp.size(x)]
         tie = jnp.ravel(leaves[0])[:1] if leaves else jnp.zeros(1)
-        # A count computed from the output, so that under vmap it is batched and the callback fires
-        # for every point (an unbatched constant would fire once for the whole batch).
-        count, _ = jax.lax.optimization_barrier((((tie == tie) | True).astype(jnp.int32), tie))
+        # A count computed from the output and from the point, so that under vmap it is batched and
+        # the callback fires for every point even when that output leaf does not depend on the point
+        # (an unbatched count would fire once for the whole batch).
+        point = [jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x
+                 for x in jax.tree.leaves(p) if jnp.size(x)]
+        here = jnp.ravel(point[0])[:1] if point else jnp.zeros(1)
+        ones = ((tie == tie) | True) & ((here == here) | True)
+        count, _ = jax.lax.optimization_barrier((ones.astype(jnp.int32), tie))
         jax.debug.callback(progress_bar.CompiledBar.advance, count)
         return out
 

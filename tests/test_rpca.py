@@ -311,7 +311,7 @@ def test_scaledgd_warns_when_ties_put_most_of_y_into_s():
     import warnings
     rng = np.random.default_rng(0)
     B = jnp.asarray(np.outer(rng.random(60) < 0.6, rng.random(50) < 0.6), jnp.float32)
-    with pytest.warns(UserWarning, match="keeps .* of Y's entries"):
+    with pytest.warns(UserWarning, match="kept .* of Y's entries"):
         out = rpca.scaledgd(B, 1, 0.1, iters=5)
     assert not np.any(np.asarray(out.X))                       # the failure the warning explains
     p = datasets.rpca_problem(jax.random.key(0), 60, 50, 1, 0.1)

@@ -343,6 +343,12 @@ def test_progress_counts_every_point_once_and_changes_nothing(chunk, monkeypatch
     (rec,) = bars
     assert rec.total == 6 and rec.n == 6 and rec.closed
     assert progress.CompiledBar._active is None
+    # The first non-empty output does not depend on the point: the count was unbatched and the bar
+    # ended at 1 (vmap) or 3 (chunks of 2). The count is now tied to the point as well.
+    bars.clear()
+    sweep.run(lambda a, b: (jnp.ones(2), a * b), pts, chunk=chunk, devices=jax.devices()[:1], progress=True)
+    (rec,) = bars
+    assert rec.total == 6 and rec.n == 6
 
 
 def test_bound_methods_answer_for_their_own_instance():

@@ -15,6 +15,7 @@ import warnings
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lowrank_jax import _checks, loop
 from lowrank_jax.prox import apply_top_fraction, sparsify_top_fraction, top_fraction_thresholds
@@ -87,19 +88,21 @@ def _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, *, rank
     return make_result(L, R, S, out)
 
 
-def _warn_if_ties_flood_the_support(Y, alpha) -> None:
-    """T_α keeps every entry tied at a cut-off. On data with repeated values (binary, counts,
-    saturated pixels) that can be most of Y: the initial S is then Y itself, X starts at 0 and stays
-    there. Warn (concrete Y and α only) when T_α(Y) keeps more than twice α n1 n2 entries."""
-    if not (_checks.is_concrete(Y) and _checks.is_concrete(alpha)):
+def _warn_if_ties_flooded_the_support(S, alpha_init, alpha_iter) -> None:
+    """T_α keeps at most ⌊α n2⌋ entries of a row unless values tie at its cut-off, and then keeps
+    them all. On data with repeated values (binary, counts, saturated pixels) that can be most of Y:
+    S absorbs the low-rank part and X stays 0. Warn (concrete results and α only) when the final S
+    holds more entries than T_α can keep without ties. Counted on the host: no extra program."""
+    if not (_checks.is_concrete(S) and _checks.is_concrete(alpha_init) and _checks.is_concrete(alpha_iter)):
         return
-    with jax.ensure_compile_time_eval():
-        kept = float(jnp.mean(sparsify_top_fraction(Y, alpha) != 0))
-    if kept > 2 * float(alpha) + 1 / Y.size:
-        warnings.warn(f"ScaledGD's sparsifier keeps {kept:.0%} of Y's entries at alpha = {float(alpha):.3g}: values "
-                      "tied at its cut-offs (repeated values such as binary or saturated data) are all kept, so S "
-                      "absorbs the low-rank part. Use altproj or lrpca, or break the ties (add noise far below "
-                      "the outliers' size).", UserWarning, stacklevel=3)
+    n1, n2 = S.shape
+    alpha = max(float(alpha_init), float(alpha_iter))
+    kept = np.count_nonzero(np.asarray(S))
+    if kept > alpha * n1 * n2 + n1:
+        warnings.warn(f"ScaledGD's sparsifier kept {kept / (n1 * n2):.0%} of Y's entries at alpha = {alpha:.3g}: "
+                      "values tied at its cut-offs (repeated values such as binary or saturated data) are all "
+                      "kept, so S absorbs the low-rank part. Use altproj or lrpca, or break the ties (add noise "
+                      "far below the outliers' size).", UserWarning, stacklevel=3)
 
 
 def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init=None, tol=None,
@@ -148,10 +151,10 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
         iters = 1000
     iters = _checks.check_positive_int(iters, "iters", minimum=0)
     tol = jnp.zeros((), Y.dtype) if tol is None else tol.astype(Y.dtype)
-    _warn_if_ties_flood_the_support(Y, alpha_init)
     out = _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, rank=rank, budget=iters,
                     use_tol=use_tol, svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
     _checks.raise_if_diverged(out.X, lambda: f"ScaledGD diverged (non-finite iterate): the step eta = {float(eta):.3g} "
                               "is too large for these data (theory: eta <= 2/3), or alpha_iter is too small to "
                               "remove the outliers")
+    _warn_if_ties_flooded_the_support(out.S, alpha_init, alpha_iter)
     return out
