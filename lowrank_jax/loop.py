@@ -21,9 +21,10 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 from jax.custom_batching import custom_vmap
+
+from lowrank_jax import _checks
 
 Step = Callable[[jax.Array, Any], tuple[Any, Any]]
 
@@ -78,15 +79,10 @@ def _unless_stopped_batched(axis_size, in_batched, stopped, new, old):
     return jax.tree.map(pick, new, b_new, old, b_old, b_out), b_out
 
 
-def _check_count(value, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
-
-
 def run_fixed(step: Step, state, num_steps: int, *, start: int = 0) -> LoopResult:
     """Run ``step`` exactly ``num_steps`` (an int ≥ 0) times with ``lax.scan`` (reverse-mode
     differentiable)."""
-    _check_count(num_steps, "num_steps")
+    _checks.check_positive_int(num_steps, "num_steps", minimum=0)
 
     def body(s, k):
         return step(k, s)
@@ -105,7 +101,7 @@ def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], ja
     ``max_iter`` whose body is a ``lax.cond`` that skips the work once stopped, so ``grad`` works.
     Either way the history rows after the last step are padding (NaN / -1).
     """
-    _check_count(max_iter, "max_iter")
+    _checks.check_positive_int(max_iter, "max_iter", minimum=0)
     # Trace one step abstractly to learn the diagnostics' structure for the history buffer.
     _, diag_shape = jax.eval_shape(lambda s: step(jnp.asarray(start, jnp.int32), s), state)
     blank = _blank_like(jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), diag_shape))

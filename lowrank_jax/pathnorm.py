@@ -146,18 +146,32 @@ def _check_eval(model, X, y):
     """Validated (X, y) for evaluating ``model``: X (N, inputs) a finite float matrix (integers are
     converted), y (N,) integer labels below the model's number of outputs. Labels that are traced
     (inside ``jit``/``vmap``) are checked for shape and dtype only."""
+    X = _checks.as_matrix(X, "X")
+    outputs = _model_outputs(model, X)
+    return X, _labels(y, X.shape[0], outputs)[0]
+
+
+def _model_outputs(model, X) -> int:
+    """The number of outputs of ``model``, after checking it is a ShallowNet that takes X's columns."""
     if not isinstance(model, ShallowNet):
         raise ValueError(f"model must be a ShallowNet, got {type(model).__name__}")
-    X = _checks.as_matrix(X, "X")
-    inputs, outputs = model.hidden.weight.shape[-1], model.out.weight.shape[-2]
+    inputs = model.hidden.weight.shape[-1]
     if X.shape[1] != inputs:
         raise ValueError(f"model takes {inputs} inputs but X has {X.shape[1]} columns (examples are rows)")
+    return model.out.weight.shape[-2]
+
+
+def _labels(y, n: int, outputs):
+    """(y as int32 labels, outputs): y (n,) below ``outputs`` (default max(y) + 1). Traced labels
+    (inside ``jit``/``vmap``) are checked for shape and dtype only and need ``outputs``."""
     if isinstance(y, jax.core.Tracer):
-        if y.shape != (X.shape[0],) or not jnp.issubdtype(y.dtype, jnp.integer):
-            raise ValueError(f"y must be ({X.shape[0]},) integer labels, got {y.shape} {y.dtype}")
-        return X, y
-    y_np = _checks.class_labels(y, X.shape[0], outputs, what="X has {n} rows (examples are rows)")
-    return X, jnp.asarray(y_np, jnp.int32)
+        if outputs is None:
+            raise ValueError("pass outputs= (the number of classes) when y is traced")
+        if y.shape != (n,) or not jnp.issubdtype(y.dtype, jnp.integer):
+            raise ValueError(f"y must be ({n},) integer labels, got {y.shape} {y.dtype}")
+        return y, outputs
+    y_np = _checks.class_labels(y, n, outputs, what="X has {n} rows (examples are rows)")
+    return jnp.asarray(y_np, jnp.int32), int(y_np.max()) + 1 if outputs is None else outputs
 
 
 def _check_attack(eps, steps, step_size, key):
@@ -259,24 +273,13 @@ def _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model=None):
     logs_per_epoch = _checks.check_positive_int(logs_per_epoch, "logs_per_epoch")
     X = _checks.as_matrix(X, "X")
     if model is not None:
-        if not isinstance(model, ShallowNet):
-            raise ValueError(f"model must be a ShallowNet, got {type(model).__name__}")
-        if model.hidden.weight.shape[1] != X.shape[1]:
-            raise ValueError(f"model takes {model.hidden.weight.shape[1]} inputs but X has {X.shape[1]} columns")
-        if outputs is not None and outputs != model.out.weight.shape[0]:
-            raise ValueError(f"outputs = {outputs} but model has {model.out.weight.shape[0]} outputs")
-        outputs = model.out.weight.shape[0]
+        model_outputs = _model_outputs(model, X)
+        if outputs is not None and outputs != model_outputs:
+            raise ValueError(f"outputs = {outputs} but model has {model_outputs} outputs")
+        outputs = model_outputs
     if outputs is not None:
         outputs = _checks.check_positive_int(outputs, "outputs")
-    if isinstance(y, jax.core.Tracer):
-        if outputs is None:
-            raise ValueError("pass outputs= (the number of classes) when y is traced")
-        if y.shape != (X.shape[0],) or not jnp.issubdtype(y.dtype, jnp.integer):
-            raise ValueError(f"y must be ({X.shape[0]},) integer labels, got {y.shape} {y.dtype}")
-    else:
-        y_np = _checks.class_labels(y, X.shape[0], outputs, what="X has {n} rows (examples are rows)")
-        outputs = int(y_np.max()) + 1 if outputs is None else outputs
-        y = jnp.asarray(y_np, jnp.int32)
+    y, outputs = _labels(y, X.shape[0], outputs)
     if X.shape[0] // batch < logs_per_epoch:
         raise ValueError(f"need at least {logs_per_epoch} minibatches of {batch} per epoch, got {X.shape[0]} examples")
     return X, y, outputs

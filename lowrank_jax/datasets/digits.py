@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from lowrank_jax import _checks
 from lowrank_jax.datasets.video import data_dir
 
 FASHION_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
@@ -163,8 +164,7 @@ def stratified_split(data: ImageData, test_size: int | float, *, seed: int = 0) 
         test_size = math.ceil(test_size * n)
     if isinstance(test_size, bool) or not isinstance(test_size, numbers.Integral) or not 0 <= test_size <= n:
         raise ValueError(f"test_size must be an int in [0, {n}] or a fraction in (0, 1), got {test_size!r}")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int (the split is reproducible), got {seed!r}")
+    _checks.check_positive_int(seed, "seed", minimum=0)       # None would split differently each call
     test_size = int(test_size)
     counts = np.bincount(data.labels, minlength=len(data.classes))
     quota = counts * test_size / max(n, 1)

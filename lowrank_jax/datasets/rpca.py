@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lowrank_jax import _checks
+from lowrank_jax.prox import top_fraction_count
 from lowrank_jax.selection import kth_largest
 
 
@@ -46,18 +47,16 @@ def _outlier_count(alpha, size: int, dtype):
 
     A concrete α is multiplied in float64 with a relative slack of 1e-9 (4 ulp of α's own dtype when
     that is coarser, e.g. a NumPy float32 α), so that decimal fractions whose binary value falls a
-    hair short (0.29 · 100 = 28.999…) still count exactly. A traced α
-    (``vmap`` over it) is multiplied in ``dtype`` with a relative slack of 4 ulp; in float32 the
-    count can then exceed ⌊α · size⌋ by one when α · size is above about 10⁵ and its fractional
-    part is within 4 ulp · α · size of the next integer. α = 0 gives 0 either way."""
+    hair short (0.29 · 100 = 28.999…) still count exactly. A traced α (``vmap`` over it) goes
+    through :func:`lowrank_jax.prox.top_fraction_count` (float32 or wider, relative slack 8 ulp); in
+    float32 the count can then exceed ⌊α · size⌋ by one when α · size is above about 10⁵ and its
+    fractional part is within 8 ulp · α · size of the next integer. α = 0 gives 0 either way."""
     a = _concrete_value(alpha)
     if a is not None:
         given = getattr(alpha, "dtype", None)
         slack = 4 * float(jnp.finfo(given).eps) if given is not None and jnp.issubdtype(given, jnp.floating) else 0.0
         return jnp.asarray(min(math.floor(a * size * (1 + max(slack, 1e-9))), size), jnp.int32)
-    eps = jnp.finfo(dtype).eps
-    m = jnp.floor(jnp.asarray(alpha, dtype) * size * (1 + 4 * eps)).astype(jnp.int32)
-    return jnp.clip(m, 0, size)
+    return jnp.clip(top_fraction_count(jnp.asarray(alpha, dtype), size), 0, size)
 
 
 def random_support(key: jax.Array, shape: tuple[int, int], alpha, *, exact: bool = True,

@@ -15,7 +15,6 @@ import warnings
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from lowrank_jax import _checks, loop
 from lowrank_jax.prox import apply_top_fraction, sparsify_top_fraction, top_fraction_thresholds
@@ -92,12 +91,13 @@ def _warn_if_ties_flooded_the_support(S, alpha_init, alpha_iter) -> None:
     """T_α keeps at most ⌊α n2⌋ entries of a row unless values tie at its cut-off, and then keeps
     them all. On data with repeated values (binary, counts, saturated pixels) that can be most of Y:
     S absorbs the low-rank part and X stays 0. Warn (concrete results and α only) when the final S
-    holds more entries than T_α can keep without ties. Counted on the host: no extra program."""
+    holds more entries than T_α can keep without ties (one count, not another T_α)."""
     if not (_checks.is_concrete(S) and _checks.is_concrete(alpha_init) and _checks.is_concrete(alpha_iter)):
         return
     n1, n2 = S.shape
     alpha = max(float(alpha_init), float(alpha_iter))
-    kept = np.count_nonzero(np.asarray(S))
+    with jax.ensure_compile_time_eval():
+        kept = int(jnp.count_nonzero(S))
     if kept > alpha * n1 * n2 + n1:
         warnings.warn(f"ScaledGD's sparsifier kept {kept / (n1 * n2):.0%} of Y's entries at alpha = {alpha:.3g}: "
                       "values tied at its cut-offs (repeated values such as binary or saturated data) are all "

@@ -295,7 +295,9 @@ def theory(X, xi: float, lam: float, *, model: str, kappa: int = 1, X_aux=None, 
         SDL-H  μ = min(2ξ, 2λ + α⁻),     L = max(2ξ, 2λ + α⁺λ⁺n, 2λ + α⁺)
     """
     _check_model(model)
-    xi, lam, M = (_finite_nonnegative(v, name) for v, name in ((xi, "xi"), (lam, "lam"), (M, "M")))
+    for v, name in ((xi, "xi"), (lam, "lam"), (M, "M")):
+        _checks.as_hyper(v, name, ndim=0)                  # finite, >= 0; the value itself stays float64
+    xi, lam, M = float(xi), float(lam), float(M)
     kappa = _checks.check_positive_int(kappa, "kappa")
     X = np.asarray(_checks.as_matrix(X, "X"), np.float64)
     n = X.shape[1]
@@ -315,13 +317,6 @@ def theory(X, xi: float, lam: float, *, model: str, kappa: int = 1, X_aux=None, 
     rho = 2 * max(abs(1 - best * mu), abs(1 - best * L))
     return Theory(mu, L, cond, cond < 3, (1 / (2 * mu) if mu > 0 else math.inf, 1.5 / L), best, rho,
                   d_minus, d_plus, a_minus, a_plus)
-
-
-def _finite_nonnegative(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)) \
-            or not 0 <= float(value) < math.inf:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return float(value)
 
 
 def _check_model(model):
