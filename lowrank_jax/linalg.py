@@ -27,25 +27,67 @@ class SVDResult(NamedTuple):
     V: jax.Array  # (n, r)
 
 
-def truncated_svd(A: jax.Array, rank: int) -> SVDResult:
-    """Exact top-``rank`` singular triplets of ``A`` (shape (m, n)).
-
-    Computed from a thin SVD of ``A``; when one side is much longer than the other the long side
-    is first reduced by a QR factorisation (A = Q B, SVD of the small B), which is much cheaper on
-    CPU. ``rank`` is static.
-    """
+def _thin_svd(A: jax.Array) -> SVDResult:
+    """Thin SVD of A (m, n): all k = min(m, n) triplets, the long side first reduced by a QR
+    factorisation (A = Q B, SVD of the small B) when it is at least twice the short one (much
+    cheaper on CPU)."""
     m, n = A.shape
     if m >= 2 * n:
         Q, B = jnp.linalg.qr(A)
         Ub, s, Vt = jnp.linalg.svd(B, full_matrices=False)
-        U = Q @ Ub
-    elif n >= 2 * m:
+        return SVDResult(Q @ Ub, s, Vt.T)
+    if n >= 2 * m:
         Q, B = jnp.linalg.qr(A.T)
         Ub, s, Vt = jnp.linalg.svd(B, full_matrices=False)
-        U, Vt = Vt.T, (Q @ Ub).T
-    else:
-        U, s, Vt = jnp.linalg.svd(A, full_matrices=False)
-    return SVDResult(U[:, :rank], s[:rank], Vt[:rank].T)
+        return SVDResult(Vt.T, s, Q @ Ub)
+    U, s, Vt = jnp.linalg.svd(A, full_matrices=False)
+    return SVDResult(U, s, Vt.T)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+def truncated_svd(A: jax.Array, rank: int) -> SVDResult:
+    """Exact top-``rank`` singular triplets of ``A`` (shape (m, n)), from its thin SVD
+    (:func:`_thin_svd`). ``rank`` is static.
+
+    Derivatives (forward and reverse mode) are those of the kept triplets alone. With the thin SVD
+    A = U Σ Vᵀ (k = min(m, n) triplets, the first r kept), P = Uᵀ dA V_r and Q = Vᵀ dAᵀ U_r (k × r):
+
+        dσ_i = P_ii,
+        Uᵀ dU_r = F ∘ (P Σ_r + Σ Q),   Vᵀ dV_r = F ∘ (Q Σ_r + Σ P),   F_ji = 1 / (σ_i² − σ_j²) (j ≠ i),
+        plus (I − U Uᵀ) dA V_r Σ_r⁻¹ in dU_r when m > k and (I − V Vᵀ) dAᵀ U_r Σ_r⁻¹ in dV_r when n > k.
+
+    Only pairs with a kept index i enter. Autodiff through the full SVD would also form
+    1 / (σ_j² − σ_l²) for pairs of discarded values and 1/σ_j for discarded zeros. Those terms
+    multiply zero cotangents, but a tie or a zero among the discarded values, as in any matrix of
+    rank below min(m, n), makes them NaN. Here the derivative is finite wherever it exists: the kept
+    values distinct and positive, and σ_r > σ_{r+1}.
+    """
+    U, s, V = _thin_svd(A)
+    return SVDResult(U[:, :rank], s[:rank], V[:, :rank])
+
+
+@truncated_svd.defjvp
+def _truncated_svd_jvp(rank, primals, tangents):
+    (A,), (dA,) = primals, tangents
+    m, n = A.shape
+    U, s, V = _thin_svd(A)
+    k = s.shape[0]
+    out = SVDResult(U[:, :rank], s[:rank], V[:, :rank])
+    sr = out.s
+    dAV = dA @ out.V                                   # (m, r)
+    dAtU = (out.U.T @ dA).T                            # (n, r)
+    P = U.T @ dAV                                      # P_ji = u_jᵀ dA v_i
+    Q = V.T @ dAtU                                     # Q_ji = v_jᵀ dAᵀ u_i
+    off = jnp.arange(k)[:, None] != jnp.arange(sr.shape[0])[None, :]
+    gap = jnp.square(sr)[None, :] - jnp.square(s)[:, None]
+    F = jnp.where(off, 1.0 / jnp.where(off, gap, 1.0), 0.0)
+    dU = U @ (F * (P * sr + s[:, None] * Q))
+    dV = V @ (F * (Q * sr + s[:, None] * P))
+    if m > k:
+        dU = dU + (dAV - U @ P) / sr
+    if n > k:
+        dV = dV + (dAtU - V @ Q) / sr
+    return out, SVDResult(dU, jnp.diagonal(P[:sr.shape[0]]), dV)
 
 
 def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, oversample: int = 10,
@@ -176,8 +218,8 @@ def low_rank_factors(A: jax.Array, rank: int, method: str = "randomized", key: j
                      oversample: int = 10, n_iter: int = 4) -> tuple[jax.Array, jax.Array]:
     """Balanced factors (L, R) = (UΣ^{1/2}, VΣ^{1/2}) of the best rank-r approximation of A.
 
-    ``method="exact"``: the exact truncated SVD, differentiated by autodiff (exact gradient, slow at
-    large n). ``method="randomized"``: the randomized SVD with the projection rule of
+    ``method="exact"``: the exact truncated SVD with the kept-triplet derivative of
+    :func:`truncated_svd` (exact gradient wherever it exists, slow at large n). ``method="randomized"``: the randomized SVD with the projection rule of
     :func:`_projected_factors` in reverse mode (fast; exact up to O(σ_{r+1}/σ_r)).
     """
     if method == "exact":
