@@ -2,9 +2,9 @@
 and the sampled Gram matrix Aᵀ D̃ A used by sketched Newton (the "SubSample" of the rescaled
 hyperbolic regression paper, Lemma 6.4, which the paper cites without an algorithm).
 
-For X = diag(√D) A (n × d, D > 0) with leverage scores τ_i = ‖e_iᵀ Q‖² (X = QR, Σ τ_i = d), drawing m
-rows i.i.d. with probabilities p_i and weighting D̃_i = D_i · count_i/(m p_i) gives E[Aᵀ D̃ A] = Aᵀ D A,
-and with p_i ≥ β τ_i/d the matrix Chernoff bound gives (1 − ε) AᵀDA ⪯ AᵀD̃A ⪯ (1 + ε) AᵀDA with
+For X = diag(√D) A (n × d, D > 0) with leverage scores τ_i = ‖e_iᵀ U‖² (U an orthonormal basis of X's
+column space, Σ τ_i = rank X, d for full column rank), drawing m rows i.i.d. with probabilities
+p_i and weighting D̃_i = D_i · count_i/(m p_i) gives E[Aᵀ D̃ A] = Aᵀ D A, and with p_i ≥ β τ_i/d the matrix Chernoff bound gives (1 − ε) AᵀDA ⪯ AᵀD̃A ⪯ (1 + ε) AᵀDA with
 probability ≥ 1 − δ once m ≥ (8/3) (d/β) log(2d/δ)/ε² (:func:`sketch_size`).
 
 Fast approximate scores (Drineas, Magdon-Ismail, Mahoney, Woodruff 2012; Clarkson–Woodruff 2013):
@@ -23,14 +23,29 @@ import jax.numpy as jnp
 from lowrank_jax import design
 
 
+def _kept(s, shape):
+    """Mask of the singular values above the numerical-rank cut-off σ₁ · max(shape) · eps (the cut-off
+    of ``numpy.linalg.matrix_rank``); all False for a zero matrix."""
+    cut = s[0] * max(shape) * jnp.finfo(s.dtype).eps
+    return s > cut
+
+
 def leverage_scores(A, row_weights=None):
-    """Exact leverage scores of diag(√row_weights) A (dense QR; O(n d²))."""
+    """Exact leverage scores of X = diag(√row_weights) A (dense; O(n d²)).
+
+    τ_i = ‖e_iᵀ U_k‖² with U_k the left singular vectors of X for its k = rank(X) non-negligible
+    singular values (computed as X = QR, R = U_R Σ Vᵀ, U = Q U_R), so Σ τ_i = rank(X). A plain QR
+    would be wrong for a rank-deficient X: its Q still has d columns, and the d − k that span no
+    direction of X are arbitrary and add spurious scores (close to 1 for a row they happen to favour).
+    """
     X = design.as_design(A)
     X = X.todense() if isinstance(X, design.RowSparse) else X
     if row_weights is not None:
         X = jnp.sqrt(row_weights)[:, None] * X
-    Q, _ = jnp.linalg.qr(X)
-    return jnp.sum(Q * Q, axis=1)
+    Q, R = jnp.linalg.qr(X)
+    U, s, _ = jnp.linalg.svd(R)
+    W = Q @ (U * _kept(s, X.shape))
+    return jnp.sum(W * W, axis=1)
 
 
 def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None = None, jl_cols: int | None = None):
@@ -40,6 +55,12 @@ def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None 
     (default 16: constant-factor scores suffice, they only shape the sampling distribution; with
     t columns each score carries a χ²_t/t factor, 1 % quantile 0.36 at t = 16).
     ``A`` dense or :class:`lowrank_jax.design.RowSparse`.
+
+    With SX = Q'R' and R' = U Σ Vᵀ: τ_i ≈ ‖e_iᵀ X V_k Σ_k⁻¹ G‖², V_k the right singular vectors of the
+    non-negligible singular values. For a full-rank X this is X R'⁻¹ (Uᵀ G), the same in distribution
+    as X R'⁻¹ G since G is Gaussian; for a rank-deficient X (a zero or repeated column) the pseudo-
+    inverse drops the directions that X lacks, whose near-zero pivots would otherwise inflate every
+    score.
     """
     n, d = A.shape
     k = sketch_rows or 8 * d
@@ -49,11 +70,11 @@ def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None 
     k_sketch, kg = jax.random.split(key)
     SX = design.count_sketch(k_sketch, A, scale, k)
     R = jnp.linalg.qr(SX, mode="r")
-    # A zero column of A gives a zero column of R, R_jj = 0 included; row j of R⁻¹G then only
-    # multiplies that zero column, so any R_jj ≠ 0 gives the same scores (and no 0/0 NaN).
-    R = R + jnp.diag(jnp.where(jnp.diag(R) == 0, 1.0, 0.0).astype(R.dtype))
+    _, s, Vt = jnp.linalg.svd(R)
+    keep = _kept(s, SX.shape)
+    inv_s = jnp.where(keep, 1.0 / jnp.where(keep, s, 1.0), 0.0)
     G = jax.random.normal(kg, (d, t), dtype) / jnp.sqrt(jnp.asarray(t, dtype))
-    RG = jax.scipy.linalg.solve_triangular(R, G, lower=False)          # R⁻¹ G (d, t)
+    RG = (Vt.T * inv_s) @ G                                            # R'⁺ G up to a rotation (d, t)
     Z = scale[:, None] * design.matmat(A, RG)
     return jnp.sum(Z * Z, axis=1)
 

@@ -495,6 +495,25 @@ def test_approximate_scores_ignore_a_zero_column(x64):
     assert float(out.x[2]) == 0.0 and np.all(np.isfinite(np.asarray(out.x)))
 
 
+def test_leverage_scores_of_a_rank_deficient_design(x64):
+    """A column that is the sum of two others: the scores are those of A's column space (rank 5), from
+    NumPy's SVD, and sum to the rank. A plain QR added spurious scores (up to 0.6 here, sum 6), and
+    the approximate scores' near-zero pivot inflated them up to 4x; now they stay within the
+    sketch's constant factor, in float64 and in float32."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((300, 6))
+    A[:, 5] = A[:, 0] + A[:, 1]
+    U, _, _ = np.linalg.svd(A, full_matrices=False)
+    tau = np.sum(U[:, :5] ** 2, axis=1)
+    exact = sketch.leverage_scores(jnp.asarray(A))
+    np.testing.assert_allclose(exact, tau, atol=1e-12)
+    np.testing.assert_allclose(float(jnp.sum(exact)), 5.0, rtol=1e-12)
+    for dtype in (np.float64, np.float32):
+        approx = sketch.approx_leverage_scores(jax.random.key(0), jnp.asarray(A.astype(dtype)), jl_cols=400)
+        ratio = np.asarray(approx) / tau
+        assert 0.5 < ratio.min() and ratio.max() < 3.0, (dtype, ratio.min(), ratio.max())
+
+
 def test_overflow_raises_alone_and_reads_non_finite_under_jit_and_vmap(x64):
     """Called directly an overflow raises; under jit/vmap it comes back non-finite and only at the
     overflowing points, so a vmap over x keeps the finite ones (one error compiled into the program
