@@ -4,8 +4,9 @@ hyperbolic regression paper, Lemma 6.4, which the paper cites without an algorit
 
 For X = diag(√D) A (n × d, D > 0) with leverage scores τ_i = ‖e_iᵀ U‖² (U an orthonormal basis of X's
 column space, Σ τ_i = rank X, d for full column rank), drawing m rows i.i.d. with probabilities
-p_i and weighting D̃_i = D_i · count_i/(m p_i) gives E[Aᵀ D̃ A] = Aᵀ D A, and with p_i ≥ β τ_i/d the matrix Chernoff bound gives (1 − ε) AᵀDA ⪯ AᵀD̃A ⪯ (1 + ε) AᵀDA with
-probability ≥ 1 − δ once m ≥ (8/3) (d/β) log(2d/δ)/ε² (:func:`sketch_size`).
+p_i and weighting D̃_i = D_i · count_i/(m p_i) gives E[Aᵀ D̃ A] = Aᵀ D A, and with p_i ≥ β τ_i/d the
+matrix Chernoff bound gives (1 − ε) AᵀDA ⪯ AᵀD̃A ⪯ (1 + ε) AᵀDA with probability ≥ 1 − δ
+once m ≥ (8/3) (d/β) log(2d/δ)/ε² (:func:`sketch_size`).
 
 Fast approximate scores (Drineas, Magdon-Ismail, Mahoney, Woodruff 2012; Clarkson–Woodruff 2013):
 a CountSketch S (k × n, one ±1 per column, O(nnz) to apply) gives SX = Q'R' with R' a constant-
