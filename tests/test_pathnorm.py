@@ -145,6 +145,39 @@ def test_layerwise_projection_keeps_the_constraint(digits):
     np.testing.assert_array_equal(shown.model.hidden.weight, res.model.hidden.weight)
 
 
+def test_layerwise_prox_sgd_projects_on_radius_one_over_lambda():
+    """The layer-wise constraint ball has radius 1/λ (the paper's problem), not the lr·λ of the
+    authors' code: rows above it land exactly on it, rows inside stay."""
+    model = pathnorm.ShallowNet(6, 4, 3, key=jax.random.key(0))
+    W_in = jnp.asarray(np.random.default_rng(0).standard_normal((4, 6))) * jnp.array([[30.0], [30.0], [0.1], [0.1]])
+    model = pathnorm._with_weights(model, W_in.astype(jnp.float32), model.out.weight)
+    opt = pathnorm.optimizer("layer", "prox", 0.2, 0.1)
+    zero = jax.tree.map(jnp.zeros_like, model)
+    updates, _ = opt.update(zero, opt.init(model), model)
+    W = optax.apply_updates(model, updates).hidden.weight
+    rows = np.asarray(jnp.sum(jnp.abs(W), axis=1))
+    np.testing.assert_allclose(rows[:2], 10.0, rtol=1e-5)
+    np.testing.assert_allclose(W[2:], W_in[2:], rtol=1e-6)
+
+
+def test_pgd_is_a_uniform_start_then_signed_steps_of_eps_over_20(digits):
+    """One PGD step against the same computation by hand: Z₀ = clip(X + U[−ε, ε]) with the attack's
+    key, Z₁ = clip(clip(Z₀ + (ε/20) sign ∇_Z CE, X ± ε), 0, 1); and the default is 40 such steps."""
+    X, y = digits
+    model = pathnorm.ShallowNet(X.shape[1], 8, 10, key=jax.random.key(1))
+    Xs, ys, eps, key = X[:50], y[:50], 0.1, jax.random.key(2)
+    Z0 = jnp.clip(Xs + jax.random.uniform(key, Xs.shape, Xs.dtype, -eps, eps), 0.0, 1.0)
+
+    def by_hand(Z, steps):
+        for _ in range(steps):
+            g = jax.grad(lambda Z: jnp.sum(optax.softmax_cross_entropy_with_integer_labels(model(Z), ys)))(Z)
+            Z = jnp.clip(jnp.clip(Z + eps / 20 * jnp.sign(g), Xs - eps, Xs + eps), 0.0, 1.0)
+        return Z
+
+    np.testing.assert_allclose(pathnorm.pgd_attack(model, Xs, ys, eps, key=key, steps=1), by_hand(Z0, 1), atol=1e-6)
+    np.testing.assert_allclose(pathnorm.pgd_attack(model, Xs, ys, eps, key=key), by_hand(Z0, 40), atol=1e-5)
+
+
 def test_sweep_equals_separate_runs(digits):
     X, y = digits
     lrs = jnp.array([0.1, 0.2, 0.2])

@@ -88,12 +88,29 @@ def test_lrpca_hand_set_schedule_converges_in_float32():
     assert float(out.error[-1]) < 1e-4
 
 
+def test_lrpca_step_is_the_simultaneous_update_of_eq_9(x64):
+    """One layer against NumPy: E = −clip(Y − LRᵀ, ±ζ), L⁺ = L − ηER(RᵀR)⁻¹ and R⁺ = R − ηEᵀL(LᵀL)⁻¹,
+    both from the old L and R (the note's reading of the garbled line 9), not R⁺ from L⁺."""
+    rng = np.random.default_rng(3)
+    Y, L, R = rng.standard_normal((30, 20)), rng.standard_normal((30, 3)), rng.standard_normal((20, 3))
+    zeta, eta = 0.5, 0.4
+    E = -np.clip(Y - L @ R.T, -zeta, zeta)
+    L_new = L - eta * E @ R @ np.linalg.inv(R.T @ R)
+    R_new = R - eta * E.T @ L @ np.linalg.inv(L.T @ L)
+    got_L, got_R, stats = rpca.lrpca_step(*(jnp.asarray(a) for a in (Y, L, R)), zeta, eta)
+    np.testing.assert_allclose(got_L, L_new, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got_R, R_new, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(stats["sq"], np.sum(E ** 2), rtol=1e-12)
+    sequential = R - eta * E.T @ L_new @ np.linalg.inv(L_new.T @ L_new)
+    assert np.max(np.abs(sequential - R_new)) > 1e-2
+
+
 def test_frmnn_equals_explicit_continuation(x64):
     p = datasets.rpca_problem(jax.random.key(2), 120, 100, 3, 0.1, dtype=jnp.float64)
     K, total = 4, 12
     zeta = rpca.oracle_thresholds(p.Y, 3, p.X, K, 0.5)
     eta = jnp.linspace(0.7, 0.5, K)
-    beta, phi = 1.0, 0.7
+    beta, phi = 0.9, 0.7                  # β ≠ 1, so the η continuation η_K β^{k−K} is checked too
     cont = rpca.lrpca(p.Y, 3, zeta, eta, beta=beta, phi=phi, max_iter=total)
     k = jnp.arange(1, total - K + 1)
     zeta_long = jnp.concatenate([zeta, zeta[-1] * phi ** k])
