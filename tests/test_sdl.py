@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lowrank_jax import sdl
+from lowrank_jax import prox, sdl
 from lowrank_jax.sdl import model as sm
 
 
@@ -254,6 +254,29 @@ def test_theory_helper():
     assert th.holds and th.rho < 1 and th.step_interval[0] < th.best_step < th.step_interval[1]
 
 
+def test_theory_constants_are_eq_16_with_the_mu_order_of_the_proofs():
+    """μ and L of eq. (16) evaluated by hand for p + q < n, where δ⁻ > 0 and λ⁺ > 0: SDL-W's μ has
+    nδ⁻α⁻, SDL-H's μ has α⁻ (the order of eqs. 103 and 129; the paper labels only L), and ρ is
+    Theorem E.2's 2·max(|1 − τμ|, |1 − τL|) at the best step τ = 2/(μ + L), i.e. 2(L − μ)/(L + μ)."""
+    rng = np.random.default_rng(7)
+    X, Xa = rng.normal(size=(6, 40)) / 3, rng.normal(size=(2, 40)) / 3
+    n, xi, lam = 40, 0.6, 0.2                           # 2ξ between μ and L: no min or max is 2ξ
+    Phi = np.concatenate([X, Xa])
+    ev = np.linalg.eigvalsh(Phi @ Phi.T / n)
+    lam_plus = np.linalg.eigvalsh(Xa @ Xa.T / n)[-1]
+    a_minus, a_plus = sdl.softmax_curvature(1.0, 1)
+    expected = {"W": (min(2 * xi, 2 * lam + n * ev[0] * a_minus), max(2 * xi, 2 * lam + n * ev[-1] * a_plus)),
+                "H": (min(2 * xi, 2 * lam + a_minus), max(2 * xi, 2 * lam + a_plus * lam_plus * n, 2 * lam + a_plus))}
+    assert expected["W"][0] != expected["H"][0] and 2 * xi not in (*expected["W"], *expected["H"])
+    for model, (mu, L) in expected.items():
+        th = sdl.theory(X, xi, lam, model=model, X_aux=Xa)
+        np.testing.assert_allclose([th.mu, th.L], [mu, L], rtol=1e-6)
+        np.testing.assert_allclose(th.delta_minus, ev[0], rtol=1e-6)
+        np.testing.assert_allclose(th.best_step, 2 / (mu + L), rtol=1e-6)
+        np.testing.assert_allclose(th.rho, 2 * (L - mu) / (L + mu), rtol=1e-6)
+        np.testing.assert_allclose(th.step_interval, (1 / (2 * mu), 1.5 / L), rtol=1e-6)
+
+
 def test_mf_lr_baseline():
     X, y, _ = generative("H", 40, 100, 2, seed=6)
     m = sdl.mf_lr(X, y, 2)
@@ -359,6 +382,25 @@ def test_bcd_on_sdl_h_is_monotone(x64):
     assert np.all(np.isfinite(loss)) and int(m.n_iter) == 300
     assert np.all(np.diff(loss) <= 1e-10 * np.abs(loss[1:])), np.diff(loss).max()
     assert loss[-1] < 0.5 * loss[0]
+
+
+@pytest.mark.parametrize("model", ["H", "W"])
+def test_one_lpgd_step_projects_on_the_convex_set_then_on_rank_r(x64, model):
+    """Algorithm 1's step: θ₁ = Π_r(Π_Θ(θ₀ − τ∇_θF)) and a plain γ₁ = γ₀ − τ∇_γF from the old iterate.
+    Π_Θ is an entrywise box, which does not commute with Π_r: the other order gives another θ₁."""
+    X, y, _ = generative(model, 30, 20, 2, seed=16)
+    data = sm.prepare(X, y, intercept=True)
+    theta0, gamma0, _ = sdl.initial_point(data, 2, model, jax.random.key(0))
+    step, xi, lam = 0.5, 1.0, 0.1
+    _, (g_theta, g_gamma) = sm.value_and_gradients(theta0, gamma0, data, xi, lam, model)
+    moved = theta0 - step * g_theta
+    c = 0.5 * float(jnp.max(jnp.abs(moved)))
+    box = lambda t: jnp.clip(t, -c, c)  # noqa: E731
+    one = sdl.lpgd(theta0, gamma0, data, xi, lam, step, 2, model=model, iters=1, project=box, svd="exact")
+    expected = prox.project_rank(box(moved), 2)
+    np.testing.assert_allclose(one.theta, expected, atol=1e-10)
+    np.testing.assert_allclose(one.gamma, gamma0 - step * g_gamma, atol=1e-12)
+    assert float(jnp.max(jnp.abs(box(prox.project_rank(moved, 2)) - expected))) > 1e-3
 
 
 def test_tolerance_stops_early_at_the_first_small_step(x64):
