@@ -289,6 +289,38 @@ def test_icl_shift_reproduces_the_step(exp_instance, x64):
     assert float(jnp.linalg.norm(delta_b)) <= float(rg.icl_bound(x0, x1, A, b))
     with pytest.raises(ValueError, match="α"):
         rg.icl_shift(jnp.zeros(10), x1, A, b, "sinh")
+    # Rows in ± pairs (up to 1e-15): α = Σ sinh(Ax) cancels to rounding noise although u does not
+    # vanish. Refused too, rather than a shift of size 1/eps whose sign is rounding.
+    A_pm = jnp.concatenate([A[:50], -A[:50] * (1 + 1e-15)])
+    b_pm = jnp.full(100, 0.01)
+    alpha = rg.parts(x1, A_pm, b_pm, "sinh").alpha
+    assert alpha != 0.0
+    with pytest.raises(ValueError, match="zero to working precision"):
+        rg.icl_shift(x1, x0, A_pm, b_pm, "sinh")
+
+
+def test_icl_shift_and_bound_for_a_step_in_A(exp_instance, x64):
+    """Lemma E.5 / Corollary F.2 part 2 (x fixed, A_t → A_{t+1}): the shift reproduces the step, is
+    bounded by the constant with ‖x‖ ‖ΔA‖₂, and a step in both x and A is the sum of the two moves."""
+    A, b, w, x_star, x0 = exp_instance
+    dA = 1e-4 * jax.random.normal(jax.random.key(7), A.shape, jnp.float64)
+    delta_b = rg.icl_shift(x0, x0, A, b, A_next=A + dA)
+    p0, p1 = rg.parts(x0, A, b, "exp"), rg.parts(x0, A + dA, b, "exp")
+    np.testing.assert_allclose(p1.u - p1.alpha * b, p0.u - p0.alpha * (b - delta_b), atol=1e-12)
+    assert float(jnp.max(jnp.abs(dA @ x0))) < 0.01                       # the corollary's condition
+    bound = rg.icl_bound(x0, x0, A, b, A_next=A + dA)
+    R = max(float(jnp.linalg.norm(A, 2)), float(jnp.linalg.norm(x0)), float(jnp.linalg.norm(b)), 4.0)
+    n = A.shape[0]
+    by_hand = (np.exp(2 * R ** 2) * (1 + np.sqrt(n) * float(jnp.linalg.norm(b))) * 2 * np.sqrt(n)
+               * float(jnp.linalg.norm(x0)) * float(jnp.linalg.norm(dA, 2)))
+    np.testing.assert_allclose(bound, by_hand, rtol=1e-10)
+    assert 0 < float(jnp.linalg.norm(delta_b)) <= float(bound)
+    x1 = x0 + 1e-3 * jax.random.normal(jax.random.key(6), x0.shape, jnp.float64)
+    both = rg.icl_shift(x0, x1, A, b, A_next=A + dA)
+    p2 = rg.parts(x1, A + dA, b, "exp")
+    np.testing.assert_allclose(p2.u - p2.alpha * b, p0.u - p0.alpha * (b - both), atol=1e-12)
+    with pytest.raises(ValueError, match="A_next must have the shape"):
+        rg.icl_shift(x0, x1, A, b, A_next=A[:-1])
 
 
 def test_vmap_over_b_and_w_equals_separate_solves(x64):

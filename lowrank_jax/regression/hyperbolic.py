@@ -275,35 +275,58 @@ def approximation_error(H_approx, H):
 
 # -- the in-context-learning corollary (Appendix E, Corollary F.2) --------------------------------
 
-def icl_shift(x_t, x_next, A, b, kind: str = "exp"):
-    """δ_b with u(x_{t+1}) − α(x_{t+1}) b = u(x_t) − α(x_t)(b − δ_b) (Lemma E.2): a step in x equals a
-    step in b, δ_b = α(x_t)⁻¹ (c(x_{t+1}) − c(x_t)). Raises when α(x_t) = 0 (sinh at x = 0)."""
+def _icl_step(x_t, x_next, A, b, A_next, kind):
+    """Validated (A, b, x_t, x_next, A_next) of a step (x_t, A) → (x_next, A_next); A_next defaults to A."""
     A, b, _, x_t = check_problem(A, b, 0.0, x_t, kind=kind)
     x_next = _checks.as_hyper(x_next, "x_next", ndim=1, nonnegative=False, dtype=A.dtype)
     if x_next.shape != x_t.shape:
         raise ValueError(f"x_next must have the shape of x_t {x_t.shape}, got {x_next.shape}")
-    p0, p1 = parts(x_t, A, b, kind), parts(x_next, A, b, kind)
-    if _checks.is_concrete(p0.alpha) and float(p0.alpha) == 0.0:
-        raise ValueError("α(x_t) = ⟨u(Ax_t), 1⟩ = 0: the shift δ_b is undefined (sinh at x = 0)")
+    if A_next is None:
+        return A, b, x_t, x_next, A
+    A_next = design.as_design(A_next, "A_next")
+    if A_next.shape != A.shape:
+        raise ValueError(f"A_next must have the shape of A {A.shape}, got {A_next.shape}")
+    return A, b, x_t, x_next, A_next
+
+
+def icl_shift(x_t, x_next, A, b, kind: str = "exp", *, A_next=None):
+    """δ_b with u(A_{t+1}x_{t+1}) − α(A_{t+1}x_{t+1}) b = u(A_t x_t) − α(A_t x_t)(b − δ_b): a step in x
+    (Lemma E.2) or in A (Lemma E.5, read as "x fixed, A_t → A_{t+1}"; pass ``A_next``), or both,
+    equals a step in b, δ_b = α_t⁻¹ (c_{t+1} − c_t) with c = u − α b.
+
+    Raises when α(A_t x_t) = Σ u_i is zero to working precision, |α| ≤ n · eps · Σ|u_i| (sinh at or
+    near x = 0, where the sum cancels and its sign is rounding): δ_b is then undefined or rounding
+    noise. Traced (under jit/vmap) no check is made."""
+    A, b, x_t, x_next, A_next = _icl_step(x_t, x_next, A, b, A_next, kind)
+    p0, p1 = parts(x_t, A, b, kind), parts(x_next, A_next, b, kind)
+    if _checks.is_concrete(p0.alpha) and _checks.is_concrete(p0.u):
+        u = np.asarray(p0.u)
+        noise = u.size * np.finfo(u.dtype).eps * float(np.sum(np.abs(u)))
+        if abs(float(p0.alpha)) <= noise:
+            raise ValueError(f"α(x_t) = ⟨u(Ax_t), 1⟩ = {float(p0.alpha):.3g} is zero to working precision "
+                             f"(|α| ≤ n·eps·Σ|u| = {noise:.3g}): the shift δ_b is undefined (sinh at or near x = 0)")
     return _guard((p1.c - p0.c) / p0.alpha, p1.z, "the in-context shift")
 
 
-def icl_bound(x_t, x_next, A, b, R=None):
-    """The explicit constant of Corollary F.2 part 1 (x case, exp), ‖δ_b‖ ≤
-    e^{R²} (1 + √n ‖b‖) 2√n R e^{R²} ‖x_{t+1} − x_t‖, with R = max(‖A‖, ‖x_t‖, ‖b‖, 4) by default
-    (valid when ‖A(x_{t+1} − x_t)‖_∞ < 0.01). The constant grows as e^{2R²}: beyond R ≈ 6.6 (float32)
-    or 18.8 (float64) it is not representable and the bound is inf (an honest "no useful bound")."""
-    A, b, _, x_t = check_problem(A, b, 0.0, x_t)
-    x_next = _checks.as_hyper(x_next, "x_next", ndim=1, nonnegative=False, dtype=A.dtype)
-    if x_next.shape != x_t.shape:
-        raise ValueError(f"x_next must have the shape of x_t {x_t.shape}, got {x_next.shape}")
+def icl_bound(x_t, x_next, A, b, R=None, *, A_next=None):
+    """The explicit constant of Corollary F.2 (exp): ‖δ_b‖ ≤ e^{R²} (1 + √n ‖b‖) 2√n e^{R²} ‖Δz‖ with
+    ‖Δz‖ = ‖A_{t+1}x_{t+1} − A_t x_t‖ ≤ R ‖x_{t+1} − x_t‖ + ‖A_{t+1} − A_t‖₂ ‖x_{t+1}‖, so part 1 (x case)
+    reads e^{R²} (1 + √n ‖b‖) 2√n R e^{R²} ‖x_{t+1} − x_t‖ and part 2 (A case, x fixed, ``A_next``)
+    the same with ‖x‖ ‖A_{t+1} − A_t‖₂ in place of R ‖x_{t+1} − x_t‖. R = max(‖A_t‖, ‖x_t‖, ‖b‖, 4) by
+    default; valid when ‖A_t(x_{t+1} − x_t)‖_∞ < 0.01 and ‖(A_{t+1} − A_t)x‖_∞ < 0.01. The constant grows
+    as e^{2R²}: beyond R ≈ 6.6 (float32) or 18.8 (float64) it is not representable and the bound is
+    inf (an honest "no useful bound")."""
+    A, b, x_t, x_next, A_next = _icl_step(x_t, x_next, A, b, A_next, "exp")
     dense = A.todense() if isinstance(A, design.RowSparse) else A
     n = dense.shape[0]
     if R is None:
         R = jnp.max(jnp.stack([jnp.linalg.norm(dense, 2), jnp.linalg.norm(x_t), jnp.linalg.norm(b),
                                jnp.asarray(4.0, dense.dtype)]))
-    step = jnp.linalg.norm(x_next - x_t)
-    return jnp.exp(R ** 2) * (1 + jnp.sqrt(n) * jnp.linalg.norm(b)) * 2 * jnp.sqrt(n) * R * jnp.exp(R ** 2) * step
+    step = R * jnp.linalg.norm(x_next - x_t)
+    if A_next is not A:
+        dense_next = A_next.todense() if isinstance(A_next, design.RowSparse) else A_next
+        step = step + jnp.linalg.norm(dense_next - dense, 2) * jnp.linalg.norm(x_next)
+    return jnp.exp(R ** 2) * (1 + jnp.sqrt(n) * jnp.linalg.norm(b)) * 2 * jnp.sqrt(n) * jnp.exp(R ** 2) * step
 
 
 __all__ = ["KINDS", "Parts", "approximation_error", "check_problem", "curvature_split", "diagonal_curvature",
