@@ -120,7 +120,8 @@ def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X
       support: boolean (n1, n2) mask of supp(S⋆), to record #{S_k ≠ 0 outside it} per layer.
       key: ``jax.random`` key of the randomized initial SVD (default ``jax.random.key(0)``).
       svd: ``"randomized"`` (default; oversampling ``oversample`` and ``n_iter`` power iterations,
-        as the authors' training code) or ``"exact"`` (their MATLAB ``svds``).
+        the authors' training code's power iterations, which use no oversampling) or ``"exact"``
+        (their MATLAB ``svds``).
       differentiable: with ``tol``, run a masked ``scan`` so that reverse-mode ``grad`` works.
       stop: what ``tol`` bounds: ``"residual"`` (above) or ``"change"``, the paper's video halting
         rule max(‖X_k − X_{k−1}‖_F/‖X_{k−1}‖_F, ‖S_k − S_{k−1}‖_F/‖S_{k−1}‖_F) (recorded in

@@ -23,6 +23,8 @@ Choices, and why (numbers in the project's issue notes and docs/rpca.md):
 - Initial values: the oracle schedule of Theorem 1 (ζ_k = ‖X_{k−1} − X⋆‖_∞ with η = 0.5), its
   geometric mean over a few training instances; η = 0.5. Training starts from a schedule that
   already converges, so few steps per stage suffice.
+- Pre-training trains ζ_j as well as η_j. The authors' code resets ζ_j to 0.1·ζ_{j−1} before every
+  pre-training step, so it trains only η_j there; that quirk is not reproduced.
 - Mini-batches through ``vmap``.
 
 Every stage ends with a checkpoint (:func:`lowrank_jax.rpca.params.save_params`, atomic); a run
