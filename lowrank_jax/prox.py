@@ -45,6 +45,20 @@ def _clip_symmetric_jvp(primals, tangents):
     return clip_symmetric(x, t), jnp.where(inside, dx, jnp.sign(x) * dt)
 
 
+def group_soft_threshold(x: jax.Array, t, axis: int = 0) -> jax.Array:
+    """Group soft thresholding, the prox of t Σ_g ‖x_g‖₂ over the slices along ``axis`` (columns of a
+    matrix for ``axis=0``: the ℓ2,1 norm):
+
+        x_g ↦ max(1 − t/‖x_g‖₂, 0) · x_g,
+
+    so a group with ‖x_g‖₂ ≤ t becomes 0 and every other keeps its direction and loses t in norm.
+    ``t`` ≥ 0, a scalar or broadcastable against the group norms (shape of x with ``axis`` kept as 1).
+    """
+    norm = jnp.sqrt(jnp.sum(jnp.square(x), axis=axis, keepdims=True))
+    scale = jnp.maximum(1.0 - t / jnp.where(norm > 0, norm, 1.0), 0.0)
+    return x * jnp.where(norm > 0, scale, 0.0)
+
+
 def hard_threshold(x: jax.Array, t) -> jax.Array:
     """Hard thresholding: keep x_i where |x_i| > t, zero elsewhere (prox of t²/2 · ‖·‖₀)."""
     return jnp.where(jnp.abs(x) > t, x, jnp.zeros_like(x))

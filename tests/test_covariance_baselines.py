@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from lowrank_jax import prox
 from lowrank_jax.covariance import baselines, metrics
 from lowrank_jax.datasets import covariance as cov
 
@@ -299,9 +300,90 @@ def test_rpca_gd_on_a_far_from_psd_sigma_stays_finite_and_raises_when_it_diverge
     assert not np.all(np.isfinite(jitted))
 
 
-@pytest.mark.parametrize("method", ["ialm", "fpcp", "rpca_gd"])
+def _dc_numpy(s, mu, gamma, start):
+    """The γ-norm DC steps in NumPy, for the hand-made references below."""
+    sig = start.copy()
+    for _ in range(100):
+        new = np.maximum(s - (1 + gamma) * gamma / (gamma + sig) ** 2 / mu, 0.0)
+        done = np.sum((new - sig) ** 2) < 1e-6
+        sig = new
+        if done:
+            break
+    return sig
+
+
+def test_gamma_norm_shrink_descends_to_a_stationary_point_and_tends_to_svt(x64):
+    """Each DC step minimises a majorant, so the objective Σ f(σ) + (μ/2)‖σ − s‖² never rises, and the
+    result is a fixed point σ = max(s − f'(σ)/μ, 0). From σ = s on a scalar with a large s it is the
+    global minimum (grid search); for γ → ∞, f(σ) → σ and the map is SVT at 1/μ."""
+    rng = np.random.default_rng(0)
+    s = jnp.asarray(np.sort(rng.uniform(0, 5, 12))[::-1])
+    f = lambda sig, g: (1 + g) * sig / (g + sig)               # noqa: E731
+    for mu, gamma, start in ((2.0, 0.5, s), (0.7, 0.05, 0.5 * s), (3.0, 1.0, jnp.zeros_like(s))):
+        out = baselines.gamma_norm_shrink(s, mu, gamma, start, tol=1e-20)
+        obj = lambda sig: float(jnp.sum(f(sig, gamma)) + mu / 2 * jnp.sum((sig - s) ** 2))  # noqa: E731
+        assert obj(out) <= obj(start) + 1e-12
+        fixed = jnp.maximum(s - (1 + gamma) * gamma / (gamma + out) ** 2 / mu, 0.0)
+        np.testing.assert_allclose(out, fixed, atol=1e-9)
+    grid = np.linspace(0, 6, 600001)
+    best = grid[np.argmin(f(grid, 0.5) + (grid - 5.0) ** 2)]
+    one = baselines.gamma_norm_shrink(jnp.array([5.0]), 2.0, 0.5, jnp.array([5.0]), tol=1e-20)
+    np.testing.assert_allclose(one[0], best, atol=1e-5)
+    np.testing.assert_allclose(baselines.gamma_norm_shrink(s, 2.0, 1e8, s), prox.soft_threshold(s, 0.5), atol=1e-6)
+
+
+def test_group_soft_threshold_is_the_l21_prox(x64):
+    """Optimality of z = prox_{t‖·‖₂,₁}(x), column by column: x_j − z_j = t z_j/‖z_j‖ where z_j ≠ 0,
+    and ‖x_j‖ ≤ t where z_j = 0."""
+    x = jnp.asarray(np.random.default_rng(1).standard_normal((5, 8)) * np.linspace(0.1, 2.0, 8))
+    t = 1.5
+    z = prox.group_soft_threshold(x, t)
+    norms_x, norms_z = np.linalg.norm(x, axis=0), np.linalg.norm(z, axis=0)
+    zero = norms_z == 0
+    assert zero.any() and (~zero).any()
+    assert np.all(norms_x[zero] <= t)
+    np.testing.assert_allclose((x - z)[:, ~zero], t * z[:, ~zero] / norms_z[~zero], atol=1e-12)
+    np.testing.assert_allclose(prox.group_soft_threshold(x.T, t, axis=1), z.T, atol=1e-15)
+
+
+@pytest.mark.parametrize("norm", ["l21", "l1"])
+def test_ncrpca_first_iterations_by_hand(x64, norm):
+    """Two iterations of the reference scheme in NumPy: the L-step first (SVD, DC from σ = 0, then warm
+    started), then the S-step's prox at λ/μ, Y ← Y + μZ, μ ← 1.1μ from μ₀ = 0.9. Σ is scaled so that
+    some singular values exceed the first shrink (1 + γ)/(γμ₀) ≈ 112 and L₁ ≠ 0."""
+    Sigma = 40 * planted(2, n=30)[0]
+    n, lam, gamma, mu = 30, 1 / np.sqrt(30), 1e-2, 0.9
+    if norm == "l1":
+        s_prox = lambda x, t: np.sign(x) * np.maximum(np.abs(x) - t, 0)                 # noqa: E731
+    else:
+        s_prox = lambda x, t: x * np.maximum(1 - t / np.linalg.norm(x, axis=0), 0)      # noqa: E731
+    S, Y, sig = np.zeros((n, n)), np.zeros((n, n)), np.zeros(n)
+    for it in (1, 2):
+        U, s, Vt = np.linalg.svd(Sigma - S + Y / mu)
+        sig = _dc_numpy(s, mu, gamma, sig)
+        L = (U * sig) @ Vt
+        S = s_prox(Sigma - L + Y / mu, lam / mu)
+        Y, mu = Y + mu * (Sigma - L - S), mu * 1.1
+        out = baselines.ncrpca(Sigma, max_iter=it, norm=norm)
+        assert 0 < int(out.rank) == int(np.sum(sig > 0)) < n
+        np.testing.assert_allclose(out.L, L, atol=1e-8 * np.abs(Sigma).max())
+        np.testing.assert_allclose(out.S, S, atol=1e-8 * np.abs(Sigma).max())
+        np.testing.assert_allclose(out.residual[it - 1], np.linalg.norm(Sigma - L - S) / np.linalg.norm(Sigma),
+                                   rtol=1e-8)
+
+
+def test_ncrpca_stops_at_its_tolerance(x64):
+    Sigma, _, _ = cov.lrs_problem(0, 40, 4, 0.9, "code")
+    out = baselines.ncrpca(Sigma, tol=1e-8, norm="l1")
+    k = int(out.n_iter)
+    assert 1 < k < 500 and float(out.residual[k - 1]) < 1e-8 <= float(np.min(np.asarray(out.residual[:k - 1])))
+    assert float(metrics.rel_error(out.L + out.S, Sigma)) < 1e-8
+
+
+@pytest.mark.parametrize("method", ["ialm", "ncrpca", "fpcp", "rpca_gd"])
 def test_baselines_reject_bad_input(method):
     call = {"ialm": lambda S, **kw: baselines.ialm(S, **kw),
+            "ncrpca": lambda S, **kw: baselines.ncrpca(S, **kw),
             "fpcp": lambda S, rank=2, **kw: baselines.fpcp(S, rank, **kw),
             "rpca_gd": lambda S, rank=2, **kw: baselines.rpca_gd(S, rank, **kw)}[method]
     good = np.eye(4) + 0.1
@@ -315,7 +397,7 @@ def test_baselines_reject_bad_input(method):
     bad[2, 2] = np.inf
     with pytest.raises(ValueError, match="non-finite"):
         call(bad)
-    if method != "ialm":
+    if method in ("fpcp", "rpca_gd"):
         for rank in (0, 5, 2.0):
             with pytest.raises(ValueError, match="rank"):
                 call(good, rank=rank)
@@ -324,6 +406,10 @@ def test_baselines_reject_bad_input(method):
             call(good, rho=1.0)
         with pytest.raises(ValueError, match="lam"):
             call(good, lam=-0.1)
+    if method == "ncrpca":
+        for kw, match in ((dict(gamma=0.0), "gamma"), (dict(mu0=-1.0), "mu0"), (dict(norm="l2"), "norm must be")):
+            with pytest.raises(ValueError, match=match):
+                call(good, **kw)
     if method == "rpca_gd":
         with pytest.raises(ValueError, match="alpha"):
             call(good, alpha=0.6)   # γα = 1.2 > 1
