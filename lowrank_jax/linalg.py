@@ -18,6 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lowrank_jax import _checks
+
 
 class SVDResult(NamedTuple):
     """Thin truncated SVD: ``A ≈ U @ diag(s) @ V.T`` with ``s`` decreasing."""
@@ -104,7 +106,7 @@ def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, ove
     Args:
       A: (m, n) matrix.
       rank: number of triplets returned (static).
-      key: ``jax.random`` key for Ω.
+      key: ``jax.random`` key for Ω (an integer is taken as a seed).
       oversample: extra columns p of the sketch (static).
       n_iter: power iterations q (static).
       start: optional (n, l) block replacing Ω — a warm start such as the ``V`` of the previous
@@ -116,6 +118,11 @@ def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, ove
         devices. Same Ω, hence the same subspace up to rounding; U comes back split by rows like A,
         s and V replicated.
     """
+    A = jnp.asarray(A)
+    if A.ndim != 2:
+        raise ValueError(f"randomized_svd needs a matrix, got shape {A.shape}")
+    if not jnp.issubdtype(A.dtype, jnp.inexact):
+        A = A.astype(jnp.result_type(float))             # integer or boolean data: the default float
     m, n = A.shape
     if axis_name is None:
         orth_rows, total = jnp.linalg.qr, (lambda x: x)
@@ -130,6 +137,7 @@ def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, ove
     else:
         if key is None:
             raise ValueError("randomized_svd needs a key (or a start block)")
+        key = _checks.as_key(key)                        # an integer is a seed
         omega = jax.random.normal(key, (n, min(rank + oversample, m, n)), A.dtype)
     # Products with Aᵀ are written (Qᵀ A)ᵀ: XLA's CPU dot transposes A for Aᵀ Q (~4x slower).
     Q, _ = orth_rows(A @ omega)
@@ -348,8 +356,15 @@ def residual_map_products(Y: jax.Array, L: jax.Array, R: jax.Array, fn, row_args
     passes, where plain autodiff of the panel scan stores every panel's D and E.
     """
     n1, n2 = Y.shape
-    rows = _panel_rows(n1, n2, Y.dtype.itemsize)
+    if L.ndim != 2 or R.ndim != 2 or L.shape[0] != n1 or R.shape[0] != n2 or L.shape[1] != R.shape[1]:
+        raise ValueError(f"residual_map_products needs Y (n1, n2), L (n1, r) and R (n2, r); got Y {Y.shape}, "
+                         f"L {L.shape}, R {R.shape}")
     row_args = tuple(row_args)
+    for a in row_args:
+        if jnp.ndim(a) < 1 or jnp.shape(a)[0] != n1:
+            raise ValueError(f"residual_map_products: every row argument needs a leading axis of n1 = {n1}, "
+                             f"got shape {jnp.shape(a)}")
+    rows = _panel_rows(n1, n2, Y.dtype.itemsize)
     # The closed-over tracers of ``fn`` become explicit arguments (for the custom reverse rule);
     # the converted function has fixed shapes, so a ragged last panel gets its own conversion.
     def convert(m):

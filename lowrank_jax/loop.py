@@ -36,10 +36,11 @@ class LoopResult(NamedTuple):
 
 
 def _blank_like(diag):
-    """Padding for history rows that were never written: NaN for floats, -1 for integers."""
+    """Padding for history rows that were never written: NaN for floats, -1 for integers, False for
+    booleans (a -1 cast to bool would read True)."""
     def blank(x):
         x = jnp.asarray(x)
-        fill = jnp.nan if jnp.issubdtype(x.dtype, jnp.inexact) else -1
+        fill = jnp.nan if jnp.issubdtype(x.dtype, jnp.inexact) else False if x.dtype == jnp.bool_ else -1
         return jnp.full(x.shape, fill, x.dtype)
     return jax.tree.map(blank, diag)
 
@@ -104,6 +105,10 @@ def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], ja
     _checks.check_positive_int(max_iter, "max_iter", minimum=0)
     # Trace one step abstractly to learn the diagnostics' structure for the history buffer.
     _, diag_shape = jax.eval_shape(lambda s: step(jnp.asarray(start, jnp.int32), s), state)
+    stop_shape = jax.eval_shape(stop, state, diag_shape)
+    if not (hasattr(stop_shape, "dtype") and stop_shape.dtype == jnp.bool_ and stop_shape.shape == ()):
+        raise TypeError(f"stop(state, diag) must return a boolean scalar, got {stop_shape} "
+                        "(compare with a tolerance, e.g. diag['residual'] < tol)")
     blank = _blank_like(jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), diag_shape))
     history0 = jax.tree.map(lambda b: jnp.broadcast_to(b, (max_iter,) + b.shape), blank)
 

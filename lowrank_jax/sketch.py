@@ -21,7 +21,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from lowrank_jax import design
+from lowrank_jax import _checks, design
 
 
 def _kept(s, shape):
@@ -83,6 +83,7 @@ def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None 
 def sketch_size(d: int, eps: float, delta: float = 0.01, beta: float = 1.0) -> int:
     """Rows m for (1 ± ε) with probability ≥ 1 − δ by the matrix Chernoff bound, with scores that
     are β-approximate (p_i ≥ β τ_i / d): m = ⌈(8/3)(d/β) log(2d/δ)/ε²⌉."""
+    _checks.check_positive_int(d, "d")
     if not (0 < eps and 0 < delta < 1 and 0 < beta <= 1):
         raise ValueError(f"need eps > 0, 0 < delta < 1, 0 < beta <= 1; got {eps}, {delta}, {beta}")
     return math.ceil(8 / 3 * d / beta * math.log(2 * d / delta) / eps ** 2)
@@ -94,13 +95,17 @@ def sample_rows(key, scores, m: int, active=None):
 
     ``active`` (traced int, 1 ≤ active ≤ m): use only the first ``active`` draws — weights
     1/(active p_i) there and 0 after. The first ``active`` of m i.i.d. draws are an i.i.d. sample of
-    that size, so a sweep over sample sizes runs as one program with the static capacity m. Scores
+    that size, so a sweep over sample sizes runs as one program with the static capacity m; an
+    ``active`` above m is refused (concrete) or read as m (traced), since only m draws exist. Scores
     that are all 0 (a zero matrix, or D = 0) sample uniformly instead of dividing by 0."""
     total = jnp.sum(scores)
     p = jnp.where(total > 0, scores / jnp.where(total > 0, total, 1.0), 1.0 / scores.shape[0])
     idx = jax.random.choice(key, scores.shape[0], (m,), p=p)
     if active is None:
         return idx, 1.0 / (m * p[idx]), p
+    if _checks.is_concrete(active) and not 1 <= int(active) <= m:
+        raise ValueError(f"active must satisfy 1 <= active <= m = {m} (the draws there are), got {int(active)}")
+    active = jnp.minimum(active, m)
     used = jnp.arange(m) < active
     return idx, jnp.where(used, 1.0 / (active * p[idx]), 0.0), p
 

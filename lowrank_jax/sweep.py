@@ -117,6 +117,10 @@ def shape_of(**axes) -> tuple[int, ...]:
 
 def _mesh(devices) -> Mesh | None:
     devices = tuple(jax.devices() if devices is None else devices)
+    if not devices:
+        raise ValueError("devices is empty: pass None (all of jax.devices()) or at least one device")
+    if len(set(devices)) != len(devices):
+        raise ValueError(f"devices lists a device more than once: {devices}")
     if len(devices) <= 1:
         return None
     return Mesh(np.array(devices), (AXIS,))

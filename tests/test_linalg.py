@@ -213,3 +213,21 @@ def test_truncated_svd_gradient_is_finite_for_rank_deficient_matrices(x64):
     h = 1e-6
     fd = (loss(A + h * E) - loss(A - h * E)) / (2 * h)
     np.testing.assert_allclose(jnp.sum(g * E), fd, rtol=1e-7)
+
+
+def test_core_helpers_name_bad_arguments(x64):
+    """randomized_svd of an integer matrix failed inside jax.random (an integer dtype for Ω) and an
+    integer key was refused by jax.random; residual_map_products with mismatched factors failed
+    inside XLA. An integer matrix is now computed in the default float, an integer key is a seed,
+    and mismatched shapes are named."""
+    A = np.arange(12 * 8).reshape(12, 8) % 5
+    out = linalg.randomized_svd(jnp.asarray(A), 2, 3)
+    ref = linalg.randomized_svd(jnp.asarray(A, jnp.float64), 2, jax.random.key(3))
+    np.testing.assert_allclose(out.s, ref.s, rtol=1e-12)
+    Y, L, R = jnp.ones((6, 5)), jnp.ones((6, 2)), jnp.ones((5, 2))
+    fn = lambda D: (D, jnp.sum(D))  # noqa: E731
+    for bad in ((Y, L[:4], R), (Y, L, R[:, :1]), (Y, L, jnp.ones((6, 2)))):
+        with pytest.raises(ValueError, match="needs Y"):
+            linalg.residual_map_products(*bad, fn)
+    with pytest.raises(ValueError, match="row argument"):
+        linalg.residual_map_products(Y, L, R, lambda D, a: (D * a[:, None], jnp.sum(D)), (jnp.ones(4),))

@@ -1,6 +1,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from lowrank_jax import loop
 
@@ -102,3 +103,14 @@ def test_step_counts_must_be_non_negative_integers():
         with pytest.raises(ValueError, match="max_iter must be an integer >= 0"):
             loop.run_until(step, 0.0, max_iter=bad, stop=lambda s, d: s > 10)
     assert int(loop.run_fixed(step, 0.0, np.int64(3)).n_iter) == 3
+
+
+def test_boolean_history_pads_false_and_a_non_boolean_stop_is_named():
+    """A boolean diagnostic was padded with -1, which reads True after the stop; a stop that returns a
+    float failed inside XLA's while_loop with an unrelated message."""
+    step = lambda k, x: (0.5 * x, {"small": x < 1.0})  # noqa: E731
+    out = loop.run_until(step, jnp.float32(8.0), max_iter=10, stop=lambda s, d: d["small"])
+    n = int(out.n_iter)
+    assert n < 10 and bool(out.history["small"][n - 1]) and not np.any(np.asarray(out.history["small"][n:]))
+    with pytest.raises(TypeError, match="boolean scalar"):
+        loop.run_until(halving, jnp.float32(8.0), max_iter=5, stop=lambda s, d: d["value"] - 1.0)

@@ -625,3 +625,16 @@ def test_all_zero_scores_sample_uniformly():
         for method in ("exact", "approx"):
             G = sketch.sampled_gram(key, M, D, 10, method=method)
             np.testing.assert_array_equal(G, np.zeros((4, 4)))
+
+
+def test_sample_size_arguments_are_checked():
+    """active > m used only m draws but weighted them by 1/(active p): a biased Gram matrix. Refused
+    when concrete, read as m when traced (then the weights are those of m draws, unbiased)."""
+    key, scores = jax.random.key(1), jnp.arange(1.0, 6.0)
+    with pytest.raises(ValueError, match="active must satisfy"):
+        sketch.sample_rows(key, scores, 3, active=5)
+    traced = jax.jit(lambda a: sketch.sample_rows(key, scores, 3, active=a)[1])(5)
+    np.testing.assert_allclose(traced, sketch.sample_rows(key, scores, 3)[1], rtol=1e-6)
+    for d in (0, 2.5):
+        with pytest.raises(ValueError, match="d must be"):
+            sketch.sketch_size(d, 0.5)

@@ -102,6 +102,11 @@ def test_run_rejects_bad_points():
         sweep.run(lambda a: a, {"a": jnp.ones(3)}, chunk=0)
     with pytest.raises(ValueError, match="empty"):
         sweep.grid(a=[])
+    one = jax.devices()[0]
+    with pytest.raises(ValueError, match="more than once"):
+        sweep.run(lambda a: a, {"a": jnp.ones(3)}, devices=[one, one])
+    with pytest.raises(ValueError, match="devices is empty"):
+        sweep.run(lambda a: a, {"a": jnp.ones(3)}, devices=[])
 
 
 def test_run_compiles_once_per_function():
