@@ -58,6 +58,18 @@ def test_rank_above_counts_eigenvalues_strictly_above_the_threshold(x64):
     assert int(metrics.rank_above(np.zeros((4, 4)))) == 0
 
 
+def test_frobenius_metrics_survive_extreme_scales():
+    """In float32 ‖X‖_F of entries near 1e-25 squared to 0 (rel_error 0/0 → 0 for a 100 % error) and
+    near 1e25 to inf; the scaled norm is exact there, and inf / NaN entries still propagate."""
+    X0 = jnp.ones((10, 10), jnp.float32)
+    for scale in (1e-25, 1.0, 1e25):
+        np.testing.assert_allclose(metrics.frob(scale * X0), 10 * scale, rtol=1e-6)
+        np.testing.assert_allclose(metrics.rel_error(2 * scale * X0, scale * X0), 1.0, rtol=1e-6)
+    assert float(metrics.frob(X0.at[0, 0].set(jnp.inf))) == np.inf
+    assert np.isnan(float(metrics.frob(X0.at[0, 0].set(jnp.nan))))
+    assert float(metrics.frob(jnp.zeros((3, 3)))) == 0.0
+
+
 def test_sparsity_uses_a_strict_threshold(x64):
     S = np.array([[0.0, 0.01, -0.01], [0.0099, 0.5, -2.0]])
     assert float(metrics.sparsity(S)) == pytest.approx(2 / 6)              # |x| < 0.01: 0 and 0.0099

@@ -627,6 +627,15 @@ def test_all_zero_scores_sample_uniformly():
             np.testing.assert_array_equal(G, np.zeros((4, 4)))
 
 
+def test_a_start_that_overflows_is_named(x64):
+    """newton_solve from an x0 whose loss overflows said only that the iterate became non-finite; it
+    now names the overflow at the start (|Ax| against the safe limit), as loss() does."""
+    A, b, w = make_problem(n=100, d=6)
+    x0 = jnp.full(6, 1e3)
+    with pytest.raises(FloatingPointError, match="the loss overflows.*beyond the safe"):
+        rg.newton_solve(A, b, w, x0, "exp", "exact", iters=3)
+
+
 def test_sample_size_arguments_are_checked():
     """active > m used only m draws but weighted them by 1/(active p): a biased Gram matrix. Refused
     when concrete, read as m when traced (then the weights are those of m draws, unbiased)."""

@@ -92,8 +92,14 @@ def sparsity(S, tol=EPSILON, *, strict: bool = True) -> jax.Array:
 
 
 def frob(X) -> jax.Array:
-    """‖X‖_F."""
-    return jnp.sqrt(jnp.sum(jnp.square(jnp.asarray(X))))
+    """‖X‖_F, computed as m·‖X/m‖_F with m = max|X_ij| so that squaring neither underflows nor
+    overflows (float32 entries near 1e-20 or 1e20 gave 0 or inf); inf and NaN entries propagate."""
+    X = jnp.asarray(X)
+    if X.size == 0:
+        return jnp.zeros((), X.dtype if jnp.issubdtype(X.dtype, jnp.inexact) else jnp.float32)
+    m = jnp.max(jnp.abs(X))
+    safe = jnp.where((m > 0) & jnp.isfinite(m), m, 1.0)
+    return jnp.where(jnp.isfinite(m), safe * jnp.sqrt(jnp.sum(jnp.square(X / safe))), m)
 
 
 def _ratio(num, den):

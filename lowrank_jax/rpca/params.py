@@ -80,8 +80,7 @@ class LRPCAParams(eqx.Module):
         """The paper's generalisation rule: η as is, ζ scaled by (self.n / n)(rank / self.rank)."""
         if isinstance(n, bool) or not isinstance(n, numbers.Real) or not 0 < n < math.inf:
             raise ValueError(f"n must be a positive size √(n1 n2), got {n!r}")
-        if isinstance(rank, bool) or not isinstance(rank, numbers.Integral) or rank < 1:
-            raise ValueError(f"rank must be a positive integer, got {rank!r}")
+        rank = _checks.check_positive_int(rank, "rank")
         scale = (self.n / n) * (rank / self.rank)
         return eqx.tree_at(lambda p: p.log_zeta, self, self.log_zeta + math.log(scale))
 
