@@ -95,6 +95,21 @@ def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, *, sv_map, s_prox, l_first, max_iter
     return BaselineResult(L, S, out.n_iter, out.history["residual"], rank)
 
 
+def _alm_arguments(Sigma, lam, max_iter, **positive):
+    """Checks shared by :func:`ialm` and :func:`ncrpca`: Σ symmetric, λ (default 1/√n) and the named
+    hyperparameters positive scalars of Σ's dtype, ρ > 1, an integer budget. Returns (Σ, (λ, *the
+    named values in order)), max_iter)."""
+    Sigma = check_symmetric(Sigma)
+    dtype = Sigma.dtype
+    lam = 1.0 / Sigma.shape[0] ** 0.5 if lam is None else lam
+    values = [_checks.as_hyper(v, name, ndim=0, positive=True, dtype=dtype)
+              for name, v in (("lam", lam), *positive.items())]
+    rho = positive.get("rho")
+    if rho is not None and _checks.is_concrete(rho) and float(rho) <= 1:
+        raise ValueError(f"rho must be > 1, got {float(rho)}")
+    return Sigma, tuple(values), _checks.check_positive_int(max_iter, "max_iter")
+
+
 @functools.partial(jax.jit, static_argnames=("max_iter",))
 def _ialm(D, lam, tol, rho, mu_factor, *, max_iter):
     norm_two = _safe_norm(jnp.linalg.norm(D, 2))
@@ -132,16 +147,8 @@ def ialm(Sigma, lam=None, tol=1e-7, max_iter: int = 1000, rho=1.5, *, mu_factor=
     Returns:
       :class:`BaselineResult`; ``residual[n_iter − 1]`` = ‖Σ − L − S‖_F/‖Σ‖_F < tol on convergence.
     """
-    Sigma = check_symmetric(Sigma)
-    n = Sigma.shape[0]
-    dtype = Sigma.dtype
-    lam = _checks.as_hyper(1.0 / n ** 0.5 if lam is None else lam, "lam", ndim=0, positive=True, dtype=dtype)
-    tol = _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=dtype)
-    rho = _checks.as_hyper(rho, "rho", ndim=0, positive=True, dtype=dtype)
-    mu_factor = _checks.as_hyper(mu_factor, "mu_factor", ndim=0, positive=True, dtype=dtype)
-    if _checks.is_concrete(rho) and float(rho) <= 1:
-        raise ValueError(f"rho must be > 1, got {float(rho)}")
-    max_iter = _checks.check_positive_int(max_iter, "max_iter")
+    Sigma, (lam, tol, rho, mu_factor), max_iter = _alm_arguments(Sigma, lam, max_iter, tol=tol, rho=rho,
+                                                                  mu_factor=mu_factor)
     return _ialm(Sigma, lam, tol, rho, mu_factor, max_iter=max_iter)
 
 
@@ -214,19 +221,10 @@ def ncrpca(Sigma, lam=None, tol=1e-6, max_iter: int = 500, rho=1.1, *, mu0=0.9, 
     Returns:
       :class:`BaselineResult`; ``rank`` = the number of non-zero σ of the last L-step.
     """
-    Sigma = check_symmetric(Sigma)
     if norm not in NORMS:
         raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
-    n = Sigma.shape[0]
-    dtype = Sigma.dtype
-    lam = _checks.as_hyper(1.0 / n ** 0.5 if lam is None else lam, "lam", ndim=0, positive=True, dtype=dtype)
-    tol = _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=dtype)
-    rho = _checks.as_hyper(rho, "rho", ndim=0, positive=True, dtype=dtype)
-    mu0 = _checks.as_hyper(mu0, "mu0", ndim=0, positive=True, dtype=dtype)
-    gamma = _checks.as_hyper(gamma, "gamma", ndim=0, positive=True, dtype=dtype)
-    if _checks.is_concrete(rho) and float(rho) <= 1:
-        raise ValueError(f"rho must be > 1, got {float(rho)}")
-    max_iter = _checks.check_positive_int(max_iter, "max_iter")
+    Sigma, (lam, tol, rho, mu0, gamma), max_iter = _alm_arguments(Sigma, lam, max_iter, tol=tol, rho=rho, mu0=mu0,
+                                                                  gamma=gamma)
     return _ncrpca(Sigma, lam, tol, rho, mu0, gamma, max_iter=max_iter, norm=norm)
 
 
