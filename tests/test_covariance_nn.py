@@ -47,6 +47,13 @@ def test_first_layer_gradient_is_rank_one(x64):
 
     gA, gb = jax.grad(phi, argnums=(0, 1))(A, b)
     np.testing.assert_allclose(gA, jnp.outer(gb, x), rtol=1e-12, atol=1e-14)
+    # Lemma IV.2 at the output: the last layer's bias d enters M = g(·) unchanged, so ∂φ/∂d is ∇_M φ
+    # read in g's order, row by row (M_ij is output i·k + j), not column by column.
+    net1 = cv.CovNet(A @ x + b, net.layers, "tanh", 8, 2)
+    g_d = jax.grad(lambda m: cv.loss_of_M(m(), Sigma, "logcosh", 0.1))(net1).layers[-1].bias
+    g_M = cv.grad_of_M(net1(), Sigma, "logcosh", 0.1)
+    np.testing.assert_allclose(g_d, g_M.reshape(-1), rtol=1e-12, atol=1e-14)
+    assert not np.allclose(g_d, g_M.T.reshape(-1))
 
 
 def test_half_vectorisation_orders():
