@@ -209,6 +209,7 @@ def raise_if_diverged(values, message) -> None:
               if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.inexact)]
     if not leaves or not all(is_concrete(x) for x in leaves):
         return
-    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))     # one host round trip
-    if not bool(finite):
+    with jax.ensure_compile_time_eval():          # concrete values closed over inside a trace, too
+        finite = bool(jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves])))  # one host round trip
+    if not finite:
         raise FloatingPointError(message() if callable(message) else message)

@@ -647,6 +647,16 @@ def test_all_zero_scores_sample_uniformly():
             np.testing.assert_array_equal(G, np.zeros((4, 4)))
 
 
+def test_given_scores_closed_over_inside_jit(x64):
+    """The scores check summed them with jnp, which inside the caller's jit is staged even for a
+    concrete array, and float() of it failed (make bench's Newton benchmark crashed there)."""
+    A, b, w = make_problem(n=200, d=6)
+    tau = sketch.leverage_scores(A)
+    x0 = jnp.full(6, 0.01)
+    run = lambda x: rg.newton_solve(A, b, w, x, "exp", "sketch", iters=2, scores=tau).x  # noqa: E731
+    np.testing.assert_allclose(jax.jit(run)(x0), run(x0), rtol=1e-12)
+
+
 def test_a_start_that_overflows_is_named(x64):
     """newton_solve from an x0 whose loss overflows said only that the iterate became non-finite; it
     now names the overflow at the start (|Ax| against the safe limit), as loss() does."""

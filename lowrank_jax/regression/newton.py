@@ -153,7 +153,10 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
         scores = _checks.as_hyper(scores, "scores", ndim=1, dtype=A.dtype)
         if scores.shape[0] != n:
             raise ValueError(f"scores must have length n = {n} (rows of A), got {scores.shape[0]}")
-        if _checks.is_concrete(scores) and not float(jnp.sum(scores)) > 0:
+        if _checks.is_concrete(scores):
+            with jax.ensure_compile_time_eval():        # also when closed over inside the caller's jit
+                total = float(jnp.sum(scores))
+        if _checks.is_concrete(scores) and not total > 0:
             raise ValueError("scores must have a positive sum (rows are sampled with p ∝ scores)")
     if all(_checks.is_concrete(a) for a in jax.tree.leaves((A, b, w, x0))):
         hb.loss(x0, A, b, w, kind)      # a start whose loss overflows is named as such (rows of Ax, the limit)

@@ -69,10 +69,12 @@ class LRPCAParams(eqx.Module):
     def from_schedule(cls, zeta, eta, *, rank: int, n: int, beta=1.0, phi=1.0) -> "LRPCAParams":
         """From thresholds ζ (K+1,) > 0 and steps η (K,) > 0."""
         zeta, eta = jnp.asarray(zeta, jnp.float32), jnp.asarray(eta, jnp.float32)
-        if not bool(jnp.all(zeta > 0)):
-            raise ValueError("zeta must be positive")
-        if not bool(jnp.all(eta > 0)):
-            raise ValueError("eta must be positive")
+        if _checks.is_concrete(zeta) and _checks.is_concrete(eta):
+            with jax.ensure_compile_time_eval():
+                if not bool(jnp.all(zeta > 0)):
+                    raise ValueError("zeta must be positive")
+                if not bool(jnp.all(eta > 0)):
+                    raise ValueError("eta must be positive")
         return cls(jnp.log(zeta), jnp.log(eta), jnp.asarray(beta, jnp.float32),
                    jnp.asarray(phi, jnp.float32), rank=int(rank), n=int(n))
 
