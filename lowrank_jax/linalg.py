@@ -227,7 +227,8 @@ def low_rank_factors(A: jax.Array, rank: int, method: str = "randomized", key: j
     """Balanced factors (L, R) = (UΣ^{1/2}, VΣ^{1/2}) of the best rank-r approximation of A.
 
     ``method="exact"``: the exact truncated SVD with the kept-triplet derivative of
-    :func:`truncated_svd` (exact gradient wherever it exists, slow at large n). ``method="randomized"``: the randomized SVD with the projection rule of
+    :func:`truncated_svd` (exact gradient wherever it exists, slow at large n).
+    ``method="randomized"``: the randomized SVD with the projection rule of
     :func:`_projected_factors` in reverse mode (fast; exact up to O(σ_{r+1}/σ_r)).
     """
     if method == "exact":

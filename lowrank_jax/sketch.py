@@ -44,7 +44,7 @@ def leverage_scores(A, row_weights=None):
     if row_weights is not None:
         X = jnp.sqrt(row_weights)[:, None] * X
     Q, R = jnp.linalg.qr(X)
-    U, s, _ = jnp.linalg.svd(R)
+    U, s, _ = jnp.linalg.svd(R, full_matrices=False)
     W = Q @ (U * _kept(s, X.shape))
     return jnp.sum(W * W, axis=1)
 
@@ -71,10 +71,10 @@ def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None 
     k_sketch, kg = jax.random.split(key)
     SX = design.count_sketch(k_sketch, A, scale, k)
     R = jnp.linalg.qr(SX, mode="r")
-    _, s, Vt = jnp.linalg.svd(R)
+    _, s, Vt = jnp.linalg.svd(R, full_matrices=False)
     keep = _kept(s, SX.shape)
     inv_s = jnp.where(keep, 1.0 / jnp.where(keep, s, 1.0), 0.0)
-    G = jax.random.normal(kg, (d, t), dtype) / jnp.sqrt(jnp.asarray(t, dtype))
+    G = jax.random.normal(kg, (s.shape[0], t), dtype) / jnp.sqrt(jnp.asarray(t, dtype))
     RG = (Vt.T * inv_s) @ G                                            # R'⁺ G up to a rotation (d, t)
     Z = scale[:, None] * design.matmat(A, RG)
     return jnp.sum(Z * Z, axis=1)
