@@ -163,8 +163,9 @@ def metrics(cv, Sigma, r):
     L, S, S_fig = r["L"], r["S"], r["S_fig"]
     lam = np.linalg.eigvalsh(0.5 * (L + L.T))
     fro = np.linalg.norm
+    fit_L = float(fro(Sigma - L) / fro(L)) if fro(L) > 0 else float("inf")     # L = 0 (NC-RPCA here): no fit
     return dict(r_L=int(np.sum(lam > 0.01)), r_L_abs=int(np.sum(np.abs(lam) > 0.01)), s_S=float(cv.sparsity(S)),
-                s_shrunk=float(cv.sparsity(S_fig)), fit_L=float(fro(Sigma - L) / fro(L)) if fro(L) > 0 else float("inf"),   # L = 0: no fit (NC-RPCA)
+                s_shrunk=float(cv.sparsity(S_fig)), fit_L=fit_L,
                 fit_shrunk=float(fro(Sigma - L - S_fig) / fro(Sigma)), residual=float(fro(Sigma - L - S) / fro(Sigma)),
                 min_eig_L=float(lam[0]), max_eig_L=float(lam[-1]), psd=bool(lam[0] >= -PSD_TOL * max(lam[-1], 0.0)),
                 eig=lam[::-1])
