@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lowrank_jax import linalg
 from lowrank_jax.selection import kth_largest
+
+
+def _is_concrete(x) -> bool:
+    return not isinstance(x, jax.core.Tracer)
 
 
 def soft_threshold(x: jax.Array, t) -> jax.Array:
@@ -53,10 +58,18 @@ def group_soft_threshold(x: jax.Array, t, axis: int = 0) -> jax.Array:
 
     so a group with ‖x_g‖₂ ≤ t becomes 0 and every other keeps its direction and loses t in norm.
     ``t`` ≥ 0, a scalar or broadcastable against the group norms (shape of x with ``axis`` kept as 1).
+    The norms are taken as m‖x_g/m‖₂ with m = max|x_g| (no underflow for tiny groups), and the
+    derivative at a zero group is that of the operator there: 0 for t > 0, the identity for t = 0.
     """
-    norm = jnp.sqrt(jnp.sum(jnp.square(x), axis=axis, keepdims=True))
-    scale = jnp.maximum(1.0 - t / jnp.where(norm > 0, norm, 1.0), 0.0)
-    return x * jnp.where(norm > 0, scale, 0.0)
+    if _is_concrete(t) and np.any(np.asarray(t) < 0):
+        raise ValueError(f"t must be >= 0, got {t}")
+    m = jnp.max(jnp.abs(x), axis=axis, keepdims=True)
+    y = x / jnp.where(m > 0, m, 1.0)
+    ss = jnp.sum(jnp.square(y), axis=axis, keepdims=True)
+    nonzero = ss > 0
+    norm = m * jnp.sqrt(jnp.where(nonzero, ss, 1.0))          # ‖x_g‖ where non-zero (safe sqrt)
+    scale = jnp.maximum(1.0 - t / jnp.where(nonzero, norm, 1.0), 0.0)
+    return x * jnp.where(nonzero, scale, jnp.where(jnp.asarray(t) > 0, 0.0, 1.0))
 
 
 def hard_threshold(x: jax.Array, t) -> jax.Array:

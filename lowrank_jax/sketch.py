@@ -20,8 +20,23 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lowrank_jax import _checks, design
+
+
+def _weights(w, name: str, n: int | None = None):
+    """A 1-D vector of non-negative, finite weights (checked when concrete), of length n if given."""
+    w = jnp.asarray(w)
+    if w.ndim != 1 or (n is not None and w.shape[0] != n):
+        raise ValueError(f"{name} must be a vector{'' if n is None else f' of length n = {n}'}, got shape {w.shape}")
+    if not jnp.issubdtype(w.dtype, jnp.inexact):
+        w = w.astype(jnp.result_type(float))
+    if _checks.is_concrete(w):
+        v = np.asarray(w)
+        if not np.all(np.isfinite(v)) or np.any(v < 0):
+            raise ValueError(f"{name} must be finite and >= 0")
+    return w
 
 
 def _kept(s, shape):
@@ -42,7 +57,7 @@ def leverage_scores(A, row_weights=None):
     X = design.as_design(A)
     X = X.todense() if isinstance(X, design.RowSparse) else X
     if row_weights is not None:
-        X = jnp.sqrt(row_weights)[:, None] * X
+        X = jnp.sqrt(_weights(row_weights, "row_weights", X.shape[0]))[:, None] * X
     Q, R = jnp.linalg.qr(X)
     U, s, _ = jnp.linalg.svd(R, full_matrices=False)
     W = Q @ (U * _kept(s, X.shape))
@@ -63,11 +78,15 @@ def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None 
     inverse drops the directions that X lacks, whose near-zero pivots would otherwise inflate every
     score.
     """
+    A = design.as_design(A)
     n, d = A.shape
-    k = sketch_rows or 8 * d
-    t = jl_cols or 16
+    k = 8 * d if sketch_rows is None else _checks.check_positive_int(sketch_rows, "sketch_rows")
+    if k < d:
+        raise ValueError(f"sketch_rows = {k} < d = {d}: a CountSketch needs at least d rows to keep the "
+                         "column space (default 8d)")
+    t = 16 if jl_cols is None else _checks.check_positive_int(jl_cols, "jl_cols")
     dtype = A.dtype
-    scale = jnp.ones(n, dtype) if row_weights is None else jnp.sqrt(row_weights)
+    scale = jnp.ones(n, dtype) if row_weights is None else jnp.sqrt(_weights(row_weights, "row_weights", n))
     k_sketch, kg = jax.random.split(key)
     SX = design.count_sketch(k_sketch, A, scale, k)
     R = jnp.linalg.qr(SX, mode="r")
@@ -84,8 +103,8 @@ def sketch_size(d: int, eps: float, delta: float = 0.01, beta: float = 1.0) -> i
     """Rows m for (1 ± ε) with probability ≥ 1 − δ by the matrix Chernoff bound, with scores that
     are β-approximate (p_i ≥ β τ_i / d): m = ⌈(8/3)(d/β) log(2d/δ)/ε²⌉."""
     _checks.check_positive_int(d, "d")
-    if not (0 < eps and 0 < delta < 1 and 0 < beta <= 1):
-        raise ValueError(f"need eps > 0, 0 < delta < 1, 0 < beta <= 1; got {eps}, {delta}, {beta}")
+    if not (0 < eps < math.inf and 0 < delta < 1 and 0 < beta <= 1):
+        raise ValueError(f"need 0 < eps < inf, 0 < delta < 1, 0 < beta <= 1; got {eps}, {delta}, {beta}")
     return math.ceil(8 / 3 * d / beta * math.log(2 * d / delta) / eps ** 2)
 
 
@@ -97,9 +116,17 @@ def sample_rows(key, scores, m: int, active=None):
     1/(active p_i) there and 0 after. The first ``active`` of m i.i.d. draws are an i.i.d. sample of
     that size, so a sweep over sample sizes runs as one program with the static capacity m; an
     ``active`` above m is refused (concrete) or read as m (traced), since only m draws exist. Scores
-    that are all 0 (a zero matrix, or D = 0) sample uniformly instead of dividing by 0."""
-    total = jnp.sum(scores)
-    p = jnp.where(total > 0, scores / jnp.where(total > 0, total, 1.0), 1.0 / scores.shape[0])
+    that are all 0 (a zero matrix, or D = 0) sample uniformly instead of dividing by 0; negative or
+    non-finite scores are refused (concrete). ``m`` is a static positive integer, ``active`` an
+    integer."""
+    m = _checks.check_positive_int(m, "m")
+    scores = _weights(scores, "scores")
+    if active is not None and not jnp.issubdtype(jnp.result_type(active), jnp.integer):
+        raise ValueError(f"active must be an integer (a number of draws), got {active!r}")
+    top = jnp.max(scores)
+    scaled = scores / jnp.where(top > 0, top, 1.0)       # no overflow of the sum (float32 scores ~1e38)
+    total = jnp.sum(scaled)
+    p = jnp.where(total > 0, scaled / jnp.where(total > 0, total, 1.0), 1.0 / scores.shape[0])
     idx = jax.random.choice(key, scores.shape[0], (m,), p=p)
     if active is None:
         return idx, 1.0 / (m * p[idx]), p

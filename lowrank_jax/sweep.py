@@ -115,8 +115,21 @@ def shape_of(**axes) -> tuple[int, ...]:
     return tuple(_length(k, _axis(v)) for k, v in axes.items())
 
 
+def _device_tuple(devices) -> tuple:
+    """``devices`` as a tuple of devices: None → all of ``jax.devices()``, one device → (device,)."""
+    if devices is None:
+        return tuple(jax.devices())
+    if isinstance(devices, jax.Device):
+        return (devices,)
+    if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__"):
+        raise ValueError(f"devices must be a device or a sequence of devices (e.g. jax.devices()), got {devices!r}")
+    devices = tuple(devices)
+    if not all(isinstance(d, jax.Device) for d in devices):
+        raise ValueError(f"devices must hold jax devices (e.g. jax.devices()[:2]), got {devices!r}")
+    return devices
+
+
 def _mesh(devices) -> Mesh | None:
-    devices = tuple(jax.devices() if devices is None else devices)
     if not devices:
         raise ValueError("devices is empty: pass None (all of jax.devices()) or at least one device")
     if len(set(devices)) != len(devices):
@@ -246,7 +259,14 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
     chunk = None if chunk is None else int(chunk)
     if devices is None:
         _hint_one_cpu_device(jax.devices())
+    devices = _device_tuple(devices)
     mesh = _mesh(devices)
+    if mesh is None and len(devices) == 1:
+        # One device: commit the inputs to it, so that the program runs there (jit follows them).
+        def put(x):
+            return jax.device_put(x, devices[0]) if isinstance(x, (jax.Array, np.ndarray)) else x
+        points = jax.tree.map(put, points)
+        shared = None if shared is None else jax.tree.map(put, dict(shared))
     if mesh is not None:
         count = mesh.devices.size
         pad = -n % count

@@ -68,6 +68,11 @@ def test_frobenius_metrics_survive_extreme_scales():
     assert float(metrics.frob(X0.at[0, 0].set(jnp.inf))) == np.inf
     assert np.isnan(float(metrics.frob(X0.at[0, 0].set(jnp.nan))))
     assert float(metrics.frob(jnp.zeros((3, 3)))) == 0.0
+    # complex input has a real norm; the derivative at 0 is a finite subgradient (0), not NaN
+    assert float(metrics.frob(jnp.array([3 + 4j]))) == pytest.approx(5.0)
+    np.testing.assert_array_equal(jax.grad(metrics.frob)(jnp.zeros((2, 2))), np.zeros((2, 2)))
+    X = jnp.array([[1.0, -2.0], [2.0, 4.0]])
+    np.testing.assert_allclose(jax.grad(metrics.frob)(X), X / 5.0, rtol=1e-6)
 
 
 def test_sparsity_uses_a_strict_threshold(x64):
@@ -418,10 +423,17 @@ def test_baselines_reject_bad_input(method):
             call(good, rho=1.0)
         with pytest.raises(ValueError, match="lam"):
             call(good, lam=-0.1)
+    if method in ("ialm", "ncrpca"):                 # ρ is checked in Σ's dtype: 1 + 1e-8 is 1 in float32
+        with pytest.raises(ValueError, match="rho must be > 1"):
+            call(good.astype(np.float32), rho=1 + 1e-8)
     if method == "ncrpca":
         for kw, match in ((dict(gamma=0.0), "gamma"), (dict(mu0=-1.0), "mu0"), (dict(norm="l2"), "norm must be")):
             with pytest.raises(ValueError, match=match):
                 call(good, **kw)
+        with pytest.raises(ValueError, match="gamma must be > 0"):
+            baselines.gamma_norm_shrink(jnp.ones(3), 1.0, 0.0)
+        np.testing.assert_allclose(baselines.gamma_norm_shrink(jnp.array([5, 0]), 2.0, 1.0, jnp.array([5.0, 0.0])),
+                                   baselines.gamma_norm_shrink(jnp.array([5.0, 0.0]), 2.0, 1.0, jnp.array([5.0, 0.0])))
     if method == "rpca_gd":
         with pytest.raises(ValueError, match="alpha"):
             call(good, alpha=0.6)   # γα = 1.2 > 1

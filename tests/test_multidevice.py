@@ -32,6 +32,10 @@ SCRIPT = textwrap.dedent(r"""
     np.testing.assert_allclose(np.asarray(many), np.asarray(one), rtol=1e-4, atol=1e-6)
     padded = sweep.run(lambda a: a * 2.0, {"a": jnp.arange(16.0)})
     assert len(padded.sharding.device_set) == 8, padded.sharding     # really spread over 8 devices
+    # One chosen device (in a list, or bare) runs the sweep there, not on the default device.
+    for chosen in ([jax.devices()[5]], jax.devices()[5]):
+        there = sweep.run(lambda a, b: a * b, {"a": jnp.arange(3.0)}, shared={"b": jnp.float32(2.0)}, devices=chosen)
+        assert there.devices() == {jax.devices()[5]}, there.devices()
     # The branch accelerators take (a vmapped block per device under shard_map), on a LAPACK-free
     # solver with a per-point trip count: equal to the per-point results.
     sweep._MAP_PER_POINT_ON.clear()

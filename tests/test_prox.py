@@ -125,3 +125,20 @@ def test_top_fraction_count_is_exact_for_low_precision_alpha(dtype):
     for alpha, n in [(0.25, 100), (0.5, 1000), (0.125, 64), (0.1, 1000)]:
         a = jnp.asarray(alpha, dtype)
         assert int(prox.top_fraction_count(a, n)) == int(np.floor(float(a) * n + 1e-9)), (alpha, n, dtype)
+
+
+def test_group_soft_threshold_derivative_at_zero_groups_and_tiny_groups(x64):
+    """At a zero group the operator is 0 near it for t > 0 (derivative 0) and the identity for t = 0
+    (derivative 1); the plain ‖x_g‖ = √Σx² gave NaN there. Groups near 1e-170 squared to 0 and were
+    zeroed although far above t. A negative t (which enlarged the groups) is refused."""
+    X = jnp.array([[3.0, 0.0, 1.0], [4.0, 0.0, 1.0]])
+    for t, expected in ((1.0, 0.0), (0.0, 1.0)):
+        g = jax.grad(lambda X: jnp.sum(prox.group_soft_threshold(X, t)))(X)
+        assert np.all(np.isfinite(np.asarray(g)))
+        np.testing.assert_allclose(g[:, 1], expected)
+    np.testing.assert_allclose(jax.jacfwd(lambda X: prox.group_soft_threshold(X, 0.0))(X)[0, 1, 0, 1], 1.0)
+    tiny = jnp.array([[3e-170, 4e-170]])
+    np.testing.assert_allclose(prox.group_soft_threshold(tiny, 1e-171, axis=1), tiny * (1 - 1e-171 / 5e-170),
+                               rtol=1e-12)
+    with pytest.raises(ValueError, match="t must be >= 0"):
+        prox.group_soft_threshold(X, -1.0)

@@ -341,6 +341,8 @@ def test_icl_shift_and_bound_for_a_step_in_A(exp_instance, x64):
     np.testing.assert_allclose(p2.u - p2.alpha * b, p0.u - p0.alpha * (b - both), atol=1e-12)
     with pytest.raises(ValueError, match="A_next must have the shape"):
         rg.icl_shift(x0, x1, A, b, A_next=A[:-1])
+    with pytest.raises(ValueError, match="R must be"):
+        rg.icl_bound(x0, x1, A, b, R=-5.0)
 
 
 def test_vmap_over_b_and_w_equals_separate_solves(x64):
@@ -677,3 +679,36 @@ def test_sample_size_arguments_are_checked():
     for d in (0, 2.5):
         with pytest.raises(ValueError, match="d must be"):
             sketch.sketch_size(d, 0.5)
+    with pytest.raises(ValueError, match="eps < inf"):
+        sketch.sketch_size(3, float("inf"))
+    for bad, match in ((jnp.array([1.0, jnp.nan, 3.0]), "finite"), (jnp.array([1.0, -1.0, 3.0]), ">= 0")):
+        with pytest.raises(ValueError, match=match):
+            sketch.sample_rows(key, bad, 3)
+    with pytest.raises(ValueError, match="active must be an integer"):
+        sketch.sample_rows(key, scores, 3, active=2.5)
+    for m in (0, -1, 2.5):
+        with pytest.raises(ValueError, match="m must be"):
+            sketch.sample_rows(key, scores, m)
+    huge = jnp.full(3, 1e38, jnp.float32)                 # the sum overflowed: p = 0, weights inf
+    _, weight, p = sketch.sample_rows(key, huge, 3)
+    np.testing.assert_allclose(p, 1 / 3, rtol=1e-6)
+    np.testing.assert_allclose(weight, 1.0, rtol=1e-6)
+
+
+def test_leverage_score_arguments_are_checked():
+    """approx_leverage_scores took an integer A to jax.random with an integer dtype, returned NaN for
+    a NaN A, and neither routine checked row_weights (negative: NaN scores; wrong length: a
+    broadcasting error); fewer sketch rows than columns lose the constant factor."""
+    A = jnp.arange(24.0).reshape(8, 3) % 5 + jnp.eye(8, 3)
+    key = jax.random.key(0)
+    np.testing.assert_allclose(sketch.approx_leverage_scores(key, A.astype(jnp.int32)),
+                               sketch.approx_leverage_scores(key, A), rtol=1e-5)
+    with pytest.raises(ValueError, match="non-finite"):
+        sketch.approx_leverage_scores(key, A.at[0, 0].set(jnp.nan))
+    for f in (lambda w: sketch.leverage_scores(A, w), lambda w: sketch.approx_leverage_scores(key, A, w)):
+        with pytest.raises(ValueError, match="row_weights must be finite and >= 0"):
+            f(jnp.full(8, -1.0))
+        with pytest.raises(ValueError, match="row_weights must be a vector of length n = 8"):
+            f(jnp.ones(7))
+    with pytest.raises(ValueError, match="sketch_rows = 2 < d = 3"):
+        sketch.approx_leverage_scores(key, A, sketch_rows=2)

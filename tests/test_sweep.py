@@ -107,6 +107,9 @@ def test_run_rejects_bad_points():
         sweep.run(lambda a: a, {"a": jnp.ones(3)}, devices=[one, one])
     with pytest.raises(ValueError, match="devices is empty"):
         sweep.run(lambda a: a, {"a": jnp.ones(3)}, devices=[])
+    for bad in ("cpu", [0, 1]):
+        with pytest.raises(ValueError, match="devices must"):
+            sweep.run(lambda a: a, {"a": jnp.ones(3)}, devices=bad)
 
 
 def test_run_compiles_once_per_function():

@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lowrank_jax import _checks, linalg, loop
 from lowrank_jax.covariance.metrics import check_symmetric, frob
@@ -102,11 +103,12 @@ def _alm_arguments(Sigma, lam, max_iter, **positive):
     Sigma = check_symmetric(Sigma)
     dtype = Sigma.dtype
     lam = 1.0 / Sigma.shape[0] ** 0.5 if lam is None else lam
+    names = ("lam", *positive)
     values = [_checks.as_hyper(v, name, ndim=0, positive=True, dtype=dtype)
-              for name, v in (("lam", lam), *positive.items())]
-    rho = positive.get("rho")
-    if rho is not None and _checks.is_concrete(rho) and float(rho) <= 1:
-        raise ValueError(f"rho must be > 1, got {float(rho)}")
+              for name, v in zip(names, (lam, *positive.values()))]
+    rho = values[names.index("rho")]                    # in Σ's dtype: 1 + 1e-8 is 1 in float32
+    if _checks.is_concrete(rho) and float(rho) <= 1:
+        raise ValueError(f"rho must be > 1 in {dtype}, got {float(rho)}")
     return Sigma, tuple(values), _checks.check_positive_int(max_iter, "max_iter")
 
 
@@ -153,7 +155,7 @@ def ialm(Sigma, lam=None, tol=1e-7, max_iter: int = 1000, rho=1.5, *, mu_factor=
 
 
 def gamma_norm_shrink(s, mu, gamma, start=None, *, inner: int = 100, tol=1e-6):
-    """NC-RPCA's L-step on the singular values s ≥ 0 (Kang, Peng, Cheng 2015): a minimiser of
+    """NC-RPCA's L-step on the singular values s ≥ 0 (Kang, Peng, Cheng 2015): a local minimiser of
 
         Σ_i f(σ_i) + (μ/2) ‖σ − s‖²,   f(σ) = (1 + γ) σ / (γ + σ)   (the γ-norm ‖L‖_γ = Σ f(σ_i(L))),
 
@@ -163,9 +165,17 @@ def gamma_norm_shrink(s, mu, gamma, start=None, *, inner: int = 100, tol=1e-6):
 
     from ``start`` (default 0: w = (1 + γ)/γ, the strongest shrink), for at most ``inner`` steps or
     until ‖Δσ‖² < tol (the reference code's 100 and 1e-6, an absolute test). The objective never
-    increases along the steps. f rises from 0 to 1 within a few γ, so it interpolates between
+    increases along the steps, which end at a stationary point near the start: from 0 that can be
+    σ = 0 although a far lower minimum exists (s = 5, μ = 1, γ = 0.01: 13.0 against 1.55). f rises from 0 to 1 within a few γ, so it interpolates between
     rank(L) (γ → 0) and the nuclear norm (γ → ∞, f ≈ σ). Returns the new σ."""
-    sigma = jnp.zeros_like(s) if start is None else start
+    s = jnp.asarray(s)
+    if not jnp.issubdtype(s.dtype, jnp.inexact):
+        s = s.astype(jnp.result_type(float))
+    if _checks.is_concrete(gamma) and not np.all(np.asarray(gamma) > 0):
+        raise ValueError(f"gamma must be > 0, got {gamma}")
+    if _checks.is_concrete(mu) and not np.all(np.asarray(mu) > 0):
+        raise ValueError(f"mu must be > 0, got {mu}")
+    sigma = jnp.zeros_like(s) if start is None else jnp.asarray(start, s.dtype)
 
     def body(c):
         t, prev, _ = c

@@ -93,13 +93,16 @@ def sparsity(S, tol=EPSILON, *, strict: bool = True) -> jax.Array:
 
 def frob(X) -> jax.Array:
     """‖X‖_F, computed as m·‖X/m‖_F with m = max|X_ij| so that squaring neither underflows nor
-    overflows (float32 entries near 1e-20 or 1e20 gave 0 or inf); inf and NaN entries propagate."""
+    overflows (float32 entries near 1e-20 or 1e20 gave 0 or inf); inf and NaN entries propagate.
+    Complex X gives the real ‖X‖_F; the gradient at X = 0 is 0 (a subgradient)."""
     X = jnp.asarray(X)
     if X.size == 0:
         return jnp.zeros((), X.dtype if jnp.issubdtype(X.dtype, jnp.inexact) else jnp.float32)
     m = jnp.max(jnp.abs(X))
     safe = jnp.where((m > 0) & jnp.isfinite(m), m, 1.0)
-    return jnp.where(jnp.isfinite(m), safe * jnp.sqrt(jnp.sum(jnp.square(X / safe))), m)
+    ss = jnp.sum(jnp.square(jnp.abs(X / safe)))                 # |·|²: real for complex X too
+    norm = safe * jnp.sqrt(jnp.where(ss > 0, ss, 1.0))          # safe sqrt: a zero gradient at X = 0
+    return jnp.where(jnp.isfinite(m), jnp.where(ss > 0, norm, 0.0), m)
 
 
 def _ratio(num, den):

@@ -296,7 +296,9 @@ def icl_shift(x_t, x_next, A, b, kind: str = "exp", *, A_next=None):
 
     Raises when α(A_t x_t) = Σ u_i is zero to working precision, |α| ≤ n · eps · Σ|u_i| (sinh at or
     near x = 0, where the sum cancels and its sign is rounding): δ_b is then undefined or rounding
-    noise. Traced (under jit/vmap) no check is made."""
+    noise. The bound is the worst case of the summation's rounding, so an α that cancels exactly to
+    a tiny accurate value (rows in exact ± pairs plus a tiny one) is refused too. Traced (under
+    jit/vmap) no check is made."""
     A, b, x_t, x_next, A_next = _icl_step(x_t, x_next, A, b, A_next, kind)
     p0, p1 = parts(x_t, A, b, kind), parts(x_next, A_next, b, kind)
     if _checks.is_concrete(p0.alpha) and _checks.is_concrete(p0.u):
@@ -322,6 +324,8 @@ def icl_bound(x_t, x_next, A, b, R=None, *, A_next=None):
     if R is None:
         R = jnp.max(jnp.stack([jnp.linalg.norm(dense, 2), jnp.linalg.norm(x_t), jnp.linalg.norm(b),
                                jnp.asarray(4.0, dense.dtype)]))
+    else:
+        R = _checks.as_hyper(R, "R", ndim=0, positive=True, dtype=dense.dtype)
     step = R * jnp.linalg.norm(x_next - x_t)
     if A_next is not A:
         dense_next = A_next.todense() if isinstance(A_next, design.RowSparse) else A_next
