@@ -164,7 +164,8 @@ def test_vmap_over_hyperparameters():
     for a, err in zip(alphas, errs):
         np.testing.assert_allclose(err, rpca.scaledgd(p.Y, 2, a, iters=30, X_star=p.X).error[-1], rtol=1e-4)
     # ScaledGD's default step is the paper's η = 0.5 (a traced hyperparameter: one program for all three).
-    default, half, other = (rpca.scaledgd(p.Y, 2, 0.1, iters=30, **kw).X for kw in ({}, {"eta": 0.5}, {"eta": 0.6}))
+    default, half, other = (rpca.scaledgd(p.Y, 2, 0.1, iters=30, X_star=p.X, **kw).X
+                            for kw in ({}, {"eta": 0.5}, {"eta": 0.6}))
     np.testing.assert_array_equal(default, half)
     assert float(jnp.max(jnp.abs(default - other))) > 0
 
