@@ -231,9 +231,10 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
       chunk: evaluate ``chunk`` points at a time (``lax.map`` with ``batch_size``) instead of all N
         at once — same results, bounded memory. None: one ``vmap`` over all points. (On several
         CPU devices every device takes its points one at a time and ``chunk`` has no effect.)
-      devices: devices to shard the point axis over (default ``jax.devices()``). With several, N is
-        padded to a multiple of their count by repeating the last point, then trimmed, and each
-        device evaluates its block under ``shard_map``. Left at the default on JAX's single CPU
+      devices: devices to shard the point axis over (default ``jax.devices()``; one device may be
+        passed bare). With several, N is padded to a multiple of their count by repeating the last
+        point, then trimmed, and each device evaluates its block under ``shard_map``. With one, the
+        points and shared arrays are placed on it and the sweep runs there. Left at the default on JAX's single CPU
         device of a multi-core machine, the first call warns (once per process) how to get one
         device per core.
       progress: show a tqdm bar of points done, advanced from inside the compiled program (one
