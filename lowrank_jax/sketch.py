@@ -20,23 +20,8 @@ import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from lowrank_jax import _checks, design
-
-
-def _weights(w, name: str, n: int | None = None):
-    """A 1-D vector of non-negative, finite weights (checked when concrete), of length n if given."""
-    w = jnp.asarray(w)
-    if w.ndim != 1 or (n is not None and w.shape[0] != n):
-        raise ValueError(f"{name} must be a vector{'' if n is None else f' of length n = {n}'}, got shape {w.shape}")
-    if not jnp.issubdtype(w.dtype, jnp.inexact):
-        w = w.astype(jnp.result_type(float))
-    if _checks.is_concrete(w):
-        v = np.asarray(w)
-        if not np.all(np.isfinite(v)) or np.any(v < 0):
-            raise ValueError(f"{name} must be finite and >= 0")
-    return w
 
 
 def _kept(s, shape):
@@ -57,7 +42,7 @@ def leverage_scores(A, row_weights=None):
     X = design.as_design(A)
     X = X.todense() if isinstance(X, design.RowSparse) else X
     if row_weights is not None:
-        X = jnp.sqrt(_weights(row_weights, "row_weights", X.shape[0]))[:, None] * X
+        X = jnp.sqrt(_checks.as_hyper(row_weights, "row_weights", ndim=1, length=X.shape[0]))[:, None] * X
     Q, R = jnp.linalg.qr(X)
     U, s, _ = jnp.linalg.svd(R, full_matrices=False)
     W = Q @ (U * _kept(s, X.shape))
@@ -86,7 +71,8 @@ def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None 
                          "column space (default 8d)")
     t = 16 if jl_cols is None else _checks.check_positive_int(jl_cols, "jl_cols")
     dtype = A.dtype
-    scale = jnp.ones(n, dtype) if row_weights is None else jnp.sqrt(_weights(row_weights, "row_weights", n))
+    scale = (jnp.ones(n, dtype) if row_weights is None
+             else jnp.sqrt(_checks.as_hyper(row_weights, "row_weights", ndim=1, length=n, dtype=dtype)))
     k_sketch, kg = jax.random.split(key)
     SX = design.count_sketch(k_sketch, A, scale, k)
     R = jnp.linalg.qr(SX, mode="r")
@@ -120,7 +106,7 @@ def sample_rows(key, scores, m: int, active=None):
     non-finite scores are refused (concrete). ``m`` is a static positive integer, ``active`` an
     integer."""
     m = _checks.check_positive_int(m, "m")
-    scores = _weights(scores, "scores")
+    scores = _checks.as_hyper(scores, "scores", ndim=1)
     if active is not None and not jnp.issubdtype(jnp.result_type(active), jnp.integer):
         raise ValueError(f"active must be an integer (a number of draws), got {active!r}")
     top = jnp.max(scores)

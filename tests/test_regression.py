@@ -681,7 +681,7 @@ def test_sample_size_arguments_are_checked():
             sketch.sketch_size(d, 0.5)
     with pytest.raises(ValueError, match="eps < inf"):
         sketch.sketch_size(3, float("inf"))
-    for bad, match in ((jnp.array([1.0, jnp.nan, 3.0]), "finite"), (jnp.array([1.0, -1.0, 3.0]), ">= 0")):
+    for bad, match in ((jnp.array([1.0, jnp.nan, 3.0]), "finite"), (jnp.array([1.0, -1.0, 3.0]), "non-negative")):
         with pytest.raises(ValueError, match=match):
             sketch.sample_rows(key, bad, 3)
     with pytest.raises(ValueError, match="active must be an integer"):
@@ -706,9 +706,9 @@ def test_leverage_score_arguments_are_checked():
     with pytest.raises(ValueError, match="non-finite"):
         sketch.approx_leverage_scores(key, A.at[0, 0].set(jnp.nan))
     for f in (lambda w: sketch.leverage_scores(A, w), lambda w: sketch.approx_leverage_scores(key, A, w)):
-        with pytest.raises(ValueError, match="row_weights must be finite and >= 0"):
+        with pytest.raises(ValueError, match="row_weights must be non-negative"):
             f(jnp.full(8, -1.0))
-        with pytest.raises(ValueError, match="row_weights must be a vector of length n = 8"):
+        with pytest.raises(ValueError, match="row_weights must have length 8"):
             f(jnp.ones(7))
     with pytest.raises(ValueError, match="sketch_rows = 2 < d = 3"):
         sketch.approx_leverage_scores(key, A, sketch_rows=2)
