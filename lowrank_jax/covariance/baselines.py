@@ -61,39 +61,38 @@ def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, *, sv_map, s_prox, l_first, max_iter
     """The loop shared by :func:`ialm` and :func:`ncrpca`: min R(L) + λ‖S‖ s.t. D = L + S with
 
         S ← s_prox(D − L + Y/μ, λ/μ)
-        L ← U diag(σ') Vᵀ,  σ' = sv_map(σ, μ, state),  U diag(σ) Vᵀ = SVD(D − S + Y/μ)
+        L ← U diag(σ') Vᵀ,  σ' = sv_map(σ, μ, σ'_prev),  U diag(σ) Vᵀ = SVD(D − S + Y/μ)
         Z = D − L − S;  Y ← Y + μZ;  μ ← min(ρμ, μ̄)
 
-    (the L-step first when ``l_first``), until ‖Z‖_F/‖D‖_F < tol. ``sv_map(σ, μ, state) -> (σ', state)``
-    carries a state of the shape of σ between iterations (NC-RPCA's warm start; IALM ignores it).
-    ``rank`` is the number of non-zero σ' of the last L-step."""
+    (the L-step first when ``l_first``), until ‖Z‖_F/‖D‖_F < tol. The loop carries the last σ'
+    (0 at the start): NC-RPCA's DC steps start from it, IALM's SVT ignores it, and ``rank`` is its
+    number of non-zero values."""
     n1, n2 = D.shape
     d_norm = _safe_norm(frob(D))
     full = min(n1, n2)
 
-    def l_step(S, Y, mu, sv):
+    def l_step(S, Y, mu, kept):
         U, s, V = linalg.truncated_svd(D - S + Y / mu, full)
-        s, sv = sv_map(s, mu, sv)
-        return (U * s) @ V.T, s, sv
+        kept = sv_map(s, mu, kept)
+        return (U * kept) @ V.T, kept
 
     def step(_, state):
-        L, S, Y, mu, sv, _rank = state
+        L, S, Y, mu, kept = state
         if l_first:
-            L, s, sv = l_step(S, Y, mu, sv)
+            L, kept = l_step(S, Y, mu, kept)
             S = s_prox(D - L + Y / mu, lam / mu)
         else:
             S = s_prox(D - L + Y / mu, lam / mu)
-            L, s, sv = l_step(S, Y, mu, sv)
+            L, kept = l_step(S, Y, mu, kept)
         Z = D - L - S
         Y = Y + mu * Z
-        rank = jnp.sum(s > 0).astype(jnp.int32)
-        return (L, S, Y, jnp.minimum(mu * rho, mu_bar), sv, rank), {"residual": frob(Z) / d_norm}
+        return (L, S, Y, jnp.minimum(mu * rho, mu_bar), kept), {"residual": frob(Z) / d_norm}
 
     zeros = jnp.zeros_like(D)
-    state = (zeros, zeros, Y0, mu0, jnp.zeros(full, D.dtype), jnp.zeros((), jnp.int32))
+    state = (zeros, zeros, Y0, mu0, jnp.zeros(full, D.dtype))
     out = loop.run_until(step, state, max_iter=max_iter, stop=lambda s, d: d["residual"] < tol)
-    L, S, _, _, _, rank = out.state
-    return BaselineResult(L, S, out.n_iter, out.history["residual"], rank)
+    L, S, _, _, kept = out.state
+    return BaselineResult(L, S, out.n_iter, out.history["residual"], jnp.sum(kept > 0).astype(jnp.int32))
 
 
 def _alm_arguments(Sigma, lam, max_iter, **positive):
@@ -118,7 +117,7 @@ def _ialm(D, lam, tol, rho, mu_factor, *, max_iter):
     norm_inf = jnp.max(jnp.abs(D)) / lam
     mu0 = 1.25 / norm_two
     return _alm(D, lam, tol, rho, mu0, mu_factor * mu0, D / jnp.maximum(norm_two, norm_inf),
-                sv_map=lambda s, mu, sv: (soft_threshold(s, 1.0 / mu), sv),   # SVT at 1/μ
+                sv_map=lambda s, mu, _: soft_threshold(s, 1.0 / mu),   # SVT at 1/μ
                 s_prox=soft_threshold, l_first=False, max_iter=max_iter)
 
 
@@ -166,8 +165,9 @@ def gamma_norm_shrink(s, mu, gamma, start=None, *, inner: int = 100, tol=1e-6):
     from ``start`` (default 0: w = (1 + γ)/γ, the strongest shrink), for at most ``inner`` steps or
     until ‖Δσ‖² < tol (the reference code's 100 and 1e-6, an absolute test). The objective never
     increases along the steps, which end at a stationary point near the start: from 0 that can be
-    σ = 0 although a far lower minimum exists (s = 5, μ = 1, γ = 0.01: 13.0 against 1.55). f rises from 0 to 1 within a few γ, so it interpolates between
-    rank(L) (γ → 0) and the nuclear norm (γ → ∞, f ≈ σ). Returns the new σ."""
+    σ = 0 although a far lower minimum exists (s = 5, μ = 1, γ = 0.01: 13.0 against 1.55). f rises
+    from 0 to 1 within a few γ, so it interpolates between rank(L) (γ → 0) and the nuclear norm
+    (γ → ∞, f ≈ σ). Returns the new σ."""
     s = jnp.asarray(s)
     if not jnp.issubdtype(s.dtype, jnp.inexact):
         s = s.astype(jnp.result_type(float))
@@ -191,12 +191,9 @@ def gamma_norm_shrink(s, mu, gamma, start=None, *, inner: int = 100, tol=1e-6):
 def _ncrpca(D, lam, tol, rho, mu0, gamma, *, max_iter, norm):
     s_prox = soft_threshold if norm == "l1" else (lambda x, t: group_soft_threshold(x, t, axis=0))
 
-    def sv_map(s, mu, previous):
-        new = gamma_norm_shrink(s, mu, gamma, previous)
-        return new, new
-
     return _alm(D, lam, tol, rho, jnp.asarray(mu0, D.dtype), jnp.asarray(jnp.inf, D.dtype), jnp.zeros_like(D),
-                sv_map=sv_map, s_prox=s_prox, l_first=True, max_iter=max_iter)
+                sv_map=lambda s, mu, previous: gamma_norm_shrink(s, mu, gamma, previous), s_prox=s_prox,
+                l_first=True, max_iter=max_iter)
 
 
 NORMS = ("l1", "l21")
