@@ -155,11 +155,12 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
             raise ValueError(f"scores must have length n = {n} (rows of A), got {scores.shape[0]}")
         if _checks.is_concrete(scores):
             with jax.ensure_compile_time_eval():        # also when closed over inside the caller's jit
-                total = float(jnp.sum(scores))
-        if _checks.is_concrete(scores) and not total > 0:
-            raise ValueError("scores must have a positive sum (rows are sampled with p ∝ scores)")
+                if not float(jnp.sum(scores)) > 0:
+                    raise ValueError("scores must have a positive sum (rows are sampled with p ∝ scores)")
     if all(_checks.is_concrete(a) for a in jax.tree.leaves((A, b, w, x0))):
-        hb.loss(x0, A, b, w, kind)      # a start whose loss overflows is named as such (rows of Ax, the limit)
+        # A start whose loss overflows is named as such (rows of Ax, the limit); inputs already checked.
+        with jax.ensure_compile_time_eval():
+            hb._guard(*hb._loss(x0, A, b, w, kind), "the loss")
     out = _solve(A, b, w, x0, x_star, damping, tol, key, scores, sketch_rows, kind=kind, method=method, iters=iters, m=m,
                  leverage=leverage, refine=refine, rescore=rescore, resample=resample, line_search=line_search,
                  measure_eps=measure_eps, differentiable=bool(differentiable))
