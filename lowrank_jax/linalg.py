@@ -64,22 +64,16 @@ def truncated_svd(A: jax.Array, rank: int) -> SVDResult:
     rank below min(m, n), makes them NaN. Here the derivative is finite wherever it exists: the kept
     values distinct and positive, and σ_r > σ_{r+1}.
     """
-    _check_rank(rank, A.shape)
+    _checks.check_rank(rank, A.shape)
     U, s, V = _thin_svd(A)
     return SVDResult(U[:, :rank], s[:rank], V[:, :rank])
-
-
-def _check_rank(rank, shape) -> None:
-    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 1 <= rank <= min(shape):
-        raise ValueError(f"rank must be an integer in [1, min(m, n) = {min(shape)}] for a {shape} matrix, "
-                         f"got {rank!r}")
 
 
 @truncated_svd.defjvp
 def _truncated_svd_jvp(rank, primals, tangents):
     (A,), (dA,) = primals, tangents
     m, n = A.shape
-    _check_rank(rank, A.shape)
+    _checks.check_rank(rank, A.shape)
     U, s, V = _thin_svd(A)
     k = s.shape[0]
     out = SVDResult(U[:, :rank], s[:rank], V[:, :rank])
