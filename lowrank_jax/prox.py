@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from lowrank_jax import _checks, linalg
 from lowrank_jax.selection import kth_largest
@@ -57,8 +56,7 @@ def group_soft_threshold(x: jax.Array, t, axis: int = 0) -> jax.Array:
     The norms are taken as m‖x_g/m‖₂ with m = max|x_g| (no underflow for tiny groups), and the
     derivative at a zero group is that of the operator there: 0 for t > 0, the identity for t = 0.
     """
-    if _checks.is_concrete(t) and np.any(np.asarray(t) < 0):
-        raise ValueError(f"t must be >= 0, got {t}")
+    t = _checks.as_hyper(t, "t", dtype=jnp.result_type(x.dtype, float))
     m = jnp.max(jnp.abs(x), axis=axis, keepdims=True)
     y = x / jnp.where(m > 0, m, 1.0)
     ss = jnp.sum(jnp.square(y), axis=axis, keepdims=True)

@@ -430,7 +430,7 @@ def test_baselines_reject_bad_input(method):
         for kw, match in ((dict(gamma=0.0), "gamma"), (dict(mu0=-1.0), "mu0"), (dict(norm="l2"), "norm must be")):
             with pytest.raises(ValueError, match=match):
                 call(good, **kw)
-        with pytest.raises(ValueError, match="gamma must be > 0"):
+        with pytest.raises(ValueError, match="gamma must be positive"):
             baselines.gamma_norm_shrink(jnp.ones(3), 1.0, 0.0)
         np.testing.assert_allclose(baselines.gamma_norm_shrink(jnp.array([5, 0]), 2.0, 1.0, jnp.array([5.0, 0.0])),
                                    baselines.gamma_norm_shrink(jnp.array([5.0, 0.0]), 2.0, 1.0, jnp.array([5.0, 0.0])))

@@ -140,5 +140,5 @@ def test_group_soft_threshold_derivative_at_zero_groups_and_tiny_groups(x64):
     tiny = jnp.array([[3e-170, 4e-170]])
     np.testing.assert_allclose(prox.group_soft_threshold(tiny, 1e-171, axis=1), tiny * (1 - 1e-171 / 5e-170),
                                rtol=1e-12)
-    with pytest.raises(ValueError, match="t must be >= 0"):
+    with pytest.raises(ValueError, match="t must be non-negative"):
         prox.group_soft_threshold(X, -1.0)

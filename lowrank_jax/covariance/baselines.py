@@ -27,7 +27,6 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from lowrank_jax import _checks, linalg, loop
 from lowrank_jax.covariance.metrics import check_symmetric, frob
@@ -171,10 +170,8 @@ def gamma_norm_shrink(s, mu, gamma, start=None, *, inner: int = 100, tol=1e-6):
     s = jnp.asarray(s)
     if not jnp.issubdtype(s.dtype, jnp.inexact):
         s = s.astype(jnp.result_type(float))
-    if _checks.is_concrete(gamma) and not np.all(np.asarray(gamma) > 0):
-        raise ValueError(f"gamma must be > 0, got {gamma}")
-    if _checks.is_concrete(mu) and not np.all(np.asarray(mu) > 0):
-        raise ValueError(f"mu must be > 0, got {mu}")
+    gamma = _checks.as_hyper(gamma, "gamma", positive=True, dtype=s.dtype)
+    mu = _checks.as_hyper(mu, "mu", positive=True, dtype=s.dtype)
     sigma = jnp.zeros_like(s) if start is None else jnp.asarray(start, s.dtype)
 
     def body(c):
