@@ -234,9 +234,9 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
       devices: devices to shard the point axis over (default ``jax.devices()``; one device may be
         passed bare). With several, N is padded to a multiple of their count by repeating the last
         point, then trimmed, and each device evaluates its block under ``shard_map``. With one, the
-        points and shared arrays are placed on it and the sweep runs there. Left at the default on JAX's single CPU
-        device of a multi-core machine, the first call warns (once per process) how to get one
-        device per core.
+        points and shared arrays are placed on it and the sweep runs there. Left at the default on
+        JAX's single CPU device of a multi-core machine, the first call warns (once per process) how
+        to get one device per core.
       progress: show a tqdm bar of points done, advanced from inside the compiled program (one
         ``jax.debug.callback`` per point). Where each device takes its points one at a time (CPU
         devices, ``chunk``) it moves as points finish; a single ``vmap`` finishes them all at once.
