@@ -318,6 +318,7 @@ def icl_bound(x_t, x_next, A, b, R=None, *, A_next=None):
     default; valid when ‖A_t(x_{t+1} − x_t)‖_∞ < 0.01 and ‖(A_{t+1} − A_t)x‖_∞ < 0.01. The constant grows
     as e^{2R²}: beyond R ≈ 6.6 (float32) or 18.8 (float64) it is not representable and the bound is
     inf (an honest "no useful bound")."""
+    a_step = A_next is not None
     A, b, x_t, x_next, A_next = _icl_step(x_t, x_next, A, b, A_next, "exp")
     dense = A.todense() if isinstance(A, design.RowSparse) else A
     n = dense.shape[0]
@@ -327,7 +328,7 @@ def icl_bound(x_t, x_next, A, b, R=None, *, A_next=None):
     else:
         R = _checks.as_hyper(R, "R", ndim=0, positive=True, dtype=dense.dtype)
     step = R * jnp.linalg.norm(x_next - x_t)
-    if A_next is not A:
+    if a_step:
         dense_next = A_next.todense() if isinstance(A_next, design.RowSparse) else A_next
         step = step + jnp.linalg.norm(dense_next - dense, 2) * jnp.linalg.norm(x_next)
     return jnp.exp(R ** 2) * (1 + jnp.sqrt(n) * jnp.linalg.norm(b)) * 2 * jnp.sqrt(n) * jnp.exp(R ** 2) * step
