@@ -256,8 +256,10 @@ def test_theory_helper():
 
 def test_theory_constants_are_eq_16_with_the_mu_order_of_the_proofs():
     """μ and L of eq. (16) evaluated by hand for p + q < n, where δ⁻ > 0 and λ⁺ > 0: SDL-W's μ has
-    nδ⁻α⁻, SDL-H's μ has α⁻ (the order of eqs. 103 and 129; the paper labels only L), and ρ is
-    Theorem E.2's 2·max(|1 − τμ|, |1 − τL|) at the best step τ = 2/(μ + L), i.e. 2(L − μ)/(L + μ)."""
+    nδ⁻α⁻, SDL-H's μ has α⁻ (the order of eqs. 103 and 129; the paper labels only L) when there are
+    no covariates, and with covariates SDL-H's corrected constants (erratum: the label term is flat
+    along A = −γᵀX_aux, and the activation map's norm² is 1 + λ⁺n); ρ is Theorem E.2's
+    2·max(|1 − τμ|, |1 − τL|) at the best step τ = 2/(μ + L), i.e. 2(L − μ)/(L + μ)."""
     rng = np.random.default_rng(7)
     X, Xa = rng.normal(size=(6, 40)) / 3, rng.normal(size=(2, 40)) / 3
     n, xi, lam = 40, 0.6, 0.2                           # 2ξ between μ and L: no min or max is 2ξ
@@ -265,16 +267,49 @@ def test_theory_constants_are_eq_16_with_the_mu_order_of_the_proofs():
     ev = np.linalg.eigvalsh(Phi @ Phi.T / n)
     lam_plus = np.linalg.eigvalsh(Xa @ Xa.T / n)[-1]
     a_minus, a_plus = sdl.softmax_curvature(1.0, 1)
-    expected = {"W": (min(2 * xi, 2 * lam + n * ev[0] * a_minus), max(2 * xi, 2 * lam + n * ev[-1] * a_plus)),
-                "H": (min(2 * xi, 2 * lam + a_minus), max(2 * xi, 2 * lam + a_plus * lam_plus * n, 2 * lam + a_plus))}
-    assert expected["W"][0] != expected["H"][0] and 2 * xi not in (*expected["W"], *expected["H"])
-    for model, (mu, L) in expected.items():
-        th = sdl.theory(X, xi, lam, model=model, X_aux=Xa)
+    expected = {("W", True): (min(2 * xi, 2 * lam + n * ev[0] * a_minus), max(2 * xi, 2 * lam + n * ev[-1] * a_plus)),
+                ("H", False): (min(2 * xi, 2 * lam + a_minus), max(2 * xi, 2 * lam + a_plus)),
+                ("H", True): (min(2 * xi, 2 * lam), max(2 * xi, 2 * lam + a_plus * (1 + lam_plus * n)))}
+    assert expected["W", True][0] != expected["H", False][0]
+    assert 2 * xi not in (*expected["W", True], *expected["H", False][:1], *expected["H", True])
+    for (model, aux), (mu, L) in expected.items():
+        th = sdl.theory(X, xi, lam, model=model, X_aux=Xa if aux else None)
         np.testing.assert_allclose([th.mu, th.L], [mu, L], rtol=1e-6)
-        np.testing.assert_allclose(th.delta_minus, ev[0], rtol=1e-6)
+        if aux:
+            np.testing.assert_allclose(th.delta_minus, ev[0], rtol=1e-6)
         np.testing.assert_allclose(th.best_step, 2 / (mu + L), rtol=1e-6)
         np.testing.assert_allclose(th.rho, 2 * (L - mu) / (L + mu), rtol=1e-6)
         np.testing.assert_allclose(th.step_interval, (1 / (2 * mu), 1.5 / L), rtol=1e-6)
+
+
+@pytest.mark.parametrize("model", ["H", "W"])
+def test_theory_constants_bound_the_hessian_of_f(model, x64):
+    """At θ = 0, γ = 0 (all activations 0, where the logistic curvature ¼ = α⁺ is attained), L is
+    the largest Hessian eigenvalue of F exactly, and μ is at most the smallest (SDL-H with
+    covariates: equal to it, the label term being flat along A = −γᵀX_aux; eq. (16)'s printed
+    SDL-H constants, 2λ + α⁻ and max(2λ + α⁺λ⁺n, 2λ + α⁺), miss both)."""
+    rng = np.random.default_rng(0)
+    p, n = 5, 30
+    X, Xa = rng.normal(size=(p, n)), rng.normal(size=(2, n))
+    y = np.arange(n) % 2
+    xi, lam = 2.0, 0.05
+    data = sm.prepare(X, y, Xa, intercept=False)
+    shape = sm.theta_shape(model, p, n, 1)
+    size = int(np.prod(shape))
+
+    def F(v):
+        return sm.objective(v[:size].reshape(shape), v[size:].reshape(2, 1), data, xi, lam, model)
+
+    ev = np.linalg.eigvalsh(np.asarray(jax.hessian(F)(jnp.zeros(size + 2))))
+    th = sdl.theory(X, xi, lam, model=model, X_aux=Xa)
+    np.testing.assert_allclose(th.L, ev[-1], rtol=1e-10)
+    assert th.mu <= ev[0] * (1 + 1e-10)
+    if model == "H":
+        np.testing.assert_allclose(th.mu, ev[0], rtol=1e-10)
+        a_minus, a_plus = sdl.softmax_curvature(1.0, 1)
+        lam_plus = np.linalg.eigvalsh(Xa @ Xa.T / n)[-1]
+        printed_mu, printed_L = 2 * lam + a_minus, max(2 * lam + a_plus * lam_plus * n, 2 * lam + a_plus)
+        assert printed_mu > 1.5 * ev[0] and printed_L < ev[-1]
 
 
 def test_mf_lr_baseline():

@@ -292,7 +292,16 @@ def theory(X, xi: float, lam: float, *, model: str, kappa: int = 1, X_aux=None, 
     intercept row is not penalised by the model, so leave it out of ``X_aux`` for these constants.
 
         SDL-W  μ = min(2ξ, 2λ + nδ⁻α⁻),  L = max(2ξ, 2λ + nδ⁺α⁺)
-        SDL-H  μ = min(2ξ, 2λ + α⁻),     L = max(2ξ, 2λ + α⁺λ⁺n, 2λ + α⁺)
+        SDL-H  μ = min(2ξ, 2λ + α⁻),     L = max(2ξ, 2λ + α⁺)                 (no covariates, q = 0)
+        SDL-H  μ = min(2ξ, 2λ),          L = max(2ξ, 2λ + α⁺(1 + λ⁺n))        (q ≥ 1; erratum)
+
+    Erratum (SDL-H with covariates): eq. (16) prints μ = min(2ξ, 2λ + α⁻) and
+    L = max(2ξ, 2λ + α⁺λ⁺n, 2λ + α⁺) for every q. But SDL-H's activations a_s = A[:, s] + γᵀx'_s
+    map (A, γ) → a with a null space: along A = −γᵀX_aux (rank one, so inside the rank-r set) the
+    label term is flat and F curves by 2λ only; and the map's largest squared singular value is
+    1 + ‖X_aux‖²₂ = 1 + λ⁺n, not max(1, λ⁺n). Both printed constants overstate the conditioning,
+    so ``holds`` could say True where the theorem's L/μ < 3 fails. With α⁺ = ¼ (κ = 1) both
+    corrected constants are the extreme Hessian eigenvalues of F at a = 0 (tested).
     """
     _check_model(model)
     for v, name in ((xi, "xi"), (lam, "lam"), (M, "M")):
@@ -310,8 +319,10 @@ def theory(X, xi: float, lam: float, *, model: str, kappa: int = 1, X_aux=None, 
     a_minus, a_plus = softmax_curvature(M, kappa)
     if model == "W":
         mu, L = min(2 * xi, 2 * lam + n * d_minus * a_minus), max(2 * xi, 2 * lam + n * d_plus * a_plus)
+    elif Xa.shape[0]:
+        mu, L = min(2 * xi, 2 * lam), max(2 * xi, 2 * lam + a_plus * (1 + lam_plus * n))
     else:
-        mu, L = min(2 * xi, 2 * lam + a_minus), max(2 * xi, 2 * lam + a_plus * lam_plus * n, 2 * lam + a_plus)
+        mu, L = min(2 * xi, 2 * lam + a_minus), max(2 * xi, 2 * lam + a_plus)
     cond = L / mu if mu > 0 else math.inf
     best = 2.0 / (mu + L)
     rho = 2 * max(abs(1 - best * mu), abs(1 - best * L))
