@@ -126,11 +126,13 @@ def test_prediction_and_supervised_coding(x64):
     np.testing.assert_allclose(P.sum(1), 1.0, rtol=1e-12)
     majority = np.bincount(y).max() / y.size
     assert np.mean(np.asarray(sdl.predict(m, X)) == y) > majority + 0.15
-    # Supervised coding: J_c is the minimum over h (gradient zero, below the least-squares code's cost).
+    # Supervised coding: J_c is the minimum over h (gradient zero, below the least-squares code's
+    # cost), less the class-independent ξ‖x − W h_ls‖², added back here.
     from lowrank_jax.sdl.fit import _supervised_costs
     Xa = jnp.ones((1, 5))
-    J = _supervised_costs(m.W, m.beta, m.gamma, m.xi, X[:, :5], Xa)
     h_ls = jnp.linalg.lstsq(m.W, X[:, :5])[0]
+    J = _supervised_costs(m.W, m.beta, m.gamma, m.xi, X[:, :5], Xa)
+    J = J + m.xi * jnp.sum((X[:, :5] - m.W @ h_ls) ** 2, axis=0)[:, None]
     for s in range(5):
         for c in range(3):
             def cost(h):
@@ -144,6 +146,23 @@ def test_prediction_and_supervised_coding(x64):
             np.testing.assert_allclose(J[s, c], cost(h), rtol=1e-8)
     Ps = sdl.predict_proba(m, X, coding="supervised")
     assert np.mean(np.asarray(jnp.argmax(Ps, 1)) == y) > majority + 0.15
+
+
+def test_supervised_coding_keeps_the_class_differences_in_float32(x64):
+    """Raw-intensity data (entries ~1e4): ξ‖x − W h_ls‖² ~ 1e8 was part of every class's cost, so in
+    float32 the O(1) differences between classes rounded to 0 and every probability read ½. The
+    float32 model now gives the float64 model's probabilities."""
+    rng = np.random.default_rng(3)
+    H, W = rng.normal(size=(3, 40)), rng.normal(size=(300, 3))
+    y = (H[0] > 0).astype(int)
+    X = (W @ H + 0.1 * rng.normal(size=(300, 40))) * 1e4
+    m64 = sdl.fit(X, y, 3, iters=300)
+    m32 = jax.tree.map(lambda a: a.astype(jnp.float32) if isinstance(a, jax.Array) and a.dtype == jnp.float64
+                       else a, m64)
+    P64 = np.asarray(sdl.predict_proba(m64, X, coding="supervised"))
+    P32 = np.asarray(sdl.predict_proba(m32, X.astype(np.float32), coding="supervised"))
+    assert np.ptp(P64[:, 1]) > 0.5                        # the classes are told apart ...
+    np.testing.assert_allclose(P32, P64, atol=2e-3)       # ... in float32 too
 
 
 def test_supervised_coding_refuses_xi_zero_and_survives_a_rank_deficient_dictionary(monkeypatch):

@@ -197,28 +197,30 @@ def _new_data(m: SDLModel, X_new, X_aux_new):
 
 @functools.partial(jax.jit, static_argnames=("newton_iters",))
 def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
-    """J (n, κ + 1): J[s, c] = min_h ℓ(c, βᵀh + γᵀx'_s) + ξ‖x_s − Wh‖² (damped Newton from the
-    least-squares code; the problem is strongly convex when W has full column rank and ξ > 0). A
-    rank-deficient W (all-zero data fit W = 0) gets the minimum-norm code and minimum-norm Newton
-    steps instead of the NaN of a singular solve.
+    """J (n, κ + 1): J[s, c] = min_h ℓ(c, βᵀh + γᵀx'_s) + ξ‖x_s − Wh‖² − ξ‖x_s − W h_ls‖² (damped
+    Newton from the least-squares code h_ls; the problem is strongly convex when W has full column
+    rank and ξ > 0). A rank-deficient W (all-zero data fit W = 0) gets the minimum-norm code and
+    minimum-norm Newton steps instead of the NaN of a singular solve.
 
     The Newton iterations run in the r-dimensional code space: the least-squares residual
     x − W h_ls is orthogonal to the range of W, so ‖x − Wh‖² = ‖x − W h_ls‖² + (h − h_ls)ᵀ WᵀW (h − h_ls)
-    exactly, and only the r × r Gram matrix WᵀW enters the loop (no product with the p × r W)."""
+    exactly, and only the r × r Gram matrix WᵀW enters the loop (no product with the p × r W).
+    The per-sample constant ξ‖x_s − W h_ls‖² is left out: it changes neither the argmin over c nor
+    the softmax, and kept in, it is as large as ξ‖x‖² (here ~1e8 for raw intensities), so float32
+    rounded the O(1) differences between the classes away and every class read alike."""
     kappa = beta.shape[1]
     h_ls = jnp.linalg.lstsq(W, X)[0]                      # (r, n)
-    resid = jnp.sum(jnp.square(X - W @ h_ls), axis=0)      # ‖x − W h_ls‖² (n,)
     G = W.T @ W                                            # (r, r)
     offset = gamma.T @ Xa                                  # (κ, n)
 
-    def cost(h, c, h0, r0, off):
+    def cost(h, c, h0, off):
         a = beta.T @ h + off
         ell = sm.log_partition(a[:, None])[0] - jnp.where(c > 0, a[jnp.maximum(c - 1, 0)], 0.0)
         d = h - h0
-        return ell + xi * (r0 + d @ G @ d)
+        return ell + xi * (d @ G @ d)
 
-    def solve_one(c, h0, r0, off):
-        f = functools.partial(cost, c=c, h0=h0, r0=r0, off=off)
+    def solve_one(c, h0, off):
+        f = functools.partial(cost, c=c, h0=h0, off=off)
 
         def newton(_, h):
             g = jax.grad(f)(h)
@@ -232,8 +234,8 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
         h = jax.lax.fori_loop(0, newton_iters, newton, h0)
         return f(h)
 
-    per_sample = jax.vmap(lambda h0, r0, off: jax.vmap(lambda c: solve_one(c, h0, r0, off))(jnp.arange(kappa + 1)))
-    return per_sample(h_ls.T, resid, offset.T)
+    per_sample = jax.vmap(lambda h0, off: jax.vmap(lambda c: solve_one(c, h0, off))(jnp.arange(kappa + 1)))
+    return per_sample(h_ls.T, offset.T)
 
 
 def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int = 5, iters: int = 300, seed: int = 0,
