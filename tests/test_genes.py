@@ -67,6 +67,17 @@ def test_standardize_uses_training_statistics_only():
     np.testing.assert_array_equal(only, Xtr)
 
 
+def test_standardize_a_constant_gene_whose_mean_rounds():
+    """38 copies of log2(20) (an expression floor): their float mean misses the value, the std came out
+    8.9e-16, not 0, and the gene was blown up to ±1 in training and ~1e13 for a test value 0.01 off."""
+    floor = np.log2(20.0)
+    X_train = np.vstack([np.full(38, floor), np.arange(38.0)])
+    assert X_train[0].std() > 0                              # the case: numerically not constant
+    Xtr, Xte = datasets.standardize(X_train, np.array([[floor + 0.01], [1.0]]))
+    np.testing.assert_array_equal(Xtr[0], 0)
+    np.testing.assert_allclose(Xte[0], 0.01, rtol=1e-12)
+
+
 def test_standardize_rejects_bad_arguments():
     X = np.ones((3, 4))
     for bad_train in (np.ones(4), np.ones((3, 0))):

@@ -286,9 +286,12 @@ def standardize(X_train, X_test=None, scale: float = 1.0):
         raise ValueError(f"X_train must be a (genes, samples) matrix with >= 1 column, got shape {Xtr.shape}")
     if not (np.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a positive finite number, got {scale!r}")
-    mean = Xtr.mean(axis=1, keepdims=True)
-    std = Xtr.std(axis=1, keepdims=True)
-    std = np.where(std > 0, std, 1.0) * scale
+    # A constant gene is told by its range, not by std > 0: the mean of n equal values can miss the
+    # value by an ulp, which left a std of ~1e-16 that blew the gene up to ±1 (training) and ~1e13
+    # (a test value 0.01 off). Its mean is the value itself, so its training z-scores are exactly 0.
+    constant = np.ptp(Xtr, axis=1, keepdims=True) == 0
+    mean = np.where(constant, Xtr[:, :1], Xtr.mean(axis=1, keepdims=True))
+    std = np.where(constant, 1.0, Xtr.std(axis=1, keepdims=True)) * scale
     if X_test is None:
         return (Xtr - mean) / std
     Xte = np.asarray(X_test, dtype=np.float64)
