@@ -73,9 +73,15 @@ def _take(arr, idx):
 
 
 def _pair_coefficients(lam, sv, sw, A, B):
-    """(d, c_v, c_w) of the stationary point with support sizes (s_v, s_w); d ≤ 0 is invalid."""
+    """(d, c_v, c_w) of the stationary point with support sizes (s_v, s_w); d ≤ 0 is invalid.
+
+    A d within rounding of 0 counts as 0: where λ² s_v s_w = 1 exactly (λ⁻² an integer), the
+    computed d is ±eps and c_v, c_w are rounding noise over eps, a "stationary point" that can pass
+    the feasibility test and beat the true optimum (tied data). The singular pair is not needed: a
+    pair with a smaller support attains the optimum there."""
     lam2 = lam * lam
     d = 1.0 - lam2 * sv * sw
+    d = jnp.where(d > 8 * jnp.finfo(d.dtype).eps, d, 0.0)
     safe = jnp.where(d > 0, d, 1.0)
     cv = (lam2 * sw * A - lam * B) / safe
     cw = (lam2 * sv * B - lam * A) / safe

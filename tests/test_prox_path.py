@@ -219,6 +219,20 @@ def test_ties_give_tied_values(x64):
                                    brute_force(W_out[:, 0], W_in[0], lam), rtol=1e-10)
 
 
+@pytest.mark.parametrize("fn", [prox.path_norm_prox, prox.path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_singular_pair_at_integer_inverse_square_lambda(fn, dtype, x64):
+    """λ = 1/√(k p) with tied data x = 1_p, y = λp·1_k: the pair (p, k) has d = 1 − λ²pk = 0, which
+    rounds to ±eps, so its coefficients were 0/0 noise. That "candidate" passed the feasibility test
+    and was returned: not even stationary, with an objective up to 2x the optimum."""
+    for k, p in [(5, 1), (7, 2), (7, 1), (5, 3), (4, 4), (9, 1)]:
+        lam = dtype(1 / np.sqrt(k * p))
+        x, y = np.ones(p, dtype), np.full(k, lam * p, dtype)
+        v, w = _prox_unit(fn, x, y, lam)
+        h, h_star = _h(v.astype(float), w.astype(float), x, y, float(lam)), brute_force(x, y, float(lam))
+        assert abs(h - h_star) <= (1e-12 if dtype == np.float64 else 1e-5) * max(1.0, h_star), (k, p, h, h_star)
+
+
 def test_float32_matches_float64():
     rng = np.random.default_rng(4)
     W_in, W_out = rng.standard_normal((50, 100)).astype(np.float32), rng.standard_normal((10, 50)).astype(np.float32)
