@@ -279,6 +279,42 @@ def test_sort_magnitudes_matches_numpy():
     np.testing.assert_array_equal(prox.sort_magnitudes(x), -np.sort(-np.abs(x), axis=1))
 
 
+def _central_differences(f, x, h=1e-6):
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+def test_gradients_flow_through_the_sorted_magnitudes(x64):
+    """The sort by bit patterns cut the tangents: the prox's gradient in W_out came back all zero (and
+    wrong in W_in), the ℓ1-ball projection's as if θ were constant. Checked against central
+    differences at a generic point (no ties, no entry at a threshold)."""
+    rng = np.random.default_rng(11)
+    W_in, W_out = rng.standard_normal((3, 6)), rng.standard_normal((2, 3))
+    lam = 0.08
+    loss = lambda a, b: float(jnp.sum(jnp.sin(prox.path_norm_prox(a, b, lam)[0]))
+                              + jnp.sum(prox.path_norm_prox(a, b, lam)[1] ** 2))
+    g_in, g_out = jax.grad(lambda a, b: jnp.sum(jnp.sin(prox.path_norm_prox(a, b, lam)[0]))
+                           + jnp.sum(prox.path_norm_prox(a, b, lam)[1] ** 2), argnums=(0, 1))(W_in, W_out)
+    assert np.any(np.asarray(g_out))
+    np.testing.assert_allclose(g_in, _central_differences(lambda a: loss(a, W_out), W_in), atol=1e-7)
+    np.testing.assert_allclose(g_out, _central_differences(lambda b: loss(W_in, b), W_out), atol=1e-7)
+
+    W = rng.standard_normal((3, 5)) * 2
+    weights = rng.standard_normal((3, 5))
+    f = lambda W: float(jnp.sum(weights * prox.project_l1_ball_rows(W, 1.5)))
+    g = jax.grad(lambda W: jnp.sum(weights * prox.project_l1_ball_rows(W, 1.5)))(W)
+    np.testing.assert_allclose(g, _central_differences(f, W), atol=1e-7)
+    # The sort itself: the derivative of a permutation, forward and reverse mode.
+    x, dx = rng.standard_normal((2, 7)), rng.standard_normal((2, 7))
+    perm = np.argsort(-np.abs(x), axis=1)
+    _, tangent = jax.jvp(prox.sort_magnitudes, (x,), (dx,))
+    np.testing.assert_allclose(tangent, np.take_along_axis(np.sign(x) * dx, perm, axis=1))
+
+
 def test_l1_ball_projection(x64):
     rng = np.random.default_rng(7)
     W = rng.standard_normal((40, 25)) * rng.uniform(0.01, 3, (40, 1))
