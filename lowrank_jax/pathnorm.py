@@ -22,6 +22,7 @@ learning rate are traced, so :func:`train` ``vmap``s over them (:func:`sweep`).
 
 from __future__ import annotations
 
+import numbers
 from typing import NamedTuple
 
 import equinox as eqx
@@ -174,30 +175,51 @@ def _labels(y, n: int, outputs):
     return jnp.asarray(y_np, jnp.int32), int(y_np.max()) + 1 if outputs is None else outputs
 
 
-def _check_attack(eps, steps, step_size, key):
-    eps = _checks.as_hyper(eps, "eps", ndim=0)
+def _check_attack(X, eps, steps, step_size, key, bounds):
+    """(eps, steps, step_size, key, (lo, hi)) in X's dtype; a concrete X outside ``bounds`` is refused
+    (the clip would move it even at ε = 0, so the "attack" would not start from X)."""
+    eps = _checks.as_hyper(eps, "eps", ndim=0, dtype=X.dtype)
     steps = _checks.check_positive_int(steps, "steps", minimum=0)
-    step_size = None if step_size is None else _checks.as_hyper(step_size, "step_size", ndim=0)
-    return eps, steps, step_size, _checks.as_key(key)
+    step_size = None if step_size is None else _checks.as_hyper(step_size, "step_size", ndim=0, dtype=X.dtype)
+    if bounds is None:
+        lo = hi = None
+    else:
+        pair = isinstance(bounds, (tuple, list)) and len(bounds) == 2
+        if not (pair and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in bounds)):
+            raise ValueError(f"bounds must be None or a pair (lo, hi) of numbers, got {bounds!r}")
+        lo, hi = (float(v) for v in bounds)
+        if not lo < hi:
+            raise ValueError(f"bounds must satisfy lo < hi, got {bounds!r}")
+        if _checks.is_concrete(X):
+            with jax.ensure_compile_time_eval():
+                x_min, x_max = float(jnp.min(X)), float(jnp.max(X))
+            if x_min < lo or x_max > hi:
+                raise ValueError(f"X has values in [{x_min:.3g}, {x_max:.3g}], outside bounds = ({lo:g}, {hi:g}), the "
+                                 "input range the attack clips to: pass the range of your inputs as bounds=(lo, hi), "
+                                 "or bounds=None for unbounded inputs (standardised features)")
+    return eps, steps, step_size, _checks.as_key(key), (lo, hi)
 
 
-def pgd_attack(model: ShallowNet, X, y, eps, *, key, steps: int = 40, step_size=None):
+def pgd_attack(model: ShallowNet, X, y, eps, *, key, steps: int = 40, step_size=None, bounds=(0.0, 1.0)):
     """Untargeted PGD in the ℓ∞ ball (Madry et al. 2018) as in the paper's evaluation: a uniform
     random start in [−ε, ε], ``steps`` ascent steps x ← Π(x + a · sign ∇_x CE) of size a = ε/20,
-    projected back on the ball around X and clipped to the pixel range [0, 1]. X (N, inputs),
-    y (N,) labels below the model's outputs, ε ≥ 0; ``key`` a PRNG key or an integer seed."""
+    projected back on the ball around X and clipped to the input range ``bounds`` (the pixel range
+    [0, 1] by default; ``None``: no clipping). X (N, inputs) inside ``bounds``, y (N,) labels below
+    the model's outputs, ε ≥ 0; ``key`` a PRNG key or an integer seed. Returns the examples (N, inputs)
+    in X's dtype."""
     X, y = _check_eval(model, X, y)
-    return _pgd(model, X, y, *_check_attack(eps, steps, step_size, key))
+    return _pgd(model, X, y, *_check_attack(X, eps, steps, step_size, key, bounds))
 
 
-def _pgd(model, X, y, eps, steps, step_size, key):
+def _pgd(model, X, y, eps, steps, step_size, key, bounds):
     a = eps / 20 if step_size is None else step_size
     grad_x = jax.grad(lambda Z: jnp.sum(optax.softmax_cross_entropy_with_integer_labels(model(Z), y)))
-    Z = jnp.clip(X + jax.random.uniform(key, X.shape, X.dtype, -eps, eps), 0.0, 1.0)
+    clip = (lambda Z: Z) if bounds[0] is None else (lambda Z: jnp.clip(Z, *bounds))
+    Z = clip(X + jax.random.uniform(key, X.shape, X.dtype, -eps, eps))
 
     def step(_, Z):
         Z = Z + a * jnp.sign(grad_x(Z))
-        return jnp.clip(jnp.clip(Z, X - eps, X + eps), 0.0, 1.0)
+        return clip(jnp.clip(Z, X - eps, X + eps))
 
     return jax.lax.fori_loop(0, steps, step, Z)
 
@@ -212,10 +234,10 @@ def _error_rate(model, X, y):
     return jnp.mean(jnp.argmax(model(X), axis=-1) != y)
 
 
-def robust_error(model: ShallowNet, X, y, eps, *, key, steps: int = 40) -> jax.Array:
+def robust_error(model: ShallowNet, X, y, eps, *, key, steps: int = 40, bounds=(0.0, 1.0)) -> jax.Array:
     """Error on PGD-ℓ∞ examples (ε = 0 gives the clean error); arguments as :func:`pgd_attack`."""
     X, y = _check_eval(model, X, y)
-    return _error_rate(model, _pgd(model, X, y, *_check_attack(eps, steps, None, key)), y)
+    return _error_rate(model, _pgd(model, X, y, *_check_attack(X, eps, steps, None, key, bounds)), y)
 
 
 # -- training ------------------------------------------------------------------------------------

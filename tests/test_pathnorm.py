@@ -270,6 +270,31 @@ def test_evaluation_input_is_named_and_an_integer_key_is_a_seed(digits):
     np.testing.assert_array_equal(jitted, pathnorm.error_rate(model, X, y))
 
 
+def test_pgd_keeps_float32_data_under_x64_and_clips_to_the_stated_bounds(digits):
+    """With x64 on, a float32 X crashed the attack's loop (ε became float64 and promoted the carry).
+    Standardised inputs were clipped to [0, 1] unasked, so ε = 0 moved them by up to 3.9 and the
+    "clean" error at ε = 0 was not the clean error: X outside the bounds is now refused, and
+    bounds=None (or the inputs' own range) attacks them as they are."""
+    X, y = digits
+    X, y = np.asarray(X[:200], np.float32), np.asarray(y[:200])
+    model = pathnorm.ShallowNet(X.shape[1], 8, 10, key=jax.random.key(0))
+    with jax.enable_x64(True):
+        Z = pathnorm.pgd_attack(model, X, y, 0.1, key=1, steps=3)
+        assert Z.dtype == jnp.float32 and float(jnp.max(jnp.abs(Z - X))) <= 0.1 + 1e-6
+    Xs = (X - X.mean(0)) / (X.std(0) + 1e-3)                    # standardised: outside [0, 1]
+    with pytest.raises(ValueError, match="outside bounds"):
+        pathnorm.robust_error(model, Xs, y, 0.0, key=1)
+    for bounds in (None, (float(Xs.min()), float(Xs.max()))):
+        np.testing.assert_array_equal(pathnorm.pgd_attack(model, Xs, y, 0.0, key=1, bounds=bounds), Xs)
+        np.testing.assert_allclose(pathnorm.robust_error(model, Xs, y, 0.0, key=1, bounds=bounds),
+                                   pathnorm.error_rate(model, Xs, y))
+    Z = pathnorm.pgd_attack(model, Xs, y, 0.5, key=1, steps=5, bounds=None)
+    assert float(jnp.max(jnp.abs(Z - Xs))) <= 0.5 + 1e-5 and float(jnp.max(jnp.abs(Z - Xs))) > 0.4
+    for bad in [(1.0, 0.0), "01", (0.0,)]:
+        with pytest.raises(ValueError, match="bounds"):
+            pathnorm.pgd_attack(model, X, y, 0.1, key=1, bounds=bad)
+
+
 def test_integer_pixels_train_like_their_float_values(digits):
     """An integer X (0/1 features, uint8 pixels) is converted to float: the run equals the float run.
     (It used to keep X's integer dtype and round lr and λ down to 0: the weights never moved.)"""
