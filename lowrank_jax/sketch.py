@@ -127,8 +127,11 @@ def sampled_gram(key, A, D, m: int, *, method: str = "approx", scores=None, acti
     """Aᵀ D̃ A with D̃ from leverage-score row sampling of diag(√D) A (D > 0): O(m d²) after the scores.
 
     ``method``: "approx" (CountSketch route), "exact" (QR), or pass ``scores``; ``active``: see
-    :func:`sample_rows`. Returns the (d, d) matrix; nnz(D̃) ≤ m.
+    :func:`sample_rows`. A: dense (n, d), ``BCOO``, ``scipy.sparse`` or ``RowSparse`` (as
+    :func:`leverage_scores`); D: (n,) non-negative. Returns the (d, d) matrix; nnz(D̃) ≤ m.
     """
+    A = design.as_design(A)
+    D = _checks.as_hyper(D, "D", ndim=1, length=A.shape[0], dtype=A.dtype)
     k_scores, k_draw = jax.random.split(key)
     if scores is None:
         if method == "approx":

@@ -649,6 +649,21 @@ def test_all_zero_scores_sample_uniformly():
             np.testing.assert_array_equal(G, np.zeros((4, 4)))
 
 
+def test_sampled_gram_takes_the_sparse_formats_its_siblings_take(x64):
+    """leverage_scores took a BCOO A, but sampled_gram passed it on unconverted and failed inside
+    a transpose; a D of the wrong length was not named. Same draw, same Gram as the dense A."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((200, 4)) * (rng.random((200, 4)) < 0.5)
+    D = rng.uniform(0.5, 2, 200)
+    key = jax.random.key(0)
+    for method in ("exact", "approx"):
+        dense = sketch.sampled_gram(key, A, D, 400, method=method)
+        np.testing.assert_allclose(sketch.sampled_gram(key, sparse.BCOO.fromdense(A), D, 400, method=method), dense,
+                                   rtol=1e-10)
+    with pytest.raises(ValueError, match="D"):
+        sketch.sampled_gram(key, A, D[:-1], 400)
+
+
 def test_given_scores_closed_over_inside_jit(x64):
     """The scores check summed them with jnp, which inside the caller's jit is staged even for a
     concrete array, and float() of it failed (make bench's Newton benchmark crashed there)."""
