@@ -159,7 +159,8 @@ def path_norm_prox(W_in, W_out, strength):
     """Exact global prox of λ·P at (W_in, W_out), λ = ``strength`` ≥ 0: returns (W_in⁺, W_out⁺).
 
     Shapes: W_in (hidden, inputs), W_out (outputs, hidden) (``equinox.nn.Linear`` weights); the
-    result has the same shapes and dtype. Any number of outputs, ``outputs = 1`` included. Units
+    result has the same shapes, in the wider of the two dtypes (float16/bfloat16 are computed and
+    returned in float32; cast back if needed). Any number of outputs, ``outputs = 1`` included. Units
     with all-zero weights, ties, and λ ≥ 1 (then each unit keeps the block with the larger ℓ2 norm
     and zeroes the other) are handled. ``strength`` is a traced scalar: ``vmap``/``jit`` over it
     never recompile. For Prox-SGD the strength is (learning rate) × (regularisation weight).
