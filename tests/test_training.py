@@ -61,6 +61,20 @@ def test_interrupted_training_resumes_to_the_same_parameters(tiny_run, tmp_path)
         np.testing.assert_array_equal(a, b)
 
 
+def test_parameter_files_round_trip_under_x64(tmp_path, x64):
+    """With x64 on, initial_params made β, φ float64 beside a float32 ζ, and save_params wrote the
+    leaves as they were under ζ's dtype: loading (and so resuming training) called the file corrupt."""
+    p0 = training.initial_params(jax.random.key(0), dataclasses.replace(TINY, init_instances=1))
+    assert len({leaf.dtype for leaf in jax.tree.leaves(p0)}) == 1
+    mixed = rpca.LRPCAParams(jnp.asarray([0.5, 0.25], jnp.float32), jnp.asarray([0.1], jnp.float32),
+                             jnp.asarray(1.7, jnp.float64), jnp.asarray(0.4, jnp.float64), rank=2, n=60)
+    for p in (p0, mixed):
+        params_mod.save_params(tmp_path / "p.eqx", p)
+        back = params_mod.load_params(tmp_path / "p.eqx")
+        for a, b in zip(jax.tree.leaves(p), jax.tree.leaves(back)):
+            np.testing.assert_array_equal(np.asarray(a, np.float64), np.asarray(b, np.float64))
+
+
 def test_checkpoint_of_another_configuration_is_refused(tiny_run):
     _, _, ckpt = tiny_run
     other = dataclasses.replace(TINY, lr=0.01)

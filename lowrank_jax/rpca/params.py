@@ -126,11 +126,15 @@ def _template(num_layers: int, rank: int, n: int, dtype: str = "float32") -> LRP
 def save_params(path, params: LRPCAParams, meta: dict | None = None) -> None:
     """Write ``params`` to ``path`` atomically (temporary file in the same folder, then rename).
 
-    Format: a magic line, a JSON line (rank, n, num_layers and ``meta``), then the leaves as
-    written by ``equinox.tree_serialise_leaves``.
+    Format: a magic line, a JSON line (rank, n, num_layers, dtype and ``meta``), then the leaves as
+    written by ``equinox.tree_serialise_leaves``, all in the header's one dtype (the widest of the
+    leaves': under x64, float32 ζ with float64 β, φ were written as they were and read back as
+    "corrupt").
     """
+    dtype = np.result_type(*(np.asarray(leaf).dtype for leaf in jax.tree.leaves(params)))
+    params = jax.tree.map(lambda leaf: np.asarray(leaf, dtype), params)
     header = {"rank": params.rank, "n": params.n, "num_layers": params.num_layers,
-              "dtype": str(np.asarray(params.log_zeta).dtype), "meta": meta or {}}
+              "dtype": str(dtype), "meta": meta or {}}
     buf = io.BytesIO()
     buf.write(_MAGIC)
     buf.write(json.dumps(header).encode() + b"\n")

@@ -130,8 +130,9 @@ def initial_params(key, cfg: TrainConfig, sampler=None) -> LRPCAParams:
     zetas = jax.vmap(lambda y, x: oracle_thresholds(y, cfg.rank, x, K, cfg.init_eta, rule=cfg.init_rule,
                                                     scale=cfg.init_scale))(Y, X)
     log_zeta = jnp.mean(jnp.log(zetas), axis=0)
-    log_eta = jnp.full((K,), jnp.log(cfg.init_eta), jnp.float32)
-    return LRPCAParams(log_zeta, log_eta, jnp.ones(()), jnp.ones(()),
+    dtype = log_zeta.dtype                       # one dtype for every leaf (x64, float64 samplers)
+    log_eta = jnp.full((K,), jnp.log(cfg.init_eta), dtype)
+    return LRPCAParams(log_zeta, log_eta, jnp.ones((), dtype), jnp.ones((), dtype),
                        rank=cfg.rank, n=cfg.n)
 
 
