@@ -28,9 +28,10 @@ def as_key(key, default: int = 0) -> jax.Array:
         return jax.random.key(default)
     if isinstance(key, (numbers.Integral, np.integer)) and not isinstance(key, bool):
         return jax.random.key(int(key))
-    if (hasattr(key, "dtype") and np.ndim(key) == 0 and jnp.issubdtype(key.dtype, jnp.integer)
-            and is_concrete(key)):
-        return jax.random.key(int(key))                 # a 0-d integer array is a seed too
+    if hasattr(key, "dtype") and np.ndim(key) == 0 and jnp.issubdtype(key.dtype, jnp.integer):
+        # A 0-d integer array is a seed too, also traced (a jitted function of the seed, a sweep
+        # over seeds): jax.random.key takes a traced integer.
+        return jax.random.key(int(key)) if is_concrete(key) else jax.random.key(key)
     return key
 
 

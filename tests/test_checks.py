@@ -57,6 +57,13 @@ def test_integer_seeds_become_keys():
         np.testing.assert_array_equal(jax.random.key_data(_checks.as_key(seed)), ref)
     key = jax.random.key(5)
     assert _checks.as_key(key) is key
+    # A traced seed (a jitted function of it, a sweep over seeds) is a seed too; it crashed inside
+    # the solvers with "invalid PRNG key data".
+    from lowrank_jax import datasets, rpca, sweep
+    p = datasets.rpca_problem(jax.random.key(3), 40, 30, 2, 0.1)
+    run = lambda key: rpca.scaledgd(p.Y, 2, 0.1, iters=3, key=key, svd="randomized").X  # noqa: E731
+    np.testing.assert_allclose(jax.jit(run)(3), run(3), rtol=1e-4, atol=1e-6)   # jit fuses: rounding only
+    np.testing.assert_allclose(sweep.run(run, {"key": jnp.arange(2)})[1], run(1), rtol=1e-4, atol=1e-6)
 
 
 def _half_vs_single(run, *arrays):
