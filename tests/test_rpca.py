@@ -120,6 +120,22 @@ def test_frmnn_equals_explicit_continuation(x64):
     assert int(cont.n_iter) == total
 
 
+def test_a_long_frmnn_run_stays_frozen_where_beta_power_overflows():
+    """Float32, β = 1.7, φ = 0.4 (the shipped α = 0.1 model's): ζ_K φ^p underflows to 0 near p ≈ 100,
+    so S takes the residual, E = 0 and the iterate freezes; η_K β^p overflowed near p ≈ 170 and
+    ∞ · 0 turned the frozen iterate into NaN (a FloatingPointError blaming β, NaN under jit). The
+    step now stops growing below the overflow; the first K + 150 steps are as before."""
+    p = datasets.rpca_problem(jax.random.key(0), 60, 50, 2, 0.1)
+    zeta = rpca.oracle_thresholds(p.Y, 2, p.X, 4, 0.5)
+    eta = jnp.full(4, 0.5)
+    out = rpca.lrpca(p.Y, 2, zeta, eta, beta=1.7, phi=0.4, max_iter=260, X_star=p.X)
+    err = np.asarray(out.error)
+    assert np.all(np.isfinite(err)) and np.all(np.isfinite(np.asarray(out.X)))
+    assert np.all(err[150:] == err[150])                       # frozen, as the thresholds are 0
+    short = rpca.lrpca(p.Y, 2, zeta, eta, beta=1.7, phi=0.4, max_iter=154, X_star=p.X)
+    np.testing.assert_array_equal(short.error, err[:154])
+
+
 def test_tolerance_stops_at_the_first_layer_below_tol(x64):
     p = datasets.rpca_problem(jax.random.key(3), 150, 150, 3, 0.1, dtype=jnp.float64)
     zeta = rpca.oracle_thresholds(p.Y, 3, p.X, 10, 0.5)
