@@ -17,6 +17,7 @@ iteration's cost no longer grows with ``max_iter``; a single run pays nothing fo
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -91,6 +92,21 @@ def run_fixed(step: Step, state, num_steps: int, *, start: int = 0) -> LoopResul
     ks = jnp.arange(start, start + num_steps, dtype=jnp.int32)
     state, history = lax.scan(body, state, ks)
     return LoopResult(state, history, jnp.asarray(num_steps, jnp.int32))
+
+
+@contextlib.contextmanager
+def naming_reverse_mode(hint: str):
+    """Around a solver call whose stop is a ``lax.while_loop``: JAX's error for ``jax.grad`` through
+    it ("Linearization failed to produce known values …") names neither the loop nor a way out; it
+    is re-raised as a ValueError that says both (``hint``). Catches ``grad`` applied to the solver
+    call itself; a ``grad`` of a ``jit`` around it fails later, with JAX's own message."""
+    try:
+        yield
+    except ValueError as err:
+        if "Linearization failed" not in str(err):
+            raise
+        raise ValueError("reverse-mode autodiff (jax.grad) cannot go through this solver's tolerance stop, a "
+                         f"lax.while_loop: {hint}") from err
 
 
 def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], jax.Array],

@@ -114,3 +114,30 @@ def test_boolean_history_pads_false_and_a_non_boolean_stop_is_named():
     assert n < 10 and bool(out.history["small"][n - 1]) and not np.any(np.asarray(out.history["small"][n:]))
     with pytest.raises(TypeError, match="boolean scalar"):
         loop.run_until(halving, jnp.float32(8.0), max_iter=5, stop=lambda s, d: d["value"] - 1.0)
+
+
+def test_grad_through_a_tolerance_stop_names_the_way_out():
+    """jax.grad of a solver stopped by tolerance failed with JAX's "Linearization failed to produce
+    known values", which names neither the while_loop nor the option that differentiates; the
+    solvers now say both. Other errors pass through unchanged."""
+    from lowrank_jax import datasets, regression, rpca
+
+    p = datasets.rpca_problem(jax.random.key(0), 40, 30, 2, 0.1)
+    zeta = rpca.oracle_thresholds(p.Y, 2, p.X, 3, 0.5)
+    A = jax.random.normal(jax.random.key(1), (60, 3)) / 4
+    b = jnp.full(60, 0.3)
+    for f, hint in [
+        (lambda e: rpca.lrpca(p.Y, 2, zeta, jnp.full(3, e), tol=1e-4).X.sum(), "differentiable=True"),
+        (lambda e: rpca.scaledgd(p.Y, 2, 0.1, eta=e, iters=20, tol=1e-4).X.sum(), "iters= without tol"),
+        (lambda e: rpca.altproj(p.Y * e, 2, tol=1e-4).X.sum(), "use lrpca or scaledgd"),
+        (lambda w: regression.newton_solve(A, b, w, jnp.zeros(3), "exp", "exact", tol=1e-8).x.sum(),
+         "differentiable=True"),
+    ]:
+        with pytest.raises(ValueError, match=f"cannot go through this solver's tolerance stop.*{hint}"):
+            jax.grad(f)(0.5)
+    with pytest.raises(KeyError, match="kept"):
+        with loop.naming_reverse_mode("unused"):
+            raise KeyError("kept")
+    # The same calls with the documented way out differentiate.
+    g = jax.grad(lambda e: rpca.lrpca(p.Y, 2, zeta, jnp.full(3, e), tol=1e-4, differentiable=True).X.sum())(0.5)
+    assert np.isfinite(float(g))

@@ -115,9 +115,11 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
     stop = check_stop(stop)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
     inner_iters = _checks.check_positive_int(inner_iters, "inner_iters")
-    out = _altproj(Y, beta, beta_init, tol.astype(Y.dtype), X_star, support, key, rank=rank,
-                   max_iter=max_iter, inner_iters=inner_iters, oversample=oversample, n_iter=n_iter,
-                   stop=stop)
+    with loop.naming_reverse_mode("AltProj always stops by tolerance; for gradients use lrpca or scaledgd with a "
+                                  "fixed number of iterations"):
+        out = _altproj(Y, beta, beta_init, tol.astype(Y.dtype), X_star, support, key, rank=rank,
+                       max_iter=max_iter, inner_iters=inner_iters, oversample=oversample, n_iter=n_iter,
+                       stop=stop)
     _checks.raise_if_diverged(out.X, "AltProj produced a non-finite iterate: Y's scale overflows its dtype "
                               "(rescale Y or use float64)")
     return out

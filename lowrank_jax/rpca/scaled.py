@@ -151,8 +151,9 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
         iters = 1000
     iters = _checks.check_positive_int(iters, "iters", minimum=0)
     tol = jnp.zeros((), Y.dtype) if tol is None else tol.astype(Y.dtype)
-    out = _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, rank=rank, budget=iters,
-                    use_tol=use_tol, svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
+    with loop.naming_reverse_mode("run a fixed number of iterations (iters= without tol)"):
+        out = _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, rank=rank, budget=iters,
+                        use_tol=use_tol, svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
     _checks.raise_if_diverged(out.X, lambda: f"ScaledGD diverged (non-finite iterate): the step eta = {float(eta):.3g} "
                               "is too large for these data (theory: eta <= 2/3), or alpha_iter is too small to "
                               "remove the outliers")
