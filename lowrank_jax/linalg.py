@@ -29,10 +29,30 @@ class SVDResult(NamedTuple):
     V: jax.Array  # (n, r)
 
 
+def _lapack_float(A):
+    """A as an array LAPACK can factor: integer and boolean data in the default float, float16 and
+    bfloat16 in float32 (LAPACK has no half precision), the rest as it is."""
+    A = jnp.asarray(A)
+    if not jnp.issubdtype(A.dtype, jnp.inexact):
+        return A.astype(jnp.result_type(float))
+    if jnp.finfo(A.dtype).bits < 32:
+        return A.astype(jnp.float32)
+    return A
+
+
+def _svd_input(A, rank, name: str):
+    """(A as a LAPACK float matrix, rank checked against its shape) for the SVD helpers."""
+    A = _lapack_float(A)
+    if A.ndim != 2:
+        raise ValueError(f"{name} needs a matrix, got shape {A.shape}")
+    return A, _checks.check_rank(rank, A.shape)
+
+
 def _thin_svd(A: jax.Array) -> SVDResult:
     """Thin SVD of A (m, n): all k = min(m, n) triplets, the long side first reduced by a QR
     factorisation (A = Q B, SVD of the small B) when it is at least twice the short one (much
     cheaper on CPU)."""
+    A = _lapack_float(A)
     m, n = A.shape
     if m >= 2 * n:
         Q, B = jnp.linalg.qr(A)
@@ -120,12 +140,11 @@ def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, ove
         devices. Same Ω, hence the same subspace up to rounding; U comes back split by rows like A,
         s and V replicated.
     """
-    A = jnp.asarray(A)
+    A = _lapack_float(A)
     if A.ndim != 2:
         raise ValueError(f"randomized_svd needs a matrix, got shape {A.shape}")
-    if not jnp.issubdtype(A.dtype, jnp.inexact):
-        A = A.astype(jnp.result_type(float))             # integer or boolean data: the default float
     m, n = A.shape
+    _checks.check_rank(rank, (m if rows is None else rows, n))
     if axis_name is None:
         orth_rows, total = jnp.linalg.qr, (lambda x: x)
     else:
@@ -135,6 +154,10 @@ def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, ove
         orth_rows = lambda Y: tsqr(Y, axis_name)             # noqa: E731
         total = lambda x: jax.lax.psum(x, axis_name)        # noqa: E731
     if start is not None:
+        start = jnp.asarray(start)
+        if start.ndim != 2 or start.shape[0] != n or start.shape[1] < rank:
+            raise ValueError(f"start must be an (n, l) block with n = {n} (A's columns) and l >= rank = {rank}, "
+                             f"got shape {start.shape}")
         omega = start.astype(A.dtype)
     else:
         if key is None:
@@ -189,6 +212,7 @@ def gram_svd(A: jax.Array, rank: int) -> SVDResult:
     Squaring costs accuracy only below the kept spectrum: σ_j is accurate to ~ε σ₁²/σ_j, so the
     top-r triplets are exact to working precision unless σ_r < √ε σ₁. Columns of U for σ = 0 are 0.
     """
+    A, rank = _svd_input(A, rank, "gram_svd")
     m, n = A.shape
     if m < n:
         t = gram_svd(A.T, rank)
@@ -233,6 +257,7 @@ def low_rank_factors(A: jax.Array, rank: int, method: str = "randomized", key: j
     ``method="randomized"``: the randomized SVD with the projection rule of
     :func:`_projected_factors` in reverse mode (fast; exact up to O(σ_{r+1}/σ_r)).
     """
+    A = _lapack_float(A)         # outside the custom rules: autodiff casts the cotangent back
     if method == "exact":
         return balanced_factors(truncated_svd(A, rank))
     return _projected_factors(A, rank, method, key, oversample, n_iter)
@@ -309,6 +334,7 @@ def spd_solve(G: jax.Array, B: jax.Array, *, right: bool = False) -> jax.Array:
     authors' MATLAB code adds eps·I for the same reason): it changes a well-conditioned solve below
     working precision and keeps a rank-deficient G (a collapsed factor) from producing inf/NaN.
     """
+    G, B = _lapack_float(G), _lapack_float(B)
     r = G.shape[-1]
     eps = jnp.finfo(G.dtype).eps
     scale = jnp.trace(G) / r

@@ -229,8 +229,36 @@ def test_core_helpers_name_bad_arguments(x64):
     for bad in ((Y, L[:4], R), (Y, L, R[:, :1]), (Y, L, jnp.ones((6, 2)))):
         with pytest.raises(ValueError, match="needs Y"):
             linalg.residual_map_products(*bad, fn)
-    for rank in (0, -1, 7, 2.0):
-        with pytest.raises(ValueError, match="rank must (be an integer|satisfy 1 <= rank <= 5)"):
-            linalg.truncated_svd(jnp.ones((6, 5)), rank)
+    # Every SVD helper checks its rank: randomized_svd and gram_svd sliced with it (rank = −1 gave
+    # 4 triplets, 0 none, 7 the 5 there are), and so did low_rank_svd / low_rank_factors.
+    helpers = [linalg.truncated_svd, linalg.gram_svd, lambda A, r: linalg.randomized_svd(A, r, 0),
+               lambda A, r: linalg.low_rank_svd(A, r), lambda A, r: linalg.low_rank_factors(A, r, "gram")]
+    for helper in helpers:
+        for rank in (0, -1, 7, 2.0):
+            with pytest.raises(ValueError, match="rank must (be an integer|satisfy 1 <= rank <= 5)"):
+                helper(jnp.ones((6, 5)), rank)
+    with pytest.raises(ValueError, match="start must be an .n, l. block"):
+        linalg.randomized_svd(jnp.ones((6, 5)), 3, start=jnp.ones((5, 2)))
     with pytest.raises(ValueError, match="row argument"):
         linalg.residual_map_products(Y, L, R, lambda D, a: (D * a[:, None], jnp.sum(D)), (jnp.ones(4),))
+
+
+def test_svd_helpers_compute_half_precision_in_float32():
+    """LAPACK has no float16: the helpers failed with "Unsupported dtype float16", unlike the solvers,
+    which compute half precision in float32. They now do the same, and gradients come back in the
+    input's dtype."""
+    A = jnp.asarray(np.random.default_rng(0).standard_normal((8, 6)), jnp.float16)
+    A32 = A.astype(jnp.float32)
+    for f in (lambda A: linalg.truncated_svd(A, 2).s, lambda A: linalg.gram_svd(A, 2).s,
+              lambda A: linalg.randomized_svd(A, 2, 0).s, lambda A: linalg.low_rank_factors(A, 2)[0]):
+        out = f(A)
+        assert out.dtype == jnp.float32
+        np.testing.assert_allclose(out, f(A32), rtol=1e-6)
+    g = jax.grad(lambda A: jnp.sum(linalg.low_rank_factors(A, 2)[0]))(A)
+    assert g.dtype == jnp.float16
+    G = A32.T @ A32
+    G20 = jnp.kron(jnp.eye(4), G)[:20, :20]                    # r > 16: the LAPACK path
+    for M in (G, G20):
+        B = jnp.ones((M.shape[0], 2))
+        np.testing.assert_allclose(linalg.spd_solve(M.astype(jnp.float16), B.astype(jnp.float16)),
+                                   linalg.spd_solve(M.astype(jnp.float16).astype(jnp.float32), B), rtol=1e-6)
