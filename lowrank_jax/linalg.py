@@ -388,6 +388,12 @@ def residual_map_products(Y: jax.Array, L: jax.Array, R: jax.Array, fn, row_args
     if L.ndim != 2 or R.ndim != 2 or L.shape[0] != n1 or R.shape[0] != n2 or L.shape[1] != R.shape[1]:
         raise ValueError(f"residual_map_products needs Y (n1, n2), L (n1, r) and R (n2, r); got Y {Y.shape}, "
                          f"L {L.shape}, R {R.shape}")
+    # D = Y − L Rᵀ is computed in the promoted float dtype (integer frames, a float32 Y beside
+    # float64 factors); the panels and accumulators must be typed like D, not like Y.
+    dtype = jnp.result_type(Y, L, R)
+    if not jnp.issubdtype(dtype, jnp.inexact):
+        dtype = jnp.result_type(float)
+    Y, L, R = Y.astype(dtype), L.astype(dtype), R.astype(dtype)
     row_args = tuple(row_args)
     for a in row_args:
         if jnp.ndim(a) < 1 or jnp.shape(a)[0] != n1:

@@ -262,3 +262,21 @@ def test_svd_helpers_compute_half_precision_in_float32():
         B = jnp.ones((M.shape[0], 2))
         np.testing.assert_allclose(linalg.spd_solve(M.astype(jnp.float16), B.astype(jnp.float16)),
                                    linalg.spd_solve(M.astype(jnp.float16).astype(jnp.float32), B), rtol=1e-6)
+
+
+def test_residual_map_products_promotes_like_the_dense_products(x64):
+    """An integer Y (video frames) or a float32 Y beside float64 factors failed inside the panel
+    scan (its carry typed like Y, D = Y − L Rᵀ like the promotion); the result now equals the dense
+    products in the promoted dtype."""
+    rng = np.random.default_rng(0)
+    L, R = jnp.asarray(rng.standard_normal((40, 2))), jnp.asarray(rng.standard_normal((10, 2)))
+    fn = lambda D: (jnp.clip(D, -1, 1), jnp.sum(D ** 2))  # noqa: E731
+    for Y in (jnp.asarray(rng.integers(0, 255, (40, 10)), jnp.uint8),
+              jnp.asarray(rng.standard_normal((40, 10)), jnp.float32)):
+        gl, gr, stats = linalg.residual_map_products(Y, L, R, fn)
+        D = Y.astype(jnp.float64) - L @ R.T
+        E = jnp.clip(D, -1, 1)
+        assert gl.dtype == jnp.float64
+        np.testing.assert_allclose(gl, E @ R, rtol=1e-12)
+        np.testing.assert_allclose(gr, E.T @ L, rtol=1e-12)
+        np.testing.assert_allclose(stats, jnp.sum(D ** 2), rtol=1e-12)
