@@ -81,12 +81,17 @@ def _length(name, v) -> int:
 
 
 def _axis(v):
-    """An axis's values as arrays: a list / tuple / range of plain numbers (nested lists too) is one
-    array, its first axis the points; any other pytree — a tuple of stacked arrays included —
-    keeps its structure."""
-    if isinstance(v, range) or (isinstance(v, (list, tuple)) and not any(
-            hasattr(x, "shape") for x in jax.tree.leaves(list(v)))):
+    """An axis's values as arrays: a list / tuple / range of scalars — plain numbers, NumPy scalars
+    (``list(np.linspace(...))``), 0-d arrays or keys; nested lists too — is one array, its first
+    axis the points; any other pytree — a tuple of stacked arrays included — keeps its structure."""
+    if isinstance(v, range):
         return jnp.asarray(v)
+    if isinstance(v, (list, tuple)):
+        leaves = jax.tree.leaves(list(v))
+        if all(np.ndim(x) == 0 for x in leaves):
+            if any(jnp.issubdtype(getattr(x, "dtype", None), jax.dtypes.prng_key) for x in leaves):
+                return jnp.stack(list(v))                   # a list of single keys
+            return jnp.asarray(v)
     return jax.tree.map(jnp.asarray, v)
 
 

@@ -385,3 +385,17 @@ def test_a_tuple_of_stacked_arrays_is_one_axis():
     assert sweep.grid(p=(W, b), s=[1.0, 2.0])["p"][0].shape == (6, 4)
     assert sweep.run(lambda x: x * 2, {"x": [[1.0, 2.0], [3.0, 4.0]]}, chunk=np.int64(1),
                      devices=jax.devices()[:1]).shape == (2, 2)      # nested numbers: one array
+
+
+def test_a_list_of_numpy_scalars_or_single_keys_is_one_axis():
+    """list(np.linspace(...)) (NumPy scalars), 0-d arrays and single keys were taken for a pytree of
+    arrays without a leading axis and refused; they are points, like plain numbers."""
+    etas = list(np.linspace(0.1, 1.0, 3))
+    g = sweep.grid(eta=etas, k=[np.int64(1), np.int64(2)])
+    np.testing.assert_allclose(g["eta"], np.repeat(np.linspace(0.1, 1.0, 3), 2), rtol=1e-6)
+    np.testing.assert_array_equal(g["k"], [1, 2] * 3)
+    out = sweep.run(lambda x: x * 2, {"x": (jnp.array(1.0), jnp.array(3.0))}, devices=jax.devices()[:1])
+    np.testing.assert_allclose(out, [2.0, 6.0])
+    keys = [jax.random.key(0), jax.random.key(1)]
+    draws = sweep.run(lambda key: jax.random.normal(key), {"key": keys}, devices=jax.devices()[:1])
+    np.testing.assert_allclose(draws, [jax.random.normal(k) for k in keys], rtol=1e-6)
