@@ -40,9 +40,11 @@ def clip_symmetric(x: jax.Array, t) -> jax.Array:
 @clip_symmetric.defjvp
 def _clip_symmetric_jvp(primals, tangents):
     x, t = primals
-    dx, dt = tangents
+    out = clip_symmetric(x, t)
+    # An integer x (or t) has a float0 "no tangent": it contributes 0, in the output's dtype.
+    dx, dt = (jnp.zeros((), out.dtype) if d.dtype == jax.dtypes.float0 else d for d in tangents)
     inside = jnp.abs(x) < t
-    return clip_symmetric(x, t), jnp.where(inside, dx, jnp.sign(x) * dt)
+    return out, jnp.broadcast_to(jnp.where(inside, dx, jnp.sign(x) * dt), out.shape).astype(out.dtype)
 
 
 def group_soft_threshold(x: jax.Array, t, axis: int = 0) -> jax.Array:

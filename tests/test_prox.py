@@ -39,6 +39,15 @@ def test_soft_threshold_gradients_match_closed_form(x64):
     np.testing.assert_array_equal(g_x, (np.abs(x) > t).astype(float))
 
 
+def test_soft_threshold_gradient_in_t_for_integer_data(x64):
+    """An integer x has no tangent (float0); the custom rule multiplied it anyway and the gradient in
+    t failed with a float0 promotion error. ∂/∂t = −Σ sign(x)·1[|x| > t], as for float data."""
+    x = jnp.arange(-3, 5)
+    g = jax.grad(lambda t: jnp.sum(prox.soft_threshold(x, t) ** 2))(1.5)
+    xf = np.arange(-3.0, 5.0)
+    np.testing.assert_allclose(g, np.sum(2 * np.maximum(np.abs(xf) - 1.5, 0) * -np.sign(xf)), rtol=1e-12)
+
+
 def test_soft_threshold_gradient_with_per_row_thresholds_matches_finite_differences(x64):
     """The hand-written derivative of clip_symmetric broadcasts the threshold's tangent."""
     rng = np.random.default_rng(7)
