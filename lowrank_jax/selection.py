@@ -12,6 +12,7 @@ import functools
 import math
 
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.custom_batching import custom_vmap
 
@@ -449,6 +450,9 @@ def kth_largest(x, k, *, axis=-1, guess=None):
         raise TypeError(f"k must be an integer, got {k.dtype}")
     if x.ndim == 0:
         raise ValueError("kth_largest needs an array with at least one axis, got a scalar")
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"axis must be an integer in [{-x.ndim}, {x.ndim}) for an array of shape {x.shape}, "
+                         f"got {axis!r}")
     dtype = x.dtype
     if dtype not in (jnp.float32, jnp.float64):
         x = x.astype(jnp.float32)  # exact for float16 / bfloat16

@@ -212,3 +212,14 @@ def test_property_matches_sort(data):
 def test_a_scalar_is_refused_by_name():
     with pytest.raises(ValueError, match="at least one axis"):
         kth_largest(jnp.float32(1.0), 1)
+
+
+def test_an_axis_out_of_range_is_refused_not_wrapped():
+    """axis % ndim made axis=2 of a (2, 3) array select along axis 0 and axis=-3 along axis 1: wrong
+    values, no error (np.sort raises). Every valid axis, negative ones included, still works."""
+    x = jnp.arange(6.0).reshape(2, 3)
+    for axis in (2, 3, -3, 1.0):
+        with pytest.raises(ValueError, match="axis must be an integer in"):
+            kth_largest(x, 1, axis=axis)
+    for axis in (-2, -1, 0, 1):
+        np.testing.assert_array_equal(kth_largest(x, 1, axis=axis), np.max(np.asarray(x), axis=axis))
