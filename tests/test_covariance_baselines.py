@@ -202,6 +202,18 @@ def test_generator_matches_the_notes_checks():
     assert nz[:20].sum() > 1.5 * nz[-20:].sum()
 
 
+def test_generator_stops_at_the_first_block_that_reaches_s0():
+    """The stop compared nonzeros with n²(1 − s₀) = 500.00000000000045 at n = 100, s₀ = 0.95, so it never
+    stopped at exactly 500 non-zeros (sparsity = s₀) and added one block too many in about half the
+    instances. The rule is the authors' sparsity > s₀: the sparsity ends ≤ s₀, and at s₀ exactly
+    whenever the last block lands there."""
+    nonzeros = []
+    for seed in range(12):
+        S0, _ = cov.sparse_psd_blocks(np.random.default_rng(seed), 100, 0.95, "code")
+        nonzeros.append(int(np.sum(np.abs(S0) >= 0.01)))
+    assert all(500 <= z <= 504 for z in nonzeros) and 500 in nonzeros
+
+
 def test_generator_rejects_bad_arguments():
     for args, match in [((10, 11, 0.9), "k0"), ((10, 0, 0.9), "k0"), ((1, 1, 0.9), "n"), ((10, 2, 1.5), "s0"),
                         ((10, 2, -0.1), "s0")]:

@@ -130,7 +130,6 @@ def sparse_psd_blocks(rng: np.random.Generator, n: int, s0: float, variant: str 
     """
     S = np.zeros((n, n))
     total = n * n
-    target_nonzeros = total * (1.0 - s0)  # sparsity > s0  <=>  nonzeros < n²(1 − s0)
     nonzeros = 0
     blocks = 0
     if variant == "paper":
@@ -140,7 +139,10 @@ def sparse_psd_blocks(rng: np.random.Generator, n: int, s0: float, variant: str 
         iu, ju = np.triu_indices(n, 1)
     batch, pos = None, 1024
     max_blocks = 50 * n * n  # the code's process draws with replacement: guard against s0 it cannot reach
-    while nonzeros < target_nonzeros:
+    # The authors' test, sparsity = zeros / n² > s₀, in that arithmetic: the algebraically equal
+    # nonzeros < n²(1 − s₀) rounds 1 − s₀ (100²·(1 − 0.95) = 500.00000000000045), so it went on
+    # past exactly s₀ and added one block too many in about half the instances.
+    while (total - nonzeros) / total > s0:
         if blocks >= max_blocks:
             raise ValueError(f"s0 = {s0} not reached after {blocks} blocks at n = {n}")
         if pos == 1024:
