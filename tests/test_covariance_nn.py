@@ -34,6 +34,17 @@ def test_gradient_identity(loss, x64):
     np.testing.assert_allclose(cv.smooth_abs(t, "logcosh", 1e-4), jnp.abs(t), atol=1e-4)
 
 
+def test_l1_subgradient_is_zero_at_an_exact_fit(x64):
+    """Σ = MMᵀ exactly (integer M): ω = 0 everywhere. jnp.abs differentiates to +1 at 0, so autodiff
+    (which decompose uses) gave 2·1·M ≠ 0 where grad_of_M and the authors' torch.abs give 0."""
+    M = jnp.asarray(np.arange(6.0).reshape(3, 2) - 2)
+    Sigma = M @ M.T
+    np.testing.assert_array_equal(jax.grad(cv.loss_of_M)(M, Sigma, "l1"), np.zeros((3, 2)))
+    np.testing.assert_array_equal(cv.grad_of_M(M, Sigma, "l1"), np.zeros((3, 2)))
+    t = jnp.array([-2.0, -0.0, 0.0, 3.0])
+    np.testing.assert_array_equal(cv.smooth_abs(t, "l1", 0.1), [2.0, 0.0, 0.0, 3.0])
+
+
 def test_first_layer_gradient_is_rank_one(x64):
     """Lemma IV.1: ∂φ/∂A⁽⁰⁾_{ιη} = h(Σ)_η ∂φ/∂b⁽⁰⁾_ι for a dense first layer."""
     Sigma = jnp.asarray(planted(8, 2)[0])

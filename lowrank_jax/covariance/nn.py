@@ -63,14 +63,17 @@ def activation(name: str):
 def smooth_abs(t, loss: str, eps):
     """μ(t): |t|, Huber-type (≥ |t|, C¹) or log-cosh (stable form ε·logaddexp(t/ε, −t/ε))."""
     if loss == "l1":
-        return jnp.abs(t)
+        # |t| with derivative sign(t), 0 at 0 like the authors' torch.abs: jnp.abs's own rule gives +1
+        # there, which pushed an exact fit ω_ij = 0 away and disagreed with grad_of_M.
+        return t * jax.lax.stop_gradient(jnp.sign(t))
     if loss == "huber":
         return jnp.where(jnp.abs(t) <= eps, t * t / (2 * eps) + eps / 2, jnp.abs(t))
     return eps * jnp.logaddexp(t / eps, -t / eps)
 
 
 def smooth_abs_grad(t, loss: str, eps):
-    """μ'(t): sign(t) (0 at 0, autodiff's choice), clip(t/ε, ±1), tanh(t/ε)."""
+    """μ'(t): sign(t) (0 at 0, as the authors' torch.abs and :func:`smooth_abs`'s derivative),
+    clip(t/ε, ±1), tanh(t/ε)."""
     if loss == "l1":
         return jnp.sign(t)
     if loss == "huber":
