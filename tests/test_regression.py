@@ -727,3 +727,14 @@ def test_leverage_score_arguments_are_checked():
             f(jnp.ones(7))
     with pytest.raises(ValueError, match="sketch_rows = 2 < d = 3"):
         sketch.approx_leverage_scores(key, A, sketch_rows=2)
+
+
+@pytest.mark.parametrize("kind", ["cosh", "sinh"])
+def test_sketched_newton_with_refinement_stays_at_a_zero_gradient(kind, x64):
+    """cosh and sinh have their minimiser at x = 0. From x0 = 0 (gradient exactly 0), the PCG
+    refinement formed 0/0 and the run raised a FloatingPointError blaming overflow or an
+    indefinite H̃; exact, diagonal and refine = 0 stayed at 0, as refine ≥ 1 now does."""
+    A, b, w = make_problem(n=200, d=5)
+    for refine in (0, 1, 2):
+        out = rg.newton_solve(A, b, w, jnp.zeros(5), kind, "sketch", iters=3, refine=refine)
+        np.testing.assert_array_equal(out.x, np.zeros(5))

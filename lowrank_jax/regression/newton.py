@@ -180,11 +180,17 @@ def _pcg_from_zero(A, D, damping, precond, g, steps: int):
     (the last needs only pᵀMp = ‖√D∘Ap‖² + λ‖p‖², not the new residual), and AΔ is accumulated from
     the A p's, so the caller gets A x_{t+1} without another pass: k steps cost 2k − 1 passes over A.
     One step is the sketched direction H̃⁻¹g with its optimal length.
+
+    A zero residual (g = 0 at a converged iterate, or ⟨r, Pr⟩ underflowed, as for cosh/sinh whose
+    minimiser is x = 0) ends the iteration with step 0; it was 0/0 = NaN.
     """
+
+    def ratio(num, den, rz):
+        return jnp.where(rz > 0, num / jnp.where(rz > 0, den, 1.0), 0.0)
 
     def half(p, r, rz, x, Ax):
         Ap = design.matvec(A, p)
-        a = rz / (jnp.dot(Ap, D * Ap) + damping * jnp.dot(p, p))
+        a = ratio(rz, jnp.dot(Ap, D * Ap) + damping * jnp.dot(p, p), rz)
         return x + a * p, Ax + a * Ap, Ap, a
 
     def body(_, st):
@@ -193,7 +199,7 @@ def _pcg_from_zero(A, D, damping, precond, g, steps: int):
         r = r - a * (design.rmatvec(A, D * Ap) + damping * p)
         z = precond(r)
         rz_new = jnp.dot(r, z)
-        return x, Ax, r, z + (rz_new / rz) * p, rz_new
+        return x, Ax, r, z + ratio(rz_new, rz, rz) * p, rz_new
 
     z = precond(g)
     st = (jnp.zeros_like(g), jnp.zeros(A.shape[0], g.dtype), g, z, jnp.dot(g, z))
