@@ -21,7 +21,7 @@ demo: $(STAMP)
 # program, and a second worker halves the wall time on a 2-core machine.
 test: $(STAMP)
 	$(PY) -m pytest -q -n logical --maxprocesses 4 --dist loadfile tests
-	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
