@@ -108,6 +108,7 @@ def _check_inner(A, x, what: str) -> None:
 
 
 def matvec(A, x):
+    """A x (n,) for a dense (n, d) A or a :class:`RowSparse` one; x (d,)."""
     _check_inner(A, x, "matvec")
     if isinstance(A, RowSparse):
         return jnp.sum(A.vals * x[A.cols], axis=1)
@@ -123,6 +124,7 @@ def matmat(A, X):
 
 
 def rmatvec(A, y):
+    """Aᵀ y (d,) for a dense (n, d) A or a :class:`RowSparse` one; y (n,)."""
     if isinstance(A, RowSparse):
         return jnp.zeros(A.num_cols, A.vals.dtype).at[A.cols].add(A.vals * y[:, None])
     # Not A.T @ y: XLA:CPU's transposed matrix-vector product is ~10x slower than this fused
@@ -140,6 +142,7 @@ def gram(A, s):
 
 
 def take_rows(A, idx):
+    """The rows ``idx`` of A, in A's own format (dense or :class:`RowSparse`)."""
     if isinstance(A, RowSparse):
         return RowSparse(A.cols[idx], A.vals[idx], A.num_cols)
     return A[idx]

@@ -31,6 +31,10 @@ Step = Callable[[jax.Array, Any], tuple[Any, Any]]
 
 
 class LoopResult(NamedTuple):
+    """What :func:`run_fixed` and :func:`run_until` return: the final ``state``, the ``history`` of
+    ``diag`` stacked along a leading iteration axis (rows past ``n_iter`` are NaN / -1 / False) and
+    ``n_iter``, the number of steps taken (int32)."""
+
     state: Any  # final state
     history: Any  # diag pytree, leading axis = iteration; rows past n_iter are NaN (floats) / -1 (ints)
     n_iter: jax.Array  # number of steps actually taken (int32)

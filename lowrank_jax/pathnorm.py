@@ -64,6 +64,7 @@ def _with_weights(model: ShallowNet, W_in, W_out) -> ShallowNet:
 
 
 def cross_entropy(model: ShallowNet, X, y) -> jax.Array:
+    """Mean softmax cross-entropy of ``model`` on X (N, inputs) with integer labels y (N,)."""
     return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(model(X), y))
 
 
@@ -243,6 +244,10 @@ def robust_error(model: ShallowNet, X, y, eps, *, key, steps: int = 40, bounds=(
 # -- training ------------------------------------------------------------------------------------
 
 class TrainResult(NamedTuple):
+    """What :func:`train` and :func:`sweep` return: the trained ``model`` and, per epoch and log
+    point, the minibatch regularised ``loss`` CE + λ g and the ``nonzero`` share of weights (both
+    (epochs, logs_per_epoch); :func:`sweep` adds its leading seed and grid axes to every leaf)."""
+
     model: ShallowNet
     loss: jax.Array          # (epochs, logs_per_epoch) minibatch regularised loss CE + λ g
     nonzero: jax.Array       # (epochs, logs_per_epoch) nonzero_fraction

@@ -81,6 +81,9 @@ def scaled_gradient_step(params, grads, learning_rate, axis_name: str | None = N
 # -- proximal steps ---------------------------------------------------------------------------------
 
 class ProximalState(NamedTuple):
+    """State of :func:`proximal`: the ``inner`` optimizer's state and the step ``count`` (for a
+    scheduled strength)."""
+
     inner: optax.OptState
     count: jax.Array
 

@@ -114,6 +114,8 @@ class Parts(eqx.Module):
 
 
 def parts(x, A, b, kind: str = "exp") -> Parts:
+    """The pieces of the loss at x (:class:`Parts`): z = Ax, u, v of the ``kind``, α = ⟨u, 1⟩ and
+    c = u − α b. No argument checks (the public functions make them)."""
     return parts_from_z(design.matvec(A, x), b, kind)
 
 

@@ -153,6 +153,9 @@ def _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, *, rank, model, iters):
 
 
 class BCDResult(NamedTuple):
+    """What :func:`bcd` returns: the final ``factors`` (W, H, β) and ``gamma``, the objective F
+    before each sweep (``loss``) and the number of sweeps run (``n_iter``)."""
+
     factors: sm.Factors
     gamma: jax.Array
     loss: jax.Array      # F at the iterate before each sweep
@@ -160,6 +163,7 @@ class BCDResult(NamedTuple):
 
 
 def factored_objective(f: sm.Factors, gamma, data, xi, lam, model):
+    """F at the factors ``f``: the objective of eq. (9)/(10) at θ = lift(f) (what BCD decreases)."""
     return sm.objective(sm.lift(f, model), gamma, data, xi, lam, model)
 
 
