@@ -147,6 +147,9 @@ def test_bad_options():
                       (dict(optimizer="lbfgs"), "optimizer"), (dict(armijo=(0.9, 0.1)), "armijo")):
         with pytest.raises(ValueError, match=match):
             cv.decompose(np.eye(3), 1, hidden=(4,), max_iter=2, **kw)
+    for hidden in (8.0, "8", (4, 0)):           # 8.0 failed with "'float' object is not iterable"
+        with pytest.raises(ValueError, match="hidden"):
+            cv.decompose(np.eye(3), 1, hidden=hidden, max_iter=2)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
