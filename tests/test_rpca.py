@@ -123,8 +123,9 @@ def test_frmnn_equals_explicit_continuation(x64):
 def test_a_long_frmnn_run_stays_frozen_where_beta_power_overflows():
     """Float32, β = 1.7, φ = 0.4 (the shipped α = 0.1 model's): ζ_K φ^p underflows to 0 near p ≈ 100,
     so S takes the residual, E = 0 and the iterate freezes; η_K β^p overflowed near p ≈ 170 and
-    ∞ · 0 turned the frozen iterate into NaN (a FloatingPointError blaming β, NaN under jit). The
-    step now stops growing below the overflow; the first K + 150 steps are as before."""
+    ∞ · 0 turned the frozen iterate into NaN (a FloatingPointError blaming β, NaN under jit). A
+    layer with ζ = 0 now takes step 0 (any finite η gives the same); the earlier steps are as before,
+    and a β that overflows the steps while ζ > 0 still raises (test_multidevice)."""
     p = datasets.rpca_problem(jax.random.key(0), 60, 50, 2, 0.1)
     zeta = rpca.oracle_thresholds(p.Y, 2, p.X, 4, 0.5)
     eta = jnp.full(4, 0.5)

@@ -57,29 +57,21 @@ def _layer_params(k, zeta, eta, beta, phi, num_layers, frmnn):
     """(ζ, η) of the loop's k-th step (0-based), i.e. of layer k + 1: past the K learned layers,
     ζ_K φ^p and η_K β^p (FRMNN, p = layer − K).
 
-    η_K β^p stops growing a factor e below the dtype's largest value. With β > 1 and φ < 1 the
-    thresholds underflow to 0 first (in float32 near p ≈ 100 for the shipped models), S then takes
-    the whole residual, E = 0 and the iterate stops moving; but β^p overflowed near p ≈ 170 and
-    ∞ · 0 turned the frozen iterate into NaN. The cap's exponent is a constant for autodiff, so
-    η's own derivative stays finite (and is unchanged before the cap). Gradients through many
-    continuation layers with β > 1 still explode (the Jacobian of a step grows with η): in float32,
-    d/dβ of X after 30 layers at β = 1.7 is ~1e23; tune β and φ by grid search
-    (:func:`lowrank_jax.rpca.frmnn_grid_search`), as the paper does."""
+    A layer whose threshold is 0 gets η = 0. There S = S_0(Y − L Rᵀ) takes the whole residual, so
+    E = 0 and the step is 0 for every finite η; with β > 1 and φ < 1 the thresholds underflow to 0
+    (in float32 near p ≈ 100 for the shipped models) and the iterate freezes, but η_K β^p went on
+    to overflow (p ≈ 170) and ∞ · 0 turned the frozen iterate into NaN. Where ζ > 0 nothing
+    changes: a β that grows the steps until they overflow still ends in a non-finite iterate (a
+    divergence the solvers report)."""
     layer = k + 1
     if not frmnn:
         return zeta[layer], eta[layer - 1]
     j = jnp.minimum(layer, num_layers)
     p = jnp.maximum(layer - num_layers, 0)
-    eta_j = eta[j - 1]
-    dtype = jnp.result_type(eta_j, beta)
-    big = jax.lax.stop_gradient(beta) > 1
-    # p β^p ≤ max/(e·max(η_K, 1)): neither the power, the product nor the derivative η p β^{p−1}
-    # overflows (log p ≤ log(room / log β) since p ≤ room / log β).
-    log_room = jnp.log(jnp.finfo(dtype).max) - 1 - jnp.log(jnp.maximum(jax.lax.stop_gradient(eta_j), 1.0))
-    log_beta = jnp.log(jnp.where(big, jax.lax.stop_gradient(beta), 2.0))
-    cap = jnp.where(big, jnp.floor((log_room - jnp.log(log_room / log_beta)) / log_beta), jnp.inf)
-    p_eta = jnp.where(p < cap, p, cap).astype(dtype)
-    return zeta[j] * phi ** p, eta_j * beta ** p_eta
+    z = zeta[j] * phi ** p
+    frozen = z == 0
+    e = eta[j - 1] * beta ** jnp.where(frozen, 0, p)     # no ∞ in the unused branch (finite gradients)
+    return z, jnp.where(frozen, jnp.zeros_like(e), e)
 
 
 @functools.partial(jax.jit, static_argnames=("rank", "budget", "frmnn", "use_tol", "differentiable",
