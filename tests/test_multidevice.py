@@ -171,3 +171,5 @@ def test_sharded_lrpca_rejects_bad_input():
         sharded.lrpca_sharded(Y, 2, z, e, mesh=Mesh(np.array(jax.devices()[:1]), ("x",)))
     with pytest.raises(ValueError, match="max_iter"):
         sharded.lrpca_sharded(Y, 2, z, e, max_iter=5)
+    with pytest.raises(ValueError, match="max_iter must be an integer"):   # a TypeError from '>' before
+        sharded.lrpca_sharded(Y, 2, z, e, max_iter="3")

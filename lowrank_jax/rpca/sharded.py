@@ -59,6 +59,9 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
 
     Returns an :class:`~lowrank_jax.rpca.RPCAResult` whose L, X and S stay split by rows
     (``NamedSharding``) and whose R is replicated; ``residual`` holds ‖E_k‖_F/‖Y‖_F per layer.
+    Only when n1 divides by the device count: JAX splits an axis in equal blocks only, so trimmed
+    results come back whole on every device. For a Y too large for one device, make n1 a multiple
+    of the device count (pad it yourself and drop the rows after).
     """
     Y, rank, _, _, key = check_common(Y, rank, None, None, key, "randomized", oversample=oversample, n_iter=n_iter)
     zeta = _checks.as_hyper(zeta, "zeta", ndim=1, dtype=Y.dtype)
@@ -79,9 +82,9 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
             max_iter = 1000
         budget = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
     else:
-        if max_iter is not None and max_iter > num_layers:
-            raise ValueError(f"max_iter must be <= the number of layers {num_layers} without FRMNN, got {max_iter}")
         budget = num_layers if max_iter is None else _checks.check_positive_int(max_iter, "max_iter", minimum=0)
+        if budget > num_layers:
+            raise ValueError(f"max_iter must be <= the number of layers {num_layers} without FRMNN, got {max_iter}")
         beta = phi = jnp.ones((), Y.dtype)
     mesh = row_mesh() if mesh is None else mesh
     if mesh.axis_names != (AXIS,):
