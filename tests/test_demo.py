@@ -31,3 +31,32 @@ def test_small_demo_runs_every_family_and_its_results_hold(tmp_path, capsys):
     np.testing.assert_allclose(Sigma - L, S)
     assert np.linalg.eigvalsh(L)[0] > -1e-5 and np.linalg.matrix_rank(L, tol=1e-4) == 3
     assert np.linalg.norm(Sigma - L) < 0.5 * np.linalg.norm(Sigma)
+
+
+def test_the_experiment_runner_takes_names_and_refuses_options_it_would_drop(monkeypatch):
+    """`run_all.py rpca_train --help` took "--help" as one more name filter and started the full-size
+    run (overwriting results/). Options before "--" are now refused, names that match nothing too,
+    and options after "--" reach each selected script's main."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).parents[1] / "experiments" / "run_all.py"
+    spec = importlib.util.spec_from_file_location("run_all", path)
+    run_all = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_all)
+    calls = []
+
+    class Loader:                                     # stands in for every script: records its argv
+        def create_module(self, spec):
+            return None
+
+        def exec_module(self, module):
+            module.main = lambda argv: calls.append((module.__name__, argv))
+
+    monkeypatch.setattr(run_all.importlib.util, "spec_from_file_location",
+                        lambda name, p: importlib.machinery.ModuleSpec(name, Loader()))
+    for argv in (["rpca_train", "--help"], ["rpca", "--instances", "1"], ["no_such_script"]):
+        with pytest.raises(SystemExit):
+            run_all.main(argv)
+    assert calls == []
+    run_all.main(["rpca_train", "--", "--instances", "1"])
+    assert calls == [("rpca_train", ["--instances", "1"])]
