@@ -2,6 +2,7 @@
 search, parameter files (pretrained ones included) and their errors."""
 
 import dataclasses
+import math
 
 import equinox as eqx
 import jax
@@ -97,11 +98,22 @@ def test_frmnn_grid_search_returns_the_argmin_of_its_grid(tiny_run):
     np.testing.assert_allclose(errors[1, 2], np.mean(direct), rtol=1e-4)
 
 
-def test_generalisation_rule_scales_thresholds_only():
+def test_generalisation_rule_scales_thresholds_only(tmp_path):
     p = params_mod.LRPCAParams.from_schedule(jnp.array([1.0, 0.5, 0.25]), jnp.array([0.6, 0.5]), rank=5, n=1000)
     q = p.for_problem(3000, 10)
     np.testing.assert_allclose(q.zeta, p.zeta * (1000 / 3000) * (10 / 5), rtol=1e-6)
     np.testing.assert_array_equal(q.eta, p.eta)
+    # The result is for (3000, 10): it kept (1000, 5), so calling it on its problem rescaled ζ again.
+    assert (q.n, q.rank) == (3000, 10)
+    Y = datasets.rpca_problem(jax.random.key(0), 40, 40, 2, 0.1).Y
+    once = rpca.lrpca(Y, 2, p.for_problem(40, 2).zeta, p.eta)
+    np.testing.assert_allclose(p.for_problem(40, 2)(Y, frmnn=False).X, once.X, rtol=1e-6, atol=1e-7)
+    with pytest.warns(UserWarning, match="trained at n = 1000"):
+        np.testing.assert_allclose(p(Y, rank=2, frmnn=False).X, once.X, rtol=1e-6, atol=1e-7)
+    # A fractional size √(n1 n2) survives a parameter file.
+    r = p.for_problem(math.sqrt(300 * 200), 5)
+    params_mod.save_params(tmp_path / "r.eqx", r)
+    assert params_mod.load_params(tmp_path / "r.eqx").n == r.n == math.sqrt(300 * 200)
 
 
 def test_parameter_files_round_trip_and_bad_files_are_refused(tmp_path, tiny_run):

@@ -45,7 +45,7 @@ class LRPCAParams(eqx.Module):
     beta: jax.Array
     phi: jax.Array
     rank: int = eqx.field(static=True)
-    n: int = eqx.field(static=True)
+    n: int | float = eqx.field(static=True)     # √(n1 n2); fractional after for_problem on a non-square Y
 
     def __check_init__(self):
         if self.log_zeta.ndim != 1 or self.log_eta.ndim != 1 or \
@@ -79,12 +79,17 @@ class LRPCAParams(eqx.Module):
                    jnp.asarray(phi, jnp.float32), rank=int(rank), n=int(n))
 
     def for_problem(self, n: float, rank: int) -> "LRPCAParams":
-        """The paper's generalisation rule: η as is, ζ scaled by (self.n / n)(rank / self.rank)."""
+        """The paper's generalisation rule: η as is, ζ scaled by (self.n / n)(rank / self.rank).
+
+        The result records the new ``n`` and ``rank``: calling it on a problem of that size runs it
+        as it is (it kept the old ones, so the call rescaled ζ a second time, and a saved copy
+        claimed the old size)."""
         if isinstance(n, bool) or not isinstance(n, numbers.Real) or not 0 < n < math.inf:
             raise ValueError(f"n must be a positive size √(n1 n2), got {n!r}")
         rank = _checks.check_positive_int(rank, "rank")
         scale = (self.n / n) * (rank / self.rank)
-        return eqx.tree_at(lambda p: p.log_zeta, self, self.log_zeta + math.log(scale))
+        n = int(n) if float(n).is_integer() else float(n)
+        return LRPCAParams(self.log_zeta + math.log(scale), self.log_eta, self.beta, self.phi, rank=rank, n=n)
 
     def __call__(self, Y, *, frmnn: bool = True, tol=None, max_iter=None, rank: int | None = None,
                  rescale: bool = True, **kwargs):
@@ -170,7 +175,8 @@ def read_params(data: bytes, *, source: str = "parameter file", rank: int | None
     line, sep, body = rest.partition(b"\n")
     try:
         header = json.loads(line)
-        like = _template(int(header["num_layers"]), int(header["rank"]), int(header["n"]),
+        n = float(header["n"])                                  # a rescaled size √(n1 n2) may be fractional
+        like = _template(int(header["num_layers"]), int(header["rank"]), int(n) if n.is_integer() else n,
                          header.get("dtype", "float32"))       # files before the dtype field: float32
         params = jax.tree.map(jnp.asarray, eqx.tree_deserialise_leaves(io.BytesIO(body), like))
     except Exception as err:  # truncated or edited files
