@@ -81,6 +81,29 @@ def test_checkpoint_of_another_configuration_is_refused(tiny_run):
     other = dataclasses.replace(TINY, lr=0.01)
     with pytest.raises(ValueError, match="another configuration"):
         training.train_lrpca(jax.random.key(0), other, checkpoint=ckpt, progress=False)
+    # Another key trained the remaining stages on other instances: a mix of two runs.
+    with pytest.raises(ValueError, match="another key"):
+        training.train_lrpca(jax.random.key(7), TINY, checkpoint=ckpt, progress=False)
+
+
+def test_train_config_takes_numpy_numbers_and_refuses_fractions():
+    """n = np.int64(40) trained stage 0 and then failed writing the checkpoint's JSON; n = 40.5 passed
+    to fail inside the generator. Fields are now plain Python numbers, checked on construction."""
+    cfg = training.TrainConfig(n=np.int64(40), rank=np.int32(2), alpha=np.float32(0.1), lr=np.float64(0.05))
+    assert type(cfg.n) is int and type(cfg.rank) is int and type(cfg.alpha) is float and type(cfg.lr) is float
+    assert cfg == training.TrainConfig(n=40, rank=2, alpha=float(np.float32(0.1)), lr=0.05)
+    for bad in (dict(n=40.5), dict(pre_steps=2.5), dict(lr="0.1"), dict(batch=True)):
+        with pytest.raises(ValueError):
+            training.TrainConfig(**bad)
+
+
+def test_grid_search_refuses_to_choose_when_every_point_diverges():
+    """All-inf errors: argmin picked the first (diverging) grid point without a word."""
+    cfg = training.TrainConfig(n=40, rank=2, alpha=0.1, num_layers=3, init_instances=2)
+    p = training.initial_params(jax.random.key(0), cfg)
+    with pytest.raises(FloatingPointError, match="every .beta, phi. of the grid diverged"):
+        training.frmnn_grid_search(jax.random.key(1), p, cfg, num_instances=2, extra_layers=30,
+                                   betas=jnp.array([20.0, 40.0]), phis=jnp.array([5.0, 9.0]))
 
 
 def test_frmnn_grid_search_returns_the_argmin_of_its_grid(tiny_run):

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import numbers
 import os
 import time
 
@@ -46,7 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from lowrank_jax import datasets, loop
+from lowrank_jax import _checks, datasets, loop
 from lowrank_jax import progress as progress_bar
 from lowrank_jax.rpca._common import relative_error
 from lowrank_jax.rpca.learned import ORACLE_RULES, _layer_params, lrpca, lrpca_step, oracle_thresholds
@@ -78,12 +79,16 @@ class TrainConfig:
     init_eta: float = 0.5
 
     def __post_init__(self):
-        for name in ("n", "rank", "num_layers", "batch", "init_instances"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("pre_steps", "full_steps"):
-            if int(getattr(self, name)) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        # Plain Python numbers: a NumPy integer made the checkpoint's JSON fail after stage 0 had
+        # trained, and n = 40.5 passed here to fail inside the generator.
+        for name, minimum in (("n", 1), ("rank", 1), ("num_layers", 1), ("batch", 1), ("init_instances", 1),
+                              ("pre_steps", 0), ("full_steps", 0)):
+            object.__setattr__(self, name, _checks.check_positive_int(getattr(self, name), name, minimum=minimum))
+        for name in ("alpha", "lr", "init_scale", "init_eta"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise ValueError(f"{name} must be a number, got {value!r}")
+            object.__setattr__(self, name, float(value))
         if not 0 <= self.alpha < 1:
             raise ValueError(f"alpha must be in [0, 1), got {self.alpha}")
         if self.rank > self.n:
@@ -208,11 +213,13 @@ def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progr
       :class:`LRPCAParams` with ζ, η trained and β = φ = 1.
     """
     K = cfg.num_layers
+    key = _checks.as_key(key)
     k_init, k_train = jax.random.split(key)
     start = 0
     params = None
+    key_tag = _key_tag(key)
     if checkpoint is not None and os.path.exists(checkpoint):
-        params, meta = _load_checkpoint(checkpoint, cfg)
+        params, meta = _load_checkpoint(checkpoint, cfg, key_tag)
         start = meta["stage"] + 1
     if params is None:
         params = initial_params(k_init, cfg, sampler)
@@ -246,7 +253,7 @@ def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progr
             if log is not None:
                 log.append(entry)
             if checkpoint is not None:
-                save_params(checkpoint, params, {"stage": j, "config": dataclasses.asdict(cfg)})
+                save_params(checkpoint, params, {"stage": j, "config": dataclasses.asdict(cfg), "key": key_tag})
             if callback is not None:
                 callback(j, params)
     finally:
@@ -254,13 +261,25 @@ def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progr
     return params
 
 
-def _load_checkpoint(path, cfg: TrainConfig):
+def _key_tag(key):
+    """The key's raw words, as a list for the checkpoint's JSON header."""
+    key = _checks.as_key(key)
+    data = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+    return [int(v) for v in np.asarray(data).ravel()]
+
+
+def _load_checkpoint(path, cfg: TrainConfig, key_tag):
     with open(path, "rb") as f:
         params, header = read_params(f.read(), source=os.fspath(path))
     meta = header["meta"]
     if meta.get("config") != dataclasses.asdict(cfg):
         raise ValueError(f"checkpoint {path} was written for another configuration "
                          f"({meta.get('config')}); delete it or pass the same TrainConfig")
+    # A resume with another key trained the remaining stages on other instances: a mix of two runs
+    # that equals neither. (Checkpoints from before the key was recorded are taken as they are.)
+    if "key" in meta and meta["key"] != key_tag:
+        raise ValueError(f"checkpoint {path} was written by a run with another key; delete it or pass the "
+                         "same key to resume")
     return params, meta
 
 
@@ -290,13 +309,17 @@ def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instanc
     inside the same single jitted call.
 
     Returns ``(params with the chosen β, φ, errors)``, ``errors`` of shape (len(betas), len(phis)):
-    the grid's mean errors (NaN-safe: a diverging point counts as +inf).
+    the grid's mean errors (NaN-safe: a diverging point counts as +inf). If every point diverges,
+    ``FloatingPointError`` (argmin over all-inf picked the first point, a diverging one).
     """
     betas = jnp.round(jnp.arange(0.5, 2.01, 0.1), 2) if betas is None else jnp.asarray(betas)
     phis = jnp.round(jnp.arange(0.1, 1.01, 0.1), 2) if phis is None else jnp.asarray(phis)
     betas, phis = betas.astype(jnp.float32), phis.astype(jnp.float32)
     Y, X = _instances(key, cfg, num_instances, sampler)
     errors = _grid_errors(params, Y, X, betas, phis, extra_layers)
+    if not bool(jnp.any(jnp.isfinite(errors))):
+        raise FloatingPointError("every (beta, phi) of the grid diverged: the learned layers (or the grid) "
+                                 "do not suit these instances; no continuation was chosen")
     i, j = np.unravel_index(int(jnp.argmin(errors)), errors.shape)
     chosen = eqx.tree_at(lambda p: (p.beta, p.phi), params, (betas[i], phis[j]))
     return chosen, errors
