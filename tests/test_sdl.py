@@ -352,6 +352,7 @@ def test_mf_lr_baseline():
     (lambda X, y: sdl.fit(X, y, 2, num_classes=1.5), "num_classes must be a positive integer"),
     (lambda X, y: sdl.fit(X, y, 2, tol=-1.0), "tol must be positive"),
     (lambda X, y: sdl.fit(X, y, 2, solver="bcd", tol=1e-6), "lpgd' only"),
+    (lambda X, y: sdl.fit(X, y, 2, solver="bcd", step=1e-6), "lpgd' only"),   # ignored, yet recorded on the model
     (lambda X, y: sdl.fit(X, y, 2, project="ball"), "project must be a function"),
     (lambda X, y: sdl.fit(X, np.array([str(v) for v in y]), 2), "labels must be integers.*dtype"),
     # cross_validate checks its grid as fit checks one value (a negative ξ or a NaN λ used to run

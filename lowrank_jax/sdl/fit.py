@@ -104,9 +104,9 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters:
     iters = _checks.check_positive_int(iters, "iters")
     if solver not in ("lpgd", "bcd"):
         raise ValueError(f"solver must be 'lpgd' or 'bcd', got {solver!r}")
-    if solver == "bcd" and (tol is not None or project is not None or svd != "gram"):
-        raise ValueError("tol, project and svd apply to solver='lpgd' only; solver='bcd' runs `iters` sweeps "
-                         "of the factored problem")
+    if solver == "bcd" and (tol is not None or project is not None or svd != "gram" or step is not None):
+        raise ValueError("step, tol, project and svd apply to solver='lpgd' only; solver='bcd' runs `iters` "
+                         "sweeps of the factored problem with its own per-block steps")
     if project is not None and not callable(project):
         raise ValueError(f"project must be a function θ -> θ (a convex projection) or None, got {project!r}")
     xi = _checks.as_hyper(xi, "xi", ndim=0, dtype=data.X.dtype)
