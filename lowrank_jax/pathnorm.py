@@ -22,7 +22,6 @@ learning rate are traced, so :func:`train` ``vmap``s over them (:func:`sweep`).
 
 from __future__ import annotations
 
-import numbers
 from typing import NamedTuple
 
 import equinox as eqx
@@ -185,10 +184,10 @@ def _check_attack(X, eps, steps, step_size, key, bounds):
     if bounds is None:
         lo = hi = None
     else:
-        pair = isinstance(bounds, (tuple, list)) and len(bounds) == 2
-        if not (pair and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in bounds)):
+        arr = None if isinstance(bounds, (str, bytes)) else np.asarray(bounds)
+        if arr is None or arr.shape != (2,) or arr.dtype.kind not in "iuf":
             raise ValueError(f"bounds must be None or a pair (lo, hi) of numbers, got {bounds!r}")
-        lo, hi = (float(v) for v in bounds)
+        lo, hi = float(arr[0]), float(arr[1])
         if not lo < hi:
             raise ValueError(f"bounds must satisfy lo < hi, got {bounds!r}")
         if _checks.is_concrete(X):
@@ -205,9 +204,10 @@ def pgd_attack(model: ShallowNet, X, y, eps, *, key, steps: int = 40, step_size=
     """Untargeted PGD in the ℓ∞ ball (Madry et al. 2018) as in the paper's evaluation: a uniform
     random start in [−ε, ε], ``steps`` ascent steps x ← Π(x + a · sign ∇_x CE) of size a = ε/20,
     projected back on the ball around X and clipped to the input range ``bounds`` (the pixel range
-    [0, 1] by default; ``None``: no clipping). X (N, inputs) inside ``bounds``, y (N,) labels below
-    the model's outputs, ε ≥ 0; ``key`` a PRNG key or an integer seed. Returns the examples (N, inputs)
-    in X's dtype."""
+    [0, 1] by default; ``None``: no clipping). X (N, inputs) inside ``bounds`` (checked when X is
+    concrete; under ``jit``/``vmap`` over X it is clipped unchecked), y (N,) labels below the
+    model's outputs, ε ≥ 0; ``key`` a PRNG key or an integer seed. Returns the examples (N, inputs)
+    in X's dtype (half precision is computed and returned in float32)."""
     X, y = _check_eval(model, X, y)
     return _pgd(model, X, y, *_check_attack(X, eps, steps, step_size, key, bounds))
 

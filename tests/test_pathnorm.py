@@ -284,7 +284,7 @@ def test_pgd_keeps_float32_data_under_x64_and_clips_to_the_stated_bounds(digits)
     Xs = (X - X.mean(0)) / (X.std(0) + 1e-3)                    # standardised: outside [0, 1]
     with pytest.raises(ValueError, match="outside bounds"):
         pathnorm.robust_error(model, Xs, y, 0.0, key=1)
-    for bounds in (None, (float(Xs.min()), float(Xs.max()))):
+    for bounds in (None, (float(Xs.min()), float(Xs.max())), np.array([Xs.min(), Xs.max()])):
         np.testing.assert_array_equal(pathnorm.pgd_attack(model, Xs, y, 0.0, key=1, bounds=bounds), Xs)
         np.testing.assert_allclose(pathnorm.robust_error(model, Xs, y, 0.0, key=1, bounds=bounds),
                                    pathnorm.error_rate(model, Xs, y))

@@ -129,14 +129,16 @@ def test_generalisation_rule_scales_thresholds_only(tmp_path):
     # The result is for (3000, 10): it kept (1000, 5), so calling it on its problem rescaled ζ again.
     assert (q.n, q.rank) == (3000, 10)
     Y = datasets.rpca_problem(jax.random.key(0), 40, 40, 2, 0.1).Y
-    once = rpca.lrpca(Y, 2, p.for_problem(40, 2).zeta, p.eta)
-    np.testing.assert_allclose(p.for_problem(40, 2)(Y, frmnn=False).X, once.X, rtol=1e-6, atol=1e-7)
+    with pytest.warns(UserWarning, match="trained at n = 1000"):    # smaller than trained: said here too
+        small = p.for_problem(40, 2)
+    once = rpca.lrpca(Y, 2, small.zeta, p.eta)
+    np.testing.assert_allclose(small(Y, frmnn=False).X, once.X, rtol=1e-6, atol=1e-7)
     with pytest.warns(UserWarning, match="trained at n = 1000"):
         np.testing.assert_allclose(p(Y, rank=2, frmnn=False).X, once.X, rtol=1e-6, atol=1e-7)
     # A fractional size √(n1 n2) survives a parameter file.
-    r = p.for_problem(math.sqrt(300 * 200), 5)
+    r = p.for_problem(math.sqrt(3000 * 2000), 5)
     params_mod.save_params(tmp_path / "r.eqx", r)
-    assert params_mod.load_params(tmp_path / "r.eqx").n == r.n == math.sqrt(300 * 200)
+    assert params_mod.load_params(tmp_path / "r.eqx").n == r.n == math.sqrt(3000 * 2000)
 
 
 def test_parameter_files_round_trip_and_bad_files_are_refused(tmp_path, tiny_run):

@@ -212,7 +212,7 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
             raise ValueError(f"{name} must be one of {allowed}, got {val!r}")
     if isinstance(hidden, numbers.Integral):
         hidden = (hidden,)                                   # one hidden layer of that width
-    if not isinstance(hidden, (tuple, list)):
+    if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__"):
         raise ValueError(f"hidden must be a width or a sequence of widths (positive integers), got {hidden!r}")
     hidden = tuple(_checks.check_positive_int(h, "hidden width") for h in hidden)
     if not hidden:

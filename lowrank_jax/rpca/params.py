@@ -83,10 +83,19 @@ class LRPCAParams(eqx.Module):
 
         The result records the new ``n`` and ``rank``: calling it on a problem of that size runs it
         as it is (it kept the old ones, so the call rescaled ζ a second time, and a saved copy
-        claimed the old size)."""
+        claimed the old size). The rule serves larger problems, not smaller: below 0.9 n_train a
+        ``UserWarning`` says the error will stall early."""
+        return self._rescaled(n, rank)
+
+    def _rescaled(self, n, rank, stacklevel: int = 3) -> "LRPCAParams":
         if isinstance(n, bool) or not isinstance(n, numbers.Real) or not 0 < n < math.inf:
             raise ValueError(f"n must be a positive size √(n1 n2), got {n!r}")
         rank = _checks.check_positive_int(rank, "rank")
+        if n < 0.9 * self.n:
+            warnings.warn(f"these LRPCA parameters were trained at n = {self.n}; rescaled to n = {n:.0f} the error "
+                          "stalls early (at α = 0.1: about 2e-4 at n = 500, 1e-3 at n = 300, against 7e-8 at "
+                          "n ≥ 1000). Train for this size with rpca.train_lrpca (Robust PCA guide).",
+                          UserWarning, stacklevel=stacklevel)
         scale = (self.n / n) * (rank / self.rank)
         n = int(n) if float(n).is_integer() else float(n)
         return LRPCAParams(self.log_zeta + math.log(scale), self.log_eta, self.beta, self.phi, rank=rank, n=n)
@@ -106,12 +115,7 @@ class LRPCAParams(eqx.Module):
         Y = _checks.as_matrix(Y, "Y")
         rank = _checks.check_rank(self.rank if rank is None else rank, Y.shape)
         n = math.sqrt(Y.shape[0] * Y.shape[1])
-        p = self if (not rescale or (n == self.n and rank == self.rank)) else self.for_problem(n, rank)
-        if rescale and n < 0.9 * self.n:
-            warnings.warn(f"these LRPCA parameters were trained at n = {self.n}; rescaled to n = {n:.0f} the error "
-                          "stalls early (at α = 0.1: about 2e-4 at n = 500, 1e-3 at n = 300, against 7e-8 at "
-                          "n ≥ 1000). Train for this size with rpca.train_lrpca (Robust PCA guide).",
-                          UserWarning, stacklevel=2)
+        p = self if (not rescale or (n == self.n and rank == self.rank)) else self._rescaled(n, rank)
         if frmnn:
             if tol is None and max_iter is None:
                 max_iter = p.num_layers + 5
