@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lowrank_jax import _checks
+from lowrank_jax.precision import full_precision
 
 
 class SVDResult(NamedTuple):
@@ -289,6 +290,7 @@ def _projected_factors_fwd(A, rank, method, key, oversample, n_iter):
     return balanced_factors(svd), svd
 
 
+@full_precision   # traced when the gradient is taken, after the solver's own context has closed
 def _projected_factors_bwd(rank, method, oversample, n_iter, svd, cts):
     U, s, V = svd
     L_bar, R_bar = cts
@@ -475,6 +477,7 @@ def _float0_zeros(a):
     return np.zeros(jnp.shape(a), dtype=jax.dtypes.float0)
 
 
+@full_precision   # traced when the gradient is taken, after the solver's own context has closed
 def _panel_products_bwd(fns, rows, res, cts):
     Y, L, R, row_args, consts = res
     ct_gl, ct_gr, ct_stats = cts

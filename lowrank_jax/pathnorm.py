@@ -32,6 +32,7 @@ import optax
 
 from lowrank_jax import _checks, prox, transforms
 from lowrank_jax import progress as progress_bar
+from lowrank_jax.precision import full_precision
 
 REGULARIZERS = ("path", "l1", "layer")
 METHODS = ("sgd", "prox")
@@ -200,6 +201,7 @@ def _check_attack(X, eps, steps, step_size, key, bounds):
     return eps, steps, step_size, _checks.as_key(key), (lo, hi)
 
 
+@full_precision
 def pgd_attack(model: ShallowNet, X, y, eps, *, key, steps: int = 40, step_size=None, bounds=(0.0, 1.0)):
     """Untargeted PGD in the ℓ∞ ball (Madry et al. 2018) as in the paper's evaluation: a uniform
     random start in [−ε, ε], ``steps`` ascent steps x ← Π(x + a · sign ∇_x CE) of size a = ε/20,
@@ -225,6 +227,7 @@ def _pgd(model, X, y, eps, steps, step_size, key, bounds):
     return jax.lax.fori_loop(0, steps, step, Z)
 
 
+@full_precision
 def error_rate(model: ShallowNet, X, y) -> jax.Array:
     """Share of the rows of X (N, inputs) whose predicted class differs from y (N,)."""
     X, y = _check_eval(model, X, y)
@@ -235,6 +238,7 @@ def _error_rate(model, X, y):
     return jnp.mean(jnp.argmax(model(X), axis=-1) != y)
 
 
+@full_precision
 def robust_error(model: ShallowNet, X, y, eps, *, key, steps: int = 40, bounds=(0.0, 1.0)) -> jax.Array:
     """Error on PGD-ℓ∞ examples (ε = 0 gives the clean error); arguments as :func:`pgd_attack`."""
     X, y = _check_eval(model, X, y)
@@ -253,6 +257,7 @@ class TrainResult(NamedTuple):
     nonzero: jax.Array       # (epochs, logs_per_epoch) nonzero_fraction
 
 
+@full_precision
 def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch: int = 100,
           hidden: int = 200, logs_per_epoch: int = 10, model: ShallowNet | None = None,
           outputs: int | None = None, progress: bool = False) -> TrainResult:
@@ -352,6 +357,7 @@ def _train(key, X, y, lr, lam, model, *, reg, method, epochs, batch, hidden, log
     return TrainResult(eqx.combine(params, static), loss, nnz)
 
 
+@full_precision
 def sweep(key, X, y, *, reg: str, method: str, lrs, lams, seeds: int = 1, epochs: int = 20, batch: int = 100,
           hidden: int = 200, logs_per_epoch: int = 10, model: ShallowNet | None = None,
           outputs: int | None = None, progress: bool = False) -> TrainResult:

@@ -32,6 +32,7 @@ from lowrank_jax import _checks, linalg, loop
 from lowrank_jax.covariance.metrics import check_symmetric, frob
 from lowrank_jax.prox import apply_top_fraction, group_soft_threshold, soft_threshold, top_fraction_count
 from lowrank_jax.selection import kth_largest
+from lowrank_jax.precision import full_precision
 
 
 class BaselineResult(NamedTuple):
@@ -120,6 +121,7 @@ def _ialm(D, lam, tol, rho, mu_factor, *, max_iter):
                 s_prox=soft_threshold, l_first=False, max_iter=max_iter)
 
 
+@full_precision
 def ialm(Sigma, lam=None, tol=1e-7, max_iter: int = 1000, rho=1.5, *, mu_factor=1e7) -> BaselineResult:
     """Principal component pursuit min ‖L‖_* + λ‖S‖₁ s.t. Σ = L + S by the inexact ALM
     (Lin, Chen, Ma 2010, Alg. 5) with the defaults of LRSLibrary's ``inexact_alm_rpca``:
@@ -196,6 +198,7 @@ def _ncrpca(D, lam, tol, rho, mu0, gamma, *, max_iter, norm):
 NORMS = ("l1", "l21")
 
 
+@full_precision
 def ncrpca(Sigma, lam=None, tol=1e-6, max_iter: int = 500, rho=1.1, *, mu0=0.9, gamma=1e-2,
            norm: str = "l21") -> BaselineResult:
     """NC-RPCA: robust PCA with the non-convex γ-norm (Kang, Peng, Cheng 2015, "Robust PCA via
@@ -276,6 +279,7 @@ def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, loops, grow, 
     return BaselineResult(L, S, out.n_iter + 1, residual, r)
 
 
+@full_precision
 def fpcp(Sigma, rank: int, lam=None, loops: int = 2, *, grow: bool = False, rank0: int = 1,
          rank_threshold=0.01, lam_factor=1.0, svd: str = "exact", key=None) -> BaselineResult:
     """Fast principal component pursuit (Rodriguez & Wohlberg 2013) for
@@ -379,6 +383,7 @@ def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, iters):
     return BaselineResult(L, S, out.n_iter, out.history["residual"], jnp.asarray(rank, jnp.int32)), U
 
 
+@full_precision
 def rpca_gd(Sigma, rank: int, alpha=0.1, step=0.5, iters: int = 200, *, gamma=2.0, tol=1e-9,
             return_factor: bool = False):
     """Robust PCA by gradient descent (Yi, Park, Chen, Caramanis 2016) on a symmetric factor,

@@ -33,6 +33,7 @@ import numpy as np
 
 from lowrank_jax import _checks
 from lowrank_jax.prox import soft_threshold
+from lowrank_jax.precision import full_precision
 
 EPSILON = 0.01  # the paper's metric threshold ϵ
 
@@ -146,6 +147,7 @@ class RealDataErrors(NamedTuple):
     sparsity_shrunk: jax.Array
 
 
+@full_precision
 def real_data_errors(Sigma, L, S, shrink_t=None, tol=EPSILON) -> RealDataErrors:
     """:class:`RealDataErrors` of (L, S) for Σ; ``shrink_t`` defaults to 1/√n."""
     Sigma, L, S = jnp.asarray(Sigma), jnp.asarray(L), jnp.asarray(S)
@@ -156,6 +158,7 @@ def real_data_errors(Sigma, L, S, shrink_t=None, tol=EPSILON) -> RealDataErrors:
                           sparsity_shrunk=sparsity(S_t, tol))
 
 
+@full_precision
 def report(Sigma, L, S, L0=None, S0=None, *, tol=EPSILON, shrink_t=None) -> dict[str, float]:
     """Table II metrics of a split (L, S) of Σ as a dict of Python numbers.
 

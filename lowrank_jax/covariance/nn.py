@@ -47,6 +47,7 @@ import optax
 
 from lowrank_jax import _checks, loop
 from lowrank_jax.covariance import metrics
+from lowrank_jax.precision import full_precision
 
 ACTIVATIONS = ("relu", "tanh", "logistic", "arctan")
 LOSSES = ("l1", "huber", "logcosh")
@@ -177,6 +178,7 @@ class Decomposition(NamedTuple):
     net: CovNet
 
 
+@full_precision
 def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str = "relu", loss: str = "l1",
               eps=1e-2, optimizer: str = "adam", lr=1e-4, lr_end=None, max_iter: int = 4000, rel_tol=1e-6, grad_tol=None,
               window: int = 10, armijo=(0.1, 0.9), order: str = "triu", first_layer: str = "fixed-input",

@@ -47,6 +47,7 @@ import jax.numpy as jnp
 
 from lowrank_jax import _checks, design, loop, sketch, transforms
 from lowrank_jax.regression import hyperbolic as hb
+from lowrank_jax.precision import full_precision
 
 METHODS = ("exact", "diagonal", "sketch")
 
@@ -67,6 +68,7 @@ class NewtonResult(NamedTuple):
     step: jax.Array
 
 
+@full_precision
 def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters: int = 20, tol=None,
                  x_star=None, key=None, sketch_size: int | None = None, sketch_rows=None, leverage: str = "approx",
                  refine: int = 0, rescore: int = 1, resample: int = 1, scores=None, damping=0.0, line_search: bool = False,

@@ -30,6 +30,7 @@ from lowrank_jax import _checks, linalg, loop
 from lowrank_jax.prox import hard_threshold
 from lowrank_jax.rpca._common import (RPCAResult, check_common, check_stop, check_tol, frob, make_result,
                                       relative_change, relative_error)
+from lowrank_jax.precision import full_precision
 
 
 @functools.partial(jax.jit, static_argnames=("rank", "max_iter", "inner_iters", "oversample", "n_iter",
@@ -82,6 +83,7 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
     return make_result(L, R, S, out)
 
 
+@full_precision
 def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner_iters=10, X_star=None,
             support=None, key=None, oversample=3, n_iter=1, stop="residual") -> RPCAResult:
     """AltProj robust PCA (Netrapalli et al. 2014), stage-wise in the rank, hard thresholding.

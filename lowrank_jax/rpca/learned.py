@@ -24,8 +24,10 @@ from lowrank_jax import _checks, loop
 from lowrank_jax.prox import soft_threshold
 from lowrank_jax.rpca._common import (RPCAResult, change_stats, check_common, check_stop, check_tol, diagnostics,
                                       frob, make_result, residual_stats, residual_step, spectral_init)
+from lowrank_jax.precision import full_precision
 
 
+@full_precision
 def lrpca_step(Y, L, R, zeta, eta, support=None, prev=None, axis_name=None):
     """One LRPCA layer (eq. 7 + 9): returns (L⁺, R⁺, stats).
 
@@ -111,6 +113,7 @@ def soft_threshold_complement(Y, zeta0):
     return Y - soft_threshold(Y, zeta0)
 
 
+@full_precision
 def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X_star=None,
           support=None, key=None, svd="randomized", oversample=10, n_iter=4,
           differentiable=False, stop="residual") -> RPCAResult:
@@ -227,6 +230,7 @@ def _oracle(Y, X_star, eta, scale, key, *, rank, num_layers, rule, svd, oversamp
 ORACLE_RULES = ("max", "rms")
 
 
+@full_precision
 def oracle_thresholds(Y, rank, X_star, num_layers, eta=0.5, *, rule="max", scale=1.0, key=None,
                       svd="randomized", oversample=10, n_iter=4):
     """Oracle threshold schedules: ζ_0 = ‖X⋆‖_∞ and, along the LRPCA run, for layer k ≥ 1

@@ -20,8 +20,10 @@ from lowrank_jax import _checks, loop
 from lowrank_jax.prox import apply_top_fraction, sparsify_top_fraction, top_fraction_thresholds
 from lowrank_jax.rpca._common import (RPCAResult, change_stats, check_common, check_stop, check_tol, diagnostics,
                                       frob, make_result, residual_stats, residual_step, spectral_init)
+from lowrank_jax.precision import full_precision
 
 
+@full_precision
 def scaledgd_step(Y, L, R, alpha, eta, cuts=None, support=None, prev=None):
     """One ScaledGD iteration; returns (L⁺, R⁺, stats, cuts⁺).
 
@@ -105,6 +107,7 @@ def _warn_if_ties_flooded_the_support(S, alpha_init, alpha_iter) -> None:
                       "far below the outliers' size).", UserWarning, stacklevel=3)
 
 
+@full_precision
 def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init=None, tol=None,
              X_star=None, support=None, key=None, svd="randomized", oversample=10,
              n_iter=4, stop="residual") -> RPCAResult:

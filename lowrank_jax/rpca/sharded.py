@@ -36,6 +36,7 @@ from lowrank_jax import _checks, linalg, loop
 from lowrank_jax.prox import soft_threshold
 from lowrank_jax.rpca._common import RPCAResult, check_common, check_tol
 from lowrank_jax.rpca.learned import _layer_params, lrpca_step, soft_threshold_complement
+from lowrank_jax.precision import full_precision
 
 AXIS = "rows"
 
@@ -46,6 +47,7 @@ def row_mesh(devices=None) -> Mesh:
     return Mesh(np.array(devices), (AXIS,))
 
 
+@full_precision
 def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, phi=None, tol=None, max_iter=None,
                   key=None, oversample: int = 10, n_iter: int = 4) -> RPCAResult:
     """:func:`lowrank_jax.rpca.lrpca` with Y and L split by rows over ``mesh``'s axis ``"rows"``.

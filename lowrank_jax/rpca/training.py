@@ -52,6 +52,7 @@ from lowrank_jax import progress as progress_bar
 from lowrank_jax.rpca._common import relative_error
 from lowrank_jax.rpca.learned import ORACLE_RULES, _layer_params, lrpca, lrpca_step, oracle_thresholds
 from lowrank_jax.rpca.params import LRPCAParams, read_params, save_params
+from lowrank_jax.precision import full_precision
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,6 +193,7 @@ def _phase_steps(cfg: TrainConfig, layers: int):
     return [(True, cfg.pre_steps), (False, cfg.full_steps)]
 
 
+@full_precision
 def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progress: bool = True,
                 callback=None, log=None, sampler=None) -> LRPCAParams:
     """Layer-wise training of a K-layer LRPCA network (FRMNN factors stay β = φ = 1; see
@@ -295,6 +297,7 @@ def _continue(params: LRPCAParams, Y, L, R, beta, phi, extra: int):
     return loop.run_fixed(step, (L, R), extra, start=K).state
 
 
+@full_precision
 def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instances: int = 20,
                       extra_layers: int = 5, betas=None, phis=None, sampler=None):
     """Choose FRMNN's (β, φ) (eq. 14) by grid search with the K learned layers frozen.

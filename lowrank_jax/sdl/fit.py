@@ -23,6 +23,7 @@ import numpy as np
 from lowrank_jax import _checks, linalg
 from lowrank_jax.sdl import model as sm
 from lowrank_jax.sdl import solvers
+from lowrank_jax.precision import full_precision
 
 
 class SDLModel(eqx.Module):
@@ -77,6 +78,7 @@ def initial_point(data: sm.SDLData, rank: int, model: str, key, init: str = "svd
     return sm.lift(f0, model), gamma0, f0
 
 
+@full_precision
 def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters: int = 1000, tol=None,
         X_aux=None, intercept: bool = True, key=None, init: str = "svd", solver: str = "lpgd",
         svd: str = "gram", num_classes: int | None = None, project=None) -> SDLModel:
@@ -147,6 +149,7 @@ def _check_coding(coding: str, model: str, xi=None) -> None:
                          "(use coding='lstsq')")
 
 
+@full_precision
 def activations(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
     """a (κ, n_new) for SDL-W or SDL-H with the least-squares code (see :func:`scores`).
     ``coding`` must be "lstsq": the supervised code of SDL-H is a per-class minimisation with no
@@ -162,6 +165,7 @@ def activations(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
     return m.beta.T @ h + m.gamma.T @ Xa
 
 
+@full_precision
 def predict_proba(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
     """Class probabilities, shape (n_new, κ + 1) (column 0 the reference class)."""
     _check_coding(coding, m.model, m.xi)
@@ -174,6 +178,7 @@ def predict_proba(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
     return sm.class_probs(activations(m, X_new, X_aux_new)).T
 
 
+@full_precision
 def predict(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
     """Predicted labels (n_new,)."""
     return jnp.argmax(predict_proba(m, X_new, X_aux_new, coding=coding), axis=1)
@@ -238,6 +243,7 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
     return per_sample(h_ls.T, offset.T)
 
 
+@full_precision
 def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int = 5, iters: int = 300, seed: int = 0,
                    X_aux=None, intercept: bool = True, coding: str = "lstsq", key=None,
                    num_classes: int | None = None):

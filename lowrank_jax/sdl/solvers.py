@@ -28,6 +28,7 @@ import optax
 from lowrank_jax import linalg, loop, prox, transforms
 from lowrank_jax.sdl import model as sm
 from lowrank_jax.sdl import span as sp
+from lowrank_jax.precision import full_precision
 
 
 class SolveResult(NamedTuple):
@@ -41,6 +42,7 @@ class SolveResult(NamedTuple):
     n_iter: jax.Array
 
 
+@full_precision
 def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: str, iters: int = 1000,
          tol=None, svd: str = "gram", project=None, key=None, span: bool | None = None) -> SolveResult:
     """Algorithm 1 from (θ₀, γ₀). ``tol``: stop once ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F).
@@ -167,6 +169,7 @@ def factored_objective(f: sm.Factors, gamma, data, xi, lam, model):
     return sm.objective(sm.lift(f, model), gamma, data, xi, lam, model)
 
 
+@full_precision
 def bcd(factors0: sm.Factors, gamma0, data: sm.SDLData, xi, lam, *, model: str, iters: int = 1000,
         inner: int = 1) -> BCDResult:
     """Cyclic block coordinate descent on (W, H, β, γ): ``inner`` gradient steps per block per sweep,
