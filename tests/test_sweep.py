@@ -39,7 +39,7 @@ def test_one_cpu_device_hint_is_given_once_and_only_when_devices_is_left_out(mon
     import warnings
     monkeypatch.setattr(sweep, "_hinted_one_cpu_device", False)
     monkeypatch.setattr(sweep.os, "cpu_count", lambda: 4)
-    one = jax.devices()[:1]
+    one = jax.devices("cpu")[:1]       # a CPU device also where an accelerator is JAX's default
     monkeypatch.setattr(sweep.jax, "devices", lambda *a: one)
     pts, f = {"a": jnp.arange(3.0)}, lambda a: a * a
     with warnings.catch_warnings():
@@ -223,7 +223,9 @@ def test_sweep_sdl_xi_lambda_step():
     def f(xi, lam, step):
         return sdl.fit(X, y, 2, xi=xi, lam=lam, step=step, iters=30).theta
 
-    _assert_close(sweep.run(f, pts), _loop(f, pts), 2e-4, 1e-6)
+    # θ's entries reach 1.8; a batched float32 program on a GPU rounds differently from the single
+    # runs, up to 5.6e-6 on entries near 0 (an H200), hence the absolute tolerance.
+    _assert_close(sweep.run(f, pts), _loop(f, pts), 2e-4, 1e-5)
 
 
 def test_sweep_covariance_lr_eps():
