@@ -9,11 +9,29 @@ guards instead.
 from __future__ import annotations
 
 import numbers
+import os
+import sys
 import warnings
 
+import equinox
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+# Frames of these packages lie between a user's call and a warning raised inside the toolkit
+# (decorators, equinox's method wrappers, JAX's tracing when the call is under jit or vmap).
+_INTERNAL_DIRS = tuple(os.path.dirname(os.path.abspath(f)) + os.sep for f in (__file__, equinox.__file__, jax.__file__))
+
+
+def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn`` attributed to the user's line: the first frame outside the toolkit,
+    equinox and JAX. A fixed ``stacklevel`` breaks whenever a wrapper adds a frame (equinox
+    methods, :func:`lowrank_jax.precision.full_precision`), and then the warning points into the
+    library and the default filter shows it once per library line instead of once per call site."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 def is_concrete(x) -> bool:

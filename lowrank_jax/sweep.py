@@ -34,7 +34,6 @@ import contextlib
 import inspect
 import numbers
 import os
-import warnings
 from typing import Any, Callable
 
 import jax
@@ -42,6 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from lowrank_jax import _checks
 from lowrank_jax import progress as progress_bar
 
 AXIS = "sweep"
@@ -59,11 +59,10 @@ def _hint_one_cpu_device(devices) -> None:
     if _hinted_one_cpu_device or len(devices) != 1 or devices[0].platform != "cpu" or cores < 2:
         return
     _hinted_one_cpu_device = True
-    warnings.warn(f"sweep.run: JAX has one CPU device, so this sweep runs on about one of the {cores} cores. "
-                  f"jax.config.update('jax_num_cpu_devices', {cores}) before JAX's first computation (a fresh "
-                  "process) gives one device per core, and sweep.run then splits the points over them "
-                  "(see the Sweeps guide). Pass devices=jax.devices() to silence this.",
-                  UserWarning, stacklevel=3)
+    _checks.warn_caller(f"sweep.run: JAX has one CPU device, so this sweep runs on about one of the {cores} cores. "
+                        f"jax.config.update('jax_num_cpu_devices', {cores}) before JAX's first computation (a fresh "
+                        "process) gives one device per core, and sweep.run then splits the points over them "
+                        "(see the Sweeps guide). Pass devices=jax.devices() to silence this.")
 
 
 def _length(name, v) -> int:

@@ -353,8 +353,9 @@ def test_scaledgd_warns_when_ties_put_most_of_y_into_s():
     import warnings
     rng = np.random.default_rng(0)
     B = jnp.asarray(np.outer(rng.random(60) < 0.6, rng.random(50) < 0.6), jnp.float32)
-    with pytest.warns(UserWarning, match="kept .* of Y's entries"):
+    with pytest.warns(UserWarning, match="kept .* of Y's entries") as said:
         out = rpca.scaledgd(B, 1, 0.1, iters=5)
+    assert said[0].filename == __file__       # the caller's line, through the solver's wrappers
     assert not np.any(np.asarray(out.X))                       # the failure the warning explains
     p = datasets.rpca_problem(jax.random.key(0), 60, 50, 1, 0.1)
     with warnings.catch_warnings():
@@ -403,8 +404,9 @@ def test_the_shipped_model_warns_below_its_training_size(monkeypatch):
     calls = []
     monkeypatch.setattr(rpca.params, "lrpca", lambda Y, rank, zeta, eta, **kw: calls.append(zeta))
     m = rpca.pretrained(0.1)
-    with pytest.warns(UserWarning, match="trained at n = 1000; rescaled to n = 300"):
+    with pytest.warns(UserWarning, match="trained at n = 1000; rescaled to n = 300") as said:
         m(jnp.ones((300, 300)))
+    assert said[0].filename == __file__       # the caller's line, through equinox's method wrapper
     np.testing.assert_allclose(calls[-1], m.zeta * 1000 / 300, rtol=1e-5)     # rescaled all the same
     with warnings.catch_warnings():
         warnings.simplefilter("error")

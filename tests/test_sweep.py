@@ -46,8 +46,9 @@ def test_one_cpu_device_hint_is_given_once_and_only_when_devices_is_left_out(mon
         warnings.simplefilter("error")
         np.testing.assert_allclose(sweep.run(f, pts, devices=one), [0.0, 1.0, 4.0])
     with pytest.warns(UserWarning, match=r"one CPU device, so this sweep runs on about one of the 4 cores.*"
-                                         r"jax_num_cpu_devices', 4\)"):
+                                         r"jax_num_cpu_devices', 4\)") as said:
         sweep.run(f, pts)
+    assert said[0].filename == __file__
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         sweep.run(f, pts)

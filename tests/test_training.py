@@ -129,8 +129,9 @@ def test_generalisation_rule_scales_thresholds_only(tmp_path):
     # The result is for (3000, 10): it kept (1000, 5), so calling it on its problem rescaled ζ again.
     assert (q.n, q.rank) == (3000, 10)
     Y = datasets.rpca_problem(jax.random.key(0), 40, 40, 2, 0.1).Y
-    with pytest.warns(UserWarning, match="trained at n = 1000"):    # smaller than trained: said here too
+    with pytest.warns(UserWarning, match="trained at n = 1000") as said:    # smaller than trained: said here too
         small = p.for_problem(40, 2)
+    assert said[0].filename == __file__       # the caller's line, through equinox's method wrapper
     once = rpca.lrpca(Y, 2, small.zeta, p.eta)
     np.testing.assert_allclose(small(Y, frmnn=False).X, once.X, rtol=1e-6, atol=1e-7)
     with pytest.warns(UserWarning, match="trained at n = 1000"):

@@ -18,7 +18,6 @@ import math
 import numbers
 import os
 import tempfile
-import warnings
 from importlib import resources
 
 import equinox as eqx
@@ -87,15 +86,14 @@ class LRPCAParams(eqx.Module):
         ``UserWarning`` says the error will stall early."""
         return self._rescaled(n, rank)
 
-    def _rescaled(self, n, rank, stacklevel: int = 3) -> "LRPCAParams":
+    def _rescaled(self, n, rank) -> "LRPCAParams":
         if isinstance(n, bool) or not isinstance(n, numbers.Real) or not 0 < n < math.inf:
             raise ValueError(f"n must be a positive size √(n1 n2), got {n!r}")
         rank = _checks.check_positive_int(rank, "rank")
         if n < 0.9 * self.n:
-            warnings.warn(f"these LRPCA parameters were trained at n = {self.n}; rescaled to n = {n:.0f} the error "
-                          "stalls early (at α = 0.1: about 2e-4 at n = 500, 1e-3 at n = 300, against 7e-8 at "
-                          "n ≥ 1000). Train for this size with rpca.train_lrpca (Robust PCA guide).",
-                          UserWarning, stacklevel=stacklevel)
+            _checks.warn_caller(f"these LRPCA parameters were trained at n = {self.n}; rescaled to n = {n:.0f} the "
+                                "error stalls early (at α = 0.1: about 2e-4 at n = 500, 1e-3 at n = 300, against 7e-8 at "
+                                "n ≥ 1000). Train for this size with rpca.train_lrpca (Robust PCA guide).")
         scale = (self.n / n) * (rank / self.rank)
         n = int(n) if float(n).is_integer() else float(n)
         return LRPCAParams(self.log_zeta + math.log(scale), self.log_eta, self.beta, self.phi, rank=rank, n=n)

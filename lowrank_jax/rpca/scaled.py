@@ -11,7 +11,6 @@ Defaults follow the authors' reference code: α_0 = α, α̃ = 2α, η = 0.5.
 from __future__ import annotations
 
 import functools
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -101,10 +100,10 @@ def _warn_if_ties_flooded_the_support(S, alpha_init, alpha_iter) -> None:
     with jax.ensure_compile_time_eval():
         kept = int(jnp.count_nonzero(S))
     if kept > alpha * n1 * n2 + n1:
-        warnings.warn(f"ScaledGD's sparsifier kept {kept / (n1 * n2):.0%} of Y's entries at alpha = {alpha:.3g}: "
-                      "values tied at its cut-offs (repeated values such as binary or saturated data) are all "
-                      "kept, so S absorbs the low-rank part. Use altproj or lrpca, or break the ties (add noise "
-                      "far below the outliers' size).", UserWarning, stacklevel=3)
+        _checks.warn_caller(f"ScaledGD's sparsifier kept {kept / (n1 * n2):.0%} of Y's entries at alpha = {alpha:.3g}: "
+                            "values tied at its cut-offs (repeated values such as binary or saturated data) are all "
+                            "kept, so S absorbs the low-rank part. Use altproj or lrpca, or break the ties (add noise "
+                            "far below the outliers' size).")
 
 
 @full_precision
