@@ -9,6 +9,7 @@ guards instead.
 from __future__ import annotations
 
 import numbers
+import operator
 import os
 import sys
 import warnings
@@ -135,12 +136,24 @@ def check_rank(rank, shape, name: str = "rank") -> int:
     return rank
 
 
+def as_int(value) -> int | None:
+    """``value`` as a Python int when it is an integer — a Python or NumPy integer, or a concrete 0-d
+    integer array (``np.array(8)``, ``jnp.int32(8)``) — else None (booleans, floats, tracers)."""
+    if isinstance(value, (bool, np.bool_)) or getattr(value, "dtype", None) == np.bool_:
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
 def check_positive_int(value, name: str, *, allow_none: bool = False, minimum: int = 1):
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+    as_integer = as_int(value)
+    if as_integer is None or as_integer < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return as_integer
 
 
 def as_hyper(x, name: str, *, ndim: int | None = None, length: int | None = None,

@@ -16,6 +16,8 @@ import numpy as np
 from jax import lax
 from jax.custom_batching import custom_vmap
 
+from lowrank_jax import _checks
+
 __all__ = ["kth_largest"]
 
 _M = 4  # thresholds per counting pass ...
@@ -450,12 +452,13 @@ def kth_largest(x, k, *, axis=-1, guess=None):
         raise TypeError(f"k must be an integer, got {k.dtype}")
     if x.ndim == 0:
         raise ValueError("kth_largest needs an array with at least one axis, got a scalar")
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -x.ndim <= axis < x.ndim:
+    index = _checks.as_int(axis)
+    if index is None or not -x.ndim <= index < x.ndim:
         raise ValueError(f"axis must be an integer in [{-x.ndim}, {x.ndim}) for an array of shape {x.shape}, "
                          f"got {axis!r}")
     dtype = x.dtype
     if dtype not in (jnp.float32, jnp.float64):
         x = x.astype(jnp.float32)  # exact for float16 / bfloat16
     guess = () if guess is None else (lax.stop_gradient(jnp.asarray(guess, x.dtype)),)
-    v = _selector(axis % x.ndim)(x, k, *guess)
+    v = _selector(index % x.ndim)(x, k, *guess)
     return lax.stop_gradient(v.astype(dtype))

@@ -135,3 +135,16 @@ def test_a_scale_whose_sums_of_squares_overflow_or_underflow_is_refused_in_every
     for s in (2.0 ** -36, 2.0 ** 46):
         out = rpca.altproj(p.Y * s, 3, max_iter=20)
         np.testing.assert_allclose(np.asarray(out.X) / s, np.asarray(ref.X), rtol=1e-4, atol=1e-6)
+
+
+def test_counts_take_every_integer_and_refuse_the_rest():
+    """Counts (iterations, widths, ranks) come as Python or NumPy integers and as 0-d integer arrays
+    (``np.array(8)``, ``jnp.int32(8)``, a value read back from a file); booleans, floats and tracers
+    are refused by name."""
+    for v in (8, np.int64(8), np.array(8), jnp.int32(8), np.uint8(8)):
+        assert _checks.check_positive_int(v, "iters") == 8 and type(_checks.check_positive_int(v, "iters")) is int
+    for v in (True, np.bool_(True), 8.0, np.array(8.0), np.array([8]), "8", 0, np.array(-1)):
+        with pytest.raises(ValueError, match="iters must be an integer >= 1"):
+            _checks.check_positive_int(v, "iters")
+    assert _checks.check_positive_int(0, "iters", minimum=0) == 0
+    jax.jit(lambda n: _checks.as_int(n) is None or 1 / 0)(jnp.int32(3))   # a tracer is no count

@@ -221,5 +221,7 @@ def test_an_axis_out_of_range_is_refused_not_wrapped():
     for axis in (2, 3, -3, 1.0):
         with pytest.raises(ValueError, match="axis must be an integer in"):
             kth_largest(x, 1, axis=axis)
-    for axis in (-2, -1, 0, 1):
+    for axis in (-2, -1, 0, 1, np.int64(1), np.array(1), jnp.int32(-1)):   # 0-d integers too
         np.testing.assert_array_equal(kth_largest(x, 1, axis=axis), np.max(np.asarray(x), axis=axis))
+    with pytest.raises(ValueError, match="axis must be an integer in"):
+        kth_largest(x, 1, axis=np.array(True))
