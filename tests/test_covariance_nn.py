@@ -150,7 +150,10 @@ def test_bad_options():
     for hidden in (8.0, "8", (4, 0)):           # 8.0 failed with "'float' object is not iterable"
         with pytest.raises(ValueError, match="hidden"):
             cv.decompose(np.eye(3), 1, hidden=hidden, max_iter=2)
-    for hidden in (np.array([4, 2]), range(3, 5)):   # any sequence of widths
+    for hidden in (np.array(3.0), jnp.array(True)):    # 0-d arrays that are no width
+        with pytest.raises(ValueError, match="hidden"):
+            cv.decompose(np.eye(3), 1, hidden=hidden, max_iter=2)
+    for hidden in (np.array([4, 2]), range(3, 5), np.array(4), jnp.int32(4)):   # any sequence of widths, or one
         assert cv.decompose(np.eye(3), 1, hidden=hidden, max_iter=2).M.shape == (3, 1)
 
 

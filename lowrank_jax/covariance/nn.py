@@ -212,8 +212,8 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
                                ("first_layer", first_layer, ("fixed-input", "dense"))):
         if val not in allowed:
             raise ValueError(f"{name} must be one of {allowed}, got {val!r}")
-    if isinstance(hidden, numbers.Integral):
-        hidden = (hidden,)                                   # one hidden layer of that width
+    if isinstance(hidden, numbers.Number) or getattr(hidden, "ndim", None) == 0:
+        hidden = (hidden,)            # one hidden layer of that width (checked below, 0-d arrays too)
     if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__"):
         raise ValueError(f"hidden must be a width or a sequence of widths (positive integers), got {hidden!r}")
     hidden = tuple(_checks.check_positive_int(h, "hidden width") for h in hidden)
