@@ -378,7 +378,9 @@ def residual_map_products(Y: jax.Array, L: jax.Array, R: jax.Array, fn, row_args
 
     This is the inner kernel of ScaledGD-type steps (E = L Rᵀ + S − Y with S a function of D).
     On CPU the rows are processed in panels of a few MiB, so D and E never leave the cache: the
-    step reads Y once and writes nothing of size n1 × n2. ``fn`` must act row-wise (entry (i, j)
+    step reads Y once and writes nothing of size n1 × n2 (except for a Y of another dtype than
+    the promoted one of Y, L, R — integer frames, a float32 Y beside float64 factors — which is
+    converted once; the solvers convert at their boundary anyway). ``fn`` must act row-wise (entry (i, j)
     of E depends on row i of D and row_args only, plus whatever it closes over for column j).
 
     Reverse mode has a custom rule that recomputes each panel and pulls the cotangents back
