@@ -63,6 +63,18 @@ def _require_real_numbers(dtype, name: str) -> None:
         raise TypeError(f"{name} must hold numbers, got dtype {dtype}")
 
 
+def compute_dtype(dtype):
+    """The dtype the toolkit computes in for data of ``dtype``: integers and bool in the default
+    float, float16 and bfloat16 in float32 (no LAPACK routine takes half precision, and every family
+    factorises), other floating and complex types as they are."""
+    dtype = jnp.dtype(dtype)
+    if not jnp.issubdtype(dtype, jnp.inexact):
+        return jnp.dtype(jnp.result_type(float))
+    if jnp.issubdtype(dtype, jnp.floating) and jnp.finfo(dtype).bits < 32:
+        return jnp.dtype(jnp.float32)
+    return dtype
+
+
 def as_matrix(x, name: str) -> jax.Array:
     """Return ``x`` as a 2-D floating JAX array, or raise ``ValueError`` naming ``name``.
 
@@ -81,10 +93,8 @@ def as_matrix(x, name: str) -> jax.Array:
         raise ValueError(f"{name} must be a 2-D matrix, got shape {tuple(x.shape)}")
     if min(x.shape) < 1:
         raise ValueError(f"{name} must be non-empty, got shape {tuple(x.shape)}")
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        x = jnp.asarray(x, dtype=jnp.result_type(float))
-    elif jnp.finfo(x.dtype).bits < 32:
-        x = jnp.asarray(x, dtype=jnp.float32)
+    if compute_dtype(x.dtype) != x.dtype:
+        x = jnp.asarray(x, dtype=compute_dtype(x.dtype))
     if is_concrete(x):
         # On the device for JAX arrays: no host copy, and a sharded (even multi-host) Y is reduced
         # where it lives. Eagerly even when called while tracing (a closed-over concrete Y).

@@ -84,10 +84,7 @@ def as_design(A, name: str = "A"):
         q = max(int(counts.max(initial=0)), 1)
         slot = np.arange(len(idx)) - np.repeat(np.cumsum(counts) - counts, counts)
         cols = np.zeros((n, q), np.int32)
-        floating = np.issubdtype(val.dtype, np.floating) or val.dtype == jnp.bfloat16
-        dtype = (np.float32 if floating and np.finfo(val.dtype).bits < 32 else val.dtype) if floating \
-            else jnp.result_type(float)
-        vals = np.zeros((n, q), dtype)
+        vals = np.zeros((n, q), _checks.compute_dtype(val.dtype))
         cols[idx[:, 0], slot] = idx[:, 1]
         vals[idx[:, 0], slot] = val
         return RowSparse(jnp.asarray(cols), jnp.asarray(vals), d)

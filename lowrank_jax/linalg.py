@@ -34,11 +34,7 @@ def _lapack_float(A):
     """A as an array LAPACK can factor: integer and boolean data in the default float, float16 and
     bfloat16 in float32 (LAPACK has no half precision), the rest as it is."""
     A = jnp.asarray(A)
-    if not jnp.issubdtype(A.dtype, jnp.inexact):
-        return A.astype(jnp.result_type(float))
-    if jnp.finfo(A.dtype).bits < 32:
-        return A.astype(jnp.float32)
-    return A
+    return A.astype(_checks.compute_dtype(A.dtype))
 
 
 def _svd_input(A, rank, name: str):
