@@ -57,11 +57,15 @@ def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None 
     t columns each score carries a χ²_t/t factor, 1 % quantile 0.36 at t = 16).
     ``A`` dense or :class:`lowrank_jax.design.RowSparse`.
 
-    With SX = Q'R' and R' = U Σ Vᵀ: τ_i ≈ ‖e_iᵀ X V_k Σ_k⁻¹ G‖², V_k the right singular vectors of the
-    non-negligible singular values. For a full-rank X this is X R'⁻¹ (Uᵀ G), the same in distribution
-    as X R'⁻¹ G since G is Gaussian; for a rank-deficient X (a zero or repeated column) the pseudo-
-    inverse drops the directions that X lacks, whose near-zero pivots would otherwise inflate every
-    score.
+    With SX = Q'R', R' taken with a non-negative diagonal (the QR factor that is unique for a
+    full-rank SX), τ_i ≈ ‖e_iᵀ X R'⁺ G‖². The pseudo-inverse R'⁺ = V_k Σ_k⁻¹ U_kᵀ keeps only the
+    non-negligible singular values: for a rank-deficient X (a zero or repeated column) it drops the
+    directions that X lacks, whose near-zero pivots would otherwise inflate every score. Both
+    choices make the scores a function of A, the weights and the key alone: LAPACK's sign
+    conventions for R' and for the SVD's vectors differ between builds and between a batched
+    (``vmap``) and a single factorisation, and with ``V Σ⁻¹ G`` or an R' of either sign the
+    Gaussian draw met the data differently — on a GPU a vmapped sketched Newton run parted from its
+    single runs by 2e-2.
     """
     A = design.as_design(A)
     n, d = A.shape
@@ -76,11 +80,12 @@ def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None 
     k_sketch, kg = jax.random.split(key)
     SX = design.count_sketch(k_sketch, A, scale, k)
     R = jnp.linalg.qr(SX, mode="r")
-    _, s, Vt = jnp.linalg.svd(R, full_matrices=False)
+    R = jnp.where(jnp.diagonal(R) < 0, -1.0, 1.0).astype(R.dtype)[:, None] * R     # non-negative diagonal
+    U, s, Vt = jnp.linalg.svd(R, full_matrices=False)
     keep = _kept(s, SX.shape)
     inv_s = jnp.where(keep, 1.0 / jnp.where(keep, s, 1.0), 0.0)
     G = jax.random.normal(kg, (s.shape[0], t), dtype) / jnp.sqrt(jnp.asarray(t, dtype))
-    RG = (Vt.T * inv_s) @ G                                            # R'⁺ G up to a rotation (d, t)
+    RG = (Vt.T * inv_s) @ (U.T @ G)                                    # R'⁺ G (d, t), whatever the SVD's signs
     Z = scale[:, None] * design.matmat(A, RG)
     return jnp.sum(Z * Z, axis=1)
 
