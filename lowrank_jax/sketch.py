@@ -64,8 +64,8 @@ def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None 
     choices make the scores a function of A, the weights and the key alone: LAPACK's sign
     conventions for R' and for the SVD's vectors differ between builds and between a batched
     (``vmap``) and a single factorisation, and with ``V Σ⁻¹ G`` or an R' of either sign the
-    Gaussian draw met the data differently — on a GPU a vmapped sketched Newton run parted from its
-    single runs by 2e-2.
+    Gaussian draw met the data differently (the likely cause of a vmapped sketched Newton run parting
+    from its single runs by 2e-2 on a GPU; see the scaling guide).
     """
     A = design.as_design(A)
     n, d = A.shape
