@@ -57,15 +57,15 @@ def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None 
     t columns each score carries a χ²_t/t factor, 1 % quantile 0.36 at t = 16).
     ``A`` dense or :class:`lowrank_jax.design.RowSparse`.
 
-    With SX = Q'R', R' taken with a non-negative diagonal (the QR factor that is unique for a
-    full-rank SX), τ_i ≈ ‖e_iᵀ X R'⁺ G‖². The pseudo-inverse R'⁺ = V_k Σ_k⁻¹ U_kᵀ keeps only the
+    With SX = Q'R' and R' = U Σ Vᵀ: τ_i ≈ ‖e_iᵀ X V Σ⁺ Vᵀ G‖², where V Σ⁺ Vᵀ = ((SX)ᵀ SX)^{+1/2}. Its
+    expectation over G is e_iᵀ X ((SX)ᵀ SX)⁺ Xᵀ e_i, the score the sketch estimates. Σ⁺ keeps only the
     non-negligible singular values: for a rank-deficient X (a zero or repeated column) it drops the
-    directions that X lacks, whose near-zero pivots would otherwise inflate every score. Both
-    choices make the scores a function of A, the weights and the key alone: LAPACK's sign
-    conventions for R' and for the SVD's vectors differ between builds and between a batched
-    (``vmap``) and a single factorisation, and with ``V Σ⁻¹ G`` or an R' of either sign the
-    Gaussian draw met the data differently (the likely cause of a vmapped sketched Newton run parting
-    from its single runs by 2e-2 on a GPU; see the scaling guide).
+    directions that X lacks, whose near-zero pivots would otherwise inflate every score. The matrix
+    depends on (SX)ᵀ SX alone, not on which QR factor or which singular vectors LAPACK returns. Those
+    choices (signs, and rotations where a pivot is zero) differ between builds and between a batched
+    (``vmap``) and a single factorisation. With the earlier ``V Σ⁻¹ G``, the Gaussian draw met the data
+    differently for each choice. That was the likely cause of a vmapped sketched Newton run parting
+    from its single runs by 2e-2 on a GPU (see the scaling guide).
     """
     A = design.as_design(A)
     n, d = A.shape
@@ -80,12 +80,11 @@ def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None 
     k_sketch, kg = jax.random.split(key)
     SX = design.count_sketch(k_sketch, A, scale, k)
     R = jnp.linalg.qr(SX, mode="r")
-    R = jnp.where(jnp.diagonal(R) < 0, -1.0, 1.0).astype(R.dtype)[:, None] * R     # non-negative diagonal
-    U, s, Vt = jnp.linalg.svd(R, full_matrices=False)
+    _, s, Vt = jnp.linalg.svd(R, full_matrices=False)
     keep = _kept(s, SX.shape)
     inv_s = jnp.where(keep, 1.0 / jnp.where(keep, s, 1.0), 0.0)
     G = jax.random.normal(kg, (s.shape[0], t), dtype) / jnp.sqrt(jnp.asarray(t, dtype))
-    RG = (Vt.T * inv_s) @ (U.T @ G)                                    # R'⁺ G (d, t), whatever the SVD's signs
+    RG = (Vt.T * inv_s) @ (Vt @ G)                    # ((SX)ᵀ SX)^{+1/2} G (d, t): no factor's choice enters
     Z = scale[:, None] * design.matmat(A, RG)
     return jnp.sum(Z * Z, axis=1)
 

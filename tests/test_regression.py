@@ -549,31 +549,36 @@ def test_approximate_scores_ignore_a_zero_column(x64):
     assert float(out.x[2]) == 0.0 and np.all(np.isfinite(np.asarray(out.x)))
 
 
-def test_approximate_scores_follow_no_sign_convention_of_lapack(x64):
-    """τ_i ≈ ‖e_iᵀ X R⁺ G‖² with R the QR factor of SX with a non-negative diagonal and R⁺ its
-    pseudo-inverse: a function of the data and the key alone. The code took V Σ⁻¹ G (the SVD's
-    vector signs) and R as LAPACK returned it (row signs), which batched and single factorisations
-    choose differently: on a GPU, vmapped scores differed from single ones by 116 %. Checked against
-    NumPy with R's rows flipped at random first, and under vmap against single calls."""
+def test_approximate_scores_follow_no_choice_of_lapack(x64):
+    """τ_i ≈ ‖e_iᵀ X ((SX)ᵀ SX)^{+1/2} G‖²: a function of (SX)ᵀ SX, the data and the key alone. The code
+    took V Σ⁻¹ G, which depends on the signs of the SVD's vectors (and, through R, of QR's rows);
+    batched and single factorisations choose those differently: on a GPU, vmapped scores differed
+    from single ones by 116 %. Checked against NumPy with R replaced by a random rotation of itself
+    (the same RᵀR), with and without a zero column, and under vmap against single calls."""
     from lowrank_jax import design
     rng = np.random.default_rng(3)
-    A = jnp.asarray(rng.standard_normal((300, 7)))
-    w = jnp.asarray(rng.uniform(0.5, 2.0, 300))
     key, k, t = jax.random.key(5), 56, 16
     k_sketch, kg = jax.random.split(key)
-    SX = np.asarray(design.count_sketch(k_sketch, A, jnp.sqrt(w), k))
-    G = np.asarray(jax.random.normal(kg, (7, t), jnp.float64)) / np.sqrt(t)
-    R = np.linalg.qr(SX, mode="r") * rng.choice([-1.0, 1.0], size=(7, 1))   # any row signs
-    R = np.sign(np.diag(R))[:, None] * R                                         # the canonical one
-    Z = (np.sqrt(np.asarray(w))[:, None] * np.asarray(A)) @ (np.linalg.pinv(R) @ G)
-    want = np.sum(Z * Z, axis=1)
-    got = sketch.approx_leverage_scores(key, A, w, sketch_rows=k, jl_cols=t)
-    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10)
-    ws = jnp.stack([w, w[::-1], jnp.ones(300)])
-    batched = jax.vmap(lambda v: sketch.approx_leverage_scores(key, A, v, sketch_rows=k, jl_cols=t))(ws)
-    for b, v in zip(batched, ws):
-        np.testing.assert_allclose(np.asarray(b), np.asarray(sketch.approx_leverage_scores(key, A, v, sketch_rows=k,
-                                                                                          jl_cols=t)), rtol=1e-10)
+    for zero_column in (False, True):
+        A = rng.standard_normal((300, 7))
+        if zero_column:
+            A[:, 3] = 0.0
+        A = jnp.asarray(A)
+        w = jnp.asarray(rng.uniform(0.5, 2.0, 300))
+        SX = np.asarray(design.count_sketch(k_sketch, A, jnp.sqrt(w), k))
+        G = np.asarray(jax.random.normal(kg, (7, t), jnp.float64)) / np.sqrt(t)
+        rotation = np.linalg.qr(rng.standard_normal((7, 7)))[0]
+        _, s, Vt = np.linalg.svd(rotation @ np.linalg.qr(SX, mode="r"))    # another factor, same RᵀR
+        inv_s = np.where(s > s[0] * k * np.finfo(float).eps, 1.0 / s, 0.0)
+        Z = (np.sqrt(np.asarray(w))[:, None] * np.asarray(A)) @ ((Vt.T * inv_s) @ (Vt @ G))
+        want = np.sum(Z * Z, axis=1)
+        got = sketch.approx_leverage_scores(key, A, w, sketch_rows=k, jl_cols=t)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-9, atol=1e-14 * want.max())
+        ws = jnp.stack([w, w[::-1], jnp.ones(300)])
+        batched = jax.vmap(lambda v: sketch.approx_leverage_scores(key, A, v, sketch_rows=k, jl_cols=t))(ws)
+        for b, v in zip(batched, ws):
+            single = sketch.approx_leverage_scores(key, A, v, sketch_rows=k, jl_cols=t)
+            np.testing.assert_allclose(np.asarray(b), np.asarray(single), rtol=1e-10)
 
 
 def test_leverage_scores_of_a_rank_deficient_design(x64):
