@@ -137,10 +137,12 @@ def check_scale(x, name: str) -> None:
 
 
 def check_rank(rank, shape, name: str = "rank") -> int:
-    """``rank`` must be a Python integer with 1 <= rank <= min(shape)."""
-    if isinstance(rank, bool) or not isinstance(rank, numbers.Integral):
+    """``rank`` must be an integer (Python, NumPy or a concrete 0-d array) with 1 <= rank <= min(shape);
+    returns it as a Python int."""
+    as_integer = as_int(rank)
+    if as_integer is None:
         raise ValueError(f"{name} must be an integer, got {rank!r}")
-    rank = int(rank)
+    rank = as_integer
     if not 1 <= rank <= min(shape):
         raise ValueError(f"{name} must satisfy 1 <= {name} <= {min(shape)} for shape {tuple(shape)}, got {rank}")
     return rank

@@ -81,7 +81,7 @@ def truncated_svd(A: jax.Array, rank: int) -> SVDResult:
     rank below min(m, n), makes them NaN. Here the derivative is finite wherever it exists: the kept
     values distinct and positive, and σ_r > σ_{r+1}.
     """
-    _checks.check_rank(rank, A.shape)
+    rank = _checks.check_rank(rank, A.shape)
     U, s, V = _thin_svd(A)
     return SVDResult(U[:, :rank], s[:rank], V[:, :rank])
 
@@ -90,7 +90,7 @@ def truncated_svd(A: jax.Array, rank: int) -> SVDResult:
 def _truncated_svd_jvp(rank, primals, tangents):
     (A,), (dA,) = primals, tangents
     m, n = A.shape
-    _checks.check_rank(rank, A.shape)
+    rank = _checks.check_rank(rank, A.shape)
     U, s, V = _thin_svd(A)
     k = s.shape[0]
     out = SVDResult(U[:, :rank], s[:rank], V[:, :rank])
@@ -141,7 +141,7 @@ def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, ove
     if A.ndim != 2:
         raise ValueError(f"randomized_svd needs a matrix, got shape {A.shape}")
     m, n = A.shape
-    _checks.check_rank(rank, (m if rows is None else rows, n))
+    rank = _checks.check_rank(rank, (m if rows is None else rows, n))
     if axis_name is None:
         orth_rows, total = jnp.linalg.qr, (lambda x: x)
     else:

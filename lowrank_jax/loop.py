@@ -88,7 +88,7 @@ def _unless_stopped_batched(axis_size, in_batched, stopped, new, old):
 def run_fixed(step: Step, state, num_steps: int, *, start: int = 0) -> LoopResult:
     """Run ``step`` exactly ``num_steps`` (an int ≥ 0) times with ``lax.scan`` (reverse-mode
     differentiable)."""
-    _checks.check_positive_int(num_steps, "num_steps", minimum=0)
+    num_steps = _checks.check_positive_int(num_steps, "num_steps", minimum=0)
 
     def body(s, k):
         return step(k, s)
@@ -122,7 +122,7 @@ def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], ja
     ``max_iter`` whose body is a ``lax.cond`` that skips the work once stopped, so ``grad`` works.
     Either way the history rows after the last step are padding (NaN / -1).
     """
-    _checks.check_positive_int(max_iter, "max_iter", minimum=0)
+    max_iter = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
     # Trace one step abstractly to learn the diagnostics' structure for the history buffer.
     _, diag_shape = jax.eval_shape(lambda s: step(jnp.asarray(start, jnp.int32), s), state)
     stop_shape = jax.eval_shape(stop, state, diag_shape)

@@ -92,7 +92,7 @@ def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None 
 def sketch_size(d: int, eps: float, delta: float = 0.01, beta: float = 1.0) -> int:
     """Rows m for (1 ± ε) with probability ≥ 1 − δ by the matrix Chernoff bound, with scores that
     are β-approximate (p_i ≥ β τ_i / d): m = ⌈(8/3)(d/β) log(2d/δ)/ε²⌉."""
-    _checks.check_positive_int(d, "d")
+    d = _checks.check_positive_int(d, "d")
     if not (0 < eps < math.inf and 0 < delta < 1 and 0 < beta <= 1):
         raise ValueError(f"need 0 < eps < inf, 0 < delta < 1, 0 < beta <= 1; got {eps}, {delta}, {beta}")
     return math.ceil(8 / 3 * d / beta * math.log(2 * d / delta) / eps ** 2)

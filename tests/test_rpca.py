@@ -414,3 +414,21 @@ def test_the_shipped_model_warns_below_its_training_size(monkeypatch):
         np.testing.assert_array_equal(calls[-1], m.zeta)
         m(jnp.ones((1200, 1000)))                                   # √(n1 n2) ≈ 1095 ≥ 1000
         m(jnp.ones((950, 950)))                                     # within 0.9 n
+
+
+def test_counts_given_as_0d_arrays_run_as_their_integers():
+    """Ranks and counts read back from a file or a NumPy computation are 0-d arrays. oversample and
+    n_iter passed the check and then reached jit as unhashable static arguments; a rank was refused.
+    Each now runs as its Python integer, with the same result."""
+    p = datasets.rpca_problem(jax.random.key(0), 30, 30, 2, 0.1)
+    as_arrays = rpca.scaledgd(p.Y, np.array(2), 0.1, iters=jnp.int32(3), oversample=np.array(4), n_iter=np.int64(1))
+    as_ints = rpca.scaledgd(p.Y, 2, 0.1, iters=3, oversample=4, n_iter=1)
+    np.testing.assert_array_equal(np.asarray(as_arrays.X), np.asarray(as_ints.X))
+    z = rpca.oracle_thresholds(p.Y, np.array(2), p.X, np.array(3), n_iter=jnp.int32(2))
+    np.testing.assert_array_equal(np.asarray(z), np.asarray(rpca.oracle_thresholds(p.Y, 2, p.X, 3, n_iter=2)))
+    eta = jnp.full(3, 0.5)
+    np.testing.assert_array_equal(np.asarray(rpca.lrpca(p.Y, np.array(2), z, eta, oversample=np.array(5)).X),
+                                  np.asarray(rpca.lrpca(p.Y, 2, z, eta, oversample=5).X))
+    assert rpca.altproj(p.Y, np.int64(2), max_iter=np.array(3), oversample=np.array(3)).X.shape == (30, 30)
+    with pytest.raises(ValueError, match="rank must be an integer"):
+        rpca.scaledgd(p.Y, np.array(2.0), 0.1, iters=3)

@@ -164,7 +164,7 @@ def stratified_split(data: ImageData, test_size: int | float, *, seed: int = 0) 
         test_size = math.ceil(test_size * n)
     if isinstance(test_size, bool) or not isinstance(test_size, numbers.Integral) or not 0 <= test_size <= n:
         raise ValueError(f"test_size must be an int in [0, {n}] or a fraction in (0, 1), got {test_size!r}")
-    _checks.check_positive_int(seed, "seed", minimum=0)       # None would split differently each call
+    seed = _checks.check_positive_int(seed, "seed", minimum=0)       # None would split differently each call
     test_size = int(test_size)
     counts = np.bincount(data.labels, minlength=len(data.classes))
     quota = counts * test_size / max(n, 1)

@@ -52,13 +52,14 @@ def spectral_init(A, rank, *, svd, key, oversample=10, n_iter=4):
 
 
 def check_common(Y, rank, X_star, support, key, svd, *, oversample=0, n_iter=0):
-    """Boundary checks shared by all solvers; returns (Y, rank, X_star, support, key). A half-precision
+    """Boundary checks shared by all solvers; returns (Y, rank, X_star, support, key, oversample,
+    n_iter), the counts as Python ints (they are static arguments of the jitted solvers). A half-precision
     Y (float16, bfloat16) is computed in float32 (see :func:`lowrank_jax._checks.as_matrix`); an
     integer key is a seed."""
     Y = _checks.as_matrix(Y, "Y")
     _checks.check_scale(Y, "Y")
-    _checks.check_positive_int(oversample, "oversample", minimum=0)
-    _checks.check_positive_int(n_iter, "n_iter", minimum=0)
+    oversample = _checks.check_positive_int(oversample, "oversample", minimum=0)
+    n_iter = _checks.check_positive_int(n_iter, "n_iter", minimum=0)
     rank = _checks.check_rank(rank, Y.shape)
     if X_star is not None:
         X_star = _checks.as_matrix(X_star, "X_star").astype(Y.dtype)
@@ -69,7 +70,7 @@ def check_common(Y, rank, X_star, support, key, svd, *, oversample=0, n_iter=0):
         support = support.astype(bool)
     if svd not in ("exact", "randomized"):
         raise ValueError(f"svd must be 'exact' or 'randomized', got {svd!r}")
-    return Y, rank, X_star, support, _checks.as_key(key)
+    return Y, rank, X_star, support, _checks.as_key(key), oversample, n_iter
 
 
 def check_tol(tol):

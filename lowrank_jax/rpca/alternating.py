@@ -104,8 +104,8 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
     Called directly, a non-finite result raises ``FloatingPointError`` (under ``jit``/``vmap`` it is
     returned as is).
     """
-    Y, rank, X_star, support, key = check_common(Y, rank, X_star, support, key, "randomized", oversample=oversample,
-                                                       n_iter=n_iter)
+    Y, rank, X_star, support, key, oversample, n_iter = check_common(Y, rank, X_star, support, key, "randomized",
+                                                                     oversample=oversample, n_iter=n_iter)
     n1, n2 = Y.shape
     default_beta = 1.0 / (2.0 * (n1 * n2) ** 0.25)
     beta = _checks.as_hyper(default_beta if beta is None else beta, "beta", ndim=0, positive=True,

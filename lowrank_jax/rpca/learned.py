@@ -159,8 +159,8 @@ def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X
         out = lowrank_jax.rpca.lrpca(prob.Y, 5, zeta, jnp.full(30, 0.5), X_star=prob.X)
         out.error[-1]   # ~1e-7 in float32
     """
-    Y, rank, X_star, support, key = check_common(Y, rank, X_star, support, key, svd, oversample=oversample,
-                                                 n_iter=n_iter)
+    Y, rank, X_star, support, key, oversample, n_iter = check_common(Y, rank, X_star, support, key, svd,
+                                                                     oversample=oversample, n_iter=n_iter)
     zeta = _checks.as_hyper(zeta, "zeta", ndim=1, dtype=Y.dtype)
     eta = _checks.as_hyper(eta, "eta", ndim=1, dtype=Y.dtype)
     if zeta.shape[0] != eta.shape[0] + 1:
@@ -251,7 +251,8 @@ def oracle_thresholds(Y, rank, X_star, num_layers, eta=0.5, *, rule="max", scale
     rms, the clean entries keep most of their pull (clip only trims their tails) and the bias is
     2.5× smaller: with η ≈ 1/(1 − α) the paper's instances converge to 1e-6 up to α = 0.65.
     """
-    Y, rank, X_star, _, key = check_common(Y, rank, X_star, None, key, svd, oversample=oversample, n_iter=n_iter)
+    Y, rank, X_star, _, key, oversample, n_iter = check_common(Y, rank, X_star, None, key, svd, oversample=oversample,
+                                                               n_iter=n_iter)
     if X_star is None:
         raise ValueError("X_star is required for the oracle thresholds")
     if rule not in ORACLE_RULES:

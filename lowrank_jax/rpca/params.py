@@ -92,8 +92,8 @@ class LRPCAParams(eqx.Module):
         rank = _checks.check_positive_int(rank, "rank")
         if n < 0.9 * self.n:
             _checks.warn_caller(f"these LRPCA parameters were trained at n = {self.n}; rescaled to n = {n:.0f} the "
-                                "error stalls early (at α = 0.1: about 2e-4 at n = 500, 1e-3 at n = 300, against 7e-8 at "
-                                "n ≥ 1000). Train for this size with rpca.train_lrpca (Robust PCA guide).")
+                                "error stalls early (at α = 0.1: about 2e-4 at n = 500, 1e-3 at n = 300, against "
+                                "7e-8 at n ≥ 1000). Train for this size with rpca.train_lrpca (Robust PCA guide).")
         scale = (self.n / n) * (rank / self.rank)
         n = int(n) if float(n).is_integer() else float(n)
         return LRPCAParams(self.log_zeta + math.log(scale), self.log_eta, self.beta, self.phi, rank=rank, n=n)

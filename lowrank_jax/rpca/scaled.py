@@ -131,8 +131,8 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
     T_α is exact (ties at the cut-off are kept) and uses counting selection warm-started from the
     previous iteration's cut-offs, not a sort (XLA's CPU sort and large-k ``top_k`` are slow).
     """
-    Y, rank, X_star, support, key = check_common(Y, rank, X_star, support, key, svd, oversample=oversample,
-                                                 n_iter=n_iter)
+    Y, rank, X_star, support, key, oversample, n_iter = check_common(Y, rank, X_star, support, key, svd,
+                                                                     oversample=oversample, n_iter=n_iter)
     alpha = _checks.as_hyper(alpha, "alpha", ndim=0, dtype=Y.dtype)
     alpha_iter_given = alpha_iter is not None
     alpha_iter = 2 * alpha if alpha_iter is None else _checks.as_hyper(alpha_iter, "alpha_iter", ndim=0,

@@ -65,7 +65,8 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
     results come back whole on every device. For a Y too large for one device, make n1 a multiple
     of the device count (pad it yourself and drop the rows after).
     """
-    Y, rank, _, _, key = check_common(Y, rank, None, None, key, "randomized", oversample=oversample, n_iter=n_iter)
+    Y, rank, _, _, key, oversample, n_iter = check_common(Y, rank, None, None, key, "randomized",
+                                                          oversample=oversample, n_iter=n_iter)
     zeta = _checks.as_hyper(zeta, "zeta", ndim=1, dtype=Y.dtype)
     eta = _checks.as_hyper(eta, "eta", ndim=1, dtype=Y.dtype)
     if zeta.shape[0] != eta.shape[0] + 1 or eta.shape[0] < 1:
