@@ -87,6 +87,7 @@ def truncated_svd(A: jax.Array, rank: int) -> SVDResult:
 
 
 @truncated_svd.defjvp
+@full_precision   # traced when a caller's jit is differentiated, after the solver's context has closed
 def _truncated_svd_jvp(rank, primals, tangents):
     (A,), (dA,) = primals, tangents
     m, n = A.shape
@@ -281,12 +282,13 @@ def _projected_factors(A, rank, method, key, oversample, n_iter):
                                          n_iter=n_iter))
 
 
+@full_precision   # traced when a caller's jit is differentiated, after the solver's context has closed
 def _projected_factors_fwd(A, rank, method, key, oversample, n_iter):
     svd = low_rank_svd(A, rank, method=method, key=key, oversample=oversample, n_iter=n_iter)
     return balanced_factors(svd), svd
 
 
-@full_precision   # traced when the gradient is taken, after the solver's own context has closed
+@full_precision   # traced when the gradient is taken, after the solver's context has closed
 def _projected_factors_bwd(rank, method, oversample, n_iter, svd, cts):
     U, s, V = svd
     L_bar, R_bar = cts
@@ -463,6 +465,7 @@ def _panel_forward(fns, rows, Y, L, R, row_args, consts):
     return _join_rows(g_l, t_l), g_rt.T, stats
 
 
+@full_precision   # traced when a caller's jit is differentiated, after the solver's context has closed
 def _panel_products_fwd(fns, rows, Y, L, R, row_args, consts):
     return _panel_forward(fns, rows, Y, L, R, row_args, consts), (Y, L, R, row_args, consts)
 
@@ -475,7 +478,7 @@ def _float0_zeros(a):
     return np.zeros(jnp.shape(a), dtype=jax.dtypes.float0)
 
 
-@full_precision   # traced when the gradient is taken, after the solver's own context has closed
+@full_precision   # traced when the gradient is taken, after the solver's context has closed
 def _panel_products_bwd(fns, rows, res, cts):
     Y, L, R, row_args, consts = res
     ct_gl, ct_gr, ct_stats = cts

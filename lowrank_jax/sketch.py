@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from lowrank_jax import _checks, design
+from lowrank_jax.precision import full_precision
 
 
 def _kept(s, shape):
@@ -31,6 +32,7 @@ def _kept(s, shape):
     return s > cut
 
 
+@full_precision
 def leverage_scores(A, row_weights=None):
     """Exact leverage scores of X = diag(√row_weights) A (dense; O(n d²)).
 
@@ -49,6 +51,7 @@ def leverage_scores(A, row_weights=None):
     return jnp.sum(W * W, axis=1)
 
 
+@full_precision
 def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None = None, jl_cols: int | None = None):
     """Leverage scores of diag(√row_weights) A up to a constant factor, in O(nnz(A) · t + k d²).
 

@@ -14,7 +14,7 @@ import pytest
 from jax import lax
 
 from lowrank_jax import covariance as cv
-from lowrank_jax import pathnorm, precision, regression as rg, rpca, sdl
+from lowrank_jax import pathnorm, precision, regression as rg, rpca, sdl, sketch
 from lowrank_jax.datasets import rpca as rdata
 
 HIGHEST = (lax.Precision.HIGHEST, lax.Precision.HIGHEST)
@@ -77,6 +77,9 @@ def _other_cases():
         "newton_solve (sketch)": lambda: rg.newton_solve(A, b, 4.0, jnp.zeros(4), "exp", "sketch", iters=2,
                                                          sketch_size=40, key=jax.random.key(2)).x,
         "sdl.fit": lambda: sdl.fit(Xs, ys, 2, iters=5).theta,
+        "sdl.mf_lr": lambda: sdl.mf_lr(Xs, ys, 2).U,
+        "sketch.approx_leverage_scores": lambda: sketch.approx_leverage_scores(jax.random.key(0), A),
+        "sketch.leverage_scores": lambda: sketch.leverage_scores(A),
         "sdl.fit (BCD)": lambda: sdl.fit(Xs, ys, 2, iters=3, solver="bcd").theta,
         "sdl.predict_proba (supervised)": lambda: sdl.predict_proba(m, Xs, coding="supervised"),
         "covariance.decompose": lambda: cv.decompose(Sigma, 2, hidden=(8,), max_iter=3, rel_tol=None,
@@ -120,6 +123,12 @@ def test_inside_a_callers_jit_vmap_and_gradient(problem, monkeypatch):
         return jnp.sum((rpca.lrpca(Y, 2, z, eta, key=jax.random.key(1)).X - X) ** 2)
 
     _check_full_precision(monkeypatch, lambda: jax.jit(jax.grad(err))(zeta, jnp.full(4, 0.5)))
+    # The caller's jit inside the gradient: the custom rules' forward and JVP passes are traced when
+    # the already-traced program is differentiated, after the solver's context has closed.
+    _check_full_precision(monkeypatch, lambda: jax.grad(jax.jit(err))(zeta, jnp.full(4, 0.5)))
+    _check_full_precision(monkeypatch, lambda: jax.grad(jax.jit(
+        lambda z: jnp.sum(rpca.lrpca(Y, 2, z, jnp.full(4, 0.5), svd="exact", differentiable=True, tol=1e-6,
+                                     max_iter=4).X)))(zeta))
     _check_full_precision(monkeypatch, lambda: jax.vmap(lambda e: err(zeta, jnp.full(4, e)))(jnp.array([0.4, 0.6])))
 
 

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from lowrank_jax import _checks, linalg
+from lowrank_jax.precision import full_precision
 from lowrank_jax.sdl import model as sm
 
 
@@ -25,6 +26,7 @@ class MFLR(NamedTuple):
         return self.classifier.predict_proba((self.U.T @ np.asarray(X_new)).T)
 
 
+@full_precision
 def mf_lr(X, y, rank: int, *, C: float = 1.0) -> MFLR:
     """Fit MF-LR on X (p, n), y (n,)."""
     from sklearn.linear_model import LogisticRegression

@@ -52,6 +52,7 @@ class SDLModel(eqx.Module):
         return self.W.shape[1]
 
 
+@full_precision
 def initial_point(data: sm.SDLData, rank: int, model: str, key, init: str = "svd"):
     """(θ₀, γ₀, factors₀). ``init="svd"``: W₀ = U_rΣ_r, H₀ = V_rᵀ from the rank-r SVD of X; β₀ ~ U[−1, 1] scaled down so that
     the initial activations lie in [−1, 1];
