@@ -21,8 +21,8 @@ precision is part of what JAX traces, so it also holds inside a caller's ``jit``
 decorator) and :func:`lowrank_jax.sweep.run`. So do the leverage scores
 (:mod:`lowrank_jax.sketch`) and SDL's initial point, which users compute to pass to a solver.
 Building blocks (losses, gradients, Hessians, prox operators) follow the caller's setting as any
-``jnp`` code does. On a CPU the setting changes no
-number and no speed: XLA's CPU products are full float32 either way.
+``jnp`` code does. On a CPU the setting changes no number and no speed: XLA's CPU products are
+full float32 either way.
 """
 
 from __future__ import annotations

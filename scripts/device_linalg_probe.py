@@ -1,5 +1,9 @@
+"""Batched against single QR, SVD and eigh of small matrices on an accelerator (float64 and float32):
+the probe that cleared them of the sketched-Newton discrepancy (docs/scaling.md)."""
 import jax, jax.numpy as jnp, numpy as np
 jax.config.update("jax_enable_x64", True)
+# Full-precision products for the checks themselves (a GPU's default float32 product is TF32).
+jax.config.update("jax_default_matmul_precision", "highest")
 rng = np.random.default_rng(0)
 for dt in (jnp.float64, jnp.float32):
     B = jnp.asarray(rng.standard_normal((3, 48, 6)), dt)
