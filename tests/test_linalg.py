@@ -243,6 +243,24 @@ def test_core_helpers_name_bad_arguments(x64):
         linalg.residual_map_products(Y, L, R, lambda D, a: (D * a[:, None], jnp.sum(D)), (jnp.ones(4),))
 
 
+def test_svd_helpers_take_ranks_given_as_0d_arrays():
+    """A rank read from a config or a sweep grid arrives as np.array(3) or jnp.int32(3); every helper
+    reads it as the int it names, and truncated_svd's derivative rule (which gets the rank as a
+    nondiff argument) sees the same int."""
+    A = jnp.asarray(np.random.default_rng(1).standard_normal((9, 6)), jnp.float32)
+    helpers = [linalg.truncated_svd, linalg.gram_svd, lambda A, r: linalg.randomized_svd(A, r, 0),
+               lambda A, r: linalg.low_rank_svd(A, r, method="exact")]
+    for helper in helpers:
+        want = helper(A, 3)
+        for rank in (np.array(3), jnp.int32(3), np.int64(3)):
+            got = helper(A, rank)
+            assert got.s.shape == (3,)
+            np.testing.assert_array_equal(got.s, want.s)
+    # and the derivative rule still sees the int
+    g = jax.grad(lambda A: jnp.sum(linalg.truncated_svd(A, np.array(2)).s))(A)
+    np.testing.assert_allclose(g, jax.grad(lambda A: jnp.sum(linalg.truncated_svd(A, 2).s))(A), rtol=1e-6)
+
+
 def test_svd_helpers_compute_half_precision_in_float32():
     """LAPACK has no float16: the helpers failed with "Unsupported dtype float16", unlike the solvers,
     which compute half precision in float32. They now do the same, and gradients come back in the
