@@ -400,6 +400,23 @@ def test_line_search_converges_from_far_away(x64):
         np.testing.assert_allclose(far.x, ref.x, atol=1e-8)
 
 
+def test_line_search_rejects_a_trial_whose_loss_is_nan(x64):
+    """sinh's loss is inf − inf = NaN once a trial step overflows. The backtracking test read
+    "f(trial) > bound", which is False for NaN, so the full step was taken and the run ended
+    non-finite (from this start: losses 761, 277, 101, then NaN), while halving the step 9 times
+    gives a decrease. A NaN trial now counts as no decrease."""
+    rng = np.random.default_rng(1)
+    A, b = jnp.asarray(rng.normal(size=(12, 4))), jnp.asarray(rng.uniform(0, 1, size=12))
+    x0 = jnp.array([-3.2095667790469884, -1.5866569539917512, -1.210999156189313, -1.6952981726975476])
+    sol = rg.newton_solve(A, b, 0.01, x0, "sinh", "exact", iters=60, tol=1e-9, line_search=True)
+    n = int(sol.n_iter)
+    losses = np.asarray(sol.loss[:n])
+    assert np.all(np.isfinite(losses)) and np.all(np.isfinite(sol.x))
+    assert np.all(np.diff(losses) <= 1e-12 * np.abs(losses[:-1]))       # Armijo: never uphill
+    assert float(sol.grad_norm[n - 1]) <= 1e-9
+    assert np.any(np.asarray(sol.step[:n]) < 1)                          # it did backtrack
+
+
 def _indefinite_start():
     """A small exp instance (n = 12, d = 4, w = 0.1) and a start where ∇²L is indefinite."""
     rng = np.random.default_rng(102)

@@ -169,7 +169,9 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
                      line_search=line_search, measure_eps=measure_eps, differentiable=bool(differentiable))
     _checks.raise_if_diverged(out.x, "Newton iterate became non-finite (overflow of exp/cosh at |Ax| too large, "
                               "an indefinite H̃, or a singular one: A without full column rank, or fewer sketch "
-                              "rows than columns): use float64, damping, line_search=True or a closer start"
+                              "rows than columns): use "
+                              + ("float64, damping or a closer start" if line_search
+                                 else "float64, damping, line_search=True or a closer start")
                               + ("; method='sketch' also needs D = B_diag + W² > 0 at every iterate (Lemma 6.4): "
                                  "increase w, or use method='diagonal' or 'exact'" if method == "sketch" else ""))
     return out
@@ -328,8 +330,10 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
             # its rounding is accepted.
             slack = 16 * jnp.finfo(x.dtype).eps * jnp.abs(fx)
 
+            # Written as "not sufficient decrease" so that a trial whose loss is NaN (an overflowed
+            # exp/cosh/sinh gives inf − inf) is rejected: "f > bound" is False for NaN and took it.
             def shrink(t):
-                return (f(z - t * Adx) > fx - 1e-4 * t * slope + slack) & (t > 1e-10)
+                return ~(f(z - t * Adx) <= fx - 1e-4 * t * slope + slack) & (t > 1e-10)
 
             t = jax.lax.while_loop(shrink, lambda t: 0.5 * t, jnp.ones((), x.dtype))
             t_rec = sign * t
