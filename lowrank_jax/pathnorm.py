@@ -274,7 +274,7 @@ def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch:
     ``jax.debug.callback``). Called directly, training whose weights become non-finite raises
     ``FloatingPointError``; inside ``jit``/``vmap``/:func:`lowrank_jax.sweep.run` the NaN is returned.
     """
-    X, y, outputs = _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model)
+    X, y, outputs, batch, logs_per_epoch = _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model)
     key, epochs, hidden = _check_run(key, epochs, hidden, model)
     lr = _checks.as_hyper(lr, "lr", ndim=0, positive=True, dtype=X.dtype)
     lam = _checks.as_hyper(lam, "lam", ndim=0, dtype=X.dtype)
@@ -297,24 +297,25 @@ def _check_run(key, epochs, hidden, model):
 
 
 def _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model=None):
-    """Validated (X, y, outputs) for :func:`train` and :func:`sweep`: X as a finite float matrix
-    (integer pixels are converted, not scaled), y integer labels below the number of outputs (that of
-    ``model`` when one is given, else ``outputs``, else max(y) + 1)."""
+    """Validated (X, y, outputs, batch, logs_per_epoch) for :func:`train` and :func:`sweep`: X as a
+    finite float matrix (integer pixels are converted, not scaled), y integer labels below the number
+    of outputs (that of ``model`` when one is given, else ``outputs``, else max(y) + 1), and the counts
+    as Python ints (the compiled training slices with them, so they must be static)."""
     _check_choice(reg, method)
     batch = _checks.check_positive_int(batch, "batch")
     logs_per_epoch = _checks.check_positive_int(logs_per_epoch, "logs_per_epoch")
     X = _checks.as_matrix(X, "X")
+    if outputs is not None:
+        outputs = _checks.check_positive_int(outputs, "outputs")
     if model is not None:
         model_outputs = _model_outputs(model, X)
         if outputs is not None and outputs != model_outputs:
             raise ValueError(f"outputs = {outputs} but model has {model_outputs} outputs")
         outputs = model_outputs
-    if outputs is not None:
-        outputs = _checks.check_positive_int(outputs, "outputs")
     y, outputs = _labels(y, X.shape[0], outputs)
     if X.shape[0] // batch < logs_per_epoch:
         raise ValueError(f"need at least {logs_per_epoch} minibatches of {batch} per epoch, got {X.shape[0]} examples")
-    return X, y, outputs
+    return X, y, outputs, batch, logs_per_epoch
 
 
 @eqx.filter_jit
@@ -365,7 +366,7 @@ def sweep(key, X, y, *, reg: str, method: str, lrs, lams, seeds: int = 1, epochs
     1-D arrays of equal length (one configuration each; use ``jnp.meshgrid`` for a grid); the other
     arguments as :func:`train`. Returns a :class:`TrainResult` whose leaves carry leading axes
     (seeds, configurations)."""
-    X, y, outputs = _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model)
+    X, y, outputs, batch, logs_per_epoch = _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model)
     key, epochs, hidden = _check_run(key, epochs, hidden, model)
     lrs = jnp.atleast_1d(_checks.as_hyper(lrs, "lrs", positive=True, dtype=X.dtype))
     lams = jnp.atleast_1d(_checks.as_hyper(lams, "lams", dtype=X.dtype))

@@ -316,3 +316,22 @@ def test_layer_projection_at_zero_strength_is_the_identity():
     out = pathnorm.prox_step(m, 0.0, "layer")
     for a, b in zip(out.weights, m.weights):
         np.testing.assert_array_equal(a, b)
+
+
+def test_counts_given_as_0d_arrays_train_like_ints(digits):
+    """batch and logs_per_epoch read from a config arrive as np.int64 or 0-d arrays. They were
+    checked, then the original objects went on to the compiled training, which traced them and
+    failed to slice ("Slice entries must be static integers"); epochs, hidden and outputs already
+    worked. Every count is now used as the int it names, in train and in sweep."""
+    X, y = digits[0][:200], digits[1][:200]
+    kw = dict(reg="path", method="prox", lr=0.1, lam=1e-3, hidden=8)
+    want = pathnorm.train(jax.random.key(0), X, y, epochs=1, batch=20, logs_per_epoch=2, outputs=10, **kw)
+    for as_count in (np.int64, np.array, jnp.asarray):
+        got = pathnorm.train(jax.random.key(0), X, y, epochs=as_count(1), batch=as_count(20),
+                             logs_per_epoch=as_count(2), outputs=as_count(10), **kw)
+        np.testing.assert_array_equal(got.model.hidden.weight, want.model.hidden.weight)
+        assert got.loss.shape == want.loss.shape == (1, 2)
+    swept = pathnorm.sweep(jax.random.key(0), X, y, reg="path", method="prox", lrs=jnp.array([0.1]),
+                           lams=jnp.array([1e-3]), epochs=1, batch=np.array(20), logs_per_epoch=np.int64(2),
+                           hidden=8, seeds=np.array(1))
+    assert swept.loss.shape == (1, 1, 1, 2)
