@@ -42,9 +42,15 @@ def is_concrete(x) -> bool:
 
 def as_key(key, default: int = 0) -> jax.Array:
     """A JAX PRNG key: ``None`` → ``jax.random.key(default)``, a Python/NumPy integer → the key of
-    that seed, a key (new-style or raw uint32) as it is."""
+    that seed, a key (new-style or raw uint32) as it is. Anything else (a float, a string, a float
+    array) raises a ``TypeError`` naming ``key``."""
     if key is None:
         return jax.random.key(default)
+    dtype = getattr(key, "dtype", None)
+    if (isinstance(key, (bool, np.bool_, float, complex, str, bytes))
+            or (dtype is not None and not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+                and not jnp.issubdtype(dtype, jnp.integer))):
+        raise TypeError(f"key must be a jax.random key or an integer seed, got {key!r}")
     if isinstance(key, (numbers.Integral, np.integer)) and not isinstance(key, bool):
         return jax.random.key(int(key))
     if hasattr(key, "dtype") and np.ndim(key) == 0 and jnp.issubdtype(key.dtype, jnp.integer):
@@ -212,9 +218,11 @@ def class_labels(y, n: int | None = None, num_classes: int | None = None, *,
     if isinstance(y, jax.core.Tracer):
         raise ValueError("labels must be concrete (they fix the number of classes); pass them as an argument "
                          "outside jit/vmap")
-    if num_classes is not None and (isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral)
-                                    or num_classes < 1):
-        raise ValueError(f"num_classes must be a positive integer, got {num_classes!r}")
+    if num_classes is not None:
+        count = as_int(num_classes)
+        if count is None or count < 1:
+            raise ValueError(f"num_classes must be a positive integer, got {num_classes!r}")
+        num_classes = count
     y_np = np.asarray(y)
     if y_np.ndim != 1:
         raise ValueError(f"y must be a 1-D array of labels, got shape {y_np.shape}")

@@ -80,7 +80,7 @@ def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None 
     dtype = A.dtype
     scale = (jnp.ones(n, dtype) if row_weights is None
              else jnp.sqrt(_checks.as_hyper(row_weights, "row_weights", ndim=1, length=n, dtype=dtype)))
-    k_sketch, kg = jax.random.split(key)
+    k_sketch, kg = jax.random.split(_checks.as_key(key))
     SX = design.count_sketch(k_sketch, A, scale, k)
     R = jnp.linalg.qr(SX, mode="r")
     _, s, Vt = jnp.linalg.svd(R, full_matrices=False)
@@ -113,7 +113,10 @@ def sample_rows(key, scores, m: int, active=None):
     non-finite scores are refused (concrete). ``m`` is a static positive integer, ``active`` an
     integer."""
     m = _checks.check_positive_int(m, "m")
+    key = _checks.as_key(key)
     scores = _checks.as_hyper(scores, "scores", ndim=1)
+    if scores.shape[0] == 0:
+        raise ValueError("scores must have at least one entry (one per row to sample from), got none")
     if active is not None and not jnp.issubdtype(jnp.result_type(active), jnp.integer):
         raise ValueError(f"active must be an integer (a number of draws), got {active!r}")
     top = jnp.max(scores)
@@ -139,7 +142,7 @@ def sampled_gram(key, A, D, m: int, *, method: str = "approx", scores=None, acti
     """
     A = design.as_design(A)
     D = _checks.as_hyper(D, "D", ndim=1, length=A.shape[0], dtype=A.dtype)
-    k_scores, k_draw = jax.random.split(key)
+    k_scores, k_draw = jax.random.split(_checks.as_key(key))
     if scores is None:
         if method == "approx":
             scores = approx_leverage_scores(k_scores, A, D)

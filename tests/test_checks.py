@@ -66,6 +66,37 @@ def test_integer_seeds_become_keys():
     np.testing.assert_allclose(sweep.run(run, {"key": jnp.arange(2)})[1], run(1), rtol=1e-4, atol=1e-6)
 
 
+
+def test_what_is_neither_a_key_nor_a_seed_is_refused_by_name():
+    """key=1.5 or "a" (or a float array) reached jax.random.split and failed with "JAX encountered
+    invalid PRNG key data"; it now names key, in every function that takes one, and integer seeds
+    work in the sketch functions as in newton_solve (they crashed there the same way)."""
+    for bad in (1.5, "a", jnp.ones(2), np.float32(2.0), True):
+        with pytest.raises(TypeError, match="key must be a jax.random key or an integer seed"):
+            _checks.as_key(bad)
+    raw = jax.random.PRNGKey(4)                                     # raw uint32 keys pass as they are
+    assert _checks.as_key(raw) is raw
+    from lowrank_jax import sketch
+    A = jnp.asarray(np.random.default_rng(0).normal(size=(40, 3)), jnp.float32)
+    np.testing.assert_array_equal(sketch.approx_leverage_scores(7, A), sketch.approx_leverage_scores(jax.random.key(7), A))
+    np.testing.assert_array_equal(sketch.sample_rows(2, jnp.ones(6), 4)[0], sketch.sample_rows(jax.random.key(2), jnp.ones(6), 4)[0])
+    np.testing.assert_array_equal(sketch.sampled_gram(1, A, jnp.ones(40), 8),
+                                  sketch.sampled_gram(jax.random.key(1), A, jnp.ones(40), 8))
+    with pytest.raises(TypeError, match="key must be"):
+        sketch.sample_rows(0.5, jnp.ones(6), 4)
+
+
+def test_num_classes_is_a_count_like_the_others():
+    """num_classes=np.array(2) (or jnp.int32(2)) was refused as "not a positive integer"."""
+    y = np.array([0, 1, 1, 0])
+    for count in (2, np.int64(2), np.array(2), jnp.int32(2)):
+        np.testing.assert_array_equal(_checks.class_labels(y, num_classes=count), y)
+    for bad in (0, np.array(2.0), 1.5, True):
+        with pytest.raises(ValueError, match="num_classes must be a positive integer"):
+            _checks.class_labels(y, num_classes=bad)
+    with pytest.raises(ValueError, match="labels must be in 0, …, 1"):
+        _checks.class_labels(np.array([0, 2]), num_classes=np.array(2))
+
 def _half_vs_single(run, *arrays):
     """run(*arrays) on float16 and bfloat16 inputs returns float32 and equals the run on the
     same values given in float32 (no LAPACK routine takes half precision)."""
