@@ -91,7 +91,9 @@ def prox_step(model: ShallowNet, strength, reg: str) -> ShallowNet:
     """The prox (or projection) of the regulariser on the weights; biases untouched.
 
     "path": exact prox of strength·P; "l1": soft thresholding at strength; "layer": projection of
-    every row of both weight matrices onto the ℓ1 ball of radius 1/strength (pass strength = λ)."""
+    every row of both weight matrices onto the ℓ1 ball of radius 1/strength (pass strength = λ).
+    ``strength`` ≥ 0; a negative or NaN value is refused by name when concrete."""
+    _checks.as_hyper(strength, "strength", allow_inf=True)   # checks only; λ = inf is the limit W = 0
     W_in, W_out = model.weights
     if reg == "path":
         W_in, W_out = prox.path_norm_prox(W_in, W_out, strength)

@@ -61,6 +61,8 @@ def sort_magnitudes(x: jax.Array) -> jax.Array:
     of a permutation, d(sorted)_k = sign(x_π(k)) dx_π(k) (the bit casts alone would cut it to 0).
     """
     mag = jnp.abs(x)
+    if jnp.dtype(mag.dtype) not in _INT_OF:
+        raise TypeError(f"sort_magnitudes needs a real floating-point array, got {mag.dtype}")
     bits = lax.bitcast_convert_type(mag, _INT_OF[jnp.dtype(mag.dtype)])
     return lax.bitcast_convert_type(lax.sort(bits, dimension=mag.ndim - 1), mag.dtype)[..., ::-1]
 
@@ -183,7 +185,14 @@ def path_norm(W_in, W_out) -> jax.Array:
 
 
 def path_norm_objective(W_in, W_out, W_in_bar, W_out_bar, strength) -> jax.Array:
-    """½‖W_in − W̄_in‖² + ½‖W_out − W̄_out‖² + λ P(W_in, W_out): what ``path_norm_prox`` minimises."""
+    """½‖W_in − W̄_in‖² + ½‖W_out − W̄_out‖² + λ P(W_in, W_out): what ``path_norm_prox`` minimises.
+    W_in and W̄_in (hidden, inputs), W_out and W̄_out (outputs, hidden)."""
+    shapes = [tuple(jnp.shape(w)) for w in (W_in, W_out, W_in_bar, W_out_bar)]
+    if (len(shapes[0]) != 2 or len(shapes[1]) != 2 or shapes[0] != shapes[2] or shapes[1] != shapes[3]
+            or shapes[0][0] != shapes[1][1]):
+        raise ValueError("need W_in and W_in_bar of one shape (hidden, inputs) and W_out and W_out_bar of one "
+                         f"shape (outputs, hidden); got W_in {shapes[0]}, W_out {shapes[1]}, W_in_bar {shapes[2]}, "
+                         f"W_out_bar {shapes[3]}")
     return (0.5 * jnp.sum((W_in - W_in_bar) ** 2) + 0.5 * jnp.sum((W_out - W_out_bar) ** 2)
             + strength * path_norm(W_in, W_out))
 
@@ -260,9 +269,12 @@ _mfb_units = jax.jit(jax.vmap(_mfb_unit, in_axes=(0, 0, None)))
 # -- companions used by the baselines -------------------------------------------------------------
 
 def l1_prox(x, strength):
-    """Prox of λ‖·‖₁ (soft thresholding) on an array or on every leaf of a pytree."""
+    """Prox of λ‖·‖₁ (soft thresholding) on an array or on every leaf of a pytree; ``strength`` λ ≥ 0
+    (refused by name when negative or NaN and concrete: x − clip(x, −λ, λ) at λ < 0 shifts every entry
+    by |λ|)."""
     from lowrank_jax.prox import soft_threshold
 
+    _checks.as_hyper(strength, "strength")              # checks only: the leaves keep their dtypes
     return jax.tree.map(lambda leaf: soft_threshold(leaf, strength), x)
 
 

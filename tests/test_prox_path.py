@@ -337,3 +337,36 @@ def test_l1_prox_on_a_pytree():
     out = prox.l1_prox(tree, 0.6)
     np.testing.assert_allclose(out["a"], [-1.4, 0.0, 2.4], atol=1e-7)
     np.testing.assert_allclose(out["b"][0], [[0.0, -0.4]], atol=1e-7)
+
+
+def test_l1_prox_and_prox_step_refuse_a_negative_or_nan_strength():
+    """x − clip(x, −λ, λ) at λ < 0 is x + |λ| (every entry shifted, no error) and NaN made every
+    weight NaN; path_norm_prox and the ℓ1-ball projection already refused both by name."""
+    W = jnp.asarray(np.random.default_rng(0).normal(size=(3, 4)), jnp.float32)
+    from lowrank_jax import pathnorm
+    net = pathnorm.ShallowNet(4, 3, 2, key=jax.random.key(0))
+    for bad, match in ((-0.1, "strength must be non-negative"), (np.nan, "strength has non-finite")):
+        with pytest.raises(ValueError, match=match):
+            prox.l1_prox(W, bad)
+        for reg in ("l1", "path", "layer"):
+            with pytest.raises(ValueError, match=match):
+                pathnorm.prox_step(net, bad, reg)
+    # valid strengths keep working, traced ones too, and the leaves keep their dtypes
+    got = prox.l1_prox({"a": W, "b": W.astype(jnp.float16)}, 0.5)
+    assert got["b"].dtype == jnp.float16
+    np.testing.assert_array_equal(got["a"], jnp.sign(W) * jnp.maximum(jnp.abs(W) - 0.5, 0))
+    np.testing.assert_array_equal(jax.jit(prox.l1_prox)(W, 0.5), got["a"])
+
+
+def test_malformed_arguments_of_the_path_norm_helpers_are_named():
+    """sort_magnitudes of an integer array raised KeyError: dtype('int32'); path_norm_objective with
+    mismatched weights raised a bare broadcasting error."""
+    with pytest.raises(TypeError, match="sort_magnitudes needs a real floating-point array"):
+        prox.sort_magnitudes(jnp.arange(3))
+    Wi, Wo = jnp.ones((3, 4)), jnp.ones((2, 3))
+    with pytest.raises(ValueError, match="W_in_bar"):
+        prox.path_norm_objective(Wi, Wo, jnp.ones((3, 5)), Wo, 0.1)
+    with pytest.raises(ValueError, match="W_out"):
+        prox.path_norm_objective(Wi, jnp.ones((2, 4)), Wi, jnp.ones((2, 4)), 0.1)
+    # the objective itself: ½‖W − W̄‖² + λ P, with P = Σ_i ‖W_out[:, i]‖₁ ‖W_in[i, :]‖₁ = 3 · 2 · 4
+    np.testing.assert_allclose(prox.path_norm_objective(Wi, Wo, 0 * Wi, 0 * Wo, 0.1), 0.5 * 18 + 0.1 * 24, rtol=1e-6)
