@@ -787,3 +787,21 @@ def test_sketched_newton_with_refinement_stays_at_a_zero_gradient(kind, x64):
     for refine in (0, 1, 2):
         out = rg.newton_solve(A, b, w, jnp.zeros(5), kind, "sketch", iters=3, refine=refine)
         np.testing.assert_array_equal(out.x, np.zeros(5))
+
+
+def test_approximation_error_needs_a_positive_definite_h_and_matching_shapes():
+    """An indefinite H gave ε₀ = NaN with no error (its Cholesky factor is NaN), and mismatched
+    shapes a bare dot_general TypeError. A valid pair keeps its closed form: H̃ = c H gives |c − 1|."""
+    with pytest.raises(ValueError, match="H must be symmetric positive definite"):
+        rg.approximation_error(jnp.eye(2), jnp.array([[1.0, 2.0], [2.0, 1.0]]))
+    with pytest.raises(ValueError, match="square matrices of one shape"):
+        rg.approximation_error(jnp.eye(2), jnp.eye(3))
+    H = jnp.array([[2.0, 0.5], [0.5, 1.0]])
+    np.testing.assert_allclose(rg.approximation_error(1.25 * H, H), 0.25, rtol=1e-5)
+    np.testing.assert_allclose(jax.jit(rg.approximation_error)(0.5 * H, H), 0.5, rtol=1e-5)
+
+
+def test_sampling_from_no_rows_is_refused_by_name():
+    """sample_rows with an empty score vector failed in a max reduction ("zero-size array")."""
+    with pytest.raises(ValueError, match="scores must have at least one entry"):
+        sketch.sample_rows(jax.random.key(0), np.ones(0), 5)
