@@ -330,6 +330,21 @@ def test_relative_change_halting_rule_matches_brute_force(x64):
         rpca.lrpca(p.Y, 3, z, jnp.full(K, 0.5), tol=1e-3, stop="residuals")
 
 
+def test_altproj_change_rule_waits_for_the_threshold_to_settle():
+    """With stop="change", AltProj stopped in its last stage while the threshold β(σ_{r+1} + 0.5^t σ_r)
+    was still above every outlier: S stayed 0, so ‖ΔS‖/‖S‖ = 0/0 = 0 and X stood still, and the rule
+    fired (200 × 200, r = 5: 6 iterations, error 3e-2, no outlier found). It now applies once the
+    threshold has settled, and reaches the residual rule's accuracy."""
+    p = datasets.rpca_problem(jax.random.key(1), 200, 200, 5, 0.1)
+    by_residual = rpca.altproj(p.Y, 5, tol=1e-4, max_iter=200, X_star=p.X)
+    by_change = rpca.altproj(p.Y, 5, tol=1e-4, max_iter=200, X_star=p.X, stop="change")
+    n = int(by_change.n_iter)
+    assert n < 200
+    assert float(by_change.error[n - 1]) <= float(by_residual.error[int(by_residual.n_iter) - 1])
+    found = np.asarray(by_change.S != 0)
+    assert np.mean(found[np.asarray(p.S != 0)]) > 0.99        # the outliers are in S
+    assert float(by_change.change[n - 1]) < 1e-4
+
 def test_a_shipped_model_checks_what_it_is_called_with():
     """The model's call took Y and rank unchecked: a 1-D Y raised IndexError, an empty one
     ZeroDivisionError, rank = 0 a math domain error, and rank = 2.5 ran at rank 2."""

@@ -56,9 +56,14 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
         D = Y - L_f @ R_f.T
         S_new = hard_threshold(D, zeta)
         diag = {"residual": frob(D - S_new) / y_norm}
+        settled = 0.5 ** (t + 1) * svd.s[stage - 1] <= sigma_next
         if stop == "change":
             diag["change"] = relative_change(L_f, R_f, L_p, R_p, jnp.sum(jnp.square(S_new - S)),
                                              jnp.sum(jnp.square(S)))
+            # While the threshold still decays, S (and so X) can stand still between iterations,
+            # e.g. at S = 0 before the threshold has come down to the outliers: a small change then
+            # says nothing about convergence. The change rule applies once the threshold has settled.
+            diag["settled"] = settled
         if X_star is not None:
             diag["error"] = relative_error(Y - D, X_star)
         if support is not None:
@@ -66,7 +71,6 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
         # Leave stage k once the decaying part of the threshold has reached the (k+1)-th singular
         # value (the threshold is then ≈ 2βσ_{k+1}: nothing more to gain at this rank), or after
         # inner_iters iterations.
-        settled = 0.5 ** (t + 1) * svd.s[stage - 1] <= sigma_next
         advance = (stage < rank) & (settled | (t + 1 >= inner_iters))
         stage_new = jnp.where(advance, stage + 1, stage)
         t_new = jnp.where(advance, 0, t + 1)
@@ -76,7 +80,8 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
     state = (jnp.asarray(1, jnp.int32), jnp.asarray(0, jnp.int32), S0, first.V, zeros_l, zeros_r)
 
     def done(s, d):
-        return (s[0] == rank) & (d[stop] < tol)
+        ready = d["settled"] if stop == "change" else True
+        return (s[0] == rank) & (d[stop] < tol) & ready
 
     out = loop.run_until(step, state, max_iter=max_iter, stop=done)
     _, _, S, _, L, R = out.state
@@ -93,8 +98,9 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
       beta: threshold constant β (array), default 1/(2 (n1 n2)^{1/4}); beta_init: β_0 of the first
         threshold β_0 σ_1(Y), default 4β.
       tol: stop (in the last stage) when ‖Y − L − S‖_F/‖Y‖_F < tol, or with ``stop="change"``
-        when the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol; None runs all
-        ``max_iter`` iterations.
+        when the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol, the latter only once
+        the stage's threshold has settled (0.5^{t+1} σ_r ≤ σ_{r+1}: before that S may stand still, at
+        S = 0 while the threshold is above every outlier); None runs all ``max_iter`` iterations.
       max_iter: total iteration budget over all stages (static). inner_iters: iterations of each
         stage k < r (static).
       X_star, support, key: diagnostics and the key of the first randomized SVD, as in ``lrpca``.
