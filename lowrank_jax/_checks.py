@@ -203,6 +203,8 @@ def as_hyper(x, name: str, *, ndim: int | None = None, length: int | None = None
                 raise ValueError(f"{name} = {np.asarray(given)} overflows {arr.dtype}")
             raise ValueError(f"{name} has non-finite entries")
         if positive and not np.all(val > 0):
+            if is_concrete(given) and np.all(np.asarray(given, dtype=np.float64) > 0):
+                raise ValueError(f"{name} = {np.asarray(given)} underflows to 0 in {arr.dtype}")
             raise ValueError(f"{name} must be positive, got {val}")
         if nonnegative and not np.all(val >= 0):
             raise ValueError(f"{name} must be non-negative, got {val}")

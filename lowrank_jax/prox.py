@@ -41,7 +41,9 @@ def clip_symmetric(x: jax.Array, t) -> jax.Array:
 def _clip_symmetric_jvp(primals, tangents):
     x, t = primals
     out = clip_symmetric(x, t)
-    # An integer x (or t) has a float0 "no tangent": it contributes 0, in the output's dtype.
+    # An integer x (or t) has a float0 "no tangent": it contributes 0, in the output's dtype. A
+    # Python-number tangent (jax.jvp(f, (0.1,), (1.0,))) has no dtype yet.
+    tangents = (d if hasattr(d, "dtype") else jnp.asarray(d) for d in tangents)
     dx, dt = (jnp.zeros((), out.dtype) if d.dtype == jax.dtypes.float0 else d for d in tangents)
     inside = jnp.abs(x) < t
     return out, jnp.broadcast_to(jnp.where(inside, dx, jnp.sign(x) * dt), out.shape).astype(out.dtype)

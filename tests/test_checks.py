@@ -179,3 +179,17 @@ def test_counts_take_every_integer_and_refuse_the_rest():
             _checks.check_positive_int(v, "iters")
     assert _checks.check_positive_int(0, "iters", minimum=0) == 0
     jax.jit(lambda n: _checks.as_int(n) is None or 1 / 0)(jnp.int32(3))   # a tracer is no count
+
+
+def test_a_positive_value_that_underflows_is_called_an_underflow():
+    """tol = 1e-50 rounds to 0 in float32 and was refused as "tol must be positive, got 0.0",
+    which the user had not passed; the message now says the value underflows, as it already
+    said for overflows."""
+    with pytest.raises(ValueError, match=r"tol = 1e-50 underflows to 0 in float32"):
+        _checks.as_hyper(1e-50, "tol", positive=True, dtype=jnp.float32)
+    with pytest.raises(ValueError, match="tol must be positive, got 0.0"):
+        _checks.as_hyper(0.0, "tol", positive=True, dtype=jnp.float32)
+    from lowrank_jax import rpca
+    with pytest.raises(ValueError, match="underflows"):
+        rpca.scaledgd(jnp.eye(6), 2, 0.1, tol=1e-50)
+

@@ -151,3 +151,15 @@ def test_group_soft_threshold_derivative_at_zero_groups_and_tiny_groups(x64):
                                rtol=1e-12)
     with pytest.raises(ValueError, match="t must be non-negative"):
         prox.group_soft_threshold(X, -1.0)
+
+
+def test_soft_threshold_jvp_takes_python_number_tangents():
+    """jax.jvp with Python floats as primals and tangents (as a user writes it) raised
+    "'float' object has no attribute 'dtype'" in clip_symmetric's rule; jacfwd and arrays worked.
+    The derivative in t is −sign(x) where |x| > t and 0 inside."""
+    x = jnp.array([-2.0, 0.05, 3.0])
+    out, dt = jax.jvp(lambda t: prox.soft_threshold(x, t), (0.1,), (1.0,))
+    np.testing.assert_allclose(out, [-1.9, 0.0, 2.9], rtol=1e-6)
+    np.testing.assert_array_equal(dt, [1.0, 0.0, -1.0])
+    _, dx = jax.jvp(lambda x: prox.soft_threshold(x, 0.5), (2.0,), (1.0,))
+    assert float(dx) == 1.0
