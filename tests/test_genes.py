@@ -90,6 +90,23 @@ def test_standardize_rejects_bad_arguments():
             datasets.standardize(X, scale=scale)
 
 
+def test_standardize_refuses_non_finite_values():
+    """A NaN (a missing measurement) passed through: its gene's training mean and std became NaN and
+    the whole row, training and test, came back NaN without a word. NaN and inf are refused, naming
+    X_train or X_test and the gene rows."""
+    X = np.arange(12.0).reshape(3, 4)
+    for bad in (np.nan, np.inf):
+        broken = X.copy()
+        broken[1, 2] = bad
+        with pytest.raises(ValueError, match="X_train has 1 non-finite.*rows 1"):
+            datasets.standardize(broken)
+        with pytest.raises(ValueError, match="X_train"):
+            datasets.standardize(broken, X)
+        with pytest.raises(ValueError, match="X_test has 1 non-finite.*rows 1"):
+            datasets.standardize(X, broken)
+    assert np.isfinite(datasets.standardize(X, X)[1]).all()
+
+
 def test_missing_data_names_make_data(tmp_path, monkeypatch):
     monkeypatch.setattr(genes, "all_rda_path", lambda: tmp_path / "ALL.rda")
     with pytest.raises(FileNotFoundError, match=r"ALL\.rda.*make data"):

@@ -1,6 +1,8 @@
 """Supervised dictionary learning: closed forms vs autodiff, factor recovery, LPGD's linear rate
 against Theorem 2.1's ρ^t bound on the paper's generative model, BCD, prediction, CV, bad input."""
 
+import importlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -587,3 +589,175 @@ def test_span_steps_keep_the_loss_and_step_norms_in_float32_on_unscaled_data():
     theta0, gamma0, _ = sdl.initial_point(data, 3, "H", jax.random.key(0))
     run = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, sm.step_bound(data, 1.0, 0.1, "H"), 3, model="H", iters=60)
     assert np.all(np.isfinite(np.asarray(run.step_norm)))
+
+
+def _small_problem(p=30, n=20, model="H"):
+    """A float32 two-class problem with an intercept and its default starting point."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(p, n)).astype(np.float32)
+    data = sm.prepare(X, np.arange(n) % 2, intercept=True)
+    theta0, gamma0, f0 = sdl.initial_point(data, 2, model, jax.random.key(0))
+    return X, data, theta0, gamma0, f0
+
+
+@pytest.mark.parametrize("p", [30, 200])     # the dense steps, and the span path (p ≥ 2(n + κ))
+def test_lpgd_step_none_is_the_safe_bound(p):
+    """lpgd(step=None) handed None to optax.sgd, where it means 'no scaling': the update was +∇F and
+    the loss climbed (453 → 89271 in four steps at p = 30); at p = 200 the span path failed on
+    None * tracer. fit documents step=None as the safe bound, and so does lpgd now."""
+    _, data, theta0, gamma0, _ = _small_problem(p)
+    auto = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, None, 2, model="H", iters=4)
+    safe = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, sm.step_bound(data, 1.0, 0.1, "H"), 2, model="H", iters=4)
+    np.testing.assert_array_equal(np.asarray(auto.theta), np.asarray(safe.theta))
+    loss = np.asarray(auto.loss)
+    assert np.all(np.diff(loss) <= 1e-6 * np.abs(loss[1:])) and loss[-1] < loss[0]   # a descent method
+
+
+def _bad_solver_calls():
+    """(call on (data, θ₀, γ₀, factors₀), the argument its error must name)."""
+    ok = dict(model="H", iters=3)
+
+    def lp(theta0, gamma0, data, xi=1.0, lam=0.1, step=0.1, **kw):
+        return sdl.lpgd(theta0, gamma0, data, xi, lam, step, 2, **(ok | kw))
+
+    def bc(f0, gamma0, data, xi=1.0, lam=0.1, **kw):
+        return sdl.bcd(f0, gamma0, data, xi, lam, **(ok | kw))
+
+    return [
+        (lambda d, t, g, f: lp(t, g, d, xi=-1.0), "xi must be non-negative"),
+        (lambda d, t, g, f: lp(t, g, d, lam=-0.1), "lam must be non-negative"),
+        (lambda d, t, g, f: lp(t, g, d, step=float("nan")), "step has non-finite"),
+        (lambda d, t, g, f: lp(t, g, d, step=0.0), "step must be positive"),
+        (lambda d, t, g, f: lp(t, g, d, step=jnp.array([0.1, 0.2])), "step must have 0 dimension"),
+        (lambda d, t, g, f: lp(t, g, d, tol=-1.0), "tol must be positive"),
+        (lambda d, t, g, f: lp(t, g, d, iters=0), "iters"),
+        (lambda d, t, g, f: lp(t[:-1], g, d), r"theta0 must have shape \(31, 20\)"),
+        (lambda d, t, g, f: lp(t.at[0, 0].set(jnp.nan), g, d), "theta0 has non-finite"),
+        (lambda d, t, g, f: lp(t, g, d, model="W"), "theta0 .*SDL-H's layout"),
+        (lambda d, t, g, f: lp(t, g.T.repeat(2, 0), d), r"gamma0 must have shape \(q, κ\) = \(1, 1\)"),
+        (lambda d, t, g, f: lp(t, g[:0], d), "gamma0 must have shape"),
+        (lambda d, t, g, f: lp(t, g, d, project="ball"), "project must be a function"),
+        (lambda d, t, g, f: bc(f, g, d, xi=-1.0), "xi must be non-negative"),
+        (lambda d, t, g, f: bc(f, g, d, lam=np.nan), "lam has non-finite"),
+        (lambda d, t, g, f: bc(f, g, d, inner=0), "inner must be an integer >= 1"),
+        (lambda d, t, g, f: bc(f, g, d, iters=0), "iters must be an integer >= 1"),
+        (lambda d, t, g, f: bc(f._replace(H=f.H[:, :-1]), g, d), r"factors0 must have .*H \(2, 19\)"),
+        (lambda d, t, g, f: bc(f._replace(beta=f.beta[:1]), g, d), "factors0 must have"),
+        (lambda d, t, g, f: bc(f[:2], g, d), "factors0 must be Factors"),
+        (lambda d, t, g, f: bc(f, g[:0], d), "gamma0 must have shape"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_bad_solver_calls())))
+def test_lpgd_and_bcd_name_bad_arguments(case):
+    """lpgd and bcd checked none of their inputs: ξ < 0 (F unbounded below) ran to a negative loss, a
+    NaN step ran to NaN, a mis-shaped θ₀/γ₀ or factors₀ (or an SDL-H θ₀ with model="W") failed with a
+    TypeError from inside the traced step, inner = 0 was a silent no-op. They now refuse each by name,
+    through the checks fit uses."""
+    call, match = _bad_solver_calls()[case]
+    _, data, theta0, gamma0, f0 = _small_problem()
+    with pytest.raises(ValueError, match=match):
+        call(data, theta0, gamma0, f0)
+
+
+def test_lpgd_and_bcd_accept_traced_hyperparameters():
+    """The new checks look only at the shape of a traced ξ, λ or τ: a vmap over (ξ, λ) through lpgd
+    and bcd still equals the separate runs."""
+    _, data, theta0, gamma0, f0 = _small_problem()
+    xis, lams = jnp.asarray([0.5, 2.0]), jnp.asarray([0.05, 0.3])
+    lp = jax.vmap(lambda xi, lam: sdl.lpgd(theta0, gamma0, data, xi, lam, None, 2, model="H", iters=3).theta)
+    bc = jax.vmap(lambda xi, lam: sdl.bcd(f0, gamma0, data, xi, lam, model="H", iters=3).loss)
+    swept_lp, swept_bc = lp(xis, lams), bc(xis, lams)
+    for i in range(2):
+        one = sdl.lpgd(theta0, gamma0, data, xis[i], lams[i], None, 2, model="H", iters=3).theta
+        np.testing.assert_allclose(swept_lp[i], one, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(swept_bc[i], sdl.bcd(f0, gamma0, data, xis[i], lams[i], model="H", iters=3).loss,
+                                   rtol=1e-5)
+
+
+def test_rank_as_a_0d_integer_array():
+    """A rank given as np.array(2) or jnp.int32(2) was refused ("rank must be an integer, got
+    array(2)"), and cross_validate added its folds hint ("use fewer folds or a lower rank") to that
+    type error and to a bad model; the hint is now only for a rank out of a fold's range."""
+    X, data, *_ = _small_problem()
+    y = np.arange(20) % 2
+    ref = sdl.fit(X, y, 2, iters=3)
+    for rank in (np.array(2), jnp.int32(2), np.int64(2)):
+        m = sdl.fit(X, y, rank, iters=3)
+        assert m.rank == 2
+        np.testing.assert_array_equal(np.asarray(m.theta), np.asarray(ref.theta))
+        assert sm.check_rank_for(rank, "W", 30, 20, 1) == 2
+    acc, _ = sdl.cross_validate(X, y, np.array(2), [1.0], [0.1], folds=2, iters=2)
+    assert acc.shape == (1, 1)
+    for rank, model, match in [(2.5, "H", "rank must be an integer"), (True, "H", "rank must be an integer"),
+                               (2, "Z", "model must be")]:
+        with pytest.raises(ValueError, match=match) as err:
+            sdl.cross_validate(X, y, rank, [1.0], [0.1], model=model, folds=2, iters=2)
+        assert "fewer folds" not in str(err.value)
+    with pytest.raises(ValueError, match="each fit sees 10 of the 20 samples.*fewer folds"):
+        sdl.cross_validate(X, y, np.array(12), [1.0], [0.1], folds=2, iters=2)
+
+
+def test_num_classes_as_a_0d_integer_array():
+    """num_classes=np.array(3) was refused as not an integer (the check lives in
+    lowrank_jax._checks.class_labels); it is the number 3."""
+    X, *_ = _small_problem()
+    y = np.arange(20) % 2
+    m = sdl.fit(X, y, 2, num_classes=np.array(3), iters=3)
+    assert m.kappa == 2 and sdl.predict_proba(m, X).shape == (20, 3)
+
+
+def test_an_empty_x_aux_is_no_covariates():
+    """SDLData documents q = 0 and every solver handles it (it is what X_aux=None builds), but an
+    explicit (0, n) X_aux was refused as "X_aux must be non-empty". It now fits, predicts and
+    cross-validates as X_aux=None; a (0, n') matrix of the wrong width is still refused."""
+    X, *_ = _small_problem()
+    y = np.arange(20) % 2
+    for solver in ("lpgd", "bcd"):
+        none = sdl.fit(X, y, 2, iters=3, solver=solver)
+        empty = sdl.fit(X, y, 2, iters=3, solver=solver, X_aux=np.zeros((0, 20), np.float32))
+        np.testing.assert_array_equal(np.asarray(empty.theta), np.asarray(none.theta))
+        np.testing.assert_array_equal(np.asarray(sdl.predict_proba(empty, X, np.zeros((0, 20)))),
+                                      np.asarray(sdl.predict_proba(none, X)))
+    assert sdl.fit(X, y, 2, iters=3, intercept=False, X_aux=np.zeros((0, 20))).gamma.shape == (0, 1)
+    acc, _ = sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=2, iters=2, X_aux=np.zeros((0, 20)))
+    assert np.isfinite(acc).all()
+    with pytest.raises(ValueError, match="X_aux must have one column per sample"):
+        sdl.fit(X, y, 2, iters=3, X_aux=np.zeros((0, 19)))
+    with pytest.raises(ValueError, match="X_aux_new is required"):
+        sdl.predict(sdl.fit(X, y, 2, iters=3, X_aux=np.ones((1, 20))), X, np.zeros((0, 20)))
+
+
+def test_bcd_records_no_step_and_divergence_messages_fit_the_run(monkeypatch):
+    """With solver="bcd" the model recorded step_bound as its step, which BCD never uses, and a
+    diverged BCD fit advised "leave step=None", which BCD requires anyway (so did an LPGD fit that
+    diverged at the default safe bound). BCD records NaN, and each message advises what applies."""
+    X, *_ = _small_problem()
+    y = np.arange(20) % 2
+    assert np.isnan(float(sdl.fit(X, y, 2, iters=3, solver="bcd").step))
+    assert float(sdl.fit(X, y, 2, iters=3).step) > 0
+    solvers = importlib.import_module("lowrank_jax.sdl.solvers")
+    real_bcd, real_lpgd = solvers._bcd, solvers._lpgd
+    monkeypatch.setattr(solvers, "_bcd", lambda *a, **k: real_bcd(*a, **k)._replace(gamma=a[1] * jnp.nan))
+    monkeypatch.setattr(solvers, "_lpgd", lambda *a, **k: real_lpgd(*a, **k)._replace(gamma=a[1] * jnp.nan))
+    with pytest.raises(FloatingPointError, match="solver='bcd'.*rescale X") as err:
+        sdl.fit(X, y, 2, iters=3, solver="bcd")
+    assert "step=None" not in str(err.value)
+    with pytest.raises(FloatingPointError, match="safe step bound .*rescale X") as err:
+        sdl.fit(X, y, 2, iters=3)
+    assert "step=None" not in str(err.value)
+    with pytest.raises(FloatingPointError, match="the step 0.01 is too large.*leave step=None"):
+        sdl.fit(X, y, 2, iters=3, step=0.01)
+
+
+def test_mf_lr_predict_names_x_new():
+    """MFLR.predict(X[:-1]) failed inside NumPy's matmul ("mismatch in its core dimension 0"); it now
+    names X_new and the shape it needs."""
+    X, y, _ = generative("H", 30, 20, 2)
+    m = sdl.mf_lr(X, y, 2)
+    for call in (m.predict, m.predict_proba):
+        with pytest.raises(ValueError, match=r"X_new must have p = 30 rows .*got shape \(29, 20\)"):
+            call(X[:-1])
+        with pytest.raises(ValueError, match="X_new has non-finite"):
+            call(np.where(np.eye(30, 20) > 0, np.nan, X))
+    np.testing.assert_array_equal(m.predict(X), m.predict_proba(X).argmax(1))

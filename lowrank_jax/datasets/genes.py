@@ -286,6 +286,7 @@ def standardize(X_train, X_test=None, scale: float = 1.0):
         raise ValueError(f"X_train must be a (genes, samples) matrix with >= 1 column, got shape {Xtr.shape}")
     if not (np.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a positive finite number, got {scale!r}")
+    _require_finite(Xtr, "X_train")
     # A constant gene is told by its range, not by std > 0: the mean of n equal values can miss the
     # value by an ulp, which left a std of ~1e-16 that blew the gene up to ±1 (training) and ~1e13
     # (a test value 0.01 off). Its mean is the value itself, so its training z-scores are exactly 0.
@@ -297,4 +298,16 @@ def standardize(X_train, X_test=None, scale: float = 1.0):
     Xte = np.asarray(X_test, dtype=np.float64)
     if Xte.ndim != 2 or Xte.shape[0] != Xtr.shape[0]:
         raise ValueError(f"X_test must be a matrix with {Xtr.shape[0]} rows (genes), got shape {Xte.shape}")
+    _require_finite(Xte, "X_test")
     return (Xtr - mean) / std, (Xte - mean) / std
+
+
+def _require_finite(X: np.ndarray, name: str) -> None:
+    """Refuse NaN and ±inf by name: one missing value would turn its gene's mean and std, and so the
+    gene's whole row in both parts, into NaN."""
+    bad = ~np.isfinite(X)
+    if bad.any():
+        rows = np.unique(np.nonzero(bad)[0])
+        shown = ", ".join(map(str, rows[:5])) + (", …" if rows.size > 5 else "")
+        raise ValueError(f"{name} has {int(bad.sum())} non-finite entries (NaN or inf), in gene rows {shown}: "
+                         "impute or drop them first")

@@ -28,7 +28,8 @@ from lowrank_jax.precision import full_precision
 
 class SDLModel(eqx.Module):
     """A fitted SDL model: factors W (p, r), H (r, n_train), β (r, κ), γ (q, κ) (its last row the
-    intercept when ``intercept``), the lifted θ, the hyperparameters, and the training history."""
+    intercept when ``intercept``), the lifted θ, the hyperparameters (``step``: LPGD's τ; NaN for
+    ``solver="bcd"``, which takes per-block steps 1/L_b recomputed every sweep), and the training history."""
 
     W: jax.Array
     H: jax.Array
@@ -89,9 +90,11 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters:
       X: (p, n) data, columns are samples; y: (n,) labels in {0, …, κ} (0 = reference class);
       num_classes: κ + 1 (default max(y) + 1, and then every label 0, …, max(y) must occur: labels
         {0, 5} raise a ValueError naming the empty classes 1–4; pass num_classes to allow them);
-      X_aux: optional (q, n) covariates; intercept: append an unpenalised constant covariate (beyond
-        the paper, whose model has none; the authors' code adds one);
-      xi, lam: ξ, λ of F (traced); step: τ (default :func:`lowrank_jax.sdl.model.step_bound`);
+      X_aux: optional (q, n) covariates (an empty (0, n) matrix is the same as None); intercept:
+        append an unpenalised constant covariate (beyond the paper, whose model has none; the
+        authors' code adds one);
+      xi, lam: ξ, λ of F (traced); step: τ (default :func:`lowrank_jax.sdl.model.step_bound`; LPGD
+        only, the model records NaN for solver="bcd");
       iters, tol: iteration cap and relative step tolerance (LPGD stops after the first step with
         ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F), Z = (θ, γ); ``n_iter`` counts the steps taken and
         ``loss`` is NaN after them); solver: "lpgd" (Algorithm 1) or "bcd" (the block-coordinate
@@ -104,20 +107,17 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters:
     """
     data = sm.prepare(X, y, X_aux, intercept=intercept, num_classes=num_classes)
     rank = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)
-    iters = _checks.check_positive_int(iters, "iters")
+    step_given = step is not None
     if solver not in ("lpgd", "bcd"):
         raise ValueError(f"solver must be 'lpgd' or 'bcd', got {solver!r}")
     if solver == "bcd" and (tol is not None or project is not None or svd != "gram" or step is not None):
         raise ValueError("step, tol, project and svd apply to solver='lpgd' only; solver='bcd' runs `iters` "
                          "sweeps of the factored problem with its own per-block steps")
-    if project is not None and not callable(project):
-        raise ValueError(f"project must be a function θ -> θ (a convex projection) or None, got {project!r}")
-    xi = _checks.as_hyper(xi, "xi", ndim=0, dtype=data.X.dtype)
-    lam = _checks.as_hyper(lam, "lam", ndim=0, dtype=data.X.dtype)
-    step = (sm.step_bound(data, xi, lam, model) if step is None
-            else _checks.as_hyper(step, "step", ndim=0, positive=True, dtype=data.X.dtype))
-    if tol is not None:
-        tol = _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=data.X.dtype)
+    # iters, tol, project and the starting point are checked by the solver itself.
+    xi, lam = sm.check_hypers(data, xi, lam)
+    # BCD has no single step (1/L_b per block, recomputed every sweep): the model records NaN for it.
+    step = (sm.check_step(step, data, xi, lam, model) if solver == "lpgd"
+            else jnp.asarray(jnp.nan, data.X.dtype))
     key = _checks.as_key(key)
     theta0, gamma0, f0 = initial_point(data, rank, model, key, init)
     if solver == "lpgd":
@@ -132,10 +132,23 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters:
         theta = sm.lift(f, model)
         loss, n_iter = res.loss, res.n_iter
     out = SDLModel(f.W, f.H, f.beta, gamma, theta, xi, lam, step, loss, n_iter, model, intercept)
-    _checks.raise_if_diverged((theta, gamma), lambda: f"SDL-{model} diverged (non-finite iterate): the step "
-                              f"{float(step):.3g} is too large for these data; leave step=None for the safe bound "
-                              "or lower it")
+    _checks.raise_if_diverged((theta, gamma), lambda: _diverged_message(model, solver, step, step_given))
     return out
+
+
+def _diverged_message(model: str, solver: str, step, step_given: bool) -> str:
+    """What :func:`fit` says when its final iterate is non-finite: only advice that applies to the
+    solver and the step that ran (BCD takes no ``step``; the safe bound cannot be lowered by leaving
+    ``step=None``)."""
+    head = f"SDL-{model} diverged (non-finite iterate)"
+    rescale = "rescale X (e.g. lowrank_jax.datasets.standardize)"
+    if solver == "bcd":
+        return (f"{head} with solver='bcd', whose per-block steps 1/L_b follow the data's scale: {rescale}, "
+                "or use solver='lpgd'")
+    if step_given:
+        return (f"{head}: the step {float(step):.3g} is too large for these data; leave step=None for the safe "
+                "bound or lower it")
+    return f"{head} at the safe step bound {float(step):.3g}: {rescale}"
 
 
 def _check_coding(coding: str, model: str, xi=None) -> None:
@@ -190,12 +203,13 @@ def _new_data(m: SDLModel, X_new, X_aux_new):
     if X_new.shape[0] != m.W.shape[0]:
         raise ValueError(f"X_new must have p = {m.W.shape[0]} rows (features), got {X_new.shape[0]}")
     q_user = m.gamma.shape[0] - int(m.intercept)
+    X_aux_new = sm.given_aux(X_aux_new, X_new.shape[1], "X_aux_new")       # None for q = 0
     if X_aux_new is None and q_user > 0:
         raise ValueError(f"X_aux_new is required: the model was fitted with q = {q_user} auxiliary covariates "
                          f"(X_aux); pass their values for the new samples, shape ({q_user}, {X_new.shape[1]})")
     if X_aux_new is not None and q_user == 0:
         raise ValueError("X_aux_new must be None: the model was fitted without auxiliary covariates (X_aux)")
-    Xa, _ = sm.aux_matrix(X_aux_new, X_new.shape[1], m.intercept, X_new.dtype)
+    Xa, _ = sm.aux_matrix(X_aux_new, X_new.shape[1], m.intercept, X_new.dtype, "X_aux_new")
     if Xa.shape[0] != m.gamma.shape[0]:
         raise ValueError(f"X_aux_new must have {q_user} rows, got {Xa.shape[0] - int(m.intercept)}")
     return X_new, Xa
@@ -259,12 +273,13 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
     """
     X = np.asarray(_checks.as_matrix(X, "X"))
     y_np = sm.check_labels(y, X.shape[1], num_classes)
+    sm._check_model(model)
+    rank = sm.as_rank(rank)            # its range depends on the fold size, checked (with a hint) per fold
     iters = _checks.check_positive_int(iters, "iters")
     seed = _checks.check_positive_int(seed, "seed", minimum=0)
+    X_aux = sm.given_aux(X_aux, X.shape[1])
     if X_aux is not None:
-        X_aux = np.asarray(_checks.as_matrix(X_aux, "X_aux"))
-        if X_aux.shape[1] != X.shape[1]:
-            raise ValueError(f"X_aux must have one column per sample, shape (q, {X.shape[1]}), got {X_aux.shape}")
+        X_aux = np.asarray(X_aux)
     num_classes = sm.infer_num_classes(y_np, num_classes)
     xis, lams = np.ravel(np.asarray(xis, float)), np.ravel(np.asarray(lams, float))
     _checks.as_hyper(xis, "xis", ndim=1)       # checked; the best pair is returned as given, not rounded

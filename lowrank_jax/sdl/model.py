@@ -29,7 +29,6 @@ factorization", NeurIPS 2023).
 from __future__ import annotations
 
 import math
-import numbers
 from typing import NamedTuple
 
 import equinox as eqx
@@ -97,14 +96,27 @@ def prepare(X, y, X_aux=None, *, intercept: bool = False, num_classes: int | Non
     return SDLData(X, X_aux, one_hot(y_np, kappa, X.dtype), pen)
 
 
-def aux_matrix(X_aux, n: int, intercept: bool, dtype):
-    """(X_aux with a ones row appended when ``intercept``, penalty mask)."""
+def given_aux(X_aux, n: int, name: str = "X_aux"):
+    """A user's covariates checked: None, or a finite (q, n) matrix, one column per sample. q = 0 (an
+    empty (0, n) matrix) is the same as None, and returned as None: every solver, the step bound and
+    prediction handle a γ with no rows."""
     if X_aux is None:
-        X_aux = jnp.zeros((0, n), dtype)
+        return None
+    empty = hasattr(X_aux, "shape") and hasattr(X_aux, "dtype") and len(X_aux.shape) == 2 and X_aux.shape[0] == 0
+    if empty:
+        _checks._require_real_numbers(X_aux.dtype, name)
     else:
-        X_aux = _checks.as_matrix(X_aux, "X_aux").astype(dtype)
-        if X_aux.shape[1] != n:
-            raise ValueError(f"X_aux must have n = {n} columns (one per sample), got shape {tuple(X_aux.shape)}")
+        X_aux = _checks.as_matrix(X_aux, name)
+    if X_aux.shape[1] != n:
+        raise ValueError(f"{name} must have one column per sample, shape (q, {n}), got shape {tuple(X_aux.shape)}")
+    return None if empty else X_aux
+
+
+def aux_matrix(X_aux, n: int, intercept: bool, dtype, name: str = "X_aux"):
+    """(X_aux with a ones row appended when ``intercept``, penalty mask); ``X_aux`` as :func:`given_aux`
+    takes it (None or an empty (0, n) matrix for q = 0)."""
+    X_aux = given_aux(X_aux, n, name)
+    X_aux = jnp.zeros((0, n), dtype) if X_aux is None else X_aux.astype(dtype)
     pen = jnp.ones(X_aux.shape[0], dtype)
     if intercept:
         X_aux = jnp.concatenate([X_aux, jnp.ones((1, n), dtype)])
@@ -335,11 +347,76 @@ def _check_model(model):
         raise ValueError(f"model must be 'H' (SDL-H, feature-based) or 'W' (SDL-W, filter-based), got {model!r}")
 
 
-def check_rank_for(rank, model: str, p: int, n: int, kappa: int) -> int:
-    if isinstance(rank, bool) or not isinstance(rank, numbers.Integral):
+def as_rank(rank) -> int:
+    """``rank`` as a Python int — a Python or NumPy integer or a concrete 0-d integer array
+    (``np.array(2)``, ``jnp.int32(2)``) — or ``ValueError`` naming rank; the range is
+    :func:`check_rank_for`'s."""
+    as_integer = _checks.as_int(rank)
+    if as_integer is None:
         raise ValueError(f"rank must be an integer, got {rank!r}")
+    return as_integer
+
+
+def check_rank_for(rank, model: str, p: int, n: int, kappa: int) -> int:
+    rank = as_rank(rank)
     shape = theta_shape(model, p, n, kappa)
     limit = min(p, n)
-    if not 1 <= int(rank) <= limit:
+    if not 1 <= rank <= limit:
         raise ValueError(f"rank must satisfy 1 <= rank <= min(p, n) = {limit} (θ has shape {shape}), got {rank}")
-    return int(rank)
+    return rank
+
+
+def check_hypers(data: SDLData, xi, lam):
+    """(ξ, λ) for the solvers, in X's dtype: finite scalars ≥ 0 (a negative ξ or λ makes F unbounded
+    below). Tracers (a ``vmap`` over ξ, λ) are checked for shape only."""
+    return (_checks.as_hyper(xi, "xi", ndim=0, dtype=data.X.dtype),
+            _checks.as_hyper(lam, "lam", ndim=0, dtype=data.X.dtype))
+
+
+def check_step(step, data: SDLData, xi, lam, model: str):
+    """LPGD's τ in X's dtype: a finite positive scalar, or for ``step=None`` the safe
+    :func:`step_bound` at (ξ, λ) (checked ones, :func:`check_hypers`)."""
+    if step is None:
+        return step_bound(data, xi, lam, model)
+    return _checks.as_hyper(step, "step", ndim=0, positive=True, dtype=data.X.dtype)
+
+
+def check_start(theta0, gamma0, data: SDLData, model: str):
+    """LPGD's start (θ₀, γ₀): θ₀ finite of :func:`theta_shape` (the model's layout; the other model's
+    layout is named as such), γ₀ finite of shape (q, κ). Returns them as floating JAX arrays."""
+    p, n = data.X.shape
+    expected = theta_shape(model, p, n, data.kappa)
+    theta0 = _checks.as_matrix(theta0, "theta0")
+    if tuple(theta0.shape) != expected:
+        other = "W" if model == "H" else "H"
+        hint = (f": that is SDL-{other}'s layout, pass model={other!r} or θ₀ in SDL-{model}'s"
+                if tuple(theta0.shape) == theta_shape(other, p, n, data.kappa) else "")
+        raise ValueError(f"theta0 must have shape {expected} for SDL-{model} (p = {p}, n = {n}, κ = {data.kappa}), "
+                         f"got {tuple(theta0.shape)}{hint}")
+    return theta0, check_gamma(gamma0, data)
+
+
+def check_gamma(gamma0, data: SDLData):
+    """γ₀ of shape (q, κ) (q = rows of ``data.X_aux``, the intercept included; q = 0 allowed), finite."""
+    expected = (data.X_aux.shape[0], data.kappa)
+    shape = tuple(np.shape(gamma0))
+    if shape != expected:
+        raise ValueError(f"gamma0 must have shape (q, κ) = {expected} (q = {expected[0]} covariate rows of "
+                         f"X_aux, the intercept included), got {shape}")
+    return _checks.as_matrix(gamma0, "gamma0") if expected[0] else jnp.asarray(gamma0, data.X.dtype)
+
+
+def check_factors(factors0, data: SDLData) -> Factors:
+    """BCD's start: (W, H, β) of shapes (p, r), (r, n), (r, κ) with one r ≥ 1, finite."""
+    if not isinstance(factors0, (tuple, list)) or len(factors0) != 3:
+        raise ValueError(f"factors0 must be Factors(W, H, beta) (three matrices), got {type(factors0).__name__}")
+    W, H, beta = (_checks.as_matrix(M, f"factors0.{name}") for M, name in zip(factors0, Factors._fields))
+    p, n = data.X.shape
+    r = W.shape[1]
+    expected = {"W": (p, r), "H": (r, n), "beta": (r, data.kappa)}
+    for name, M in zip(Factors._fields, (W, H, beta)):
+        if tuple(M.shape) != expected[name]:
+            raise ValueError(f"factors0 must have W (p, r) = ({p}, r), H (r, n) = (r, {n}) and beta (r, κ) = "
+                             f"(r, {data.kappa}) with one rank r; got W {tuple(W.shape)}, H {tuple(H.shape)}, "
+                             f"beta {tuple(beta.shape)}")
+    return Factors(W, H, beta)

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from lowrank_jax import linalg, loop, prox, transforms
+from lowrank_jax import _checks, linalg, loop, prox, transforms
 from lowrank_jax.sdl import model as sm
 from lowrank_jax.sdl import span as sp
 from lowrank_jax.precision import full_precision
@@ -51,10 +51,21 @@ def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: s
     :func:`lowrank_jax.linalg.gram_svd`), "exact" (QR + SVD) or "randomized" (``key`` seeds it).
     ``span``: take every step after the first in the span of [X, U₁] (:mod:`lowrank_jax.sdl.span`:
     the same iterates, O((n + κ)³) per step instead of O(p n²)); needs ``svd="gram"`` and no
-    ``project``. Default: on when those hold and p ≥ 2(n + κ) (where it pays)."""
+    ``project``. Default: on when those hold and p ≥ 2(n + κ) (where it pays).
+    ``step``: τ, or None for the safe bound 1/L̄ of :func:`lowrank_jax.sdl.model.step_bound` (as in
+    :func:`lowrank_jax.sdl.fit`). ξ, λ ≥ 0, τ > 0 and ``tol`` > 0 are scalars (traced under ``vmap``);
+    θ₀ has :func:`lowrank_jax.sdl.model.theta_shape` in this model's layout and γ₀ shape (q, κ)."""
     rank = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)
+    iters = _checks.check_positive_int(iters, "iters")
     if svd not in ("gram", "exact", "randomized"):
         raise ValueError(f"svd must be 'gram', 'exact' or 'randomized', got {svd!r}")
+    if project is not None and not callable(project):
+        raise ValueError(f"project must be a function θ -> θ (a convex projection) or None, got {project!r}")
+    theta0, gamma0 = sm.check_start(theta0, gamma0, data, model)
+    xi, lam = sm.check_hypers(data, xi, lam)
+    step = sm.check_step(step, data, xi, lam, model)
+    if tol is not None:
+        tol = _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=data.X.dtype)
     span = resolve_span(span, data, svd, project)
     return _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, rank=rank, model=model, iters=iters, svd=svd,
                  project=project, span=span)
@@ -178,8 +189,16 @@ def bcd(factors0: sm.Factors, gamma0, data: sm.SDLData, xi, lam, *, model: str, 
         SDL-H  L_W = 2ξ‖H‖²,  L_H = (½ + 2λ)‖β‖² + 2ξ‖W‖²,  L_β = (½ + 2λ)‖H‖²
         SDL-W  L_W = (½‖X‖² + 2λ)‖β‖² + 2ξ‖H‖²,  L_H = 2ξ‖W‖²,  L_β = (½‖X‖² + 2λ)‖W‖²
         both   L_γ = ½‖X_aux‖² + 2λ
+
+    ``factors0`` = (W (p, r), H (r, n), β (r, κ)), ``gamma0`` (q, κ); ξ, λ ≥ 0 scalars; ``iters``,
+    ``inner`` ≥ 1.
     """
     sm._check_model(model)
+    iters = _checks.check_positive_int(iters, "iters")
+    inner = _checks.check_positive_int(inner, "inner")
+    factors0 = sm.check_factors(factors0, data)
+    gamma0 = sm.check_gamma(gamma0, data)
+    xi, lam = sm.check_hypers(data, xi, lam)
     return _bcd(factors0, gamma0, data, xi, lam, model=model, iters=iters, inner=inner)
 
 
