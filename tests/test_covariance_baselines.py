@@ -124,6 +124,57 @@ def test_real_data_errors_and_report_by_hand(x64):
     assert np.isnan(metrics.rel_error(np.full((2, 2), np.nan), np.full((2, 2), np.nan)))
 
 
+@pytest.mark.parametrize("call, match", [
+    (lambda A, L, S: metrics.report(A, L, S, tol=-1.0), "tol must be non-negative"),
+    (lambda A, L, S: metrics.report(A, L, S, tol=float("nan")), "tol"),
+    (lambda A, L, S: metrics.report(A, L, S, shrink_t=-0.5), "shrink_t must be non-negative"),
+    (lambda A, L, S: metrics.report(A, L, S, shrink_t=np.nan), "shrink_t"),
+    (lambda A, L, S: metrics.report(A, L, S, tol=np.array([0.01, 0.02])), "tol"),
+    (lambda A, L, S: metrics.real_data_errors(A, L, S, tol=-0.01), "tol must be non-negative"),
+    (lambda A, L, S: metrics.real_data_errors(A, L, S, shrink_t=-0.5), "shrink_t must be non-negative"),
+    (lambda A, L, S: metrics.real_data_errors(A, L, S, shrink_t=jnp.nan), "shrink_t"),
+    (lambda A, L, S: metrics.rank_above(L, tol=-1.0), "tol must be non-negative"),
+    (lambda A, L, S: metrics.rank_above(L, tol=np.nan), "tol"),
+    (lambda A, L, S: metrics.sparsity(S, tol=-1.0), "tol must be non-negative"),
+    (lambda A, L, S: metrics.shrink(S, -0.5), "t must be non-negative"),
+    (lambda A, L, S: metrics.check_symmetric(A, rtol=-1.0), "rtol must be non-negative"),
+    (lambda A, L, S: metrics.check_symmetric(A + 1e-3 * np.triu(np.ones((2, 2)), 1), rtol=np.nan), "rtol"),
+    (lambda A, L, S: metrics.default_shrink(0), "n must be"),
+])
+def test_metrics_refuse_negative_or_nan_thresholds(call, match):
+    """A negative or NaN threshold gave wrong metrics without an error: report(tol=-1) counted every
+    eigenvalue (r_L = n) and no zero entry (s_S = 0), a negative shrink_t inflated S (sparsity_shrunk 0,
+    fit_shrunk tripled), a NaN rtol let a non-symmetric Σ through check_symmetric, and default_shrink(0)
+    raised ZeroDivisionError. Each is now a ValueError naming the argument."""
+    Sigma = np.array([[2.0, 1.0], [1.0, 2.0]])
+    L = np.ones((2, 2))
+    S = np.array([[1.0, 0.0], [0.0, 1.0]])
+    with pytest.raises(ValueError, match=match):
+        call(Sigma, L, S)
+
+
+def test_metric_thresholds_zero_inf_and_traced_still_work(x64):
+    """The checks refuse only negative and NaN thresholds: 0 and +inf are the limits of the
+    metrics' definitions, and a traced tol (jit, vmap over a grid of thresholds) is checked for its
+    shape only and gives the same counts as the concrete one."""
+    Sigma = np.array([[2.0, 1.0], [1.0, 2.0]])
+    L = np.ones((2, 2))                                       # eigenvalues 0 and 2
+    S = np.array([[1.5, 0.0], [0.0, 0.2]])
+    rep = metrics.report(Sigma, L, S, tol=0.0, shrink_t=0.0)
+    assert rep["r_L"] == 1 and rep["s_S"] == 0.0            # |x| < 0 holds for no entry
+    assert rep["fit_shrunk"] == pytest.approx(rep["residual"])   # no shrinkage
+    rep = metrics.report(Sigma, L, S, tol=np.inf, shrink_t=np.inf)
+    assert rep["r_L"] == 0 and rep["s_S"] == 1.0 and rep["sparsity_shrunk"] == 1.0
+    assert rep["fit_shrunk"] == pytest.approx(rep["fit_L"] * np.linalg.norm(L) / np.linalg.norm(Sigma))
+    tols = jnp.array([0.0, 0.1, 1.0, 3.0])
+    ranks = jax.vmap(lambda t: metrics.rank_above(L, t))(tols)
+    zeros = jax.jit(jax.vmap(lambda t: metrics.sparsity(S, t)))(tols)
+    assert [int(r) for r in ranks] == [int(metrics.rank_above(L, float(t))) for t in tols]
+    np.testing.assert_array_equal(zeros, [float(metrics.sparsity(S, float(t))) for t in tols])
+    assert np.all(np.diff(np.asarray(ranks)) <= 0) and np.all(np.diff(np.asarray(zeros)) >= 0)  # monotone in tol
+    assert float(metrics.shrink(S, np.array([[0.0, 0.0], [0.0, 0.5]]))[1, 1]) == 0.0  # an array t
+
+
 def test_check_symmetric_rejects_bad_input():
     good = np.eye(3)
     assert metrics.check_symmetric(good).shape == (3, 3)
@@ -226,6 +277,39 @@ def test_generator_rejects_bad_arguments():
     # at threshold 2 no off-diagonal b ∈ [−1, 1] of a distinct pair ever counts: s0 = 0 is unreachable
     with pytest.raises(ValueError, match="distinct pairs"):
         cov.sparse_psd_blocks(np.random.default_rng(0), 3, 0.0, "paper", threshold=2.0)
+
+
+def test_generator_takes_numpy_scalars_and_zero_d_arrays():
+    """Counts given as 0-d integer arrays (np.array(20), as the toolkit's solvers accept) were
+    refused ("n must be a positive integer, got array(20)"), and s0 = np.array(0.9) was refused with
+    the misleading "must lie in [0, 1], got array(0.9)"; the seed and sparse_psd_blocks likewise.
+    They now give the same problem as the Python numbers, and each bad argument is named."""
+    ref = cov.lrs_problem(0, 20, 3, 0.9)
+    for args in [(np.array(0), np.array(20), np.array(3), np.array(0.9)),
+                 (0, np.int64(20), jnp.int32(3), np.float64(0.9)),
+                 (np.uint32(0), np.array(20, np.int32), 3, 0.9)]:
+        for x, y in zip(ref, cov.lrs_problem(*args)):
+            np.testing.assert_array_equal(x, y)
+    s0 = jnp.float32(0.9)                        # a JAX scalar: its own (float32) value is the target
+    assert float(s0) - 4 / 20**2 < float(metrics.sparsity(cov.lrs_problem(0, jnp.int32(20), 3, s0).S0)) <= float(s0)
+    S_ref, blocks = cov.sparse_psd_blocks(np.random.default_rng(1), 12, 0.9, "paper")
+    S_arr, blocks_arr = cov.sparse_psd_blocks(np.random.default_rng(1), np.array(12), np.array(0.9), "paper",
+                                              threshold=np.array(0.01))
+    np.testing.assert_array_equal(S_ref, S_arr)
+    assert blocks == blocks_arr and float(metrics.sparsity(S_arr)) <= 0.9
+    for args, match in [((0, 20, 3, np.array(1.2)), "s0 .* must lie in \\[0, 1\\], got 1.2"),
+                        ((0, 20, 3, np.array([0.9])), "s0"), ((0, 20, 3, True), "s0"), ((0, 20, 3, np.nan), "s0"),
+                        ((0, np.array(20.0), 3, 0.9), "n must be an integer"), ((0, 20, np.array(21), 0.9), "k0"),
+                        ((np.array(-1), 20, 3, 0.9), "seed must be non-negative")]:
+        with pytest.raises(ValueError, match=match):
+            cov.lrs_problem(*args)
+    rng = np.random.default_rng(0)
+    for kw, match in [(dict(n=np.array(1)), "n must be >= 2"), (dict(s0=-0.1), "s0"),
+                      (dict(variant="uniform"), "variant"),
+                      (dict(threshold=0.0), "threshold"), (dict(threshold=-0.01), "threshold"),
+                      (dict(threshold=np.nan), "threshold")]:
+        with pytest.raises(ValueError, match=match):
+            cov.sparse_psd_blocks(rng, **(dict(n=10, s0=0.9) | kw))
 
 
 # --- baselines on planted low-rank + sparse pairs -------------------------------------------------------

@@ -157,6 +157,25 @@ def test_bad_options():
         assert cv.decompose(np.eye(3), 1, hidden=hidden, max_iter=2).M.shape == (3, 1)
 
 
+@pytest.mark.parametrize("armijo", [(0.1, 0.5, 0.9), 0.5, np.array(0.5), (0.1,), "ab", (0.1, np.nan), (0.1, "0.9"),
+                                    np.array([[0.1, 0.9]])])
+def test_armijo_must_be_a_pair(armijo):
+    """armijo = (0.1, 0.5, 0.9) failed with "too many values to unpack" and armijo = 0.5 with
+    "'float' object is not iterable", neither naming the argument; now every value that is not a
+    pair of finite numbers is refused by name, before any training."""
+    with pytest.raises((ValueError, TypeError), match="armijo"):
+        cv.decompose(np.eye(3), 1, hidden=(4,), max_iter=2, optimizer="armijo", armijo=armijo)
+
+
+def test_armijo_pair_as_an_array_is_the_tuple():
+    """Any length-2 sequence of numbers is the pair (α, β): a NumPy array trains exactly as the tuple."""
+    Sigma, _, _ = planted(n=8, k=2, pairs=4)
+    kw = dict(hidden=(6,), max_iter=5, optimizer="armijo", lr=1e-2)
+    a = cv.decompose(Sigma, 2, armijo=(0.2, 0.8), **kw)
+    b = cv.decompose(Sigma, 2, armijo=np.array([0.2, 0.8]), **kw)
+    np.testing.assert_array_equal(a.M, b.M)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_first_layer_adam_sum_closed_form(dtype):
     """F_i = Σ_j u_j²/(a_i u_j + ε): the O(ℓ₁) closed form agrees with the direct sum to rounding, the

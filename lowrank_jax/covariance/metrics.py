@@ -38,6 +38,17 @@ from lowrank_jax.precision import full_precision
 EPSILON = 0.01  # the paper's metric threshold ϵ
 
 
+def _threshold(x, name: str, *, scalar: bool = True):
+    """Check a threshold (``tol``, ``rtol``, a shrinkage level): a real number (or, with ``scalar``
+    False, an array) ≥ 0, not NaN; +inf is allowed (everything counts as zero, or is shrunk to 0).
+    A negative or NaN threshold gave wrong counts and fits without an error (a negative ``tol`` made
+    r(L) = n and s(S) = 0). Raises ``ValueError``/``TypeError`` naming ``name``; only the shape and
+    dtype of a tracer are checked. Returns ``x`` itself, so that a Python float keeps its weak type
+    and its exact value (0.01 must not become float32's 0.0099999998)."""
+    _checks.as_hyper(x, name, ndim=0 if scalar else None, allow_inf=True)
+    return x
+
+
 def check_symmetric(Sigma, name: str = "Sigma", rtol: float = 1e-6) -> jax.Array:
     """Return ``Sigma`` as a floating JAX array after checking it is a square, finite, symmetric matrix.
 
@@ -47,8 +58,10 @@ def check_symmetric(Sigma, name: str = "Sigma", rtol: float = 1e-6) -> jax.Array
 
     Raises:
       ValueError: not 2-D, empty, not square, non-finite entries, not symmetric, or at a scale whose
-        sums of squares overflow or underflow (:func:`lowrank_jax._checks.check_scale`).
+        sums of squares overflow or underflow (:func:`lowrank_jax._checks.check_scale`); ``rtol``
+        negative or NaN.
     """
+    rtol = _threshold(rtol, "rtol")
     Sigma = _checks.as_matrix(Sigma, name)
     _checks.check_scale(Sigma, name)
     if Sigma.shape[0] != Sigma.shape[1]:
@@ -74,8 +87,10 @@ def rank_above(L, tol=EPSILON, *, signed: bool = True) -> jax.Array:
 
     λ_i are the eigenvalues of (L + Lᵀ)/2 (the outputs of the baselines are symmetric only up to
     round-off). With ``signed=False`` counts |λ_i| > tol instead, i.e. the singular values of the
-    symmetric matrix: the authors' ``np.linalg.matrix_rank(L, tol=0.01)``.
+    symmetric matrix: the authors' ``np.linalg.matrix_rank(L, tol=0.01)``. ``tol`` must be a scalar
+    ≥ 0 (``ValueError`` for a negative or NaN one).
     """
+    tol = _threshold(tol, "tol")
     lam = eigenvalues(L)
     lam = lam if signed else jnp.abs(lam)
     return jnp.sum(lam > tol).astype(jnp.int32)
@@ -85,8 +100,10 @@ def sparsity(S, tol=EPSILON, *, strict: bool = True) -> jax.Array:
     """s(S) = #{(i, j) : |S_ij| < tol} / (number of entries): the fraction of zeros at threshold ``tol``.
 
     Strict ``<`` as in the paper's text ("smaller than 0.01"); ``strict=False`` uses the authors'
-    code's |S_ij| ≤ tol. s = 0.95 means 95 % zeros.
+    code's |S_ij| ≤ tol. s = 0.95 means 95 % zeros. ``tol`` must be a scalar ≥ 0 (``ValueError`` for
+    a negative or NaN one).
     """
+    tol = _threshold(tol, "tol")
     mag = jnp.abs(jnp.asarray(S))
     zero = mag < tol if strict else mag <= tol
     return jnp.mean(zero.astype(mag.dtype))
@@ -124,13 +141,16 @@ def shrink(S, t) -> jax.Array:
 
     The paper post-processes S with t = 1/√n (FPCP's λ) for its figures; callers pass
     ``t = 1/jnp.sqrt(n)`` (see :func:`default_shrink`). Same operator as
-    :func:`lowrank_jax.prox.soft_threshold`.
+    :func:`lowrank_jax.prox.soft_threshold`. ``t`` (a scalar or an array broadcasting against S)
+    must be ≥ 0: a negative t grew every entry by |t| instead (``ValueError``, as for NaN).
     """
+    t = _threshold(t, "t", scalar=False)
     return soft_threshold(jnp.asarray(S), t)
 
 
 def default_shrink(n: int) -> float:
-    """The paper's shrinkage level 1/√n for an n × n matrix."""
+    """The paper's shrinkage level 1/√n for an n × n matrix (n a positive integer)."""
+    n = _checks.check_positive_int(n, "n")
     return 1.0 / float(np.sqrt(n))
 
 
@@ -149,7 +169,13 @@ class RealDataErrors(NamedTuple):
 
 @full_precision
 def real_data_errors(Sigma, L, S, shrink_t=None, tol=EPSILON) -> RealDataErrors:
-    """:class:`RealDataErrors` of (L, S) for Σ; ``shrink_t`` defaults to 1/√n."""
+    """:class:`RealDataErrors` of (L, S) for Σ; ``shrink_t`` defaults to 1/√n.
+
+    ``shrink_t`` and ``tol`` must be ≥ 0 (``ValueError`` naming them for a negative or NaN value: a
+    negative shrinkage inflated S and gave a wrong fit_shrunk and sparsity_shrunk = 0)."""
+    tol = _threshold(tol, "tol")
+    if shrink_t is not None:
+        shrink_t = _threshold(shrink_t, "shrink_t", scalar=False)
     Sigma, L, S = jnp.asarray(Sigma), jnp.asarray(L), jnp.asarray(S)
     t = default_shrink(Sigma.shape[0]) if shrink_t is None else shrink_t
     S_t = shrink(S, t)
@@ -169,8 +195,12 @@ def report(Sigma, L, S, L0=None, S0=None, *, tol=EPSILON, shrink_t=None) -> dict
     With ground truth: ``rel_error_L`` = ‖L − L₀‖_F/‖L₀‖_F, ``rel_error_S`` = ‖S − S₀‖_F/‖S₀‖_F.
 
     Works with any (L, S) pair: a ``Decomposition`` of :mod:`lowrank_jax.covariance.nn` (pass
-    ``d.L, d.S``) or a baseline result. Every matrix must be finite and of Σ's (square) shape.
+    ``d.L, d.S``) or a baseline result. Every matrix must be finite and of Σ's (square) shape;
+    ``tol`` a scalar ≥ 0 and ``shrink_t`` ≥ 0 (``ValueError`` naming them otherwise, NaN included).
     """
+    tol = _threshold(tol, "tol")
+    if shrink_t is not None:
+        shrink_t = _threshold(shrink_t, "shrink_t", scalar=False)
     Sigma = np.asarray(check_symmetric(Sigma))
     named = {"L": L, "S": S, "L0": L0, "S0": S0}
     for name, a in named.items():

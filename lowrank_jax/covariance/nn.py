@@ -229,7 +229,7 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
     eps = _checks.as_hyper(eps, "eps", ndim=0, positive=True, dtype=Sigma.dtype)
     rel_tol = None if rel_tol is None else _checks.as_hyper(rel_tol, "rel_tol", ndim=0, dtype=Sigma.dtype)
     grad_tol = None if grad_tol is None else _checks.as_hyper(grad_tol, "grad_tol", ndim=0, dtype=Sigma.dtype)
-    alpha, beta = (float(v) for v in armijo)
+    alpha, beta = _armijo_pair(armijo)
     if not 0 < alpha < beta < 1:
         raise ValueError(f"armijo = (α, β) needs 0 < α < β < 1, got {armijo}")
     key = _checks.as_key(key)
@@ -238,6 +238,18 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
                      order=order, first_layer=first_layer)
     _checks.raise_if_diverged(out.M, "the network's output became non-finite: lower lr (or use optimizer='armijo')")
     return out
+
+
+def _armijo_pair(armijo) -> tuple[float, float]:
+    """``armijo`` as two Python floats (α, β), or ``ValueError``/``TypeError`` naming it: a scalar or a
+    triple failed inside the unpacking ("'float' object is not iterable", "too many values to
+    unpack"). The order 0 < α < β < 1 is checked by the caller."""
+    if (isinstance(armijo, (str, bytes)) or not hasattr(armijo, "__iter__")
+            or getattr(armijo, "ndim", 1) != 1 or len(pair := tuple(armijo)) != 2):
+        raise ValueError(f"armijo must be a pair (α, β) with 0 < α < β < 1, got {armijo!r}")
+    for v in pair:      # real finite scalars (signs: the caller's order check); Python values kept below
+        _checks.as_hyper(v, "armijo", ndim=0, nonnegative=False)
+    return float(pair[0]), float(pair[1])
 
 
 def _tree_sq(t):

@@ -43,11 +43,12 @@ import csv
 import gzip
 import importlib.util
 import io
-import numbers
 import pathlib
 from typing import NamedTuple
 
 import numpy as np
+
+from lowrank_jax import _checks
 
 _MAKE_DATA = "run `make data`"
 _THRESHOLD = 0.01  # the paper's ϵ: |x| < 0.01 counts as zero
@@ -81,14 +82,16 @@ class CorrelationData(NamedTuple):
 # --- synthetic ---------------------------------------------------------------------------------------
 
 def as_generator(key_or_seed) -> np.random.Generator:
-    """A ``numpy.random.Generator`` from an int seed, a Generator (used as is) or a JAX PRNG key
-    (its raw key data seed the generator)."""
+    """A ``numpy.random.Generator`` from an int seed (a Python or NumPy integer, or a concrete 0-d
+    integer array such as ``np.array(3)``), a Generator (used as is) or a JAX PRNG key (its raw key
+    data seed the generator)."""
     if isinstance(key_or_seed, np.random.Generator):
         return key_or_seed
-    if isinstance(key_or_seed, numbers.Integral) and not isinstance(key_or_seed, bool):
-        if key_or_seed < 0:
-            raise ValueError(f"seed must be non-negative, got {key_or_seed}")
-        return np.random.default_rng(int(key_or_seed))
+    seed = _checks.as_int(key_or_seed)   # None for bools, floats, keys and arrays of several entries
+    if seed is not None:
+        if seed < 0:
+            raise ValueError(f"seed must be non-negative, got {seed}")
+        return np.random.default_rng(seed)
     try:  # a JAX key (typed or raw uint32)
         import jax
         data = key_or_seed
@@ -103,18 +106,46 @@ def as_generator(key_or_seed) -> np.random.Generator:
                     f"got {type(key_or_seed).__name__}")
 
 
-def _check_size(n, k0, s0, variant):
-    for name, v in (("n", n), ("k0", k0)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+def _as_real(value, name: str, what: str) -> float:
+    """``value`` as a Python float: a Python or NumPy real number, or a concrete 0-d integer or float
+    array (``np.array(0.9)``, ``jnp.float32(0.9)``); else ``ValueError`` naming ``name`` (``what``
+    describes it). Booleans are refused. Converted in NumPy, not JAX: a float64 value must not be
+    rounded to float32 (the generator's stopping rule compares with it exactly)."""
+    bad = ValueError(f"{name} ({what}) must be a real number, got {value!r}")
+    if isinstance(value, (bool, np.bool_)) or getattr(value, "dtype", None) == np.bool_:
+        raise bad
+    try:
+        arr = np.asarray(value)
+    except Exception:     # a tracer (the generator runs in NumPy), an odd object
+        raise bad from None
+    if arr.ndim != 0 or arr.dtype.kind not in "iuf":
+        raise bad
+    return float(arr)
+
+
+def _check_pairs(n, s0, variant) -> tuple[int, float]:
+    """n (an integer >= 2) and s0 (a real in [0, 1]) as Python numbers; variant one of VARIANTS."""
+    n = _checks.check_positive_int(n, "n")
     if n < 2:
         raise ValueError(f"n must be >= 2 (S0 is built from pairs i < j), got {n}")
+    what = "target fraction of zeros"
+    s0_value = _as_real(s0, "s0", what)
+    if not 0.0 <= s0_value <= 1.0:
+        raise ValueError(f"s0 ({what}) must lie in [0, 1], got {s0_value!r}")
+    if not isinstance(variant, str) or variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    return n, s0_value
+
+
+def _check_size(n, k0, s0, variant) -> tuple[int, int, float]:
+    """(n, k0, s0) as Python numbers after the checks of :func:`lrs_problem`. Counts may be Python or
+    NumPy integers or concrete 0-d integer arrays, s0 also a 0-d float array (both were refused, s0
+    with the misleading "must lie in [0, 1], got array(0.9)")."""
+    n, s0 = _check_pairs(n, s0, variant)
+    k0 = _checks.check_positive_int(k0, "k0")
     if k0 > n:
         raise ValueError(f"k0 must satisfy 1 <= k0 <= n = {n}, got {k0}")
-    if not isinstance(s0, numbers.Real) or not 0.0 <= s0 <= 1.0:
-        raise ValueError(f"s0 (target fraction of zeros) must lie in [0, 1], got {s0!r}")
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    return n, k0, s0
 
 
 def sparse_psd_blocks(rng: np.random.Generator, n: int, s0: float, variant: str = "code",
@@ -127,7 +158,18 @@ def sparse_psd_blocks(rng: np.random.Generator, n: int, s0: float, variant: str 
     be reached (the paper variant runs out of distinct pairs; the code variant gives up after 50 n²
     blocks). Draws are made in batches of 1 024
     (pair, b, a) tuples for speed; the stream is a fixed function of the generator's state.
+
+    ``rng`` is anything :func:`as_generator` takes; ``n`` an integer >= 2, ``s0`` a real in [0, 1] and
+    ``threshold`` a finite real > 0 (NumPy scalars and 0-d arrays too), ``variant`` ``"code"`` or
+    ``"paper"``: ``ValueError`` naming the argument otherwise.
     """
+    rng = as_generator(rng)
+    n, s0 = _check_pairs(n, s0, variant)
+    threshold = _as_real(threshold, "threshold", "magnitude below which an entry counts as zero")
+    if not 0.0 < threshold < np.inf:
+        # 0 or less: every entry, zeros included, counted as non-zero, against the running count
+        # that starts at 0; NaN or inf: none ever did, so the loop ran to its 50 n² block limit.
+        raise ValueError(f"threshold must be a finite positive number, got {threshold!r}")
     S = np.zeros((n, n))
     total = n * n
     nonzeros = 0
@@ -188,12 +230,12 @@ def lrs_problem(key_or_seed, n: int, k0: int, s0: float, variant: str = "code") 
     [CHECK] n = 100, k0 = 10, s0 = 0.95: ‖S₀‖_F/‖L₀‖_F ≈ 0.12 (code) and ≈ 0.11 (paper), with about
     210 blocks; these ratios are what the baselines' rel.error(L) equals when they return L ≈ Σ.
     """
-    _check_size(n, k0, s0, variant)
+    n, k0, s0 = _check_size(n, k0, s0, variant)
     rng = as_generator(key_or_seed)
     M = rng.standard_normal((n, k0))
     L0 = M @ M.T
     L0 = 0.5 * (L0 + L0.T)  # exactly symmetric
-    S0, _ = sparse_psd_blocks(rng, n, float(s0), variant)
+    S0, _ = sparse_psd_blocks(rng, n, s0, variant)
     return LRSProblem(L0 + S0, L0, S0)
 
 
