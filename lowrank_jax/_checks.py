@@ -165,6 +165,21 @@ def as_int(value) -> int | None:
         return None
 
 
+def as_real(value) -> float | None:
+    """``value`` as a Python float when it is a real number — a Python or NumPy integer or float, or a
+    concrete 0-d integer or float array (``np.array(0.9)``, ``jnp.float32(0.2)``) — else None
+    (booleans, complex numbers, strings, arrays with entries, tracers). Converted by NumPy, so a
+    float64 value keeps every bit."""
+    if isinstance(value, (bool, np.bool_, str, bytes)) or not is_concrete(value):
+        return None
+    if isinstance(value, numbers.Real):
+        return float(value)
+    dtype = getattr(value, "dtype", None)
+    if dtype is None or np.ndim(value) != 0 or np.dtype(dtype).kind not in "iuf":
+        return None
+    return float(np.asarray(value))
+
+
 def check_positive_int(value, name: str, *, allow_none: bool = False, minimum: int = 1):
     if value is None and allow_none:
         return None

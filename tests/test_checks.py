@@ -193,3 +193,14 @@ def test_a_positive_value_that_underflows_is_called_an_underflow():
     with pytest.raises(ValueError, match="underflows"):
         rpca.scaledgd(jnp.eye(6), 2, 0.1, tol=1e-50)
 
+
+
+def test_as_real_reads_every_concrete_real_scalar_and_nothing_else():
+    """One rule, used by the checks of problem sizes, α's, scales and fractions: Python, NumPy and
+    concrete 0-d JAX numbers read as Python floats (float64 exactly); the rest is None."""
+    for value in (3, 0.9, np.int64(3), np.float32(0.25), np.array(0.9), jnp.float32(0.25), jnp.int32(3)):
+        assert _checks.as_real(value) == float(np.asarray(value)) and type(_checks.as_real(value)) is float
+    assert _checks.as_real(np.nextafter(np.float64(0.1), 1)) == np.nextafter(0.1, 1)
+    for value in (True, np.bool_(False), "0.5", 1j, np.ones(2), np.array([0.5]), None):
+        assert _checks.as_real(value) is None
+    jax.jit(lambda x: np.testing.assert_equal(_checks.as_real(x), None) or x)(1.0)   # a tracer is not a value

@@ -107,20 +107,13 @@ def as_generator(key_or_seed) -> np.random.Generator:
 
 
 def _as_real(value, name: str, what: str) -> float:
-    """``value`` as a Python float: a Python or NumPy real number, or a concrete 0-d integer or float
-    array (``np.array(0.9)``, ``jnp.float32(0.9)``); else ``ValueError`` naming ``name`` (``what``
-    describes it). Booleans are refused. Converted in NumPy, not JAX: a float64 value must not be
-    rounded to float32 (the generator's stopping rule compares with it exactly)."""
-    bad = ValueError(f"{name} ({what}) must be a real number, got {value!r}")
-    if isinstance(value, (bool, np.bool_)) or getattr(value, "dtype", None) == np.bool_:
-        raise bad
-    try:
-        arr = np.asarray(value)
-    except Exception:     # a tracer (the generator runs in NumPy), an odd object
-        raise bad from None
-    if arr.ndim != 0 or arr.dtype.kind not in "iuf":
-        raise bad
-    return float(arr)
+    """``value`` as a Python float (:func:`lowrank_jax._checks.as_real`: Python, NumPy or concrete 0-d
+    numbers, float64 kept exact, as the generator's stopping rule compares with it), else
+    ``ValueError`` naming ``name`` (``what`` describes it)."""
+    real = _checks.as_real(value)
+    if real is None:
+        raise ValueError(f"{name} ({what}) must be a real number, got {value!r}")
+    return real
 
 
 def _check_pairs(n, s0, variant) -> tuple[int, float]:
