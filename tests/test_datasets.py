@@ -73,3 +73,26 @@ def test_rpca_problem_rejects_bad_sizes(kwargs, match):
     args = dict(n1=30, n2=20, rank=2, alpha=0.1) | kwargs
     with pytest.raises(ValueError, match=match):
         datasets.rpca_problem(jax.random.key(0), **args)
+
+
+def test_integer_seeds_are_keys_and_alpha_must_be_one_number():
+    """rpca_problem(0, ...) failed with "invalid PRNG key data" although an integer key is a seed
+    everywhere else, and an array of α's failed with "Cannot broadcast to shape with fewer
+    dimensions". A seed now draws what jax.random.key(seed) draws; a non-scalar α is refused by name."""
+    by_seed = datasets.rpca_problem(3, 50, 40, 3, 0.1)
+    by_key = datasets.rpca_problem(jax.random.key(3), 50, 40, 3, 0.1)
+    for a, b in zip(by_seed, by_key):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(datasets.random_support(np.int64(7), (20, 30), 0.2),
+                                  datasets.random_support(jax.random.key(7), (20, 30), 0.2))
+    with pytest.raises(TypeError, match="key"):
+        datasets.rpca_problem(1.5, 10, 10, 2, 0.1)
+    with pytest.raises(TypeError, match="key"):
+        datasets.random_support("0", (10, 10), 0.1)
+    for alpha in (jnp.array([0.1, 0.2]), [0.1, 0.2], np.array([[0.1]])):
+        with pytest.raises(ValueError, match="alpha"):
+            datasets.rpca_problem(jax.random.key(0), 10, 10, 3, alpha)
+        with pytest.raises(ValueError, match="alpha"):
+            datasets.random_support(jax.random.key(0), (10, 10), alpha, exact=False)
+    with pytest.raises(TypeError, match="alpha"):
+        datasets.rpca_problem(jax.random.key(0), 10, 10, 3, "0.1")

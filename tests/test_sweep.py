@@ -402,3 +402,20 @@ def test_a_list_of_numpy_scalars_or_single_keys_is_one_axis():
     keys = [jax.random.key(0), jax.random.key(1)]
     draws = sweep.run(lambda key: jax.random.normal(key), {"key": keys}, devices=jax.devices()[:1])
     np.testing.assert_allclose(draws, [jax.random.normal(k) for k in keys], rtol=1e-6)
+
+
+def test_seeds_refuses_a_bad_count_or_seed_by_name():
+    """seeds(0, -1) failed with "MLIRError: invalid tensor dimension size"; a count or seed that is
+    not an integer is now refused by name. Valid ones give count distinct keys, a traced seed too."""
+    keys = sweep.seeds(np.int64(0), 3)
+    assert keys.shape == (3,)
+    np.testing.assert_array_equal(jax.random.key_data(keys), jax.random.key_data(sweep.seeds(0, 3)))
+    assert len({tuple(np.asarray(jax.random.key_data(k))) for k in keys}) == 3
+    np.testing.assert_array_equal(jax.random.key_data(jax.jit(lambda s: sweep.seeds(s, 3))(0)),
+                                  jax.random.key_data(keys))
+    for count in (-1, 0, 2.0, True):
+        with pytest.raises(ValueError, match="count"):
+            sweep.seeds(0, count)
+    for seed in (1.5, "0", True):
+        with pytest.raises(TypeError, match="seed"):
+            sweep.seeds(seed, 2)

@@ -199,3 +199,59 @@ def test_pretrained_parameters_recover_a_fresh_instance(alpha):
         rpca.pretrained(alpha=alpha, rank=3)
     with pytest.raises(ValueError, match="alpha"):
         rpca.pretrained(alpha=0.15)
+
+
+def test_from_schedule_refuses_bad_values_by_name_and_keeps_a_fractional_n():
+    """from_schedule truncated rank = 2.7 to 2 and n = 100.7 to 100 (the class keeps fractional
+    sizes: for_problem(123.4, 3) does), took rank = 0, n = 0 or -5 (the model then failed with "math
+    domain error"), a NaN β and an infinite ζ. Each is now a ValueError naming the argument."""
+    z, e = jnp.array([1.0, 0.5, 0.25]), jnp.array([0.6, 0.5])
+    p = params_mod.LRPCAParams.from_schedule(z, e, rank=np.int64(2), n=100.7, beta=np.float32(1.2), phi=0.5)
+    assert type(p.rank) is int and p.rank == 2 and p.n == 100.7
+    assert p.n == p.for_problem(100.7, 2).n
+    np.testing.assert_allclose(p.zeta, z, rtol=1e-6)
+    np.testing.assert_allclose([p.beta, p.phi], [1.2, 0.5], rtol=1e-6)
+    assert params_mod.LRPCAParams.from_schedule(z, e, rank=2, n=100.0).n == 100
+    bad = [(dict(rank=2.7), "rank"), (dict(rank=0), "rank"), (dict(rank=True), "rank"),
+           (dict(n=0), "n must"), (dict(n=-5), "n must"), (dict(n=math.inf), "n must"), (dict(n=math.nan), "n must"),
+           (dict(n="100"), "n must"),
+           (dict(beta=math.nan), "beta"), (dict(beta=0.0), "beta"), (dict(beta=jnp.array([1.0, 2.0])), "beta"),
+           (dict(phi=math.inf), "phi"), (dict(phi=-0.5), "phi"),
+           (dict(zeta=jnp.array([1.0, jnp.inf, 0.25])), "zeta"), (dict(zeta=jnp.array([1.0, jnp.nan, 0.25])), "zeta"),
+           (dict(eta=jnp.array([0.6, jnp.inf])), "eta"), (dict(eta=jnp.array([0.6, -0.5])), "eta")]
+    for kwargs, match in bad:
+        args = dict(zeta=z, eta=e, rank=2, n=100) | kwargs
+        with pytest.raises(ValueError, match=match):
+            params_mod.LRPCAParams.from_schedule(args.pop("zeta"), args.pop("eta"), **args)
+    # Under jit the arrays are traced: shapes are checked, values are not (no error, same result).
+    jitted = jax.jit(lambda zz: params_mod.LRPCAParams.from_schedule(zz, e, rank=2, n=100).log_zeta)(z)
+    np.testing.assert_allclose(jitted, jnp.log(z), rtol=1e-6)
+
+
+def test_frmnn_grid_search_refuses_bad_arguments_by_name():
+    """num_instances = 0 ended in "every (beta, phi) of the grid diverged", extra_layers = -1 in
+    "num_steps must be an integer >= 0" (an argument the caller never passed), and phis = [-0.5]
+    was searched and returned as the chosen φ. All are refused by name before any instance is drawn."""
+    p = params_mod.LRPCAParams.from_schedule(jnp.array([1.0, 0.5, 0.25, 0.1]), jnp.array([0.6, 0.5, 0.5]),
+                                             rank=TINY.rank, n=TINY.n)
+    bad = [(dict(num_instances=0), "num_instances"), (dict(num_instances=2.5), "num_instances"),
+           (dict(extra_layers=-1), "extra_layers"), (dict(extra_layers=1.5), "extra_layers"),
+           (dict(phis=[-0.5]), "phis"), (dict(phis=[0.5, math.nan]), "phis"), (dict(phis=[[0.5]]), "phis"),
+           (dict(betas=[0.0, 1.0]), "betas"), (dict(betas=[math.inf]), "betas"), (dict(betas=[]), "betas"),
+           (dict(betas=1.0), "betas")]
+    for kwargs, match in bad:
+        with pytest.raises(ValueError, match=match):
+            training.frmnn_grid_search(jax.random.key(0), p, TINY, **(dict(num_instances=1, extra_layers=1) | kwargs))
+
+
+def test_pretrained_takes_concrete_numpy_and_jax_scalars():
+    """rpca.pretrained(jnp.float32(0.2)) was refused as "not a number" while np.float32(0.3) was
+    taken. Concrete 0-d NumPy and JAX numbers now select the same file as the Python float."""
+    ref = rpca.pretrained(0.2)
+    for alpha in (jnp.float32(0.2), jnp.asarray(0.2), np.array(0.2), np.float32(0.2), np.float64(0.2)):
+        p = rpca.pretrained(alpha)
+        for a, b in zip(jax.tree.leaves(p), jax.tree.leaves(ref)):
+            np.testing.assert_array_equal(a, b)
+    for bad in ("0.2", True, jnp.array([0.2]), np.array(True), jnp.float32(0.25)):
+        with pytest.raises(ValueError, match="alpha"):
+            rpca.pretrained(bad)

@@ -26,17 +26,23 @@ class RPCAProblem(NamedTuple):
 
 
 def _concrete_value(x) -> float | None:
-    """``x`` as a Python float when it holds a concrete scalar (Python, NumPy or JAX), else None."""
-    if isinstance(x, bool):
-        return float(x)
-    if isinstance(x, numbers.Real):
-        return float(x)
-    if hasattr(x, "dtype") and np.ndim(x) == 0 and _checks.is_concrete(x):
-        return float(x)
-    return None
+    """``x`` as a Python float when it holds a concrete scalar (Python, NumPy or JAX; a boolean as
+    0 or 1), else None (a tracer: checked by the caller's shape rules only)."""
+    return float(x) if isinstance(x, (bool, np.bool_)) else _checks.as_real(x)
 
 
 def _check_alpha(alpha) -> None:
+    """α: one number in [0, 1] (a Python, NumPy or JAX scalar; traced under ``vmap``). An array of
+    α's failed with "Cannot broadcast to shape with fewer dimensions", a string deep in JAX."""
+    dtype = getattr(alpha, "dtype", None)
+    if (isinstance(alpha, (str, bytes))
+            or (dtype is None and not isinstance(alpha, numbers.Real) and np.ndim(alpha) == 0)
+            or (dtype is not None and not (jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer)
+                                           or jnp.issubdtype(dtype, jnp.bool_)))):
+        raise TypeError(f"alpha must be a number in [0, 1], got {alpha!r}")
+    if np.ndim(alpha) != 0:
+        raise ValueError(f"alpha must be a scalar (one outlier fraction; vmap over alphas for several), "
+                         f"got shape {np.shape(alpha)}")
     a = _concrete_value(alpha)
     if a is not None and not 0 <= a <= 1:          # NaN fails both comparisons
         raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
@@ -59,7 +65,7 @@ def _outlier_count(alpha, size: int, dtype):
     return jnp.clip(top_fraction_count(jnp.asarray(alpha, dtype), size), 0, size)
 
 
-def random_support(key: jax.Array, shape: tuple[int, int], alpha, *, exact: bool = True,
+def random_support(key: jax.Array | int, shape: tuple[int, int], alpha, *, exact: bool = True,
                    dtype=jnp.float32) -> jax.Array:
     """Boolean mask of outlier positions, a fraction ``alpha`` ∈ [0, 1] of all entries of a 2-D shape.
 
@@ -72,6 +78,7 @@ def random_support(key: jax.Array, shape: tuple[int, int], alpha, *, exact: bool
     """
     if len(shape) != 2 or any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1 for d in shape):
         raise ValueError(f"shape must be two positive integers (n1, n2), got {shape!r}")
+    key = _checks.as_key(key)
     _check_alpha(alpha)
     u = jax.random.uniform(key, shape, dtype)
     if not exact:
@@ -86,7 +93,7 @@ def random_support(key: jax.Array, shape: tuple[int, int], alpha, *, exact: bool
     return keep.reshape(shape)
 
 
-def rpca_problem(key: jax.Array, n1: int, n2: int, rank: int, alpha, *, outlier_scale=1.0,
+def rpca_problem(key: jax.Array | int, n1: int, n2: int, rank: int, alpha, *, outlier_scale=1.0,
                  exact_support: bool = True, dtype=jnp.float32) -> RPCAProblem:
     """The LRPCA paper's synthetic instance (Appendix C.1), with the outlier scale of its code.
 
@@ -110,6 +117,7 @@ def rpca_problem(key: jax.Array, n1: int, n2: int, rank: int, alpha, *, outlier_
     scale = _concrete_value(outlier_scale)
     if scale is not None and not 0 <= scale < math.inf:   # NaN and inf fail too
         raise ValueError(f"outlier_scale must be a finite non-negative number, got {outlier_scale}")
+    key = _checks.as_key(key)
     k_l, k_r, k_s, k_v = jax.random.split(key, 4)
     L = jax.random.normal(k_l, (n1, rank), dtype) / jnp.sqrt(jnp.asarray(n1, dtype))
     R = jax.random.normal(k_r, (n2, rank), dtype) / jnp.sqrt(jnp.asarray(n2, dtype))

@@ -15,6 +15,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from lowrank_jax import _checks
+
 VTEST_SHA256 = "45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf"
 
 
@@ -42,6 +44,20 @@ def vtest_path() -> pathlib.Path:
     return data_dir() / "vtest.avi"
 
 
+def _check_selection(scale, start, frames, step):
+    """``load_vtest``'s arguments, checked before the clip is looked for: ``scale`` a finite number
+    in (0, 1]; ``start`` >= 0, ``step`` >= 1 and ``frames`` >= 1 (or None) integers — a step of 1.5
+    or frames = 2.5 passed and selected frames by a fractional rule. Returns them as Python numbers,
+    or raises ``ValueError`` naming the argument."""
+    value = _checks.as_real(scale)
+    if value is None or not 0 < value <= 1:    # NaN fails too
+        raise ValueError(f"scale must be a number in (0, 1], got {scale!r}")
+    start = _checks.check_positive_int(start, "start", minimum=0)
+    step = _checks.check_positive_int(step, "step")
+    frames = _checks.check_positive_int(frames, "frames", allow_none=True)
+    return value, start, frames, step
+
+
 def load_vtest(*, scale: float = 0.25, start: int = 0, frames: int | None = None, step: int = 1,
                path=None, check_hash: bool = True) -> Video:
     """Grey, down-sampled frames of ``vtest.avi`` as a (pixels, frames) matrix.
@@ -57,14 +73,11 @@ def load_vtest(*, scale: float = 0.25, start: int = 0, frames: int | None = None
       FileNotFoundError: the clip is absent (run ``make data``).
       ImportError: the decoder (``opencv-python-headless``) is not installed (run ``make data``).
     """
+    scale, start, frames, step = _check_selection(scale, start, frames, step)
     path = pathlib.Path(path) if path is not None else vtest_path()
     if not path.is_file():
         raise FileNotFoundError(f"video clip {path} not found: run `make data` (it extracts vtest.avi from "
                                 "Debian's opencv-doc package into data/)")
-    if not 0 < scale <= 1:
-        raise ValueError(f"scale must be in (0, 1], got {scale}")
-    if start < 0 or step < 1 or (frames is not None and frames < 1):
-        raise ValueError(f"need start >= 0, step >= 1, frames >= 1; got {start}, {step}, {frames}")
     if check_hash:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         if digest != VTEST_SHA256:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import numbers
 import os
 import tempfile
 from importlib import resources
@@ -51,6 +50,8 @@ class LRPCAParams(eqx.Module):
                 self.log_zeta.shape[0] != self.log_eta.shape[0] + 1:
             raise ValueError(f"log_zeta must have one more entry than log_eta: got {self.log_zeta.shape} "
                              f"and {self.log_eta.shape}")
+        _checks.check_positive_int(self.rank, "rank")       # static fields: checked however the object is built
+        _problem_size(self.n)
 
     @property
     def zeta(self) -> jax.Array:
@@ -65,17 +66,19 @@ class LRPCAParams(eqx.Module):
         return self.log_eta.shape[0]
 
     @classmethod
-    def from_schedule(cls, zeta, eta, *, rank: int, n: int, beta=1.0, phi=1.0) -> "LRPCAParams":
-        """From thresholds ζ (K+1,) > 0 and steps η (K,) > 0."""
-        zeta, eta = jnp.asarray(zeta, jnp.float32), jnp.asarray(eta, jnp.float32)
-        if _checks.is_concrete(zeta) and _checks.is_concrete(eta):
-            with jax.ensure_compile_time_eval():
-                if not bool(jnp.all(zeta > 0)):
-                    raise ValueError("zeta must be positive")
-                if not bool(jnp.all(eta > 0)):
-                    raise ValueError("eta must be positive")
-        return cls(jnp.log(zeta), jnp.log(eta), jnp.asarray(beta, jnp.float32),
-                   jnp.asarray(phi, jnp.float32), rank=int(rank), n=int(n))
+    def from_schedule(cls, zeta, eta, *, rank: int, n: int | float, beta=1.0, phi=1.0) -> "LRPCAParams":
+        """From thresholds ζ (K+1,) and steps η (K,), all finite and > 0, the FRMNN factors β, φ
+        (finite scalars > 0), the ``rank`` (an integer ≥ 1) and the size ``n`` = √(n1 n2) (finite,
+        > 0; fractional for a non-square problem) they are for. Anything else raises a
+        ``ValueError`` naming the argument (``rank`` = 2.7 was truncated to 2, ``n`` = 0 failed later
+        with "math domain error", a NaN β or an infinite ζ was stored). Traced ζ, η, β, φ are checked
+        for shape only."""
+        zeta = _checks.as_hyper(zeta, "zeta", ndim=1, positive=True, dtype=jnp.float32)
+        eta = _checks.as_hyper(eta, "eta", ndim=1, positive=True, dtype=jnp.float32)
+        beta = _checks.as_hyper(beta, "beta", ndim=0, positive=True, dtype=jnp.float32)
+        phi = _checks.as_hyper(phi, "phi", ndim=0, positive=True, dtype=jnp.float32)
+        rank = _checks.check_positive_int(rank, "rank")
+        return cls(jnp.log(zeta), jnp.log(eta), beta, phi, rank=rank, n=_problem_size(n))
 
     def for_problem(self, n: float, rank: int) -> "LRPCAParams":
         """The paper's generalisation rule: η as is, ζ scaled by (self.n / n)(rank / self.rank).
@@ -87,15 +90,13 @@ class LRPCAParams(eqx.Module):
         return self._rescaled(n, rank)
 
     def _rescaled(self, n, rank) -> "LRPCAParams":
-        if isinstance(n, bool) or not isinstance(n, numbers.Real) or not 0 < n < math.inf:
-            raise ValueError(f"n must be a positive size √(n1 n2), got {n!r}")
+        n = _problem_size(n)
         rank = _checks.check_positive_int(rank, "rank")
         if n < 0.9 * self.n:
             _checks.warn_caller(f"these LRPCA parameters were trained at n = {self.n}; rescaled to n = {n:.0f} the "
                                 "error stalls early (at α = 0.1: about 2e-4 at n = 500, 1e-3 at n = 300, against "
                                 "7e-8 at n ≥ 1000). Train for this size with rpca.train_lrpca (Robust PCA guide).")
         scale = (self.n / n) * (rank / self.rank)
-        n = int(n) if float(n).is_integer() else float(n)
         return LRPCAParams(self.log_zeta + math.log(scale), self.log_eta, self.beta, self.phi, rank=rank, n=n)
 
     def __call__(self, Y, *, frmnn: bool = True, tol=None, max_iter=None, rank: int | None = None,
@@ -120,6 +121,16 @@ class LRPCAParams(eqx.Module):
             return lrpca(Y, rank, p.zeta, p.eta, beta=p.beta, phi=p.phi, tol=tol, max_iter=max_iter,
                          **kwargs)
         return lrpca(Y, rank, p.zeta, p.eta, tol=tol, max_iter=max_iter, **kwargs)
+
+
+def _problem_size(n) -> int | float:
+    """A problem size √(n1 n2): a finite number > 0 (Python, NumPy or a concrete 0-d array), returned
+    as a Python int when integer-valued, else as a float (a non-square problem's size); else a
+    ``ValueError`` naming ``n``."""
+    value = _checks.as_real(n)
+    if value is None or not 0 < value < math.inf:           # NaN fails too
+        raise ValueError(f"n must be a finite positive size √(n1 n2), got {n!r}")
+    return int(value) if value.is_integer() else value
 
 
 def _template(num_layers: int, rank: int, n: int, dtype: str = "float32") -> LRPCAParams:
@@ -213,8 +224,10 @@ def pretrained(alpha: float = 0.1, *, rank: int | None = None) -> LRPCAParams:
     smaller: at α = 0.1 the error stalls near 2e-4 at n = 500 and 1e-3 at n = 300, against 7e-8 at
     n = 1000 and 2000. Train for small sizes (:func:`lowrank_jax.rpca.train_lrpca`).
     """
-    if isinstance(alpha, bool) or not isinstance(alpha, (numbers.Real, np.floating)):
+    value = _checks.as_real(alpha)              # also a 0-d NumPy or JAX number (jnp.float32(0.2))
+    if value is None:
         raise ValueError(f"alpha must be a number in {PRETRAINED_ALPHAS}, got {alpha!r}")
+    alpha = value
     if not any(abs(alpha - a) < 1e-6 for a in PRETRAINED_ALPHAS):      # float32 0.3 is 0.30000001
         raise ValueError(f"pretrained parameters exist for alpha in {PRETRAINED_ALPHAS}, got {alpha}")
     name = pretrained_name(alpha)

@@ -315,9 +315,13 @@ def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instanc
     the grid's mean errors (NaN-safe: a diverging point counts as +inf). If every point diverges,
     ``FloatingPointError`` (argmin over all-inf picked the first point, a diverging one).
     """
-    betas = jnp.round(jnp.arange(0.5, 2.01, 0.1), 2) if betas is None else jnp.asarray(betas)
-    phis = jnp.round(jnp.arange(0.1, 1.01, 0.1), 2) if phis is None else jnp.asarray(phis)
-    betas, phis = betas.astype(jnp.float32), phis.astype(jnp.float32)
+    # Checked here, by name: num_instances = 0 ended in "every (beta, phi) of the grid diverged",
+    # extra_layers = -1 in "num_steps must be an integer >= 0", and a φ ≤ 0 could be chosen.
+    key = _checks.as_key(key)
+    num_instances = _checks.check_positive_int(num_instances, "num_instances")
+    extra_layers = _checks.check_positive_int(extra_layers, "extra_layers", minimum=0)
+    betas = _grid_axis(jnp.round(jnp.arange(0.5, 2.01, 0.1), 2) if betas is None else betas, "betas")
+    phis = _grid_axis(jnp.round(jnp.arange(0.1, 1.01, 0.1), 2) if phis is None else phis, "phis")
     Y, X = _instances(key, cfg, num_instances, sampler)
     errors = _grid_errors(params, Y, X, betas, phis, extra_layers)
     if not bool(jnp.any(jnp.isfinite(errors))):
@@ -326,6 +330,14 @@ def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instanc
     i, j = np.unravel_index(int(jnp.argmin(errors)), errors.shape)
     chosen = eqx.tree_at(lambda p: (p.beta, p.phi), params, (betas[i], phis[j]))
     return chosen, errors
+
+
+def _grid_axis(values, name: str) -> jax.Array:
+    """One axis of the FRMNN grid: a non-empty 1-D float32 array of finite values > 0."""
+    values = _checks.as_hyper(values, name, ndim=1, positive=True, dtype=jnp.float32)
+    if values.shape[0] == 0:
+        raise ValueError(f"{name} must hold at least one value")
+    return values
 
 
 # Grid points vmapped together (lax.map's batch_size): chunks of 8 run 1.4x faster than one point at
