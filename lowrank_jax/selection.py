@@ -1,9 +1,12 @@
-"""Exact k-th largest selection without sorting.
+"""Exact k-th largest selection.
 
 XLA's CPU sort (and ``lax.top_k`` with large k) is slow, whereas a sweep that
-counts the entries above a few thresholds is cheap. :func:`kth_largest` therefore
-finds the exact order statistic by a sequence of counting sweeps inside a
-``lax.while_loop``; see its docstring for the semantics and the algorithm.
+counts the entries above a few thresholds is cheap. On a CPU :func:`kth_largest`
+therefore finds the exact order statistic by a sequence of counting sweeps inside a
+``lax.while_loop``; see its docstring for the semantics and the algorithm. On GPUs
+and TPUs, where sorting is fast and each trip of a data-dependent loop costs a
+device round trip (and batch members of such a loop run one after another), it
+sorts instead. Both give the same values.
 """
 
 from __future__ import annotations
@@ -390,7 +393,7 @@ def _selector(axis):
     return select
 
 
-def kth_largest(x, k, *, axis=-1, guess=None):
+def kth_largest(x, k, *, axis=-1, guess=None, method="auto"):
     """Exact k-th largest entry of ``x`` along ``axis`` (k = 1 is the maximum).
 
     Semantics: the result has ``x.shape`` without ``axis`` and equals
@@ -409,7 +412,12 @@ def kth_largest(x, k, *, axis=-1, guess=None):
       axis: the axis to select along.
       guess: optional warm start, broadcastable to the result shape (e.g. the
         value returned at the previous iteration of an outer solver). It only
-        affects speed, never the result.
+        affects speed, never the result (the sort ignores it).
+      method: ``"count"`` (the counting selection below), ``"sort"`` (``jnp.sort``
+        along the axis, then an index: fully batched under ``vmap``, no loop) or
+        ``"auto"`` (default): counting when the program is lowered for a CPU,
+        sorting for GPUs and TPUs (``lax.platform_dependent``, resolved at
+        compile time, so only the chosen one is compiled). The value is the same.
 
     Returns:
       Array of ``x.dtype``; no gradient flows through it (``lax.stop_gradient``).
@@ -440,7 +448,8 @@ def kth_largest(x, k, *, axis=-1, guess=None):
     6 full sweeps cold, 3 warm, plus a few on the gathered rows.
 
     Notes: XLA:CPU flushes subnormal floats to zero in comparisons, so subnormal
-    entries are treated as zeros (a subnormal k-th value is returned as 0.0).
+    entries are treated as zeros (a subnormal k-th value is returned as 0.0, by
+    either method, so that every device gives the same value).
     Under ``jax.vmap`` (e.g. over ``k``) a custom batching rule runs the batch
     members one after another (``lax.map``); the loop itself is never batched.
     """
@@ -460,5 +469,33 @@ def kth_largest(x, k, *, axis=-1, guess=None):
     if dtype not in (jnp.float32, jnp.float64):
         x = x.astype(jnp.float32)  # exact for float16 / bfloat16
     guess = () if guess is None else (lax.stop_gradient(jnp.asarray(guess, x.dtype)),)
-    v = _selector(index % x.ndim)(x, k, *guess)
+    axis = index % x.ndim
+    count = _selector(axis)
+    sort = lambda x, k, *guess: _kth_by_sort(x, k, axis)  # noqa: E731
+    if method == "auto":
+        v = lax.platform_dependent(x, k, *guess, cpu=count, default=sort)
+    elif method in ("count", "sort"):
+        v = (count if method == "count" else sort)(x, k, *guess)
+    else:
+        raise ValueError(f"method must be 'auto', 'count' or 'sort', got {method!r}")
     return lax.stop_gradient(v.astype(dtype))
+
+
+def _kth_by_sort(x, k, axis):
+    """kth_largest by ``jnp.sort`` along ``axis`` and an index (x float32/float64, axis >= 0).
+
+    Same conventions as the counting selection: k <= 0 gives +inf, k > n gives -inf, a zero or
+    subnormal k-th value is returned as +0.0 (the sort itself orders subnormals as the device
+    compares them; the value at the k-th place is then the same as by counting).
+    """
+    n = x.shape[axis]
+    out_shape = x.shape[:axis] + x.shape[axis + 1 :]
+    k = jnp.broadcast_to(k, out_shape)
+    inf = jnp.asarray(jnp.inf, x.dtype)
+    if n == 0:
+        return jnp.where(k <= 0, inf, -inf)
+    ascending = jnp.sort(x, axis=axis)
+    place = jnp.expand_dims(jnp.clip(n - k, 0, n - 1), axis)
+    v = jnp.squeeze(jnp.take_along_axis(ascending, place, axis=axis), axis)
+    v = jnp.where(jnp.abs(v) < jnp.finfo(x.dtype).tiny, jnp.zeros((), x.dtype), v)  # ±0, subnormals → +0.0
+    return jnp.where(k <= 0, inf, jnp.where(k > n, -inf, v))

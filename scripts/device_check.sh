@@ -11,7 +11,8 @@
 #    the one GPU (no preallocation), with JAX's default float32 matmul precision;
 # 2. the tests that failed, again with float32 matmuls at full precision
 #    (JAX_DEFAULT_MATMUL_PRECISION=highest), which tells precision from other failures;
-# 3. the 64-point sweep benchmark on that device.
+# 3. the 64-point sweep benchmark on that device;
+# 4. k-th largest selection by counting and by sorting, and ScaledGD's sweep (device_selection_probe).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device}
@@ -32,3 +33,5 @@ JAX_DEFAULT_MATMUL_PRECISION=highest timeout -s INT 110 $PY -m pytest -q -n 8 --
   | tail -n 40 | tee "$OUT/suite_highest.txt"
 
 timeout -s INT 80 $PY bench/bench_sweep.py --reps 2 2>&1 | tee "$OUT/bench_sweep.txt"
+
+timeout -s INT 60 $PY scripts/device_selection_probe.py 2>&1 | tee "$OUT/selection.txt"

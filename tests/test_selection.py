@@ -16,17 +16,19 @@ from hypothesis.extra import numpy as hnp
 
 from lowrank_jax.selection import kth_largest
 
-_jitted = jax.jit(kth_largest, static_argnames="axis")
+_jitted = jax.jit(kth_largest, static_argnames=("axis", "method"))
+# "auto" is the counting selection on this CPU; "sort" is what GPUs and TPUs run.
+METHODS = pytest.mark.parametrize("method", ["auto", "sort"])
 
 
-def kl(x, k, axis=-1, guess=None):
+def kl(x, k, axis=-1, guess=None, method="auto"):
     """kth_largest under jit, with k (and guess) broadcast to the result shape."""
     x = jnp.asarray(x)
     out_shape = x.shape[: axis % x.ndim] + x.shape[axis % x.ndim + 1 :]
     k = jnp.broadcast_to(jnp.asarray(k, jnp.int32), out_shape)
     if guess is not None:
         guess = jnp.broadcast_to(jnp.asarray(guess, x.dtype), out_shape)
-    return _jitted(x, k, axis=axis, guess=guess)
+    return _jitted(x, k, axis=axis, guess=guess, method=method)
 
 
 def reference(x, k, axis=-1):
@@ -67,27 +69,30 @@ KINDS = ["absnormal", "normal", "ints", "lognormal", "sparse"]
 
 
 @pytest.mark.parametrize("axis", [0, 1, -1])
-def test_float32_axes_and_k(axis):
+@METHODS
+def test_float32_axes_and_k(axis, method):
     for seed, kind in enumerate(KINDS):
         x = sample(seed, (20, 27), kind)
         n = x.shape[axis]
         for k in (1, 2, n // 5, n // 2, n - 1, n):
-            assert_exact(kl(x, k, axis), reference(x, k, axis))
+            assert_exact(kl(x, k, axis, method=method), reference(x, k, axis))
         k_row = np.random.default_rng(seed).integers(1, n + 1, x.shape[1 - axis % 2])
-        assert_exact(kl(x, k_row, axis), reference(x, k_row, axis))
+        assert_exact(kl(x, k_row, axis, method=method), reference(x, k_row, axis))
 
 
-def test_out_of_range_k():
+@METHODS
+def test_out_of_range_k(method):
     x = sample(5, (20, 27), "normal")
     k = np.array([-5, 0, 1, 27, 28, 100, 3, 0, 28, 1] * 2)
-    got = np.asarray(kl(x, k))
+    got = np.asarray(kl(x, k, method=method))
     assert_exact(got, reference(x, k))
     assert np.all(got[k <= 0] == np.inf) and np.all(got[k > 27] == -np.inf)
     mask = x >= got[:, None]  # keeps nothing resp. everything
     assert not mask[k <= 0].any() and mask[k > 27].all()
 
 
-def test_ties_zeros_signs_and_infinities():
+@METHODS
+def test_ties_zeros_signs_and_infinities(method):
     x = np.zeros((20, 27), np.float32)
     x[1] = 5.0  # all equal
     x[2, ::2] = -0.0  # +0 and -0 mixed
@@ -100,32 +105,34 @@ def test_ties_zeros_signs_and_infinities():
     x[9] = np.where(np.arange(27) % 3, -1.5, np.finfo(np.float32).max)
     x[10:] = sample(6, (10, 27), "ints") * 1e-3
     for k in range(-1, 29):
-        assert_exact(kl(x, k), reference(x, k))
+        assert_exact(kl(x, k, method=method), reference(x, k))
     for k in (1, 10, 20):  # along columns too
-        assert_exact(kl(x, k, 0), reference(x, k, 0))
+        assert_exact(kl(x, k, 0, method=method), reference(x, k, 0))
 
 
-def test_float64():
+@METHODS
+def test_float64(method):
     with jax.enable_x64(True):
         x = sample(7, (20, 27), "normal", np.float64)
         x[:9] = x[9:18]  # ties within each column
         for k in (1, 7, 19, 20):
-            got = kl(x, k, 0)
+            got = kl(x, k, 0, method=method)
             assert got.dtype == jnp.float64
             assert_exact(got, reference(x, k, 0))
         # values closer together than float32 can resolve
         y = 1.0 + np.random.default_rng(8).permutation(5000) * 1e-13
         for k in (1, 123, 2500, 5000):
-            assert_exact(kl(y, k), reference(y, k))
+            assert_exact(kl(y, k, method=method), reference(y, k))
 
 
-def test_3d_and_broadcast_k():
+@METHODS
+def test_3d_and_broadcast_k(method):
     x = sample(9, (2, 9, 3), "absnormal")
     for axis in (0, 1):  # (the last axis is covered by the 2-D tests)
         shape = x.shape[: axis % 3] + x.shape[axis % 3 + 1 :]
         k = np.random.default_rng(axis % 3).integers(-1, x.shape[axis] + 2, shape)
-        assert_exact(kl(x, k, axis), reference(x, k, axis))
-    assert_exact(kl(x, np.array([1, 4, 9]), 1), reference(x, np.array([1, 4, 9]), 1))
+        assert_exact(kl(x, k, axis, method=method), reference(x, k, axis))
+    assert_exact(kl(x, np.array([1, 4, 9]), 1, method=method), reference(x, np.array([1, 4, 9]), 1))
 
 
 def test_guess_never_changes_the_result():
@@ -165,16 +172,18 @@ def test_no_gradient():
     assert np.all(np.asarray(grad) == 0)
 
 
-def test_dtypes_empty_and_errors():
+@METHODS
+def test_dtypes_empty_and_errors(method):
     x = sample(13, (20, 27), "normal").astype(np.float16)
-    got = kl(x, 5)
+    got = kl(x, 5, method=method)
     assert got.dtype == jnp.float16
     np.testing.assert_array_equal(np.asarray(got), reference(x, 5))
     # XLA:CPU compares subnormals as zeros; they are treated as zeros throughout
     sub = np.float32(np.finfo(np.float32).smallest_subnormal) * np.array([[3, 0, -2, 1, 5]], np.float32)
-    assert float(kl(sub, 2)[0]) == 0.0 and float(kl(np.abs(sub) + 1, 2)[0]) == reference(np.abs(sub) + 1, 2)[0]
+    assert float(kl(sub, 2, method=method)[0]) == 0.0
+    assert float(kl(np.abs(sub) + 1, 2, method=method)[0]) == reference(np.abs(sub) + 1, 2)[0]
     empty = np.zeros((3, 0), np.float32)
-    np.testing.assert_array_equal(kth_largest(empty, np.array([0, 1, 2])), [np.inf, -np.inf, -np.inf])
+    np.testing.assert_array_equal(kth_largest(empty, np.array([0, 1, 2]), method=method), [np.inf, -np.inf, -np.inf])
     with pytest.raises(TypeError):
         kth_largest(np.arange(5), 1)
     with pytest.raises(TypeError):
@@ -194,7 +203,8 @@ def test_large_flat():
 
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
-def test_property_matches_sort(data):
+@METHODS
+def test_property_matches_sort(data, method):
     shape = (4, 6)  # few shapes: compilation dominates
     elements = st.one_of(
         st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, np.inf, -np.inf]),
@@ -205,8 +215,8 @@ def test_property_matches_sort(data):
     out_shape = shape[:axis] + shape[axis + 1 :]
     k = data.draw(hnp.arrays(np.int32, out_shape, elements=st.integers(-1, shape[axis] + 1)))
     guess = data.draw(hnp.arrays(np.float32, out_shape, elements=st.floats(-1e7, 1e7, width=32)))
-    assert_exact(kl(x, k, axis), reference(x, k, axis))
-    assert_exact(kl(x, k, axis, guess=guess), reference(x, k, axis))
+    assert_exact(kl(x, k, axis, method=method), reference(x, k, axis))
+    assert_exact(kl(x, k, axis, guess=guess, method=method), reference(x, k, axis))
 
 
 def test_a_scalar_is_refused_by_name():
@@ -225,3 +235,28 @@ def test_an_axis_out_of_range_is_refused_not_wrapped():
         np.testing.assert_array_equal(kth_largest(x, 1, axis=axis), np.max(np.asarray(x), axis=axis))
     with pytest.raises(ValueError, match="axis must be an integer in"):
         kth_largest(x, 1, axis=np.array(True))
+
+
+def test_auto_counts_on_a_cpu_and_sorts_on_accelerators():
+    """On a GPU the counting loop paid a device round trip per trip, and under vmap (a sweep over α)
+    its custom rule ran the batch members one after another: a ScaledGD sweep on an H200 was no
+    faster than its single runs. "auto" is resolved when the program is lowered: counting (a while
+    loop, no sort) for a CPU, a batched sort (no loop) for GPUs and TPUs, also under vmap.
+    Lowered here for each platform without the device."""
+    x = jnp.asarray(sample(16, (20, 27), "absnormal"))
+    alphas = jnp.array([0.1, 0.2, 0.3])
+    one = jax.jit(lambda x: kth_largest(x, 5, axis=1))
+    swept = jax.jit(jax.vmap(lambda a: kth_largest(x, jnp.floor(a * 27).astype(jnp.int32), axis=0)))
+    for f, args in ((one, (x,)), (swept, (alphas,))):
+        traced = f.trace(*args)
+        cpu = traced.lower(lowering_platforms=("cpu",)).as_text()
+        assert "while" in cpu and "sort" not in cpu
+        for platform in ("cuda", "rocm", "tpu"):
+            text = traced.lower(lowering_platforms=(platform,)).as_text()
+            assert "sort" in text and "while" not in text, platform
+    np.testing.assert_array_equal(swept(alphas), np.stack([reference(x, int(a * 27), 0) for a in (0.1, 0.2, 0.3)]))
+
+
+def test_an_unknown_method_is_refused():
+    with pytest.raises(ValueError, match="method must be 'auto', 'count' or 'sort'"):
+        kth_largest(jnp.ones((2, 3)), 1, method="top_k")
