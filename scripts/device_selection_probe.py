@@ -4,11 +4,14 @@ For a GPU or TPU session: ``kth_largest(method="auto")`` sorts there, and this s
 was the right call, and what ScaledGD's run and 64-point (α, η) sweep cost with it. Each timing
 checks its values against NumPy first. Prints; asserts nothing else.
 
-    PYTHONPATH=. python scripts/device_selection_probe.py
+    PYTHONPATH=. python scripts/device_selection_probe.py [--sizes 200 1000]
+
+(On a CPU the sort of a 1000 × 1000 matrix takes most of a second: use ``--sizes 200`` there.)
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import jax
@@ -30,22 +33,27 @@ def ms(fn, reps=10):
     return 1e3 * float(np.median(ts))
 
 
-def main():
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[200, 1000])
+    args = ap.parse_args(argv)
     print(jax.devices())
     rng = np.random.default_rng(0)
-    for n in (200, 1000):
-        x = jnp.asarray(np.abs(rng.standard_normal((n, n))).astype(np.float32))
-        ks = jnp.arange(1, 65) * (n // 128)                      # 64 values of k: a sweep over α
-        want = np.sort(np.asarray(x), axis=1)[:, -(n // 10)]
+    for n in args.sizes:
+        # 64 matrices, one per sweep point (in a ScaledGD sweep each point has its own residual), with
+        # their own k = ⌊α n⌋. Passed as arguments, never closed over: XLA would fold constant work.
+        xs = jnp.asarray(np.abs(rng.standard_normal((64, n, n))).astype(np.float32))
+        ks = jnp.arange(1, 65) * (n // 128)
+        k = n // 10
+        want = np.sort(np.asarray(xs[0]), axis=1)[:, -k]
+        want_last = np.sort(np.asarray(xs[-1]), axis=1)[:, -int(ks[-1])]
         row = []
         for method in ("count", "sort"):
-            one = jax.jit(lambda x, method=method: kth_largest(x, n // 10, axis=1, method=method))
-            # x as an argument, never closed over: XLA would fold the constant work at compile time
-            batch = jax.jit(jax.vmap(lambda x, k, method=method: kth_largest(x, k, axis=1, method=method),
-                                     in_axes=(None, 0)))
-            assert np.array_equal(np.asarray(one(x)), want), method
-            assert np.array_equal(np.asarray(batch(x, ks))[-1], np.sort(np.asarray(x), axis=1)[:, -int(ks[-1])])
-            row += [f"{method}: one {ms(lambda: one(x)):.3f}", f"64 batched {ms(lambda: batch(x, ks)):.3f}"]
+            one = jax.jit(lambda x, method=method: kth_largest(x, k, axis=1, method=method))
+            batch = jax.jit(jax.vmap(lambda x, k, method=method: kth_largest(x, k, axis=1, method=method)))
+            assert np.array_equal(np.asarray(one(xs[0])), want), method
+            assert np.array_equal(np.asarray(batch(xs, ks))[-1], want_last), method
+            row += [f"{method}: one {ms(lambda: one(xs[0])):.3f}", f"64 batched {ms(lambda: batch(xs, ks)):.3f}"]
         print(f"kth_largest {n} x {n} rows, ms:", ", ".join(row), flush=True)
 
     Y = rdata.rpca_problem(jax.random.key(0), 200, 200, 5, 0.1).Y
