@@ -16,21 +16,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from _timing import median_ms
+
 
 def _time(fn, reps):
-    jax.block_until_ready(fn())
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        ts.append(time.perf_counter() - t0)
-    return 1e3 * float(np.median(ts))
+    return median_ms(fn, reps=reps, warmup=1)
 
 
 def cases():

@@ -12,11 +12,15 @@ checks its values against NumPy first. Prints; asserts nothing else.
 from __future__ import annotations
 
 import argparse
-import time
+import pathlib
+import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
+from _timing import median_ms  # noqa: E402
 
 from lowrank_jax import rpca, sweep
 from lowrank_jax.datasets import rpca as rdata
@@ -24,13 +28,7 @@ from lowrank_jax.selection import kth_largest
 
 
 def ms(fn, reps=10):
-    jax.block_until_ready(fn())
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        ts.append(time.perf_counter() - t0)
-    return 1e3 * float(np.median(ts))
+    return median_ms(fn, reps=reps, warmup=1)
 
 
 def main(argv=None):
