@@ -330,11 +330,13 @@ def test_relative_change_halting_rule_matches_brute_force(x64):
         rpca.lrpca(p.Y, 3, z, jnp.full(K, 0.5), tol=1e-3, stop="residuals")
 
 
-def test_altproj_change_rule_waits_for_the_threshold_to_settle():
+def test_altproj_change_rule_waits_for_the_outliers():
     """With stop="change", AltProj stopped in its last stage while the threshold β(σ_{r+1} + 0.5^t σ_r)
     was still above every outlier: S stayed 0, so ‖ΔS‖/‖S‖ = 0/0 = 0 and X stood still, and the rule
-    fired (200 × 200, r = 5: 6 iterations, error 3e-2, no outlier found). It now applies once the
-    threshold has settled, and reaches the residual rule's accuracy."""
+    fired (200 × 200, r = 5: 6 iterations, error 3e-2, no outlier found). It now applies once S holds
+    an entry (or the threshold has settled, or the residual is below tol), and reaches the residual
+    rule's accuracy; data without outliers still stop at once (a first version of the fix, which
+    waited for the threshold to settle, ran them to max_iter)."""
     p = datasets.rpca_problem(jax.random.key(1), 200, 200, 5, 0.1)
     by_residual = rpca.altproj(p.Y, 5, tol=1e-4, max_iter=200, X_star=p.X)
     by_change = rpca.altproj(p.Y, 5, tol=1e-4, max_iter=200, X_star=p.X, stop="change")
@@ -344,6 +346,11 @@ def test_altproj_change_rule_waits_for_the_threshold_to_settle():
     found = np.asarray(by_change.S != 0)
     assert np.mean(found[np.asarray(p.S != 0)]) > 0.99        # the outliers are in S
     assert float(by_change.change[n - 1]) < 1e-4
+    for rank in (1, 3):
+        clean = datasets.rpca_problem(jax.random.key(1), 60, 50, rank, 0.0)
+        out = rpca.altproj(clean.Y, rank, tol=1e-5, stop="change", X_star=clean.X)
+        assert int(out.n_iter) <= rank + 2 and float(out.error[int(out.n_iter) - 1]) < 1e-6
+        assert not bool(jnp.any(out.S != 0))
 
 def test_a_shipped_model_checks_what_it_is_called_with():
     """The model's call took Y and rank unchecked: a 1-D Y raised IndexError, an empty one

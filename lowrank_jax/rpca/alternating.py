@@ -60,10 +60,11 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
         if stop == "change":
             diag["change"] = relative_change(L_f, R_f, L_p, R_p, jnp.sum(jnp.square(S_new - S)),
                                              jnp.sum(jnp.square(S)))
-            # While the threshold still decays, S (and so X) can stand still between iterations,
-            # e.g. at S = 0 before the threshold has come down to the outliers: a small change then
-            # says nothing about convergence. The change rule applies once the threshold has settled.
-            diag["settled"] = settled
+            # While the threshold is above every outlier, S stays 0 and X stands still: a small
+            # change then says nothing about convergence. The change rule applies once S holds
+            # something, the threshold has settled, or the pair already fits Y to tol (data with
+            # no outliers: S rightly stays 0).
+            diag["ready"] = jnp.any(S_new != 0) | settled | (diag["residual"] < tol)
         if X_star is not None:
             diag["error"] = relative_error(Y - D, X_star)
         if support is not None:
@@ -80,7 +81,7 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
     state = (jnp.asarray(1, jnp.int32), jnp.asarray(0, jnp.int32), S0, first.V, zeros_l, zeros_r)
 
     def done(s, d):
-        ready = d["settled"] if stop == "change" else True
+        ready = d["ready"] if stop == "change" else True
         return (s[0] == rank) & (d[stop] < tol) & ready
 
     out = loop.run_until(step, state, max_iter=max_iter, stop=done)
@@ -98,9 +99,11 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
       beta: threshold constant β (array), default 1/(2 (n1 n2)^{1/4}); beta_init: β_0 of the first
         threshold β_0 σ_1(Y), default 4β.
       tol: stop (in the last stage) when ‖Y − L − S‖_F/‖Y‖_F < tol, or with ``stop="change"``
-        when the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol, the latter only once
-        the stage's threshold has settled (0.5^{t+1} σ_r ≤ σ_{r+1}: before that S may stand still, at
-        S = 0 while the threshold is above every outlier); None runs all ``max_iter`` iterations.
+        when the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol, the latter only once S
+        holds an entry, the stage's threshold has settled (0.5^{t+1} σ_r ≤ σ_{r+1}) or the residual is
+        below tol: while the threshold is above every outlier S stands still at 0, and so does X. With
+        a tol below the noise floor, entries at the threshold enter and leave S and the change rule
+        may take many iterations. None runs all ``max_iter`` iterations.
       max_iter: total iteration budget over all stages (static). inner_iters: iterations of each
         stage k < r (static).
       X_star, support, key: diagnostics and the key of the first randomized SVD, as in ``lrpca``.
