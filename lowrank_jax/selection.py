@@ -459,6 +459,8 @@ def kth_largest(x, k, *, axis=-1, guess=None, method="auto"):
     k = jnp.asarray(k)
     if not jnp.issubdtype(k.dtype, jnp.integer):
         raise TypeError(f"k must be an integer, got {k.dtype}")
+    if k.dtype.itemsize < 4:
+        k = k.astype(jnp.int32)         # n − k in an int8/uint8 k wrapped around (sort: 39.0 for 295.0)
     if x.ndim == 0:
         raise ValueError("kth_largest needs an array with at least one axis, got a scalar")
     index = _checks.as_int(axis)

@@ -257,6 +257,16 @@ def test_auto_counts_on_a_cpu_and_sorts_on_accelerators():
     np.testing.assert_array_equal(swept(alphas), np.stack([reference(x, int(a * 27), 0) for a in (0.1, 0.2, 0.3)]))
 
 
+@METHODS
+def test_narrow_integer_k(method):
+    """n − k was formed in k's dtype: an int8 or uint8 k wrapped around for n > 127 resp. 255, and the
+    sort read the wrong place (x = 0, 1, …, 299, k = 5: 39.0 instead of 295.0)."""
+    x = jnp.arange(300.0, dtype=jnp.float32)
+    for dtype in (jnp.int8, jnp.uint8, jnp.int16, jnp.uint16):
+        for k in (1, 5, 100):
+            assert float(kth_largest(x, jnp.asarray(k, dtype), method=method)) == 300.0 - k
+
+
 def test_an_unknown_method_is_refused():
     with pytest.raises(ValueError, match="method must be 'auto', 'count' or 'sort'"):
         kth_largest(jnp.ones((2, 3)), 1, method="top_k")
