@@ -269,12 +269,12 @@ _mfb_units = jax.jit(jax.vmap(_mfb_unit, in_axes=(0, 0, None)))
 # -- companions used by the baselines -------------------------------------------------------------
 
 def l1_prox(x, strength):
-    """Prox of λ‖·‖₁ (soft thresholding) on an array or on every leaf of a pytree; ``strength`` λ ≥ 0
-    (refused by name when negative or NaN and concrete: x − clip(x, −λ, λ) at λ < 0 shifts every entry
-    by |λ|)."""
+    """Prox of λ‖·‖₁ (soft thresholding) on an array or on every leaf of a pytree; ``strength`` λ ≥ 0,
+    +inf allowed (every entry 0); refused by name when negative or NaN and concrete (x − clip(x, −λ, λ)
+    at λ < 0 shifts every entry by |λ|)."""
     from lowrank_jax.prox import soft_threshold
 
-    _checks.as_hyper(strength, "strength")              # checks only: the leaves keep their dtypes
+    _checks.as_hyper(strength, "strength", allow_inf=True)   # checks only (leaves keep their dtypes); inf: 0
     return jax.tree.map(lambda leaf: soft_threshold(leaf, strength), x)
 
 

@@ -356,6 +356,7 @@ def test_l1_prox_and_prox_step_refuse_a_negative_or_nan_strength():
     assert got["b"].dtype == jnp.float16
     np.testing.assert_array_equal(got["a"], jnp.sign(W) * jnp.maximum(jnp.abs(W) - 0.5, 0))
     np.testing.assert_array_equal(jax.jit(prox.l1_prox)(W, 0.5), got["a"])
+    np.testing.assert_array_equal(prox.l1_prox(W, jnp.inf), jnp.zeros_like(W))   # λ = inf: the limit 0
 
 
 def test_malformed_arguments_of_the_path_norm_helpers_are_named():
