@@ -187,12 +187,12 @@ def path_norm(W_in, W_out) -> jax.Array:
 def path_norm_objective(W_in, W_out, W_in_bar, W_out_bar, strength) -> jax.Array:
     """½‖W_in − W̄_in‖² + ½‖W_out − W̄_out‖² + λ P(W_in, W_out): what ``path_norm_prox`` minimises.
     W_in and W̄_in (hidden, inputs), W_out and W̄_out (outputs, hidden)."""
-    shapes = [tuple(jnp.shape(w)) for w in (W_in, W_out, W_in_bar, W_out_bar)]
-    if (len(shapes[0]) != 2 or len(shapes[1]) != 2 or shapes[0] != shapes[2] or shapes[1] != shapes[3]
-            or shapes[0][0] != shapes[1][1]):
-        raise ValueError("need W_in and W_in_bar of one shape (hidden, inputs) and W_out and W_out_bar of one "
-                         f"shape (outputs, hidden); got W_in {shapes[0]}, W_out {shapes[1]}, W_in_bar {shapes[2]}, "
-                         f"W_out_bar {shapes[3]}")
+    W_in, W_out, W_in_bar, W_out_bar = (jnp.asarray(w) for w in (W_in, W_out, W_in_bar, W_out_bar))
+    if W_in.ndim != 2 or W_out.ndim != 2 or W_in.shape[0] != W_out.shape[1]:
+        raise ValueError(f"need W_in (hidden, inputs) and W_out (outputs, hidden), got W_in {tuple(W_in.shape)} "
+                         f"and W_out {tuple(W_out.shape)}")
+    _checks.check_same_shape(W_in, W_in_bar, "W_in", "W_in_bar")
+    _checks.check_same_shape(W_out, W_out_bar, "W_out", "W_out_bar")
     return (0.5 * jnp.sum((W_in - W_in_bar) ** 2) + 0.5 * jnp.sum((W_out - W_out_bar) ** 2)
             + strength * path_norm(W_in, W_out))
 
