@@ -96,13 +96,10 @@ def _axis(v):
 
 def seeds(seed: int, count: int) -> jax.Array:
     """``count`` (an integer >= 1) independent keys from ``jax.random.key(seed)``: a key axis for
-    :func:`grid`. ``seed`` is an integer (a traced integer too)."""
+    :func:`grid`. ``seed`` is an integer (a traced integer too) or a key (:func:`lowrank_jax._checks.as_key`;
+    anything else is a ``TypeError`` naming it)."""
     count = _checks.check_positive_int(count, "count")
-    dtype = getattr(seed, "dtype", None)
-    if (isinstance(seed, (bool, np.bool_)) or (dtype is None and not isinstance(seed, numbers.Integral))
-            or (dtype is not None and not jnp.issubdtype(dtype, jnp.integer))):
-        raise TypeError(f"seed must be an integer, got {seed!r}")
-    return jax.random.split(jax.random.key(seed), count)
+    return jax.random.split(_checks.as_key(seed), count)
 
 
 def grid(**axes) -> dict[str, Any]:
