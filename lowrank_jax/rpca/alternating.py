@@ -58,13 +58,13 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
         diag = {"residual": frob(D - S_new) / y_norm}
         settled = 0.5 ** (t + 1) * svd.s[stage - 1] <= sigma_next
         if stop == "change":
-            diag["change"] = relative_change(L_f, R_f, L_p, R_p, jnp.sum(jnp.square(S_new - S)),
-                                             jnp.sum(jnp.square(S)))
+            s_sq = jnp.sum(jnp.square(S))
+            diag["change"] = relative_change(L_f, R_f, L_p, R_p, jnp.sum(jnp.square(S_new - S)), s_sq)
             # While the threshold is above every outlier, S stays 0 and X stands still: a small
             # change then says nothing about convergence. The change rule applies once S holds
-            # something, the threshold has settled, or the pair already fits Y to tol (data with
-            # no outliers: S rightly stays 0).
-            diag["ready"] = jnp.any(S_new != 0) | settled | (diag["residual"] < tol)
+            # something (the previous S: its norm is at hand, no extra pass), the threshold has
+            # settled, or the pair already fits Y to tol (no outliers: S rightly stays 0).
+            diag["ready"] = (s_sq > 0) | settled | (diag["residual"] < tol)
         if X_star is not None:
             diag["error"] = relative_error(Y - D, X_star)
         if support is not None:
