@@ -81,11 +81,12 @@ def compute_dtype(dtype):
     return dtype
 
 
-def as_matrix(x, name: str) -> jax.Array:
+def as_matrix(x, name: str, *, min_rows: int = 1) -> jax.Array:
     """Return ``x`` as a 2-D floating JAX array, or raise ``ValueError`` naming ``name``.
 
     Integers and bool become the default float; half precision (float16, bfloat16) becomes float32,
-    since no LAPACK routine (SVD, QR, eigh, solves) takes it and every family factorises."""
+    since no LAPACK routine (SVD, QR, eigh, solves) takes it and every family factorises. At least
+    ``min_rows`` rows (0 for a block that may be empty, e.g. q = 0 covariates) and one column."""
     if hasattr(x, "tocsr") and hasattr(x, "toarray"):
         raise TypeError(f"{name} is a scipy.sparse matrix: pass {name}.toarray() (or, where sparse input is "
                         "supported, a jax.experimental.sparse.BCOO)")
@@ -97,7 +98,7 @@ def as_matrix(x, name: str) -> jax.Array:
     _require_real_numbers(x.dtype, name)
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D matrix, got shape {tuple(x.shape)}")
-    if min(x.shape) < 1:
+    if x.shape[0] < min_rows or x.shape[1] < 1:
         raise ValueError(f"{name} must be non-empty, got shape {tuple(x.shape)}")
     if compute_dtype(x.dtype) != x.dtype:
         x = jnp.asarray(x, dtype=compute_dtype(x.dtype))

@@ -204,3 +204,15 @@ def test_as_real_reads_every_concrete_real_scalar_and_nothing_else():
     for value in (True, np.bool_(False), "0.5", 1j, np.ones(2), np.array([0.5]), None):
         assert _checks.as_real(value) is None
     jax.jit(lambda x: np.testing.assert_equal(_checks.as_real(x), None) or x)(1.0)   # a tracer is not a value
+
+
+def test_as_matrix_takes_an_empty_block_only_when_asked():
+    """An SDL covariate block may have q = 0 rows; every other matrix must have entries."""
+    assert _checks.as_matrix(np.zeros((0, 3), np.float32), "X_aux", min_rows=0).shape == (0, 3)
+    for shape in ((0, 3), (3, 0)):
+        with pytest.raises(ValueError, match="A must be non-empty"):
+            _checks.as_matrix(np.zeros(shape), "A")
+    with pytest.raises(ValueError, match="X_aux must be non-empty"):
+        _checks.as_matrix(np.zeros((2, 0)), "X_aux", min_rows=0)
+    with pytest.raises(TypeError, match="X_aux must hold numbers"):
+        _checks.as_matrix(np.zeros((0, 3), dtype=object), "X_aux", min_rows=0)

@@ -102,14 +102,10 @@ def given_aux(X_aux, n: int, name: str = "X_aux"):
     prediction handle a γ with no rows."""
     if X_aux is None:
         return None
-    empty = hasattr(X_aux, "shape") and hasattr(X_aux, "dtype") and len(X_aux.shape) == 2 and X_aux.shape[0] == 0
-    if empty:
-        _checks._require_real_numbers(X_aux.dtype, name)
-    else:
-        X_aux = _checks.as_matrix(X_aux, name)
+    X_aux = _checks.as_matrix(X_aux, name, min_rows=0)
     if X_aux.shape[1] != n:
         raise ValueError(f"{name} must have one column per sample, shape (q, {n}), got shape {tuple(X_aux.shape)}")
-    return None if empty else X_aux
+    return None if X_aux.shape[0] == 0 else X_aux
 
 
 def aux_matrix(X_aux, n: int, intercept: bool, dtype, name: str = "X_aux"):
