@@ -32,19 +32,12 @@ def _concrete_value(x) -> float | None:
 
 
 def _check_alpha(alpha) -> None:
-    """α: one number in [0, 1] (a Python, NumPy or JAX scalar; traced under ``vmap``). An array of
-    α's failed with "Cannot broadcast to shape with fewer dimensions", a string deep in JAX."""
-    dtype = getattr(alpha, "dtype", None)
-    if (isinstance(alpha, (str, bytes))
-            or (dtype is None and not isinstance(alpha, numbers.Real) and np.ndim(alpha) == 0)
-            or (dtype is not None and not (jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer)
-                                           or jnp.issubdtype(dtype, jnp.bool_)))):
-        raise TypeError(f"alpha must be a number in [0, 1], got {alpha!r}")
-    if np.ndim(alpha) != 0:
-        raise ValueError(f"alpha must be a scalar (one outlier fraction; vmap over alphas for several), "
-                         f"got shape {np.shape(alpha)}")
+    """α: one number in [0, 1] (a Python, NumPy or JAX scalar; traced under ``vmap``, then checked
+    for shape only). An array of α's failed with "Cannot broadcast to shape with fewer dimensions",
+    deep in JAX; it is refused by name, as are strings, NaN and values outside [0, 1]."""
+    _checks.as_hyper(alpha, "alpha", ndim=0)         # a real scalar, not NaN, ≥ 0 (checks only)
     a = _concrete_value(alpha)
-    if a is not None and not 0 <= a <= 1:          # NaN fails both comparisons
+    if a is not None and not a <= 1:
         raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
 
 
