@@ -203,15 +203,16 @@ def _new_data(m: SDLModel, X_new, X_aux_new):
     if X_new.shape[0] != m.W.shape[0]:
         raise ValueError(f"X_new must have p = {m.W.shape[0]} rows (features), got {X_new.shape[0]}")
     q_user = m.gamma.shape[0] - int(m.intercept)
-    X_aux_new = sm.given_aux(X_aux_new, X_new.shape[1], "X_aux_new")       # None for q = 0
-    if X_aux_new is None and q_user > 0:
+    # checked once, in aux_matrix (None and an empty (0, n) matrix both give q = 0)
+    Xa, _ = sm.aux_matrix(X_aux_new, X_new.shape[1], m.intercept, X_new.dtype, "X_aux_new")
+    q_given = Xa.shape[0] - int(m.intercept)
+    if q_given == 0 and q_user > 0:
         raise ValueError(f"X_aux_new is required: the model was fitted with q = {q_user} auxiliary covariates "
                          f"(X_aux); pass their values for the new samples, shape ({q_user}, {X_new.shape[1]})")
-    if X_aux_new is not None and q_user == 0:
+    if q_given > 0 and q_user == 0:
         raise ValueError("X_aux_new must be None: the model was fitted without auxiliary covariates (X_aux)")
-    Xa, _ = sm.aux_matrix(X_aux_new, X_new.shape[1], m.intercept, X_new.dtype, "X_aux_new")
-    if Xa.shape[0] != m.gamma.shape[0]:
-        raise ValueError(f"X_aux_new must have {q_user} rows, got {Xa.shape[0] - int(m.intercept)}")
+    if q_given != q_user:
+        raise ValueError(f"X_aux_new must have {q_user} rows, got {q_given}")
     return X_new, Xa
 
 
