@@ -5,8 +5,7 @@ counts the entries above a few thresholds is cheap. On a CPU :func:`kth_largest`
 therefore finds the exact order statistic by a sequence of counting sweeps inside a
 ``lax.while_loop``; see its docstring for the semantics and the algorithm. On GPUs
 and TPUs, where sorting is fast and each trip of a data-dependent loop costs a
-device round trip (and batch members of such a loop run one after another), it
-sorts instead. Both give the same values.
+device round trip, it sorts instead. Both give the same values.
 """
 
 from __future__ import annotations
@@ -371,24 +370,39 @@ def _kth_largest(x, k, axis, guess):
 
 @functools.lru_cache(maxsize=None)
 def _selector(axis):
-    """kth_largest along a fixed axis, with a vmap rule that runs the batch as a
-    sequential lax.map of unbatched calls: batching the loop itself would turn its
-    lax.cond into a select (both kinds of pass on every iteration) and make all
-    batch members wait for the slowest."""
+    """kth_largest along a fixed axis, with a vmap rule that never batches the loop
+    itself (that would turn its lax.cond into a select, both kinds of pass on every
+    iteration, and make every batch member wait for the slowest).
+
+    A batch of arrays is one bigger problem: its members' rows are more rows. The
+    rule moves the batch axis in front and selects along ``axis + 1``, so one loop
+    serves all members, and the gathering of unfinished rows (``_finish``) keeps
+    slow rows of one member from costing full passes over the others. (64 ScaledGD
+    residuals of 200 x 200: 5.5 ms, against 10.9 ms for the members one after
+    another.) When only k or the guess is batched, ``x`` would have to be copied
+    once per member; then the members run one after another (``lax.map``)."""
 
     @custom_vmap
     def select(x, k, *guess):
         return _kth_largest(x, k, axis, guess[0] if guess else None)[0]
 
     @select.def_vmap
-    def select_batched(size, batched, *args):
-        mapped = tuple(v for v, b in zip(args, batched) if b)
+    def select_batched(size, batched, x, k, *guess):
+        if not batched[0]:
+            def one(vs):
+                vs = iter(vs)
+                return select(x, *(next(vs) if b else v for v, b in zip((k,) + guess, batched[1:])))
 
-        def one(vs):
-            vs = iter(vs)
-            return select(*(next(vs) if b else v for v, b in zip(args, batched)))
+            return lax.map(one, tuple(v for v, b in zip((k,) + guess, batched[1:]) if b)), True
+        out_shape = x.shape[: axis + 1] + x.shape[axis + 2 :]  # (size,) + one member's result shape
 
-        return lax.map(one, mapped), True
+        def stacked(v, is_batched):  # k or guess, broadcast to every member's result shape
+            v = v if is_batched else v[None]
+            v = v.reshape(v.shape[:1] + (1,) * (len(out_shape) - v.ndim) + v.shape[1:])
+            return jnp.broadcast_to(v, out_shape)
+
+        rest = (stacked(v, b) for v, b in zip((k,) + guess, batched[1:]))
+        return _selector(axis + 1)(x, *rest), True
 
     return select
 
@@ -450,8 +464,10 @@ def kth_largest(x, k, *, axis=-1, guess=None, method="auto"):
     Notes: XLA:CPU flushes subnormal floats to zero in comparisons, so subnormal
     entries are treated as zeros (a subnormal k-th value is returned as 0.0, by
     either method, so that every device gives the same value).
-    Under ``jax.vmap`` (e.g. over ``k``) a custom batching rule runs the batch
-    members one after another (``lax.map``); the loop itself is never batched.
+    Under ``jax.vmap`` the loop itself is never batched: a custom batching rule
+    treats a batch of arrays as one array whose rows are all the members' rows
+    (one loop for the batch), and runs the members one after another
+    (``lax.map``) when only ``k`` or ``guess`` is batched.
     """
     x = lax.stop_gradient(jnp.asarray(x))
     if not jnp.issubdtype(x.dtype, jnp.floating):

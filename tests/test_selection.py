@@ -166,6 +166,32 @@ def test_jit_and_vmap_over_k():
     assert_exact(got, np.stack([reference(x, 7, 0), reference(-x, 7, 0)]))
 
 
+@pytest.mark.parametrize("axis", [0, 1])
+def test_vmap_over_arrays_is_one_loop_for_the_whole_batch(axis):
+    """A batch of arrays runs as one problem (the members' rows side by side): one counting loop
+    for the batch, no loop over its members, and every member's values exact, with k and the
+    guess batched or shared, under nested vmap as well."""
+    xs = np.stack([sample(s, (37, 29), kind) for s, kind in enumerate(KINDS)])
+    n = xs.shape[1 + axis]
+    ks = np.array([1, 5, n // 2, n - 1, n], np.int32)
+    want = np.stack([reference(x, k, axis) for x, k in zip(xs, ks)])
+    f = jax.jit(jax.vmap(lambda x, k: kth_largest(x, k, axis=axis, method="count")))
+    assert_exact(f(xs, ks), want)
+    guesses = want * np.float32(1.01)
+    g = jax.jit(jax.vmap(lambda x, k, g: kth_largest(x, k, axis=axis, guess=g, method="count")))
+    assert_exact(g(xs, ks, guesses), want)
+    shared_k = jax.jit(jax.vmap(lambda x: kth_largest(x, 4, axis=axis, method="count")))
+    assert_exact(shared_k(xs), np.stack([reference(x, 4, axis) for x in xs]))
+    nested = jax.jit(jax.vmap(jax.vmap(lambda x, k: kth_largest(x, k, axis=axis, method="count"))))
+    got = nested(np.stack([xs, -xs]), np.stack([ks, ks[::-1]]))
+    assert_exact(got, np.stack([want, np.stack([reference(-x, k, axis) for x, k in zip(xs, ks[::-1])])]))
+    program = str(jax.make_jaxpr(jax.vmap(lambda x, k: kth_largest(x, k, axis=axis, method="count")))(xs, ks))
+    assert "while[" in program and "scan[" not in program
+    # Only k batched: x is not copied once per member; the members run one after another.
+    program = str(jax.make_jaxpr(jax.vmap(lambda k: kth_largest(xs[0], k, axis=axis, method="count")))(ks))
+    assert "scan[" in program
+
+
 def test_no_gradient():
     x = jnp.asarray(sample(12, (20, 27), "normal"))
     grad = jax.jit(jax.grad(lambda x: jnp.sum(kth_largest(x, 3) ** 2)))(x)
