@@ -96,9 +96,9 @@ def top_fraction_thresholds(magnitude: jax.Array, alpha, *, row_guess=None, col_
 
     Returns ``(row_cut, col_cut)`` with row_cut[i] the ⌊α n2⌋-th largest entry of row i of
     ``magnitude`` (shape (n1, n2), non-negative) and col_cut[j] the ⌊α n1⌋-th largest of column j
-    (+inf when that count is 0). Exact; uses the counting selection of
-    :func:`lowrank_jax.selection.kth_largest` (no sort), which takes the previous iteration's
-    cut-offs as warm starts. ``alpha`` may be a traced array (``vmap`` over α).
+    (+inf when that count is 0). Exact; uses :func:`lowrank_jax.selection.kth_largest`: on CPU its
+    counting selection (no sort), which takes the previous iteration's cut-offs as warm starts; on
+    GPUs and TPUs a sort, which ignores them. ``alpha`` may be a traced array (``vmap`` over α).
     """
     n1, n2 = magnitude.shape
     row_cut = kth_largest(magnitude, top_fraction_count(alpha, n2), axis=1, guess=row_guess)

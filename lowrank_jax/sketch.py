@@ -10,7 +10,8 @@ once m ≥ (8/3) (d/β) log(2d/δ)/ε² (:func:`sketch_size`).
 
 Fast approximate scores (Drineas, Magdon-Ismail, Mahoney, Woodruff 2012; Clarkson–Woodruff 2013):
 a CountSketch S (k × n, one ±1 per column, O(nnz) to apply) gives SX = Q'R' with R' a constant-
-factor preconditioner of X; then τ_i ≈ ‖e_iᵀ X R'⁻¹ G‖² with a Gaussian G (d × t)/√t, t = O(log n).
+factor preconditioner of X; then τ_i ≈ ‖e_iᵀ X ((SX)ᵀ SX)^{+1/2} G‖² with a Gaussian G (d × t)/√t,
+t = O(log n), the matrix root V Σ⁺ Vᵀ from the SVD R' = U Σ Vᵀ (see :func:`approx_leverage_scores`).
 Cost O(nnz(A) · t + k d² + d³) instead of the O(n d²) of a QR of X.
 """
 

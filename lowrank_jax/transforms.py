@@ -97,8 +97,9 @@ def proximal(optimizer: optax.GradientTransformation, prox_fn, strength) -> opta
     ``vmap`` over it sweeps regularisation weights — or an optax schedule of the step count). For
     the prox-gradient method (Prox-SGD) of F = f + λ g the strength is learning rate × λ::
 
-        opt = proximal(optax.sgd(lr), path_norm_prox_tree, lr * lam)
-        opt = proximal(optax.sgd(schedule), path_norm_prox_tree, lambda t: schedule(t) * lam)
+        path_prox = lambda model, s: pathnorm.prox_step(model, s, "path")   # lowrank_jax.pathnorm
+        opt = proximal(optax.sgd(lr), path_prox, lr * lam)
+        opt = proximal(optax.sgd(schedule), path_prox, lambda t: schedule(t) * lam)
 
     ``prox_fn(params, strength) -> params`` acts on the whole parameter pytree (so it can couple
     leaves, as the path-norm prox couples two layers). Any inner optimizer works (momentum, Adam —

@@ -341,8 +341,8 @@ def _symmetric_cuts_sorted(magnitude, alpha):
 
 def _symmetric_sparsify(R, alpha, cuts=None):
     """T_α(R) for a symmetric R: keep R_ij when |R_ij| is among the ⌊α n⌋ largest of row i and of row
-    j (= column j). With ``cuts`` (the previous cut-offs) the counting selection of
-    :func:`lowrank_jax.selection.kth_largest` is used, warm-started; otherwise a sort."""
+    j (= column j). With ``cuts`` (the previous cut-offs) :func:`lowrank_jax.selection.kth_largest`
+    is used (on CPU its counting selection, warm-started; on GPUs and TPUs a sort); otherwise a sort."""
     mag = jnp.abs(R)
     if cuts is None:
         cut = _symmetric_cuts_sorted(mag, alpha)
@@ -397,8 +397,8 @@ def rpca_gd(Sigma, rank: int, alpha=0.1, step=0.5, iters: int = 200, *, gamma=2.
     both their row and their column (:func:`lowrank_jax.prox.sparsify_top_fraction`, shared with
     ScaledGD). Σ is symmetrised, ½(Σ + Σᵀ), and L = UUᵀ is formed exactly symmetric, so the residual
     is symmetric and only the row cut-offs are computed (they are the column cut-offs): in the
-    iterations by the shared counting selection warm-started from the previous cut-offs, before and
-    after them by a sort (same values; much quicker to compile). E U is the gradient of
+    iterations by the shared selection (on CPU counting, warm-started from the previous cut-offs),
+    before and after them by a sort (same values; much quicker to compile). E U is the gradient of
     ¼‖UUᵀ + S − Σ‖_F² in U for symmetric E;
     σ₁ = ‖Σ − S_init‖₂ (the largest |λ|: Yi et al.'s top singular value, which for a far-from-PSD Σ
     exceeds λ₁ and keeps the step stable) and η = ``step`` (0.5, Yi et al.'s ``step_const``). γ = 2 as in their

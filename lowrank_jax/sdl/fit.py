@@ -165,7 +165,8 @@ def _check_coding(coding: str, model: str, xi=None) -> None:
 
 @full_precision
 def activations(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
-    """a (κ, n_new) for SDL-W or SDL-H with the least-squares code (see :func:`scores`).
+    """Activations a (κ, n_new): SDL-W a = Aᵀ X_new + Γᵀ X_aux_new; SDL-H a = βᵀ h + Γᵀ X_aux_new with
+    the least-squares code h = argmin_h ‖x − W h‖ of each column x of X_new.
     ``coding`` must be "lstsq": the supervised code of SDL-H is a per-class minimisation with no
     single activation (use :func:`predict_proba`)."""
     _check_coding(coding, m.model)
