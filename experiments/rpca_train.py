@@ -1,13 +1,15 @@
-"""Train the shipped LRPCA parameters (n = 1000, r = 5, K = 10, α ∈ {0.1, 0.2, 0.3}) and evaluate them.
+"""Train the shipped LRPCA parameters (n = 1000 and n = 300, r = 5, K = 10, α ∈ {0.1, 0.2, 0.3}) and evaluate them.
 
 For each α: layer-wise training (checkpointed under results/train_lrpca/, so an interrupted run
-resumes), FRMNN (β, φ) grid search on 20 instances at K̄ = 15, then evaluation on 50 fresh test
+resumes), FRMNN (β, φ) grid search on 20 instances at K̄ = K + ``--extra-layers`` (the paper's 5 for
+n = 1000; 30 for n = 300, where at K̄ = 15 the grid chose a continuation that climbed back from
+3.6e-6 to 1e-4 two layers later), then evaluation on 50 fresh test
 instances (float32): mean ‖X_k − X⋆‖_F/‖X⋆‖_F per layer for the K learned layers and for the
-FRMNN continuation. Writes the parameter files, summary_alpha<α>.json, a CSV of the error curves
+FRMNN continuation. Writes the parameter files, summary_n<n>_alpha<α>.json, a CSV of the error curves
 and a PNG under results/train_lrpca/; with ``--install`` the parameter files also replace the
 shipped ones in the package (lowrank_jax/rpca/pretrained/), which is how those were made.
 
-    python experiments/rpca_train.py [--alpha 0.1 0.2 0.3] [--install]
+    python experiments/rpca_train.py [--alpha 0.1 0.2 0.3] [--n 1000 300] [--install]
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ OUT = ROOT / "results" / "train_lrpca"
 PACKAGE_DIR = ROOT / "lowrank_jax" / "rpca" / "pretrained"
 TEST_INSTANCES = 50
 FRMNN_LAYERS = 40  # layers run in the FRMNN evaluation
+# Shipped training sizes and the K̄ − K of their FRMNN grid (see the module docstring).
+SHIPPED_EXTRA_LAYERS = {1000: 5, 300: 30}
 
 
 def evaluate(p, cfg, key, count=TEST_INSTANCES, total=FRMNN_LAYERS):
@@ -47,8 +51,8 @@ def evaluate(p, cfg, key, count=TEST_INSTANCES, total=FRMNN_LAYERS):
     return np.asarray(fnn), np.asarray(rnn)
 
 
-def run(alpha, args):
-    cfg = training.TrainConfig(n=args.n, rank=5, alpha=alpha, num_layers=10,
+def run(alpha, n, extra_layers, args):
+    cfg = training.TrainConfig(n=n, rank=5, alpha=alpha, num_layers=10,
                                pre_steps=args.pre_steps, full_steps=args.full_steps, batch=args.batch)
     OUT.mkdir(parents=True, exist_ok=True)
     ckpt = checkpoint(OUT, f"checkpoint_alpha{alpha:g}", cfg)
@@ -58,7 +62,7 @@ def run(alpha, args):
     p = training.train_lrpca(key, cfg, checkpoint=ckpt, log=log)
     t_train = time.perf_counter() - t0
     t1 = time.perf_counter()
-    p, grid = training.frmnn_grid_search(jax.random.fold_in(key, 1000), p, cfg)
+    p, grid = training.frmnn_grid_search(jax.random.fold_in(key, 1000), p, cfg, extra_layers=extra_layers)
     t_grid = time.perf_counter() - t1
     fnn, rnn = evaluate(p, cfg, jax.random.fold_in(key, 2000))
     fnn_mean, rnn_mean = fnn.mean(axis=0), rnn.mean(axis=0)
@@ -73,14 +77,15 @@ def run(alpha, args):
         "error_at_8": float(rnn_mean[7]), "frmnn_best": float(rnn_mean.min()),
         "device": jax.devices()[0].platform,
     }
-    (OUT / f"summary_alpha{alpha:g}.json").write_text(json.dumps(summary, indent=1))
-    with open(OUT / f"errors_alpha{alpha:g}.csv", "w", newline="") as f:
+    (OUT / f"summary_n{n}_alpha{alpha:g}.json").write_text(json.dumps(summary, indent=1))
+    with open(OUT / f"errors_n{n}_alpha{alpha:g}.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["layer", "fnn_mean_error", "frmnn_mean_error"])
         for k in range(len(rnn_mean)):
             w.writerow([k + 1, fnn_mean[k] if k < len(fnn_mean) else "", rnn_mean[k]])
-    meta = {"trained_by": "experiments/rpca_train.py", "alpha": alpha, "config": dataclasses.asdict(cfg), "key": 2021}
-    name = params_mod.pretrained_name(alpha, args.n)
+    meta = {"trained_by": "experiments/rpca_train.py", "alpha": alpha, "config": dataclasses.asdict(cfg), "key": 2021,
+            "frmnn_extra_layers": extra_layers}
+    name = params_mod.pretrained_name(alpha, n)
     params_mod.save_params(OUT / name, p, meta)
     if args.install:
         params_mod.save_params(PACKAGE_DIR / name, p, meta)
@@ -91,7 +96,7 @@ def run(alpha, args):
     return summary
 
 
-def plot(summaries):
+def plot(summaries, n):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -103,24 +108,30 @@ def plot(summaries):
     ax.axhline(1e-4, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("layer k")
     ax.set_ylabel("mean ‖X_k − X⋆‖_F / ‖X⋆‖_F (50 instances)")
-    ax.set_title("Trained LRPCA, n = 1000, r = 5, float32")
+    ax.set_title(f"Trained LRPCA, n = {n}, r = 5, float32")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(OUT / "trained_lrpca.png", dpi=120)
+    fig.savefig(OUT / f"trained_lrpca_n{n}.png", dpi=120)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--alpha", type=float, nargs="+", default=list(params_mod.PRETRAINED_ALPHAS))
-    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--n", type=int, nargs="+", default=list(SHIPPED_EXTRA_LAYERS),
+                    help="training sizes (default: the shipped ones, %(default)s)")
     ap.add_argument("--pre-steps", type=int, default=training.TrainConfig.pre_steps)
     ap.add_argument("--full-steps", type=int, default=training.TrainConfig.full_steps)
     ap.add_argument("--batch", type=int, default=training.TrainConfig.batch)
+    ap.add_argument("--extra-layers", type=int, default=None,
+                    help="FRMNN grid objective: the error at layer K + this (default: as shipped, "
+                         "30 for n = 300, else the paper's 5)")
     ap.add_argument("--install", action="store_true",
                     help="also replace the shipped parameter files in lowrank_jax/rpca/pretrained/")
     args = ap.parse_args(argv)
-    summaries = [run(a, args) for a in args.alpha]
-    plot(summaries)
+    for n in args.n:
+        extra = args.extra_layers if args.extra_layers is not None else SHIPPED_EXTRA_LAYERS.get(n, 5)
+        summaries = [run(a, n, extra, args) for a in args.alpha]
+        plot(summaries, n)
 
 
 if __name__ == "__main__":

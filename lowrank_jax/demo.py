@@ -40,10 +40,10 @@ def robust_pca(n: int = 1000, rank: int = 5, alpha: float = 0.1, outdir: pathlib
     """LRPCA, ScaledGD and AltProj on the LRPCA paper's synthetic instance (App. C.1)."""
     p = datasets.rpca_problem(jax.random.key(0), n, n, rank, alpha)
     tol = 1e-4
-    # The shipped trained model (nearest α; other sizes by the paper's rescaling rule), and the
-    # theorem's oracle schedule (which needs X⋆) for 10 layers, continued with ζ_k = 0.7 ζ_{k−1}.
+    # The shipped trained model (nearest α, the training size for n), and the theorem's oracle
+    # schedule (which needs X⋆) for 10 layers, continued with ζ_k = 0.7 ζ_{k−1}.
     trained_alpha = min(rpca.params.PRETRAINED_ALPHAS, key=lambda a: abs(a - alpha))
-    model = rpca.pretrained(alpha=trained_alpha)
+    model = rpca.pretrained(alpha=trained_alpha, n=n)
     zeta = rpca.oracle_thresholds(p.Y, rank, p.X, 10, 0.5)
     eta = jnp.full(10, 0.5)
     runs = {

@@ -94,8 +94,10 @@ class LRPCAParams(eqx.Module):
         rank = _checks.check_positive_int(rank, "rank")
         if n < 0.9 * self.n:
             _checks.warn_caller(f"these LRPCA parameters were trained at n = {self.n}; rescaled to n = {n:.0f} the "
-                                "error stalls early (at α = 0.1: about 2e-4 at n = 500, 1e-3 at n = 300, against "
-                                "7e-8 at n ≥ 1000). Train for this size with rpca.train_lrpca (Robust PCA guide).")
+                                "error stalls early (the n = 1000 model at α = 0.1: about 8e-5 at n = 500, 1e-3 at "
+                                "n = 300, against 7e-8 at n ≥ 1000). rpca.pretrained(alpha, n=...) picks the shipped "
+                                f"model for a size (trained at n = {', '.join(map(str, PRETRAINED_SIZES))}); for "
+                                "smaller problems train for the size with rpca.train_lrpca (Robust PCA guide).")
         scale = (self.n / n) * (rank / self.rank)
         return LRPCAParams(self.log_zeta + math.log(scale), self.log_eta, self.beta, self.phi, rank=rank, n=n)
 
@@ -209,20 +211,44 @@ def load_params(path, *, rank: int | None = None) -> LRPCAParams:
 
 
 PRETRAINED_ALPHAS = (0.1, 0.2, 0.3)
+PRETRAINED_SIZES = (300, 1000)   # n of the shipped models (square n × n training problems)
 
 
 def pretrained_name(alpha: float, n: int = 1000, rank: int = 5) -> str:
     return f"lrpca_n{n}_r{rank}_alpha{alpha:g}.eqx"
 
 
-def pretrained(alpha: float = 0.1, *, rank: int | None = None) -> LRPCAParams:
-    """Parameters shipped with the package, trained by ``experiments/rpca_train.py`` on the
-    paper's generator at n = 1000, r = 5 (K = 10 layers, β and φ from the FRMNN grid search).
+def pretrained_size(n) -> int:
+    """The training size of the shipped model for problems of size n (√(n1 n2)): the largest one that
+    ζ's rescaling serves (n ≥ 0.9 n_train, see :meth:`LRPCAParams.for_problem`), or the smallest
+    when n is below all of them."""
+    value = _checks.as_real(n)
+    if value is None or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"n must be a positive problem size (√(n1 n2)), got {n!r}")
+    served = [s for s in PRETRAINED_SIZES if value >= 0.9 * s]
+    return max(served) if served else min(PRETRAINED_SIZES)
 
-    ``alpha`` ∈ {0.1, 0.2, 0.3} is the outlier density they were trained for. Calling the model on
-    another size rescales ζ (:meth:`LRPCAParams.for_problem`). That works for larger n and not for
-    smaller: at α = 0.1 the error stalls near 2e-4 at n = 500 and 1e-3 at n = 300, against 7e-8 at
-    n = 1000 and 2000. Train for small sizes (:func:`lowrank_jax.rpca.train_lrpca`).
+
+def pretrained(alpha: float = 0.1, *, n=None, rank: int | None = None) -> LRPCAParams:
+    """Parameters shipped with the package, trained by ``experiments/rpca_train.py`` on the
+    paper's generator at r = 5 (K = 10 layers, β and φ from the FRMNN grid search), one model per
+    outlier density ``alpha`` ∈ {0.1, 0.2, 0.3} and training size n ∈ {300, 1000}.
+
+    ``n``: the size √(n1 n2) of the problems the model is for; it picks the training size with
+    :func:`pretrained_size` (the largest that is at most n / 0.9). Without it, the n = 1000 model.
+    Calling a model on another size rescales ζ (:meth:`LRPCAParams.for_problem`). That serves larger
+    problems and not smaller ones. At α = 0.1, after 40 layers (FRMNN), mean of 3 float32 instances:
+
+    ======  ====================  ===================
+    n       n = 1000 model        n = 300 model
+    ======  ====================  ===================
+    300     1.2e-3 (stalls)       2e-5
+    500     8.0e-5 (stalls)       1.8e-7
+    700     8.3e-6 (stalls)       1.5e-7
+    ≥ 1000  7e-8                  —
+    ======  ====================  ===================
+
+    Below n = 270 no shipped model serves; train for the size (:func:`lowrank_jax.rpca.train_lrpca`).
     """
     value = _checks.as_real(alpha)              # also a 0-d NumPy or JAX number (jnp.float32(0.2))
     if value is None:
@@ -230,7 +256,7 @@ def pretrained(alpha: float = 0.1, *, rank: int | None = None) -> LRPCAParams:
     alpha = value
     if not any(abs(alpha - a) < 1e-6 for a in PRETRAINED_ALPHAS):      # float32 0.3 is 0.30000001
         raise ValueError(f"pretrained parameters exist for alpha in {PRETRAINED_ALPHAS}, got {alpha}")
-    name = pretrained_name(alpha)
+    name = pretrained_name(alpha, 1000 if n is None else pretrained_size(n))
     ref = resources.files("lowrank_jax.rpca").joinpath("pretrained", name)
     if not ref.is_file():
         raise FileNotFoundError(f"pretrained file {name} is missing from the installed package; "
