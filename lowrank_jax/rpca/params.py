@@ -239,14 +239,12 @@ def pretrained(alpha: float = 0.1, *, n=None, rank: int | None = None) -> LRPCAP
     Calling a model on another size rescales ζ (:meth:`LRPCAParams.for_problem`). That serves larger
     problems and not smaller ones. At α = 0.1, after 40 layers (FRMNN), mean of 3 float32 instances:
 
-    ======  ====================  ===================
-    n       n = 1000 model        n = 300 model
-    ======  ====================  ===================
-    300     1.2e-3 (stalls)       2e-5
-    500     8.0e-5 (stalls)       1.8e-7
-    700     8.3e-6 (stalls)       1.5e-7
-    ≥ 1000  7e-8                  —
-    ======  ====================  ===================
+    | problem n | n = 1000 model   | n = 300 model |
+    |-----------|------------------|---------------|
+    | 300       | 1.2e-3 (stalls)  | 2e-5          |
+    | 500       | 8.0e-5 (stalls)  | 1.8e-7        |
+    | 700       | 8.3e-6 (stalls)  | 1.5e-7        |
+    | ≥ 1000    | 7e-8             | —             |
 
     Below n = 270 no shipped model serves; train for the size (:func:`lowrank_jax.rpca.train_lrpca`).
     """
