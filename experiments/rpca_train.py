@@ -1,15 +1,15 @@
-"""Train the shipped LRPCA parameters (n = 1000 and n = 300, r = 5, K = 10, α ∈ {0.1, 0.2, 0.3}) and evaluate them.
+"""Train the shipped LRPCA parameters (n = 1000, 300 and 100, r = 5, K = 10, α ∈ {0.1, 0.2, 0.3}) and evaluate them.
 
 For each α: layer-wise training (checkpointed under results/train_lrpca/, so an interrupted run
 resumes), FRMNN (β, φ) grid search on 20 instances at K̄ = K + ``--extra-layers`` (the paper's 5 for
-n = 1000; 30 for n = 300, where at K̄ = 15 the grid chose a continuation that climbed back from
+n = 1000; 30 for n = 300 and 100: at n = 300 and K̄ = 15 the grid chose a continuation that climbed back from
 3.6e-6 to 1e-4 two layers later), then evaluation on 50 fresh test
 instances (float32): mean ‖X_k − X⋆‖_F/‖X⋆‖_F per layer for the K learned layers and for the
 FRMNN continuation. Writes the parameter files, summary_n<n>_alpha<α>.json, a CSV of the error curves
 and a PNG under results/train_lrpca/; with ``--install`` the parameter files also replace the
 shipped ones in the package (lowrank_jax/rpca/pretrained/), which is how those were made.
 
-    python experiments/rpca_train.py [--alpha 0.1 0.2 0.3] [--n 1000 300] [--install]
+    python experiments/rpca_train.py [--alpha 0.1 0.2 0.3] [--n 1000 300 100] [--install]
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ PACKAGE_DIR = ROOT / "lowrank_jax" / "rpca" / "pretrained"
 TEST_INSTANCES = 50
 FRMNN_LAYERS = 40  # layers run in the FRMNN evaluation
 # Shipped training sizes and the K̄ − K of their FRMNN grid (see the module docstring).
-SHIPPED_EXTRA_LAYERS = {1000: 5, 300: 30}
+SHIPPED_EXTRA_LAYERS = {1000: 5, 300: 30, 100: 30}
 
 
 def evaluate(p, cfg, key, count=TEST_INSTANCES, total=FRMNN_LAYERS):
@@ -124,7 +124,7 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=training.TrainConfig.batch)
     ap.add_argument("--extra-layers", type=int, default=None,
                     help="FRMNN grid objective: the error at layer K + this (default: as shipped, "
-                         "30 for n = 300, else the paper's 5)")
+                         "30 for n = 300 and 100, else the paper's 5)")
     ap.add_argument("--install", action="store_true",
                     help="also replace the shipped parameter files in lowrank_jax/rpca/pretrained/")
     args = ap.parse_args(argv)

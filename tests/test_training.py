@@ -195,7 +195,7 @@ def test_pretrained_parameters_recover_a_fresh_instance(alpha, size):
     assert (p.rank, p.n, p.num_layers) == (5, size, 10)
     prob = datasets.rpca_problem(jax.random.key(12345), size, size, 5, alpha)
     out = p(prob.Y, frmnn=False, X_star=prob.X)
-    assert float(out.error[-1]) <= 1e-3
+    assert float(out.error[-1]) <= (1e-3 if size >= 300 else 1e-2)    # the n = 100 models are weaker
     with pytest.raises(ValueError, match="rank"):
         rpca.pretrained(alpha=alpha, rank=3)
     with pytest.raises(ValueError, match="alpha"):
@@ -207,8 +207,8 @@ def test_pretrained_picks_the_model_for_the_size():
     at n = 500, α = 0.1 the error after 40 layers stayed near 8e-5. pretrained(alpha, n=...) picks
     the largest training size that is at most n / 0.9 (the n = 300 model there: about 2e-7), and
     the warning of a stalling rescale names that option."""
-    assert [params_mod.pretrained_size(n) for n in (100, 270, 300, 500, 899.9, 900, 1000, 5000)] == \
-        [300, 300, 300, 300, 300, 1000, 1000, 1000]
+    assert [params_mod.pretrained_size(n) for n in (30, 90, 269, 270, 300, 500, 899.9, 900, 1000, 5000)] == \
+        [100, 100, 100, 300, 300, 300, 300, 1000, 1000, 1000]
     assert rpca.pretrained(0.1).n == 1000 and rpca.pretrained(0.1, n=np.int64(450)).n == 300
     for bad in (0, -3, math.nan, math.inf, "500", None):
         with pytest.raises(ValueError, match="n must be a positive problem size"):
@@ -218,6 +218,12 @@ def test_pretrained_picks_the_model_for_the_size():
     with pytest.warns(UserWarning, match=r"pretrained\(alpha, n=\.\.\.\)"):
         rescaled = rpca.pretrained(0.1)(prob.Y, max_iter=40, X_star=prob.X)
     assert float(sized.error[-1]) < 1e-5 < float(rescaled.error[-1])
+    # one size down: at n = 200 the n = 100 model (about 1e-6) against the n = 300 one (3e-4)
+    prob = datasets.rpca_problem(jax.random.key(8), 200, 200, 5, 0.1)
+    sized = rpca.pretrained(0.1, n=200)(prob.Y, max_iter=40, X_star=prob.X)
+    with pytest.warns(UserWarning, match="trained at n = 300"):
+        rescaled = rpca.pretrained(0.1, n=300)(prob.Y, max_iter=40, X_star=prob.X)
+    assert sized.n_iter == 40 and float(sized.error[-1]) < 2e-5 < float(rescaled.error[-1])
 
 
 def test_from_schedule_refuses_bad_values_by_name_and_keeps_a_fractional_n():

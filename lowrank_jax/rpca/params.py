@@ -211,7 +211,7 @@ def load_params(path, *, rank: int | None = None) -> LRPCAParams:
 
 
 PRETRAINED_ALPHAS = (0.1, 0.2, 0.3)
-PRETRAINED_SIZES = (300, 1000)   # n of the shipped models (square n × n training problems)
+PRETRAINED_SIZES = (100, 300, 1000)   # n of the shipped models (square n × n training problems)
 
 
 def pretrained_name(alpha: float, n: int = 1000, rank: int = 5) -> str:
@@ -232,21 +232,25 @@ def pretrained_size(n) -> int:
 def pretrained(alpha: float = 0.1, *, n=None, rank: int | None = None) -> LRPCAParams:
     """Parameters shipped with the package, trained by ``experiments/rpca_train.py`` on the
     paper's generator at r = 5 (K = 10 layers, β and φ from the FRMNN grid search), one model per
-    outlier density ``alpha`` ∈ {0.1, 0.2, 0.3} and training size n ∈ {300, 1000}.
+    outlier density ``alpha`` ∈ {0.1, 0.2, 0.3} and training size n ∈ {100, 300, 1000}.
 
     ``n``: the size √(n1 n2) of the problems the model is for; it picks the training size with
     :func:`pretrained_size` (the largest that is at most n / 0.9). Without it, the n = 1000 model.
     Calling a model on another size rescales ζ (:meth:`LRPCAParams.for_problem`). That serves larger
     problems and not smaller ones. At α = 0.1, after 40 layers (FRMNN), mean of 3 float32 instances:
 
-    | problem n | n = 1000 model   | n = 300 model |
-    |-----------|------------------|---------------|
-    | 300       | 1.2e-3 (stalls)  | 2e-5          |
-    | 500       | 8.0e-5 (stalls)  | 1.8e-7        |
-    | 700       | 8.3e-6 (stalls)  | 1.5e-7        |
-    | ≥ 1000    | 7e-8             | —             |
+    | problem n | n = 1000 model   | n = 300 model   | n = 100 model |
+    |-----------|------------------|-----------------|---------------|
+    | 100       | —                | 4.0e-3 (stalls) | 1.4e-6        |
+    | 200       | —                | 3.2e-4 (stalls) | 1.1e-6        |
+    | 300       | 1.2e-3 (stalls)  | 2e-5            | 2.1e-6        |
+    | 500       | 8.0e-5 (stalls)  | 1.8e-7          | 1.2e-6        |
+    | 700       | 8.3e-6 (stalls)  | 1.5e-7          | 2.2e-6        |
+    | ≥ 1000    | 7e-8             | —               | —             |
 
-    Below n = 270 no shipped model serves; train for the size (:func:`lowrank_jax.rpca.train_lrpca`).
+    (n = 100 and 200: 5 instances.) The small models are weaker at higher outlier density: at
+    n = 100 the α = 0.3 model's 50-instance mean is 7e-4 after 40 layers. Below n = 90 no shipped
+    model serves; train for the size (:func:`lowrank_jax.rpca.train_lrpca`).
     """
     value = _checks.as_real(alpha)              # also a 0-d NumPy or JAX number (jnp.float32(0.2))
     if value is None:
