@@ -27,6 +27,10 @@ import numpy as np
 from lowrank_jax import _checks
 from lowrank_jax.rpca.learned import lrpca
 
+# ζ's rescaling rule serves problems down to this fraction of the training size: below it a model
+# warns that the error will stall (LRPCAParams.for_problem), and pretrained_size picks a smaller model.
+SERVED_FRACTION = 0.9
+
 _MAGIC = b"lowrank_jax.LRPCAParams v1\n"
 
 
@@ -92,7 +96,7 @@ class LRPCAParams(eqx.Module):
     def _rescaled(self, n, rank) -> "LRPCAParams":
         n = _problem_size(n)
         rank = _checks.check_positive_int(rank, "rank")
-        if n < 0.9 * self.n:
+        if n < SERVED_FRACTION * self.n:
             _checks.warn_caller(f"these LRPCA parameters were trained at n = {self.n}; rescaled to n = {n:.0f} the "
                                 "error stalls early (the n = 1000 model at α = 0.1: about 8e-5 at n = 500, 1e-3 at "
                                 "n = 300, against 7e-8 at n ≥ 1000). rpca.pretrained(alpha, n=...) picks the shipped "
@@ -225,7 +229,7 @@ def pretrained_size(n) -> int:
     value = _checks.as_real(n)
     if value is None or not math.isfinite(value) or value <= 0:
         raise ValueError(f"n must be a positive problem size (√(n1 n2)), got {n!r}")
-    served = [s for s in PRETRAINED_SIZES if value >= 0.9 * s]
+    served = [s for s in PRETRAINED_SIZES if value >= SERVED_FRACTION * s]
     return max(served) if served else min(PRETRAINED_SIZES)
 
 
