@@ -33,8 +33,8 @@ OUT = ROOT / "results" / "train_lrpca"
 PACKAGE_DIR = ROOT / "lowrank_jax" / "rpca" / "pretrained"
 TEST_INSTANCES = 50
 FRMNN_LAYERS = 40  # layers run in the FRMNN evaluation
-# Shipped training sizes and the K̄ − K of their FRMNN grid (see the module docstring).
-SHIPPED_EXTRA_LAYERS = {1000: 5, 300: 30, 100: 30}
+# K̄ − K of the FRMNN grid for the shipped sizes that depart from the paper's 5 (see the module docstring).
+EXTRA_LAYERS_BY_SIZE = {300: 30, 100: 30}
 
 
 def evaluate(p, cfg, key, count=TEST_INSTANCES, total=FRMNN_LAYERS):
@@ -117,7 +117,7 @@ def plot(summaries, n):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--alpha", type=float, nargs="+", default=list(params_mod.PRETRAINED_ALPHAS))
-    ap.add_argument("--n", type=int, nargs="+", default=list(SHIPPED_EXTRA_LAYERS),
+    ap.add_argument("--n", type=int, nargs="+", default=sorted(params_mod.PRETRAINED_SIZES, reverse=True),
                     help="training sizes (default: the shipped ones, %(default)s)")
     ap.add_argument("--pre-steps", type=int, default=training.TrainConfig.pre_steps)
     ap.add_argument("--full-steps", type=int, default=training.TrainConfig.full_steps)
@@ -129,7 +129,7 @@ def main(argv=None):
                     help="also replace the shipped parameter files in lowrank_jax/rpca/pretrained/")
     args = ap.parse_args(argv)
     for n in args.n:
-        extra = args.extra_layers if args.extra_layers is not None else SHIPPED_EXTRA_LAYERS.get(n, 5)
+        extra = args.extra_layers if args.extra_layers is not None else EXTRA_LAYERS_BY_SIZE.get(n, 5)
         summaries = [run(a, n, extra, args) for a in args.alpha]
         plot(summaries, n)
 
