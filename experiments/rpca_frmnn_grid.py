@@ -2,8 +2,9 @@
 
 FRMNN (paper §4.2, eq. 13) continues a K-layer model past layer K with η_k = β η_{k−1} and
 ζ_k = φ ζ_{k−1}. The shipped (β, φ) minimise the mean error at one layer K̄ (eq. 14; K̄ = K + 30
-for the n = 100 and n = 300 models). This script runs the whole grid β ∈ {0.8, …, 2.0},
-φ ∈ {0.3, …, 1.0} (step 0.1) for ``--layers`` layers on fresh instances of the paper's generator
+for the n = 100 and n = 300 models). This script runs the search's whole grid
+(``training.frmnn_grid()``: β ∈ {0.5, …, 2.0} × φ ∈ {0.1, …, 1.0}, step 0.1)
+for ``--layers`` layers on fresh instances of the paper's generator
 and reports, per model, the choices that are best by several objectives: the mean error at layers
 20 / 40 / 60 / 80, the worst instance at layer 60, the mean log-error over layers 16–60, and the
 smallest climb over layers 11–20 — against the layer-10 error the continuation starts from. On the
@@ -25,9 +26,9 @@ import numpy as np
 
 from _rpca import figure, out_dir, write_csv
 from lowrank_jax import datasets, rpca
+from lowrank_jax.rpca.training import frmnn_grid
 
-BETAS = np.round(np.arange(0.8, 2.01, 0.1), 2)
-PHIS = np.round(np.arange(0.3, 1.01, 0.1), 2)
+BETAS, PHIS = (np.asarray(v) for v in frmnn_grid())
 
 
 def grid_curves(params, Y, X, layers: int) -> np.ndarray:

@@ -269,6 +269,21 @@ def test_frmnn_grid_search_refuses_bad_arguments_by_name():
             training.frmnn_grid_search(jax.random.key(0), p, TINY, **(dict(num_instances=1, extra_layers=1) | kwargs))
 
 
+def test_frmnn_grid_is_the_papers_step_tenth_grid_and_the_search_default():
+    """The default grid (the paper's step 0.1) lives in frmnn_grid, which the search and
+    experiments/rpca_frmnn_grid.py share: β from 0.5 to 2.0, φ from 0.1 to 1.0, ends included, and a
+    search without betas/phis returns errors over exactly that grid (mean of one instance, argmin)."""
+    betas, phis = training.frmnn_grid()
+    np.testing.assert_allclose(betas, 0.5 + 0.1 * np.arange(16), atol=1e-6)
+    np.testing.assert_allclose(phis, 0.1 + 0.1 * np.arange(10), atol=1e-6)
+    p = params_mod.LRPCAParams.from_schedule(jnp.array([1.0, 0.5, 0.25, 0.1]), jnp.array([0.6, 0.5, 0.5]),
+                                             rank=TINY.rank, n=TINY.n)
+    chosen, errors = training.frmnn_grid_search(jax.random.key(3), p, TINY, num_instances=1, extra_layers=1)
+    assert errors.shape == (16, 10)
+    i, j = np.unravel_index(int(jnp.argmin(errors)), errors.shape)
+    assert (float(chosen.beta), float(chosen.phi)) == (float(betas[i]), float(phis[j]))
+
+
 def test_pretrained_takes_concrete_numpy_and_jax_scalars():
     """rpca.pretrained(jnp.float32(0.2)) was refused as "not a number" while np.float32(0.3) was
     taken. Concrete 0-d NumPy and JAX numbers now select the same file as the Python float."""

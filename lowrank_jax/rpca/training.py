@@ -297,14 +297,21 @@ def _continue(params: LRPCAParams, Y, L, R, beta, phi, extra: int):
     return loop.run_fixed(step, (L, R), extra, start=K).state
 
 
+def frmnn_grid() -> tuple[jax.Array, jax.Array]:
+    """:func:`frmnn_grid_search`'s default grid (step 0.1, as the paper): β ∈ {0.5, …, 2.0} (16
+    values) and φ ∈ {0.1, …, 1.0} (10), float32."""
+    return jnp.round(jnp.arange(0.5, 2.01, 0.1), 2), jnp.round(jnp.arange(0.1, 1.01, 0.1), 2)
+
+
 @full_precision
 def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instances: int = 20,
                       extra_layers: int = 5, betas=None, phis=None, sampler=None):
     """Choose FRMNN's (β, φ) (eq. 14) by grid search with the K learned layers frozen.
 
     Minimises the mean relative error at layer K̄ = K + ``extra_layers`` over ``num_instances``
-    fresh instances. Grid (step 0.1, as the paper): β ∈ {0.5, …, 2.0}, φ ∈ {0.1, …, 1.0}. Learned
-    schedules end with small steps (η_K ≈ 0.1 in the shipped models), and the best continuations
+    fresh instances. Grid (:func:`frmnn_grid`; step 0.1, as the paper):
+    β ∈ {0.5, …, 2.0}, φ ∈ {0.1, …, 1.0}. Learned schedules end with small steps (η_K ≈ 0.1 in
+    the shipped models), and the best continuations
     grow them back quickly (the shipped α = 0.2 model: β = 1.8, φ = 0.4; with a first grid of
     β ≤ 1.3 it could not get below 9e-6); at n = 1000, once φ^p ζ_K is below the residual's
     resolution S absorbs the rest and the iterates stop moving, so a large β does not diverge.
@@ -323,8 +330,9 @@ def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instanc
     key = _checks.as_key(key)
     num_instances = _checks.check_positive_int(num_instances, "num_instances")
     extra_layers = _checks.check_positive_int(extra_layers, "extra_layers", minimum=0)
-    betas = _grid_axis(jnp.round(jnp.arange(0.5, 2.01, 0.1), 2) if betas is None else betas, "betas")
-    phis = _grid_axis(jnp.round(jnp.arange(0.1, 1.01, 0.1), 2) if phis is None else phis, "phis")
+    default_betas, default_phis = frmnn_grid()
+    betas = _grid_axis(default_betas if betas is None else betas, "betas")
+    phis = _grid_axis(default_phis if phis is None else phis, "phis")
     Y, X = _instances(key, cfg, num_instances, sampler)
     errors = _grid_errors(params, Y, X, betas, phis, extra_layers)
     if not bool(jnp.any(jnp.isfinite(errors))):
