@@ -3,13 +3,13 @@
 FRMNN (paper §4.2, eq. 13) continues a K-layer model past layer K with η_k = β η_{k−1} and
 ζ_k = φ ζ_{k−1}. The shipped (β, φ) minimise the mean error at one layer K̄ (eq. 14; K̄ = K + 30
 for the n = 100 and n = 300 models). This script runs the search's whole grid
-(``training.frmnn_grid()``: β ∈ {0.5, …, 2.0} × φ ∈ {0.1, …, 1.0}, step 0.1)
-for ``--layers`` layers on fresh instances of the paper's generator
-and reports, per model, the choices that are best by several objectives: the mean error at layers
-20 / 40 / 60 / 80, the worst instance at layer 60, the mean log-error over layers 16–60, and the
-smallest climb over layers 11–20 — against the layer-10 error the continuation starts from. On the
-same instances it also runs two baselines: the Theorem-1 oracle schedule (η = 0.5, 40 layers) and
-ScaledGD with its defaults (100 iterations), beside the shipped model's 40 layers.
+(``training.frmnn_grid()``: β ∈ {0.5, …, 2.0} × φ ∈ {0.1, …, 1.0}, step 0.1) for ``--layers``
+layers on fresh instances of the paper's generator and reports, per model, the choices that are
+best by several objectives: the mean error at layers 20 / 40 / 60 / 80, the worst instance at
+layer 60, the mean log-error over layers 16–60, and the smallest climb over layers 11–20, against
+the layer-10 error the continuation starts from. On the same instances it also runs two baselines:
+the Theorem-1 oracle schedule (η = 0.5, 40 layers) and ScaledGD with its defaults (100
+iterations), beside the shipped model's 40 layers.
 
 Writes results/rpca/frmnn_grid.csv (one row per model and objective), frmnn_baselines.csv and
 frmnn_grid.png (mean error against layer for the shipped and the alternative choices, one panel per
@@ -19,6 +19,7 @@ model).
 from __future__ import annotations
 
 import argparse
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -28,21 +29,21 @@ from _rpca import figure, out_dir, write_csv
 from lowrank_jax import datasets, rpca
 from lowrank_jax.rpca.training import frmnn_grid
 
-BETAS, PHIS = (np.asarray(v) for v in frmnn_grid())
+
+def grid_points() -> tuple[np.ndarray, np.ndarray]:
+    """β and φ of every grid point, flat (β slowest), as NumPy arrays."""
+    betas, phis = frmnn_grid()
+    B, P = np.meshgrid(np.asarray(betas), np.asarray(phis), indexing="ij")
+    return B.ravel(), P.ravel()
 
 
-def grid_curves(params, Y, X, layers: int) -> np.ndarray:
-    """Relative error after every layer 1..``layers`` for every (β, φ): (len(BETAS) · len(PHIS), layers)."""
-    B, P = np.meshgrid(BETAS, PHIS, indexing="ij")
-
-    @jax.jit
-    def curves(Y, X):
-        def one(bp):
-            return rpca.lrpca(Y, params.rank, params.zeta, params.eta, beta=bp[0], phi=bp[1],
-                              max_iter=layers, X_star=X).error
-        return jax.lax.map(one, (jnp.asarray(B.ravel(), Y.dtype), jnp.asarray(P.ravel(), Y.dtype)), batch_size=8)
-
-    return np.asarray(curves(Y, X))
+@functools.partial(jax.jit, static_argnames=("rank", "layers"))
+def grid_curves(zeta, eta, Y, X, betas, phis, *, rank: int, layers: int):
+    """Relative error after every layer 1..``layers`` for every (β, φ) pair: (len(betas), layers).
+    Compiled once per (model size, layers): the schedule and the instance are arguments."""
+    def one(bp):
+        return rpca.lrpca(Y, rank, zeta, eta, beta=bp[0], phi=bp[1], max_iter=layers, X_star=X).error
+    return jax.lax.map(one, (betas, phis), batch_size=8)
 
 
 def baselines(params, alpha, Y, X) -> dict[str, float]:
@@ -58,11 +59,13 @@ def study(n: int, alpha: float, instances: int, layers: int, seed: int):
     """Errors (instances, grid, layers) of the model ``pretrained(alpha, n=n)`` on fresh instances,
     and the baselines' final errors on the same instances (name → (instances,))."""
     params = rpca.pretrained(alpha, n=n)
+    betas, phis = (jnp.asarray(v, jnp.float32) for v in grid_points())
     keys = jax.random.split(jax.random.key(seed), instances)
     errors, base = [], {}
     for k in keys:
         p = datasets.rpca_problem(k, n, n, params.rank, alpha)
-        errors.append(grid_curves(params, p.Y, p.X, layers))
+        errors.append(np.asarray(grid_curves(params.zeta, params.eta, p.Y, p.X, betas, phis,
+                                             rank=params.rank, layers=layers)))
         for name, e in baselines(params, alpha, p.Y, p.X).items():
             base.setdefault(name, []).append(e)
     E = np.stack(errors)
@@ -74,8 +77,8 @@ def choices(params, E):
     """(objective, grid index) pairs: the shipped point and the best point by each objective."""
     mean = E.mean(0)
     last = E.shape[2]
-    B, P = np.meshgrid(BETAS, PHIS, indexing="ij")
-    shipped = int(np.argmin(np.abs(B.ravel() - float(params.beta)) + np.abs(P.ravel() - float(params.phi))))
+    B, P = grid_points()
+    shipped = int(np.argmin(np.abs(B - float(params.beta)) + np.abs(P - float(params.phi))))
     out = [("shipped", shipped)]
     out += [(f"mean at layer {k}", int(np.argmin(mean[:, k - 1]))) for k in (20, 40, 60, 80) if k <= last]
     if last >= 60:
@@ -95,7 +98,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.layers < 20:
         ap.error("--layers must be at least 20 (the objectives look at layers 11-20 and beyond)")
-    B, P = np.meshgrid(BETAS, PHIS, indexing="ij")
+    B, P = grid_points()
     shown = [k for k in (20, 40, 60, 80) if k <= args.layers]
     plt = figure()
     fig, axes = plt.subplots(1, len(args.models), figsize=(5 * len(args.models), 4), squeeze=False)
@@ -106,13 +109,13 @@ def main(argv=None):
         mean = E.mean(0)
         start = mean[:, params.num_layers - 1].min()
         print(f"\nn = {n}, alpha = {alpha} (model trained at n = {params.n}; {args.instances} instances, "
-              f"{len(BETAS) * len(PHIS)} grid points); mean error after the {params.num_layers} learned "
+              f"{len(B)} grid points); mean error after the {params.num_layers} learned "
               f"layers: {start:.1e}")
         print(f"  {'objective':30s} {'beta':>4s} {'phi':>4s} " + " ".join(f"{'@' + str(k):>8s}" for k in shown)
               + f" {'worst@' + str(args.layers):>9s} {'peak 11-20':>10s}")
         seen = set()
         for name, g in choices(params, E):
-            b, f = float(B.ravel()[g]), float(P.ravel()[g])
+            b, f = float(B[g]), float(P[g])
             at = [mean[g, k - 1] for k in shown]
             worst, peak = E[:, g, -1].max(), mean[g, 10:20].max()
             print(f"  {name:30s} {b:4.1f} {f:4.1f} " + " ".join(f"{v:8.1e}" for v in at) + f" {worst:9.1e} {peak:10.1e}")
