@@ -193,7 +193,12 @@ def check_positive_int(value, name: str, *, allow_none: bool = False, minimum: i
 def as_hyper(x, name: str, *, ndim: int | None = None, length: int | None = None,
              nonnegative: bool = True, positive: bool = False, dtype=None, allow_inf: bool = False) -> jax.Array:
     """A hyperparameter array (scalar or vector) with optional shape and sign checks; NaN is always
-    refused, ±inf unless ``allow_inf`` (e.g. an ℓ1 ball of infinite radius)."""
+    refused, ±inf unless ``allow_inf`` (e.g. an ℓ1 ball of infinite radius).
+
+    A concrete value that breaks a rule raises ``ValueError`` naming it. A traced one (under
+    ``jit``/``vmap``, e.g. a sweep point) cannot raise: its entries that break the same rules come
+    back as NaN, so that a result computed from the returned array shows the fault instead of a
+    plausible wrong answer (a negative threshold, say, that silently shifts every entry)."""
     if x is None:
         raise ValueError(f"{name} is required")
     if not hasattr(x, "dtype"):
@@ -224,6 +229,13 @@ def as_hyper(x, name: str, *, ndim: int | None = None, length: int | None = None
             raise ValueError(f"{name} must be positive, got {val}")
         if nonnegative and not np.all(val >= 0):
             raise ValueError(f"{name} must be non-negative, got {val}")
+    elif jnp.issubdtype(arr.dtype, jnp.floating):
+        ok = ~jnp.isnan(arr) if allow_inf else jnp.isfinite(arr)
+        if positive:
+            ok &= arr > 0
+        if nonnegative:
+            ok &= arr >= 0
+        arr = jnp.where(ok, arr, jnp.nan)
     return arr
 
 

@@ -92,9 +92,10 @@ def prox_step(model: ShallowNet, strength, reg: str) -> ShallowNet:
 
     "path": exact prox of strength·P; "l1": soft thresholding at strength; "layer": projection of
     every row of both weight matrices onto the ℓ1 ball of radius 1/strength (pass strength = λ).
-    ``strength`` ≥ 0; a negative or NaN value is refused by name when concrete."""
-    _checks.as_hyper(strength, "strength", allow_inf=True)   # checks only; λ = inf is the limit W = 0
+    ``strength`` ≥ 0 (+inf: "l1" and "layer" give W = 0; "path" refuses it); a negative or NaN value
+    is refused by name when concrete and makes the weights NaN when traced."""
     W_in, W_out = model.weights
+    strength = _checks.as_hyper(strength, "strength", allow_inf=reg != "path", dtype=W_in.dtype)
     if reg == "path":
         W_in, W_out = prox.path_norm_prox(W_in, W_out, strength)
     elif reg == "l1":

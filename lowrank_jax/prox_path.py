@@ -104,7 +104,23 @@ def _pair_coefficients(lam, sv, sw, A, B):
 
 
 def _prox_unit(x, y, lam):
-    """One hidden unit: x ∈ Rᵖ (its output weights), y ∈ Rᵐ (its input weights), p ≤ m."""
+    """One hidden unit: x ∈ Rᵖ (its output weights), y ∈ Rᵐ (its input weights), p ≤ m.
+
+    The prox is positively homogeneous, prox_λ(c·(x, y)) = c·prox_λ(x, y) for c > 0 (substitute
+    (v, w) = c·(v', w'): the objective is c² times the unscaled one). The unit is solved at unit
+    scale, c the power of two at or just above max|(x, y)| (so that dividing by it is exact), and
+    the squared prefix sums below neither underflow (weights near 1e-20 in float32) nor overflow
+    (near 1e19). By the same homogeneity (Euler's identity) the derivative through c is zero: c is
+    held constant for autodiff."""
+    top = jnp.maximum(jnp.max(jnp.abs(x)), jnp.max(jnp.abs(y)))
+    _, exponent = jnp.frexp(jnp.where((top > 0) & jnp.isfinite(top), top, jnp.ones_like(top)))
+    c = lax.stop_gradient(jnp.ldexp(jnp.ones_like(top), exponent))
+    v, w = _prox_unit_scaled(x / c, y / c, lam)
+    return c * v, c * w
+
+
+def _prox_unit_scaled(x, y, lam):
+    """``_prox_unit`` on a unit whose largest magnitude is 1 (or that is all zero or not finite)."""
     p, m = x.shape[0], y.shape[0]
     dtype = x.dtype
     a, b = sort_magnitudes(x), sort_magnitudes(y)
@@ -176,7 +192,13 @@ def path_norm_prox(W_in, W_out, strength):
         v, w = _prox_units(x, y, lam)
     else:                                               # the problem is symmetric in (x, y)
         w, v = _prox_units(y, x, lam)
-    return w, v.T
+    return _invalid_to_nan(lam, w), _invalid_to_nan(lam, v.T)
+
+
+def _invalid_to_nan(lam, W):
+    """W, or NaN everywhere if λ is NaN: a traced λ < 0 or NaN (which cannot raise) arrives as NaN
+    (``_checks.as_hyper``), and the argmin over candidates would otherwise turn it into zeros."""
+    return jnp.where(jnp.isnan(lam), jnp.nan, W)
 
 
 def path_norm(W_in, W_out) -> jax.Array:
@@ -260,7 +282,7 @@ def path_norm_prox_mfb(W_in, W_out, strength):
     """
     W_in, W_out, lam = _check_pair(W_in, W_out, strength)
     v, w = _mfb_units(W_out.T, W_in, lam)
-    return w, v.T
+    return _invalid_to_nan(lam, w), _invalid_to_nan(lam, v.T)
 
 
 _mfb_units = jax.jit(jax.vmap(_mfb_unit, in_axes=(0, 0, None)))
@@ -270,12 +292,12 @@ _mfb_units = jax.jit(jax.vmap(_mfb_unit, in_axes=(0, 0, None)))
 
 def l1_prox(x, strength):
     """Prox of λ‖·‖₁ (soft thresholding) on an array or on every leaf of a pytree; ``strength`` λ ≥ 0,
-    +inf allowed (every entry 0); refused by name when negative or NaN and concrete (x − clip(x, −λ, λ)
-    at λ < 0 shifts every entry by |λ|)."""
+    +inf allowed (every entry 0); refused by name when negative or NaN and concrete, NaN everywhere
+    when traced (x − clip(x, −λ, λ) at λ < 0 would shift every entry by |λ|)."""
     from lowrank_jax.prox import soft_threshold
 
-    _checks.as_hyper(strength, "strength", allow_inf=True)   # checks only (leaves keep their dtypes); inf: 0
-    return jax.tree.map(lambda leaf: soft_threshold(leaf, strength), x)
+    t = _checks.as_hyper(strength, "strength", allow_inf=True)   # inf: 0; traced λ < 0 or NaN: NaN
+    return jax.tree.map(lambda leaf: soft_threshold(leaf, t.astype(leaf.dtype)), x)
 
 
 def project_l1_ball_rows(W, radius):

@@ -216,3 +216,23 @@ def test_as_matrix_takes_an_empty_block_only_when_asked():
         _checks.as_matrix(np.zeros((2, 0)), "X_aux", min_rows=0)
     with pytest.raises(TypeError, match="X_aux must hold numbers"):
         _checks.as_matrix(np.zeros((0, 3), dtype=object), "X_aux", min_rows=0)
+
+
+def test_traced_hyperparameters_that_break_a_rule_become_nan():
+    """Under jit/vmap a hyperparameter cannot raise; the entries that the concrete check would
+    refuse come back as NaN, the others unchanged."""
+    vals = jnp.array([-1.0, 0.0, 0.5, jnp.inf, jnp.nan])
+
+    def f(positive, nonnegative, allow_inf):
+        return jax.vmap(lambda v: _checks.as_hyper(v, "h", positive=positive, nonnegative=nonnegative,
+                                                   allow_inf=allow_inf))(vals)
+
+    nan = np.nan
+    np.testing.assert_array_equal(f(False, True, False), [nan, 0.0, 0.5, nan, nan])
+    np.testing.assert_array_equal(f(True, True, False), [nan, nan, 0.5, nan, nan])
+    np.testing.assert_array_equal(f(False, True, True), [nan, 0.0, 0.5, np.inf, nan])
+    np.testing.assert_array_equal(f(False, False, False), [-1.0, 0.0, 0.5, nan, nan])
+    # The concrete values raise instead.
+    for v in (-1.0, np.nan):
+        with pytest.raises(ValueError, match="h"):
+            _checks.as_hyper(v, "h")

@@ -135,12 +135,16 @@ def test_prox_sgd_gives_exact_zeros_sgd_does_not(digits):
 
 def test_layerwise_projection_keeps_the_constraint(digits):
     X, y = digits
-    lam = 0.1
-    res = pathnorm.train(jax.random.key(4), X, y, reg="layer", method="prox", lr=0.2, lam=lam, epochs=2, hidden=16)
+    lam = 0.3
+    res = pathnorm.train(jax.random.key(4), X, y, reg="layer", method="prox", lr=0.5, lam=lam, epochs=2, hidden=16)
+    free = pathnorm.train(jax.random.key(4), X, y, reg="layer", method="prox", lr=0.5, lam=0.0, epochs=2, hidden=16)
+    row_norms = lambda W: float(jnp.max(jnp.sum(jnp.abs(W), axis=1)))  # noqa: E731
+    # The ball binds: without it (λ = 0, an infinite ball) both layers end with a row outside it.
+    assert all(row_norms(W) > 1 / lam for W in free.model.weights)
     for W in res.model.weights:
-        assert float(jnp.max(jnp.sum(jnp.abs(W), axis=1))) <= 1 / lam * (1 + 1e-5)
+        assert row_norms(W) <= 1 / lam * (1 + 1e-5)
     # The progress bar (a callback from inside the compiled program) changes nothing.
-    shown = pathnorm.train(jax.random.key(4), X, y, reg="layer", method="prox", lr=0.2, lam=lam, epochs=2, hidden=16,
+    shown = pathnorm.train(jax.random.key(4), X, y, reg="layer", method="prox", lr=0.5, lam=lam, epochs=2, hidden=16,
                            progress=True)
     np.testing.assert_array_equal(shown.model.hidden.weight, res.model.hidden.weight)
 
