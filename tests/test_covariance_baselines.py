@@ -363,6 +363,39 @@ def test_fpcp_rank_and_recovery(x64):
     np.testing.assert_allclose(rnd.L, many.L, atol=1e-7 * np.abs(Sigma).max())
 
 
+def _fastpcp_growth_numpy(V, lam, loops, k, threshold=0.01):
+    """LRSLibrary's rank growth (``fastpcp.m``) in NumPy with full SVDs, capped at k: the flag is
+    set afresh after every loop from σ_r / Σ_{i<r} σ_i. Returns (L, final rank, flags)."""
+    shrink = lambda X: np.sign(X) * np.maximum(np.abs(X) - lam, 0)  # noqa: E731
+    rank, flag, flags = 1, True, []
+    U, s, Vt = np.linalg.svd(V)
+    L = (U[:, :rank] * s[:rank]) @ Vt[:rank]
+    S = shrink(V - L)
+    for _ in range(loops - 1):
+        if flag and rank < k:
+            rank += 1
+        U, s, Vt = np.linalg.svd(V - S)
+        flag = rank == 1 or s[rank - 1] / s[:rank - 1].sum() > threshold
+        flags.append(flag)
+        L = (U[:, :rank] * s[:rank]) @ Vt[:rank]
+        S = shrink(V - L)
+    return L, rank, flags
+
+
+def test_fpcp_growth_resumes_after_a_failed_test_as_lrslibrary(x64):
+    """The growth flag is re-tested every loop: on the paper's generator (n = 100, k₀ = 10,
+    s₀ = 0.95) the test fails at one loop and passes at the next, and the rank grows on to 9, the
+    paper's Table II value (stopping the growth at the first failure left it at 8)."""
+    Sigma, _, _ = cov.lrs_problem(0, 100, 10, 0.95, "code")
+    lam = 1 / np.sqrt(100)
+    L_ref, rank_ref, flags = _fastpcp_growth_numpy(np.asarray(Sigma), lam, 10, 10)
+    first_fail = flags.index(False)
+    assert True in flags[first_fail:]                  # this instance does fail, then pass again
+    out = baselines.fpcp(Sigma, 10, loops=10, grow=True)
+    assert int(out.rank) == rank_ref == 9
+    np.testing.assert_allclose(out.L, L_ref, atol=1e-8 * np.abs(np.asarray(Sigma)).max())
+
+
 def test_fpcp_hyperparameters_are_arrays(x64):
     Sigma, _, _ = planted(2, n=30)
     lams = jnp.array([0.1, 0.3])

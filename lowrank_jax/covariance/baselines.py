@@ -270,7 +270,7 @@ def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, loops, grow, 
         L, s = partial_svd(D - S, r)
         S = soft_threshold(D - L, lam_t)
         if grow:
-            inc = inc & grows(s, r)
+            inc = grows(s, r)        # tested afresh every loop: a failed test pauses the growth, not ends it
         return (L, S, r, lam_t, inc), {"residual": frob(D - L - S) / d_norm}
 
     out = loop.run_fixed(step, (L, S, jnp.asarray(r, jnp.int32), lam, inc), loops - 1)
@@ -294,8 +294,10 @@ def fpcp(Sigma, rank: int, lam=None, loops: int = 2, *, grow: bool = False, rank
 
     How k is passed: ``grow=False`` (default) — fixed rank k in every loop (rank L ≤ k).
     ``grow=True`` — LRSLibrary's rank growth with k as the maximum: start at ``rank0``; before each
-    later loop, while the last growth test passed, rank ← rank + 1 (≤ k) and λ ← λ · ``lam_factor``;
-    the test is σ_r / Σ_{i<r} σ_i > ``rank_threshold`` (0.01) on the current partial SVD. With the
+    later loop, if the previous loop's growth test passed, rank ← rank + 1 (≤ k) and λ ← λ ·
+    ``lam_factor`` (while the rank is below k); the test is σ_r / Σ_{i<r} σ_i > ``rank_threshold``
+    (0.01) on that loop's partial SVD, taken afresh every loop, so a failed test skips one growth
+    and a later pass resumes it (LRSLibrary's ``fastpcp.m`` resets its flag each loop). With the
     default two loops the rank reaches at most ``rank0`` + 1, as in LRSLibrary; raise ``loops``.
     Measured on the paper's generator (n = 100, k₀ = 10, s₀ = 0.95, ``"code"`` pairs), ``grow=True``
     with ``loops`` = k reproduces Table II's FPCP rows closely (k = 10, 10 seeds: r(L) 8.3, s(S) 0.07,
