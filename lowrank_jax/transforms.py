@@ -141,22 +141,34 @@ def projected(optimizer: optax.GradientTransformation, project_fn) -> optax.Grad
 # -- Newton steps -----------------------------------------------------------------------------------
 
 def newton_direction(H, g, damping=0.0):
-    """(H + damping·I)⁻¹ g for a symmetric (d, d) H: Cholesky when it is positive definite, else an
-    LU solve, and where that is not finite (an exactly singular H, such as the semi-definite Hessian
-    of ½(p₁ + p₂)², on which Cholesky "succeeds" with a zero pivot) the minimum-norm least-squares
-    direction (H + damping·I)⁺ g. For an indefinite H the caller's line search or damping must handle
-    a non-descent direction."""
+    """(H + damping·I)⁻¹ g for a symmetric (d, d) H: Cholesky when it is positive definite, else the
+    pseudo-inverse from the eigendecomposition H + damping·I = V diag(μ) Vᵀ, Σ_{|μ_i| > τ} v_i v_iᵀ g / μ_i
+    with τ = d·ε·max|μ| (the exact solve for an indefinite non-singular H, the minimum-norm
+    least-squares direction for a singular one).
+
+    A positive semi-definite but numerically singular H — the Hessian of ½(p₁ + p₂)², or AᵀDA for an
+    A without full column rank — may pass Cholesky with a pivot of rounding size or fail it by a
+    rounding-size negative eigenvalue. Solved exactly (Cholesky or LU), it moves the iterate by O(1)
+    along the null space, where the gradient is only rounding, and an iteration drifts there without
+    end while its loss and gradient look converged. So a Cholesky factor counts only when every
+    pivot satisfies L_ii² > d·ε·max_i (H + damping·I)_ii, and the eigendecomposition drops the
+    rounding-size eigenvalues, leaving no null-space part. For an indefinite H the caller's line
+    search or damping must handle a non-descent direction."""
     d = H.shape[0]
     Hd = H + damping * jnp.eye(d, dtype=H.dtype)
     L = jnp.linalg.cholesky(Hd)
-    ok = jnp.all(jnp.isfinite(L)) & jnp.all(jnp.diagonal(L) > 0)
+    eps = jnp.finfo(Hd.dtype).eps
+    pivots = jnp.diagonal(L)
+    ok = (jnp.all(jnp.isfinite(L)) & jnp.all(pivots > 0)
+          & jnp.all(pivots * pivots > d * eps * jnp.max(jnp.abs(jnp.diagonal(Hd)))))
 
-    def not_definite():
-        x = jnp.linalg.solve(Hd, g)
-        return jax.lax.cond(jnp.all(jnp.isfinite(x)), lambda: x, lambda: jnp.linalg.lstsq(Hd, g)[0])
+    def pseudo_inverse():
+        mu, V = jnp.linalg.eigh(Hd)
+        keep = jnp.abs(mu) > d * eps * jnp.max(jnp.abs(mu))
+        return V @ jnp.where(keep, (V.T @ g) / jnp.where(keep, mu, 1), 0)
 
-    # cond, not where: the fallbacks run only when needed (under vmap every branch runs).
-    return jax.lax.cond(ok, lambda: jax.scipy.linalg.cho_solve((L, True), g), not_definite)
+    # cond, not where: the fallback runs only when needed (under vmap both branches run).
+    return jax.lax.cond(ok, lambda: jax.scipy.linalg.cho_solve((L, True), g), pseudo_inverse)
 
 
 class NewtonState(NamedTuple):

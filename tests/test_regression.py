@@ -41,6 +41,49 @@ def test_gradient_and_hessian_equal_autodiff(kind, layout, x64):
         np.testing.assert_allclose(rg.loss(x, A_rs, b, w, kind), f(x), rtol=1e-12)
 
 
+@pytest.mark.parametrize("kind", rg.KINDS)
+def test_loss_gradient_and_hessian_against_an_independent_loss(kind, x64):
+    """The loss written here from the note's definition, L = ½‖u − ⟨u, 1⟩ b‖² + ½‖diag(w) A x‖², and
+    its autodiff derivatives, against the library's loss and closed forms, with a weight per row
+    and a b off the simplex (both sides of the test above share the library's loss)."""
+    rng = np.random.default_rng(5)
+    n, d = 30, 4
+    A = jnp.asarray(rng.standard_normal((n, d)) / np.sqrt(n))
+    b, w = jnp.asarray(rng.standard_normal(n)), jnp.asarray(rng.uniform(0.0, 3.0, n))
+    u_of = {"exp": jnp.exp, "cosh": jnp.cosh, "sinh": jnp.sinh}[kind]
+
+    def loss(x):
+        u = u_of(A @ x)
+        return 0.5 * jnp.sum((u - jnp.sum(u) * b) ** 2) + 0.5 * jnp.sum((w * (A @ x)) ** 2)
+
+    for seed in range(3):
+        x = jnp.asarray(0.7 * np.random.default_rng(seed).standard_normal(d))
+        np.testing.assert_allclose(rg.loss(x, A, b, w, kind), loss(x), rtol=1e-13)
+        np.testing.assert_allclose(rg.gradient(x, A, b, w, kind), jax.grad(loss)(x), rtol=1e-11, atol=1e-13)
+        np.testing.assert_allclose(rg.hessian(x, A, b, w, kind), jax.hessian(loss)(x), rtol=1e-11, atol=1e-13)
+
+
+def test_exact_and_diagonal_newton_stay_put_along_the_null_space_of_a(x64):
+    """A without full column rank: H = Aᵀ(B + W²)A is singular, to rounding. Its Cholesky or LU
+    solve moved x by O(1) along null(A) every step (the loss and gradient looked converged; ‖x‖
+    reached 17 after 100 steps). The minimum-norm direction leaves that component where x0 put it."""
+    rng = np.random.default_rng(1)
+    n, d = 50, 4
+    A = rng.standard_normal((n, d)) / np.sqrt(n)
+    A[:, 3] = A[:, 0] + A[:, 1]
+    A, b = jnp.asarray(A), jnp.asarray(rng.dirichlet(np.ones(n)))
+    x0 = jnp.asarray(0.1 * rng.standard_normal(d))
+    null = jnp.array([1.0, 1.0, 0.0, -1.0]) / jnp.sqrt(3.0)
+    for method in ("exact", "diagonal"):
+        short = rg.newton_solve(A, b, 1.0, x0, "exp", method, iters=10)
+        long = rg.newton_solve(A, b, 1.0, x0, "exp", method, iters=200)
+        for out in (short, long):
+            np.testing.assert_allclose(out.x @ null, x0 @ null, atol=1e-12)
+        assert float(long.grad_norm[-1]) < 1e-12
+        if method == "exact":                        # converged in 10 steps, and stays there
+            np.testing.assert_allclose(long.x, short.x, atol=1e-10)
+
+
 def test_paper_printed_hessian_is_wrong_for_cosh_and_sinh(x64):
     """Def. C.2 prints B_rank with u; the derivation (Def. B.5) has v. Same for exp (v = u) only.
     (w = 0, so that the regulariser's W² does not hide the error, and b of unit-size entries, so that

@@ -17,7 +17,8 @@ that is exact for exp only (v = u) and off by O(1) for cosh and sinh. B = B_rank
 B_rank = −v(v∘b)ᵀ − (v∘b)vᵀ + ‖b‖² vvᵀ and B_diag = diag(v∘v + c∘u − ⟨c,b⟩u) (:func:`curvature_split`).
 
 Trivial minimisers (note G9, G10): for sinh, x = 0 gives u = 0, α = 0, c = 0 and L = 0 ≤ L(x), so
-x* = 0 always (unique when w ≠ 0 and A has full column rank); cosh's loss is even, L(x) = L(−x), and
+x* = 0 always (unique when every w_i > 0 and A has full column rank: with some w_i = 0 a row
+whose u-term vanishes can leave other minimisers); cosh's loss is even, L(x) = L(−x), and
 x = 0 is always stationary (v(0) = sinh 0 = 0). Only exp has a non-trivial x* in general.
 
 Overflow: exp/cosh/sinh of |Ax| beyond ~88 (float32) or ~709 (float64) overflow, and the loss squares
