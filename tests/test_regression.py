@@ -343,6 +343,31 @@ def test_theorem_helpers_refuse_wide_designs(call, match, x64):
         call(A, b, w, x)
 
 
+def test_theorem_helpers_do_not_certify_a_tall_rank_deficient_design(x64):
+    """n ≥ d but a column is the sum of two others: σ_min(A) and λ_min(∇²L) are rounding (1.5e-16
+    and +5.3e-16 were returned, a "certificate" of strong convexity), now 0; weight_rule refuses the 0.
+    A full-rank design keeps its exact values."""
+    A, b, w = make_problem(n=50, d=4)
+    x = 0.1 * jnp.ones(4)
+    assert float(rg.sigma_min(A)) == pytest.approx(float(np.linalg.svd(np.asarray(A))[1][-1]), rel=1e-12)
+    lam = np.linalg.eigvalsh(np.asarray(rg.hessian(x, A, b, w)))[0]
+    assert float(rg.psd_certificate(x, A, b, w)) == pytest.approx(lam, rel=1e-10) and lam > 0
+    A_def = A.at[:, 3].set(A[:, 0] + A[:, 1])
+    assert float(rg.sigma_min(A_def)) == 0.0
+    w0 = jnp.zeros_like(w)            # no W² term: the Hessian is singular along null(A)
+    assert float(rg.psd_certificate(x, A_def, b, w0)) == 0.0
+    with pytest.raises(ValueError, match="sigma must be positive"):
+        rg.weight_rule(1.0, 0.5, rg.sigma_min(A_def))
+
+
+def test_sketch_size_grows_with_the_bernstein_factor_beyond_eps_one():
+    """m = ⌈2(1 + ε/3)(d/β) log(2d/δ)/ε²⌉ with the factor at least 8/3: the ε ≤ 1 sizes are the
+    usual ones, and above 1 the factor 8/3 would undercount (at ε = 3 it is 4)."""
+    for eps, factor in ((0.1, 8 / 3), (1.0, 8 / 3), (3.0, 4.0), (6.0, 6.0)):
+        expected = int(np.ceil(factor * 10 / 0.5 * np.log(2 * 10 / 0.05) / eps ** 2))
+        assert sketch.sketch_size(10, eps, 0.05, 0.5) == expected
+
+
 def test_icl_shift_reproduces_the_step(exp_instance, x64):
     A, b, w, x_star, x0 = exp_instance
     x1 = x0 + 1e-3 * jax.random.normal(jax.random.key(6), x0.shape, jnp.float64)
@@ -585,7 +610,7 @@ def test_damping_and_line_search_rescue_an_indefinite_start(x64):
     (lambda A, b, w: rg.icl_bound(jnp.zeros(6), jnp.zeros(5), A, b), ValueError, "x_next must have the shape"),
     (lambda A, b, w: rg.icl_shift(jnp.zeros(6), jnp.zeros(5), A, b), ValueError, "x_next must have the shape"),
     # the overflow comes from b, not from Ax: the message must not send the user to rescale A or x
-    (lambda A, b, w: rg.loss(jnp.zeros(6), A, jnp.full(100, 1e300), w), FloatingPointError, "b or w is too large"),
+    (lambda A, b, w: rg.loss(jnp.zeros(6), A, jnp.full(100, 1e300), w), FloatingPointError, "A, b or w are too large for the dtype \(rescale them\)"),
     (lambda A, b, w: rg.radius_R0(jnp.full(6, 400.0), A * 40.0, b), FloatingPointError, "R₀ overflows"),
     (lambda A, b, w: rg.curvature_split(jnp.full(6, 400.0), A * 40.0, b), FloatingPointError, "overflows"),
 ])

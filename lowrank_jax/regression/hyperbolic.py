@@ -92,10 +92,11 @@ def _guard(out, z, what: str):
         zz = np.abs(np.asarray(z))
         limit = overflow_limit(zz.dtype, zz.shape[-1])
         rows = np.nonzero(zz > limit)[-1]
-        if not rows.size:           # Ax is within range: the size of b or w overflowed
+        if not rows.size:           # Ax is within range: the size of A (in AᵀDA), b or w overflowed
             raise FloatingPointError(
                 f"{what} overflows in {zz.dtype} although |Ax| ≤ {zz.max():.1f} is within the safe {limit:.1f}: "
-                "b or w is too large for the dtype (rescale them, or use float64)")
+                "the entries of A, b or w are too large for the dtype (rescale them"
+                + (")" if zz.dtype == np.float64 else ", or use float64)"))
         raise FloatingPointError(
             f"{what} overflows in {zz.dtype}: |Ax| reaches {zz.max():.1f}, beyond the safe {limit:.1f} at rows "
             f"{rows[:10].tolist()}{' …' if rows.size > 10 else ''} ({rows.size} rows). "
@@ -226,11 +227,15 @@ def radius_R0(x, A, b, kind: str = "exp"):
 
 
 def sigma_min(A):
-    """σ_min(A) (needs n ≥ d: the theorem requires full column rank)."""
+    """σ_min(A) (needs n ≥ d: the theorem requires full column rank). A value within rounding of 0,
+    σ_min ≤ max(n, d)·ε·σ_max (the rank rule of ``numpy.linalg.matrix_rank``), is returned as 0: A
+    is rank-deficient to working precision, and :func:`weight_rule` then refuses it rather than
+    build w² ≈ l/σ² from rounding."""
     A = design.as_design(A, "A")
     _require_full_column_rank_shape(A, "sigma_min")
     dense = A.todense() if isinstance(A, design.RowSparse) else A
-    return jnp.linalg.svd(dense, compute_uv=False)[-1]
+    s = jnp.linalg.svd(dense, compute_uv=False)
+    return jnp.where(s[-1] > max(dense.shape) * jnp.finfo(s.dtype).eps * s[0], s[-1], 0.0)
 
 
 def weight_rule(R0, l, sigma, *, part: int = 1):
@@ -256,11 +261,15 @@ def weight_rule(R0, l, sigma, *, part: int = 1):
 def psd_certificate(x, A, b, w, kind: str = "exp"):
     """λ_min(∇²L(x)): a positive value certifies strong convexity at x (compare with the l of the
     weight rule). Refuses n < d (``ValueError``): then ∇²L = Aᵀ(B + W²)A has rank ≤ n < d, its
-    λ_min is 0 and only rounding decides the sign, so the value could never certify anything."""
+    λ_min is 0 and only rounding decides the sign, so the value could never certify anything. The
+    same holds for a tall A without full column rank, which the shape cannot show: a λ_min within
+    rounding of 0, |λ_min| ≤ d·ε·max|λ|, is returned as 0 (it certified a singular H as +5e-16)."""
     A, b, w, x = check_problem(A, b, w, x, kind=kind)
     _require_full_column_rank_shape(A, "psd_certificate")
     H, z = _hessian(x, A, b, w, kind)
-    return jnp.linalg.eigvalsh(_guard(H, z, "the Hessian"))[0]
+    lam = jnp.linalg.eigvalsh(_guard(H, z, "the Hessian"))
+    rounding = H.shape[0] * jnp.finfo(lam.dtype).eps * jnp.max(jnp.abs(lam))
+    return jnp.where(jnp.abs(lam[0]) > rounding, lam[0], 0.0)
 
 
 def relative_spectrum(H_approx, H):
