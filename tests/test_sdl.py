@@ -177,12 +177,46 @@ def test_supervised_coding_refuses_xi_zero_and_survives_a_rank_deficient_diction
         sdl.predict(m, X, coding="supervised")
     with pytest.raises(ValueError, match="ξ > 0"):
         sdl.cross_validate(X, y, 2, [0.0, 1.0], [0.1], coding="supervised", folds=2)
-    m0 = sdl.fit(np.zeros((20, 16)), y, 2)
+    # W = 0 (all-zero training data), with unbalanced labels so that γ's intercept is not 0: every
+    # code reconstructs nothing and the code stays h = 0, so the probabilities are those of the
+    # least-squares code, the class frequencies, not the uniform ones of an unbounded βᵀh.
+    y_unbalanced = np.array([0] * 12 + [1] * 4)
+    m0 = sdl.fit(np.zeros((20, 16)), y_unbalanced, 2)
     assert not np.any(m0.W)
-    # W = 0: every code reconstructs nothing, so the classes' costs differ only through γ's intercept;
-    # the probabilities are those of the least-squares code (h = 0), finite and equal for every sample.
     P = np.asarray(sdl.predict_proba(m0, X, coding="supervised"))
-    np.testing.assert_allclose(P, np.asarray(sdl.predict_proba(m0, X)), rtol=1e-5)
+    P_ls = np.asarray(sdl.predict_proba(m0, X))
+    assert abs(P_ls[0, 0] - 0.75) < 0.05
+    np.testing.assert_allclose(P, P_ls, rtol=1e-5)
+
+
+def test_supervised_coding_moves_the_code_only_where_w_reconstructs():
+    """Rank above the data's: W's extra column is rounding, and β along it made every class's cost
+    tend to 0 (J ≈ 2e-6 for both classes). The code now moves within the row space of W only: the
+    costs are those of a strongly convex problem there, checked against a direct minimisation."""
+    import importlib
+
+    import scipy.optimize
+    fit_mod = importlib.import_module("lowrank_jax.sdl.fit")
+
+    rng = np.random.default_rng(0)
+    W = np.linalg.qr(rng.normal(size=(12, 2)))[0] @ np.diag([3.0, 1.0])
+    W = np.concatenate([W, np.zeros((12, 1))], axis=1)          # rank 2 of 3
+    beta = rng.normal(size=(3, 1))
+    gamma, xi = np.array([[0.3]]), 0.5
+    X, Xa = rng.normal(size=(12, 4)), np.ones((1, 4))
+    J = np.asarray(fit_mod._supervised_costs(jnp.asarray(W), jnp.asarray(beta), jnp.asarray(gamma), xi,
+                                             jnp.asarray(X), jnp.asarray(Xa)))
+    assert np.all(np.abs(J) > 1e-2)
+    for s in range(4):
+        h_ls = np.linalg.lstsq(W, X[:, s], rcond=None)[0]
+        for c in range(2):
+            def cost(u):                                         # u: the code's first two entries
+                h = np.array([u[0], u[1], h_ls[2]])
+                a = float(beta[:, 0] @ h + gamma[0, 0])
+                return (np.logaddexp(0.0, a) - (a if c == 1 else 0.0)
+                        + xi * (np.sum((X[:, s] - W @ h) ** 2) - np.sum((X[:, s] - W @ h_ls) ** 2)))
+            best = scipy.optimize.minimize(cost, h_ls[:2], method="BFGS", options={"gtol": 1e-10})
+            np.testing.assert_allclose(J[s, c], best.fun, rtol=1e-6, atol=1e-9)
 
 
 def test_a_diverged_grid_point_is_nan_and_never_the_best(monkeypatch):

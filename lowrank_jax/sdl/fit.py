@@ -57,7 +57,10 @@ class SDLModel(eqx.Module):
 def initial_point(data: sm.SDLData, rank: int, model: str, key, init: str = "svd"):
     """(θ₀, γ₀, factors₀). ``init="svd"``: W₀ = U_rΣ_r, H₀ = V_rᵀ from the rank-r SVD of X; β₀ ~ U[−1, 1] scaled down so that
     the initial activations lie in [−1, 1];
-    ``init="random"``: W₀, H₀ Gaussian (scaled to X). γ₀ = 0."""
+    ``init="random"``: W₀, H₀ with i.i.d. N(0, s²) entries, s² = ‖X‖_F/√(r(p + n)), so that
+    E(‖W₀‖²_F + ‖H₀‖²_F) = ‖X‖_F √(r(p + n)); the product is larger than X, E‖W₀H₀‖_F ≈
+    ‖X‖_F √(pn/(p + n)) (3.5x at p, n = 30, 20; 11x at 12625, 128), a start farther from the data
+    that the first steps shrink. γ₀ = 0."""
     p, n = data.X.shape
     k_beta, k_w, k_h = jax.random.split(key, 3)
     dtype = data.X.dtype
@@ -221,8 +224,11 @@ def _new_data(m: SDLModel, X_new, X_aux_new):
 def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
     """J (n, κ + 1): J[s, c] = min_h ℓ(c, βᵀh + γᵀx'_s) + ξ‖x_s − Wh‖² − ξ‖x_s − W h_ls‖² (damped
     Newton from the least-squares code h_ls; the problem is strongly convex when W has full column
-    rank and ξ > 0). A rank-deficient W (all-zero data fit W = 0) gets the minimum-norm code and
-    minimum-norm Newton steps instead of the NaN of a singular solve.
+    rank and ξ > 0). For a rank-deficient W (all-zero data fit W = 0, or a rank above the data's)
+    the code is the minimum-norm least-squares one plus a move within the row space of W only:
+    h = h_ls + Q z, Q spanning range(WᵀW) (eigenvalues above r·ε·max). Along null(W) the
+    reconstruction term is flat, so a free h would send βᵀh to ±∞ and every class's cost to its
+    infimum 0 (uniform probabilities, whatever the data); with W = 0 the code stays h_ls = 0.
 
     The Newton iterations run in the r-dimensional code space: the least-squares residual
     x − W h_ls is orthogonal to the range of W, so ‖x − Wh‖² = ‖x − W h_ls‖² + (h − h_ls)ᵀ WᵀW (h − h_ls)
@@ -234,27 +240,29 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
     h_ls = jnp.linalg.lstsq(W, X)[0]                      # (r, n)
     G = W.T @ W                                            # (r, r)
     offset = gamma.T @ Xa                                  # (κ, n)
+    mu, V = jnp.linalg.eigh(G)
+    Q = V * (mu > G.shape[0] * jnp.finfo(G.dtype).eps * jnp.max(mu))   # range(G); zero columns elsewhere
+    beta_q, G_q = Q.T @ beta, Q.T @ G @ Q                  # the problem in z, h = h0 + Q z
 
-    def cost(h, c, h0, off):
-        a = beta.T @ h + off
+    def cost(z, c, h0, off):
+        a = beta.T @ h0 + beta_q.T @ z + off
         ell = sm.log_partition(a[:, None])[0] - jnp.where(c > 0, a[jnp.maximum(c - 1, 0)], 0.0)
-        d = h - h0
-        return ell + xi * (d @ G @ d)
+        return ell + xi * (z @ G_q @ z)
 
     def solve_one(c, h0, off):
         f = functools.partial(cost, c=c, h0=h0, off=off)
 
-        def newton(_, h):
-            g = jax.grad(f)(h)
-            Hm = jax.hessian(f)(h)
-            dh = jnp.linalg.lstsq(Hm, g)[0]
-            fh = f(h)
-            t = jax.lax.while_loop(lambda t: (f(h - t * dh) > fh - 1e-4 * t * jnp.dot(g, dh)) & (t > 1e-8),
-                                   lambda t: 0.5 * t, jnp.ones((), h.dtype))
-            return h - t * dh
+        def newton(_, z):
+            g = jax.grad(f)(z)
+            Hm = jax.hessian(f)(z)
+            dz = jnp.linalg.lstsq(Hm, g)[0]               # minimum norm: no move in Q's zero columns
+            fz = f(z)
+            t = jax.lax.while_loop(lambda t: (f(z - t * dz) > fz - 1e-4 * t * jnp.dot(g, dz)) & (t > 1e-8),
+                                   lambda t: 0.5 * t, jnp.ones((), z.dtype))
+            return z - t * dz
 
-        h = jax.lax.fori_loop(0, newton_iters, newton, h0)
-        return f(h)
+        z = jax.lax.fori_loop(0, newton_iters, newton, jnp.zeros_like(h0))
+        return f(z)
 
     per_sample = jax.vmap(lambda h0, off: jax.vmap(lambda c: solve_one(c, h0, off))(jnp.arange(kappa + 1)))
     return per_sample(h_ls.T, offset.T)
