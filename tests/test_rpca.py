@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lowrank_jax import datasets, rpca
+from lowrank_jax import datasets, prox, rpca
 from lowrank_jax.rpca import learned as lrpca_module
 
 
@@ -25,8 +25,14 @@ def test_oracle_lrpca_recovers_with_no_false_positives(problem64, x64):
     assert float(out.error[-1]) <= 1e-8
     # Theorem 1: supp(S_k) ⊆ supp(S⋆) at every layer ...
     assert out.false_positives.shape == (K,) and int(out.false_positives.max()) == 0
-    # ... and at the initialisation, S_0 = S_{ζ_0}(Y) with ζ_0 = ‖X⋆‖_∞.
-    assert not bool(jnp.any((jnp.abs(p.Y) > zeta[0]) & (p.S == 0)))
+    # ... and at the initialisation, S_0 = S_{ζ_0}(Y) with ζ_0 = ‖X⋆‖_∞: a run of no layers returns
+    # it. Its support lies in supp(S⋆) (here it is empty: the outliers, U[−E|X⋆|, E|X⋆|], all sit
+    # below ‖X⋆‖_∞); a lower ζ_0 gives a non-empty S_0, the soft threshold of Y exactly.
+    init = rpca.lrpca(p.Y, 5, zeta[:1], jnp.zeros(0))
+    assert not bool(jnp.any((init.S != 0) & (p.S == 0)))
+    low = rpca.lrpca(p.Y, 5, 0.3 * zeta[:1], jnp.zeros(0))
+    assert int(jnp.sum(low.S != 0)) > 1000
+    np.testing.assert_array_equal(low.S, prox.soft_threshold(p.Y, 0.3 * zeta[0]))
     # The error decreases monotonically and linearly. (Theorem 1's rate 1 − 0.6η = 0.7 needs
     # α ≤ 1e-4/(μ r^1.5 κ), far below this α = 0.1; about 0.75 per layer is observed here.)
     err = np.asarray(out.error)
@@ -279,6 +285,7 @@ def test_lrpca_rejects_bad_input_before_computing(change, name):
     (lambda Y: rpca.altproj(Y, 0), "rank"),
     (lambda Y: rpca.altproj(Y, 2, beta=0.0), "beta"),
     (lambda Y: rpca.altproj(Y.at[0, 0].set(jnp.inf), 2), "Y"),
+    (lambda Y: rpca.altproj(Y[:, :4], 4), r"rank < min\(n1, n2\) = 4"),   # full rank: any S is a fixed point
     (lambda Y: rpca.oracle_thresholds(Y, 2, None, 5), "X_star"),
     (lambda Y: rpca.oracle_thresholds(Y, 2, Y, 5, rule="median"), "rule"),
     (lambda Y: rpca.oracle_thresholds(Y, 2, Y, 5, scale=0.0), "scale"),

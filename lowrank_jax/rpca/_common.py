@@ -35,7 +35,7 @@ def frob(x):
 
 
 def relative_error(X, X_star):
-    """‖X − X⋆‖_F / ‖X⋆‖_F (0/0 counted as 0)."""
+    """‖X − X⋆‖_F / ‖X⋆‖_F; for X⋆ = 0 the absolute error ‖X‖_F (so 0 when X = 0 too)."""
     den = frob(X_star)
     return frob(X - X_star) / jnp.where(den > 0, den, 1.0)
 

@@ -25,7 +25,8 @@ Choices, and why (numbers in the project's issue notes and docs/rpca.md):
   already converges, so few steps per stage suffice.
 - Pre-training trains ζ_j as well as η_j. The authors' code resets ζ_j to 0.1·ζ_{j−1} before every
   pre-training step, so it trains only η_j there; that quirk is not reproduced.
-- Mini-batches through ``vmap``.
+- Mini-batches through ``lax.map``: the instances of a batch run one after another (the mean loss
+  and its gradient are the same as a ``vmap``'s; the memory is one instance's).
 
 Every stage ends with a checkpoint (:func:`lowrank_jax.rpca.params.save_params`, atomic); a run
 restarted with the same arguments resumes after the last finished stage and ends with exactly the
