@@ -20,7 +20,8 @@ def soft_threshold(x: jax.Array, t) -> jax.Array:
         [S_t(x)]_i = sign(x_i) · max(|x_i| − t, 0)  =  x_i − clip(x_i, −t, t).
 
     Written with ``clip`` so that XLA fuses it and so that E = S_t(D) − D = −clip(D, −t, t) costs
-    one pass. ∂/∂t = −sign(x) on |x| > t and 0 elsewhere. ``t`` must be ≥ 0 and broadcastable.
+    one pass. ∂/∂t = −sign(x) on |x| ≥ t and 0 elsewhere (:func:`clip_symmetric`'s rule, which takes
+    the t-branch at the tie |x| = t). ``t`` must be ≥ 0 and broadcastable.
     """
     return x - clip_symmetric(x, t)
 

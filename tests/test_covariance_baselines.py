@@ -327,8 +327,9 @@ def test_ialm_recovers_planted_pair_and_meets_its_residual_tolerance(x64):
     assert float(out.residual[k - 1]) <= tol and np.all(np.isnan(np.asarray(out.residual[k:])))
     assert np.all(np.asarray(out.residual[:k - 1]) >= tol)
     assert int(out.rank) == 2 == int(metrics.rank_above(out.L))
-    # the S-step's KKT condition: S = shrink(·, λ/μ) keeps S's support inside the spikes
-    assert float(metrics.sparsity(out.S)) == pytest.approx(float(metrics.sparsity(S0)))
+    # S = shrink(·, λ/μ) puts its non-zeros on the spikes and nowhere else: S's support is S0's
+    big = np.abs(np.asarray(out.S)) > 1e-6 * np.abs(np.asarray(S0)).max()
+    np.testing.assert_array_equal(big, np.asarray(S0) != 0)
 
 
 def test_ialm_on_the_papers_generator(x64):

@@ -164,7 +164,12 @@ class Decomposition(NamedTuple):
     """M (n, k), L = MMᵀ, S = Σ − L; per-iteration histories (NaN-padded after ``n_iter``): ``loss``
     φ(Θ_j), ``grad_norm`` ‖∇φ(Θ_j)‖ and its running minimum, ``param_norm_max`` the running max of
     ‖Θ_j‖ (NaN for Adam with the fixed-input layer, whose A⁽⁰⁾ is not stored), ``step`` the step
-    length (the learning rate for Adam)."""
+    length (the learning rate for Adam).
+
+    M, L, S and ``net`` are those of the final parameters Θ_{n_iter}, one step after the last
+    recorded loss φ(Θ_{n_iter − 1}) (the histories are taken before each step): ‖S‖₁ is not
+    ``loss[n_iter − 1]`` but the loss one step later (the authors' code returns the L and S of its
+    last forward pass instead, before its last optimiser step)."""
 
     M: jax.Array
     L: jax.Array
