@@ -610,7 +610,7 @@ def test_damping_and_line_search_rescue_an_indefinite_start(x64):
     (lambda A, b, w: rg.icl_bound(jnp.zeros(6), jnp.zeros(5), A, b), ValueError, "x_next must have the shape"),
     (lambda A, b, w: rg.icl_shift(jnp.zeros(6), jnp.zeros(5), A, b), ValueError, "x_next must have the shape"),
     # the overflow comes from b, not from Ax: the message must not send the user to rescale A or x
-    (lambda A, b, w: rg.loss(jnp.zeros(6), A, jnp.full(100, 1e300), w), FloatingPointError, "A, b or w are too large for the dtype \(rescale them\)"),
+    (lambda A, b, w: rg.loss(jnp.zeros(6), A, jnp.full(100, 1e300), w), FloatingPointError, r"A, b or w are too large for the dtype \(rescale them\)"),
     (lambda A, b, w: rg.radius_R0(jnp.full(6, 400.0), A * 40.0, b), FloatingPointError, "R₀ overflows"),
     (lambda A, b, w: rg.curvature_split(jnp.full(6, 400.0), A * 40.0, b), FloatingPointError, "overflows"),
 ])
