@@ -154,7 +154,7 @@ def summarise(rows, plt):
         sel = np.all(R[:, :6] == np.array(key, dtype=object), axis=1)
         vals = R[sel, 7:12].astype(float)
         mean, std = vals.mean(0), vals.std(0)
-        mean[4] = np.median(vals[:, 4])     # time: the median drops a first run that also compiled
+        mean[4] = np.median(vals[:, 4])     # time: the median of the runs (compiled before the timed ones)
         means[key] = mean
         paper = paper_row(key[1], key[3], key[4], key[5])
         lines.append("| " + " | ".join(str(v) for v in key) + " | " +
