@@ -17,7 +17,6 @@ iteration's cost no longer grows with ``max_iter``; a single run pays nothing fo
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -85,6 +84,34 @@ def _unless_stopped_batched(axis_size, in_batched, stopped, new, old):
     return jax.tree.map(pick, new, b_new, old, b_old, b_out), b_out
 
 
+@jax.custom_jvp
+def _unless_stopped_flat(stopped, new, old):
+    """:func:`_unless_stopped` on lists of arrays, with its forward-mode rule written out: the
+    tangents are selected by the same flag. JAX's own JVP of a ``custom_vmap`` function calls the
+    batching rule with only the arguments batched in both primal and tangent marked batched; the
+    flag, a bool whose tangent is never batched, was then mapped over a second time and
+    ``vmap(jvp(...))`` built (batch, batch) arrays that failed to compile."""
+    return _unless_stopped(stopped, new, old)
+
+
+@_unless_stopped_flat.defjvp
+def _unless_stopped_flat_jvp(primals, tangents):
+    stopped, new, old = primals
+    _, t_new, t_old = tangents
+    real = [jnp.dtype(t.dtype) != jax.dtypes.float0 for t in t_new]   # integer / key leaves: float0
+    picked = iter(_unless_stopped(stopped, [t for t, r in zip(t_new, real) if r],
+                                  [t for t, r in zip(t_old, real) if r]))
+    return (_unless_stopped(stopped, new, old), [next(picked) if r else t for t, r in zip(t_new, real)])
+
+
+def _keep_running(stopped, new, old):
+    """``new`` where the point still runs, ``old`` where it had stopped (same structure), on their
+    leaves: the ``custom_vmap`` / ``custom_jvp`` pair takes flat lists of arrays, since forward mode
+    (``jacfwd``) cannot match a ``None`` in a state (a solver's unused slot) with its tangent."""
+    leaves_new, tree = jax.tree.flatten(new)
+    return tree.unflatten(_unless_stopped_flat(stopped, leaves_new, tree.flatten_up_to(old)))
+
+
 def run_fixed(step: Step, state, num_steps: int, *, start: int = 0) -> LoopResult:
     """Run ``step`` exactly ``num_steps`` (an int ≥ 0) times with ``lax.scan`` (reverse-mode
     differentiable)."""
@@ -98,29 +125,16 @@ def run_fixed(step: Step, state, num_steps: int, *, start: int = 0) -> LoopResul
     return LoopResult(state, history, jnp.asarray(num_steps, jnp.int32))
 
 
-@contextlib.contextmanager
-def naming_reverse_mode(hint: str):
-    """Around a solver call whose stop is a ``lax.while_loop``: JAX's error for ``jax.grad`` through
-    it ("Linearization failed to produce known values …") names neither the loop nor a way out; it
-    is re-raised as a ValueError that says both (``hint``). Catches ``grad`` applied to the solver
-    call itself; a ``grad`` of a ``jit`` around it fails later, with JAX's own message."""
-    try:
-        yield
-    except ValueError as err:
-        if "Linearization failed" not in str(err):
-            raise
-        raise ValueError("reverse-mode autodiff (jax.grad) cannot go through this solver's tolerance stop, a "
-                         f"lax.while_loop: {hint}") from err
-
-
 def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], jax.Array],
               start: int = 0, differentiable: bool = False) -> LoopResult:
     """Run ``step`` until ``stop(state, diag)`` is true or ``max_iter`` steps were taken.
 
-    ``differentiable=False`` uses ``lax.while_loop``: steps after the stop are never executed, but
-    reverse-mode autodiff is unavailable. ``differentiable=True`` uses a ``lax.scan`` of length
-    ``max_iter`` whose body is a ``lax.cond`` that skips the work once stopped, so ``grad`` works.
-    Either way the history rows after the last step are padding (NaN / -1).
+    ``differentiable=False`` uses ``lax.while_loop``: steps after the stop are never executed;
+    forward mode (``jvp``, ``jacfwd``, and ``vmap`` of them) works, reverse mode does not (``grad``
+    raises JAX's "Reverse-mode differentiation does not work for lax.while_loop …").
+    ``differentiable=True`` uses a ``lax.scan`` of length ``max_iter`` whose body is a ``lax.cond``
+    that skips the work once stopped, so ``grad`` works. Either way the history rows after the last
+    step are padding (NaN / -1).
     """
     max_iter = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
     # Trace one step abstractly to learn the diagnostics' structure for the history buffer.
@@ -148,8 +162,8 @@ def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], ja
         def body(carry):
             i, n, s, hist, done = carry
             s_new, diag = step(start + i, s)
-            hist = write(hist, i, _unless_stopped(done, diag, blank))
-            s_new, n = _unless_stopped(done, (s_new, i + 1), (s, n))
+            hist = write(hist, i, _keep_running(done, diag, blank))
+            s_new, n = _keep_running(done, (s_new, i + 1), (s, n))
             return i + 1, n, s_new, hist, done | stop(s_new, diag)
 
         _, n, state, history, _ = lax.while_loop(cond, body, (zero, zero, state, history0, jnp.asarray(False)))

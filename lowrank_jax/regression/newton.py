@@ -163,10 +163,9 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
         # A start whose loss overflows is named as such (rows of Ax, the limit); inputs already checked.
         with jax.ensure_compile_time_eval():
             hb._guard(*hb._loss(x0, A, b, w, kind), "the loss")
-    with loop.naming_reverse_mode("pass differentiable=True (a scan of iters steps that skips the work once stopped)"):
-        out = _solve(A, b, w, x0, x_star, damping, tol, key, scores, sketch_rows, kind=kind, method=method,
-                     iters=iters, m=m, leverage=leverage, refine=refine, rescore=rescore, resample=resample,
-                     line_search=line_search, measure_eps=measure_eps, differentiable=bool(differentiable))
+    out = _solve(A, b, w, x0, x_star, damping, tol, key, scores, sketch_rows, kind=kind, method=method,
+                 iters=iters, m=m, leverage=leverage, refine=refine, rescore=rescore, resample=resample,
+                 line_search=line_search, measure_eps=measure_eps, differentiable=bool(differentiable))
     _checks.raise_if_diverged(out.x, "Newton iterate became non-finite (overflow of exp/cosh at |Ax| too large, "
                               "an indefinite H̃, or a singular one: A without full column rank, or fewer sketch "
                               "rows than columns): use "

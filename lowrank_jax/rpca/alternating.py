@@ -110,6 +110,8 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
       oversample, n_iter: sketch oversampling and power steps per iteration (static).
 
     Returns an :class:`RPCAResult`; ``residual`` is that of the pair (L, S) after each iteration.
+    AltProj always stops by tolerance (a ``while_loop``), so ``jax.grad`` cannot pass it; for
+    gradients use ``lrpca`` or ``scaledgd`` with a fixed number of iterations.
     Called directly, a non-finite result raises ``FloatingPointError`` (under ``jit``/``vmap`` it is
     returned as is).
     """
@@ -131,11 +133,9 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
     stop = check_stop(stop)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
     inner_iters = _checks.check_positive_int(inner_iters, "inner_iters")
-    with loop.naming_reverse_mode("AltProj always stops by tolerance; for gradients use lrpca or scaledgd with a "
-                                  "fixed number of iterations"):
-        out = _altproj(Y, beta, beta_init, tol.astype(Y.dtype), X_star, support, key, rank=rank,
-                       max_iter=max_iter, inner_iters=inner_iters, oversample=oversample, n_iter=n_iter,
-                       stop=stop)
+    out = _altproj(Y, beta, beta_init, tol.astype(Y.dtype), X_star, support, key, rank=rank,
+                   max_iter=max_iter, inner_iters=inner_iters, oversample=oversample, n_iter=n_iter,
+                   stop=stop)
     _checks.raise_if_diverged(out.X, "AltProj produced a non-finite iterate: Y's scale overflows its dtype "
                               "(rescale Y or use float64)")
     return out

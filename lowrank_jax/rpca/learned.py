@@ -195,10 +195,9 @@ def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X
     if num_layers == 0:  # initialisation only; a placeholder step keeps the (empty) loop traceable
         eta = jnp.zeros((1,), Y.dtype)
         zeta = jnp.concatenate([zeta, zeta])
-    with loop.naming_reverse_mode("pass differentiable=True (a masked scan over max_iter layers)"):
-        out = _lrpca(Y, zeta, eta, beta, phi, tol.astype(Y.dtype), X_star, support, key, rank=rank,
-                     budget=budget, frmnn=frmnn, use_tol=use_tol, differentiable=bool(differentiable),
-                     svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
+    out = _lrpca(Y, zeta, eta, beta, phi, tol.astype(Y.dtype), X_star, support, key, rank=rank,
+                 budget=budget, frmnn=frmnn, use_tol=use_tol, differentiable=bool(differentiable),
+                 svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
     _checks.raise_if_diverged(out.X, "LRPCA diverged (non-finite iterate): the step sizes eta are too large (or "
                               "the thresholds zeta too small) for these data" + (", or beta > 1 grows the FRMNN "
                               "steps without bound" if frmnn else ""))

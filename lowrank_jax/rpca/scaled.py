@@ -121,7 +121,9 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
       alpha_iter: fraction used in the iterations, default 2α (reference code); alpha_init: at the
         initialisation, default α.
       tol: stop when ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (or, with ``stop="change"``, when the
-        paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol; see ``lrpca``).
+        paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol; see ``lrpca``). A
+        tolerance stop is a ``while_loop``: forward-mode autodiff passes it, ``jax.grad`` does not
+        (run a fixed number of iterations, ``iters`` without ``tol``, for gradients).
       X_star, support, key, svd, oversample, n_iter: as in :func:`lowrank_jax.rpca.lrpca`.
 
     Called directly, a run whose iterate becomes non-finite raises ``FloatingPointError``; inside
@@ -154,9 +156,8 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
         iters = 1000
     iters = _checks.check_positive_int(iters, "iters", minimum=0)
     tol = jnp.zeros((), Y.dtype) if tol is None else tol.astype(Y.dtype)
-    with loop.naming_reverse_mode("run a fixed number of iterations (iters= without tol)"):
-        out = _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, rank=rank, budget=iters,
-                        use_tol=use_tol, svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
+    out = _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, rank=rank, budget=iters,
+                    use_tol=use_tol, svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
     _checks.raise_if_diverged(out.X, lambda: f"ScaledGD diverged (non-finite iterate): the step eta = {float(eta):.3g} "
                               "is too large for these data (theory: eta <= 2/3), or alpha_iter is too small to "
                               "remove the outliers")
