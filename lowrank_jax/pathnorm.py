@@ -367,8 +367,9 @@ def sweep(key, X, y, *, reg: str, method: str, lrs, lams, seeds: int = 1, epochs
           outputs: int | None = None, progress: bool = False) -> TrainResult:
     """Train one network per (seed, lr, λ) in one ``vmap``ped, jitted call: ``lrs`` and ``lams`` are
     1-D arrays of equal length (one configuration each; use ``jnp.meshgrid`` for a grid); the other
-    arguments as :func:`train`. Returns a :class:`TrainResult` whose leaves carry leading axes
-    (seeds, configurations)."""
+    arguments as :func:`train`. Seed s trains from ``jax.random.split(key, seeds)[s]``, so even
+    ``seeds=1`` differs from ``train(key, …)``: it equals ``train(jax.random.split(key, 1)[0], …)``.
+    Returns a :class:`TrainResult` whose leaves carry leading axes (seeds, configurations)."""
     X, y, outputs, batch, logs_per_epoch = _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model)
     key, epochs, hidden = _check_run(key, epochs, hidden, model)
     lrs = jnp.atleast_1d(_checks.as_hyper(lrs, "lrs", positive=True, dtype=X.dtype))

@@ -14,7 +14,10 @@ three things a sweep needs beyond that:
 * compilation is cached on ``f`` itself: calling :func:`run` again with the same function object
   and point shapes does not recompile (a new ``lambda`` each call does, and so does a bound method
   ``obj.method``, whose function is shared by every instance: wrap it once, ``f = lambda **kw:
-  obj.method(**kw)``, and reuse ``f``).
+  obj.method(**kw)``, and reuse ``f``). As with a reused ``jax.jit(f)``, what ``f`` reads besides
+  its arguments (closed-over arrays, ``obj``'s attributes) is frozen at the first trace: changing
+  it later does not change the sweep's results. Pass data that changes through ``shared``, or make
+  a new function.
 
 Pattern (ScaledGD over step size η and sparsity α, 3 seeds — 48 runs, one call)::
 
@@ -281,6 +284,12 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
         if pad:
             points = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)]), points)
         points = jax.device_put(points, NamedSharding(mesh, PartitionSpec(AXIS)))
+        if shared is not None:
+            # Replicated on every device of the mesh; an array committed to one device (an earlier
+            # one-device result, a device_put) made the program refuse "incompatible devices".
+            everywhere = NamedSharding(mesh, PartitionSpec())
+            shared = jax.tree.map(lambda x: jax.device_put(x, everywhere)
+                                  if isinstance(x, (jax.Array, np.ndarray)) else x, dict(shared))
     shared = {} if shared is None else dict(shared)
     clash = set(shared) & set(points)
     if clash:

@@ -21,7 +21,7 @@ SCRIPT = textwrap.dedent(r"""
 
     assert len(jax.devices()) == 8, jax.devices()
 
-    # 1. A sweep's point axis is split over the 8 devices (13 points: padded to 16, trimmed).
+    # 1. A sweep's point axis is split over the 8 devices (11 points: padded to 16, trimmed).
     prob = data.rpca_problem(jax.random.key(0), 96, 64, 3, 0.1)
     pts = sweep.grid(alpha=jnp.array([0.08, 0.12, 0.2]), eta=jnp.linspace(0.3, 0.9, 4))
     pts = {k: v[:-1] for k, v in pts.items()}                    # 11 points
@@ -36,6 +36,10 @@ SCRIPT = textwrap.dedent(r"""
     for chosen in ([jax.devices()[5]], jax.devices()[5]):
         there = sweep.run(lambda a, b: a * b, {"a": jnp.arange(3.0)}, shared={"b": jnp.float32(2.0)}, devices=chosen)
         assert there.devices() == {jax.devices()[5]}, there.devices()
+    # Shared data committed to one device (that result, a device_put) is replicated over all 8; it
+    # was passed as it was, and the program refused "incompatible devices".
+    spread = sweep.run(lambda a, b: a * b.sum(), {"a": jnp.arange(5.0)}, shared={"b": there})
+    np.testing.assert_array_equal(spread, jnp.arange(5.0) * 6.0)
     # The branch accelerators take (a vmapped block per device under shard_map), on a LAPACK-free
     # solver with a per-point trip count: equal to the per-point results.
     sweep._MAP_PER_POINT_ON.clear()
