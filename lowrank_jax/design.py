@@ -58,7 +58,8 @@ def as_design(A, name: str = "A"):
             if cols.size and (cols.min() < 0 or cols.max() >= A.num_cols):
                 raise ValueError(f"{name}: RowSparse column indices must lie in [0, {A.num_cols}), got "
                                  f"{cols.min()}..{cols.max()}")
-        return A
+        dtype = _checks.compute_dtype(A.vals.dtype)       # float16 reached LAPACK and failed there
+        return A if dtype == A.vals.dtype else RowSparse(A.cols, A.vals.astype(dtype), A.num_cols)
     try:
         from jax.experimental import sparse
     except ImportError:  # pragma: no cover

@@ -140,6 +140,19 @@ def test_gram_svd_matches_the_exact_truncated_svd(x64):
     np.testing.assert_allclose(prox.project_rank(low, 5, method="gram"), low, atol=1e-10)
 
 
+def test_gram_svd_is_scale_equivariant_at_float32_extremes():
+    """σ(cA) = c σ(A): AᵀA of a float32 A near 1e-30 underflowed (σ = 0) and near 1e30 overflowed
+    (NaN); A is scaled by a power of two first. The gradient is that of the unscaled problem."""
+    A = jax.random.normal(jax.random.key(3), (200, 12)) @ jnp.diag(jnp.linspace(3.0, 1.0, 12))
+    ref = linalg.gram_svd(A, 4)
+    for c in (1e-30, 1e-20, 2.0 ** 40, 1e30):
+        g = linalg.gram_svd(A * c, 4)
+        np.testing.assert_allclose(np.asarray(g.s) / c, ref.s, rtol=1e-5)
+        np.testing.assert_allclose(jnp.abs(g.U.T @ ref.U), np.eye(4), atol=1e-4)
+    f = lambda M: jnp.sum(linalg.gram_svd(M, 4).s)  # noqa: E731
+    np.testing.assert_allclose(jax.grad(f)(A), ref.U @ ref.V.T, rtol=1e-4, atol=1e-5)   # ∂Σσ_i/∂A = U Vᵀ
+
+
 @pytest.mark.parametrize("r", [1, 2, 7, linalg.SMALL_SPD])
 def test_small_spd_inverse_equals_numpy_inverse(x64, r):
     A = np.random.default_rng(r).standard_normal((r + 4, r))

@@ -748,6 +748,10 @@ def test_the_design_layer_refuses_what_it_would_misread():
             call()
     half = jsp.BCOO.fromdense(jnp.asarray(A, jnp.float16))
     assert design.as_design(half).vals.dtype == jnp.float32
+    # A RowSparse built by hand in float16 or int32 is converted the same way (it was returned as is).
+    assert design.as_design(design.RowSparse(R.cols, R.vals.astype(jnp.float16), 3)).vals.dtype == jnp.float32
+    assert jnp.issubdtype(design.as_design(design.RowSparse(R.cols, R.vals.astype(jnp.int32), 3)).vals.dtype,
+                          jnp.floating)
     out = rg.newton_solve(half, jnp.full(6, 0.5), 1.0, jnp.zeros(3), "exp", "exact", iters=3)
     assert out.x.dtype == jnp.float32 and np.all(np.isfinite(np.asarray(out.x)))
 
