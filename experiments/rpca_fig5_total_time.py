@@ -2,8 +2,10 @@
 LRPCA (shipped parameters, FRMNN continuation) vs ScaledGD vs AltProj.
 
 ScaledGD runs twice: with its reference sparsification level α̃ = 2α ("ScaledGD"), and with the
-α̃ = 1.1α that the Table 1 script's tuning found best ("ScaledGD (α̃ = 1.1α)"); the paper says its
-baselines were hand-tuned. ``--solvers`` runs a subset (the CSV and figure then hold only those).
+α̃ = 1.1α that the Table 1 script's tuning found best at α ≥ 0.4 ("ScaledGD (α̃ = 1.1α)"); the paper
+says its baselines were hand-tuned. Neither suits every α: 1.1α is 8–12x faster at α = 0.25–0.3 but
+stalls above the 1e-4 residual at α = 0.05 (docs/rpca.md). ``--solvers`` runs a subset (the CSV and
+figure then hold only those).
 
 LRPCA uses the pretrained model whose α is nearest, moved from n = 1000 to n by the paper's
 generalisation rule (ζ × 1000/n). Times exclude compilation (each solver is warmed up on the
