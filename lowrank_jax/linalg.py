@@ -201,6 +201,16 @@ def top_eigh(G: jax.Array, rank: int) -> tuple[jax.Array, jax.Array]:
     return lam[::-1][:rank], V[:, ::-1][:, :rank]
 
 
+def power_of_two_scale(x: jax.Array) -> jax.Array:
+    """c = 2ᵉ with 2ᵉ⁻¹ ≤ max|x| < 2ᵉ (1 when x is all zero or not finite), held constant for
+    autodiff. Dividing by c is exact, so a positively homogeneous map f (f(cx) = c f(x): singular
+    values, the path-norm prox) can be computed as c·f(x/c) at unit scale, where squares neither
+    underflow nor overflow, with the same derivative (Euler's identity: none flows through c)."""
+    top = jnp.max(jnp.abs(x))
+    _, exponent = jnp.frexp(jnp.where((top > 0) & jnp.isfinite(top), top, jnp.ones_like(top)))
+    return jax.lax.stop_gradient(jnp.ldexp(jnp.ones_like(top), exponent))
+
+
 def gram_svd(A: jax.Array, rank: int) -> SVDResult:
     """Top-``rank`` singular triplets of a thin (or wide) A from the eigendecomposition of its small
     Gram matrix: AᵀA = V Λ Vᵀ (n × n for m ≥ n), σ = √λ, U = A V / σ.
@@ -217,9 +227,7 @@ def gram_svd(A: jax.Array, rank: int) -> SVDResult:
     if m < n:
         t = gram_svd(A.T, rank)
         return SVDResult(t.V, t.s, t.U)
-    top = jnp.max(jnp.abs(A))
-    _, exponent = jnp.frexp(jnp.where((top > 0) & jnp.isfinite(top), top, jnp.ones_like(top)))
-    c = jax.lax.stop_gradient(jnp.ldexp(jnp.ones_like(top), exponent))   # σ(cA) = cσ(A): no derivative via c
+    c = power_of_two_scale(A)                      # σ(cA) = cσ(A)
     A = A / c
     lam, V = top_eigh(A.T @ A, rank)
     s = jnp.sqrt(jnp.maximum(lam, 0.0))

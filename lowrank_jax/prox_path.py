@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from lowrank_jax import _checks
+from lowrank_jax import _checks, linalg
 
 _INT_OF = {jnp.dtype(jnp.float32): jnp.int32, jnp.dtype(jnp.float64): jnp.int64,
            jnp.dtype(jnp.float16): jnp.int16, jnp.dtype(jnp.bfloat16): jnp.int16}
@@ -112,9 +112,7 @@ def _prox_unit(x, y, lam):
     the squared prefix sums below neither underflow (weights near 1e-20 in float32) nor overflow
     (near 1e19). By the same homogeneity (Euler's identity) the derivative through c is zero: c is
     held constant for autodiff."""
-    top = jnp.maximum(jnp.max(jnp.abs(x)), jnp.max(jnp.abs(y)))
-    _, exponent = jnp.frexp(jnp.where((top > 0) & jnp.isfinite(top), top, jnp.ones_like(top)))
-    c = lax.stop_gradient(jnp.ldexp(jnp.ones_like(top), exponent))
+    c = linalg.power_of_two_scale(jnp.concatenate([x, y]))
     v, w = _prox_unit_scaled(x / c, y / c, lam)
     return c * v, c * w
 
