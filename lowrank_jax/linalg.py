@@ -201,6 +201,14 @@ def top_eigh(G: jax.Array, rank: int) -> tuple[jax.Array, jax.Array]:
     return lam[::-1][:rank], V[:, ::-1][:, :rank]
 
 
+def above_rounding(values: jax.Array, size: int) -> jax.Array:
+    """Mask of the singular values or eigenvalues that are not rounding: |v| > size·ε·max|v|, the
+    numerical-rank cut-off of ``numpy.linalg.matrix_rank`` (``size`` = the matrix's larger
+    dimension). All False when every value is 0."""
+    mag = jnp.abs(values)
+    return mag > size * jnp.finfo(mag.dtype).eps * jnp.max(mag)
+
+
 def power_of_two_scale(x: jax.Array) -> jax.Array:
     """c = 2ᵉ with 2ᵉ⁻¹ ≤ max|x| < 2ᵉ (1 when x is all zero or not finite), held constant for
     autodiff. Dividing by c is exact, so a positively homogeneous map f (f(cx) = c f(x): singular

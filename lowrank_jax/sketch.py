@@ -22,15 +22,8 @@ import math
 import jax
 import jax.numpy as jnp
 
-from lowrank_jax import _checks, design
+from lowrank_jax import _checks, design, linalg
 from lowrank_jax.precision import full_precision
-
-
-def _kept(s, shape):
-    """Mask of the singular values above the numerical-rank cut-off σ₁ · max(shape) · eps (the cut-off
-    of ``numpy.linalg.matrix_rank``); all False for a zero matrix."""
-    cut = s[0] * max(shape) * jnp.finfo(s.dtype).eps
-    return s > cut
 
 
 @full_precision
@@ -48,7 +41,7 @@ def leverage_scores(A, row_weights=None):
         X = jnp.sqrt(_checks.as_hyper(row_weights, "row_weights", ndim=1, length=X.shape[0]))[:, None] * X
     Q, R = jnp.linalg.qr(X)
     U, s, _ = jnp.linalg.svd(R, full_matrices=False)
-    W = Q @ (U * _kept(s, X.shape))
+    W = Q @ (U * linalg.above_rounding(s, max(X.shape)))
     return jnp.sum(W * W, axis=1)
 
 
@@ -85,7 +78,7 @@ def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None 
     SX = design.count_sketch(k_sketch, A, scale, k)
     R = jnp.linalg.qr(SX, mode="r")
     _, s, Vt = jnp.linalg.svd(R, full_matrices=False)
-    keep = _kept(s, SX.shape)
+    keep = linalg.above_rounding(s, max(SX.shape))
     inv_s = jnp.where(keep, 1.0 / jnp.where(keep, s, 1.0), 0.0)
     G = jax.random.normal(kg, (s.shape[0], t), dtype) / jnp.sqrt(jnp.asarray(t, dtype))
     RG = (Vt.T * inv_s) @ (Vt @ G)                    # ((SX)ᵀ SX)^{+1/2} G (d, t): no factor's choice enters

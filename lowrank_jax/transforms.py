@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from lowrank_jax.linalg import spd_solve
+from lowrank_jax.linalg import above_rounding, spd_solve
 
 
 def scale_by_factored_preconditioner(axis_name: str | None = None) -> optax.GradientTransformation:
@@ -164,7 +164,7 @@ def newton_direction(H, g, damping=0.0):
 
     def pseudo_inverse():
         mu, V = jnp.linalg.eigh(Hd)
-        keep = jnp.abs(mu) > d * eps * jnp.max(jnp.abs(mu))
+        keep = above_rounding(mu, d)
         return V @ jnp.where(keep, (V.T @ g) / jnp.where(keep, mu, 1), 0)
 
     # cond, not where: the fallback runs only when needed (under vmap both branches run).

@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lowrank_jax import _checks, design
+from lowrank_jax import _checks, design, linalg
 
 KINDS = ("exp", "cosh", "sinh")
 
@@ -235,7 +235,7 @@ def sigma_min(A):
     _require_full_column_rank_shape(A, "sigma_min")
     dense = A.todense() if isinstance(A, design.RowSparse) else A
     s = jnp.linalg.svd(dense, compute_uv=False)
-    return jnp.where(s[-1] > max(dense.shape) * jnp.finfo(s.dtype).eps * s[0], s[-1], 0.0)
+    return jnp.where(linalg.above_rounding(s, max(dense.shape))[-1], s[-1], 0.0)
 
 
 def weight_rule(R0, l, sigma, *, part: int = 1):
@@ -268,8 +268,7 @@ def psd_certificate(x, A, b, w, kind: str = "exp"):
     _require_full_column_rank_shape(A, "psd_certificate")
     H, z = _hessian(x, A, b, w, kind)
     lam = jnp.linalg.eigvalsh(_guard(H, z, "the Hessian"))
-    rounding = H.shape[0] * jnp.finfo(lam.dtype).eps * jnp.max(jnp.abs(lam))
-    return jnp.where(jnp.abs(lam[0]) > rounding, lam[0], 0.0)
+    return jnp.where(linalg.above_rounding(lam, H.shape[0])[0], lam[0], 0.0)
 
 
 def relative_spectrum(H_approx, H):

@@ -241,7 +241,7 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
     G = W.T @ W                                            # (r, r)
     offset = gamma.T @ Xa                                  # (κ, n)
     mu, V = jnp.linalg.eigh(G)
-    Q = V * (mu > G.shape[0] * jnp.finfo(G.dtype).eps * jnp.max(mu))   # range(G); zero columns elsewhere
+    Q = V * linalg.above_rounding(mu, G.shape[0])         # range(G); zero columns elsewhere
     beta_q, G_q = Q.T @ beta, Q.T @ G @ Q                  # the problem in z, h = h0 + Q z
 
     def cost(z, c, h0, off):
