@@ -149,6 +149,11 @@ def _mesh(devices) -> Mesh | None:
     return Mesh(np.array(devices), (AXIS,))
 
 
+def _place(tree, where):
+    """The arrays of ``tree`` put on ``where`` (a device, or a sharding); other leaves as they are."""
+    return jax.tree.map(lambda x: jax.device_put(x, where) if isinstance(x, (jax.Array, np.ndarray)) else x, tree)
+
+
 def _counted(one):
     """``one`` followed by a progress callback of one point, issued once the point's first non-empty
     output leaf exists (an optimization barrier ties the count to it, so XLA cannot hoist the
@@ -274,10 +279,8 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
     mesh = _mesh(devices)
     if mesh is None and len(devices) == 1:
         # One device: commit the inputs to it, so that the program runs there (jit follows them).
-        def put(x):
-            return jax.device_put(x, devices[0]) if isinstance(x, (jax.Array, np.ndarray)) else x
-        points = jax.tree.map(put, points)
-        shared = None if shared is None else jax.tree.map(put, dict(shared))
+        points = _place(points, devices[0])
+        shared = None if shared is None else _place(dict(shared), devices[0])
     if mesh is not None:
         count = mesh.devices.size
         pad = -n % count
@@ -287,9 +290,7 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
         if shared is not None:
             # Replicated on every device of the mesh; an array committed to one device (an earlier
             # one-device result, a device_put) made the program refuse "incompatible devices".
-            everywhere = NamedSharding(mesh, PartitionSpec())
-            shared = jax.tree.map(lambda x: jax.device_put(x, everywhere)
-                                  if isinstance(x, (jax.Array, np.ndarray)) else x, dict(shared))
+            shared = _place(dict(shared), NamedSharding(mesh, PartitionSpec()))
     shared = {} if shared is None else dict(shared)
     clash = set(shared) & set(points)
     if clash:
