@@ -73,6 +73,13 @@ class CompiledBar:
         if done > self.bar.n:
             self.bar.update(done - self.bar.n)
 
+    def finish(self):
+        """Show the whole total: for a caller that knows the work is done (a sweep whose outputs are
+        ready), since XLA may drop the callbacks of a program whose outputs are all empty (dead code:
+        seen on several CPU devices)."""
+        with CompiledBar._lock:
+            self._move_to(self.total)
+
     @classmethod
     def advance(cls, count):
         """Add the sum of ``count`` (an array: under ``vmap`` the callback may receive the counts of a

@@ -299,7 +299,8 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
     with bar:
         out = _program(fn, chunk, mesh, bool(progress))(points, shared)
         if progress:
-            jax.block_until_ready(out)      # the bar closes when the points are done
+            jax.block_until_ready(out)      # the bar closes when the points are done ...
+            bar.finish()                    # ... and shows them all, even where XLA dropped callbacks
     if mesh is not None and (-n % mesh.devices.size):
         out = jax.tree.map(lambda x: x[:n], out)
     return out

@@ -342,6 +342,12 @@ def test_progress_counts_every_point_once_and_changes_nothing(chunk, monkeypatch
         return bars[-1]
 
     monkeypatch.setattr(progress, "bar", recording)
+    # The counts the compiled program sends (the bar's final top-up to the total must not hide a
+    # lost callback).
+    sent = []
+    advance = progress.CompiledBar.advance
+    monkeypatch.setattr(progress.CompiledBar, "advance",
+                        classmethod(lambda cls, c: (sent.append(int(np.sum(np.asarray(c)))), advance(c))))
 
     # The first output is empty, so the count must tie itself to a later one.
     def f(a, b):
@@ -352,14 +358,15 @@ def test_progress_counts_every_point_once_and_changes_nothing(chunk, monkeypatch
     loud = sweep.run(f, pts, chunk=chunk, devices=jax.devices()[:1], progress=True)
     _assert_close(loud, quiet, 0.0)
     (rec,) = bars
-    assert rec.total == 6 and rec.n == 6 and rec.closed
+    assert rec.total == 6 and rec.n == 6 and rec.closed and sum(sent) == 6
     assert progress.CompiledBar._active is None
     # The first non-empty output does not depend on the point: the count was unbatched and the bar
     # ended at 1 (vmap) or 3 (chunks of 2). The count is now tied to the point as well.
     bars.clear()
+    sent.clear()
     sweep.run(lambda a, b: (jnp.ones(2), a * b), pts, chunk=chunk, devices=jax.devices()[:1], progress=True)
     (rec,) = bars
-    assert rec.total == 6 and rec.n == 6
+    assert rec.total == 6 and rec.n == 6 and sum(sent) == 6
 
 
 def test_bound_methods_answer_for_their_own_instance():
