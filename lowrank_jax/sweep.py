@@ -83,9 +83,15 @@ def _length(name, v) -> int:
 
 
 def _axis(v):
-    """An axis's values as arrays: a list / tuple / range of scalars — plain numbers, NumPy scalars
-    (``list(np.linspace(...))``), 0-d arrays or keys; nested lists too — is one array, its first
-    axis the points; any other pytree — a tuple of stacked arrays included — keeps its structure."""
+    """An axis's values as arrays, the points along the first axis of every leaf:
+
+    * a list / tuple / range of scalars — plain numbers, NumPy scalars (``list(np.linspace(...))``),
+      0-d arrays or keys; nested lists too — is one array;
+    * any other list has one point per element: arrays of one shape (``[w1, w2, w3]``, three weight
+      vectors) are stacked, and so are pytrees of one structure, leaf by leaf;
+    * any other pytree — a tuple of stacked arrays, a dict — keeps its structure (its leaves are
+      already stacked).
+    """
     if isinstance(v, range):
         return jnp.asarray(v)
     if isinstance(v, (list, tuple)):
@@ -94,6 +100,14 @@ def _axis(v):
             if any(jnp.issubdtype(getattr(x, "dtype", None), jax.dtypes.prng_key) for x in leaves):
                 return jnp.stack(list(v))                   # a list of single keys
             return jnp.asarray(v)
+    if isinstance(v, list) and v:
+        structures = {jax.tree.structure(x) for x in v}
+        shapes = {tuple(np.shape(x) for x in jax.tree.leaves(p)) for p in v}
+        if len(structures) != 1 or len(shapes) != 1:
+            raise ValueError("a list axis has one point per element, so its elements need one structure and "
+                             f"shape, got shapes {[jax.tree.map(np.shape, x) for x in v]}; pass a tuple or "
+                             "dict of arrays already stacked along their first axis for a pytree axis")
+        return jax.tree.map(lambda *xs: jnp.stack(xs), *v)
     return jax.tree.map(jnp.asarray, v)
 
 
@@ -108,8 +122,9 @@ def seeds(seed: int, count: int) -> jax.Array:
 def grid(**axes) -> dict[str, Any]:
     """Cartesian product of named axes, first axis slowest (as ``itertools.product``).
 
-    Each value is a 1-D array-like, or a pytree whose leaves share a leading axis (e.g. a key array
-    from :func:`seeds`, or stacked parameter vectors). Returns a dict of the same names whose leaves
+    Each value is a 1-D array-like, a list of per-point values (arrays or pytrees of one shape, which
+    are stacked), or a pytree whose leaves share a leading axis (e.g. a key array from :func:`seeds`,
+    or a tuple of stacked parameter arrays). Returns a dict of the same names whose leaves
     have the leading axis N = Π len(axis); ``result.reshape(*lengths)`` recovers the grid's shape.
     """
     if not axes:

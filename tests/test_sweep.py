@@ -397,6 +397,21 @@ def test_a_tuple_of_stacked_arrays_is_one_axis():
                      devices=jax.devices()[:1]).shape == (2, 2)      # nested numbers: one array
 
 
+def test_a_list_of_arrays_has_one_point_per_element():
+    """[w1, w2, w3] (three weight vectors of length 4) is three points; it was read as a pytree of
+    three leaves with 4 points, each point a list of three numbers. Lists of pytrees stack leaf by
+    leaf; elements of different shapes are refused by name."""
+    ws = [jnp.arange(4.0) + i for i in range(3)]
+    out = sweep.run(lambda w, c: jnp.sum(w) * c, sweep.grid(w=ws, c=[1.0, 10.0]), devices=jax.devices()[:1])
+    np.testing.assert_allclose(out, [float(jnp.sum(w)) * c for w in ws for c in (1.0, 10.0)])
+    pairs = [{"W": jnp.full((2, 3), float(i)), "b": jnp.array(float(i))} for i in range(4)]
+    g = sweep.grid(p=pairs)
+    assert g["p"]["W"].shape == (4, 2, 3) and g["p"]["b"].shape == (4,)
+    assert sweep.shape_of(w=ws, p=pairs) == (3, 4)
+    with pytest.raises(ValueError, match="one point per element"):
+        sweep.grid(w=[jnp.ones(4), jnp.ones(5)])
+
+
 def test_a_list_of_numpy_scalars_or_single_keys_is_one_axis():
     """list(np.linspace(...)) (NumPy scalars), 0-d arrays and single keys were taken for a pytree of
     arrays without a leading axis and refused; they are points, like plain numbers."""
