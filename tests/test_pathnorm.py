@@ -83,6 +83,12 @@ def test_path_norm_bounds_the_lipschitz_constant():
     """Theorem 1: ‖h(x) − h(x')‖₁ ≤ P · ‖x − x'‖_∞ ≤ product bound · ‖x − x'‖_∞."""
     model = pathnorm.ShallowNet(30, 15, 4, key=jax.random.key(1))
     b = pathnorm.lipschitz_bounds(model)
+    # Both bounds by hand: the path norm sums |W_out[k, j]| |W_in[j, i]| over every input-output path;
+    # the product bound is ‖vec W_out‖₁ times the largest row ℓ1 norm of W_in.
+    W_in, W_out = (np.asarray(w, np.float64) for w in model.weights)
+    by_paths = sum(abs(W_out[k, j]) * abs(W_in[j, i]) for k in range(4) for j in range(15) for i in range(30))
+    np.testing.assert_allclose(float(b["path"]), by_paths, rtol=1e-5)
+    np.testing.assert_allclose(float(b["product"]), np.abs(W_out).sum() * np.abs(W_in).sum(axis=1).max(), rtol=1e-5)
     assert float(b["path"]) <= float(b["product"]) + 1e-6
     rng = np.random.default_rng(1)
     X = jnp.asarray(rng.uniform(size=(2000, 30)), jnp.float32)

@@ -305,8 +305,13 @@ def test_theory_helper():
     X = np.random.default_rng(5).normal(size=(50, 20))   # p > n: δ⁻ = 0, SDL-W's μ collapses to 2λ
     th = sdl.theory(X, 1.0, 0.0, model="W")
     assert th.delta_minus == 0.0 and not th.holds and th.step_interval[0] >= th.step_interval[1]
-    th = sdl.theory(X, 1.0, 0.5, model="H")              # α⁺/4 < λ < ξ/3 without covariates
+    # Without covariates μ = min(2ξ, 2λ + α⁻) and L = max(2ξ, 2λ + α⁺): L/μ < 3 needs λ above both
+    # α⁺/4 and about ξ/3 − α⁻/2. The paper's "α⁺/4 < λ < ξ/3" (SDL §3.6) has the ξ/3 side reversed.
+    th = sdl.theory(X, 1.0, 0.5, model="H")              # λ > ξ/3: holds, though outside the printed range
     assert th.holds and th.rho < 1 and th.step_interval[0] < th.best_step < th.step_interval[1]
+    for xi, lam in ((1.0, 0.2), (3.0, 0.5)):             # inside the printed range, and L/μ > 3
+        th = sdl.theory(X, xi, lam, model="H")
+        assert th.alpha_plus / 4 < lam < xi / 3 and th.condition > 3 and not th.holds, (xi, lam, th.condition)
 
 
 def test_theory_constants_are_eq_16_with_the_mu_order_of_the_proofs():
