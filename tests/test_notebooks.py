@@ -27,3 +27,32 @@ def test_notebook_runs(path):
     assert not [o for o in outputs if o.get("output_type") == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs), "the notebook shows no figure"
     print(f"{path.name}: {seconds:.0f} s")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_install_cell_names_a_source_that_pip_accepts(path, monkeypatch, tmp_path):
+    """The first code cell installs the package where it is missing (Colab). The package is not on
+    PyPI, so the cell must install from SOURCE — a folder, a wheel or a git URL — as a valid pip
+    requirement with the experiments extra, and refuse a SOURCE that is not there by name."""
+    import importlib.util
+    import subprocess
+
+    from packaging.requirements import Requirement
+
+    book = nbformat.read(path, as_version=4)
+    cell = next(c.source for c in book.cells if c.cell_type == "code")
+    assert 'SOURCE = "' in cell
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    calls = []
+    monkeypatch.setattr(subprocess, "check_call", lambda args: calls.append(args))
+    for source in ("git+https://example.invalid/lowrank_jax.git", str(tmp_path)):
+        exec(cell.replace('SOURCE = "/content/lowrank_jax"', f"SOURCE = {source!r}"), {})
+        spec = calls[-1][-1]
+        if source.startswith("git+"):
+            req = Requirement(spec)
+            assert req.name == "lowrank_jax" and req.extras == {"experiments"} and req.url == source
+        else:
+            assert spec == f"{source}[experiments]"
+    with pytest.raises(RuntimeError, match="SOURCE"):
+        exec(cell.replace('SOURCE = "/content/lowrank_jax"', f"SOURCE = {str(tmp_path / 'absent')!r}"), {})
+    assert len(calls) == 2
