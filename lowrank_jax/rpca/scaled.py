@@ -122,8 +122,10 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
         initialisation, default α.
       tol: stop when ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (or, with ``stop="change"``, when the
         paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol; see ``lrpca``). A
-        tolerance stop is a ``while_loop``: forward-mode autodiff passes it, ``jax.grad`` does not
-        (run a fixed number of iterations, ``iters`` without ``tol``, for gradients).
+        tolerance stop is a ``while_loop``, which ``jax.grad`` cannot pass: for gradients run a
+        fixed number of iterations (``iters`` without ``tol``). Forward mode (``jax.jvp``,
+        ``jacfwd``) is refused with or without ``tol``: the step kernel and the rank-r projection
+        carry custom reverse-mode rules (see the Robust PCA guide).
       X_star, support, key, svd, oversample, n_iter: as in :func:`lowrank_jax.rpca.lrpca`.
 
     Called directly, a run whose iterate becomes non-finite raises ``FloatingPointError``; inside
