@@ -148,7 +148,7 @@ def newton_direction(H, g, damping=0.0):
 
     A positive semi-definite but numerically singular H — the Hessian of ½(p₁ + p₂)², or AᵀDA for an
     A without full column rank — may pass Cholesky with a pivot of rounding size or fail it by a
-    rounding-size negative eigenvalue. Solved exactly (Cholesky or LU), it moves the iterate by O(1)
+    rounding-size negative eigenvalue. Solved exactly (by Cholesky or LU), it moves the iterate by O(1)
     along the null space, where the gradient is only rounding, and an iteration drifts there without
     end while its loss and gradient look converged. So a Cholesky factor counts only when every
     pivot satisfies L_ii² > d·ε·max_i (H + damping·I)_ii, and the eigendecomposition drops the
@@ -201,8 +201,8 @@ def newton(hessian_fn, damping=0.0, *, solve=None, init_curvature=None,
         from a minimum); handed to ``solve``.
       solve: ``solve(curvature, g, damping)`` with g the flattened updates, (d,), returning Δ (d,)
         or a pair ``(Δ, aux)``; ``aux`` (any pytree, e.g. a product with Δ that the caller would
-        otherwise recompute) is kept in the state. Default :func:`newton_direction` (Cholesky, LU
-        if that fails), no aux.
+        otherwise recompute) is kept in the state. Default :func:`newton_direction` (Cholesky, the
+        eigendecomposition's pseudo-inverse where that fails or is numerically singular), no aux.
       init_curvature, init_aux: ``params -> pytree``: the placeholders that ``init`` puts in the
         state. They must have the structure, shapes and dtypes of what ``hessian_fn`` and ``solve``
         return, so that the state can be the carry of ``lax.scan`` / ``while_loop``. Defaults:
