@@ -105,6 +105,14 @@ def _check_inner(A, x, what: str) -> None:
         raise ValueError(f"{what}: A has {A.shape[1]} columns but the vector/matrix has shape {tuple(x.shape)}")
 
 
+def _check_outer(A, v, what: str, name: str) -> None:
+    """``v`` must be a vector with one entry per row of A (a length-1 vector broadcast silently)."""
+    shape = tuple(jnp.shape(v))
+    if len(shape) != 1 or shape[0] != A.shape[0]:
+        raise ValueError(f"{what}: A has {A.shape[0]} rows but {name} has shape {shape} (a vector of length "
+                         f"{A.shape[0]} is needed)")
+
+
 def matvec(A, x):
     """A x (n,) for a dense (n, d) A or a :class:`RowSparse` one; x (d,)."""
     _check_inner(A, x, "matvec")
@@ -123,6 +131,7 @@ def matmat(A, X):
 
 def rmatvec(A, y):
     """Aᵀ y (d,) for a dense (n, d) A or a :class:`RowSparse` one; y (n,)."""
+    _check_outer(A, y, "rmatvec", "y")
     if isinstance(A, RowSparse):
         return jnp.zeros(A.num_cols, A.vals.dtype).at[A.cols].add(A.vals * y[:, None])
     # Not A.T @ y: XLA:CPU's transposed matrix-vector product is ~10x slower than this fused
@@ -131,7 +140,8 @@ def rmatvec(A, y):
 
 
 def gram(A, s):
-    """Aᵀ diag(s) A (d, d)."""
+    """Aᵀ diag(s) A (d, d); s (n,)."""
+    _check_outer(A, s, "gram", "s")
     if isinstance(A, RowSparse):
         outer = (s[:, None, None] * A.vals[:, :, None]) * A.vals[:, None, :]
         d = A.num_cols

@@ -21,8 +21,15 @@ def soft_threshold(x: jax.Array, t) -> jax.Array:
 
     Written with ``clip`` so that XLA fuses it and so that E = S_t(D) − D = −clip(D, −t, t) costs
     one pass. ∂/∂t = −sign(x) on |x| ≥ t and 0 elsewhere (:func:`clip_symmetric`'s rule, which takes
-    the t-branch at the tie |x| = t). ``t`` must be ≥ 0 and broadcastable.
+    the t-branch at the tie |x| = t). ``t`` must be ≥ 0 (+inf allowed: every entry 0) and broadcastable.
+
+    A concrete ``t`` (a number or array) with a negative or NaN entry raises ``ValueError`` naming
+    ``t``: x − clip(x, −t, t) at t < 0 shifts every entry away from 0 by |t| (a zero became |t|).
+    A traced ``t`` is used as it is: this is the inner step of the solvers, whose thresholds are
+    validated at their public boundary; :func:`l1_prox` maps a traced invalid λ to NaN.
     """
+    if _checks.is_concrete(t):
+        _checks.as_hyper(t, "t", allow_inf=True)     # validation only: t keeps its own dtype below
     return x - clip_symmetric(x, t)
 
 
@@ -107,7 +114,26 @@ def top_fraction_thresholds(magnitude: jax.Array, alpha, *, row_guess=None, col_
     return row_cut, col_cut
 
 
-@jax.jit
+def _top_fraction_data(x) -> jax.Array:
+    """``x`` as an array that :func:`lowrank_jax.selection.kth_largest` can rank: integer and bool data
+    in the default float (as the solvers take them, :func:`lowrank_jax._checks.compute_dtype`),
+    floating data as they are."""
+    x = jnp.asarray(x)
+    return x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(_checks.compute_dtype(x.dtype))
+
+
+def _check_fraction(alpha, name: str = "alpha") -> None:
+    """Refuse a concrete ``alpha`` that is not a real number in [0, 1] (NaN included), by name. A
+    traced one cannot be checked here (see :func:`sparsify_top_fraction`)."""
+    if not _checks.is_concrete(alpha):
+        return
+    value = _checks.as_real(alpha)
+    if value is None:
+        raise ValueError(f"{name} must be a real number in [0, 1], got {alpha!r}")
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must lie in [0, 1] (the fraction of each row and column kept), got {value}")
+
+
 def sparsify_top_fraction(x: jax.Array, alpha) -> jax.Array:
     """ScaledGD's sparsification operator T_α (Tong, Ma, Chi 2021; LRPCA paper eq. 4):
 
@@ -116,11 +142,21 @@ def sparsify_top_fraction(x: jax.Array, alpha) -> jax.Array:
 
     where |v|^{(k)} is the k-th largest magnitude of v: an entry survives only if it is among the
     largest α-fraction of both its row and its column (ties at the cut-off are kept).
-    ``x`` has shape (n1, n2); ``alpha`` in [0, 1] may be a traced scalar.
+    ``x`` has shape (n1, n2); integer and bool ``x`` are ranked and returned in the default float.
+    ``alpha`` in [0, 1] may be a traced scalar. A concrete α outside [0, 1] (or NaN) raises
+    ``ValueError`` naming ``alpha`` (α < 0 zeroed everything, α > 1 kept everything); a traced one
+    gives an all-NaN result, as :func:`lowrank_jax._checks.as_hyper` does for invalid traced values.
     """
+    _check_fraction(alpha)
+    return _sparsify_top_fraction(_top_fraction_data(x), alpha)
+
+
+@jax.jit
+def _sparsify_top_fraction(x, alpha):
     mag = jnp.abs(x)
     row_cut, col_cut = top_fraction_thresholds(mag, alpha)
-    return apply_top_fraction(x, mag, row_cut, col_cut)
+    out = apply_top_fraction(x, mag, row_cut, col_cut)
+    return jnp.where((alpha >= 0) & (alpha <= 1), out, jnp.nan)    # one select, fused with the mask
 
 
 def apply_top_fraction(x, magnitude, row_cut, col_cut):
@@ -134,8 +170,11 @@ def sparsify_top_fraction_topk(x: jax.Array, alpha: float) -> jax.Array:
 
     Same result as :func:`sparsify_top_fraction`. On GPU/TPU ``top_k`` is fast; on XLA's CPU
     backend it is ~100x slower than the counting selection for k in the hundreds, so the solvers
-    use the latter. Kept as an independent cross-check.
+    use the latter. Kept as an independent cross-check. Refuses ``alpha`` outside [0, 1] by name
+    and takes integer ``x`` in the default float, as :func:`sparsify_top_fraction` does.
     """
+    _check_fraction(alpha)
+    x = _top_fraction_data(x)
     n1, n2 = x.shape
     kr, kc = int(top_fraction_count(alpha, n2)), int(top_fraction_count(alpha, n1))
     mag = jnp.abs(x)

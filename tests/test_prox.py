@@ -29,6 +29,28 @@ def test_soft_threshold_matches_numpy_with_broadcast_thresholds():
         np.testing.assert_allclose(prox.soft_threshold(jnp.asarray(x), t), np_soft(x, t), atol=1e-7)
 
 
+def test_soft_threshold_refuses_a_negative_or_nan_concrete_threshold():
+    """soft_threshold([1, -2, 0], -1) returned [2, -1, 1] (a zero became 1) where l1_prox and
+    covariance.shrink refuse t < 0. A concrete t (scalar or per-row array) with a negative or NaN
+    entry is refused by name; +inf zeroes everything; valid thresholds, concrete or traced under
+    jit and vmap, give the values they gave before."""
+    x = jnp.array([1.0, -2.0, 0.0])
+    for t, match in [(-1.0, "t must be non-negative"), (np.float32(-0.5), "t must be non-negative"),
+                     (np.array([[0.5], [-0.1]]), "t must be non-negative"), (float("nan"), "t has non-finite")]:
+        with pytest.raises(ValueError, match=match):
+            prox.soft_threshold(jnp.ones((2, 3)) if np.ndim(t) == 2 else x, t)
+    np.testing.assert_array_equal(prox.soft_threshold(x, jnp.inf), [0.0, 0.0, 0.0])
+    X = np.random.default_rng(11).standard_normal((5, 4)).astype(np.float32)
+    t_rows = np.linspace(0.0, 1.0, 5, dtype=np.float32)[:, None]
+    np.testing.assert_allclose(prox.soft_threshold(jnp.asarray(X), t_rows), np_soft(X, t_rows), atol=1e-7)
+    np.testing.assert_allclose(jax.jit(prox.soft_threshold)(jnp.asarray(X), jnp.asarray(t_rows)),
+                               np_soft(X, t_rows), atol=1e-7)
+    ts = jnp.array([0.0, 0.3, 2.0], jnp.float32)
+    out = jax.vmap(prox.soft_threshold, in_axes=(None, 0))(jnp.asarray(X), ts)
+    for t, o in zip(np.asarray(ts), out):
+        np.testing.assert_allclose(o, np_soft(X, t), atol=1e-7)
+
+
 def test_soft_threshold_gradients_match_closed_form(x64):
     rng = np.random.default_rng(1)
     x = jnp.asarray(rng.standard_normal(50))
@@ -107,6 +129,37 @@ def test_top_fraction_under_vmap_over_alpha():
     out = jax.jit(jax.vmap(prox.sparsify_top_fraction, in_axes=(None, 0)))(M, alphas)
     for a, o in zip(np.asarray(alphas), out):
         np.testing.assert_array_equal(o, np_top_fraction(np.asarray(M), float(a)))
+
+
+def test_top_fraction_refuses_alpha_outside_the_unit_interval():
+    """α = −0.5 zeroed every entry and α = 1.5 kept every entry without a word, and the top_k variant
+    (documented as giving the same result) failed inside lax.top_k at 1.5. A concrete α outside
+    [0, 1] or NaN is refused by name in both; a traced one (vmap over α) gives NaN, its valid
+    neighbours the same values as before."""
+    M = np.random.default_rng(12).standard_normal((9, 7)).astype(np.float32)
+    for op in (prox.sparsify_top_fraction, prox.sparsify_top_fraction_topk):
+        for alpha in (-0.5, 1.5, float("nan"), np.float32(1.01)):
+            with pytest.raises(ValueError, match="alpha must"):
+                op(jnp.asarray(M), alpha)
+        for alpha in (0.0, 1.0):
+            np.testing.assert_array_equal(op(jnp.asarray(M), alpha), np_top_fraction(M, alpha))
+    alphas = jnp.array([0.3, -0.5, 1.5, jnp.nan, 1.0], jnp.float32)
+    out = np.asarray(jax.jit(jax.vmap(prox.sparsify_top_fraction, in_axes=(None, 0)))(jnp.asarray(M), alphas))
+    assert np.all(np.isnan(out[1:4]))
+    np.testing.assert_array_equal(out[0], np_top_fraction(M, float(alphas[0])))
+    np.testing.assert_array_equal(out[4], M)
+
+
+def test_top_fraction_takes_integer_data():
+    """Integer x failed with "kth_largest needs a real floating-point array" (an internal name) in
+    sparsify_top_fraction and "cannot convert float infinity to integer" in the top_k variant, while
+    soft_threshold and hard_threshold take integers. Both now rank and return them in float."""
+    M = np.random.default_rng(13).integers(-50, 50, size=(8, 6))
+    expected = np_top_fraction(M.astype(np.float64), 0.5)
+    for op in (prox.sparsify_top_fraction, prox.sparsify_top_fraction_topk, jax.jit(prox.sparsify_top_fraction)):
+        out = op(jnp.asarray(M, jnp.int32), 0.5)
+        assert jnp.issubdtype(out.dtype, jnp.floating)
+        np.testing.assert_array_equal(out, expected)
 
 
 def test_top_fraction_count_is_rounding_safe():

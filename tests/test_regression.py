@@ -756,6 +756,29 @@ def test_the_design_layer_refuses_what_it_would_misread():
     assert out.x.dtype == jnp.float32 and np.all(np.isfinite(np.asarray(out.x)))
 
 
+def test_design_products_refuse_vectors_of_the_wrong_length():
+    """rmatvec(A, y) and gram(A, s) broadcast a length-1 y or s over the n rows (rmatvec(A (3×2), [2.])
+    returned [12, 18] where A.T @ y raises) and a RowSparse A read past a short one. Both now check,
+    as matvec does, for dense and RowSparse A; right-sized vectors give Aᵀ y and Aᵀ diag(s) A, also
+    under jit."""
+    import scipy.sparse as sp
+    from lowrank_jax import design
+    A = np.random.default_rng(1).normal(size=(5, 3))
+    y = np.arange(1.0, 6.0)
+    for M in (jnp.asarray(A), design.as_design(sp.csr_matrix(A))):
+        for call, match in [(lambda: design.rmatvec(M, jnp.ones(1)), "rmatvec: A has 5 rows but y has shape"),
+                            (lambda: design.rmatvec(M, jnp.ones(3)), "y has shape"),
+                            (lambda: design.rmatvec(M, jnp.ones((5, 1))), "y has shape"),
+                            (lambda: design.gram(M, jnp.ones(1)), "gram: A has 5 rows but s has shape"),
+                            (lambda: design.gram(M, jnp.ones(6)), "s has shape")]:
+            with pytest.raises(ValueError, match=match):
+                call()
+        np.testing.assert_allclose(design.rmatvec(M, jnp.asarray(y)), A.T @ y, rtol=1e-5)
+        np.testing.assert_allclose(jax.jit(design.rmatvec)(M, jnp.asarray(y)), A.T @ y, rtol=1e-5)
+        np.testing.assert_allclose(design.gram(M, jnp.asarray(y)), (A.T * y) @ A, rtol=1e-5)
+        np.testing.assert_allclose(jax.jit(design.gram)(M, jnp.asarray(y)), (A.T * y) @ A, rtol=1e-5)
+
+
 def test_all_zero_scores_sample_uniformly():
     """sample_rows divided by a zero score total: NaN weights, and sampled_gram of a zero matrix (or
     with D = 0) came back NaN instead of the zero matrix."""
