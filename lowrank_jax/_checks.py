@@ -42,8 +42,9 @@ def is_concrete(x) -> bool:
 
 def as_key(key, default: int = 0) -> jax.Array:
     """A JAX PRNG key: ``None`` → ``jax.random.key(default)``, a Python/NumPy integer → the key of
-    that seed, a key (new-style or raw uint32) as it is. Anything else (a float, a string, a float
-    array) raises a ``TypeError`` naming ``key``."""
+    that seed, a single key (new-style, or raw: uint32 of shape (2,)) as it is. Anything else (a
+    float, a string, a float array, an integer array that is not a raw key, a batch of keys) raises
+    a ``TypeError`` naming ``key``."""
     if key is None:
         return jax.random.key(default)
     dtype = getattr(key, "dtype", None)
@@ -57,6 +58,17 @@ def as_key(key, default: int = 0) -> jax.Array:
         # A 0-d integer array is a seed too, also traced (a jitted function of the seed, a sweep
         # over seeds): jax.random.key takes a traced integer.
         return jax.random.key(int(key)) if is_concrete(key) else jax.random.key(key)
+    shape = tuple(np.shape(key))
+    if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        if shape:
+            raise TypeError(f"key must be a single jax.random key, got a batch of keys of shape {shape} "
+                            "(vmap over them, or pass one)")
+    elif len(shape) != 1 or np.dtype(dtype) != np.uint32:
+        # A legacy raw key is a 1-D uint32 array ((2,) for the default implementation); JAX's own
+        # message for anything else ("invalid PRNG key data") does not say which argument.
+        raise TypeError(f"key must be a jax.random key, a raw uint32 key of shape (2,) or an integer seed, got an "
+                        f"array of shape {shape} and dtype {np.dtype(dtype)}"
+                        + (" (a batch of raw keys: vmap over them, or pass one)" if len(shape) > 1 else ""))
     return key
 
 
@@ -148,10 +160,15 @@ def check_rank(rank, shape, name: str = "rank") -> int:
     returns it as a Python int."""
     as_integer = as_int(rank)
     if as_integer is None:
+        if not is_concrete(rank):
+            raise ValueError(f"{name} must be a static Python integer (it sets array shapes), got a traced value: "
+                             f"pass it by closure or as a static argument, not through jit/vmap arguments or "
+                             f"sweep.run's points or shared")
         raise ValueError(f"{name} must be an integer, got {rank!r}")
     rank = as_integer
     if not 1 <= rank <= min(shape):
-        raise ValueError(f"{name} must satisfy 1 <= {name} <= {min(shape)} for shape {tuple(shape)}, got {rank}")
+        bound = (f"{min(shape)} for shape {tuple(shape)}" if len(shape) > 1 else f"{shape[0]}")
+        raise ValueError(f"{name} must satisfy 1 <= {name} <= {bound}, got {rank}")
     return rank
 
 

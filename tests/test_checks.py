@@ -86,6 +86,29 @@ def test_what_is_neither_a_key_nor_a_seed_is_refused_by_name():
         sketch.sample_rows(0.5, jnp.ones(6), 4)
 
 
+def test_keys_of_the_wrong_shape_and_traced_ranks_are_refused_by_name():
+    """key=np.array([1, 2, 3]) or an int32 (2,) array met JAX's "invalid PRNG key data", and a batch
+    of keys "normal accepts a single key": none named key. A rank passed through sweep.run's shared
+    values (traced) was "rank must be an integer, got JitTracer(...)" although the user passed one."""
+    for bad in (np.array([1, 2, 3]), np.array([1, 2], np.int32), jnp.zeros((3, 2), jnp.uint32), np.zeros((2, 2), np.int64)):
+        with pytest.raises(TypeError, match="key must be a jax.random key, a raw uint32 key"):
+            _checks.as_key(bad)
+    with pytest.raises(TypeError, match="a batch of keys of shape"):
+        _checks.as_key(jax.random.split(jax.random.key(0), 3))
+    from lowrank_jax import datasets, rpca, sweep
+    with pytest.raises(TypeError, match="key must"):
+        datasets.rpca_problem(np.array([1, 2, 3]), 20, 20, 2, 0.1)
+    raw = jax.random.PRNGKey(0)
+    np.testing.assert_array_equal(datasets.rpca_problem(raw, 20, 20, 2, 0.1).Y, datasets.rpca_problem(raw, 20, 20, 2, 0.1).Y)
+    Y = datasets.rpca_problem(jax.random.key(0), 20, 20, 2, 0.1).Y
+    with pytest.raises(ValueError, match="rank must be a static Python integer"):
+        sweep.run(lambda eta, Y, rank: rpca.scaledgd(Y, rank, 0.1, eta=eta, iters=2).X, {"eta": [0.5]},
+                  shared={"Y": Y, "rank": 2}, devices=jax.devices()[:1])
+    from lowrank_jax import covariance
+    with pytest.raises(ValueError, match=r"rank0 must satisfy 1 <= rank0 <= 2, got 3"):
+        covariance.fpcp(np.eye(4), 2, rank0=3)
+
+
 def test_num_classes_is_a_count_like_the_others():
     """num_classes=np.array(2) (or jnp.int32(2)) was refused as "not a positive integer"."""
     y = np.array([0, 1, 1, 0])

@@ -319,7 +319,7 @@ def fpcp(Sigma, rank: int, lam=None, loops: int = 2, *, grow: bool = False, rank
     n = Sigma.shape[0]
     lam = _checks.as_hyper(1.0 / n ** 0.5 if lam is None else lam, "lam", ndim=0, dtype=dtype)
     loops = _checks.check_positive_int(loops, "loops")
-    rank0 = _checks.check_rank(rank0, (rank,), "rank0")
+    rank0 = _checks.check_rank(rank0, (rank,), "rank0")            # 1 <= rank0 <= rank
     rank_threshold = _checks.as_hyper(rank_threshold, "rank_threshold", ndim=0, dtype=dtype)
     lam_factor = _checks.as_hyper(lam_factor, "lam_factor", ndim=0, positive=True, dtype=dtype)
     if svd not in ("exact", "randomized"):
