@@ -124,6 +124,47 @@ def test_real_data_errors_and_report_by_hand(x64):
     assert np.isnan(metrics.rel_error(np.full((2, 2), np.nan), np.full((2, 2), np.nan)))
 
 
+_SIGMA_2, _L_2, _S_2 = np.array([[2.0, 1.0], [1.0, 2.0]]), np.ones((2, 2)), np.array([[1.5, 0.0], [0.0, 0.2]])
+_MISMATCHED = {
+    "real_data_errors": (metrics.real_data_errors, [
+        ((_SIGMA_2, _L_2[:, :1], _S_2), r"L must have the shape of Sigma \(2, 2\), got \(2, 1\)"),
+        ((_SIGMA_2, _L_2, 0.0), r"S must have the shape of Sigma \(2, 2\), got \(\)"),
+        ((_SIGMA_2, _L_2, _S_2[:1]), r"S must have the shape of Sigma \(2, 2\), got \(1, 2\)"),
+        ((_SIGMA_2, 1.0, _S_2), r"L must have the shape of Sigma"),
+        ((np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 3))), r"Sigma must be a square matrix, got shape \(2, 3\)"),
+        ((np.ones(2), np.ones(2), np.ones(2)), r"Sigma must be a square matrix, got shape \(2,\)")]),
+    "rel_error": (metrics.rel_error, [
+        ((np.ones((3, 3)), np.ones(3)), r"X0 must have the shape of X \(3, 3\), got \(3,\)"),
+        ((np.ones(3), np.ones((3, 3))), r"X0 must have the shape of X \(3,\), got \(3, 3\)"),
+        ((np.ones((2, 2)), 0.0), r"X0 must have the shape of X \(2, 2\), got \(\)"),
+        ((np.ones((2, 3)), np.ones((3, 2))), r"X0 must have the shape of X \(2, 3\), got \(3, 2\)")]),
+}
+
+
+@pytest.mark.parametrize("name", _MISMATCHED)
+def test_real_data_errors_and_rel_error_refuse_mismatched_shapes(name):
+    """real_data_errors broadcast an (n, 1) L or a scalar S into plausible numbers, and
+    rel_error(ones((3, 3)), ones(3)) returned 0.0, where report already refused such shapes. Both now
+    raise report's ValueError naming the argument, also under jit (shapes are static)."""
+    fn, cases = _MISMATCHED[name]
+    for args, match in cases:
+        with pytest.raises(ValueError, match=match):
+            fn(*args)
+        with pytest.raises(ValueError, match=match):
+            jax.jit(fn)(*args)
+
+
+def test_real_data_errors_and_rel_error_keep_their_values_for_matching_shapes(x64):
+    """With the shape checks added, matching shapes give the values they gave (the by-hand ones of
+    test_real_data_errors_and_report_by_hand), for any shape rel_error's two arguments share."""
+    X0 = np.array([[3.0, 0.0], [0.0, 4.0]])
+    e, r2, r1 = jax.jit(lambda: (metrics.real_data_errors(_SIGMA_2, _L_2, _S_2, 0.5),    # one compiled program
+                                 metrics.rel_error(X0 + np.array([[0.0, 1.0], [0.0, 0.0]]), X0),
+                                 metrics.rel_error(np.ones(3), 2 * np.ones(3))))()
+    np.testing.assert_allclose(e, [np.sqrt(2) / 2, 1 / np.sqrt(10), 0.75], rtol=1e-12)
+    np.testing.assert_allclose([r2, r1], [0.2, 0.5], rtol=1e-12)
+
+
 @pytest.mark.parametrize("call, match", [
     (lambda A, L, S: metrics.report(A, L, S, tol=-1.0), "tol must be non-negative"),
     (lambda A, L, S: metrics.report(A, L, S, tol=float("nan")), "tol"),

@@ -1,6 +1,8 @@
 """Neural-network low-rank + sparse decomposition: closed-form gradients, the fixed-input first layer
 against the dense one, PSD L, recovery, vmap, stopping rules, the Goldstein–Armijo step, bad input."""
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -72,6 +74,55 @@ def test_half_vectorisation_orders():
     S = S + S.T
     np.testing.assert_array_equal(cv.half_vec(S), [S[0, 0], S[0, 1], S[0, 2], S[1, 1], S[1, 2], S[2, 2]])
     np.testing.assert_array_equal(cv.half_vec(S, "tril"), [S[0, 0], S[1, 0], S[1, 1], S[2, 0], S[2, 1], S[2, 2]])
+
+
+_T = np.array([-1.0, 0.0, 0.005])
+_M, _EYE = np.ones((3, 1)), np.eye(3)
+_OPTION_CALLS = {   # (option, allowed values, call, unknown values)
+    "smooth_abs": ("loss", cv.LOSSES, lambda v: cv.smooth_abs(_T, v, 0.01), ("L1", "abs", "l2", None)),
+    "smooth_abs_grad": ("loss", cv.LOSSES, lambda v: cv.smooth_abs_grad(_T, v, 0.01), ("L1", "abs", "l2", None)),
+    "loss_of_M": ("loss", cv.LOSSES, lambda v: cv.loss_of_M(_M, _EYE, v), ("L1", "abs", "l2", None)),
+    "grad_of_M": ("loss", cv.LOSSES, lambda v: cv.grad_of_M(_M, _EYE, v), ("L1", "abs", "l2", None)),
+    "jit loss_of_M": ("loss", cv.LOSSES, lambda v: jax.jit(cv.loss_of_M, static_argnames="loss")(_M, _EYE, loss=v),
+                      ("L1", None)),
+    "half_vec": ("order", ("triu", "tril"), lambda v: cv.half_vec(_EYE, v), ("upper", "TRIU", None)),
+    "activation": ("activation", cv.ACTIVATIONS, cv.activation, ("elu", "ReLU", None)),
+}
+
+
+@pytest.mark.parametrize("call", _OPTION_CALLS)
+def test_exported_helpers_refuse_unknown_options(call):
+    """smooth_abs, smooth_abs_grad, loss_of_M and grad_of_M read an unknown loss ("L1", "abs") as
+    log-cosh, half_vec(Σ, "upper") returned the lower triangle and activation("elu") raised a bare
+    KeyError. Each now raises decompose's ValueError listing the allowed values (at trace time under
+    jit: the options are static)."""
+    option, allowed, fn, unknown = _OPTION_CALLS[call]
+    for bad in unknown:
+        with pytest.raises(ValueError, match=re.escape(f"{option} must be one of {allowed}, got {bad!r}")):
+            fn(bad)
+
+
+def test_exported_helpers_keep_their_values_for_known_options(x64):
+    """With the option checks added, the known losses, orders and activations give the values they
+    gave (by hand)."""
+    t, M, Sigma = jnp.asarray(_T), jnp.asarray(_M), jnp.asarray(_EYE)
+    # The valid options, in one compiled program (eager, each small op compiles on its own):
+    # μ and μ' at t = (−1, 0, ε/2) with ε = 0.01; MMᵀ − I has zeros on the diagonal and ones off it,
+    # so φ = 6 and ∇_M φ = 2 sign(ω) M = 4 for l1.
+    A = jnp.arange(9.0).reshape(3, 3)
+    got = jax.jit(lambda t, M, Sigma, A: (
+        [cv.smooth_abs(t, loss, 0.01) for loss in cv.LOSSES], [cv.smooth_abs_grad(t, loss, 0.01) for loss in cv.LOSSES],
+        cv.loss_of_M(M, Sigma, "l1"), cv.grad_of_M(M, Sigma, "l1"), [cv.half_vec(A, o) for o in ("triu", "tril")],
+        [cv.activation(a)(t) for a in ("relu", "arctan")]))(t, M, Sigma, A)
+    mu, dmu, phi, grad, halves, acts = got
+    tt = _T
+    np.testing.assert_allclose(mu, [[1.0, 0.0, 0.005], [1.0, 0.005, 0.00625], 0.01 * np.log(2 * np.cosh(tt / 0.01))],
+                               rtol=1e-12)
+    np.testing.assert_allclose(dmu, [[-1.0, 0.0, 1.0], [-1.0, 0.0, 0.5], np.tanh(tt / 0.01)], rtol=1e-12)
+    assert float(phi) == 6.0
+    np.testing.assert_allclose(grad, np.full((3, 1), 4.0))
+    np.testing.assert_array_equal(halves, [[0.0, 1.0, 2.0, 4.0, 5.0, 8.0], [0.0, 3.0, 4.0, 6.0, 7.0, 8.0]])
+    np.testing.assert_allclose(acts, [[0.0, 0.0, 0.005], (2 / np.pi) * np.arctan(tt)], rtol=1e-12)
 
 
 @pytest.mark.parametrize("optimizer, lr", [("gd", 1e-4), ("gd-sqrt", 1e-4), ("armijo", 1e-3), ("adam", 1e-3)])

@@ -2,6 +2,7 @@
 against Theorem 2.1's ρ^t bound on the paper's generative model, BCD, prediction, CV, bad input."""
 
 import importlib
+import re
 
 import jax
 import jax.numpy as jnp
@@ -75,6 +76,80 @@ def test_factor_recovery_reproduces_theta(model, x64):
     else:                 # balanced split: [βᵀ ∥ W]ᵀ[βᵀ ∥ W] = H Hᵀ = Σ
         L = jnp.concatenate([g.beta.T, g.W])
         np.testing.assert_allclose(L.T @ L, g.H @ g.H.T, rtol=1e-10, atol=1e-10)
+
+
+def _small_sdl_problem():
+    """A κ = 1 problem (p, n = 12, 20, an intercept row in X_aux: what ``prepare(X, y, intercept=True)``
+    builds, without its checks) and rank-2 factors."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(12, 20))
+    data = sm.SDLData(jnp.asarray(X), jnp.ones((1, 20)), jnp.asarray(X[:1] > 0, float), jnp.zeros(1))
+    f = sm.Factors(*(jnp.asarray(rng.normal(size=shape)) for shape in ((12, 2), (2, 20), (2, 1))))
+    return X, data, f
+
+
+_ZERO_H, _ZERO_GAMMA = np.zeros((1 + 12, 20)), np.zeros((1, 1))     # SDL-H's θ and γ for _small_sdl_problem
+_MODEL_CALLS = {
+    "objective": lambda d, f, m: sdl.objective(_ZERO_H, _ZERO_GAMMA, d, 1.0, 0.1, m),
+    "gradients": lambda d, f, m: sdl.gradients(_ZERO_H, _ZERO_GAMMA, d, 1.0, 0.1, m),
+    "value_and_gradients": lambda d, f, m: sm.value_and_gradients(_ZERO_H, _ZERO_GAMMA, d, 1.0, 0.1, m),
+    "factors": lambda d, f, m: sdl.factors(_ZERO_H, 2, m, 1),
+    "lift": lambda d, f, m: sdl.lift(f, m),
+    "step_bound": lambda d, f, m: sdl.step_bound(d, 1.0, 0.1, m),
+    "initial_point": lambda d, f, m: sdl.initial_point(d, 2, m, jax.random.key(0)),
+    "jit objective": lambda d, f, m: jax.jit(sdl.objective, static_argnames="model")(
+        _ZERO_H, _ZERO_GAMMA, d, 1.0, 0.1, model=m),
+}
+
+
+@pytest.mark.parametrize("call", _MODEL_CALLS)
+def test_building_blocks_refuse_an_unknown_model(call, x64):
+    """The exported building blocks read every model but "H" as SDL-W: factors, lift, step_bound and
+    initial_point gave SDL-W results for "h", objective and gradients failed inside dot_general. Each
+    now names ``model`` (at trace time under jit: the model is static)."""
+    _, data, f = _small_sdl_problem()
+    for bad in ("h", "w", "x", None):
+        with pytest.raises(ValueError, match=r"model must be 'H' .* or 'W' .*, got " + re.escape(repr(bad))):
+            _MODEL_CALLS[call](data, f, bad)
+
+
+def test_building_blocks_keep_their_values_for_h_and_w(x64):
+    """With the model check added, "H" and "W" give the values they gave (by hand)."""
+    X, data, f = _small_sdl_problem()
+    n = X.shape[1]
+    zeros = {m: jnp.zeros(sm.theta_shape(m, *X.shape, 1)) for m in sm.MODELS}
+    # one compiled program (eager, each small op compiles on its own)
+    values, lifted, steps = jax.jit(lambda d, f: tuple(
+        [g(m) for m in sm.MODELS] for g in (lambda m: sdl.objective(zeros[m], _ZERO_GAMMA, d, 1.0, 0.1, m),
+                                            lambda m: sdl.lift(f, m),
+                                            lambda m: sdl.step_bound(d, 1.0, 0.1, m))))(data, f)
+    # θ = 0, γ = 0: a = 0, so F = n log 2 + ξ‖X‖²_F in both models
+    np.testing.assert_allclose(values, [n * np.log(2) + np.sum(X * X)] * 2, rtol=1e-12)
+    W, H, beta = (np.asarray(v) for v in f)
+    np.testing.assert_allclose(lifted[0], np.vstack([beta.T @ H, W @ H]), rtol=1e-12)
+    np.testing.assert_allclose(lifted[1], np.hstack([W @ beta, W @ H]), rtol=1e-12)
+    # 1/max(2ξ, 2λ + ¼s) with s = 1 + ‖ones‖² = 21 (SDL-H) or ‖[X; ones]‖²₂ (SDL-W)
+    s_w = np.linalg.norm(np.vstack([X, np.ones((1, n))]), 2) ** 2
+    np.testing.assert_allclose(steps, [1 / max(2.0, 0.2 + 21 / 4), 1 / max(2.0, 0.2 + s_w / 4)], rtol=1e-10)
+
+
+def test_initial_point_takes_an_integer_seed(x64):
+    """initial_point(data, r, model, 0) raised JAX's "invalid PRNG key data" (and None "unexpected
+    PRNG key type") where fit and every other entry point take a seed. A Python, NumPy or 0-d array
+    integer is now the key of that seed and None key(0), as in fit; a float is a TypeError naming key."""
+    X, data, _ = _small_sdl_problem()
+    keys = (jax.random.key(0), 0, np.int64(0), jnp.int32(0), None, 1)
+    # one compiled program (eager, each small op compiles on its own); the seeds stay Python values
+    starts, start_w = jax.jit(lambda d: ([sdl.initial_point(d, 2, "H", k) for k in keys],
+                                         sdl.initial_point(d, 2, "W", 0)))(data)
+    ref = starts[0]
+    assert ref[0].shape == (1 + 12, 20) and start_w[0].shape == (12, 1 + 20)
+    for start in starts[1:5]:
+        for a, b in zip(jax.tree.leaves(start), jax.tree.leaves(ref)):
+            np.testing.assert_array_equal(a, b)
+    assert not np.allclose(starts[5][2].beta, ref[2].beta)
+    with pytest.raises(TypeError, match="key must be"):
+        sdl.initial_point(data, 2, "H", 0.5)
 
 
 @pytest.mark.parametrize("model, p, n, scale", [("H", 30, 60, 1.0), ("W", 10, 300, 1 / np.sqrt(300))])

@@ -131,8 +131,10 @@ def _ratio(num, den):
 
 
 def rel_error(X, X0) -> jax.Array:
-    """rel.error(X) = ‖X − X₀‖_F / ‖X₀‖_F (0 when both are 0, inf when only X₀ is 0)."""
+    """rel.error(X) = ‖X − X₀‖_F / ‖X₀‖_F (0 when both are 0, inf when only X₀ is 0).
+    Raises ``ValueError`` naming ``X0`` when its shape is not X's (a broadcast gave a plausible number)."""
     X, X0 = jnp.asarray(X), jnp.asarray(X0)
+    _checks.check_same_shape(X, X0, "X", "X0")
     return _ratio(frob(X - X0), frob(X0))
 
 
@@ -172,11 +174,16 @@ def real_data_errors(Sigma, L, S, shrink_t=None, tol=EPSILON) -> RealDataErrors:
     """:class:`RealDataErrors` of (L, S) for Σ; ``shrink_t`` defaults to 1/√n.
 
     ``shrink_t`` and ``tol`` must be ≥ 0 (``ValueError`` naming them for a negative or NaN value: a
-    negative shrinkage inflated S and gave a wrong fit_shrunk and sparsity_shrunk = 0)."""
+    negative shrinkage inflated S and gave a wrong fit_shrunk and sparsity_shrunk = 0).
+    Raises ``ValueError`` naming ``Sigma`` unless it is a square matrix, and ``L`` or ``S`` unless of its shape."""
     tol = _threshold(tol, "tol")
     if shrink_t is not None:
         shrink_t = _threshold(shrink_t, "shrink_t", scalar=False)
     Sigma, L, S = jnp.asarray(Sigma), jnp.asarray(L), jnp.asarray(S)
+    if Sigma.ndim != 2 or Sigma.shape[0] != Sigma.shape[1]:
+        raise ValueError(f"Sigma must be a square matrix, got shape {tuple(Sigma.shape)}")
+    _checks.check_same_shape(Sigma, L, "Sigma", "L")
+    _checks.check_same_shape(Sigma, S, "Sigma", "S")
     t = default_shrink(Sigma.shape[0]) if shrink_t is None else shrink_t
     S_t = shrink(S, t)
     return RealDataErrors(fit_L=_ratio(frob(Sigma - L), frob(L)),

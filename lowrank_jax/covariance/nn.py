@@ -52,17 +52,29 @@ from lowrank_jax.precision import full_precision
 ACTIVATIONS = ("relu", "tanh", "logistic", "arctan")
 LOSSES = ("l1", "huber", "logcosh")
 OPTIMIZERS = ("adam", "gd", "gd-sqrt", "armijo")
+ORDERS = ("triu", "tril")
 _CHUNK = 64   # rows of the first weight matrix generated at a time (its full size is never needed)
 
 
+def _check_option(name: str, value, allowed) -> None:
+    """Refuse a string option outside ``allowed`` with a ``ValueError`` naming it and the allowed values.
+    The options are static Python values, so this runs at trace time under ``jit`` too."""
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+
+
 def activation(name: str):
-    """relu (the authors' code), tanh, logistic, or the theory's scaled arctan (2/π) tan⁻¹."""
+    """relu (the authors' code), tanh, logistic, or the theory's scaled arctan (2/π) tan⁻¹.
+    Raises ``ValueError`` for any other name."""
+    _check_option("activation", name, ACTIVATIONS)
     return {"relu": jax.nn.relu, "tanh": jnp.tanh, "logistic": jax.nn.sigmoid,
             "arctan": lambda t: (2 / math.pi) * jnp.arctan(t)}[name]
 
 
 def smooth_abs(t, loss: str, eps):
-    """μ(t): |t|, Huber-type (≥ |t|, C¹) or log-cosh (stable form ε·logaddexp(t/ε, −t/ε))."""
+    """μ(t): |t|, Huber-type (≥ |t|, C¹) or log-cosh (stable form ε·logaddexp(t/ε, −t/ε)).
+    Raises ``ValueError`` for a ``loss`` not in :data:`LOSSES`."""
+    _check_option("loss", loss, LOSSES)
     if loss == "l1":
         # |t| with derivative sign(t), 0 at 0 like the authors' torch.abs: jnp.abs's own rule gives +1
         # there, which pushed an exact fit ω_ij = 0 away and disagreed with grad_of_M.
@@ -74,7 +86,8 @@ def smooth_abs(t, loss: str, eps):
 
 def smooth_abs_grad(t, loss: str, eps):
     """μ'(t): sign(t) (0 at 0, as the authors' torch.abs and :func:`smooth_abs`'s derivative),
-    clip(t/ε, ±1), tanh(t/ε)."""
+    clip(t/ε, ±1), tanh(t/ε). Raises ``ValueError`` for a ``loss`` not in :data:`LOSSES`."""
+    _check_option("loss", loss, LOSSES)
     if loss == "l1":
         return jnp.sign(t)
     if loss == "huber":
@@ -83,19 +96,24 @@ def smooth_abs_grad(t, loss: str, eps):
 
 
 def half_vec(Sigma, order: str = "triu"):
-    """h(Σ): the upper triangle row by row (eq. 8), or the code's lower triangle ("tril")."""
+    """h(Σ): the upper triangle row by row (eq. 8), or the code's lower triangle ("tril").
+    Raises ``ValueError`` for an ``order`` other than "triu" or "tril"."""
+    _check_option("order", order, ORDERS)
     n = Sigma.shape[0]
     i, j = jnp.triu_indices(n) if order == "triu" else jnp.tril_indices(n)
     return Sigma[i, j]
 
 
 def loss_of_M(M, Sigma, loss: str = "l1", eps=1e-2):
-    """φ as a function of M: Σ_ij μ([MMᵀ − Σ]_ij)."""
+    """φ as a function of M: Σ_ij μ([MMᵀ − Σ]_ij). Raises ``ValueError`` for a ``loss`` not in :data:`LOSSES`."""
+    _check_option("loss", loss, LOSSES)
     return jnp.sum(smooth_abs(M @ M.T - Sigma, loss, eps))
 
 
 def grad_of_M(M, Sigma, loss: str = "l1", eps=1e-2):
-    """∇_M φ = 2 μ'(MMᵀ − Σ) M (Lemma IV.2 with the symmetry of ω)."""
+    """∇_M φ = 2 μ'(MMᵀ − Σ) M (Lemma IV.2 with the symmetry of ω). Raises ``ValueError`` for a ``loss``
+    not in :data:`LOSSES`."""
+    _check_option("loss", loss, LOSSES)
     return 2 * smooth_abs_grad(M @ M.T - Sigma, loss, eps) @ M
 
 
@@ -213,10 +231,9 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
     n = Sigma.shape[0]
     rank = _checks.check_rank(rank, (n, n), "rank")
     for name, val, allowed in (("activation", activation, ACTIVATIONS), ("loss", loss, LOSSES),
-                               ("optimizer", optimizer, OPTIMIZERS), ("order", order, ("triu", "tril")),
+                               ("optimizer", optimizer, OPTIMIZERS), ("order", order, ORDERS),
                                ("first_layer", first_layer, ("fixed-input", "dense"))):
-        if val not in allowed:
-            raise ValueError(f"{name} must be one of {allowed}, got {val!r}")
+        _check_option(name, val, allowed)
     if isinstance(hidden, numbers.Number) or getattr(hidden, "ndim", None) == 0:
         hidden = (hidden,)            # one hidden layer of that width (checked below, 0-d arrays too)
     if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__"):

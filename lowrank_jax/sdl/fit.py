@@ -60,9 +60,11 @@ def initial_point(data: sm.SDLData, rank: int, model: str, key, init: str = "svd
     ``init="random"``: W₀, H₀ with i.i.d. N(0, s²) entries, s² = ‖X‖_F/√(r(p + n)), so that
     E(‖W₀‖²_F + ‖H₀‖²_F) = ‖X‖_F √(r(p + n)); the product is larger than X, E‖W₀H₀‖_F ≈
     ‖X‖_F √(pn/(p + n)) (3.5x at p, n = 30, 20; 11x at 12625, 128), a start farther from the data
-    that the first steps shrink. γ₀ = 0."""
+    that the first steps shrink. γ₀ = 0. ``key``: a ``jax.random`` key or an integer seed (None: key(0)).
+    Raises ``ValueError`` for a ``model`` other than "H" or "W" (``TypeError`` for a ``key`` that is neither)."""
+    sm._check_model(model)
     p, n = data.X.shape
-    k_beta, k_w, k_h = jax.random.split(key, 3)
+    k_beta, k_w, k_h = jax.random.split(_checks.as_key(key), 3)
     dtype = data.X.dtype
     if init == "svd":
         svd = linalg.truncated_svd(data.X, rank)

@@ -159,7 +159,8 @@ def class_probs(a):
 
 
 def objective(theta, gamma, data: SDLData, xi, lam, model: str):
-    """F(θ, γ) of eq. (9) (SDL-H) or (10) (SDL-W)."""
+    """F(θ, γ) of eq. (9) (SDL-H) or (10) (SDL-W). Raises ``ValueError`` for a ``model`` other than "H" or "W"."""
+    _check_model(model)
     A, B = split(theta, model, data.kappa)
     a = activations(theta, gamma, data.X, data.X_aux, model, data.kappa)
     g_pen = gamma * data.penalized[:, None]
@@ -172,7 +173,9 @@ def value_and_gradients(theta, gamma, data: SDLData, xi, lam, model: str, XT=Non
     With model "W" and ``XT`` = Xᵀ, θ is taken in the transposed layout θᵀ = [Aᵀ ∥ Bᵀ] ((κ+n) × p) and
     its gradient is returned in that layout too: the blocks are then contiguous rows, and the
     solver's SDL-W step is ~20 % faster on CPU than with column blocks.
+    Raises ``ValueError`` for a ``model`` other than "H" or "W".
     """
+    _check_model(model)
     k = data.kappa
     rows = model == "H" or XT is not None
     A, B = (theta[:k], theta[k:]) if rows else (theta[:, :k], theta[:, k:])
@@ -202,7 +205,7 @@ def label_terms(lin, gamma, data: SDLData, lam):
 
 
 def gradients(theta, gamma, data: SDLData, xi, lam, model: str):
-    """Closed-form (∇_θ F, ∇_γ F) (module docstring)."""
+    """Closed-form (∇_θ F, ∇_γ F) (module docstring). Raises ``ValueError`` for a ``model`` other than "H" or "W"."""
     return value_and_gradients(theta, gamma, data, xi, lam, model)[1]
 
 
@@ -217,7 +220,9 @@ class Factors(NamedTuple):
 def factors(theta, rank: int, model: str, kappa: int) -> Factors:
     """Algorithm 1's last lines: θ = UΣVᵀ (rank r);
     SDL-H: [βᵀ ∥ W] = UΣ^{1/2}, H = Σ^{1/2}Vᵀ;   SDL-W: W = U, [β, H] = ΣVᵀ.
-    Unique up to an invertible r × r transform (the paper's conventions fix it)."""
+    Unique up to an invertible r × r transform (the paper's conventions fix it).
+    Raises ``ValueError`` for a ``model`` other than "H" or "W"."""
+    _check_model(model)
     svd = linalg.truncated_svd(theta, rank)
     if model == "H":
         L, R = linalg.balanced_factors(svd)
@@ -227,7 +232,9 @@ def factors(theta, rank: int, model: str, kappa: int) -> Factors:
 
 
 def lift(f: Factors, model: str) -> jax.Array:
-    """θ from factors: [βᵀH ∥ WH] (SDL-H) or [Wβ, WH] (SDL-W)."""
+    """θ from factors: [βᵀH ∥ WH] (SDL-H) or [Wβ, WH] (SDL-W). Raises ``ValueError`` for a ``model``
+    other than "H" or "W"."""
+    _check_model(model)
     A = f.beta.T @ f.H if model == "H" else f.W @ f.beta
     return join(A, f.W @ f.H, model)
 
@@ -235,7 +242,9 @@ def lift(f: Factors, model: str) -> jax.Array:
 def step_bound(data: SDLData, xi, lam, model: str):
     """A safe fixed step 1/L̄ for the gradient step on F (traced in ξ, λ): L̄ bounds the Hessian of F,
     max(2ξ, 2λ + α⁺‖Φ‖²₂) (SDL-W, Φ = [X ∥ X_aux]) or max(2ξ, 2λ + α⁺(1 + ‖X_aux‖²₂)) (SDL-H),
-    with α⁺ ≥ λ_max(∇²ℓ): ¼ for binary labels, ½ for the softmax (:func:`softmax_curvature`)."""
+    with α⁺ ≥ λ_max(∇²ℓ): ¼ for binary labels, ½ for the softmax (:func:`softmax_curvature`).
+    Raises ``ValueError`` for a ``model`` other than "H" or "W"."""
+    _check_model(model)
     if model == "W":
         s = _spectral_sq(jnp.concatenate([data.X, data.X_aux]))
     else:
