@@ -141,10 +141,10 @@ def projected(optimizer: optax.GradientTransformation, project_fn) -> optax.Grad
 # -- Newton steps -----------------------------------------------------------------------------------
 
 def newton_direction(H, g, damping=0.0):
-    """(H + damping·I)⁻¹ g for a symmetric (d, d) H: Cholesky when it is positive definite, else the
-    pseudo-inverse from the eigendecomposition H + damping·I = V diag(μ) Vᵀ, Σ_{|μ_i| > τ} v_i v_iᵀ g / μ_i
-    with τ = d·ε·max|μ| (the exact solve for an indefinite non-singular H, the minimum-norm
-    least-squares direction for a singular one).
+    """(H + damping·I)⁻¹ g for a symmetric (d, d) H: Cholesky when it is positive definite, LU when it
+    is indefinite and non-singular, else the pseudo-inverse from the eigendecomposition
+    H + damping·I = V diag(μ) Vᵀ, Σ_{|μ_i| > τ} v_i v_iᵀ g / μ_i with τ = d·ε·max|μ| (the
+    minimum-norm least-squares direction of a numerically singular H).
 
     A positive semi-definite but numerically singular H — the Hessian of ½(p₁ + p₂)², or AᵀDA for an
     A without full column rank — may pass Cholesky with a pivot of rounding size or fail it by a
@@ -152,23 +152,44 @@ def newton_direction(H, g, damping=0.0):
     along the null space, where the gradient is only rounding, and an iteration drifts there without
     end while its loss and gradient look converged. So a Cholesky factor counts only when every
     pivot satisfies L_ii² > d·ε·max_i (H + damping·I)_ii, and the eigendecomposition drops the
-    rounding-size eigenvalues, leaving no null-space part. For an indefinite H the caller's line
-    search or damping must handle a non-descent direction."""
+    rounding-size eigenvalues, leaving no null-space part. LU rather than that eigendecomposition for
+    a non-singular indefinite H: the same H⁻¹g, with a derivative also at repeated eigenvalues, where
+    eigh's is infinite. For an indefinite H the caller's line search or damping must handle a
+    non-descent direction.
+
+    Differentiable in H and g (forward and reverse mode, also under ``vmap``) wherever the chosen
+    solve is: the branch is decided on the values alone, and each branch factors H only where it
+    is chosen (an identity-like stand-in elsewhere), so the unchosen ones — whose factorisations
+    are NaN or have infinite derivatives there — add nothing, not 0·NaN."""
     d = H.shape[0]
     Hd = H + damping * jnp.eye(d, dtype=H.dtype)
-    L = jnp.linalg.cholesky(Hd)
+    eye = jnp.eye(d, dtype=Hd.dtype)
+    Hs = jax.lax.stop_gradient(Hd)
+    Ls = jnp.linalg.cholesky(Hs)
     eps = jnp.finfo(Hd.dtype).eps
-    pivots = jnp.diagonal(L)
-    ok = (jnp.all(jnp.isfinite(L)) & jnp.all(pivots > 0)
-          & jnp.all(pivots * pivots > d * eps * jnp.max(jnp.abs(jnp.diagonal(Hd)))))
+    pivots = jnp.diagonal(Ls)
+    ok = (jnp.all(jnp.isfinite(Ls)) & jnp.all(pivots > 0)
+          & jnp.all(pivots * pivots > d * eps * jnp.max(jnp.abs(jnp.diagonal(Hs)))))
 
-    def pseudo_inverse():
-        mu, V = jnp.linalg.eigh(Hd)
-        keep = above_rounding(mu, d)
-        return V @ jnp.where(keep, (V.T @ g) / jnp.where(keep, mu, 1), 0)
+    def cholesky():
+        return jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(jnp.where(ok, Hd, eye)), True), g)
+
+    def fallback():
+        regular = jnp.all(above_rounding(jnp.linalg.eigvalsh(Hs), d))
+
+        def lu():
+            return jnp.linalg.solve(jnp.where(regular, Hd, eye), g)
+
+        def pseudo_inverse():
+            # distinct eigenvalues where this branch is not chosen: eigh's derivative is finite there
+            mu, V = jnp.linalg.eigh(jnp.where(regular, jnp.diag(jnp.arange(1, d + 1, dtype=Hd.dtype)), Hd))
+            keep = above_rounding(mu, d)
+            return V @ jnp.where(keep, (V.T @ g) / jnp.where(keep, mu, 1), 0)
+
+        return jax.lax.cond(regular, lu, pseudo_inverse)
 
     # cond, not where: the fallback runs only when needed (under vmap both branches run).
-    return jax.lax.cond(ok, lambda: jax.scipy.linalg.cho_solve((L, True), g), pseudo_inverse)
+    return jax.lax.cond(ok, cholesky, fallback)
 
 
 class NewtonState(NamedTuple):
@@ -201,8 +222,8 @@ def newton(hessian_fn, damping=0.0, *, solve=None, init_curvature=None,
         from a minimum); handed to ``solve``.
       solve: ``solve(curvature, g, damping)`` with g the flattened updates, (d,), returning Δ (d,)
         or a pair ``(Δ, aux)``; ``aux`` (any pytree, e.g. a product with Δ that the caller would
-        otherwise recompute) is kept in the state. Default :func:`newton_direction` (Cholesky, the
-        eigendecomposition's pseudo-inverse where that fails or is numerically singular), no aux.
+        otherwise recompute) is kept in the state. Default :func:`newton_direction` (Cholesky; LU for
+        an indefinite H; the eigendecomposition's pseudo-inverse for a numerically singular one), no aux.
       init_curvature, init_aux: ``params -> pytree``: the placeholders that ``init`` puts in the
         state. They must have the structure, shapes and dtypes of what ``hessian_fn`` and ``solve``
         return, so that the state can be the carry of ``lax.scan`` / ``while_loop``. Defaults:
