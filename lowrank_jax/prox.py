@@ -65,17 +65,22 @@ def group_soft_threshold(x: jax.Array, t, axis: int = 0) -> jax.Array:
 
     so a group with ‖x_g‖₂ ≤ t becomes 0 and every other keeps its direction and loses t in norm.
     ``t`` ≥ 0, a scalar or broadcastable against the group norms (shape of x with ``axis`` kept as 1).
-    The norms are taken as m‖x_g/m‖₂ with m = max|x_g| (no underflow for tiny groups), and the
-    derivative at a zero group is that of the operator there: 0 for t > 0, the identity for t = 0.
+    Computed as x_g − t·u_g where ‖x_g‖₂ > t (0 elsewhere), with the unit direction u_g = y/‖y‖₂ of
+    y = x_g/m, m = max|x_g|, and ‖x_g‖₂ = m‖y‖₂: everything at unit scale, so neither the value nor
+    the derivative (which involves 1/‖x_g‖, never 1/‖x_g‖²) under- or overflows for tiny groups
+    (float32 groups near 1e-20 had NaN gradients at t = 0). The derivative at a zero group is that of the
+    operator there: 0 for t > 0, the identity for t = 0.
     """
     t = _checks.as_hyper(t, "t", dtype=jnp.result_type(x.dtype, float))
-    m = jnp.max(jnp.abs(x), axis=axis, keepdims=True)
+    # m held constant for the derivative: u_g and m‖y‖₂ do not depend on the scale m (homogeneity),
+    # and differentiating through it forms x/m², which flushes to 0 or inf for tiny float32 groups.
+    m = jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=axis, keepdims=True))
     y = x / jnp.where(m > 0, m, 1.0)
     ss = jnp.sum(jnp.square(y), axis=axis, keepdims=True)
     nonzero = ss > 0
-    norm = m * jnp.sqrt(jnp.where(nonzero, ss, 1.0))          # ‖x_g‖ where non-zero (safe sqrt)
-    scale = jnp.maximum(1.0 - t / jnp.where(nonzero, norm, 1.0), 0.0)
-    return x * jnp.where(nonzero, scale, jnp.where(jnp.asarray(t) > 0, 0.0, 1.0))
+    root = jnp.sqrt(jnp.where(nonzero, ss, 1.0))             # ‖y‖ where non-zero (safe sqrt)
+    keep = jnp.where(nonzero, m * root > t, jnp.asarray(t) <= 0)   # a zero group is kept (as 0) at t = 0
+    return jnp.where(keep, x - t * (y / root), 0.0)
 
 
 def hard_threshold(x: jax.Array, t) -> jax.Array:

@@ -206,6 +206,20 @@ def test_group_soft_threshold_derivative_at_zero_groups_and_tiny_groups(x64):
         prox.group_soft_threshold(X, -1.0)
 
 
+def test_group_soft_threshold_gradient_of_tiny_float32_groups():
+    """float32 groups near 1e-20: the value was right but the derivative of t/‖x_g‖ went through
+    ‖x_g‖⁻² (inf in float32), and at t = 0 the gradient was NaN. It now equals the float64 one."""
+    X = jnp.array([[3e-20, 1e-30, 2.0], [4e-20, -2e-30, 1.0]], jnp.float32)
+    f = lambda X, t: jnp.sum(jnp.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 1.0]], X.dtype) * prox.group_soft_threshold(X, t))
+    for t in (0.0, 1e-21, 1e-31):
+        g32 = jax.grad(f)(X, t)
+        with jax.enable_x64(True):
+            g64 = jax.grad(f)(jnp.asarray(np.asarray(X), jnp.float64), t)
+        assert np.all(np.isfinite(np.asarray(g32))), (t, g32)
+        np.testing.assert_allclose(g32, np.asarray(g64), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(jax.grad(f)(X, 0.0), [[1.0, 2.0, 3.0], [-1.0, 0.5, 1.0]], rtol=1e-6)
+
+
 def test_soft_threshold_jvp_takes_python_number_tangents():
     """jax.jvp with Python floats as primals and tangents (as a user writes it) raised
     "'float' object has no attribute 'dtype'" in clip_symmetric's rule; jacfwd and arrays worked.
