@@ -4,8 +4,9 @@ LRPCA (shipped parameters, FRMNN continuation) vs ScaledGD vs AltProj.
 ScaledGD runs twice: with its reference sparsification level α̃ = 2α ("ScaledGD"), and with the
 α̃ = 1.1α that the Table 1 script's tuning found best at α ≥ 0.4 ("ScaledGD (α̃ = 1.1α)"); the paper
 says its baselines were hand-tuned. Neither suits every α: 1.1α is 8–12x faster at α = 0.25–0.3 but
-stalls above the 1e-4 residual at α = 0.05 (docs/rpca.md). ``--solvers`` runs a subset (the CSV and
-figure then hold only those).
+stalls above the 1e-4 residual at α = 0.05 (docs/rpca.md). ``--solvers`` and ``--alphas`` run a
+subset: its rows replace those of the same (n, α, solver) in the CSV and the others stay, so a partial
+re-run does not erase the rest of the sweep (``--fresh`` starts the CSV over).
 
 LRPCA uses the pretrained model whose α is nearest, moved from n = 1000 to n by the paper's
 generalisation rule (ζ × 1000/n). Times exclude compilation (each solver is warmed up on the
@@ -18,6 +19,7 @@ Writes results/rpca/fig5_total_time.{csv,png}.
 from __future__ import annotations
 
 import argparse
+import csv
 
 import jax
 import numpy as np
@@ -39,12 +41,36 @@ def solvers(alpha):
     }
 
 
+HEADER = ["n", "alpha", "solver", "seconds", "seconds_std", "iterations", "rel_error", "max_final_residual",
+          "instances"]
+
+
+def earlier_rows() -> list:
+    """The rows of the CSV an earlier run wrote (none if it is absent or in an older layout)."""
+    path = out_dir() / "fig5_total_time.csv"
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        table = list(csv.reader(f))
+    if not table or table[0] != HEADER:
+        return []
+    return [[int(r[0]), float(r[1]), r[2], *map(float, r[3:8]), int(r[8])] for r in table[1:]]
+
+
+def merged(new: list, old: list) -> list:
+    """``old`` with the rows of the same (n, α, solver) replaced by ``new``'s, sorted by n, α, solver."""
+    key = lambda r: (int(r[0]), round(float(r[1]), 6), r[2])
+    fresh = {key(r) for r in new}
+    return sorted([r for r in old if key(r) not in fresh] + new, key=key)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--alphas", type=float, nargs="+", default=[0.05, 0.1, 0.15, 0.2, 0.25, 0.3])
     ap.add_argument("--instances", type=int, default=3)
     ap.add_argument("--n", type=int, default=3000)
     ap.add_argument("--solvers", nargs="+", choices=list(solvers(0.1)), help="run only these solvers")
+    ap.add_argument("--fresh", action="store_true", help="drop the rows of earlier runs from the CSV")
     args = ap.parse_args(argv)
     rows = []
     for alpha in args.alphas:
@@ -60,18 +86,20 @@ def main(argv=None):
                 iters.append(int(out.n_iter))
                 errs.append(rel_error(out.X, p.X))
                 res.append(float(np.asarray(out.residual)[int(out.n_iter) - 1]))
-            rows.append([alpha, name, np.mean(times), np.std(times), np.mean(iters), np.mean(errs), np.max(res)])
+            rows.append([args.n, alpha, name, np.mean(times), np.std(times), np.mean(iters), np.mean(errs),
+                         np.max(res), args.instances])
             print(f"alpha={alpha:.2f} {name:20s} {np.mean(times):7.3f} s  {np.mean(iters):5.1f} its  "
                   f"error {np.mean(errs):.1e}  residual {np.max(res):.1e}")
-    write_csv("fig5_total_time.csv", ["alpha", "solver", "seconds", "seconds_std", "iterations",
-                                      "rel_error", "max_final_residual"], rows)
+    rows = merged(rows, [] if args.fresh else earlier_rows())
+    write_csv("fig5_total_time.csv", HEADER, rows)
+    rows = [r for r in rows if int(r[0]) == args.n]
     plt = figure()
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for name, marker in (("LRPCA", "o"), ("ScaledGD", "s"), (TUNED, "D"), ("AltProj", "^")):
-        r = [row for row in rows if row[1] == name]
+        r = [row for row in rows if row[2] == name]
         if not r:
             continue
-        ax.errorbar([x[0] for x in r], [x[2] for x in r], [x[3] for x in r], marker=marker, capsize=3,
+        ax.errorbar([x[1] for x in r], [x[3] for x in r], [x[4] for x in r], marker=marker, capsize=3,
                     label=name)
     ax.set_yscale("log")
     ax.set_xlabel("outlier density α")

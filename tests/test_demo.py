@@ -63,3 +63,30 @@ def test_the_experiment_runner_takes_names_and_refuses_options_it_would_drop(mon
     assert calls == []
     run_all.main(["rpca_train", "--", "--instances", "1"])
     assert calls == [("rpca_train", ["--instances", "1"])]
+
+
+def test_a_partial_fig5_rerun_replaces_only_its_own_rows(monkeypatch, tmp_path):
+    """`rpca_fig5_total_time.py --alphas 0.25 0.3` rewrote the whole CSV, and the rows of the other
+    α were lost. Rows of the same (n, α, solver) are now replaced and the others kept; a CSV in the
+    older layout (no n column) is not mixed in."""
+    import importlib.util
+    import pathlib
+    folder = pathlib.Path(__file__).parents[1] / "experiments"
+    monkeypatch.syspath_prepend(str(folder))
+    spec = importlib.util.spec_from_file_location("rpca_fig5_total_time", folder / "rpca_fig5_total_time.py")
+    fig5 = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fig5)
+    monkeypatch.setattr(fig5, "out_dir", lambda: tmp_path)
+    row = lambda n, a, s, sec: [n, a, s, sec, 0.0, 5.0, 1e-6, 1e-5, 3]
+    old = [row(3000, 0.05, "LRPCA", 0.1), row(3000, 0.25, "LRPCA", 0.2), row(1000, 0.25, "LRPCA", 0.03)]
+    new = [row(3000, 0.25, "LRPCA", 0.5), row(3000, 0.25, "AltProj", 1.0)]
+    out = fig5.merged(new, old)
+    assert [(r[0], r[1], r[2], r[3]) for r in out] == [(1000, 0.25, "LRPCA", 0.03), (3000, 0.05, "LRPCA", 0.1),
+                                                     (3000, 0.25, "AltProj", 1.0), (3000, 0.25, "LRPCA", 0.5)]
+    import csv
+    with open(tmp_path / "fig5_total_time.csv", "w", newline="") as f:
+        csv.writer(f).writerows([fig5.HEADER] + out)
+    assert [r[:3] for r in fig5.earlier_rows()] == [r[:3] for r in out]
+    with open(tmp_path / "fig5_total_time.csv", "w", newline="") as f:
+        csv.writer(f).writerows([["alpha", "solver", "seconds"], [0.25, "LRPCA", 0.2]])
+    assert fig5.earlier_rows() == []
