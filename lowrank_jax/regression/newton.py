@@ -33,8 +33,9 @@ curvature, as extra arguments of ``update``): ∇²L for "exact", AᵀDA for "di
 the transformation's state. Its ``solve`` returns (Δ, AΔ): ``transforms.newton_direction``
 (Cholesky; LU for an indefinite H; the eigendecomposition's pseudo-inverse for a numerically
 singular one) for "exact" and "diagonal"; for "sketch" the product (H̃ + λI)⁻¹∇L (``refine`` = 0)
-or ``refine`` CG steps on (AᵀDA + λI)Δ = ∇L preconditioned by it. The update is −Δ and AΔ stays in the state, so the loop around it (z = Ax carried, Armijo line search,
-diagnostics) takes z_{t+1} = z_t − t·AΔ without another pass over A.
+or ``refine`` CG steps on (AᵀDA + λI)Δ = ∇L preconditioned by it. The update is −Δ and AΔ stays
+in the state, so the loop around it (z = Ax carried, Armijo line search, diagnostics) takes
+z_{t+1} = z_t − t·AΔ without another pass over A.
 """
 
 from __future__ import annotations
