@@ -105,15 +105,14 @@ def half_vec(Sigma, order: str = "triu"):
 
 
 def loss_of_M(M, Sigma, loss: str = "l1", eps=1e-2):
-    """φ as a function of M: Σ_ij μ([MMᵀ − Σ]_ij). Raises ``ValueError`` for a ``loss`` not in :data:`LOSSES`."""
-    _check_option("loss", loss, LOSSES)
+    """φ as a function of M: Σ_ij μ([MMᵀ − Σ]_ij). Raises ``ValueError`` for a ``loss`` not in :data:`LOSSES`
+    (through :func:`smooth_abs`)."""
     return jnp.sum(smooth_abs(M @ M.T - Sigma, loss, eps))
 
 
 def grad_of_M(M, Sigma, loss: str = "l1", eps=1e-2):
     """∇_M φ = 2 μ'(MMᵀ − Σ) M (Lemma IV.2 with the symmetry of ω). Raises ``ValueError`` for a ``loss``
-    not in :data:`LOSSES`."""
-    _check_option("loss", loss, LOSSES)
+    not in :data:`LOSSES` (through :func:`smooth_abs_grad`)."""
     return 2 * smooth_abs_grad(M @ M.T - Sigma, loss, eps) @ M
 
 
