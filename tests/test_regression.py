@@ -900,3 +900,57 @@ def test_sampling_from_no_rows_is_refused_by_name():
     """sample_rows with an empty score vector failed in a max reduction ("zero-size array")."""
     with pytest.raises(ValueError, match="scores must have at least one entry"):
         sketch.sample_rows(jax.random.key(0), np.ones(0), 5)
+
+
+def test_line_search_halves_a_full_step_that_rises_by_less_than_the_armijo_margin(x64):
+    """The sufficient-decrease test is L(x − tΔ) ≤ L(x) − 1e-4·t·⟨∇L, Δ⟩. A start where the full Newton
+    step raises L only a little (by less than 1e-4·⟨∇L, Δ⟩) separates it from a sign slip in the
+    bound (L(x) + 1e-4·t·⟨∇L, Δ⟩ accepts that step): found in 1-D by bisecting the full step's change
+    of L, h(x₀) = L(x₀ − H⁻¹g) − L(x₀), between a start where it falls and one where it rises."""
+    rng = np.random.default_rng(25)        # an instance whose full steps rise from some starts in [-3, 3]
+    A = jnp.asarray(rng.standard_normal((8, 1)))
+    b = jnp.asarray(rng.dirichlet(np.ones(8)))
+    w, kind = 0.05, "exp"
+    loss = jax.jit(lambda x: rg.loss(x, A, b, w, kind))
+
+    def rise(x0):                  # (h, ⟨∇L, Δ⟩) of the full step from the scalar start x0
+        x0 = jnp.array([x0])
+        x1 = rg.newton_solve(A, b, w, x0, kind, "exact", iters=1).x
+        g = rg.gradient(x0, A, b, w, kind)
+        return float(loss(x1) - loss(x0)), float(g @ (x0 - x1))
+
+    xs = np.linspace(-3.0, 3.0, 61)
+    hs = np.array([rise(x)[0] for x in xs])
+    crossings = np.flatnonzero(np.isfinite(hs[:-1]) & np.isfinite(hs[1:]) & (hs[:-1] < 0) & (hs[1:] > 0))
+    crossings = np.concatenate([crossings, np.flatnonzero((hs[:-1] > 0) & (hs[1:] < 0))])
+    assert crossings.size, "no start on the grid whose full step rises"
+    i = int(crossings[0])
+    fall, up = (xs[i], xs[i + 1]) if hs[i] < 0 else (xs[i + 1], xs[i])
+    for _ in range(80):            # keep `up` on the rising side, closing in on h = 0
+        mid = 0.5 * (fall + up)
+        h, slope = rise(mid)
+        if 0 < h < 0.5e-4 * slope:
+            break
+        fall, up = (mid, up) if h < 0 else (fall, mid)
+    h, slope = rise(mid)
+    assert slope > 0 and 1e3 * np.finfo(float).eps * float(loss(jnp.array([mid]))) < h < 1e-4 * slope
+    ls = rg.newton_solve(A, b, w, jnp.array([mid]), kind, "exact", iters=1, line_search=True)
+    t = float(ls.step[0])
+    assert 0 < t < 1                                                       # the full step was refused
+    f0, f1 = float(loss(jnp.array([mid]))), float(loss(ls.x))
+    assert f1 <= f0 - 1e-4 * t * slope                                     # and the one taken passes
+
+
+def test_rescored_sketch_draws_its_first_sample_by_leverage_scores(x64):
+    """With rescore = r the scores are recomputed at the iterations that are multiples of r, 0 among
+    them: the first step samples by the same scores as rescore = 1 (a schedule off by one drew it
+    with the placeholder uniform scores), and the iterates part only after the first rescoring that
+    rescore = 1 does and rescore = r skips."""
+    A, b, w = make_problem(n=400, d=6, w=3.0)
+    x0 = 0.1 * jax.random.normal(jax.random.key(5), (6,), jnp.float64)
+    kw = dict(iters=2, key=jax.random.key(3), sketch_size=40)
+    every = rg.newton_solve(A, b, w, x0, "exp", "sketch", rescore=1, **kw)
+    for r in (2, 3):
+        kept = rg.newton_solve(A, b, w, x0, "exp", "sketch", rescore=r, resample=1, **kw)
+        np.testing.assert_array_equal(kept.loss[:2], every.loss[:2])       # L(x₀), L(x₁): same first step
+        assert float(jnp.max(jnp.abs(kept.x - every.x))) > 0                # x₂ used the kept scores
