@@ -875,3 +875,69 @@ def test_mf_lr_predict_names_x_new():
         with pytest.raises(ValueError, match="X_new has non-finite"):
             call(np.where(np.eye(30, 20) > 0, np.nan, X))
     np.testing.assert_array_equal(m.predict(X), m.predict_proba(X).argmax(1))
+
+
+@pytest.mark.parametrize("model, kappa, aux", [("H", 1, False), ("H", 2, False), ("H", 3, True), ("W", 1, True),
+                                               ("W", 2, True), ("W", 3, True)])
+def test_step_bound_is_the_hessians_peak_where_the_softmax_curvature_peaks(model, kappa, aux, x64):
+    """1/step_bound = max(2ξ, 2λ + α⁺‖Φ‖²) must bound λ_max(∇²F) everywhere, and is reached where the
+    label curvature is: at a = 0 for binary labels (α⁺ = ¼), and for κ ≥ 2 where two classes share the
+    probability ½ (α⁺ = ½, the eigenvalue of diag(p) − ppᵀ along e₁ − e₂). Every sample is put there
+    (by θ's A for SDL-H, by γ on a constant covariate otherwise): λ_max equals the bound to e⁻¹², so
+    α⁺ = ¼ for κ ≥ 2 (a step twice 1/L) fails, and so would a bound that is not tight."""
+    rng = np.random.default_rng(0)
+    p, n = 3, 6
+    X = rng.normal(size=(p, n))
+    y = np.arange(n) % (kappa + 1)
+    data = sm.prepare(X, y, np.ones((1, n)) if aux else None, intercept=False)
+    shape, q = sm.theta_shape(model, p, n, kappa), data.X_aux.shape[0]
+    size = int(np.prod(shape))
+    peak = np.zeros(kappa) if kappa == 1 else np.r_[12.0, 12.0, np.full(kappa - 2, -12.0)]
+    theta, gamma = np.zeros(shape), np.zeros((q, kappa))
+    if aux:
+        gamma[0] = peak
+    else:
+        theta[:kappa] = peak[:, None]                                  # SDL-H: A is the activations
+    xi, lam = 0.1, 0.05
+
+    def F(v):
+        return sm.objective(v[:size].reshape(shape), v[size:].reshape(q, kappa), data, xi, lam, model)
+
+    top = np.linalg.eigvalsh(np.asarray(jax.hessian(F)(jnp.concatenate([theta.ravel(), gamma.ravel()]))))[-1]
+    bound = 1.0 / float(sm.step_bound(data, xi, lam, model))
+    assert bound > 2 * xi                                              # the label term sets the bound
+    assert 1 - 1e-4 <= top / bound <= 1 + 1e-9, (top, bound)
+
+
+@pytest.mark.parametrize("model", ["H", "W"])
+def test_one_bcd_sweep_from_beta_zero_is_two_exact_least_squares_steps(model, x64):
+    """With β = 0 the label and λ terms are flat in W and H, and at rank 1 a gradient step of length
+    1/L with L_W = 2ξ‖H‖², L_H = 2ξ‖W‖² is the exact minimiser of ξ‖X − WH‖² in that block:
+    W₁ = XH₀ᵀ/‖H₀‖², then H₁ = W₁ᵀX/‖W₁‖² (the sweep's order is W, H, β, γ). A Lipschitz constant off
+    by a factor (ξ‖W‖²) still descends, so only this closed form pins it."""
+    X, y, _ = generative(model, 7, 9, 1, seed=3)
+    data = sm.prepare(X, y, None, intercept=False)
+    rng = np.random.default_rng(4)
+    f0 = sm.Factors(jnp.asarray(rng.normal(size=(7, 1))), jnp.asarray(rng.normal(size=(1, 9))), jnp.zeros((1, 1)))
+    out = sdl.bcd(f0, jnp.zeros((0, 1)), data, 0.7, 0.2, model=model, iters=1)
+    W1 = X @ np.asarray(f0.H).T / np.sum(np.asarray(f0.H) ** 2)
+    np.testing.assert_allclose(out.factors.W, W1, rtol=1e-10)
+    np.testing.assert_allclose(out.factors.H, W1.T @ X / np.sum(W1 ** 2), rtol=1e-10)
+
+
+@pytest.mark.parametrize("model", ["H", "W"])
+@pytest.mark.parametrize("init", ["svd", "random"])
+def test_initial_beta_is_only_ever_scaled_down(model, init, x64):
+    """β₀ is a U[−1, 1] draw divided by max(1, max|a₀|): activations within ±1, and on data whose raw
+    activations are already small it is the draw itself (dividing by max|a₀| alone blew β₀ up to
+    make every start's activations reach ±1)."""
+    X, y, _ = generative(model, 12, 20, 3, seed=1)
+    starts = {}
+    for scale in (1.0, 1e-4, 1e-5):
+        data = sm.prepare(scale * X, y, None, intercept=False)
+        _, _, f0 = sdl.initial_point(data, 3, model, jax.random.key(2), init=init)
+        a0 = f0.beta.T @ (f0.H if model == "H" else f0.W.T @ data.X)
+        assert float(jnp.max(jnp.abs(a0))) <= 1 + 1e-12 and float(jnp.max(jnp.abs(f0.beta))) <= 1
+        starts[scale] = f0.beta
+    if model == "W" or init == "random":   # SDL-H's svd start H₀ = V_rᵀ does not shrink with X
+        np.testing.assert_array_equal(starts[1e-4], starts[1e-5])
