@@ -710,3 +710,20 @@ def test_sp500_demo_fixture_matches_the_loader():
         pytest.skip("skfolio's data file is absent: run `make data` to compare the fixture with it")
     full = load_sp500_correlation()
     np.testing.assert_array_equal(load_sp500_correlation(start=str(full.dates[-250])).Sigma, S)
+
+
+def test_fpcp_growth_stops_at_the_first_rank_whose_test_fails(x64):
+    """With λ above every |Σ_ij| the shrinkage keeps S = 0, so every loop's partial SVD is Σ's own
+    spectrum s and the growth rule σ_r / Σ_{i<r} σ_i > threshold decides the final rank alone: it is
+    the first r ≥ 2 whose test fails (brute force on s), capped at k. The thresholds are chosen where a
+    denominator that also counts σ_r would stop one rank earlier."""
+    s = np.array([10.0, 8.0, 6.0, 4.0, 3.0, 2.5, 2.0, 1.5])
+    Q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(8, 8)))
+    Sigma = jnp.asarray((Q * s) @ Q.T)
+    for threshold in (0.1, 0.15, 0.3, 0.05):
+        expected = 1
+        while expected < 8 and (expected == 1 or s[expected - 1] / s[:expected - 1].sum() > threshold):
+            expected += 1
+        out = baselines.fpcp(Sigma, 8, lam=100.0, loops=10, grow=True, rank_threshold=threshold)
+        assert int(out.rank) == expected, (threshold, int(out.rank), expected)
+        np.testing.assert_array_equal(out.S, 0.0)

@@ -308,3 +308,35 @@ def test_recorded_step_sizes(optimizer, x64):
     j = np.arange(n)
     expected = np.full(n, lr) if optimizer == "gd" else lr / np.sqrt(j + 1)
     np.testing.assert_allclose(res.step, expected, rtol=1e-14)
+
+
+@pytest.mark.parametrize("optimizer", ["gd", "adam"])
+def test_lr_end_decays_geometrically_from_lr_to_lr_end(optimizer, x64):
+    """lr_end: the step runs geometrically from lr (step 0) to lr_end (the last of max_iter steps),
+    one constant ratio (lr_end/lr)^(1/(max_iter − 1)) between neighbours."""
+    Sigma = jnp.asarray(planted(8, 2)[0])
+    lr, lr_end, n = 1e-3, 1e-5, 6
+    res = cv.decompose(Sigma, 2, hidden=(12,), activation="tanh", loss="huber", optimizer=optimizer, lr=lr,
+                       lr_end=lr_end, max_iter=n, rel_tol=None)
+    steps = np.asarray(res.step)
+    # to rounding in float64 (the exponent j/(n − 1) was computed in float32: off by 8e-8)
+    np.testing.assert_allclose([steps[0], steps[-1]], [lr, lr_end], rtol=1e-13)
+    np.testing.assert_allclose(steps[1:] / steps[:-1], (lr_end / lr) ** (1 / (n - 1)), rtol=1e-13)
+
+
+def test_armijo_tries_lr_first_and_keeps_it_when_it_passes(x64):
+    """The first trial step of the Goldstein–Armijo search is ``lr`` (docstring): at an lr whose plain
+    gradient step satisfies α t‖∇φ‖² ≤ φ₀ − φ₁ ≤ β t‖∇φ‖² (checked on a "gd" run), the search takes
+    exactly that step."""
+    Sigma = jnp.asarray(planted(10, 2)[0])
+    kw = dict(hidden=(24, 12), activation="tanh", loss="logcosh", eps=0.1, rel_tol=None, key=jax.random.key(3))
+    passing = []
+    for lr in np.geomspace(1e-5, 1e-1, 13):
+        gd = cv.decompose(Sigma, 2, optimizer="gd", lr=lr, max_iter=2, **kw)
+        dec, g_sq = float(gd.loss[0] - gd.loss[1]), float(gd.grad_norm[0]) ** 2
+        if 0.1 * lr * g_sq <= dec <= 0.9 * lr * g_sq:
+            passing.append(lr)
+    assert passing, "no lr on the grid passes Goldstein–Armijo at the start"
+    for lr in passing[:2]:
+        ls = cv.decompose(Sigma, 2, optimizer="armijo", lr=lr, max_iter=1, **kw)
+        assert float(ls.step[0]) == lr

@@ -345,3 +345,19 @@ def test_counts_given_as_0d_arrays_train_like_ints(digits):
                            lams=jnp.array([1e-3]), epochs=1, batch=np.array(20), logs_per_epoch=np.int64(2),
                            hidden=8, seeds=np.array(1))
     assert swept.loss.shape == (1, 1, 1, 2)
+
+
+@pytest.mark.parametrize("reg", ["l1", "path"])
+@pytest.mark.parametrize("method", ["prox", "sgd"])
+def test_logged_loss_carries_lambda_times_the_penalty(reg, method):
+    """train logs the regularised minibatch loss CE + λ g for both methods (Prox-SGD keeps g out of its
+    gradient, not out of the log). With a learning rate too small to move the weights, two runs on the
+    same minibatches differ by Δλ · g(model₀) at every log point."""
+    rng = np.random.default_rng(0)
+    X = jnp.asarray(rng.random((60, 6)), jnp.float32)
+    y = jnp.asarray(rng.integers(0, 3, 60))
+    model = pathnorm.ShallowNet(6, 5, 3, key=jax.random.key(1))
+    kw = dict(reg=reg, method=method, lr=1e-9, epochs=2, batch=10, logs_per_epoch=2, model=model)
+    low = pathnorm.train(jax.random.key(0), X, y, lam=0.0, **kw).loss
+    high = pathnorm.train(jax.random.key(0), X, y, lam=2.0, **kw).loss
+    np.testing.assert_allclose(high - low, 2.0 * float(pathnorm.penalty(model, reg)), rtol=1e-4)

@@ -326,7 +326,9 @@ def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, 
         p, ost, mt, vt, c, t_prev, prev = state
         f, g = value_and_grad(p)
         gn = jnp.sqrt(grad_sq(g))
-        lr_j = lr if lr_end is None else lr * (lr_end / lr) ** (j / max(max_iter - 1, 1))
+        # j is an int32 counter, and int32 / int is float32 in JAX: the exponent in Σ's dtype keeps a
+        # float64 schedule exact (it was off by ~1e-7).
+        lr_j = lr if lr_end is None else lr * (lr_end / lr) ** (j.astype(dtype) / max(max_iter - 1, 1))
         if optimizer == "adam":
             upd, ost = adam.update(eqx.filter(opt_params(g), eqx.is_inexact_array), ost)
             upd = jax.tree.map(lambda u: -lr_j * u, upd)
