@@ -311,3 +311,33 @@ def test_residual_map_products_promotes_like_the_dense_products(x64):
         np.testing.assert_allclose(gl, E @ R, rtol=1e-12)
         np.testing.assert_allclose(gr, E.T @ L, rtol=1e-12)
         np.testing.assert_allclose(stats, jnp.sum(D ** 2), rtol=1e-12)
+
+
+def test_randomized_svd_triplets_pair_up_without_power_iterations(x64):
+    """A v_i = σ_i u_i and Aᵀ u_i = σ_i v_i for the returned triplets, from a warm start with no power
+    iteration (the case where the small SVD's right factor is far from symmetric: a transposed
+    Vᵀ kept s exact and turned V into another basis)."""
+    rng = np.random.default_rng(0)
+    A = jnp.asarray(rng.standard_normal((60, 4)) @ rng.standard_normal((4, 40)))
+    out = linalg.randomized_svd(A, 3, start=jnp.asarray(rng.standard_normal((40, 8))), n_iter=0)
+    np.testing.assert_allclose(A @ out.V, out.U * out.s, atol=1e-10)
+    np.testing.assert_allclose(A.T @ out.U, out.V * out.s, atol=1e-10)
+
+
+def test_randomized_factors_reverse_mode_is_the_tangent_projection(x64):
+    """For an exactly rank-r A and a loss ⟨C, L Rᵀ⟩ the randomized factors' reverse mode must give the
+    projection onto the tangent space of rank-r matrices, P_T(C) = UUᵀC + CVVᵀ − UUᵀCVVᵀ (closed form;
+    the rule's (I − VVᵀ) factor is what removes the double-counted UUᵀCVVᵀ)."""
+    rng = np.random.default_rng(0)
+    A = jnp.asarray(rng.standard_normal((30, 3)) @ rng.standard_normal((3, 20)))
+    C = jnp.asarray(rng.standard_normal((30, 20)))
+    U, _, Vt = np.linalg.svd(np.asarray(A), full_matrices=False)
+    Pu, Pv = U[:, :3] @ U[:, :3].T, Vt[:3].T @ Vt[:3]
+    C_np = np.asarray(C)
+    expected = Pu @ C_np + C_np @ Pv - Pu @ C_np @ Pv
+
+    def loss(A):
+        L, R = linalg.low_rank_factors(A, 3, "randomized", key=jax.random.key(0))
+        return jnp.sum(C * (L @ R.T))
+
+    np.testing.assert_allclose(jax.grad(loss)(A), expected, atol=1e-9)

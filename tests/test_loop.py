@@ -162,3 +162,41 @@ def test_a_tolerance_stop_differentiates_forward_and_refuses_reverse_mode_by_nam
     # The same calls with the documented way out differentiate.
     g = jax.grad(lambda e: rpca.lrpca(p.Y, 2, zeta, jnp.full(3, e), tol=1e-4, differentiable=True).X.sum())(0.5)
     assert np.isfinite(float(g))
+
+
+def test_run_fixed_and_run_until_count_from_start():
+    """``start`` offsets the counter the step sees (solvers resume a run with it): the history is
+    start, start + 1, … and the state sums them."""
+    add = lambda k, s: (s + k, k)  # noqa: E731
+    out = loop.run_fixed(add, jnp.int32(0), 4, start=7)
+    np.testing.assert_array_equal(out.history, 7 + np.arange(4))
+    assert int(out.state) == 7 + 8 + 9 + 10
+    for differentiable in (False, True):
+        until = loop.run_until(add, jnp.int32(0), max_iter=4, start=7, stop=lambda s, k: k == 8,
+                               differentiable=differentiable)
+        assert int(until.n_iter) == 2 and int(until.state) == 15
+        np.testing.assert_array_equal(until.history[:2], [7, 8])
+
+
+@pytest.mark.parametrize("differentiable", [False, True])
+def test_a_stop_true_at_the_first_step_ends_the_run_there(differentiable):
+    """Both drivers (while_loop and the differentiable scan) test the stop after every step, the
+    first included."""
+    out = loop.run_until(halving, jnp.float32(1.0), max_iter=5, stop=lambda s, d: d["value"] < 1.0,
+                         differentiable=differentiable)
+    assert int(out.n_iter) == 1 and float(out.state) == 0.5
+
+
+@pytest.mark.parametrize("differentiable", [False, True])
+def test_vmapped_run_until_keeps_a_point_stopped_when_its_stop_turns_false_again(differentiable):
+    """A stop that holds at one step only (k == t): under vmap the batch goes on for the slower
+    points, and a point that stopped must stay stopped (not restart once its stop is false again)."""
+    step = lambda k, x: (x + 1.0, {"k": k})  # noqa: E731
+    run = lambda t: loop.run_until(step, jnp.float32(0.0), max_iter=8, stop=lambda s, d: d["k"] == t,  # noqa: E731
+                                   differentiable=differentiable)
+    ts = jnp.array([1, 5])
+    batch = jax.jit(jax.vmap(run))(ts)
+    for i, t in enumerate((1, 5)):
+        one = run(t)
+        assert int(batch.n_iter[i]) == int(one.n_iter) == t + 1
+        assert float(batch.state[i]) == float(one.state) == t + 1

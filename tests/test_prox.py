@@ -230,3 +230,22 @@ def test_soft_threshold_jvp_takes_python_number_tangents():
     np.testing.assert_array_equal(dt, [1.0, 0.0, -1.0])
     _, dx = jax.jvp(lambda x: prox.soft_threshold(x, 0.5), (2.0,), (1.0,))
     assert float(dx) == 1.0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_top_fraction_count_of_every_k_over_n_is_k(dtype):
+    """⌊α n⌋ for α = k/n as the user's float rounds it, every k = 0..n (brute force): the rounding
+    slack must lift each α that rounded below k/n back to k, and never add an entry."""
+    with jax.enable_x64(dtype == "float64"):
+        for n in (7, 100, 1000):
+            k = np.arange(n + 1)
+            got = jax.vmap(lambda a: prox.top_fraction_count(a, n))(jnp.asarray(k / n, dtype))
+            np.testing.assert_array_equal(got, k)
+
+
+def test_hard_threshold_zeroes_ties_at_t():
+    """prox of t²/2 · ‖·‖₀ keeps x_i only where x_i²/2 > t²/2: an entry of magnitude exactly t is
+    dropped (random data never ties, so the NumPy comparison above cannot see this)."""
+    t = 0.75
+    x = jnp.array([-t, t, -2 * t, 0.5 * t, 2 * t, 0.0])
+    np.testing.assert_array_equal(prox.hard_threshold(x, t), [0.0, 0.0, -2 * t, 0.0, 2 * t, 0.0])

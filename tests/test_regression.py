@@ -954,3 +954,14 @@ def test_rescored_sketch_draws_its_first_sample_by_leverage_scores(x64):
         kept = rg.newton_solve(A, b, w, x0, "exp", "sketch", rescore=r, resample=1, **kw)
         np.testing.assert_array_equal(kept.loss[:2], every.loss[:2])       # L(x₀), L(x₁): same first step
         assert float(jnp.max(jnp.abs(kept.x - every.x))) > 0                # x₂ used the kept scores
+
+
+def test_sample_rows_weights_exactly_the_active_draws(x64):
+    """With ``active`` = a of m draws, the first a get weight 1/(a p_i) and the rest 0: a draws, each
+    an unbiased 1/a share (Σ over draws of w·p = 1)."""
+    scores = jnp.array([1.0, 2.0, 3.0, 4.0])
+    for active in (1, 3, 5):
+        idx, w, p = sketch.sample_rows(jax.random.key(0), scores, 5, active=jnp.int32(active))
+        np.testing.assert_array_equal(np.asarray(w) > 0, np.arange(5) < active)
+        np.testing.assert_allclose(w[:active], 1.0 / (active * p[idx[:active]]), rtol=1e-14)
+        np.testing.assert_allclose(jnp.sum(w * p[idx]), 1.0, rtol=1e-14)
