@@ -480,3 +480,40 @@ def test_counts_given_as_0d_arrays_run_as_their_integers():
     assert rpca.altproj(p.Y, np.int64(2), max_iter=np.array(3), oversample=np.array(3)).X.shape == (30, 30)
     with pytest.raises(ValueError, match="rank must be an integer"):
         rpca.scaledgd(p.Y, np.array(2.0), 0.1, iters=3)
+
+
+def _altproj_numpy(Y, rank, beta, beta_init, iters, inner_iters):
+    """AltProj (Netrapalli et al., Alg. 1) in NumPy with full SVDs: stage k keeps k singular triplets,
+    threshold ζ = β(σ_{k+1} + ½ᵗσ_k) on the SVD of Y − S, and the stage advances once ½ᵗ⁺¹σ_k ≤ σ_{k+1}
+    or after ``inner_iters`` iterations. Returns X, S and the residual after each iteration."""
+    hard = lambda M, z: np.where(np.abs(M) > z, M, 0.0)  # noqa: E731
+    S = hard(Y, beta_init * np.linalg.svd(Y, compute_uv=False)[0])
+    stage, t, residuals = 1, 0, []
+    for _ in range(iters):
+        U, s, Vt = np.linalg.svd(Y - S, full_matrices=False)
+        zeta = beta * (s[stage] + 0.5 ** t * s[stage - 1])
+        X = (U[:, :stage] * s[:stage]) @ Vt[:stage]
+        S = hard(Y - X, zeta)
+        residuals.append(np.linalg.norm(Y - X - S) / np.linalg.norm(Y))
+        settled = 0.5 ** (t + 1) * s[stage - 1] <= s[stage]
+        stage, t = (stage + 1, 0) if stage < rank and (settled or t + 1 >= inner_iters) else (stage, t + 1)
+    return X, S, np.array(residuals)
+
+
+def test_altproj_iterates_equal_a_numpy_port_of_the_algorithm(x64):
+    """Iterate by iterate against the NumPy port above, on a matrix whose sketch width (rank + 1 +
+    oversample) covers all its columns, so the randomized SVDs are exact: pins the threshold's ½ᵗ
+    schedule, the stage advance and the hard threshold, which recovery alone tolerates (a threshold
+    ½ᵗ⁺¹σ_k still recovers, a few iterations later)."""
+    beta = 1.0 / (2.0 * (14 * 10) ** 0.25)
+    # seed 4: stages 1, 2 settle at once, stage 3 after a few iterations; seed 3: stage 1 does not
+    # settle at its first iteration, so inner_iters = 1 is what moves it on.
+    for seed, alpha, inner, iters in ((4, 0.15, 3, 4), (4, 0.15, 3, 9), (3, 0.1, 1, 6)):
+        p = datasets.rpca_problem(jax.random.key(seed), 14, 10, 3, alpha, dtype=jnp.float64)
+        out = rpca.altproj(p.Y, 3, tol=None, max_iter=iters, inner_iters=inner, oversample=8)
+        X, S, residuals = _altproj_numpy(np.asarray(p.Y), 3, beta, 4 * beta, iters, inner)
+        assert np.any(S != 0)
+        np.testing.assert_array_equal(np.asarray(out.S) != 0, S != 0)
+        np.testing.assert_allclose(out.S, S, atol=1e-10)
+        np.testing.assert_allclose(out.X, X, atol=1e-10)
+        np.testing.assert_allclose(out.residual, residuals, rtol=1e-8, atol=1e-13)
