@@ -122,8 +122,19 @@ def test_pgd_stays_in_the_ball_and_hurts(digits):
     assert float(pathnorm.cross_entropy(model, Z, ys)) > float(pathnorm.cross_entropy(model, Xs, ys))
     clean = float(pathnorm.error_rate(model, Xs, ys))
     assert clean < 0.15
-    assert float(pathnorm.robust_error(model, Xs, ys, eps, key=jax.random.key(1))) > clean
+    robust = float(pathnorm.robust_error(model, Xs, ys, eps, key=jax.random.key(1)))
+    assert robust > clean
+    # robust_error is the error rate on pgd_attack's examples (its defaults: 40 steps of ε/20)
+    assert robust == float(pathnorm.error_rate(model, Z, ys))
     np.testing.assert_allclose(pathnorm.robust_error(model, Xs, ys, 0.0, key=jax.random.key(1)), clean)
+    # step_size is the ascent step: 0 leaves the random start where it is, whatever the step count
+    start = pathnorm.pgd_attack(model, Xs, ys, eps, key=jax.random.key(2), steps=0)
+    still = pathnorm.pgd_attack(model, Xs, ys, eps, key=jax.random.key(2), steps=3, step_size=0.0)
+    np.testing.assert_array_equal(still, start)
+    one = pathnorm.pgd_attack(model, Xs, ys, eps, key=jax.random.key(2), steps=1, step_size=2 * eps)
+    moved = np.abs(np.asarray(one - Xs))       # a step of 2ε lands every moved pixel on the ball or the box
+    on_edge = np.isclose(moved, eps, atol=1e-6) | np.isclose(np.asarray(one), 0) | np.isclose(np.asarray(one), 1)
+    assert np.all(on_edge | np.isclose(np.asarray(one), np.asarray(start)))
 
 
 def test_prox_sgd_gives_exact_zeros_sgd_does_not(digits):

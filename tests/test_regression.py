@@ -965,3 +965,21 @@ def test_sample_rows_weights_exactly_the_active_draws(x64):
         np.testing.assert_array_equal(np.asarray(w) > 0, np.arange(5) < active)
         np.testing.assert_allclose(w[:active], 1.0 / (active * p[idx[:active]]), rtol=1e-14)
         np.testing.assert_allclose(jnp.sum(w * p[idx]), 1.0, rtol=1e-14)
+
+
+def test_icl_bound_for_an_x_step_with_the_default_radius(x64):
+    """Corollary F.2, part 1 (x moves, A fixed): e^{2R²}(1 + √n‖b‖)·2√n·R‖x_{t+1} − x_t‖ with the default
+    R = max(‖A‖₂, ‖x_t‖, ‖b‖, 4), on an A whose spectral norm is above 4 and well below its Frobenius
+    norm, so that R is ‖A‖₂ (the other tests' R is the floor 4, where neither the factor R nor the
+    norm's choice shows)."""
+    rng = np.random.default_rng(0)
+    A = jnp.asarray(rng.standard_normal((20, 3)) * 1.2)
+    b = jnp.asarray(rng.dirichlet(np.ones(20)))
+    x0 = jnp.asarray(0.1 * rng.standard_normal(3))
+    x1 = x0 + 1e-4 * jnp.asarray(rng.standard_normal(3))
+    spectral = float(np.linalg.norm(np.asarray(A), 2))
+    assert spectral > 4 and np.linalg.norm(np.asarray(A)) > 1.1 * spectral
+    n = A.shape[0]
+    by_hand = (np.exp(2 * spectral ** 2) * (1 + np.sqrt(n) * float(jnp.linalg.norm(b))) * 2 * np.sqrt(n)
+               * spectral * float(jnp.linalg.norm(x1 - x0)))
+    np.testing.assert_allclose(rg.icl_bound(x0, x1, A, b), by_hand, rtol=1e-10)

@@ -318,17 +318,71 @@ def test_a_diverged_grid_point_is_nan_and_never_the_best(monkeypatch):
         sdl.cross_validate(X, y, 2, [0.1, 1.0], [0.1], folds=2)
 
 
-def test_cross_validation_grid_equals_separate_fits(x64):
-    X, y, _ = generative("W", 30, 40, 2, seed=4)
+@pytest.mark.parametrize("model, coding", [("W", "lstsq"), ("H", "lstsq"), ("H", "supervised")])
+def test_cross_validation_grid_equals_separate_fits(model, coding, x64):
+    """Every prediction branch of the vmapped grid (SDL-W; SDL-H's least-squares and supervised
+    coding) against fit + predict on each fold."""
+    X, y, _ = generative(model, 30, 40, 2, seed=4)
     X = X / np.sqrt(40)
-    acc, best = sdl.cross_validate(X, y, 2, [0.1, 1.0], [0.1, 1.0], model="W", folds=3, iters=50)
+    acc, best = sdl.cross_validate(X, y, 2, [0.1, 1.0], [0.1, 1.0], model=model, folds=3, iters=50, coding=coding)
     assert acc.shape == (2, 2) and best[0] in (0.1, 1.0)
     # One grid point by hand: fit on each training fold, score on the held-out fold.
     manual = 0.0
     for train, val in sdl.stratified_folds(y, 3, 0):
-        m = sdl.fit(X[:, train], y[train], 2, model="W", xi=1.0, lam=0.1, iters=50)
-        manual += np.mean(np.asarray(sdl.predict(m, X[:, val])) == y[val]) / 3
+        m = sdl.fit(X[:, train], y[train], 2, model=model, xi=1.0, lam=0.1, iters=50)
+        manual += np.mean(np.asarray(sdl.predict(m, X[:, val], coding=coding)) == y[val]) / 3
     np.testing.assert_allclose(acc[1, 0], manual, atol=1e-12)
+
+
+def test_stratified_folds_partition_the_samples_and_spread_every_class():
+    """The validation parts partition 0..n−1, each training part is the rest, and every class is
+    spread over the folds to within one sample."""
+    y = np.repeat([0, 1, 2], [7, 5, 3])
+    folds = sdl.stratified_folds(y, 3, seed=2)
+    vals = np.concatenate([val for _, val in folds])
+    np.testing.assert_array_equal(np.sort(vals), np.arange(y.size))
+    for train, val in folds:
+        np.testing.assert_array_equal(np.sort(np.concatenate([train, val])), np.arange(y.size))
+        assert not set(train) & set(val)
+    for c in range(3):
+        per_fold = [int(np.sum(y[val] == c)) for _, val in folds]
+        assert max(per_fold) - min(per_fold) <= 1
+
+
+def test_cross_validation_accuracy_has_xi_along_rows_and_lambda_along_columns(monkeypatch):
+    """acc[i, j] belongs to (xis[i], lams[j]): a stand-in grid that predicts right (class 0 where
+    y = 0) at one (ξ, λ) only must light up that cell and return that pair as the best."""
+    fit_module = importlib.import_module("lowrank_jax.sdl.fit")
+    xis, lams, target = [0.1, 0.2], [1.0, 2.0, 3.0], (0.2, 1.0)
+
+    def grid_predict(theta0, gamma0, data, grid_xi, grid_lam, X_val, Xa_val, **kw):
+        hit = (np.isclose(np.asarray(grid_xi), target[0]) & np.isclose(np.asarray(grid_lam), target[1]))
+        preds = np.where(hit[:, None], 0, -1) * np.ones((1, X_val.shape[1]), int)
+        return jnp.asarray(preds), jnp.ones(grid_xi.shape[0], bool)
+
+    monkeypatch.setattr(fit_module, "_grid_predict", grid_predict)
+    X, y, _ = generative("H", 6, 24, 1, kappa=2, seed=1)
+    acc, best = sdl.cross_validate(X, y, 1, xis, lams, folds=2, iters=1)
+    assert best == target
+    lit = np.zeros((2, 3), bool)
+    lit[1, 0] = True
+    assert np.all(acc[lit] > 0) and np.all(acc[~lit] == 0)
+
+
+def test_random_start_has_the_documented_scale(x64):
+    """init="random": W₀, H₀ entries N(0, s²) with s² = ‖X‖_F/√(r(p + n)), so that E(‖W₀‖²_F + ‖H₀‖²_F) =
+    ‖X‖_F √(r(p + n)) (150 squared normals here: a spread of about 12 %)."""
+    rng = np.random.default_rng(0)
+    p, n, r = 30, 20, 3
+    X = 100 * rng.normal(size=(p, n)) / np.sqrt(p * n)
+    y = np.arange(n) % 2
+    data = sm.prepare(X, y, None, intercept=False)
+    ratios = []
+    for seed in range(4):
+        _, _, f0 = sdl.initial_point(data, r, "H", jax.random.key(seed), init="random")
+        total = float(jnp.sum(f0.W ** 2) + jnp.sum(f0.H ** 2))
+        ratios.append(total / (np.linalg.norm(X) * np.sqrt(r * (p + n))))
+    assert 0.8 < np.mean(ratios) < 1.2, ratios
 
 
 def test_curvature_bounds_bracket_the_softmax_hessian_and_remark_d3_does_not():
