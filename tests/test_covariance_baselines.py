@@ -727,3 +727,24 @@ def test_fpcp_growth_stops_at_the_first_rank_whose_test_fails(x64):
         out = baselines.fpcp(Sigma, 8, lam=100.0, loops=10, grow=True, rank_threshold=threshold)
         assert int(out.rank) == expected, (threshold, int(out.rank), expected)
         np.testing.assert_array_equal(out.S, 0.0)
+
+
+def test_code_generator_at_n_2_draws_its_only_pair_and_reaches_every_row():
+    """The code variant draws j ~ U{1, …, n−1}, then i ~ U{0, …, j−1}: at n = 2 the only pair is
+    (0, 1), so every block adds a to both diagonal entries and b to both off-diagonal ones
+    (S₀[0,0] = S₀[1,1], S₀[0,1] = S₀[1,0]; a pair i = j would break it), and the last index is
+    drawn too (n = 3 to sparsity 0 fills every row)."""
+    for seed in range(5):
+        S, blocks = cov.sparse_psd_blocks(np.random.default_rng(seed), 2, 0.0, "code")
+        assert blocks >= 1 and S[0, 0] == S[1, 1] and S[0, 1] == S[1, 0] != 0
+    S, _ = cov.sparse_psd_blocks(np.random.default_rng(0), 3, 0.0, "code")
+    assert np.all(S != 0)
+
+
+def test_report_counts_signed_and_unsigned_ranks_of_an_indefinite_l(x64):
+    """r_L counts λ > ϵ (the paper), r_L_code |λ| > ϵ (the code's matrix_rank): they differ on an
+    indefinite L, diag(2, −3) → 1 and 2."""
+    Sigma = np.array([[2.0, 0.0], [0.0, -3.0]]) + np.eye(2) * 5
+    L = np.diag([2.0, -3.0])
+    rep = metrics.report(Sigma, L, Sigma - L)
+    assert rep["r_L"] == 1 and rep["r_L_code"] == 2 and rep["min_eig_L"] == -3.0

@@ -16,8 +16,23 @@ def test_rpca_problem_matches_the_papers_generator():
     c = float(jnp.mean(jnp.abs(p.X)))
     assert float(jnp.max(jnp.abs(p.S))) <= c * (1 + 1e-6)  # U[−mean|X⋆|, mean|X⋆|]
     assert float(jnp.max(jnp.abs(p.S))) > 0.9 * c
-    # Factor entries ~ N(0, 1/n): column norms of L⋆ near 1.
+    # Factor entries ~ N(0, 1/n_i): n1·mean(L⋆²) and n2·mean(R⋆²) near 1 (1200 and 800 draws: a spread
+    # of 4–5 %), and column norms of L⋆ near 1.
     np.testing.assert_allclose(jnp.linalg.norm(p.L, axis=0), 1.0, atol=0.2)
+    assert abs(300 * float(jnp.mean(p.L ** 2)) - 1) < 0.15 and abs(200 * float(jnp.mean(p.R ** 2)) - 1) < 0.15
+    # Outlier values U[−c, c]: both signs, half each (6000 outliers: a spread of 0.65 %).
+    values = np.asarray(p.S)[np.asarray(p.S) != 0]
+    assert values.min() < -0.9 * c and 0.46 < np.mean(values < 0) < 0.54
+
+
+def test_support_count_floors_alpha_times_size_on_a_small_grid():
+    """⌊α n1 n2⌋ outliers, not a rounded count (on a 3 × 3 grid, α = 0.17 and 0.88 tell floor from
+    round), concrete or traced α alike."""
+    import math
+    for alpha in (0.17, 0.5, 0.88):
+        count = int(datasets.random_support(jax.random.key(0), (3, 3), alpha).sum())
+        traced = int(jax.jit(lambda a: datasets.random_support(jax.random.key(0), (3, 3), a).sum())(alpha))
+        assert count == traced == math.floor(alpha * 9)
 
 
 def test_exact_support_is_uniform_and_keyed():
