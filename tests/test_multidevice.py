@@ -36,6 +36,9 @@ SCRIPT = textwrap.dedent(r"""
     for chosen in ([jax.devices()[5]], jax.devices()[5]):
         there = sweep.run(lambda a, b: a * b, {"a": jnp.arange(3.0)}, shared={"b": jnp.float32(2.0)}, devices=chosen)
         assert there.devices() == {jax.devices()[5]}, there.devices()
+        # with nothing shared to pull it there: the points themselves go to the chosen device
+        alone = sweep.run(lambda a: a * 2.0, {"a": jnp.arange(3.0)}, devices=chosen)
+        assert alone.devices() == {jax.devices()[5]}, alone.devices()
     # Shared data committed to one device (that result, a device_put) is replicated over all 8; it
     # was passed as it was, and the program refused "incompatible devices".
     spread = sweep.run(lambda a, b: a * b.sum(), {"a": jnp.arange(5.0)}, shared={"b": there})
@@ -151,6 +154,11 @@ def test_sharded_lrpca_on_one_device_equals_lrpca():
         assert int(out.n_iter) == int(ref.n_iter) == 0
         for a, b in ((out.X, ref.X), (out.S, ref.S)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+    # Y = 0: residual 0 (not 0/0) and the tolerance stop after the first layer, as lrpca
+    zero = jnp.zeros((40, 30))
+    ref = rpca.lrpca(zero, 4, p.zeta, p.eta, tol=1e-4)
+    out = sharded.lrpca_sharded(zero, 4, p.zeta, p.eta, tol=1e-4, mesh=sharded.row_mesh(jax.devices()[:1]))
+    assert float(out.residual[0]) == float(ref.residual[0]) == 0.0 and int(out.n_iter) == int(ref.n_iter)
 
 
 def test_sharded_lrpca_raises_on_divergence_like_lrpca():

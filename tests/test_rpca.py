@@ -450,16 +450,21 @@ def test_the_shipped_model_warns_below_its_training_size(monkeypatch):
     recorder: only the call's size logic is under test, and the ζ it passes on.)"""
     import warnings
     calls = []
-    monkeypatch.setattr(rpca.params, "lrpca", lambda Y, rank, zeta, eta, **kw: calls.append(zeta))
+    monkeypatch.setattr(rpca.params, "lrpca", lambda Y, rank, zeta, eta, **kw: calls.append((zeta, kw)))
     m = rpca.pretrained(0.1)
     with pytest.warns(UserWarning, match="trained at n = 1000; rescaled to n = 300") as said:
         m(jnp.ones((300, 300)))
     assert said[0].filename == __file__       # the caller's line, through equinox's method wrapper
-    np.testing.assert_allclose(calls[-1], m.zeta * 1000 / 300, rtol=1e-5)     # rescaled all the same
+    np.testing.assert_allclose(calls[-1][0], m.zeta * 1000 / 300, rtol=1e-5)     # rescaled all the same
+    assert calls[-1][1]["max_iter"] == m.num_layers + 5                       # FRMNN's default: K + 5 layers
+    with pytest.warns(UserWarning, match="rescaled to n = 300"):
+        m(jnp.ones((300, 300)), frmnn=False)                        # the K layers, with the rescaled ζ too
+    np.testing.assert_allclose(calls[-1][0], m.zeta * 1000 / 300, rtol=1e-5)
+    assert calls[-1][1]["max_iter"] is None and "beta" not in calls[-1][1]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         m(jnp.ones((300, 300)), rescale=False)                     # the user took charge of ζ
-        np.testing.assert_array_equal(calls[-1], m.zeta)
+        np.testing.assert_array_equal(calls[-1][0], m.zeta)
         m(jnp.ones((1200, 1000)))                                   # √(n1 n2) ≈ 1095 ≥ 1000
         m(jnp.ones((950, 950)))                                     # within 0.9 n
 

@@ -104,6 +104,13 @@ def test_grid_search_refuses_to_choose_when_every_point_diverges():
     with pytest.raises(FloatingPointError, match="every .beta, phi. of the grid diverged"):
         training.frmnn_grid_search(jax.random.key(1), p, cfg, num_instances=2, extra_layers=30,
                                    betas=jnp.array([20.0, 40.0]), phis=jnp.array([5.0, 9.0]))
+    # A grid with one diverging row: its errors are +inf, never NaN (argmin would pick a NaN), and
+    # the search chooses among the finite ones.
+    chosen, errors = training.frmnn_grid_search(jax.random.key(1), p, cfg, num_instances=2, extra_layers=30,
+                                                betas=jnp.array([1.0, 40.0]), phis=jnp.array([0.5, 9.0]))
+    errors = np.asarray(errors)
+    assert not np.any(np.isnan(errors)) and np.all(np.isposinf(errors[1])) and np.isfinite(errors[0, 0])
+    assert float(chosen.beta) == 1.0 and float(chosen.phi) == float(np.asarray([0.5, 9.0])[np.argmin(errors[0])])
 
 
 def test_frmnn_grid_search_returns_the_argmin_of_its_grid(tiny_run):
@@ -159,8 +166,12 @@ def test_parameter_files_round_trip_and_bad_files_are_refused(tmp_path, tiny_run
     (tmp_path / "junk.eqx").write_bytes(b"not a parameter file")
     with pytest.raises(ValueError, match="not an LRPCA parameter file"):
         params_mod.load_params(tmp_path / "junk.eqx")
+    nan = eqx.tree_at(lambda q: q.log_zeta, p, p.log_zeta.at[1].set(jnp.nan))
+    params_mod.save_params(tmp_path / "nan.eqx", nan)
+    with pytest.raises(ValueError, match="non-finite"):
+        params_mod.load_params(tmp_path / "nan.eqx")
     # No temporary files are left behind by the atomic write.
-    assert sorted(f.name for f in tmp_path.iterdir()) == ["cut.eqx", "junk.eqx", "p.eqx"]
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["cut.eqx", "junk.eqx", "nan.eqx", "p.eqx"]
 
 
 def test_bad_training_configuration_is_refused():
@@ -295,3 +306,56 @@ def test_pretrained_takes_concrete_numpy_and_jax_scalars():
     for bad in ("0.2", True, jnp.array([0.2]), np.array(True), jnp.float32(0.25)):
         with pytest.raises(ValueError, match="alpha"):
             rpca.pretrained(bad)
+
+
+def test_each_phase_moves_only_the_entries_it_trains(tiny_run):
+    """Stage j's first phase trains layer j alone (ζ_j and η_{j−1}, the step into it), its second phase
+    layers 0..j; later layers and the FRMNN factors never move. Adam's first step moves every entry
+    whose gradient is non-zero, so the moved entries are exactly the trained ones."""
+    p = training.initial_params(jax.random.key(0), TINY)
+    step = training._make_phase(TINY, 2)               # compiled by tiny_run already
+    for only_new, zetas, etas in ((True, [2], [1]), (False, [0, 1, 2], [0, 1])):
+        mask_z, mask_e = training._masks(p, 2, only_new)
+        state = training._optimizer(TINY).init(eqx.filter(p, eqx.is_inexact_array))
+        q, _, _ = step(p, state, jax.random.key(3), mask_z, mask_e)
+        np.testing.assert_array_equal(np.flatnonzero(np.asarray(q.log_zeta != p.log_zeta)), zetas)
+        np.testing.assert_array_equal(np.flatnonzero(np.asarray(q.log_eta != p.log_eta)), etas)
+        assert float(q.beta) == float(p.beta) and float(q.phi) == float(p.phi)
+
+
+def test_stage_loss_is_the_mean_log_error_of_its_layers(tiny_run):
+    """Stage j's loss is the mean of log e_k over k = 1..j (log e_0 at j = 0), e_k the relative error
+    after k layers."""
+    p, _, _ = tiny_run
+    Y, X = training._instances(jax.random.key(7), TINY, 1)
+    logs = [np.log(float(training.layer_error(p, Y[0], X[0], k))) for k in range(4)]
+    for j in range(4):
+        want = logs[0] if j == 0 else np.mean(logs[1:j + 1])
+        np.testing.assert_allclose(float(training.stage_loss(p, Y[0], X[0], j)), want, rtol=1e-5)
+
+
+def test_stage_zero_takes_both_phases_steps(monkeypatch, tiny_run):
+    """Stage 0 (ζ₀ alone) has no earlier layers to split from, so it runs pre + full steps in one phase
+    (stopped after stage 0 by its callback; the step is compiled by tiny_run already)."""
+    ticks = []
+
+    class Counter:
+        def update(self, k):
+            ticks.append(k)
+
+        def set_postfix(self, **kw):
+            pass
+
+        def close(self):
+            pass
+
+    class Stop(Exception):
+        pass
+
+    def stop(stage, params):
+        raise Stop
+
+    monkeypatch.setattr(training.progress_bar, "bar", lambda *a, **k: Counter())
+    with pytest.raises(Stop):
+        training.train_lrpca(jax.random.key(0), TINY, callback=stop)
+    assert sum(ticks) == TINY.pre_steps + TINY.full_steps
