@@ -539,25 +539,27 @@ def test_ncrpca_first_iterations_by_hand(x64, norm):
     """Two iterations of the reference scheme in NumPy: the L-step first (SVD, DC from σ = 0, then warm
     started), then the S-step's prox at λ/μ, Y ← Y + μZ, μ ← 1.1μ from μ₀ = 0.9. Σ is scaled so that
     some singular values exceed the first shrink (1 + γ)/(γμ₀) ≈ 112 and L₁ ≠ 0."""
-    Sigma = 40 * planted(2, n=30)[0]
-    n, lam, gamma, mu = 30, 1 / np.sqrt(30), 1e-2, 0.9
     if norm == "l1":
         s_prox = lambda x, t: np.sign(x) * np.maximum(np.abs(x) - t, 0)                 # noqa: E731
     else:
         s_prox = lambda x, t: x * np.maximum(1 - t / np.linalg.norm(x, axis=0), 0)      # noqa: E731
-    S, Y, sig = np.zeros((n, n)), np.zeros((n, n)), np.zeros(n)
-    for it in (1, 2):
-        U, s, Vt = np.linalg.svd(Sigma - S + Y / mu)
-        sig = _dc_numpy(s, mu, gamma, sig)
-        L = (U * sig) @ Vt
-        S = s_prox(Sigma - L + Y / mu, lam / mu)
-        Y, mu = Y + mu * (Sigma - L - S), mu * 1.1
-        out = baselines.ncrpca(Sigma, max_iter=it, norm=norm)
-        assert 0 < int(out.rank) == int(np.sum(sig > 0)) < n
-        np.testing.assert_allclose(out.L, L, atol=1e-8 * np.abs(Sigma).max())
-        np.testing.assert_allclose(out.S, S, atol=1e-8 * np.abs(Sigma).max())
-        np.testing.assert_allclose(out.residual[it - 1], np.linalg.norm(Sigma - L - S) / np.linalg.norm(Sigma),
-                                   rtol=1e-8)
+    # With γ = 10 (first shrink (1 + γ)/(γμ₀) ≈ 1.2, so Σ unscaled) the DC of the second iteration
+    # stops where its warm start (the previous σ) and a cold one differ by 7e-7: the warm start shows.
+    for Sigma, gamma in ((40 * planted(2, n=30)[0], 1e-2), (planted(2, n=30)[0], 10.0)):
+        n, lam, mu = 30, 1 / np.sqrt(30), 0.9
+        S, Y, sig = np.zeros((n, n)), np.zeros((n, n)), np.zeros(n)
+        for it in (1, 2):
+            U, s, Vt = np.linalg.svd(Sigma - S + Y / mu)
+            sig = _dc_numpy(s, mu, gamma, sig)
+            L = (U * sig) @ Vt
+            S = s_prox(Sigma - L + Y / mu, lam / mu)
+            Y, mu = Y + mu * (Sigma - L - S), mu * 1.1
+            out = baselines.ncrpca(Sigma, max_iter=it, norm=norm, gamma=gamma)
+            assert 0 < int(out.rank) == int(np.sum(sig > 0)) < n
+            np.testing.assert_allclose(out.L, L, atol=1e-8 * np.abs(Sigma).max())
+            np.testing.assert_allclose(out.S, S, atol=1e-8 * np.abs(Sigma).max())
+            np.testing.assert_allclose(out.residual[it - 1],
+                                       np.linalg.norm(Sigma - L - S) / np.linalg.norm(Sigma), rtol=1e-8)
 
 
 def test_ncrpca_stops_at_its_tolerance(x64):

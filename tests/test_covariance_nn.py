@@ -177,6 +177,8 @@ def test_stopping_rules_and_goldstein_armijo_steps(x64):
     assert np.all(dec >= 0.1 * t[:-1] * g[:-1] ** 2 * (1 - 1e-9))         # Armijo (α = 0.1) ...
     assert np.all(dec <= 0.9 * t[:-1] * g[:-1] ** 2 * (1 + 1e-9))          # ... and Goldstein (β = 0.9)
     assert np.all(np.diff(np.asarray(res.grad_norm_min[:n])) <= 0)
+    for h in (res.loss, res.grad_norm, res.grad_norm_min, res.param_norm_max, res.step):   # NaN after n_iter
+        assert np.all(np.isnan(np.asarray(h[n:]))) and np.all(np.isfinite(np.asarray(h[:n])))
     res = cv.decompose(Sigma, 2, optimizer="armijo", rel_tol=None, grad_tol=5.0, **kw)
     assert float(res.grad_norm[int(res.n_iter) - 1]) <= 5.0 < float(res.grad_norm[0])
 

@@ -983,3 +983,21 @@ def test_icl_bound_for_an_x_step_with_the_default_radius(x64):
     by_hand = (np.exp(2 * spectral ** 2) * (1 + np.sqrt(n) * float(jnp.linalg.norm(b))) * 2 * np.sqrt(n)
                * spectral * float(jnp.linalg.norm(x1 - x0)))
     np.testing.assert_allclose(rg.icl_bound(x0, x1, A, b), by_hand, rtol=1e-10)
+
+
+def test_sketch_rows_is_the_number_of_draws_the_first_step_uses(x64):
+    """sketch_rows = r of the sketch_size draws: the first step is x₀ − H̃⁻¹∇L with H̃ the sampled Gram
+    of the first r draws of iteration 0's key (fold_in(key, 0)), by the exact leverage scores of
+    diag(√D₀)A. (Ignoring r leaves every sweep consistent with its loop; only this pins it.)"""
+    k1, k2 = jax.random.split(jax.random.key(4))
+    A = jax.random.normal(k1, (400, 6), jnp.float64) / 20
+    b = jax.random.dirichlet(k2, jnp.ones(400, jnp.float64))
+    x0, key = jnp.zeros(6), jax.random.key(1)
+    D = rg.diagonal_curvature(x0, A, b, 4.0)
+    g = rg.gradient(x0, A, b, 4.0)
+    for rows in (40, 200):
+        got = rg.newton_solve(A, b, 4.0, x0, "exp", "sketch", iters=1, sketch_size=200, sketch_rows=rows, key=key,
+                              leverage="exact").x
+        H = sketch.sampled_gram(jax.random.fold_in(key, 0), A, D, 200, scores=sketch.leverage_scores(A, D),
+                                active=rows)
+        np.testing.assert_allclose(got, x0 - jnp.linalg.solve(H, g), atol=1e-14)

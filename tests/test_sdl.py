@@ -995,3 +995,40 @@ def test_initial_beta_is_only_ever_scaled_down(model, init, x64):
         starts[scale] = f0.beta
     if model == "W" or init == "random":   # SDL-H's svd start H₀ = V_rᵀ does not shrink with X
         np.testing.assert_array_equal(starts[1e-4], starts[1e-5])
+
+
+@pytest.mark.parametrize("model", ["H", "W"])
+def test_one_bcd_sweep_steps_beta_and_gamma_by_their_lipschitz_bounds(model, x64):
+    """After W and H, a sweep takes one gradient step on β of length 1/L_β (SDL-H (½ + 2λ)‖H‖²₂, SDL-W
+    (½‖X‖²₂ + 2λ)‖W‖²₂), then one on γ of length 1/L_γ, L_γ = ½‖X_aux‖²₂ + 2λ: checked against
+    autodiff of the factored objective at the sweep's own W₁, H₁ (a constant off by 2λ → λ still
+    descends, so the descent tests cannot see it)."""
+    xi, lam = 0.7, 0.3
+    X, y, X_aux = generative(model, 9, 11, 2, kappa=2, seed=3, q=2)
+    data = sm.prepare(X, y, X_aux, intercept=False)
+    rng = np.random.default_rng(4)
+    f0 = sm.Factors(*(jnp.asarray(rng.normal(size=s)) for s in ((9, 2), (2, 11), (2, 2))))
+    g0 = jnp.asarray(rng.normal(size=(2, 2)))
+    out = sdl.bcd(f0, g0, data, xi, lam, model=model, iters=1)
+    W1, H1 = out.factors.W, out.factors.H
+    sq = lambda M: np.linalg.norm(np.asarray(M), 2) ** 2  # noqa: E731
+    grad = jax.grad(sdl.factored_objective, argnums=(0, 1))
+    L_beta = (0.5 + 2 * lam) * sq(H1) if model == "H" else (0.5 * sq(data.X) + 2 * lam) * sq(W1)
+    beta1 = f0.beta - grad(sm.Factors(W1, H1, f0.beta), g0, data, xi, lam, model)[0].beta / L_beta
+    gamma1 = g0 - grad(sm.Factors(W1, H1, beta1), g0, data, xi, lam, model)[1] / (0.5 * sq(data.X_aux) + 2 * lam)
+    assert float(jnp.max(jnp.abs(beta1 - f0.beta))) > 0.01 and float(jnp.max(jnp.abs(gamma1 - g0))) > 0.01
+    np.testing.assert_allclose(out.factors.beta, beta1, atol=1e-12)
+    np.testing.assert_allclose(out.gamma, gamma1, atol=1e-12)
+
+
+def test_a_projection_turns_the_default_span_steps_off(x64):
+    """Wide data (p ≥ 2(n + κ)) take the span steps by default, which cannot apply a convex
+    projection: with ``project`` the default is the dense step, and the iterate stays in the set."""
+    X, y, _ = generative("H", 80, 20, 2, seed=5)
+    data = sm.prepare(X, y, None, intercept=False)
+    kw = dict(model="H", xi=1.0, lam=0.01, intercept=False, iters=3)
+    norm_A = lambda m: float(jnp.linalg.norm(sm.split(m.theta, "H", 1)[0]))  # noqa: E731
+    radius = 0.5 * norm_A(sdl.fit(X, y, 2, **kw))
+    project = _a_block_ball("H", 1, radius)
+    assert sdl.resolve_span(None, data) and not sdl.resolve_span(None, data, "gram", project)
+    assert norm_A(sdl.fit(X, y, 2, project=project, **kw)) <= radius * (1 + 1e-12)
