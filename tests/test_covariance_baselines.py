@@ -750,3 +750,28 @@ def test_report_counts_signed_and_unsigned_ranks_of_an_indefinite_l(x64):
     L = np.diag([2.0, -3.0])
     rep = metrics.report(Sigma, L, Sigma - L)
     assert rep["r_L"] == 1 and rep["r_L_code"] == 2 and rep["min_eig_L"] == -3.0
+
+
+def test_ialm_first_iterations_by_hand(x64):
+    """Two iterations of LRSLibrary's inexact ALM in NumPy: Y₀ = Σ / max(‖Σ‖₂, ‖Σ‖_∞/λ), μ₀ = 1.25/‖Σ‖₂,
+    the S-step (soft threshold at λ/μ) before the L-step (SVT at 1/μ), Y ← Y + μZ, μ ← min(1.5μ, 10⁷μ₀).
+    Every ordering or start converges to the same PCP solution, so the recovery tests cannot tell
+    them apart; the first iterates can."""
+    Sigma = planted(2, n=30)[0]
+    n = Sigma.shape[0]
+    lam = 1 / np.sqrt(n)
+    shrink = lambda x, t: np.sign(x) * np.maximum(np.abs(x) - t, 0)  # noqa: E731
+    two = np.linalg.norm(Sigma, 2)
+    Y, mu = Sigma / max(two, np.abs(Sigma).max() / lam), 1.25 / two
+    L = np.zeros_like(Sigma)
+    for it in (1, 2):
+        S = shrink(Sigma - L + Y / mu, lam / mu)
+        U, s, Vt = np.linalg.svd(Sigma - S + Y / mu)
+        L = (U * shrink(s, 1 / mu)) @ Vt
+        Y, mu = Y + mu * (Sigma - L - S), min(1.5 * mu, 1e7 * 1.25 / two)
+        out = baselines.ialm(Sigma, max_iter=it, tol=1e-30)
+        np.testing.assert_allclose(out.L, L, atol=1e-8 * np.abs(Sigma).max())
+        np.testing.assert_allclose(out.S, S, atol=1e-8 * np.abs(Sigma).max())
+        np.testing.assert_allclose(out.residual[it - 1], np.linalg.norm(Sigma - L - S) / np.linalg.norm(Sigma),
+                                   rtol=1e-8)
+    assert np.any(S != 0) and np.linalg.matrix_rank(L, tol=1e-8) > 0
