@@ -651,6 +651,14 @@ def test_tolerance_stops_early_at_the_first_small_step(x64):
     m = sdl.fit(X, y, 2, model="H", xi=1.0, lam=0.1, iters=cap, tol=tol)     # fit passes tol through
     assert int(m.n_iter) == n and np.all(np.isnan(np.asarray(m.loss)[n:]))
     np.testing.assert_allclose(m.theta, res.theta, rtol=1e-12, atol=1e-14)
+    # Where ‖Z‖ < 1 the rule is absolute, ‖Z_{t+1} − Z_t‖ ≤ tol (a rule relative to ‖Z_t‖ alone stops later)
+    small = sm.prepare(1e-3 * X, y, intercept=True)
+    theta0, gamma0, _ = sdl.initial_point(small, 2, "H", jax.random.key(0))
+    step = sm.step_bound(small, 1.0, 5.0, "H")
+    res = sdl.lpgd(1e-3 * theta0, 1e-3 * gamma0, small, 1.0, 5.0, step, 2, model="H", iters=cap, tol=1e-5)
+    n, s = int(res.n_iter), np.asarray(res.step_norm)
+    assert 2 < n < cap and float(np.sqrt(jnp.sum(res.theta ** 2) + jnp.sum(res.gamma ** 2))) + s[n - 2] < 1
+    assert s[n - 1] <= 1e-5 < s[n - 2]
 
 
 @pytest.mark.parametrize("model", ["H", "W"])
