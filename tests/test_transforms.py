@@ -142,6 +142,16 @@ def test_newton_direction_on_singular_and_indefinite_hessians(x64):
                                        np.linalg.solve(M, b), rtol=1e-10)
 
 
+def test_newton_direction_counts_eigenvalues_up_to_size_eps_max_as_rounding(x64):
+    """μ = 6ε·max|μ| is signal for the default cut-off (size = d = 3: 3ε·max) and rounding for
+    size = 10: the exact solve divides by it (a component of 1/(12ε)), the pseudo-inverse drops it."""
+    eps = np.finfo(np.float64).eps
+    H, g = jnp.diag(jnp.array([2.0, 1.0, 12 * eps])), jnp.array([1.0, 1.0, 1.0])
+    np.testing.assert_allclose(transforms.newton_direction(H, g), [0.5, 1.0, 1 / (12 * eps)], rtol=1e-12)
+    np.testing.assert_array_equal(transforms.newton_direction(H, g, size=10), [0.5, 1.0, 0.0])
+    np.testing.assert_allclose(transforms.newton_direction(H, g, size=5.9), [0.5, 1.0, 1 / (12 * eps)], rtol=1e-12)
+
+
 def test_newton_direction_derivatives_are_finite_on_every_branch(x64):
     """Reverse mode through an indefinite H gave NaN: the Cholesky factor (NaN there) was formed
     outside the branch and its derivative, times a zero cotangent, still made NaN; and the eigh

@@ -41,6 +41,7 @@ z_{t+1} = z_t − t·AΔ without another pass over A.
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import jax
@@ -287,7 +288,8 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
         Δ = P g ("sketch", ``refine`` = 0), or ``refine`` PCG steps on (AᵀDA + λI)Δ = g
         preconditioned by P. AΔ is the aux output: the loop updates z = Ax from it."""
         if method != "sketch":
-            dx = transforms.newton_direction(curv.H, g, lam)
+            # H was formed from n-term sums over A's rows: its rounding is up to about d·√n·ε·‖H‖
+            dx = transforms.newton_direction(curv.H, g, lam, size=d * math.sqrt(n))
             return dx, design.matvec(A, dx)
         if refine == 0:
             dx = curv.P @ g
