@@ -78,7 +78,10 @@ def test_what_is_neither_a_key_nor_a_seed_is_refused_by_name():
     assert _checks.as_key(raw) is raw
     from lowrank_jax import sketch
     A = jnp.asarray(np.random.default_rng(0).normal(size=(40, 3)), jnp.float32)
-    np.testing.assert_array_equal(sketch.approx_leverage_scores(7, A), sketch.approx_leverage_scores(jax.random.key(7), A))
+    # the same draw: another seed moves every score by O(1); a GPU rounded the two (differently
+    # fused) float32 programs apart by up to 1.3e-6
+    np.testing.assert_allclose(sketch.approx_leverage_scores(7, A),
+                               sketch.approx_leverage_scores(jax.random.key(7), A), rtol=1e-5)
     np.testing.assert_array_equal(sketch.sample_rows(2, jnp.ones(6), 4)[0], sketch.sample_rows(jax.random.key(2), jnp.ones(6), 4)[0])
     np.testing.assert_array_equal(sketch.sampled_gram(1, A, jnp.ones(40), 8),
                                   sketch.sampled_gram(jax.random.key(1), A, jnp.ones(40), 8))

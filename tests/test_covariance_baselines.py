@@ -199,7 +199,8 @@ def test_metric_thresholds_zero_inf_and_traced_still_work(x64):
     metrics' definitions, and a traced tol (jit, vmap over a grid of thresholds) is checked for its
     shape only and gives the same counts as the concrete one."""
     Sigma = np.array([[2.0, 1.0], [1.0, 2.0]])
-    L = np.ones((2, 2))                                       # eigenvalues 0 and 2
+    L = np.diag([2.0, 0.0])               # eigenvalues 0 and 2, exactly on every backend (a GPU's
+                                          # eigh put ones((2, 2))'s 0 at 1e-16, which tol = 0 counts)
     S = np.array([[1.5, 0.0], [0.0, 0.2]])
     rep = metrics.report(Sigma, L, S, tol=0.0, shrink_t=0.0)
     assert rep["r_L"] == 1 and rep["s_S"] == 0.0            # |x| < 0 holds for no entry

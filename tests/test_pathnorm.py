@@ -190,9 +190,12 @@ def test_pgd_is_a_uniform_start_then_signed_steps_of_eps_over_20(digits):
     Z0 = jnp.clip(Xs + jax.random.uniform(key, Xs.shape, Xs.dtype, -eps, eps), 0.0, 1.0)
 
     def by_hand(Z, steps):
-        for _ in range(steps):
-            g = jax.grad(lambda Z: jnp.sum(optax.softmax_cross_entropy_with_integer_labels(model(Z), ys)))(Z)
-            Z = jnp.clip(jnp.clip(Z + eps / 20 * jnp.sign(g), Xs - eps, Xs + eps), 0.0, 1.0)
+        # full-precision products, as pgd_attack traces them: on a GPU the default TF32 flipped the
+        # sign of a near-zero gradient entry
+        with jax.default_matmul_precision("highest"):
+            for _ in range(steps):
+                g = jax.grad(lambda Z: jnp.sum(optax.softmax_cross_entropy_with_integer_labels(model(Z), ys)))(Z)
+                Z = jnp.clip(jnp.clip(Z + eps / 20 * jnp.sign(g), Xs - eps, Xs + eps), 0.0, 1.0)
         return Z
 
     np.testing.assert_allclose(pathnorm.pgd_attack(model, Xs, ys, eps, key=key, steps=1), by_hand(Z0, 1), atol=1e-6)

@@ -970,7 +970,9 @@ def test_rescored_sketch_draws_its_first_sample_by_leverage_scores(x64):
     every = rg.newton_solve(A, b, w, x0, "exp", "sketch", rescore=1, **kw)
     for r in (2, 3):
         kept = rg.newton_solve(A, b, w, x0, "exp", "sketch", rescore=r, resample=1, **kw)
-        np.testing.assert_array_equal(kept.loss[:2], every.loss[:2])       # L(x₀), L(x₁): same first step
+        # L(x₀), L(x₁): the same first step (to rounding: on a GPU the two programs' float64 sums
+        # differ in the last bit; the placeholder's first step moved L(x₁) by far more)
+        np.testing.assert_allclose(kept.loss[:2], every.loss[:2], rtol=1e-13)
         assert float(jnp.max(jnp.abs(kept.x - every.x))) > 0                # x₂ used the kept scores
 
 

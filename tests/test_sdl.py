@@ -643,7 +643,9 @@ def test_tolerance_stops_early_at_the_first_small_step(x64):
     assert np.all(np.isfinite(s[:n])) and np.all(np.isnan(s[n:]))
     fixed = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 2, model="H", iters=n)
     np.testing.assert_allclose(res.theta, fixed.theta, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(s[:n], fixed.step_norm, rtol=1e-12)
+    # a step norm is a difference of iterates of size 1: rounding of 1e-16·‖θ‖ on each (on a GPU the
+    # while and the scan program differed by 5e-15 at step norms of 1e-3)
+    np.testing.assert_allclose(s[:n], fixed.step_norm, rtol=1e-12, atol=1e-13)
     z_n = float(np.sqrt(jnp.sum(res.theta ** 2) + jnp.sum(res.gamma ** 2)))
     # ‖Z_{n−1}‖ ≥ ‖Z_n‖ − s_{n−1} and ‖Z_{n−2}‖ ≤ ‖Z_n‖ + s_{n−1} + s_{n−2} (triangle inequality):
     assert s[n - 1] <= tol * max(1.0, z_n - s[n - 1])                        # relative change below tol

@@ -195,7 +195,8 @@ def test_initial_schedule_follows_the_configured_oracle():
     Y, X = training._instances(key, cfg, cfg.init_instances)
     z = jnp.stack([rpca.oracle_thresholds(Y[i], cfg.rank, X[i], cfg.num_layers, 1.5, rule="rms", scale=2.0)
                    for i in range(cfg.init_instances)])
-    np.testing.assert_allclose(p.zeta, jnp.exp(jnp.mean(jnp.log(z), axis=0)), rtol=1e-5)
+    # float32: on a GPU the batched and the per-instance oracles differed by 3e-5 in the last layer
+    np.testing.assert_allclose(p.zeta, jnp.exp(jnp.mean(jnp.log(z), axis=0)), rtol=1e-4)
     np.testing.assert_allclose(p.eta, 1.5, rtol=1e-6)
 
 
