@@ -7,12 +7,15 @@
 #
 #   bash scripts/device_check.sh [SECONDS_FOR_THE_SUITE]
 #
-# 1. the suite (the notebooks left out: they need a Jupyter kernel), in parallel workers that share
-#    the one GPU (no preallocation), with JAX's default float32 matmul precision;
-# 2. the tests that failed, again with float32 matmuls at full precision
-#    (JAX_DEFAULT_MATMUL_PRECISION=highest), which tells precision from other failures;
-# 3. the 64-point sweep benchmark on that device;
-# 4. k-th largest selection by counting and by sorting, and ScaledGD's sweep (device_selection_probe).
+# 1. the 64-point sweep benchmark on that device;
+# 2. k-th largest selection by counting and by sorting, and ScaledGD's sweep (device_selection_probe);
+# 3. how far a rank-deficient design's Hessian lands from singular there (device_rounding_probe);
+# 4. the suite, in parallel workers that share the one GPU (no preallocation), with JAX's default
+#    float32 matmul precision. Left out: the notebooks (they need a Jupyter kernel), the multi-device
+#    tests (simulated CPU devices, the same on any machine) and the demo (238 s of one worker on an
+#    H200, which alone kept the suite from finishing within 290 s);
+# 5. the tests that failed, again with float32 matmuls at full precision
+#    (JAX_DEFAULT_MATMUL_PRECISION=highest), which tells precision from other failures.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/device}
@@ -20,18 +23,23 @@ mkdir -p "$OUT"
 SUITE_S=${1:-300}
 PY=${PYTHON:-python3}
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
-WORKERS=${WORKERS:-12}
+WORKERS=${WORKERS:-15}
 
 { nvidia-smi -L; $PY -c 'import jax, jaxlib, equinox, optax; print("jax", jax.__version__, "equinox",
   equinox.__version__, "optax", optax.__version__, jax.devices())'; } 2>&1 | tee "$OUT/env.txt"
 
-timeout -s INT "$SUITE_S" $PY -m pytest -q -n "$WORKERS" --dist load -o cache_dir="$OUT/.pytest_cache" \
-  --ignore tests/test_notebooks.py -rfE --durations 15 tests 2>&1 | tee "$OUT/suite.txt"
-
-JAX_DEFAULT_MATMUL_PRECISION=highest timeout -s INT 110 $PY -m pytest -q -n 8 --dist load \
-  -o cache_dir="$OUT/.pytest_cache" --lf --lfnf none --ignore tests/test_notebooks.py -rfE tests 2>&1 \
-  | tail -n 40 | tee "$OUT/suite_highest.txt"
-
-timeout -s INT 80 $PY bench/bench_sweep.py --reps 2 2>&1 | tee "$OUT/bench_sweep.txt"
+# the three short measurements first, so that a suite cut short by the lease still leaves them
+timeout -s INT 110 $PY bench/bench_sweep.py --reps 2 2>&1 | tee "$OUT/bench_sweep.txt"
 
 timeout -s INT 60 $PY scripts/device_selection_probe.py 2>&1 | tee "$OUT/selection.txt"
+
+timeout -s INT 40 $PY scripts/device_rounding_probe.py 2>&1 | tee "$OUT/rounding.txt"
+
+SKIP="--ignore tests/test_notebooks.py --ignore tests/test_multidevice.py --ignore tests/test_demo.py"
+timeout -s INT "$SUITE_S" $PY -m pytest -q -n "$WORKERS" --dist load -o cache_dir=/tmp/device_pytest_cache \
+  $SKIP -rfE --durations 15 tests 2>&1 | tee "$OUT/suite.txt"
+
+JAX_DEFAULT_MATMUL_PRECISION=highest timeout -s INT 90 $PY -m pytest -q -n 8 --dist load \
+  -o cache_dir=/tmp/device_pytest_cache --lf --lfnf none $SKIP -rfE tests 2>&1 \
+  | tail -n 40 | tee "$OUT/suite_highest.txt"
+
