@@ -378,6 +378,23 @@ def test_theorem_helpers_do_not_certify_a_tall_rank_deficient_design(x64):
         rg.weight_rule(1.0, 0.5, rg.sigma_min(A_def))
 
 
+def test_certificate_cut_off_is_the_rounding_of_n_term_sums(x64):
+    """n = 1000, d = 2, A's columns proportional: H is singular, and the λ_min that eigvalsh returns is
+    up to 2.8·ε·max|λ| (either sign), above the d·ε cut-off of a matrix known to working precision;
+    these points were "certified" at ±1e-14. With the cut-off d·√n·ε·max|λ| they read 0, while a
+    full-rank design's λ_min, far above it, is kept."""
+    n, d = 1000, 2
+    for seed, kind in ((9, "cosh"), (15, "sinh"), (24, "exp")):
+        rng = np.random.default_rng(seed)
+        A = rng.standard_normal((n, d)) / np.sqrt(n)
+        A[:, 1] = 3 * A[:, 0]
+        b, x = jnp.asarray(rng.dirichlet(np.ones(n))), jnp.asarray(rng.standard_normal(d))
+        assert float(rg.psd_certificate(x, jnp.asarray(A), b, 1.0, kind)) == 0.0
+        A[:, 1] = rng.standard_normal(n) / np.sqrt(n)
+        lam = np.linalg.eigvalsh(np.asarray(rg.hessian(x, jnp.asarray(A), b, 1.0, kind)))[0]
+        assert float(rg.psd_certificate(x, jnp.asarray(A), b, 1.0, kind)) == pytest.approx(lam, rel=1e-10)
+
+
 def test_sketch_size_grows_with_the_bernstein_factor_beyond_eps_one():
     """m = ⌈2(1 + ε/3)(d/β) log(2d/δ)/ε²⌉ with the factor at least 8/3: the ε ≤ 1 sizes are the
     usual ones, and above 1 the factor 8/3 would undercount (at ε = 3 it is 4)."""
