@@ -294,6 +294,27 @@ def test_supervised_coding_moves_the_code_only_where_w_reconstructs():
             np.testing.assert_allclose(J[s, c], best.fun, rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("p, seed", [(2000, 5), (7129, 4)])
+def test_supervised_coding_with_dependent_atoms_of_many_features(x64, p, seed):
+    """W's third atom is the sum of the first two, with Golub's p = 7129 features (and 2000). WᵀW,
+    formed from p-term sums, has its null(W) eigenvalue at 4 to 7·ε·max, above r·ε·max: counted as
+    range, it let the code run off along null(W) and every cost fell to 1e-10. The costs must be
+    those of the same problem written in an exact basis Q of W's row space: W → WQ, β → Qᵀβ."""
+    fit_mod = importlib.import_module("lowrank_jax.sdl.fit")
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((p, 3))
+    W[:, 2] = W[:, 0] + W[:, 1]
+    v = np.array([1.0, 1.0, -1.0]) / np.sqrt(3.0)                    # null(W)
+    Q = np.linalg.svd(np.eye(3) - np.outer(v, v))[0][:, :2]           # its orthogonal complement
+    beta, gamma = rng.standard_normal((3, 2)), rng.standard_normal((1, 2))
+    X = jnp.asarray(W[:, :2] @ rng.standard_normal((2, 5)) + 0.1 * rng.standard_normal((p, 5)))
+    Xa = jnp.ones((1, 5))
+    J = fit_mod._supervised_costs(jnp.asarray(W), jnp.asarray(beta), jnp.asarray(gamma), 0.01, X, Xa)
+    J_row = fit_mod._supervised_costs(jnp.asarray(W @ Q), jnp.asarray(Q.T @ beta), jnp.asarray(gamma), 0.01, X, Xa)
+    assert float(jnp.min(J_row)) > 1e-3
+    np.testing.assert_allclose(J, J_row, rtol=1e-10, atol=1e-12)
+
+
 def test_a_diverged_grid_point_is_nan_and_never_the_best(monkeypatch):
     """Fits whose iterates overflow predicted class 0 everywhere and scored that as accuracy."""
     rng = np.random.default_rng(1)

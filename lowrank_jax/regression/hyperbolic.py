@@ -264,7 +264,7 @@ def psd_certificate(x, A, b, w, kind: str = "exp"):
     λ_min is 0 and only rounding decides the sign, so the value could never certify anything. The
     same holds for a tall A without full column rank, which the shape cannot show: a λ_min within
     rounding of 0 is returned as 0 (it certified a singular H as +5e-16). H is formed from sums over
-    A's n rows, so rounding reaches about d·√n·ε·max|λ| (see ``transforms.newton_direction``); with
+    A's n rows, so rounding reaches about d·√n·ε·max|λ| (``linalg.gram_rounding_size``); with
     the cut-off d·ε·max|λ| of a matrix known to working precision, a singular H with n = 1000, d = 2
     was still "certified" as +1.2e-14."""
     A, b, w, x = check_problem(A, b, w, x, kind=kind)
@@ -272,7 +272,7 @@ def psd_certificate(x, A, b, w, kind: str = "exp"):
     H, z = _hessian(x, A, b, w, kind)
     lam = jnp.linalg.eigvalsh(_guard(H, z, "the Hessian"))
     n, d = A.shape
-    return jnp.where(linalg.above_rounding(lam, d * math.sqrt(n))[0], lam[0], 0.0)
+    return jnp.where(linalg.above_rounding(lam, linalg.gram_rounding_size(d, n))[0], lam[0], 0.0)
 
 
 def relative_spectrum(H_approx, H):

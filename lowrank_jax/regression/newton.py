@@ -41,13 +41,12 @@ z_{t+1} = z_t − t·AΔ without another pass over A.
 from __future__ import annotations
 
 import functools
-import math
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from lowrank_jax import _checks, design, loop, sketch, transforms
+from lowrank_jax import _checks, design, linalg, loop, sketch, transforms
 from lowrank_jax.regression import hyperbolic as hb
 from lowrank_jax.precision import full_precision
 
@@ -289,7 +288,7 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
         preconditioned by P. AΔ is the aux output: the loop updates z = Ax from it."""
         if method != "sketch":
             # H was formed from n-term sums over A's rows: its rounding is up to about d·√n·ε·‖H‖
-            dx = transforms.newton_direction(curv.H, g, lam, size=d * math.sqrt(n))
+            dx = transforms.newton_direction(curv.H, g, lam, size=linalg.gram_rounding_size(d, n))
             return dx, design.matvec(A, dx)
         if refine == 0:
             dx = curv.P @ g

@@ -228,9 +228,12 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
     Newton from the least-squares code h_ls; the problem is strongly convex when W has full column
     rank and ξ > 0). For a rank-deficient W (all-zero data fit W = 0, or a rank above the data's)
     the code is the minimum-norm least-squares one plus a move within the row space of W only:
-    h = h_ls + Q z, Q spanning range(WᵀW) (eigenvalues above r·ε·max). Along null(W) the
-    reconstruction term is flat, so a free h would send βᵀh to ±∞ and every class's cost to its
-    infimum 0 (uniform probabilities, whatever the data); with W = 0 the code stays h_ls = 0.
+    h = h_ls + Q z, Q spanning range(WᵀW) (eigenvalues above r·√p·ε·max, the rounding of the p-term
+    sums that form WᵀW: ``linalg.gram_rounding_size``). Along null(W) the reconstruction term is
+    flat, so a free h would send βᵀh to ±∞ and every class's cost to its infimum 0 (uniform
+    probabilities, whatever the data); with W = 0 the code stays h_ls = 0. With the cut-off
+    r·ε·max of a matrix known to working precision, WᵀW's rounding-size eigenvalue along null(W)
+    (up to 7·ε·max for p = 7129, r = 3) counted as range, and those costs fell to 1e-10.
 
     The Newton iterations run in the r-dimensional code space: the least-squares residual
     x − W h_ls is orthogonal to the range of W, so ‖x − Wh‖² = ‖x − W h_ls‖² + (h − h_ls)ᵀ WᵀW (h − h_ls)
@@ -243,7 +246,8 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
     G = W.T @ W                                            # (r, r)
     offset = gamma.T @ Xa                                  # (κ, n)
     mu, V = jnp.linalg.eigh(G)
-    Q = V * linalg.above_rounding(mu, G.shape[0])         # range(G); zero columns elsewhere
+    # range(G); zero columns elsewhere. G is formed from p-term sums: rounding up to r·√p·ε·max|μ|
+    Q = V * linalg.above_rounding(mu, linalg.gram_rounding_size(W.shape[1], W.shape[0]))
     beta_q, G_q = Q.T @ beta, Q.T @ G @ Q                  # the problem in z, h = h0 + Q z
 
     def cost(z, c, h0, off):
