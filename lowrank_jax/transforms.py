@@ -127,8 +127,6 @@ def proximal(optimizer: optax.GradientTransformation, prox_fn, strength) -> opta
     return optax.GradientTransformation(init_fn, update_fn)
 
 
-
-
 def projected(optimizer: optax.GradientTransformation, project_fn) -> optax.GradientTransformation:
     """Projected steps: z⁺ = Π(z + u_t) with u_t the inner optimizer's update and ``project_fn(params)
     -> params`` a projection (onto a convex set, or a rank constraint as in lifted PGD). The

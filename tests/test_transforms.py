@@ -152,6 +152,33 @@ def test_newton_direction_counts_eigenvalues_up_to_size_eps_max_as_rounding(x64)
     np.testing.assert_allclose(transforms.newton_direction(H, g, size=5.9), [0.5, 1.0, 1 / (12 * eps)], rtol=1e-12)
 
 
+def test_newton_direction_adds_the_damping_on_every_branch(x64):
+    """(H + λI)⁻¹g with λ = 0.25 on each branch, against the diagonal closed form: positive definite
+    (Cholesky), indefinite (LU; undamped it would divide by −1 instead of −0.75), and singular only
+    once damped (diag(2, −0.25, 0) + λI has a zero: the pseudo-inverse of H + λI, not of H)."""
+    g, lam = jnp.array([1.0, -2.0, 0.5]), 0.25
+    for diag in ([3.0, 1.0, 0.5], [2.0, -1.0, 0.5]):
+        np.testing.assert_allclose(transforms.newton_direction(jnp.diag(jnp.array(diag)), g, lam),
+                                   g / (jnp.array(diag) + lam), rtol=1e-12)
+    np.testing.assert_allclose(transforms.newton_direction(jnp.diag(jnp.array([2.0, -0.25, 0.0])), g, lam),
+                               [1.0 / 2.25, 0.0, 0.5 / 0.25], rtol=1e-12)
+
+
+def test_proximal_strength_schedule_reads_the_step_count_from_zero(x64):
+    """A callable strength gets t = 0, 1, 2, …: with a frozen inner step (SGD at rate 0) and the
+    soft-threshold prox, z = 1 goes to 1 − 0.1, then − 0.2, then − 0.3."""
+    opt = transforms.proximal(optax.sgd(0.0), lambda z, s: jnp.sign(z) * jnp.maximum(jnp.abs(z) - s, 0.0),
+                              lambda t: 0.1 * (t + 1))
+    z, seen = jnp.array(1.0), []
+    state = opt.init(z)
+    for _ in range(3):
+        u, state = opt.update(jnp.array(0.0), state, z)
+        z = optax.apply_updates(z, u)
+        seen.append(float(z))
+    np.testing.assert_allclose(seen, [0.9, 0.7, 0.4], rtol=1e-12)
+    assert int(state.count) == 3
+
+
 def test_newton_direction_derivatives_are_finite_on_every_branch(x64):
     """Reverse mode through an indefinite H gave NaN: the Cholesky factor (NaN there) was formed
     outside the branch and its derivative, times a zero cotangent, still made NaN; and the eigh
