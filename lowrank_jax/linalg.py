@@ -229,8 +229,10 @@ def power_of_two_scale(x: jax.Array) -> jax.Array:
     values, the path-norm prox) can be computed as c·f(x/c) at unit scale, where squares neither
     underflow nor overflow, with the same derivative (Euler's identity: none flows through c)."""
     top = jnp.max(jnp.abs(x))
-    _, exponent = jnp.frexp(jnp.where((top > 0) & jnp.isfinite(top), top, jnp.ones_like(top)))
-    return jax.lax.stop_gradient(jnp.ldexp(jnp.ones_like(top), exponent))
+    usable = (top > 0) & jnp.isfinite(top)
+    _, exponent = jnp.frexp(jnp.where(usable, top, jnp.ones_like(top)))
+    # (frexp(1) gives 2¹, which the guard's stand-in must not leak: 1 for all-zero or non-finite x)
+    return jax.lax.stop_gradient(jnp.where(usable, jnp.ldexp(jnp.ones_like(top), exponent), jnp.ones_like(top)))
 
 
 def gram_svd(A: jax.Array, rank: int) -> SVDResult:

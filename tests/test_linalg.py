@@ -341,3 +341,27 @@ def test_randomized_factors_reverse_mode_is_the_tangent_projection(x64):
         return jnp.sum(C * (L @ R.T))
 
     np.testing.assert_allclose(jax.grad(loss)(A), expected, atol=1e-9)
+
+
+def test_above_rounding_is_strict_relative_and_by_magnitude(x64):
+    """|v| > size·ε·max|v|: a value exactly at the cut-off is rounding, negative eigenvalues count by
+    their magnitude, all zeros are all rounding; gram_rounding_size(d, n) is d·√n."""
+    eps = np.finfo(np.float64).eps
+    v = jnp.array([-1.0, 3 * eps, 3 * eps * (1 + 1e-3), -4 * eps, 0.0])
+    np.testing.assert_array_equal(linalg.above_rounding(v, 3), [True, False, True, True, False])
+    np.testing.assert_array_equal(linalg.above_rounding(jnp.zeros(3), 3), [False] * 3)
+    np.testing.assert_array_equal(linalg.above_rounding(v, linalg.gram_rounding_size(3, 4)),
+                                  [True, False, False, False, False])          # cut-off 6ε
+    assert linalg.gram_rounding_size(3, 100) == 30.0
+
+
+def test_power_of_two_scale_brackets_the_largest_magnitude():
+    """c = 2ᵉ with 2ᵉ⁻¹ ≤ max|x| < 2ᵉ, so x / c is exact and in [½, 1) at the top; 1 for all-zero or
+    non-finite x; no derivative flows through c."""
+    for top, c in ((0.75, 1.0), (1.0, 2.0), (3.0, 4.0), (2.0 ** -30, 2.0 ** -29), (-5.0, 8.0)):
+        x = jnp.array([0.1 * top, top], jnp.float32)
+        assert float(linalg.power_of_two_scale(x)) == c
+        np.testing.assert_array_equal(np.asarray(x / c) * c, np.asarray(x))
+    for x in (jnp.zeros(3), jnp.array([1.0, jnp.nan]), jnp.array([jnp.inf, 2.0])):
+        assert float(linalg.power_of_two_scale(x)) == 1.0
+    np.testing.assert_array_equal(jax.grad(lambda x: linalg.power_of_two_scale(x))(jnp.array([0.3, -3.0])), [0.0, 0.0])
