@@ -889,6 +889,18 @@ def test_sample_size_arguments_are_checked():
     np.testing.assert_allclose(weight, 1.0, rtol=1e-6)
 
 
+def test_leverage_scores_sum_to_numpys_rank_of_a_nearly_deficient_design(x64):
+    """σ₂/σ₁ = 1e-14, between d·ε (4e-16) and n·ε (2e-13) for n = 1000, d = 2: NumPy's
+    matrix_rank (cut-off max(n, d)·ε·σ₁) says rank 1, and the scores are those of the first left
+    singular vector, summing to 1. A d·ε cut-off kept the rounding-size σ₂ and summed to 2."""
+    U = np.linalg.qr(np.random.default_rng(0).normal(size=(1000, 2)))[0]
+    A = U * np.array([1.0, 1e-14])
+    assert np.linalg.matrix_rank(A) == 1
+    tau = sketch.leverage_scores(jnp.asarray(A))
+    np.testing.assert_allclose(float(jnp.sum(tau)), 1.0, rtol=1e-10)
+    np.testing.assert_allclose(tau, U[:, 0] ** 2, atol=1e-12)
+
+
 def test_leverage_score_arguments_are_checked():
     """approx_leverage_scores took an integer A to jax.random with an integer dtype, returned NaN for
     a NaN A, and neither routine checked row_weights (negative: NaN scores; wrong length: a

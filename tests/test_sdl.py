@@ -294,6 +294,53 @@ def test_supervised_coding_moves_the_code_only_where_w_reconstructs():
             np.testing.assert_allclose(J[s, c], best.fun, rtol=1e-6, atol=1e-9)
 
 
+def test_supervised_costs_are_the_minima_at_small_xi_and_large_beta(x64):
+    """ξ = 2.8e-5 and β entries up to 340: the reconstruction term barely holds the code and the
+    softmax is steep, so the damped Newton needs its Armijo backtracking. Each class's cost must be
+    the minimum over h that a brute-force search finds (an Armijo test with the wrong sign accepted
+    rising steps and stopped at h_ls: 89.24 where the minimum is 7.3e-6)."""
+    import scipy.optimize
+    fit_mod = importlib.import_module("lowrank_jax.sdl.fit")
+    rng = np.random.default_rng(0)
+    kappa = int(rng.integers(1, 4))                                       # 3
+    W = rng.normal(size=(5, 2))
+    beta = rng.normal(size=(2, kappa)) * 10 ** rng.uniform(0, 4)
+    gamma = rng.normal(size=(1, kappa)) * 5
+    x = (rng.normal(size=(5, 8)) * 10 ** rng.uniform(-1, 2))[:, 2]
+    xi = 10 ** rng.uniform(-5, 0)                                         # 2.84e-5
+    J = np.asarray(fit_mod._supervised_costs(jnp.asarray(W), jnp.asarray(beta), jnp.asarray(gamma), xi,
+                                             jnp.asarray(x[:, None]), jnp.ones((1, 1))))[0]
+    h_ls = np.linalg.lstsq(W, x, rcond=None)[0]
+
+    def cost(h, c):
+        a = beta.T @ h + gamma[0]
+        ell = np.logaddexp.reduce(np.concatenate([[0.0], a])) - (a[c - 1] if c > 0 else 0.0)
+        return ell + xi * (np.sum((x - W @ h) ** 2) - np.sum((x - W @ h_ls) ** 2))
+
+    starts = [h_ls] + [h_ls + s * rng.normal(size=2) for s in (1.0, 10.0, 100.0) for _ in range(3)]
+    assert kappa == 3 and abs(xi - 2.84e-5) < 1e-7 and np.abs(beta).max() > 300
+    for c in range(kappa + 1):
+        best = min(scipy.optimize.minimize(cost, h0, args=(c,), method="Nelder-Mead",
+                                           options={"xatol": 1e-12, "fatol": 1e-15, "maxiter": 20000}).fun
+                   for h0 in starts)
+        assert J[c] <= cost(h_ls, c) + 1e-12                  # never above the starting code's cost
+        np.testing.assert_allclose(J[c], best, rtol=1e-4, atol=1e-9)
+
+
+def test_supervised_coding_keeps_a_weak_direction_of_w(x64):
+    """W = Q diag(1, 3e-7), p = 2000: WᵀW's eigenvalues are 1 and 9e-14, above the rounding of its
+    2000-term sums (r·√p·ε = 2e-14), so the weak atom is W's range and the code may use it. With β
+    along it (β = (0, 1)), both classes' costs go to 0 (the minimum over h of a loss whose label
+    term can be driven to 0 at a reconstruction cost of 9e-14·h²). Swapping the cut-off's
+    arguments (p·√r·ε = 6.3e-13) dropped the atom, and the costs were 2.1 and 0.13."""
+    fit_mod = importlib.import_module("lowrank_jax.sdl.fit")
+    Q = np.linalg.qr(np.random.default_rng(0).normal(size=(2000, 2)))[0]
+    W = Q * np.array([1.0, 3e-7])
+    J = fit_mod._supervised_costs(jnp.asarray(W), jnp.array([[0.0], [1.0]]), jnp.array([[2.0]]), 1.0,
+                                  jnp.asarray(Q[:, :1]), jnp.ones((1, 1)))
+    assert float(jnp.max(J)) < 1e-8
+
+
 @pytest.mark.parametrize("p, seed", [(2000, 5), (7129, 4)])
 def test_supervised_coding_with_dependent_atoms_of_many_features(x64, p, seed):
     """W's third atom is the sum of the first two, with Golub's p = 7129 features (and 2000). WᵀW,
@@ -368,6 +415,20 @@ def test_stratified_folds_partition_the_samples_and_spread_every_class():
     for c in range(3):
         per_fold = [int(np.sum(y[val] == c)) for _, val in folds]
         assert max(per_fold) - min(per_fold) <= 1
+
+
+def test_stratified_folds_are_balanced_in_size_too():
+    """Each class continues where the last one stopped, so the fold sizes differ by at most one and
+    no fold is empty while folds ≤ n. Starting every class at fold 0 kept each class spread but
+    made sizes [8, 4] for four classes of three, and an empty fold for y = [0, 1, 2] with 2 folds,
+    on which cross_validate failed."""
+    rng = np.random.default_rng(0)
+    cases = [(np.array([0, 1, 2]), 2), (np.repeat([0, 1, 2, 3], 3), 2)]
+    cases += [(rng.integers(0, int(rng.integers(2, 6)), size=int(rng.integers(6, 40))), int(rng.integers(2, 6)))
+              for _ in range(20)]
+    for y, k in cases:
+        sizes = [val.size for _, val in sdl.stratified_folds(y, k, seed=1)]
+        assert max(sizes) - min(sizes) <= 1 and min(sizes) > 0, (y, k, sizes)
 
 
 def test_cross_validation_accuracy_has_xi_along_rows_and_lambda_along_columns(monkeypatch):
@@ -462,6 +523,23 @@ def test_theory_helper():
     for xi, lam in ((1.0, 0.2), (3.0, 0.5)):             # inside the printed range, and L/μ > 3
         th = sdl.theory(X, xi, lam, model="H")
         assert th.alpha_plus / 4 < lam < xi / 3 and th.condition > 3 and not th.holds, (xi, lam, th.condition)
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 1])
+def test_theory_delta_minus_is_the_smallest_eigenvalue_up_to_a_square_phi(extra):
+    """δ⁻ = λ_min(ΦΦᵀ/n) of Φ = [X; X_aux] ((p + q) × n), which is positive up to p + q = n and 0
+    beyond. At exactly p + q = n a strict comparison set it to 0 (μ = 0, 'holds' False, where
+    X = 2I gives δ⁻ = 2)."""
+    rng = np.random.default_rng(7)
+    n = 6
+    X, Xa = rng.normal(size=(n - 1 + extra, n)), rng.normal(size=(1, n))
+    Phi = np.concatenate([X, Xa])
+    th = sdl.theory(X, 1.0, 0.1, model="W", X_aux=Xa)
+    expected = np.linalg.eigvalsh(Phi @ Phi.T / n)[0] if Phi.shape[0] <= n else 0.0
+    assert (expected > 1e-3) == (extra <= 0)
+    np.testing.assert_allclose(th.delta_minus, expected, rtol=1e-6, atol=1e-12)   # X read as float32
+    square = sdl.theory(2.0 * np.eye(2), 1.0, 0.0, model="W", M=0.0)
+    assert square.delta_minus == pytest.approx(2.0) and square.holds
 
 
 def test_theory_constants_are_eq_16_with_the_mu_order_of_the_proofs():
