@@ -444,6 +444,41 @@ def test_parameter_files_load_whether_or_not_64_bit_floats_are_on(tmp_path, x64)
         assert rpca.params.load_params(tmp_path / "m64.eqx").log_zeta.dtype == jnp.float32
 
 
+def test_oracle_starts_at_the_largest_magnitude_and_is_odd_symmetric():
+    """ζ₀ = max|X⋆| (a generator instance whose most negative entry is the larger in size), and the
+    schedule of (−Y, −X⋆) is that of (Y, X⋆): soft thresholding is odd and max|·| even. With max X⋆
+    for max|X⋆|, ζ₀ was 0.137 instead of 0.173 here, and negative for X⋆ = −u vᵀ."""
+    p = datasets.rpca_problem(jax.random.key(1), 60, 50, 3, 0.1)
+    X = np.asarray(p.X)
+    assert -X.min() > X.max()
+    z = rpca.oracle_thresholds(p.Y, 3, p.X, 4, 0.5)
+    assert float(z[0]) == pytest.approx(np.abs(X).max(), rel=1e-6)
+    np.testing.assert_allclose(rpca.oracle_thresholds(-p.Y, 3, -p.X, 4, 0.5), z, rtol=1e-5)
+
+
+def test_lrpca_without_layers_is_the_first_threshold_and_stops_strictly_below_tol():
+    """max_iter = 0: S = S_{ζ₀}(Y), the initial sparse estimate (a ζ_K start gave S_{0.1}); and the
+    residual stop is strict: tol equal to a fixed run's residual after layer 2 stops after layer 3."""
+    Y = jnp.array([[3.0, 0.5], [0.2, -2.0]])
+    out = rpca.lrpca(Y, 1, jnp.array([1.0, 0.1]), jnp.array([0.5]), max_iter=0, svd="exact")
+    np.testing.assert_allclose(out.S, prox.soft_threshold(Y, 1.0), rtol=1e-6)
+    Y = jnp.array([[3.0, 0.5, 1.0], [0.2, -2.0, 0.7], [1.0, 1.0, 1.0]])
+    zeta, eta = jnp.array([1.0, 0.5, 0.25, 0.1]), jnp.full(3, 0.5)
+    ref = rpca.lrpca(Y, 1, zeta, eta, svd="exact")
+    assert float(ref.residual[2]) < float(ref.residual[1])
+    assert int(rpca.lrpca(Y, 1, zeta, eta, tol=ref.residual[1], svd="exact").n_iter) == 3
+
+
+def test_frmnn_gradients_stay_finite_where_beta_power_overflows():
+    """β = 1e30, φ = 1e-30: the continued layers' ζ underflows to 0 and β^p overflows. The values are
+    guarded, and the gradient too: without the guard on β^p (frozen layers use p = 0) the gradient
+    over η was NaN in the last layer."""
+    p = datasets.rpca_problem(jax.random.key(0), 30, 20, 2, 0.1)
+    z = rpca.oracle_thresholds(p.Y, 2, p.X, 3, 0.5)
+    g = jax.grad(lambda e: rpca.lrpca(p.Y, 2, z, e, beta=1e30, phi=1e-30, max_iter=6).X.sum())(jnp.full(3, 0.5))
+    assert np.all(np.isfinite(np.asarray(g))) and np.any(np.asarray(g) != 0)
+
+
 def test_the_shipped_model_warns_below_its_training_size(monkeypatch):
     """The rescaling rule does not carry the n = 1000 models down (docs/rpca.md's table): below
     0.9 n they say so; at their size and above they stay quiet. (The solve itself is replaced by a
@@ -467,6 +502,19 @@ def test_the_shipped_model_warns_below_its_training_size(monkeypatch):
         np.testing.assert_array_equal(calls[-1][0], m.zeta)
         m(jnp.ones((1200, 1000)))                                   # √(n1 n2) ≈ 1095 ≥ 1000
         m(jnp.ones((950, 950)))                                     # within 0.9 n
+
+
+def test_the_call_rescales_for_sqrt_n1_n2_and_for_the_rank(monkeypatch):
+    """The ζ that a call passes on is for_problem(√(n1 n2), rank)'s: on a non-square Y (not the mean
+    of the sides) and when only the rank differs from the training rank (not skipped)."""
+    calls = []
+    monkeypatch.setattr(rpca.params, "lrpca", lambda Y, rank, zeta, eta, **kw: calls.append((rank, zeta)))
+    m = rpca.params.LRPCAParams.from_schedule(jnp.array([1.0, 0.5]), jnp.array([0.5]), rank=5, n=1000)
+    for shape, rank in (((1200, 1000), None), ((1000, 1000), 3), ((1000, 2000), 2)):
+        m(jnp.ones(shape), **({} if rank is None else {"rank": rank}), frmnn=False)
+        r = 5 if rank is None else rank
+        np.testing.assert_allclose(calls[-1][1], m.zeta * (1000 / np.sqrt(shape[0] * shape[1])) * (r / 5), rtol=1e-6)
+        np.testing.assert_allclose(calls[-1][1], m.for_problem(np.sqrt(shape[0] * shape[1]), r).zeta, rtol=1e-6)
 
 
 def test_counts_given_as_0d_arrays_run_as_their_integers():
