@@ -63,17 +63,21 @@ def test_loss_gradient_and_hessian_against_an_independent_loss(kind, x64):
         np.testing.assert_allclose(rg.hessian(x, A, b, w, kind), jax.hessian(loss)(x), rtol=1e-11, atol=1e-13)
 
 
-def test_exact_and_diagonal_newton_stay_put_along_the_null_space_of_a(x64):
+@pytest.mark.parametrize("n, d, seed", [(50, 4, 1), (50, 2, 2), (200, 2, 1), (50, 3, 1)])
+def test_exact_and_diagonal_newton_stay_put_along_the_null_space_of_a(x64, n, d, seed):
     """A without full column rank: H = Aᵀ(B + W²)A is singular, to rounding. Its Cholesky or LU
     solve moved x by O(1) along null(A) every step (the loss and gradient looked converged; ‖x‖
-    reached 17 after 100 steps). The minimum-norm direction leaves that component where x0 put it."""
-    rng = np.random.default_rng(1)
-    n, d = 50, 4
+    reached 17 after 100 steps). The minimum-norm direction leaves that component where x0 put it.
+    With d = 2 or 3 the H that the solver forms from n-term sums has its zero eigenvalue at about
+    ε·max|μ|, above the d·ε·max|μ| cut-off of a matrix known to working precision: counted as
+    signal, it moved x along null(A) by 0.2 to 2.3 in 30 steps (on a GPU the same happened with
+    d = 4). The cut-off is now d·√n·ε·max|μ|, the rounding of n-term sums."""
+    rng = np.random.default_rng(seed)
     A = rng.standard_normal((n, d)) / np.sqrt(n)
-    A[:, 3] = A[:, 0] + A[:, 1]
-    A, b = jnp.asarray(A), jnp.asarray(rng.dirichlet(np.ones(n)))
+    A[:, d - 1] = 3 * A[:, 0] if d == 2 else A[:, 0] + A[:, 1]
+    null = np.array([3.0, -1.0]) if d == 2 else np.r_[1.0, 1.0, np.zeros(d - 3), -1.0]
+    A, b, null = jnp.asarray(A), jnp.asarray(rng.dirichlet(np.ones(n))), jnp.asarray(null / np.linalg.norm(null))
     x0 = jnp.asarray(0.1 * rng.standard_normal(d))
-    null = jnp.array([1.0, 1.0, 0.0, -1.0]) / jnp.sqrt(3.0)
     for method in ("exact", "diagonal"):
         short = rg.newton_solve(A, b, 1.0, x0, "exp", method, iters=10)
         long = rg.newton_solve(A, b, 1.0, x0, "exp", method, iters=200)
@@ -82,24 +86,6 @@ def test_exact_and_diagonal_newton_stay_put_along_the_null_space_of_a(x64):
         assert float(long.grad_norm[-1]) < 1e-12
         if method == "exact":                        # converged in 10 steps, and stays there
             np.testing.assert_allclose(long.x, short.x, atol=1e-10)
-
-
-@pytest.mark.parametrize("n, d, seed", [(50, 2, 2), (200, 2, 1), (50, 3, 1)])
-def test_small_rank_deficient_designs_stay_put_along_the_null_space_of_a(x64, n, d, seed):
-    """The same with d = 2 or 3, where the H that the solver forms from n-term sums has its zero
-    eigenvalue at about ε·max|μ|, above the d·ε·max|μ| cut-off of a matrix known to working
-    precision: counted as signal, it moved x along null(A) by 0.2 to 2.3 in 30 steps (on a GPU the
-    same happened with d = 4). The cut-off is now d·√n·ε·max|μ|, the rounding of n-term sums."""
-    rng = np.random.default_rng(seed)
-    A = rng.standard_normal((n, d)) / np.sqrt(n)
-    A[:, d - 1] = 3 * A[:, 0] if d == 2 else A[:, 0] + A[:, 1]
-    null = np.array([3.0, -1.0]) if d == 2 else np.array([1.0, 1.0, -1.0])
-    A, b, null = jnp.asarray(A), jnp.asarray(rng.dirichlet(np.ones(n))), jnp.asarray(null / np.linalg.norm(null))
-    x0 = jnp.asarray(0.1 * rng.standard_normal(d))
-    for method in ("exact", "diagonal"):
-        out = rg.newton_solve(A, b, 1.0, x0, "exp", method, iters=30)
-        np.testing.assert_allclose(out.x @ null, x0 @ null, atol=1e-12)
-        assert float(out.grad_norm[-1]) < 1e-12
 
 
 def test_paper_printed_hessian_is_wrong_for_cosh_and_sinh(x64):
