@@ -776,3 +776,98 @@ def test_ialm_first_iterations_by_hand(x64):
         np.testing.assert_allclose(out.residual[it - 1], np.linalg.norm(Sigma - L - S) / np.linalg.norm(Sigma),
                                    rtol=1e-8)
     assert np.any(S != 0) and np.linalg.matrix_rank(L, tol=1e-8) > 0
+
+
+def test_ialm_mu_stops_at_its_cap(x64):
+    """μ ← min(ρμ, μ̄) with μ̄ = mu_factor · μ₀: at mu_factor = 1.6 and ρ = 1.5 the third iteration runs at
+    μ = 1.6 μ₀, not 2.25 μ₀ (NumPy iterations as in test_ialm_first_iterations_by_hand)."""
+    Sigma = planted(2, n=30)[0]
+    lam = 1 / np.sqrt(30)
+    shrink = lambda x, t: np.sign(x) * np.maximum(np.abs(x) - t, 0)  # noqa: E731
+    two = np.linalg.norm(Sigma, 2)
+    Y, mu = Sigma / max(two, np.abs(Sigma).max() / lam), 1.25 / two
+    L = np.zeros_like(Sigma)
+    for _ in range(4):
+        S = shrink(Sigma - L + Y / mu, lam / mu)
+        U, s, Vt = np.linalg.svd(Sigma - S + Y / mu)
+        L = (U * shrink(s, 1 / mu)) @ Vt
+        Y, mu = Y + mu * (Sigma - L - S), min(1.5 * mu, 1.6 * 1.25 / two)
+    out = baselines.ialm(Sigma, max_iter=4, tol=1e-30, mu_factor=1.6)
+    np.testing.assert_allclose(out.L, L, atol=1e-8 * np.abs(Sigma).max())
+    np.testing.assert_allclose(out.S, S, atol=1e-8 * np.abs(Sigma).max())
+
+
+def test_fpcp_growth_scales_lambda_while_the_rank_grows(x64):
+    """grow=True: before each loop that raises the rank, λ ← λ · lam_factor, and λ stays put once the
+    rank has reached k (NumPy reference of LRSLibrary's rule, full SVDs)."""
+    Sigma = planted(1, n=40)[0]
+    for lam_factor, k in ((1.5, 3), (0.5, 2)):
+        lam, rank, flag = 1 / np.sqrt(40), 1, True
+        shrink = lambda X, t: np.sign(X) * np.maximum(np.abs(X) - t, 0)  # noqa: E731
+        U, s, Vt = np.linalg.svd(Sigma)
+        L = (U[:, :1] * s[:1]) @ Vt[:1]
+        S = shrink(Sigma - L, lam)
+        for _ in range(5):
+            if flag and rank < k:
+                rank, lam = rank + 1, lam * lam_factor
+            U, s, Vt = np.linalg.svd(Sigma - S)
+            flag = rank == 1 or s[rank - 1] / s[:rank - 1].sum() > 0.01
+            L = (U[:, :rank] * s[:rank]) @ Vt[:rank]
+            S = shrink(Sigma - L, lam)
+        out = baselines.fpcp(Sigma, k, loops=6, grow=True, lam_factor=lam_factor)
+        assert int(out.rank) == rank == k
+        np.testing.assert_allclose(out.L, L, atol=1e-8 * np.abs(Sigma).max())
+        np.testing.assert_allclose(out.S, shrink(Sigma - out.L, lam), atol=1e-12)
+
+
+def test_rpca_gd_symmetrises_a_slightly_asymmetric_sigma(x64):
+    """Σ symmetric only to round-off (accepted by check_symmetric) is replaced by ½(Σ + Σᵀ): the run is
+    the one of the symmetric part, and S = T_{γα}(Σ − L) is exactly symmetric."""
+    Sigma = planted(0, n=30)[0]
+    E = np.random.default_rng(3).standard_normal(Sigma.shape)
+    skew = Sigma + 5e-7 * np.abs(Sigma).max() * (E - E.T) / np.abs(E - E.T).max()   # within check_symmetric's 1e-6
+    ref = baselines.rpca_gd(0.5 * (skew + skew.T), 2, iters=30)
+    out = baselines.rpca_gd(skew, 2, iters=30)
+    np.testing.assert_array_equal(out.S, out.S.T)
+    np.testing.assert_allclose(out.L, ref.L, rtol=0, atol=1e-12 * np.abs(Sigma).max())
+    np.testing.assert_allclose(out.S, ref.S, rtol=0, atol=1e-12 * np.abs(Sigma).max())
+
+
+def test_rpca_gd_initial_factor_by_hand(x64):
+    """U₀U₀ᵀ = V_k max(Λ_k, 0) V_kᵀ from the k largest eigenpairs of Σ − T_α(Σ) (α, not γα), negative
+    ones clipped to 0. A step of 1e-12 leaves U ≈ U₀ after one iteration."""
+    Sigma = planted(0, n=30)[0]
+    R = Sigma - top_fraction_numpy(Sigma, 0.1)
+    lam, Q = np.linalg.eigh(R)
+    L0 = (Q[:, -3:] * np.maximum(lam[-3:], 0)) @ Q[:, -3:].T
+    out = baselines.rpca_gd(Sigma, 3, alpha=0.1, step=1e-12, iters=1)
+    np.testing.assert_allclose(out.L, L0, atol=1e-9 * np.abs(Sigma).max())
+    # an indefinite Σ (α = 0: nothing removed) with k above its number of positive eigenvalues (same
+    # shape and k: one compiled program)
+    A = rotated(np.r_[3.0, 1.0, -np.linspace(2.0, 5.0, 28)], seed=1)
+    Q = np.linalg.eigh(A)[1]
+    out = baselines.rpca_gd(A, 3, alpha=0.0, step=1e-12, iters=1)
+    np.testing.assert_allclose(out.L, 3 * np.outer(Q[:, -1], Q[:, -1]) + np.outer(Q[:, -2], Q[:, -2]), atol=1e-9)
+
+
+def test_check_symmetric_is_relative_to_the_scale(x64):
+    """The symmetry test is max|Σ − Σᵀ| ≤ rtol · max|Σ|: an asymmetry of 1e-9 relative passes at any
+    scale, one of 1e-3 relative fails at any scale."""
+    base = np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 0.5], [0.0, 0.5, 1.0]])
+    up = np.triu(np.ones((3, 3)), 1)
+    for scale in (1e-8, 1.0, 1e8):
+        metrics.check_symmetric(scale * (base + 1e-9 * up))
+        with pytest.raises(ValueError, match="symmetric"):
+            metrics.check_symmetric(scale * (base + 1e-3 * up))
+
+
+def test_sparsity_of_the_shrunk_part_uses_the_given_threshold(x64):
+    """real_data_errors and report count |shrink(S)_ij| < tol with the caller's tol, not ϵ = 0.01."""
+    Sigma = np.array([[2.0, 1.0], [1.0, 2.0]])
+    L = np.ones((2, 2))
+    S = np.array([[1.5, 0.0], [0.3, 0.2]])
+    S = 0.5 * (S + S.T)                        # shrink(S, 0.1) = [[1.4, 0.05], [0.05, 0.1]]
+    e = metrics.real_data_errors(Sigma, L, S, shrink_t=0.1, tol=0.2)
+    assert float(e.sparsity_shrunk) == pytest.approx(0.75)
+    assert float(metrics.real_data_errors(Sigma, L, S, shrink_t=0.1).sparsity_shrunk) == 0.0
+    assert metrics.report(Sigma, L, S, shrink_t=0.1, tol=0.2)["sparsity_shrunk"] == pytest.approx(0.75)

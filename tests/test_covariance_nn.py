@@ -342,3 +342,122 @@ def test_armijo_tries_lr_first_and_keeps_it_when_it_passes(x64):
     for lr in passing[:2]:
         ls = cv.decompose(Sigma, 2, optimizer="armijo", lr=lr, max_iter=1, **kw)
         assert float(ls.step[0]) == lr
+
+
+@pytest.mark.parametrize("loss", cv.LOSSES)
+def test_loss_counts_the_diagonal_and_every_off_diagonal_entry(loss, x64):
+    """φ sums μ over all n² entries of MMᵀ − Σ, the diagonal included (eq. 9): with Σ = MMᵀ + D
+    (D diagonal) only the diagonal misfits, φ = Σ_i μ(−d_i) + (n² − n) μ(0) and ∇_M φ = 2 diag(μ'(−d)) M;
+    with Σ = MMᵀ + B (B zero on the diagonal) each off-diagonal entry counts once per side."""
+    rng = np.random.default_rng(0)
+    n, eps = 5, 0.3
+    M = rng.integers(-2, 3, size=(n, 2)).astype(float)       # integer M: MMᵀ exact, ω exactly D or B
+    d = np.array([1.5, -2.0, 0.1, 0.0, 3.0])
+    mu = lambda t: np.asarray(cv.smooth_abs(jnp.asarray(t), loss, eps))      # noqa: E731
+    dmu = lambda t: np.asarray(cv.smooth_abs_grad(jnp.asarray(t), loss, eps))  # noqa: E731
+    Sigma = M @ M.T + np.diag(d)
+    np.testing.assert_allclose(cv.loss_of_M(jnp.asarray(M), jnp.asarray(Sigma), loss, eps),
+                               mu(-d).sum() + (n * n - n) * mu(0.0), rtol=1e-12)
+    np.testing.assert_allclose(cv.grad_of_M(jnp.asarray(M), jnp.asarray(Sigma), loss, eps),
+                               2 * dmu(-d)[:, None] * M, rtol=1e-12, atol=1e-14)
+    B = np.zeros((n, n))
+    B[0, 3] = B[3, 0] = 2.5
+    Sigma = M @ M.T + B
+    np.testing.assert_allclose(cv.loss_of_M(jnp.asarray(M), jnp.asarray(Sigma), loss, eps),
+                               2 * mu(-2.5) + (n * n - 2) * mu(0.0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("act", cv.ACTIVATIONS)
+def test_covnet_forward_pass_by_hand(act, x64):
+    """M = g(N_Θ(h(Σ))): the activation acts on z₀ = A⁽⁰⁾x + b⁽⁰⁾ and after every later layer but the
+    last (a linear output), and g reshapes row by row. NumPy forward pass with the layers' weights."""
+    Sigma = jnp.asarray(planted(6, 2)[0])
+    x = cv.half_vec(Sigma)
+    net, _, _ = cv.init_network(jax.random.key(4), x, 6, 2, (7, 5), act, jnp.float64)
+    net = cv.CovNet(jnp.linspace(-2.0, 2.0, 7), net.layers, act, 6, 2)     # z₀ of both signs
+    f = {"relu": lambda t: np.maximum(t, 0), "tanh": np.tanh, "logistic": lambda t: 1 / (1 + np.exp(-t)),
+         "arctan": lambda t: 2 / np.pi * np.arctan(t)}[act]
+    h = np.asarray(net.z0)
+    for layer in net.layers:
+        h = np.asarray(layer.weight) @ f(h) + np.asarray(layer.bias)
+    np.testing.assert_allclose(net(), h.reshape(6, 2), rtol=1e-12, atol=1e-14)
+
+
+def test_relative_change_rule_fires_as_soon_as_a_full_window_exists(x64):
+    """The rule compares φ_j with the mean of the ``window`` previous losses: it can first be tested at
+    j = window. With rel_tol far above any relative change it stops there, after window + 1 losses."""
+    Sigma = jnp.asarray(planted(6, 2, pairs=3)[0])
+    res = cv.decompose(Sigma, 2, hidden=(8,), optimizer="gd", lr=1e-4, max_iter=20, rel_tol=10.0, window=3)
+    assert int(res.n_iter) == 4
+
+
+def test_param_norm_max_is_the_running_maximum_from_the_initial_norm(x64):
+    """param_norm_max[0] = ‖Θ₀‖ (Xavier weights and 0.01 biases, from init_network's ‖A⁽⁰⁾‖²), and the
+    history is the running maximum of ‖Θ_j‖: non-decreasing, and moving with a gradient step that
+    makes the weights grow."""
+    Sigma = jnp.asarray(planted(6, 2, pairs=3)[0])
+    hidden, key = (8, 5), jax.random.key(2)
+    net0, A0_sq, _ = cv.init_network(key, cv.half_vec(Sigma), 6, 2, hidden, "tanh", jnp.float64)
+    norm0 = np.sqrt(float(A0_sq) + hidden[0] * 1e-4 + sum(float(jnp.sum(lin.weight ** 2) + jnp.sum(lin.bias ** 2))
+                                                         for lin in net0.layers))
+    res = cv.decompose(Sigma, 2, hidden=hidden, activation="tanh", loss="huber", optimizer="gd", lr=3e-3,
+                       max_iter=12, rel_tol=None, key=key)
+    p = np.asarray(res.param_norm_max)
+    np.testing.assert_allclose(p[0], norm0, rtol=1e-12)
+    assert np.all(np.diff(p) >= 0) and p[-1] > p[0]
+
+
+def test_armijo_search_starts_from_twice_the_last_accepted_step(x64):
+    """After step t₀ the next search first tries 2t₀ (module docstring): wherever 2t₀ passes
+    α t‖∇φ‖² ≤ φ(Θ₁) − φ(Θ₁ − t∇φ) ≤ β t‖∇φ‖² at Θ₁ (recomputed from the returned network: the gradient
+    step moves z₀ by −t(‖x‖² + 1)δ and the later layers by −t∇), it is the step taken. The lr are chosen
+    where t₀ passes at Θ₁ too, so a search that started from t₀ again would stop there."""
+    import equinox as eqx
+    Sigma = jnp.asarray(planted(6, 2, pairs=3)[0])
+    x = cv.half_vec(Sigma)
+    xx = float(x @ x) + 1.0
+    kw = dict(hidden=(8,), activation="tanh", loss="logcosh", eps=0.1, optimizer="armijo", rel_tol=None,
+              max_iter=2, key=jax.random.key(1))
+
+    @eqx.filter_jit
+    def trial(net, t):      # φ(Θ₁), ‖∇φ(Θ₁)‖² and φ(Θ₁ − t∇φ(Θ₁)) in the network's parameters
+        phi = lambda m: cv.loss_of_M(m(), Sigma, "logcosh", 0.1)    # noqa: E731
+        f1, g = eqx.filter_value_and_grad(phi)(net)
+        g_sq = xx * jnp.sum(g.z0 ** 2) + sum(jnp.sum(v ** 2) for v in jax.tree.leaves(g.layers))
+        moved = eqx.tree_at(lambda m: (m.z0, m.layers), net,
+                            (net.z0 - t * xx * g.z0, jax.tree.map(lambda a, b: a - t * b, net.layers, g.layers)))
+        return f1, g_sq, phi(moved)
+
+    def passes(net, t):
+        f1, g_sq, f_moved = (float(v) for v in trial(net, t))
+        return f1, 0.1 * t * g_sq <= f1 - f_moved <= 0.9 * t * g_sq
+
+    checked = 0
+    for lr in (5e-3, 6e-3):
+        one = cv.decompose(Sigma, 2, lr=lr, grad_tol=1e30, **kw)    # stops after one step: net = Θ₁
+        two = cv.decompose(Sigma, 2, lr=lr, grad_tol=0.0, **kw)     # the same program, two steps
+        assert int(one.n_iter) == 1 and int(two.n_iter) == 2
+        t0 = float(one.step[0])
+        assert t0 > 0 and float(two.step[0]) == t0
+        f1, twice_passes = passes(one.net, 2 * t0)
+        np.testing.assert_allclose(two.loss[1], f1, rtol=1e-12)
+        if twice_passes:
+            assert float(two.step[1]) == 2 * t0
+            checked += passes(one.net, t0)[1]
+    assert checked, "no lr of the grid where both t₀ and 2t₀ pass Goldstein–Armijo at Θ₁"
+
+
+def test_goldstein_armijo_on_closed_form_line_functions(x64):
+    """φ(t) = f₀ − t‖g‖² + (c/2) t²‖g‖²: the accepted t has 1 − ct/2 ∈ [α, β], i.e. t ∈ [2(1 − β)/c,
+    2(1 − α)/c], from a first trial far below or far above. On a linear φ (Goldstein never holds, every
+    trial passes Armijo) the search runs out of trials and returns the last step that passed Armijo,
+    t₀·2^(max_trials − 1), not 0 (which would stop the solver)."""
+    from lowrank_jax.covariance import nn
+    f0, g_sq = jnp.asarray(5.0), jnp.asarray(2.0)
+    for c in (0.5, 3.0, 40.0):
+        for t0 in (1e-6, 1.0, 1e4):
+            t = float(nn._goldstein_armijo(lambda t: f0 - t * g_sq + 0.5 * c * t * t * g_sq, f0, g_sq,
+                                           jnp.asarray(t0), 0.1, 0.9))
+            assert 2 * (1 - 0.9) / c * (1 - 1e-12) <= t <= 2 * (1 - 0.1) / c * (1 + 1e-12), (c, t0, t)
+    t = nn._goldstein_armijo(lambda t: f0 - t * g_sq, f0, g_sq, jnp.asarray(0.5), 0.1, 0.9, max_trials=12)
+    assert float(t) == 0.5 * 2.0 ** 11
