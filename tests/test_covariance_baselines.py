@@ -521,6 +521,28 @@ def test_gamma_norm_shrink_descends_to_a_stationary_point_and_tends_to_svt(x64):
     np.testing.assert_allclose(baselines.gamma_norm_shrink(s, 2.0, 1e8, s), prox.soft_threshold(s, 0.5), atol=1e-6)
 
 
+def test_gamma_norm_shrink_takes_exactly_inner_dc_steps(x64):
+    """With tol = 0 the loop runs ``inner`` DC steps σ ← max(s − f'(σ)/μ, 0), each kept (NumPy steps from
+    σ = 0 and from a given start); with a huge tol it stops after the first."""
+    s = np.array([4.0, 2.5, 1.2, 0.4])
+    mu, gamma = 1.5, 0.8
+
+    def steps(k, sig):
+        for _ in range(k):
+            sig = np.maximum(s - (1 + gamma) * gamma / (gamma + sig) ** 2 / mu, 0.0)
+        return sig
+
+    for start in (None, 0.5 * s):
+        sig0 = np.zeros_like(s) if start is None else start
+        for inner in (1, 2, 3):
+            out = baselines.gamma_norm_shrink(jnp.asarray(s), mu, gamma, None if start is None else jnp.asarray(start),
+                                              inner=inner, tol=0.0)
+            np.testing.assert_allclose(out, steps(inner, sig0), rtol=1e-13)
+            assert not np.allclose(steps(inner, sig0), steps(inner - 1, sig0))
+        np.testing.assert_allclose(baselines.gamma_norm_shrink(jnp.asarray(s), mu, gamma, None, tol=1e30),
+                                   steps(1, np.zeros_like(s)), rtol=1e-13)
+
+
 def test_group_soft_threshold_is_the_l21_prox(x64):
     """Optimality of z = prox_{t‖·‖₂,₁}(x), column by column: x_j − z_j = t z_j/‖z_j‖ where z_j ≠ 0,
     and ‖x_j‖ ≤ t where z_j = 0."""
