@@ -93,6 +93,14 @@ def compute_dtype(dtype):
     return dtype
 
 
+def as_floating(x) -> jax.Array:
+    """``x`` as a JAX array that thresholds and ranks apply to: integer and bool data in the default
+    float (so that a real-valued threshold is not truncated to the integers), floating data, half
+    precision included, as they are (elementwise work needs no LAPACK)."""
+    x = jnp.asarray(x)
+    return x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(compute_dtype(x.dtype))
+
+
 def as_matrix(x, name: str, *, min_rows: int = 1) -> jax.Array:
     """Return ``x`` as a 2-D floating JAX array, or raise ``ValueError`` naming ``name``.
 

@@ -125,14 +125,6 @@ def top_fraction_thresholds(magnitude: jax.Array, alpha, *, row_guess=None, col_
     return row_cut, col_cut
 
 
-def _top_fraction_data(x) -> jax.Array:
-    """``x`` as an array that :func:`lowrank_jax.selection.kth_largest` can rank: integer and bool data
-    in the default float (as the solvers take them, :func:`lowrank_jax._checks.compute_dtype`),
-    floating data as they are."""
-    x = jnp.asarray(x)
-    return x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(_checks.compute_dtype(x.dtype))
-
-
 def _check_fraction(alpha, name: str = "alpha") -> None:
     """Refuse a concrete ``alpha`` that is not a real number in [0, 1] (NaN included), by name. A
     traced one cannot be checked here (see :func:`sparsify_top_fraction`)."""
@@ -159,7 +151,7 @@ def sparsify_top_fraction(x: jax.Array, alpha) -> jax.Array:
     gives an all-NaN result, as :func:`lowrank_jax._checks.as_hyper` does for invalid traced values.
     """
     _check_fraction(alpha)
-    return _sparsify_top_fraction(_top_fraction_data(x), alpha)
+    return _sparsify_top_fraction(_checks.as_floating(x), alpha)
 
 
 @jax.jit
@@ -185,7 +177,7 @@ def sparsify_top_fraction_topk(x: jax.Array, alpha: float) -> jax.Array:
     and takes integer ``x`` in the default float, as :func:`sparsify_top_fraction` does.
     """
     _check_fraction(alpha)
-    x = _top_fraction_data(x)
+    x = _checks.as_floating(x)
     n1, n2 = x.shape
     kr, kc = int(top_fraction_count(alpha, n2)), int(top_fraction_count(alpha, n1))
     mag = jnp.abs(x)

@@ -291,11 +291,19 @@ _mfb_units = jax.jit(jax.vmap(_mfb_unit, in_axes=(0, 0, None)))
 def l1_prox(x, strength):
     """Prox of λ‖·‖₁ (soft thresholding) on an array or on every leaf of a pytree; ``strength`` λ ≥ 0,
     +inf allowed (every entry 0); refused by name when negative or NaN and concrete, NaN everywhere
-    when traced (x − clip(x, −λ, λ) at λ < 0 would shift every entry by |λ|)."""
+    when traced (x − clip(x, −λ, λ) at λ < 0 would shift every entry by |λ|). Floating leaves keep
+    their dtype; integer and bool leaves are returned in the default float."""
     from lowrank_jax.prox import soft_threshold
 
     t = _checks.as_hyper(strength, "strength", allow_inf=True)   # inf: 0; traced λ < 0 or NaN: NaN
-    return jax.tree.map(lambda leaf: soft_threshold(leaf, t.astype(leaf.dtype)), x)
+
+    def one(leaf):
+        # Integer and bool leaves are shrunk in the default float (as soft_threshold does): casting λ
+        # to the leaf's integer dtype truncated it (λ = 0.6 became 0, no shrinkage at all).
+        leaf = _checks.as_floating(leaf)
+        return soft_threshold(leaf, t.astype(leaf.dtype))
+
+    return jax.tree.map(one, x)
 
 
 def project_l1_ball_rows(W, radius):

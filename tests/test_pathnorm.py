@@ -375,3 +375,139 @@ def test_logged_loss_carries_lambda_times_the_penalty(reg, method):
     low = pathnorm.train(jax.random.key(0), X, y, lam=0.0, **kw).loss
     high = pathnorm.train(jax.random.key(0), X, y, lam=2.0, **kw).loss
     np.testing.assert_allclose(high - low, 2.0 * float(pathnorm.penalty(model, reg)), rtol=1e-4)
+
+
+def test_network_is_elu_of_the_affine_hidden_layer_then_affine():
+    """h(x) = W_out · elu(W_in x + b_in) + b_out, checked in NumPy with the module's own (non-zero)
+    biases, for a batch and for a single example."""
+    model = pathnorm.ShallowNet(6, 4, 3, key=jax.random.key(7))
+    W_in, W_out = (np.asarray(w, np.float64) for w in model.weights)
+    b_in, b_out = np.asarray(model.hidden.bias, np.float64), np.asarray(model.out.bias, np.float64)
+    assert np.all(b_in != 0) and np.all(b_out != 0)
+    X = np.random.default_rng(0).uniform(-2, 2, (9, 6))
+    Z = X @ W_in.T + b_in
+    want = np.where(Z > 0, Z, np.expm1(Z)) @ W_out.T + b_out
+    np.testing.assert_allclose(model(jnp.asarray(X, jnp.float32)), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model(jnp.asarray(X[0], jnp.float32)), want[0], rtol=1e-5, atol=1e-6)
+
+
+def test_penalties_by_hand():
+    """g for each regulariser on non-square layers (so that an axis or layer mix-up shows): the
+    path norm sums over input-output paths, "l1" both layers' entries, "layer" both layers' ℓ∞
+    operator norms (largest row ℓ1 norm); the SGD loss adds λ g to the cross-entropy."""
+    model = pathnorm.ShallowNet(7, 5, 3, key=jax.random.key(8))
+    W_in, W_out = (np.asarray(w, np.float64) for w in model.weights)
+    by_paths = sum(abs(W_out[k, j]) * abs(W_in[j, i]) for k in range(3) for j in range(5) for i in range(7))
+    np.testing.assert_allclose(pathnorm.penalty(model, "path"), by_paths, rtol=1e-5)
+    np.testing.assert_allclose(pathnorm.penalty(model, "l1"), np.abs(W_in).sum() + np.abs(W_out).sum(), rtol=1e-5)
+    np.testing.assert_allclose(pathnorm.penalty(model, "layer"),
+                               np.linalg.norm(W_in, np.inf) + np.linalg.norm(W_out, np.inf), rtol=1e-5)
+    X = jnp.asarray(np.random.default_rng(1).random((8, 7)), jnp.float32)
+    y = jnp.arange(8) % 3
+    for reg in pathnorm.REGULARIZERS:
+        ce = float(pathnorm.cross_entropy(model, X, y))
+        np.testing.assert_allclose(pathnorm.loss_fn(model, X, y, reg, "sgd", 0.3),
+                                   ce + 0.3 * float(pathnorm.penalty(model, reg)), rtol=1e-5)
+        np.testing.assert_allclose(pathnorm.loss_fn(model, X, y, reg, "prox", 0.3), ce, rtol=1e-6)
+
+
+def test_prox_step_acts_on_both_weight_matrices_and_not_on_biases():
+    """"l1" soft-thresholds W_in and W_out at the strength; "layer" puts every row of both onto the
+    ℓ1 ball of radius 1/strength (rows outside land on it, rows inside stay); "path" is the path-norm
+    prox. Biases never change."""
+    model = pathnorm.ShallowNet(7, 5, 3, key=jax.random.key(9))
+    W_in = np.asarray(model.hidden.weight) * np.array([[4.0], [0.3], [4.0], [0.3], [4.0]], np.float32)
+    W_out = np.asarray(model.out.weight) * np.array([[4.0], [0.3], [4.0]], np.float32)   # rows out of and in the ball
+    model = pathnorm._with_weights(model, jnp.asarray(W_in), jnp.asarray(W_out))
+    s = 0.3
+    out = pathnorm.prox_step(model, s, "l1")
+    np.testing.assert_allclose(out.hidden.weight, np.sign(W_in) * np.maximum(np.abs(W_in) - s, 0), atol=1e-6)
+    np.testing.assert_allclose(out.out.weight, np.sign(W_out) * np.maximum(np.abs(W_out) - s, 0), atol=1e-6)
+    out = pathnorm.prox_step(model, s, "layer")
+    for P, W in zip(out.weights, (W_in, W_out)):
+        P, norms = np.asarray(P), np.abs(W).sum(axis=1)
+        assert np.any(norms > 1 / s) and np.any(norms <= 1 / s)
+        np.testing.assert_allclose(np.abs(P).sum(axis=1)[norms > 1 / s], 1 / s, rtol=1e-5)
+        np.testing.assert_array_equal(P[norms <= 1 / s], W[norms <= 1 / s])
+        assert np.all(P * W >= 0) and np.all(np.abs(P) <= np.abs(W))
+    out = pathnorm.prox_step(model, s, "path")
+    for got, want in zip(out.weights, prox.path_norm_prox(W_in, W_out, s)):
+        np.testing.assert_array_equal(got, want)
+    for reg in pathnorm.REGULARIZERS:
+        out = pathnorm.prox_step(model, s, reg)
+        np.testing.assert_array_equal(out.hidden.bias, model.hidden.bias)
+        np.testing.assert_array_equal(out.out.bias, model.out.bias)
+
+
+def test_logs_are_the_last_minibatch_of_each_log_point_and_epochs_reshuffle():
+    """With a learning rate too small to move the weights, every logged loss is CE + λ g of the
+    initial network on one minibatch. One log per minibatch: an epoch's logs average to the full-data
+    loss (every example once per epoch), and the second epoch's minibatches differ from the first's
+    (reshuffled). Half as many logs report every second of those: the minibatch just before the log."""
+    rng = np.random.default_rng(2)
+    X = jnp.asarray(rng.random((40, 5)), jnp.float32)
+    y = jnp.asarray(rng.integers(0, 3, 40))
+    model = pathnorm.ShallowNet(5, 4, 3, key=jax.random.key(1))
+    kw = dict(reg="path", method="prox", lr=1e-9, lam=0.5, epochs=2, batch=5, model=model)
+    every = pathnorm.train(jax.random.key(0), X, y, logs_per_epoch=8, **kw)
+    full = float(pathnorm.cross_entropy(model, X, y)) + 0.5 * float(pathnorm.penalty(model, "path"))
+    np.testing.assert_allclose(np.asarray(every.loss).mean(axis=1), [full, full], rtol=1e-5)
+    assert np.ptp(np.asarray(every.loss[0])) > 1e-3                  # the minibatches differ
+    assert not np.allclose(every.loss[0], every.loss[1], rtol=1e-4)
+    half = pathnorm.train(jax.random.key(0), X, y, logs_per_epoch=4, **kw)
+    np.testing.assert_allclose(half.loss, every.loss[:, 1::2], rtol=1e-5)
+
+
+def test_progress_bar_reaches_the_number_of_epochs(monkeypatch):
+    """progress=True: the callbacks from inside the compiled training move the bar to ``epochs``."""
+    from lowrank_jax import progress
+
+    class Recording:
+        def __init__(self, total, *args, **kwargs):
+            self.total, self.n = total, 0
+
+        def update(self, k=1):
+            self.n += k
+
+        def close(self):
+            pass
+
+    bars = []
+    monkeypatch.setattr(progress, "bar", lambda total, *a, **k: bars.append(Recording(total)) or bars[-1])
+    rng = np.random.default_rng(3)
+    X, y = jnp.asarray(rng.random((30, 3)), jnp.float32), jnp.asarray(rng.integers(0, 2, 30))
+    pathnorm.train(jax.random.key(0), X, y, reg="l1", method="prox", lr=0.1, lam=0.01, epochs=3, batch=10,
+                   hidden=3, logs_per_epoch=1, progress=True)
+    (rec,) = bars
+    assert rec.total == 3 and rec.n == 3
+
+
+def test_exactly_logs_per_epoch_minibatches_are_enough_and_inputs_below_the_bounds_are_refused():
+    """An epoch needs ⌊N/batch⌋ ≥ logs_per_epoch: N = batch · logs_per_epoch trains, one example fewer
+    is refused. The attack refuses X outside ``bounds`` on either side (below lo as well as above hi)."""
+    rng = np.random.default_rng(4)
+    X, y = jnp.asarray(rng.random((20, 3)), jnp.float32), jnp.asarray(rng.integers(0, 2, 20))
+    kw = dict(reg="l1", method="prox", lr=0.1, lam=0.01, epochs=1, batch=10, hidden=3, logs_per_epoch=2)
+    assert pathnorm.train(jax.random.key(0), X, y, **kw).loss.shape == (1, 2)
+    with pytest.raises(ValueError, match="minibatches"):
+        pathnorm.train(jax.random.key(0), X[:19], y[:19], **kw)
+    model = pathnorm.ShallowNet(3, 4, 2, key=jax.random.key(0))
+    for shifted in (X - 1.0, X + 1.0):
+        with pytest.raises(ValueError, match="outside bounds"):
+            pathnorm.pgd_attack(model, shifted, y, 0.1, key=1)
+    # the bounds given are the range it checks: the shifted data inside them are accepted
+    assert pathnorm.pgd_attack(model, X - 1.0, y, 0.1, key=1, steps=1, bounds=(-1.0, 0.0)).shape == X.shape
+
+
+def test_the_initial_network_comes_from_the_first_half_of_the_key():
+    """train(key) builds its network from jax.random.split(key)[0] and shuffles with the other half:
+    passing that network explicitly gives the same run (the initialisation key is not reused for the
+    minibatch order)."""
+    rng = np.random.default_rng(5)
+    X, y = jnp.asarray(rng.random((30, 4)), jnp.float32), jnp.asarray(rng.integers(0, 3, 30))
+    kw = dict(reg="path", method="prox", lr=0.1, lam=0.01, epochs=2, batch=10, logs_per_epoch=1, outputs=3)
+    key = jax.random.key(6)
+    built = pathnorm.train(key, X, y, hidden=5, **kw)
+    given = pathnorm.train(key, X, y, model=pathnorm.ShallowNet(4, 5, 3, key=jax.random.split(key)[0]), **kw)
+    np.testing.assert_array_equal(built.loss, given.loss)
+    np.testing.assert_array_equal(built.model.hidden.weight, given.model.hidden.weight)

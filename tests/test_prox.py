@@ -249,3 +249,16 @@ def test_hard_threshold_zeroes_ties_at_t():
     t = 0.75
     x = jnp.array([-t, t, -2 * t, 0.5 * t, 2 * t, 0.0])
     np.testing.assert_array_equal(prox.hard_threshold(x, t), [0.0, 0.0, -2 * t, 0.0, 2 * t, 0.0])
+
+
+def test_soft_threshold_derivative_takes_the_threshold_branch_at_ties(x64):
+    """At |x| = t exactly the documented rule takes the t-branch, as for |x| > t: ∂S/∂t = −sign(x) and
+    ∂S/∂x = 1 (the clip's derivative in x is 0 there), in forward and reverse mode."""
+    x = jnp.array([0.5, -0.5, 0.2, 0.9, -0.9])
+    t = 0.5
+    _, dt = jax.jvp(lambda t: prox.soft_threshold(x, t), (t,), (1.0,))
+    np.testing.assert_array_equal(dt, [-1.0, 1.0, 0.0, -1.0, 1.0])
+    g_x = jax.grad(lambda x: jnp.sum(prox.soft_threshold(x, t)))(x)
+    np.testing.assert_array_equal(g_x, [1.0, 1.0, 0.0, 1.0, 1.0])
+    g_t = jax.grad(lambda t: jnp.sum(prox.soft_threshold(x, t) * jnp.arange(1.0, 6.0)))(t)
+    np.testing.assert_allclose(g_t, -1.0 + 2.0 - 4.0 + 5.0)

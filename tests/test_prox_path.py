@@ -402,3 +402,17 @@ def test_a_traced_negative_or_nan_strength_gives_nan_not_a_plausible_answer(fn):
         assert np.all(np.isnan(P[:2])) and np.all(np.isfinite(P[2]))
     with pytest.raises(ValueError, match="strength"):
         fn(W_in, W_out, -0.3)
+
+
+def test_l1_prox_of_integer_leaves_uses_the_real_strength():
+    """The strength was cast to each leaf's dtype: on integer weights λ = 0.6 became 0 (nothing
+    shrunk) and λ = 1.5 became 1. Integer leaves are now shrunk in the default float, as
+    soft_threshold and the ℓ1-ball projection already took integers."""
+    ints = jnp.array([3, -2, 1, 0])
+    for lam in (0.6, 1.5):
+        want = np.sign([3, -2, 1, 0]) * np.maximum(np.abs([3.0, -2.0, 1.0, 0.0]) - lam, 0)
+        got = prox.l1_prox({"w": ints, "f": ints.astype(jnp.float32)}, lam)
+        assert jnp.issubdtype(got["w"].dtype, jnp.floating) and got["f"].dtype == jnp.float32
+        np.testing.assert_allclose(got["w"], want, rtol=1e-6)
+        np.testing.assert_array_equal(got["w"], got["f"])
+        np.testing.assert_allclose(prox.soft_threshold(ints, lam), want, rtol=1e-6)
