@@ -190,3 +190,28 @@ def test_sharded_lrpca_rejects_bad_input():
         sharded.lrpca_sharded(Y, 2, z, e, max_iter=5)
     with pytest.raises(ValueError, match="max_iter must be an integer"):   # a TypeError from '>' before
         sharded.lrpca_sharded(Y, 2, z, e, max_iter="3")
+
+
+def test_sharded_lrpca_stops_strictly_below_tol_and_keeps_frmnn_thresholds_for_s():
+    """One device. The tolerance stop is strict, as lrpca's: tol equal to the residual after layer 2
+    (from the same compiled program, a tol that never fires) stops after layer 3. And with FRMNN the
+    returned S is the last layer's S = S_{ζ_K φ^p}(Y − X_{k−1}), as lrpca's (not thresholded at ζ_K)."""
+    from lowrank_jax import rpca
+    from lowrank_jax.datasets import rpca as data
+    from lowrank_jax.rpca import sharded
+    # the shapes and schedule length of test_sharded_lrpca_on_one_device_equals_lrpca's Y = 0 run, whose
+    # compiled tolerance program this one reuses
+    prob = data.rpca_problem(jax.random.key(3), 40, 30, 4, 0.1)
+    mesh = sharded.row_mesh(jax.devices()[:1])
+    p = rpca.pretrained(0.1)
+    zeta, eta = p.zeta * (1000 / np.sqrt(40 * 30)) * (4 / 5), p.eta
+    full = sharded.lrpca_sharded(prob.Y, 4, zeta, eta, tol=1e-30, mesh=mesh)
+    res = np.asarray(full.residual)
+    assert int(full.n_iter) == 10 and res[2] < res[1] < res[0]
+    stopped = sharded.lrpca_sharded(prob.Y, 4, zeta, eta, tol=float(res[1]), mesh=mesh)
+    assert int(stopped.n_iter) == 3
+    kw = dict(beta=1.0, phi=0.5, max_iter=13)
+    ref = rpca.lrpca(prob.Y, 4, zeta, eta, **kw)
+    out = sharded.lrpca_sharded(prob.Y, 4, zeta, eta, mesh=mesh, **kw)
+    assert np.any(np.asarray(ref.S) != 0)
+    np.testing.assert_allclose(np.asarray(out.S), np.asarray(ref.S), rtol=1e-4, atol=1e-6)

@@ -360,3 +360,102 @@ def test_stage_zero_takes_both_phases_steps(monkeypatch, tiny_run):
     with pytest.raises(Stop):
         training.train_lrpca(jax.random.key(0), TINY, callback=stop)
     assert sum(ticks) == TINY.pre_steps + TINY.full_steps
+
+
+def _fake_phases(monkeypatch, calls, loss_at=lambda stage, i: 0.0):
+    """Replace the compiled optimiser step by a recorder (and the oracle initialisation by a fixed
+    schedule): train_lrpca's loop logic is then run without compiling anything."""
+    def make_phase(cfg, layers, sampler=None):
+        def step(params, opt_state, key, mask_z, mask_e):
+            calls.append(dict(stage=layers, key=tuple(np.asarray(jax.random.key_data(key)).ravel().tolist()),
+                              z=np.asarray(mask_z).tolist(), e=np.asarray(mask_e).tolist(),
+                              fresh=not isinstance(opt_state, str)))
+            return params, "used", jnp.float32(loss_at(layers, len(calls)))
+        return step
+
+    def init(key, cfg, sampler=None):
+        K = cfg.num_layers
+        return params_mod.LRPCAParams.from_schedule(jnp.full(K + 1, 0.1), jnp.full(K, 0.5), rank=cfg.rank, n=cfg.n)
+
+    monkeypatch.setattr(training, "_make_phase", make_phase)
+    monkeypatch.setattr(training, "initial_params", init)
+
+
+def test_curriculum_order_fresh_instances_and_optimiser_restarts(monkeypatch):
+    """The loop's schedule: stage 0 runs pre + full steps on ζ₀; stage j ≥ 1 runs pre_steps on layer j
+    alone, then full_steps on layers 0..j (different counts here, so a swap shows); every step gets a
+    key of its own (fresh instances: not the same batch at every step of a phase, nor the same
+    batches at every stage or in both phases), and every phase starts a fresh Adam state."""
+    cfg = dataclasses.replace(TINY, pre_steps=2, full_steps=3)
+    K = cfg.num_layers
+    calls = []
+    _fake_phases(monkeypatch, calls)
+    log = []
+    training.train_lrpca(jax.random.key(0), cfg, progress=False, log=log)
+    assert [e["stage"] for e in log] == list(range(K + 1))
+
+    def only(j):
+        z, e = np.zeros(K + 1), np.zeros(K)
+        z[j] = 1
+        e[j - 1] = 1
+        return z.tolist(), e.tolist()
+
+    def upto(j):
+        return (np.arange(K + 1) <= j).astype(float).tolist(), (np.arange(K) < j).astype(float).tolist()
+
+    want = [(0, *upto(0), i == 0) for i in range(cfg.pre_steps + cfg.full_steps)]
+    for j in range(1, K + 1):
+        want += [(j, *only(j), i == 0) for i in range(cfg.pre_steps)]
+        want += [(j, *upto(j), i == 0) for i in range(cfg.full_steps)]
+    assert [(c["stage"], c["z"], c["e"], c["fresh"]) for c in calls] == want
+    keys = [c["key"] for c in calls]
+    assert len(set(keys)) == len(keys)
+
+
+def test_a_non_finite_loss_stops_training_and_keeps_the_last_finished_stage(monkeypatch, tmp_path):
+    """A NaN loss (stage 2 here) raises FloatingPointError naming the stage instead of training on;
+    the checkpoint holds stage 1, the last finished one."""
+    calls = []
+    _fake_phases(monkeypatch, calls, loss_at=lambda stage, i: np.nan if stage == 2 else 0.0)
+    ckpt = tmp_path / "nan.eqx"
+    with pytest.raises(FloatingPointError, match="stage 2"):
+        training.train_lrpca(jax.random.key(0), TINY, checkpoint=ckpt, progress=False)
+    assert max(c["stage"] for c in calls) == 2 and sum(c["stage"] == 2 for c in calls) == 1
+    _, header = params_mod.read_params(ckpt.read_bytes())
+    assert header["meta"]["stage"] == 1
+
+
+def test_a_step_reports_the_batch_mean_of_the_stage_loss(tiny_run):
+    """The loss a step returns (and the log's errors) is ℓ_j = (1/B) Σ_b loss_b on the batch drawn
+    from its key, at the parameters before the update: the mean, not the sum, over the batch."""
+    p = tiny_run[0]
+    step = training._make_phase(TINY, 2)               # compiled by tiny_run already
+    mask_z, mask_e = training._masks(p, 2, False)
+    state = training._optimizer(TINY).init(eqx.filter(p, eqx.is_inexact_array))
+    key = jax.random.key(11)
+    _, _, loss = step(p, state, key, mask_z, mask_e)
+    Y, X = training._instances(key, TINY, TINY.batch)
+    per = jax.jit(jax.vmap(lambda y, x: training.stage_loss(p, y, x, 2)))(Y, X)
+    assert per.shape == (TINY.batch,) and float(jnp.std(per)) > 0          # the instances differ
+    np.testing.assert_allclose(float(loss), float(jnp.mean(per)), rtol=1e-5)
+
+
+def test_train_config_refuses_a_rank_above_n():
+    with pytest.raises(ValueError, match="rank must be <= n"):
+        training.TrainConfig(n=3, rank=4)
+    assert training.TrainConfig(n=3, rank=3).rank == 3
+
+
+def test_a_schedule_is_stored_as_logs_and_its_lengths_are_checked():
+    """from_schedule stores log ζ and log η (the trained, positive-by-construction coordinates): ζ and η
+    read back as given, and a model with one threshold too few or too many is refused."""
+    z, e = jnp.array([1.0, 0.5, 0.25]), jnp.array([0.6, 0.3])
+    p = params_mod.LRPCAParams.from_schedule(z, e, rank=2, n=60)
+    np.testing.assert_allclose(p.log_zeta, np.log(np.asarray(z)), rtol=1e-6)
+    np.testing.assert_allclose(p.log_eta, np.log(np.asarray(e)), rtol=1e-6)
+    np.testing.assert_allclose(p.eta, e, rtol=1e-6)
+    for bad_eta in (jnp.array([0.6, 0.3, 0.2]), jnp.array([0.6])):
+        with pytest.raises(ValueError, match="one more entry"):
+            params_mod.LRPCAParams.from_schedule(z, bad_eta, rank=2, n=60)
+    with pytest.raises(ValueError, match="one more entry"):
+        params_mod.LRPCAParams(jnp.zeros(3), jnp.zeros(3), jnp.ones(()), jnp.ones(()), rank=2, n=60)
