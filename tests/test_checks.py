@@ -262,3 +262,18 @@ def test_traced_hyperparameters_that_break_a_rule_become_nan():
     for v in (-1.0, np.nan):
         with pytest.raises(ValueError, match="h"):
             _checks.as_hyper(v, "h")
+
+
+def test_rank_is_bounded_by_the_smaller_dimension():
+    """1 ≤ rank ≤ min(shape), for tall and wide shapes alike: min(shape) passes, min(shape) + 1 (still
+    ≤ the larger dimension) is refused with the bound named; a vector shape bounds by its length."""
+    for shape in ((6, 4), (4, 6), (5, 5)):
+        k = min(shape)
+        assert _checks.check_rank(k, shape) == k and _checks.check_rank(1, shape) == 1
+        with pytest.raises(ValueError, match=rf"1 <= rank <= {k} for shape \({shape[0]}, {shape[1]}\), got {k + 1}"):
+            _checks.check_rank(k + 1, shape)
+        with pytest.raises(ValueError, match="got 0"):
+            _checks.check_rank(0, shape)
+    assert _checks.check_rank(3, (3,)) == 3
+    with pytest.raises(ValueError, match="1 <= r <= 3, got 4"):
+        _checks.check_rank(4, (3,), "r")

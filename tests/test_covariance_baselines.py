@@ -893,3 +893,80 @@ def test_sparsity_of_the_shrunk_part_uses_the_given_threshold(x64):
     assert float(e.sparsity_shrunk) == pytest.approx(0.75)
     assert float(metrics.real_data_errors(Sigma, L, S, shrink_t=0.1).sparsity_shrunk) == 0.0
     assert metrics.report(Sigma, L, S, shrink_t=0.1, tol=0.2)["sparsity_shrunk"] == pytest.approx(0.75)
+
+
+def test_french_loader_picks_the_portfolio_columns_by_name(monkeypatch, tmp_path):
+    """load_french_correlation reads the 30 portfolio columns by their names wherever the file puts
+    them, in FRENCH_PORTFOLIOS order, and drops the factor columns: on a small file with the factors
+    first and the portfolios in reverse order, returns and Σ are those of the named columns."""
+    rng = np.random.default_rng(0)
+    header = list(cov.FRENCH_FACTORS) + list(cov.FRENCH_PORTFOLIOS[::-1])
+    T = 12
+    values = rng.normal(size=(T, len(header)))
+    dates = [f"{1950 + t // 12}-{t % 12 + 1:02d}-01" for t in range(T)]
+    path = tmp_path / "french.csv.bz2"
+    with bz2.open(path, "wt") as f:
+        f.write("dates," + ",".join(header) + "\n"
+                + "".join(f"{d}," + ",".join(repr(float(v)) for v in row) + "\n" for d, row in zip(dates, values)))
+    monkeypatch.setattr(cov, "french_path", lambda: path)
+    d = cov.load_french_correlation()
+    want = values[:, [header.index(c) for c in cov.FRENCH_PORTFOLIOS]]
+    np.testing.assert_array_equal(d.returns, want)
+    np.testing.assert_allclose(d.Sigma, np.corrcoef(want, rowvar=False), atol=1e-14)
+    assert d.names == cov.FRENCH_PORTFOLIOS and len(d.dates) == T
+    assert d.groups[:12] == ("industry",) * 12 and d.groups[-1] == "size-momentum"
+
+
+def test_correlation_is_exactly_symmetric_with_a_unit_diagonal():
+    """np.corrcoef leaves round-off of order 1e-16 in the symmetry and the diagonal; correlation()
+    makes both exact (solvers check symmetry exactly). On returns where corrcoef shows that round-off."""
+    r = np.random.default_rng(1).normal(size=(250, 40)) * np.logspace(-3, 1, 40)
+    C = np.corrcoef(r, rowvar=False)
+    assert not (np.array_equal(C, C.T) and np.all(np.diag(C) == 1.0))     # the round-off is there
+    S = cov.correlation(r)
+    np.testing.assert_array_equal(S, S.T)
+    np.testing.assert_array_equal(np.diag(S), 1.0)
+    np.testing.assert_allclose(S, C, atol=1e-15)
+
+
+def test_csv_reader_refuses_repeated_or_unordered_dates(tmp_path):
+    """Dates must increase strictly: a repeated day (a duplicated row) would count a zero return."""
+    path = tmp_path / "dup.csv.bz2"
+    for body in ("2000-01-01,1\n2000-01-01,2\n2000-01-02,3\n", "2000-01-02,1\n2000-01-01,2\n"):
+        with bz2.open(path, "wt") as f:
+            f.write("dates,a\n" + body)
+        with pytest.raises(ValueError, match="strictly increasing"):
+            cov._read_csv(path, bz2.open)
+
+
+def test_sp500_loader_needs_three_returns_and_positive_prices(monkeypatch, tmp_path):
+    """A window of 3 returns is the least taken (2 raise, naming the window); a price of 0 is refused
+    (its return would be inf or −1 and every correlation with it NaN)."""
+    prices = np.array([[10.0, 20.0], [11.0, 19.0], [12.1, 19.5], [11.0, 21.0], [11.5, 20.0]])
+    dates = ["2020-01-02", "2020-01-03", "2020-01-06", "2020-01-07", "2020-01-08"]
+    path = tmp_path / "sp.csv.gz"
+
+    def write(p):
+        with gzip.open(path, "wt") as f:
+            f.write("Date,AAA,BBB\n" + "".join(f"{d},{a},{b}\n" for d, (a, b) in zip(dates, p)))
+
+    write(prices)
+    monkeypatch.setattr(cov, "sp500_path", lambda: path)
+    assert len(cov.load_sp500_correlation(end="2020-01-07").dates) == 3
+    with pytest.raises(ValueError, match="only 2 returns between None and 2020-01-06"):
+        cov.load_sp500_correlation(end="2020-01-06")
+    write(prices * np.array([[1.0], [1.0], [0.0], [1.0], [1.0]]))
+    with pytest.raises(ValueError, match="non-positive prices"):
+        cov.load_sp500_correlation()
+
+
+def test_a_jax_key_seeds_the_generator_with_all_its_data():
+    """Every word of a raw key seeds NumPy's generator: keys that differ in one word only give
+    different problems, and the same key the same one."""
+    a = jax.random.wrap_key_data(jnp.array([0, 5], jnp.uint32))
+    b = jax.random.wrap_key_data(jnp.array([1, 5], jnp.uint32))
+    c = jax.random.wrap_key_data(jnp.array([0, 6], jnp.uint32))
+    first = cov.lrs_problem(a, 12, 2, 0.8).L0
+    np.testing.assert_array_equal(cov.lrs_problem(jnp.array([0, 5], jnp.uint32), 12, 2, 0.8).L0, first)
+    for other in (b, c):
+        assert not np.array_equal(cov.lrs_problem(other, 12, 2, 0.8).L0, first)

@@ -178,3 +178,47 @@ def test_real_mnist_5k_has_500_per_class():
     train, test = datasets.load_mnist_5k("train"), datasets.load_mnist_5k("test")
     assert np.bincount(train.labels).tolist() == [400] * 10
     assert np.bincount(test.labels).tolist() == [100] * 10
+
+
+def _hamilton(counts, size):
+    """Largest-remainder (Hamilton) apportionment of ``size`` over ``counts``, in exact fractions."""
+    from fractions import Fraction
+    total = sum(counts)
+    quota = [Fraction(c * size, total) for c in counts]
+    take = [q.numerator // q.denominator for q in quota]
+    order = sorted(range(len(counts)), key=lambda c: -(quota[c] - take[c]))
+    for c in order[: size - sum(take)]:
+        take[c] += 1
+    return take
+
+
+def test_stratified_split_apportions_by_largest_remainders_and_rounds_fractions_up():
+    """Each class gets ⌊its quota⌋ or one more, the extra rows going to the classes with the largest
+    fractional parts of count · test_size / n (checked against an exact-fraction Hamilton apportionment,
+    on class sizes where those are not the first classes nor the largest quotas); a fraction f of the
+    rows is ⌈f n⌉ (scikit-learn's rounding), not ⌊f n⌋."""
+    rng = np.random.default_rng(0)
+    cases = [([5, 2, 9], 5)] + [(rng.integers(1, 30, 6).tolist(), int(rng.integers(1, 40))) for _ in range(20)]
+    for counts, size in cases:
+        labels = np.repeat(np.arange(len(counts)), counts).astype(np.int32)
+        data = digits.ImageData(np.zeros((len(labels), 1), np.float32), labels, tuple("abcdef"[:len(counts)]))
+        train, test = datasets.stratified_split(data, min(size, len(labels)), seed=1)
+        want = _hamilton(counts, min(size, len(labels)))
+        assert np.bincount(test.labels, minlength=len(counts)).tolist() == want, (counts, size)
+        assert np.bincount(train.labels, minlength=len(counts)).tolist() == (np.array(counts) - want).tolist()
+    assert _hamilton([5, 2, 9], 5) == [1, 1, 3]
+    labels = np.repeat(np.arange(10), 20).astype(np.int32)
+    data = digits.ImageData(np.zeros((200, 1), np.float32), labels, digits.DIGIT_CLASSES)
+    assert len(datasets.stratified_split(data, 0.201)[1].labels) == 41      # ⌈40.2⌉
+
+
+def test_idx_files_with_trailing_bytes_are_refused(tmp_path):
+    """The IDX header fixes the number of data bytes: a longer file (two files concatenated, a wrong
+    header) is refused as a shorter one is, not read from its first bytes."""
+    path = tmp_path / "labels-idx1-ubyte.gz"
+    write_idx(path, np.arange(5))
+    np.testing.assert_array_equal(digits.read_idx(path, 1), np.arange(5))
+    raw = gzip.decompress(path.read_bytes())
+    path.write_bytes(gzip.compress(raw + b"\x07"))
+    with pytest.raises(ValueError, match="6 data bytes, the header's shape \\(5,\\) needs 5"):
+        digits.read_idx(path, 1)

@@ -441,3 +441,33 @@ def test_seeds_refuses_a_bad_count_or_seed_by_name():
     for seed in (1.5, "0", True):
         with pytest.raises(TypeError, match="seed"):
             sweep.seeds(seed, 2)
+
+
+def test_compiled_bar_sums_counts_takes_the_largest_done_and_stops_at_the_total(monkeypatch):
+    """The callbacks' arithmetic, called as a batched callback would: ``advance`` adds the sum of a
+    batch of counts, ``reach`` moves to the largest of a batch of done counts (never back), neither
+    passes the total, ``finish`` shows the whole total, and callbacks after the ``with`` block (no
+    bar open) are ignored."""
+    from lowrank_jax import progress
+    bars = []
+    monkeypatch.setattr(progress, "bar", lambda total, desc, unit, show=True: bars.append(_RecordingBar(total))
+                        or bars[-1])
+    with progress.CompiledBar(10, "test", "step"):
+        (rec,) = bars
+        progress.CompiledBar.advance(np.array([1, 1, 1]))
+        assert rec.n == 3
+        progress.CompiledBar.reach(np.array([2, 5, 4]))
+        assert rec.n == 5
+        progress.CompiledBar.reach(np.int32(4))                  # behind the bar: no move back
+        assert rec.n == 5 and all(k > 0 for k in rec.updates)
+        progress.CompiledBar.advance(np.array([4, 4]))           # 13 > 10: stops at the total
+        assert rec.n == 10
+        progress.CompiledBar.reach(np.array([12]))
+        assert rec.n == 10
+    assert rec.closed and progress.CompiledBar._active is None
+    progress.CompiledBar.advance(np.array([1]))                  # no bar open: ignored
+    assert rec.n == 10
+    with progress.CompiledBar(7, "test", "step") as cb:
+        progress.CompiledBar.advance(np.array(2))
+        cb.finish()
+        assert bars[-1].n == 7
