@@ -27,3 +27,35 @@ def _no_one_cpu_device_hint():
     from lowrank_jax import sweep
     sweep._hinted_one_cpu_device = True
     yield
+
+
+class RecordingBar:
+    """Stands in for a tqdm bar: records the total, the position and every update."""
+
+    def __init__(self, total):
+        self.total, self.n, self.updates, self.closed = total, 0, [], False
+
+    def update(self, k=1):
+        self.n += k
+        self.updates.append(k)
+
+    def set_postfix(self, **kwargs):
+        pass
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def recorded_bars(monkeypatch):
+    """``progress.bar`` replaced by a recorder: the list of the bars opened since (a
+    :class:`RecordingBar` each, ``progress.NoBar`` where the caller asked for no bar)."""
+    from lowrank_jax import progress
+    bars = []
+
+    def bar(total, desc, unit, show=True):
+        bars.append(RecordingBar(total) if show else progress.NoBar())
+        return bars[-1]
+
+    monkeypatch.setattr(progress, "bar", bar)
+    return bars

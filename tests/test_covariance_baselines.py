@@ -406,23 +406,28 @@ def test_fpcp_rank_and_recovery(x64):
     np.testing.assert_allclose(rnd.L, many.L, atol=1e-7 * np.abs(Sigma).max())
 
 
-def _fastpcp_growth_numpy(V, lam, loops, k, threshold=0.01):
+def _soft_numpy(x, t):
+    """Soft thresholding at t in NumPy."""
+    return np.sign(x) * np.maximum(np.abs(x) - t, 0)
+
+
+def _fastpcp_growth_numpy(V, lam, loops, k, threshold=0.01, lam_factor=1.0):
     """LRSLibrary's rank growth (``fastpcp.m``) in NumPy with full SVDs, capped at k: the flag is
-    set afresh after every loop from σ_r / Σ_{i<r} σ_i. Returns (L, final rank, flags)."""
-    shrink = lambda X: np.sign(X) * np.maximum(np.abs(X) - lam, 0)  # noqa: E731
+    set afresh after every loop from σ_r / Σ_{i<r} σ_i, and λ ← λ · lam_factor with every rank
+    increase. Returns (L, final rank, flags, final λ)."""
     rank, flag, flags = 1, True, []
     U, s, Vt = np.linalg.svd(V)
     L = (U[:, :rank] * s[:rank]) @ Vt[:rank]
-    S = shrink(V - L)
+    S = _soft_numpy(V - L, lam)
     for _ in range(loops - 1):
         if flag and rank < k:
-            rank += 1
+            rank, lam = rank + 1, lam * lam_factor
         U, s, Vt = np.linalg.svd(V - S)
         flag = rank == 1 or s[rank - 1] / s[:rank - 1].sum() > threshold
         flags.append(flag)
         L = (U[:, :rank] * s[:rank]) @ Vt[:rank]
-        S = shrink(V - L)
-    return L, rank, flags
+        S = _soft_numpy(V - L, lam)
+    return L, rank, flags, lam
 
 
 def test_fpcp_growth_resumes_after_a_failed_test_as_lrslibrary(x64):
@@ -431,7 +436,7 @@ def test_fpcp_growth_resumes_after_a_failed_test_as_lrslibrary(x64):
     paper's Table II value (stopping the growth at the first failure left it at 8)."""
     Sigma, _, _ = cov.lrs_problem(0, 100, 10, 0.95, "code")
     lam = 1 / np.sqrt(100)
-    L_ref, rank_ref, flags = _fastpcp_growth_numpy(np.asarray(Sigma), lam, 10, 10)
+    L_ref, rank_ref, flags, _ = _fastpcp_growth_numpy(np.asarray(Sigma), lam, 10, 10)
     first_fail = flags.index(False)
     assert True in flags[first_fail:]                  # this instance does fail, then pass again
     out = baselines.fpcp(Sigma, 10, loops=10, grow=True)
@@ -775,23 +780,28 @@ def test_report_counts_signed_and_unsigned_ranks_of_an_indefinite_l(x64):
     assert rep["r_L"] == 1 and rep["r_L_code"] == 2 and rep["min_eig_L"] == -3.0
 
 
+def _ialm_numpy(Sigma, iters, mu_factor=1e7):
+    """LRSLibrary's inexact ALM in NumPy: the (L, S) iterates after 1..iters iterations."""
+    lam = 1 / np.sqrt(Sigma.shape[0])
+    two = np.linalg.norm(Sigma, 2)
+    Y, mu = Sigma / max(two, np.abs(Sigma).max() / lam), 1.25 / two
+    L, out = np.zeros_like(Sigma), []
+    for _ in range(iters):
+        S = _soft_numpy(Sigma - L + Y / mu, lam / mu)
+        U, s, Vt = np.linalg.svd(Sigma - S + Y / mu)
+        L = (U * _soft_numpy(s, 1 / mu)) @ Vt
+        Y, mu = Y + mu * (Sigma - L - S), min(1.5 * mu, mu_factor * 1.25 / two)
+        out.append((L, S))
+    return out
+
+
 def test_ialm_first_iterations_by_hand(x64):
     """Two iterations of LRSLibrary's inexact ALM in NumPy: Y₀ = Σ / max(‖Σ‖₂, ‖Σ‖_∞/λ), μ₀ = 1.25/‖Σ‖₂,
     the S-step (soft threshold at λ/μ) before the L-step (SVT at 1/μ), Y ← Y + μZ, μ ← min(1.5μ, 10⁷μ₀).
     Every ordering or start converges to the same PCP solution, so the recovery tests cannot tell
     them apart; the first iterates can."""
     Sigma = planted(2, n=30)[0]
-    n = Sigma.shape[0]
-    lam = 1 / np.sqrt(n)
-    shrink = lambda x, t: np.sign(x) * np.maximum(np.abs(x) - t, 0)  # noqa: E731
-    two = np.linalg.norm(Sigma, 2)
-    Y, mu = Sigma / max(two, np.abs(Sigma).max() / lam), 1.25 / two
-    L = np.zeros_like(Sigma)
-    for it in (1, 2):
-        S = shrink(Sigma - L + Y / mu, lam / mu)
-        U, s, Vt = np.linalg.svd(Sigma - S + Y / mu)
-        L = (U * shrink(s, 1 / mu)) @ Vt
-        Y, mu = Y + mu * (Sigma - L - S), min(1.5 * mu, 1e7 * 1.25 / two)
+    for it, (L, S) in enumerate(_ialm_numpy(Sigma, 2), start=1):
         out = baselines.ialm(Sigma, max_iter=it, tol=1e-30)
         np.testing.assert_allclose(out.L, L, atol=1e-8 * np.abs(Sigma).max())
         np.testing.assert_allclose(out.S, S, atol=1e-8 * np.abs(Sigma).max())
@@ -804,16 +814,7 @@ def test_ialm_mu_stops_at_its_cap(x64):
     """μ ← min(ρμ, μ̄) with μ̄ = mu_factor · μ₀: at mu_factor = 1.6 and ρ = 1.5 the third iteration runs at
     μ = 1.6 μ₀, not 2.25 μ₀ (NumPy iterations as in test_ialm_first_iterations_by_hand)."""
     Sigma = planted(2, n=30)[0]
-    lam = 1 / np.sqrt(30)
-    shrink = lambda x, t: np.sign(x) * np.maximum(np.abs(x) - t, 0)  # noqa: E731
-    two = np.linalg.norm(Sigma, 2)
-    Y, mu = Sigma / max(two, np.abs(Sigma).max() / lam), 1.25 / two
-    L = np.zeros_like(Sigma)
-    for _ in range(4):
-        S = shrink(Sigma - L + Y / mu, lam / mu)
-        U, s, Vt = np.linalg.svd(Sigma - S + Y / mu)
-        L = (U * shrink(s, 1 / mu)) @ Vt
-        Y, mu = Y + mu * (Sigma - L - S), min(1.5 * mu, 1.6 * 1.25 / two)
+    L, S = _ialm_numpy(Sigma, 4, mu_factor=1.6)[-1]
     out = baselines.ialm(Sigma, max_iter=4, tol=1e-30, mu_factor=1.6)
     np.testing.assert_allclose(out.L, L, atol=1e-8 * np.abs(Sigma).max())
     np.testing.assert_allclose(out.S, S, atol=1e-8 * np.abs(Sigma).max())
@@ -824,22 +825,11 @@ def test_fpcp_growth_scales_lambda_while_the_rank_grows(x64):
     rank has reached k (NumPy reference of LRSLibrary's rule, full SVDs)."""
     Sigma = planted(1, n=40)[0]
     for lam_factor, k in ((1.5, 3), (0.5, 2)):
-        lam, rank, flag = 1 / np.sqrt(40), 1, True
-        shrink = lambda X, t: np.sign(X) * np.maximum(np.abs(X) - t, 0)  # noqa: E731
-        U, s, Vt = np.linalg.svd(Sigma)
-        L = (U[:, :1] * s[:1]) @ Vt[:1]
-        S = shrink(Sigma - L, lam)
-        for _ in range(5):
-            if flag and rank < k:
-                rank, lam = rank + 1, lam * lam_factor
-            U, s, Vt = np.linalg.svd(Sigma - S)
-            flag = rank == 1 or s[rank - 1] / s[:rank - 1].sum() > 0.01
-            L = (U[:, :rank] * s[:rank]) @ Vt[:rank]
-            S = shrink(Sigma - L, lam)
+        L, rank, _, lam = _fastpcp_growth_numpy(Sigma, 1 / np.sqrt(40), 6, k, lam_factor=lam_factor)
         out = baselines.fpcp(Sigma, k, loops=6, grow=True, lam_factor=lam_factor)
         assert int(out.rank) == rank == k
         np.testing.assert_allclose(out.L, L, atol=1e-8 * np.abs(Sigma).max())
-        np.testing.assert_allclose(out.S, shrink(Sigma - out.L, lam), atol=1e-12)
+        np.testing.assert_allclose(out.S, _soft_numpy(Sigma - out.L, lam), atol=1e-12)
 
 
 def test_rpca_gd_symmetrises_a_slightly_asymmetric_sigma(x64):

@@ -458,27 +458,13 @@ def test_logs_are_the_last_minibatch_of_each_log_point_and_epochs_reshuffle():
     np.testing.assert_allclose(half.loss, every.loss[:, 1::2], rtol=1e-5)
 
 
-def test_progress_bar_reaches_the_number_of_epochs(monkeypatch):
+def test_progress_bar_reaches_the_number_of_epochs(recorded_bars):
     """progress=True: the callbacks from inside the compiled training move the bar to ``epochs``."""
-    from lowrank_jax import progress
-
-    class Recording:
-        def __init__(self, total, *args, **kwargs):
-            self.total, self.n = total, 0
-
-        def update(self, k=1):
-            self.n += k
-
-        def close(self):
-            pass
-
-    bars = []
-    monkeypatch.setattr(progress, "bar", lambda total, *a, **k: bars.append(Recording(total)) or bars[-1])
     rng = np.random.default_rng(3)
     X, y = jnp.asarray(rng.random((30, 3)), jnp.float32), jnp.asarray(rng.integers(0, 2, 30))
     pathnorm.train(jax.random.key(0), X, y, reg="l1", method="prox", lr=0.1, lam=0.01, epochs=3, batch=10,
                    hidden=3, logs_per_epoch=1, progress=True)
-    (rec,) = bars
+    (rec,) = recorded_bars
     assert rec.total == 3 and rec.n == 3
 
 

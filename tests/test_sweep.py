@@ -316,32 +316,12 @@ def test_a_diverging_point_is_nan_in_the_sweep_and_raises_alone(family, rpca_pro
 
 # ---- progress -------------------------------------------------------------------------------------
 
-class _RecordingBar:
-    def __init__(self, total):
-        self.total, self.n, self.updates, self.closed = total, 0, [], False
-
-    def update(self, k=1):
-        self.n += k
-        self.updates.append(k)
-
-    def set_postfix(self, **kwargs):
-        pass
-
-    def close(self):
-        self.closed = True
-
-
 @pytest.mark.parametrize("chunk", [None, 2])
-def test_progress_counts_every_point_once_and_changes_nothing(chunk, monkeypatch):
+def test_progress_counts_every_point_once_and_changes_nothing(chunk, monkeypatch, recorded_bars):
     """progress=True: the bar (advanced by callbacks from inside the compiled program) ends at the
     number of points, is closed, and the results equal the silent sweep's."""
     from lowrank_jax import progress
-    bars = []
-    def recording(total, desc, unit, show=True):
-        bars.append(_RecordingBar(total) if show else progress.NoBar())
-        return bars[-1]
-
-    monkeypatch.setattr(progress, "bar", recording)
+    bars = recorded_bars
     # The counts the compiled program sends (the bar's final top-up to the total must not hide a
     # lost callback).
     sent = []
@@ -443,15 +423,13 @@ def test_seeds_refuses_a_bad_count_or_seed_by_name():
             sweep.seeds(seed, 2)
 
 
-def test_compiled_bar_sums_counts_takes_the_largest_done_and_stops_at_the_total(monkeypatch):
+def test_compiled_bar_sums_counts_takes_the_largest_done_and_stops_at_the_total(recorded_bars):
     """The callbacks' arithmetic, called as a batched callback would: ``advance`` adds the sum of a
     batch of counts, ``reach`` moves to the largest of a batch of done counts (never back), neither
     passes the total, ``finish`` shows the whole total, and callbacks after the ``with`` block (no
     bar open) are ignored."""
     from lowrank_jax import progress
-    bars = []
-    monkeypatch.setattr(progress, "bar", lambda total, desc, unit, show=True: bars.append(_RecordingBar(total))
-                        or bars[-1])
+    bars = recorded_bars
     with progress.CompiledBar(10, "test", "step"):
         (rec,) = bars
         progress.CompiledBar.advance(np.array([1, 1, 1]))
