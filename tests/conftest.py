@@ -1,5 +1,37 @@
-import jax
+import os
+import shutil
+import tempfile
+
 import pytest
+
+# An on-disk cache of compiled XLA programs for the run. Most of the suite's time is XLA compiling,
+# and many programs come back within a worker: in another test file (each module drops its in-memory
+# caches, see below) and in the processes its tests start (notebook kernels, the demo, the 8-device
+# runs), which inherit the directory. Each xdist worker has a directory of its own: JAX writes
+# entries without a lock, and the other worker could read one half written. The directories are
+# made fresh for each run and removed after it, so every run compiles from scratch as CI does; an
+# entry is keyed on the program's HLO, the compile options, the backend and the JAX version, so a
+# hit never changes a result. Set before JAX is imported here: JAX reads these variables once.
+_BASE, _OWNER = "LOWRANK_JAX_TEST_XLA_CACHE", "LOWRANK_JAX_TEST_XLA_CACHE_OWNER"
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ or _BASE in os.environ:
+    if _BASE not in os.environ:
+        os.environ[_BASE] = tempfile.mkdtemp(prefix="lowrank-jax-xla-")
+        os.environ[_OWNER] = str(os.getpid())
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(
+        os.environ[_BASE], os.environ.get("PYTEST_XDIST_WORKER", "main"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+
+import jax  # noqa: E402
+
+# In case a plugin imported JAX before this file: the same settings through its config.
+jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+jax.config.update("jax_persistent_cache_min_compile_time_secs",
+                  float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
+
+
+def pytest_unconfigure(config):
+    if os.environ.get(_OWNER) == str(os.getpid()):
+        shutil.rmtree(os.environ[_BASE], ignore_errors=True)
 
 
 @pytest.fixture

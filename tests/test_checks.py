@@ -61,7 +61,7 @@ def test_integer_seeds_become_keys():
     # the solvers with "invalid PRNG key data".
     from lowrank_jax import datasets, rpca, sweep
     p = datasets.rpca_problem(jax.random.key(3), 40, 30, 2, 0.1)
-    run = lambda key: rpca.scaledgd(p.Y, 2, 0.1, iters=3, key=key, svd="randomized").X  # noqa: E731
+    run = lambda key: rpca.altproj(p.Y, 2, max_iter=3, key=key).X  # noqa: E731  (randomized SVDs)
     np.testing.assert_allclose(jax.jit(run)(3), run(3), rtol=1e-4, atol=1e-6)   # jit fuses: rounding only
     np.testing.assert_allclose(sweep.run(run, {"key": jnp.arange(2)})[1], run(1), rtol=1e-4, atol=1e-6)
 

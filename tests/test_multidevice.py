@@ -22,10 +22,12 @@ SCRIPT = textwrap.dedent(r"""
     assert len(jax.devices()) == 8, jax.devices()
 
     # 1. A sweep's point axis is split over the 8 devices (11 points: padded to 16, trimmed).
+    # (LRPCA over its ζ scale and η: ScaledGD's sweeps on several CPU devices are the next test's.)
     prob = data.rpca_problem(jax.random.key(0), 96, 64, 3, 0.1)
-    pts = sweep.grid(alpha=jnp.array([0.08, 0.12, 0.2]), eta=jnp.linspace(0.3, 0.9, 4))
+    zeta = rpca.oracle_thresholds(prob.Y, 3, prob.X, 8)
+    pts = sweep.grid(scale=jnp.array([0.6, 0.8, 1.0]), eta=jnp.linspace(0.3, 0.9, 4))
     pts = {k: v[:-1] for k, v in pts.items()}                    # 11 points
-    f = lambda alpha, eta: rpca.scaledgd(prob.Y, 3, alpha, eta=eta, iters=10, key=jax.random.key(1)).X
+    f = lambda scale, eta: rpca.lrpca(prob.Y, 3, scale * zeta, jnp.full(8, eta)).X
     many = sweep.run(f, pts)
     one = sweep.run(f, pts, devices=jax.devices()[:1])
     assert many.shape == (11, 96, 64), many.shape
