@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -487,16 +488,20 @@ def kth_largest(x, k, *, axis=-1, guess=None, method="auto"):
     if dtype not in (jnp.float32, jnp.float64):
         x = x.astype(jnp.float32)  # exact for float16 / bfloat16
     guess = () if guess is None else (lax.stop_gradient(jnp.asarray(guess, x.dtype)),)
-    axis = index % x.ndim
+    if method not in ("auto", "count", "sort"):
+        raise ValueError(f"method must be 'auto', 'count' or 'sort', got {method!r}")
+    return lax.stop_gradient(_kth(x, k, guess, axis=index % x.ndim, method=method).astype(dtype))
+
+
+@functools.partial(jax.jit, static_argnames=("axis", "method"))
+def _kth(x, k, guess, *, axis, method):
+    """The selection itself, as one program: called outside ``jit`` (a data generator, a notebook
+    cell) its loops and passes compiled op by op, each call again."""
     count = _selector(axis)
     sort = lambda x, k, *guess: _kth_by_sort(x, k, axis)  # noqa: E731
     if method == "auto":
-        v = lax.platform_dependent(x, k, *guess, cpu=count, default=sort)
-    elif method in ("count", "sort"):
-        v = (count if method == "count" else sort)(x, k, *guess)
-    else:
-        raise ValueError(f"method must be 'auto', 'count' or 'sort', got {method!r}")
-    return lax.stop_gradient(v.astype(dtype))
+        return lax.platform_dependent(x, k, *guess, cpu=count, default=sort)
+    return (count if method == "count" else sort)(x, k, *guess)
 
 
 def _kth_by_sort(x, k, axis):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from typing import NamedTuple
@@ -73,10 +74,17 @@ def random_support(key: jax.Array | int, shape: tuple[int, int], alpha, *, exact
         raise ValueError(f"shape must be two positive integers (n1, n2), got {shape!r}")
     key = _checks.as_key(key)
     _check_alpha(alpha)
+    level = _outlier_count(alpha, shape[0] * shape[1], dtype) if exact else alpha
+    return _draw_support(key, level, shape=tuple(shape), exact=exact, dtype=jnp.dtype(dtype))
+
+
+@functools.partial(jax.jit, static_argnames=("shape", "exact", "dtype"))
+def _draw_support(key, level, *, shape, exact, dtype):
+    """random_support's draw as one program; ``level`` is the count m (exact) or α (Bernoulli)."""
     u = jax.random.uniform(key, shape, dtype)
     if not exact:
-        return u < alpha
-    m = _outlier_count(alpha, shape[0] * shape[1], dtype)
+        return u < level
+    m = level
     flat = u.reshape(-1)
     cut = -kth_largest(-flat, m)  # the m-th smallest key; -inf when m == 0 (keeps nothing)
     below = flat < cut
@@ -111,12 +119,21 @@ def rpca_problem(key: jax.Array | int, n1: int, n2: int, rank: int, alpha, *, ou
     if scale is not None and not 0 <= scale < math.inf:   # NaN and inf fail too
         raise ValueError(f"outlier_scale must be a finite non-negative number, got {outlier_scale}")
     key = _checks.as_key(key)
+    level = _outlier_count(alpha, n1 * n2, dtype) if exact_support else alpha
+    return _draw_problem(key, level, outlier_scale, n1=n1, n2=n2, rank=rank, exact=exact_support,
+                         dtype=jnp.dtype(dtype))
+
+
+@functools.partial(jax.jit, static_argnames=("n1", "n2", "rank", "exact", "dtype"))
+def _draw_problem(key, level, outlier_scale, *, n1, n2, rank, exact, dtype):
+    """rpca_problem's draws as one program (op by op, each new size compiled some twenty small
+    programs); ``level`` as in :func:`_draw_support`."""
     k_l, k_r, k_s, k_v = jax.random.split(key, 4)
     L = jax.random.normal(k_l, (n1, rank), dtype) / jnp.sqrt(jnp.asarray(n1, dtype))
     R = jax.random.normal(k_r, (n2, rank), dtype) / jnp.sqrt(jnp.asarray(n2, dtype))
     X = L @ R.T
     c = jnp.asarray(outlier_scale, dtype) * jnp.mean(jnp.abs(X))
     values = jax.random.uniform(k_v, (n1, n2), dtype, minval=-1.0, maxval=1.0) * c
-    support = random_support(k_s, (n1, n2), alpha, exact=exact_support, dtype=dtype)
+    support = _draw_support(k_s, level, shape=(n1, n2), exact=exact, dtype=dtype)
     S = jnp.where(support, values, jnp.zeros_like(values))
     return RPCAProblem(X + S, X, S, L, R)
