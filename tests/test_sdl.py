@@ -39,7 +39,8 @@ def test_closed_form_gradients_equal_autodiff(model, kappa, x64):
     theta = jnp.asarray(rng.normal(size=sm.theta_shape(model, 12, 9, kappa)))
     gamma = jnp.asarray(rng.normal(size=(3, kappa)))
     g_theta, g_gamma = sm.gradients(theta, gamma, data, 0.7, 0.3, model)
-    a_theta, a_gamma = jax.grad(sm.objective, argnums=(0, 1))(theta, gamma, data, 0.7, 0.3, model)
+    a_theta, a_gamma = jax.jit(jax.grad(lambda t, g: sm.objective(t, g, data, 0.7, 0.3, model),
+                                        argnums=(0, 1)))(theta, gamma)
     np.testing.assert_allclose(g_theta, a_theta, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(g_gamma, a_gamma, rtol=1e-10, atol=1e-12)
     if model == "W":      # the solver's transposed layout θᵀ = [Aᵀ ∥ Bᵀ] gives the transposed gradient
@@ -588,7 +589,7 @@ def test_theory_constants_bound_the_hessian_of_f(model, x64):
     def F(v):
         return sm.objective(v[:size].reshape(shape), v[size:].reshape(2, 1), data, xi, lam, model)
 
-    ev = np.linalg.eigvalsh(np.asarray(jax.hessian(F)(jnp.zeros(size + 2))))
+    ev = np.linalg.eigvalsh(np.asarray(jax.jit(jax.hessian(F))(jnp.zeros(size + 2))))
     th = sdl.theory(X, xi, lam, model=model, X_aux=Xa)
     np.testing.assert_allclose(th.L, ev[-1], rtol=1e-10)
     assert th.mu <= ev[0] * (1 + 1e-10)
@@ -1066,7 +1067,7 @@ def test_step_bound_is_the_hessians_peak_where_the_softmax_curvature_peaks(model
     def F(v):
         return sm.objective(v[:size].reshape(shape), v[size:].reshape(q, kappa), data, xi, lam, model)
 
-    top = np.linalg.eigvalsh(np.asarray(jax.hessian(F)(jnp.concatenate([theta.ravel(), gamma.ravel()]))))[-1]
+    top = np.linalg.eigvalsh(np.asarray(jax.jit(jax.hessian(F))(jnp.concatenate([theta.ravel(), gamma.ravel()]))))[-1]
     bound = 1.0 / float(sm.step_bound(data, xi, lam, model))
     assert bound > 2 * xi                                              # the label term sets the bound
     assert 1 - 1e-4 <= top / bound <= 1 + 1e-9, (top, bound)
