@@ -119,8 +119,10 @@ def test_residual_map_products_values_and_gradients_match_dense(x64, monkeypatch
     dense = _dense_products(Y, L, R, make_fn(0.7), (rowt, mask))
     for a, b in zip(jax.tree.leaves(panel), jax.tree.leaves(dense)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
-    g_panel = jax.grad(lambda *a: loss(linalg.residual_map_products, *a), argnums=range(5))(*args)
-    g_dense = jax.grad(lambda *a: loss(_dense_products, *a), argnums=range(5))(*args)
+    # (compiled: op by op, the reverse panel loop was most of this test's time; the panel size patch
+    # above is in force while it traces)
+    g_panel = jax.jit(jax.grad(lambda *a: loss(linalg.residual_map_products, *a), argnums=range(5)))(*args)
+    g_dense = jax.jit(jax.grad(lambda *a: loss(_dense_products, *a), argnums=range(5)))(*args)
     for a, b in zip(g_panel, g_dense):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
     assert float(jnp.abs(g_panel[3])) > 0  # the threshold's gradient is not trivially zero
@@ -157,7 +159,7 @@ def test_gram_svd_is_scale_equivariant_at_float32_extremes():
 def test_small_spd_inverse_equals_numpy_inverse(x64, r):
     A = np.random.default_rng(r).standard_normal((r + 4, r))
     G = A.T @ A
-    np.testing.assert_allclose(np.asarray(linalg.small_spd_inverse(jnp.asarray(G))), np.linalg.inv(G),
+    np.testing.assert_allclose(np.asarray(jax.jit(linalg.small_spd_inverse)(jnp.asarray(G))), np.linalg.inv(G),
                                rtol=1e-9, atol=1e-12)
 
 
@@ -167,7 +169,8 @@ def test_spd_solve_paths_agree_across_the_small_threshold(x64):
     for r in (linalg.SMALL_SPD, linalg.SMALL_SPD + 1):
         A = rng.standard_normal((r + 5, r))
         G, B = A.T @ A, rng.standard_normal((9, r))
-        np.testing.assert_allclose(np.asarray(linalg.spd_solve(jnp.asarray(G), jnp.asarray(B), right=True)),
+        solve = jax.jit(linalg.spd_solve, static_argnames="right")      # one program, not op by op
+        np.testing.assert_allclose(np.asarray(solve(jnp.asarray(G), jnp.asarray(B), right=True)),
                                    np.linalg.solve(G, B.T).T, rtol=1e-8, atol=1e-10)
     # under vmap (a batch of Gram matrices), as in a sweep
     Gs = jnp.stack([jnp.eye(4) * (k + 1.0) for k in range(3)])
