@@ -166,10 +166,10 @@ def test_small_spd_inverse_equals_numpy_inverse(x64, r):
 def test_spd_solve_paths_agree_across_the_small_threshold(x64):
     # r = SMALL_SPD takes the unrolled inverse, r = SMALL_SPD + 1 the LAPACK Cholesky: both solve exactly.
     rng = np.random.default_rng(3)
+    solve = jax.jit(linalg.spd_solve, static_argnames="right")          # one program, not op by op
     for r in (linalg.SMALL_SPD, linalg.SMALL_SPD + 1):
         A = rng.standard_normal((r + 5, r))
         G, B = A.T @ A, rng.standard_normal((9, r))
-        solve = jax.jit(linalg.spd_solve, static_argnames="right")      # one program, not op by op
         np.testing.assert_allclose(np.asarray(solve(jnp.asarray(G), jnp.asarray(B), right=True)),
                                    np.linalg.solve(G, B.T).T, rtol=1e-8, atol=1e-10)
     # under vmap (a batch of Gram matrices), as in a sweep
