@@ -47,6 +47,26 @@ def test_exact_support_is_uniform_and_keyed():
         assert int(datasets.random_support(jax.random.key(3), (100, 100), alpha).sum()) == count
 
 
+def test_exact_support_is_the_m_smallest_uniform_keys():
+    """The support is {m smallest of the uniform keys drawn with the same key}, as the authors'
+    randperm(n1 n2)[:m] is in law; ties at the cut-off go to the first positions (the bisection over
+    bit patterns, checked on keys from a small set of values, where ties are the rule)."""
+    from lowrank_jax.datasets.rpca import _smallest
+    key, shape = jax.random.key(11), (37, 53)
+    u = np.asarray(jax.random.uniform(key, shape)).ravel()
+    for alpha in (0.0, 0.01, 0.3, 0.999, 1.0):
+        m = int(np.floor(alpha * u.size))
+        want = np.zeros(u.size, bool)
+        want[np.argsort(u, kind="stable")[:m]] = True
+        np.testing.assert_array_equal(np.asarray(datasets.random_support(key, shape, alpha)).ravel(), want)
+    tied = jnp.asarray(np.random.default_rng(0).integers(0, 5, 200) / 8, jnp.float32)
+    pick = jax.jit(_smallest)
+    for m in range(0, 201, 7):
+        want = np.zeros(200, bool)
+        want[np.argsort(np.asarray(tied), kind="stable")[:m]] = True
+        np.testing.assert_array_equal(pick(tied, m), want)
+
+
 def test_exact_support_counts_floor_alpha_n1_n2_at_large_sizes():
     """The count's slack was 8 ulp of n1 n2, not of α n1 n2: from 1.05 · 10⁶ entries α = 0 drew an
     outlier (so rpca_problem(..., 1100, 1000, r, 0.0) had S ≠ 0) and ⌊0.1234567 · 1.1 · 10⁶⌋ = 135802
