@@ -7,8 +7,11 @@ both ``x`` and the threshold, hard thresholding in ``x``).
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lowrank_jax import _checks, linalg
 from lowrank_jax.selection import kth_largest
@@ -110,7 +113,7 @@ def top_fraction_count(alpha, n: int) -> jax.Array:
     return jnp.floor(alpha.astype(dtype) * n * (1 + 8 * jnp.finfo(dtype).eps)).astype(jnp.int32)
 
 
-def top_fraction_thresholds(magnitude: jax.Array, alpha, *, row_guess=None, col_guess=None):
+def top_fraction_thresholds(magnitude: jax.Array, alpha, *, row_guess=None, col_guess=None, gather=True):
     """Per-row and per-column cut-offs of ScaledGD's sparsifier T_α.
 
     Returns ``(row_cut, col_cut)`` with row_cut[i] the ⌊α n2⌋-th largest entry of row i of
@@ -118,10 +121,11 @@ def top_fraction_thresholds(magnitude: jax.Array, alpha, *, row_guess=None, col_
     (+inf when that count is 0). Exact; uses :func:`lowrank_jax.selection.kth_largest`: on CPU its
     counting selection (no sort), which takes the previous iteration's cut-offs as warm starts; on
     GPUs and TPUs a sort, which ignores them. ``alpha`` may be a traced array (``vmap`` over α).
+    ``gather`` as in ``kth_largest``: ``False`` for a one-off call inside a larger program.
     """
     n1, n2 = magnitude.shape
-    row_cut = kth_largest(magnitude, top_fraction_count(alpha, n2), axis=1, guess=row_guess)
-    col_cut = kth_largest(magnitude, top_fraction_count(alpha, n1), axis=0, guess=col_guess)
+    row_cut = kth_largest(magnitude, top_fraction_count(alpha, n2), axis=1, guess=row_guess, gather=gather)
+    col_cut = kth_largest(magnitude, top_fraction_count(alpha, n1), axis=0, guess=col_guess, gather=gather)
     return row_cut, col_cut
 
 
@@ -137,7 +141,7 @@ def _check_fraction(alpha, name: str = "alpha") -> None:
         raise ValueError(f"{name} must lie in [0, 1] (the fraction of each row and column kept), got {value}")
 
 
-def sparsify_top_fraction(x: jax.Array, alpha) -> jax.Array:
+def sparsify_top_fraction(x: jax.Array, alpha, *, gather: bool = True) -> jax.Array:
     """ScaledGD's sparsification operator T_α (Tong, Ma, Chi 2021; LRPCA paper eq. 4):
 
         [T_α(M)]_ij = M_ij  if |M_ij| ≥ |M_{i,:}|^{(⌊α n2⌋)} and |M_ij| ≥ |M_{:,j}|^{(⌊α n1⌋)},
@@ -149,15 +153,20 @@ def sparsify_top_fraction(x: jax.Array, alpha) -> jax.Array:
     ``alpha`` in [0, 1] may be a traced scalar. A concrete α outside [0, 1] (or NaN) raises
     ``ValueError`` naming ``alpha`` (α < 0 zeroed everything, α > 1 kept everything); a traced one
     gives an all-NaN result, as :func:`lowrank_jax._checks.as_hyper` does for invalid traced values.
+    ``gather=False`` compiles a program half the size and runs about twice as long on a CPU (see
+    :func:`lowrank_jax.selection.kth_largest`): for a one-off call inside a larger program, such as
+    ScaledGD's initialisation. The result is the same.
     """
     _check_fraction(alpha)
-    return _sparsify_top_fraction(_checks.as_floating(x), alpha)
+    if not isinstance(gather, (bool, np.bool_)):
+        raise TypeError(f"gather must be True or False, got {gather!r}")
+    return _sparsify_top_fraction(_checks.as_floating(x), alpha, gather=bool(gather))
 
 
-@jax.jit
-def _sparsify_top_fraction(x, alpha):
+@functools.partial(jax.jit, static_argnames=("gather",))
+def _sparsify_top_fraction(x, alpha, gather=True):
     mag = jnp.abs(x)
-    row_cut, col_cut = top_fraction_thresholds(mag, alpha)
+    row_cut, col_cut = top_fraction_thresholds(mag, alpha, gather=gather)
     out = apply_top_fraction(x, mag, row_cut, col_cut)
     return jnp.where((alpha >= 0) & (alpha <= 1), out, jnp.nan)    # one select, fused with the mask
 

@@ -116,10 +116,15 @@ def test_top_fraction_matches_numpy(shape, alpha):
 
 
 def test_top_fraction_keeps_ties_like_numpy():
+    """Also without gathering unfinished rows (ScaledGD's initialisation): the same T_α."""
     rng = np.random.default_rng(4)
     M = rng.integers(-3, 4, size=(40, 30)).astype(np.float32)  # many equal magnitudes
     for alpha in (0.1, 0.25, 0.6):
-        np.testing.assert_array_equal(prox.sparsify_top_fraction(jnp.asarray(M), alpha), np_top_fraction(M, alpha))
+        want = np_top_fraction(M, alpha)
+        np.testing.assert_array_equal(prox.sparsify_top_fraction(jnp.asarray(M), alpha), want)
+        np.testing.assert_array_equal(prox.sparsify_top_fraction(jnp.asarray(M), alpha, gather=False), want)
+    with pytest.raises(TypeError, match="gather"):
+        prox.sparsify_top_fraction(jnp.asarray(M), 0.1, gather=None)
 
 
 def test_top_fraction_under_vmap_over_alpha():

@@ -296,3 +296,24 @@ def test_narrow_integer_k(method):
 def test_an_unknown_method_is_refused():
     with pytest.raises(ValueError, match="method must be 'auto', 'count' or 'sort'"):
         kth_largest(jnp.ones((2, 3)), 1, method="top_k")
+
+
+def test_without_gathering_the_value_is_the_same():
+    """gather=False finishes every row in the main loop (one level of passes, a smaller program);
+    the values are those of the default and of the sort, warm or cold, also under vmap."""
+    from lowrank_jax.selection import _kth_largest
+    lean = jax.jit(functools.partial(kth_largest, method="count", gather=False), static_argnames="axis")
+    for seed, kind in enumerate(KINDS):
+        y = sample(seed, (64, 300), kind)
+        for k in (1, 30, 150, 299):
+            want = reference(y, k)
+            assert_exact(lean(y, k, axis=1), want)
+            assert_exact(lean(y, k, axis=1, guess=want * 1.01), want)
+            assert_exact(lean(y.T, k, axis=0), want)
+    batch = np.stack([sample(s, (40, 120), "normal") for s in range(3)])
+    assert_exact(jax.jit(jax.vmap(lambda x: kth_largest(x, 17, gather=False)))(batch), reference(batch, 17))
+    x = jnp.asarray(sample(5, (64, 300), "absnormal"))
+    assert len(jax.jit(lambda x: _kth_largest(x, 30, 1, None, gather=False)[1])(x)) == 1
+    assert len(jax.jit(lambda x: _kth_largest(x, 30, 1, None)[1])(x)) == 2
+    with pytest.raises(TypeError, match="gather must be True or False"):
+        kth_largest(x, 3, gather="no")

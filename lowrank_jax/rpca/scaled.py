@@ -60,7 +60,7 @@ def _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, *, rank
               oversample, n_iter, stop="residual"):
     y_norm = frob(Y)
     y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
-    S0 = sparsify_top_fraction(Y, alpha_init)
+    S0 = sparsify_top_fraction(Y, alpha_init, gather=False)  # once per run: the smaller program
     L0, R0 = spectral_init(Y - S0, rank, svd=svd, key=key, oversample=oversample, n_iter=n_iter)
     n1, n2 = Y.shape
 
