@@ -65,9 +65,10 @@ def random_support(key: jax.Array | int, shape: tuple[int, int], alpha, *, exact
     ``exact=True``: exactly m = ⌊α n1 n2⌋ positions drawn uniformly without replacement (the
     authors' ``randperm(n1*n2)[:m]``), as the m smallest of i.i.d. uniform keys; the rare exact ties
     at the cut-off are broken by position. This avoids ``jax.random.permutation``, which costs ~0.8 s
-    for 10⁶ entries on CPU, and finds the m-th smallest key by bisection (about 30 counting passes). m is exact for a concrete α; for a traced one see the rounding note of
-    ``_outlier_count``. ``exact=False``: every entry independently with probability α (the count is
-    Binomial(n1 n2, α)); cheapest inside training loops.
+    for 10⁶ entries on CPU, and finds the m-th smallest key by bisection (about 30 counting passes).
+    m is exact for a concrete α; for a traced one see the rounding note of ``_outlier_count``.
+    ``exact=False``: every entry independently with probability α (the count is Binomial(n1 n2, α));
+    cheapest inside training loops.
     """
     if len(shape) != 2 or any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1 for d in shape):
         raise ValueError(f"shape must be two positive integers (n1, n2), got {shape!r}")
@@ -92,9 +93,10 @@ def _smallest(u, m):
 
     The cut-off is found by bisection over the floats' bit patterns, which order non-negative floats
     as their values: ``c`` = the least pattern with #{bits(u) <= c} >= m, the bracket lo < c <= hi
-    halving per counting pass (about 30 passes for uniform float32 keys in [0, 1)). A general
-    selection (``kth_largest``) needs fewer passes but compiles to a program some 30 times larger,
-    which a generator called once per size pays every time.
+    halving per counting pass (about 30 passes for uniform float32 keys in [0, 1)). The general
+    ``kth_largest`` needs fewer passes but a much larger program, whose compilation a generator
+    called once per size pays every time (``rpca_problem`` at 1000 × 1000 compiled in 2.9 s with it,
+    1.0 s with this, on a 2-core CPU).
     """
     itype = {2: jnp.int16, 4: jnp.int32, 8: jnp.int64}[u.dtype.itemsize]
     bits = jax.lax.bitcast_convert_type(u, itype)
