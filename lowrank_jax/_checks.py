@@ -206,6 +206,14 @@ def as_real(value) -> float | None:
     return float(np.asarray(value))
 
 
+def check_flag(value, name: str) -> bool:
+    """``value`` as a Python bool when it is one (Python or NumPy); else ``TypeError`` naming ``name``
+    (a string such as ``"no"`` or ``None`` would otherwise pass as truthy or falsy)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_positive_int(value, name: str, *, allow_none: bool = False, minimum: int = 1):
     if value is None and allow_none:
         return None

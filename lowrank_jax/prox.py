@@ -11,7 +11,6 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from lowrank_jax import _checks, linalg
 from lowrank_jax.selection import kth_largest
@@ -158,9 +157,7 @@ def sparsify_top_fraction(x: jax.Array, alpha, *, gather: bool = True) -> jax.Ar
     ScaledGD's initialisation. The result is the same.
     """
     _check_fraction(alpha)
-    if not isinstance(gather, (bool, np.bool_)):
-        raise TypeError(f"gather must be True or False, got {gather!r}")
-    return _sparsify_top_fraction(_checks.as_floating(x), alpha, gather=bool(gather))
+    return _sparsify_top_fraction(_checks.as_floating(x), alpha, gather=_checks.check_flag(gather, "gather"))
 
 
 @functools.partial(jax.jit, static_argnames=("gather",))

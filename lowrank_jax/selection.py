@@ -495,10 +495,8 @@ def kth_largest(x, k, *, axis=-1, guess=None, method="auto", gather=True):
     guess = () if guess is None else (lax.stop_gradient(jnp.asarray(guess, x.dtype)),)
     if method not in ("auto", "count", "sort"):
         raise ValueError(f"method must be 'auto', 'count' or 'sort', got {method!r}")
-    if not isinstance(gather, (bool, np.bool_)):
-        raise TypeError(f"gather must be True or False, got {gather!r}")
-    return lax.stop_gradient(_kth(x, k, guess, axis=index % x.ndim, method=method, gather=bool(gather))
-                             .astype(dtype))
+    gather = _checks.check_flag(gather, "gather")
+    return lax.stop_gradient(_kth(x, k, guess, axis=index % x.ndim, method=method, gather=gather).astype(dtype))
 
 
 @functools.partial(jax.jit, static_argnames=("axis", "method", "gather"))
