@@ -113,6 +113,60 @@ def _truncated_svd_jvp(rank, primals, tangents):
     return out, SVDResult(dU, jnp.diagonal(P[:sr.shape[0]]), dV)
 
 
+def best_rank_approximation(A: jax.Array, rank: int) -> jax.Array:
+    """The best rank-``rank`` approximation P_r(A) = U_r Σ_r V_rᵀ of ``A`` (m, n) (Eckart–Young),
+    from the exact thin SVD. ``rank`` is static.
+
+    Its derivative exists wherever σ_r > σ_{r+1}, ties among the kept values included, and is given
+    here in that form. With A = U Σ Vᵀ (thin, k = min(m, n)) and T = Uᵀ dA V (k × k):
+
+        dP = U D Vᵀ + (I − U Uᵀ) dA V_r V_rᵀ [m > k] + U_r U_rᵀ dA (I − V Vᵀ) [n > k],
+        D_ij = T_ij                                        i, j < r (both kept),
+        D_ij = σ_p (σ_p T_ij + σ_q T_ji) / (σ_p² − σ_q²)   one kept index p, the other q,
+        D_ij = 0                                           i, j ≥ r (both discarded).
+
+    Only pairs across the gap enter a denominator, so the rule is finite at a multiple of the
+    identity or at diag(3, 3, 1) with r = 2, where differentiating the kept triplets (a product of
+    :func:`truncated_svd`'s factors) gives NaN: singular vectors within a tie are not differentiable,
+    their span and this projection are. At σ_r = σ_{r+1} the projection itself is not unique and
+    the derivative is inf/NaN.
+    """
+    A, rank = _svd_input(A, rank, "best_rank_approximation")   # outside the rule: autodiff casts back
+    return _best_rank(A, rank)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+def _best_rank(A, rank):
+    svd = truncated_svd(A, rank)
+    return (svd.U * svd.s) @ svd.V.T
+
+
+@_best_rank.defjvp
+@full_precision
+def _best_rank_jvp(rank, primals, tangents):
+    (A,), (dA,) = primals, tangents
+    m, n = A.shape
+    U, s, V = _thin_svd(A)
+    k = s.shape[0]
+    Ur, Vr = U[:, :rank], V[:, :rank]
+    kept = jnp.arange(k) < rank
+    T = U.T @ dA @ V
+    p_row = kept[:, None] & ~kept[None, :]                # (i, j) with i kept, j discarded
+    p_col = ~kept[:, None] & kept[None, :]
+    sp = jnp.where(p_row, s[:, None], s[None, :])        # σ of the kept index of the pair
+    sq = jnp.where(p_row, s[None, :], s[:, None])        # σ of the discarded one
+    across = p_row | p_col
+    gap = jnp.where(across, jnp.square(sp) - jnp.square(sq), 1.0)
+    D = jnp.where(across, sp * (sp * T + sq * T.T) / gap, jnp.where(kept[:, None] & kept[None, :], T, 0.0))
+    dP = U @ D @ V.T
+    if m > k:
+        dP = dP + (dA @ Vr - U @ (U.T @ dA @ Vr)) @ Vr.T
+    if n > k:
+        dP = dP + Ur @ (Ur.T @ dA - (Ur.T @ dA @ V) @ V.T)
+    Ar = (Ur * s[:rank]) @ Vr.T
+    return Ar, dP
+
+
 def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, oversample: int = 10,
                    n_iter: int = 4, start: jax.Array | None = None, axis_name: str | None = None,
                    rows: int | None = None) -> SVDResult:

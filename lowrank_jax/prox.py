@@ -93,11 +93,13 @@ def hard_threshold(x: jax.Array, t) -> jax.Array:
 def project_rank(x: jax.Array, rank: int, *, method: str = "exact", key=None) -> jax.Array:
     """Euclidean projection onto matrices of rank ≤ ``rank`` (Eckart–Young): U_r Σ_r V_rᵀ.
 
-    Differentiated through the kept singular triplets (:func:`lowrank_jax.linalg.truncated_svd`), so
-    its derivative is finite where those are differentiable: σ_r > σ_{r+1} and the kept values
-    distinct. At kept values that tie exactly (a multiple of the identity, diag(3, 3, 1)) it is NaN,
-    although the projection is smooth there: no derivative of the factors reproduces the symmetric
-    part of a tangent within the tie, so zeroing the 1/(σ_i² − σ_j²) terms would be finite but wrong."""
+    ``method="exact"`` (:func:`lowrank_jax.linalg.best_rank_approximation`) has the projection's own
+    derivative, finite wherever σ_r > σ_{r+1}, also where kept singular values tie (a multiple of the
+    identity, diag(3, 3, 1)), where differentiating the singular vectors would give NaN.
+    ``"gram"`` and ``"randomized"`` are differentiated through their factors: finite where the
+    kept values are distinct."""
+    if method == "exact":
+        return linalg.best_rank_approximation(x, rank)
     svd = linalg.low_rank_svd(x, rank, method=method, key=key)
     return (svd.U * svd.s) @ svd.V.T
 
