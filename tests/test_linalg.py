@@ -1,3 +1,5 @@
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -370,8 +372,24 @@ def test_power_of_two_scale_brackets_the_largest_magnitude():
     np.testing.assert_array_equal(jax.grad(lambda x: linalg.power_of_two_scale(x))(jnp.array([0.3, -3.0])), [0.0, 0.0])
 
 
+
 def _orthogonal(rng, n):
     return np.linalg.qr(rng.standard_normal((n, n)))[0]
+
+
+def _product_rule(A, rank):
+    U, s, V = linalg.truncated_svd(A, rank)
+    return (U * s) @ V.T
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _derivatives(f, rank, A, dA, C):
+    """(jvp of f(·, rank) at A along dA, ⟨grad of ⟨C, f(·, rank)⟩, dA⟩, central difference along dA)."""
+    _, jvp = jax.jvp(lambda A: f(A, rank), (A,), (dA,))
+    g = jax.grad(lambda A: jnp.sum(C * f(A, rank)))(A)
+    h = 1e-6
+    fd = (f(A + h * dA, rank) - f(A - h * dA, rank)) / (2 * h)
+    return jvp, jnp.sum(g * dA), fd
 
 
 @pytest.mark.parametrize("shape", [(9, 6), (6, 9), (7, 7)])
@@ -380,18 +398,11 @@ def test_best_rank_approximation_derivative_equals_that_of_the_kept_triplets(x64
     own rule must equal the product rule through truncated_svd's factors, forward and reverse."""
     rng = np.random.default_rng(11)
     A, dA, C = (jnp.asarray(rng.standard_normal(shape)) for _ in range(3))
-
-    def through_factors(A):
-        U, s, V = linalg.truncated_svd(A, 3)
-        return (U * s) @ V.T
-
-    P, dP = jax.jvp(lambda A: linalg.best_rank_approximation(A, 3), (A,), (dA,))
-    P0, dP0 = jax.jvp(through_factors, (A,), (dA,))
-    np.testing.assert_allclose(P, P0, atol=1e-12)
-    np.testing.assert_allclose(dP, dP0, atol=1e-10)
-    g = jax.grad(lambda A: jnp.sum(C * linalg.best_rank_approximation(A, 3)))(A)
-    g0 = jax.grad(lambda A: jnp.sum(C * through_factors(A)))(A)
-    np.testing.assert_allclose(g, g0, atol=1e-10)
+    ours = _derivatives(linalg.best_rank_approximation, 3, A, dA, C)
+    ref = _derivatives(_product_rule, 3, A, dA, C)
+    np.testing.assert_allclose(linalg.best_rank_approximation(A, 3), _product_rule(A, 3), atol=1e-12)
+    for a, b in zip(ours[:2], ref[:2]):
+        np.testing.assert_allclose(a, b, atol=1e-10)
 
 
 @pytest.mark.parametrize("spectrum, rank, shape", [
@@ -401,26 +412,17 @@ def test_best_rank_approximation_derivative_equals_that_of_the_kept_triplets(x64
 ])
 def test_project_rank_derivative_is_finite_and_right_at_tied_singular_values(x64, spectrum, rank, shape):
     """At tied kept singular values the singular vectors have no derivative (the product rule through
-    them is NaN) but the projection does: project_rank's JVP and gradient must equal central
-    differences of the projection itself, which is smooth there (σ_r > σ_{r+1})."""
+    them is NaN or rounding noise) but the projection does: project_rank's JVP and gradient must
+    equal central differences of the projection itself, which is smooth there (σ_r > σ_{r+1})."""
     rng = np.random.default_rng(12)
     m, n = shape
     k = len(spectrum)
     A = jnp.asarray(_orthogonal(rng, m)[:, :k] @ np.diag(spectrum) @ _orthogonal(rng, n)[:, :k].T)
     dA, C = (jnp.asarray(rng.standard_normal(shape)) for _ in range(2))
-
-    def through_factors(A):
-        U, s, V = linalg.truncated_svd(A, rank)
-        return (U * s) @ V.T
-
-    _, dP = jax.jvp(lambda A: prox.project_rank(A, rank), (A,), (dA,))
-    h = 1e-6
-    fd = (prox.project_rank(A + h * dA, rank) - prox.project_rank(A - h * dA, rank)) / (2 * h)
-    if len(set(spectrum[:rank])) < rank:      # the situation the projection's own rule is for:
-        # the computed values differ by rounding, so the product rule is NaN or rounding noise
-        wrong = np.asarray(jax.jvp(through_factors, (A,), (dA,))[1])
+    jvp, g_dA, fd = _derivatives(prox.project_rank, rank, A, dA, C)
+    assert np.isfinite(np.asarray(jvp)).all()
+    np.testing.assert_allclose(jvp, fd, atol=1e-7)
+    np.testing.assert_allclose(g_dA, jnp.sum(C * fd), rtol=1e-7)
+    if len(set(spectrum[:rank])) < rank:      # the situation the projection's own rule is for
+        wrong = np.asarray(_derivatives(_product_rule, rank, A, dA, C)[0])
         assert not np.allclose(wrong, fd, atol=1e-2)
-    assert np.isfinite(np.asarray(dP)).all()
-    np.testing.assert_allclose(dP, fd, atol=1e-7)
-    g = jax.grad(lambda A: jnp.sum(C * prox.project_rank(A, rank)))(A)
-    np.testing.assert_allclose(jnp.sum(g * dA), jnp.sum(C * fd), rtol=1e-7)
