@@ -84,7 +84,8 @@ SCRIPT = textwrap.dedent(r"""
 
 
 def test_eight_simulated_devices_match_one():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
+    flags = " ".join([os.environ.get("XLA_FLAGS", ""), "--xla_force_host_platform_device_count=8"]).strip()
+    env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
     proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0 and "MULTIDEVICE OK" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
 
@@ -133,8 +134,9 @@ TWO_CPU_DEVICES = textwrap.dedent(r"""
 
 
 def test_sweep_on_as_many_cpu_devices_as_cores_does_not_deadlock():
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    env.pop("XLA_FLAGS", None)
+    # the suite's compile flags only (conftest): no simulated device count of the caller's
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=" ".join(
+        f for f in os.environ.get("XLA_FLAGS", "").split() if "device_count" not in f))
     proc = subprocess.run([sys.executable, "-c", TWO_CPU_DEVICES], env=env, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0 and "TWO DEVICES OK" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
