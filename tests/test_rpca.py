@@ -325,27 +325,38 @@ def _brute_change(runs):
     return np.array(out)
 
 
+def _runs_of(solve, recorded):
+    """Separate runs of exactly 1, …, n − 1 iterations (n = recorded.n_iter), then ``recorded``.
+    Each is ``solve(tol)`` stopped by the residual rule just above the recorded k-th residual: one
+    compiled solver for every k (the test is compile-bound) instead of one per iteration count."""
+    res = np.asarray(recorded.residual)
+    runs = [solve(float(res[k - 1]) * (1 + 1e-9)) for k in range(1, int(recorded.n_iter))]
+    assert [int(r.n_iter) for r in runs] == list(range(1, int(recorded.n_iter))), "residuals must fall"
+    return runs + [recorded]
+
+
 def test_relative_change_halting_rule_matches_brute_force(x64):
     """stop="change" records the paper's video halting quantity; checked against runs of 1..k
     iterations, and the solvers stop at the first iteration below tol."""
     p = datasets.rpca_problem(jax.random.key(3), 80, 70, 3, 0.1, dtype=jnp.float64)
     K = 4
     z = rpca.oracle_thresholds(p.Y, 3, p.X, K, 0.5) * 0.7
-    # With tol = 1e-30 nothing stops early, so each recording run is also the longest of its
-    # brute-force runs (one compiled solver fewer per family; the test is compile-bound).
+    # With tol = 1e-30 nothing stops early, so each recording run is the longest of its runs.
     lr = rpca.lrpca(p.Y, 3, z, jnp.full(K, 0.5), tol=1e-30, stop="change")
-    runs = [rpca.lrpca(p.Y, 3, z[:k + 1], jnp.full(k, 0.5)) for k in range(1, K)] + [lr]
+    assert int(lr.n_iter) == K
+    runs = _runs_of(lambda tol: rpca.lrpca(p.Y, 3, z, jnp.full(K, 0.5), tol=tol), lr)
     np.testing.assert_allclose(np.asarray(lr.change)[1:], _brute_change(runs), rtol=1e-6)
     np.testing.assert_allclose(lr.X, rpca.lrpca(p.Y, 3, z, jnp.full(K, 0.5), tol=1e-30).X, rtol=1e-12)
 
     sg = rpca.scaledgd(p.Y, 3, 0.1, iters=3, tol=1e-30, stop="change")
-    runs = [rpca.scaledgd(p.Y, 3, 0.1, iters=k) for k in range(1, 3)] + [sg]
     assert np.isinf(sg.change[0]) and int(sg.n_iter) == 3
+    runs = _runs_of(lambda tol: rpca.scaledgd(p.Y, 3, 0.1, iters=3, tol=tol), sg)
     np.testing.assert_allclose(np.asarray(sg.change)[1:], _brute_change(runs), rtol=1e-6)
 
     ap = rpca.altproj(p.Y, 3, tol=1e-30, max_iter=3, stop="change")
-    runs = [rpca.altproj(p.Y, 3, tol=1e-30, max_iter=k) for k in range(1, 3)] + [ap]
     assert int(ap.n_iter) == 3
+    # (AltProj stops by tolerance only in its last stage, so a residual stop cannot end its first runs)
+    runs = [rpca.altproj(p.Y, 3, tol=1e-30, max_iter=k) for k in range(1, 3)] + [ap]
     np.testing.assert_allclose(np.asarray(ap.change)[1:], _brute_change(runs), rtol=1e-6, atol=1e-13)
 
     # Stopping: the first iteration whose change is below tol is the last one run.
