@@ -22,9 +22,9 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ or _BASE in os.environ:
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 
 # XLA:CPU's code generation at LLVM optimisation level 1, without LLVM's expensive passes. About 70 %
-# of the suite's CPU time is XLA compiling, most of it in LLVM; these two flags took a quarter off
-# the CPU time of test_sweep, test_prox and test_regression together (8m12 → 6m12 on the 2-core
-# machine; some programs run slower, the suite as a whole faster). Code generated at another level
+# of the suite's CPU time is XLA compiling, most of it in LLVM; these two flags took 10–25 % off
+# the CPU time of test_sweep, test_prox and test_regression together (three A/B pairs on the 2-core
+# machine: 8m12 → 6m12, 6m39 → 5m35, 6m12 → 5m40; some programs run slower, the suite faster). Code generated at another level
 # can round differently (floating-point operations in another order), and the suite passes at both
 # this level and XLA's default, which users get. At level 0 it does not: a float32 path-norm SGD
 # sweep drifts from its loop of single runs beyond 2e-4. LOWRANK_JAX_TEST_XLA_FLAGS replaces these
