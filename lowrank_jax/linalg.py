@@ -160,9 +160,9 @@ def _best_rank_jvp(rank, primals, tangents):
     D = jnp.where(across, sp * (sp * T + sq * T.T) / gap, jnp.where(kept[:, None] & kept[None, :], T, 0.0))
     dP = U @ D @ V.T
     if m > k:
-        dP = dP + (dA @ Vr - U @ (U.T @ dA @ Vr)) @ Vr.T
+        dP = dP + (dA @ Vr - U @ T[:, :rank]) @ Vr.T
     if n > k:
-        dP = dP + Ur @ (Ur.T @ dA - (Ur.T @ dA @ V) @ V.T)
+        dP = dP + Ur @ (Ur.T @ dA - T[:rank] @ V.T)
     Ar = (Ur * s[:rank]) @ Vr.T
     return Ar, dP
 
