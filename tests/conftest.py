@@ -21,16 +21,16 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ or _BASE in os.environ:
         os.environ[_BASE], os.environ.get("PYTEST_XDIST_WORKER", "main"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 
-# XLA:CPU's code generation at LLVM optimisation level 1, without LLVM's expensive passes. About 70 %
-# of the suite's CPU time is XLA compiling, most of it in LLVM; these two flags took 10–25 % off
+# XLA:CPU's code generation at LLVM optimisation level 1, without LLVM's expensive passes. About
+# 70 % of the suite's CPU time is XLA compiling, most of it in LLVM; these two flags took 10–25 % off
 # the CPU time of test_sweep, test_prox and test_regression together (three A/B pairs on the 2-core
-# machine: 8m12 → 6m12, 6m39 → 5m35, 6m12 → 5m40; some programs run slower, the suite faster). Code generated at another level
-# can round differently (floating-point operations in another order), and the suite passes at both
-# this level and XLA's default, which users get. At level 0 it does not: a float32 path-norm SGD
-# sweep drifts from its loop of single runs beyond 2e-4. LOWRANK_JAX_TEST_XLA_FLAGS replaces these
-# flags (set it empty for XLA's default level). Appended
-# to any XLA_FLAGS already set; the processes the tests start (notebooks, the demo, the
-# multi-device runs) inherit them.
+# machine: 8m12 → 6m12, 6m39 → 5m35, 6m12 → 5m40; some programs run slower, the suite faster).
+# Code generated at another level can round differently (floating-point operations in another
+# order); the suite passes at this level and at XLA's default, which users get. At level 0 it does
+# not: a float32 path-norm SGD sweep drifts from its loop of single runs beyond 2e-4.
+# LOWRANK_JAX_TEST_XLA_FLAGS replaces these flags (set it empty for XLA's default level). They are
+# appended to any XLA_FLAGS already set, and the processes the tests start (notebooks, the demo,
+# the multi-device runs) inherit them.
 COMPILE_FLAGS = os.environ.get("LOWRANK_JAX_TEST_XLA_FLAGS",
                                "--xla_backend_optimization_level=1 --xla_llvm_disable_expensive_passes=true")
 _flags = os.environ.get("XLA_FLAGS", "")
