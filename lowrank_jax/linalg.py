@@ -113,40 +113,47 @@ def _truncated_svd_jvp(rank, primals, tangents):
     return out, SVDResult(dU, jnp.diagonal(P[:sr.shape[0]]), dV)
 
 
-def best_rank_approximation(A: jax.Array, rank: int) -> jax.Array:
-    """The best rank-``rank`` approximation P_r(A) = U_r Σ_r V_rᵀ of ``A`` (m, n) (Eckart–Young),
-    from the exact thin SVD. ``rank`` is static.
+def best_rank_approximation(A: jax.Array, rank: int, *, method: str = "exact", key: jax.Array | None = None,
+                            oversample: int = 10, n_iter: int = 4) -> jax.Array:
+    """The best rank-``rank`` approximation P_r(A) = U_r Σ_r V_rᵀ of ``A`` (m, n) (Eckart–Young).
+    ``rank`` is static. ``method``: ``"exact"`` (the thin SVD), ``"gram"`` (the eigendecomposition
+    of the small Gram matrix, :func:`gram_svd`; for thin or wide A) or ``"randomized"``
+    (:func:`randomized_svd` with ``key``, default ``jax.random.key(0)``, ``oversample``, ``n_iter``).
 
-    Its derivative exists wherever σ_r > σ_{r+1}, ties among the kept values included, and is given
-    here in that form. With A = U Σ Vᵀ (thin, k = min(m, n)) and T = Uᵀ dA V (k × k):
+    Its derivative exists wherever σ_r > σ_{r+1}, ties among the kept values included, and each
+    method carries it in that form, not through its singular vectors (which have no derivative
+    within a tie: the product rule through :func:`truncated_svd`'s factors gives NaN at a multiple
+    of the identity, or at diag(3, 3, 1) with r = 2). With a thin SVD A = U Σ Vᵀ (k columns) and
+    T = Uᵀ dA V (k × k):
 
-        dP = U D Vᵀ + (I − U Uᵀ) dA V_r V_rᵀ [m > k] + U_r U_rᵀ dA (I − V Vᵀ) [n > k],
+        dP = U D Vᵀ + (I − U Uᵀ) dA V_r V_rᵀ + U_r U_rᵀ dA (I − V Vᵀ),
         D_ij = T_ij                                        i, j < r (both kept),
         D_ij = σ_p (σ_p T_ij + σ_q T_ji) / (σ_p² − σ_q²)   one kept index p, the other q,
         D_ij = 0                                           i, j ≥ r (both discarded).
 
-    Only pairs across the gap enter a denominator, so the rule is finite at a multiple of the
-    identity or at diag(3, 3, 1) with r = 2, where differentiating the kept triplets (a product of
-    :func:`truncated_svd`'s factors) gives NaN: singular vectors within a tie are not differentiable,
-    their span and this projection are. At σ_r = σ_{r+1} the projection itself is not unique and
-    the derivative is inf/NaN.
+    Only pairs across the gap enter a denominator. ``"exact"`` applies it to the thin SVD (k =
+    min(m, n); the last two terms vanish where U or V is square). ``"randomized"`` applies it to
+    the sketch's k = min(r + oversample, m, n) triplets, i.e. differentiates the projection of
+    Q Qᵀ A (Q the sketch's range): exact when rank A ≤ k, otherwise as accurate as the sketch.
+    ``"gram"`` writes P_r(A) = A V_r V_rᵀ (m ≥ n; transposed otherwise) with V_r a basis of the
+    top-r eigenspace of AᵀA, differentiated as that span (:func:`top_eigenspace`). At
+    σ_r = σ_{r+1} the projection itself is not unique and the derivative is inf/NaN.
     """
-    A, rank = _svd_input(A, rank, "best_rank_approximation")   # outside the rule: autodiff casts back
-    return _best_rank(A, rank)
+    A, rank = _svd_input(A, rank, "best_rank_approximation")   # outside the rules: autodiff casts back
+    if method == "exact":
+        return _best_rank(A, rank)
+    if method == "gram":
+        L, V = gram_rank_factors(A, rank)
+        return L @ V.T
+    if method == "randomized":
+        key = jax.random.key(0) if key is None else _checks.as_key(key)
+        return _best_rank_sketched(A, key, rank, oversample, n_iter)
+    raise ValueError(f"method must be 'exact', 'gram' or 'randomized', got {method!r}")
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
-def _best_rank(A, rank):
-    svd = truncated_svd(A, rank)
-    return (svd.U * svd.s) @ svd.V.T
-
-
-@_best_rank.defjvp
-@full_precision
-def _best_rank_jvp(rank, primals, tangents):
-    (A,), (dA,) = primals, tangents
-    m, n = A.shape
-    U, s, V = _thin_svd(A)
+def _projection_tangent(U, s, V, rank, dA):
+    """dP_r of :func:`best_rank_approximation`'s rule from a thin SVD (U, s, V) with k ≥ rank
+    columns; the terms outside U's and V's span are added where they are not square."""
     k = s.shape[0]
     Ur, Vr = U[:, :rank], V[:, :rank]
     kept = jnp.arange(k) < rank
@@ -159,12 +166,48 @@ def _best_rank_jvp(rank, primals, tangents):
     gap = jnp.where(across, jnp.square(sp) - jnp.square(sq), 1.0)
     D = jnp.where(across, sp * (sp * T + sq * T.T) / gap, jnp.where(kept[:, None] & kept[None, :], T, 0.0))
     dP = U @ D @ V.T
-    if m > k:
+    if U.shape[0] > k:
         dP = dP + (dA @ Vr - U @ T[:, :rank]) @ Vr.T
-    if n > k:
+    if V.shape[0] > k:
         dP = dP + Ur @ (Ur.T @ dA - T[:rank] @ V.T)
-    Ar = (Ur * s[:rank]) @ Vr.T
-    return Ar, dP
+    return dP
+
+
+def _rank_product(U, s, V, rank):
+    return (U[:, :rank] * s[:rank]) @ V[:, :rank].T
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+def _best_rank(A, rank):
+    svd = truncated_svd(A, rank)
+    return (svd.U * svd.s) @ svd.V.T
+
+
+@_best_rank.defjvp
+@full_precision
+def _best_rank_jvp(rank, primals, tangents):
+    (A,), (dA,) = primals, tangents
+    U, s, V = _thin_svd(A)
+    return _rank_product(U, s, V, rank), _projection_tangent(U, s, V, rank, dA)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(2, 3, 4))
+def _best_rank_sketched(A, key, rank, oversample, n_iter):
+    return _rank_product(*_sketched_svd(A, key, rank, oversample, n_iter), rank)
+
+
+@_best_rank_sketched.defjvp
+@full_precision
+def _best_rank_sketched_jvp(rank, oversample, n_iter, primals, tangents):
+    (A, key), (dA, _) = primals, tangents
+    U, s, V = _sketched_svd(A, key, rank, oversample, n_iter)
+    return _rank_product(U, s, V, rank), _projection_tangent(U, s, V, rank, dA)
+
+
+def _sketched_svd(A, key, rank, oversample, n_iter) -> SVDResult:
+    """All k = min(rank + oversample, m, n) triplets of :func:`randomized_svd`'s sketch."""
+    k = min(rank + oversample, *A.shape)
+    return randomized_svd(A, k, key, oversample=rank + oversample - k, n_iter=n_iter)
 
 
 def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, oversample: int = 10,
@@ -254,6 +297,62 @@ def top_eigh(G: jax.Array, rank: int) -> tuple[jax.Array, jax.Array]:
     """
     lam, V = jnp.linalg.eigh(G)
     return lam[::-1][:rank], V[:, ::-1][:, :rank]
+
+
+def top_eigenspace(G: jax.Array, rank: int) -> jax.Array:
+    """An orthonormal basis V_r (n, rank) of the span of the ``rank`` top eigenvectors of a symmetric
+    G (n × n), as :func:`top_eigh`'s, carrying the derivative of the span rather than of the vectors.
+
+    The span (the projector Π = V_r V_rᵀ) is differentiable wherever λ_r > λ_{r+1}, ties among the
+    kept eigenvalues included; the eigenvectors within a tie are not (``eigh``'s derivative is NaN
+    there, and reverse mode through it is NaN whenever two eigenvalues tie, kept or not, e.g. the
+    zeros of a rank-deficient Gram matrix). The tangent given here is the part of dV_r outside the
+    span, with T = V_dᵀ dG V_r (V_d the other eigenvectors):
+
+        dV_r[:, p] = Σ_q v_q T_qp / (λ_p − λ_q)    (p kept, q not),
+
+    which drops the rotation within the span (a gauge term). So it is exact for any function of V_r
+    V_rᵀ — dΠ = dV_r V_rᵀ + V_r dV_rᵀ — such as C ↦ C V_r V_rᵀ, and must not be used where a result
+    depends on the individual vectors.
+    """
+    G = jnp.asarray(G)
+    if G.ndim != 2 or G.shape[0] != G.shape[1]:
+        raise ValueError(f"top_eigenspace needs a square matrix, got shape {G.shape}")
+    return _top_eigenspace(G, _checks.check_rank(rank, G.shape))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+def _top_eigenspace(G, rank):
+    return top_eigh(G, rank)[1]
+
+
+@_top_eigenspace.defjvp
+@full_precision
+def _top_eigenspace_jvp(rank, primals, tangents):
+    (G,), (dG,) = primals, tangents
+    lam, V = jnp.linalg.eigh(G)                            # increasing; eigh symmetrises G
+    rest = G.shape[0] - rank
+    Vr, lr = V[:, rest:][:, ::-1], lam[rest:][::-1]
+    Vd, ld = V[:, :rest], lam[:rest]
+    T = Vd.T @ (0.5 * (dG + dG.T)) @ Vr                   # (n − r, r)
+    return Vr, Vd @ (T / (lr[None, :] - ld[:, None]))
+
+
+def gram_rank_factors(A: jax.Array, rank: int) -> tuple[jax.Array, jax.Array]:
+    """(A V_r, V_r) for A (m, n) with m ≥ n, V_r a basis of the top-r eigenspace of AᵀA (the right
+    singular vectors of A): A V_r V_rᵀ = U_r Σ_r V_rᵀ is A's best rank-r approximation, from one
+    product AᵀA and an n × n ``eigh`` as in :func:`gram_svd`. For m < n: (U_r, Aᵀ U_r) with
+    U_r U_rᵀ A the same projection. Differentiated as the span (:func:`top_eigenspace`): the
+    derivative of the product is exact wherever σ_r > σ_{r+1}, at tied singular values too.
+    A is scaled by a power of two before it is squared, as in :func:`gram_svd`.
+    """
+    A, rank = _svd_input(A, rank, "gram_rank_factors")
+    if A.shape[0] < A.shape[1]:
+        V, L = gram_rank_factors(A.T, rank)
+        return L, V
+    B = A / power_of_two_scale(A)                      # the eigenspace of (cA)ᵀ(cA) is that of AᵀA
+    V = top_eigenspace(B.T @ B, rank)
+    return A @ V, V
 
 
 def above_rounding(values: jax.Array, size: float) -> jax.Array:

@@ -91,17 +91,15 @@ def hard_threshold(x: jax.Array, t) -> jax.Array:
 
 
 def project_rank(x: jax.Array, rank: int, *, method: str = "exact", key=None) -> jax.Array:
-    """Euclidean projection onto matrices of rank ≤ ``rank`` (Eckart–Young): U_r Σ_r V_rᵀ.
+    """Euclidean projection onto matrices of rank ≤ ``rank`` (Eckart–Young): U_r Σ_r V_rᵀ, by
+    :func:`lowrank_jax.linalg.best_rank_approximation` with ``method`` ``"exact"``, ``"gram"`` (thin or
+    wide x) or ``"randomized"`` (``key``).
 
-    ``method="exact"`` (:func:`lowrank_jax.linalg.best_rank_approximation`) has the projection's own
-    derivative, finite wherever σ_r > σ_{r+1}, also where kept singular values tie (a multiple of the
-    identity, diag(3, 3, 1)), where differentiating the singular vectors would give NaN.
-    ``"gram"`` and ``"randomized"`` are differentiated through their factors: finite where the
-    kept values are distinct."""
-    if method == "exact":
-        return linalg.best_rank_approximation(x, rank)
-    svd = linalg.low_rank_svd(x, rank, method=method, key=key)
-    return (svd.U * svd.s) @ svd.V.T
+    Every method carries the projection's own derivative, finite wherever σ_r > σ_{r+1}, also where
+    singular values tie (a multiple of the identity, diag(3, 3, 1), the repeated zeros of a
+    rank-deficient x), where differentiating the singular vectors would give NaN; ``"randomized"``
+    differentiates the projection of its sketch Q Qᵀx (exact when rank x ≤ rank + 10)."""
+    return linalg.best_rank_approximation(x, rank, method=method, key=key)
 
 
 def top_fraction_count(alpha, n: int) -> jax.Array:

@@ -405,24 +405,94 @@ def test_best_rank_approximation_derivative_equals_that_of_the_kept_triplets(x64
         np.testing.assert_allclose(a, b, atol=1e-10)
 
 
-@pytest.mark.parametrize("spectrum, rank, shape", [
+def _with_spectrum(rng, spectrum, shape):
+    m, n = shape
+    k = len(spectrum)
+    return jnp.asarray(_orthogonal(rng, m)[:, :k] @ np.diag(spectrum) @ _orthogonal(rng, n)[:, :k].T)
+
+
+_TIED = [
     ((3.0, 3.0, 1.0), 2, (3, 3)),                 # a tie among the kept values
     ((2.0, 2.0, 2.0, 0.5, 0.5), 3, (7, 5)),       # all kept values equal, discarded ones tied too
     ((4.0, 1.0, 1.0, 0.0), 1, (4, 6)),            # discarded values tied, one of them zero
-])
-def test_project_rank_derivative_is_finite_and_right_at_tied_singular_values(x64, spectrum, rank, shape):
+]
+
+
+@pytest.mark.parametrize("method", ["exact", "gram", "randomized"])
+@pytest.mark.parametrize("spectrum, rank, shape", _TIED)
+def test_project_rank_derivative_is_finite_and_right_at_tied_singular_values(x64, spectrum, rank, shape, method):
     """At tied kept singular values the singular vectors have no derivative (the product rule through
     them is NaN or rounding noise) but the projection does: project_rank's JVP and gradient must
-    equal central differences of the projection itself, which is smooth there (σ_r > σ_{r+1})."""
+    equal central differences of the projection itself, which is smooth there (σ_r > σ_{r+1}). Every
+    method (at these sizes the randomized sketch spans all of A's columns, so its rule is exact)."""
     rng = np.random.default_rng(12)
-    m, n = shape
-    k = len(spectrum)
-    A = jnp.asarray(_orthogonal(rng, m)[:, :k] @ np.diag(spectrum) @ _orthogonal(rng, n)[:, :k].T)
+    A = _with_spectrum(rng, spectrum, shape)
     dA, C = (jnp.asarray(rng.standard_normal(shape)) for _ in range(2))
-    jvp, g_dA, fd = _derivatives(prox.project_rank, rank, A, dA, C)
+    f = lambda A, rank: prox.project_rank(A, rank, method=method)        # noqa: E731
+    jvp, g_dA, fd = _derivatives(f, rank, A, dA, C)
     assert np.isfinite(np.asarray(jvp)).all()
     np.testing.assert_allclose(jvp, fd, atol=1e-7)
-    np.testing.assert_allclose(g_dA, jnp.sum(C * fd), rtol=1e-7)
-    if len(set(spectrum[:rank])) < rank:      # the situation the projection's own rule is for
+    # (the Gram matrix squares A: its rounding, and so the differences', is larger)
+    np.testing.assert_allclose(g_dA, jnp.sum(C * fd), rtol=1e-7 if method == "exact" else 1e-6)
+    if method == "exact" and len(set(spectrum[:rank])) < rank:      # the situation the rule is for
         wrong = np.asarray(_derivatives(_product_rule, rank, A, dA, C)[0])
         assert not np.allclose(wrong, fd, atol=1e-2)
+
+
+@pytest.mark.parametrize("method", ["gram", "randomized"])
+def test_project_rank_gradient_is_finite_at_the_repeated_zeros_of_a_rank_deficient_matrix(x64, method):
+    """A matrix of rank 3 with 5 columns (exact zero columns): its Gram matrix has the eigenvalue 0
+    twice, where reverse mode through ``eigh`` is NaN (0 · ∞ on the discarded pair), and the
+    randomized sketch A Ω is rank-deficient, where the QR's derivative is NaN. The projection is
+    smooth there (σ_2 = 2 > σ_3 = 1): gradients must be finite and equal the exact method's."""
+    A = jnp.zeros((8, 5)).at[:3, :3].set(jnp.diag(jnp.array([3.0, 2.0, 1.0])))
+    C = jnp.asarray(np.random.default_rng(3).standard_normal((8, 5)))
+    grad = lambda m: jax.grad(lambda A: jnp.sum(C * prox.project_rank(A, 2, method=m)))(A)   # noqa: E731
+    g = grad(method)
+    assert np.isfinite(np.asarray(g)).all()
+    np.testing.assert_allclose(g, grad("exact"), atol=1e-10)
+
+
+def test_randomized_projection_derivative_is_exact_when_the_sketch_holds_the_range(x64):
+    """rank A = 6 ≤ k = rank + oversample = 12 < min(m, n): Q Qᵀ A = A, so the sketch's rule is the
+    projection's exact derivative (tied kept values included); at a generic A (full rank, a gap after
+    r) it is the derivative of Q Qᵀ A's projection, close to the exact one after power iterations."""
+    rng = np.random.default_rng(5)
+    A = _with_spectrum(rng, (5.0, 5.0, 3.0, 1.0, 0.5, 0.2), (40, 30))
+    dA, C = (jnp.asarray(rng.standard_normal((40, 30))) for _ in range(2))
+    f = lambda A, rank: prox.project_rank(A, rank, method="randomized", key=jax.random.key(1))   # noqa: E731
+    jvp, g_dA, fd = _derivatives(f, 2, A, dA, C)
+    np.testing.assert_allclose(jvp, fd, atol=1e-7)
+    np.testing.assert_allclose(g_dA, jnp.sum(C * fd), rtol=1e-7)
+    spectrum = np.concatenate([[10.0, 8.0, 6.0], 0.3 * 0.8 ** np.arange(27)])
+    A = _with_spectrum(rng, tuple(spectrum), (40, 30))
+    ours = _derivatives(f, 3, A, dA, C)[0]
+    exact = _derivatives(prox.project_rank, 3, A, dA, C)[0]
+    # (the tail beyond the sketch, σ ≤ 0.03 against σ_3 = 6, enters the exact rule's gap terms)
+    assert float(jnp.linalg.norm(ours - exact) / jnp.linalg.norm(exact)) < 1e-2
+
+
+@pytest.mark.parametrize("rank", [2, 6])
+def test_top_eigenspace_projector_derivative_at_tied_eigenvalues(x64, rank):
+    """Π = V_r V_rᵀ of G = [Q diag(4, 4, 1) Qᵀ, 0; 0, 0] (6 × 6; eigenvalues 4, 4, 1 and an exact
+    triple 0): eigh's vectors have no derivative within the ties, the projector does. The JVP and
+    gradient of G ↦ Π through top_eigenspace must equal central differences; through top_eigh the
+    JVP is wrong and the gradient NaN (0 · ∞ on the repeated zeros). With rank = n the span is
+    everything and the derivative 0."""
+    rng = np.random.default_rng(8)
+    Q = _orthogonal(rng, 3)
+    G = jnp.zeros((6, 6)).at[:3, :3].set(jnp.asarray(Q @ np.diag([4.0, 4.0, 1.0]) @ Q.T))
+    dG, C = (jnp.asarray(rng.standard_normal((6, 6))) for _ in range(2))
+    dG = dG + dG.T
+    projector = lambda G, rank: (lambda V: V @ V.T)(linalg.top_eigenspace(G, rank))      # noqa: E731
+    jvp, g_dG, fd = _derivatives(projector, rank, G, dG, C)
+    np.testing.assert_allclose(jvp, fd, atol=1e-7)
+    np.testing.assert_allclose(g_dG, jnp.sum(C * fd), rtol=1e-7, atol=1e-8)
+    if rank < 6:
+        assert float(jnp.max(jnp.abs(fd))) > 0.1
+        through_eigh = lambda G, rank: (lambda V: V @ V.T)(linalg.top_eigh(G, rank)[1])   # noqa: E731
+        jvp_eigh, g_eigh, _ = _derivatives(through_eigh, rank, G, dG, C)
+        assert not np.allclose(jvp_eigh, fd, atol=1e-3)
+        assert not np.isfinite(float(g_eigh))
+    else:
+        np.testing.assert_allclose(jvp, 0.0, atol=1e-12)

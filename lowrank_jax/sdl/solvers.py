@@ -48,7 +48,8 @@ def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: s
     """Algorithm 1 from (θ₀, γ₀). ``tol``: stop once ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F).
     ``project``: optional convex projection Π_Θ(θ) applied before the rank projection.
     ``svd``: "gram" (the default: θ is thin, so the eigendecomposition of its small Gram matrix,
-    :func:`lowrank_jax.linalg.gram_svd`), "exact" (QR + SVD) or "randomized" (``key`` seeds it).
+    :func:`lowrank_jax.linalg.gram_rank_factors`), "exact" (QR + SVD) or "randomized" (``key`` seeds
+    it); each differentiable wherever σ_r > σ_{r+1} (:func:`lowrank_jax.linalg.best_rank_approximation`).
     ``span``: take every step after the first in the span of [X, U₁] (:mod:`lowrank_jax.sdl.span`:
     the same iterates, O((n + κ)³) per step instead of O(p n²)); needs ``svd="gram"`` and no
     ``project``. Default: on when those hold and p ≥ 2(n + κ) (where it pays).
@@ -136,13 +137,12 @@ def _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, *, rank, model, iters):
     """LPGD with the first step on the dense θ, kept as its factors θ₁ = U₁V₁ᵀ, and the rest in the
     span of [X, U₁] (:mod:`lowrank_jax.sdl.span`) through the same loop as the dense solver."""
     f0, grads0 = sm.value_and_gradients(theta0, gamma0, data, xi, lam, model)
-    svd1 = linalg.gram_svd(theta0 - step * grads0[0], rank)        # the dense step, Π_r by svd="gram"
-    U1 = svd1.U * svd1.s
-    theta1, gamma1 = U1 @ svd1.V.T, gamma0 - step * grads0[1]
+    U1, V1 = linalg.gram_rank_factors(theta0 - step * grads0[0], rank)   # the dense step, Π_r by svd="gram"
+    theta1, gamma1 = U1 @ V1.T, gamma0 - step * grads0[1]
     moved0 = jnp.sqrt(jnp.sum((theta1 - theta0) ** 2) + jnp.sum((gamma1 - gamma0) ** 2))
     size0 = f0 if tol is None else jnp.sqrt(jnp.sum(theta0 * theta0) + jnp.sum(gamma0 * gamma0))
 
-    coords1, U = sp.from_first_step(U1, svd1.V, data.kappa, model, data.X.dtype)
+    coords1, U = sp.from_first_step(U1, V1, data.kappa, model, data.X.dtype)
     K = sp.basis(data.X, U)
     opt = transforms.projected(optax.sgd(step), lambda prm: (sp.project_rank(prm[0], K, rank, model), prm[1]))
     params1 = (coords1, gamma1)

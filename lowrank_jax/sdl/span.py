@@ -17,7 +17,7 @@ K = EᵀE (blocks XᵀX, UᵀX, UᵀU, formed once), the activations (SDL-W: A�
 ‖X − B‖² = tr([M_B − I; N_B]ᵀ K [M_B − I; N_B]). The gradient of F in these coordinates is the
 coordinate vector of ∇_θF — e.g. 2ξ(B − X) = X·2ξ(M_B − I) + U·2ξN_B — so a step of ``optax.sgd``
 on (M, N) *is* the step on θ, and the rank projection is (M, N) ← (M, N) V_r V_rᵀ with V_r the top
-eigenvectors of θ'ᵀθ' (:func:`lowrank_jax.linalg.top_eigh`, the eigendecomposition the dense
+eigenvectors of θ'ᵀθ' (:func:`lowrank_jax.linalg.top_eigenspace`, the eigendecomposition the dense
 ``svd="gram"`` projection uses). The iterates are LPGD's own, equal to the dense ones to rounding
 (tested); one step costs O((n + κ)²(n + r)) instead of the dense O(p n²) — p = 12 625, n = 128:
 a few 10⁷ flops against 10⁹ — plus O(p n²) once for XᵀX, UᵀX and the final θ = XM + UN.
@@ -122,13 +122,14 @@ def value_and_gradients(coords, gamma, K: Basis, data: sm.SDLData, xi, lam, mode
 
 
 def project_rank(coords, K: Basis, rank: int, model: str):
-    """Coordinates of Π_r(θ) = θ V_r V_rᵀ, V_r the top-r eigenvectors of θᵀθ."""
+    """Coordinates of Π_r(θ) = θ V_r V_rᵀ, V_r a basis of the top-r eigenspace of θᵀθ
+    (:func:`lowrank_jax.linalg.top_eigenspace`: differentiable at tied eigenvalues too)."""
     if model == "H":
         A, M, N = coords
         G = A.T @ A + gram(K, M, N)
     else:
         G = gram(K, *coords)
-    _, V = linalg.top_eigh(G, rank)
+    V = linalg.top_eigenspace(G, rank)
     return tuple((C @ V) @ V.T for C in coords)
 
 
