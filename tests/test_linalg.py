@@ -250,11 +250,17 @@ def test_core_helpers_name_bad_arguments(x64):
     # Every SVD helper checks its rank: randomized_svd and gram_svd sliced with it (rank = −1 gave
     # 4 triplets, 0 none, 7 the 5 there are), and so did low_rank_svd / low_rank_factors.
     helpers = [linalg.truncated_svd, linalg.gram_svd, lambda A, r: linalg.randomized_svd(A, r, 0),
-               lambda A, r: linalg.low_rank_svd(A, r), lambda A, r: linalg.low_rank_factors(A, r, "gram")]
+               lambda A, r: linalg.low_rank_svd(A, r), lambda A, r: linalg.low_rank_factors(A, r, "gram"),
+               linalg.gram_rank_factors, lambda A, r: linalg.top_eigenspace(A[:5], r)]
+    helpers += [lambda A, r, m=m: linalg.best_rank_approximation(A, r, method=m) for m in ("exact", "gram", "randomized")]
     for helper in helpers:
         for rank in (0, -1, 7, 2.0):
             with pytest.raises(ValueError, match="rank must (be an integer|satisfy 1 <= rank <= 5)"):
                 helper(jnp.ones((6, 5)), rank)
+    with pytest.raises(ValueError, match="method must be 'exact', 'gram' or 'randomized', got 'svd'"):
+        linalg.best_rank_approximation(jnp.ones((6, 5)), 2, method="svd")
+    with pytest.raises(ValueError, match="top_eigenspace needs a square matrix"):
+        linalg.top_eigenspace(jnp.ones((6, 5)), 2)
     with pytest.raises(ValueError, match="start must be an .n, l. block"):
         linalg.randomized_svd(jnp.ones((6, 5)), 3, start=jnp.ones((5, 2)))
     with pytest.raises(ValueError, match="row argument"):
@@ -286,10 +292,16 @@ def test_svd_helpers_compute_half_precision_in_float32():
     A = jnp.asarray(np.random.default_rng(0).standard_normal((8, 6)), jnp.float16)
     A32 = A.astype(jnp.float32)
     for f in (lambda A: linalg.truncated_svd(A, 2).s, lambda A: linalg.gram_svd(A, 2).s,
-              lambda A: linalg.randomized_svd(A, 2, 0).s, lambda A: linalg.low_rank_factors(A, 2)[0]):
+              lambda A: linalg.randomized_svd(A, 2, 0).s, lambda A: linalg.low_rank_factors(A, 2)[0],
+              lambda A: linalg.gram_rank_factors(A, 2)[0],
+              lambda A: linalg.best_rank_approximation(A, 2, method="gram"),
+              lambda A: linalg.best_rank_approximation(A, 2, method="randomized")):
         out = f(A)
         assert out.dtype == jnp.float32
         np.testing.assert_allclose(out, f(A32), rtol=1e-6)
+    for method in ("exact", "gram", "randomized"):
+        g = jax.grad(lambda A: jnp.sum(linalg.best_rank_approximation(A, 2, method=method)))(A)
+        assert g.dtype == jnp.float16
     g = jax.grad(lambda A: jnp.sum(linalg.low_rank_factors(A, 2)[0]))(A)
     assert g.dtype == jnp.float16
     G = A32.T @ A32
