@@ -156,9 +156,11 @@ def test_sharded_lrpca_on_one_device_equals_lrpca():
     out = sharded.lrpca_sharded(prob.Y, 4, p.zeta, p.eta, mesh=sharded.row_mesh(jax.devices()[:1]))
     np.testing.assert_allclose(np.asarray(out.X), np.asarray(ref.X), rtol=1e-4, atol=1e-6)
     # no layer at all (as lrpca allows): the initial X and S = S_ζ₀(Y), with or without FRMNN
-    for kw in (dict(max_iter=0), dict(max_iter=0, beta=p.beta, phi=p.phi)):
-        ref = rpca.lrpca(prob.Y, 4, p.zeta, p.eta, **kw)
-        out = sharded.lrpca_sharded(prob.Y, 4, p.zeta, p.eta, mesh=sharded.row_mesh(jax.devices()[:1]), **kw)
+    # (and no learned layer: ζ = (ζ₀,), η empty)
+    for zeta, eta, kw in ((p.zeta, p.eta, dict(max_iter=0)), (p.zeta, p.eta, dict(max_iter=0, beta=p.beta, phi=p.phi)),
+                          (p.zeta[:1], p.eta[:0], {})):
+        ref = rpca.lrpca(prob.Y, 4, zeta, eta, **kw)
+        out = sharded.lrpca_sharded(prob.Y, 4, zeta, eta, mesh=sharded.row_mesh(jax.devices()[:1]), **kw)
         assert int(out.n_iter) == int(ref.n_iter) == 0
         for a, b in ((out.X, ref.X), (out.S, ref.S)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)

@@ -316,6 +316,25 @@ def test_baselines_reject_bad_input(call, name):
         call(jnp.ones((10, 10)))
 
 
+@pytest.mark.parametrize("solver", ["lrpca", "lrpca_sharded"])
+@pytest.mark.parametrize("kw, message", [
+    (dict(zeta=jnp.ones(3), eta=jnp.ones(3)), "zeta must have one more entry than eta"),
+    (dict(beta=1.0), "beta and phi .FRMNN continuation. must be given together"),
+    (dict(zeta=jnp.ones(1), eta=jnp.ones(0), beta=1.0, phi=0.8, max_iter=3), "FRMNN needs at least one learned layer"),
+    (dict(beta=1.0, phi=0.8), "needs tol or max_iter"),
+    (dict(max_iter=3), "max_iter must be <= the number of layers 2 without FRMNN"),
+    (dict(max_iter=-1), "max_iter"),
+    (dict(beta=-1.0, phi=0.8, max_iter=3), "beta"),
+    (dict(tol=-1.0), "tol"),
+])
+def test_lrpca_and_its_sharded_form_check_the_schedule_alike(solver, kw, message):
+    """One check of the layer schedule (rpca.learned.check_schedule) for both solvers: the sharded
+    one had its own copy, with other messages and without the FRMNN-needs-a-layer check."""
+    args = dict(zeta=jnp.ones(3), eta=jnp.ones(2)) | kw
+    with pytest.raises(ValueError, match=message):
+        getattr(rpca, solver)(jnp.ones((10, 10)), 2, **args)
+
+
 def _brute_change(runs):
     """max(‖X_k − X_{k−1}‖/‖X_{k−1}‖, ‖S_k − S_{k−1}‖/‖S_{k−1}‖) from separate runs of 0..k iterations."""
     out = []

@@ -76,6 +76,46 @@ def _layer_params(k, zeta, eta, beta, phi, num_layers, frmnn):
     return z, jnp.where(frozen, jnp.zeros_like(e), e)
 
 
+def check_schedule(Y, zeta, eta, beta, phi, tol, max_iter):
+    """LRPCA's layer schedule checked (for :func:`lrpca` and the sharded solver): returns
+    ``(zeta, eta, beta, phi, tol, frmnn, budget)`` with the hyperparameters as arrays of Y's dtype,
+    ``tol`` checked (or None), ``frmnn`` whether (β, φ) continue past the K learned layers, and
+    ``budget`` the number of layers to run (≤ K without FRMNN; FRMNN's default 1000 with ``tol``).
+    With no learned layer (K = 0, initialisation only) ζ and η get a placeholder layer, which the
+    budget of 0 never runs, so that the loop stays traceable."""
+    zeta = _checks.as_hyper(zeta, "zeta", ndim=1, dtype=Y.dtype)
+    eta = _checks.as_hyper(eta, "eta", ndim=1, dtype=Y.dtype)
+    if zeta.shape[0] != eta.shape[0] + 1:
+        raise ValueError(f"zeta must have one more entry than eta (zeta[0] initialises): got "
+                         f"len(zeta) = {zeta.shape[0]}, len(eta) = {eta.shape[0]}")
+    num_layers = eta.shape[0]
+    if (beta is None) != (phi is None):
+        raise ValueError("beta and phi (FRMNN continuation) must be given together")
+    frmnn = beta is not None
+    tol = check_tol(tol)
+    max_iter = _checks.check_positive_int(max_iter, "max_iter", allow_none=True, minimum=0)
+    if frmnn:
+        if num_layers < 1:
+            raise ValueError("FRMNN needs at least one learned layer (len(eta) >= 1)")
+        beta = _checks.as_hyper(beta, "beta", ndim=0, positive=True, dtype=Y.dtype)
+        phi = _checks.as_hyper(phi, "phi", ndim=0, positive=True, dtype=Y.dtype)
+        if max_iter is None:
+            if tol is None:
+                raise ValueError("FRMNN (beta, phi) needs tol or max_iter to know when to stop")
+            max_iter = 1000
+        budget = max_iter
+    else:
+        if max_iter is not None and max_iter > num_layers:
+            raise ValueError(f"max_iter must be <= the number of layers {num_layers} without FRMNN "
+                             f"(pass beta and phi to continue), got {max_iter}")
+        budget = num_layers if max_iter is None else max_iter
+        beta = phi = jnp.ones((), Y.dtype)
+    if num_layers == 0:
+        eta = jnp.zeros((1,), Y.dtype)
+        zeta = jnp.concatenate([zeta, zeta])
+    return zeta, eta, beta, phi, tol, frmnn, budget
+
+
 @functools.partial(jax.jit, static_argnames=("rank", "budget", "frmnn", "use_tol", "differentiable",
                                              "svd", "oversample", "n_iter", "stop"))
 def _lrpca(Y, zeta, eta, beta, phi, tol, X_star, support, key, *, rank, budget, frmnn, use_tol,
@@ -161,40 +201,11 @@ def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X
     """
     Y, rank, X_star, support, key, oversample, n_iter = check_common(Y, rank, X_star, support, key, svd,
                                                                      oversample=oversample, n_iter=n_iter)
-    zeta = _checks.as_hyper(zeta, "zeta", ndim=1, dtype=Y.dtype)
-    eta = _checks.as_hyper(eta, "eta", ndim=1, dtype=Y.dtype)
-    if zeta.shape[0] != eta.shape[0] + 1:
-        raise ValueError(f"zeta must have one more entry than eta (zeta[0] initialises): got "
-                         f"len(zeta) = {zeta.shape[0]}, len(eta) = {eta.shape[0]}")
-    num_layers = eta.shape[0]
-    if (beta is None) != (phi is None):
-        raise ValueError("beta and phi (FRMNN continuation) must be given together")
-    frmnn = beta is not None
-    tol = check_tol(tol)
+    zeta, eta, beta, phi, tol, frmnn, budget = check_schedule(Y, zeta, eta, beta, phi, tol, max_iter)
     stop = check_stop(stop)
-    max_iter = _checks.check_positive_int(max_iter, "max_iter", allow_none=True, minimum=0)
-    if frmnn:
-        if num_layers < 1:
-            raise ValueError("FRMNN needs at least one learned layer (len(eta) >= 1)")
-        beta = _checks.as_hyper(beta, "beta", ndim=0, positive=True, dtype=Y.dtype)
-        phi = _checks.as_hyper(phi, "phi", ndim=0, positive=True, dtype=Y.dtype)
-        if max_iter is None:
-            if tol is None:
-                raise ValueError("FRMNN (beta, phi) needs tol or max_iter to know when to stop")
-            max_iter = 1000
-        budget = max_iter
-    else:
-        if max_iter is not None and max_iter > num_layers:
-            raise ValueError(f"max_iter must be <= the number of layers {num_layers} without FRMNN "
-                             f"(pass beta and phi to continue), got {max_iter}")
-        budget = num_layers if max_iter is None else max_iter
-        beta = phi = jnp.ones((), Y.dtype)
     use_tol = tol is not None
     if not use_tol:
         tol = jnp.zeros((), Y.dtype)
-    if num_layers == 0:  # initialisation only; a placeholder step keeps the (empty) loop traceable
-        eta = jnp.zeros((1,), Y.dtype)
-        zeta = jnp.concatenate([zeta, zeta])
     out = _lrpca(Y, zeta, eta, beta, phi, tol.astype(Y.dtype), X_star, support, key, rank=rank,
                  budget=budget, frmnn=frmnn, use_tol=use_tol, differentiable=bool(differentiable),
                  svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)

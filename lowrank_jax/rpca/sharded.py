@@ -34,8 +34,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from lowrank_jax import _checks, linalg, loop
 from lowrank_jax.prox import soft_threshold
-from lowrank_jax.rpca._common import RPCAResult, check_common, check_tol
-from lowrank_jax.rpca.learned import _layer_params, lrpca_step, soft_threshold_complement
+from lowrank_jax.rpca._common import RPCAResult, check_common
+from lowrank_jax.rpca.learned import _layer_params, check_schedule, lrpca_step, soft_threshold_complement
 from lowrank_jax.precision import full_precision
 
 AXIS = "rows"
@@ -67,28 +67,7 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
     """
     Y, rank, _, _, key, oversample, n_iter = check_common(Y, rank, None, None, key, "randomized",
                                                           oversample=oversample, n_iter=n_iter)
-    zeta = _checks.as_hyper(zeta, "zeta", ndim=1, dtype=Y.dtype)
-    eta = _checks.as_hyper(eta, "eta", ndim=1, dtype=Y.dtype)
-    if zeta.shape[0] != eta.shape[0] + 1 or eta.shape[0] < 1:
-        raise ValueError(f"need len(zeta) = len(eta) + 1 >= 2, got {zeta.shape[0]} and {eta.shape[0]}")
-    if (beta is None) != (phi is None):
-        raise ValueError("beta and phi (FRMNN continuation) must be given together")
-    frmnn = beta is not None
-    num_layers = eta.shape[0]
-    tol = check_tol(tol)
-    if frmnn:
-        beta = _checks.as_hyper(beta, "beta", ndim=0, positive=True, dtype=Y.dtype)
-        phi = _checks.as_hyper(phi, "phi", ndim=0, positive=True, dtype=Y.dtype)
-        if max_iter is None:
-            if tol is None:
-                raise ValueError("FRMNN (beta, phi) needs tol or max_iter to know when to stop")
-            max_iter = 1000
-        budget = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
-    else:
-        budget = num_layers if max_iter is None else _checks.check_positive_int(max_iter, "max_iter", minimum=0)
-        if budget > num_layers:
-            raise ValueError(f"max_iter must be <= the number of layers {num_layers} without FRMNN, got {max_iter}")
-        beta = phi = jnp.ones((), Y.dtype)
+    zeta, eta, beta, phi, tol, frmnn, budget = check_schedule(Y, zeta, eta, beta, phi, tol, max_iter)
     mesh = row_mesh() if mesh is None else mesh
     if mesh.axis_names != (AXIS,):
         raise ValueError(f"mesh must be 1-D with axis name {AXIS!r}, got {mesh.axis_names}")
