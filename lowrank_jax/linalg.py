@@ -147,6 +147,8 @@ def best_rank_approximation(A: jax.Array, rank: int, *, method: str = "exact", k
         return L @ V.T
     if method == "randomized":
         key = jax.random.key(0) if key is None else _checks.as_key(key)
+        oversample = _checks.check_positive_int(oversample, "oversample", minimum=0)
+        n_iter = _checks.check_positive_int(n_iter, "n_iter", minimum=0)
         return _best_rank_sketched(A, key, rank, oversample, n_iter)
     raise ValueError(f"method must be 'exact', 'gram' or 'randomized', got {method!r}")
 
@@ -241,6 +243,8 @@ def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, ove
         raise ValueError(f"randomized_svd needs a matrix, got shape {A.shape}")
     m, n = A.shape
     rank = _checks.check_rank(rank, (m if rows is None else rows, n))
+    oversample = _checks.check_positive_int(oversample, "oversample", minimum=0)
+    n_iter = _checks.check_positive_int(n_iter, "n_iter", minimum=0)
     if axis_name is None:
         orth_rows, total = jnp.linalg.qr, (lambda x: x)
     else:

@@ -259,6 +259,12 @@ def test_core_helpers_name_bad_arguments(x64):
                 helper(jnp.ones((6, 5)), rank)
     with pytest.raises(ValueError, match="method must be 'exact', 'gram' or 'randomized', got 'svd'"):
         linalg.best_rank_approximation(jnp.ones((6, 5)), 2, method="svd")
+    for bad in (dict(oversample=-1), dict(n_iter=-2), dict(n_iter=1.5)):
+        name = next(iter(bad))
+        with pytest.raises(ValueError, match=f"{name} must be an integer >= 0"):
+            linalg.randomized_svd(jnp.ones((6, 5)), 2, 0, **bad)
+        with pytest.raises(ValueError, match=f"{name} must be an integer >= 0"):
+            linalg.best_rank_approximation(jnp.ones((6, 5)), 2, method="randomized", **bad)
     with pytest.raises(ValueError, match="top_eigenspace needs a square matrix"):
         linalg.top_eigenspace(jnp.ones((6, 5)), 2)
     with pytest.raises(ValueError, match="start must be an .n, l. block"):
