@@ -135,8 +135,11 @@ def test_3d_and_broadcast_k(method):
     assert_exact(kl(x, np.array([1, 4, 9]), 1, method=method), reference(x, np.array([1, 4, 9]), 1))
 
 
-def test_guess_never_changes_the_result():
-    # 40 rows resp. columns: also exercises the gathering of unfinished rows/columns
+def test_guess_never_changes_the_result(monkeypatch):
+    # 40 rows resp. columns, with gathering from blocks of any size: also exercises the gathering
+    # of unfinished rows/columns
+    from lowrank_jax import selection
+    monkeypatch.setattr(selection, "_COMPACT_MIN_ENTRIES", 0)
     x = sample(10, (300, 40), "normal")
     k = 60
     want = reference(x, k, 0)
@@ -312,8 +315,13 @@ def test_without_gathering_the_value_is_the_same():
             assert_exact(lean(y.T, k, axis=0), want)
     batch = np.stack([sample(s, (40, 120), "normal") for s in range(3)])
     assert_exact(jax.jit(jax.vmap(lambda x: kth_largest(x, 17, gather=False)))(batch), reference(batch, 17))
-    x = jnp.asarray(sample(5, (64, 300), "absnormal"))
-    assert len(jax.jit(lambda x: _kth_largest(x, 30, 1, None, gather=False)[1])(x)) == 1
-    assert len(jax.jit(lambda x: _kth_largest(x, 30, 1, None)[1])(x)) == 2
+    # gathering (a second level of passes) only from blocks of 32 rows and 2¹⁶ entries: (256, 300)
+    # gathers, (64, 300) and (200, 200) do not, and neither does any block with gather=False
+    levels = lambda x, **kw: len(jax.jit(lambda x: _kth_largest(x, 30, 1, None, **kw)[1])(x))  # noqa: E731
+    big = jnp.asarray(sample(5, (256, 300), "absnormal"))
+    assert levels(big) == 2 and levels(big, gather=False) == 1
+    for small in (big[:64], jnp.asarray(sample(6, (200, 200), "absnormal"))):
+        assert levels(small) == 1
+    x = big[:64]
     with pytest.raises(TypeError, match="gather must be True or False"):
         kth_largest(x, 3, gather="no")
