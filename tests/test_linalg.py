@@ -302,14 +302,15 @@ def test_svd_helpers_compute_half_precision_in_float32():
               lambda A: linalg.gram_rank_factors(A, 2)[0],
               lambda A: linalg.best_rank_approximation(A, 2, method="gram"),
               lambda A: linalg.best_rank_approximation(A, 2, method="randomized")):
+        f = jax.jit(f)       # (one compilation per dtype instead of one per operation)
         out = f(A)
         assert out.dtype == jnp.float32
         np.testing.assert_allclose(out, f(A32), rtol=1e-6)
-    for method in ("exact", "gram", "randomized"):
-        g = jax.grad(lambda A: jnp.sum(linalg.best_rank_approximation(A, 2, method=method)))(A)
+    grads = [jax.grad(lambda A, m=m: jnp.sum(linalg.best_rank_approximation(A, 2, method=m)))
+             for m in ("exact", "gram", "randomized")]
+    grads.append(jax.grad(lambda A: jnp.sum(linalg.low_rank_factors(A, 2)[0])))
+    for g in jax.jit(lambda A: [g(A) for g in grads])(A):
         assert g.dtype == jnp.float16
-    g = jax.grad(lambda A: jnp.sum(linalg.low_rank_factors(A, 2)[0]))(A)
-    assert g.dtype == jnp.float16
     G = A32.T @ A32
     G20 = jnp.kron(jnp.eye(4), G)[:20, :20]                    # r > 16: the LAPACK path
     for M in (G, G20):
