@@ -153,21 +153,27 @@ def best_rank_approximation(A: jax.Array, rank: int, *, method: str = "exact", k
     raise ValueError(f"method must be 'exact', 'gram' or 'randomized', got {method!r}")
 
 
-def _projection_tangent(U, s, V, rank, dA):
-    """dP_r of :func:`best_rank_approximation`'s rule from a thin SVD (U, s, V) with k ≥ rank
-    columns; the terms outside U's and V's span are added where they are not square."""
+def _gap_map(T, s, rank):
+    """T ↦ D of :func:`best_rank_approximation`'s rule, for a (k, k) T and k ≥ rank singular
+    values s. The map is its own transpose (⟨M, D(T)⟩ = ⟨D(M), T⟩), so reverse mode applies it too."""
     k = s.shape[0]
-    Ur, Vr = U[:, :rank], V[:, :rank]
     kept = jnp.arange(k) < rank
-    T = U.T @ dA @ V
     p_row = kept[:, None] & ~kept[None, :]                # (i, j) with i kept, j discarded
     p_col = ~kept[:, None] & kept[None, :]
     sp = jnp.where(p_row, s[:, None], s[None, :])        # σ of the kept index of the pair
     sq = jnp.where(p_row, s[None, :], s[:, None])        # σ of the discarded one
     across = p_row | p_col
     gap = jnp.where(across, jnp.square(sp) - jnp.square(sq), 1.0)
-    D = jnp.where(across, sp * (sp * T + sq * T.T) / gap, jnp.where(kept[:, None] & kept[None, :], T, 0.0))
-    dP = U @ D @ V.T
+    return jnp.where(across, sp * (sp * T + sq * T.T) / gap, jnp.where(kept[:, None] & kept[None, :], T, 0.0))
+
+
+def _projection_tangent(U, s, V, rank, dA):
+    """dP_r of :func:`best_rank_approximation`'s rule from a thin SVD (U, s, V) with k ≥ rank
+    columns; the terms outside U's and V's span are added where they are not square."""
+    k = s.shape[0]
+    Ur, Vr = U[:, :rank], V[:, :rank]
+    T = U.T @ dA @ V
+    dP = U @ _gap_map(T, s, rank) @ V.T
     if U.shape[0] > k:
         dP = dP + (dA @ Vr - U @ T[:, :rank]) @ Vr.T
     if V.shape[0] > k:
@@ -447,13 +453,24 @@ def low_rank_factors(A: jax.Array, rank: int, method: str = "randomized", key: j
 
     ``method="exact"``: the exact truncated SVD with the kept-triplet derivative of
     :func:`truncated_svd` (exact gradient wherever it exists, slow at large n).
-    ``method="randomized"``: the randomized SVD with the projection rule of
-    :func:`_projected_factors` in reverse mode (fast; exact up to O(σ_{r+1}/σ_r)).
+    ``method="randomized"`` (``"gram"``): the randomized SVD (Gram eigendecomposition) with the
+    projection rule of :func:`_projected_factors` in reverse mode: for losses of X = L Rᵀ, the
+    derivative of the projection of the sketch Q Qᵀ A (exact when rank A ≤ rank + oversample, and
+    as accurate as the sketch otherwise; ``"gram"``: the tangent-space part, exact up to
+    O(σ_{r+1}/σ_r)).
     """
     A = _lapack_float(A)         # outside the custom rules: autodiff casts the cotangent back
     if method == "exact":
         return balanced_factors(truncated_svd(A, rank))
     return _projected_factors(A, rank, method, key, oversample, n_iter)
+
+
+def _factor_svd(A, rank, method, key, oversample, n_iter) -> SVDResult:
+    """The triplets behind :func:`_projected_factors`: the sketch's k = min(rank + oversample, m, n)
+    for ``"randomized"`` (its first ``rank`` are :func:`randomized_svd`'s), ``rank`` otherwise."""
+    if method == "randomized":
+        return _sketched_svd(A, jax.random.key(0) if key is None else key, rank, oversample, n_iter)
+    return low_rank_svd(A, rank, method=method, key=key, oversample=oversample, n_iter=n_iter)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 4, 5))
@@ -462,36 +479,46 @@ def _projected_factors(A, rank, method, key, oversample, n_iter):
 
     For methods whose later steps depend on (L, R) only through X = L Rᵀ (such as scaled
     gradient descent, which is equivariant under (L, R) → (LQ, RQ⁻ᵀ)), reverse mode uses the
-    derivative of the rank-r projection X = P_r(A) instead of differentiating the SVD routine:
-    with cotangents (L̄, R̄) = (X̄ R, X̄ᵀ L),
+    derivative of the rank-r projection X = P_r(A) (:func:`best_rank_approximation`'s rule)
+    instead of differentiating the SVD routine. The cotangents (L̄, R̄) = (X̄ R, X̄ᵀ L) give
+    X̄ V_r = L̄ Σ_r^{-1/2} and U_rᵀ X̄ = (R̄ Σ_r^{-1/2})ᵀ, and these hold every entry of M = Uᵀ X̄ V
+    that the rule needs (two kept indices, or one kept and one discarded), so with the k triplets
+    (U, s, V) of the factorisation
 
-        Ā = P_T(X̄) = U Σ^{-1/2} R̄ᵀ (I − V Vᵀ) + L̄ Σ^{-1/2} Vᵀ,
+        Ā = U D(M) Vᵀ + (I − U Uᵀ) X̄ V_r V_rᵀ + U_r U_rᵀ X̄ (I − V Vᵀ),
 
-    the projection of X̄ onto the tangent space of rank-r matrices at X. This is exact up to terms
-    of relative size σ_{r+1}/σ_r (the coupling with the discarded spectrum), costs two outer
-    products, and avoids the 1/(σ_i² − σ_j²) factors and QR adjoints of autodiff through a
-    randomized SVD (about 100 ms and erratic in float32 at n = 1000). Do not use it where a loss
-    depends on the gauge of L and R.
+    D the rule's gap map (its own transpose). With the randomized sketch's k = rank + oversample
+    triplets this is the derivative of the projection of Q Qᵀ A, exact when rank A ≤ k; with
+    k = rank (``"gram"``) it is P_T(X̄), the projection onto the tangent space of rank-r matrices at
+    X, exact up to O(σ_{r+1}/σ_r). Either way it costs a few thin products and avoids the
+    1/(σ_i² − σ_j²) factors between all pairs and the QR adjoints of autodiff through a randomized
+    SVD (about 100 ms and erratic in float32 at n = 1000). Do not use it where a loss depends on
+    the gauge of L and R.
     """
-    return balanced_factors(low_rank_svd(A, rank, method=method, key=key, oversample=oversample,
-                                         n_iter=n_iter))
+    U, s, V = _factor_svd(A, rank, method, key, oversample, n_iter)
+    return balanced_factors(SVDResult(U[:, :rank], s[:rank], V[:, :rank]))
 
 
 @full_precision   # traced when a caller's jit is differentiated, after the solver's context has closed
 def _projected_factors_fwd(A, rank, method, key, oversample, n_iter):
-    svd = low_rank_svd(A, rank, method=method, key=key, oversample=oversample, n_iter=n_iter)
-    return balanced_factors(svd), svd
+    svd = _factor_svd(A, rank, method, key, oversample, n_iter)
+    U, s, V = svd
+    return balanced_factors(SVDResult(U[:, :rank], s[:rank], V[:, :rank])), svd
 
 
 @full_precision   # traced when the gradient is taken, after the solver's context has closed
 def _projected_factors_bwd(rank, method, oversample, n_iter, svd, cts):
     U, s, V = svd
+    Ur, Vr, sr = U[:, :rank], V[:, :rank], s[:rank]
     L_bar, R_bar = cts
-    inv_root = jnp.where(s > 0, 1.0 / jnp.sqrt(jnp.where(s > 0, s, 1.0)), 0.0)
-    H = L_bar * inv_root
-    G = R_bar * inv_root
-    G = G - V @ (V.T @ G)
-    return U @ G.T + H @ V.T, None
+    inv_root = jnp.where(sr > 0, 1.0 / jnp.sqrt(jnp.where(sr > 0, sr, 1.0)), 0.0)
+    XV = L_bar * inv_root                         # X̄ V_r (m, r)
+    UX = (R_bar * inv_root).T                     # U_rᵀ X̄ (r, n)
+    k = s.shape[0]
+    UXV, UtXV = UX @ V, U.T @ XV                  # rows < rank and columns < rank of M
+    M = jnp.zeros((k, k), U.dtype).at[:rank].set(UXV).at[:, :rank].set(UtXV)
+    A_bar = U @ _gap_map(M, s, rank) @ V.T + (XV - U @ UtXV) @ Vr.T + Ur @ (UX - UXV @ V.T)
+    return A_bar, None
 
 
 _projected_factors.defvjp(_projected_factors_fwd, _projected_factors_bwd)

@@ -367,6 +367,30 @@ def test_randomized_factors_reverse_mode_is_the_tangent_projection(x64):
     np.testing.assert_allclose(jax.grad(loss)(A), expected, atol=1e-9)
 
 
+def test_randomized_factors_reverse_mode_is_exact_for_losses_of_the_product(x64):
+    """A of rank 8 with σ₄/σ₃ = 0.5 and a nonlinear loss of X = L Rᵀ: the sketch (k = 3 + 10 ≥ 8)
+    holds A's range, so the randomized factors' reverse mode, the projection rule on the sketch's
+    triplets, must equal central differences of the loss; the tangent-space part alone (the rule
+    with k = rank, which method="gram" uses) misses the coupling with σ₄, σ₅, … by far more. The
+    factors themselves are randomized_svd's."""
+    rng = np.random.default_rng(9)
+    A = _with_spectrum(rng, (5.0, 4.0, 3.0, 1.5, 1.0, 0.7, 0.5, 0.3), (30, 20))
+    C, E = (jnp.asarray(rng.standard_normal((30, 20))) for _ in range(2))
+
+    def loss(A, method):
+        L, R = linalg.low_rank_factors(A, 3, method, key=jax.random.key(4))
+        return jnp.sum(C * jnp.sin(L @ R.T))
+
+    h = 1e-6
+    fd = (loss(A + h * E, "randomized") - loss(A - h * E, "randomized")) / (2 * h)
+    g = jax.jit(jax.grad(loss), static_argnums=1)
+    np.testing.assert_allclose(jnp.sum(g(A, "randomized") * E), fd, rtol=1e-7)
+    assert abs(float(jnp.sum(g(A, "gram") * E) - fd)) > 1e-2 * abs(float(fd))
+    L, R = linalg.low_rank_factors(A, 3, "randomized", key=jax.random.key(4))
+    ref = linalg.randomized_svd(A, 3, jax.random.key(4))
+    np.testing.assert_allclose(L @ R.T, (ref.U * ref.s) @ ref.V.T, atol=1e-12)
+
+
 def test_above_rounding_is_strict_relative_and_by_magnitude(x64):
     """|v| > size·ε·max|v|: a value exactly at the cut-off is rounding, negative eigenvalues count by
     their magnitude, all zeros are all rounding; gram_rounding_size(d, n) is d·√n."""

@@ -44,8 +44,9 @@ def spectral_init(A, rank, *, svd, key, oversample=10, n_iter=4):
     """Balanced factors of the best rank-r approximation of A: L = UΣ^{1/2}, R = VΣ^{1/2}.
 
     Reverse mode: with ``svd="randomized"`` through :func:`lowrank_jax.linalg.low_rank_factors`'s
-    rank-r projection rule (fast; exact up to O(σ_{r+1}/σ_r), valid here because the RPCA
-    iterations are equivariant under (L, R) → (LQ, RQ⁻ᵀ)); with ``svd="exact"`` through the exact
+    rank-r projection rule applied to the sketch's rank + oversample triplets (fast; the exact
+    derivative of the projection of the sketched Q Qᵀ A, valid here because the RPCA iterations
+    are equivariant under (L, R) → (LQ, RQ⁻ᵀ)); with ``svd="exact"`` through the exact
     truncated SVD's kept-triplet derivative (exact gradient, also for a rank-deficient A; slow at
     large n)."""
     return linalg.low_rank_factors(A, rank, svd, key, oversample, n_iter)
