@@ -459,9 +459,13 @@ def low_rank_factors(A: jax.Array, rank: int, method: str = "randomized", key: j
     as accurate as the sketch otherwise; ``"gram"``: the tangent-space part, exact up to
     O(σ_{r+1}/σ_r)).
     """
-    A = _lapack_float(A)         # outside the custom rules: autodiff casts the cotangent back
+    A, rank = _svd_input(A, rank, "low_rank_factors")   # outside the custom rules: autodiff casts back
     if method == "exact":
         return balanced_factors(truncated_svd(A, rank))
+    if method not in ("gram", "randomized"):
+        raise ValueError(f"method must be 'exact', 'gram' or 'randomized', got {method!r}")
+    oversample = _checks.check_positive_int(oversample, "oversample", minimum=0)
+    n_iter = _checks.check_positive_int(n_iter, "n_iter", minimum=0)
     return _projected_factors(A, rank, method, key, oversample, n_iter)
 
 

@@ -251,7 +251,8 @@ def test_core_helpers_name_bad_arguments(x64):
     # 4 triplets, 0 none, 7 the 5 there are), and so did low_rank_svd / low_rank_factors.
     helpers = [linalg.truncated_svd, linalg.gram_svd, lambda A, r: linalg.randomized_svd(A, r, 0),
                lambda A, r: linalg.low_rank_svd(A, r), lambda A, r: linalg.low_rank_factors(A, r, "gram"),
-               linalg.gram_rank_factors, lambda A, r: linalg.top_eigenspace(A[:5], r)]
+               linalg.gram_rank_factors, lambda A, r: linalg.top_eigenspace(A[:5], r),
+               lambda A, r: linalg.low_rank_factors(A, r), lambda A, r: linalg.low_rank_factors(A, r, "exact")]
     helpers += [lambda A, r, m=m: linalg.best_rank_approximation(A, r, method=m) for m in ("exact", "gram", "randomized")]
     for helper in helpers:
         for rank in (0, -1, 7, 2.0):
@@ -265,6 +266,10 @@ def test_core_helpers_name_bad_arguments(x64):
             linalg.randomized_svd(jnp.ones((6, 5)), 2, 0, **bad)
         with pytest.raises(ValueError, match=f"{name} must be an integer >= 0"):
             linalg.best_rank_approximation(jnp.ones((6, 5)), 2, method="randomized", **bad)
+        with pytest.raises(ValueError, match=f"{name} must be an integer >= 0"):
+            linalg.low_rank_factors(jnp.ones((6, 5)), 2, **bad)
+    with pytest.raises(ValueError, match="method must be 'exact', 'gram' or 'randomized', got 'qr'"):
+        linalg.low_rank_factors(jnp.ones((6, 5)), 2, "qr")
     with pytest.raises(ValueError, match="top_eigenspace needs a square matrix"):
         linalg.top_eigenspace(jnp.ones((6, 5)), 2)
     with pytest.raises(ValueError, match="start must be an .n, l. block"):
