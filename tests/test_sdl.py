@@ -166,6 +166,7 @@ def test_lpgd_meets_the_theorem_bound_on_the_generative_model(model, p, n, scale
     a = sm.activations(long.theta, long.gamma, data.X, data.X_aux, model, 1)
     th = sdl.theory(X, xi, lam, model=model, M=float(jnp.max(jnp.abs(a))) + 0.5)
     assert th.holds and th.rho < 1 and th.step_interval[0] < th.best_step < th.step_interval[1]
+    assert th.rate(th.best_step) == th.rho
     theta0, gamma0, _ = sdl.initial_point(data, 3, model, jax.random.key(0))
     star = sdl.lpgd(theta0, gamma0, data, xi, lam, th.best_step, 3, model=model, iters=300)
     dist0 = float(jnp.linalg.norm(theta0 - star.theta))
@@ -175,6 +176,16 @@ def test_lpgd_meets_the_theorem_bound_on_the_generative_model(model, p, n, scale
         errs.append(float(jnp.linalg.norm(z.theta - star.theta)))
         assert errs[-1] <= th.rho ** t * dist0 * (1 + 1e-9), (t, errs[-1], th.rho ** t * dist0)
     assert errs[-1] < 1e-3 * dist0
+    # Other steps inside the interval contract at their own ρ(τ) < 1 (the theorem holds for every
+    # τ there, not only the best): halfway from the best step to each end of the interval.
+    lo, hi = th.step_interval
+    for step in ((lo + th.best_step) / 2, (th.best_step + hi) / 2):
+        rho = th.rate(step)
+        assert th.rho < rho < 1
+        for t in (1, 4, 8):
+            z = sdl.lpgd(theta0, gamma0, data, xi, lam, step, 3, model=model, iters=t)
+            err = float(jnp.linalg.norm(z.theta - star.theta))
+            assert err <= rho ** t * dist0 * (1 + 1e-9), (step, t, err, rho ** t * dist0)
     # The minimiser's B block recovers the planted low-rank signal B* = W*H* (noise σ = 0.05 removed):
     # closer to B* than the noisy data are.
     _, B = sm.split(star.theta, model, 1)
