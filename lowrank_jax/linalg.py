@@ -146,7 +146,7 @@ def best_rank_approximation(A: jax.Array, rank: int, *, method: str = "exact", k
         L, V = gram_rank_factors(A, rank)
         return L @ V.T
     if method == "randomized":
-        key = jax.random.key(0) if key is None else _checks.as_key(key)
+        key = _sketch_key(key)
         oversample = _checks.check_positive_int(oversample, "oversample", minimum=0)
         n_iter = _checks.check_positive_int(n_iter, "n_iter", minimum=0)
         return _best_rank_sketched(A, key, rank, oversample, n_iter)
@@ -210,6 +210,13 @@ def _best_rank_sketched_jvp(rank, oversample, n_iter, primals, tangents):
     (A, key), (dA, _) = primals, tangents
     U, s, V = _sketched_svd(A, key, rank, oversample, n_iter)
     return _rank_product(U, s, V, rank), _projection_tangent(U, s, V, rank, dA)
+
+
+def _sketch_key(key):
+    """The key of a randomized method: ``jax.random.key(0)`` when None (the sketch is a numerical
+    device; with a spectral gap its outcome does not depend on the key beyond working precision),
+    an integer taken as a seed."""
+    return jax.random.key(0) if key is None else _checks.as_key(key)
 
 
 def _sketched_svd(A, key, rank, oversample, n_iter) -> SVDResult:
@@ -436,8 +443,7 @@ def low_rank_svd(A: jax.Array, rank: int, *, method: str = "randomized", key: ja
     if method == "gram":
         return gram_svd(A, rank)
     if method == "randomized":
-        key = jax.random.key(0) if key is None else key
-        return randomized_svd(A, rank, key, oversample=oversample, n_iter=n_iter)
+        return randomized_svd(A, rank, _sketch_key(key), oversample=oversample, n_iter=n_iter)
     raise ValueError(f"method must be 'exact', 'gram' or 'randomized', got {method!r}")
 
 
@@ -473,7 +479,7 @@ def _factor_svd(A, rank, method, key, oversample, n_iter) -> SVDResult:
     """The triplets behind :func:`_projected_factors`: the sketch's k = min(rank + oversample, m, n)
     for ``"randomized"`` (its first ``rank`` are :func:`randomized_svd`'s), ``rank`` otherwise."""
     if method == "randomized":
-        return _sketched_svd(A, jax.random.key(0) if key is None else key, rank, oversample, n_iter)
+        return _sketched_svd(A, _sketch_key(key), rank, oversample, n_iter)
     return low_rank_svd(A, rank, method=method, key=key, oversample=oversample, n_iter=n_iter)
 
 
