@@ -279,8 +279,12 @@ class Theory(NamedTuple):
     def rate(self, step: float) -> float:
         """ρ(τ) = 2·max(|1 − τμ|, |1 − τL|), Theorem E.2's contraction factor at step τ (below 1
         inside ``step_interval`` when ``holds``; ``rho`` is its value at ``best_step``)."""
-        step = float(step)
-        return 2 * max(abs(1 - step * self.mu), abs(1 - step * self.L))
+        return _contraction(self.mu, self.L, float(step))
+
+
+def _contraction(mu: float, L: float, step: float) -> float:
+    """ρ(τ) = 2·max(|1 − τμ|, |1 − τL|) (Theorem E.2)."""
+    return 2 * max(abs(1 - step * mu), abs(1 - step * L))
 
 
 def softmax_curvature(M: float, kappa: int) -> tuple[float, float]:
@@ -348,9 +352,8 @@ def theory(X, xi: float, lam: float, *, model: str, kappa: int = 1, X_aux=None, 
         mu, L = min(2 * xi, 2 * lam + a_minus), max(2 * xi, 2 * lam + a_plus)
     cond = L / mu if mu > 0 else math.inf
     best = 2.0 / (mu + L)
-    th = Theory(mu, L, cond, cond < 3, (1 / (2 * mu) if mu > 0 else math.inf, 1.5 / L), best, math.nan,
-                d_minus, d_plus, a_minus, a_plus)
-    return th._replace(rho=th.rate(best))
+    return Theory(mu, L, cond, cond < 3, (1 / (2 * mu) if mu > 0 else math.inf, 1.5 / L), best,
+                  _contraction(mu, L, best), d_minus, d_plus, a_minus, a_plus)
 
 
 def _check_model(model):
