@@ -4,7 +4,7 @@ For a GPU or TPU session: ``kth_largest(method="auto")`` sorts there, and this s
 was the right call, and what ScaledGD's run and 64-point (α, η) sweep cost with it. Each timing
 checks its values against NumPy first. Prints; asserts nothing else.
 
-    PYTHONPATH=. python scripts/device_selection_probe.py [--sizes 200 1000]
+    PYTHONPATH=. python scripts/device_selection_probe.py [--sizes 200 1000] [--batches 64] [--no-scaledgd]
 
 (On a CPU the sort of a 1000 × 1000 matrix takes most of a second: use ``--sizes 200`` there.)
 """
@@ -34,25 +34,34 @@ def ms(fn, reps=10):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", type=int, nargs="+", default=[200, 1000])
+    ap.add_argument("--batches", type=int, nargs="+", default=[64],
+                    help="batch sizes to time besides a single matrix (vmap over matrices)")
+    ap.add_argument("--no-scaledgd", action="store_true", help="skip ScaledGD's run and sweep")
     args = ap.parse_args(argv)
     print(jax.devices())
     rng = np.random.default_rng(0)
     for n in args.sizes:
-        # 64 matrices, one per sweep point (in a ScaledGD sweep each point has its own residual), with
-        # their own k = ⌊α n⌋. Passed as arguments, never closed over: XLA would fold constant work.
-        xs = jnp.asarray(np.abs(rng.standard_normal((64, n, n))).astype(np.float32))
-        ks = jnp.arange(1, 65) * (n // 128)
+        # One matrix per sweep point (in a ScaledGD sweep each point has its own residual), each with
+        # its own k = ⌊α n⌋. Passed as arguments, never closed over: XLA would fold constant work.
+        top = max(args.batches)
+        xs = jnp.asarray(np.abs(rng.standard_normal((top, n, n))).astype(np.float32))
+        ks = (jnp.arange(top) % 64 + 1) * max(n // 128, 1)
         k = n // 10
         want = np.sort(np.asarray(xs[0]), axis=1)[:, -k]
-        want_last = np.sort(np.asarray(xs[-1]), axis=1)[:, -int(ks[-1])]
         row = []
-        for method in ("count", "sort"):
+        for method in ("count", "sort", "auto"):
             one = jax.jit(lambda x, method=method: kth_largest(x, k, axis=1, method=method))
             batch = jax.jit(jax.vmap(lambda x, k, method=method: kth_largest(x, k, axis=1, method=method)))
             assert np.array_equal(np.asarray(one(xs[0])), want), method
-            assert np.array_equal(np.asarray(batch(xs, ks))[-1], want_last), method
-            row += [f"{method}: one {ms(lambda: one(xs[0])):.3f}", f"64 batched {ms(lambda: batch(xs, ks)):.3f}"]
+            row.append(f"{method}: one {ms(lambda: one(xs[0])):.3f}")
+            for b in args.batches:
+                xb, kb = xs[:b], ks[:b]
+                want_last = np.sort(np.asarray(xb[-1]), axis=1)[:, -int(kb[-1])]
+                assert np.array_equal(np.asarray(batch(xb, kb))[-1], want_last), (method, b)
+                row.append(f"{b} batched {ms(lambda: batch(xb, kb)):.3f}")
         print(f"kth_largest {n} x {n} rows, ms:", ", ".join(row), flush=True)
+    if args.no_scaledgd:
+        return
 
     Y = rdata.rpca_problem(jax.random.key(0), 200, 200, 5, 0.1).Y
     f = lambda alpha, eta, Y: rpca.scaledgd(Y, 5, alpha, eta=eta, iters=40, key=jax.random.key(0)).X  # noqa: E731
