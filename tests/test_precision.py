@@ -14,7 +14,7 @@ import pytest
 from jax import lax
 
 from lowrank_jax import covariance as cv
-from lowrank_jax import pathnorm, precision, regression as rg, rpca, sdl, sketch
+from lowrank_jax import linalg, pathnorm, precision, prox, regression as rg, rpca, sdl, sketch
 from lowrank_jax.datasets import rpca as rdata
 
 HIGHEST = (lax.Precision.HIGHEST, lax.Precision.HIGHEST)
@@ -110,6 +110,30 @@ def test_other_families_trace_full_precision_products(monkeypatch):
             jax.block_until_ready(run())
         assert seen, f"{name}: no matrix product was recorded"
         assert all(p == HIGHEST for p in seen), (name, sorted({str(p) for p in seen}))
+
+
+def _product_cubed(factors):
+    L, R = factors                                     # (no product here: the test's own would be recorded)
+    return jnp.sum((L[:, None, :] * R[None, :, :]).sum(-1) ** 3)
+
+
+@pytest.mark.parametrize("method", ["gram", "randomized", "exact"])
+def test_linalg_factorisations_trace_full_precision_products(method, monkeypatch):
+    """The factorisations that stand in for jnp.linalg.svd (itself full precision everywhere): on an
+    H200's TF32 default the Gram route moved σ₁ by 1.5e-4 between A and 1e-30 A. Forward and
+    gradient, wide and tall, through project_rank too."""
+    A = jax.random.normal(jax.random.key(0), (20, 7))
+    cases = [lambda: linalg.best_rank_approximation(A, 2, method=method),
+             lambda: jax.grad(lambda A: jnp.sum(linalg.best_rank_approximation(A.T, 2, method=method) ** 3))(A),
+             lambda: jax.grad(lambda A: jnp.sum(prox.project_rank(A, 2, method=method) ** 3))(A)]
+    if method != "exact":
+        cases.append(lambda: jax.grad(lambda A: _product_cubed(linalg.low_rank_factors(A, 2, method)))(A))
+    if method == "gram":
+        cases += [lambda: linalg.gram_svd(A.T, 3), lambda: linalg.gram_rank_factors(A, 3)]
+    if method == "randomized":
+        cases.append(lambda: linalg.randomized_svd(A, 3, 1))
+    for run in cases:
+        _check_full_precision(monkeypatch, run)
 
 
 def test_inside_a_callers_jit_vmap_and_gradient(problem, monkeypatch):
