@@ -83,8 +83,8 @@ def test_what_is_neither_a_key_nor_a_seed_is_refused_by_name():
     np.testing.assert_allclose(sketch.approx_leverage_scores(7, A),
                                sketch.approx_leverage_scores(jax.random.key(7), A), rtol=1e-5)
     np.testing.assert_array_equal(sketch.sample_rows(2, jnp.ones(6), 4)[0], sketch.sample_rows(jax.random.key(2), jnp.ones(6), 4)[0])
-    np.testing.assert_array_equal(sketch.sampled_gram(1, A, jnp.ones(40), 8),
-                                  sketch.sampled_gram(jax.random.key(1), A, jnp.ones(40), 8))
+    np.testing.assert_allclose(sketch.sampled_gram(1, A, jnp.ones(40), 8),                # (2.6e-7 there)
+                               sketch.sampled_gram(jax.random.key(1), A, jnp.ones(40), 8), rtol=1e-5)
     with pytest.raises(TypeError, match="key must be"):
         sketch.sample_rows(0.5, jnp.ones(6), 4)
 

@@ -450,7 +450,10 @@ def test_logs_are_the_last_minibatch_of_each_log_point_and_epochs_reshuffle():
     model = pathnorm.ShallowNet(5, 4, 3, key=jax.random.key(1))
     kw = dict(reg="path", method="prox", lr=1e-9, lam=0.5, epochs=2, batch=5, model=model)
     every = pathnorm.train(jax.random.key(0), X, y, logs_per_epoch=8, **kw)
-    full = float(pathnorm.cross_entropy(model, X, y)) + 0.5 * float(pathnorm.penalty(model, "path"))
+    # (train's products are full float32; so must the reference's be: on a GPU the building blocks'
+    # default TF32 moved it by 1.1e-5)
+    with jax.default_matmul_precision("highest"):
+        full = float(pathnorm.cross_entropy(model, X, y)) + 0.5 * float(pathnorm.penalty(model, "path"))
     np.testing.assert_allclose(np.asarray(every.loss).mean(axis=1), [full, full], rtol=1e-5)
     assert np.ptp(np.asarray(every.loss[0])) > 1e-3                  # the minibatches differ
     assert not np.allclose(every.loss[0], every.loss[1], rtol=1e-4)
