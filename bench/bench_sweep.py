@@ -78,6 +78,8 @@ def main(argv=None):
     ap.add_argument("--cpu-devices", type=int, default=os.cpu_count(),
                     help="CPU devices to start JAX with (default: one per core); must come before any "
                          "JAX computation, so run this file as its own process")
+    ap.add_argument("--only", nargs="+", default=None, metavar="WORD",
+                    help="run only the families whose row name contains one of these words (e.g. LRPCA path-norm)")
     args = ap.parse_args(argv)
     if args.cpu_devices and args.cpu_devices > 1:
         jax.config.update("jax_num_cpu_devices", args.cpu_devices)
@@ -92,6 +94,8 @@ def main(argv=None):
           f"{'1 dev':>6s} {'API loop':>8s} {'ratio':>6s}")
     ratios = []
     for name, (f, pts, shared) in cases().items():
+        if args.only and not any(word in name for word in args.only):
+            continue
         single = jax.jit(f)
         n = len(jax.tree.leaves(pts)[0])
         rows = [{k: v[i] for k, v in pts.items()} for i in range(n)]
@@ -109,6 +113,8 @@ def main(argv=None):
         ratios.append(t_loop / t_sweep)
         print(f"{name:46s} {t_sweep:7.0f} {t_one:7.0f} {t_loop:8.0f} {t_loop / t_sweep:5.1f}x "
               f"{t_loop / t_one:5.1f}x {t_api:8.0f} {t_api / t_sweep:5.1f}x", flush=True)
+    if not ratios:
+        raise SystemExit(f"no family matches --only {args.only}")
     print(f"  sweep on all devices vs 64 jitted calls: {min(ratios):.1f}x to {max(ratios):.1f}x "
           f"(target: >= 3x)")
 
