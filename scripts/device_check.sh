@@ -29,9 +29,11 @@ WORKERS=${WORKERS:-15}
   equinox.__version__, "optax", optax.__version__, jax.devices())'; } 2>&1 | tee "$OUT/env.txt"
 
 # the three short measurements first, so that a suite cut short by the lease still leaves them
-timeout -s INT 110 $PY bench/bench_sweep.py --reps 2 2>&1 | tee "$OUT/bench_sweep.txt"
+# (in two processes: one took 99 s for the first four families on an H200, compilation included)
+timeout -s INT 120 $PY bench/bench_sweep.py --reps 2 --only ScaledGD LRPCA Newton SDL 2>&1 | tee "$OUT/bench_sweep.txt"
+timeout -s INT 60 $PY bench/bench_sweep.py --reps 2 --only covariance path-norm 2>&1 | tee -a "$OUT/bench_sweep.txt"
 
-timeout -s INT 60 $PY scripts/device_selection_probe.py 2>&1 | tee "$OUT/selection.txt"
+timeout -s INT 60 $PY scripts/device_selection_probe.py --batches 8 64 2>&1 | tee "$OUT/selection.txt"
 
 timeout -s INT 40 $PY scripts/device_rounding_probe.py 2>&1 | tee "$OUT/rounding.txt"
 
