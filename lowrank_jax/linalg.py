@@ -473,8 +473,8 @@ def low_rank_factors(A: jax.Array, rank: int, method: str = "randomized", key: j
     ``method="randomized"`` (``"gram"``): the randomized SVD (Gram eigendecomposition) with the
     projection rule of :func:`_projected_factors` in reverse mode: for losses of X = L Rᵀ, the
     derivative of the projection of the sketch Q Qᵀ A (exact when rank A ≤ rank + oversample, and
-    as accurate as the sketch otherwise; ``"gram"``: the tangent-space part, exact up to
-    O(σ_{r+1}/σ_r)).
+    as accurate as the sketch otherwise); ``"gram"``: the derivative of P_r(A) itself, exact
+    wherever σ_r > σ_{r+1}.
     """
     A, rank = _svd_input(A, rank, "low_rank_factors")   # outside the custom rules: autodiff casts back
     if method == "exact":
@@ -486,11 +486,15 @@ def low_rank_factors(A: jax.Array, rank: int, method: str = "randomized", key: j
     return _projected_factors(A, rank, method, key, oversample, n_iter)
 
 
-def _factor_svd(A, rank, method, key, oversample, n_iter) -> SVDResult:
+def _factor_svd(A, rank, method, key, oversample, n_iter, *, for_gradient=False) -> SVDResult:
     """The triplets behind :func:`_projected_factors`: the sketch's k = min(rank + oversample, m, n)
-    for ``"randomized"`` (its first ``rank`` are :func:`randomized_svd`'s), ``rank`` otherwise."""
+    for ``"randomized"`` (its first ``rank`` are :func:`randomized_svd`'s); for ``"gram"`` all
+    min(m, n) when ``for_gradient`` (the eigendecomposition has them all; the reverse rule needs
+    them), else ``rank``."""
     if method == "randomized":
         return _sketched_svd(A, _sketch_key(key), rank, oversample, n_iter)
+    if method == "gram" and for_gradient:
+        return gram_svd(A, min(A.shape))
     return low_rank_svd(A, rank, method=method, key=key, oversample=oversample, n_iter=n_iter)
 
 
@@ -509,12 +513,13 @@ def _projected_factors(A, rank, method, key, oversample, n_iter):
         Ā = U D(M) Vᵀ + (I − U Uᵀ) X̄ V_r V_rᵀ + U_r U_rᵀ X̄ (I − V Vᵀ),
 
     D the rule's gap map (its own transpose). With the randomized sketch's k = rank + oversample
-    triplets this is the derivative of the projection of Q Qᵀ A, exact when rank A ≤ k; with
-    k = rank (``"gram"``) it is P_T(X̄), the projection onto the tangent space of rank-r matrices at
-    X, exact up to O(σ_{r+1}/σ_r). Either way it costs a few thin products and avoids the
-    1/(σ_i² − σ_j²) factors between all pairs and the QR adjoints of autodiff through a randomized
-    SVD (about 100 ms and erratic in float32 at n = 1000). Do not use it where a loss depends on
-    the gauge of L and R.
+    triplets this is the derivative of the projection of Q Qᵀ A, exact when rank A ≤ k. It costs
+    a few thin products and avoids the 1/(σ_i² − σ_j²) factors between all pairs and the QR
+    adjoints of autodiff through a randomized SVD (about 100 ms and erratic in float32 at
+    n = 1000). ``"gram"`` has all the triplets but not accurate left vectors for small σ (A V / σ
+    after squaring), so it differentiates X = A V_r V_rᵀ through the span instead
+    (:func:`_gram_projection_cotangent`), where the left vectors only enter as A V. Do not use it
+    where a loss depends on the gauge of L and R.
     """
     U, s, V = _factor_svd(A, rank, method, key, oversample, n_iter)
     return balanced_factors(SVDResult(U[:, :rank], s[:rank], V[:, :rank]))
@@ -522,17 +527,53 @@ def _projected_factors(A, rank, method, key, oversample, n_iter):
 
 @full_precision   # traced when a caller's jit is differentiated, after the solver's context has closed
 def _projected_factors_fwd(A, rank, method, key, oversample, n_iter):
-    svd = _factor_svd(A, rank, method, key, oversample, n_iter)
+    svd = _factor_svd(A, rank, method, key, oversample, n_iter, for_gradient=True)
     U, s, V = svd
     return balanced_factors(SVDResult(U[:, :rank], s[:rank], V[:, :rank])), svd
+
+
+def _inverse_root(s):
+    """s^{-1/2} with 0 for s = 0 (the factors' columns are 0 there)."""
+    return jnp.where(s > 0, 1.0 / jnp.sqrt(jnp.where(s > 0, s, 1.0)), 0.0)
+
+
+def _gram_projection_cotangent(U, s, V, rank, L_bar, R_bar):
+    """Ā for a loss of X = L Rᵀ = A Π, Π = V_r V_rᵀ the top-r eigenspace of AᵀA, from all the
+    triplets of a Gram eigendecomposition of a tall A (m ≥ n: V square) and the cotangents
+    (L̄, R̄) = (X̄ R, X̄ᵀ L).
+
+    With μ = σ² the eigenvalues of W = AᵀA, dW = dAᵀA + AᵀdA and (p kept, q not)
+
+        dΠ = Σ (v_q v_pᵀ + v_p v_qᵀ) v_qᵀ dW v_p / (μ_p − μ_q),
+
+    ⟨X̄, A dΠ⟩ = ⟨AᵀX̄, dΠ⟩ needs K = Vᵀ AᵀX̄ V at the pairs (q, p) and (p, q) only:
+    K_qp = (A v_q)ᵀ X̄ v_p with X̄ V_r = L̄ Σ_r^{-1/2}, and K_pq = σ_p u_pᵀ X̄ v_q with U_rᵀ X̄ =
+    (R̄ Σ_r^{-1/2})ᵀ. With S_qp = (K_qp + K_pq)/(μ_p − μ_q),
+
+        Ā = X̄ V_r V_rᵀ + A V_d S V_rᵀ + A V_r Sᵀ V_dᵀ.
+
+    The discarded left vectors enter only as A V_d = U_d Σ_d, which the squaring does not spoil.
+    Computed with σ/σ₁ (no μ overflows or underflows)."""
+    Ur, sr, Vr = U[:, :rank], s[:rank], V[:, :rank]
+    Ud, sd, Vd = U[:, rank:], s[rank:], V[:, rank:]
+    top = jnp.where(s[0] > 0, s[0], 1.0)
+    XV = L_bar * _inverse_root(sr)                                  # X̄ V_r (m, r)
+    AVd, AVr = Ud * (sd / top), Ur * (sr / top)                     # A V / σ₁
+    K = AVd.T @ XV + Vd.T @ (R_bar * (jnp.sqrt(sr) / top))          # (K_qp + K_pq) / σ₁, (n − r, r)
+    S = K / (jnp.square(sr / top)[None, :] - jnp.square(sd / top)[:, None])
+    return XV @ Vr.T + (AVd @ S) @ Vr.T + (AVr @ S.T) @ Vd.T
 
 
 @full_precision   # traced when the gradient is taken, after the solver's context has closed
 def _projected_factors_bwd(rank, method, oversample, n_iter, svd, cts):
     U, s, V = svd
-    Ur, Vr, sr = U[:, :rank], V[:, :rank], s[:rank]
     L_bar, R_bar = cts
-    inv_root = jnp.where(sr > 0, 1.0 / jnp.sqrt(jnp.where(sr > 0, sr, 1.0)), 0.0)
+    if method == "gram":
+        if U.shape[0] >= V.shape[0]:
+            return _gram_projection_cotangent(U, s, V, rank, L_bar, R_bar), None
+        return _gram_projection_cotangent(V, s, U, rank, R_bar, L_bar).T, None   # Aᵀ = V Σ Uᵀ, Xᵀ = R Lᵀ
+    Ur, Vr, sr = U[:, :rank], V[:, :rank], s[:rank]
+    inv_root = _inverse_root(sr)
     XV = L_bar * inv_root                         # X̄ V_r (m, r)
     UX = (R_bar * inv_root).T                     # U_rᵀ X̄ (r, n)
     k = s.shape[0]
