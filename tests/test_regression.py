@@ -268,6 +268,30 @@ def test_lemma_6_5_contraction_at_a_small_eps0(exp_instance, x64):
     assert np.all(ratios <= 0.4) and np.all(ratios <= 2.5 * eps), (ratios, eps)
 
 
+def test_lemma_6_5_contraction_when_the_sample_is_a_tenth_of_the_rows(x64):
+    """The test above draws m = 56 516 rows from n = 2000, so its sampled Hessians are nearly exact.
+    Here d = 4 (m = sketch_size(4, 0.05, 0.1) = 18 697) from n = 200 000 rows: m/n = 0.09, and the
+    same claims must hold. (w = 4: at this n the largest n·b_i of the Dirichlet b is about 12, and
+    w = 3 left one row with D = B_diag + W² < 0, which the sketched method refuses, Lemma 6.4.)"""
+    n, d = 200_000, 4
+    A, b, w = make_problem(n=n, d=d, w=4.0)
+    x_star = rg.newton_solve(A, b, w, jnp.zeros(d), "exp", "exact", iters=30).x
+    x0 = x_star + 0.05 * jax.random.normal(jax.random.key(3), (d,), jnp.float64)
+    m = sketch.sketch_size(d, 0.05, 0.1)
+    assert m < n / 10
+    run = jax.jit(lambda key: rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=4, x_star=x_star, measure_eps=True,
+                                              sketch_size=m, key=key))
+    eps, ratios = [], []
+    for k in range(10):
+        r = run(jax.random.key(k))
+        e = np.asarray(r.error)
+        eps.append(np.asarray(r.eps0)[:3])
+        ratios.append(e[1:4] / e[:3])
+    eps, ratios = np.concatenate(eps), np.concatenate(ratios)
+    assert np.mean(eps <= 0.05) >= 0.9, eps
+    assert np.all(ratios <= 0.4) and np.all(ratios <= 2.5 * eps), (ratios, eps)
+
+
 def test_measured_eps0_is_recorded(exp_instance, x64):
     A, b, w, x_star, x0 = exp_instance
     res = rg.newton_solve(A, b, w, x0, "exp", "diagonal", iters=3, measure_eps=True)
