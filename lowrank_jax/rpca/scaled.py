@@ -134,7 +134,8 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
 
     T_α is exact (ties at the cut-off are kept). On CPU it uses counting selection warm-started from
     the previous iteration's cut-offs, not a sort (XLA's CPU sort and large-k ``top_k`` are slow); on
-    GPUs and TPUs it sorts (:func:`lowrank_jax.selection.kth_largest`).
+    GPUs and TPUs it sorts below 2²² entries, a vmapped batch counted whole, and counts above
+    (:func:`lowrank_jax.selection.kth_largest`).
     """
     Y, rank, X_star, support, key, oversample, n_iter = check_common(Y, rank, X_star, support, key, svd,
                                                                      oversample=oversample, n_iter=n_iter)
