@@ -275,7 +275,7 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
     On a CPU, JAX starts with one device whatever the core count, and one device runs a sweep on
     about one core. ``jax.config.update("jax_num_cpu_devices", os.cpu_count())`` before the first
     JAX computation makes one device per core, and the sweep then runs on all of them
-    (``make bench``: 2.1–3.3x over 64 separate jitted calls on 2 cores, against 1.1–1.8x with one
+    (``make bench``: 1.9–3.5x over 64 separate jitted calls on 2 cores, against 1.1–2.5x with one
     device; see the Sweeps guide).
     """
     if not isinstance(points, dict) or not points:
