@@ -130,6 +130,7 @@ def sample_rows(key, scores, m: int, active=None):
     return idx, jnp.where(used, 1.0 / (active * p[idx]), 0.0), p
 
 
+@full_precision
 def sampled_gram(key, A, D, m: int, *, method: str = "approx", scores=None, active=None):
     """Aᵀ D̃ A with D̃ from leverage-score row sampling of diag(√D) A (D > 0): O(m d²) after the scores.
 

@@ -80,6 +80,7 @@ def _other_cases():
         "sdl.mf_lr": lambda: sdl.mf_lr(Xs, ys, 2).U,
         "sketch.approx_leverage_scores": lambda: sketch.approx_leverage_scores(jax.random.key(0), A),
         "sketch.leverage_scores": lambda: sketch.leverage_scores(A),
+        "sketch.sampled_gram": lambda: sketch.sampled_gram(jax.random.key(0), A, jnp.ones(60), 30),
         "sdl.fit (BCD)": lambda: sdl.fit(Xs, ys, 2, iters=3, solver="bcd").theta,
         "sdl.predict_proba (supervised)": lambda: sdl.predict_proba(m, Xs, coding="supervised"),
         "covariance.decompose": lambda: cv.decompose(Sigma, 2, hidden=(8,), max_iter=3, rel_tol=None,
