@@ -127,6 +127,43 @@ def test_top_fraction_keeps_ties_like_numpy():
         prox.sparsify_top_fraction(jnp.asarray(M), 0.1, gather=None)
 
 
+def _np_cut(M, k, axis):
+    """k-th largest along axis (+inf for k = 0), by sorting."""
+    srt = -np.sort(-M, axis=axis)
+    return np.full(M.shape[1 - axis], np.inf, M.dtype) if k == 0 else np.take(srt, k - 1, axis=axis)
+
+
+def test_square_thresholds_as_one_selection_equal_the_two(monkeypatch):
+    """A square magnitude (up to 2¹⁹ entries) is selected as the rows of [M; Mᵀ] in one call: the same
+    cut-offs as row and column selections apart and as NumPy, with ties, with warm starts (both, one,
+    none), under vmap over α and over matrices."""
+    rng = np.random.default_rng(6)
+    M = np.abs(rng.integers(-3, 4, size=(48, 48))).astype(np.float32)    # many ties
+    M[:, 5] = 0.0                                                       # a column of zeros
+    Mj = jnp.asarray(M)
+    alphas = jnp.array([0.0, 0.05, 0.2, 0.5, 1.0], jnp.float32)
+    guesses = [(None, None), (jnp.ones(48), None), (jnp.full(48, 2.0), jnp.zeros(48))]
+
+    def run(a, rg, cg):
+        return prox.top_fraction_thresholds(Mj, a, row_guess=rg, col_guess=cg)
+
+    joint = [[run(a, *g) for g in guesses] for a in alphas]
+    batched = jax.jit(jax.vmap(lambda a: prox.top_fraction_thresholds(Mj, a)))(alphas)
+    two_matrices = jax.vmap(lambda m: prox.top_fraction_thresholds(m, 0.2))(jnp.stack([Mj, 2 * Mj]))
+    monkeypatch.setattr(prox, "_JOINT_SELECTION_MAX", 0)                # the two selections apart
+    for i, a in enumerate(np.asarray(alphas)):
+        k = int(prox.top_fraction_count(a, 48))
+        want = (_np_cut(M, k, 1), _np_cut(M, k, 0))
+        apart = run(a, None, None)
+        for got in joint[i] + [apart, (batched[0][i], batched[1][i])]:
+            np.testing.assert_array_equal(got[0], want[0])
+            np.testing.assert_array_equal(got[1], want[1])
+    k = int(prox.top_fraction_count(0.2, 48))
+    rows, cols = two_matrices                                           # (2, 48) each
+    np.testing.assert_array_equal(cols[0], _np_cut(M, k, 0))
+    np.testing.assert_array_equal(rows[1], _np_cut(2 * M, k, 1))
+
+
 def test_top_fraction_under_vmap_over_alpha():
     rng = np.random.default_rng(5)
     M = jnp.asarray(rng.standard_normal((60, 40)).astype(np.float32))
