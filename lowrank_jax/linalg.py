@@ -52,6 +52,23 @@ def _svd_input(A, rank, name: str):
     return A, _checks.check_rank(rank, A.shape)
 
 
+def qr(A: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``jnp.linalg.qr(A)`` (reduced) whose Q is finished before R can be used.
+
+    XLA's CPU backend runs independent kernels of one program at the same time. A QR's R comes
+    from LAPACK's ``geqrf`` and its Q from a second kernel (``orgqr``), so an SVD of R, the usual
+    next step, ran beside that kernel. Under ``vmap`` jaxlib (0.10) splits each batched LAPACK
+    kernel over the process's intra-op thread pool and blocks a pool thread until its part is done:
+    with two such kernels at once on a 2-thread pool (a 2-core machine) both threads blocked and
+    the program hung (a 64-point ``vmap`` of ScaledGD on one CPU device, now and then). The
+    returned R carries a data dependency on Q (R + 0·Q₀₀, which XLA does not fold for floats: 0·NaN
+    is NaN), so that whatever uses R waits for Q. (``lax.optimization_barrier`` did not: XLA expands it
+    before the CPU runtime orders its kernels.)
+    """
+    Q, R = jnp.linalg.qr(A)
+    return Q, R + 0.0 * Q[..., :1, :1]
+
+
 def _thin_svd(A: jax.Array) -> SVDResult:
     """Thin SVD of A (m, n): all k = min(m, n) triplets, the long side first reduced by a QR
     factorisation (A = Q B, SVD of the small B) when it is at least twice the short one (much
@@ -59,11 +76,11 @@ def _thin_svd(A: jax.Array) -> SVDResult:
     A = _lapack_float(A)
     m, n = A.shape
     if m >= 2 * n:
-        Q, B = jnp.linalg.qr(A)
+        Q, B = qr(A)
         Ub, s, Vt = jnp.linalg.svd(B, full_matrices=False)
         return SVDResult(Q @ Ub, s, Vt.T)
     if n >= 2 * m:
-        Q, B = jnp.linalg.qr(A.T)
+        Q, B = qr(A.T)
         Ub, s, Vt = jnp.linalg.svd(B, full_matrices=False)
         return SVDResult(Vt.T, s, Q @ Ub)
     U, s, Vt = jnp.linalg.svd(A, full_matrices=False)
@@ -291,7 +308,7 @@ def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, ove
         W, _ = jnp.linalg.qr(total((Q.T @ A).T))
         Q, _ = orth_rows(A @ W)
     Bt = total((Q.T @ A).T)  # (n, l)
-    Q2, R2 = jnp.linalg.qr(Bt)  # B = R2ᵀ Q2ᵀ
+    Q2, R2 = qr(Bt)  # B = R2ᵀ Q2ᵀ
     Ub, s, Vbt = jnp.linalg.svd(R2.T)
     return SVDResult((Q @ Ub)[:, :rank], s[:rank], (Q2 @ Vbt.T)[:, :rank])
 
@@ -307,7 +324,7 @@ def tsqr(Y_local: jax.Array, axis_name: str) -> tuple[jax.Array, jax.Array]:
     n_i, l = Y_local.shape
     if n_i < l:
         raise ValueError(f"tsqr needs at least l = {l} rows per device, got {n_i}: use fewer devices")
-    Q1, R1 = jnp.linalg.qr(Y_local)
+    Q1, R1 = qr(Y_local)                # the second QR starts once Q1 is done (see qr)
     Q2, R = jnp.linalg.qr(jax.lax.all_gather(R1, axis_name).reshape(-1, l))
     block = jax.lax.dynamic_slice_in_dim(Q2, jax.lax.axis_index(axis_name) * l, l)
     return Q1 @ block, R

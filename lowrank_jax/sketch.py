@@ -39,7 +39,7 @@ def leverage_scores(A, row_weights=None):
     X = X.todense() if isinstance(X, design.RowSparse) else X
     if row_weights is not None:
         X = jnp.sqrt(_checks.as_hyper(row_weights, "row_weights", ndim=1, length=X.shape[0]))[:, None] * X
-    Q, R = jnp.linalg.qr(X)
+    Q, R = linalg.qr(X)                 # Q finished before the SVD of R starts (see linalg.qr)
     U, s, _ = jnp.linalg.svd(R, full_matrices=False)
     W = Q @ (U * linalg.above_rounding(s, max(X.shape)))
     return jnp.sum(W * W, axis=1)

@@ -1,4 +1,5 @@
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -600,3 +601,62 @@ def test_top_eigenspace_projector_derivative_at_tied_eigenvalues(x64, rank):
         assert not np.isfinite(float(g_eigh))
     else:
         np.testing.assert_allclose(jvp, 0.0, atol=1e-12)
+
+
+def _concurrent_lapack_kernels(hlo: str) -> list[tuple[str, str]]:
+    """Pairs of batched LAPACK custom calls (a result of rank ≥ 3: a batch of matrices) of a compiled
+    HLO module with no data path between them, within each computation: kernels that XLA's CPU
+    runtime may run at the same time, each blocking a pool thread while its batch is shared out.
+    (An unbatched kernel runs on its caller's thread and blocks none.)"""
+    pairs = []
+    for computation in re.split(r"\n(?=\S.*\{\n)", hlo):
+        operands, kernels = {}, []
+        for line in computation.splitlines():
+            m = re.match(r"\s*(?:ROOT )?%([\w.\-]+) = [^=]*?\((.*)", line)
+            if not m:
+                continue
+            operands[m.group(1)] = set(re.findall(r"%([\w.\-]+)", m.group(2)))
+            target = re.search(r'custom_call_target="(lapack_[^"]+)"', line)
+            first = re.search(r" = \(?\w+\[([\d,]*)\]", line)
+            if target and first and first.group(1).count(",") >= 2:
+                kernels.append((m.group(1), target.group(1)))
+
+        @functools.lru_cache(maxsize=None)
+        def upstream(name):
+            out = set()
+            for o in operands.get(name, ()):
+                out |= {o} | upstream(o)
+            return frozenset(out)
+
+        pairs += [(ta, tb) for i, (a, ta) in enumerate(kernels) for b, tb in kernels[i + 1:]
+                  if a not in upstream(b) and b not in upstream(a)]
+    return pairs
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="jaxlib's CPU LAPACK kernels and thread pool")
+def test_no_two_lapack_kernels_of_a_vmapped_solver_can_run_at_once():
+    """A 64-point vmap of ScaledGD on one CPU device hung now and then on a 2-core machine: the SVD
+    of a QR's R ran beside the kernel forming its Q, each batched kernel blocked one of the two pool
+    threads waiting for its share of the batch, and no thread was left (gdb: lapack_sgesdd_ffi and
+    lapack_sorgqr_ffi both in jax::ParallelBatchMap's wait). linalg.qr orders them. Checked on the
+    compiled programs: every two LAPACK kernels of each are joined by a data path."""
+    from lowrank_jax import rpca, sdl, sketch
+    from lowrank_jax.datasets import rpca as rdata
+    Y = rdata.rpca_problem(jax.random.key(0), 40, 40, 2, 0.1).Y
+    zeta, eta = jnp.full(4, 0.5), jnp.full(3, 0.5)
+    rng = np.random.default_rng(0)
+    Xs, ys = jnp.asarray(rng.standard_normal((60, 12)), jnp.float32), jnp.arange(12) % 2
+    A = jnp.asarray(rng.standard_normal((4, 80, 6)), jnp.float32)
+    programs = {
+        "scaledgd": (jax.vmap(lambda a: rpca.scaledgd(Y, 2, a, iters=3).X), (jnp.full(4, 0.1),)),
+        "lrpca": (jax.vmap(lambda s: rpca.lrpca(Y, 2, s * zeta, eta).X), (jnp.ones(4),)),
+        "sdl.fit": (jax.vmap(lambda lam: sdl.fit(Xs, ys, 2, lam=lam, iters=3).theta), (jnp.full(4, 1e-2),)),
+        "truncated_svd": (jax.vmap(lambda a: linalg.truncated_svd(a, 2)), (A,)),
+        "randomized_svd": (jax.vmap(lambda a: linalg.randomized_svd(a, 2, 0)), (A,)),
+        "leverage_scores": (jax.vmap(sketch.leverage_scores), (A,)),
+    }
+    for name, (fn, args) in programs.items():
+        hlo = jax.jit(fn).lower(*args).compile().as_text()
+        assert re.search(r"= \(?f32\[\d+,\d+,\d+\][^\n]*lapack_", hlo), name   # it has batched kernels to see
+        assert not _concurrent_lapack_kernels(hlo), (name, _concurrent_lapack_kernels(hlo))
+
