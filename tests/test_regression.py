@@ -248,6 +248,23 @@ def test_leverage_sampling_beats_uniform_on_a_coherent_design(x64):
     assert float(jnp.min(d / (n * tau))) < 0.01
 
 
+def _check_lemma_6_5(A, b, w, x_star, x0, m):
+    """Ten sketched runs of 4 steps from x0 with m sampled rows: the measured ε₀ of the first three
+    sketched Hessians is ≤ 0.05 in at least 90 % of them, and every step contracts by ≤ 0.4 and by at
+    most 2.5 ε₀."""
+    run = jax.jit(lambda key: rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=4, x_star=x_star, measure_eps=True,
+                                              sketch_size=m, key=key))
+    eps, ratios = [], []
+    for k in range(10):
+        r = run(jax.random.key(k))
+        e = np.asarray(r.error)
+        eps.append(np.asarray(r.eps0)[:3])
+        ratios.append(e[1:4] / e[:3])
+    eps, ratios = np.concatenate(eps), np.concatenate(ratios)
+    assert np.mean(eps <= 0.05) >= 0.9, eps
+    assert np.all(ratios <= 0.4) and np.all(ratios <= 2.5 * eps), (ratios, eps)
+
+
 def test_lemma_6_5_contraction_at_a_small_eps0(exp_instance, x64):
     """Gotcha G5: Lemma 6.5's 0.4 contraction needs ε₀ ≲ 0.089, which Algorithm 1's ε₁ = Θ(1) does not
     give. With the sample size of the Chernoff bound at ε₀ = 0.05, δ = 0.1 (sketch_size(d, 0.05, 0.1)),
@@ -255,17 +272,7 @@ def test_lemma_6_5_contraction_at_a_small_eps0(exp_instance, x64):
     least 90 % of the steps, every step contracts by ≤ 0.4, and by at most 2.5 ε₀: near x* the lemma's
     bound 2(ε₀ + M r/(l − M r)) is dominated by 2ε₀."""
     A, b, w, x_star, x0 = exp_instance
-    m = sketch.sketch_size(A.shape[1], 0.05, 0.1)
-    eps, ratios = [], []
-    for k in range(10):
-        r = rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=4, x_star=x_star, measure_eps=True, sketch_size=m,
-                            key=jax.random.key(k))
-        e = np.asarray(r.error)
-        eps.append(np.asarray(r.eps0)[:3])
-        ratios.append(e[1:4] / e[:3])
-    eps, ratios = np.concatenate(eps), np.concatenate(ratios)
-    assert np.mean(eps <= 0.05) >= 0.9, eps
-    assert np.all(ratios <= 0.4) and np.all(ratios <= 2.5 * eps), (ratios, eps)
+    _check_lemma_6_5(A, b, w, x_star, x0, sketch.sketch_size(A.shape[1], 0.05, 0.1))
 
 
 def test_lemma_6_5_contraction_when_the_sample_is_a_tenth_of_the_rows(x64):
@@ -279,17 +286,7 @@ def test_lemma_6_5_contraction_when_the_sample_is_a_tenth_of_the_rows(x64):
     x0 = x_star + 0.05 * jax.random.normal(jax.random.key(3), (d,), jnp.float64)
     m = sketch.sketch_size(d, 0.05, 0.1)
     assert m < n / 10
-    run = jax.jit(lambda key: rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=4, x_star=x_star, measure_eps=True,
-                                              sketch_size=m, key=key))
-    eps, ratios = [], []
-    for k in range(10):
-        r = run(jax.random.key(k))
-        e = np.asarray(r.error)
-        eps.append(np.asarray(r.eps0)[:3])
-        ratios.append(e[1:4] / e[:3])
-    eps, ratios = np.concatenate(eps), np.concatenate(ratios)
-    assert np.mean(eps <= 0.05) >= 0.9, eps
-    assert np.all(ratios <= 0.4) and np.all(ratios <= 2.5 * eps), (ratios, eps)
+    _check_lemma_6_5(A, b, w, x_star, x0, m)
 
 
 def test_measured_eps0_is_recorded(exp_instance, x64):
