@@ -52,21 +52,38 @@ def _svd_input(A, rank, name: str):
     return A, _checks.check_rank(rank, A.shape)
 
 
+def after(x: jax.Array, *deps) -> jax.Array:
+    """``x`` with a data dependency on every array in ``deps``: x + Σ 0·d₀ (d₀ one entry of each d,
+    taken as 0 where it is not finite, and without derivative), so whatever consumes the result
+    cannot start before ``deps`` are computed. Same values as ``x`` (a −0.0 becomes +0.0), same
+    derivative.
+
+    Why: XLA's CPU backend runs independent kernels of one program at the same time, and under
+    ``vmap`` jaxlib (0.10) splits each batched LAPACK kernel (SVD, QR, eigh, Cholesky, LU, triangular
+    solves) over the process's intra-op thread pool and blocks a pool thread until its part is done.
+    Two such kernels at once on a 2-thread pool (a 2-core machine) blocked both threads and the
+    program hung (a 64-point ``vmap`` of ScaledGD on one CPU device, now and then). A factorisation
+    that reads ``after(M, previous_result)`` waits for the previous one instead. XLA does not fold
+    0·d for floats (0·NaN is NaN), and ``lax.optimization_barrier`` did not do this: XLA expands it
+    before the CPU runtime orders its kernels.
+    """
+    x = jnp.asarray(x)
+    tie = jnp.zeros((), x.dtype)
+    for d in deps:
+        d0 = jax.lax.stop_gradient(jnp.ravel(jnp.asarray(d))[0])
+        tie = tie + (0 * jnp.where(jnp.isfinite(d0), d0, 0)).astype(x.dtype)
+    return x + tie
+
+
 def qr(A: jax.Array) -> tuple[jax.Array, jax.Array]:
     """``jnp.linalg.qr(A)`` (reduced) whose Q is finished before R can be used.
 
-    XLA's CPU backend runs independent kernels of one program at the same time. A QR's R comes
-    from LAPACK's ``geqrf`` and its Q from a second kernel (``orgqr``), so an SVD of R, the usual
-    next step, ran beside that kernel. Under ``vmap`` jaxlib (0.10) splits each batched LAPACK
-    kernel over the process's intra-op thread pool and blocks a pool thread until its part is done:
-    with two such kernels at once on a 2-thread pool (a 2-core machine) both threads blocked and
-    the program hung (a 64-point ``vmap`` of ScaledGD on one CPU device, now and then). The
-    returned R carries a data dependency on Q (R + 0·Q₀₀, which XLA does not fold for floats: 0·NaN
-    is NaN), so that whatever uses R waits for Q. (``lax.optimization_barrier`` did not: XLA expands it
-    before the CPU runtime orders its kernels.)
+    A QR's R comes from LAPACK's ``geqrf`` and its Q from a second kernel (``orgqr``), so an SVD of
+    R, the usual next step, ran beside that kernel and could hang a ``vmap``ped solver on a CPU
+    (see :func:`after`). The returned R is ``after(R, Q)``.
     """
     Q, R = jnp.linalg.qr(A)
-    return Q, R + 0.0 * Q[..., :1, :1]
+    return Q, after(R, Q)
 
 
 def _thin_svd(A: jax.Array) -> SVDResult:

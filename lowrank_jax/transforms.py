@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from lowrank_jax.linalg import above_rounding, spd_solve
+from lowrank_jax.linalg import above_rounding, after, spd_solve
 
 
 def scale_by_factored_preconditioner(axis_name: str | None = None) -> optax.GradientTransformation:
@@ -176,25 +176,27 @@ def newton_direction(H, g, damping=0.0, *, size=None):
     ok = (jnp.all(jnp.isfinite(Ls)) & jnp.all(pivots > 0)
           & jnp.all(pivots * pivots > size * eps * jnp.max(jnp.abs(jnp.diagonal(Hs)))))
 
-    def cholesky():
-        return jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(jnp.where(ok, Hd, eye)), True), g)
+    # Each factorisation reads the previous one's result through `after`, so that under vmap on a
+    # CPU no two batched LAPACK kernels run at once (they can hang jaxlib's thread pool, see
+    # linalg.after). Hence the Cholesky solve and, in the fallback, the LU solve are formed before
+    # their conds (on a stand-in where they are not chosen): the next factorisation waits for them.
+    chol = jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(jnp.where(ok, Hd, eye)), True), g)
 
     def fallback():
-        regular = jnp.all(above_rounding(jnp.linalg.eigvalsh(Hs), size))
-
-        def lu():
-            return jnp.linalg.solve(jnp.where(regular, Hd, eye), g)
+        regular = jnp.all(above_rounding(jnp.linalg.eigvalsh(after(Hs, chol)), size))
+        lu = jnp.linalg.solve(jnp.where(regular, Hd, eye), g)
 
         def pseudo_inverse():
             # distinct eigenvalues where this branch is not chosen: eigh's derivative is finite there
-            mu, V = jnp.linalg.eigh(jnp.where(regular, jnp.diag(jnp.arange(1, d + 1, dtype=Hd.dtype)), Hd))
+            regular_or_stand_in = jnp.where(regular, jnp.diag(jnp.arange(1, d + 1, dtype=Hd.dtype)), Hd)
+            mu, V = jnp.linalg.eigh(after(regular_or_stand_in, lu))
             keep = above_rounding(mu, size)
             return V @ jnp.where(keep, (V.T @ g) / jnp.where(keep, mu, 1), 0)
 
-        return jax.lax.cond(regular, lu, pseudo_inverse)
+        return jax.lax.cond(regular, lambda: lu, pseudo_inverse)
 
     # cond, not where: the fallback runs only when needed (under vmap both branches run).
-    return jax.lax.cond(ok, cholesky, fallback)
+    return jax.lax.cond(ok, lambda: chol, fallback)
 
 
 class NewtonState(NamedTuple):

@@ -638,9 +638,12 @@ def test_no_two_lapack_kernels_of_a_vmapped_solver_can_run_at_once():
     """A 64-point vmap of ScaledGD on one CPU device hung now and then on a 2-core machine: the SVD
     of a QR's R ran beside the kernel forming its Q, each batched kernel blocked one of the two pool
     threads waiting for its share of the batch, and no thread was left (gdb: lapack_sgesdd_ffi and
-    lapack_sorgqr_ffi both in jax::ParallelBatchMap's wait). linalg.qr orders them. Checked on the
-    compiled programs: every two LAPACK kernels of each are joined by a data path."""
-    from lowrank_jax import rpca, sdl, sketch
+    lapack_sorgqr_ffi both in jax::ParallelBatchMap's wait). linalg.qr orders them, and linalg.after
+    the Cholesky / eigvalsh / LU / eigh of Newton's direction and the spectral norms of SDL's BCD.
+    Checked on the compiled programs: every two batched LAPACK kernels of each are joined by a data
+    path."""
+    from lowrank_jax import regression as rg
+    from lowrank_jax import rpca, sdl, sketch, transforms
     from lowrank_jax.datasets import rpca as rdata
     Y = rdata.rpca_problem(jax.random.key(0), 40, 40, 2, 0.1).Y
     zeta, eta = jnp.full(4, 0.5), jnp.full(3, 0.5)
@@ -654,7 +657,14 @@ def test_no_two_lapack_kernels_of_a_vmapped_solver_can_run_at_once():
         "truncated_svd": (jax.vmap(lambda a: linalg.truncated_svd(a, 2)), (A,)),
         "randomized_svd": (jax.vmap(lambda a: linalg.randomized_svd(a, 2, 0)), (A,)),
         "leverage_scores": (jax.vmap(sketch.leverage_scores), (A,)),
+        "sdl bcd H": (jax.vmap(lambda lam: sdl.fit(Xs, ys, 2, lam=lam, iters=3, solver="bcd").theta), (jnp.full(4, 1e-2),)),
+        "sdl bcd W": (jax.vmap(lambda lam: sdl.fit(Xs, ys, 2, model="W", lam=lam, iters=3, solver="bcd").theta),
+                      (jnp.full(4, 1e-2),)),
+        "newton_direction": (jax.vmap(transforms.newton_direction), (A[:, :6] @ jnp.swapaxes(A[:, :6], 1, 2), A[:, 0])),
     }
+    for method in ("exact", "diagonal"):
+        programs["newton " + method] = (jax.vmap(lambda w: rg.newton_solve(A[0] / 10, jnp.full(80, 1 / 80), w, jnp.zeros(6),
+                                                                           "exp", method, iters=2).x), (jnp.linspace(4., 8., 4),))
     for name, (fn, args) in programs.items():
         hlo = jax.jit(fn).lower(*args).compile().as_text()
         assert re.search(r"= \(?f32\[\d+,\d+,\d+\][^\n]*lapack_", hlo), name   # it has batched kernels to see

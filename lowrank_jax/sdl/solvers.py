@@ -204,40 +204,56 @@ def bcd(factors0: sm.Factors, gamma0, data: sm.SDLData, xi, lam, *, model: str, 
 
 @functools.partial(jax.jit, static_argnames=("model", "iters", "inner"))
 def _bcd(factors0, gamma0, data, xi, lam, *, model, iters, inner):
-    sq = lambda M: jnp.linalg.norm(M, 2) ** 2 if M.size else jnp.zeros((), data.X.dtype)  # noqa: E731
-    x_sq = sq(data.X)
-    aux_sq = sq(data.X_aux)
+    def sq(*Ms, last=()):
+        """‖M‖₂² of each M (an SVD each), one after another and after ``last`` (the previous
+        ones): under vmap on a CPU two batched SVDs side by side can hang jaxlib's thread pool
+        (linalg.after)."""
+        out = list(last)
+        for M in Ms:
+            M = linalg.after(M, *out[-1:])
+            out.append(jnp.linalg.norm(M, 2) ** 2 if M.size else jnp.zeros((), data.X.dtype))
+        return out[len(last):]
+
+    x_sq, aux_sq = sq(data.X, data.X_aux)
     tiny = jnp.finfo(data.X.dtype).tiny
 
     def obj(f, g):
         return factored_objective(f, g, data, xi, lam, model)
 
-    def lipschitz(name, f):
+    def lipschitz(name, f, last):
+        """(L_b of block ``name``, the last norm computed); the norms come after ``last``."""
         if model == "H":
-            table = {"W": 2 * xi * sq(f.H), "H": (0.5 + 2 * lam) * sq(f.beta) + 2 * xi * sq(f.W),
-                     "beta": (0.5 + 2 * lam) * sq(f.H)}
-        else:
-            table = {"W": (0.5 * x_sq + 2 * lam) * sq(f.beta) + 2 * xi * sq(f.H), "H": 2 * xi * sq(f.W),
-                     "beta": (0.5 * x_sq + 2 * lam) * sq(f.W)}
-        return table[name]
+            if name == "H":
+                beta_sq, w_sq = sq(f.beta, f.W, last=last)
+                return (0.5 + 2 * lam) * beta_sq + 2 * xi * w_sq, w_sq
+            (h_sq,) = sq(f.H, last=last)
+            return {"W": 2 * xi, "beta": 0.5 + 2 * lam}[name] * h_sq, h_sq
+        if name == "W":
+            beta_sq, h_sq = sq(f.beta, f.H, last=last)
+            return (0.5 * x_sq + 2 * lam) * beta_sq + 2 * xi * h_sq, h_sq
+        (w_sq,) = sq(f.W, last=last)
+        return {"H": 2 * xi, "beta": 0.5 * x_sq + 2 * lam}[name] * w_sq, w_sq
 
-    def block_step(name, f, g):
+    def block_step(name, f, g, last):
         for _ in range(inner):
             if name == "gamma":
                 if g.size == 0:
-                    return f, g
+                    return f, g, last
                 grad = jax.grad(obj, argnums=1)(f, g)
                 g = g - grad / (0.5 * aux_sq + 2 * lam + tiny)
             else:
                 grad = getattr(jax.grad(obj)(f, g), name)
-                f = f._replace(**{name: getattr(f, name) - grad / (lipschitz(name, f) + tiny)})
-        return f, g
+                L, norm = lipschitz(name, f, last)
+                last = (norm,)
+                f = f._replace(**{name: getattr(f, name) - grad / (L + tiny)})
+        return f, g, last
 
     def body(k, state):
         f, g = state
         val = obj(f, g)
+        last = ()
         for name in ("W", "H", "beta", "gamma"):
-            f, g = block_step(name, f, g)
+            f, g, last = block_step(name, f, g, last)
         return (f, g), val
 
     res = loop.run_fixed(body, (factors0, gamma0), iters)
