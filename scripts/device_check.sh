@@ -10,11 +10,14 @@
 # 1. the 64-point sweep benchmark on that device;
 # 2. k-th largest selection by counting and by sorting, and ScaledGD's sweep (device_selection_probe);
 # 3. how far a rank-deficient design's Hessian lands from singular there (device_rounding_probe);
-# 4. the suite, in parallel workers that share the one GPU (no preallocation), with JAX's default
-#    float32 matmul precision. Left out: the notebooks (they need a Jupyter kernel), the multi-device
-#    tests (simulated CPU devices, the same on any machine) and the demo (238 s of one worker on an
-#    H200, which alone kept the suite from finishing within 290 s);
-# 5. the tests that failed, again with float32 matmuls at full precision
+# 4. the notebooks as plain scripts, all five at once (scripts/run_notebooks_plain.py: the device
+#    machines have no Jupyter kernel, so tests/test_notebooks.py would skip there);
+# 5. the suite, in parallel workers that share the one GPU (no preallocation), with JAX's default
+#    float32 matmul precision. Left out: the notebooks (step 4), the multi-device tests (simulated
+#    CPU devices, the same on any machine) and the demo (238 s of one worker beside 14 others on an
+#    H200, which alone kept the suite from finishing within 290 s; 77 s beside 11 workers on
+#    lighter files: run tests/test_demo.py on its own when the lease allows);
+# 6. the tests that failed, again with float32 matmuls at full precision
 #    (JAX_DEFAULT_MATMUL_PRECISION=highest), which tells precision from other failures.
 set -u
 cd "$(dirname "$0")/.."
@@ -36,6 +39,8 @@ timeout -s INT 60 $PY bench/bench_sweep.py --reps 2 --only covariance path-norm 
 timeout -s INT 60 $PY scripts/device_selection_probe.py --batches 8 64 2>&1 | tee "$OUT/selection.txt"
 
 timeout -s INT 40 $PY scripts/device_rounding_probe.py 2>&1 | tee "$OUT/rounding.txt"
+
+timeout -s INT 150 $PY scripts/run_notebooks_plain.py "$OUT/notebooks" 2>&1 | tee "$OUT/notebooks.txt"
 
 SKIP="--ignore tests/test_notebooks.py --ignore tests/test_multidevice.py --ignore tests/test_demo.py"
 timeout -s INT "$SUITE_S" $PY -m pytest -q -n "$WORKERS" --dist load -o cache_dir=/tmp/device_pytest_cache \
