@@ -205,3 +205,34 @@ def test_newton_direction_derivatives_are_finite_on_every_branch(x64):
     # the singular branch keeps its minimum-norm value, with a finite derivative off the null space
     np.testing.assert_allclose(transforms.newton_direction(S, g), [0.5, 2.0, 0.0])
     assert bool(jnp.all(jnp.isfinite(grads[-1])))
+
+
+VMAPPED_NEWTON_DIRECTION = """
+import jax, jax.numpy as jnp, numpy as np
+from lowrank_jax import transforms
+rng = np.random.default_rng(0)
+M = rng.standard_normal((64, 40, 40)).astype(np.float32)
+H = jnp.asarray(M @ M.transpose(0, 2, 1) + np.eye(40, dtype=np.float32))
+f = jax.jit(jax.vmap(transforms.newton_direction))
+for i in range(50):
+    jax.block_until_ready(f(H + i * 1e-3, jnp.ones((64, 40))))
+print("NEWTON OK")
+"""
+
+
+def test_a_vmapped_newton_direction_on_one_cpu_device_does_not_hang():
+    """64 directions at d = 40 on JAX's default single CPU device: before linalg.after ordered its
+    factorisations, the batched LU and eigh (both run under vmap) started side by side, each blocked
+    a thread of the 2-core machine's intra-op pool waiting for its share, and the program hung
+    within 5 calls (5 of 5 runs; 300 calls take ~4 s now). In a subprocess, so a hang is a timeout."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=" ".join(
+        f for f in os.environ.get("XLA_FLAGS", "").split() if "device_count" not in f))
+    try:
+        proc = subprocess.run([sys.executable, "-c", VMAPPED_NEWTON_DIRECTION], env=env, capture_output=True,
+                              text=True, timeout=180)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("a vmapped newton_direction hung on one CPU device") from None
+    assert proc.returncode == 0 and "NEWTON OK" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
