@@ -188,8 +188,8 @@ def newton_direction(H, g, damping=0.0, *, size=None):
 
         def pseudo_inverse():
             # distinct eigenvalues where this branch is not chosen: eigh's derivative is finite there
-            regular_or_stand_in = jnp.where(regular, jnp.diag(jnp.arange(1, d + 1, dtype=Hd.dtype)), Hd)
-            mu, V = jnp.linalg.eigh(after(regular_or_stand_in, lu))
+            H_or_stand_in = jnp.where(regular, jnp.diag(jnp.arange(1, d + 1, dtype=Hd.dtype)), Hd)
+            mu, V = jnp.linalg.eigh(after(H_or_stand_in, lu))
             keep = above_rounding(mu, size)
             return V @ jnp.where(keep, (V.T @ g) / jnp.where(keep, mu, 1), 0)
 
