@@ -144,7 +144,7 @@ def newton_direction(H, g, damping=0.0, *, size=None):
     H + damping·I = V diag(μ) Vᵀ, Σ_{|μ_i| > τ} v_i v_iᵀ g / μ_i with τ = size·ε·max|μ| (the
     minimum-norm least-squares direction of a numerically singular H).
 
-    ``size`` (a Python number; default d) sets how much rounding H may carry. d·ε is the cut-off
+    ``size`` (a number; default d) sets how much rounding H may carry. d·ε is the cut-off
     of ``numpy.linalg.matrix_rank`` for a matrix known to working precision. An H formed by sums of
     n terms, such as AᵀDA for an A of n rows, carries more: about √n·ε·‖H‖ per entry (the typical
     error of an n-term sum), so up to d·√n·ε·‖H‖ in its eigenvalues, and a caller that formed it
@@ -157,46 +157,91 @@ def newton_direction(H, g, damping=0.0, *, size=None):
     end while its loss and gradient look converged. So a Cholesky factor counts only when every
     pivot satisfies L_ii² > size·ε·max_i (H + damping·I)_ii, and the eigendecomposition drops the
     rounding-size eigenvalues, leaving no null-space part. LU rather than that eigendecomposition for
-    a non-singular indefinite H: the same H⁻¹g, with a derivative also at repeated eigenvalues, where
-    eigh's is infinite. For an indefinite H the caller's line search or damping must handle a
-    non-descent direction.
+    a non-singular indefinite H: same H⁻¹g, fewer flops. For an indefinite H the caller's line search
+    or damping must handle a non-descent direction.
 
-    Differentiable in H and g (forward and reverse mode, also under ``vmap``) wherever the chosen
-    solve is: the branch is decided on the values alone, and each branch factors H only where it
-    is chosen (an identity-like stand-in elsewhere), so the unchosen ones — whose factorisations
-    are NaN or have infinite derivatives there — add nothing, not 0·NaN."""
+    Derivatives (forward and reverse mode, also under ``vmap``) come from a rule of their own, with
+    the branch fixed by the values. x = F(H)g is a spectral function of H, F = V diag(f(μ)) Vᵀ with
+    f(μ) = 1/μ on the kept eigenvalues and 0 on the dropped ones, so (Daleckii–Krein), with
+    Ė = (Ḣ + Ḣᵀ)/2 (H is symmetric, so only its symmetric part moves it):
+
+        ẋ = F(ġ − Ė x) + V (Γ ∘ VᵀĖV) Vᵀg,   Γ_ij = 1/(μ_i(μ_i − μ_j)) for i kept and j dropped
+                                              (or the reverse), 0 otherwise.
+
+    On the Cholesky and LU branches nothing is dropped and ẋ = H⁻¹(ġ − Ė x). The rule is finite at
+    repeated eigenvalues (where eigh's own derivative is not) and on a null space. It takes one
+    eigendecomposition of H, after the primal's factorisations, and otherwise only matrix products:
+    the derivative programs (reverse mode included) hold no LAPACK call that could run beside
+    another, which keeps a ``vmap``ped derivative on a CPU from hanging (see ``linalg.after``).
+
+    Args:
+      H: (d, d) symmetric. g: (d,). damping: λ, a number or traced scalar.
+      size: the rounding allowance above; a Python number or array, not differentiated.
+    Returns:
+      (d,) the direction, in the result dtype of H and g."""
+    H, g = jnp.asarray(H), jnp.asarray(g)
+    dtype = jnp.result_type(H, g, jnp.float32)
     d = H.shape[0]
-    size = d if size is None else size
-    Hd = H + damping * jnp.eye(d, dtype=H.dtype)
-    eye = jnp.eye(d, dtype=Hd.dtype)
-    Hs = jax.lax.stop_gradient(Hd)
-    Ls = jnp.linalg.cholesky(Hs)
-    eps = jnp.finfo(Hd.dtype).eps
-    pivots = jnp.diagonal(Ls)
-    ok = (jnp.all(jnp.isfinite(Ls)) & jnp.all(pivots > 0)
-          & jnp.all(pivots * pivots > size * eps * jnp.max(jnp.abs(jnp.diagonal(Hs)))))
+    Hd = H.astype(dtype) + jnp.asarray(damping, dtype) * jnp.eye(d, dtype=dtype)
+    return _direction(Hd, g.astype(dtype), jnp.asarray(d if size is None else size, dtype))
 
-    # Each factorisation reads the previous one's result through `after`, so that under vmap on a
-    # CPU no two batched LAPACK kernels run at once (they can hang jaxlib's thread pool, see
-    # linalg.after). Hence the Cholesky solve and, in the fallback, the LU solve are formed before
-    # their conds (on a stand-in where they are not chosen): the next factorisation waits for them.
-    chol = jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(jnp.where(ok, Hd, eye)), True), g)
+
+def _solve_branches(Hd, g, size):
+    """(x, branch): x = F(Hd) g by the branch newton_direction picks, branch 0 (Cholesky), 1 (LU)
+    or 2 (pseudo-inverse).
+
+    Each factorisation reads the previous one's result through ``after``, so that under vmap on a
+    CPU no two batched LAPACK kernels run at once (they can hang jaxlib's thread pool, see
+    linalg.after). Hence the Cholesky solve and, in the fallback, the LU solve are formed before
+    their conds: the next factorisation waits for them. Under vmap every branch runs for every
+    member; where a branch is not chosen it factors a stand-in (I, or diag(1..d) for the
+    eigensolvers, 4x cheaper there than a full matrix) instead of H."""
+    d = Hd.shape[0]
+    eye = jnp.eye(d, dtype=Hd.dtype)
+    spread = jnp.diag(jnp.arange(1, d + 1, dtype=Hd.dtype))
+    L = jnp.linalg.cholesky(Hd)
+    pivots = jnp.diagonal(L)
+    ok = (jnp.all(jnp.isfinite(L)) & jnp.all(pivots > 0)
+          & jnp.all(pivots * pivots > size * jnp.finfo(Hd.dtype).eps * jnp.max(jnp.abs(jnp.diagonal(Hd)))))
+    chol = jax.scipy.linalg.cho_solve((jnp.where(ok, L, eye), True), g)
 
     def fallback():
-        regular = jnp.all(above_rounding(jnp.linalg.eigvalsh(after(Hs, chol)), size))
-        lu = jnp.linalg.solve(jnp.where(regular, Hd, eye), g)
+        regular = jnp.all(above_rounding(jnp.linalg.eigvalsh(after(jnp.where(ok, spread, Hd), chol)), size))
+        lu = jnp.linalg.solve(jnp.where(regular & ~ok, Hd, eye), g)
 
         def pseudo_inverse():
-            # distinct eigenvalues where this branch is not chosen: eigh's derivative is finite there
-            H_or_stand_in = jnp.where(regular, jnp.diag(jnp.arange(1, d + 1, dtype=Hd.dtype)), Hd)
-            mu, V = jnp.linalg.eigh(after(H_or_stand_in, lu))
+            mu, V = jnp.linalg.eigh(after(jnp.where(regular, spread, Hd), lu))
             keep = above_rounding(mu, size)
-            return V @ jnp.where(keep, (V.T @ g) / jnp.where(keep, mu, 1), 0)
+            return V @ jnp.where(keep, (V.T @ g) / jnp.where(keep, mu, 1), 0), 2
 
-        return jax.lax.cond(regular, lambda: lu, pseudo_inverse)
+        return jax.lax.cond(regular, lambda: (lu, 1), pseudo_inverse)
 
     # cond, not where: the fallback runs only when needed (under vmap both branches run).
-    return jax.lax.cond(ok, lambda: chol, fallback)
+    return jax.lax.cond(ok, lambda: (chol, 0), fallback)
+
+
+@jax.custom_jvp
+def _direction(Hd, g, size):
+    return _solve_branches(Hd, g, size)[0]
+
+
+@_direction.defjvp
+def _direction_jvp(primals, tangents):
+    """ẋ = V (f(μ) ∘ Vᵀġ + (Γ ∘ VᵀĖV) Vᵀg) from one eigendecomposition Hd = V diag(μ) Vᵀ, taken
+    after x (so after the primal's factorisations). Γ_ij = (f_i − f_j)/(μ_i − μ_j), i.e. −f_i f_j
+    where both are kept (f'(μ_i) = −1/μ_i² on the diagonal), f_i/(μ_i − μ_j) for i kept and j
+    dropped, 0 where both are dropped. The Cholesky and LU branches keep every eigenvalue."""
+    Hd, g, size = primals
+    dH, dg, _ = tangents
+    x, branch = _solve_branches(Hd, g, size)
+    mu, V = jnp.linalg.eigh(after(Hd, x))
+    keep = (branch < 2) | above_rounding(mu, size)
+    f = jnp.where(keep, 1 / jnp.where(keep, mu, 1), 0)
+    both, cross = keep[:, None] & keep[None, :], keep[:, None] != keep[None, :]
+    gap = jnp.where(cross, mu[:, None] - mu[None, :], 1)
+    gamma = jnp.where(both, -f[:, None] * f[None, :], jnp.where(cross, (f[:, None] - f[None, :]) / gap, 0))
+    E = (dH + dH.T) / 2
+    return x, V @ (f * (V.T @ dg) + (gamma * (V.T @ E @ V)) @ (V.T @ g))
 
 
 class NewtonState(NamedTuple):

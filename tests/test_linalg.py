@@ -639,7 +639,8 @@ def test_no_two_lapack_kernels_of_a_vmapped_solver_can_run_at_once():
     of a QR's R ran beside the kernel forming its Q, each batched kernel blocked one of the two pool
     threads waiting for its share of the batch, and no thread was left (gdb: lapack_sgesdd_ffi and
     lapack_sorgqr_ffi both in jax::ParallelBatchMap's wait). linalg.qr orders them, and linalg.after
-    the Cholesky / eigvalsh / LU / eigh of Newton's direction and the spectral norms of SDL's BCD.
+    the Cholesky / eigvalsh / LU / eigh of Newton's direction (whose derivative rule adds only one
+    eigh, after them) and the spectral norms of SDL's BCD.
     Checked on the compiled programs: every two batched LAPACK kernels of each are joined by a data
     path."""
     from lowrank_jax import regression as rg
@@ -661,6 +662,10 @@ def test_no_two_lapack_kernels_of_a_vmapped_solver_can_run_at_once():
         "sdl bcd W": (jax.vmap(lambda lam: sdl.fit(Xs, ys, 2, model="W", lam=lam, iters=3, solver="bcd").theta),
                       (jnp.full(4, 1e-2),)),
         "newton_direction": (jax.vmap(transforms.newton_direction), (A[:, :6] @ jnp.swapaxes(A[:, :6], 1, 2), A[:, 0])),
+        "newton_direction reverse": (jax.vmap(jax.grad(lambda H, g: transforms.newton_direction(H, g).sum(), (0, 1))),
+                                     (A[:, :6] @ jnp.swapaxes(A[:, :6], 1, 2), A[:, 0])),
+        "newton_direction forward": (jax.vmap(lambda H, g: jax.jvp(transforms.newton_direction, (H, g), (H, g))),
+                                     (A[:, :6] @ jnp.swapaxes(A[:, :6], 1, 2), A[:, 0])),
     }
     for method in ("exact", "diagonal"):
         programs["newton " + method] = (jax.vmap(lambda w: rg.newton_solve(A[0] / 10, jnp.full(80, 1 / 80), w, jnp.zeros(6),

@@ -207,6 +207,39 @@ def test_newton_direction_derivatives_are_finite_on_every_branch(x64):
     assert bool(jnp.all(jnp.isfinite(grads[-1])))
 
 
+def test_newton_direction_derivative_on_a_null_space_with_repeated_eigenvalues(x64):
+    """H = Q diag(2, 2, −1, 0, 0) Qᵀ: the pseudo-inverse branch, with a repeated kept and a repeated
+    dropped eigenvalue, where eigh's own derivative is NaN. The derivative rule (Daleckii–Krein for
+    the truncated spectral function, kept set fixed) matches central differences of that function,
+    computed in NumPy with the two smallest |μ| dropped; forward and reverse mode agree, and the
+    gradient in H is symmetric (only H's symmetric part moves a symmetric solve)."""
+    rng = np.random.default_rng(7)
+    Q, _ = np.linalg.qr(rng.standard_normal((5, 5)))
+    u, g = rng.standard_normal(5), rng.standard_normal(5)
+
+    def truncated(H, g):
+        mu, V = np.linalg.eigh(H)
+        keep = np.argsort(np.abs(mu))[2:]
+        return u @ (V[:, keep] @ ((V[:, keep].T @ g) / mu[keep]))
+
+    for mus in ([2.0, 2.0, -1.0, 0.0, 0.0], [3.0, 1.0, -2.0, 0.5, 2.0]):
+        H = Q @ np.diag(mus) @ Q.T
+        E, e = rng.standard_normal((5, 5)), rng.standard_normal(5)
+        E = E + E.T
+        f = lambda H, g: jnp.dot(jnp.asarray(u), transforms.newton_direction(H, g))
+        if mus[-1] == 0.0:
+            fd = (truncated(H + 1e-6 * E, g + 1e-6 * e) - truncated(H - 1e-6 * E, g - 1e-6 * e)) / 2e-6
+        else:
+            fd = (f(jnp.asarray(H + 1e-6 * E), g + 1e-6 * e) - f(jnp.asarray(H - 1e-6 * E), g - 1e-6 * e)) / 2e-6
+        np.testing.assert_allclose(float(f(jnp.asarray(H), g)), truncated(H, g) if mus[-1] == 0.0
+                                   else u @ np.linalg.solve(H, g), rtol=1e-12)
+        jvp = jax.jvp(f, (jnp.asarray(H), jnp.asarray(g)), (jnp.asarray(E), jnp.asarray(e)))[1]
+        gH, gg = jax.grad(f, (0, 1))(jnp.asarray(H), jnp.asarray(g))
+        np.testing.assert_allclose(float(jvp), fd, rtol=1e-7)
+        np.testing.assert_allclose(float(jnp.sum(gH * E) + gg @ e), fd, rtol=1e-7)
+        np.testing.assert_allclose(gH, gH.T, atol=1e-14)
+
+
 VMAPPED_NEWTON_DIRECTION = """
 import jax, jax.numpy as jnp, numpy as np
 from lowrank_jax import transforms
