@@ -510,10 +510,24 @@ def low_rank_factors(A: jax.Array, rank: int, method: str = "randomized", key: j
     as accurate as the sketch otherwise); ``"gram"``: the derivative of P_r(A) itself, exact
     wherever σ_r > σ_{r+1}.
     """
-    A, rank = _svd_input(A, rank, "low_rank_factors")   # outside the custom rules: autodiff casts back
     if method == "exact":
+        A, rank = _svd_input(A, rank, "low_rank_factors")   # outside the custom rules: autodiff casts back
         return balanced_factors(truncated_svd(A, rank))
-    if method not in ("gram", "randomized"):
+    return projected_factors(A, rank, method, key, oversample, n_iter)
+
+
+@full_precision
+def projected_factors(A: jax.Array, rank: int, method: str = "randomized", key: jax.Array | None = None,
+                      oversample: int = 10, n_iter: int = 4) -> tuple[jax.Array, jax.Array]:
+    """:func:`low_rank_factors` with the rank-r projection's derivative in reverse mode for every
+    ``method`` (see :func:`_projected_factors`), ``"exact"`` included: for callers whose loss depends
+    on (L, R) only through X = L Rᵀ (the RPCA solvers). With ``"exact"`` the rule takes all
+    min(m, n) triplets of the thin SVD and is the exact derivative of P_r(A) wherever
+    σ_r > σ_{r+1}, also where kept singular values tie (σ₁ = σ₂: the kept-triplet derivative of
+    ``low_rank_factors(method="exact")`` divides by σ₁² − σ₂² there and gave NaN in float32).
+    No forward mode."""
+    A, rank = _svd_input(A, rank, "projected_factors")   # outside the custom rules: autodiff casts back
+    if method not in ("exact", "gram", "randomized"):
         raise ValueError(f"method must be 'exact', 'gram' or 'randomized', got {method!r}")
     oversample = _checks.check_positive_int(oversample, "oversample", minimum=0)
     n_iter = _checks.check_positive_int(n_iter, "n_iter", minimum=0)
@@ -522,13 +536,15 @@ def low_rank_factors(A: jax.Array, rank: int, method: str = "randomized", key: j
 
 def _factor_svd(A, rank, method, key, oversample, n_iter, *, for_gradient=False) -> SVDResult:
     """The triplets behind :func:`_projected_factors`: the sketch's k = min(rank + oversample, m, n)
-    for ``"randomized"`` (its first ``rank`` are :func:`randomized_svd`'s); for ``"gram"`` all
-    min(m, n) when ``for_gradient`` (the eigendecomposition has them all; the reverse rule needs
+    for ``"randomized"`` (its first ``rank`` are :func:`randomized_svd`'s); for ``"gram"`` and
+    ``"exact"`` all min(m, n) when ``for_gradient`` (the eigendecomposition has them all; the reverse rule needs
     them), else ``rank``."""
     if method == "randomized":
         return _sketched_svd(A, _sketch_key(key), rank, oversample, n_iter)
     if method == "gram" and for_gradient:
         return gram_svd(A, min(A.shape))
+    if method == "exact" and for_gradient:
+        return _thin_svd(A)
     return low_rank_svd(A, rank, method=method, key=key, oversample=oversample, n_iter=n_iter)
 
 

@@ -316,6 +316,18 @@ def test_baselines_reject_bad_input(call, name):
         call(jnp.ones((10, 10)))
 
 
+def test_a_traced_scaledgd_fraction_above_one_comes_back_nan():
+    """Called directly, α_iter = 2α = 1.2 raises. Traced (a vmap over α, or a jitted α_iter), T_α
+    with α_iter > 1 kept every entry: S = Y − X, X never moved from its initialisation, and the run
+    returned a finite, frozen error curve. Now such a point is NaN, and its neighbours are unchanged."""
+    p = datasets.rpca_problem(jax.random.key(3), 60, 60, 2, 0.1)
+    err = jax.vmap(lambda a: rpca.scaledgd(p.Y, 2, a, iters=5, X_star=p.X).error)(jnp.array([0.1, 0.6]))
+    np.testing.assert_allclose(err[0], rpca.scaledgd(p.Y, 2, 0.1, iters=5, X_star=p.X).error, rtol=1e-5)
+    assert bool(jnp.all(jnp.isnan(err[1])))
+    jitted = jax.jit(lambda ai: rpca.scaledgd(p.Y, 2, 0.1, alpha_iter=ai, iters=5).X)
+    assert bool(jnp.all(jnp.isnan(jitted(1.5)))) and bool(jnp.all(jnp.isfinite(jitted(0.2))))
+
+
 @pytest.mark.parametrize("solver", ["lrpca", "lrpca_sharded"])
 @pytest.mark.parametrize("kw, message", [
     (dict(zeta=jnp.ones(3), eta=jnp.ones(3)), "zeta must have one more entry than eta"),
@@ -326,6 +338,7 @@ def test_baselines_reject_bad_input(call, name):
     (dict(max_iter=-1), "max_iter"),
     (dict(beta=-1.0, phi=0.8, max_iter=3), "beta"),
     (dict(tol=-1.0), "tol"),
+    (dict(zeta=jnp.array([0.0, 1.0, 1.0])), r"zeta\[0\] must be > 0"),   # S₀ = Y, L₀ = R₀ = 0: X stays 0
 ])
 def test_lrpca_and_its_sharded_form_check_the_schedule_alike(solver, kw, message):
     """One check of the layer schedule (rpca.learned.check_schedule) for both solvers: the sharded
@@ -601,3 +614,35 @@ def test_altproj_iterates_equal_a_numpy_port_of_the_algorithm(x64):
         np.testing.assert_allclose(out.S, S, atol=1e-10)
         np.testing.assert_allclose(out.X, X, atol=1e-10)
         np.testing.assert_allclose(out.residual, residuals, rtol=1e-8, atol=1e-13)
+
+
+def test_exact_svd_gradient_is_finite_where_the_kept_singular_values_tie(x64):
+    """Y − S₀ with σ₁ = σ₂ (two equal blocks) and σ₂ > σ₃: the rank-2 projection is smooth there, but
+    the kept-triplet derivative of the exact SVD divides by σ₁² − σ₂² and gave NaN in float32 (for
+    ζ₀ and for Y). svd="exact" now takes the projection's own rule, over all the triplets; it agrees
+    with the randomized path (exact here: rank Y ≤ 2 + oversample) and with central differences in
+    float64."""
+    Y = jnp.zeros((40, 30)).at[:20, :15].set(0.05).at[20:, 15:].set(0.05)
+    Y = Y.at[3, 4].add(0.5).at[23, 19].add(0.5)
+    z, e = jnp.array([0.1, 0.05, 0.02]), jnp.full(2, 0.5)
+    Y32, z32, e32 = Y.astype(jnp.float32), z.astype(jnp.float32), e.astype(jnp.float32)
+    grads = {svd: jax.grad(lambda z: rpca.lrpca(Y32, 2, z, e32, svd=svd).X.sum())(z32)
+             for svd in ("exact", "randomized")}
+    np.testing.assert_allclose(grads["exact"], grads["randomized"], rtol=1e-4)
+    gY = jax.grad(lambda Y: rpca.lrpca(Y, 2, z32, e32, svd="exact").X.sum())(Y32)
+    assert bool(jnp.all(jnp.isfinite(gY)))
+    f = lambda z0: float(rpca.lrpca(Y, 2, z.at[0].set(z0), e, svd="exact").X.sum())
+    fd = (f(0.1 + 1e-6) - f(0.1 - 1e-6)) / 2e-6
+    np.testing.assert_allclose(float(grads["exact"][0]), fd, rtol=1e-4)
+
+
+def test_lrpca_flags_must_be_booleans():
+    """bool("no") is True: differentiable="no" ran the masked scan, and a model called with
+    frmnn="False" ran 15 layers instead of 10. Strings are refused by name."""
+    Y = datasets.rpca_problem(jax.random.key(0), 30, 30, 2, 0.1).Y
+    with pytest.raises(TypeError, match="differentiable must be True or False"):
+        rpca.lrpca(Y, 2, jnp.ones(3), jnp.ones(2), differentiable="no")
+    model = rpca.LRPCAParams.from_schedule(jnp.ones(3), jnp.ones(2), beta=1.0, phi=0.8, rank=2, n=30)
+    for flag in ("frmnn", "rescale"):
+        with pytest.raises(TypeError, match=f"{flag} must be True or False"):
+            model(Y, **{flag: "False"})

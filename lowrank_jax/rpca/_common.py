@@ -46,10 +46,10 @@ def spectral_init(A, rank, *, svd, key, oversample=10, n_iter=4):
     Reverse mode: with ``svd="randomized"`` through :func:`lowrank_jax.linalg.low_rank_factors`'s
     rank-r projection rule applied to the sketch's rank + oversample triplets (fast; the exact
     derivative of the projection of the sketched Q Qᵀ A, valid here because the RPCA iterations
-    are equivariant under (L, R) → (LQ, RQ⁻ᵀ)); with ``svd="exact"`` through the exact
-    truncated SVD's kept-triplet derivative (exact gradient, also for a rank-deficient A; slow at
-    large n)."""
-    return linalg.low_rank_factors(A, rank, svd, key, oversample, n_iter)
+    are equivariant under (L, R) → (LQ, RQ⁻ᵀ)); with ``svd="exact"`` the same rule on all the
+    triplets of the thin SVD: the exact derivative of P_r(A) wherever σ_r > σ_{r+1}, also for a
+    rank-deficient A and where kept singular values tie (slow at large n)."""
+    return linalg.projected_factors(A, rank, svd, key, oversample, n_iter)
 
 
 def check_common(Y, rank, X_star, support, key, svd, *, oversample=0, n_iter=0):

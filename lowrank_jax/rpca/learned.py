@@ -88,6 +88,9 @@ def check_schedule(Y, zeta, eta, beta, phi, tol, max_iter):
     if zeta.shape[0] != eta.shape[0] + 1:
         raise ValueError(f"zeta must have one more entry than eta (zeta[0] initialises): got "
                          f"len(zeta) = {zeta.shape[0]}, len(eta) = {eta.shape[0]}")
+    if _checks.is_concrete(zeta) and not float(zeta[0]) > 0:
+        raise ValueError(f"zeta[0] must be > 0, got {float(zeta[0])}: at ζ₀ = 0 the initial S₀ = Y and "
+                         "L₀ = R₀ = 0, a fixed point of every layer (X stays 0)")
     num_layers = eta.shape[0]
     if (beta is None) != (phi is None):
         raise ValueError("beta and phi (FRMNN continuation) must be given together")
@@ -207,7 +210,7 @@ def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X
     if not use_tol:
         tol = jnp.zeros((), Y.dtype)
     out = _lrpca(Y, zeta, eta, beta, phi, tol.astype(Y.dtype), X_star, support, key, rank=rank,
-                 budget=budget, frmnn=frmnn, use_tol=use_tol, differentiable=bool(differentiable),
+                 budget=budget, frmnn=frmnn, use_tol=use_tol, differentiable=_checks.check_flag(differentiable, "differentiable"),
                  svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
     _checks.raise_if_diverged(out.X, "LRPCA diverged (non-finite iterate): the step sizes eta are too large (or "
                               "the thresholds zeta too small) for these data" + (", or beta > 1 grows the FRMNN "

@@ -118,6 +118,7 @@ class LRPCAParams(eqx.Module):
         Other keyword arguments go to ``lrpca`` (``X_star``, ``support``, ``key``, ...).
         """
         Y = _checks.as_matrix(Y, "Y")
+        frmnn, rescale = _checks.check_flag(frmnn, "frmnn"), _checks.check_flag(rescale, "rescale")
         rank = _checks.check_rank(self.rank if rank is None else rank, Y.shape)
         n = math.sqrt(Y.shape[0] * Y.shape[1])
         p = self if (not rescale or (n == self.n and rank == self.rank)) else self._rescaled(n, rank)

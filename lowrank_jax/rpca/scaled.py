@@ -62,6 +62,10 @@ def _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, *, rank
     y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
     S0 = sparsify_top_fraction(Y, alpha_init, gather=False)  # once per run: the smaller program
     L0, R0 = spectral_init(Y - S0, rank, svd=svd, key=key, oversample=oversample, n_iter=n_iter)
+    # A traced α_iter outside [0, 1] (a sweep point; concrete ones raise) makes the run NaN, as
+    # T_α does for α_init. With α_iter > 1 the iterations' T_α kept every entry, so S = Y − X and X
+    # never moved: a frozen, finite, wrong run (a vmap over α up to 0.6 with the default 2α).
+    L0 = jnp.where((alpha_iter >= 0) & (alpha_iter <= 1), L0, jnp.nan)
     n1, n2 = Y.shape
 
     track = stop == "change"
