@@ -885,6 +885,78 @@ def test_sparsity_of_the_shrunk_part_uses_the_given_threshold(x64):
     assert metrics.report(Sigma, L, S, shrink_t=0.1, tol=0.2)["sparsity_shrunk"] == pytest.approx(0.75)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fpcps_sparse_part_is_not_shrunk_twice(dtype, x64):
+    """FPCP's S is already shrink(Σ − L, 1/√n) (the paper's post-shrinkage); report and
+    real_data_errors shrank it again, i.e. scored shrink(Σ − L, 2/√n): on the S&P 20-stock matrix at
+    k = 3, fit_shrunk 0.216 and sparsity_shrunk 0.985 where FPCP's own (L, S) give 0.158 and 0.95.
+    The shrunk-part metrics of an FPCP result are now those of its S as it is (also under jit, and
+    when FPCP ran in float32), and forcing S_shrunk=False gives the double shrinkage."""
+    from lowrank_jax.datasets.covariance import sp500_demo_matrix
+    Sigma = np.asarray(sp500_demo_matrix().Sigma, dtype)
+    n = Sigma.shape[0]
+    out = baselines.fpcp(Sigma, 3)
+    L, S = np.asarray(out.L, np.float64), np.asarray(out.S, np.float64)
+    Sig = Sigma.astype(np.float64)
+    fit = np.linalg.norm(Sig - L - S) / np.linalg.norm(Sig)
+    zeros = np.mean(np.abs(S) < metrics.EPSILON)
+    t = 1 / np.sqrt(n)
+    twice = Sig - L - _soft_numpy(Sig - L, 2 * t)
+    assert abs(np.linalg.norm(twice) / np.linalg.norm(Sig) - fit) > 0.01        # the two readings differ
+    rtol = 1e-5 if dtype == np.float32 else 1e-10
+    rep = metrics.report(Sigma.astype(np.float64), out.L, out.S)                  # Σ in another precision
+    np.testing.assert_allclose([rep["fit_shrunk"], rep["sparsity_shrunk"]], [fit, zeros], rtol=rtol)
+    assert rep["S_shrunk"] is True
+    for e in (metrics.real_data_errors(Sigma, out.L, out.S), jax.jit(metrics.real_data_errors)(Sigma, out.L, out.S)):
+        np.testing.assert_allclose([e.fit_shrunk, e.sparsity_shrunk], [fit, zeros], rtol=rtol)
+    forced = metrics.report(Sigma, out.L, out.S, S_shrunk=False)
+    assert forced["S_shrunk"] is False
+    np.testing.assert_allclose(forced["fit_shrunk"], np.linalg.norm(twice) / np.linalg.norm(Sig), rtol=rtol)
+    np.testing.assert_allclose(forced["sparsity_shrunk"], np.mean(np.abs(_soft_numpy(Sig - L, 2 * t)) < 0.01))
+
+
+def test_an_unshrunk_sparse_part_is_still_shrunk_once(x64):
+    """Only an S equal to shrink(Σ − L, t) is taken as shrunk: the network's dense residual S = Σ − L,
+    FPCP's S at another λ (unless S_shrunk=True says so) and a shrinkage t ≠ FPCP's λ are shrunk by
+    t once, as before. A flag that is not None/True/False is refused by name."""
+    rng = np.random.default_rng(3)
+    M = rng.standard_normal((12, 2))
+    Sigma = M @ M.T + 0.3 * np.eye(12) + 0.05 * (lambda A: A + A.T)(rng.standard_normal((12, 12)))
+    out = baselines.fpcp(Sigma, 2, lam=0.1)                    # λ = 0.1 ≠ 1/√12
+    L = np.asarray(out.L)
+    R = Sigma - L
+    for S, t in ((R, None), (np.asarray(out.S), None), (np.asarray(out.S), 0.05)):
+        tt = 1 / np.sqrt(12) if t is None else t
+        once = np.linalg.norm(R - _soft_numpy(S, tt)) / np.linalg.norm(Sigma)
+        rep = metrics.report(Sigma, L, S, shrink_t=t)
+        assert rep["S_shrunk"] is False and bool(metrics.is_shrunk(Sigma, L, S, tt)) is False
+        np.testing.assert_allclose(rep["fit_shrunk"], once, rtol=1e-10)
+        np.testing.assert_allclose(metrics.real_data_errors(Sigma, L, S, t).fit_shrunk, once, rtol=1e-10)
+    S = np.asarray(out.S)                                      # FPCP at λ = 0.1 scored with t = 0.1: recognised
+    assert metrics.report(Sigma, L, S, shrink_t=0.1)["S_shrunk"] is True
+    kept = metrics.report(Sigma, L, S, S_shrunk=True)          # or said so explicitly at the default t
+    np.testing.assert_allclose(kept["fit_shrunk"], np.linalg.norm(R - S) / np.linalg.norm(Sigma), rtol=1e-10)
+    np.testing.assert_allclose(kept["sparsity_shrunk"], np.mean(np.abs(S) < 0.01))
+    for flag in ("yes", 1, np.array(True)):
+        with pytest.raises(ValueError, match="S_shrunk must be None"):
+            metrics.report(Sigma, L, S, S_shrunk=flag)
+        with pytest.raises(ValueError, match="S_shrunk must be None"):
+            metrics.real_data_errors(Sigma, L, S, S_shrunk=flag)
+
+
+def test_real_data_errors_checks_sigma_like_report():
+    """report refused a non-symmetric or non-finite Σ; real_data_errors scored it. Both now raise the
+    same ValueError (under jit only the shape can be checked, as for every metric)."""
+    Sigma = np.array([[2.0, 1.0], [1.0, 2.0]])
+    L, S = np.ones((2, 2)), np.zeros((2, 2))
+    skew = Sigma + np.array([[0.0, 0.5], [0.0, 0.0]])
+    for bad, match in ((skew, "Sigma must be symmetric"), (np.where(np.eye(2) > 0, np.nan, Sigma), "non-finite")):
+        for fn in (metrics.report, metrics.real_data_errors):
+            with pytest.raises(ValueError, match=match):
+                fn(bad, L, S)
+    np.testing.assert_allclose(jax.jit(metrics.real_data_errors)(Sigma, L, S), metrics.real_data_errors(Sigma, L, S))
+
+
 def test_french_loader_picks_the_portfolio_columns_by_name(monkeypatch, tmp_path):
     """load_french_correlation reads the 30 portfolio columns by their names wherever the file puts
     them, in FRENCH_PORTFOLIOS order, and drops the factor columns: on a small file with the factors

@@ -528,13 +528,64 @@ def test_theory_helper():
     X = np.random.default_rng(5).normal(size=(50, 20))   # p > n: δ⁻ = 0, SDL-W's μ collapses to 2λ
     th = sdl.theory(X, 1.0, 0.0, model="W")
     assert th.delta_minus == 0.0 and not th.holds and th.step_interval[0] >= th.step_interval[1]
-    # Without covariates μ = min(2ξ, 2λ + α⁻) and L = max(2ξ, 2λ + α⁺): L/μ < 3 needs λ above both
-    # α⁺/4 and about ξ/3 − α⁻/2. The paper's "α⁺/4 < λ < ξ/3" (SDL §3.6) has the ξ/3 side reversed.
+    # Without covariates μ = min(2ξ, 2λ + α⁻) and L = max(2ξ, 2λ + α⁺): L/μ < 3 exactly when
+    # max(ξ/3 − α⁻/2, (α⁺ − 3α⁻)/4) < λ < 3ξ − α⁺/2 (test_theory_holds_on_the_closed_form_range...).
+    # The paper's "α⁺/4 < λ < ξ/3" (SDL §3.6) has the ξ/3 side reversed.
     th = sdl.theory(X, 1.0, 0.5, model="H")              # λ > ξ/3: holds, though outside the printed range
     assert th.holds and th.rho < 1 and th.step_interval[0] < th.best_step < th.step_interval[1]
     for xi, lam in ((1.0, 0.2), (3.0, 0.5)):             # inside the printed range, and L/μ > 3
         th = sdl.theory(X, xi, lam, model="H")
         assert th.alpha_plus / 4 < lam < xi / 3 and th.condition > 3 and not th.holds, (xi, lam, th.condition)
+
+
+def _closed_form_range(xi, a_minus, a_plus):
+    """SDL-H without covariates: L/μ < 3 ⇔ lo < λ < hi (docs/sdl.md, from μ = min(2ξ, 2λ + α⁻) and
+    L = max(2ξ, 2λ + α⁺)); the three bounds, lo the larger of the first two."""
+    return xi / 3 - a_minus / 2, (a_plus - 3 * a_minus) / 4, 3 * xi - a_plus / 2
+
+
+@pytest.mark.parametrize("kappa, M", [(1, 1.0), (1, 3.0), (3, 0.5)])
+def test_theory_holds_on_the_closed_form_range_without_covariates(kappa, M):
+    """docs/sdl.md said L/μ < 3 (SDL-H, q = 0) holds "only when λ is above both α⁺/4 and about
+    ξ/3 − α⁻/2"; the exact condition is max(ξ/3 − α⁻/2, (α⁺ − 3α⁻)/4) < λ < 3ξ − α⁺/2. theory().holds
+    equals it on a grid that puts λ just below and just above every one of the three bounds at every
+    ξ, and each bound alone decides some points. The guide's old reading fails on both sides: points
+    with λ < α⁺/4 hold, and points above both its lower bounds do not (λ > 3ξ − α⁺/2)."""
+    X = np.random.default_rng(5).normal(size=(50, 20))
+    a_minus, a_plus = sdl.softmax_curvature(M, kappa)
+    decided_by = {0: 0, 1: 0, 2: 0}
+    old_reading_wrong = {"holds below α⁺/4": 0, "fails above both old lower bounds": 0}
+    checked = 0
+    for xi in np.geomspace(0.01, 4.0, 40):
+        bounds = _closed_form_range(xi, a_minus, a_plus)
+        lams = list(np.linspace(0.0, 14.0, 57))
+        for b in bounds:
+            lams += [b * (1 - 1e-6) - 1e-9, b * (1 + 1e-6) + 1e-9]
+        for lam in (v for v in lams if v >= 0):
+            lo1, lo2, hi = bounds
+            expected = max(lo1, lo2) < lam < hi
+            th = sdl.theory(X, float(xi), float(lam), model="H", kappa=kappa, M=M)
+            assert th.holds == expected, (xi, lam, th.condition, bounds)
+            assert (th.condition < 3) == expected
+            checked += 1
+            fails = [lam <= lo1, lam <= lo2, lam >= hi]
+            if sum(fails) == 1:
+                decided_by[fails.index(True)] += 1
+            old_reading_wrong["holds below α⁺/4"] += expected and lam < a_plus / 4
+            old_reading_wrong["fails above both old lower bounds"] += (not expected and lam > a_plus / 4
+                                                                       and lam > lo1)
+    assert checked >= 2000
+    assert decided_by[0] > 0 and decided_by[2] > 0, decided_by
+    if (a_plus - 3 * a_minus) / 4 > 0:          # κ = 1, M = 3 and κ = 3: the α⁻-corrected bound binds
+        assert decided_by[1] > 0, decided_by
+    assert old_reading_wrong["fails above both old lower bounds"] > 0, old_reading_wrong
+    if kappa == 1 and M == 1.0:
+        assert old_reading_wrong["holds below α⁺/4"] > 0, old_reading_wrong
+        # the guide's worked cases (50 × 20 Gaussian X, M = 1, κ = 1)
+        for (xi, lam), ratio, holds in [((1.0, 0.2), 3.4, False), ((3.0, 0.5), 5.0, False), ((1.0, 0.5), 1.7, True),
+                                        ((0.1, 0.01), 1.35, True), ((1.0, 5.0), 5.1, False)]:
+            th = sdl.theory(X, xi, lam, model="H")
+            assert th.holds == holds and th.condition == pytest.approx(ratio, abs=0.05), (xi, lam, th.condition)
 
 
 @pytest.mark.parametrize("extra", [-1, 0, 1])
@@ -1062,6 +1113,92 @@ def test_bcd_records_no_step_and_divergence_messages_fit_the_run(monkeypatch):
     assert "step=None" not in str(err.value)
     with pytest.raises(FloatingPointError, match="the step 0.01 is too large.*leave step=None"):
         sdl.fit(X, y, 2, iters=3, step=0.01)
+
+
+def test_lpgd_and_bcd_raise_on_divergence_like_fit(monkeypatch):
+    """sdl.fit raised FloatingPointError for a non-finite iterate, but the public sdl.lpgd it calls
+    returned NaN θ and loss silently (step 50 on a 50 × 12 Gaussian X), and so did sdl.bcd. Both now
+    raise with fit's message (the shared raise_if_diverged), and under jit/vmap they still return
+    the NaN, so a sweep over the step keeps its finite points."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(50, 12)), np.array([0, 1] * 6)
+    data = sdl.prepare(X, y)
+    th0, g0, f0 = sdl.initial_point(data, 2, "H", 0)
+    with pytest.raises(FloatingPointError, match="SDL-H diverged.*the step 50 is too large.*leave step=None"):
+        sdl.lpgd(th0, g0, data, 1.0, 0.1, 50.0, 2, model="H", iters=200)
+    with pytest.raises(FloatingPointError, match="the step 50 is too large"):
+        sdl.fit(X, y, 2, step=50.0, iters=200, intercept=False)
+    steps = jnp.array([0.1, 50.0])
+    swept = jax.jit(jax.vmap(lambda t: sdl.lpgd(th0, g0, data, 1.0, 0.1, t, 2, model="H", iters=200).theta))(steps)
+    assert np.isfinite(np.asarray(swept[0])).all() and not np.isfinite(np.asarray(swept[1])).all()
+    np.testing.assert_allclose(swept[0], sdl.lpgd(th0, g0, data, 1.0, 0.1, 0.1, 2, model="H", iters=200).theta,
+                               rtol=1e-4, atol=1e-5)
+    solvers = importlib.import_module("lowrank_jax.sdl.solvers")
+    real_bcd, real_lpgd = solvers._bcd, solvers._lpgd
+    # BCD's steps 1/L_b follow the data's scale and did not diverge here; inject a non-finite result
+    monkeypatch.setattr(solvers, "_bcd", lambda *a, **k: real_bcd(*a, **k)._replace(
+        factors=sm.Factors(*(M * jnp.nan for M in a[0]))))
+    monkeypatch.setattr(solvers, "_lpgd", lambda *a, **k: real_lpgd(*a, **k)._replace(theta=a[0] * jnp.nan))
+    with pytest.raises(FloatingPointError, match="SDL-W diverged.*solver='bcd'.*rescale X"):
+        sdl.bcd(sdl.initial_point(data, 2, "W", 0)[2], g0, data, 1.0, 0.1, model="W", iters=3)
+    with pytest.raises(FloatingPointError, match="safe step bound .*rescale X"):
+        sdl.lpgd(th0, g0, data, 1.0, 0.1, None, 2, model="H", iters=3)
+    traced = jax.jit(lambda: sdl.bcd(f0, g0, data, 1.0, 0.1, model="H", iters=3).factors.W)()   # no raise under jit
+    assert np.isnan(np.asarray(traced)).all()
+
+
+def test_x_aux_gets_xs_scale_check_and_a_non_finite_step_bound_is_not_a_step():
+    """X_aux was never scale-checked: float32 covariates of 1e20 overflowed ‖X_aux‖²₂, step_bound
+    returned 0.0 (1/inf) or 1.0 (a NaN bound read as 'F flat') and fit failed later with "diverged at
+    the safe step bound 1". X_aux now gets X's check (fit, prepare, cross_validate, theory,
+    predict's X_aux_new); a bound that overflows gives NaN from step_bound, never a step, and
+    step=None refuses it by name. The flat objective (bound 0) keeps step 1."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 10)).astype(np.float32), np.array([0, 1] * 5)
+    huge = (1e20 * rng.normal(size=(1, 10))).astype(np.float32)
+    for call in (lambda: sdl.prepare(X, y, huge), lambda: sdl.fit(X, y, 2, X_aux=huge, iters=3),
+                 lambda: sdl.fit(X, y, 2, X_aux=huge, iters=3, intercept=False),
+                 lambda: sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=2, iters=2, X_aux=huge),
+                 lambda: sdl.predict(sdl.fit(X, y, 2, X_aux=huge / 1e20, iters=3), X, huge)):
+        with pytest.raises(ValueError, match="X_aux(_new)?'s largest entry is 3.77e\\+20.*rescale X_aux"):
+            call()
+    d = sm.prepare(X, y)
+    # step_bound itself, on data built past the checks: both an inf and a NaN bound give NaN
+    for Xa in (jnp.asarray(huge), jnp.concatenate([jnp.asarray(huge), jnp.ones((1, 10))])):
+        raw = sm.SDLData(d.X, Xa, d.Y, jnp.ones(Xa.shape[0], jnp.float32))
+        for model in ("H", "W"):
+            assert np.isnan(float(sm.step_bound(raw, 1.0, 0.1, model))), (Xa.shape, model)
+    assert np.isnan(float(sm.step_bound(d, jnp.float32(3e38), 0.1, "H")))        # 2ξ overflows float32
+    with pytest.raises(ValueError, match="step=None: the safe step 1/L̄ is undefined.*overflows float32"):
+        sdl.fit(X, y, 2, xi=3e38, iters=3)
+    swept = jax.vmap(lambda xi: sm.step_bound(d, xi, 0.1, "H"))(jnp.array([1.0, 3e38], jnp.float32))
+    assert float(swept[0]) == pytest.approx(1 / max(2.0, 0.2 + 0.25)) and np.isnan(float(swept[1]))
+    flat = sm.prepare(np.zeros((30, 10), np.float32), y)
+    assert float(sm.step_bound(flat, 0.0, 0.0, "W")) == 1.0
+
+
+def test_theory_and_one_hot_name_bad_arguments():
+    """theory with an X_aux of the wrong width raised NumPy's "all the input array dimensions except
+    for the concatenation axis must match"; theory(0·X, 0, 0, model="W") raised ZeroDivisionError
+    (L = 0: F is constant); one_hot([0, 1, 2], κ = 1) mapped label 2 to the reference class 0. Each is
+    a ValueError saying what is wrong; one_hot keeps its values for labels in 0..κ, also traced."""
+    X = np.random.default_rng(0).normal(size=(20, 10))
+    with pytest.raises(ValueError, match=r"X_aux must have one column per sample, shape \(q, 10\), got shape "
+                                         r"\(1, 11\)"):
+        sdl.theory(X, 1.0, 0.0, model="H", X_aux=np.ones((1, 11)))
+    for X_aux in (None, np.zeros((2, 10))):
+        with pytest.raises(ValueError, match="L = 0.*xi > 0 or lam > 0"):
+            sdl.theory(0 * X, 0.0, 0.0, model="W", X_aux=X_aux)
+    th = sdl.theory(0 * X, 0.0, 0.1, model="W")                 # λ > 0: defined, and not well-conditioned
+    assert th.L == pytest.approx(0.2) and th.mu == 0.0 and not th.holds
+    for y, kappa, match in [([0, 1, 2], 1, r"labels must be in 0, …, 1 \(2 classes\); got 2"),
+                            ([0, -1], 1, "got -1"), ([0, 1.5], 2, "non-integer"), ([0, 1], 0, "kappa"),
+                            ([[0, 1]], 1, "1-D")]:
+        with pytest.raises(ValueError, match=match):
+            sdl.one_hot(np.array(y), kappa)
+    expected = [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0]]
+    np.testing.assert_array_equal(sdl.one_hot(np.array([0, 2, 1]), 2), expected)
+    np.testing.assert_array_equal(jax.jit(lambda v: sdl.one_hot(v, 2))(jnp.array([0, 2, 1])), expected)
 
 
 def test_mf_lr_predict_names_x_new():

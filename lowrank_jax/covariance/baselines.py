@@ -291,7 +291,8 @@ def fpcp(Sigma, rank: int, lam=None, loops: int = 2, *, grow: bool = False, rank
 
     with λ = 1/√n (LRSLibrary's ``1/sqrt(max(size))``) and ``loops`` = 2 (its default). The returned
     S is shrink(Σ − L, λ): with the default λ this is exactly the paper's 1/√n post-shrinkage of
-    FPCP's output (so S ≠ Σ − L; use ``Sigma - L`` for the unshrunk residual).
+    FPCP's output (so S ≠ Σ − L; use ``Sigma - L`` for the unshrunk residual), and
+    :func:`lowrank_jax.covariance.report` / ``real_data_errors`` recognise it and do not shrink it again.
 
     How k is passed: ``grow=False`` (default) — fixed rank k in every loop (rank L ≤ k).
     ``grow=True`` — LRSLibrary's rank growth with k as the maximum: start at ``rank0``; before each

@@ -12,6 +12,10 @@ shrink(S)_ij = sign(S_ij) max(|S_ij| − 1/√n, 0) that the paper applies to S 
 
     ‖Σ − L‖_F / ‖L‖_F,   ‖Σ − (L + shrink(S))‖_F / ‖Σ‖_F,   s(shrink(S)).
 
+FPCP's S is that shrinkage already (S = shrink(Σ − L, 1/√n), :func:`lowrank_jax.covariance.fpcp`),
+and shrinking it again gives shrink(Σ − L, 2/√n): :func:`real_data_errors` and :func:`report`
+recognise such an S and use it as it is (``S_shrunk``).
+
 Differences from the authors' code (documented, not copied): their r(L) is
 ``np.linalg.matrix_rank(L, tol=0.01)``, which counts *singular* values > 0.01, i.e. |λ_i| > 0.01,
 and differs from the paper's definition when L has negative eigenvalues (IALM, FPCP on
@@ -157,7 +161,8 @@ def default_shrink(n: int) -> float:
 
 
 class RealDataErrors(NamedTuple):
-    """Figure-caption metrics of a split of a real Σ (no ground truth), with S̃ = shrink(S, t):
+    """Figure-caption metrics of a split of a real Σ (no ground truth), with S̃ the shrunk sparse part
+    (S̃ = shrink(S, t), or S itself when S is already shrunk: :func:`real_data_errors`):
 
     fit_L        = ‖Σ − L‖_F / ‖L‖_F           (Fig. 1: "‖Σ − L‖/‖L‖"; the denominator is ‖L‖)
     fit_shrunk   = ‖Σ − (L + S̃)‖_F / ‖Σ‖_F    ("relative error of L + S vs Σ", S shrunk)
@@ -169,45 +174,96 @@ class RealDataErrors(NamedTuple):
     sparsity_shrunk: jax.Array
 
 
+def _check_shrunk_flag(S_shrunk):
+    """``S_shrunk`` is None (recognise), True or False; anything else is a ``ValueError`` naming it
+    (a truthy string or array must not pick a branch)."""
+    if S_shrunk is None or isinstance(S_shrunk, (bool, np.bool_)):
+        return None if S_shrunk is None else bool(S_shrunk)
+    raise ValueError(f"S_shrunk must be None (recognise an S that is already shrink(Σ − L, t)), True or False, "
+                     f"got {S_shrunk!r}")
+
+
+def is_shrunk(Sigma, L, S, t) -> jax.Array:
+    """Whether S already is the shrunk residual shrink(Σ − L, t), up to round-off (a bool scalar;
+    traceable). True for FPCP's S at its default λ = t = 1/√n.
+
+    The test is max_ij |S_ij − shrink(Σ − L, t)_ij| ≤ 8 ε (max|Σ| + max|L|), ε the machine epsilon of
+    the least precise of Σ, L, S: forming Σ − L and subtracting t round by ε·max(|Σ|, |L|) per entry,
+    also when the caller recomputed Σ, L or t in another precision than the method did. It only
+    decides anything when shrinking matters: otherwise shrink(S, t) = S to that tolerance. An S = Σ − L
+    (the network's, IALM's up to its tolerance) differs from shrink(Σ − L, t) by min(|Σ − L|, t) per
+    entry, so it is taken as shrunk only when Σ − L is itself round-off, where S and shrink(S, t)
+    agree. NaN anywhere gives False.
+    """
+    Sigma, L, S = (_checks.as_floating(a) for a in (Sigma, L, S))
+    eps = max(float(jnp.finfo(a.dtype).eps) for a in (Sigma, L, S))
+    gap = jnp.max(jnp.abs(S - shrink(Sigma - L, t)))
+    scale = jnp.max(jnp.abs(Sigma)) + jnp.max(jnp.abs(L))
+    return gap <= 8 * eps * scale
+
+
 @full_precision
-def real_data_errors(Sigma, L, S, shrink_t=None, tol=EPSILON) -> RealDataErrors:
-    """:class:`RealDataErrors` of (L, S) for Σ; ``shrink_t`` defaults to 1/√n.
+def real_data_errors(Sigma, L, S, shrink_t=None, tol=EPSILON, *, S_shrunk=None) -> RealDataErrors:
+    """:class:`RealDataErrors` of (L, S) for Σ; ``shrink_t`` (t) defaults to 1/√n.
+
+    The shrunk part is S̃ = shrink(S, t), except for an S that is already shrunk:
+
+        S_shrunk=None (default)  S̃ = S when S = shrink(Σ − L, t) to round-off (:func:`is_shrunk`; FPCP's
+                                 S at its default λ = 1/√n), else shrink(S, t)
+        S_shrunk=True            S̃ = S (e.g. FPCP run with another λ, whose S the caller takes as its
+                                 sparse part as it is)
+        S_shrunk=False           S̃ = shrink(S, t) always
+
+    Shrinking FPCP's S again gave S̃ = shrink(Σ − L, 2t): on ``datasets.sp500_demo_matrix()`` with
+    rank 3, fit_shrunk 0.216 and sparsity_shrunk 0.985 instead of its (L, S)'s 0.158 and 0.95.
 
     ``shrink_t`` and ``tol`` must be ≥ 0 (``ValueError`` naming them for a negative or NaN value: a
-    negative shrinkage inflated S and gave a wrong fit_shrunk and sparsity_shrunk = 0).
-    Raises ``ValueError`` naming ``Sigma`` unless it is a square matrix, and ``L`` or ``S`` unless of its shape."""
+    negative shrinkage inflated S and gave a wrong fit_shrunk and sparsity_shrunk = 0). Σ is checked
+    as :func:`report` checks it (:func:`check_symmetric`: square, finite, symmetric to 1e-6 · max|Σ|;
+    only its shape under ``jit``). Raises ``ValueError`` naming ``Sigma`` unless it is a square
+    matrix, and ``L`` or ``S`` unless of its shape."""
     tol = _threshold(tol, "tol")
     if shrink_t is not None:
         shrink_t = _threshold(shrink_t, "shrink_t", scalar=False)
+    S_shrunk = _check_shrunk_flag(S_shrunk)
     Sigma, L, S = jnp.asarray(Sigma), jnp.asarray(L), jnp.asarray(S)
     if Sigma.ndim != 2 or Sigma.shape[0] != Sigma.shape[1]:
         raise ValueError(f"Sigma must be a square matrix, got shape {tuple(Sigma.shape)}")
+    Sigma = check_symmetric(Sigma)
     _checks.check_same_shape(Sigma, L, "Sigma", "L")
     _checks.check_same_shape(Sigma, S, "Sigma", "S")
     t = default_shrink(Sigma.shape[0]) if shrink_t is None else shrink_t
     S_t = shrink(S, t)
+    if S_shrunk is None:
+        S_t = jnp.where(is_shrunk(Sigma, L, S, t), S, S_t)
+    elif S_shrunk:
+        S_t = S
     return RealDataErrors(fit_L=_ratio(frob(Sigma - L), frob(L)),
                           fit_shrunk=_ratio(frob(Sigma - L - S_t), frob(Sigma)),
                           sparsity_shrunk=sparsity(S_t, tol))
 
 
 @full_precision
-def report(Sigma, L, S, L0=None, S0=None, *, tol=EPSILON, shrink_t=None) -> dict[str, float]:
+def report(Sigma, L, S, L0=None, S0=None, *, tol=EPSILON, shrink_t=None, S_shrunk=None) -> dict[str, float]:
     """Table II metrics of a split (L, S) of Σ as a dict of Python numbers.
 
     Keys (always): ``r_L`` = r(L) (paper: #λ > ϵ), ``r_L_code`` (#|λ| > ϵ, the code's
     ``matrix_rank``), ``s_S`` = s(S) (strict < ϵ), ``min_eig_L`` (λ_min(L): < 0 means L is not PSD),
-    ``residual`` = ‖Σ − L − S‖_F/‖Σ‖_F, and the :class:`RealDataErrors` fields ``fit_L``,
-    ``fit_shrunk``, ``sparsity_shrunk`` (shrinkage ``shrink_t``, default 1/√n).
+    ``residual`` = ‖Σ − L − S‖_F/‖Σ‖_F, the :class:`RealDataErrors` fields ``fit_L``,
+    ``fit_shrunk``, ``sparsity_shrunk`` (shrinkage ``shrink_t``, default 1/√n), and ``S_shrunk``
+    (bool): whether S was used as the shrunk part S̃ as it is instead of being shrunk again.
     With ground truth: ``rel_error_L`` = ‖L − L₀‖_F/‖L₀‖_F, ``rel_error_S`` = ‖S − S₀‖_F/‖S₀‖_F.
 
     Works with any (L, S) pair: a ``Decomposition`` of :mod:`lowrank_jax.covariance.nn` (pass
-    ``d.L, d.S``) or a baseline result. Every matrix must be finite and of Σ's (square) shape;
+    ``d.L, d.S``) or a baseline result (``r.L, r.S``). FPCP's S is already shrink(Σ − L, 1/√n); it is
+    recognised and not shrunk twice (``S_shrunk`` as in :func:`real_data_errors`: None recognises
+    it, True or False forces either reading). Every matrix must be finite and of Σ's (square) shape;
     ``tol`` a scalar ≥ 0 and ``shrink_t`` ≥ 0 (``ValueError`` naming them otherwise, NaN included).
     """
     tol = _threshold(tol, "tol")
     if shrink_t is not None:
         shrink_t = _threshold(shrink_t, "shrink_t", scalar=False)
+    S_shrunk = _check_shrunk_flag(S_shrunk)
     Sigma = np.asarray(check_symmetric(Sigma))
     named = {"L": L, "S": S, "L0": L0, "S0": S0}
     for name, a in named.items():
@@ -215,11 +271,16 @@ def report(Sigma, L, S, L0=None, S0=None, *, tol=EPSILON, shrink_t=None) -> dict
             named[name] = np.asarray(_checks.as_matrix(a, name))
             _checks.check_same_shape(Sigma, named[name], "Sigma", name)
     L, S, L0, S0 = named.values()
+    if S_shrunk is None:
+        t = default_shrink(Sigma.shape[0]) if shrink_t is None else shrink_t
+        S_shrunk = bool(is_shrunk(Sigma, L, S, t))
     lam = np.asarray(eigenvalues(L))
     out = {"r_L": int(np.sum(lam > tol)), "r_L_code": int(np.sum(np.abs(lam) > tol)),
            "s_S": float(sparsity(S, tol)), "min_eig_L": float(lam[0]),
            "residual": float(rel_error(L + S, Sigma))}
-    out.update({k: float(v) for k, v in real_data_errors(Sigma, L, S, shrink_t, tol)._asdict().items()})
+    errors = real_data_errors(Sigma, L, S, shrink_t, tol, S_shrunk=S_shrunk)
+    out.update({k: float(v) for k, v in errors._asdict().items()})
+    out["S_shrunk"] = S_shrunk
     if L0 is not None:
         out["rel_error_L"] = float(rel_error(L, np.asarray(L0)))
     if S0 is not None:

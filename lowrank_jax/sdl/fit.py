@@ -125,9 +125,11 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters:
             else jnp.asarray(jnp.nan, data.X.dtype))
     key = _checks.as_key(key)
     theta0, gamma0, f0 = initial_point(data, rank, model, key, init)
+    # The solvers raise FloatingPointError for a non-finite final iterate (nothing under jit/vmap). The
+    # safe bound is passed on as step=None, so that the message does not advise leaving step at None.
     if solver == "lpgd":
-        res = solvers.lpgd(theta0, gamma0, data, xi, lam, step, rank, model=model, iters=iters, tol=tol, svd=svd,
-                           project=project, key=key)
+        res = solvers.lpgd(theta0, gamma0, data, xi, lam, step if step_given else None, rank, model=model,
+                           iters=iters, tol=tol, svd=svd, project=project, key=key)
         theta, gamma = res.theta, res.gamma
         f = sm.factors(theta, rank, model, data.kappa)
         loss, n_iter = res.loss, res.n_iter
@@ -136,24 +138,7 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters:
         f, gamma = res.factors, res.gamma
         theta = sm.lift(f, model)
         loss, n_iter = res.loss, res.n_iter
-    out = SDLModel(f.W, f.H, f.beta, gamma, theta, xi, lam, step, loss, n_iter, model, intercept)
-    _checks.raise_if_diverged((theta, gamma), lambda: _diverged_message(model, solver, step, step_given))
-    return out
-
-
-def _diverged_message(model: str, solver: str, step, step_given: bool) -> str:
-    """What :func:`fit` says when its final iterate is non-finite: only advice that applies to the
-    solver and the step that ran (BCD takes no ``step``; the safe bound cannot be lowered by leaving
-    ``step=None``)."""
-    head = f"SDL-{model} diverged (non-finite iterate)"
-    rescale = "rescale X (e.g. lowrank_jax.datasets.standardize)"
-    if solver == "bcd":
-        return (f"{head} with solver='bcd', whose per-block steps 1/L_b follow the data's scale: {rescale}, "
-                "or use solver='lpgd'")
-    if step_given:
-        return (f"{head}: the step {float(step):.3g} is too large for these data; leave step=None for the safe "
-                "bound or lower it")
-    return f"{head} at the safe step bound {float(step):.3g}: {rescale}"
+    return SDLModel(f.W, f.H, f.beta, gamma, theta, xi, lam, step, loss, n_iter, model, intercept)
 
 
 def _check_coding(coding: str, model: str, xi=None) -> None:

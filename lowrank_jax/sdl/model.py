@@ -61,7 +61,17 @@ def check_labels(y, n: int | None = None, num_classes: int | None = None) -> np.
 
 
 def one_hot(y, kappa: int, dtype=jnp.float32) -> jax.Array:
-    """Y (κ, n): Y[c − 1, s] = 1 if y_s = c ≥ 1; class 0 is the all-zero column."""
+    """Y (κ, n): Y[c − 1, s] = 1 if y_s = c ≥ 1; class 0 is the all-zero column.
+
+    ``y`` (n,) holds labels in {0, …, κ} and ``kappa`` = κ ≥ 1. A label outside that range (κ + 1 or
+    more, negative, non-integer) has no row and was read as the reference class 0 (an all-zero column);
+    it is a ``ValueError`` naming the range (:func:`check_labels`). Traced labels (inside ``jit``) are
+    checked for their shape only."""
+    kappa = _checks.check_positive_int(kappa, "kappa")
+    if _checks.is_concrete(y):
+        y = check_labels(y, num_classes=kappa + 1)
+    elif jnp.ndim(y) != 1:
+        raise ValueError(f"y must be a 1-D array of labels, got shape {tuple(jnp.shape(y))}")
     return (jnp.asarray(y)[None, :] == jnp.arange(1, kappa + 1)[:, None]).astype(dtype)
 
 
@@ -97,15 +107,20 @@ def prepare(X, y, X_aux=None, *, intercept: bool = False, num_classes: int | Non
 
 
 def given_aux(X_aux, n: int, name: str = "X_aux"):
-    """A user's covariates checked: None, or a finite (q, n) matrix, one column per sample. q = 0 (an
-    empty (0, n) matrix) is the same as None, and returned as None: every solver, the step bound and
-    prediction handle a γ with no rows."""
+    """A user's covariates checked: None, or a finite (q, n) matrix, one column per sample, at a scale
+    whose sums of squares its dtype holds (:func:`lowrank_jax._checks.check_scale`, the check X gets:
+    float32 covariates of 1e20 made ‖X_aux‖²₂ overflow, the step bound 0 or NaN and the fit diverge
+    "at the safe step bound"). q = 0 (an empty (0, n) matrix) is the same as None, and returned as
+    None: every solver, the step bound and prediction handle a γ with no rows."""
     if X_aux is None:
         return None
     X_aux = _checks.as_matrix(X_aux, name, min_rows=0)
     if X_aux.shape[1] != n:
         raise ValueError(f"{name} must have one column per sample, shape (q, {n}), got shape {tuple(X_aux.shape)}")
-    return None if X_aux.shape[0] == 0 else X_aux
+    if X_aux.shape[0] == 0:
+        return None
+    _checks.check_scale(X_aux, name)
+    return X_aux
 
 
 def aux_matrix(X_aux, n: int, intercept: bool, dtype, name: str = "X_aux"):
@@ -243,6 +258,10 @@ def step_bound(data: SDLData, xi, lam, model: str):
     """A safe fixed step 1/L̄ for the gradient step on F (traced in ξ, λ): L̄ bounds the Hessian of F,
     max(2ξ, 2λ + α⁺‖Φ‖²₂) (SDL-W, Φ = [X ∥ X_aux]) or max(2ξ, 2λ + α⁺(1 + ‖X_aux‖²₂)) (SDL-H),
     with α⁺ ≥ λ_max(∇²ℓ): ¼ for binary labels, ½ for the softmax (:func:`softmax_curvature`).
+
+    L̄ = 0 (F flat: X = 0, no covariates, ξ = λ = 0) gives step 1, any step being safe. A non-finite
+    L̄ (‖Φ‖²₂ or 2ξ overflowing the dtype) gives NaN: not 0 (1/inf, which made LPGD stand still) nor 1
+    (a NaN bound failed ``bound > 0`` and read as flat). :func:`check_step` refuses it by name.
     Raises ``ValueError`` for a ``model`` other than "H" or "W"."""
     _check_model(model)
     if model == "W":
@@ -251,7 +270,9 @@ def step_bound(data: SDLData, xi, lam, model: str):
         s = 1.0 + (_spectral_sq(data.X_aux) if data.X_aux.shape[0] else 0.0)
     alpha_plus = 0.25 if data.kappa == 1 else 0.5
     bound = jnp.maximum(2 * xi, 2 * lam + alpha_plus * s)
-    return jnp.where(bound > 0, 1.0 / jnp.where(bound > 0, bound, 1.0), 1.0)   # F flat (X = 0, ξ = λ = 0): any step
+    finite = jnp.isfinite(bound)
+    step = 1.0 / jnp.where(finite & (bound > 0), bound, 1.0)
+    return jnp.where(finite, jnp.where(bound > 0, step, 1.0), jnp.nan)
 
 
 def _spectral_sq(M):
@@ -337,7 +358,8 @@ def theory(X, xi: float, lam: float, *, model: str, kappa: int = 1, X_aux=None, 
     kappa = _checks.check_positive_int(kappa, "kappa")
     X = np.asarray(_checks.as_matrix(X, "X"), np.float64)
     n = X.shape[1]
-    Xa = np.zeros((0, n)) if X_aux is None else np.asarray(_checks.as_matrix(X_aux, "X_aux"), np.float64)
+    X_aux = given_aux(X_aux, n)                  # (q, n): one column per sample, as X
+    Xa = np.zeros((0, n)) if X_aux is None else np.asarray(X_aux, np.float64)
     Phi = np.concatenate([X, Xa])
     ev = np.linalg.eigvalsh(Phi @ Phi.T / n) if Phi.shape[0] <= n else np.linalg.eigvalsh(Phi.T @ Phi / n)
     d_plus = float(ev[-1])
@@ -350,6 +372,9 @@ def theory(X, xi: float, lam: float, *, model: str, kappa: int = 1, X_aux=None, 
         mu, L = min(2 * xi, 2 * lam), max(2 * xi, 2 * lam + a_plus * (1 + lam_plus * n))
     else:
         mu, L = min(2 * xi, 2 * lam + a_minus), max(2 * xi, 2 * lam + a_plus)
+    if L == 0:       # SDL-W only (SDL-H's L ≥ α⁺ > 0): ξ = λ = 0 and Φ = 0
+        raise ValueError("theory: L = 0, so eq. (16) gives no condition number, step or rate: with xi = lam = 0 and "
+                         "an all-zero X (and X_aux) SDL-W's F is constant; give xi > 0 or lam > 0")
     cond = L / mu if mu > 0 else math.inf
     best = 2.0 / (mu + L)
     return Theory(mu, L, cond, cond < 3, (1 / (2 * mu) if mu > 0 else math.inf, 1.5 / L), best,
@@ -389,9 +414,16 @@ def check_hypers(data: SDLData, xi, lam):
 
 def check_step(step, data: SDLData, xi, lam, model: str):
     """LPGD's τ in X's dtype: a finite positive scalar, or for ``step=None`` the safe
-    :func:`step_bound` at (ξ, λ) (checked ones, :func:`check_hypers`)."""
+    :func:`step_bound` at (ξ, λ) (checked ones, :func:`check_hypers`). A concrete bound that is not
+    finite (L̄ overflows X's dtype) is a ``ValueError``; a traced one (a ``vmap`` over ξ, λ) stays
+    NaN at that point, which then reads as diverged."""
     if step is None:
-        return step_bound(data, xi, lam, model)
+        bound = step_bound(data, xi, lam, model)
+        if _checks.is_concrete(bound) and not np.isfinite(float(bound)):
+            raise ValueError(f"step=None: the safe step 1/L̄ is undefined, L̄ = max(2ξ, 2λ + α⁺‖Φ‖²₂) overflows "
+                             f"{data.X.dtype} (ξ = {float(xi):.3g}, λ = {float(lam):.3g}, X and X_aux as given): "
+                             "rescale X or X_aux, lower ξ or λ, or compute in float64")
+        return bound
     return _checks.as_hyper(step, "step", ndim=0, positive=True, dtype=data.X.dtype)
 
 

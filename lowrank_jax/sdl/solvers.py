@@ -55,7 +55,12 @@ def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: s
     ``project``. Default: on when those hold and p ≥ 2(n + κ) (where it pays).
     ``step``: τ, or None for the safe bound 1/L̄ of :func:`lowrank_jax.sdl.model.step_bound` (as in
     :func:`lowrank_jax.sdl.fit`). ξ, λ ≥ 0, τ > 0 and ``tol`` > 0 are scalars (traced under ``vmap``);
-    θ₀ has :func:`lowrank_jax.sdl.model.theta_shape` in this model's layout and γ₀ shape (q, κ)."""
+    θ₀ has :func:`lowrank_jax.sdl.model.theta_shape` in this model's layout and γ₀ shape (q, κ).
+
+    Called directly, a run whose final (θ, γ) is non-finite (a step too large for the data) raises
+    ``FloatingPointError``, as :func:`lowrank_jax.sdl.fit` does; under ``jit``/``vmap`` (a sweep over
+    τ, ξ, λ) the non-finite iterate is returned (:func:`lowrank_jax._checks.raise_if_diverged`)."""
+    step_given = step is not None
     rank = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)
     iters = _checks.check_positive_int(iters, "iters")
     if svd not in ("gram", "exact", "randomized"):
@@ -68,8 +73,25 @@ def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: s
     if tol is not None:
         tol = _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=data.X.dtype)
     span = resolve_span(span, data, svd, project)
-    return _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, rank=rank, model=model, iters=iters, svd=svd,
-                 project=project, span=span)
+    res = _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, rank=rank, model=model, iters=iters, svd=svd,
+                project=project, span=span)
+    _checks.raise_if_diverged((res.theta, res.gamma), lambda: _diverged_message(model, "lpgd", step, step_given))
+    return res
+
+
+def _diverged_message(model: str, solver: str, step=None, step_given: bool = False) -> str:
+    """What :func:`lpgd`, :func:`bcd` and :func:`lowrank_jax.sdl.fit` say when the final iterate is
+    non-finite: only advice that applies to the solver and the step that ran (BCD takes no ``step``;
+    the safe bound cannot be lowered by leaving ``step=None``)."""
+    head = f"SDL-{model} diverged (non-finite iterate)"
+    rescale = "rescale X (e.g. lowrank_jax.datasets.standardize)"
+    if solver == "bcd":
+        return (f"{head} with solver='bcd', whose per-block steps 1/L_b follow the data's scale: {rescale}, "
+                "or use solver='lpgd'")
+    if step_given:
+        return (f"{head}: the step {float(step):.3g} is too large for these data; leave step=None for the safe "
+                "bound or lower it")
+    return f"{head} at the safe step bound {float(step):.3g}: {rescale}"
 
 
 def resolve_span(span: bool | None, data: sm.SDLData, svd: str = "gram", project=None) -> bool:
@@ -191,7 +213,8 @@ def bcd(factors0: sm.Factors, gamma0, data: sm.SDLData, xi, lam, *, model: str, 
         both   L_γ = ½‖X_aux‖² + 2λ
 
     ``factors0`` = (W (p, r), H (r, n), β (r, κ)), ``gamma0`` (q, κ); ξ, λ ≥ 0 scalars; ``iters``,
-    ``inner`` ≥ 1.
+    ``inner`` ≥ 1. Called directly, non-finite final factors or γ raise ``FloatingPointError`` (as
+    :func:`lowrank_jax.sdl.fit` does); under ``jit``/``vmap`` they are returned as they are.
     """
     sm._check_model(model)
     iters = _checks.check_positive_int(iters, "iters")
@@ -199,7 +222,9 @@ def bcd(factors0: sm.Factors, gamma0, data: sm.SDLData, xi, lam, *, model: str, 
     factors0 = sm.check_factors(factors0, data)
     gamma0 = sm.check_gamma(gamma0, data)
     xi, lam = sm.check_hypers(data, xi, lam)
-    return _bcd(factors0, gamma0, data, xi, lam, model=model, iters=iters, inner=inner)
+    res = _bcd(factors0, gamma0, data, xi, lam, model=model, iters=iters, inner=inner)
+    _checks.raise_if_diverged((res.factors, res.gamma), lambda: _diverged_message(model, "bcd"))
+    return res
 
 
 @functools.partial(jax.jit, static_argnames=("model", "iters", "inner"))
