@@ -149,6 +149,22 @@ def gram(A, s):
     return (A * s[:, None]).T @ A
 
 
+def column_norms(A):
+    """‖a_j‖ for each column j of A (d,): one pass over A (dense or :class:`RowSparse`)."""
+    if isinstance(A, RowSparse):
+        return jnp.sqrt(jnp.zeros(A.num_cols, A.vals.dtype).at[A.cols].add(A.vals * A.vals))
+    return jnp.sqrt(jnp.sum(A * A, axis=0))
+
+
+def equilibrator(A, floor: float = 0.0):
+    """s (d,) with s_j = 1/max(‖a_j‖, floor·max_k ‖a_k‖) (1 for an all-zero A): A diag(s) has unit
+    columns, except that columns below ``floor`` relative to the largest are scaled up only as far as
+    that floor."""
+    norms = column_norms(A)
+    least = jnp.maximum(floor * jnp.max(norms), jnp.finfo(norms.dtype).tiny)
+    return 1 / jnp.maximum(norms, jnp.where(jnp.max(norms) > 0, least, 1))
+
+
 def take_rows(A, idx):
     """The rows ``idx`` of A, in A's own format (dense or :class:`RowSparse`)."""
     if isinstance(A, RowSparse):

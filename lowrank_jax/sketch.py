@@ -141,13 +141,12 @@ def sampled_gram(key, A, D, m: int, *, method: str = "approx", scores=None, acti
     A = design.as_design(A)
     D = _checks.as_hyper(D, "D", ndim=1, length=A.shape[0], dtype=A.dtype)
     k_scores, k_draw = jax.random.split(_checks.as_key(key))
+    if method not in ("approx", "exact"):
+        raise ValueError(f"method must be 'approx' or 'exact', got {method!r}")
     if scores is None:
-        if method == "approx":
-            scores = approx_leverage_scores(k_scores, A, D)
-        elif method == "exact":
-            scores = leverage_scores(A, D)
-        else:
-            raise ValueError(f"method must be 'approx' or 'exact', got {method!r}")
+        scores = approx_leverage_scores(k_scores, A, D) if method == "approx" else leverage_scores(A, D)
+    else:   # one per row: JAX's gather clamps an index past the end, so a longer array sampled row n−1
+        scores = _checks.as_hyper(scores, "scores", ndim=1, length=A.shape[0])
     idx, weight, _ = sample_rows(k_draw, scores, m, active)
     return design.gram(design.take_rows(A, idx), D[idx] * weight)
 

@@ -69,8 +69,9 @@ def test_loss_gradient_and_hessian_against_an_independent_loss(kind, x64):
 def test_exact_and_diagonal_newton_stay_put_along_the_null_space_of_a(x64, n, d, seed):
     """A without full column rank: H = Aᵀ(B + W²)A is singular, to rounding. Its Cholesky or LU
     solve moved x by O(1) along null(A) every step (the loss and gradient looked converged; ‖x‖
-    reached 17 after 100 steps). The minimum-norm direction leaves that component where x0 put it.
-    With d = 2 or 3 the H that the solver forms from n-term sums has its zero eigenvalue at about
+    reached 17 after 100 steps). The direction is minimum-norm in the units where A's columns have
+    norm 1, y = diag(‖a_j‖) x, so it leaves y's component along that matrix's null space,
+    diag(‖a_j‖) n, where x0 put it: in x, ⟨x, diag(‖a_j‖²) n⟩ stays put. With d = 2 or 3 the H that the solver forms from n-term sums has its zero eigenvalue at about
     ε·max|μ|, above the d·ε·max|μ| cut-off of a matrix known to working precision: counted as
     signal, it moved x along null(A) by 0.2 to 2.3 in 30 steps (on a GPU the same happened with
     d = 4). The cut-off is now d·√n·ε·max|μ|, the rounding of n-term sums."""
@@ -80,11 +81,12 @@ def test_exact_and_diagonal_newton_stay_put_along_the_null_space_of_a(x64, n, d,
     null = np.array([3.0, -1.0]) if d == 2 else np.r_[1.0, 1.0, np.zeros(d - 3), -1.0]
     A, b, null = jnp.asarray(A), jnp.asarray(rng.dirichlet(np.ones(n))), jnp.asarray(null / np.linalg.norm(null))
     x0 = jnp.asarray(0.1 * rng.standard_normal(d))
+    m = jnp.sum(A * A, axis=0) * null                # the null direction in unit-column units, in x
     for method in ("exact", "diagonal"):
         short = rg.newton_solve(A, b, 1.0, x0, "exp", method, iters=10)
         long = rg.newton_solve(A, b, 1.0, x0, "exp", method, iters=200)
         for out in (short, long):
-            np.testing.assert_allclose(out.x @ null, x0 @ null, atol=1e-12)
+            np.testing.assert_allclose(out.x @ m, x0 @ m, atol=1e-12)
         assert float(long.grad_norm[-1]) < 1e-12
         if method == "exact":                        # converged in 10 steps, and stays there
             np.testing.assert_allclose(long.x, short.x, atol=1e-10)
@@ -1134,3 +1136,65 @@ def test_row_sparse_column_indices_must_lie_below_num_cols():
     for bad in (cols.at[1, 1].set(3), cols.at[0, 0].set(-1)):
         with pytest.raises(ValueError, match=r"column indices must lie in \[0, 3\)"):
             design.as_design(design.RowSparse(bad, vals, 3))
+
+
+def test_exact_and_diagonal_newton_do_not_depend_on_the_units_of_a_column():
+    """float32, n = 2000, d = 5, one column in other units (‖a_j‖ = 3e-3 of the others): judged on H,
+    whose entry H_jj = ‖a_j‖²·(…) sits below the rounding allowance d·√n·ε·‖H‖, the column was
+    dropped from every step and the run stopped at the iteration cap with x_j = 0. Newton's step
+    is invariant to column scaling, so the scaled problem's solution is the unscaled one's divided
+    by the scale. A column far below rounding (1e-9 of the others: what is left of a centred
+    constant column) is still dropped, and x stays finite."""
+    rng = np.random.default_rng(0)
+    n, d = 2000, 5
+    A = (rng.standard_normal((n, d)) / np.sqrt(n)).astype(np.float32)
+    b = jnp.asarray(rng.dirichlet(np.ones(n)), jnp.float32)
+    for method in ("exact", "diagonal"):
+        ref = rg.newton_solve(A, b, 3.0, jnp.zeros(d), "exp", method, iters=30, tol=1e-5)
+        scale = np.array([1, 3e-3, 1, 1, 1], np.float32)
+        out = rg.newton_solve(A * scale, b, 3.0, jnp.zeros(d), "exp", method, iters=30, tol=1e-5)
+        np.testing.assert_allclose(out.x * scale, ref.x, rtol=1e-3, atol=1e-5)
+        assert int(out.n_iter) < 30
+        noise = rg.newton_solve(A * np.array([1, 1e-9, 1, 1, 1], np.float32), b, 3.0, jnp.zeros(d), "exp", method,
+                                iters=30, tol=1e-5)
+        # counted as data, its x_j would be O(1/1e-9) (the step in unit-column units, divided by 1e-9)
+        assert bool(jnp.all(jnp.isfinite(noise.x))) and abs(float(noise.x[1])) < 1e-3
+
+
+def test_sampled_gram_refuses_scores_of_the_wrong_length_and_an_unknown_method():
+    """250 scores for 200 rows: JAX's gather clamped the indices past the end to row 199, and the
+    'Gram' came back as 50·a₁₉₉a₁₉₉ᵀ without a word; method='qr' was ignored when scores were given."""
+    A = jnp.asarray(np.random.default_rng(0).standard_normal((200, 3)))
+    scores = jnp.concatenate([jnp.zeros(200), jnp.ones(50)])
+    with pytest.raises(ValueError, match="scores must have length 200"):
+        sketch.sampled_gram(0, A, jnp.ones(200), 100, scores=scores)
+    with pytest.raises(ValueError, match="method must be 'approx' or 'exact'"):
+        sketch.sampled_gram(0, A, jnp.ones(200), 100, method="qr", scores=jnp.ones(200))
+
+
+def test_icl_shift_names_the_overflowing_rows_of_a_x_t(x64):
+    """|A x_t| ≈ 1000 overflows exp: α and its rounding bound were both inf, and the message said α
+    was zero (sinh near x = 0). Now the overflow is reported as such, with its rows."""
+    A = jnp.asarray(np.random.default_rng(0).standard_normal((100, 3)) / 10)
+    with pytest.raises(FloatingPointError, match="overflows in float64: .*at rows"):
+        rg.icl_shift(jnp.full(3, 2000.0), jnp.zeros(3), A, jnp.full(100, 0.01), "exp")
+
+
+def test_float32_hessian_keeps_its_digits_near_a_uniform_b(x64):
+    """An intercept column, b uniform, small x: the rows v_i a_i are close to b_i p, and the expanded
+    Hessian Aᵀdiag(s)A − r pᵀ − p rᵀ + ‖b‖²p pᵀ cancelled in float32 (H₀₀ = −0.0039 where it is
+    +0.0029, max error 9e-4 of ‖H‖, and psd_certificate's sign flipped). Below float64 a dense A
+    now takes JᵀJ + Aᵀdiag(c∘u − ⟨c, b⟩u + w²)A with J = diag(v)A − b pᵀ, and agrees with the
+    float64 Hessian of the same (float32) inputs as closely as autodiff does."""
+    n = 5000
+    rng = np.random.default_rng(1)
+    A = jnp.asarray(np.c_[np.ones(n), rng.standard_normal((n, 2)) / np.sqrt(n)], jnp.float32)
+    b, x = jnp.full(n, 1 / n, jnp.float32), jnp.array([1.0, 0.01, 0.01], jnp.float32)
+    wide = lambda a: a.astype(jnp.float64)
+    for w in (0.0, 0.001):
+        ref = rg.hessian(wide(x), wide(A), wide(b), w, "exp")
+        H = rg.hessian(x, A, b, w, "exp")
+        assert float(jnp.max(jnp.abs(H - ref)) / jnp.max(jnp.abs(ref))) < 1e-5
+        np.testing.assert_allclose(float(H[0, 0]), float(ref[0, 0]), rtol=1e-3)
+        cert, cert64 = float(rg.psd_certificate(x, A, b, w)), float(rg.psd_certificate(wide(x), wide(A), wide(b), w))
+        np.testing.assert_allclose(cert, cert64, rtol=1e-2)

@@ -41,6 +41,7 @@ z_{t+1} = z_t − t·AΔ without another pass over A.
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import jax
@@ -232,6 +233,8 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
            rescore, resample, line_search, measure_eps, differentiable=False):
     nan = jnp.full((), jnp.nan, x0.dtype)
     n, d = A.shape
+    unit = (design.equilibrator(A, math.sqrt(linalg.gram_rounding_size(d, n) * float(jnp.finfo(x0.dtype).eps)))
+            .astype(x0.dtype) if method != "sketch" else None)
 
     def scores_for(D, k):
         k_scores = jax.random.fold_in(jax.random.fold_in(key, k), 1)
@@ -288,7 +291,15 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
         preconditioned by P. AΔ is the aux output: the loop updates z = Ax from it."""
         if method != "sketch":
             # H was formed from n-term sums over A's rows: its rounding is up to about d·√n·ε·‖H‖
-            dx = transforms.newton_direction(curv.H, g, lam, size=linalg.gram_rounding_size(d, n))
+            # (size·ε·‖H‖), and per entry ≈ √n·ε·‖a_i‖‖a_j‖. Judged on H itself, a column j counts
+            # only when ‖a_j‖² > size·ε·max‖a‖²: a column in other units (float32, n = 2000, d = 5,
+            # ‖a_j‖ = 3e-3 of the others) was dropped as rounding and the run stalled. So the solve
+            # runs in units where A's columns have norm 1, (SHS + λS²)(S⁻¹Δ) = Sg with
+            # S = design.equilibrator(A, √(size·ε)): a column then counts when ‖a_j‖ > size·ε·max‖a‖,
+            # and one below (what rounding leaves of a centred constant column) is still dropped.
+            Hl = curv.H + lam * jnp.eye(d, dtype=curv.H.dtype)
+            dx = unit * transforms.newton_direction(unit[:, None] * Hl * unit[None, :], unit * g,
+                                                    size=linalg.gram_rounding_size(d, n))
             return dx, design.matvec(A, dx)
         if refine == 0:
             dx = curv.P @ g
