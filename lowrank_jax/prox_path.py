@@ -25,11 +25,17 @@ feasible when the last kept entries a_{s_v} + c_v and b_{s_w} + c_w are ≥ 0, w
 
 Feasibility is downward closed (Lemma 10) and h decreases along feasible increments (Lemma 9), so
 for each s_v only the largest feasible s_w can be optimal: ``path_norm_prox`` binary-searches it for
-every s_v ∈ {0..p} (p ≤ m; the roles swap otherwise), evaluates the p + 1 candidates in closed form
-with prefix sums and keeps the best. Cost per unit: the sort, plus O(p log m). All units at once,
-no Python loop. Signs come back from W̄, and the order needs no un-sorting: at an optimum the KKT
-conditions give v = max(|x| + c_v, 0) on the kept magnitudes, which is what the threshold mask
-|x| ≥ a_{s_v} selects.
+every s_v ∈ {0..p} (p ≤ m; the roles swap otherwise), evaluates the p + 1 candidates by (27) itself,
+A and B from prefix sums and the tails from suffix sums of a² and b², and keeps the best (of tied
+ones, the largest s_v). Cost per unit: the sort, plus O(p log m). All units at once, no Python loop.
+Signs come back from W̄, and the order needs no un-sorting: at an optimum the KKT conditions give
+v = max(|x| + c_v, 0) on the kept magnitudes, which is what the threshold mask |x| ≥ a_{s_v}
+selects. Entries within their rounding error of 0 are returned as exact zeros.
+
+Rounding. With the tails in (27) each candidate's h has its own size (the optimum's is exactly 0 at
+λ = 0), so a block whose squared norm is below float32 resolution of the other's still decides.
+Written relative to ½‖a‖² + ½‖b‖² (minus the kept heads), every candidate's value sat near −½‖b‖²,
+where it did not: float32 zeroed output weights of 1e-4 against input weights of 1/28, even at λ = 0.
 
 The paper's own procedure (Algorithm 5, the walk along the maximal feasibility boundary, then
 Algorithm 3) is ``path_norm_prox_mfb``: an independent implementation (argsort, explicit vectors,
@@ -83,6 +89,13 @@ def _prefix(a):
     return jnp.concatenate([jnp.zeros_like(a[..., :1]), jnp.cumsum(a, axis=-1)], axis=-1)
 
 
+def _suffix(a):
+    """[Σ_{j≥1} a_j, Σ_{j≥2} a_j, …, a_k, 0] along the last axis: (…, k) → (…, k + 1). Summed from
+    the end: for a sorted decreasingly, the small terms first, and each tail is its own sum (not a
+    total minus a prefix, whose rounding is that of the total)."""
+    return jnp.flip(_prefix(jnp.flip(a, axis=-1)), axis=-1)
+
+
 def _take(arr, idx):
     return jnp.take_along_axis(arr, idx, axis=-1)
 
@@ -101,6 +114,31 @@ def _pair_coefficients(lam, sv, sw, A, B):
     cv = (lam2 * sw * A - lam * B) / safe
     cw = (lam2 * sv * B - lam * A) / safe
     return d, cv, cw
+
+
+def _rounding_of_entries(lam, sv, sw, A, B, d):
+    """(e_v, e_w): the parts of the rounding errors of the computed entries v_k = a_k + c_v and
+    w_j = b_j + c_w of the pair (s_v, s_w) that come from c_v and c_w; the entries' own error bound
+    is ε·a_k + e_v and ε·b_j + e_w (ε the dtype's machine epsilon).
+
+    c_v = (λ² s_w A − λB)/d is a difference of M_v = λ² s_w A + λB over d (c_w: M_w = λ² s_v B + λA).
+    Its terms carry the rounding of the prefix sums A and B (about log₂(s_v + s_w)·ε relative, the
+    bound of a pairwise sum; XLA's prefix sums of 784 float32 terms measured ≤ 2.2ε on CPU), a few
+    roundings of the products and of the difference, and the rounding of d = 1 − λ² s_v s_w, whose
+    absolute error of a few ε is relative ε/d and makes c_v's error grow as 1/d² near the singular
+    pair (d → 0):
+
+        e_v = ε (log₂(2 + s_v + s_w) + 4/d) M_v/d,    e_w = ε (log₂(2 + s_v + s_w) + 4/d) M_w/d.
+
+    An entry within its bound of 0 is 0 up to rounding: where it is 0 in exact arithmetic (b_j = λΣv
+    on the nose, tied data) the computed one is ±ε-noise, a non-zero that the exact prox does not
+    have, and the candidate it belongs to is the one with a support smaller by that entry (Lemma 9
+    holds with equality). Invalid pairs (d ≤ 0) get e = 0; they are never selected."""
+    eps = jnp.finfo(jnp.result_type(A)).eps
+    safe = jnp.where(d > 0, d, 1.0)
+    grow = eps * (jnp.log2(2 + sv + sw) + 4 / safe) / safe
+    lam2 = lam * lam
+    return grow * (lam2 * sw * A + lam * B), grow * (lam2 * sv * B + lam * A)
 
 
 def _prox_unit(x, y, lam):
@@ -123,7 +161,7 @@ def _prox_unit_scaled(x, y, lam):
     dtype = x.dtype
     a, b = sort_magnitudes(x), sort_magnitudes(y)
     A, B = _prefix(a), _prefix(b)                      # (p+1,), (m+1,)
-    QA, QB = _prefix(a * a), _prefix(b * b)
+    TA, TB = _suffix(a * a), _suffix(b * b)            # tails Σ_{k>s} a_k², Σ_{j>s} b_j²
     sv = jnp.arange(p + 1, dtype=dtype)                # every s_v at once
     inf = jnp.full((1,), jnp.inf, dtype)
     a_last, b_last = jnp.concatenate([inf, a]), jnp.concatenate([inf, b])  # a_{s}, +inf at s = 0
@@ -144,25 +182,44 @@ def _prox_unit_scaled(x, y, lam):
     swf, B_sw = sw.astype(dtype), B[sw]
     d, cv, cw = _pair_coefficients(lam, sv, swf, A, B_sw)
     lam2 = lam * lam
-    # h minus the constant ½‖a‖² + ½‖b‖² (so the head sums need no cancellation).
+    # h itself, eq. (27), with the dropped entries' tails (see the module docstring, Rounding): not
+    # h − ½‖a‖² − ½‖b‖², whose values all sit near −½‖b‖², where a block with ‖a‖² below float32
+    # resolution of ‖b‖² is lost, the candidates tie and the argmin dropped kept weights.
     h = ((-lam2 * swf * A ** 2 - lam2 * sv * B_sw ** 2 + 2 * lam * A * B_sw) / (2 * jnp.where(d > 0, d, 1.0))
-         - 0.5 * QA - 0.5 * QB[sw])
-    k = jnp.argmin(h)
+         + 0.5 * TA + 0.5 * TB[sw])
+    # The best candidate; of tied ones the last (largest s_v): where a tail's squares underflow
+    # (magnitudes below 1e-19 of the unit's largest in float32) h ties exactly, and at λ = 0 only
+    # (s_v, s_w) = (p, m) returns the input.
+    k = p - jnp.argmin(h[::-1])
     ax, ay = jnp.abs(x), jnp.abs(y)
-    v = jnp.where(ax >= a_last[k], jnp.maximum(ax + cv[k], 0), 0) * jnp.sign(x)
-    w = jnp.where(ay >= b_last[sw[k]], jnp.maximum(ay + cw[k], 0), 0) * jnp.sign(y)
+    ev, ew = _rounding_of_entries(lam, sv[k], swf[k], A[k], B_sw[k], d[k])
+    eps = jnp.finfo(dtype).eps
+    # Kept: the top s_v magnitudes (and their ties), unless 0 up to rounding (then exactly 0).
+    v = jnp.where((ax >= a_last[k]) & (ax + cv[k] > eps * ax + ev), ax + cv[k], 0) * jnp.sign(x)
+    w = jnp.where((ay >= b_last[sw[k]]) & (ay + cw[k] > eps * ay + ew), ay + cw[k], 0) * jnp.sign(y)
     return v, w
 
 
 _prox_units = jax.jit(jax.vmap(_prox_unit, in_axes=(0, 0, None)))
 
 
-def _check_pair(W_in, W_out, strength):
-    W_in = _checks.as_matrix(W_in, "W_in")
-    W_out = _checks.as_matrix(W_out, "W_out")
+def _check_layouts(W_in, W_out):
+    """Refuse weights that are not W_in (hidden, inputs) and W_out (outputs, hidden) by name: P's
+    column sums of W_out and row sums of W_in broadcast silently otherwise (a W_out of layout
+    (hidden, outputs) = (4, 1) against a W_in of 4 hidden units gave 4 × 4 "units", 4x the norm; a
+    1-D W_out gave a sum over all of it times every row)."""
+    if W_in.ndim != 2 or W_out.ndim != 2:
+        raise ValueError(f"need 2-D W_in (hidden, inputs) and W_out (outputs, hidden), got W_in "
+                         f"{tuple(W_in.shape)} and W_out {tuple(W_out.shape)}")
     if W_in.shape[0] != W_out.shape[1]:
         raise ValueError(f"hidden sizes differ: W_in is (hidden, inputs) = {tuple(W_in.shape)} and W_out "
                          f"is (outputs, hidden) = {tuple(W_out.shape)}")
+
+
+def _check_pair(W_in, W_out, strength):
+    W_in = _checks.as_matrix(W_in, "W_in")
+    W_out = _checks.as_matrix(W_out, "W_out")
+    _check_layouts(W_in, W_out)
     dtype = jnp.result_type(W_in.dtype, W_out.dtype)
     strength = _checks.as_hyper(strength, "strength", ndim=0, dtype=dtype)
     # For λ ≥ 1 only pairs with s_v · s_w = 0 have d = 1 − λ² s_v s_w > 0, and their candidates do
@@ -182,7 +239,9 @@ def path_norm_prox(W_in, W_out, strength):
     never recompile. For Prox-SGD the strength is (learning rate) × (regularisation weight).
 
     Sparsity it guarantees (Lemma 8): a unit that keeps both blocks has s_v · s_w < λ⁻² non-zeros.
-    Where the prox is set-valued (exact ties of the objective) one minimiser is returned.
+    An entry that is 0 in exact arithmetic (tied data, |y_j| = λΣv on the nose) is exactly 0, not
+    rounding noise that would count against that bound. Where the prox is set-valued (exact ties of
+    the objective) one minimiser is returned. λ = 0 returns the input bit for bit, in float32 too.
     """
     W_in, W_out, lam = _check_pair(W_in, W_out, strength)
     x, y = W_out.T, W_in                                # per unit: x ∈ R^p, y ∈ R^m
@@ -200,7 +259,10 @@ def _invalid_to_nan(lam, W):
 
 
 def path_norm(W_in, W_out) -> jax.Array:
-    """P(W_in, W_out) = Σ_i ‖W_out[:, i]‖₁ ‖W_in[i, :]‖₁, in O(hidden · (inputs + outputs))."""
+    """P(W_in, W_out) = Σ_i ‖W_out[:, i]‖₁ ‖W_in[i, :]‖₁, in O(hidden · (inputs + outputs)).
+    W_in (hidden, inputs) and W_out (outputs, hidden); other shapes raise ``ValueError``."""
+    W_in, W_out = jnp.asarray(W_in), jnp.asarray(W_out)
+    _check_layouts(W_in, W_out)
     return jnp.sum(jnp.sum(jnp.abs(W_out), axis=0) * jnp.sum(jnp.abs(W_in), axis=1))
 
 
@@ -208,9 +270,7 @@ def path_norm_objective(W_in, W_out, W_in_bar, W_out_bar, strength) -> jax.Array
     """½‖W_in − W̄_in‖² + ½‖W_out − W̄_out‖² + λ P(W_in, W_out): what ``path_norm_prox`` minimises.
     W_in and W̄_in (hidden, inputs), W_out and W̄_out (outputs, hidden)."""
     W_in, W_out, W_in_bar, W_out_bar = (jnp.asarray(w) for w in (W_in, W_out, W_in_bar, W_out_bar))
-    if W_in.ndim != 2 or W_out.ndim != 2 or W_in.shape[0] != W_out.shape[1]:
-        raise ValueError(f"need W_in (hidden, inputs) and W_out (outputs, hidden), got W_in {tuple(W_in.shape)} "
-                         f"and W_out {tuple(W_out.shape)}")
+    _check_layouts(W_in, W_out)
     _checks.check_same_shape(W_in, W_in_bar, "W_in", "W_in_bar")
     _checks.check_same_shape(W_out, W_out_bar, "W_out", "W_out_bar")
     return (0.5 * jnp.sum((W_in - W_in_bar) ** 2) + 0.5 * jnp.sum((W_out - W_out_bar) ** 2)
@@ -231,6 +291,8 @@ def _mfb_unit(x, y, lam):
     A, B = _prefix(a), _prefix(b)
     ka, kb = jnp.arange(p), jnp.arange(m)
 
+    eps = jnp.finfo(dtype).eps
+
     def candidate(sv, sw):
         d, cv, cw = _pair_coefficients(lam, sv.astype(dtype), sw.astype(dtype), A[sv], B[sw])
         v = jnp.where(ka < sv, a + cv, 0)
@@ -239,7 +301,11 @@ def _mfb_unit(x, y, lam):
 
     def record(state, sv, sw):
         best_h, best_v, best_w = state
-        _, v, w = candidate(sv, sw)
+        d, v, w = candidate(sv, sw)
+        # Entries that are 0 up to rounding become exactly 0 (see _rounding_of_entries).
+        ev, ew = _rounding_of_entries(lam, sv.astype(dtype), sw.astype(dtype), A[sv], B[sw], d)
+        v = jnp.where(v > eps * a + ev, v, 0)
+        w = jnp.where(w > eps * b + ew, w, 0)
         h = _h_sorted(v, w, a, b, lam)
         better = h < best_h
         return (jnp.where(better, h, best_h), jnp.where(better, v, best_v), jnp.where(better, w, best_w))
@@ -276,7 +342,8 @@ def path_norm_prox_mfb(W_in, W_out, strength):
     explicit vectors). O(m + p) candidates per unit after an argsort; ``vmap``-ed over units.
 
     Conventions the paper leaves open (project note §3.4): no entry to check when s_v = 0 or
-    s_w = 0; feasible means ≥ 0 and s_v s_w < λ⁻² strictly.
+    s_w = 0; feasible means ≥ 0 and s_v s_w < λ⁻² strictly. Entries of the recorded candidates that
+    are 0 up to rounding are returned as exact zeros (as ``path_norm_prox`` does).
     """
     W_in, W_out, lam = _check_pair(W_in, W_out, strength)
     v, w = _mfb_units(W_out.T, W_in, lam)

@@ -88,7 +88,7 @@ class ProximalState(NamedTuple):
     count: jax.Array
 
 
-def proximal(optimizer: optax.GradientTransformation, prox_fn, strength) -> optax.GradientTransformation:
+def proximal(optimizer: optax.GradientTransformation, prox_fn, strength) -> optax.GradientTransformationExtraArgs:
     """Proximal wrapper: the inner optimizer's step, then a prox on the new parameters.
 
         z⁺ = prox_{s_t · g}(z + u_t),   returned as the update z⁺ − z,
@@ -108,15 +108,29 @@ def proximal(optimizer: optax.GradientTransformation, prox_fn, strength) -> opta
     (optax's updates are additive: z + (p − z) may differ from p in the last bit), so apply the
     prox or projection once more where a constraint must hold to the bit. Needs ``params`` in
     ``update``.
+
+    Returns an ``optax.GradientTransformationExtraArgs``: keyword arguments of ``update`` beyond
+    ``params`` go to the inner optimizer, so one that needs them works too, such as
+    ``optax.polyak_sgd()``, whose step size (f(z) − f*)/‖∇f(z)‖² needs ``value=f(z)``::
+
+        opt = proximal(optax.polyak_sgd(), path_prox, lam)
+        updates, state = opt.update(grads, state, params, value=loss)
+
+    (The prox-gradient strength is step size × λ; ``strength`` does not see a step size that the
+    inner optimizer chooses anew at every step, as Polyak's, so a fixed strength is then a
+    heuristic.) An inner optimizer without extra arguments ignores them
+    (``optax.with_extra_args_support``), so ``proximal`` can sit in an ``optax.chain`` next to one
+    that takes them.
     """
+    inner = optax.with_extra_args_support(optimizer)
 
     def init_fn(params):
-        return ProximalState(optimizer.init(params), jnp.zeros([], jnp.int32))
+        return ProximalState(inner.init(params), jnp.zeros([], jnp.int32))
 
-    def update_fn(updates, state, params=None):
+    def update_fn(updates, state, params=None, **extra_args):
         if params is None:
             raise ValueError("proximal() needs params in update()")
-        inner_updates, inner_state = optimizer.update(updates, state.inner, params)
+        inner_updates, inner_state = inner.update(updates, state.inner, params, **extra_args)
         stepped = optax.apply_updates(params, inner_updates)
         s = strength(state.count) if callable(strength) else strength
         new = prox_fn(stepped, s)
@@ -124,7 +138,7 @@ def proximal(optimizer: optax.GradientTransformation, prox_fn, strength) -> opta
                            is_leaf=lambda x: x is None)
         return out, ProximalState(inner_state, optax.safe_int32_increment(state.count))
 
-    return optax.GradientTransformation(init_fn, update_fn)
+    return optax.GradientTransformationExtraArgs(init_fn, update_fn)
 
 
 def projected(optimizer: optax.GradientTransformation, project_fn) -> optax.GradientTransformation:

@@ -62,6 +62,39 @@ def test_proximal_with_schedule_and_adam():
         opt.update(grads, opt.init(params))
 
 
+def test_proximal_forwards_extra_arguments_to_the_inner_optimizer():
+    """optax.polyak_sgd needs update(..., value=f(z)); the wrapper took no extra arguments and raised
+    TypeError, although any inner optimizer was documented to work. Each step must equal the Polyak
+    step z + u_t followed by the exact path-norm prox, with u_t = −(f(z) − f*)/‖∇f(z)‖² ∇f(z)."""
+    rng = np.random.default_rng(7)
+    target = (jnp.asarray(rng.standard_normal((5, 8)), jnp.float32), jnp.asarray(rng.standard_normal((3, 5)), jnp.float32))
+    f = lambda z: 0.5 * sum(jnp.sum((a - b) ** 2) for a, b in zip(z, target))  # noqa: E731
+    path = lambda z, s: prox.path_norm_prox(z[0], z[1], s)                    # noqa: E731
+    lam = 0.05
+    opt = transforms.proximal(optax.polyak_sgd(), path, lam)
+    assert isinstance(opt, optax.GradientTransformationExtraArgs)
+    ref = optax.polyak_sgd()
+    z = (jnp.zeros((5, 8), jnp.float32), jnp.full((3, 5), 0.1, jnp.float32))
+    state, ref_state = opt.init(z), ref.init(z)
+    for _ in range(3):
+        value, grads = jax.value_and_grad(f)(z)
+        upd, state = jax.jit(opt.update)(grads, state, z, value=value)
+        u, ref_state = ref.update(grads, ref_state, z, value=value)
+        want = path(optax.apply_updates(z, u), lam)
+        z = optax.apply_updates(z, upd)
+        for got, w in zip(z, want):
+            np.testing.assert_allclose(got, w, rtol=1e-6, atol=1e-7)
+            assert np.array_equal(np.asarray(got) == 0, np.asarray(w) == 0)
+    # An inner optimizer without extra arguments ignores them, also inside a chain that needs them.
+    sgd = transforms.proximal(optax.sgd(0.1), path, lam)
+    upd, _ = sgd.update(grads, sgd.init(z), z, value=value)
+    for got, w in zip(optax.apply_updates(z, upd), path(jax.tree.map(lambda a, g: a - 0.1 * g, z, grads), lam)):
+        np.testing.assert_allclose(got, w, rtol=1e-6, atol=1e-7)
+    chained = optax.chain(optax.clip_by_global_norm(1e3), opt)
+    upd, _ = chained.update(grads, chained.init(z), z, value=value)
+    assert all(np.all(np.isfinite(np.asarray(a))) for a in jax.tree.leaves(upd))
+
+
 def test_prox_sgd_on_the_network_applies_the_path_norm_prox(digits):
     X, y = digits
     model = pathnorm.ShallowNet(64, 20, 10, key=jax.random.key(0))

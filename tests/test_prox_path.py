@@ -248,6 +248,55 @@ def test_float32_matches_float64():
     np.testing.assert_allclose(f32, f64, rtol=1e-5)
 
 
+def _badly_scaled_layer(rng, hidden=64, inputs=784, outputs=10, small=8):
+    """PyTorch-like initial weights (±1/√fan_in), with the output weights of ``small`` units 1e3
+    times smaller: there ‖a‖² is below float32 resolution of ‖b‖² (the unit's squared norms)."""
+    W_in = rng.uniform(-1 / 28, 1 / 28, (hidden, inputs)).astype(np.float32)
+    W_out = rng.uniform(-1 / 8, 1 / 8, (outputs, hidden)).astype(np.float32)
+    W_out[:, :small] *= np.float32(1e-3)
+    return W_in, W_out
+
+
+@pytest.mark.parametrize("fn", [prox.path_norm_prox, prox.path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
+def test_float32_prox_at_zero_strength_is_the_identity_on_badly_scaled_units(fn):
+    """λ = 0: the prox is the identity, bit for bit. The candidates' objectives were computed relative
+    to ½‖a‖² + ½‖b‖² (minus the kept heads), all near −½‖b‖²: output weights of 1e-4 against input
+    weights of 1/28 were lost to rounding there, the candidates tied and the first (smallest s_v)
+    won: 4 of the 10 output weights of one unit came back 0, 40 of 640 on a layer."""
+    k1, k2 = jax.random.split(jax.random.key(0))
+    cases = [(jax.random.uniform(k1, (1, 784), minval=-1 / 28, maxval=1 / 28),
+              jax.random.uniform(k2, (10, 1), minval=-1e-4, maxval=1e-4)),
+             _badly_scaled_layer(np.random.default_rng(0)),
+             # Squares below float32's smallest normal (entries under 1e-19 of the unit's largest) are
+             # 0: their candidates tie exactly, and the largest support must win.
+             (np.array([[1.0, -0.5, 3e-25]], np.float32), np.array([[0.25], [1e-22], [-3e-21]], np.float32))]
+    for W_in, W_out in cases:
+        for A_in, A_out in ((W_in, W_out), (np.asarray(W_out).T, np.asarray(W_in).T)):  # both roles
+            P_in, P_out = fn(A_in, A_out, 0.0)
+            assert P_in.dtype == jnp.float32
+            np.testing.assert_array_equal(P_in, A_in)
+            np.testing.assert_array_equal(P_out, A_out)
+
+
+def test_float32_matches_float64_on_badly_scaled_layers():
+    """On the layer above, float32 dropped output weights that the exact prox keeps (at λ = 1e-6, 588
+    non-zeros instead of 627; objective 8e-5 too high, relative). Now float32 returns the float64
+    prox to float32 accuracy: every weight within 1e-6 of the largest (the dropped ones were up to
+    1.25e-4), the objective to 1e-5."""
+    W_in, W_out = _badly_scaled_layer(np.random.default_rng(0))
+    top = float(max(np.abs(W_in).max(), np.abs(W_out).max()))
+    for lam in (1e-6, 1e-5, 1e-4, 1e-3, 3e-3):
+        P32 = [np.asarray(P, np.float64) for P in prox.path_norm_prox(W_in, W_out, np.float32(lam))]
+        with jax.enable_x64(True):
+            W64 = (W_in.astype(np.float64), W_out.astype(np.float64))
+            lam64 = float(np.float32(lam))
+            P64 = [np.asarray(P) for P in prox.path_norm_prox(*W64, lam64)]
+            f32, f64 = (float(prox.path_norm_objective(*P, *W64, lam64)) for P in (P32, P64))
+        for a, b in zip(P32, P64):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-6 * top, err_msg=f"λ = {lam}")
+        np.testing.assert_allclose(f32, f64, rtol=1e-5, err_msg=f"λ = {lam}")
+
+
 def test_vmap_over_strength_equals_separate_calls():
     rng = np.random.default_rng(5)
     W_in, W_out = jnp.asarray(rng.standard_normal((20, 30)), jnp.float32), jnp.asarray(rng.standard_normal((3, 20)), jnp.float32)
@@ -358,6 +407,53 @@ def test_l1_prox_and_prox_step_refuse_a_negative_or_nan_strength():
     np.testing.assert_array_equal(got["a"], jnp.sign(W) * jnp.maximum(jnp.abs(W) - 0.5, 0))
     np.testing.assert_array_equal(jax.jit(prox.l1_prox)(W, 0.5), got["a"])
     np.testing.assert_array_equal(prox.l1_prox(W, jnp.inf), jnp.zeros_like(W))   # λ = inf: the limit 0
+
+
+@pytest.mark.parametrize("fn", [prox.path_norm_prox, prox.path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_exact_ties_give_exact_zeros_and_the_sparsity_bound(fn, dtype, x64):
+    """Where an entry of the optimum is 0 in exact arithmetic (|y_j| = λΣv on the nose, tied data) the
+    computed one was ±ε-noise: x = (−1, 2, 1), y = (0, 2, −1, −1), λ = 1/3 gave w = (0, 1, 1e-16,
+    1e-16), so s_v·s_w = 9 = λ⁻², against the documented bound s_v·s_w < λ⁻² (Lemma 8). Entries
+    that are 0 up to rounding are 0 now, and on tied layers every non-zero is a real one (the exact
+    non-zeros of these data are ≥ 1e-3), the bound holds, and the value is still the global minimum."""
+    W_in, W_out = np.array([[0.0, 2.0, -1.0, -1.0]], dtype), np.array([[-1.0], [2.0], [1.0]], dtype)
+    P_in, P_out = fn(W_in, W_out, dtype(1 / 3))
+    assert np.count_nonzero(P_out) * np.count_nonzero(P_in) < 9
+    rng = np.random.default_rng(6)
+    strengths = [1 / np.sqrt(k) for k in range(1, 13)] + [1 / 3, 0.3, 0.2, 0.15]
+    for t in range(36):
+        p, m = [(1, 11), (3, 7), (4, 5)][t % 3]          # three shapes: three compilations
+        W_in = rng.choice([0.0, 1.0, -1.0, 2.0, 0.5], size=(16, m)).astype(dtype)
+        W_out = rng.choice([0.0, 1.0, -1.0, 2.0, 0.5, 3.0], size=(p, 16)).astype(dtype)
+        lam = dtype(rng.choice(strengths))
+        P_in, P_out = (np.asarray(P) for P in fn(W_in, W_out, lam))
+        for P in (P_in, P_out):
+            assert np.all((P == 0) | (np.abs(P) > 1e-5)), (lam, W_in, W_out, P)
+        sv, sw = np.count_nonzero(P_out, axis=0), np.count_nonzero(P_in, axis=1)
+        both = (sv > 0) & (sw > 0)
+        assert np.all(sv[both] * sw[both] * float(lam) ** 2 < 1 - 1e-6), (lam, sv, sw)
+        if dtype == np.float64:
+            for i in range(16):
+                h = _h(P_out[:, i], P_in[i], W_out[:, i], W_in[i], lam)
+                h_star = brute_force(W_out[:, i], W_in[i], lam)
+                assert abs(h - h_star) <= 1e-12 * max(1.0, h_star), (lam, W_out[:, i], W_in[i], h, h_star)
+
+
+def test_path_norm_refuses_other_layouts():
+    """path_norm had no shape check: W_out in the (hidden, outputs) layout, (4, 1) against 4 hidden
+    units, broadcast to 4 × 4 "units" and gave 48 instead of 12; a 1-D W_out was taken too."""
+    rng = np.random.default_rng(8)
+    W_in, W_out = rng.standard_normal((4, 3)), rng.standard_normal((2, 4))
+    triple = sum(abs(W_in[i, j] * W_out[k, i]) for i in range(4) for j in range(3) for k in range(2))
+    np.testing.assert_allclose(prox.path_norm(W_in, W_out), triple, rtol=1e-6)
+    np.testing.assert_allclose(jax.jit(prox.path_norm)(W_in, W_out), triple, rtol=1e-6)
+    for bad_in, bad_out in ((np.ones((4, 3)), np.ones((4, 1))), (W_in, W_out.T), (W_in, np.ones(4)),
+                            (np.ones(4), W_out), (W_in, np.ones((2, 4, 1)))):
+        with pytest.raises(ValueError, match="W_out"):
+            prox.path_norm(bad_in, bad_out)
+        with pytest.raises(ValueError, match="W_out"):
+            jax.jit(prox.path_norm)(bad_in, bad_out)
 
 
 def test_malformed_arguments_of_the_path_norm_helpers_are_named():
