@@ -1198,3 +1198,13 @@ def test_float32_hessian_keeps_its_digits_near_a_uniform_b(x64):
         np.testing.assert_allclose(float(H[0, 0]), float(ref[0, 0]), rtol=1e-3)
         cert, cert64 = float(rg.psd_certificate(x, A, b, w)), float(rg.psd_certificate(wide(x), wide(A), wide(b), w))
         np.testing.assert_allclose(cert, cert64, rtol=1e-2)
+
+
+def test_a_float32_overflow_with_x64_on_asks_for_float64_inputs(x64):
+    """With x64 already on, the float32 overflow message still said to enable x64, which the user had
+    done; it now says to pass the inputs as float64, and that does remove the overflow."""
+    A = jnp.asarray(np.random.default_rng(0).standard_normal((50, 3)), jnp.float32)
+    b, x = jnp.full(50, 0.02, jnp.float32), jnp.full(3, 40.0, jnp.float32)     # |Ax| ~ 100: exp overflows
+    with pytest.raises(FloatingPointError, match="Pass A, b and x as float64"):
+        rg.loss(x, A, b, 1.0, "exp")
+    assert np.isfinite(float(rg.loss(x.astype(jnp.float64), A.astype(jnp.float64), b.astype(jnp.float64), 1.0)))

@@ -101,6 +101,7 @@ def _guard(out, z, what: str):
             f"{what} overflows in {zz.dtype}: |Ax| reaches {zz.max():.1f}, beyond the safe {limit:.1f} at rows "
             f"{rows[:10].tolist()}{' …' if rows.size > 10 else ''} ({rows.size} rows). "
             + ("Rescale A or x." if zz.dtype == np.float64 else
+               "Pass A, b and x as float64 (x64 is on) or rescale A or x." if jax.config.jax_enable_x64 else
                "Use float64 (jax.config.update('jax_enable_x64', True)) or rescale A or x."))
     return out
 

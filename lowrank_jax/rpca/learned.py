@@ -253,9 +253,10 @@ def oracle_thresholds(Y, rank, X_star, num_layers, eta=0.5, *, rule="max", scale
 
     with c = ``scale`` (default 1). Runs ``num_layers`` layers with step(s) ``eta`` (scalar or
     (K,)) and returns ζ of shape (K+1,). Passing the result to :func:`lrpca` with the same ``eta``,
-    ``key`` and ``svd`` reproduces the oracle run exactly, so the schedule works as an ordinary
-    hyperparameter array (ablations, initial values for learning). Under Theorem 1's assumptions
-    the "max" rule creates no false-positive outlier: supp(S_k) ⊆ supp(S⋆).
+    ``key``, ``svd``, ``oversample`` and ``n_iter`` reproduces the oracle run exactly, so the
+    schedule works as an ordinary hyperparameter array (ablations, initial values for learning).
+    Under Theorem 1's assumptions the "max" rule creates no false-positive outlier:
+    supp(S_k) ⊆ supp(S⋆).
 
     Why "rms": at convergence E_k = −clip(Y − X_{k−1}, ζ_k) carries a bias ±ζ_k on every outlier
     entry, ‖P_T(bias)‖_F ≈ ζ_k √(2 α r n) for n × n, against a pull of (1 − α)‖X_{k−1} − X⋆‖_F
