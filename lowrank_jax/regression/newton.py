@@ -82,6 +82,9 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
         scalar); x0: (d,) start; kind: "exp" | "cosh" | "sinh".
       method: "exact" | "diagonal" | "sketch" (module docstring).
       iters: number of steps, or the cap when ``tol`` is given; tol: stop once ‖∇L(x_t)‖ ≤ tol.
+        Step t measures ‖∇L(x_t)‖ (``grad_norm[t]``) and then steps, so the returned x is x_t plus
+        the step taken there (one Newton step past a point that met ``tol``; a start at x* gives
+        ``n_iter`` = 1), and ``grad_norm[n_iter − 1]`` is the gradient before that last step.
       x_star: reference solution, to record ‖x_t − x*‖.
       key: ``jax.random`` key of the sampling ("sketch"; default ``key(0)``; the draw of iteration k
         uses ``jax.random.fold_in(key, k)``); sketch_size: rows m
