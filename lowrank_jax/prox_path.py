@@ -268,11 +268,13 @@ def path_norm(W_in, W_out) -> jax.Array:
 
 def path_norm_objective(W_in, W_out, W_in_bar, W_out_bar, strength) -> jax.Array:
     """½‖W_in − W̄_in‖² + ½‖W_out − W̄_out‖² + λ P(W_in, W_out): what ``path_norm_prox`` minimises.
-    W_in and W̄_in (hidden, inputs), W_out and W̄_out (outputs, hidden)."""
+    W_in and W̄_in (hidden, inputs), W_out and W̄_out (outputs, hidden); ``strength`` λ a scalar ≥ 0,
+    as for the prox (a negative or vector λ gave a negative or vector "objective")."""
     W_in, W_out, W_in_bar, W_out_bar = (jnp.asarray(w) for w in (W_in, W_out, W_in_bar, W_out_bar))
     _check_layouts(W_in, W_out)
     _checks.check_same_shape(W_in, W_in_bar, "W_in", "W_in_bar")
     _checks.check_same_shape(W_out, W_out_bar, "W_out", "W_out_bar")
+    strength = _checks.as_hyper(strength, "strength", ndim=0, dtype=jnp.result_type(W_in, W_out))
     return (0.5 * jnp.sum((W_in - W_in_bar) ** 2) + 0.5 * jnp.sum((W_out - W_out_bar) ** 2)
             + strength * path_norm(W_in, W_out))
 

@@ -468,6 +468,10 @@ def test_malformed_arguments_of_the_path_norm_helpers_are_named():
         prox.path_norm_objective(Wi, jnp.ones((2, 4)), Wi, jnp.ones((2, 4)), 0.1)
     # the objective itself: ½‖W − W̄‖² + λ P, with P = Σ_i ‖W_out[:, i]‖₁ ‖W_in[i, :]‖₁ = 3 · 2 · 4
     np.testing.assert_allclose(prox.path_norm_objective(Wi, Wo, 0 * Wi, 0 * Wo, 0.1), 0.5 * 18 + 0.1 * 24, rtol=1e-6)
+    # λ as for the prox: a negative or vector λ gave a negative or vector "objective"
+    for bad in (-0.1, jnp.array([0.1, 0.2])):
+        with pytest.raises(ValueError, match="strength"):
+            prox.path_norm_objective(Wi, Wo, 0 * Wi, 0 * Wo, bad)
 
 
 def test_prox_is_positively_homogeneous_down_to_float32s_extremes():
