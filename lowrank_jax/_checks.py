@@ -132,7 +132,15 @@ def as_matrix(x, name: str, *, min_rows: int = 1) -> jax.Array:
             finite = bool(np.all(np.isfinite(x)))
         if not finite:
             raise ValueError(f"{name} has non-finite entries (NaN or inf)")
-    return jnp.asarray(x)
+    with warnings.catch_warnings():     # an overflowing cast is refused by name below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = jnp.asarray(x)
+    if is_concrete(x) and not isinstance(x, jax.Array) and out.dtype != x.dtype \
+            and not bool(np.all(np.isfinite(np.asarray(out)))):
+        # float64 NumPy input narrowed to float32 (x64 off): 1e39 became inf after the check above
+        raise ValueError(f"{name} overflows {out.dtype} (largest magnitude {float(np.max(np.abs(x))):.3g}): "
+                         "rescale it, or enable float64 (jax.config.update('jax_enable_x64', True))")
+    return out
 
 
 def check_scale(x, name: str) -> None:
@@ -237,6 +245,8 @@ def as_hyper(x, name: str, *, ndim: int | None = None, length: int | None = None
     if not hasattr(x, "dtype"):
         x = np.asarray(x)
     _require_real_numbers(x.dtype, name)
+    if not isinstance(x, jax.Array) and np.issubdtype(x.dtype, np.integer):
+        x = np.asarray(x, np.float64)   # not jnp's int32 first (x64 off): 2**32 wrapped around to 0
     given = x
     with warnings.catch_warnings():     # a value beyond the dtype's range is refused by name below
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -296,12 +306,14 @@ def class_labels(y, n: int | None = None, num_classes: int | None = None, *,
                          "integers first, e.g. np.unique(y, return_inverse=True)[1])")
     if y_np.size and not np.all(np.isfinite(y_np) & np.equal(np.mod(y_np, 1), 0)):
         raise ValueError("labels must be integers 0, 1, …; got non-integer values")
-    y_np = y_np.astype(np.int64)
+    # the range on the values as given: int64 of 1e20 wraps around (and printed as -9223372036854775808)
     if y_np.size and y_np.min() < 0:
-        raise ValueError(f"labels must be in 0, 1, …; got {y_np.min()}")
+        raise ValueError(f"labels must be in 0, 1, …; got {y_np.min().item():g}")
     if num_classes is not None and y_np.size and y_np.max() >= num_classes:
-        raise ValueError(f"labels must be in 0, …, {num_classes - 1} ({num_classes} classes); got {y_np.max()}")
-    return y_np
+        raise ValueError(f"labels must be in 0, …, {num_classes - 1} ({num_classes} classes); got {y_np.max().item():g}")
+    if y_np.size and y_np.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"labels must be in 0, 1, …; got {y_np.max().item():g}, beyond int64")
+    return y_np.astype(np.int64)
 
 
 def check_same_shape(a, b, name_a: str, name_b: str) -> None:

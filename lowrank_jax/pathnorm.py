@@ -22,6 +22,8 @@ learning rate are traced, so :func:`train` ``vmap``s over them (:func:`sweep`).
 
 from __future__ import annotations
 
+import functools
+import warnings
 from typing import NamedTuple
 
 import equinox as eqx
@@ -260,6 +262,19 @@ class TrainResult(NamedTuple):
     nonzero: jax.Array       # (epochs, logs_per_epoch) nonzero_fraction
 
 
+def _bar_wanted(progress, *args) -> bool:
+    """``progress`` as a checked flag, switched off (with a warning) when the call is being traced
+    (a traced argument: inside the user's ``jit``/``vmap`` or a :func:`lowrank_jax.sweep.run`): the
+    bar would open and close while the program is traced and stay at 0 while it runs. The swept
+    form shows a bar (``sweep(..., progress=True)``, or ``sweep.run(..., progress=True)``)."""
+    progress = _checks.check_flag(progress, "progress")
+    if progress and not all(_checks.is_concrete(a) for a in jax.tree.leaves(args)):
+        warnings.warn("progress=True has no effect on a traced call (inside jit, vmap or sweep.run): its bar "
+                      "would close before the program runs; use the sweep's own progress bar", stacklevel=3)
+        return False
+    return progress
+
+
 @full_precision
 def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch: int = 100,
           hidden: int = 200, logs_per_epoch: int = 10, model: ShallowNet | None = None,
@@ -281,10 +296,13 @@ def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch:
     key, epochs, hidden = _check_run(key, epochs, hidden, model)
     lr = _checks.as_hyper(lr, "lr", ndim=0, positive=True, dtype=X.dtype)
     lam = _checks.as_hyper(lam, "lam", ndim=0, dtype=X.dtype)
-    with progress_bar.CompiledBar(epochs, f"training ({reg}/{method})", "epoch", progress):
+    progress = _bar_wanted(progress, key, X, y, lr, lam)
+    with progress_bar.CompiledBar(epochs, f"training ({reg}/{method})", "epoch", progress, channel="training"):
         out = _train(key, X, y, lr, lam, model, reg=reg, method=method,
                      epochs=epochs, batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch, outputs=outputs,
                      progress=progress)
+        if progress:
+            jax.block_until_ready(out)      # the bar closes when the epochs are done, not at dispatch
     _checks.raise_if_diverged(out.model, lambda: f"training diverged (non-finite weights): lower lr (got "
                                                  f"{float(lr):.3g}) or, with method='sgd', λ (got {float(lam):.3g})")
     return out
@@ -353,7 +371,7 @@ def _train(key, X, y, lr, lam, model, *, reg, method, epochs, batch, hidden, log
 
         carry, logs = jax.lax.scan(chunk, carry, perm)
         if progress:
-            jax.debug.callback(progress_bar.CompiledBar.reach, e + 1)
+            jax.debug.callback(functools.partial(progress_bar.CompiledBar.reach, channel="training"), e + 1)
         return carry, logs
 
     (params, _), (loss, nnz) = jax.lax.scan(epoch, (params, state),
@@ -378,14 +396,19 @@ def sweep(key, X, y, *, reg: str, method: str, lrs, lams, seeds: int = 1, epochs
         raise ValueError(f"lrs and lams must be 1-D of equal length, got {lrs.shape} and {lams.shape}")
     seeds = _checks.check_positive_int(seeds, "seeds")
 
+    progress = _bar_wanted(progress, key, X, y, lrs, lams)
+
     def one(k, lr, lam):
         return _train(k, X, y, lr, lam, model, reg=reg, method=method, epochs=epochs,
                       batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch, outputs=outputs, progress=progress)
 
     with progress_bar.CompiledBar(epochs, f"training ({reg}/{method}, {seeds * lrs.shape[0]} networks)", "epoch",
-                                  progress):
-        return jax.vmap(jax.vmap(one, in_axes=(None, 0, 0)), in_axes=(0, None, None))(
+                                  progress, channel="training"):
+        out = jax.vmap(jax.vmap(one, in_axes=(None, 0, 0)), in_axes=(0, None, None))(
             jax.random.split(key, seeds), lrs, lams)
+        if progress:
+            jax.block_until_ready(out)
+        return out
 
 
 __all__ = ["METHODS", "REGULARIZERS", "ShallowNet", "TrainResult", "cross_entropy", "error_rate",

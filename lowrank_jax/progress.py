@@ -45,28 +45,45 @@ def bar(total: int, desc: str, unit: str, show: bool = True):
 
 class CompiledBar:
     """A bar that a compiled program moves with ``jax.debug.callback(CompiledBar.advance, count)`` or
-    ``jax.debug.callback(CompiledBar.reach, done)``.
+    ``jax.debug.callback(CompiledBar.reach, done)`` (``functools.partial(..., channel=name)`` for a
+    named channel).
 
-    Open it around the call of the program (``with CompiledBar(total, desc, unit, show): f(...)``);
-    callbacks arriving while no bar is open are ignored. Callbacks may come from several devices at
-    once (a sharded program), so updates take a lock. The count never passes ``total`` (a sweep padded
-    to a multiple of the device count evaluates a few points twice).
+    Open it around the call of the program (``with CompiledBar(total, desc, unit, show, channel):
+    f(...)``); callbacks go to the innermost open bar of their channel and are ignored while none is
+    open. Channels keep bars apart: a sweep's bar of points ("sweep") and a training loop's bar of
+    epochs ("training") inside the swept function do not move each other, and a bar that closes
+    (one opened while the sweep was traced, say) leaves the bars around it open. A bar with
+    ``show=False`` takes no callbacks. Callbacks may come from several devices at once (a sharded
+    program), so updates take a lock. The count never passes ``total`` (a sweep padded to a multiple
+    of the device count evaluates a few points twice).
     """
 
-    _active: CompiledBar | None = None
+    _active: dict[str, list[CompiledBar]] = {}
     _lock = threading.Lock()
 
-    def __init__(self, total: int, desc: str, unit: str, show: bool = True):
+    def __init__(self, total: int, desc: str, unit: str, show: bool = True, channel: str = "default"):
         self.total = int(total)
+        self.channel = channel
         self.bar = bar(self.total, desc, unit, show)
 
     def __enter__(self):
-        CompiledBar._active = self
+        if not isinstance(self.bar, NoBar):
+            with CompiledBar._lock:
+                CompiledBar._active.setdefault(self.channel, []).append(self)
         return self
 
     def __exit__(self, *exc):
-        CompiledBar._active = None
+        with CompiledBar._lock:
+            stack = CompiledBar._active.get(self.channel, [])
+            if any(b is self for b in stack):
+                stack.remove(self)
         self.bar.close()
+
+    @classmethod
+    def current(cls, channel: str = "default") -> CompiledBar | None:
+        """The innermost open bar of ``channel`` (None when none is open)."""
+        stack = cls._active.get(channel)
+        return stack[-1] if stack else None
 
     def _move_to(self, done: int):
         done = min(done, self.total)
@@ -81,19 +98,21 @@ class CompiledBar:
             self._move_to(self.total)
 
     @classmethod
-    def advance(cls, count):
+    def advance(cls, count, channel: str = "default"):
         """Add the sum of ``count`` (an array: under ``vmap`` the callback may receive the counts of a
         whole batch at once, or fire once per member)."""
         with cls._lock:
-            if cls._active is not None:
-                cls._active._move_to(cls._active.bar.n + int(np.sum(np.asarray(count))))
+            target = cls.current(channel)
+            if target is not None:
+                target._move_to(target.bar.n + int(np.sum(np.asarray(count))))
 
     @classmethod
-    def reach(cls, done):
+    def reach(cls, done, channel: str = "default"):
         """Show at least ``max(done)`` (idempotent: repeated or batched callbacks of one step agree)."""
         with cls._lock:
-            if cls._active is not None:
-                cls._active._move_to(int(np.max(np.asarray(done))))
+            target = cls.current(channel)
+            if target is not None:
+                target._move_to(int(np.max(np.asarray(done))))
 
 
 __all__ = ["CompiledBar", "NoBar", "bar"]

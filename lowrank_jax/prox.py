@@ -11,6 +11,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lowrank_jax import _checks, linalg
 from lowrank_jax.selection import kth_largest
@@ -32,6 +33,9 @@ def soft_threshold(x: jax.Array, t) -> jax.Array:
     """
     if _checks.is_concrete(t):
         _checks.as_hyper(t, "t", allow_inf=True)     # validation only: t keeps its own dtype below
+        if not isinstance(t, jax.Array) and np.issubdtype(np.asarray(t).dtype, np.integer):
+            # an integer NumPy t in x's dtype: through jnp's int32 (x64 off) 2**32 wrapped to 0
+            t = np.asarray(t, np.float64).astype(jnp.result_type(x, float))
     return x - clip_symmetric(x, t)
 
 

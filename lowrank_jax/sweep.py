@@ -34,6 +34,7 @@ Python loop around :func:`run`, one compilation each.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import numbers
 import os
@@ -94,6 +95,10 @@ def _axis(v):
     """
     if isinstance(v, range):
         return jnp.asarray(v)
+    if isinstance(v, tuple) and any(isinstance(x, (list, tuple)) or np.ndim(x) > 0 for x in v):
+        # a pytree of stacked leaves, as the guide says: ([.1, .2, .3], [1., 2., 3.]) is 3 points of
+        # pairs, not 2 points of 3-vectors (which it became as one (2, 3) array)
+        return jax.tree.map(jnp.asarray, v, is_leaf=lambda x: isinstance(x, list))
     if isinstance(v, (list, tuple)):
         leaves = jax.tree.leaves(list(v))
         if all(np.ndim(x) == 0 for x in leaves):
@@ -186,7 +191,7 @@ def _counted(one):
         here = jnp.ravel(point[0])[:1] if point else jnp.zeros(1)
         ones = ((tie == tie) | True) & ((here == here) | True)
         count, _ = jax.lax.optimization_barrier((ones.astype(jnp.int32), tie))
-        jax.debug.callback(progress_bar.CompiledBar.advance, count)
+        jax.debug.callback(functools.partial(progress_bar.CompiledBar.advance, channel="sweep"), count)
         return out
 
     return counted
@@ -224,8 +229,16 @@ def _program(fn: Callable, chunk: int | None, mesh: Mesh | None, progress: bool 
     """
     # A bound method's __dict__ is its function's, shared by every instance: no cache for it (a
     # program cached there would close over the first instance and answer for all of them).
+    # The entry names its function: functools.wraps copies __dict__ into a wrapper, which then saw the
+    # wrapped function's programs and returned the wrapped function's values.
     cache = None if inspect.ismethod(fn) else getattr(fn, "__dict__", None)
-    programs = cache.setdefault("_lowrank_jax_sweep", {}) if isinstance(cache, dict) else {}
+    if isinstance(cache, dict):
+        owner, programs = cache.get("_lowrank_jax_sweep", (None, None))
+        if owner is not fn:
+            programs = {}
+            cache["_lowrank_jax_sweep"] = (fn, programs)
+    else:
+        programs = {}
     if (chunk, mesh, progress) not in programs:
         one = lambda p, s: fn(**p, **s)
         if progress:
@@ -288,6 +301,7 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, numbers.Integral) or chunk < 1):
         raise ValueError(f"chunk must be a positive int or None, got {chunk!r}")
     chunk = None if chunk is None else int(chunk)
+    progress = _checks.check_flag(progress, "progress")
     if devices is None:
         _hint_one_cpu_device(jax.devices())
     devices = _device_tuple(devices)
@@ -310,7 +324,8 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
     clash = set(shared) & set(points)
     if clash:
         raise ValueError(f"names both swept and shared: {sorted(clash)}")
-    bar = progress_bar.CompiledBar(n, f"sweep ({n} points)", "point") if progress else contextlib.nullcontext()
+    bar = (progress_bar.CompiledBar(n, f"sweep ({n} points)", "point", channel="sweep") if progress
+           else contextlib.nullcontext())
     with bar:
         out = _program(fn, chunk, mesh, bool(progress))(points, shared)
         if progress:

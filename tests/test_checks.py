@@ -277,3 +277,21 @@ def test_rank_is_bounded_by_the_smaller_dimension():
     assert _checks.check_rank(3, (3,)) == 3
     with pytest.raises(ValueError, match="1 <= r <= 3, got 4"):
         _checks.check_rank(4, (3,), "r")
+
+
+def test_conversions_that_would_overflow_or_wrap_are_refused_or_kept_exact():
+    """float64 NumPy input checked finite and then narrowed to float32 (x64 off) became inf in the
+    solvers (a 1e39 weight made the prox zero its row); an int64 hyperparameter of 2**32 went
+    through int32 and wrapped to 0 (a threshold of 0); labels of 1e20 were cast to int64 first and
+    reported as -9223372036854775808."""
+    from lowrank_jax import _checks, prox
+    if not jax.config.jax_enable_x64:
+        with pytest.raises(ValueError, match="A overflows float32"):
+            _checks.as_matrix(np.array([[1e39, 1.0], [1.0, 2.0]]), "A")
+        with pytest.raises(ValueError, match="W_in overflows float32"):
+            prox.path_norm_prox(np.array([[1e39, 1.0]]), np.array([[1.0]]), strength=1e-3)
+    np.testing.assert_allclose(_checks.as_hyper(np.int64(2 ** 32), "t"), 2.0 ** 32)
+    x = jnp.array([-3.0, 0.5, 5.0])
+    np.testing.assert_array_equal(prox.soft_threshold(x, np.int64(2 ** 32 + 1)), jnp.zeros(3))
+    with pytest.raises(ValueError, match="got 1e\\+20"):
+        _checks.class_labels(np.array([0, 1e20]))

@@ -210,6 +210,10 @@ def test_stratified_split_apportions_by_largest_remainders_and_rounds_fractions_
     labels = np.repeat(np.arange(10), 20).astype(np.int32)
     data = digits.ImageData(np.zeros((200, 1), np.float32), labels, digits.DIGIT_CLASSES)
     assert len(datasets.stratified_split(data, 0.201)[1].labels) == 41      # ⌈40.2⌉
+    # a NumPy float is a fraction too (np.float32(0.2) was refused as "not an int or a fraction")
+    for f in (np.float32(0.2), np.float64(0.2)):
+        np.testing.assert_array_equal(datasets.stratified_split(data, f)[1].labels,
+                                      datasets.stratified_split(data, 0.2)[1].labels)
 
 
 def test_idx_files_with_trailing_bytes_are_refused(tmp_path):

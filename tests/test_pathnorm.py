@@ -504,6 +504,31 @@ def test_progress_bar_reaches_the_number_of_epochs(recorded_bars):
     assert rec.total == 3 and rec.n == 3
 
 
+def test_progress_bar_of_a_traced_training_warns_and_a_sweep_bar_still_counts_its_points(recorded_bars):
+    """Under the user's jit, train(progress=True) opened its bar while the program was traced and
+    closed it before it ran (a 0/epochs bar): it now warns and shows none. Inside a sweep with a
+    progress bar, training's own bar (even unshown) closed the sweep's slot, and the sweep's bar
+    stayed at 0 until its final top-up; the bars now keep to their channels."""
+    from lowrank_jax import progress, sweep
+    rng = np.random.default_rng(3)
+    X, y = jnp.asarray(rng.random((30, 3)), jnp.float32), jnp.asarray(rng.integers(0, 2, 30))
+    kw = dict(reg="l1", method="prox", lam=0.01, epochs=2, batch=10, hidden=3, logs_per_epoch=1)
+    with pytest.warns(UserWarning, match="progress=True has no effect on a traced call"):
+        traced = jax.jit(lambda lr: pathnorm.train(jax.random.key(0), X, y, lr=lr, progress=True, **kw).loss)(0.1)
+    np.testing.assert_allclose(traced, pathnorm.train(jax.random.key(0), X, y, lr=0.1, **kw).loss, rtol=1e-6)
+    assert not [b for b in recorded_bars if not isinstance(b, progress.NoBar)]
+    seen = []
+    finish = progress.CompiledBar.finish
+    # the count just before the final top-up: what the callbacks alone moved the bar to
+    progress.CompiledBar.finish = lambda self: (seen.append(self.bar.n), finish(self))
+    try:
+        sweep.run(lambda lr: pathnorm.train(jax.random.key(0), X, y, lr=lr, **kw).loss[-1, -1],
+                  {"lr": jnp.array([0.05, 0.1, 0.2, 0.4])}, devices=jax.devices()[:1], progress=True, chunk=1)
+    finally:
+        progress.CompiledBar.finish = finish
+    assert seen == [4]
+
+
 def test_exactly_logs_per_epoch_minibatches_are_enough_and_inputs_below_the_bounds_are_refused():
     """An epoch needs ⌊N/batch⌋ ≥ logs_per_epoch: N = batch · logs_per_epoch trains, one example fewer
     is refused. The attack refuses X outside ``bounds`` on either side (below lo as well as above hi)."""

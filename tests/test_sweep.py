@@ -336,7 +336,8 @@ def test_progress_counts_every_point_once_and_changes_nothing(chunk, monkeypatch
     sent = []
     advance = progress.CompiledBar.advance
     monkeypatch.setattr(progress.CompiledBar, "advance",
-                        classmethod(lambda cls, c: (sent.append(int(np.sum(np.asarray(c)))), advance(c))))
+                        classmethod(lambda cls, c, channel="default": (sent.append(int(np.sum(np.asarray(c)))),
+                                                                       advance(c, channel=channel))))
 
     # The first output is empty, so the count must tie itself to a later one.
     def f(a, b):
@@ -348,7 +349,7 @@ def test_progress_counts_every_point_once_and_changes_nothing(chunk, monkeypatch
     _assert_close(loud, quiet, 0.0)
     (rec,) = bars
     assert rec.total == 6 and rec.n == 6 and rec.closed and sum(sent) == 6
-    assert progress.CompiledBar._active is None
+    assert progress.CompiledBar.current("sweep") is None
     # The first non-empty output does not depend on the point: the count was unbatched and the bar
     # ended at 1 (vmap) or 3 (chunks of 2). The count is now tied to the point as well.
     bars.clear()
@@ -451,10 +452,69 @@ def test_compiled_bar_sums_counts_takes_the_largest_done_and_stops_at_the_total(
         assert rec.n == 10
         progress.CompiledBar.reach(np.array([12]))
         assert rec.n == 10
-    assert rec.closed and progress.CompiledBar._active is None
+    assert rec.closed and progress.CompiledBar.current() is None
     progress.CompiledBar.advance(np.array([1]))                  # no bar open: ignored
     assert rec.n == 10
     with progress.CompiledBar(7, "test", "step") as cb:
         progress.CompiledBar.advance(np.array(2))
         cb.finish()
         assert bars[-1].n == 7
+
+
+def test_nested_bars_keep_to_their_channels(recorded_bars):
+    """One global slot held the open bar: any bar closing inside a sweep's traced function (a
+    pathnorm.train(progress=False) bar, even unshown) left no bar open, and the sweep's bar stayed at
+    0 until its final top-up; a training bar's epoch callbacks would have moved the sweep's bar of
+    points. Now bars stack per channel, a hidden bar takes no callbacks, and closing a bar reopens
+    the one around it."""
+    from lowrank_jax import progress
+    with progress.CompiledBar(3, "outer", "point", channel="sweep") as outer:
+        with progress.CompiledBar(5, "inner", "epoch", show=False, channel="training"):
+            progress.CompiledBar.reach(np.array([4]), channel="training")      # no shown training bar
+        with progress.CompiledBar(5, "inner", "epoch", channel="training") as inner:
+            progress.CompiledBar.reach(np.array([4]), channel="training")
+            assert inner.bar.n == 4 and outer.bar.n == 0
+        progress.CompiledBar.advance(np.ones(1), channel="sweep")
+        assert outer.bar.n == 1
+        with progress.CompiledBar(2, "same channel", "point", channel="sweep") as nested:
+            progress.CompiledBar.advance(np.ones(1), channel="sweep")
+            assert nested.bar.n == 1 and outer.bar.n == 1
+        progress.CompiledBar.advance(np.ones(1), channel="sweep")
+        assert outer.bar.n == 2
+    assert progress.CompiledBar.current("sweep") is None and progress.CompiledBar.current("training") is None
+
+
+def test_sweep_of_a_wrapped_function_is_not_answered_from_the_wrapped_ones_programs():
+    """The compiled programs were cached in fn.__dict__, which functools.wraps copies into a wrapper:
+    a sweep of the wrapper (2·f) returned f's values. The cache entry now names its function."""
+    import functools
+
+    def doubled(fn):
+        @functools.wraps(fn)
+        def wrapper(**kw):
+            return 2 * fn(**kw)
+        return wrapper
+
+    def f(a):
+        return a
+
+    pts = {"a": jnp.array([1.0, 2.0, 3.0])}
+    one = jax.devices()[:1]
+    np.testing.assert_array_equal(sweep.run(f, pts, devices=one), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(sweep.run(doubled(f), pts, devices=one), [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(sweep.run(f, pts, devices=one), [1.0, 2.0, 3.0])
+
+
+def test_a_tuple_axis_is_a_pytree_of_stacked_leaves_also_when_they_are_lists():
+    """The guide: a tuple is a pytree whose leaves are already stacked. A tuple of two 3-element
+    lists became one (2, 3) array: 2 points of 3-vectors instead of 3 points of pairs. A tuple of
+    plain numbers is still one axis of values."""
+    f = lambda p: p[0] * p[1]
+    one = jax.devices()[:1]
+    stacked = sweep.run(f, {"p": (jnp.array([0.1, 0.2, 0.3]), jnp.array([1.0, 2.0, 3.0]))}, devices=one)
+    np.testing.assert_allclose(sweep.run(f, {"p": ([0.1, 0.2, 0.3], [1.0, 2.0, 3.0])}, devices=one), stacked)
+    g = sweep.grid(p=([0.1, 0.2, 0.3], [1.0, 2.0, 3.0]), q=[7, 8])
+    assert jax.tree.map(jnp.shape, g) == {"p": ((6,), (6,)), "q": (6,)}
+    np.testing.assert_allclose(sweep.run(lambda a: 2 * a, {"a": (1.0, 2.0, 3.0)}, devices=one), [2.0, 4.0, 6.0])
+    with pytest.raises(TypeError, match="progress must be True or False"):
+        sweep.run(lambda a: a, {"a": jnp.ones(2)}, devices=one, progress="no")

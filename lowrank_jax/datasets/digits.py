@@ -160,8 +160,11 @@ def stratified_split(data: ImageData, test_size: int | float, *, seed: int = 0) 
     the rounding). Rows are drawn with ``numpy.random.default_rng(seed)`` (``seed`` a non-negative
     int), so the same seed gives the same split; both parts keep the original row order."""
     n = len(data.labels)
-    if isinstance(test_size, float) and 0 < test_size < 1:
-        test_size = math.ceil(test_size * n)
+    if (isinstance(test_size, numbers.Real) and not isinstance(test_size, numbers.Integral)
+            and 0 < test_size < 1):         # a Python or NumPy float (np.float32(0.2) was refused)
+        # str: the shortest decimal of a NumPy float, as typed (np.float32(0.2) is 0.2000000029…, and
+        # ⌈0.2000000029 · 200⌉ = 41)
+        test_size = math.ceil(float(str(test_size)) * n)
     if isinstance(test_size, bool) or not isinstance(test_size, numbers.Integral) or not 0 <= test_size <= n:
         raise ValueError(f"test_size must be an int in [0, {n}] or a fraction in (0, 1), got {test_size!r}")
     seed = _checks.check_positive_int(seed, "seed", minimum=0)       # None would split differently each call
