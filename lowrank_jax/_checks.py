@@ -209,9 +209,11 @@ def as_real(value) -> float | None:
     if isinstance(value, numbers.Real):
         return float(value)
     dtype = getattr(value, "dtype", None)
-    if dtype is None or np.ndim(value) != 0 or np.dtype(dtype).kind not in "iuf":
+    # jnp.issubdtype, not NumPy's kind: bfloat16 and the other ml_dtypes floats have kind 'V'
+    if (dtype is None or np.ndim(value) != 0
+            or not (jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer))):
         return None
-    return float(np.asarray(value))
+    return float(np.asarray(value, np.float64))
 
 
 def check_flag(value, name: str) -> bool:

@@ -295,3 +295,14 @@ def test_conversions_that_would_overflow_or_wrap_are_refused_or_kept_exact():
     np.testing.assert_array_equal(prox.soft_threshold(x, np.int64(2 ** 32 + 1)), jnp.zeros(3))
     with pytest.raises(ValueError, match="got 1e\\+20"):
         _checks.class_labels(np.array([0, 1e20]))
+
+
+def test_as_real_reads_half_precision_scalars():
+    """bfloat16's NumPy kind is 'V', so as_real returned None for jnp.bfloat16(0.5) and a bfloat16
+    fraction skipped the concrete range checks that read it (an α of 1.5 was let through)."""
+    from lowrank_jax import datasets
+    for dt in (jnp.bfloat16, jnp.float16, jnp.float32):
+        assert _checks.as_real(jnp.asarray(0.5, dt)) == 0.5
+    assert _checks.as_real(jnp.asarray(True)) is None and _checks.as_real(jnp.ones(2)) is None
+    with pytest.raises(ValueError, match="alpha"):
+        datasets.rpca_problem(jax.random.key(0), 20, 20, 2, jnp.asarray(1.5, jnp.bfloat16))
