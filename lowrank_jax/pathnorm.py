@@ -23,7 +23,6 @@ learning rate are traced, so :func:`train` ``vmap``s over them (:func:`sweep`).
 from __future__ import annotations
 
 import functools
-import warnings
 from typing import NamedTuple
 
 import equinox as eqx
@@ -262,19 +261,6 @@ class TrainResult(NamedTuple):
     nonzero: jax.Array       # (epochs, logs_per_epoch) nonzero_fraction
 
 
-def _bar_wanted(progress, *args) -> bool:
-    """``progress`` as a checked flag, switched off (with a warning) when the call is being traced
-    (a traced argument: inside the user's ``jit``/``vmap`` or a :func:`lowrank_jax.sweep.run`): the
-    bar would open and close while the program is traced and stay at 0 while it runs. The swept
-    form shows a bar (``sweep(..., progress=True)``, or ``sweep.run(..., progress=True)``)."""
-    progress = _checks.check_flag(progress, "progress")
-    if progress and not all(_checks.is_concrete(a) for a in jax.tree.leaves(args)):
-        warnings.warn("progress=True has no effect on a traced call (inside jit, vmap or sweep.run): its bar "
-                      "would close before the program runs; use the sweep's own progress bar", stacklevel=3)
-        return False
-    return progress
-
-
 @full_precision
 def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch: int = 100,
           hidden: int = 200, logs_per_epoch: int = 10, model: ShallowNet | None = None,
@@ -296,7 +282,7 @@ def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch:
     key, epochs, hidden = _check_run(key, epochs, hidden, model)
     lr = _checks.as_hyper(lr, "lr", ndim=0, positive=True, dtype=X.dtype)
     lam = _checks.as_hyper(lam, "lam", ndim=0, dtype=X.dtype)
-    progress = _bar_wanted(progress, key, X, y, lr, lam)
+    progress = progress_bar.wanted(progress, key, X, y, lr, lam)
     with progress_bar.CompiledBar(epochs, f"training ({reg}/{method})", "epoch", progress, channel="training"):
         out = _train(key, X, y, lr, lam, model, reg=reg, method=method,
                      epochs=epochs, batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch, outputs=outputs,
@@ -396,7 +382,7 @@ def sweep(key, X, y, *, reg: str, method: str, lrs, lams, seeds: int = 1, epochs
         raise ValueError(f"lrs and lams must be 1-D of equal length, got {lrs.shape} and {lams.shape}")
     seeds = _checks.check_positive_int(seeds, "seeds")
 
-    progress = _bar_wanted(progress, key, X, y, lrs, lams)
+    progress = progress_bar.wanted(progress, key, X, y, lrs, lams)
 
     def one(k, lr, lam):
         return _train(k, X, y, lr, lam, model, reg=reg, method=method, epochs=epochs,

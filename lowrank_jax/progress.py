@@ -12,8 +12,12 @@ compiled program advance it.
 from __future__ import annotations
 
 import threading
+import warnings
 
+import jax
 import numpy as np
+
+from lowrank_jax import _checks
 
 
 class NoBar:
@@ -41,6 +45,19 @@ def bar(total: int, desc: str, unit: str, show: bool = True):
     except ImportError:
         return NoBar()
     return tqdm(total=total, desc=desc, unit=unit)
+
+
+def wanted(progress, *args) -> bool:
+    """``progress`` as a checked flag, switched off with a warning when the call is being traced (one
+    of ``args``, a pytree, is a tracer: inside the user's ``jit``/``vmap`` or a
+    :func:`lowrank_jax.sweep.run`). A :class:`CompiledBar` opened there would open and close while
+    the program is traced and stay at 0 while it runs; the enclosing sweep's own bar shows instead."""
+    progress = _checks.check_flag(progress, "progress")
+    if progress and not all(_checks.is_concrete(a) for a in jax.tree.leaves(args)):
+        warnings.warn("progress=True has no effect on a traced call (inside jit, vmap or sweep.run): its bar "
+                      "would close before the program runs; use the sweep's own progress bar", stacklevel=3)
+        return False
+    return progress
 
 
 class CompiledBar:
@@ -115,4 +132,4 @@ class CompiledBar:
                 target._move_to(int(np.max(np.asarray(done))))
 
 
-__all__ = ["CompiledBar", "NoBar", "bar"]
+__all__ = ["CompiledBar", "NoBar", "bar", "wanted"]

@@ -327,7 +327,7 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
     bar = (progress_bar.CompiledBar(n, f"sweep ({n} points)", "point", channel="sweep") if progress
            else contextlib.nullcontext())
     with bar:
-        out = _program(fn, chunk, mesh, bool(progress))(points, shared)
+        out = _program(fn, chunk, mesh, progress)(points, shared)
         if progress:
             jax.block_until_ready(out)      # the bar closes when the points are done ...
             bar.finish()                    # ... and shows them all, even where XLA dropped callbacks

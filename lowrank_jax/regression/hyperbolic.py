@@ -131,7 +131,13 @@ def parts_from_z(z, b, kind: str = "exp") -> Parts:
 
 def _b_diag(p: Parts, b):
     """B_diag = v∘v + c∘u − ⟨c, b⟩u (the diagonal of B; Def. C.2 with q folded in)."""
-    return p.v * p.v + p.c * p.u - jnp.dot(p.c, b) * p.u
+    return p.v * p.v + _b_diag_beyond_gauss_newton(p, b)
+
+
+def _b_diag_beyond_gauss_newton(p: Parts, b):
+    """B_diag − v∘v = c∘u − ⟨c, b⟩u, formed directly (B_diag − v∘v keeps only a few digits of it
+    where c is small against v: near a fit)."""
+    return p.c * p.u - jnp.dot(p.c, b) * p.u
 
 
 def _loss_at(p: Parts, w):
@@ -175,8 +181,7 @@ def _hessian_at(p: Parts, A, b, w):
     pv = design.rmatvec(A, p.v)
     if not isinstance(A, design.RowSparse) and jnp.finfo(A.dtype).bits < 64:
         J = p.v[:, None] * A - b[:, None] * pv[None, :]
-        # s − v∘v formed directly: the difference of s ≈ v∘v and v∘v kept only 3 digits of it
-        return J.T @ J + design.gram(A, p.c * p.u - jnp.dot(p.c, b) * p.u + w * w)
+        return J.T @ J + design.gram(A, _b_diag_beyond_gauss_newton(p, b) + w * w)
     s = _b_diag(p, b) + w * w
     rv = design.rmatvec(A, p.v * b)
     return design.gram(A, s) - jnp.outer(rv, pv) - jnp.outer(pv, rv) + jnp.dot(b, b) * jnp.outer(pv, pv)

@@ -209,8 +209,9 @@ def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X
     use_tol = tol is not None
     if not use_tol:
         tol = jnp.zeros((), Y.dtype)
+    differentiable = _checks.check_flag(differentiable, "differentiable")
     out = _lrpca(Y, zeta, eta, beta, phi, tol.astype(Y.dtype), X_star, support, key, rank=rank,
-                 budget=budget, frmnn=frmnn, use_tol=use_tol, differentiable=_checks.check_flag(differentiable, "differentiable"),
+                 budget=budget, frmnn=frmnn, use_tol=use_tol, differentiable=differentiable,
                  svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
     _checks.raise_if_diverged(out.X, "LRPCA diverged (non-finite iterate): the step sizes eta are too large (or "
                               "the thresholds zeta too small) for these data" + (", or beta > 1 grows the FRMNN "
