@@ -383,6 +383,11 @@ def project_l1_ball_rows(W, radius):
     ball; rows inside are unchanged. Keeping ‖W‖_∞ (the max row ℓ1 norm, the ℓ∞ operator norm)
     ≤ 1/λ by projecting after every step is the paper's layer-wise baseline. ``radius = inf``
     (λ = 0) returns W.
+
+    Evaluated in gaps to the ρ-th magnitude, |W_ij| − θ = (|W_ij| − a_ρ) + (radius − s)/ρ with
+    s = Σ_{l≤ρ} (a_l − a_ρ) ≥ 0: the direct |W_ij| − θ cancels to an error of eps·a_1, which in
+    float32 swamps a radius far below the row's largest entry (ρ = 1 returned radius ± eps·a_1); the
+    gap form's error is of order eps·(|W_ij| + radius), and the kept entries sum to the radius.
     """
     W = _checks.as_matrix(W, "W")
     radius = _checks.as_hyper(radius, "radius", ndim=0, dtype=W.dtype, allow_inf=True)   # inf: W itself
@@ -390,10 +395,11 @@ def project_l1_ball_rows(W, radius):
     css = jnp.cumsum(a, axis=1)
     j = jnp.arange(1, W.shape[1] + 1, dtype=W.dtype)
     active = a * j > css - radius
-    rho = jnp.sum(active, axis=1, keepdims=True)          # active is a prefix
-    theta = (_take(css, jnp.maximum(rho - 1, 0)) - radius) / jnp.maximum(rho, 1).astype(W.dtype)
+    rho = jnp.maximum(jnp.sum(active, axis=1, keepdims=True), 1)     # active is a prefix
+    a_rho = _take(a, rho - 1)
+    s = jnp.sum(jnp.where(j <= rho, a - a_rho, 0), axis=1, keepdims=True)
     inside = jnp.sum(jnp.abs(W), axis=1, keepdims=True) <= radius
-    shrunk = jnp.sign(W) * jnp.maximum(jnp.abs(W) - theta, 0)
+    shrunk = jnp.sign(W) * jnp.maximum(jnp.abs(W) - a_rho + (radius - s) / rho.astype(W.dtype), 0)
     return jnp.where(inside, W, shrunk)
 
 
