@@ -3,7 +3,10 @@
 JAX leaves an unnamed float32 product's precision to the backend: TF32 on NVIDIA GPUs, one bf16
 pass on TPUs. On an H200 that left LRPCA above 1e-4 and made SDL's loss rise (see
 lowrank_jax.precision). The check here runs on any backend: it records the precision of every
-``dot_general`` bound while a solver traces and runs (eagerly or under jit, forward and backward)."""
+``dot_general`` bound while a solver traces (eagerly or under jit, forward and backward). A product's
+precision is fixed when it is bound, at trace time, so most checks only trace (``jax.make_jaxpr``:
+the same binds as a run, without compiling); a few run, for the calls that need concrete values and
+for a caller's own jit, vmap and gradient."""
 
 import contextlib
 
@@ -77,7 +80,7 @@ def _other_cases():
         "newton_solve (sketch)": lambda: rg.newton_solve(A, b, 4.0, jnp.zeros(4), "exp", "sketch", iters=2,
                                                          sketch_size=40, key=jax.random.key(2)).x,
         "sdl.fit": lambda: sdl.fit(Xs, ys, 2, iters=5).theta,
-        "sdl.mf_lr": lambda: sdl.mf_lr(Xs, ys, 2).U,
+        "sdl.mf_lr (run)": lambda: sdl.mf_lr(Xs, ys, 2).U,        # reads its factors in NumPy: cannot trace
         "sketch.approx_leverage_scores": lambda: sketch.approx_leverage_scores(jax.random.key(0), A),
         "sketch.leverage_scores": lambda: sketch.leverage_scores(A),
         "sketch.sampled_gram": lambda: sketch.sampled_gram(jax.random.key(0), A, jnp.ones(60), 30),
@@ -93,9 +96,17 @@ def _other_cases():
     }
 
 
-def _check_full_precision(monkeypatch, run):
-    with recorded_precisions(monkeypatch) as seen:
+def _trace_or_run(run, trace=True):
+    """Trace ``run`` (its products are bound as in a run; nothing compiles), or run it."""
+    if trace:
+        jax.make_jaxpr(run)()
+    else:
         jax.block_until_ready(run())
+
+
+def _check_full_precision(monkeypatch, run, trace=True):
+    with recorded_precisions(monkeypatch) as seen:
+        _trace_or_run(run, trace)
     assert seen, "no matrix product was recorded"
     assert all(p == HIGHEST for p in seen), sorted({str(p) for p in seen})
 
@@ -108,7 +119,7 @@ def test_rpca_solvers_trace_full_precision_products(name, problem, monkeypatch):
 def test_other_families_trace_full_precision_products(monkeypatch):
     for name, run in _other_cases().items():
         with recorded_precisions(monkeypatch) as seen:
-            jax.block_until_ready(run())
+            _trace_or_run(run, trace=not name.endswith("(run)"))
         assert seen, f"{name}: no matrix product was recorded"
         assert all(p == HIGHEST for p in seen), (name, sorted({str(p) for p in seen}))
 
@@ -147,14 +158,15 @@ def test_inside_a_callers_jit_vmap_and_gradient(problem, monkeypatch):
     def err(z, eta):
         return jnp.sum((rpca.lrpca(Y, 2, z, eta, key=jax.random.key(1)).X - X) ** 2)
 
-    _check_full_precision(monkeypatch, lambda: jax.jit(jax.grad(err))(zeta, jnp.full(4, 0.5)))
+    _check_full_precision(monkeypatch, lambda: jax.jit(jax.grad(err))(zeta, jnp.full(4, 0.5)), trace=False)
     # The caller's jit inside the gradient: the custom rules' forward and JVP passes are traced when
     # the already-traced program is differentiated, after the solver's context has closed.
-    _check_full_precision(monkeypatch, lambda: jax.grad(jax.jit(err))(zeta, jnp.full(4, 0.5)))
+    _check_full_precision(monkeypatch, lambda: jax.grad(jax.jit(err))(zeta, jnp.full(4, 0.5)), trace=False)
     _check_full_precision(monkeypatch, lambda: jax.grad(jax.jit(
         lambda z: jnp.sum(rpca.lrpca(Y, 2, z, jnp.full(4, 0.5), svd="exact", differentiable=True, tol=1e-6,
-                                     max_iter=4).X)))(zeta))
-    _check_full_precision(monkeypatch, lambda: jax.vmap(lambda e: err(zeta, jnp.full(4, e)))(jnp.array([0.4, 0.6])))
+                                     max_iter=4).X)))(zeta), trace=False)
+    _check_full_precision(monkeypatch, lambda: jax.vmap(lambda e: err(zeta, jnp.full(4, e)))(jnp.array([0.4, 0.6])),
+                          trace=False)
 
 
 def test_a_precision_the_caller_chose_is_kept(problem, monkeypatch):

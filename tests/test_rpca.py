@@ -348,6 +348,21 @@ def test_lrpca_and_its_sharded_form_check_the_schedule_alike(solver, kw, message
         getattr(rpca, solver)(jnp.ones((10, 10)), 2, **args)
 
 
+@pytest.mark.parametrize("solver", ["lrpca", "lrpca_sharded"])
+def test_hyperparameters_closed_over_in_a_callers_jit(solver):
+    """ζ and η closed over (concrete) inside the caller's jit: the schedule check read ζ₀ with
+    ``zeta[0]``, which a trace stages even for a concrete ζ, and the call failed with a
+    ConcretizationTypeError. It equals the direct call, and a closed-over ζ₀ = 0 is still refused."""
+    p = datasets.rpca_problem(jax.random.key(5), 40, 30, 2, 0.1)
+    zeta, eta = rpca.oracle_thresholds(p.Y, 2, p.X, 3), jnp.full(3, 0.5)
+    f = getattr(rpca, solver)
+    np.testing.assert_allclose(jax.jit(lambda Y: f(Y, 2, zeta, eta).X)(p.Y), f(p.Y, 2, zeta, eta).X,
+                               rtol=1e-5, atol=1e-6)
+    zeta0 = zeta.at[0].set(0.0)
+    with pytest.raises(ValueError, match=r"zeta\[0\] must be > 0"):
+        jax.jit(lambda Y: f(Y, 2, zeta0, eta).X)(p.Y)
+
+
 def _brute_change(runs):
     """max(‖X_k − X_{k−1}‖/‖X_{k−1}‖, ‖S_k − S_{k−1}‖/‖S_{k−1}‖) from separate runs of 0..k iterations."""
     out = []

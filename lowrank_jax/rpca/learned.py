@@ -19,6 +19,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lowrank_jax import _checks, loop
 from lowrank_jax.prox import soft_threshold
@@ -88,8 +89,9 @@ def check_schedule(Y, zeta, eta, beta, phi, tol, max_iter):
     if zeta.shape[0] != eta.shape[0] + 1:
         raise ValueError(f"zeta must have one more entry than eta (zeta[0] initialises): got "
                          f"len(zeta) = {zeta.shape[0]}, len(eta) = {eta.shape[0]}")
-    if _checks.is_concrete(zeta) and not float(zeta[0]) > 0:
-        raise ValueError(f"zeta[0] must be > 0, got {float(zeta[0])}: at ζ₀ = 0 the initial S₀ = Y and "
+    # NumPy: inside a caller's trace even zeta[0] of a closed-over concrete ζ is staged (a tracer)
+    if _checks.is_concrete(zeta) and not float(np.asarray(zeta)[0]) > 0:
+        raise ValueError(f"zeta[0] must be > 0, got {float(np.asarray(zeta)[0])}: at ζ₀ = 0 the initial S₀ = Y and "
                          "L₀ = R₀ = 0, a fixed point of every layer (X stays 0)")
     num_layers = eta.shape[0]
     if (beta is None) != (phi is None):
