@@ -72,6 +72,9 @@ def _hint_one_cpu_device(devices) -> None:
 def _length(name, v) -> int:
     leaves = jax.tree.leaves(v)
     if not leaves:
+        if v is None:
+            raise ValueError(f"sweep axis {name!r} is None: give its values (a 1-D array, a list, or a pytree "
+                             "of stacked leaves); leave fixed inputs out of the grid (shared= in sweep.run)")
         raise ValueError(f"sweep axis {name!r} is empty")
     sizes = {np.shape(x)[0] if np.ndim(x) else None for x in leaves}
     if None in sizes or len(sizes) != 1:

@@ -103,6 +103,8 @@ def test_run_rejects_bad_points():
         sweep.run(lambda a: a, {"a": jnp.ones(3)}, chunk=0)
     with pytest.raises(ValueError, match="empty"):
         sweep.grid(a=[])
+    with pytest.raises(ValueError, match="'a' is None"):
+        sweep.grid(a=None, b=[1.0])
     one = jax.devices()[0]
     with pytest.raises(ValueError, match="more than once"):
         sweep.run(lambda a: a, {"a": jnp.ones(3)}, devices=[one, one])

@@ -115,6 +115,9 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
       damping: λ ≥ 0 added to H̃ (traced); line_search: Armijo backtracking, reversing an uphill
         direction (module docstring).
       measure_eps: also record ε₀ of H̃ against the exact Hessian each step (costs the exact Hessian).
+        ε₀ is defined for a positive definite exact Hessian only (Def. 6.2): a step whose exact
+        Hessian is not (outside the region where the paper's lemma makes it so, or a rank-deficient
+        A) records NaN.
       differentiable: with ``tol``, stop by a ``lax.scan`` of ``iters`` steps that skips the work once
         converged (:func:`lowrank_jax.loop.run_until`), so reverse-mode ``grad`` through the solve works
         (a ``while_loop``, the default, has no reverse mode). Without ``tol`` every solve is a scan.
