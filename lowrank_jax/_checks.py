@@ -8,6 +8,7 @@ guards instead.
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import operator
 import os
@@ -101,6 +102,16 @@ def as_floating(x) -> jax.Array:
     return x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(compute_dtype(x.dtype))
 
 
+def eager_if_concrete(*xs):
+    """``jax.ensure_compile_time_eval()`` when every leaf of ``xs`` (pytrees: a design, a model) holds
+    values, else a no-op context.
+    Inside a caller's trace even ``jnp.asarray`` of a closed-over NumPy value is staged (a tracer):
+    converting such a value eagerly keeps it concrete, so the checks that follow still run."""
+    if all(is_concrete(x) for x in jax.tree.leaves(xs)):
+        return jax.ensure_compile_time_eval()
+    return contextlib.nullcontext()
+
+
 def as_matrix(x, name: str, *, min_rows: int = 1) -> jax.Array:
     """Return ``x`` as a 2-D floating JAX array, or raise ``ValueError`` naming ``name``.
 
@@ -121,7 +132,8 @@ def as_matrix(x, name: str, *, min_rows: int = 1) -> jax.Array:
     if x.shape[0] < min_rows or x.shape[1] < 1:
         raise ValueError(f"{name} must be non-empty, got shape {tuple(x.shape)}")
     if compute_dtype(x.dtype) != x.dtype:
-        x = jnp.asarray(x, dtype=compute_dtype(x.dtype))
+        with eager_if_concrete(x):
+            x = jnp.asarray(x, dtype=compute_dtype(x.dtype))
     if is_concrete(x):
         # On the device for JAX arrays: no host copy, and a sharded (even multi-host) Y is reduced
         # where it lives. Eagerly even when called while tracing (a closed-over concrete Y).
@@ -132,7 +144,7 @@ def as_matrix(x, name: str, *, min_rows: int = 1) -> jax.Array:
             finite = bool(np.all(np.isfinite(x)))
         if not finite:
             raise ValueError(f"{name} has non-finite entries (NaN or inf)")
-    with warnings.catch_warnings():     # an overflowing cast is refused by name below
+    with warnings.catch_warnings(), eager_if_concrete(x):     # an overflowing cast is refused by name below
         warnings.simplefilter("ignore", RuntimeWarning)
         out = jnp.asarray(x)
     if is_concrete(x) and not isinstance(x, jax.Array) and out.dtype != x.dtype \
@@ -250,7 +262,9 @@ def as_hyper(x, name: str, *, ndim: int | None = None, length: int | None = None
     if not isinstance(x, jax.Array) and np.issubdtype(x.dtype, np.integer):
         x = np.asarray(x, np.float64)   # not jnp's int32 first (x64 off): 2**32 wrapped around to 0
     given = x
-    with warnings.catch_warnings():     # a value beyond the dtype's range is refused by name below
+    # eagerly for a concrete x, also inside a caller's trace (a closed-over α): else the checks below
+    # saw a tracer and skipped, and α = 1.5 closed over in a jit ran instead of being refused
+    with warnings.catch_warnings(), eager_if_concrete(x):   # a value beyond the dtype's range is refused below
         warnings.simplefilter("ignore", RuntimeWarning)
         arr = jnp.asarray(x)
         if dtype is not None:

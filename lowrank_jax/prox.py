@@ -206,7 +206,11 @@ def sparsify_top_fraction_topk(x: jax.Array, alpha: float) -> jax.Array:
     _check_fraction(alpha)
     x = _checks.as_floating(x)
     n1, n2 = x.shape
-    kr, kc = int(top_fraction_count(alpha, n2)), int(top_fraction_count(alpha, n1))
+    if not _checks.is_concrete(alpha):
+        raise ValueError("sparsify_top_fraction_topk needs a concrete alpha (k = ⌊α n⌋ is a static size); "
+                         "use sparsify_top_fraction for a traced alpha")
+    with jax.ensure_compile_time_eval():        # also for an alpha closed over in the caller's jit
+        kr, kc = int(top_fraction_count(alpha, n2)), int(top_fraction_count(alpha, n1))
     mag = jnp.abs(x)
     inf = jnp.array(jnp.inf, x.dtype)
     row_cut = jax.lax.top_k(mag, kr)[0][:, -1] if kr > 0 else jnp.full((n1,), inf)

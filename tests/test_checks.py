@@ -306,3 +306,49 @@ def test_as_real_reads_half_precision_scalars():
     assert _checks.as_real(jnp.asarray(True)) is None and _checks.as_real(jnp.ones(2)) is None
     with pytest.raises(ValueError, match="alpha"):
         datasets.rpca_problem(jax.random.key(0), 20, 20, 2, jnp.asarray(1.5, jnp.bfloat16))
+
+
+def _closure_cases():
+    from lowrank_jax import covariance as cv, prox, rpca, sdl
+    rng = np.random.default_rng(0)
+    X64 = rng.standard_normal((8, 6))                       # float64 NumPy, narrowed with x64 off
+    X = jnp.asarray(X64, jnp.float32)
+    S = np.cov(rng.standard_normal((10, 40)))
+    Xs, ys = rng.standard_normal((8, 12)).astype(np.float32) / 3, np.arange(12) % 2
+    runs = {
+        "rpca.altproj, float64 NumPy Y": lambda: rpca.altproj(X64, 2, max_iter=2).X,
+        "covariance.ialm, float64 NumPy Σ": lambda: cv.ialm(S, max_iter=2).L,
+        "prox.sparsify_top_fraction_topk": lambda: prox.sparsify_top_fraction_topk(X, 0.3),
+        "sdl.fit, step=None": lambda: sdl.fit(Xs, ys, 2, iters=2).theta,
+    }
+    refusals = {
+        "t must be non-negative": lambda: prox.soft_threshold(X, -1.0),
+        r"alpha must lie in \[0, 1\]": lambda: rpca.scaledgd(X, 2, 1.5, iters=2).X,
+        r"alpha_iter \(default 2·alpha": lambda: rpca.scaledgd(X, 2, 0.6, iters=2).X,
+        "rho must be > 1": lambda: cv.ialm(S, rho=0.5).L,
+        r"gamma \* alpha must lie": lambda: cv.rpca_gd(S, 2, alpha=0.6, gamma=2.0, iters=2).L,
+        "Y overflows float32": lambda: rpca.altproj(X64 * 1e300, 2, max_iter=2).X,
+    }
+    return runs, refusals
+
+
+@pytest.mark.parametrize("name", list(_closure_cases()[0]))
+def test_concrete_inputs_closed_over_in_a_callers_jit_run_as_called_directly(name):
+    """Inside a caller's jit even jnp.asarray of a closed-over NumPy value is staged: as_matrix then
+    read a tracer back in NumPy (TracerArrayConversionError for every solver given float64 NumPy
+    data with x64 off), and top_k's counts were not Python integers. Such inputs are converted
+    eagerly now, and the jitted call equals the direct one."""
+    run = _closure_cases()[0][name]
+    np.testing.assert_allclose(jax.jit(lambda _: run())(0.0), run(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("message", list(_closure_cases()[1]))
+def test_invalid_hyperparameters_closed_over_in_a_callers_jit_are_refused(message):
+    """The checks of a concrete value ran on its staged conversion, saw a tracer and skipped: in a
+    caller's jit a closed-over α = 1.5 returned NaN and t = −1 shifted every entry, where the direct
+    call raises. Both raise the same ValueError now."""
+    run = _closure_cases()[1][message]
+    with pytest.raises(ValueError, match=message):
+        run()
+    with pytest.raises(ValueError, match=message):
+        jax.jit(lambda _: run())(0.0)

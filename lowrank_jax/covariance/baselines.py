@@ -426,7 +426,8 @@ def rpca_gd(Sigma, rank: int, alpha=0.1, step=0.5, iters: int = 200, *, gamma=2.
     dtype = Sigma.dtype
     alpha = _checks.as_hyper(alpha, "alpha", ndim=0, dtype=dtype)
     gamma = _checks.as_hyper(gamma, "gamma", ndim=0, positive=True, dtype=dtype)
-    alpha_iter = gamma * alpha
+    with _checks.eager_if_concrete(alpha, gamma):    # checkable when closed over in a caller's jit
+        alpha_iter = gamma * alpha
     for name, a in (("alpha", alpha), ("gamma * alpha", alpha_iter)):
         if _checks.is_concrete(a) and float(a) > 1:
             raise ValueError(f"{name} must lie in [0, 1], got {float(a)}")

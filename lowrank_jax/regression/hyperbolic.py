@@ -304,7 +304,8 @@ def relative_spectrum(H_approx, H):
     H_approx, H = jnp.asarray(H_approx), jnp.asarray(H)
     if H.ndim != 2 or H.shape[0] != H.shape[1] or H_approx.shape != H.shape:
         raise ValueError(f"H and H_approx must be square matrices of one shape, got {H.shape} and {H_approx.shape}")
-    L = jnp.linalg.cholesky(H)
+    with _checks.eager_if_concrete(H):
+        L = jnp.linalg.cholesky(H)
     if _checks.is_concrete(L) and not np.all(np.isfinite(np.asarray(L))):
         raise ValueError("H must be symmetric positive definite (its Cholesky factorisation failed)")
     Li = jax.scipy.linalg.solve_triangular(L, jnp.eye(H.shape[0], dtype=H.dtype), lower=True)
@@ -343,7 +344,8 @@ def icl_shift(x_t, x_next, A, b, kind: str = "exp", *, A_next=None):
     a tiny accurate value (rows in exact ± pairs plus a tiny one) is refused too. Traced (under
     jit/vmap) no check is made."""
     A, b, x_t, x_next, A_next = _icl_step(x_t, x_next, A, b, A_next, kind)
-    p0, p1 = parts(x_t, A, b, kind), parts(x_next, A_next, b, kind)
+    with _checks.eager_if_concrete(x_t, x_next, A, b, A_next):
+        p0, p1 = parts(x_t, A, b, kind), parts(x_next, A_next, b, kind)
     _guard(p0.u, p0.z, "u(A_t x_t)")        # an overflowed u makes α and its noise bound inf: name the rows
     if _checks.is_concrete(p0.alpha) and _checks.is_concrete(p0.u):
         u = np.asarray(p0.u)

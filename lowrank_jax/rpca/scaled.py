@@ -145,8 +145,11 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
                                                                      oversample=oversample, n_iter=n_iter)
     alpha = _checks.as_hyper(alpha, "alpha", ndim=0, dtype=Y.dtype)
     alpha_iter_given = alpha_iter is not None
-    alpha_iter = 2 * alpha if alpha_iter is None else _checks.as_hyper(alpha_iter, "alpha_iter", ndim=0,
-                                                                        dtype=Y.dtype)
+    if alpha_iter is None:
+        with _checks.eager_if_concrete(alpha):  # 2α of a closed-over α stays checkable in a caller's jit
+            alpha_iter = 2 * alpha
+    else:
+        alpha_iter = _checks.as_hyper(alpha_iter, "alpha_iter", ndim=0, dtype=Y.dtype)
     alpha_init = alpha if alpha_init is None else _checks.as_hyper(alpha_init, "alpha_init", ndim=0,
                                                                    dtype=Y.dtype)
     iter_name = "alpha_iter" if alpha_iter_given else "alpha_iter (default 2·alpha: pass alpha_iter ≤ 1)"

@@ -418,7 +418,8 @@ def check_step(step, data: SDLData, xi, lam, model: str):
     finite (L̄ overflows X's dtype) is a ``ValueError``; a traced one (a ``vmap`` over ξ, λ) stays
     NaN at that point, which then reads as diverged."""
     if step is None:
-        bound = step_bound(data, xi, lam, model)
+        with _checks.eager_if_concrete(data, xi, lam):    # checkable when closed over in a caller's jit
+            bound = step_bound(data, xi, lam, model)
         if _checks.is_concrete(bound) and not np.isfinite(float(bound)):
             raise ValueError(f"step=None: the safe step 1/L̄ is undefined, L̄ = max(2ξ, 2λ + α⁺‖Φ‖²₂) overflows "
                              f"{data.X.dtype} (ξ = {float(xi):.3g}, λ = {float(lam):.3g}, X and X_aux as given): "
