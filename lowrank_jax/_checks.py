@@ -9,6 +9,7 @@ guards instead.
 from __future__ import annotations
 
 import contextlib
+import functools
 import numbers
 import operator
 import os
@@ -39,6 +40,23 @@ def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
 def is_concrete(x) -> bool:
     """True when ``x`` holds actual values (not a tracer of an enclosing transformation)."""
     return not isinstance(x, jax.core.Tracer)
+
+
+def host_function(public_name: str):
+    """Decorator for a function that computes on the host (returns Python or NumPy values, reads
+    files, drives its own loops). Called with a traced argument (inside ``jit``/``vmap``/``grad``) it
+    raises a ``ValueError`` naming ``public_name`` instead of JAX's tracer error from deep inside;
+    called inside a caller's trace with concrete (closed-over) arguments it runs as a direct call."""
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            if not all(is_concrete(x) for x in jax.tree.leaves((args, kwargs))):
+                raise ValueError(f"{public_name} computes on the host (it returns Python or NumPy values), so "
+                                 "its inputs must be concrete: call it outside jit/vmap/grad, not on traced values")
+            with jax.ensure_compile_time_eval():
+                return fn(*args, **kwargs)
+        return wrapped
+    return decorate
 
 
 def as_key(key, default: int = 0) -> jax.Array:

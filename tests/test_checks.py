@@ -352,3 +352,33 @@ def test_invalid_hyperparameters_closed_over_in_a_callers_jit_are_refused(messag
         run()
     with pytest.raises(ValueError, match=message):
         jax.jit(lambda _: run())(0.0)
+
+
+def test_host_functions_name_themselves_on_traced_input_and_run_when_closed_over():
+    """Functions that return Python/NumPy values cannot take traced input: they say so by name
+    (it was JAX's tracer error from deep inside). Concrete inputs closed over in a caller's jit run
+    as in a direct call (covariance.report failed there too: its first jnp op was staged)."""
+    from lowrank_jax import covariance as cv, rpca, sdl
+    rng = np.random.default_rng(0)
+    M = rng.standard_normal((10, 2))
+    L = M @ M.T
+    Sigma = L + np.diag(rng.uniform(0.5, 1.0, 10))
+    direct = cv.report(Sigma, L, Sigma - L)
+    box = {}
+
+    def inside(_):
+        box["report"] = cv.report(Sigma, L, Sigma - L)
+        return 0.0
+
+    jax.jit(inside)(0.0)
+    assert box["report"] == direct
+    X, y = rng.standard_normal((6, 10)), np.arange(10) % 2
+    calls = {"covariance.report": lambda s: cv.report(s, L, Sigma - L),
+             "sdl.theory": lambda s: sdl.theory(X * s, 1.0, 0.1, model="H"),
+             "sdl.mf_lr": lambda s: sdl.mf_lr(X * s, y, 2),
+             "sdl.stratified_folds": lambda s: sdl.stratified_folds(y * s, 2),
+             "rpca.train_lrpca": lambda s: rpca.train_lrpca(s),
+             "rpca.frmnn_grid_search": lambda s: rpca.frmnn_grid_search(s, None, None)}
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match=f"{name} computes on the host"):
+            jax.jit(call)(jnp.ones((10, 10)) if name == "covariance.report" else 1.0)

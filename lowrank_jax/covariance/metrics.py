@@ -243,6 +243,7 @@ def real_data_errors(Sigma, L, S, shrink_t=None, tol=EPSILON, *, S_shrunk=None) 
                           sparsity_shrunk=sparsity(S_t, tol))
 
 
+@_checks.host_function("covariance.report")
 @full_precision
 def report(Sigma, L, S, L0=None, S0=None, *, tol=EPSILON, shrink_t=None, S_shrunk=None) -> dict[str, float]:
     """Table II metrics of a split (L, S) of Σ as a dict of Python numbers.

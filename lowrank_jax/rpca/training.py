@@ -195,6 +195,7 @@ def _phase_steps(cfg: TrainConfig, layers: int):
 
 
 @full_precision
+@_checks.host_function("rpca.train_lrpca")
 def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progress: bool = True,
                 callback=None, log=None, sampler=None) -> LRPCAParams:
     """Layer-wise training of a K-layer LRPCA network (FRMNN factors stay β = φ = 1; see
@@ -305,6 +306,7 @@ def frmnn_grid() -> tuple[jax.Array, jax.Array]:
 
 
 @full_precision
+@_checks.host_function("rpca.frmnn_grid_search")
 def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instances: int = 20,
                       extra_layers: int = 5, betas=None, phis=None, sampler=None):
     """Choose FRMNN's (β, φ) (eq. 14) by grid search with the K learned layers frozen.

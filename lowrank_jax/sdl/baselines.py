@@ -36,6 +36,7 @@ class MFLR(NamedTuple):
 
 
 @full_precision
+@_checks.host_function("sdl.mf_lr")
 def mf_lr(X, y, rank: int, *, C: float = 1.0) -> MFLR:
     """Fit MF-LR on X (p, n), y (n,)."""
     from sklearn.linear_model import LogisticRegression

@@ -260,6 +260,7 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
 
 
 @full_precision
+@_checks.host_function("sdl.cross_validate")
 def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int = 5, iters: int = 300, seed: int = 0,
                    X_aux=None, intercept: bool = True, coding: str = "lstsq", key=None,
                    num_classes: int | None = None):
@@ -339,6 +340,7 @@ def _grid_predict(theta0, gamma0, data, xis, lams, X_val, Xa_val, *, rank, model
     return jax.vmap(one)(xis, lams)
 
 
+@_checks.host_function("sdl.stratified_folds")
 def stratified_folds(y, folds: int, seed: int = 0):
     """[(train_idx, val_idx)] with every class spread evenly over the folds (seeded shuffle)."""
     y = np.asarray(y)

@@ -331,6 +331,7 @@ def softmax_curvature_printed(M: float, kappa: int) -> tuple[float, float]:
     return em / (1 + em + (kappa - 1) * ep), ep * (1 + 2 * (kappa - 1) * ep) / (1 + ep + (kappa - 1) * em) ** 2
 
 
+@_checks.host_function("sdl.theory")
 def theory(X, xi: float, lam: float, *, model: str, kappa: int = 1, X_aux=None, M: float = 1.0) -> Theory:
     """μ, L of eq. (16) from the data. δ± are the extreme eigenvalues of n⁻¹ΦΦᵀ (Assumption C.2;
     δ⁻ = 0 whenever p + q > n, as for every microarray — Assumption C.2 fails there, yet the
