@@ -528,3 +528,27 @@ def test_l1_prox_of_integer_leaves_uses_the_real_strength():
         np.testing.assert_allclose(got["w"], want, rtol=1e-6)
         np.testing.assert_array_equal(got["w"], got["f"])
         np.testing.assert_allclose(prox.soft_threshold(ints, lam), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [prox.path_norm_prox, prox.path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
+def test_a_traced_non_finite_weight_makes_its_whole_unit_nan_and_leaves_the_others(fn):
+    """Called directly a NaN weight is refused; under jit (a diverging Prox-SGD run) it cannot be.
+    The candidates' argmin then zeroed the rest of that unit, so a diverged network looked partly
+    trained. The whole unit is NaN now (both layers' weights of it); the prox is separable over
+    units, so every other unit equals the prox of the same weights with that unit's zeroed."""
+    rng = np.random.default_rng(3)
+    W_in, W_out = rng.standard_normal((5, 7)), rng.standard_normal((3, 5))
+    lam = 0.2
+    for bad_in, bad_out, value in ((True, False, np.nan), (False, True, np.inf)):
+        A, B = W_in.copy(), W_out.copy()
+        if bad_in:
+            A[1, 4] = value
+        if bad_out:
+            B[2, 1] = value
+        got_in, got_out = jax.jit(fn)(A, B, lam)
+        assert np.all(np.isnan(got_in[1])) and np.all(np.isnan(got_out[:, 1]))
+        A[1], B[:, 1] = 0.0, 0.0
+        ref_in, ref_out = fn(A, B, lam)
+        keep = np.arange(5) != 1
+        np.testing.assert_allclose(got_in[keep], ref_in[keep], rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(got_out[:, keep], ref_out[:, keep], rtol=1e-6, atol=1e-7)
