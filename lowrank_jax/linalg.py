@@ -754,8 +754,11 @@ def residual_map_products(Y: jax.Array, L: jax.Array, R: jax.Array, fn, row_args
 
 
 def _panel_apply(fn, y, l, R, args, consts):
-    """One panel: (E R, lᵀ E, stats) with (E, stats) = fn(y − l Rᵀ, *args, *consts)."""
+    """One panel: (E R, lᵀ E, stats) with (E, stats) = fn(y − l Rᵀ, *args, *consts). E is taken in
+    Y's dtype: an ``fn`` that closes over a float64 value (x64 on, float32 Y) promoted E, and the
+    scan that sums the panels refused a carry whose type changed."""
     E, stats = fn(y - l @ R.T, *args, *consts)
+    E = E.astype(y.dtype)
     return E @ R, l.T @ E, stats
 
 

@@ -40,15 +40,17 @@ METHODS = ("sgd", "prox")
 
 
 class ShallowNet(eqx.Module):
-    """One hidden layer with ELU: ``hidden`` (hidden, inputs) then ``out`` (outputs, hidden)."""
+    """One hidden layer with ELU: ``hidden`` (hidden, inputs) then ``out`` (outputs, hidden).
+    ``dtype``: of the weights (default: JAX's default float, float64 with x64 on); ``train`` builds
+    its network in the data's dtype."""
 
     hidden: eqx.nn.Linear
     out: eqx.nn.Linear
 
-    def __init__(self, inputs: int = 784, hidden: int = 200, outputs: int = 10, *, key):
+    def __init__(self, inputs: int = 784, hidden: int = 200, outputs: int = 10, *, key, dtype=None):
         k1, k2 = jax.random.split(key)
-        self.hidden = eqx.nn.Linear(inputs, hidden, key=k1)
-        self.out = eqx.nn.Linear(hidden, outputs, key=k2)
+        self.hidden = eqx.nn.Linear(inputs, hidden, key=k1, dtype=dtype)
+        self.out = eqx.nn.Linear(hidden, outputs, key=k2, dtype=dtype)
 
     def __call__(self, X):
         """Logits of a batch X (N, inputs) → (N, outputs) (or of one example (inputs,))."""
@@ -330,7 +332,8 @@ def _train(key, X, y, lr, lam, model, *, reg, method, epochs, batch, hidden, log
            progress=False):
     k_init, k_data = jax.random.split(key)
     if model is None:
-        model = ShallowNet(X.shape[1], hidden, outputs, key=k_init)
+        # in X's dtype (as lr and λ are): with x64 on, float32 data trained a float64 network
+        model = ShallowNet(X.shape[1], hidden, outputs, key=k_init, dtype=X.dtype)
     params, static = eqx.partition(model, eqx.is_array)
     opt = optimizer(reg, method, lr, lam)
     state = opt.init(params)

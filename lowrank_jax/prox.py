@@ -32,9 +32,10 @@ def soft_threshold(x: jax.Array, t) -> jax.Array:
     validated at their public boundary; :func:`l1_prox` maps a traced invalid λ to NaN.
     """
     if _checks.is_concrete(t):
-        _checks.as_hyper(t, "t", allow_inf=True)     # validation only: t keeps its own dtype below
-        if not isinstance(t, jax.Array) and np.issubdtype(np.asarray(t).dtype, np.integer):
-            # an integer NumPy t in x's dtype: through jnp's int32 (x64 off) 2**32 wrapped to 0
+        _checks.as_hyper(t, "t", allow_inf=True)     # validation only: a JAX t keeps its own dtype below
+        if not isinstance(t, jax.Array) and type(t) is not float:     # (np.float64 subclasses float)
+            # a NumPy t in x's dtype, as the other thresholds take it: an integer one went through
+            # jnp's int32 (x64 off, 2**32 wrapped to 0), a float64 one promoted a float32 x (x64 on)
             t = np.asarray(t, np.float64).astype(jnp.result_type(x, float))
     return x - clip_symmetric(x, t)
 

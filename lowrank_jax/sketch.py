@@ -38,7 +38,8 @@ def leverage_scores(A, row_weights=None):
     X = design.as_design(A)
     X = X.todense() if isinstance(X, design.RowSparse) else X
     if row_weights is not None:
-        X = jnp.sqrt(_checks.as_hyper(row_weights, "row_weights", ndim=1, length=X.shape[0]))[:, None] * X
+        X = jnp.sqrt(_checks.as_hyper(row_weights, "row_weights", ndim=1, length=X.shape[0],
+                                      dtype=X.dtype))[:, None] * X     # in A's dtype, as approx_leverage_scores
     Q, R = linalg.qr(X)                 # Q finished before the SVD of R starts (see linalg.qr)
     U, s, _ = jnp.linalg.svd(R, full_matrices=False)
     W = Q @ (U * linalg.above_rounding(s, max(X.shape)))
@@ -146,7 +147,7 @@ def sampled_gram(key, A, D, m: int, *, method: str = "approx", scores=None, acti
     if scores is None:
         scores = approx_leverage_scores(k_scores, A, D) if method == "approx" else leverage_scores(A, D)
     else:   # one per row: JAX's gather clamps an index past the end, so a longer array sampled row n−1
-        scores = _checks.as_hyper(scores, "scores", ndim=1, length=A.shape[0])
+        scores = _checks.as_hyper(scores, "scores", ndim=1, length=A.shape[0], dtype=A.dtype)
     idx, weight, _ = sample_rows(k_draw, scores, m, active)
     return design.gram(design.take_rows(A, idx), D[idx] * weight)
 

@@ -382,3 +382,39 @@ def test_host_functions_name_themselves_on_traced_input_and_run_when_closed_over
     for name, call in calls.items():
         with pytest.raises(ValueError, match=f"{name} computes on the host"):
             jax.jit(call)(jnp.ones((10, 10)) if name == "covariance.report" else 1.0)
+
+
+def test_float32_data_stays_float32_beside_float64_values_under_x64(x64):
+    """With x64 on, a float64 value next to float32 data must neither crash nor silently move the
+    work to float64 (an audit found: lrpca_step's scan refused a carry promoted by a float64 ζ,
+    pathnorm.train built a float64 network for float32 data, a float64 NumPy threshold promoted
+    soft_threshold alone among the thresholds, and a float32 RowSparse design scattered float64
+    terms into a float32 buffer where the dense one promoted)."""
+    import scipy.sparse as sp
+
+    from lowrank_jax import design, pathnorm, prox, rpca, sketch
+    rng = np.random.default_rng(0)
+    x32 = jnp.asarray(rng.standard_normal((5, 4)), jnp.float32)
+    for t in (np.float64(0.3), np.int64(1), [0.1, 0.2, 0.3, 0.4]):
+        assert prox.soft_threshold(x32, t).dtype == jnp.float32
+    assert prox.soft_threshold(x32, jnp.float64(0.3)).dtype == jnp.float64    # a JAX t keeps its dtype
+    Y, L, R = (jnp.asarray(rng.standard_normal(s), jnp.float32) for s in ((20, 20), (20, 2), (20, 2)))
+    L_new, R_new, _ = rpca.lrpca_step(Y, L, R, jnp.asarray(0.01, jnp.float64), np.float64(0.5))
+    ref = rpca.lrpca_step(Y, L, R, jnp.float32(0.01), jnp.float32(0.5))
+    assert L_new.dtype == R_new.dtype == jnp.float32
+    np.testing.assert_allclose(L_new, ref[0], rtol=1e-6)
+    X = rng.random((100, 6)).astype(np.float32)
+    y = (X[:, :3].sum(1) > X[:, 3:].sum(1)).astype(np.int32)
+    net = pathnorm.train(0, X, y, reg="path", method="prox", lr=0.1, lam=1e-3, epochs=1, batch=10, hidden=4,
+                         outputs=2).model
+    assert {w.dtype for w in jax.tree.leaves(net)} == {jnp.dtype(jnp.float32)}
+    A = rng.standard_normal((30, 5)).astype(np.float32) * (rng.random((30, 5)) < 0.5)
+    A_sparse, w64 = design.as_design(sp.csr_matrix(A)), rng.random(30)
+    for op in (design.gram, design.rmatvec):
+        dense, sparse = op(jnp.asarray(A), w64), op(A_sparse, w64)
+        assert sparse.dtype == dense.dtype
+        np.testing.assert_allclose(sparse, dense, rtol=1e-5, atol=1e-6)
+    assert sketch.leverage_scores(A, w64).dtype == sketch.approx_leverage_scores(0, A, w64).dtype == jnp.float32
+    assert sketch.sampled_gram(0, A_sparse, np.ones(30), 12, scores=w64).dtype == jnp.float32
+    assert rpca.LRPCAParams.from_schedule(np.array([1.0, 0.5]), np.array([0.5]), rank=2, n=20).log_zeta.dtype \
+        == jnp.float64

@@ -42,6 +42,8 @@ def lrpca_step(Y, L, R, zeta, eta, support=None, prev=None, axis_name=None):
     per entry). ``axis_name``: rows split over a ``shard_map`` mesh axis (see
     :func:`~lowrank_jax.rpca._common.residual_step`).
     """
+    zeta, eta = jnp.asarray(zeta).astype(Y.dtype), jnp.asarray(eta).astype(Y.dtype)   # as lrpca: in Y's dtype
+
     def fn(D, *rows):
         S = soft_threshold(D, zeta)
         E = S - D

@@ -76,11 +76,13 @@ class LRPCAParams(eqx.Module):
         > 0; fractional for a non-square problem) they are for. Anything else raises a
         ``ValueError`` naming the argument (``rank`` = 2.7 was truncated to 2, ``n`` = 0 failed later
         with "math domain error", a NaN β or an infinite ζ was stored). Traced ζ, η, β, φ are checked
-        for shape only."""
-        zeta = _checks.as_hyper(zeta, "zeta", ndim=1, positive=True, dtype=jnp.float32)
-        eta = _checks.as_hyper(eta, "eta", ndim=1, positive=True, dtype=jnp.float32)
-        beta = _checks.as_hyper(beta, "beta", ndim=0, positive=True, dtype=jnp.float32)
-        phi = _checks.as_hyper(phi, "phi", ndim=0, positive=True, dtype=jnp.float32)
+        for shape only. Stored in the schedule's float dtype (float32 unless x64 is on and ζ or η is
+        float64; the shipped parameters are float32)."""
+        dtype = jnp.result_type(zeta, eta, float)
+        zeta = _checks.as_hyper(zeta, "zeta", ndim=1, positive=True, dtype=dtype)
+        eta = _checks.as_hyper(eta, "eta", ndim=1, positive=True, dtype=dtype)
+        beta = _checks.as_hyper(beta, "beta", ndim=0, positive=True, dtype=dtype)
+        phi = _checks.as_hyper(phi, "phi", ndim=0, positive=True, dtype=dtype)
         rank = _checks.check_positive_int(rank, "rank")
         return cls(jnp.log(zeta), jnp.log(eta), beta, phi, rank=rank, n=_problem_size(n))
 
