@@ -172,7 +172,9 @@ def activations(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
 
 @full_precision
 def predict_proba(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
-    """Class probabilities, shape (n_new, κ + 1) (column 0 the reference class)."""
+    """Class probabilities, shape (n_new, κ + 1) (column 0 the reference class). ``X_new`` (and
+    ``X_aux_new``) are computed in the model's dtype: a float32 model casts float64 data down, so fit
+    in float64 (x64 on, float64 X) for float64 predictions."""
     _check_coding(coding, m.model, m.xi)
     if coding == "supervised":
         X_new, Xa = _new_data(m, X_new, X_aux_new)
