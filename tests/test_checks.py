@@ -310,6 +310,7 @@ def test_as_real_reads_half_precision_scalars():
 
 def _closure_cases():
     from lowrank_jax import covariance as cv, prox, rpca, sdl
+    from lowrank_jax.regression import hyperbolic as rg
     rng = np.random.default_rng(0)
     X64 = rng.standard_normal((8, 6))                       # float64 NumPy, narrowed with x64 off
     X = jnp.asarray(X64, jnp.float32)
@@ -328,6 +329,7 @@ def _closure_cases():
         "rho must be > 1": lambda: cv.ialm(S, rho=0.5).L,
         r"gamma \* alpha must lie": lambda: cv.rpca_gd(S, 2, alpha=0.6, gamma=2.0, iters=2).L,
         "Y overflows float32": lambda: rpca.altproj(X64 * 1e300, 2, max_iter=2).X,
+        "H must be symmetric positive definite": lambda: rg.relative_spectrum(np.eye(2), np.diag([1.0, -1.0])),
     }
     return runs, refusals
 

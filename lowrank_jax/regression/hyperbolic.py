@@ -301,7 +301,8 @@ def relative_spectrum(H_approx, H):
     """The eigenvalues of H^{-1/2} H̃ H^{-1/2} (H ≻ 0): H̃ is an ε₀-approximation of H iff they lie in
     [1 − ε₀, 1 + ε₀] (Def. 6.2). Both (d, d); with H^{-1/2} = L⁻¹ from H = L Lᵀ. An H that is not
     positive definite (its Cholesky factor NaN) is refused by name when concrete."""
-    H_approx, H = jnp.asarray(H_approx), jnp.asarray(H)
+    with _checks.eager_if_concrete(H_approx, H):      # closed-over NumPy H stays checkable in a caller's jit
+        H_approx, H = jnp.asarray(H_approx), jnp.asarray(H)
     if H.ndim != 2 or H.shape[0] != H.shape[1] or H_approx.shape != H.shape:
         raise ValueError(f"H and H_approx must be square matrices of one shape, got {H.shape} and {H_approx.shape}")
     with _checks.eager_if_concrete(H):

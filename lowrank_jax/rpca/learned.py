@@ -92,8 +92,8 @@ def check_schedule(Y, zeta, eta, beta, phi, tol, max_iter):
         raise ValueError(f"zeta must have one more entry than eta (zeta[0] initialises): got "
                          f"len(zeta) = {zeta.shape[0]}, len(eta) = {eta.shape[0]}")
     # NumPy: inside a caller's trace even zeta[0] of a closed-over concrete ζ is staged (a tracer)
-    if _checks.is_concrete(zeta) and not float(np.asarray(zeta)[0]) > 0:
-        raise ValueError(f"zeta[0] must be > 0, got {float(np.asarray(zeta)[0])}: at ζ₀ = 0 the initial S₀ = Y and "
+    if _checks.is_concrete(zeta) and not (zeta0 := float(np.asarray(zeta)[0])) > 0:
+        raise ValueError(f"zeta[0] must be > 0, got {zeta0}: at ζ₀ = 0 the initial S₀ = Y and "
                          "L₀ = R₀ = 0, a fixed point of every layer (X stays 0)")
     num_layers = eta.shape[0]
     if (beta is None) != (phi is None):

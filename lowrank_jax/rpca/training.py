@@ -194,8 +194,8 @@ def _phase_steps(cfg: TrainConfig, layers: int):
     return [(True, cfg.pre_steps), (False, cfg.full_steps)]
 
 
-@full_precision
 @_checks.host_function("rpca.train_lrpca")
+@full_precision
 def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progress: bool = True,
                 callback=None, log=None, sampler=None) -> LRPCAParams:
     """Layer-wise training of a K-layer LRPCA network (FRMNN factors stay β = φ = 1; see
@@ -305,8 +305,8 @@ def frmnn_grid() -> tuple[jax.Array, jax.Array]:
     return jnp.round(jnp.arange(0.5, 2.01, 0.1), 2), jnp.round(jnp.arange(0.1, 1.01, 0.1), 2)
 
 
-@full_precision
 @_checks.host_function("rpca.frmnn_grid_search")
+@full_precision
 def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instances: int = 20,
                       extra_layers: int = 5, betas=None, phis=None, sampler=None):
     """Choose FRMNN's (β, φ) (eq. 14) by grid search with the K learned layers frozen.

@@ -35,8 +35,8 @@ class MFLR(NamedTuple):
         return self.classifier.predict_proba(self.codes(X_new))
 
 
-@full_precision
 @_checks.host_function("sdl.mf_lr")
+@full_precision
 def mf_lr(X, y, rank: int, *, C: float = 1.0) -> MFLR:
     """Fit MF-LR on X (p, n), y (n,)."""
     from sklearn.linear_model import LogisticRegression

@@ -261,8 +261,8 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
     return per_sample(h_ls.T, offset.T)
 
 
-@full_precision
 @_checks.host_function("sdl.cross_validate")
+@full_precision
 def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int = 5, iters: int = 300, seed: int = 0,
                    X_aux=None, intercept: bool = True, coding: str = "lstsq", key=None,
                    num_classes: int | None = None):
