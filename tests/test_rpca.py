@@ -382,6 +382,7 @@ def _runs_of(solve, recorded):
     return runs + [recorded]
 
 
+@pytest.mark.filterwarnings("ignore:altproj.s budget")
 def test_relative_change_halting_rule_matches_brute_force(x64):
     """stop="change" records the paper's video halting quantity; checked against runs of 1..k
     iterations, and the solvers stop at the first iteration below tol."""
@@ -661,3 +662,31 @@ def test_lrpca_flags_must_be_booleans():
     for flag in ("frmnn", "rescale"):
         with pytest.raises(TypeError, match=f"{flag} must be True or False"):
             model(Y, **{flag: "False"})
+
+
+def test_altproj_says_when_its_budget_ends_before_the_last_stage():
+    """AltProj raises the rank one stage at a time; a max_iter that runs out first returned an X of
+    lower rank than asked for, with nothing said (100 × 100, r = 5, max_iter = 3: rank 3, error 0.49).
+    A direct call now warns with the rank X has, for every budget (also one whose last iteration
+    moved into stage r: X was still formed at r − 1); a budget that reaches the last stage does not."""
+    import re
+    import warnings
+    p = datasets.rpca_problem(jax.random.key(0), 60, 60, 4, 0.1)
+    warned = []
+    for max_iter in range(1, 9):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = rpca.altproj(p.Y, 4, max_iter=max_iter, inner_iters=2)
+        s = np.linalg.svd(np.asarray(out.X), compute_uv=False)
+        rank = int(np.sum(s > 1e-5 * s[0]))
+        said = [re.search(r"X has rank (\d)", str(w.message)) for w in caught]
+        assert len(said) == (rank < 4) and all(said), (max_iter, rank, [str(w.message) for w in caught])
+        if said:
+            assert int(said[0].group(1)) == rank
+            warned.append(max_iter)
+    assert warned == list(range(1, warned[-1] + 1)) and 3 <= len(warned) < 8     # short budgets only
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        traced = jax.jit(lambda Y: rpca.altproj(Y, 4, max_iter=2).X)(p.Y)   # a transformation says nothing
+    with pytest.warns(UserWarning, match="ran out in stage 2 of 4"):
+        np.testing.assert_allclose(traced, rpca.altproj(p.Y, 4, max_iter=2).X, rtol=1e-5, atol=1e-6)

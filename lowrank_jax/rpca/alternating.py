@@ -85,8 +85,9 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
         return (s[0] == rank) & (d[stop] < tol) & ready
 
     out = loop.run_until(step, state, max_iter=max_iter, stop=done)
-    _, _, S, _, L, R = out.state
-    return make_result(L, R, S, out)
+    stage, t, S, _, L, R = out.state
+    # the rank X was formed at: the last iteration's stage (t = 0 when that iteration advanced it)
+    return make_result(L, R, S, out), stage - (t == 0)
 
 
 @full_precision
@@ -113,7 +114,9 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
     AltProj always stops by tolerance (a ``while_loop``), so ``jax.grad`` cannot pass it; for
     gradients use ``lrpca`` or ``scaledgd`` with a fixed number of iterations.
     Called directly, a non-finite result raises ``FloatingPointError`` (under ``jit``/``vmap`` it is
-    returned as is).
+    returned as is), and a ``max_iter`` that runs out before the last stage warns: X then has the
+    rank of the stage reached, below r (under a transformation nothing is said; ``n_iter ==
+    max_iter`` tells).
     """
     Y, rank, X_star, support, key, oversample, n_iter = check_common(Y, rank, X_star, support, key, "randomized",
                                                                      oversample=oversample, n_iter=n_iter)
@@ -133,9 +136,13 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
     stop = check_stop(stop)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
     inner_iters = _checks.check_positive_int(inner_iters, "inner_iters")
-    out = _altproj(Y, beta, beta_init, tol.astype(Y.dtype), X_star, support, key, rank=rank,
-                   max_iter=max_iter, inner_iters=inner_iters, oversample=oversample, n_iter=n_iter,
-                   stop=stop)
+    out, reached = _altproj(Y, beta, beta_init, tol.astype(Y.dtype), X_star, support, key, rank=rank,
+                          max_iter=max_iter, inner_iters=inner_iters, oversample=oversample, n_iter=n_iter,
+                          stop=stop)
     _checks.raise_if_diverged(out.X, "AltProj produced a non-finite iterate: Y's scale overflows its dtype "
                               "(rescale Y or use float64)")
+    if _checks.is_concrete(reached) and int(reached) < rank:
+        _checks.warn_caller(f"altproj's budget max_iter = {max_iter} ran out in stage {int(reached)} of {rank}: X has "
+                            f"rank {int(reached)}, not {rank}. Each stage k < r takes up to inner_iters = "
+                            f"{inner_iters} iterations; raise max_iter (or lower inner_iters)")
     return out
