@@ -174,7 +174,7 @@ def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X
       beta, phi: FRMNN factors (eq. 13): past layer K, η_k = β η_{k−1} and ζ_k = φ ζ_{k−1}. Give
         both or neither. With them the solver runs until ``tol`` or ``max_iter`` layers in total.
       tol: stop once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (the residual of layer k's scaled-gradient
-        step, free to compute). Without FRMNN it may stop before layer K.
+        step, free to compute). It may stop before layer K, with FRMNN or without.
       max_iter: total number of layers to run: ≤ K without FRMNN (default K); with FRMNN required
         unless ``tol`` is given (then default 1000).
       X_star: ground truth, to record ‖X_k − X⋆‖_F/‖X⋆‖_F after every layer (costs one pass).
