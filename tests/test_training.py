@@ -42,7 +42,7 @@ def test_training_lowers_the_loss_on_held_out_instances(tiny_run):
     assert float(p.beta) == 1.0 and float(p.phi) == 1.0
 
 
-def test_interrupted_training_resumes_to_the_same_parameters(tiny_run, tmp_path):
+def test_interrupted_training_resumes_to_the_same_parameters(tiny_run, tmp_path, capsys):
     p_full, _, _ = tiny_run
     ckpt = tmp_path / "resume.eqx"
 
@@ -59,6 +59,13 @@ def test_interrupted_training_resumes_to_the_same_parameters(tiny_run, tmp_path)
     p_resumed = training.train_lrpca(jax.random.key(0), TINY, checkpoint=ckpt, progress=False, log=log)
     assert [e["stage"] for e in log] == [3]  # only the stage after the checkpoint ran again
     for a, b in zip(jax.tree.leaves(p_full), jax.tree.leaves(p_resumed)):
+        np.testing.assert_array_equal(a, b)
+    # A complete checkpoint: nothing runs, and no empty progress bar is printed.
+    capsys.readouterr()
+    log = []
+    p_again = training.train_lrpca(jax.random.key(0), TINY, checkpoint=ckpt, progress=True, log=log)
+    assert log == [] and capsys.readouterr().err == ""
+    for a, b in zip(jax.tree.leaves(p_full), jax.tree.leaves(p_again)):
         np.testing.assert_array_equal(a, b)
 
 

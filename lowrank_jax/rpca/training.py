@@ -229,7 +229,9 @@ def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progr
         params = initial_params(k_init, cfg, sampler)
     optimizer = _optimizer(cfg)
     total = sum(s for j in range(start, K + 1) for _, s in _phase_steps(cfg, j))
-    bar = progress_bar.bar(total, "LRPCA layer-wise training", "step", progress)
+    # no bar for a checkpoint that is already complete (it printed an empty "0step" bar)
+    show = _checks.check_flag(progress, "progress") and total > 0
+    bar = progress_bar.bar(total, "LRPCA layer-wise training", "step", show)
     try:
         for j in range(start, K + 1):
             t0 = time.perf_counter()
