@@ -195,6 +195,14 @@ def summarise(rows, plt):
     plt.close(fig)
 
 
+def replaced(old, fresh):
+    """``old`` rows (of a --from-csv) with every (variant, setting, method) group that ``fresh`` holds
+    replaced by its fresh runs. Groups that were not re-run stay: ``--only IALM --variants code`` had
+    dropped IALM's rows of the paper generator (and of --large settings) without re-running them."""
+    groups = {tuple(r[:6]) for r in fresh}
+    return [r for r in old if tuple(r[:6]) not in groups] + fresh
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=10)
@@ -220,9 +228,8 @@ def main(argv=None):
         if not args.only:
             summarise(rows, plt)
             return
-        rows = [r for r in rows if r[5] not in args.only]
-    for variant in args.variants:
-        rows += run(variant, args.runs, args.large, plt, only=args.only)
+    fresh = [r for variant in args.variants for r in run(variant, args.runs, args.large, plt, only=args.only)]
+    rows = replaced(rows, fresh)
     order = {m: i for i, m in enumerate(METHODS)}
 
     def position(r):      # the order run() writes: per setting the networks' runs, then run by run the baselines

@@ -90,3 +90,30 @@ def test_a_partial_fig5_rerun_replaces_only_its_own_rows(monkeypatch, tmp_path):
     with open(tmp_path / "fig5_total_time.csv", "w", newline="") as f:
         csv.writer(f).writerows([["alpha", "solver", "seconds"], [0.25, "LRPCA", 0.2]])
     assert fig5.earlier_rows() == []
+
+
+def test_a_partial_table2_rerun_replaces_only_the_groups_it_ran(monkeypatch, tmp_path):
+    """`covariance_table2.py --from-csv X --only IALM --variants code` dropped IALM's rows of every
+    generator and re-ran only the code one: the paper generator's IALM rows were lost (its bars came
+    out empty). Only the (generator, setting, method) groups that were re-run are replaced now."""
+    import csv
+    import importlib.util
+    import pathlib
+    folder = pathlib.Path(__file__).parents[1] / "experiments"
+    spec = importlib.util.spec_from_file_location("covariance_table2", folder / "covariance_table2.py")
+    table2 = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table2)
+    row = lambda v, m, i, err: [v, 100, 10, 10, 0.95, m, i, 10, 0.9, 0.1, err, 1.0]  # noqa: E731
+    old = [row("code", "IALM", 0, 0.5), row("code", "IALM", 1, 0.5), row("paper", "IALM", 0, 0.6),
+           row("code", "RPCA-GD", 0, 0.7)]
+    path = tmp_path / "old.csv"
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerows([["header"] * 12] + old)
+    ran, summarised = [], []
+    monkeypatch.setattr(table2, "run", lambda variant, runs, large, plt, only=None:
+                        ran.append((variant, runs, tuple(only))) or [row(variant, "IALM", 0, 0.1)])
+    monkeypatch.setattr(table2, "summarise", lambda rows, plt: summarised.append(rows))
+    table2.main(["--from-csv", str(path), "--only", "IALM", "--variants", "code", "--runs", "1"])
+    assert ran == [("code", 1, ("IALM",))]
+    assert sorted((r[0], r[5], r[6], r[10]) for r in summarised[0]) == [
+        ("code", "IALM", 0, 0.1), ("code", "RPCA-GD", 0, 0.7), ("paper", "IALM", 0, 0.6)]
