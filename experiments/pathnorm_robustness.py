@@ -125,12 +125,14 @@ def plot(summary, curves):
     colors = {"path": "C0", "l1": "C1", "layer": "C2"}
     styles = {"prox": "-", "sgd": "--"}
 
-    # Fig 1 / 4-7: regularised loss and non-zeros vs epoch, SGD vs Prox-SGD, a middle λ, seed 0.
+    # Fig 1 / 4-7: regularised loss and non-zeros vs epoch, SGD vs Prox-SGD, a middle λ, seed 0; the
+    # paper's path and ℓ1, or whatever was run without them (--regs layer drew empty axes).
+    curve_regs = [r for r in ("path", "l1") if np.any(C[:, 1] == r)] or sorted(set(C[:, 1]))
     for fname, col, ylabel in (("fig1_loss.png", 6, "minibatch CE + λ g"),
                                ("fig4_nnz_vs_iteration.png", 7, "share of non-zero weights")):
         fig, axes = plt.subplots(1, len(datas), figsize=(5 * len(datas), 3.8), squeeze=False)
         for ax, d in zip(axes[0], datas):
-            for reg in ("path", "l1"):
+            for reg in curve_regs:
                 lam = LAMBDAS[reg][3]
                 for method in ("sgd", "prox"):
                     m = ((C[:, 0] == d) & (C[:, 1] == reg) & (C[:, 2] == method)

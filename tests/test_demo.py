@@ -117,3 +117,33 @@ def test_a_partial_table2_rerun_replaces_only_the_groups_it_ran(monkeypatch, tmp
     assert ran == [("code", 1, ("IALM",))]
     assert sorted((r[0], r[5], r[6], r[10]) for r in summarised[0]) == [
         ("code", "IALM", 0, 0.1), ("code", "RPCA-GD", 0, 0.7), ("paper", "IALM", 0, 0.6)]
+
+
+@pytest.mark.parametrize("regs", [("layer",), ("path", "layer")])
+def test_the_pathnorm_curve_figures_draw_the_regularisers_that_ran(monkeypatch, tmp_path, regs):
+    """`pathnorm_robustness.py --regs layer` wrote fig1_loss.png and fig4_nnz_vs_iteration.png with
+    empty axes (they drew path and ℓ1 only). They draw the paper's path and ℓ1 where those ran, else
+    what did."""
+    import importlib.util
+    import pathlib
+
+    import matplotlib.figure
+    folder = pathlib.Path(__file__).parents[1] / "experiments"
+    spec = importlib.util.spec_from_file_location("pathnorm_robustness", folder / "pathnorm_robustness.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.setattr(script, "OUT", tmp_path)
+    drawn = {}
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig",       # which regularisers each figure drew
+                        lambda fig, path, **kw: drawn.update({pathlib.Path(path).name: sorted(
+                            {line.get_label().split(",")[0] for ax in fig.axes for line in ax.lines})}))
+    summary, curves = [], []
+    for reg in regs:
+        for method in ("sgd", "prox"):
+            for lam in script.LAMBDAS[reg]:
+                summary.append(["digits", reg, method, lam, 0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.9, 1.0, 2.0])
+                curves += [["digits", reg, method, lam, 0, e, 1.0 / e, 0.9] for e in (1.0, 2.0)]
+    script.plot(summary, curves)
+    expected = ["path"] if "path" in regs else ["layer"]
+    assert drawn["fig1_loss.png"] == drawn["fig4_nnz_vs_iteration.png"] == expected
+    assert drawn["fig2_error_vs_nnz.png"] == sorted(regs)
