@@ -115,7 +115,7 @@ def main(argv=None):
               + f" {'worst@' + str(args.layers):>9s} {'peak 11-20':>10s}")
         seen = set()
         for name, g in choices(params, E):
-            b, f = float(B[g]), float(P[g])
+            b, f = round(float(B[g]), 6), round(float(P[g]), 6)     # float32 grid points: 1.7, not 1.6999999
             at = [mean[g, k - 1] for k in shown]
             worst, peak = E[:, g, -1].max(), mean[g, 10:20].max()
             print(f"  {name:30s} {b:4.1f} {f:4.1f} " + " ".join(f"{v:8.1e}" for v in at) + f" {worst:9.1e} {peak:10.1e}")

@@ -50,8 +50,8 @@ def shipped(rows_out):
             cfg = training.TrainConfig(n=n, rank=5, alpha=alpha, num_layers=10)
             _, rnn = evaluate(model, cfg, jax.random.fold_in(jax.random.key(2021), 2000))
             mean = rnn.mean(axis=0)
-            row = [alpha, n, mean[3], mean[7], mean.min(), first_below(mean, 1e-6), float(model.beta),
-                   float(model.phi)]
+            row = [alpha, n, mean[3], mean[7], mean.min(), first_below(mean, 1e-6), round(float(model.beta), 6),
+                   round(float(model.phi), 6)]           # stored in float32: 1.7, not 1.6999999284744263
             rows_out.append(row)
             print(f"n={n:5d} α={alpha}: after 4 {mean[3]:.1e}, after 8 {mean[7]:.1e}, best {mean.min():.1e} "
                   f"(≤ 1e-6 from layer {row[5]}), (β, φ) = ({row[6]:.1f}, {row[7]:.1f})")

@@ -70,6 +70,11 @@ def stratified_half(y, seed):
     return train, np.setdiff1d(np.arange(y.size), train)
 
 
+def _listed(grid) -> str:
+    """A grid in its given order, {a, b, …} (a Python set printed its own order)."""
+    return "{" + ", ".join(f"{float(v):g}" for v in grid) + "}"
+
+
 def run(names, repeats, cv_iters, iters, folds, scale, xi_grid=XI_GRID, lam_grid=LAM_GRID, models=("H", "W"),
         solvers=("lpgd", "bcd"), baselines=True):
     import jax
@@ -93,8 +98,8 @@ def run(names, repeats, cv_iters, iters, folds, scale, xi_grid=XI_GRID, lam_grid
         scale_v = np.sqrt(X.shape[0]) if scale == "sqrtp" else float(scale)
         screes[name] = (s, r)
         print(f"{name}: p = {X.shape[0]}, n = {X.shape[1]}, {len(data.classes)} classes, scree rank r = {r}; SDL on "
-              f"z-scores / {'√p' if scale == 'sqrtp' else f'{scale_v:g}'}, CV over ξ ∈ {set(xi_grid)}, "
-              f"λ ∈ {set(lam_grid)}", flush=True)
+              f"z-scores / {'√p' if scale == 'sqrtp' else f'{scale_v:g}'}, CV over ξ ∈ {_listed(xi_grid)}, "
+              f"λ ∈ {_listed(lam_grid)}", flush=True)
         for rep in range(repeats):
             t0 = time.perf_counter()
             tr, te = stratified_half(y, rep)

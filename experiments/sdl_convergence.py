@@ -353,7 +353,7 @@ def real(args, plt):
                       args.ref_extra if dataset == "golub" else args.all_ref_extra, args.rank)
         c["wall"] = time.perf_counter() - t0
         cases.append(c)
-        print(f"  {dataset} SDL-{model} p = {c['p']}, n = {c['n']}, r = {c['r']} (scree elbow), τ = {c['tau']:.4g}; "
+        print(f"  {dataset} SDL-{model} p = {c['p']}, n = {c['n']}, r = {c['r']} ({'scree elbow' if args.rank is None else '--rank'}), τ = {c['tau']:.4g}; "
               f"F_ref = {c['F_ref']:.10g}; case wall {c['wall']:.0f} s (compile {c['compile_s']:.0f} s)")
         print(f"    sdl.theory (M = 5): L/μ = {c['th_int'].condition:.3g} with the intercept row, "
               f"{c['th_plain'].condition:.3g} without (δ⁻ = 0 as p > n; μ = 2λ) → Theorem 2.1 "
