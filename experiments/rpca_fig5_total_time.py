@@ -31,8 +31,8 @@ TOL = 1e-4
 TUNED = "ScaledGD (α̃ = 1.1α)"
 
 
-def solvers(alpha):
-    model = rpca.pretrained(alpha=nearest_pretrained_alpha(alpha))
+def solvers(alpha, n=3000):
+    model = rpca.pretrained(alpha=nearest_pretrained_alpha(alpha), n=n)   # the n = 1000 model from n = 900 up
     return {
         "LRPCA": lambda Y: model(Y, tol=TOL, max_iter=200),
         "ScaledGD": lambda Y: rpca.scaledgd(Y, 5, alpha, tol=TOL, iters=1000),
@@ -79,7 +79,7 @@ def main(argv=None):
     rows = []
     for alpha in args.alphas:
         probs = [instance(100 + s, args.n, 5, alpha) for s in range(args.instances)]
-        for name, solve in solvers(alpha).items():
+        for name, solve in solvers(alpha, args.n).items():
             if args.solvers and name not in args.solvers:
                 continue
             jax.block_until_ready(solve(probs[0].Y))  # compile
