@@ -28,6 +28,7 @@ factorization", NeurIPS 2023).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -232,10 +233,12 @@ class Factors(NamedTuple):
     beta: jax.Array
 
 
+@functools.partial(jax.jit, static_argnames=("rank", "model", "kappa"))   # one program, not one per op
 def factors(theta, rank: int, model: str, kappa: int) -> Factors:
     """Algorithm 1's last lines: θ = UΣVᵀ (rank r);
     SDL-H: [βᵀ ∥ W] = UΣ^{1/2}, H = Σ^{1/2}Vᵀ;   SDL-W: W = U, [β, H] = ΣVᵀ.
-    Unique up to an invertible r × r transform (the paper's conventions fix it).
+    Unique up to an invertible r × r transform (the paper's conventions fix it). ``rank``, ``model``
+    and ``kappa`` are static.
     Raises ``ValueError`` for a ``model`` other than "H" or "W"."""
     _check_model(model)
     svd = linalg.truncated_svd(theta, rank)
