@@ -130,6 +130,18 @@ def eager_if_concrete(*xs):
     return contextlib.nullcontext()
 
 
+# The boundary checks' reductions, each one compiled program per input shape (op by op, every check
+# compiled two: isfinite, then all), so a solver's first call compiles fewer programs.
+@jax.jit
+def _all_finite(leaves) -> jax.Array:
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
+
+
+@jax.jit
+def _max_abs(x) -> jax.Array:
+    return jnp.max(jnp.abs(x))
+
+
 def as_matrix(x, name: str, *, min_rows: int = 1) -> jax.Array:
     """Return ``x`` as a 2-D floating JAX array, or raise ``ValueError`` naming ``name``.
 
@@ -157,7 +169,7 @@ def as_matrix(x, name: str, *, min_rows: int = 1) -> jax.Array:
         # where it lives. Eagerly even when called while tracing (a closed-over concrete Y).
         if isinstance(x, jax.Array):
             with jax.ensure_compile_time_eval():
-                finite = bool(jnp.all(jnp.isfinite(x)))
+                finite = bool(_all_finite([x]))
         else:
             finite = bool(np.all(np.isfinite(x)))
         if not finite:
@@ -186,7 +198,7 @@ def check_scale(x, name: str) -> None:
         return
     if isinstance(x, jax.Array):
         with jax.ensure_compile_time_eval():
-            m = float(jnp.max(jnp.abs(x)))
+            m = float(_max_abs(x))
     else:
         m = float(np.max(np.abs(x)))
     if m == 0.0:
@@ -371,6 +383,6 @@ def raise_if_diverged(values, message) -> None:
     if not leaves or not all(is_concrete(x) for x in leaves):
         return
     with jax.ensure_compile_time_eval():          # concrete values closed over inside a trace, too
-        finite = bool(jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves])))  # one host round trip
+        finite = bool(_all_finite(leaves))        # one program, one host round trip
     if not finite:
         raise FloatingPointError(message() if callable(message) else message)
