@@ -33,6 +33,8 @@ def main():
     bench_covariance_memory.main([])
     # its own process: it starts JAX with one CPU device per core
     subprocess.run([sys.executable, str(pathlib.Path(__file__).parent / "bench_sweep.py")], check=True)
+    # one fresh process per family: the first call's compilation
+    subprocess.run([sys.executable, str(pathlib.Path(__file__).parent / "bench_first_call.py")], check=True)
 
 
 if __name__ == "__main__":
