@@ -93,10 +93,13 @@ def as_design(A, name: str = "A"):
 
 
 def shape(A):
+    """(n, d) of a dense, ``BCOO`` or :class:`RowSparse` design."""
     return A.shape
 
 
 def nnz(A) -> int:
+    """Stored non-zeros of a :class:`RowSparse` design (explicit zeros in its buffer not counted); n·d for
+    any other design, dense or ``BCOO``."""
     return int(np.count_nonzero(np.asarray(A.vals))) if isinstance(A, RowSparse) else int(np.prod(A.shape))
 
 

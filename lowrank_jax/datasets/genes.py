@@ -64,6 +64,8 @@ class GeneData(NamedTuple):
 
 
 def golub_fixture_path() -> pathlib.Path:
+    """The Golub fixture shipped inside the package (``fixtures/golub.npz``, 3051 genes × 38 samples),
+    so the Golub data need no download."""
     return pathlib.Path(__file__).resolve().parent / "fixtures" / "golub.npz"
 
 
@@ -73,6 +75,8 @@ def golub_rdata_path() -> pathlib.Path:
 
 
 def all_rda_path() -> pathlib.Path:
+    """Bioconductor ALL's ``ALL.rda`` in the data folder, as ``make data`` extracts it from Debian
+    r-bioc-all (it may be absent)."""
     return data_dir() / "ALL.rda"
 
 

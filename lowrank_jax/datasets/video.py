@@ -41,6 +41,8 @@ def data_dir() -> pathlib.Path:
 
 
 def vtest_path() -> pathlib.Path:
+    """OpenCV's ``vtest.avi`` in the data folder, as ``make data`` extracts it from Debian opencv-doc
+    (it may be absent)."""
     return data_dir() / "vtest.avi"
 
 

@@ -222,6 +222,7 @@ PRETRAINED_SIZES = (100, 300, 1000)   # n of the shipped models (square n × n t
 
 
 def pretrained_name(alpha: float, n: int = 1000, rank: int = 5) -> str:
+    """File name of a shipped model inside ``rpca/pretrained/``, e.g. ``lrpca_n1000_r5_alpha0.1.eqx``."""
     return f"lrpca_n{n}_r{rank}_alpha{alpha:g}.eqx"
 
 

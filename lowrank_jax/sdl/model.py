@@ -137,6 +137,7 @@ def aux_matrix(X_aux, n: int, intercept: bool, dtype, name: str = "X_aux"):
 
 
 def theta_shape(model: str, p: int, n: int, kappa: int) -> tuple[int, int]:
+    """Shape of the lifted θ: (κ + p, n) for SDL-H, θ = [βᵀH; WH]; (p, κ + n) for SDL-W, θ = [Wβ, WH]."""
     _check_model(model)
     return (kappa + p, n) if model == "H" else (p, kappa + n)
 
@@ -147,6 +148,8 @@ def split(theta, model: str, kappa: int):
 
 
 def join(A, B, model: str):
+    """θ from its blocks, the inverse of :func:`split`: [A; B] stacked by rows (SDL-H, A (κ, n), B (p, n))
+    or [A, B] side by side (SDL-W, A (p, κ), B (p, n))."""
     return jnp.concatenate([A, B], axis=0 if model == "H" else 1)
 
 
@@ -401,6 +404,8 @@ def as_rank(rank) -> int:
 
 
 def check_rank_for(rank, model: str, p: int, n: int, kappa: int) -> int:
+    """``rank`` as a Python int with 1 ≤ r ≤ min(p, n) for X of shape (p, n), or a ``ValueError`` naming
+    the bound and θ's shape (:func:`theta_shape`)."""
     rank = as_rank(rank)
     shape = theta_shape(model, p, n, kappa)
     limit = min(p, n)

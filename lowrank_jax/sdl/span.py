@@ -45,6 +45,7 @@ class Basis(NamedTuple):
 
 
 def basis(X, U) -> Basis:
+    """The :class:`Basis` of E = [X, U] for X (p, n) and U (p, r): its Gram blocks and the R of E = QR."""
     return Basis(X.T @ X, U.T @ X, U.T @ U, jnp.linalg.qr(jnp.concatenate([X, U], axis=1), mode="r"))
 
 
