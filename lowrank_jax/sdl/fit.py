@@ -65,6 +65,7 @@ def initial_point(data: sm.SDLData, rank: int, model: str, key, init: str = "svd
     sm._check_model(model)
     if init not in ("svd", "random"):
         raise ValueError(f"init must be 'svd' or 'random', got {init!r}")
+    rank = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)     # static below: a Python int
     return _initial_point(data, _checks.as_key(key), rank=rank, model=model, init=init)
 
 

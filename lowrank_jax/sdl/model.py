@@ -236,14 +236,18 @@ class Factors(NamedTuple):
     beta: jax.Array
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "model", "kappa"))   # one program, not one per op
 def factors(theta, rank: int, model: str, kappa: int) -> Factors:
     """Algorithm 1's last lines: θ = UΣVᵀ (rank r);
     SDL-H: [βᵀ ∥ W] = UΣ^{1/2}, H = Σ^{1/2}Vᵀ;   SDL-W: W = U, [β, H] = ΣVᵀ.
-    Unique up to an invertible r × r transform (the paper's conventions fix it). ``rank``, ``model``
-    and ``kappa`` are static.
+    Unique up to an invertible r × r transform (the paper's conventions fix it). ``rank`` and
+    ``kappa`` are integers (static).
     Raises ``ValueError`` for a ``model`` other than "H" or "W"."""
     _check_model(model)
+    return _factors(theta, rank=as_rank(rank), model=model, kappa=_checks.check_positive_int(kappa, "kappa"))
+
+
+@functools.partial(jax.jit, static_argnames=("rank", "model", "kappa"))   # one program, not one per op
+def _factors(theta, *, rank: int, model: str, kappa: int) -> Factors:
     svd = linalg.truncated_svd(theta, rank)
     if model == "H":
         L, R = linalg.balanced_factors(svd)
