@@ -1032,3 +1032,26 @@ def test_a_jax_key_seeds_the_generator_with_all_its_data():
     np.testing.assert_array_equal(cov.lrs_problem(jnp.array([0, 5], jnp.uint32), 12, 2, 0.8).L0, first)
     for other in (b, c):
         assert not np.array_equal(cov.lrs_problem(other, 12, 2, 0.8).L0, first)
+
+
+def test_baseline_hyperparameters_are_keyword_only():
+    """`ialm(S, 1e-6)` ran with λ = 1e-6 where a tolerance was meant (every other family takes its
+    hyperparameters by keyword): a positional hyperparameter is now a TypeError, before any work."""
+    S = np.eye(4)
+    for call in (lambda: baselines.ialm(S, 1e-6), lambda: baselines.ncrpca(S, 1e-6),
+                 lambda: baselines.fpcp(S, 2, 0.1), lambda: baselines.rpca_gd(S, 2, 0.1)):
+        with pytest.raises(TypeError, match="positional"):
+            call()
+
+
+def test_tol_none_runs_the_whole_budget(x64):
+    """`tol=None` raised "tol is required" in ialm, ncrpca and rpca_gd, where every other solver with
+    a tolerance runs its whole budget: it now does the same, and equals a tolerance nothing meets."""
+    p = cov.lrs_problem(0, 30, 3, 0.95)
+    S = jnp.asarray(p.Sigma)
+    for call in (lambda tol: baselines.ialm(S, tol=tol, max_iter=7),
+                 lambda tol: baselines.ncrpca(S, tol=tol, max_iter=7),
+                 lambda tol: baselines.rpca_gd(S, 3, tol=tol, iters=7)):
+        none, tiny = call(None), call(1e-300)
+        assert int(none.n_iter) == 7 == int(tiny.n_iter)
+        np.testing.assert_array_equal(none.L, tiny.L)

@@ -4,7 +4,9 @@ descent on a symmetric factor (RPCA-GD). IALM and NC-RPCA share one augmented La
 
 Each runs under one ``jit`` with its iterations in :mod:`lowrank_jax.loop` (``lax`` loops);
 hyperparameters (λ, tolerances, ρ, α, step) are arrays, so they may be traced or ``vmap``-ed,
-while sizes, ranks and iteration budgets are static. Each returns a :class:`BaselineResult`
+while sizes, ranks and iteration budgets are static. They are keyword-only after Σ (and the rank
+of :func:`fpcp` and :func:`rpca_gd`): positional, ``ialm(S, 1e-6)`` set λ where a tolerance was
+meant, as the other families' solvers would read it. Each returns a :class:`BaselineResult`
 whose ``residual`` history is NaN after ``n_iter``.
 
 How the forced rank k reaches each method (the paper does not say; the note's gotcha 7):
@@ -95,6 +97,11 @@ def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, *, sv_map, s_prox, l_first, max_iter
     return BaselineResult(L, S, out.n_iter, out.history["residual"], jnp.sum(kept > 0).astype(jnp.int32))
 
 
+def _tolerance(tol, dtype):
+    """A positive scalar of ``dtype``; None is 0, which no residual is below: the whole budget runs."""
+    return jnp.zeros((), dtype) if tol is None else _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=dtype)
+
+
 def _alm_arguments(Sigma, lam, max_iter, **positive):
     """Checks shared by :func:`ialm` and :func:`ncrpca`: Σ symmetric, λ (default 1/√n) and the named
     hyperparameters positive scalars of Σ's dtype, ρ > 1, an integer budget. Returns (Σ, (λ, *the
@@ -103,7 +110,7 @@ def _alm_arguments(Sigma, lam, max_iter, **positive):
     dtype = Sigma.dtype
     lam = 1.0 / Sigma.shape[0] ** 0.5 if lam is None else lam
     names = ("lam", *positive)
-    values = [_checks.as_hyper(v, name, ndim=0, positive=True, dtype=dtype)
+    values = [_tolerance(v, dtype) if name == "tol" else _checks.as_hyper(v, name, ndim=0, positive=True, dtype=dtype)
               for name, v in zip(names, (lam, *positive.values()))]
     rho = values[names.index("rho")]                    # in Σ's dtype: 1 + 1e-8 is 1 in float32
     if _checks.is_concrete(rho) and float(rho) <= 1:
@@ -122,7 +129,7 @@ def _ialm(D, lam, tol, rho, mu_factor, *, max_iter):
 
 
 @full_precision
-def ialm(Sigma, lam=None, tol=1e-7, max_iter: int = 1000, rho=1.5, *, mu_factor=1e7) -> BaselineResult:
+def ialm(Sigma, *, lam=None, tol=1e-7, max_iter: int = 1000, rho=1.5, mu_factor=1e7) -> BaselineResult:
     """Principal component pursuit min ‖L‖_* + λ‖S‖₁ s.t. Σ = L + S by the inexact ALM
     (Lin, Chen, Ma 2010, Alg. 5) with the defaults of LRSLibrary's ``inexact_alm_rpca``:
 
@@ -139,7 +146,7 @@ def ialm(Sigma, lam=None, tol=1e-7, max_iter: int = 1000, rho=1.5, *, mu_factor=
 
     Args:
       Sigma: (n, n) symmetric. lam: λ (array), default 1/√n. tol: relative residual tolerance
-      (array). max_iter: iteration budget (static). rho: μ growth factor > 1 (array).
+      (array; None runs all ``max_iter`` iterations). max_iter: iteration budget (static). rho: μ growth factor > 1 (array).
       mu_factor: μ̄/μ₀ (array).
 
     The default tol = 1e-7 (LRSLibrary's, for double precision) is below what float32 reaches: in
@@ -200,7 +207,7 @@ NORMS = ("l1", "l21")
 
 
 @full_precision
-def ncrpca(Sigma, lam=None, tol=1e-6, max_iter: int = 500, rho=1.1, *, mu0=0.9, gamma=1e-2,
+def ncrpca(Sigma, *, lam=None, tol=1e-6, max_iter: int = 500, rho=1.1, mu0=0.9, gamma=1e-2,
            norm: str = "l21") -> BaselineResult:
     """NC-RPCA: robust PCA with the non-convex γ-norm (Kang, Peng, Cheng 2015, "Robust PCA via
     nonconvex rank approximation"), min ‖L‖_γ + λ‖S‖ s.t. Σ = L + S, by the augmented Lagrangian
@@ -223,8 +230,8 @@ def ncrpca(Sigma, lam=None, tol=1e-6, max_iter: int = 500, rho=1.1, *, mu0=0.9, 
     μ has grown or a singular value of Σ − S + Y/μ exceeds that. L is not necessarily PSD.
 
     Args:
-      Sigma: (n, n) symmetric. lam, tol, rho (> 1), mu0, gamma (> 0): arrays, may be traced.
-      max_iter: iteration budget (static). norm: "l21" or "l1" (static).
+      Sigma: (n, n) symmetric. lam, tol, rho (> 1), mu0, gamma (> 0): arrays, may be traced; tol=None
+      runs all ``max_iter`` iterations. max_iter: iteration budget (static). norm: "l21" or "l1" (static).
 
     Returns:
       :class:`BaselineResult`; ``rank`` = the number of non-zero σ of the last L-step.
@@ -281,7 +288,7 @@ def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, loops, grow, 
 
 
 @full_precision
-def fpcp(Sigma, rank: int, lam=None, loops: int = 2, *, grow: bool = False, rank0: int = 1,
+def fpcp(Sigma, rank: int, *, lam=None, loops: int = 2, grow: bool = False, rank0: int = 1,
          rank_threshold=0.01, lam_factor=1.0, svd: str = "exact", key=None) -> BaselineResult:
     """Fast principal component pursuit (Rodriguez & Wohlberg 2013) for
     min_{L,S} λ‖S‖₁ + ½‖Σ − L − S‖_F²  s.t.  rank L = k   (the paper's (5)–(7)):
@@ -388,14 +395,14 @@ def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, iters):
 
 
 @full_precision
-def rpca_gd(Sigma, rank: int, alpha=0.1, step=0.5, iters: int = 200, *, gamma=2.0, tol=1e-9,
+def rpca_gd(Sigma, rank: int, *, alpha=0.1, step=0.5, iters: int = 200, gamma=2.0, tol=1e-9,
             return_factor: bool = False):
     """Robust PCA by gradient descent (Yi, Park, Chen, Caramanis 2016) on a symmetric factor,
     L = UUᵀ with U ∈ ℝ^{n×k} (so L is PSD of rank ≤ k):
 
         S_init = T_α(Σ);  U₀ = V_k Λ_k^{1/2} from the top-k eigenpairs of Σ − S_init (λ clipped at 0)
         repeat:  S = T_{γα}(Σ − UUᵀ),  E = UUᵀ + S − Σ,  U ← U − (η/σ₁) E U
-        until ‖E‖_F/‖Σ‖_F < tol or ``iters`` iterations.
+        until ‖E‖_F/‖Σ‖_F < tol or ``iters`` iterations (all of them for ``tol=None``).
 
     T_α is the sparsifier keeping the entries that are among the ⌊α n⌋ largest in magnitude of
     both their row and their column (:func:`lowrank_jax.prox.sparsify_top_fraction`, shared with
@@ -432,7 +439,7 @@ def rpca_gd(Sigma, rank: int, alpha=0.1, step=0.5, iters: int = 200, *, gamma=2.
         if _checks.is_concrete(a) and float(a) > 1:
             raise ValueError(f"{name} must lie in [0, 1], got {float(a)}")
     step = _checks.as_hyper(step, "step", ndim=0, positive=True, dtype=dtype)
-    tol = _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=dtype)
+    tol = _tolerance(tol, dtype)
     iters = _checks.check_positive_int(iters, "iters")
     result, U = _rpca_gd(Sigma, alpha, alpha_iter, step, tol, rank=rank, iters=iters)
     _checks.raise_if_diverged(U, lambda: f"RPCA-GD diverged (non-finite factor U): lower step (got {float(step):.3g})")

@@ -57,7 +57,9 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
     stops once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (the residual is summed across devices, so every
     device stops at the same layer). ``mesh``: a 1-D mesh with axis name ``"rows"`` (default
     :func:`row_mesh` over every device). n1 need not divide by the device count: Y is padded with
-    zero rows, which stay exactly zero in L and S (their residual is 0), and trimmed after.
+    zero rows, which stay exactly zero in L and S (their residual is 0), and trimmed after. Not
+    taken here: ``lrpca``'s diagnostics (``X_star``, ``support``), its ``svd`` choice (the first
+    SVD is randomized), ``stop="change"`` and ``differentiable``.
 
     Returns an :class:`~lowrank_jax.rpca.RPCAResult` whose L, X and S stay split by rows
     (``NamedSharding``) and whose R is replicated; ``residual`` holds ‖E_k‖_F/‖Y‖_F per layer.
