@@ -97,11 +97,6 @@ def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, *, sv_map, s_prox, l_first, max_iter
     return BaselineResult(L, S, out.n_iter, out.history["residual"], jnp.sum(kept > 0).astype(jnp.int32))
 
 
-def _tolerance(tol, dtype):
-    """A positive scalar of ``dtype``; None is 0, which no residual is below: the whole budget runs."""
-    return jnp.zeros((), dtype) if tol is None else _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=dtype)
-
-
 def _alm_arguments(Sigma, lam, max_iter, **positive):
     """Checks shared by :func:`ialm` and :func:`ncrpca`: Σ symmetric, λ (default 1/√n) and the named
     hyperparameters positive scalars of Σ's dtype, ρ > 1, an integer budget. Returns (Σ, (λ, *the
@@ -110,7 +105,7 @@ def _alm_arguments(Sigma, lam, max_iter, **positive):
     dtype = Sigma.dtype
     lam = 1.0 / Sigma.shape[0] ** 0.5 if lam is None else lam
     names = ("lam", *positive)
-    values = [_tolerance(v, dtype) if name == "tol" else _checks.as_hyper(v, name, ndim=0, positive=True, dtype=dtype)
+    values = [_checks.as_tolerance(v, dtype) if name == "tol" else _checks.as_hyper(v, name, ndim=0, positive=True, dtype=dtype)
               for name, v in zip(names, (lam, *positive.values()))]
     rho = values[names.index("rho")]                    # in Σ's dtype: 1 + 1e-8 is 1 in float32
     if _checks.is_concrete(rho) and float(rho) <= 1:
@@ -439,7 +434,7 @@ def rpca_gd(Sigma, rank: int, *, alpha=0.1, step=0.5, iters: int = 200, gamma=2.
         if _checks.is_concrete(a) and float(a) > 1:
             raise ValueError(f"{name} must lie in [0, 1], got {float(a)}")
     step = _checks.as_hyper(step, "step", ndim=0, positive=True, dtype=dtype)
-    tol = _tolerance(tol, dtype)
+    tol = _checks.as_tolerance(tol, dtype)
     iters = _checks.check_positive_int(iters, "iters")
     result, U = _rpca_gd(Sigma, alpha, alpha_iter, step, tol, rank=rank, iters=iters)
     _checks.raise_if_diverged(U, lambda: f"RPCA-GD diverged (non-finite factor U): lower step (got {float(step):.3g})")

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 
 from lowrank_jax import _checks, linalg, loop
 from lowrank_jax.prox import hard_threshold
-from lowrank_jax.rpca._common import (RPCAResult, check_common, check_stop, check_tol, frob, make_result,
+from lowrank_jax.rpca._common import (RPCAResult, check_common, check_stop, frob, make_result,
                                       relative_change, relative_error)
 from lowrank_jax.precision import full_precision
 
@@ -131,12 +131,11 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
                             dtype=Y.dtype)
     beta_init = _checks.as_hyper(4 * beta if beta_init is None else beta_init, "beta_init", ndim=0,
                                  positive=True, dtype=Y.dtype)
-    tol = check_tol(tol)
-    tol = jnp.zeros((), Y.dtype) if tol is None else tol          # None: all max_iter iterations
+    tol = _checks.as_tolerance(tol, Y.dtype)                      # None: all max_iter iterations
     stop = check_stop(stop)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
     inner_iters = _checks.check_positive_int(inner_iters, "inner_iters")
-    out, reached = _altproj(Y, beta, beta_init, tol.astype(Y.dtype), X_star, support, key, rank=rank,
+    out, reached = _altproj(Y, beta, beta_init, tol, X_star, support, key, rank=rank,
                           max_iter=max_iter, inner_iters=inner_iters, oversample=oversample, n_iter=n_iter,
                           stop=stop)
     _checks.raise_if_diverged(out.X, "AltProj produced a non-finite iterate: Y's scale overflows its dtype "

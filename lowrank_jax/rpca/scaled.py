@@ -17,7 +17,7 @@ import jax.numpy as jnp
 
 from lowrank_jax import _checks, loop
 from lowrank_jax.prox import apply_top_fraction, sparsify_top_fraction, top_fraction_thresholds
-from lowrank_jax.rpca._common import (RPCAResult, change_stats, check_common, check_stop, check_tol, diagnostics,
+from lowrank_jax.rpca._common import (RPCAResult, change_stats, check_common, check_stop, diagnostics,
                                       frob, make_result, residual_stats, residual_step, spectral_init)
 from lowrank_jax.precision import full_precision
 
@@ -157,15 +157,14 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
         if _checks.is_concrete(a) and float(a) > 1:
             raise ValueError(f"{name} must lie in [0, 1], got {float(a):.6g}")
     eta = _checks.as_hyper(eta, "eta", ndim=0, dtype=Y.dtype)
-    tol = check_tol(tol)
-    stop = check_stop(stop)
     use_tol = tol is not None
+    tol = _checks.as_tolerance(tol, Y.dtype)
+    stop = check_stop(stop)
     if iters is None:
         if not use_tol:
             raise ValueError("scaledgd needs iters (or tol, then iters defaults to 1000)")
         iters = 1000
     iters = _checks.check_positive_int(iters, "iters", minimum=0)
-    tol = jnp.zeros((), Y.dtype) if tol is None else tol.astype(Y.dtype)
     out = _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, rank=rank, budget=iters,
                     use_tol=use_tol, svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
     _checks.raise_if_diverged(out.X, lambda: f"ScaledGD diverged (non-finite iterate): the step eta = {float(eta):.3g} "
