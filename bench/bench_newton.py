@@ -38,7 +38,7 @@ def run(n, d, reps, refine, m):
     b = jax.random.dirichlet(k2, jnp.ones(n, jnp.float64))
     w = jnp.full(n, 5.0, jnp.float64)  # D = B_diag + W² > 0 needs w² > max_i n b_i ≈ 12 here
     t0 = time.perf_counter()
-    x_star = rg.newton_solve(A, b, w, jnp.zeros(d), "exp", "exact", iters=12).x
+    x_star = rg.newton_solve(A, b, w, jnp.zeros(d), "exp", "exact", max_iter=12).x
     print(f"rescaled exp regression, n = {n}, d = {d}, float64 (reference solve {time.perf_counter() - t0:.1f} s)")
     x0 = x_star + 0.05 * jax.random.normal(k3, (d,), jnp.float64)
 
@@ -54,16 +54,16 @@ def run(n, d, reps, refine, m):
     steps = 8  # per-iteration time = (8 steps) / 8
     # A, b, w are arguments, not closure constants: XLA would otherwise fold a 320 MB constant into
     # the program and time a different (pre-transposed) layout.
-    fns = {name: jax.jit(lambda A, b, w, x, kw=kw: rg.newton_solve(A, b, w, x, "exp", iters=steps, **kw).x)
+    fns = {name: jax.jit(lambda A, b, w, x, kw=kw: rg.newton_solve(A, b, w, x, "exp", max_iter=steps, **kw).x)
            for name, kw in configs.items()}
     t = interleaved_ms({name: (lambda f=f: f(A, b, w, x0)) for name, f in fns.items()}, reps=reps, warmup=1)
     iters = {}
     for name, kw in configs.items():
-        err = np.asarray(rg.newton_solve(A, b, w, x0, "exp", iters=40, x_star=x_star, **kw).error)
+        err = np.asarray(rg.newton_solve(A, b, w, x0, "exp", max_iter=40, x_star=x_star, **kw).error)
         hit = np.nonzero(err <= 1e-10)[0]
         iters[name] = int(hit[0]) if hit.size else None
     # Whole solve to 1e-10 (set-up, draws and the first pass over A included): what a user waits for.
-    solve = {name: jax.jit(lambda A, b, w, x, kw=kw, k=iters[name]: rg.newton_solve(A, b, w, x, "exp", iters=k, **kw).x)
+    solve = {name: jax.jit(lambda A, b, w, x, kw=kw, k=iters[name]: rg.newton_solve(A, b, w, x, "exp", max_iter=k, **kw).x)
              for name, kw in configs.items() if iters[name]}
     t_solve = interleaved_ms({name: (lambda f=f: f(A, b, w, x0)) for name, f in solve.items()}, reps=reps, warmup=1)
     print(f"{'method':34s} {'ms / iteration':>15s} {'iterations to 1e-10':>20s} {'ms to 1e-10':>12s}")

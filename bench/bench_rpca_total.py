@@ -58,7 +58,7 @@ def main(sizes=(1000, 3000), reps=3):
         runs = {
             "LRPCA (oracle ζ + FRMNN)": lambda: rpca.lrpca(p.Y, RANK, zeta, eta, beta=1.0, phi=0.7, tol=TOL,
                                                             max_iter=500),
-            "ScaledGD": lambda: rpca.scaledgd(p.Y, RANK, ALPHA, tol=TOL, iters=500),
+            "ScaledGD": lambda: rpca.scaledgd(p.Y, RANK, ALPHA, tol=TOL, max_iter=500),
             "AltProj": lambda: rpca.altproj(p.Y, RANK, tol=TOL, max_iter=500),
         }
         norm_x = float(jnp.linalg.norm(p.X))

@@ -69,7 +69,7 @@ def main(argv=None):
                 xi, lam = jnp.asarray(1.0, dtype), jnp.asarray(0.1, dtype)
                 tau = sm.step_bound(data, xi, lam, model)
                 run = {k: jax.jit(lambda th, g, data, xi, lam, tau, k=k: sdl.lpgd(th, g, data, xi, lam, tau, r,
-                                                                                  model=model, iters=k)[:2])
+                                                                                  model=model, max_iter=k)[:2])
                        for k in (1, 2, 12)}
                 t = interleaved_ms({k: (lambda f=f: f(theta0, gamma0, data, xi, lam, tau)) for k, f in run.items()},
                                    reps=args.reps)

@@ -36,7 +36,7 @@ def cases():
     out = {}
     Y = rdata.rpca_problem(jax.random.key(0), 200, 200, 5, 0.1).Y
     out["ScaledGD (α, η), 200×200, 40 its"] = (
-        lambda alpha, eta, Y: rpca.scaledgd(Y, 5, alpha, eta=eta, iters=40, key=jax.random.key(0)).X,
+        lambda alpha, eta, Y: rpca.scaledgd(Y, 5, alpha, eta=eta, max_iter=40, key=jax.random.key(0)).X,
         sweep.grid(alpha=jnp.linspace(0.08, 0.2, 8), eta=jnp.linspace(0.3, 0.9, 8)), {"Y": Y})
     p = rpca.pretrained(0.1)
     out["LRPCA (ζ scale, η), 200×200"] = (
@@ -46,13 +46,13 @@ def cases():
     A = jax.random.normal(k1, (4000, 20)) / 60
     b = jax.random.dirichlet(k2, jnp.ones(4000))
     out["Newton (w, sketch rows), 4000×20, 6 its"] = (
-        lambda w, rows, A, b: rg.newton_solve(A, b, w, jnp.zeros(20), "exp", "sketch", iters=6, sketch_size=800,
+        lambda w, rows, A, b: rg.newton_solve(A, b, w, jnp.zeros(20), "exp", "sketch", max_iter=6, sketch_size=800,
                                               sketch_rows=rows, key=jax.random.key(2)).x,
         sweep.grid(w=jnp.linspace(4.0, 8.0, 8), rows=jnp.arange(100, 801, 100)), {"A": A, "b": b})
     g = load_golub()
     Xg = (g.X - g.X.mean(1, keepdims=True)) / (g.X.std(1, keepdims=True) + 1e-8) / np.sqrt(g.X.shape[0])
     out["SDL-H (ξ, λ, τ), Golub, 100 its"] = (
-        lambda xi, lam, step, X: sdl.fit(X, g.y, 5, xi=xi, lam=lam, step=step, iters=100).theta,
+        lambda xi, lam, step, X: sdl.fit(X, g.y, 5, xi=xi, lam=lam, step=step, max_iter=100).theta,
         sweep.grid(xi=jnp.array([0.1, 0.3, 1.0, 3.0]), lam=jnp.array([1e-3, 3e-3, 1e-2, 3e-2]),
                    step=jnp.array([0.05, 0.1, 0.2, 0.4])), {"X": jnp.asarray(Xg, jnp.float32)})
     rng = np.random.default_rng(0)

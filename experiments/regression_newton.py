@@ -48,7 +48,7 @@ def problem(n, d, seed=0, density=None):
 
 def reference(rg, A, b, w, kind):
     """x* by exact Newton with the line search; prints ‖∇L(x*)‖ so a poor reference shows."""
-    x_star = rg.newton_solve(A, b, w, jnp.zeros(A.shape[1]), kind, "exact", iters=30, line_search=True).x
+    x_star = rg.newton_solve(A, b, w, jnp.zeros(A.shape[1]), kind, "exact", max_iter=30, line_search=True).x
     print(f"  x* ({kind}): ‖x*‖ = {float(jnp.linalg.norm(x_star)):.3g}, "
           f"‖∇L(x*)‖ = {float(jnp.linalg.norm(rg.gradient(x_star, A, b, w, kind))):.2e}", flush=True)
     return x_star
@@ -67,7 +67,7 @@ def convergence(rg, n, d, plt):
         x_star = reference(rg, A, b, w, kind)
         x0 = x_star + 0.05 * jax.random.normal(jax.random.key(3), (d,), jnp.float64)
         for name, kw in METHODS.items():
-            err = np.asarray(rg.newton_solve(A, b, w, x0, kind, iters=15, x_star=x_star, **kw).error)
+            err = np.asarray(rg.newton_solve(A, b, w, x0, kind, max_iter=15, x_star=x_star, **kw).error)
             rows += [[kind, name, t, float(e)] for t, e in enumerate(err)]
             ax.semilogy(np.maximum(err, 1e-17), marker="o", ms=3, label=name)
         ax.set_title(f"{kind}: ‖x*‖ = {float(jnp.linalg.norm(x_star)):.2g}")
@@ -95,7 +95,7 @@ def lemma_bound(rg, n, d, plt):
     for (name, kw), colour in zip(METHODS.items(), ("C0", "C1", "C2", "C3")):
         if name == "sketch+2 PCG":  # ε₀ of the refined direction is not that of H̃: no bound to compare
             continue
-        res = rg.newton_solve(A, b, w, x0, "exp", iters=8, x_star=x_star, measure_eps=True, **kw)
+        res = rg.newton_solve(A, b, w, x0, "exp", max_iter=8, x_star=x_star, measure_eps=True, **kw)
         r, eps = np.asarray(res.error), np.asarray(res.eps0)
         ts, measured, bound = [], [], []
         for t in range(len(r) - 1):
@@ -135,7 +135,7 @@ def sketch_size(rg, n, d, plt):
         m = mult * d
         eps = [float(rg.approximation_error(sketch.sampled_gram(jax.random.key(k), A, D, m), H)) for k in range(10)]
         try:  # contraction: geometric mean of r_{t+1}/r_t over the first 5 steps
-            err = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=8, x_star=x_star, sketch_size=m).error)
+            err = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "sketch", max_iter=8, x_star=x_star, sketch_size=m).error)
             rate = float(np.exp(np.mean(np.log(err[1:6] / err[:5]))))
         except Exception as e:  # too few rows: H̃ singular, the iterate blows up (reported, not hidden)
             print(f"  m = {m}: sketched Newton raised {type(e).__name__}: {str(e).splitlines()[0][:80]}")
@@ -192,7 +192,7 @@ def cost(rg, ns, ds, plt, reps=5, iters=6, blas=1):
                 del A
                 x = jnp.zeros(d)
                 fs = {name: jax.jit(lambda A, b, w, x, kw=METHODS[name]:
-                                    rg.newton_solve(A, b, w, x, "exp", iters=iters, **kw).x) for name in COST_METHODS}
+                                    rg.newton_solve(A, b, w, x, "exp", max_iter=iters, **kw).x) for name in COST_METHODS}
                 for f in fs.values():  # compile and warm up
                     jax.block_until_ready(f(A_in, b, w, x))
                 times = {name: [] for name in COST_METHODS}

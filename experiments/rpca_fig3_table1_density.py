@@ -61,7 +61,7 @@ def main(argv=None):
     for alpha in args.alphas:
         model = model_for(alpha, args.n)
         run_l = jax.jit(lambda Y, X: model(Y, max_iter=LRPCA_ITERS, X_star=X).error)
-        run_s = jax.jit(lambda Y, X: rpca.scaledgd(Y, 5, alpha, alpha_iter=min(1.1 * alpha, 1.0), iters=SGD_ITERS,
+        run_s = jax.jit(lambda Y, X: rpca.scaledgd(Y, 5, alpha, alpha_iter=min(1.1 * alpha, 1.0), max_iter=SGD_ITERS,
                                                    X_star=X).error)
         el, es = [], []
         for s in range(args.instances):

@@ -51,7 +51,7 @@ def baselines(params, alpha, Y, X) -> dict[str, float]:
     r = params.rank
     zeta = rpca.oracle_thresholds(Y, r, X, num_layers=40)
     return {"oracle schedule (eta 0.5, 40 layers)": float(rpca.lrpca(Y, r, zeta, jnp.full(40, 0.5), X_star=X).error[-1]),
-            "ScaledGD (defaults, 100 iterations)": float(rpca.scaledgd(Y, r, alpha, iters=100, X_star=X).error[-1]),
+            "ScaledGD (defaults, 100 iterations)": float(rpca.scaledgd(Y, r, alpha, max_iter=100, X_star=X).error[-1]),
             "shipped model (40 layers)": float(params(Y, max_iter=40, X_star=X).error[-1])}
 
 

@@ -81,7 +81,7 @@ def sizes_small(rows_out, instances: int, small_instances: int):
                         errs[size] = _curves(rpca.pretrained(alpha=alpha, n=size), n, alpha, seeds).mean(axis=0)
                 sgd = ""                             # ScaledGD runs at n < 300 only; empty: not run
                 if n < 300:
-                    run = jax.jit(lambda Y, X: rpca.scaledgd(Y, 5, alpha, iters=40, X_star=X).error[-1])
+                    run = jax.jit(lambda Y, X: rpca.scaledgd(Y, 5, alpha, max_iter=40, X_star=X).error[-1])
                     sgd = float(np.mean([run(instance(s, n, 5, alpha).Y, instance(s, n, 5, alpha).X) for s in seeds]))
                 rows_out.append([alpha, n, large, errs[large][9], errs[large][39], small, errs[small][9],
                                  errs[small][39], sgd, count])

@@ -89,7 +89,7 @@ def main(argv=None):
     reference = rpca.altproj(test, RANK, beta=altproj_beta(test.shape), tol=1e-5, stop="change", max_iter=300)
     solvers = {
         "LRPCA": lambda Y: params(Y, rescale=False, tol=HALT, stop="change", max_iter=200),
-        "ScaledGD": lambda Y: rpca.scaledgd(Y, RANK, 0.1, tol=HALT, stop="change", iters=1000),
+        "ScaledGD": lambda Y: rpca.scaledgd(Y, RANK, 0.1, tol=HALT, stop="change", max_iter=1000),
         "AltProj": lambda Y: rpca.altproj(Y, RANK, beta=altproj_beta(Y.shape), tol=HALT, stop="change"),
     }
     rows, results = [], {}

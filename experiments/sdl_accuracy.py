@@ -119,9 +119,9 @@ def run(names, repeats, cv_iters, iters, folds, scale, xi_grid=XI_GRID, lam_grid
 
             for model in models:
                 grid, (xi, lam) = sdl.cross_validate(Xtr, ytr, r, xi_grid, lam_grid, model=model, folds=folds,
-                                                     iters=cv_iters, seed=rep, num_classes=k)
+                                                     max_iter=cv_iters, seed=rep, num_classes=k)
                 for solver in solvers:
-                    m = sdl.fit(Xtr, ytr, r, model=model, xi=xi, lam=lam, iters=iters, solver=solver, num_classes=k,
+                    m = sdl.fit(Xtr, ytr, r, model=model, xi=xi, lam=lam, max_iter=iters, solver=solver, num_classes=k,
                                 key=jax.random.key(rep))
                     score(f"SDL-{model} ({solver.upper()})", sdl.predict(m, Xte))
                     if model == "H" and solver == "lpgd":

@@ -113,7 +113,7 @@ def lpgd_path(data, theta0, gamma0, xi, lam, tau, r, model, T, theta_star, gamma
     from lowrank_jax import sdl
     from lowrank_jax.sdl import model as sm
 
-    step = jax.jit(lambda th, g: sdl.lpgd(th, g, data, xi, lam, tau, r, model=model, iters=1)[:2])
+    step = jax.jit(lambda th, g: sdl.lpgd(th, g, data, xi, lam, tau, r, model=model, max_iter=1)[:2])
 
     @jax.jit
     def measure(th, g):
@@ -137,7 +137,7 @@ def synthetic_case(model, p, n, r, xi, lam, sigma, seed, spectral_norm, T, gap_i
     data = sm.prepare(jnp.asarray(X), y)
     theta0, gamma0, f0 = sdl.initial_point(data, r, model, jax.random.key(seed))
     safe = float(sm.step_bound(data, xi, lam, model))
-    pre = sdl.lpgd(theta0, gamma0, data, xi, lam, safe, r, model=model, iters=star_iters)
+    pre = sdl.lpgd(theta0, gamma0, data, xi, lam, safe, r, model=model, max_iter=star_iters)
     a_star = sm.activations(pre.theta, pre.gamma, data.X, data.X_aux, model, 1)
     M = float(jnp.max(jnp.abs(a_star))) + 0.5
     for _ in range(6):      # the constants must hold on the whole path: grow M until it covers it
@@ -145,7 +145,7 @@ def synthetic_case(model, p, n, r, xi, lam, sigma, seed, spectral_norm, T, gap_i
         if not th.holds:
             raise RuntimeError(f"SDL-{model}: L/μ = {th.condition:.3g} ≥ 3 with M = {M:.3g}; Theorem 2.1 does not "
                                "apply to these settings")
-        star = sdl.lpgd(theta0, gamma0, data, xi, lam, th.best_step, r, model=model, iters=star_iters)
+        star = sdl.lpgd(theta0, gamma0, data, xi, lam, th.best_step, r, model=model, max_iter=star_iters)
         path = lpgd_path(data, theta0, gamma0, xi, lam, th.best_step, r, model, T, star.theta, star.gamma)
         reach = max(float(path[:, 2].max()), float(jnp.max(jnp.abs(
             sm.activations(star.theta, star.gamma, data.X, data.X_aux, model, 1)))))
@@ -153,10 +153,10 @@ def synthetic_case(model, p, n, r, xi, lam, sigma, seed, spectral_norm, T, gap_i
             break
         M = reach + 0.5
     tau = th.best_step
-    lp = sdl.lpgd(theta0, gamma0, data, xi, lam, tau, r, model=model, iters=gap_iters)
-    lp_safe = sdl.lpgd(theta0, gamma0, data, xi, lam, safe, r, model=model, iters=gap_iters)
-    bc = sdl.bcd(f0, gamma0, data, xi, lam, model=model, iters=gap_iters)
-    bc_long = sdl.bcd(bc.factors, bc.gamma, data, xi, lam, model=model, iters=star_iters)
+    lp = sdl.lpgd(theta0, gamma0, data, xi, lam, tau, r, model=model, max_iter=gap_iters)
+    lp_safe = sdl.lpgd(theta0, gamma0, data, xi, lam, safe, r, model=model, max_iter=gap_iters)
+    bc = sdl.bcd(f0, gamma0, data, xi, lam, model=model, max_iter=gap_iters)
+    bc_long = sdl.bcd(bc.factors, bc.gamma, data, xi, lam, model=model, max_iter=star_iters)
 
     def with_final(hist, final):
         return np.append(np.asarray(hist), float(final))
@@ -272,11 +272,11 @@ def real_case(dataset, model, xi, lam, ks, reps, ref_extra, rank=None, quarter=T
     th_half = sdl.theory(X, xi, 0.5, model=model, M=5.0)
 
     def lpgd_k(k):
-        return jax.jit(lambda th, gm, d: sdl.lpgd(th, gm, d, xi, lam, tau, r, model=model, iters=k)).lower(
+        return jax.jit(lambda th, gm, d: sdl.lpgd(th, gm, d, xi, lam, tau, r, model=model, max_iter=k)).lower(
             theta0, gamma0, data)
 
     def bcd_k(k):
-        return jax.jit(lambda f, gm, d: sdl.bcd(f, gm, d, xi, lam, model=model, iters=k)).lower(f0, gamma0, data)
+        return jax.jit(lambda f, gm, d: sdl.bcd(f, gm, d, xi, lam, model=model, max_iter=k)).lower(f0, gamma0, data)
 
     t0 = time.perf_counter()
     runs = {}
@@ -311,8 +311,8 @@ def real_case(dataset, model, xi, lam, ks, reps, ref_extra, rank=None, quarter=T
     lp_end, bc_end = outs[("LPGD", kmax)], outs[("BCD", kmax)]
     refs = [float(np.min(h)) for h in hist.values()]
     if ref_extra:
-        lp_more = sdl.lpgd(lp_end.theta, lp_end.gamma, data, xi, lam, tau, r, model=model, iters=ref_extra)
-        bc_more = sdl.bcd(bc_end.factors, bc_end.gamma, data, xi, lam, model=model, iters=ref_extra)
+        lp_more = sdl.lpgd(lp_end.theta, lp_end.gamma, data, xi, lam, tau, r, model=model, max_iter=ref_extra)
+        bc_more = sdl.bcd(bc_end.factors, bc_end.gamma, data, xi, lam, model=model, max_iter=ref_extra)
         refs += [final_loss("LPGD", lp_more), final_loss("BCD", bc_more), float(jnp.min(lp_more.loss)),
                  float(jnp.min(bc_more.loss))]
     if quarter:             # same step with the exact binary curvature bound ¼ instead of ½: τ' = 1/L̄'
@@ -322,7 +322,7 @@ def real_case(dataset, model, xi, lam, ks, reps, ref_extra, rank=None, quarter=T
         # sdl.step_bound already uses α⁺ = ¼ for binary labels: then τ' = τ and the curve would only
         # repeat LPGD's, so it is drawn only where the two steps differ (κ ≥ 2, where step_bound uses ½).
         if abs(tau_q - tau) > 1e-9 * tau:
-            q = sdl.lpgd(theta0, gamma0, data, xi, lam, tau_q, r, model=model, iters=kmax)
+            q = sdl.lpgd(theta0, gamma0, data, xi, lam, tau_q, r, model=model, max_iter=kmax)
             hist[f"LPGD τ' = {tau_q:.3g}"] = np.append(np.asarray(q.loss), final_loss("LPGD", q))
             refs.append(float(np.min(hist[f"LPGD τ' = {tau_q:.3g}"])))
     F_ref = min(refs)

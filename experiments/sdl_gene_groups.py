@@ -104,12 +104,12 @@ def fit_dataset(name, args):
             t0 = time.perf_counter()
             if name == "golub" or args.all_cv:
                 folds, iters = (args.folds, args.cv_iters) if name == "golub" else (3, 100)
-                acc_grid, (xi, lam) = sdl.cross_validate(X, y, r, GRID, GRID, model=model, folds=folds, iters=iters)
+                acc_grid, (xi, lam) = sdl.cross_validate(X, y, r, GRID, GRID, model=model, folds=folds, max_iter=iters)
                 how = f"{folds}-fold CV ({iters} steps)"
             else:
                 acc_grid, (xi, lam), how = None, (args.all_xi, args.all_lam), "fixed"
             iters = args.iters if name == "golub" else args.all_iters
-            m = sdl.fit(Xj, y, r, model=model, xi=xi, lam=lam, iters=iters, intercept=True)
+            m = sdl.fit(Xj, y, r, model=model, xi=xi, lam=lam, max_iter=iters, intercept=True)
             train_acc = float(np.mean(np.asarray(sdl.predict(m, Xj)) == y))
             W, beta = oriented(m.W, m.beta)
             rel_step = float(jnp.abs(m.loss[-1] - m.loss[-2]) / jnp.abs(m.loss[-1]))

@@ -59,6 +59,26 @@ def host_function(public_name: str):
     return decorate
 
 
+def renamed_keywords(**old_to_new: str):
+    """Decorator: the function still accepts each keyword's old name (``old="new"``), with a
+    ``DeprecationWarning`` that names the new one; passing both names is a ``TypeError``. The
+    signature shown by ``help``/``inspect`` (and the docs) is the new one only."""
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            for old, new in old_to_new.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f"{fn.__name__}() got both {old}= and {new}=; {old} is the old name of "
+                                        f"{new}: pass {new} only")
+                    warn_caller(f"{fn.__name__}({old}=...) is deprecated: the argument is now {new}= (same "
+                                f"meaning); {old}= will be removed in a later release", DeprecationWarning)
+                    kwargs[new] = kwargs.pop(old)
+            return fn(*args, **kwargs)
+        return wrapped
+    return decorate
+
+
 def as_key(key, default: int = 0) -> jax.Array:
     """A JAX PRNG key: ``None`` → ``jax.random.key(default)``, a Python/NumPy integer → the key of
     that seed, a single key (new-style, or raw: uint32 of shape (2,)) as it is. Anything else (a

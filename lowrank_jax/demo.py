@@ -51,7 +51,7 @@ def robust_pca(n: int = 1000, rank: int = 5, alpha: float = 0.1, outdir: pathlib
                                                                       X_star=p.X),
         "LRPCA (oracle ζ, FRMNN)": lambda: rpca.lrpca(p.Y, rank, zeta, eta, beta=1.0, phi=0.7, tol=tol,
                                                        max_iter=300, X_star=p.X),
-        "ScaledGD (η=0.5, α̃=2α)": lambda: rpca.scaledgd(p.Y, rank, alpha, tol=tol, iters=300, X_star=p.X),
+        "ScaledGD (η=0.5, α̃=2α)": lambda: rpca.scaledgd(p.Y, rank, alpha, tol=tol, max_iter=300, X_star=p.X),
         "AltProj": lambda: rpca.altproj(p.Y, rank, tol=tol, max_iter=300, X_star=p.X),
     }
     rows, curves = [], {}
@@ -124,14 +124,14 @@ def hyperbolic_regression(n: int = 20000, d: int = 50, outdir: pathlib.Path | No
         A = jax.random.normal(k1, (n, d), jnp.float64) / jnp.sqrt(n)
         b = jax.random.dirichlet(k2, jnp.ones(n, jnp.float64))
         w = jnp.full(n, 3.0, jnp.float64)
-        x_star = regression.newton_solve(A, b, w, jnp.zeros(d), "exp", "exact", iters=12).x
+        x_star = regression.newton_solve(A, b, w, jnp.zeros(d), "exp", "exact", max_iter=12).x
         x0 = x_star + 0.05 * jax.random.normal(k3, (d,), jnp.float64)
         rows, curves = [], {}
         for name, kw in (("exact", dict(method="exact")), ("diagonal (Alg. 1, D = B_diag + W²)", dict(method="diagonal")),
                          ("sketch (Alg. 1, leverage sampling)", dict(method="sketch")),
                          ("sketch + 2 PCG steps, one draw", dict(method="sketch", refine=2, resample=15,
                                                                  rescore=15))):
-            run = jax.jit(lambda x, kw=kw: regression.newton_solve(A, b, w, x, "exp", iters=15, x_star=x_star, **kw))
+            run = jax.jit(lambda x, kw=kw: regression.newton_solve(A, b, w, x, "exp", max_iter=15, x_star=x_star, **kw))
             out, secs, _ = _timed(lambda: run(x0))
             err = np.asarray(out.error)
             hit = np.nonzero(err <= 1e-10)[0]
@@ -149,7 +149,7 @@ def hyperbolic_regression(n: int = 20000, d: int = 50, outdir: pathlib.Path | No
             f"‖x−x*‖ ≤ 1e-10 in {sk[1]} iterations (exact: {rows[0][1]})", f"{float(sk[3]) * 15 / 1e3:.2f}"], panel
 
 
-def dictionary_learning(rank: int = 2, iters: int = 300, outdir: pathlib.Path | None = None):
+def dictionary_learning(rank: int = 2, max_iter: int = 300, outdir: pathlib.Path | None = None):
     """SDL-H and SDL-W on the Golub leukaemia microarray (ALL vs AML), LPGD against BCD."""
     g = datasets.load_golub()
     rng = np.random.default_rng(0)
@@ -161,7 +161,7 @@ def dictionary_learning(rank: int = 2, iters: int = 300, outdir: pathlib.Path | 
     for model in ("H", "W"):
         for solver in ("lpgd", "bcd"):
             fit = jax.jit(lambda X, solver=solver, model=model: sdl.fit(X, g.y[train], rank, model=model, xi=0.1,
-                                                                     lam=0.01, iters=iters, solver=solver))
+                                                                     lam=0.01, max_iter=max_iter, solver=solver))
             m, secs, _ = _timed(lambda: fit(Xtr))
             acc = float(np.mean(np.asarray(sdl.predict(m, Xte)) == g.y[test]))
             name = f"SDL-{model} ({solver.upper()})"
@@ -175,7 +175,7 @@ def dictionary_learning(rank: int = 2, iters: int = 300, outdir: pathlib.Path | 
                 short = lambda t: t if len(t) <= 40 else t[:40].rsplit(" ", 1)[0] + " …"
                 described = [f"{g.genes[i]}  {short(g.descriptions[i])}" for i in order] if g.descriptions else top
     _print_table(f"Supervised dictionary learning on Golub (3051 genes, {train.size} train / {test.size} test "
-                 f"samples, rank {rank}, ξ = 0.1, λ = 0.01, {iters} iterations)", rows,
+                 f"samples, rank {rank}, ξ = 0.1, λ = 0.01, {max_iter} iterations)", rows,
                  ["model (solver)", "final loss F", "test accuracy", "seconds (after compile)"])
     print("  SDL-W's most predictive gene group (largest |β|), top probes towards AML:")
     for line in described:
@@ -184,13 +184,13 @@ def dictionary_learning(rank: int = 2, iters: int = 300, outdir: pathlib.Path | 
     # against its own last value would plunge to zero at its end whatever it converged to). Gaps
     # below the loss's rounding (eps·|F*|) are drawn at that floor.
     for model in ("H", "W"):
-        ref = sdl.fit(Xtr, g.y[train], rank, model=model, xi=0.1, lam=0.01, iters=4 * iters, solver="bcd")
+        ref = sdl.fit(Xtr, g.y[train], rank, model=model, xi=0.1, lam=0.01, max_iter=4 * max_iter, solver="bcd")
         names = [k for k in curves if k.startswith(f"SDL-{model} ")]
         best = min([float(np.min(ref.loss))] + [float(np.min(curves[k])) for k in names])
         floor = float(jnp.finfo(ref.loss.dtype).eps) * abs(best)
         for k in names:
             curves[k] = np.maximum(curves[k] - best, floor)
-    panel = (curves, "iteration", f"F(θ_t) − F*  (F*: BCD, {4 * iters} iterations)", "SDL on Golub: LPGD vs BCD",
+    panel = (curves, "iteration", f"F(θ_t) − F*  (F*: BCD, {4 * max_iter} iterations)", "SDL on Golub: LPGD vs BCD",
              True)
     _plot(outdir, "sdl_golub_loss.png", *panel)
     w_row = rows[2]
@@ -293,7 +293,7 @@ def main(argv=None):
     sections = [lambda: robust_pca(n=300 if args.small else 1000, outdir=outdir),
                 lambda: path_norm(epochs=2 if args.small else 10, outdir=outdir),
                 lambda: hyperbolic_regression(n=5000 if args.small else 20000, outdir=outdir),
-                lambda: dictionary_learning(iters=100 if args.small else 300, outdir=outdir),
+                lambda: dictionary_learning(max_iter=100 if args.small else 300, outdir=outdir),
                 lambda: covariance_decomposition(max_iter=500 if args.small else 4000, outdir=outdir)]
     summary, panels = [], []
     for section in sections:

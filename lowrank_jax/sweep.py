@@ -23,7 +23,7 @@ Pattern (ScaledGD over step size η and sparsity α, 3 seeds — 48 runs, one ca
 
     pts = sweep.grid(eta=jnp.linspace(0.3, 0.9, 4), alpha=jnp.array([0.05, 0.1, 0.15, 0.2]),
                      key=sweep.seeds(0, 3))
-    err = sweep.run(lambda eta, alpha, key, Y: rpca.scaledgd(Y, r, alpha, eta=eta, iters=50, key=key).residual[-1], pts,
+    err = sweep.run(lambda eta, alpha, key, Y: rpca.scaledgd(Y, r, alpha, eta=eta, max_iter=50, key=key).residual[-1], pts,
                     shared={"Y": Y})
     err.reshape(4, 4, 3)      # axes in the order given to grid
 

@@ -7,7 +7,7 @@ k1, k2 = jax.random.split(jax.random.key(4))
 A = jax.random.normal(k1, (400, 6), jnp.float64) / 20
 b = jax.random.dirichlet(k2, jnp.ones(400, jnp.float64))
 ws, rows = jnp.array([4.0, 6.0]), jnp.array([40, 200])
-f = lambda w, r: rg.newton_solve(A, b, w, jnp.zeros(6), "exp", "sketch", iters=4, sketch_size=200,
+f = lambda w, r: rg.newton_solve(A, b, w, jnp.zeros(6), "exp", "sketch", max_iter=4, sketch_size=200,
                                  sketch_rows=r, key=jax.random.key(1)).x
 print("x batched-single:", [float(jnp.abs(a - f(w, r)).max()) for a, w, r in zip(jax.vmap(f)(ws, rows), ws, rows)])
 D = jnp.stack([jnp.linspace(0.5, 2.0, 400), jnp.linspace(2.0, 0.5, 400)])

@@ -105,7 +105,7 @@ def test_keys_of_the_wrong_shape_and_traced_ranks_are_refused_by_name():
     np.testing.assert_array_equal(datasets.rpca_problem(raw, 20, 20, 2, 0.1).Y, datasets.rpca_problem(raw, 20, 20, 2, 0.1).Y)
     Y = datasets.rpca_problem(jax.random.key(0), 20, 20, 2, 0.1).Y
     with pytest.raises(ValueError, match="rank must be a static Python integer"):
-        sweep.run(lambda eta, Y, rank: rpca.scaledgd(Y, rank, 0.1, eta=eta, iters=2).X, {"eta": [0.5]},
+        sweep.run(lambda eta, Y, rank: rpca.scaledgd(Y, rank, 0.1, eta=eta, max_iter=2).X, {"eta": [0.5]},
                   shared={"Y": Y, "rank": 2}, devices=jax.devices()[:1])
     from lowrank_jax import covariance
     with pytest.raises(ValueError, match=r"rank0 must satisfy 1 <= rank0 <= 2, got 3"):
@@ -152,7 +152,7 @@ def test_half_precision_inputs_run_in_float32_in_every_family(family):
     elif family == "regression":
         from lowrank_jax import regression
         b = jnp.full(40, 0.5)
-        _half_vs_single(lambda A: regression.newton_solve(A, b, 1.0, jnp.zeros(5), "exp", "exact", iters=5).x,
+        _half_vs_single(lambda A: regression.newton_solve(A, b, 1.0, jnp.zeros(5), "exp", "exact", max_iter=5).x,
                         grid((40, 5)) / 4)
     elif family == "pathnorm":
         from lowrank_jax import pathnorm
@@ -320,14 +320,14 @@ def _closure_cases():
         "rpca.altproj, float64 NumPy Y": lambda: rpca.altproj(X64, 2, max_iter=2).X,
         "covariance.ialm, float64 NumPy Σ": lambda: cv.ialm(S, max_iter=2).L,
         "prox.sparsify_top_fraction_topk": lambda: prox.sparsify_top_fraction_topk(X, 0.3),
-        "sdl.fit, step=None": lambda: sdl.fit(Xs, ys, 2, iters=2).theta,
+        "sdl.fit, step=None": lambda: sdl.fit(Xs, ys, 2, max_iter=2).theta,
     }
     refusals = {
         "t must be non-negative": lambda: prox.soft_threshold(X, -1.0),
-        r"alpha must lie in \[0, 1\]": lambda: rpca.scaledgd(X, 2, 1.5, iters=2).X,
-        r"alpha_iter \(default 2·alpha": lambda: rpca.scaledgd(X, 2, 0.6, iters=2).X,
+        r"alpha must lie in \[0, 1\]": lambda: rpca.scaledgd(X, 2, 1.5, max_iter=2).X,
+        r"alpha_iter \(default 2·alpha": lambda: rpca.scaledgd(X, 2, 0.6, max_iter=2).X,
         "rho must be > 1": lambda: cv.ialm(S, rho=0.5).L,
-        r"gamma \* alpha must lie": lambda: cv.rpca_gd(S, 2, alpha=0.6, gamma=2.0, iters=2).L,
+        r"gamma \* alpha must lie": lambda: cv.rpca_gd(S, 2, alpha=0.6, gamma=2.0, max_iter=2).L,
         "Y overflows float32": lambda: rpca.altproj(X64 * 1e300, 2, max_iter=2).X,
         "H must be symmetric positive definite": lambda: rg.relative_spectrum(np.eye(2), np.diag([1.0, -1.0])),
     }
@@ -420,3 +420,47 @@ def test_float32_data_stays_float32_beside_float64_values_under_x64(x64):
     assert sketch.sampled_gram(0, A_sparse, np.ones(30), 12, scores=w64).dtype == jnp.float32
     assert rpca.LRPCAParams.from_schedule(np.array([1.0, 0.5]), np.array([0.5]), rank=2, n=20).log_zeta.dtype \
         == jnp.float64
+
+
+# The iteration budget is `max_iter` everywhere; these solvers called it `iters` (docs/conventions.md).
+_RENAMED_BUDGETS = ["rpca.scaledgd", "regression.newton_solve", "sdl.fit", "sdl.cross_validate", "sdl.lpgd",
+                    "sdl.bcd", "covariance.rpca_gd"]
+
+
+def _public(dotted):
+    import importlib
+    module, name = dotted.split(".")
+    return getattr(importlib.import_module(f"lowrank_jax.{module}"), name)
+
+
+@pytest.mark.parametrize("dotted", _RENAMED_BUDGETS)
+def test_the_budget_is_max_iter_and_the_old_name_cannot_be_given_beside_it(dotted):
+    import inspect
+    fn = _public(dotted)
+    params = inspect.signature(fn).parameters
+    assert "max_iter" in params and "iters" not in params
+    with pytest.raises(TypeError, match="iters is the old name of max_iter"):
+        fn(None, None, None, max_iter=3, iters=3)      # refused before any argument is read
+
+
+def test_the_old_budget_name_still_runs_the_same_solve_with_a_deprecation_warning():
+    from lowrank_jax import regression, rpca
+    from lowrank_jax.covariance import baselines
+    from lowrank_jax.datasets import rpca as rdata
+    p = rdata.rpca_problem(jax.random.key(0), 30, 30, 2, 0.1)
+    A = jax.random.normal(jax.random.key(1), (40, 3)) / 5
+    b = jax.random.dirichlet(jax.random.key(2), jnp.ones(40))
+    S = np.asarray(p.X @ p.X.T)
+    runs = {
+        "scaledgd": lambda **kw: rpca.scaledgd(p.Y, 2, 0.1, **kw).X,
+        "newton_solve": lambda **kw: regression.newton_solve(A, b, 1.0, jnp.zeros(3), **kw).x,
+        "rpca_gd": lambda **kw: baselines.rpca_gd(S, 2, tol=None, **kw).L,
+    }
+    for name, run in runs.items():
+        new = run(max_iter=3)
+        with pytest.warns(DeprecationWarning, match=rf"{name}\(iters=...\) is deprecated: the argument is now max_iter=") as rec:
+            old = run(iters=3)
+        assert rec[0].filename == __file__                  # attributed to the caller's line
+        np.testing.assert_array_equal(np.asarray(old), np.asarray(new))
+        # the budget really is the one passed: a different count changes the result
+        assert not np.allclose(np.asarray(run(max_iter=1)), np.asarray(new))

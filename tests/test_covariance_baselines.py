@@ -454,7 +454,7 @@ def test_fpcp_hyperparameters_are_arrays(x64):
 
 def test_rpca_gd_recovers_planted_pair_with_psd_factor(x64):
     Sigma, L0, S0 = planted(0)
-    out, U = baselines.rpca_gd(Sigma, 2, alpha=0.1, iters=300, return_factor=True)
+    out, U = baselines.rpca_gd(Sigma, 2, alpha=0.1, max_iter=300, return_factor=True)
     assert U.shape == (60, 2)
     np.testing.assert_allclose(out.L, U @ U.T, atol=1e-12)      # L = UUᵀ: PSD, rank ≤ k
     assert float(metrics.rel_error(out.L, L0)) < 1e-6
@@ -464,13 +464,13 @@ def test_rpca_gd_recovers_planted_pair_with_psd_factor(x64):
     hist = np.asarray(out.residual[: int(out.n_iter)])
     assert hist[-1] < 1e-7 and hist[-1] < 1e-5 * hist[0]
     # too small an α misses the rows with more spikes: a much worse fit
-    low = baselines.rpca_gd(Sigma, 2, alpha=0.03, iters=300)
+    low = baselines.rpca_gd(Sigma, 2, alpha=0.03, max_iter=300)
     assert float(metrics.rel_error(low.L, L0)) > 1e-3
 
 
 def test_rpca_gd_on_the_papers_generator(x64):
     Sigma, L0, S0 = cov.lrs_problem(0, 100, 10, 0.95, "code")
-    out = baselines.rpca_gd(Sigma, 10, alpha=0.1, iters=500)
+    out = baselines.rpca_gd(Sigma, 10, alpha=0.1, max_iter=500)
     rep = metrics.report(Sigma, out.L, out.S, L0, S0)
     assert rep["r_L"] == 10 and rep["min_eig_L"] > -1e-12 * np.abs(Sigma).max()  # PSD: L = UUᵀ
     assert rep["rel_error_L"] < 1e-3 and rep["rel_error_S"] < 1e-2
@@ -483,14 +483,14 @@ def test_rpca_gd_on_a_far_from_psd_sigma_stays_finite_and_raises_when_it_diverge
     ‖UUᵀ + S − Σ‖/‖Σ‖ falls. A step that does diverge raises when called directly and is NaN under
     jit."""
     Sigma = -cov.lrs_problem(0, 20, 3, 0.9).Sigma
-    out = baselines.rpca_gd(Sigma, 3, iters=300)
+    out = baselines.rpca_gd(Sigma, 3, max_iter=300)
     assert np.all(np.isfinite(out.L)) and np.all(np.isfinite(out.S))
     res = np.asarray(out.residual[: int(out.n_iter)])
     assert np.all(np.isfinite(res)) and res[-1] < 0.5 * res[0]
     Sigma_pos = -Sigma
     with pytest.raises(FloatingPointError, match="RPCA-GD diverged.*lower step"):
-        baselines.rpca_gd(Sigma_pos, 3, step=50.0, iters=300)
-    jitted = jax.jit(lambda s: baselines.rpca_gd(Sigma_pos, 3, step=s, iters=300).L)(50.0)
+        baselines.rpca_gd(Sigma_pos, 3, step=50.0, max_iter=300)
+    jitted = jax.jit(lambda s: baselines.rpca_gd(Sigma_pos, 3, step=s, max_iter=300).L)(50.0)
     assert not np.all(np.isfinite(jitted))
 
 
@@ -838,8 +838,8 @@ def test_rpca_gd_symmetrises_a_slightly_asymmetric_sigma(x64):
     Sigma = planted(0, n=30)[0]
     E = np.random.default_rng(3).standard_normal(Sigma.shape)
     skew = Sigma + 5e-7 * np.abs(Sigma).max() * (E - E.T) / np.abs(E - E.T).max()   # within check_symmetric's 1e-6
-    ref = baselines.rpca_gd(0.5 * (skew + skew.T), 2, iters=30)
-    out = baselines.rpca_gd(skew, 2, iters=30)
+    ref = baselines.rpca_gd(0.5 * (skew + skew.T), 2, max_iter=30)
+    out = baselines.rpca_gd(skew, 2, max_iter=30)
     np.testing.assert_array_equal(out.S, out.S.T)
     np.testing.assert_allclose(out.L, ref.L, rtol=0, atol=1e-12 * np.abs(Sigma).max())
     np.testing.assert_allclose(out.S, ref.S, rtol=0, atol=1e-12 * np.abs(Sigma).max())
@@ -852,13 +852,13 @@ def test_rpca_gd_initial_factor_by_hand(x64):
     R = Sigma - top_fraction_numpy(Sigma, 0.1)
     lam, Q = np.linalg.eigh(R)
     L0 = (Q[:, -3:] * np.maximum(lam[-3:], 0)) @ Q[:, -3:].T
-    out = baselines.rpca_gd(Sigma, 3, alpha=0.1, step=1e-12, iters=1)
+    out = baselines.rpca_gd(Sigma, 3, alpha=0.1, step=1e-12, max_iter=1)
     np.testing.assert_allclose(out.L, L0, atol=1e-9 * np.abs(Sigma).max())
     # an indefinite Σ (α = 0: nothing removed) with k above its number of positive eigenvalues (same
     # shape and k: one compiled program)
     A = rotated(np.r_[3.0, 1.0, -np.linspace(2.0, 5.0, 28)], seed=1)
     Q = np.linalg.eigh(A)[1]
-    out = baselines.rpca_gd(A, 3, alpha=0.0, step=1e-12, iters=1)
+    out = baselines.rpca_gd(A, 3, alpha=0.0, step=1e-12, max_iter=1)
     np.testing.assert_allclose(out.L, 3 * np.outer(Q[:, -1], Q[:, -1]) + np.outer(Q[:, -2], Q[:, -2]), atol=1e-9)
 
 
@@ -1051,7 +1051,7 @@ def test_tol_none_runs_the_whole_budget(x64):
     S = jnp.asarray(p.Sigma)
     for call in (lambda tol: baselines.ialm(S, tol=tol, max_iter=7),
                  lambda tol: baselines.ncrpca(S, tol=tol, max_iter=7),
-                 lambda tol: baselines.rpca_gd(S, 3, tol=tol, iters=7)):
+                 lambda tol: baselines.rpca_gd(S, 3, tol=tol, max_iter=7)):
         none, tiny = call(None), call(1e-300)
         assert int(none.n_iter) == 7 == int(tiny.n_iter)
         np.testing.assert_array_equal(none.L, tiny.L)

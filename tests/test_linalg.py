@@ -195,7 +195,7 @@ def test_residual_map_products_on_fewer_rows_than_a_panel(n1):
     for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     from lowrank_jax import rpca
-    out = rpca.scaledgd(jnp.concatenate([Y, Y.T[:n1]], axis=1) if n1 < 10 else Y, 1, 0.1, iters=5)
+    out = rpca.scaledgd(jnp.concatenate([Y, Y.T[:n1]], axis=1) if n1 < 10 else Y, 1, 0.1, max_iter=5)
     assert out.X.shape[0] == n1 and np.all(np.isfinite(out.X))
 
 
@@ -652,14 +652,14 @@ def test_no_two_lapack_kernels_of_a_vmapped_solver_can_run_at_once():
     Xs, ys = jnp.asarray(rng.standard_normal((60, 12)), jnp.float32), jnp.arange(12) % 2
     A = jnp.asarray(rng.standard_normal((4, 80, 6)), jnp.float32)
     programs = {
-        "scaledgd": (jax.vmap(lambda a: rpca.scaledgd(Y, 2, a, iters=3).X), (jnp.full(4, 0.1),)),
+        "scaledgd": (jax.vmap(lambda a: rpca.scaledgd(Y, 2, a, max_iter=3).X), (jnp.full(4, 0.1),)),
         "lrpca": (jax.vmap(lambda s: rpca.lrpca(Y, 2, s * zeta, eta).X), (jnp.ones(4),)),
-        "sdl.fit": (jax.vmap(lambda lam: sdl.fit(Xs, ys, 2, lam=lam, iters=3).theta), (jnp.full(4, 1e-2),)),
+        "sdl.fit": (jax.vmap(lambda lam: sdl.fit(Xs, ys, 2, lam=lam, max_iter=3).theta), (jnp.full(4, 1e-2),)),
         "truncated_svd": (jax.vmap(lambda a: linalg.truncated_svd(a, 2)), (A,)),
         "randomized_svd": (jax.vmap(lambda a: linalg.randomized_svd(a, 2, 0)), (A,)),
         "leverage_scores": (jax.vmap(sketch.leverage_scores), (A,)),
-        "sdl bcd H": (jax.vmap(lambda lam: sdl.fit(Xs, ys, 2, lam=lam, iters=3, solver="bcd").theta), (jnp.full(4, 1e-2),)),
-        "sdl bcd W": (jax.vmap(lambda lam: sdl.fit(Xs, ys, 2, model="W", lam=lam, iters=3, solver="bcd").theta),
+        "sdl bcd H": (jax.vmap(lambda lam: sdl.fit(Xs, ys, 2, lam=lam, max_iter=3, solver="bcd").theta), (jnp.full(4, 1e-2),)),
+        "sdl bcd W": (jax.vmap(lambda lam: sdl.fit(Xs, ys, 2, model="W", lam=lam, max_iter=3, solver="bcd").theta),
                       (jnp.full(4, 1e-2),)),
         "newton_direction": (jax.vmap(transforms.newton_direction), (A[:, :6] @ jnp.swapaxes(A[:, :6], 1, 2), A[:, 0])),
         "newton_direction reverse": (jax.vmap(jax.grad(lambda H, g: transforms.newton_direction(H, g).sum(), (0, 1))),
@@ -669,7 +669,7 @@ def test_no_two_lapack_kernels_of_a_vmapped_solver_can_run_at_once():
     }
     for method in ("exact", "diagonal"):
         programs["newton " + method] = (jax.vmap(lambda w: rg.newton_solve(A[0] / 10, jnp.full(80, 1 / 80), w, jnp.zeros(6),
-                                                                           "exp", method, iters=2).x), (jnp.linspace(4., 8., 4),))
+                                                                           "exp", method, max_iter=2).x), (jnp.linspace(4., 8., 4),))
     for name, (fn, args) in programs.items():
         hlo = jax.jit(fn).lower(*args).compile().as_text()
         assert re.search(r"= \(?f32\[\d+,\d+,\d+\][^\n]*lapack_", hlo), name   # it has batched kernels to see

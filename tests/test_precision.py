@@ -56,7 +56,7 @@ def _rpca_cases(p):
         "lrpca (FRMNN, tol)": lambda: rpca.lrpca(p.Y, 2, zeta, jnp.full(4, 0.5), beta=1.0, phi=0.7, tol=1e-5,
                                                  max_iter=8).X,
         "oracle_thresholds": lambda: rpca.oracle_thresholds(p.Y, 2, p.X, 3),
-        "scaledgd": lambda: rpca.scaledgd(p.Y, 2, 0.1, iters=5).X,
+        "scaledgd": lambda: rpca.scaledgd(p.Y, 2, 0.1, max_iter=5).X,
         "altproj": lambda: rpca.altproj(p.Y, 2, max_iter=3).X,
         "lrpca_sharded": lambda: rpca.lrpca_sharded(p.Y, 2, zeta, jnp.full(4, 0.5)).X,
     }
@@ -74,22 +74,22 @@ def _other_cases():
     yp = (Xp[:, :3].sum(1) > Xp[:, 3:].sum(1)).astype(np.int32)
     net = pathnorm.train(jax.random.key(0), Xp, yp, reg="path", method="prox", lr=0.1, lam=1e-3, epochs=1,
                          batch=10, hidden=4, outputs=2).model
-    m = sdl.fit(Xs, ys, 2, iters=5)
+    m = sdl.fit(Xs, ys, 2, max_iter=5)
     return {
-        "newton_solve (exact)": lambda: rg.newton_solve(A, b, 4.0, jnp.zeros(4), "exp", "exact", iters=2).x,
-        "newton_solve (sketch)": lambda: rg.newton_solve(A, b, 4.0, jnp.zeros(4), "exp", "sketch", iters=2,
+        "newton_solve (exact)": lambda: rg.newton_solve(A, b, 4.0, jnp.zeros(4), "exp", "exact", max_iter=2).x,
+        "newton_solve (sketch)": lambda: rg.newton_solve(A, b, 4.0, jnp.zeros(4), "exp", "sketch", max_iter=2,
                                                          sketch_size=40, key=jax.random.key(2)).x,
-        "sdl.fit": lambda: sdl.fit(Xs, ys, 2, iters=5).theta,
+        "sdl.fit": lambda: sdl.fit(Xs, ys, 2, max_iter=5).theta,
         "sdl.mf_lr (run)": lambda: sdl.mf_lr(Xs, ys, 2).U,        # reads its factors in NumPy: cannot trace
         "sketch.approx_leverage_scores": lambda: sketch.approx_leverage_scores(jax.random.key(0), A),
         "sketch.leverage_scores": lambda: sketch.leverage_scores(A),
         "sketch.sampled_gram": lambda: sketch.sampled_gram(jax.random.key(0), A, jnp.ones(60), 30),
-        "sdl.fit (BCD)": lambda: sdl.fit(Xs, ys, 2, iters=3, solver="bcd").theta,
+        "sdl.fit (BCD)": lambda: sdl.fit(Xs, ys, 2, max_iter=3, solver="bcd").theta,
         "sdl.predict_proba (supervised)": lambda: sdl.predict_proba(m, Xs, coding="supervised"),
         "covariance.decompose": lambda: cv.decompose(Sigma, 2, hidden=(8,), max_iter=3, rel_tol=None,
                                                      key=jax.random.key(0)).M,
         "covariance.ialm": lambda: cv.ialm(Sigma, max_iter=3).L,
-        "covariance.rpca_gd": lambda: cv.rpca_gd(Sigma, 2, iters=3).L,
+        "covariance.rpca_gd": lambda: cv.rpca_gd(Sigma, 2, max_iter=3).L,
         "pathnorm.train": lambda: pathnorm.train(jax.random.key(0), Xp, yp, reg="path", method="prox", lr=0.1,
                                                  lam=1e-3, epochs=1, batch=10, hidden=4, outputs=2).model.out.weight,
         "pathnorm.robust_error": lambda: pathnorm.robust_error(net, Xp, yp, 0.05, key=jax.random.key(1), steps=2),

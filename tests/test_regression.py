@@ -83,8 +83,8 @@ def test_exact_and_diagonal_newton_stay_put_along_the_null_space_of_a(x64, n, d,
     x0 = jnp.asarray(0.1 * rng.standard_normal(d))
     m = jnp.sum(A * A, axis=0) * null                # the null direction in unit-column units, in x
     for method in ("exact", "diagonal"):
-        short = rg.newton_solve(A, b, 1.0, x0, "exp", method, iters=10)
-        long = rg.newton_solve(A, b, 1.0, x0, "exp", method, iters=200)
+        short = rg.newton_solve(A, b, 1.0, x0, "exp", method, max_iter=10)
+        long = rg.newton_solve(A, b, 1.0, x0, "exp", method, max_iter=200)
         for out in (short, long):
             np.testing.assert_allclose(out.x @ m, x0 @ m, atol=1e-12)
         assert float(long.grad_norm[-1]) < 1e-12
@@ -122,7 +122,7 @@ def test_paper_printed_hessian_is_wrong_for_cosh_and_sinh(x64):
 def exp_instance():
     with jax.enable_x64(True):
         A, b, w = make_problem(n=2000, d=10)
-        x_star = rg.newton_solve(A, b, w, jnp.zeros(10), "exp", "exact", iters=30).x
+        x_star = rg.newton_solve(A, b, w, jnp.zeros(10), "exp", "exact", max_iter=30).x
         x0 = x_star + 0.05 * jax.random.normal(jax.random.key(3), (10,), jnp.float64)
         yield A, b, w, x_star, x0
 
@@ -133,16 +133,16 @@ def test_exact_newton_is_quadratic_diagonal_and_sketch_linear(exp_instance, x64)
     assert float(jnp.linalg.norm(x_star)) > 0.05   # exp has a non-trivial minimiser
     # The theorem's convexity (Lemma C.4: ∇²L ≻ 0) holds at x* and at the start of this instance.
     assert float(rg.psd_certificate(x_star, A, b, w)) > 0 and float(rg.psd_certificate(x0, A, b, w)) > 0
-    exact = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "exact", iters=6, x_star=x_star).error)
+    exact = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "exact", max_iter=6, x_star=x_star).error)
     # r_{t+1} ≤ C r_t²: the exponent of the error doubles (until the float64 floor).
     assert exact[2] < 1e-10 and exact[2] <= 10 * exact[1] ** 2 and exact[1] <= 10 * exact[0] ** 2
     # … and the contraction factor itself collapses (r₂/r₁ = C r₁ ≪ r₁/r₀ = C r₀): a fast but linear
     # method has r₂/r₁ ≈ r₁/r₀ and fails this, however small its rate.
     assert exact[2] / exact[1] <= 1e-3 * (exact[1] / exact[0])
-    diag = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "diagonal", iters=12, x_star=x_star).error)
-    sk = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=25, x_star=x_star, key=jax.random.key(1)).error)
+    diag = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "diagonal", max_iter=12, x_star=x_star).error)
+    sk = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "sketch", max_iter=25, x_star=x_star, key=jax.random.key(1)).error)
     # Scores computed once (at x0) and reused: sampling stays unbiased, the contraction barely changes.
-    stale = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=25, x_star=x_star, key=jax.random.key(1),
+    stale = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "sketch", max_iter=25, x_star=x_star, key=jax.random.key(1),
                                        rescore=100).error)
     for err in (diag, sk, stale):
         ratios = err[1:6] / err[:5]
@@ -153,18 +153,18 @@ def test_exact_newton_is_quadratic_diagonal_and_sketch_linear(exp_instance, x64)
 
 def test_pcg_refinement_reaches_the_diagonal_direction(exp_instance, x64):
     A, b, w, x_star, x0 = exp_instance
-    diag = rg.newton_solve(A, b, w, x0, "exp", "diagonal", iters=1).x
+    diag = rg.newton_solve(A, b, w, x0, "exp", "diagonal", max_iter=1).x
     for m in (40, 400):                  # a poor and a fair preconditioner: CG fixes both in d steps
-        one = rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=1, refine=10, sketch_size=m).x
+        one = rg.newton_solve(A, b, w, x0, "exp", "sketch", max_iter=1, refine=10, sketch_size=m).x
         np.testing.assert_allclose(one, diag, rtol=1e-9, atol=1e-12)
     # k = 1 is Algorithm 1's direction H̃⁻¹g rescaled to minimise the quadratic model along it.
-    alg1 = rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=1, key=jax.random.key(2)).x
-    k1 = rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=1, refine=1, key=jax.random.key(2)).x
+    alg1 = rg.newton_solve(A, b, w, x0, "exp", "sketch", max_iter=1, key=jax.random.key(2)).x
+    k1 = rg.newton_solve(A, b, w, x0, "exp", "sketch", max_iter=1, refine=1, key=jax.random.key(2)).x
     cos = jnp.dot(alg1 - x0, k1 - x0) / (jnp.linalg.norm(alg1 - x0) * jnp.linalg.norm(k1 - x0))
     np.testing.assert_allclose(cos, 1.0, rtol=1e-12)
     # Two steps from one draw per solve, sampled by τ(A)·D: the diagonal method's rate to 1e-10.
     tau = sketch.leverage_scores(A)
-    err = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=8, x_star=x_star, scores=tau, refine=2,
+    err = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "sketch", max_iter=8, x_star=x_star, scores=tau, refine=2,
                                      resample=100, rescore=100).error)
     assert err[5] <= 1e-10 and np.all(err[1:4] / err[:3] < 0.05)
 
@@ -174,9 +174,9 @@ def test_carried_Ax_does_not_drift(exp_instance, x64):
     step t must be the loss of the iterate it returns after t steps."""
     A, b, w, _, x0 = exp_instance
     for kw in (dict(method="exact"), dict(method="sketch", refine=3), dict(method="sketch", line_search=True)):
-        run = rg.newton_solve(A, b, w, 3 * x0, "exp", iters=7, **kw)
+        run = rg.newton_solve(A, b, w, 3 * x0, "exp", max_iter=7, **kw)
         for t in (2, 6):
-            xt = rg.newton_solve(A, b, w, 3 * x0, "exp", iters=t, **kw).x
+            xt = rg.newton_solve(A, b, w, 3 * x0, "exp", max_iter=t, **kw).x
             np.testing.assert_allclose(run.loss[t], rg.loss(xt, A, b, w), rtol=1e-12)
             np.testing.assert_allclose(run.grad_norm[t], jnp.linalg.norm(rg.gradient(xt, A, b, w)), rtol=1e-6,
                                        atol=1e-13)
@@ -254,7 +254,7 @@ def _check_lemma_6_5(A, b, w, x_star, x0, m):
     """Ten sketched runs of 4 steps from x0 with m sampled rows: the measured ε₀ of the first three
     sketched Hessians is ≤ 0.05 in at least 90 % of them, and every step contracts by ≤ 0.4 and by at
     most 2.5 ε₀."""
-    run = jax.jit(lambda key: rg.newton_solve(A, b, w, x0, "exp", "sketch", iters=4, x_star=x_star, measure_eps=True,
+    run = jax.jit(lambda key: rg.newton_solve(A, b, w, x0, "exp", "sketch", max_iter=4, x_star=x_star, measure_eps=True,
                                               sketch_size=m, key=key))
     eps, ratios = [], []
     for k in range(10):
@@ -284,7 +284,7 @@ def test_lemma_6_5_contraction_when_the_sample_is_a_tenth_of_the_rows(x64):
     w = 3 left one row with D = B_diag + W² < 0, which the sketched method refuses, Lemma 6.4.)"""
     n, d = 200_000, 4
     A, b, w = make_problem(n=n, d=d, w=4.0)
-    x_star = rg.newton_solve(A, b, w, jnp.zeros(d), "exp", "exact", iters=30).x
+    x_star = rg.newton_solve(A, b, w, jnp.zeros(d), "exp", "exact", max_iter=30).x
     x0 = x_star + 0.05 * jax.random.normal(jax.random.key(3), (d,), jnp.float64)
     m = sketch.sketch_size(d, 0.05, 0.1)
     assert m < n / 10
@@ -293,7 +293,7 @@ def test_lemma_6_5_contraction_when_the_sample_is_a_tenth_of_the_rows(x64):
 
 def test_measured_eps0_is_recorded(exp_instance, x64):
     A, b, w, x_star, x0 = exp_instance
-    res = rg.newton_solve(A, b, w, x0, "exp", "diagonal", iters=3, measure_eps=True)
+    res = rg.newton_solve(A, b, w, x0, "exp", "diagonal", max_iter=3, measure_eps=True)
     x = x0
     H_exact = rg.hessian(x, A, b, w)
     H_diag = A.T @ (rg.diagonal_curvature(x, A, b, w)[:, None] * A)
@@ -303,7 +303,7 @@ def test_measured_eps0_is_recorded(exp_instance, x64):
 def test_sinh_minimiser_is_zero_and_cosh_is_even(x64):
     A, b, w = make_problem(n=300, d=5, w=1.0)
     x0 = 0.3 * jax.random.normal(jax.random.key(4), (5,), jnp.float64)
-    sol = rg.newton_solve(A, b, w, x0, "sinh", "exact", iters=40, tol=1e-12, line_search=True)
+    sol = rg.newton_solve(A, b, w, x0, "sinh", "exact", max_iter=40, tol=1e-12, line_search=True)
     assert float(jnp.linalg.norm(sol.x)) < 1e-10
     assert float(rg.loss(jnp.zeros(5), A, b, w, "sinh")) == 0.0
     for seed in range(3):
@@ -463,7 +463,7 @@ def test_vmap_over_b_and_w_equals_separate_solves(x64):
     A, b, w = make_problem(n=300, d=5)
     bs = jnp.stack([b, jnp.roll(b, 7), jnp.flip(b)])
     ws = jnp.stack([w, 2 * w, 4 * w])
-    solve = lambda b, w: rg.newton_solve(A, b, w, jnp.zeros(5), "exp", "exact", iters=8).x  # noqa: E731
+    solve = lambda b, w: rg.newton_solve(A, b, w, jnp.zeros(5), "exp", "exact", max_iter=8).x  # noqa: E731
     batched = jax.vmap(solve)(bs, ws)
     for i in range(3):
         np.testing.assert_allclose(batched[i], solve(bs[i], ws[i]), rtol=1e-10, atol=1e-14)
@@ -475,7 +475,7 @@ def test_vmap_over_design_matrices_equals_separate_solves(x64):
     As, bs = jnp.stack([p[0] for p in problems]), jnp.stack([p[1] for p in problems])
     w = problems[0][2]
     for method in ("exact", "sketch"):
-        solve = lambda A, b: rg.newton_solve(A, b, w, jnp.zeros(5), "exp", method, iters=6,  # noqa: E731
+        solve = lambda A, b: rg.newton_solve(A, b, w, jnp.zeros(5), "exp", method, max_iter=6,  # noqa: E731
                                              key=jax.random.key(4)).x
         batched = jax.vmap(solve)(As, bs)
         for i in range(3):
@@ -502,11 +502,11 @@ def test_newton_transformation_on_a_generic_loss(x64):
 
 def test_line_search_converges_from_far_away(x64):
     A, b, w = make_problem(n=500, d=6, w=1.0)
-    ref = rg.newton_solve(A, b, w, jnp.zeros(6), "exp", "exact", iters=40, tol=1e-11, line_search=True)
+    ref = rg.newton_solve(A, b, w, jnp.zeros(6), "exp", "exact", max_iter=40, tol=1e-11, line_search=True)
     starts = [3.0 * jnp.ones(6)] + [s * jax.random.normal(jax.random.key(k), (6,), jnp.float64)
                                     for k in range(4) for s in (1.0, 3.0)]
     for x0 in starts:
-        far = rg.newton_solve(A, b, w, x0, "exp", "exact", iters=60, tol=1e-11, line_search=True)
+        far = rg.newton_solve(A, b, w, x0, "exp", "exact", max_iter=60, tol=1e-11, line_search=True)
         n_iter = int(far.n_iter)
         # Quadratic convergence to the tolerance: the search must not stall once the decrease of a
         # step falls below the rounding of L (it did, at ‖∇L‖ ≈ 1e-7 – 1e-10, before the slack).
@@ -522,7 +522,7 @@ def test_line_search_rejects_a_trial_whose_loss_is_nan(x64):
     rng = np.random.default_rng(1)
     A, b = jnp.asarray(rng.normal(size=(12, 4))), jnp.asarray(rng.uniform(0, 1, size=12))
     x0 = jnp.array([-3.2095667790469884, -1.5866569539917512, -1.210999156189313, -1.6952981726975476])
-    sol = rg.newton_solve(A, b, 0.01, x0, "sinh", "exact", iters=60, tol=1e-9, line_search=True)
+    sol = rg.newton_solve(A, b, 0.01, x0, "sinh", "exact", max_iter=60, tol=1e-9, line_search=True)
     n = int(sol.n_iter)
     losses = np.asarray(sol.loss[:n])
     assert np.all(np.isfinite(losses)) and np.all(np.isfinite(sol.x))
@@ -564,7 +564,7 @@ def test_damping_is_lambda_identity_in_the_newton_system(x64):
     assert float(jnp.min(D)) > 0                                 # the sketch needs D > 0
     H_exact, H_diag = np.asarray(rg.hessian(x0, A, b, w)), np.asarray(A.T @ (D[:, None] * A))
     for method, H, kw in (("exact", H_exact, {}), ("diagonal", H_diag, {}), ("sketch", H_diag, dict(refine=7))):
-        x1 = rg.newton_solve(A, b, w, x0, "exp", method, iters=1, damping=lam, **kw).x
+        x1 = rg.newton_solve(A, b, w, x0, "exp", method, max_iter=1, damping=lam, **kw).x
         np.testing.assert_allclose(x1, x0 - np.linalg.solve(H + lam * np.eye(5), g), rtol=1e-9, atol=1e-12)
 
 
@@ -588,11 +588,11 @@ def test_newton_solve_steps_are_transforms_newton_updates(x64):
             opt = transforms.newton(hess, damping=lam)
             upd, state = opt.update(grad(x0), opt.init(x0), x0)
             want = optax.apply_updates(x0, upd)
-            x1 = rg.newton_solve(A, b, w, x0, "exp", method, iters=1, damping=lam, **kw).x
+            x1 = rg.newton_solve(A, b, w, x0, "exp", method, max_iter=1, damping=lam, **kw).x
             np.testing.assert_allclose(x1, want, rtol=1e-12, atol=1e-12)
             if method == "sketch":       # the kept draw: the same H̃ at the new gradient
                 upd, _ = opt.update(grad(want), state, want)
-                x2 = rg.newton_solve(A, b, w, x0, "exp", method, iters=2, damping=lam, resample=2, rescore=2, **kw).x
+                x2 = rg.newton_solve(A, b, w, x0, "exp", method, max_iter=2, damping=lam, resample=2, rescore=2, **kw).x
                 np.testing.assert_allclose(x2, optax.apply_updates(want, upd), rtol=1e-12, atol=1e-12)
                 assert float(jnp.linalg.norm(x2 - x1)) > 1e-3            # a real second step
 
@@ -604,20 +604,20 @@ def test_damping_and_line_search_rescue_an_indefinite_start(x64):
     A, b, w, x0 = _indefinite_start()
     assert float(rg.psd_certificate(x0, A, b, w)) < 0
     try:
-        plain = rg.newton_solve(A, b, w, x0, "exp", "exact", iters=60, tol=1e-10, x_star=x0).x
+        plain = rg.newton_solve(A, b, w, x0, "exp", "exact", max_iter=60, tol=1e-10, x_star=x0).x
         reached = (float(jnp.linalg.norm(rg.gradient(plain, A, b, w))) <= 1e-8
                    and float(rg.psd_certificate(plain, A, b, w)) > 0)
     except Exception:            # a non-finite iterate raises
         reached = False
     assert not reached
-    ls = rg.newton_solve(A, b, w, x0, "exp", "exact", iters=60, tol=1e-12, line_search=True, x_star=x0)
+    ls = rg.newton_solve(A, b, w, x0, "exp", "exact", max_iter=60, tol=1e-12, line_search=True, x_star=x0)
     x_star = ls.x
     assert float(ls.grad_norm[int(ls.n_iter) - 1]) <= 1e-12 and int(ls.n_iter) <= 15
     assert np.nanmin(np.asarray(ls.step)) < 0                    # an uphill direction was reversed
     l_min = float(rg.psd_certificate(x_star, A, b, w))
     assert l_min > 0                                             # a minimiser, not a saddle
     lam = 1.0
-    damped = rg.newton_solve(A, b, w, x0, "exp", "exact", iters=60, tol=1e-10, damping=lam, x_star=x_star)
+    damped = rg.newton_solve(A, b, w, x0, "exp", "exact", max_iter=60, tol=1e-10, damping=lam, x_star=x_star)
     assert float(damped.grad_norm[int(damped.n_iter) - 1]) <= 1e-10
     np.testing.assert_allclose(damped.x, x_star, atol=1e-9)
     err = np.asarray(damped.error)[: int(damped.n_iter)]
@@ -676,7 +676,7 @@ def test_approximate_scores_ignore_a_zero_column(x64):
     approx = sketch.approx_leverage_scores(jax.random.key(0), Az, jl_cols=400)
     ratio = np.asarray(approx / exact)
     assert np.all(np.isfinite(ratio)) and 0.5 < ratio.min() and ratio.max() < 2.0
-    out = rg.newton_solve(Az, b, w, jnp.zeros(6), method="sketch", damping=1e-2, iters=20)
+    out = rg.newton_solve(Az, b, w, jnp.zeros(6), method="sketch", damping=1e-2, max_iter=20)
     assert float(out.x[2]) == 0.0 and np.all(np.isfinite(np.asarray(out.x)))
 
 
@@ -754,7 +754,7 @@ def test_grad_through_a_tol_stopped_newton_solve(x64):
     """differentiable=True: a tol-stopped solve is a scan that skips converged steps, so reverse-mode
     grad of its result in w matches central differences (the while_loop default has no reverse mode)."""
     A, b, _ = make_problem(n=200, d=5)
-    f = lambda w, d: rg.newton_solve(A, b, w, jnp.zeros(5), iters=20, tol=1e-10, differentiable=d).x.sum()
+    f = lambda w, d: rg.newton_solve(A, b, w, jnp.zeros(5), max_iter=20, tol=1e-10, differentiable=d).x.sum()
     g = jax.grad(lambda w: f(w, True))(1.0)
     fd = (f(1.0 + 1e-5, False) - f(1.0 - 1e-5, False)) / 2e-5
     np.testing.assert_allclose(g, fd, rtol=1e-6)
@@ -765,7 +765,7 @@ def test_scipy_sparse_design_equals_its_bcoo_and_int_key_is_a_seed(x64):
     import scipy.sparse
     A, b, w = make_problem(n=300, d=5, density=0.4)
     A_sp = scipy.sparse.csr_matrix(np.asarray(A))
-    kw = dict(method="sketch", iters=4, sketch_size=60)
+    kw = dict(method="sketch", max_iter=4, sketch_size=60)
     ref = rg.newton_solve(sparse.BCOO.fromdense(A), b, w, jnp.zeros(5), key=jax.random.key(4), **kw)
     out = rg.newton_solve(A_sp, b, w, jnp.zeros(5), key=4, **kw)
     np.testing.assert_allclose(out.x, ref.x, rtol=1e-12, atol=1e-14)
@@ -798,7 +798,7 @@ def test_the_design_layer_refuses_what_it_would_misread():
     assert design.as_design(design.RowSparse(R.cols, R.vals.astype(jnp.float16), 3)).vals.dtype == jnp.float32
     assert jnp.issubdtype(design.as_design(design.RowSparse(R.cols, R.vals.astype(jnp.int32), 3)).vals.dtype,
                           jnp.floating)
-    out = rg.newton_solve(half, jnp.full(6, 0.5), 1.0, jnp.zeros(3), "exp", "exact", iters=3)
+    out = rg.newton_solve(half, jnp.full(6, 0.5), 1.0, jnp.zeros(3), "exp", "exact", max_iter=3)
     assert out.x.dtype == jnp.float32 and np.all(np.isfinite(np.asarray(out.x)))
 
 
@@ -860,7 +860,7 @@ def test_given_scores_closed_over_inside_jit(x64):
     A, b, w = make_problem(n=200, d=6)
     tau = sketch.leverage_scores(A)
     x0 = jnp.full(6, 0.01)
-    run = lambda x: rg.newton_solve(A, b, w, x, "exp", "sketch", iters=2, scores=tau).x  # noqa: E731
+    run = lambda x: rg.newton_solve(A, b, w, x, "exp", "sketch", max_iter=2, scores=tau).x  # noqa: E731
     np.testing.assert_allclose(jax.jit(run)(x0), run(x0), rtol=1e-12)
 
 
@@ -870,7 +870,7 @@ def test_a_start_that_overflows_is_named(x64):
     A, b, w = make_problem(n=100, d=6)
     x0 = jnp.full(6, 1e3)
     with pytest.raises(FloatingPointError, match="the loss overflows.*beyond the safe"):
-        rg.newton_solve(A, b, w, x0, "exp", "exact", iters=3)
+        rg.newton_solve(A, b, w, x0, "exp", "exact", max_iter=3)
 
 
 def test_sample_size_arguments_are_checked():
@@ -938,7 +938,7 @@ def test_sketched_newton_with_refinement_stays_at_a_zero_gradient(kind, x64):
     indefinite H̃; exact, diagonal and refine = 0 stayed at 0, as refine ≥ 1 now does."""
     A, b, w = make_problem(n=200, d=5)
     for refine in (0, 1, 2):
-        out = rg.newton_solve(A, b, w, jnp.zeros(5), kind, "sketch", iters=3, refine=refine)
+        out = rg.newton_solve(A, b, w, jnp.zeros(5), kind, "sketch", max_iter=3, refine=refine)
         np.testing.assert_array_equal(out.x, np.zeros(5))
 
 
@@ -973,7 +973,7 @@ def test_line_search_halves_a_full_step_that_rises_by_less_than_the_armijo_margi
 
     def rise(x0):                  # (h, ⟨∇L, Δ⟩) of the full step from the scalar start x0
         x0 = jnp.array([x0])
-        x1 = rg.newton_solve(A, b, w, x0, kind, "exact", iters=1).x
+        x1 = rg.newton_solve(A, b, w, x0, kind, "exact", max_iter=1).x
         g = rg.gradient(x0, A, b, w, kind)
         return float(loss(x1) - loss(x0)), float(g @ (x0 - x1))
 
@@ -992,7 +992,7 @@ def test_line_search_halves_a_full_step_that_rises_by_less_than_the_armijo_margi
         fall, up = (mid, up) if h < 0 else (fall, mid)
     h, slope = rise(mid)
     assert slope > 0 and 1e3 * np.finfo(float).eps * float(loss(jnp.array([mid]))) < h < 1e-4 * slope
-    ls = rg.newton_solve(A, b, w, jnp.array([mid]), kind, "exact", iters=1, line_search=True)
+    ls = rg.newton_solve(A, b, w, jnp.array([mid]), kind, "exact", max_iter=1, line_search=True)
     t = float(ls.step[0])
     assert 0 < t < 1                                                       # the full step was refused
     f0, f1 = float(loss(jnp.array([mid]))), float(loss(ls.x))
@@ -1006,7 +1006,7 @@ def test_rescored_sketch_draws_its_first_sample_by_leverage_scores(x64):
     rescore = 1 does and rescore = r skips."""
     A, b, w = make_problem(n=400, d=6, w=3.0)
     x0 = 0.1 * jax.random.normal(jax.random.key(5), (6,), jnp.float64)
-    kw = dict(iters=2, key=jax.random.key(3), sketch_size=40)
+    kw = dict(max_iter=2, key=jax.random.key(3), sketch_size=40)
     every = rg.newton_solve(A, b, w, x0, "exp", "sketch", rescore=1, **kw)
     for r in (2, 3):
         kept = rg.newton_solve(A, b, w, x0, "exp", "sketch", rescore=r, resample=1, **kw)
@@ -1056,7 +1056,7 @@ def test_sketch_rows_is_the_number_of_draws_the_first_step_uses(x64):
     D = rg.diagonal_curvature(x0, A, b, 4.0)
     g = rg.gradient(x0, A, b, 4.0)
     for rows in (40, 200):
-        got = rg.newton_solve(A, b, 4.0, x0, "exp", "sketch", iters=1, sketch_size=200, sketch_rows=rows, key=key,
+        got = rg.newton_solve(A, b, 4.0, x0, "exp", "sketch", max_iter=1, sketch_size=200, sketch_rows=rows, key=key,
                               leverage="exact").x
         H = sketch.sampled_gram(jax.random.fold_in(key, 0), A, D, 200, scores=sketch.leverage_scores(A, D),
                                 active=rows)
@@ -1150,13 +1150,13 @@ def test_exact_and_diagonal_newton_do_not_depend_on_the_units_of_a_column():
     A = (rng.standard_normal((n, d)) / np.sqrt(n)).astype(np.float32)
     b = jnp.asarray(rng.dirichlet(np.ones(n)), jnp.float32)
     for method in ("exact", "diagonal"):
-        ref = rg.newton_solve(A, b, 3.0, jnp.zeros(d), "exp", method, iters=30, tol=1e-5)
+        ref = rg.newton_solve(A, b, 3.0, jnp.zeros(d), "exp", method, max_iter=30, tol=1e-5)
         scale = np.array([1, 3e-3, 1, 1, 1], np.float32)
-        out = rg.newton_solve(A * scale, b, 3.0, jnp.zeros(d), "exp", method, iters=30, tol=1e-5)
+        out = rg.newton_solve(A * scale, b, 3.0, jnp.zeros(d), "exp", method, max_iter=30, tol=1e-5)
         np.testing.assert_allclose(out.x * scale, ref.x, rtol=1e-3, atol=1e-5)
         assert int(out.n_iter) < 30
         noise = rg.newton_solve(A * np.array([1, 1e-9, 1, 1, 1], np.float32), b, 3.0, jnp.zeros(d), "exp", method,
-                                iters=30, tol=1e-5)
+                                max_iter=30, tol=1e-5)
         # counted as data, its x_j would be O(1/1e-9) (the step in unit-column units, divided by 1e-9)
         assert bool(jnp.all(jnp.isfinite(noise.x))) and abs(float(noise.x[1])) < 1e-3
 

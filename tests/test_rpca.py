@@ -76,7 +76,7 @@ def test_rms_oracle_recovers_where_the_theorem_oracle_stalls():
 
 def test_scaledgd_and_altproj_recover_the_same_instance(problem64, x64):
     p = problem64
-    sgd = rpca.scaledgd(p.Y, 5, 0.1, iters=150, X_star=p.X)
+    sgd = rpca.scaledgd(p.Y, 5, 0.1, max_iter=150, X_star=p.X)
     assert float(sgd.error[-1]) <= 1e-6
     alt = rpca.altproj(p.Y, 5, X_star=p.X, tol=1e-9)
     assert int(alt.n_iter) < 500
@@ -169,8 +169,8 @@ def test_vmap_over_instances_equals_separate_calls():
         single = rpca.lrpca(probs.Y[i], 2, zeta, eta)
         np.testing.assert_allclose(batched.X[i], single.X, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(batched.S[i], single.S, rtol=1e-5, atol=1e-6)
-    sg = jax.vmap(lambda Y: rpca.scaledgd(Y, 2, 0.1, iters=20))(probs.Y[:2])
-    np.testing.assert_allclose(sg.X[1], rpca.scaledgd(probs.Y[1], 2, 0.1, iters=20).X, rtol=1e-5, atol=1e-6)
+    sg = jax.vmap(lambda Y: rpca.scaledgd(Y, 2, 0.1, max_iter=20))(probs.Y[:2])
+    np.testing.assert_allclose(sg.X[1], rpca.scaledgd(probs.Y[1], 2, 0.1, max_iter=20).X, rtol=1e-5, atol=1e-6)
     alt = jax.vmap(lambda Y: rpca.altproj(Y, 2, max_iter=40))(probs.Y[:2])
     np.testing.assert_allclose(alt.X[0], rpca.altproj(probs.Y[0], 2, max_iter=40).X, rtol=1e-4, atol=1e-6)
 
@@ -184,7 +184,7 @@ def test_vmap_over_hyperparameters():
         np.testing.assert_allclose(err, rpca.lrpca(p.Y, 2, zeta, e, X_star=p.X).error[-1], rtol=1e-4)
     # ScaledGD over (α, η): test_sweep.py::test_sweep_scaledgd_alpha_eta.
     # ScaledGD's default step is the paper's η = 0.5 (a traced hyperparameter: one program for all three).
-    default, half, other = (rpca.scaledgd(p.Y, 2, 0.1, iters=30, X_star=p.X, **kw).X
+    default, half, other = (rpca.scaledgd(p.Y, 2, 0.1, max_iter=30, X_star=p.X, **kw).X
                             for kw in ({}, {"eta": 0.5}, {"eta": 0.6}))
     np.testing.assert_array_equal(default, half)
     assert float(jnp.max(jnp.abs(default - other))) > 0
@@ -223,12 +223,12 @@ def test_scaledgd_gradient_in_eta_with_fixed_iterations_and_no_forward_mode(x64)
     # derivative in η (and compiles faster than the exact SVD's).
     # One compiled program gives the values for the central difference and the gradient.
     value_and_grad = jax.jit(jax.value_and_grad(
-        lambda e: jnp.sum((rpca.scaledgd(p.Y, 2, 0.1, eta=e, iters=4).X - p.X) ** 2)))
+        lambda e: jnp.sum((rpca.scaledgd(p.Y, 2, 0.1, eta=e, max_iter=4).X - p.X) ** 2)))
     g = value_and_grad(0.5)[1]
     fd = (value_and_grad(0.5 + 1e-6)[0] - value_and_grad(0.5 - 1e-6)[0]) / 2e-6
     assert abs(float(g)) > 0
     np.testing.assert_allclose(g, fd, rtol=1e-5)
-    for kw in ({"iters": 4}, {"iters": 50, "tol": 1e-3}):
+    for kw in ({"max_iter": 4}, {"max_iter": 50, "tol": 1e-3}):
         with pytest.raises(TypeError, match="forward-mode"):
             jax.jvp(lambda e: rpca.scaledgd(p.Y, 2, 0.1, eta=e, **kw).X.sum(), (0.5,), (1.0,))
 
@@ -293,11 +293,11 @@ def test_lrpca_rejects_bad_input_before_computing(change, name):
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda Y: rpca.scaledgd(Y, 2, -0.1, iters=5), "alpha"),
-    (lambda Y: rpca.scaledgd(Y, 2, 1.5, iters=5), "alpha"),
-    (lambda Y: rpca.scaledgd(Y, 2, 0.1, eta=-1.0, iters=5), "eta"),
-    (lambda Y: rpca.scaledgd(Y, 2, 0.1), "iters"),
-    (lambda Y: rpca.scaledgd(Y[0], 2, 0.1, iters=5), "Y"),
+    (lambda Y: rpca.scaledgd(Y, 2, -0.1, max_iter=5), "alpha"),
+    (lambda Y: rpca.scaledgd(Y, 2, 1.5, max_iter=5), "alpha"),
+    (lambda Y: rpca.scaledgd(Y, 2, 0.1, eta=-1.0, max_iter=5), "eta"),
+    (lambda Y: rpca.scaledgd(Y, 2, 0.1), "max_iter"),
+    (lambda Y: rpca.scaledgd(Y[0], 2, 0.1, max_iter=5), "Y"),
     (lambda Y: rpca.altproj(Y, 0), "rank"),
     (lambda Y: rpca.altproj(Y, 2, beta=0.0), "beta"),
     (lambda Y: rpca.altproj(Y.at[0, 0].set(jnp.inf), 2), "Y"),
@@ -305,10 +305,10 @@ def test_lrpca_rejects_bad_input_before_computing(change, name):
     (lambda Y: rpca.oracle_thresholds(Y, 2, None, 5), "X_star"),
     (lambda Y: rpca.oracle_thresholds(Y, 2, Y, 5, rule="median"), "rule"),
     (lambda Y: rpca.oracle_thresholds(Y, 2, Y, 5, scale=0.0), "scale"),
-    (lambda Y: rpca.scaledgd(Y, 2, 0.6, iters=5), r"alpha_iter \(default 2·alpha"),
+    (lambda Y: rpca.scaledgd(Y, 2, 0.6, max_iter=5), r"alpha_iter \(default 2·alpha"),
     (lambda Y: rpca.altproj(Y, 2, oversample=-4), "oversample"),
     (lambda Y: rpca.lrpca(Y, 2, jnp.ones(3), jnp.ones(2), oversample=-3), "oversample"),
-    (lambda Y: rpca.scaledgd(Y, 2, 0.1, iters=5, n_iter=-1), "n_iter"),
+    (lambda Y: rpca.scaledgd(Y, 2, 0.1, max_iter=5, n_iter=-1), "n_iter"),
     (lambda Y: rpca.lrpca_sharded(Y, 2, jnp.ones(3), jnp.ones(2), beta=1.0, phi=0.8), "needs tol or max_iter"),
 ])
 def test_baselines_reject_bad_input(call, name):
@@ -321,10 +321,10 @@ def test_a_traced_scaledgd_fraction_above_one_comes_back_nan():
     with α_iter > 1 kept every entry: S = Y − X, X never moved from its initialisation, and the run
     returned a finite, frozen error curve. Now such a point is NaN, and its neighbours are unchanged."""
     p = datasets.rpca_problem(jax.random.key(3), 60, 60, 2, 0.1)
-    err = jax.vmap(lambda a: rpca.scaledgd(p.Y, 2, a, iters=5, X_star=p.X).error)(jnp.array([0.1, 0.6]))
-    np.testing.assert_allclose(err[0], rpca.scaledgd(p.Y, 2, 0.1, iters=5, X_star=p.X).error, rtol=1e-5)
+    err = jax.vmap(lambda a: rpca.scaledgd(p.Y, 2, a, max_iter=5, X_star=p.X).error)(jnp.array([0.1, 0.6]))
+    np.testing.assert_allclose(err[0], rpca.scaledgd(p.Y, 2, 0.1, max_iter=5, X_star=p.X).error, rtol=1e-5)
     assert bool(jnp.all(jnp.isnan(err[1])))
-    jitted = jax.jit(lambda ai: rpca.scaledgd(p.Y, 2, 0.1, alpha_iter=ai, iters=5).X)
+    jitted = jax.jit(lambda ai: rpca.scaledgd(p.Y, 2, 0.1, alpha_iter=ai, max_iter=5).X)
     assert bool(jnp.all(jnp.isnan(jitted(1.5)))) and bool(jnp.all(jnp.isfinite(jitted(0.2))))
 
 
@@ -396,9 +396,9 @@ def test_relative_change_halting_rule_matches_brute_force(x64):
     np.testing.assert_allclose(np.asarray(lr.change)[1:], _brute_change(runs), rtol=1e-6)
     np.testing.assert_allclose(lr.X, rpca.lrpca(p.Y, 3, z, jnp.full(K, 0.5), tol=1e-30).X, rtol=1e-12)
 
-    sg = rpca.scaledgd(p.Y, 3, 0.1, iters=3, tol=1e-30, stop="change")
+    sg = rpca.scaledgd(p.Y, 3, 0.1, max_iter=3, tol=1e-30, stop="change")
     assert np.isinf(sg.change[0]) and int(sg.n_iter) == 3
-    runs = _runs_of(lambda tol: rpca.scaledgd(p.Y, 3, 0.1, iters=3, tol=tol), sg)
+    runs = _runs_of(lambda tol: rpca.scaledgd(p.Y, 3, 0.1, max_iter=3, tol=tol), sg)
     np.testing.assert_allclose(np.asarray(sg.change)[1:], _brute_change(runs), rtol=1e-6)
 
     ap = rpca.altproj(p.Y, 3, tol=1e-30, max_iter=3, stop="change")
@@ -462,13 +462,13 @@ def test_scaledgd_warns_when_ties_put_most_of_y_into_s():
     rng = np.random.default_rng(0)
     B = jnp.asarray(np.outer(rng.random(60) < 0.6, rng.random(50) < 0.6), jnp.float32)
     with pytest.warns(UserWarning, match="kept .* of Y's entries") as said:
-        out = rpca.scaledgd(B, 1, 0.1, iters=5)
+        out = rpca.scaledgd(B, 1, 0.1, max_iter=5)
     assert said[0].filename == __file__       # the caller's line, through the solver's wrappers
     assert not np.any(np.asarray(out.X))                       # the failure the warning explains
     p = datasets.rpca_problem(jax.random.key(0), 60, 50, 1, 0.1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        rpca.scaledgd(p.Y, 1, 0.1, iters=5)                     # continuous data: no ties, no warning
+        rpca.scaledgd(p.Y, 1, 0.1, max_iter=5)                     # continuous data: no ties, no warning
 
 
 def test_inputs_users_pass_are_taken_or_named():
@@ -486,7 +486,7 @@ def test_inputs_users_pass_are_taken_or_named():
     np.testing.assert_array_equal(half.X, rpca.lrpca(Y16.astype(jnp.float32), 2, z, e).X)
     import scipy.sparse
     with pytest.raises(TypeError, match=r"scipy.sparse matrix: pass Y.toarray\(\)"):
-        rpca.scaledgd(scipy.sparse.csr_matrix(np.asarray(p.Y)), 2, 0.1, iters=3)
+        rpca.scaledgd(scipy.sparse.csr_matrix(np.asarray(p.Y)), 2, 0.1, max_iter=3)
     assert rpca.pretrained(float(np.float32(0.3))).zeta.shape == rpca.pretrained(0.3).zeta.shape
 
 
@@ -582,8 +582,8 @@ def test_counts_given_as_0d_arrays_run_as_their_integers():
     n_iter passed the check and then reached jit as unhashable static arguments; a rank was refused.
     Each now runs as its Python integer, with the same result."""
     p = datasets.rpca_problem(jax.random.key(0), 30, 30, 2, 0.1)
-    as_arrays = rpca.scaledgd(p.Y, np.array(2), 0.1, iters=jnp.int32(3), oversample=np.array(4), n_iter=np.int64(1))
-    as_ints = rpca.scaledgd(p.Y, 2, 0.1, iters=3, oversample=4, n_iter=1)
+    as_arrays = rpca.scaledgd(p.Y, np.array(2), 0.1, max_iter=jnp.int32(3), oversample=np.array(4), n_iter=np.int64(1))
+    as_ints = rpca.scaledgd(p.Y, 2, 0.1, max_iter=3, oversample=4, n_iter=1)
     np.testing.assert_array_equal(np.asarray(as_arrays.X), np.asarray(as_ints.X))
     z = rpca.oracle_thresholds(p.Y, np.array(2), p.X, np.array(3), n_iter=jnp.int32(2))
     np.testing.assert_array_equal(np.asarray(z), np.asarray(rpca.oracle_thresholds(p.Y, 2, p.X, 3, n_iter=2)))
@@ -592,7 +592,7 @@ def test_counts_given_as_0d_arrays_run_as_their_integers():
                                   np.asarray(rpca.lrpca(p.Y, 2, z, eta, oversample=5).X))
     assert rpca.altproj(p.Y, np.int64(2), max_iter=np.array(3), oversample=np.array(3)).X.shape == (30, 30)
     with pytest.raises(ValueError, match="rank must be an integer"):
-        rpca.scaledgd(p.Y, np.array(2.0), 0.1, iters=3)
+        rpca.scaledgd(p.Y, np.array(2.0), 0.1, max_iter=3)
 
 
 def _altproj_numpy(Y, rank, beta, beta_init, iters, inner_iters):

@@ -161,18 +161,18 @@ def test_lpgd_meets_the_theorem_bound_on_the_generative_model(model, p, n, scale
     X, y, _ = generative(model, p, n, 3, sigma=0.05)
     X = X * scale
     xi, lam = 1.0, 0.5
-    long = sdl.fit(X, y, 3, model=model, xi=xi, lam=lam, iters=400, intercept=False)
+    long = sdl.fit(X, y, 3, model=model, xi=xi, lam=lam, max_iter=400, intercept=False)
     data = sm.prepare(X, y)
     a = sm.activations(long.theta, long.gamma, data.X, data.X_aux, model, 1)
     th = sdl.theory(X, xi, lam, model=model, M=float(jnp.max(jnp.abs(a))) + 0.5)
     assert th.holds and th.rho < 1 and th.step_interval[0] < th.best_step < th.step_interval[1]
     assert th.rate(th.best_step) == th.rho
     theta0, gamma0, _ = sdl.initial_point(data, 3, model, jax.random.key(0))
-    star = sdl.lpgd(theta0, gamma0, data, xi, lam, th.best_step, 3, model=model, iters=300)
+    star = sdl.lpgd(theta0, gamma0, data, xi, lam, th.best_step, 3, model=model, max_iter=300)
     dist0 = float(jnp.linalg.norm(theta0 - star.theta))
     errs = []
     for t in (1, 3, 6, 10):
-        z = sdl.lpgd(theta0, gamma0, data, xi, lam, th.best_step, 3, model=model, iters=t)
+        z = sdl.lpgd(theta0, gamma0, data, xi, lam, th.best_step, 3, model=model, max_iter=t)
         errs.append(float(jnp.linalg.norm(z.theta - star.theta)))
         assert errs[-1] <= th.rho ** t * dist0 * (1 + 1e-9), (t, errs[-1], th.rho ** t * dist0)
     assert errs[-1] < 1e-3 * dist0
@@ -183,7 +183,7 @@ def test_lpgd_meets_the_theorem_bound_on_the_generative_model(model, p, n, scale
         rho = th.rate(step)
         assert th.rho < rho < 1
         for t in (1, 4, 8):
-            z = sdl.lpgd(theta0, gamma0, data, xi, lam, step, 3, model=model, iters=t)
+            z = sdl.lpgd(theta0, gamma0, data, xi, lam, step, 3, model=model, max_iter=t)
             err = float(jnp.linalg.norm(z.theta - star.theta))
             assert err <= rho ** t * dist0 * (1 + 1e-9), (step, t, err, rho ** t * dist0)
     # The minimiser's B block recovers the planted low-rank signal B* = W*H* (noise σ = 0.05 removed):
@@ -201,7 +201,7 @@ def test_bcd_and_lpgd_reach_the_same_loss_neither_stalls(x64):
     X, y, _ = generative("W", 200, 60, 4, sigma=0.5)
     X = (X - X.mean(1, keepdims=True)) / X.std(1, keepdims=True) / 10
     kw = dict(model="W", xi=0.1, lam=0.1, init="random")
-    lp, bc = sdl.fit(X, y, 4, iters=1000, **kw), sdl.fit(X, y, 4, solver="bcd", iters=1000, **kw)
+    lp, bc = sdl.fit(X, y, 4, max_iter=1000, **kw), sdl.fit(X, y, 4, solver="bcd", max_iter=1000, **kw)
     np.testing.assert_allclose(float(bc.loss[-1]), float(lp.loss[-1]), rtol=1e-5)
     assert float(bc.loss[99]) < float(lp.loss[99])
     assert np.all(np.diff(np.asarray(bc.loss)) <= 1e-9 * np.abs(np.asarray(bc.loss[1:])))   # BCD is monotone
@@ -209,7 +209,7 @@ def test_bcd_and_lpgd_reach_the_same_loss_neither_stalls(x64):
 
 def test_prediction_and_supervised_coding(x64):
     X, y, _ = generative("H", 40, 80, 3, kappa=2, seed=3)
-    m = sdl.fit(X, y, 3, model="H", xi=1.0, lam=0.1, iters=300)
+    m = sdl.fit(X, y, 3, model="H", xi=1.0, lam=0.1, max_iter=300)
     P = sdl.predict_proba(m, X)
     assert P.shape == (80, 3)
     np.testing.assert_allclose(P.sum(1), 1.0, rtol=1e-12)
@@ -245,7 +245,7 @@ def test_supervised_coding_keeps_the_class_differences_in_float32(x64):
     H, W = rng.normal(size=(3, 40)), rng.normal(size=(300, 3))
     y = (H[0] > 0).astype(int)
     X = (W @ H + 0.1 * rng.normal(size=(300, 40))) * 1e4
-    m64 = sdl.fit(X, y, 3, iters=300)
+    m64 = sdl.fit(X, y, 3, max_iter=300)
     m32 = jax.tree.map(lambda a: a.astype(jnp.float32) if isinstance(a, jax.Array) and a.dtype == jnp.float64
                        else a, m64)
     P64 = np.asarray(sdl.predict_proba(m64, X, coding="supervised"))
@@ -259,7 +259,7 @@ def test_supervised_coding_refuses_xi_zero_and_survives_a_rank_deficient_diction
     cross_validate scored as accuracy; W = 0 (all-zero training data) made its solve singular."""
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(20, 16)), np.array([0, 1] * 8)
-    m = sdl.fit(X, y, 2, xi=0.0, iters=50)
+    m = sdl.fit(X, y, 2, xi=0.0, max_iter=50)
     with pytest.raises(ValueError, match="ξ > 0"):
         sdl.predict(m, X, coding="supervised")
     with pytest.raises(ValueError, match="ξ > 0"):
@@ -404,12 +404,12 @@ def test_cross_validation_grid_equals_separate_fits(model, coding, x64):
     coding) against fit + predict on each fold."""
     X, y, _ = generative(model, 30, 40, 2, seed=4)
     X = X / np.sqrt(40)
-    acc, best = sdl.cross_validate(X, y, 2, [0.1, 1.0], [0.1, 1.0], model=model, folds=3, iters=50, coding=coding)
+    acc, best = sdl.cross_validate(X, y, 2, [0.1, 1.0], [0.1, 1.0], model=model, folds=3, max_iter=50, coding=coding)
     assert acc.shape == (2, 2) and best[0] in (0.1, 1.0)
     # One grid point by hand: fit on each training fold, score on the held-out fold.
     manual = 0.0
     for train, val in sdl.stratified_folds(y, 3, 0):
-        m = sdl.fit(X[:, train], y[train], 2, model=model, xi=1.0, lam=0.1, iters=50)
+        m = sdl.fit(X[:, train], y[train], 2, model=model, xi=1.0, lam=0.1, max_iter=50)
         manual += np.mean(np.asarray(sdl.predict(m, X[:, val], coding=coding)) == y[val]) / 3
     np.testing.assert_allclose(acc[1, 0], manual, atol=1e-12)
 
@@ -456,7 +456,7 @@ def test_cross_validation_accuracy_has_xi_along_rows_and_lambda_along_columns(mo
 
     monkeypatch.setattr(fit_module, "_grid_predict", grid_predict)
     X, y, _ = generative("H", 6, 24, 1, kappa=2, seed=1)
-    acc, best = sdl.cross_validate(X, y, 1, xis, lams, folds=2, iters=1)
+    acc, best = sdl.cross_validate(X, y, 1, xis, lams, folds=2, max_iter=1)
     assert best == target
     lit = np.zeros((2, 3), bool)
     lit[1, 0] = True
@@ -509,7 +509,7 @@ def test_theory_and_cross_validate_name_bad_arguments():
         with pytest.raises(ValueError, match=match):
             sdl.theory(X, **({"xi": 1.0, "lam": 0.5, "model": "H"} | kw))
     for kw, match in [(dict(X_aux=np.ones((1, 5))), "one column per sample"), (dict(X_aux=np.ones(16)), "2-D"),
-                      (dict(iters=0), "iters"), (dict(seed=None), "seed")]:
+                      (dict(max_iter=0), "max_iter"), (dict(seed=None), "seed")]:
         with pytest.raises(ValueError, match=match):
             sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=2, **kw)
     # the curvature bounds written with e^{−M} only: equal to the direct formulas, finite at M = 1e3
@@ -520,7 +520,7 @@ def test_theory_and_cross_validate_name_bad_arguments():
     assert sm.softmax_curvature(1e3, 3) == (0.0, 0.5)
     # a flat objective (X = 0, no covariates, ξ = λ = 0) has Hessian bound 0: the default step was 1/0
     # and the fit "diverged, lower the step" although step was left at None
-    flat = sdl.fit(np.zeros((20, 16)), y, 2, model="W", intercept=False, xi=0.0, lam=0.0, iters=20)
+    flat = sdl.fit(np.zeros((20, 16)), y, 2, model="W", intercept=False, xi=0.0, lam=0.0, max_iter=20)
     assert float(flat.step) == 1.0 and np.all(np.isfinite(np.asarray(flat.theta)))
 
 
@@ -679,8 +679,8 @@ def test_mf_lr_baseline():
     (lambda X, y: sdl.fit(X.at[0, 0].set(np.nan), y, 2), "non-finite"),
     (lambda X, y: sdl.fit(X, y, 2, model="Z"), "model must be"),
     (lambda X, y: sdl.fit(X, np.zeros_like(y), 2), "two classes"),
-    (lambda X, y: sdl.predict(sdl.fit(X, y, 2, iters=2), X[:5]), "rows"),
-    (lambda X, y: sdl.predict(sdl.fit(X, y, 2, iters=2), X, np.ones((1, 20))), "X_aux_new must be None"),
+    (lambda X, y: sdl.predict(sdl.fit(X, y, 2, max_iter=2), X[:5]), "rows"),
+    (lambda X, y: sdl.predict(sdl.fit(X, y, 2, max_iter=2), X, np.ones((1, 20))), "X_aux_new must be None"),
     (lambda X, y: sdl.fit(X, y, 2, num_classes=1.5), "num_classes must be a positive integer"),
     (lambda X, y: sdl.fit(X, y, 2, tol=-1.0), "tol must be positive"),
     (lambda X, y: sdl.fit(X, y, 2, solver="bcd", tol=1e-6), "lpgd' only"),
@@ -689,15 +689,15 @@ def test_mf_lr_baseline():
     (lambda X, y: sdl.fit(X, np.array([str(v) for v in y]), 2), "labels must be integers.*dtype"),
     # cross_validate checks its grid as fit checks one value (a negative ξ or a NaN λ used to run
     # and could be returned as the best pair), and its coding and folds
-    (lambda X, y: sdl.cross_validate(X, y, 2, [-1.0], [0.01], folds=3, iters=2), "xis must be non-negative"),
-    (lambda X, y: sdl.cross_validate(X, y, 2, [1.0], [np.nan], folds=3, iters=2), "lams has non-finite"),
-    (lambda X, y: sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=3, iters=2, coding="bogus"), "coding must be"),
-    (lambda X, y: sdl.cross_validate(X, y, 2, [1.0], [0.1], model="W", folds=3, iters=2, coding="supervised"),
+    (lambda X, y: sdl.cross_validate(X, y, 2, [-1.0], [0.01], folds=3, max_iter=2), "xis must be non-negative"),
+    (lambda X, y: sdl.cross_validate(X, y, 2, [1.0], [np.nan], folds=3, max_iter=2), "lams has non-finite"),
+    (lambda X, y: sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=3, max_iter=2, coding="bogus"), "coding must be"),
+    (lambda X, y: sdl.cross_validate(X, y, 2, [1.0], [0.1], model="W", folds=3, max_iter=2, coding="supervised"),
      "supervised coding is for SDL-H"),
-    (lambda X, y: sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=21, iters=2), "more than the 20 samples"),
-    (lambda X, y: sdl.cross_validate(X, y, 20, [1.0], [0.1], folds=4, iters=2), "each fit sees 15 of the 20"),
-    (lambda X, y: sdl.activations(sdl.fit(X, y, 2, iters=2), X, coding="supervised"), "least-squares code"),
-    (lambda X, y: sdl.activations(sdl.fit(X, y, 2, iters=2), X, coding="bogus"), "coding must be"),
+    (lambda X, y: sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=21, max_iter=2), "more than the 20 samples"),
+    (lambda X, y: sdl.cross_validate(X, y, 20, [1.0], [0.1], folds=4, max_iter=2), "each fit sees 15 of the 20"),
+    (lambda X, y: sdl.activations(sdl.fit(X, y, 2, max_iter=2), X, coding="supervised"), "least-squares code"),
+    (lambda X, y: sdl.activations(sdl.fit(X, y, 2, max_iter=2), X, coding="bogus"), "coding must be"),
 ])
 def test_bad_input(call, match):
     X, y, _ = generative("H", 30, 20, 2)
@@ -711,7 +711,7 @@ def test_fit_and_predict_with_covariates(model, x64):
     log-odds log(P_c / P_0) move by exactly γ[:q]ᵀδ when X_aux_new moves by δ, and for SDL-W they equal
     the training activations on the training samples. A model fitted with covariates needs them."""
     X, y, X_aux = generative(model, 12, 40, 2, q=2, seed=11)
-    m = sdl.fit(X, y, 2, model=model, xi=1.0, lam=0.1, iters=200, X_aux=X_aux)
+    m = sdl.fit(X, y, 2, model=model, xi=1.0, lam=0.1, max_iter=200, X_aux=X_aux)
     assert m.gamma.shape == (3, 1)                                   # 2 covariates + the intercept
     P = np.asarray(sdl.predict_proba(m, X, X_aux))
     assert P.shape == (40, 2)
@@ -748,12 +748,12 @@ def _a_block_ball(model, kappa, radius):
 def test_projection_keeps_the_iterate_in_the_set(model, x64):
     X, y, _ = generative(model, 15, 30, 2, seed=13)
     kw = dict(model=model, xi=1.0, lam=0.01, intercept=False)
-    free = sdl.fit(X, y, 2, iters=200, **kw)
+    free = sdl.fit(X, y, 2, max_iter=200, **kw)
     norm_A = lambda m: float(jnp.linalg.norm(sm.split(m.theta, model, 1)[0]))   # noqa: E731
     radius = 0.5 * norm_A(free)
     project = _a_block_ball(model, 1, radius)
     for iters in (1, 200):
-        m = sdl.fit(X, y, 2, iters=iters, project=project, **kw)
+        m = sdl.fit(X, y, 2, max_iter=iters, project=project, **kw)
         assert norm_A(m) <= radius * (1 + 1e-12), (iters, norm_A(m), radius)
         assert np.linalg.matrix_rank(np.asarray(m.theta), tol=1e-8 * float(jnp.linalg.norm(m.theta))) <= 2
     # Not vacuous: the unconstrained solution lies outside the set (radius = half its ‖A‖_F).
@@ -764,7 +764,7 @@ def test_bcd_on_sdl_h_is_monotone(x64):
     """Every BCD block step is a gradient step of length 1/L_b on a convex block problem, so F never
     increases from sweep to sweep (SDL-H, random start, two classes + the reference)."""
     X, y, _ = generative("H", 20, 30, 2, kappa=2, seed=14)
-    m = sdl.fit(X, y, 2, model="H", xi=0.5, lam=0.1, iters=300, solver="bcd", init="random")
+    m = sdl.fit(X, y, 2, model="H", xi=0.5, lam=0.1, max_iter=300, solver="bcd", init="random")
     loss = np.asarray(m.loss)
     assert np.all(np.isfinite(loss)) and int(m.n_iter) == 300
     assert np.all(np.diff(loss) <= 1e-10 * np.abs(loss[1:])), np.diff(loss).max()
@@ -783,7 +783,7 @@ def test_one_lpgd_step_projects_on_the_convex_set_then_on_rank_r(x64, model):
     moved = theta0 - step * g_theta
     c = 0.5 * float(jnp.max(jnp.abs(moved)))
     box = lambda t: jnp.clip(t, -c, c)  # noqa: E731
-    one = sdl.lpgd(theta0, gamma0, data, xi, lam, step, 2, model=model, iters=1, project=box, svd="exact")
+    one = sdl.lpgd(theta0, gamma0, data, xi, lam, step, 2, model=model, max_iter=1, project=box, svd="exact")
     expected = prox.project_rank(box(moved), 2)
     np.testing.assert_allclose(one.theta, expected, atol=1e-10)
     np.testing.assert_allclose(one.gamma, gamma0 - step * g_gamma, atol=1e-12)
@@ -798,12 +798,12 @@ def test_tolerance_stops_early_at_the_first_small_step(x64):
     theta0, gamma0, _ = sdl.initial_point(data, 2, "H", jax.random.key(0))
     step = sm.step_bound(data, 1.0, 0.1, "H")
     tol, cap = 1e-7, 5000
-    res = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 2, model="H", iters=cap, tol=tol)
+    res = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 2, model="H", max_iter=cap, tol=tol)
     n = int(res.n_iter)
     assert 2 < n < cap
     s = np.asarray(res.step_norm)
     assert np.all(np.isfinite(s[:n])) and np.all(np.isnan(s[n:]))
-    fixed = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 2, model="H", iters=n)
+    fixed = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 2, model="H", max_iter=n)
     np.testing.assert_allclose(res.theta, fixed.theta, rtol=1e-12, atol=1e-14)
     # a step norm is a difference of iterates of size 1: rounding of 1e-16·‖θ‖ on each (on a GPU the
     # while and the scan program differed by 5e-15 at step norms of 1e-3)
@@ -812,14 +812,14 @@ def test_tolerance_stops_early_at_the_first_small_step(x64):
     # ‖Z_{n−1}‖ ≥ ‖Z_n‖ − s_{n−1} and ‖Z_{n−2}‖ ≤ ‖Z_n‖ + s_{n−1} + s_{n−2} (triangle inequality):
     assert s[n - 1] <= tol * max(1.0, z_n - s[n - 1])                        # relative change below tol
     assert s[n - 2] > tol * max(1.0, z_n + s[n - 1] + s[n - 2])              # ... for the first time
-    m = sdl.fit(X, y, 2, model="H", xi=1.0, lam=0.1, iters=cap, tol=tol)     # fit passes tol through
+    m = sdl.fit(X, y, 2, model="H", xi=1.0, lam=0.1, max_iter=cap, tol=tol)     # fit passes tol through
     assert int(m.n_iter) == n and np.all(np.isnan(np.asarray(m.loss)[n:]))
     np.testing.assert_allclose(m.theta, res.theta, rtol=1e-12, atol=1e-14)
     # Where ‖Z‖ < 1 the rule is absolute, ‖Z_{t+1} − Z_t‖ ≤ tol (a rule relative to ‖Z_t‖ alone stops later)
     small = sm.prepare(1e-3 * X, y, intercept=True)
     theta0, gamma0, _ = sdl.initial_point(small, 2, "H", jax.random.key(0))
     step = sm.step_bound(small, 1.0, 5.0, "H")
-    res = sdl.lpgd(1e-3 * theta0, 1e-3 * gamma0, small, 1.0, 5.0, step, 2, model="H", iters=cap, tol=1e-5)
+    res = sdl.lpgd(1e-3 * theta0, 1e-3 * gamma0, small, 1.0, 5.0, step, 2, model="H", max_iter=cap, tol=1e-5)
     n, s = int(res.n_iter), np.asarray(res.step_norm)
     assert 2 < n < cap and float(np.sqrt(jnp.sum(res.theta ** 2) + jnp.sum(res.gamma ** 2))) + s[n - 2] < 1
     assert s[n - 1] <= 1e-5 < s[n - 2]
@@ -834,7 +834,7 @@ def test_randomized_svd_gives_the_gram_iterate(model, x64):
     data = sm.prepare(X, y, intercept=True)
     theta0, gamma0, _ = sdl.initial_point(data, 3, model, jax.random.key(0))
     step = sm.step_bound(data, 1.0, 0.1, model)
-    run = lambda svd: sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 3, model=model, iters=30, svd=svd,  # noqa
+    run = lambda svd: sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 3, model=model, max_iter=30, svd=svd,  # noqa
                                key=jax.random.key(3))
     gram, rand = run("gram"), run("randomized")
     np.testing.assert_allclose(rand.theta, gram.theta, rtol=0, atol=1e-9 * float(jnp.linalg.norm(gram.theta)))
@@ -850,10 +850,10 @@ def test_labels_with_a_gap_need_num_classes():
     with pytest.raises(ValueError, match=r"no sample has label 1, 2, 3, 4 .*num_classes=6"):
         sdl.fit(X, y5, 2)
     with pytest.raises(ValueError, match=r"no sample has label 1, 2, 3, 4 .*num_classes=6"):
-        sdl.cross_validate(X, y5, 2, [1.0], [0.1], folds=2, iters=5)
+        sdl.cross_validate(X, y5, 2, [1.0], [0.1], folds=2, max_iter=5)
     with pytest.raises(ValueError, match=r"no sample has label 0 "):
         sdl.fit(X, y + 1, 2)
-    m = sdl.fit(X, y5, 2, num_classes=6, iters=50)
+    m = sdl.fit(X, y5, 2, num_classes=6, max_iter=50)
     assert m.kappa == 5
     P = np.asarray(sdl.predict_proba(m, X))
     assert P.shape == (20, 6)
@@ -878,7 +878,7 @@ def test_span_steps_are_the_dense_steps(model, kappa, x64):
     def run(span, **kw):
         return sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 3, model=model, span=span, **kw)
 
-    for kw in ({"iters": 40}, {"iters": 2000, "tol": 1e-7}):
+    for kw in ({"max_iter": 40}, {"max_iter": 2000, "tol": 1e-7}):
         dense, fast = run(False, **kw), run(True, **kw)
         assert int(fast.n_iter) == int(dense.n_iter)
         if "tol" in kw:
@@ -891,15 +891,15 @@ def test_span_steps_are_the_dense_steps(model, kappa, x64):
         np.testing.assert_allclose(fast.step_norm, dense.step_norm, rtol=1e-9,
                                    atol=1e-12 * float(jnp.linalg.norm(dense.theta)))
     # A tolerance met by the very first (dense) step: one step, histories padded after it.
-    first = run(True, iters=30, tol=1e3)
+    first = run(True, max_iter=30, tol=1e3)
     assert int(first.n_iter) == 1 and np.all(np.isnan(np.asarray(first.loss)[1:]))
-    np.testing.assert_allclose(first.theta, run(False, iters=1).theta, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(first.theta, run(False, max_iter=1).theta, rtol=0, atol=1e-12 * scale)
     # vmap over (ξ, λ) through the span path equals separate runs.
     xis, lams = jnp.asarray([0.5, 2.0]), jnp.asarray([0.05, 0.3])
     swept = jax.vmap(lambda xi, lam: sdl.lpgd(theta0, gamma0, data, xi, lam, step / 4, 3, model=model,
-                                              iters=15, span=True).theta)(xis, lams)
+                                              max_iter=15, span=True).theta)(xis, lams)
     for i in range(2):
-        one = sdl.lpgd(theta0, gamma0, data, xis[i], lams[i], step / 4, 3, model=model, iters=15, span=False)
+        one = sdl.lpgd(theta0, gamma0, data, xis[i], lams[i], step / 4, 3, model=model, max_iter=15, span=False)
         np.testing.assert_allclose(swept[i], one.theta, rtol=0, atol=1e-12 * scale)
 
 
@@ -915,7 +915,7 @@ def test_lpgd_derivative_in_the_hyperparameters_span_equals_dense_equals_differe
     C = jnp.asarray(np.random.default_rng(0).standard_normal(theta0.shape))
 
     def value(hyper, span):
-        out = sdl.lpgd(theta0, gamma0, data, hyper[0], hyper[1], step, 2, model=model, iters=8, span=span)
+        out = sdl.lpgd(theta0, gamma0, data, hyper[0], hyper[1], step, 2, model=model, max_iter=8, span=span)
         return jnp.sum(C * out.theta)
 
     hyper = jnp.asarray([1.0, 0.1])
@@ -934,7 +934,7 @@ def test_span_needs_the_gram_projection():
     theta0, gamma0, _ = sdl.initial_point(data, 2, "H", jax.random.key(0))
     for kw in ({"svd": "exact"}, {"project": lambda t: t}):
         with pytest.raises(ValueError, match="span=True needs svd='gram' and project=None"):
-            sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, 0.1, 2, model="H", iters=3, span=True, **kw)
+            sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, 0.1, 2, model="H", max_iter=3, span=True, **kw)
     small = sm.prepare(X[:30], y)                    # p = 30 < 2(n + κ): the dense steps by default
     assert not sdl.resolve_span(None, small) and sdl.resolve_span(None, data)
 
@@ -947,12 +947,12 @@ def test_span_steps_keep_the_loss_and_step_norms_in_float32_on_unscaled_data():
     X = (1000 + 50 * rng.standard_normal((600, 20)) * rng.random((600, 1))).astype(np.float32)
     y = np.arange(20) % 2
     for model in "HW":
-        span = sdl.fit(X, y, 3, model=model, xi=1.0, lam=0.1, iters=60)
-        dense = sdl.fit(X, y, 3, model=model, xi=1.0, lam=0.1, iters=60, project=lambda t: t)
+        span = sdl.fit(X, y, 3, model=model, xi=1.0, lam=0.1, max_iter=60)
+        dense = sdl.fit(X, y, 3, model=model, xi=1.0, lam=0.1, max_iter=60, project=lambda t: t)
         np.testing.assert_allclose(np.asarray(span.loss), np.asarray(dense.loss), rtol=5e-5)
     data = sm.prepare(X, y, None, intercept=True)
     theta0, gamma0, _ = sdl.initial_point(data, 3, "H", jax.random.key(0))
-    run = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, sm.step_bound(data, 1.0, 0.1, "H"), 3, model="H", iters=60)
+    run = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, sm.step_bound(data, 1.0, 0.1, "H"), 3, model="H", max_iter=60)
     assert np.all(np.isfinite(np.asarray(run.step_norm)))
 
 
@@ -971,8 +971,8 @@ def test_lpgd_step_none_is_the_safe_bound(p):
     the loss climbed (453 → 89271 in four steps at p = 30); at p = 200 the span path failed on
     None * tracer. fit documents step=None as the safe bound, and so does lpgd now."""
     _, data, theta0, gamma0, _ = _small_problem(p)
-    auto = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, None, 2, model="H", iters=4)
-    safe = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, sm.step_bound(data, 1.0, 0.1, "H"), 2, model="H", iters=4)
+    auto = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, None, 2, model="H", max_iter=4)
+    safe = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, sm.step_bound(data, 1.0, 0.1, "H"), 2, model="H", max_iter=4)
     np.testing.assert_array_equal(np.asarray(auto.theta), np.asarray(safe.theta))
     loss = np.asarray(auto.loss)
     assert np.all(np.diff(loss) <= 1e-6 * np.abs(loss[1:])) and loss[-1] < loss[0]   # a descent method
@@ -980,7 +980,7 @@ def test_lpgd_step_none_is_the_safe_bound(p):
 
 def _bad_solver_calls():
     """(call on (data, θ₀, γ₀, factors₀), the argument its error must name)."""
-    ok = dict(model="H", iters=3)
+    ok = dict(model="H", max_iter=3)
 
     def lp(theta0, gamma0, data, xi=1.0, lam=0.1, step=0.1, **kw):
         return sdl.lpgd(theta0, gamma0, data, xi, lam, step, 2, **(ok | kw))
@@ -995,7 +995,7 @@ def _bad_solver_calls():
         (lambda d, t, g, f: lp(t, g, d, step=0.0), "step must be positive"),
         (lambda d, t, g, f: lp(t, g, d, step=jnp.array([0.1, 0.2])), "step must have 0 dimension"),
         (lambda d, t, g, f: lp(t, g, d, tol=-1.0), "tol must be positive"),
-        (lambda d, t, g, f: lp(t, g, d, iters=0), "iters"),
+        (lambda d, t, g, f: lp(t, g, d, max_iter=0), "max_iter"),
         (lambda d, t, g, f: lp(t[:-1], g, d), r"theta0 must have shape \(31, 20\)"),
         (lambda d, t, g, f: lp(t.at[0, 0].set(jnp.nan), g, d), "theta0 has non-finite"),
         (lambda d, t, g, f: lp(t, g, d, model="W"), "theta0 .*SDL-H's layout"),
@@ -1005,7 +1005,7 @@ def _bad_solver_calls():
         (lambda d, t, g, f: bc(f, g, d, xi=-1.0), "xi must be non-negative"),
         (lambda d, t, g, f: bc(f, g, d, lam=np.nan), "lam has non-finite"),
         (lambda d, t, g, f: bc(f, g, d, inner=0), "inner must be an integer >= 1"),
-        (lambda d, t, g, f: bc(f, g, d, iters=0), "iters must be an integer >= 1"),
+        (lambda d, t, g, f: bc(f, g, d, max_iter=0), "max_iter must be an integer >= 1"),
         (lambda d, t, g, f: bc(f._replace(H=f.H[:, :-1]), g, d), r"factors0 must have .*H \(2, 19\)"),
         (lambda d, t, g, f: bc(f._replace(beta=f.beta[:1]), g, d), "factors0 must have"),
         (lambda d, t, g, f: bc(f[:2], g, d), "factors0 must be Factors"),
@@ -1030,13 +1030,13 @@ def test_lpgd_and_bcd_accept_traced_hyperparameters():
     and bcd still equals the separate runs."""
     _, data, theta0, gamma0, f0 = _small_problem()
     xis, lams = jnp.asarray([0.5, 2.0]), jnp.asarray([0.05, 0.3])
-    lp = jax.vmap(lambda xi, lam: sdl.lpgd(theta0, gamma0, data, xi, lam, None, 2, model="H", iters=3).theta)
-    bc = jax.vmap(lambda xi, lam: sdl.bcd(f0, gamma0, data, xi, lam, model="H", iters=3).loss)
+    lp = jax.vmap(lambda xi, lam: sdl.lpgd(theta0, gamma0, data, xi, lam, None, 2, model="H", max_iter=3).theta)
+    bc = jax.vmap(lambda xi, lam: sdl.bcd(f0, gamma0, data, xi, lam, model="H", max_iter=3).loss)
     swept_lp, swept_bc = lp(xis, lams), bc(xis, lams)
     for i in range(2):
-        one = sdl.lpgd(theta0, gamma0, data, xis[i], lams[i], None, 2, model="H", iters=3).theta
+        one = sdl.lpgd(theta0, gamma0, data, xis[i], lams[i], None, 2, model="H", max_iter=3).theta
         np.testing.assert_allclose(swept_lp[i], one, rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(swept_bc[i], sdl.bcd(f0, gamma0, data, xis[i], lams[i], model="H", iters=3).loss,
+        np.testing.assert_allclose(swept_bc[i], sdl.bcd(f0, gamma0, data, xis[i], lams[i], model="H", max_iter=3).loss,
                                    rtol=1e-5)
 
 
@@ -1046,21 +1046,21 @@ def test_rank_as_a_0d_integer_array():
     type error and to a bad model; the hint is now only for a rank out of a fold's range."""
     X, data, *_ = _small_problem()
     y = np.arange(20) % 2
-    ref = sdl.fit(X, y, 2, iters=3)
+    ref = sdl.fit(X, y, 2, max_iter=3)
     for rank in (np.array(2), jnp.int32(2), np.int64(2)):
-        m = sdl.fit(X, y, rank, iters=3)
+        m = sdl.fit(X, y, rank, max_iter=3)
         assert m.rank == 2
         np.testing.assert_array_equal(np.asarray(m.theta), np.asarray(ref.theta))
         assert sm.check_rank_for(rank, "W", 30, 20, 1) == 2
-    acc, _ = sdl.cross_validate(X, y, np.array(2), [1.0], [0.1], folds=2, iters=2)
+    acc, _ = sdl.cross_validate(X, y, np.array(2), [1.0], [0.1], folds=2, max_iter=2)
     assert acc.shape == (1, 1)
     for rank, model, match in [(2.5, "H", "rank must be an integer"), (True, "H", "rank must be an integer"),
                                (2, "Z", "model must be")]:
         with pytest.raises(ValueError, match=match) as err:
-            sdl.cross_validate(X, y, rank, [1.0], [0.1], model=model, folds=2, iters=2)
+            sdl.cross_validate(X, y, rank, [1.0], [0.1], model=model, folds=2, max_iter=2)
         assert "fewer folds" not in str(err.value)
     with pytest.raises(ValueError, match="each fit sees 10 of the 20 samples.*fewer folds"):
-        sdl.cross_validate(X, y, np.array(12), [1.0], [0.1], folds=2, iters=2)
+        sdl.cross_validate(X, y, np.array(12), [1.0], [0.1], folds=2, max_iter=2)
 
 
 def test_num_classes_as_a_0d_integer_array():
@@ -1068,7 +1068,7 @@ def test_num_classes_as_a_0d_integer_array():
     lowrank_jax._checks.class_labels); it is the number 3."""
     X, *_ = _small_problem()
     y = np.arange(20) % 2
-    m = sdl.fit(X, y, 2, num_classes=np.array(3), iters=3)
+    m = sdl.fit(X, y, 2, num_classes=np.array(3), max_iter=3)
     assert m.kappa == 2 and sdl.predict_proba(m, X).shape == (20, 3)
 
 
@@ -1079,18 +1079,18 @@ def test_an_empty_x_aux_is_no_covariates():
     X, *_ = _small_problem()
     y = np.arange(20) % 2
     for solver in ("lpgd", "bcd"):
-        none = sdl.fit(X, y, 2, iters=3, solver=solver)
-        empty = sdl.fit(X, y, 2, iters=3, solver=solver, X_aux=np.zeros((0, 20), np.float32))
+        none = sdl.fit(X, y, 2, max_iter=3, solver=solver)
+        empty = sdl.fit(X, y, 2, max_iter=3, solver=solver, X_aux=np.zeros((0, 20), np.float32))
         np.testing.assert_array_equal(np.asarray(empty.theta), np.asarray(none.theta))
         np.testing.assert_array_equal(np.asarray(sdl.predict_proba(empty, X, np.zeros((0, 20)))),
                                       np.asarray(sdl.predict_proba(none, X)))
-    assert sdl.fit(X, y, 2, iters=3, intercept=False, X_aux=np.zeros((0, 20))).gamma.shape == (0, 1)
-    acc, _ = sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=2, iters=2, X_aux=np.zeros((0, 20)))
+    assert sdl.fit(X, y, 2, max_iter=3, intercept=False, X_aux=np.zeros((0, 20))).gamma.shape == (0, 1)
+    acc, _ = sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=2, max_iter=2, X_aux=np.zeros((0, 20)))
     assert np.isfinite(acc).all()
     with pytest.raises(ValueError, match="X_aux must have one column per sample"):
-        sdl.fit(X, y, 2, iters=3, X_aux=np.zeros((0, 19)))
+        sdl.fit(X, y, 2, max_iter=3, X_aux=np.zeros((0, 19)))
     with pytest.raises(ValueError, match="X_aux_new is required"):
-        sdl.predict(sdl.fit(X, y, 2, iters=3, X_aux=np.ones((1, 20))), X, np.zeros((0, 20)))
+        sdl.predict(sdl.fit(X, y, 2, max_iter=3, X_aux=np.ones((1, 20))), X, np.zeros((0, 20)))
 
 
 def test_bcd_records_no_step_and_divergence_messages_fit_the_run(monkeypatch):
@@ -1099,20 +1099,20 @@ def test_bcd_records_no_step_and_divergence_messages_fit_the_run(monkeypatch):
     diverged at the default safe bound). BCD records NaN, and each message advises what applies."""
     X, *_ = _small_problem()
     y = np.arange(20) % 2
-    assert np.isnan(float(sdl.fit(X, y, 2, iters=3, solver="bcd").step))
-    assert float(sdl.fit(X, y, 2, iters=3).step) > 0
+    assert np.isnan(float(sdl.fit(X, y, 2, max_iter=3, solver="bcd").step))
+    assert float(sdl.fit(X, y, 2, max_iter=3).step) > 0
     solvers = importlib.import_module("lowrank_jax.sdl.solvers")
     real_bcd, real_lpgd = solvers._bcd, solvers._lpgd
     monkeypatch.setattr(solvers, "_bcd", lambda *a, **k: real_bcd(*a, **k)._replace(gamma=a[1] * jnp.nan))
     monkeypatch.setattr(solvers, "_lpgd", lambda *a, **k: real_lpgd(*a, **k)._replace(gamma=a[1] * jnp.nan))
     with pytest.raises(FloatingPointError, match="solver='bcd'.*rescale X") as err:
-        sdl.fit(X, y, 2, iters=3, solver="bcd")
+        sdl.fit(X, y, 2, max_iter=3, solver="bcd")
     assert "step=None" not in str(err.value)
     with pytest.raises(FloatingPointError, match="safe step bound .*rescale X") as err:
-        sdl.fit(X, y, 2, iters=3)
+        sdl.fit(X, y, 2, max_iter=3)
     assert "step=None" not in str(err.value)
     with pytest.raises(FloatingPointError, match="the step 0.01 is too large.*leave step=None"):
-        sdl.fit(X, y, 2, iters=3, step=0.01)
+        sdl.fit(X, y, 2, max_iter=3, step=0.01)
 
 
 def test_lpgd_and_bcd_raise_on_divergence_like_fit(monkeypatch):
@@ -1125,13 +1125,13 @@ def test_lpgd_and_bcd_raise_on_divergence_like_fit(monkeypatch):
     data = sdl.prepare(X, y)
     th0, g0, f0 = sdl.initial_point(data, 2, "H", 0)
     with pytest.raises(FloatingPointError, match="SDL-H diverged.*the step 50 is too large.*leave step=None"):
-        sdl.lpgd(th0, g0, data, 1.0, 0.1, 50.0, 2, model="H", iters=200)
+        sdl.lpgd(th0, g0, data, 1.0, 0.1, 50.0, 2, model="H", max_iter=200)
     with pytest.raises(FloatingPointError, match="the step 50 is too large"):
-        sdl.fit(X, y, 2, step=50.0, iters=200, intercept=False)
+        sdl.fit(X, y, 2, step=50.0, max_iter=200, intercept=False)
     steps = jnp.array([0.1, 50.0])
-    swept = jax.jit(jax.vmap(lambda t: sdl.lpgd(th0, g0, data, 1.0, 0.1, t, 2, model="H", iters=200).theta))(steps)
+    swept = jax.jit(jax.vmap(lambda t: sdl.lpgd(th0, g0, data, 1.0, 0.1, t, 2, model="H", max_iter=200).theta))(steps)
     assert np.isfinite(np.asarray(swept[0])).all() and not np.isfinite(np.asarray(swept[1])).all()
-    np.testing.assert_allclose(swept[0], sdl.lpgd(th0, g0, data, 1.0, 0.1, 0.1, 2, model="H", iters=200).theta,
+    np.testing.assert_allclose(swept[0], sdl.lpgd(th0, g0, data, 1.0, 0.1, 0.1, 2, model="H", max_iter=200).theta,
                                rtol=1e-4, atol=1e-5)
     solvers = importlib.import_module("lowrank_jax.sdl.solvers")
     real_bcd, real_lpgd = solvers._bcd, solvers._lpgd
@@ -1140,10 +1140,10 @@ def test_lpgd_and_bcd_raise_on_divergence_like_fit(monkeypatch):
         factors=sm.Factors(*(M * jnp.nan for M in a[0]))))
     monkeypatch.setattr(solvers, "_lpgd", lambda *a, **k: real_lpgd(*a, **k)._replace(theta=a[0] * jnp.nan))
     with pytest.raises(FloatingPointError, match="SDL-W diverged.*solver='bcd'.*rescale X"):
-        sdl.bcd(sdl.initial_point(data, 2, "W", 0)[2], g0, data, 1.0, 0.1, model="W", iters=3)
+        sdl.bcd(sdl.initial_point(data, 2, "W", 0)[2], g0, data, 1.0, 0.1, model="W", max_iter=3)
     with pytest.raises(FloatingPointError, match="safe step bound .*rescale X"):
-        sdl.lpgd(th0, g0, data, 1.0, 0.1, None, 2, model="H", iters=3)
-    traced = jax.jit(lambda: sdl.bcd(f0, g0, data, 1.0, 0.1, model="H", iters=3).factors.W)()   # no raise under jit
+        sdl.lpgd(th0, g0, data, 1.0, 0.1, None, 2, model="H", max_iter=3)
+    traced = jax.jit(lambda: sdl.bcd(f0, g0, data, 1.0, 0.1, model="H", max_iter=3).factors.W)()   # no raise under jit
     assert np.isnan(np.asarray(traced)).all()
 
 
@@ -1156,10 +1156,10 @@ def test_x_aux_gets_xs_scale_check_and_a_non_finite_step_bound_is_not_a_step():
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(30, 10)).astype(np.float32), np.array([0, 1] * 5)
     huge = (1e20 * rng.normal(size=(1, 10))).astype(np.float32)
-    for call in (lambda: sdl.prepare(X, y, huge), lambda: sdl.fit(X, y, 2, X_aux=huge, iters=3),
-                 lambda: sdl.fit(X, y, 2, X_aux=huge, iters=3, intercept=False),
-                 lambda: sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=2, iters=2, X_aux=huge),
-                 lambda: sdl.predict(sdl.fit(X, y, 2, X_aux=huge / 1e20, iters=3), X, huge)):
+    for call in (lambda: sdl.prepare(X, y, huge), lambda: sdl.fit(X, y, 2, X_aux=huge, max_iter=3),
+                 lambda: sdl.fit(X, y, 2, X_aux=huge, max_iter=3, intercept=False),
+                 lambda: sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=2, max_iter=2, X_aux=huge),
+                 lambda: sdl.predict(sdl.fit(X, y, 2, X_aux=huge / 1e20, max_iter=3), X, huge)):
         with pytest.raises(ValueError, match="X_aux(_new)?'s largest entry is 3.77e\\+20.*rescale X_aux"):
             call()
     d = sm.prepare(X, y)
@@ -1170,7 +1170,7 @@ def test_x_aux_gets_xs_scale_check_and_a_non_finite_step_bound_is_not_a_step():
             assert np.isnan(float(sm.step_bound(raw, 1.0, 0.1, model))), (Xa.shape, model)
     assert np.isnan(float(sm.step_bound(d, jnp.float32(3e38), 0.1, "H")))        # 2ξ overflows float32
     with pytest.raises(ValueError, match="step=None: the safe step 1/L̄ is undefined.*overflows float32"):
-        sdl.fit(X, y, 2, xi=3e38, iters=3)
+        sdl.fit(X, y, 2, xi=3e38, max_iter=3)
     swept = jax.vmap(lambda xi: sm.step_bound(d, xi, 0.1, "H"))(jnp.array([1.0, 3e38], jnp.float32))
     assert float(swept[0]) == pytest.approx(1 / max(2.0, 0.2 + 0.25)) and np.isnan(float(swept[1]))
     flat = sm.prepare(np.zeros((30, 10), np.float32), y)
@@ -1256,7 +1256,7 @@ def test_one_bcd_sweep_from_beta_zero_is_two_exact_least_squares_steps(model, x6
     data = sm.prepare(X, y, None, intercept=False)
     rng = np.random.default_rng(4)
     f0 = sm.Factors(jnp.asarray(rng.normal(size=(7, 1))), jnp.asarray(rng.normal(size=(1, 9))), jnp.zeros((1, 1)))
-    out = sdl.bcd(f0, jnp.zeros((0, 1)), data, 0.7, 0.2, model=model, iters=1)
+    out = sdl.bcd(f0, jnp.zeros((0, 1)), data, 0.7, 0.2, model=model, max_iter=1)
     W1 = X @ np.asarray(f0.H).T / np.sum(np.asarray(f0.H) ** 2)
     np.testing.assert_allclose(out.factors.W, W1, rtol=1e-10)
     np.testing.assert_allclose(out.factors.H, W1.T @ X / np.sum(W1 ** 2), rtol=1e-10)
@@ -1292,7 +1292,7 @@ def test_one_bcd_sweep_steps_beta_and_gamma_by_their_lipschitz_bounds(model, x64
     rng = np.random.default_rng(4)
     f0 = sm.Factors(*(jnp.asarray(rng.normal(size=s)) for s in ((9, 2), (2, 11), (2, 2))))
     g0 = jnp.asarray(rng.normal(size=(2, 2)))
-    out = sdl.bcd(f0, g0, data, xi, lam, model=model, iters=1)
+    out = sdl.bcd(f0, g0, data, xi, lam, model=model, max_iter=1)
     W1, H1 = out.factors.W, out.factors.H
     sq = lambda M: np.linalg.norm(np.asarray(M), 2) ** 2  # noqa: E731
     grad = jax.grad(sdl.factored_objective, argnums=(0, 1))
@@ -1309,9 +1309,10 @@ def test_a_projection_turns_the_default_span_steps_off(x64):
     projection: with ``project`` the default is the dense step, and the iterate stays in the set."""
     X, y, _ = generative("H", 80, 20, 2, seed=5)
     data = sm.prepare(X, y, None, intercept=False)
-    kw = dict(model="H", xi=1.0, lam=0.01, intercept=False, iters=3)
+    kw = dict(model="H", xi=1.0, lam=0.01, intercept=False, max_iter=3)
     norm_A = lambda m: float(jnp.linalg.norm(sm.split(m.theta, "H", 1)[0]))  # noqa: E731
     radius = 0.5 * norm_A(sdl.fit(X, y, 2, **kw))
     project = _a_block_ball("H", 1, radius)
     assert sdl.resolve_span(None, data) and not sdl.resolve_span(None, data, "gram", project)
     assert norm_A(sdl.fit(X, y, 2, project=project, **kw)) <= radius * (1 + 1e-12)
+

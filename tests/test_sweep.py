@@ -159,7 +159,7 @@ def test_sweep_scaledgd_alpha_eta(rpca_problem):
     pts = sweep.grid(alpha=jnp.array([0.1, 0.2]), eta=jnp.array([0.4, 0.7]))
 
     def f(alpha, eta, Y=rpca_problem.Y):
-        res = rpca.scaledgd(Y, 3, alpha, eta=eta, iters=15, key=jax.random.key(0))
+        res = rpca.scaledgd(Y, 3, alpha, eta=eta, max_iter=15, key=jax.random.key(0))
         return res.X, res.residual
 
     _assert_close(sweep.run(f, pts, shared={"Y": rpca_problem.Y}), _loop(f, pts), 2e-4, 1e-5)
@@ -187,14 +187,14 @@ def test_sweep_newton_weight_and_sketch_size():
         pts = sweep.grid(w=jnp.array([4.0, 6.0]), rows=jnp.array([40, 120, 200]))
 
         def f(w, rows):
-            r = rg.newton_solve(A, b, w, jnp.zeros(6), "exp", "sketch", iters=4, sketch_size=200, sketch_rows=rows,
+            r = rg.newton_solve(A, b, w, jnp.zeros(6), "exp", "sketch", max_iter=4, sketch_size=200, sketch_rows=rows,
                                 key=jax.random.key(1))
             return r.x, r.loss
 
         swept = sweep.run(f, pts)
         _assert_close(swept, _loop(f, pts), 1e-10, 1e-14)
         # rows = sketch_size uses every draw: the same as leaving sketch_rows out
-        full = rg.newton_solve(A, b, 4.0, jnp.zeros(6), "exp", "sketch", iters=4, sketch_size=200,
+        full = rg.newton_solve(A, b, 4.0, jnp.zeros(6), "exp", "sketch", max_iter=4, sketch_size=200,
                                key=jax.random.key(1))
         np.testing.assert_allclose(np.asarray(swept[0][2]), np.asarray(full.x), rtol=1e-12)
         with pytest.raises(ValueError, match="sketch_rows"):
@@ -229,7 +229,7 @@ def test_sweep_sdl_xi_lambda_step():
     pts = sweep.grid(xi=jnp.array([0.1, 1.0]), lam=jnp.array([1e-3, 1e-2]), step=jnp.array([0.2, 0.4]))
 
     def f(xi, lam, step):
-        return sdl.fit(X, y, 2, xi=xi, lam=lam, step=step, iters=30).theta
+        return sdl.fit(X, y, 2, xi=xi, lam=lam, step=step, max_iter=30).theta
 
     # θ's entries reach 1.8; a batched float32 program on a GPU rounds differently from the single
     # runs, up to 5.6e-6 on entries near 0 (an H200), hence the absolute tolerance.
@@ -279,7 +279,7 @@ def test_a_diverging_point_is_nan_in_the_sweep_and_raises_alone(family, rpca_pro
         pts = {"eta": jnp.array([0.5, 50.0])}
 
         def f(eta):
-            return rpca.scaledgd(Y, 2, 0.1, eta=eta, iters=30, key=jax.random.key(0)).X
+            return rpca.scaledgd(Y, 2, 0.1, eta=eta, max_iter=30, key=jax.random.key(0)).X
         match = "eta = 50"
     elif family == "sdl":
         from lowrank_jax import sdl
@@ -289,7 +289,7 @@ def test_a_diverging_point_is_nan_in_the_sweep_and_raises_alone(family, rpca_pro
         pts = {"step": jnp.array([0.2, 100.0])}
 
         def f(step):
-            return sdl.fit(X / 6, y, 2, step=step, iters=20).theta
+            return sdl.fit(X / 6, y, 2, step=step, max_iter=20).theta
         match = "the step 100 is too large"
     elif family == "pathnorm":
         from lowrank_jax import pathnorm
@@ -312,7 +312,7 @@ def test_a_diverging_point_is_nan_in_the_sweep_and_raises_alone(family, rpca_pro
         pts = {"w": jnp.array([2.0, 1.0])}
 
         def f(w):
-            return rg.newton_solve(A, b, w, jnp.zeros(5), "exp", "sketch", iters=8).x
+            return rg.newton_solve(A, b, w, jnp.zeros(5), "exp", "sketch", max_iter=8).x
         match = "Lemma 6.4"
 
     good = {k: v[0] for k, v in pts.items()}

@@ -357,8 +357,8 @@ def _symmetric_sparsify(R, alpha, cuts=None):
     return apply_top_fraction(R, mag, cut, cut), cut
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "iters"))
-def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, iters):
+@functools.partial(jax.jit, static_argnames=("rank", "max_iter"))
+def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, max_iter):
     d_norm = _safe_norm(frob(D))
     D = 0.5 * (D + D.T)
     S_init, _ = _symmetric_sparsify(D, alpha)
@@ -382,22 +382,23 @@ def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, iters):
         return (U - eta * (E @ U), cut), {"residual": frob(E) / d_norm}
 
     cut0 = jnp.zeros((D.shape[0],), D.dtype)  # a cold start of the selection (guesses are only hints)
-    out = loop.run_until(body, (U0, cut0), max_iter=iters, stop=lambda s, d: d["residual"] < tol)
+    out = loop.run_until(body, (U0, cut0), max_iter=max_iter, stop=lambda s, d: d["residual"] < tol)
     U = out.state[0]
     L = low_rank(U)
     S, _ = _symmetric_sparsify(D - L, alpha_iter)
     return BaselineResult(L, S, out.n_iter, out.history["residual"], jnp.asarray(rank, jnp.int32)), U
 
 
+@_checks.renamed_keywords(iters="max_iter")
 @full_precision
-def rpca_gd(Sigma, rank: int, *, alpha=0.1, step=0.5, iters: int = 200, gamma=2.0, tol=1e-9,
+def rpca_gd(Sigma, rank: int, *, alpha=0.1, step=0.5, max_iter: int = 200, gamma=2.0, tol=1e-9,
             return_factor: bool = False):
     """Robust PCA by gradient descent (Yi, Park, Chen, Caramanis 2016) on a symmetric factor,
     L = UUᵀ with U ∈ ℝ^{n×k} (so L is PSD of rank ≤ k):
 
         S_init = T_α(Σ);  U₀ = V_k Λ_k^{1/2} from the top-k eigenpairs of Σ − S_init (λ clipped at 0)
         repeat:  S = T_{γα}(Σ − UUᵀ),  E = UUᵀ + S − Σ,  U ← U − (η/σ₁) E U
-        until ‖E‖_F/‖Σ‖_F < tol or ``iters`` iterations (all of them for ``tol=None``).
+        until ‖E‖_F/‖Σ‖_F < tol or ``max_iter`` iterations (all of them for ``tol=None``).
 
     T_α is the sparsifier keeping the entries that are among the ⌊α n⌋ largest in magnitude of
     both their row and their column (:func:`lowrank_jax.prox.sparsify_top_fraction`, shared with
@@ -435,7 +436,7 @@ def rpca_gd(Sigma, rank: int, *, alpha=0.1, step=0.5, iters: int = 200, gamma=2.
             raise ValueError(f"{name} must lie in [0, 1], got {float(a)}")
     step = _checks.as_hyper(step, "step", ndim=0, positive=True, dtype=dtype)
     tol = _checks.as_tolerance(tol, dtype)
-    iters = _checks.check_positive_int(iters, "iters")
-    result, U = _rpca_gd(Sigma, alpha, alpha_iter, step, tol, rank=rank, iters=iters)
+    max_iter = _checks.check_positive_int(max_iter, "max_iter")
+    result, U = _rpca_gd(Sigma, alpha, alpha_iter, step, tol, rank=rank, max_iter=max_iter)
     _checks.raise_if_diverged(U, lambda: f"RPCA-GD diverged (non-finite factor U): lower step (got {float(step):.3g})")
     return (result, U) if return_factor else result

@@ -70,8 +70,9 @@ class NewtonResult(NamedTuple):
     step: jax.Array
 
 
+@_checks.renamed_keywords(iters="max_iter")
 @full_precision
-def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters: int = 20, tol=None,
+def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, max_iter: int = 20, tol=None,
                  x_star=None, key=None, sketch_size: int | None = None, sketch_rows=None, leverage: str = "approx",
                  refine: int = 0, rescore: int = 1, resample: int = 1, scores=None, damping=0.0, line_search: bool = False,
                  measure_eps: bool = False, differentiable: bool = False) -> NewtonResult:
@@ -81,7 +82,7 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
       A: (n, d) dense, ``BCOO`` or :class:`lowrank_jax.design.RowSparse`; b, w: (n,) (w may be a
         scalar); x0: (d,) start; kind: "exp" | "cosh" | "sinh".
       method: "exact" | "diagonal" | "sketch" (module docstring).
-      iters: number of steps, or the cap when ``tol`` is given; tol: stop once ‖∇L(x_t)‖ ≤ tol.
+      max_iter: number of steps, or the cap when ``tol`` is given; tol: stop once ‖∇L(x_t)‖ ≤ tol.
         Step t measures ‖∇L(x_t)‖ (``grad_norm[t]``) and then steps, so the returned x is x_t plus
         the step taken there (one Newton step past a point that met ``tol``; a start at x* gives
         ``n_iter`` = 1), and ``grad_norm[n_iter − 1]`` is the gradient before that last step.
@@ -118,7 +119,7 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
         ε₀ is defined for a positive definite exact Hessian only (Def. 6.2): a step whose exact
         Hessian is not (outside the region where the paper's lemma makes it so, or a rank-deficient
         A) records NaN.
-      differentiable: with ``tol``, stop by a ``lax.scan`` of ``iters`` steps that skips the work once
+      differentiable: with ``tol``, stop by a ``lax.scan`` of ``max_iter`` steps that skips the work once
         converged (:func:`lowrank_jax.loop.run_until`), so reverse-mode ``grad`` through the solve works
         (a ``while_loop``, the default, has no reverse mode). Without ``tol`` every solve is a scan.
 
@@ -135,7 +136,7 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
         raise ValueError(f"leverage must be 'approx' or 'exact', got {leverage!r}")
     A, b, w, x0 = hb.check_problem(A, b, w, x0, kind=kind)
     n, d = A.shape
-    iters = _checks.check_positive_int(iters, "iters")
+    max_iter = _checks.check_positive_int(max_iter, "max_iter")
     if x_star is not None:
         x_star = _checks.as_hyper(x_star, "x_star", ndim=1, nonnegative=False, dtype=A.dtype)
         if x_star.shape[0] != d:
@@ -172,7 +173,7 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, iters
         with jax.ensure_compile_time_eval():
             hb._guard(*hb._loss(x0, A, b, w, kind), "the loss")
     out = _solve(A, b, w, x0, x_star, damping, tol, key, scores, sketch_rows, kind=kind, method=method,
-                 iters=iters, m=m, leverage=leverage, refine=refine, rescore=rescore, resample=resample,
+                 max_iter=max_iter, m=m, leverage=leverage, refine=refine, rescore=rescore, resample=resample,
                  line_search=line_search, measure_eps=measure_eps, differentiable=bool(differentiable))
     _checks.raise_if_diverged(out.x, "Newton iterate became non-finite (overflow of exp/cosh at |Ax| too large, "
                               "an indefinite H̃, or a singular one: A without full column rank, or fewer sketch "
@@ -233,9 +234,9 @@ class _Curvature(NamedTuple):
     scores: jax.Array | None
 
 
-@functools.partial(jax.jit, static_argnames=("kind", "method", "iters", "m", "leverage", "refine", "rescore",
+@functools.partial(jax.jit, static_argnames=("kind", "method", "max_iter", "m", "leverage", "refine", "rescore",
                                              "resample", "line_search", "measure_eps", "differentiable"))
-def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, method, iters, m, leverage, refine,
+def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, method, max_iter, m, leverage, refine,
            rescore, resample, line_search, measure_eps, differentiable=False):
     nan = jnp.full((), jnp.nan, x0.dtype)
     n, d = A.shape
@@ -368,9 +369,9 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
 
     state0 = (x0, design.matvec(A, x0), opt.init(x0))
     if tol is None:
-        res = loop.run_fixed(step, state0, iters)
+        res = loop.run_fixed(step, state0, max_iter)
     else:
-        res = loop.run_until(step, state0, max_iter=iters, stop=lambda s, diag: diag[1] <= tol,
+        res = loop.run_until(step, state0, max_iter=max_iter, stop=lambda s, diag: diag[1] <= tol,
                              differentiable=differentiable)
     x = res.state[0]
     loss_h, gnorm, err, eps0, t = res.history

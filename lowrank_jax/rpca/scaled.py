@@ -110,8 +110,9 @@ def _warn_if_ties_flooded_the_support(S, alpha_init, alpha_iter) -> None:
                             "far below the outliers' size).")
 
 
+@_checks.renamed_keywords(iters="max_iter")
 @full_precision
-def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init=None, tol=None,
+def scaledgd(Y, rank, alpha, *, eta=0.5, max_iter=None, alpha_iter=None, alpha_init=None, tol=None,
              X_star=None, support=None, key=None, svd="randomized", oversample=10,
              n_iter=4, stop="residual") -> RPCAResult:
     """ScaledGD for RPCA: S by the top-fraction sparsifier T, (L, R) by scaled gradient steps.
@@ -121,13 +122,13 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
       rank: target rank r (static).
       alpha: outlier fraction estimate α ∈ [0, 1] (array; ``vmap`` over it works).
       eta: step size (array), 0.5 by default (theory: ≤ 2/3).
-      iters: number of iterations (static); with ``tol`` the maximum (default 1000).
+      max_iter: number of iterations (static); with ``tol`` the maximum (default 1000).
       alpha_iter: fraction used in the iterations, default 2α (reference code); alpha_init: at the
         initialisation, default α.
       tol: stop when ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (or, with ``stop="change"``, when the
         paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol; see ``lrpca``). A
         tolerance stop is a ``while_loop``, which ``jax.grad`` cannot pass: for gradients run a
-        fixed number of iterations (``iters`` without ``tol``). Forward mode (``jax.jvp``,
+        fixed number of iterations (``max_iter`` without ``tol``). Forward mode (``jax.jvp``,
         ``jacfwd``) is refused with or without ``tol``: the step kernel and the rank-r projection
         carry custom reverse-mode rules (see the Robust PCA guide).
       X_star, support, key, svd, oversample, n_iter: as in :func:`lowrank_jax.rpca.lrpca`.
@@ -160,12 +161,12 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, iters=None, alpha_iter=None, alpha_init
     use_tol = tol is not None
     tol = _checks.as_tolerance(tol, Y.dtype)
     stop = check_stop(stop)
-    if iters is None:
+    if max_iter is None:
         if not use_tol:
-            raise ValueError("scaledgd needs iters (or tol, then iters defaults to 1000)")
-        iters = 1000
-    iters = _checks.check_positive_int(iters, "iters", minimum=0)
-    out = _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, rank=rank, budget=iters,
+            raise ValueError("scaledgd needs max_iter (or tol, then max_iter defaults to 1000)")
+        max_iter = 1000
+    max_iter = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
+    out = _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, rank=rank, budget=max_iter,
                     use_tol=use_tol, svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
     _checks.raise_if_diverged(out.X, lambda: f"ScaledGD diverged (non-finite iterate): the step eta = {float(eta):.3g} "
                               "is too large for these data (theory: eta <= 2/3), or alpha_iter is too small to "

@@ -93,8 +93,9 @@ def _initial_point(data: sm.SDLData, key, *, rank: int, model: str, init: str):
     return sm.lift(f0, model), gamma0, f0
 
 
+@_checks.renamed_keywords(iters="max_iter")
 @full_precision
-def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters: int = 1000, tol=None,
+def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, max_iter: int = 1000, tol=None,
         X_aux=None, intercept: bool = True, key=None, init: str = "svd", solver: str = "lpgd",
         svd: str = "gram", num_classes: int | None = None, project=None) -> SDLModel:
     """Fit SDL-H (``model="H"``) or SDL-W (``"W"``) of rank r.
@@ -108,10 +109,10 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters:
         authors' code adds one);
       xi, lam: ξ, λ of F (traced); step: τ (default :func:`lowrank_jax.sdl.model.step_bound`; LPGD
         only, the model records NaN for solver="bcd");
-      iters, tol: iteration cap and relative step tolerance (LPGD stops after the first step with
+      max_iter, tol: iteration cap and relative step tolerance (LPGD stops after the first step with
         ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F), Z = (θ, γ); ``n_iter`` counts the steps taken and
         ``loss`` is NaN after them); solver: "lpgd" (Algorithm 1) or "bcd" (the block-coordinate
-        baseline, from the same start; it runs exactly ``iters`` sweeps, so ``tol``, ``project`` and
+        baseline, from the same start; it runs exactly ``max_iter`` sweeps, so ``tol``, ``project`` and
         ``svd`` are LPGD-only and rejected with it); svd: rank projection, "gram" | "exact" |
         "randomized" (:func:`lowrank_jax.sdl.solvers.lpgd`); project: optional convex projection
         Π_Θ(θ) → θ applied before the rank projection, a pure hashable function (static under
@@ -124,9 +125,9 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters:
     if solver not in ("lpgd", "bcd"):
         raise ValueError(f"solver must be 'lpgd' or 'bcd', got {solver!r}")
     if solver == "bcd" and (tol is not None or project is not None or svd != "gram" or step is not None):
-        raise ValueError("step, tol, project and svd apply to solver='lpgd' only; solver='bcd' runs `iters` "
+        raise ValueError("step, tol, project and svd apply to solver='lpgd' only; solver='bcd' runs `max_iter` "
                          "sweeps of the factored problem with its own per-block steps")
-    # iters, tol, project and the starting point are checked by the solver itself.
+    # max_iter, tol, project and the starting point are checked by the solver itself.
     xi, lam = sm.check_hypers(data, xi, lam)
     # BCD has no single step (1/L_b per block, recomputed every sweep): the model records NaN for it.
     step = (sm.check_step(step, data, xi, lam, model) if solver == "lpgd"
@@ -137,12 +138,12 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, iters:
     # safe bound is passed on as step=None, so that the message does not advise leaving step at None.
     if solver == "lpgd":
         res = solvers.lpgd(theta0, gamma0, data, xi, lam, step if step_given else None, rank, model=model,
-                           iters=iters, tol=tol, svd=svd, project=project, key=key)
+                           max_iter=max_iter, tol=tol, svd=svd, project=project, key=key)
         theta, gamma = res.theta, res.gamma
         f = sm.factors(theta, rank, model, data.kappa)
         loss, n_iter = res.loss, res.n_iter
     else:
-        res = solvers.bcd(f0, gamma0, data, xi, lam, model=model, iters=iters)
+        res = solvers.bcd(f0, gamma0, data, xi, lam, model=model, max_iter=max_iter)
         f, gamma = res.factors, res.gamma
         theta = sm.lift(f, model)
         loss, n_iter = res.loss, res.n_iter
@@ -269,9 +270,10 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
     return per_sample(h_ls.T, offset.T)
 
 
+@_checks.renamed_keywords(iters="max_iter")
 @_checks.host_function("sdl.cross_validate")
 @full_precision
-def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int = 5, iters: int = 300, seed: int = 0,
+def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int = 5, max_iter: int = 300, seed: int = 0,
                    X_aux=None, intercept: bool = True, coding: str = "lstsq", key=None,
                    num_classes: int | None = None):
     """Mean validation accuracy over stratified ``folds`` for every (ξ, λ) in xis × lams.
@@ -287,7 +289,7 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
     y_np = sm.check_labels(y, X.shape[1], num_classes)
     sm._check_model(model)
     rank = sm.as_rank(rank)            # its range depends on the fold size, checked (with a hint) per fold
-    iters = _checks.check_positive_int(iters, "iters")
+    max_iter = _checks.check_positive_int(max_iter, "max_iter")
     seed = _checks.check_positive_int(seed, "seed", minimum=0)
     X_aux = sm.given_aux(X_aux, X.shape[1])
     if X_aux is not None:
@@ -319,7 +321,7 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
                                   data.X.dtype)
         preds, finite = _grid_predict(theta0, gamma0, data, jnp.asarray(grid_xi, data.X.dtype),
                                       jnp.asarray(grid_lam, data.X.dtype), X_val, Xa_val, rank=rank_f, model=model,
-                                      iters=iters, coding=coding, span=solvers.resolve_span(None, data))
+                                      max_iter=max_iter, coding=coding, span=solvers.resolve_span(None, data))
         fold_acc = np.mean(np.asarray(preds) == y_np[val][None, :], axis=1)
         acc += np.where(np.asarray(finite), fold_acc, np.nan) / folds
     acc = acc.reshape(xis.size, lams.size)
@@ -330,11 +332,11 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
     return acc, (float(xis[i]), float(lams[j]))
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "model", "iters", "coding", "span"))
-def _grid_predict(theta0, gamma0, data, xis, lams, X_val, Xa_val, *, rank, model, iters, coding, span):
+@functools.partial(jax.jit, static_argnames=("rank", "model", "max_iter", "coding", "span"))
+def _grid_predict(theta0, gamma0, data, xis, lams, X_val, Xa_val, *, rank, model, max_iter, coding, span):
     def one(xi, lam):
         step = sm.step_bound(data, xi, lam, model)
-        res = solvers._lpgd(theta0, gamma0, data, xi, lam, step, None, None, rank=rank, model=model, iters=iters,
+        res = solvers._lpgd(theta0, gamma0, data, xi, lam, step, None, None, rank=rank, model=model, max_iter=max_iter,
                             svd="gram", project=None, span=span)
         f = sm.factors(res.theta, rank, model, data.kappa)
         finite = jnp.all(jnp.isfinite(res.theta)) & jnp.all(jnp.isfinite(res.gamma))

@@ -42,8 +42,9 @@ class SolveResult(NamedTuple):
     n_iter: jax.Array
 
 
+@_checks.renamed_keywords(iters="max_iter")
 @full_precision
-def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: str, iters: int = 1000,
+def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: str, max_iter: int = 1000,
          tol=None, svd: str = "gram", project=None, key=None, span: bool | None = None) -> SolveResult:
     """Algorithm 1 from (θ₀, γ₀). ``tol``: stop once ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F).
     ``project``: optional convex projection Π_Θ(θ) applied before the rank projection.
@@ -62,7 +63,7 @@ def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: s
     τ, ξ, λ) the non-finite iterate is returned (:func:`lowrank_jax._checks.raise_if_diverged`)."""
     step_given = step is not None
     rank = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)
-    iters = _checks.check_positive_int(iters, "iters")
+    max_iter = _checks.check_positive_int(max_iter, "max_iter")
     if svd not in ("gram", "exact", "randomized"):
         raise ValueError(f"svd must be 'gram', 'exact' or 'randomized', got {svd!r}")
     if project is not None and not callable(project):
@@ -73,7 +74,7 @@ def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: s
     if tol is not None:
         tol = _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=data.X.dtype)
     span = resolve_span(span, data, svd, project)
-    res = _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, rank=rank, model=model, iters=iters, svd=svd,
+    res = _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, rank=rank, model=model, max_iter=max_iter, svd=svd,
                 project=project, span=span)
     _checks.raise_if_diverged((res.theta, res.gamma), lambda: _diverged_message(model, "lpgd", step, step_given))
     return res
@@ -110,8 +111,8 @@ def _stop(tol):
     return lambda s, d: d[1] <= tol * jnp.maximum(1.0, d[2])
 
 
-def _run(value_and_grads, theta_sq, opt, params0, tol, iters: int, start: int = 0):
-    """The LPGD loop shared by the dense and the span representation of θ: ``iters`` steps of
+def _run(value_and_grads, theta_sq, opt, params0, tol, max_iter: int, start: int = 0):
+    """The LPGD loop shared by the dense and the span representation of θ: ``max_iter`` steps of
     ``opt`` = ``transforms.projected(optax.sgd(τ), Π)`` from ``params0`` = (θ, γ), recording F,
     ‖Z_{t+1} − Z_t‖ and (with ``tol``) ‖Z_t‖, ``theta_sq`` giving ‖θ‖²_F in the representation."""
 
@@ -126,14 +127,14 @@ def _run(value_and_grads, theta_sq, opt, params0, tol, iters: int, start: int = 
 
     state0 = (params0, opt.init(params0))
     if tol is None:
-        return loop.run_fixed(body, state0, iters, start=start)
-    return loop.run_until(body, state0, max_iter=iters, stop=_stop(tol), start=start)
+        return loop.run_fixed(body, state0, max_iter, start=start)
+    return loop.run_until(body, state0, max_iter=max_iter, stop=_stop(tol), start=start)
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "model", "iters", "svd", "project", "span"))
-def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, iters, svd, project, span=False):
-    if span and iters > 1:
-        return _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, rank=rank, model=model, iters=iters)
+@functools.partial(jax.jit, static_argnames=("rank", "model", "max_iter", "svd", "project", "span"))
+def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, max_iter, svd, project, span=False):
+    if span and max_iter > 1:
+        return _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, rank=rank, model=model, max_iter=max_iter)
     # SDL-W runs on θᵀ = [Aᵀ ∥ Bᵀ] (contiguous row blocks; Π_r commutes with the transpose).
     XT = data.X.T if model == "W" else None
     if model == "W":
@@ -148,14 +149,14 @@ def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, iters, 
         return prox.project_rank(theta, rank, method=svd, key=key), gamma
 
     res = _run(lambda th, g: sm.value_and_gradients(th, g, data, xi, lam, model, XT), lambda th: jnp.sum(th * th),
-               transforms.projected(optax.sgd(step), project_fn), (theta0, gamma0), tol, iters)
+               transforms.projected(optax.sgd(step), project_fn), (theta0, gamma0), tol, max_iter)
     (theta, gamma), _ = res.state
     theta = theta.T if model == "W" else theta
     f, moved, _ = res.history
     return SolveResult(theta, gamma, f, moved, res.n_iter)
 
 
-def _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, *, rank, model, iters):
+def _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, *, rank, model, max_iter):
     """LPGD with the first step on the dense θ, kept as its factors θ₁ = U₁V₁ᵀ, and the rest in the
     span of [X, U₁] (:mod:`lowrank_jax.sdl.span`) through the same loop as the dense solver."""
     f0, grads0 = sm.value_and_gradients(theta0, gamma0, data, xi, lam, model)
@@ -171,13 +172,13 @@ def _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, *, rank, model, iters):
 
     def rest():
         return _run(lambda c, g: sp.value_and_gradients(c, g, K, data, xi, lam, model),
-                    lambda c: sp.coords_sq_norm(c, K, model), opt, params1, tol, iters - 1, start=1)
+                    lambda c: sp.coords_sq_norm(c, K, model), opt, params1, tol, max_iter - 1, start=1)
 
     if tol is None:
         res = rest()
     else:
         def none():                                                # the first step met the tolerance
-            blank = jnp.full((iters - 1,), jnp.nan, f0.dtype)
+            blank = jnp.full((max_iter - 1,), jnp.nan, f0.dtype)
             return loop.LoopResult((params1, opt.init(params1)), (blank, blank, blank), jnp.asarray(0, jnp.int32))
 
         res = jax.lax.cond(_stop(tol)(None, (f0, moved0, size0)), none, rest)
@@ -202,8 +203,9 @@ def factored_objective(f: sm.Factors, gamma, data, xi, lam, model):
     return sm.objective(sm.lift(f, model), gamma, data, xi, lam, model)
 
 
+@_checks.renamed_keywords(iters="max_iter")
 @full_precision
-def bcd(factors0: sm.Factors, gamma0, data: sm.SDLData, xi, lam, *, model: str, iters: int = 1000,
+def bcd(factors0: sm.Factors, gamma0, data: sm.SDLData, xi, lam, *, model: str, max_iter: int = 1000,
         inner: int = 1) -> BCDResult:
     """Cyclic block coordinate descent on (W, H, β, γ): ``inner`` gradient steps per block per sweep,
     step 1/L_b with the block Lipschitz bounds (½ bounds the softmax curvature):
@@ -212,23 +214,23 @@ def bcd(factors0: sm.Factors, gamma0, data: sm.SDLData, xi, lam, *, model: str, 
         SDL-W  L_W = (½‖X‖² + 2λ)‖β‖² + 2ξ‖H‖²,  L_H = 2ξ‖W‖²,  L_β = (½‖X‖² + 2λ)‖W‖²
         both   L_γ = ½‖X_aux‖² + 2λ
 
-    ``factors0`` = (W (p, r), H (r, n), β (r, κ)), ``gamma0`` (q, κ); ξ, λ ≥ 0 scalars; ``iters``,
+    ``factors0`` = (W (p, r), H (r, n), β (r, κ)), ``gamma0`` (q, κ); ξ, λ ≥ 0 scalars; ``max_iter``,
     ``inner`` ≥ 1. Called directly, non-finite final factors or γ raise ``FloatingPointError`` (as
     :func:`lowrank_jax.sdl.fit` does); under ``jit``/``vmap`` they are returned as they are.
     """
     sm._check_model(model)
-    iters = _checks.check_positive_int(iters, "iters")
+    max_iter = _checks.check_positive_int(max_iter, "max_iter")
     inner = _checks.check_positive_int(inner, "inner")
     factors0 = sm.check_factors(factors0, data)
     gamma0 = sm.check_gamma(gamma0, data)
     xi, lam = sm.check_hypers(data, xi, lam)
-    res = _bcd(factors0, gamma0, data, xi, lam, model=model, iters=iters, inner=inner)
+    res = _bcd(factors0, gamma0, data, xi, lam, model=model, max_iter=max_iter, inner=inner)
     _checks.raise_if_diverged((res.factors, res.gamma), lambda: _diverged_message(model, "bcd"))
     return res
 
 
-@functools.partial(jax.jit, static_argnames=("model", "iters", "inner"))
-def _bcd(factors0, gamma0, data, xi, lam, *, model, iters, inner):
+@functools.partial(jax.jit, static_argnames=("model", "max_iter", "inner"))
+def _bcd(factors0, gamma0, data, xi, lam, *, model, max_iter, inner):
     def sq(*Ms, last=()):
         """‖M‖₂² of each M (an SVD each), one after another and after ``last`` (the previous
         ones): under vmap on a CPU two batched SVDs side by side can hang jaxlib's thread pool
@@ -281,6 +283,6 @@ def _bcd(factors0, gamma0, data, xi, lam, *, model, iters, inner):
             f, g, last = block_step(name, f, g, last)
         return (f, g), val
 
-    res = loop.run_fixed(body, (factors0, gamma0), iters)
+    res = loop.run_fixed(body, (factors0, gamma0), max_iter)
     f, g = res.state
     return BCDResult(f, g, res.history, res.n_iter)
