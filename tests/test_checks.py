@@ -360,7 +360,7 @@ def test_host_functions_name_themselves_on_traced_input_and_run_when_closed_over
     """Functions that return Python/NumPy values cannot take traced input: they say so by name
     (it was JAX's tracer error from deep inside). Concrete inputs closed over in a caller's jit run
     as in a direct call (covariance.report failed there too: its first jnp op was staged)."""
-    from lowrank_jax import covariance as cv, rpca, sdl
+    from lowrank_jax import covariance as cv, datasets, rpca, sdl
     rng = np.random.default_rng(0)
     M = rng.standard_normal((10, 2))
     L = M @ M.T
@@ -380,7 +380,8 @@ def test_host_functions_name_themselves_on_traced_input_and_run_when_closed_over
              "sdl.mf_lr": lambda s: sdl.mf_lr(X * s, y, 2),
              "sdl.stratified_folds": lambda s: sdl.stratified_folds(y * s, 2),
              "rpca.train_lrpca": lambda s: rpca.train_lrpca(s),
-             "rpca.frmnn_grid_search": lambda s: rpca.frmnn_grid_search(s, None, None)}
+             "rpca.frmnn_grid_search": lambda s: rpca.frmnn_grid_search(s, None, None),
+             "datasets.standardize": lambda s: datasets.standardize(X * s)}
     for name, call in calls.items():
         with pytest.raises(ValueError, match=f"{name} computes on the host"):
             jax.jit(call)(jnp.ones((10, 10)) if name == "covariance.report" else 1.0)

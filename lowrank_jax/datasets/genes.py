@@ -44,6 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from lowrank_jax import _checks
 from lowrank_jax.datasets.video import data_dir
 
 _MAKE_DATA = "run `make data`"
@@ -275,6 +276,7 @@ def load_nci60() -> GeneData:
 
 # --- preprocessing ---------------------------------------------------------------------------------
 
+@_checks.host_function("datasets.standardize")
 def standardize(X_train, X_test=None, scale: float = 1.0):
     """Per-gene z-scores with the TRAINING columns' statistics, divided by ``scale``.
 
