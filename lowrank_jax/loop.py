@@ -17,6 +17,7 @@ iteration's cost no longer grows with ``max_iter``; a single run pays nothing fo
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -25,6 +26,7 @@ from jax import lax
 from jax.custom_batching import custom_vmap
 
 from lowrank_jax import _checks
+from lowrank_jax.progress import CompiledBar
 
 Step = Callable[[jax.Array, Any], tuple[Any, Any]]
 
@@ -126,7 +128,7 @@ def run_fixed(step: Step, state, num_steps: int, *, start: int = 0) -> LoopResul
 
 
 def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], jax.Array],
-              start: int = 0, differentiable: bool = False) -> LoopResult:
+              start: int = 0, differentiable: bool = False, progress: str | None = None) -> LoopResult:
     """Run ``step`` until ``stop(state, diag)`` is true or ``max_iter`` steps were taken.
 
     ``differentiable=False`` uses ``lax.while_loop``: steps after the stop are never executed;
@@ -135,6 +137,10 @@ def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], ja
     ``differentiable=True`` uses a ``lax.scan`` of length ``max_iter`` whose body is a ``lax.cond``
     that skips the work once stopped, so ``grad`` works. Either way the history rows after the last
     step are padding (NaN / -1).
+
+    ``progress``: a channel name of :class:`lowrank_jax.progress.CompiledBar`; the loop then reports
+    the iterations done to the bar open on that channel, about a hundred times per ``max_iter``
+    (never per iteration: each report is a trip to the host). ``None`` (default) compiles no report.
     """
     max_iter = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
     # Trace one step abstractly to learn the diagnostics' structure for the history buffer.
@@ -153,6 +159,15 @@ def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], ja
     def write(hist, i, row):
         return jax.tree.map(lambda h, d: lax.dynamic_update_index_in_dim(h, d, i, 0), hist, row)
 
+    def report(done):
+        """Send ``done`` iterations to the progress channel every ``every`` of them."""
+        if progress is None:
+            return
+        every = -(-max_iter // 100)          # ⌈max_iter / 100⌉: at most 100 reports
+        send = functools.partial(CompiledBar.reach, channel=progress)
+        lax.cond((done % every == 0) | (done == max_iter),
+                 lambda: jax.debug.callback(send, done), lambda: None)
+
     if not differentiable:
         # i counts the loop's iterations (shared by a vmapped batch), n a point's own steps.
         def cond(carry):
@@ -164,6 +179,7 @@ def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], ja
             s_new, diag = step(start + i, s)
             hist = write(hist, i, _keep_running(done, diag, blank))
             s_new, n = _keep_running(done, (s_new, i + 1), (s, n))
+            report(i + 1)
             return i + 1, n, s_new, hist, done | stop(s_new, diag)
 
         _, n, state, history, _ = lax.while_loop(cond, body, (zero, zero, state, history0, jnp.asarray(False)))
@@ -175,6 +191,7 @@ def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], ja
         def go(args):
             n, s, hist = args
             s, diag = step(start + i, s)
+            report(n + 1)
             return n + 1, s, write(hist, i, diag), stop(s, diag)
 
         def skip(args):

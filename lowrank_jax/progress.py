@@ -107,11 +107,16 @@ class CompiledBar:
         if done > self.bar.n:
             self.bar.update(done - self.bar.n)
 
-    def finish(self):
-        """Show the whole total: for a caller that knows the work is done (a sweep whose outputs are
-        ready), since XLA may drop the callbacks of a program whose outputs are all empty (dead code:
-        seen on several CPU devices)."""
+    def finish(self, done: int | None = None):
+        """Show the work as done: for a caller that knows it is (a sweep whose outputs are ready),
+        since XLA may drop the callbacks of a program whose outputs are all empty (dead code: seen on
+        several CPU devices). ``done`` below the total (a loop that met its tolerance early) becomes
+        the bar's total, so it ends at done/done rather than stalled part way."""
         with CompiledBar._lock:
+            if done is not None and 0 <= int(done) < self.total and not isinstance(self.bar, NoBar):
+                self.total = self.bar.total = int(done)
+                if hasattr(self.bar, "refresh"):
+                    self.bar.refresh()
             self._move_to(self.total)
 
     @classmethod

@@ -461,3 +461,20 @@ def test_goldstein_armijo_on_closed_form_line_functions(x64):
             assert 2 * (1 - 0.9) / c * (1 - 1e-12) <= t <= 2 * (1 - 0.1) / c * (1 + 1e-12), (c, t0, t)
     t = nn._goldstein_armijo(lambda t: f0 - t * g_sq, f0, g_sq, jnp.asarray(0.5), 0.1, 0.9, max_trials=12)
     assert float(t) == 0.5 * 2.0 ** 11
+
+
+def test_progress_bar_follows_the_steps_and_ends_at_n_iter(recorded_bars):
+    """progress=True: the bar, moved from inside the compiled run, ends at the steps taken, also when
+    rel_tol stops the run early (its total becomes n_iter); the result is the same as without it."""
+    Sigma = jnp.asarray(planted(10, 2)[0], jnp.float32)
+    kw = dict(hidden=(16,), optimizer="adam", lr=1e-2, key=jax.random.key(0))
+    for budget, rel_tol in ((300, None), (3000, 1e-3)):
+        shown = cv.decompose(Sigma, 2, max_iter=budget, rel_tol=rel_tol, progress=True, **kw)
+        bar = recorded_bars[-1]
+        n = int(shown.n_iter)
+        assert (n == budget) == (rel_tol is None)
+        assert bar.n == bar.total == n and bar.closed and 1 <= len(bar.updates) <= 101
+        plain = cv.decompose(Sigma, 2, max_iter=budget, rel_tol=rel_tol, **kw)
+        np.testing.assert_array_equal(np.asarray(plain.M), np.asarray(shown.M))
+    with pytest.warns(UserWarning, match="progress=True has no effect on a traced call"):
+        jax.jit(lambda lr: cv.decompose(Sigma, 2, hidden=(16,), lr=lr, max_iter=5, progress=True).M)(1e-2)

@@ -153,7 +153,7 @@ def test_a_tolerance_stop_differentiates_forward_and_refuses_reverse_mode_by_nam
     b = jnp.full(60, 0.3)
     newton = lambda w: regression.newton_solve(A, b, w, jnp.zeros(3), "exp", "exact", tol=1e-6).x.sum()  # noqa: E731
     for f in (lambda e: rpca.lrpca(p.Y, 2, zeta, jnp.full(3, e), tol=1e-4).X.sum(),
-              lambda e: rpca.scaledgd(p.Y, 2, 0.1, eta=e, iters=20, tol=1e-4).X.sum(),
+              lambda e: rpca.scaledgd(p.Y, 2, 0.1, eta=e, max_iter=20, tol=1e-4).X.sum(),
               lambda e: rpca.altproj(p.Y * e, 2, tol=1e-4).X.sum(), newton):
         with pytest.raises(ValueError, match="Reverse-mode differentiation does not work for lax.while_loop"):
             jax.grad(f)(0.5)
@@ -200,3 +200,40 @@ def test_vmapped_run_until_keeps_a_point_stopped_when_its_stop_turns_false_again
         one = run(t)
         assert int(batch.n_iter[i]) == int(one.n_iter) == t + 1
         assert float(batch.state[i]) == float(one.state) == t + 1
+
+
+@pytest.mark.parametrize("differentiable", [False, True])
+def test_progress_reports_reach_the_steps_taken_about_a_hundred_times(differentiable, recorded_bars):
+    """``progress=channel``: the bar open on that channel hears the iterations done, every
+    ⌈max_iter / 100⌉ of them and at max_iter; a loop stopped early reports up to its last
+    multiple; without a channel nothing is reported; the results are the same either way."""
+    from lowrank_jax.progress import CompiledBar
+
+    def step(k, x):
+        return x * 0.9, {"x": x}
+
+    def run(max_iter, tol, progress):
+        return jax.jit(lambda x0: loop.run_until(step, x0, max_iter=max_iter, stop=lambda s, d: s < tol,
+                                                 differentiable=differentiable, progress=progress))(1.0)
+
+    for max_iter, tol, n in ((250, 0.0, 250), (250, 0.5, 7), (1000, 1e-3, 66), (1000, 0.0, 1000), (7, 0.0, 7)):
+        with CompiledBar(max_iter, "t", "it", channel="test-loop"):
+            res = run(max_iter, tol, "test-loop")
+            jax.block_until_ready(res)
+        assert int(res.n_iter) == n
+        bar = recorded_bars[-1]
+        every = -(-max_iter // 100)
+        assert bar.n == (n if n == max_iter else n - n % every), (max_iter, tol, bar.n)
+        assert len(bar.updates) <= 101
+        plain = run(max_iter, tol, None)
+        np.testing.assert_array_equal(np.asarray(plain.history["x"]), np.asarray(res.history["x"]))
+    with CompiledBar(10, "t", "it", channel="test-loop"):
+        jax.block_until_ready(run(10, 0.0, None))
+    assert recorded_bars[-1].n == 0                 # no channel: no callback was compiled
+    with CompiledBar(10, "t", "it", channel="other"):
+        jax.block_until_ready(run(10, 0.0, "test-loop"))
+    assert recorded_bars[-1].n == 0                 # another channel's bar does not move
+    if differentiable:                              # reports do not get in the way of reverse mode
+        g = jax.grad(lambda x0: loop.run_until(step, x0, max_iter=5, stop=lambda s, d: s < 0.0, differentiable=True,
+                                               progress="test-loop").state)(1.0)
+        assert float(g) == pytest.approx(0.9 ** 5)

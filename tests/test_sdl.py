@@ -1316,3 +1316,14 @@ def test_a_projection_turns_the_default_span_steps_off(x64):
     assert sdl.resolve_span(None, data) and not sdl.resolve_span(None, data, "gram", project)
     assert norm_A(sdl.fit(X, y, 2, project=project, **kw)) <= radius * (1 + 1e-12)
 
+
+def test_cross_validation_progress_bar_counts_the_folds(recorded_bars):
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(20, 18)), np.array([0, 1] * 9)
+    acc, best = sdl.cross_validate(X, y, 2, [0.1, 1.0], [0.1], folds=3, max_iter=20, progress=True)
+    (bar,) = recorded_bars
+    assert bar.total == 3 and bar.n == 3 and bar.closed
+    np.testing.assert_array_equal(acc, sdl.cross_validate(X, y, 2, [0.1, 1.0], [0.1], folds=3, max_iter=20)[0])
+    with pytest.raises(ValueError, match="lower rank"):     # a fold that fails still closes its bar
+        sdl.cross_validate(X, y, 15, [0.1], [0.1], folds=3, progress=True)
+    assert recorded_bars[-1].closed and recorded_bars[-1].n == 0

@@ -466,3 +466,12 @@ def test_a_schedule_is_stored_as_logs_and_its_lengths_are_checked():
             params_mod.LRPCAParams.from_schedule(z, bad_eta, rank=2, n=60)
     with pytest.raises(ValueError, match="one more entry"):
         params_mod.LRPCAParams(jnp.zeros(3), jnp.zeros(3), jnp.ones(()), jnp.ones(()), rank=2, n=60)
+
+
+def test_frmnn_grid_search_progress_bar_counts_the_instances(tiny_run, recorded_bars):
+    p, _, _ = tiny_run
+    grid = dict(num_instances=3, extra_layers=2, betas=jnp.array([0.8, 1.2]), phis=jnp.array([0.5]))
+    chosen, errors = training.frmnn_grid_search(jax.random.key(5), p, TINY, progress=True, **grid)
+    (bar,) = recorded_bars
+    assert bar.total == 3 and bar.n == 3 and bar.closed
+    np.testing.assert_array_equal(errors, training.frmnn_grid_search(jax.random.key(5), p, TINY, **grid)[1])

@@ -46,6 +46,7 @@ import jax.numpy as jnp
 import optax
 
 from lowrank_jax import _checks, loop
+from lowrank_jax import progress as progress_bar
 from lowrank_jax.covariance import metrics
 from lowrank_jax.precision import full_precision
 
@@ -204,7 +205,7 @@ class Decomposition(NamedTuple):
 def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str = "relu", loss: str = "l1",
               eps=1e-2, optimizer: str = "adam", lr=1e-4, lr_end=None, max_iter: int = 4000, rel_tol=1e-6, grad_tol=None,
               window: int = 10, armijo=(0.1, 0.9), order: str = "triu", first_layer: str = "fixed-input",
-              key=None) -> Decomposition:
+              key=None, progress: bool = False) -> Decomposition:
     """Σ ≈ MMᵀ + S with M from an MLP at the fixed input h(Σ) (module docstring).
 
     Args:
@@ -220,6 +221,9 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
         ``window`` losses (None to disable); grad_tol: stop once ‖∇φ‖ ≤ grad_tol (None to disable).
       order: "triu" (the paper's h) or "tril" (the code's); first_layer: "fixed-input" | "dense".
       key: ``jax.random`` key of the initialisation (default key(0)).
+      progress: show a tqdm bar of the steps, moved from inside the compiled run (about a hundred
+        updates; a run stopped by ``rel_tol``/``grad_tol`` ends the bar at its ``n_iter``). Under
+        ``jit``/``vmap`` it is switched off with a warning.
 
     ``Sigma``, ``lr``, ``eps`` and ``key`` are traced: ``vmap`` over seeds or over matrices of one size.
     Called directly, a run whose network output becomes non-finite (too large an ``lr``) raises
@@ -254,9 +258,14 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
     if not 0 < alpha < beta < 1:
         raise ValueError(f"armijo = (α, β) needs 0 < α < β < 1, got {armijo}")
     key = _checks.as_key(key)
-    out = _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, rank=rank, hidden=hidden, act=activation,
-                     loss=loss, optimizer=optimizer, max_iter=max_iter, window=window, alpha=alpha, beta=beta,
-                     order=order, first_layer=first_layer)
+    progress = progress_bar.wanted(progress, Sigma, lr, lr_end, eps, rel_tol, grad_tol, key)
+    with progress_bar.CompiledBar(max_iter, f"covariance NN ({loss}, {optimizer})", "step", progress,
+                                  channel=_CHANNEL) as bar:
+        out = _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, rank=rank, hidden=hidden, act=activation,
+                         loss=loss, optimizer=optimizer, max_iter=max_iter, window=window, alpha=alpha, beta=beta,
+                         order=order, first_layer=first_layer, progress=_CHANNEL if progress else None)
+        if progress:
+            bar.finish(int(out.n_iter))
     _checks.raise_if_diverged(out.M, "the network's output became non-finite: lower lr (or use optimizer='armijo')")
     return out
 
@@ -277,10 +286,13 @@ def _tree_sq(t):
     return sum(jnp.sum(v * v) for v in jax.tree.leaves(eqx.filter(t, eqx.is_inexact_array)))
 
 
+_CHANNEL = "covariance"     # progress channel of decompose's bar
+
+
 @functools.partial(jax.jit, static_argnames=("rank", "hidden", "act", "loss", "optimizer", "max_iter", "window",
-                                             "alpha", "beta", "order", "first_layer"))
+                                             "alpha", "beta", "order", "first_layer", "progress"))
 def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, act, loss, optimizer, max_iter, window,
-               alpha, beta, order, first_layer):
+               alpha, beta, order, first_layer, progress=None):
     n, dtype = Sigma.shape[0], Sigma.dtype
     x = half_vec(Sigma, order)
     net0, A0_sq, A0x = init_network(key, x, n, rank, hidden, act, dtype)
@@ -376,7 +388,7 @@ def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, 
     state0 = (params0, opt_state0, first_m, first_m, jnp.zeros(hidden[0], dtype), lr / 2,
               jnp.full(window, jnp.nan, dtype))
 
-    res = loop.run_until(step, state0, max_iter=max_iter, stop=stop)
+    res = loop.run_until(step, state0, max_iter=max_iter, stop=stop, progress=progress)
     p = res.state[0]
     net = net_of(p)
     M = net()

@@ -310,7 +310,7 @@ def frmnn_grid() -> tuple[jax.Array, jax.Array]:
 @_checks.host_function("rpca.frmnn_grid_search")
 @full_precision
 def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instances: int = 20,
-                      extra_layers: int = 5, betas=None, phis=None, sampler=None):
+                      extra_layers: int = 5, betas=None, phis=None, sampler=None, progress: bool = False):
     """Choose FRMNN's (β, φ) (eq. 14) by grid search with the K learned layers frozen.
 
     Minimises the mean relative error at layer K̄ = K + ``extra_layers`` over ``num_instances``
@@ -329,6 +329,7 @@ def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instanc
     Returns ``(params with the chosen β, φ, errors)``, ``errors`` of shape (len(betas), len(phis)):
     the grid's mean errors (NaN-safe: a diverging point counts as +inf). If every point diverges,
     ``FloatingPointError`` (argmin over all-inf picked the first point, a diverging one).
+    ``progress=True`` shows a tqdm bar of the instances done, moved from inside the compiled call.
     """
     # Checked here, by name: num_instances = 0 ended in "every (beta, phi) of the grid diverged",
     # extra_layers = -1 in "num_steps must be an integer >= 0", and a φ ≤ 0 could be chosen.
@@ -339,7 +340,10 @@ def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instanc
     betas = _grid_axis(default_betas if betas is None else betas, "betas")
     phis = _grid_axis(default_phis if phis is None else phis, "phis")
     Y, X = _instances(key, cfg, num_instances, sampler)
-    errors = _grid_errors(params, Y, X, betas, phis, extra_layers)
+    progress = progress_bar.wanted(progress, params, Y, betas, phis)
+    with progress_bar.CompiledBar(num_instances, f"FRMNN grid search ({betas.shape[0] * phis.shape[0]} (β, φ))",
+                                  "instance", progress, channel=_GRID_CHANNEL):
+        errors = _grid_errors(params, Y, X, betas, phis, extra_layers, _GRID_CHANNEL if progress else None)
     if not bool(jnp.any(jnp.isfinite(errors))):
         raise FloatingPointError("every (beta, phi) of the grid diverged: the learned layers (or the grid) "
                                  "do not suit these instances; no continuation was chosen")
@@ -362,23 +366,30 @@ def _grid_axis(values, name: str) -> jax.Array:
 GRID_CHUNK = 8
 
 
+_GRID_CHANNEL = "frmnn-grid"    # progress channel of frmnn_grid_search's bar
+
+
 @eqx.filter_jit
-def _grid_errors(params, Y, X, betas, phis, extra_layers):
+def _grid_errors(params, Y, X, betas, phis, extra_layers, progress=None):
     # The frozen K layers once per instance; then the continuation for every grid point, vmapped
-    # in chunks of GRID_CHUNK, all in one compiled call.
+    # in chunks of GRID_CHUNK, all in one compiled call. ``progress``: a CompiledBar channel that
+    # hears of each instance once its grid is done (None: no callback is compiled).
     B, P = jnp.meshgrid(betas, phis, indexing="ij")
 
-    def per_instance(yx):
-        y, x = yx
+    def per_instance(iyx):
+        i, y, x = iyx
         base = lrpca(y, params.rank, params.zeta, params.eta)
 
         def one(bp):
             L, R = _continue(params, y, base.L, base.R, bp[0], bp[1], extra_layers)
             return relative_error(L @ R.T, x)
 
-        return jax.lax.map(one, (B.ravel(), P.ravel()), batch_size=GRID_CHUNK)
+        errs = jax.lax.map(one, (B.ravel(), P.ravel()), batch_size=GRID_CHUNK)
+        if progress is not None:      # the errors as an argument: the report waits for them
+            jax.debug.callback(lambda done, _: progress_bar.CompiledBar.reach(done, channel=progress), i + 1, errs)
+        return errs
 
-    grid = jax.lax.map(per_instance, (Y, X))  # (instances, grid)
+    grid = jax.lax.map(per_instance, (jnp.arange(Y.shape[0]), Y, X))  # (instances, grid)
     err = jnp.mean(grid, axis=0)
     err = jnp.where(jnp.isfinite(err), err, jnp.inf)
     return err.reshape(B.shape)

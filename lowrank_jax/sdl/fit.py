@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lowrank_jax import _checks, linalg
+from lowrank_jax import progress as progress_bar
 from lowrank_jax.sdl import model as sm
 from lowrank_jax.sdl import solvers
 from lowrank_jax.precision import full_precision
@@ -275,7 +276,7 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
 @full_precision
 def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int = 5, max_iter: int = 300, seed: int = 0,
                    X_aux=None, intercept: bool = True, coding: str = "lstsq", key=None,
-                   num_classes: int | None = None):
+                   num_classes: int | None = None, progress: bool = False):
     """Mean validation accuracy over stratified ``folds`` for every (ξ, λ) in xis × lams.
 
     Each fold fits the whole grid in one compiled, ``vmap``ped LPGD program (no Python loop over
@@ -283,7 +284,8 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
     ``y``; a fold's training part may then still miss a rare class, which is allowed there).
     Returns (accuracy (len(xis), len(lams)), best (ξ, λ)). A grid point whose fit diverges on any
     fold (non-finite iterate) has accuracy NaN and is never the best; if every point diverges,
-    ``FloatingPointError``. ``coding="supervised"`` needs every ξ > 0.
+    ``FloatingPointError``. ``coding="supervised"`` needs every ξ > 0. ``progress=True`` shows a
+    tqdm bar of the folds done.
     """
     X = np.asarray(_checks.as_matrix(X, "X"))
     y_np = sm.check_labels(y, X.shape[1], num_classes)
@@ -307,23 +309,29 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
     grid_xi, grid_lam = (g.ravel() for g in np.meshgrid(xis, lams, indexing="ij"))
     key = _checks.as_key(key)
     acc = np.zeros(grid_xi.size)
-    for train, val in stratified_folds(y_np, folds, seed):
-        data = sm.prepare(X[:, train], y_np[train], None if X_aux is None else np.asarray(X_aux)[:, train],
-                          intercept=intercept, num_classes=num_classes)
-        try:
-            rank_f = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)
-        except ValueError as err:
-            raise ValueError(f"{err}: with {folds} folds each fit sees {data.X.shape[1]} of the {y_np.size} samples "
-                             "(use fewer folds or a lower rank)") from None
-        theta0, gamma0, _ = initial_point(data, rank_f, model, key)
-        X_val = jnp.asarray(X[:, val], data.X.dtype)
-        Xa_val, _ = sm.aux_matrix(None if X_aux is None else np.asarray(X_aux)[:, val], len(val), intercept,
-                                  data.X.dtype)
-        preds, finite = _grid_predict(theta0, gamma0, data, jnp.asarray(grid_xi, data.X.dtype),
-                                      jnp.asarray(grid_lam, data.X.dtype), X_val, Xa_val, rank=rank_f, model=model,
-                                      max_iter=max_iter, coding=coding, span=solvers.resolve_span(None, data))
-        fold_acc = np.mean(np.asarray(preds) == y_np[val][None, :], axis=1)
-        acc += np.where(np.asarray(finite), fold_acc, np.nan) / folds
+    bar = progress_bar.bar(folds, f"cross-validation ({grid_xi.size} (ξ, λ) pairs)", "fold",
+                           _checks.check_flag(progress, "progress"))
+    try:
+        for train, val in stratified_folds(y_np, folds, seed):
+            data = sm.prepare(X[:, train], y_np[train], None if X_aux is None else np.asarray(X_aux)[:, train],
+                              intercept=intercept, num_classes=num_classes)
+            try:
+                rank_f = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)
+            except ValueError as err:
+                raise ValueError(f"{err}: with {folds} folds each fit sees {data.X.shape[1]} of the {y_np.size} samples "
+                                 "(use fewer folds or a lower rank)") from None
+            theta0, gamma0, _ = initial_point(data, rank_f, model, key)
+            X_val = jnp.asarray(X[:, val], data.X.dtype)
+            Xa_val, _ = sm.aux_matrix(None if X_aux is None else np.asarray(X_aux)[:, val], len(val), intercept,
+                                      data.X.dtype)
+            preds, finite = _grid_predict(theta0, gamma0, data, jnp.asarray(grid_xi, data.X.dtype),
+                                          jnp.asarray(grid_lam, data.X.dtype), X_val, Xa_val, rank=rank_f, model=model,
+                                          max_iter=max_iter, coding=coding, span=solvers.resolve_span(None, data))
+            fold_acc = np.mean(np.asarray(preds) == y_np[val][None, :], axis=1)
+            acc += np.where(np.asarray(finite), fold_acc, np.nan) / folds
+            bar.update()
+    finally:
+        bar.close()
     acc = acc.reshape(xis.size, lams.size)
     if np.all(np.isnan(acc)):
         raise FloatingPointError("every (ξ, λ) fit diverged (non-finite iterates): rescale X (e.g. "
