@@ -292,6 +292,17 @@ def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, ove
         :func:`tsqr`; the column-side products Aᵀ Q = Σ_i A_iᵀ Q_i and B = Qᵀ A are summed across
         devices. Same Ω, hence the same subspace up to rounding; U comes back split by rows like A,
         s and V replicated.
+
+    Example:
+        ```python
+        import jax, jax.numpy as jnp
+        from lowrank_jax import linalg
+
+        k1, k2 = jax.random.split(jax.random.key(0))
+        A = jax.random.normal(k1, (500, 10)) @ jax.random.normal(k2, (10, 300))   # rank 10
+        U, s, V = linalg.randomized_svd(A, 10, jax.random.key(1))                 # A ≈ U diag(s) Vᵀ
+        print(jnp.linalg.norm(A - (U * s) @ V.T) / jnp.linalg.norm(A))            # ≈ 6e-7 (float32)
+        ```
     """
     A = _lapack_float(A)
     if A.ndim != 2:

@@ -259,6 +259,17 @@ def pretrained(alpha: float = 0.1, *, n=None, rank: int | None = None) -> LRPCAP
     (n = 100 and 200: 5 instances.) The small models are weaker at higher outlier density: at
     n = 100 the α = 0.3 model's 50-instance mean is 7e-4 after 40 layers. Below n = 90 no shipped
     model serves; train for the size (:func:`lowrank_jax.rpca.train_lrpca`).
+
+    Example:
+        ```python
+        import jax
+        from lowrank_jax import datasets, rpca
+
+        p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)
+        model = rpca.pretrained(alpha=0.1, n=300)      # the shipped n = 300 model
+        out = model(p.Y, tol=1e-5, X_star=p.X)         # its 10 learned layers, then FRMNN layers until tol
+        print(out.n_iter, out.error[out.n_iter - 1])   # 30 iterations, relative error ≈ 1e-4
+        ```
     """
     value = _checks.as_real(alpha)              # also a 0-d NumPy or JAX number (jnp.float32(0.2))
     if value is None:

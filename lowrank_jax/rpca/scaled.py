@@ -141,6 +141,16 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, max_iter=None, alpha_iter=None, alpha_i
     the previous iteration's cut-offs, not a sort (XLA's CPU sort and large-k ``top_k`` are slow); on
     GPUs and TPUs it sorts below 2²² entries, a vmapped batch counted whole, and counts above
     (:func:`lowrank_jax.selection.kth_largest`).
+
+    Example:
+        ```python
+        import jax
+        from lowrank_jax import datasets, rpca
+
+        p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)   # Y = X⋆ + S⋆
+        out = rpca.scaledgd(p.Y, 5, alpha=0.1, tol=1e-5, X_star=p.X)
+        print(out.n_iter, out.error[out.n_iter - 1])   # 66 iterations, ‖X − X⋆‖_F/‖X⋆‖_F ≈ 2e-5
+        ```
     """
     Y, rank, X_star, support, key, oversample, n_iter = check_common(Y, rank, X_star, support, key, svd,
                                                                      oversample=oversample, n_iter=n_iter)

@@ -119,6 +119,19 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, max_it
         Π_Θ(θ) → θ applied before the rank projection, a pure hashable function (static under
         ``jit``) of θ in this model's layout, (κ + p, n) for SDL-H and (p, κ + n) for SDL-W;
         key: ``jax.random`` key of the initial β (default key(0)); init: "svd" | "random".
+
+    Example:
+        ```python
+        import numpy as np
+        from lowrank_jax import sdl
+
+        rng = np.random.default_rng(0)
+        W, H = rng.normal(size=(50, 2)), rng.normal(size=(2, 80))     # 2 feature groups, 80 samples
+        y = (H[0] > 0).astype(int)                                    # the label follows group 1
+        X = (W @ H + 0.1 * rng.normal(size=(50, 80))) / np.sqrt(50)   # (p, n): samples in columns
+        m = sdl.fit(X[:, :60], y[:60], rank=2, model="H", xi=1.0, lam=0.01)
+        print(np.mean(sdl.predict(m, X[:, 60:]) == y[60:]))           # held-out accuracy: 1.0
+        ```
     """
     data = sm.prepare(X, y, X_aux, intercept=intercept, num_classes=num_classes)
     rank = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)
@@ -286,6 +299,19 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
     fold (non-finite iterate) has accuracy NaN and is never the best; if every point diverges,
     ``FloatingPointError``. ``coding="supervised"`` needs every ξ > 0. ``progress=True`` shows a
     tqdm bar of the folds done.
+
+    Example:
+        ```python
+        import numpy as np
+        from lowrank_jax import sdl
+
+        rng = np.random.default_rng(0)
+        W, H = rng.normal(size=(50, 2)), rng.normal(size=(2, 80))
+        y = (H[0] > 0).astype(int)
+        X = (W @ H + 0.1 * rng.normal(size=(50, 80))) / np.sqrt(50)
+        acc, (xi, lam) = sdl.cross_validate(X, y, 2, [0.1, 1.0], [1e-3, 1e-2], folds=3)
+        print(acc.shape, xi, lam)   # (2, 2): mean validation accuracy per (ξ, λ); the best pair
+        ```
     """
     X = np.asarray(_checks.as_matrix(X, "X"))
     y_np = sm.check_labels(y, X.shape[1], num_classes)
