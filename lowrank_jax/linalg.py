@@ -281,7 +281,8 @@ def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, ove
     Args:
       A: (m, n) matrix.
       rank: number of triplets returned (static).
-      key: ``jax.random`` key for Ω (an integer is taken as a seed).
+      key: ``jax.random`` key for Ω (an integer is taken as a seed); required unless ``start`` is
+        given (there is no default draw: a ``ValueError`` says so).
       oversample: extra columns p of the sketch (static).
       n_iter: power iterations q (static).
       start: optional (n, l) block replacing Ω — a warm start such as the ``V`` of the previous

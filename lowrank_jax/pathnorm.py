@@ -40,9 +40,12 @@ METHODS = ("sgd", "prox")
 
 
 class ShallowNet(eqx.Module):
-    """One hidden layer with ELU: ``hidden`` (hidden, inputs) then ``out`` (outputs, hidden).
-    ``dtype``: of the weights (default: JAX's default float, float64 with x64 on); ``train`` builds
-    its network in the data's dtype."""
+    """One hidden layer with ELU, logits = W_out elu(W_in x + b_in) + b_out: the layers ``hidden``
+    (weight W_in (hidden, inputs)) and ``out`` (W_out (outputs, hidden)), ``equinox.nn.Linear``.
+    The constructor takes the sizes (the ``hidden`` argument is the width), ``key`` (a
+    ``jax.random`` key, required: it initialises both layers) and ``dtype`` of the weights
+    (default: JAX's default float, float64 with x64 on); ``train`` builds its network in the data's
+    dtype."""
 
     hidden: eqx.nn.Linear
     out: eqx.nn.Linear
@@ -210,7 +213,8 @@ def _check_attack(X, eps, steps, step_size, key, bounds):
 @full_precision
 def pgd_attack(model: ShallowNet, X, y, eps, *, key, steps: int = 40, step_size=None, bounds=(0.0, 1.0)):
     """Untargeted PGD in the ℓ∞ ball (Madry et al. 2018) as in the paper's evaluation: a uniform
-    random start in [−ε, ε], ``steps`` ascent steps x ← Π(x + a · sign ∇_x CE) of size a = ε/20,
+    random start in [−ε, ε], ``steps`` ascent steps x ← Π(x + a · sign ∇_x CE) of size a
+    (``step_size``, by default ε/20),
     projected back on the ball around X and clipped to the input range ``bounds`` (the pixel range
     [0, 1] by default; ``None``: no clipping). X (N, inputs) inside ``bounds`` (checked when X is
     concrete; under ``jit``/``vmap`` over X it is clipped unchecked), y (N,) labels below the
@@ -273,6 +277,18 @@ def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch:
     ⌊⌊N/batch⌋/logs_per_epoch⌋ · logs_per_epoch minibatches; the few examples left over are a
     different random set each epoch. One jitted program; ``key``, ``lr`` and ``lam`` are traced, so a
     ``vmap`` over them trains many networks in one call (:func:`sweep`).
+
+    The objective is CE(W) + λ g(W) (Latorre, Rolland, Hallak, Cevher 2020: §3 and the experiments of §7):
+
+      ``reg``: g, one of "path" (the 1-path-norm Σ_{k,j,i} |W_out[k, j]| |W_in[j, i]|), "l1"
+        (Σ|W_in| + Σ|W_out|) or "layer" (layer-wise: each row of W_in and W_out in the ℓ1 ball of
+        radius 1/λ for "prox"; Σ_layers max-row-ℓ1 as a penalty for "sgd"; :func:`penalty`).
+      ``method``: "sgd" — W ← W − lr ∇(CE + λ g) with g's subgradient; "prox" (Prox-SGD) —
+        W ← prox_{lr·λ·g}(W − lr ∇CE) with the exact prox (:func:`prox_step`; for "path" the global
+        prox of :func:`lowrank_jax.prox.path_norm_prox`; for "layer" the projection onto the
+        balls), which sets weights exactly to zero.
+      ``hidden``: width of the hidden layer of a new network; ``model``: a :class:`ShallowNet` to
+        start from instead (its sizes then rule, and ``hidden`` is not used).
 
     ``outputs`` (classes) defaults to max(y) + 1 (needs a concrete y). Logs, ``logs_per_epoch`` times
     per epoch, the minibatch regularised loss CE + λ g and the share of non-zero weights.

@@ -230,7 +230,11 @@ def _check_pair(W_in, W_out, strength):
 
 
 def path_norm_prox(W_in, W_out, strength):
-    """Exact global prox of λ·P at (W_in, W_out), λ = ``strength`` ≥ 0: returns (W_in⁺, W_out⁺).
+    """Exact global prox of λ·P at (W_in, W_out), λ = ``strength`` ≥ 0: returns (W_in⁺, W_out⁺) =
+    argmin_{(V_in, V_out)} ½‖V_in − W_in‖²_F + ½‖V_out − W_out‖²_F + λ P(V_in, V_out), with the
+    1-path-norm P(V_in, V_out) = Σ_{k,j,i} |V_out[k, j]| |V_in[j, i]| (Latorre, Rolland, Hallak,
+    Cevher, ICML 2020; the multi-output prox of their §5, made exact per unit as in the module
+    docstring).
 
     Shapes: W_in (hidden, inputs), W_out (outputs, hidden) (``equinox.nn.Linear`` weights); the
     result has the same shapes, in the wider of the two dtypes (float16/bfloat16 are computed and

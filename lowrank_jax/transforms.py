@@ -51,7 +51,8 @@ def scale_by_factored_preconditioner(axis_name: str | None = None) -> optax.Grad
 
 
 def scaled_gradient(learning_rate: optax.ScalarOrSchedule, axis_name: str | None = None) -> optax.GradientTransformation:
-    """ScaledGD as an optax optimizer on ``params = (L, R)``: −η · (G_L (RᵀR)⁻¹, G_R (LᵀL)⁻¹).
+    """ScaledGD (Tong, Ma, Chi 2021) as an optax optimizer on ``params = (L, R)``:
+    −η · (G_L (RᵀR)⁻¹, G_R (LᵀL)⁻¹).
 
     ``learning_rate`` is a number, a (traced) array or an optax schedule. Example::
 

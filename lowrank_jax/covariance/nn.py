@@ -154,8 +154,13 @@ def first_weight_rows(key, r: int, width: int, dtype):
 
 
 def init_network(key, x, n: int, k: int, hidden, act: str, dtype):
-    """(CovNet with z₀ = A⁽⁰⁾x + b⁽⁰⁾, ‖A⁽⁰⁾‖²_F, A⁽⁰⁾x). Xavier-uniform weights, biases 0.01 (the
-    authors' initialisation)."""
+    """The starting network for Σ of size n and rank k: (CovNet with z₀ = A⁽⁰⁾x + b⁽⁰⁾, ‖A⁽⁰⁾‖²_F,
+    A⁽⁰⁾x), the first layer's dense weight A⁽⁰⁾ (ℓ₁, n(n+1)/2) drawn row block by row block and
+    never kept. Xavier-uniform weights, biases 0.01 (the authors' initialisation).
+
+    Args: key (``jax.random`` key); x: the fixed input h(Σ), shape (n(n+1)/2,); n, k: Σ's size
+    and the rank (the last layer has n·k outputs); hidden: the widths ℓ₁, …, ℓ_m; act: the
+    activation's name (:data:`ACTIVATIONS`); dtype: of the weights."""
     widths = (x.shape[0],) + tuple(hidden) + (n * k,)
     k_first, k_layers = jax.random.split(key)
     k_rest = jax.random.split(k_layers, len(widths) - 2)
@@ -206,7 +211,9 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
               eps=1e-2, optimizer: str = "adam", lr=1e-4, lr_end=None, max_iter: int = 4000, rel_tol=1e-6, grad_tol=None,
               window: int = 10, armijo=(0.1, 0.9), order: str = "triu", first_layer: str = "fixed-input",
               key=None, progress: bool = False) -> Decomposition:
-    """Σ ≈ MMᵀ + S with M from an MLP at the fixed input h(Σ) (module docstring).
+    """Σ ≈ MMᵀ + S with M from an MLP at the fixed input h(Σ) (Baes, Herrera, Neufeld, Ruyssen 2021):
+    minimises φ(Θ) = Σ_{i,j} μ([MMᵀ − Σ]_ij) over the network's weights Θ, M = g(N_Θ(h(Σ))) (n, k),
+    μ = |·| (``loss="l1"``) or its smoothing (module docstring); returns L = MMᵀ and S = Σ − L.
 
     Args:
       Sigma: (n, n) symmetric (checked to 1e-6 · max|Σ|); rank: k, 1 ≤ k ≤ n.

@@ -233,7 +233,8 @@ def hessian(x, A, b, w, kind: str = "exp"):
 
 
 def diagonal_curvature(x, A, b, w, kind: str = "exp"):
-    """D = B_diag + W² as a vector (Algorithm 1, line 5): v∘v + c∘u − ⟨c, b⟩u + w²."""
+    """D = B_diag + W² as a vector of shape (n,) (Algorithm 1, line 5): v∘v + c∘u − ⟨c, b⟩u + w².
+    x, A, b, w, kind as in :func:`loss`."""
     A, b, w, x = check_problem(A, b, w, x, kind=kind)
     p = parts(x, A, b, kind)
     return _guard(_b_diag(p, b) + w * w, p.z, "the diagonal curvature")
@@ -241,7 +242,7 @@ def diagonal_curvature(x, A, b, w, kind: str = "exp"):
 
 def curvature_split(x, A, b, kind: str = "exp"):
     """(B_rank (n, n), B_diag (n,)) with B = B_rank + diag(B_diag) (Def. C.2 with the v-based rank
-    terms; forms n × n matrices: for checks on small problems)."""
+    terms; forms n × n matrices: for checks on small problems). x, A, b, kind as in :func:`loss`."""
     A, b, _, x = check_problem(A, b, 0.0, x, kind=kind)
     p = parts(x, A, b, kind)
     vb = p.v * b
@@ -260,7 +261,8 @@ def _require_full_column_rank_shape(A, what: str):
 
 
 def radius_R0(x, A, b, kind: str = "exp"):
-    """R₀ = max{‖u‖, ‖v‖, ‖b‖, ‖c‖, 1} at x (Lemma C.3), the radius in the weight rule of Lemma C.4.
+    """R₀ = max{‖u‖, ‖v‖, ‖b‖, ‖c‖, 1} at x (Lemma C.3), the radius in the weight rule of Lemma C.4;
+    x, A, b, kind as in :func:`loss`.
 
     The norms exist for any shape, but R₀ only enters the theorem's w (:func:`weight_rule`), which
     also needs σ_min(A) > 0: like :func:`sigma_min` and :func:`psd_certificate`, it refuses n < d
@@ -305,9 +307,9 @@ def weight_rule(R0, l, sigma, *, part: int = 1):
 
 
 def psd_certificate(x, A, b, w, kind: str = "exp"):
-    """λ_min(∇²L(x)): a positive value certifies strong convexity at x (compare with the l of the
-    weight rule). Refuses n < d (``ValueError``): then ∇²L = Aᵀ(B + W²)A has rank ≤ n < d, its
-    λ_min is 0 and only rounding decides the sign, so the value could never certify anything. The
+    """λ_min(∇²L(x)) (x, A, b, w, kind as in :func:`loss`): a positive value certifies strong
+    convexity at x (compare with the l of the weight rule). Refuses n < d (``ValueError``): then
+    ∇²L = Aᵀ(B + W²)A has rank ≤ n < d, its λ_min is 0 and only rounding decides the sign, so the value could never certify anything. The
     same holds for a tall A without full column rank, which the shape cannot show: a λ_min within
     rounding of 0 is returned as 0 (it certified a singular H as +5e-16). H is formed from sums over
     A's n rows, so rounding reaches about d·√n·ε·max|λ| (``linalg.gram_rounding_size``); with
@@ -361,7 +363,8 @@ def _icl_step(x_t, x_next, A, b, A_next, kind):
 def icl_shift(x_t, x_next, A, b, kind: str = "exp", *, A_next=None):
     """δ_b with u(A_{t+1}x_{t+1}) − α(A_{t+1}x_{t+1}) b = u(A_t x_t) − α(A_t x_t)(b − δ_b): a step in x
     (Lemma E.2) or in A (Lemma E.5, read as "x fixed, A_t → A_{t+1}"; pass ``A_next``), or both,
-    equals a step in b, δ_b = α_t⁻¹ (c_{t+1} − c_t) with c = u − α b.
+    equals a step in b, δ_b = α_t⁻¹ (c_{t+1} − c_t) with c = u − α b. x_t, x_next: (d,); A, A_next:
+    (n, d); b: (n,); kind as in :func:`loss`; returns δ_b (n,).
 
     Raises when α(A_t x_t) = Σ u_i is zero to working precision, |α| ≤ n · eps · Σ|u_i| (sinh at or
     near x = 0, where the sum cancels and its sign is rounding): δ_b is then undefined or rounding

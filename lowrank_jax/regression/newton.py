@@ -76,7 +76,10 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, max_i
                  x_star=None, key=None, sketch_size: int | None = None, sketch_rows=None, leverage: str = "approx",
                  refine: int = 0, rescore: int = 1, resample: int = 1, scores=None, damping=0.0, line_search: bool = False,
                  measure_eps: bool = False, differentiable: bool = False) -> NewtonResult:
-    """Minimise L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w)Ax‖² by (approximate) Newton steps.
+    """Minimise L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w)Ax‖² by (approximate) Newton steps
+    x ← x − H̃(x)⁻¹∇L(x) (Gao, Song, Yin, Algorithm 1): H̃ = ∇²L for "exact", Aᵀ diag(D) A with
+    D = B_diag + w² (the diagonal of B, its rank-one terms dropped) for "diagonal", and Aᵀ D̃ A
+    with D̃ a leverage-score row sample of D (Lemma 6.4) for "sketch".
 
     Args:
       A: (n, d) dense, ``BCOO`` or :class:`lowrank_jax.design.RowSparse`; b, w: (n,) (w may be a

@@ -17,6 +17,16 @@ class RPCAResult(NamedTuple):
 
     History arrays have one entry per iteration slot (length = the iteration budget); entries after
     ``n_iter`` are NaN (floats) / -1 (integers).
+
+    Attributes:
+      L: (n1, r) and R: (n2, r): the factors, X = L Rᵀ.
+      X: (n1, n2) the low-rank estimate. S: (n1, n2) the sparse estimate.
+      n_iter: iterations run (int32).
+      residual: (T,) ‖Y − X − S‖_F/‖Y‖_F per iteration (each solver says which X and S it pairs).
+      error: (T,) ‖X_k − X⋆‖_F/‖X⋆‖_F when ``X_star`` was given, else None.
+      false_positives: (T,) #{S_k ≠ 0 outside ``support``} when ``support`` was given, else None.
+      change: (T,) the relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) with ``stop="change"``,
+        else None.
     """
 
     L: jax.Array  # (n1, r)

@@ -94,6 +94,12 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
 def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner_iters=10, X_star=None,
             support=None, key=None, oversample=3, n_iter=1, stop="residual") -> RPCAResult:
     """AltProj robust PCA (Netrapalli et al. 2014), stage-wise in the rank, hard thresholding.
+    Stage k = 1, …, r alternates, from S = H_{β_0 σ_1(Y)}(Y),
+
+        L ← P_k(Y − S),   ζ ← β (σ_{k+1}(Y − S) + (1/2)^t σ_k(Y − S)),   S ← H_ζ(Y − L),
+
+    P_k the best rank-k approximation, H_ζ the hard threshold (keep |·| > ζ), t the iteration
+    within the stage (the module docstring says when a stage ends).
 
     Args:
       Y: (n1, n2) observation. rank: target rank r < min(n1, n2) (static).

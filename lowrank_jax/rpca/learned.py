@@ -164,7 +164,10 @@ def soft_threshold_complement(Y, zeta0):
 def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X_star=None,
           support=None, key=None, svd="randomized", oversample=10, n_iter=4,
           differentiable=False, stop="residual") -> RPCAResult:
-    """Learned Robust PCA (Algorithm 1), as a K-layer feed-forward net or with FRMNN continuation.
+    """Learned Robust PCA (Cai, Liu, Yin, NeurIPS 2021, Algorithm 1), as a K-layer feed-forward net
+    or with FRMNN continuation: ScaledGD unfolded with a learned soft threshold ζ_k and step η_k per
+    layer, S_{k+1} = S_{ζ_{k+1}}(Y − L_k R_kᵀ) and the scaled-gradient step of :func:`scaledgd`
+    with η_k; past layer K (FRMNN, eq. 13) ζ_k = φ^{k−K} ζ_K and η_k = β^{k−K} η_K.
 
     Args:
       Y: (n1, n2) observation Y = X⋆ + S⋆.

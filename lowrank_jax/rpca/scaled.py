@@ -115,7 +115,15 @@ def _warn_if_ties_flooded_the_support(S, alpha_init, alpha_iter) -> None:
 def scaledgd(Y, rank, alpha, *, eta=0.5, max_iter=None, alpha_iter=None, alpha_init=None, tol=None,
              X_star=None, support=None, key=None, svd="randomized", oversample=10,
              n_iter=4, stop="residual") -> RPCAResult:
-    """ScaledGD for RPCA: S by the top-fraction sparsifier T, (L, R) by scaled gradient steps.
+    """ScaledGD for RPCA (Tong, Ma, Chi, JMLR 2021): S by the top-fraction sparsifier T_α, (L, R)
+    by scaled gradient steps. From S_0 = T_{α_init}(Y) and the balanced factors L_0, R_0 of
+    SVD_r(Y − S_0), iteration k is
+
+        S_{k+1} = T_{α̃}(Y − L_k R_kᵀ),   E = L_k R_kᵀ + S_{k+1} − Y,
+        L_{k+1} = L_k − η E R_k (R_kᵀR_k)⁻¹,   R_{k+1} = R_k − η Eᵀ L_k (L_kᵀL_k)⁻¹,
+
+    with T_α keeping the entries among the α-fraction largest in magnitude of both their row and
+    their column (eq. 4 of Cai, Liu, Yin 2021) and α̃ = ``alpha_iter``.
 
     Args:
       Y: (n1, n2) observation.

@@ -326,6 +326,15 @@ def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instanc
     per instance; the continuation over the whole grid is vmapped (in chunks of ``GRID_CHUNK``)
     inside the same single jitted call.
 
+    Args:
+      key: ``jax.random`` key (or integer seed) of the instances.
+      params: the trained K-layer model (:func:`train_lrpca`); its ζ, η stay frozen.
+      cfg: the :class:`TrainConfig` whose generator (n, rank, α) draws the instances.
+      num_instances, extra_layers: as above; betas, phis: 1-D grids (default :func:`frmnn_grid`).
+      sampler: instead of the generator, a function ``sampler(key, count) -> (Y, X⋆)`` returning
+        ``count`` stacked instances ((count, n1, n2) each), e.g. patches of real data.
+      progress: show a tqdm bar of the instances done.
+
     Returns ``(params with the chosen β, φ, errors)``, ``errors`` of shape (len(betas), len(phis)):
     the grid's mean errors (NaN-safe: a diverging point counts as +inf). If every point diverges,
     ``FloatingPointError`` (argmin over all-inf picked the first point, a diverging one).

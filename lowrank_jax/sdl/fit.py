@@ -99,7 +99,17 @@ def _initial_point(data: sm.SDLData, key, *, rank: int, model: str, init: str):
 def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, max_iter: int = 1000, tol=None,
         X_aux=None, intercept: bool = True, key=None, init: str = "svd", solver: str = "lpgd",
         svd: str = "gram", num_classes: int | None = None, project=None) -> SDLModel:
-    """Fit SDL-H (``model="H"``) or SDL-W (``"W"``) of rank r.
+    """Fit SDL-H (``model="H"``) or SDL-W (``"W"``) of rank r by LPGD (supervised dictionary
+    learning lifted to low-rank estimation; Lee, Lyu, Yao 2023, Algorithm 1). With the lifted
+    θ = [A ∥ B] ((κ + p) × n, SDL-H) or [A, B] (p × (κ + n), SDL-W) of rank ≤ r and the covariates'
+    coefficients γ,
+
+        F(θ, γ) = Σ_s ℓ(y_s, a_s) + ξ‖X − B‖²_F + λ(‖A‖²_F + ‖γ‖²_F),
+        θ ← Π_r(θ − τ∇_θF),   γ ← γ − τ∇_γF,
+
+    ℓ the multinomial negative log-likelihood with class 0 as reference, a_s the activations
+    (SDL-H: A[:, s] + γᵀx'_s; SDL-W: Aᵀx_s + γᵀx'_s) and Π_r the best rank-r approximation (the SDL
+    guide has both models in full).
 
     Args:
       X: (p, n) data, columns are samples; y: (n,) labels in {0, …, κ} (0 = reference class);
@@ -118,7 +128,14 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, max_it
         "randomized" (:func:`lowrank_jax.sdl.solvers.lpgd`); project: optional convex projection
         Π_Θ(θ) → θ applied before the rank projection, a pure hashable function (static under
         ``jit``) of θ in this model's layout, (κ + p, n) for SDL-H and (p, κ + n) for SDL-W;
-        key: ``jax.random`` key of the initial β (default key(0)); init: "svd" | "random".
+        key: ``jax.random`` key or integer seed (default key(0)) of the random parts of the start
+        (β₀; W₀ and H₀ too with ``init="random"``) and of ``svd="randomized"``;
+        init: "svd" | "random" (:func:`initial_point`).
+      rank: r, at most min(p, n) (SDL-H: also ≤ κ + p; SDL-W: ≤ κ + n).
+
+    Returns:
+      :class:`SDLModel`: θ, γ, the factors W (p, r), H (r, n), β (r, κ), the loss history and
+      ``n_iter``; :func:`predict` and :func:`predict_proba` apply it to new samples.
 
     Example:
         ```python
@@ -195,9 +212,15 @@ def activations(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
 
 @full_precision
 def predict_proba(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
-    """Class probabilities, shape (n_new, κ + 1) (column 0 the reference class). ``X_new`` (and
-    ``X_aux_new``) are computed in the model's dtype: a float32 model casts float64 data down, so fit
-    in float64 (x64 on, float64 X) for float64 predictions."""
+    """Class probabilities, shape (n_new, κ + 1) (column 0 the reference class), of the new samples
+    ``X_new`` (p, n_new) (and their covariates ``X_aux_new`` (q, n_new) when the model has some).
+
+    ``coding``: "lstsq" (default) — softmax of the activations of :func:`activations` (SDL-H codes
+    each sample by least squares, h = argmin ‖x − W h‖); "supervised" (SDL-H with ξ > 0 only) —
+    softmax of −J, J_c = min_h [ℓ(c, βᵀh + Γᵀx_aux) + ξ‖x − W h‖²] the cost of class c with a code
+    chosen for that class, as in the paper's prediction for SDL-H.
+    ``X_new`` (and ``X_aux_new``) are computed in the model's dtype: a float32 model casts float64
+    data down, so fit in float64 (x64 on, float64 X) for float64 predictions."""
     _check_coding(coding, m.model, m.xi)
     if coding == "supervised":
         X_new, Xa = _new_data(m, X_new, X_aux_new)
@@ -210,7 +233,8 @@ def predict_proba(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
 
 @full_precision
 def predict(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
-    """Predicted labels (n_new,)."""
+    """Predicted labels (n_new,) of the new samples ``X_new`` (p, n_new): the argmax of
+    :func:`predict_proba` (same ``X_aux_new`` and ``coding``)."""
     return jnp.argmax(predict_proba(m, X_new, X_aux_new, coding=coding), axis=1)
 
 
@@ -293,12 +317,27 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
     """Mean validation accuracy over stratified ``folds`` for every (ξ, λ) in xis × lams.
 
     Each fold fits the whole grid in one compiled, ``vmap``ped LPGD program (no Python loop over
-    the grid). ``num_classes`` as in :func:`fit` (by default max(y) + 1, every class present in
-    ``y``; a fold's training part may then still miss a rare class, which is allowed there).
-    Returns (accuracy (len(xis), len(lams)), best (ξ, λ)). A grid point whose fit diverges on any
-    fold (non-finite iterate) has accuracy NaN and is never the best; if every point diverges,
-    ``FloatingPointError``. ``coding="supervised"`` needs every ξ > 0. ``progress=True`` shows a
-    tqdm bar of the folds done.
+    the grid), with the step τ of :func:`lowrank_jax.sdl.model.step_bound` for each point.
+
+    Args:
+      X, y, rank, model, X_aux, intercept: as in :func:`fit` (X (p, n), samples in columns).
+      xis, lams: 1-D grids of ξ and λ (every pair is fitted).
+      folds: number of stratified folds (≥ 2, at most the number of samples); seed: the integer
+        seed of their shuffle (:func:`stratified_folds`).
+      max_iter: LPGD steps of each fit (no tolerance: every fit runs them all).
+      coding: how the validation samples are predicted (:func:`predict_proba`);
+        ``"supervised"`` needs every ξ > 0.
+      key: ``jax.random`` key or integer seed of the fits' starting point (:func:`initial_point`),
+        the same for every fold and grid point.
+      num_classes: as in :func:`fit` (by default max(y) + 1, every class present in ``y``; a fold's
+        training part may then still miss a rare class, which is allowed there).
+      progress: show a tqdm bar of the folds done.
+
+    Returns:
+      (accuracy (len(xis), len(lams)), best (ξ, λ)) — the mean validation accuracy over the folds,
+      and the pair that maximises it. A grid point whose fit diverges on any fold (non-finite
+      iterate) has accuracy NaN and is never the best; if every point diverges,
+      ``FloatingPointError``.
 
     Example:
         ```python

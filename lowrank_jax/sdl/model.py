@@ -94,8 +94,13 @@ def infer_num_classes(y_np: np.ndarray, num_classes: int | None = None) -> int:
 
 
 def prepare(X, y, X_aux=None, *, intercept: bool = False, num_classes: int | None = None) -> SDLData:
-    """Validate and bundle training data. κ = num_classes − 1; by default κ = max(y), and then every
-    label 0, …, max(y) must occur (:func:`infer_num_classes`)."""
+    """Validate and bundle training data: X (p, n), samples in columns; y (n,) labels in {0, …, κ};
+    X_aux optional (q, n) covariates. κ = num_classes − 1; by default κ = max(y), and then every
+    label 0, …, max(y) must occur (:func:`infer_num_classes`). ``intercept``: append a ones row to
+    the covariates whose coefficient is not penalised. Its default here is False, the paper's model,
+    while :func:`lowrank_jax.sdl.fit` defaults to True (the authors' code): pass it explicitly when
+    you build the data for :func:`lowrank_jax.sdl.lpgd` or :func:`lowrank_jax.sdl.bcd` to match
+    a ``fit``."""
     X = _checks.as_matrix(X, "X")
     _checks.check_scale(X, "X")
     p, n = X.shape
