@@ -681,6 +681,7 @@ def spd_solve(G: jax.Array, B: jax.Array, *, right: bool = False) -> jax.Array:
     relative ~16·eps/λ_min(G/(tr G / r)) (2e-6 in float32 for G = I), and keeps a rank-deficient G
     (a collapsed factor) from producing inf/NaN.
     """
+    right = _checks.check_flag(right, "right")
     G, B = _lapack_float(G), _lapack_float(B)
     r = G.shape[-1]
     eps = jnp.finfo(G.dtype).eps

@@ -252,7 +252,10 @@ def _error_rate(model, X, y):
 def robust_error(model: ShallowNet, X, y, eps, *, key, steps: int = 40, bounds=(0.0, 1.0)) -> jax.Array:
     """Error on PGD-ℓ∞ examples (ε = 0 gives the clean error); arguments as :func:`pgd_attack`."""
     X, y = _check_eval(model, X, y)
-    return _error_rate(model, _pgd(model, X, y, *_check_attack(X, eps, steps, None, key, bounds)), y)
+    eps, steps, step_size, key, bounds = _check_attack(X, eps, steps, None, key, bounds)
+    err = _error_rate(model, _pgd(model, X, y, eps, steps, step_size, key, bounds), y)
+    # a traced invalid ε is NaN here (as_hyper): the error rate of NaN examples would read as a number
+    return jnp.where(jnp.isnan(eps), jnp.nan, err)
 
 
 # -- training ------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ def soft_threshold(x: jax.Array, t) -> jax.Array:
     A traced ``t`` is used as it is: this is the inner step of the solvers, whose thresholds are
     validated at their public boundary; :func:`l1_prox` maps a traced invalid λ to NaN.
     """
+    x = jnp.asarray(x)
     if _checks.is_concrete(t):
         _checks.as_hyper(t, "t", allow_inf=True)     # validation only: a JAX t keeps its own dtype below
         if not isinstance(t, jax.Array) and type(t) is not float:     # (np.float64 subclasses float)
@@ -78,6 +79,7 @@ def group_soft_threshold(x: jax.Array, t, axis: int = 0) -> jax.Array:
     (float32 groups near 1e-20 had NaN gradients at t = 0). The derivative at a zero group is that of the
     operator there: 0 for t > 0, the identity for t = 0.
     """
+    x = jnp.asarray(x)          # a list or a NumPy array (float64 ones: in JAX's default float)
     t = _checks.as_hyper(t, "t", dtype=jnp.result_type(x.dtype, float))
     # m held constant for the derivative: u_g and m‖y‖₂ do not depend on the scale m (homogeneity),
     # and differentiating through it forms x/m², which flushes to 0 or inf for tiny float32 groups.
@@ -91,8 +93,16 @@ def group_soft_threshold(x: jax.Array, t, axis: int = 0) -> jax.Array:
 
 
 def hard_threshold(x: jax.Array, t) -> jax.Array:
-    """Hard thresholding: keep x_i where |x_i| > t, zero elsewhere (prox of t²/2 · ‖·‖₀)."""
-    return jnp.where(jnp.abs(x) > t, x, jnp.zeros_like(x))
+    """Hard thresholding: keep x_i where |x_i| > t, zero elsewhere (prox of t²/2 · ‖·‖₀).
+
+    ``t`` ≥ 0, a scalar or broadcastable against x (+inf allowed: every entry 0). A concrete negative
+    or NaN ``t`` raises ``ValueError`` naming it (a negative one kept every entry, silently); a
+    traced NaN ``t`` (a solver's threshold from an invalid traced hyperparameter) gives NaN entries,
+    not the all-zero result a comparison with NaN would."""
+    x = jnp.asarray(x)
+    if _checks.is_concrete(t):
+        _checks.as_hyper(t, "t", allow_inf=True)     # validation only, as in soft_threshold
+    return jnp.where(jnp.isnan(t), jnp.nan, jnp.where(jnp.abs(x) > t, x, jnp.zeros_like(x)))
 
 
 def project_rank(x: jax.Array, rank: int, *, method: str = "exact", key=None) -> jax.Array:

@@ -1,6 +1,8 @@
 """lowrank_jax._checks: the one divergence check every solver runs at its boundary, and the dtypes
 the boundary takes."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -465,3 +467,88 @@ def test_the_old_budget_name_still_runs_the_same_solve_with_a_deprecation_warnin
         np.testing.assert_array_equal(np.asarray(old), np.asarray(new))
         # the budget really is the one passed: a different count changes the result
         assert not np.allclose(np.asarray(run(max_iter=1)), np.asarray(new))
+
+
+def test_flags_take_only_true_or_false_by_name():
+    """A flag given "no" acted as True and None as False (Python truthiness), silently."""
+    from lowrank_jax import covariance as cv, datasets, linalg, regression, sdl
+    A = jax.random.normal(jax.random.key(0), (20, 3)) / 5
+    b = jax.random.dirichlet(jax.random.key(1), jnp.ones(20))
+    rng = np.random.default_rng(0)
+    M = rng.normal(size=(8, 2))
+    S = M @ M.T + np.eye(8)
+    X, y = rng.normal(size=(6, 12)), np.arange(12) % 2
+    calls = {
+        "line_search": lambda v: regression.newton_solve(A, b, 1.0, jnp.zeros(3), max_iter=1, line_search=v),
+        "measure_eps": lambda v: regression.newton_solve(A, b, 1.0, jnp.zeros(3), max_iter=1, measure_eps=v),
+        "differentiable": lambda v: regression.newton_solve(A, b, 1.0, jnp.zeros(3), max_iter=1, differentiable=v),
+        "intercept": lambda v: sdl.fit(X, y, 2, max_iter=1, intercept=v),
+        "grow": lambda v: cv.fpcp(S, 2, grow=v),
+        "return_factor": lambda v: cv.rpca_gd(S, 2, max_iter=1, return_factor=v),
+        "exact_support": lambda v: datasets.rpca_problem(0, 10, 10, 2, 0.1, exact_support=v),
+        "exact": lambda v: datasets.random_support(0, (5, 5), 0.1, exact=v),
+        "signed": lambda v: cv.rank_above(S, signed=v),
+        "strict": lambda v: cv.sparsity(S, strict=v),
+        "right": lambda v: linalg.spd_solve(jnp.eye(2), jnp.ones((2, 2)), right=v),
+    }
+    for name, call in calls.items():
+        for bad in ("no", None, 1):
+            with pytest.raises(TypeError, match=f"{name} must be True or False"):
+                call(bad)
+    regression.newton_solve(A, b, 1.0, jnp.zeros(3), max_iter=1, line_search=np.bool_(True))   # NumPy bools pass
+
+
+def test_newton_solve_names_its_start_x0():
+    from lowrank_jax import regression
+    A, b = jnp.ones((6, 3)) / 6, jnp.full(6, 1 / 6)
+    with pytest.raises(ValueError, match="x0 must have length d = 3"):
+        regression.newton_solve(A, b, 1.0, jnp.zeros(2))
+    with pytest.raises(ValueError, match="x0 must have 1 dimension"):
+        regression.newton_solve(A, b, 1.0, jnp.zeros((3, 1)))
+
+
+def test_invalid_traced_hyperparameters_give_nan_in_the_baselines_and_the_attack_too():
+    """rpca_gd returned L = 0 with a residual of 0 (looking converged) for a traced α > 1 or γα > 1,
+    altproj a finite 5 % error for a traced β < 0 (its hard threshold at NaN kept nothing), and
+    robust_error 0.81 for a traced ε < 0. Each is NaN now, as every other solver's is."""
+    from lowrank_jax import covariance as cv, pathnorm, rpca
+    from lowrank_jax.datasets import rpca as rdata
+    rng = np.random.default_rng(0)
+    M = rng.normal(size=(12, 2))
+    S = M @ M.T + np.diag(rng.uniform(0.5, 1.0, 12))
+    for kw in ({"alpha": 1.5}, {"alpha": 0.6}, {"gamma": 20.0}):
+        (name, value), = kw.items()
+        out = jax.jit(lambda v: cv.rpca_gd(S, 2, **{name: v}).L)(value)
+        assert np.all(np.isnan(out)), kw
+    assert np.all(np.isfinite(jax.jit(lambda a: cv.rpca_gd(S, 2, alpha=a).L)(0.1)))
+    p = rdata.rpca_problem(jax.random.key(0), 30, 30, 2, 0.1)
+    out = jax.jit(lambda b: rpca.altproj(p.Y, 2, beta=b, max_iter=40).X)(-1.0)
+    assert np.all(np.isnan(out))
+    model = pathnorm.ShallowNet(4, 3, 2, key=jax.random.key(0))
+    X, y = jnp.full((5, 4), 0.5), jnp.array([0, 1, 0, 1, 0])
+    err = jax.jit(lambda e: pathnorm.robust_error(model, X, y, eps=e, key=0, steps=3))
+    assert np.isnan(err(-1.0)) and 0.0 <= float(err(0.1)) <= 1.0
+
+
+def test_thresholds_take_lists_and_refuse_a_negative_threshold():
+    from lowrank_jax import prox
+    x = np.array([[-2.0, 0.5], [1.5, -0.2]])
+    for fn in (prox.soft_threshold, prox.hard_threshold, prox.group_soft_threshold):
+        np.testing.assert_allclose(fn(x.tolist(), 0.6), fn(jnp.asarray(x), 0.6), rtol=1e-6)
+    np.testing.assert_array_equal(prox.hard_threshold(x, 0.6), np.where(np.abs(x) > 0.6, x, 0.0).astype(np.float32))
+    for t in (-1.0, np.nan):
+        with pytest.raises(ValueError, match="t "):
+            prox.hard_threshold(x, t)
+    assert np.all(np.isnan(jax.jit(prox.hard_threshold)(x, jnp.nan)))       # traced NaN: NaN, not all-zero
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prox.group_soft_threshold(np.ones((3, 2)), 0.1)        # float64 NumPy input: no dtype warning
+
+
+def test_cross_validate_checks_its_grids_as_fit_checks_xi():
+    from lowrank_jax import sdl
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(10, 12)), np.array([0, 1] * 6)
+    for bad, match in ((["1"], "xis"), ([1 + 0j], "xis"), ([[0.1, 1.0]], "xis must have 1 dimension")):
+        with pytest.raises((TypeError, ValueError), match=match):
+            sdl.cross_validate(X, y, 2, bad, [0.1], folds=2, max_iter=2)

@@ -335,6 +335,7 @@ def fpcp(Sigma, rank: int, *, lam=None, loops: int = 2, grow: bool = False, rank
     lam = _checks.as_hyper(1.0 / n ** 0.5 if lam is None else lam, "lam", ndim=0, dtype=dtype)
     loops = _checks.check_positive_int(loops, "loops")
     rank0 = _checks.check_rank(rank0, (rank,), "rank0")            # 1 <= rank0 <= rank
+    grow = _checks.check_flag(grow, "grow")
     rank_threshold = _checks.as_hyper(rank_threshold, "rank_threshold", ndim=0, dtype=dtype)
     lam_factor = _checks.as_hyper(lam_factor, "lam_factor", ndim=0, positive=True, dtype=dtype)
     if svd not in ("exact", "randomized"):
@@ -377,6 +378,9 @@ def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, max_iter):
     lam_all, Q = jnp.linalg.eigh(D - S_init)
     lam, Q = lam_all[::-1][:rank], Q[:, ::-1][:, :rank]
     U0 = Q * jnp.sqrt(jnp.maximum(lam, 0.0))
+    # A traced fraction outside [0, 1] (a sweep point; a concrete one was refused) gives NaN, not the
+    # L = 0 that an empty or full selection returned with a residual of 0, as if converged.
+    U0 = jnp.where((alpha <= 1) & (alpha_iter <= 1), U0, jnp.nan)
     # σ₁ = ‖Σ − S_init‖₂, the largest |λ| (Yi et al.'s top singular value). Not the largest λ: for a
     # Σ far from PSD that is much smaller than the curvature and the step diverges.
     sigma1 = _safe_norm(jnp.max(jnp.abs(lam_all)))
@@ -451,4 +455,4 @@ def rpca_gd(Sigma, rank: int, *, alpha=0.1, step=0.5, max_iter: int = 200, gamma
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
     result, U = _rpca_gd(Sigma, alpha, alpha_iter, step, tol, rank=rank, max_iter=max_iter)
     _checks.raise_if_diverged(U, lambda: f"RPCA-GD diverged (non-finite factor U): lower step (got {float(step):.3g})")
-    return (result, U) if return_factor else result
+    return (result, U) if _checks.check_flag(return_factor, "return_factor") else result

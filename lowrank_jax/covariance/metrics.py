@@ -96,7 +96,7 @@ def rank_above(L, tol=EPSILON, *, signed: bool = True) -> jax.Array:
     """
     tol = _threshold(tol, "tol")
     lam = eigenvalues(L)
-    lam = lam if signed else jnp.abs(lam)
+    lam = lam if _checks.check_flag(signed, "signed") else jnp.abs(lam)
     return jnp.sum(lam > tol).astype(jnp.int32)
 
 
@@ -109,7 +109,7 @@ def sparsity(S, tol=EPSILON, *, strict: bool = True) -> jax.Array:
     """
     tol = _threshold(tol, "tol")
     mag = jnp.abs(jnp.asarray(S))
-    zero = mag < tol if strict else mag <= tol
+    zero = mag < tol if _checks.check_flag(strict, "strict") else mag <= tol
     return jnp.mean(zero.astype(mag.dtype))
 
 

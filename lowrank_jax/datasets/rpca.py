@@ -74,6 +74,7 @@ def random_support(key: jax.Array | int, shape: tuple[int, int], alpha, *, exact
         raise ValueError(f"shape must be two positive integers (n1, n2), got {shape!r}")
     key = _checks.as_key(key)
     _check_alpha(alpha)
+    exact = _checks.check_flag(exact, "exact")
     level = _outlier_count(alpha, shape[0] * shape[1], dtype) if exact else alpha
     return _draw_support(key, level, shape=tuple(shape), exact=exact, dtype=jnp.dtype(dtype))
 
@@ -139,6 +140,7 @@ def rpca_problem(key: jax.Array | int, n1: int, n2: int, rank: int, alpha, *, ou
     if scale is not None and not 0 <= scale < math.inf:   # NaN and inf fail too
         raise ValueError(f"outlier_scale must be a finite non-negative number, got {outlier_scale}")
     key = _checks.as_key(key)
+    exact_support = _checks.check_flag(exact_support, "exact_support")
     level = _outlier_count(alpha, n1 * n2, dtype) if exact_support else alpha
     return _draw_problem(key, level, outlier_scale, n1=n1, n2=n2, rank=rank, exact=exact_support,
                          dtype=jnp.dtype(dtype))

@@ -80,7 +80,7 @@ def load_vtest(*, scale: float = 0.25, start: int = 0, frames: int | None = None
     if not path.is_file():
         raise FileNotFoundError(f"video clip {path} not found: run `make data` (it extracts vtest.avi from "
                                 "Debian's opencv-doc package into data/)")
-    if check_hash:
+    if _checks.check_flag(check_hash, "check_hash"):
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         if digest != VTEST_SHA256:
             raise ValueError(f"{path} is not the expected vtest.avi (sha256 {digest}); re-run `make data`")

@@ -55,8 +55,9 @@ def _uv(kind: str, z):
     raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
 
-def check_problem(A, b, w, x=None, *, kind: str = "exp"):
-    """Validate (A, b, w[, x]) at the public boundary: shapes, finiteness, w ≥ 0, kind."""
+def check_problem(A, b, w, x=None, *, kind: str = "exp", x_name: str = "x"):
+    """Validate (A, b, w[, x]) at the public boundary: shapes, finiteness, w ≥ 0, kind. ``x_name``:
+    the caller's name for x in the messages (``newton_solve``'s start is ``x0``)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     A = design.as_design(A, "A")
@@ -70,9 +71,9 @@ def check_problem(A, b, w, x=None, *, kind: str = "exp"):
     if w.shape != (n,):
         raise ValueError(f"w must be a scalar or have length n = {n}, got shape {tuple(w.shape)}")
     if x is not None:
-        x = _checks.as_hyper(x, "x", ndim=1, nonnegative=False, dtype=A.dtype)
+        x = _checks.as_hyper(x, x_name, ndim=1, nonnegative=False, dtype=A.dtype)
         if x.shape[0] != d:
-            raise ValueError(f"x must have length d = {d} (columns of A), got {x.shape[0]}")
+            raise ValueError(f"{x_name} must have length d = {d} (columns of A), got {x.shape[0]}")
     return A, b, w, x
 
 

@@ -149,7 +149,10 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, max_i
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if leverage not in ("approx", "exact"):
         raise ValueError(f"leverage must be 'approx' or 'exact', got {leverage!r}")
-    A, b, w, x0 = hb.check_problem(A, b, w, x0, kind=kind)
+    A, b, w, x0 = hb.check_problem(A, b, w, x0, kind=kind, x_name="x0")
+    line_search = _checks.check_flag(line_search, "line_search")
+    measure_eps = _checks.check_flag(measure_eps, "measure_eps")
+    differentiable = _checks.check_flag(differentiable, "differentiable")
     n, d = A.shape
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
     if x_star is not None:

@@ -122,7 +122,8 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, max_it
         only, the model records NaN for solver="bcd");
       max_iter, tol: iteration cap and relative step tolerance (LPGD stops after the first step with
         ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F), Z = (θ, γ); ``n_iter`` counts the steps taken and
-        ``loss`` is NaN after them); solver: "lpgd" (Algorithm 1) or "bcd" (the block-coordinate
+        ``loss`` is NaN after them; with ``tol`` the loop is a ``while_loop``, which ``jax.grad``
+        cannot pass: differentiate a fit without ``tol``); solver: "lpgd" (Algorithm 1) or "bcd" (the block-coordinate
         baseline, from the same start; it runs exactly ``max_iter`` sweeps, so ``tol``, ``project`` and
         ``svd`` are LPGD-only and rejected with it); svd: rank projection, "gram" | "exact" |
         "randomized" (:func:`lowrank_jax.sdl.solvers.lpgd`); project: optional convex projection
@@ -362,9 +363,9 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
     if X_aux is not None:
         X_aux = np.asarray(X_aux)
     num_classes = sm.infer_num_classes(y_np, num_classes)
-    xis, lams = np.ravel(np.asarray(xis, float)), np.ravel(np.asarray(lams, float))
-    _checks.as_hyper(xis, "xis", ndim=1)       # checked; the best pair is returned as given, not rounded
-    _checks.as_hyper(lams, "lams", ndim=1)
+    _checks.as_hyper(xis, "xis", ndim=1)       # checked as given (strings, complex, 2-D refused by name);
+    _checks.as_hyper(lams, "lams", ndim=1)     # the best pair is returned as given, not rounded
+    xis, lams = np.asarray(xis, float), np.asarray(lams, float)
     if not xis.size or not lams.size:
         raise ValueError(f"xis and lams need at least one value each, got {xis.size} and {lams.size}")
     _check_coding(coding, model, xis)

@@ -132,6 +132,7 @@ def given_aux(X_aux, n: int, name: str = "X_aux"):
 def aux_matrix(X_aux, n: int, intercept: bool, dtype, name: str = "X_aux"):
     """(X_aux with a ones row appended when ``intercept``, penalty mask); ``X_aux`` as :func:`given_aux`
     takes it (None or an empty (0, n) matrix for q = 0)."""
+    intercept = _checks.check_flag(intercept, "intercept")
     X_aux = given_aux(X_aux, n, name)
     X_aux = jnp.zeros((0, n), dtype) if X_aux is None else X_aux.astype(dtype)
     pen = jnp.ones(X_aux.shape[0], dtype)
