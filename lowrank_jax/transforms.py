@@ -54,14 +54,25 @@ def scaled_gradient(learning_rate: optax.ScalarOrSchedule, axis_name: str | None
     """ScaledGD (Tong, Ma, Chi 2021) as an optax optimizer on ``params = (L, R)``:
     −η · (G_L (RᵀR)⁻¹, G_R (LᵀL)⁻¹).
 
-    ``learning_rate`` is a number, a (traced) array or an optax schedule. Example::
+    ``learning_rate`` is a number, a (traced) array or an optax schedule. ``axis_name``: see
+    :func:`scale_by_factored_preconditioner` (row-sharded L under ``shard_map``).
 
-        opt = scaled_gradient(0.5)
-        state = opt.init((L, R))
-        updates, state = opt.update((G_L, G_R), state, (L, R))
-        L, R = optax.apply_updates((L, R), updates)
+    Example:
+        ```python
+        import jax, jax.numpy as jnp, optax
+        from lowrank_jax import transforms
 
-    ``axis_name``: see :func:`scale_by_factored_preconditioner` (row-sharded L under ``shard_map``).
+        k1, k2, k3, k4 = jax.random.split(jax.random.key(0), 4)
+        X = jax.random.normal(k1, (50, 3)) @ jax.random.normal(k2, (3, 40))        # rank 3
+        f = lambda p: 0.5 * jnp.sum((p[0] @ p[1].T - X) ** 2)                       # p = (L, R)
+        params = (jax.random.normal(k3, (50, 3)), jax.random.normal(k4, (40, 3)))
+        opt = transforms.scaled_gradient(0.5)
+        state = opt.init(params)
+        for _ in range(50):
+            updates, state = opt.update(jax.grad(f)(params), state, params)
+            params = optax.apply_updates(params, updates)
+        print(jnp.linalg.norm(params[0] @ params[1].T - X) / jnp.linalg.norm(X))   # relative error
+        ```
     """
     return optax.chain(scale_by_factored_preconditioner(axis_name), optax.scale_by_learning_rate(learning_rate))
 
@@ -298,16 +309,29 @@ def newton(hessian_fn, damping=0.0, *, solve=None, init_curvature=None,
 
     State: :class:`NewtonState` ``(curvature, aux)`` of the last update; ``update`` only writes it
     (to reuse the curvature, pass ``state.curvature`` back as an extra argument). Needs ``params`` in
-    ``update``. Chain with ``optax.scale`` (or a line search) for damped steps. Example, refreshing
-    the Hessian every other step::
+    ``update``. Chain with ``optax.scale`` (or a line search) for damped steps. To refresh the
+    Hessian only every other step, give ``hessian_fn(p, *, k, previous)`` returning
+    ``jax.lax.cond(k % 2 == 0, lambda: <the Hessian at p>, lambda: previous)`` and call
+    ``opt.update(g, state, params, k=k, previous=state.curvature)``.
 
-        def hess(p, *, k, previous):
-            return jax.lax.cond(k % 2 == 0, lambda: jax.hessian(f_flat)(ravel(p)), lambda: previous)
+    Example:
+        ```python
+        import jax, jax.numpy as jnp, optax
+        from jax.flatten_util import ravel_pytree
+        from lowrank_jax import transforms
 
-        opt = newton(hess, damping=1e-3)
+        A = jax.random.normal(jax.random.key(0), (30, 4))
+        f = lambda p: jax.nn.logsumexp(A @ p["w"] + p["b"]) + 0.5 * (p["w"] @ p["w"] + p["b"] ** 2)
+        params = {"w": jnp.zeros(4), "b": jnp.zeros(())}
+        _, unravel = ravel_pytree(params)
+        hess = lambda p: jax.hessian(lambda v: f(unravel(v)))(ravel_pytree(p)[0])   # (5, 5) on the flat params
+        opt = transforms.newton(hess)
         state = opt.init(params)
-        updates, state = opt.update(jax.grad(f)(params), state, params, k=k, previous=state.curvature)
-        params = optax.apply_updates(params, updates)
+        for _ in range(5):
+            updates, state = opt.update(jax.grad(f)(params), state, params)
+            params = optax.apply_updates(params, updates)
+            print(jnp.linalg.norm(ravel_pytree(jax.grad(f)(params))[0]))            # quadratic convergence
+        ```
     """
     from jax.flatten_util import ravel_pytree
 

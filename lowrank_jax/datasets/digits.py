@@ -34,7 +34,9 @@ _SIDE = 28
 
 
 class ImageData(NamedTuple):
-    """``images`` (N, 784) float32 in [0, 1], row i = image i raster-scanned (28 × 28, row-major);
+    """A labelled image data set (Fashion-MNIST, MNIST).
+
+    ``images`` (N, 784) float32 in [0, 1], row i = image i raster-scanned (28 × 28, row-major);
     ``labels`` (N,) int32 in [0, 10); ``classes`` the 10 class names, ``classes[labels[i]]``."""
 
     images: np.ndarray

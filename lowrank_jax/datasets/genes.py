@@ -51,7 +51,9 @@ _MAKE_DATA = "run `make data`"
 
 
 class GeneData(NamedTuple):
-    """``X`` (p, n) float64, genes × samples; ``y`` (n,) int64 in {0, …, kappa}, label 0 the
+    """A gene-expression data set with its labels.
+
+    ``X`` (p, n) float64, genes × samples; ``y`` (n,) int64 in {0, …, kappa}, label 0 the
     reference class; ``classes[k]`` the name of label k; ``genes`` the p gene/probe ids;
     ``descriptions`` the p free-text gene descriptions shipped with the data, aligned with ``genes``
     (Golub), or None where the data carry none (ALL, NCI60)."""

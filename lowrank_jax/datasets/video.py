@@ -21,7 +21,9 @@ VTEST_SHA256 = "45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf
 
 
 class Video(NamedTuple):
-    """``M`` (pixels, frames) float32 in [0, 1], column j = frame j raster-scanned;
+    """A grey-scale video as a matrix, for background/foreground separation by Robust PCA.
+
+    ``M`` (pixels, frames) float32 in [0, 1], column j = frame j raster-scanned;
     ``frame_shape`` (height, width); ``fps`` of the kept frames."""
 
     M: np.ndarray

@@ -55,7 +55,9 @@ METHODS = ("exact", "diagonal", "sketch")
 
 
 class NewtonResult(NamedTuple):
-    """``x`` final iterate; ``n_iter`` steps taken; per-iteration histories (padding NaN after
+    """What :func:`newton_solve` returns.
+
+    ``x`` (d,) final iterate; ``n_iter`` steps taken; per-iteration histories (padding NaN after
     ``n_iter``) measured at the iterate *before* step t: ``loss``, ``grad_norm``, ``error`` = ‖x_t − x*‖
     (NaN without ``x_star``), ``eps0`` = ε₀ of H̃ against the exact Hessian (NaN unless requested),
     ``step`` the line-search step length t (1 without line search; −t where the direction pointed

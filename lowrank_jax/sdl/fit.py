@@ -428,7 +428,9 @@ def _grid_predict(theta0, gamma0, data, xis, lams, X_val, Xa_val, *, rank, model
 
 @_checks.host_function("sdl.stratified_folds")
 def stratified_folds(y, folds: int, seed: int = 0):
-    """[(train_idx, val_idx)] with every class spread evenly over the folds (seeded shuffle)."""
+    """Stratified k-fold split of the labels y (n,): a list of ``folds`` pairs (train_idx, val_idx)
+    of index arrays, every class spread evenly over the folds (``seed``: an integer seeding NumPy's
+    shuffle)."""
     y = np.asarray(y)
     folds = _checks.check_positive_int(folds, "folds", minimum=2)
     rng = np.random.default_rng(seed)

@@ -235,7 +235,8 @@ def gradients(theta, gamma, data: SDLData, xi, lam, model: str):
 
 
 class Factors(NamedTuple):
-    """W (p, r), H (r, n), β (r, κ) with A = βᵀH (SDL-H) or Wβ (SDL-W) and B = WH."""
+    """The factored SDL parameters behind a lifted θ: W (p, r) the dictionary, H (r, n) the codes,
+    β (r, κ) the classifier, with A = βᵀH (SDL-H) or Wβ (SDL-W) and B = WH."""
 
     W: jax.Array
     H: jax.Array
