@@ -129,7 +129,8 @@ def optimizer(reg: str, method: str, learning_rate, lam) -> optax.GradientTransf
 
 
 def loss_fn(model, X, y, reg: str, method: str, lam):
-    """What the optimizer differentiates: CE (+ λ g for "sgd")."""
+    """What the optimizer differentiates: the mean cross-entropy CE of ``model`` on X (N, inputs),
+    y (N,), plus λ g (:func:`penalty`) for ``method="sgd"`` (Prox-SGD applies g through its prox)."""
     ce = cross_entropy(model, X, y)
     return ce + lam * penalty(model, reg) if method == "sgd" else ce
 

@@ -28,7 +28,7 @@ from lowrank_jax.precision import full_precision
 
 @full_precision
 def leverage_scores(A, row_weights=None):
-    """Exact leverage scores of X = diag(√row_weights) A (dense; O(n d²)).
+    """Exact leverage scores τ (n,) of X = diag(√row_weights) A for A (n, d) (dense; O(n d²)).
 
     τ_i = ‖e_iᵀ U_k‖² with U_k the left singular vectors of X for its k = rank(X) non-negligible
     singular values (computed as X = QR, R = U_R Σ Vᵀ, U = Q U_R), so Σ τ_i = rank(X). A plain QR
@@ -48,7 +48,9 @@ def leverage_scores(A, row_weights=None):
 
 @full_precision
 def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None = None, jl_cols: int | None = None):
-    """Leverage scores of diag(√row_weights) A up to a constant factor, in O(nnz(A) · t + k d²).
+    """Leverage scores (n,) of diag(√row_weights) A, A (n, d), up to a constant factor, in
+    O(nnz(A) · t + k d²) (a CountSketch, Clarkson–Woodruff 2013, then a Gaussian JL projection, as in
+    Drineas et al. 2012).
 
     ``sketch_rows`` k of the CountSketch (default 8d), ``jl_cols`` t of the Gaussian projection
     (default 16: constant-factor scores suffice, they only shape the sampling distribution; with

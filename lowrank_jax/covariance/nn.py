@@ -97,7 +97,8 @@ def smooth_abs_grad(t, loss: str, eps):
 
 
 def half_vec(Sigma, order: str = "triu"):
-    """h(Σ): the upper triangle row by row (eq. 8), or the code's lower triangle ("tril").
+    """h(Σ), shape (n(n+1)/2,): the upper triangle of Σ (n, n) row by row (eq. 8), or the code's
+    lower triangle ("tril").
     Raises ``ValueError`` for an ``order`` other than "triu" or "tril"."""
     _check_option("order", order, ORDERS)
     n = Sigma.shape[0]
@@ -106,13 +107,13 @@ def half_vec(Sigma, order: str = "triu"):
 
 
 def loss_of_M(M, Sigma, loss: str = "l1", eps=1e-2):
-    """φ as a function of M: Σ_ij μ([MMᵀ − Σ]_ij). Raises ``ValueError`` for a ``loss`` not in :data:`LOSSES`
+    """φ as a function of M (n, k): Σ_ij μ([MMᵀ − Σ]_ij) for Σ (n, n), a scalar. Raises ``ValueError`` for a ``loss`` not in :data:`LOSSES`
     (through :func:`smooth_abs`)."""
     return jnp.sum(smooth_abs(M @ M.T - Sigma, loss, eps))
 
 
 def grad_of_M(M, Sigma, loss: str = "l1", eps=1e-2):
-    """∇_M φ = 2 μ'(MMᵀ − Σ) M (Lemma IV.2 with the symmetry of ω). Raises ``ValueError`` for a ``loss``
+    """∇_M φ = 2 μ'(MMᵀ − Σ) M, shape (n, k) (Lemma IV.2 with the symmetry of ω). Raises ``ValueError`` for a ``loss``
     not in :data:`LOSSES` (through :func:`smooth_abs_grad`)."""
     return 2 * smooth_abs_grad(M @ M.T - Sigma, loss, eps) @ M
 

@@ -263,8 +263,9 @@ def oracle_thresholds(Y, rank, X_star, num_layers, eta=0.5, *, rule="max", scale
         rule="max" (Theorem 1):  ζ_k = c ‖X_{k−1} − X⋆‖_∞
         rule="rms":              ζ_k = c ‖X_{k−1} − X⋆‖_F / √(n1 n2)
 
-    with c = ``scale`` (default 1). Runs ``num_layers`` layers with step(s) ``eta`` (scalar or
-    (K,)) and returns ζ of shape (K+1,). Passing the result to :func:`lrpca` with the same ``eta``,
+    with c = ``scale`` (default 1), for the observation Y (n1, n2) and the truth X_star (n1, n2) of
+    rank ``rank`` (Cai, Liu, Yin 2021, Theorem 1). Runs ``num_layers`` layers with step(s) ``eta``
+    (scalar or (K,)) and returns ζ of shape (K+1,). Passing the result to :func:`lrpca` with the same ``eta``,
     ``key``, ``svd``, ``oversample`` and ``n_iter`` reproduces the oracle run exactly, so the
     schedule works as an ordinary hyperparameter array (ablations, initial values for learning).
     Under Theorem 1's assumptions the "max" rule creates no false-positive outlier:

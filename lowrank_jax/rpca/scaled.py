@@ -24,7 +24,8 @@ from lowrank_jax.precision import full_precision
 
 @full_precision
 def scaledgd_step(Y, L, R, alpha, eta, cuts=None, support=None, prev=None):
-    """One ScaledGD iteration; returns (L⁺, R⁺, stats, cuts⁺).
+    """One ScaledGD iteration on Y (n1, n2) from the factors L (n1, r), R (n2, r), with outlier
+    fraction ``alpha`` and step ``eta``; returns (L⁺, R⁺, stats, cuts⁺).
 
     S⁺ = T_α(Y − L Rᵀ) and E = L Rᵀ + S⁺ − Y; ``stats`` as in :func:`lrpca_step`. ``cuts`` =
     (row_cut, col_cut) of the previous iteration are warm starts of the exact selection only (they

@@ -173,7 +173,8 @@ def log_partition(a):
 
 
 def nll(a, Y):
-    """Σ_s ℓ(y_s, a_s) = Σ_s log(1 + Σ_c e^{a_sc}) − ⟨Y_s, a_s⟩."""
+    """Σ_s ℓ(y_s, a_s) = Σ_s log(1 + Σ_c e^{a_cs}) − ⟨Y_s, a_s⟩ for activations a (κ, n) and one-hot
+    labels Y (κ, n) (class 0, the reference, is the all-zero column); a scalar."""
     return jnp.sum(log_partition(a)) - jnp.sum(Y * a)
 
 
@@ -184,7 +185,10 @@ def class_probs(a):
 
 
 def objective(theta, gamma, data: SDLData, xi, lam, model: str):
-    """F(θ, γ) of eq. (9) (SDL-H) or (10) (SDL-W). Raises ``ValueError`` for a ``model`` other than "H" or "W"."""
+    """F(θ, γ) = Σ_s ℓ(y_s, a_s) + ξ‖X − B‖²_F + λ(‖A‖²_F + ‖γ_pen‖²_F), a scalar, eq. (9) (SDL-H)
+    or (10) (SDL-W), for θ = [A ∥ B] (κ + p, n) or [A, B] (p, κ + n), γ (q, κ) and ``data`` from
+    :func:`prepare`; γ_pen leaves the intercept's row out. Raises ``ValueError`` for a ``model``
+    other than "H" or "W"."""
     _check_model(model)
     A, B = split(theta, model, data.kappa)
     a = activations(theta, gamma, data.X, data.X_aux, model, data.kappa)
@@ -230,7 +234,10 @@ def label_terms(lin, gamma, data: SDLData, lam):
 
 
 def gradients(theta, gamma, data: SDLData, xi, lam, model: str):
-    """Closed-form (∇_θ F, ∇_γ F) (module docstring). Raises ``ValueError`` for a ``model`` other than "H" or "W"."""
+    """Closed-form (∇_θ F, ∇_γ F), shaped like θ ((κ + p, n) for SDL-H, (p, κ + n) for SDL-W) and
+    γ (q, κ), of the F of :func:`objective` (module docstring; eqs. 100 and 107, which eq. 11 of the
+    paper prints with the two models' labels swapped). Raises ``ValueError`` for a ``model`` other
+    than "H" or "W"."""
     return value_and_gradients(theta, gamma, data, xi, lam, model)[1]
 
 
