@@ -492,7 +492,9 @@ def low_rank_svd(A: jax.Array, rank: int, *, method: str = "randomized", key: ja
     matrices) or :func:`randomized_svd`.
 
     ``key`` defaults to ``jax.random.key(0)``: the sketch is a numerical device whose outcome does
-    not depend on the key beyond working precision when the spectrum has a gap.
+    not depend on the key beyond working precision when the spectrum has a gap. ``oversample`` and
+    ``n_iter`` (power iterations) as in :func:`randomized_svd`, used by it only. Returns the
+    :class:`SVDResult` U (m, r), s (r,), V (n, r) of A (m, n).
     """
     if method == "exact":
         return truncated_svd(A, rank)

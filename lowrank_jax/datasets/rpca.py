@@ -127,6 +127,8 @@ def rpca_problem(key: jax.Array | int, n1: int, n2: int, rank: int, alpha, *, ou
     which makes the outliers small (≈ ‖X⋆‖_∞/10). Raise ``outlier_scale`` for larger outliers.
 
     ``alpha`` and ``outlier_scale`` may be traced (``vmap`` over them); sizes are static.
+    ``exact_support``: exactly ⌊α n1 n2⌋ outliers (the code's ``randperm``), else each entry
+    independently with probability α (:func:`random_support`'s ``exact``). ``dtype`` of the arrays.
 
     Returns an :class:`RPCAProblem` (Y, X, S, L, R).
     """

@@ -38,7 +38,10 @@ class MFLR(NamedTuple):
 @_checks.host_function("sdl.mf_lr")
 @full_precision
 def mf_lr(X, y, rank: int, *, C: float = 1.0) -> MFLR:
-    """Fit MF-LR on X (p, n), y (n,)."""
+    """Fit MF-LR, the two-stage baseline of the SDL paper: unsupervised factors first, then the
+    classifier. U (p, r) = the top-``rank`` left singular vectors of X (p, n), then a scikit-learn
+    logistic regression (inverse regularisation strength ``C``) on the codes Uᵀx of the samples
+    (columns); y (n,) labels."""
     from sklearn.linear_model import LogisticRegression
 
     X = _checks.as_matrix(X, "X")
