@@ -177,6 +177,20 @@ def _place(tree, where):
     return jax.tree.map(lambda x: jax.device_put(x, where) if isinstance(x, (jax.Array, np.ndarray)) else x, tree)
 
 
+def _numeric_list_as_array(value):
+    """A (nested) list or tuple of plain numbers as one NumPy array, as a direct call of a solver
+    takes it; anything else as it is. As a pytree such a list reached the function as separate
+    scalars, and a solver refused it ("Y must be an array, got list")."""
+    if isinstance(value, (list, tuple)) and value:
+        leaves = jax.tree.leaves(value)
+        if leaves and all(isinstance(x, numbers.Number) and not isinstance(x, bool) for x in leaves):
+            try:
+                return np.asarray(value)
+            except ValueError:          # ragged: leave it to the function to refuse
+                return value
+    return value
+
+
 def _counted(one):
     """``one`` followed by a progress callback of one point, issued once the point's first non-empty
     output leaf exists (an optimization barrier ties the count to it, so XLA cannot hoist the
@@ -317,6 +331,10 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
         raise ValueError(f"chunk must be a positive int or None, got {chunk!r}")
     chunk = None if chunk is None else int(chunk)
     progress = _checks.check_flag(progress, "progress")
+    if shared is not None:
+        if not isinstance(shared, dict):
+            raise ValueError("shared must be a dict name -> value (the data every point uses)")
+        shared = {k: _numeric_list_as_array(v) for k, v in shared.items()}
     if devices is None:
         _hint_one_cpu_device(jax.devices())
     devices = _device_tuple(devices)

@@ -92,6 +92,24 @@ def test_shared_data_is_passed_not_swept():
         sweep.run(lambda a: a, pts, shared={"a": 1.0})
 
 
+def test_shared_lists_of_numbers_are_arrays_and_other_pytrees_stay_as_they_are():
+    """A list of numbers in shared reached the function as separate traced scalars, and a solver
+    refused it ("Y must be an array, got list") though it takes the same list called directly."""
+    from lowrank_jax import rpca
+    from lowrank_jax.datasets import rpca as rdata
+    p = rdata.rpca_problem(jax.random.key(0), 20, 20, 2, 0.1)
+    f = lambda eta, Y: rpca.scaledgd(Y, 2, 0.1, eta=eta, max_iter=3).X   # noqa: E731
+    pts = {"eta": jnp.array([0.4, 0.6])}
+    listed = sweep.run(f, pts, shared={"Y": np.asarray(p.Y).tolist()}, devices=jax.devices()[:1])
+    np.testing.assert_allclose(listed, sweep.run(f, pts, shared={"Y": p.Y}, devices=jax.devices()[:1]), rtol=1e-6)
+    # a list of arrays is a pytree the function indexes: kept as a list
+    out = sweep.run(lambda a, ws: a * ws[0] + ws[1], {"a": jnp.ones(2)}, shared={"ws": [jnp.ones(3), 2.0]},
+                    devices=jax.devices()[:1])
+    np.testing.assert_allclose(out, np.full((2, 3), 3.0))
+    with pytest.raises(ValueError, match="shared must be a dict"):
+        sweep.run(f, pts, shared=[p.Y])
+
+
 def test_run_rejects_bad_points():
     with pytest.raises(ValueError, match="same number of points"):
         sweep.run(lambda a, b: a + b, {"a": jnp.ones(3), "b": jnp.ones(4)})
