@@ -92,11 +92,11 @@ def as_key(key, default: int = 0) -> jax.Array:
                 and not jnp.issubdtype(dtype, jnp.integer))):
         raise TypeError(f"key must be a jax.random key or an integer seed, got {key!r}")
     if isinstance(key, (numbers.Integral, np.integer)) and not isinstance(key, bool):
-        return jax.random.key(int(key))
+        return _seed_key(int(key))
     if hasattr(key, "dtype") and np.ndim(key) == 0 and jnp.issubdtype(key.dtype, jnp.integer):
         # A 0-d integer array is a seed too, also traced (a jitted function of the seed, a sweep
         # over seeds): jax.random.key takes a traced integer.
-        return jax.random.key(int(key)) if is_concrete(key) else jax.random.key(key)
+        return _seed_key(int(key)) if is_concrete(key) else jax.random.key(key)
     shape = tuple(np.shape(key))
     if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
         if shape:
@@ -109,6 +109,20 @@ def as_key(key, default: int = 0) -> jax.Array:
                         f"array of shape {shape} and dtype {np.dtype(dtype)}"
                         + (" (a batch of raw keys: vmap over them, or pass one)" if len(shape) > 1 else ""))
     return key
+
+
+def _seed_key(seed: int) -> jax.Array:
+    """``jax.random.key(seed)``, also for seeds of 2³² and more with x64 off: JAX then keeps only the
+    low 32 bits (2³² + 5 gave the key of 5, a silent collision in a sweep over large seeds). The
+    default threefry key of such a seed is built from its two 32-bit halves, as JAX builds it with
+    x64 on, so a seed gives the same key either way; seeds in [0, 2³²) are passed to JAX as before."""
+    if 0 <= seed < 2 ** 32:
+        return jax.random.key(seed)
+    if 2 ** 32 <= seed < 2 ** 64 and jax.config.jax_default_prng_impl == "threefry2x32":
+        return jax.random.wrap_key_data(np.array([seed >> 32, seed & 0xFFFFFFFF], np.uint32))
+    if -(2 ** 31) <= seed < 0 or (jax.config.jax_enable_x64 and -(2 ** 63) <= seed < 2 ** 63):
+        return jax.random.key(seed)
+    raise ValueError(f"key: the integer seed {seed} is out of range (with x64 off: -2**31 <= seed < 2**64)")
 
 
 def _require_real_numbers(dtype, name: str) -> None:

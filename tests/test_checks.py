@@ -552,3 +552,19 @@ def test_cross_validate_checks_its_grids_as_fit_checks_xi():
     for bad, match in ((["1"], "xis"), ([1 + 0j], "xis"), ([[0.1, 1.0]], "xis must have 1 dimension")):
         with pytest.raises((TypeError, ValueError), match=match):
             sdl.cross_validate(X, y, 2, bad, [0.1], folds=2, max_iter=2)
+
+
+def test_seeds_of_2_to_the_32_and_more_do_not_collide_with_small_ones(x64):
+    """With x64 off JAX kept a seed's low 32 bits: 2**32 + 5 was the key of 5. The seed's key is now
+    the one JAX builds with x64 on, in either mode."""
+    data = lambda s: jax.random.key_data(_checks.as_key(s)).tolist()     # noqa: E731
+    with_x64 = {s: data(s) for s in (5, 2**32 + 5, 2**40, 2**64 - 1)}
+    assert with_x64[2**32 + 5] == [1, 5] and with_x64[2**40] == [256, 0]
+    assert with_x64[2**32 + 5] == jax.random.key_data(jax.random.key(2**32 + 5)).tolist()   # JAX's own, x64 on
+    with jax.enable_x64(False):
+        assert {s: data(s) for s in with_x64} == with_x64
+        assert data(np.uint64(2**40)) == [256, 0] and data(-1) == jax.random.key_data(jax.random.key(-1)).tolist()
+        with pytest.raises(ValueError, match="out of range"):
+            _checks.as_key(2**64)
+        with pytest.raises(ValueError, match="out of range"):
+            _checks.as_key(-2**40)
