@@ -104,9 +104,8 @@ def _thin_svd(A: jax.Array) -> SVDResult:
     return SVDResult(U, s, Vt.T)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
 def truncated_svd(A: jax.Array, rank: int) -> SVDResult:
-    """Exact top-``rank`` singular triplets of ``A`` (shape (m, n)), from its thin SVD
+    """Exact top-``rank`` singular triplets of ``A`` (shape (m, n); any array-like), from its thin SVD
     (:func:`_thin_svd`). ``rank`` is static.
 
     Derivatives (forward and reverse mode) are those of the kept triplets alone. With the thin SVD
@@ -122,12 +121,18 @@ def truncated_svd(A: jax.Array, rank: int) -> SVDResult:
     rank below min(m, n), makes them NaN. Here the derivative is finite wherever it exists: the kept
     values distinct and positive, and σ_r > σ_{r+1}.
     """
+    # An array first: the rule's function takes A as a pytree, and a list reached it as numbers.
+    return _truncated_svd(_lapack_float(A), rank)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+def _truncated_svd(A: jax.Array, rank: int) -> SVDResult:
     rank = _checks.check_rank(rank, A.shape)
     U, s, V = _thin_svd(A)
     return SVDResult(U[:, :rank], s[:rank], V[:, :rank])
 
 
-@truncated_svd.defjvp
+@_truncated_svd.defjvp
 @full_precision   # traced when a caller's jit is differentiated, after the solver's context has closed
 def _truncated_svd_jvp(rank, primals, tangents):
     (A,), (dA,) = primals, tangents

@@ -531,8 +531,9 @@ def test_invalid_traced_hyperparameters_give_nan_in_the_baselines_and_the_attack
 
 
 def test_thresholds_take_lists_and_refuse_a_negative_threshold():
-    from lowrank_jax import prox
+    from lowrank_jax import linalg, prox
     x = np.array([[-2.0, 0.5], [1.5, -0.2]])
+    np.testing.assert_allclose(linalg.truncated_svd(x.tolist(), 1).s, linalg.truncated_svd(jnp.asarray(x), 1).s)
     for fn in (prox.soft_threshold, prox.hard_threshold, prox.group_soft_threshold):
         np.testing.assert_allclose(fn(x.tolist(), 0.6), fn(jnp.asarray(x), 0.6), rtol=1e-6)
     np.testing.assert_array_equal(prox.hard_threshold(x, 0.6), np.where(np.abs(x) > 0.6, x, 0.0).astype(np.float32))
