@@ -116,7 +116,9 @@ def _keep_running(stopped, new, old):
 
 def run_fixed(step: Step, state, num_steps: int, *, start: int = 0) -> LoopResult:
     """Run ``step`` exactly ``num_steps`` (an int ≥ 0) times with ``lax.scan`` (reverse-mode
-    differentiable)."""
+    differentiable), from ``state`` (any pytree the step takes and returns). The iteration index
+    passed to ``step`` runs from ``start`` (a solver resuming a run, or whose first step was taken
+    apart, passes where it is) to ``start + num_steps − 1``; the history has ``num_steps`` rows."""
     num_steps = _checks.check_positive_int(num_steps, "num_steps", minimum=0)
 
     def body(s, k):
@@ -136,7 +138,8 @@ def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], ja
     raises JAX's "Reverse-mode differentiation does not work for lax.while_loop …").
     ``differentiable=True`` uses a ``lax.scan`` of length ``max_iter`` whose body is a ``lax.cond``
     that skips the work once stopped, so ``grad`` works. Either way the history rows after the last
-    step are padding (NaN / -1).
+    step are padding (NaN / -1). ``start``: the index passed to the first step, as in
+    :func:`run_fixed`.
 
     ``progress``: a channel name of :class:`lowrank_jax.progress.CompiledBar`; the loop then reports
     the iterations done to the bar open on that channel, about a hundred times per ``max_iter``

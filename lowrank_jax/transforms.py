@@ -80,8 +80,10 @@ def scaled_gradient(learning_rate: optax.ScalarOrSchedule, axis_name: str | None
 def scaled_gradient_step(params, grads, learning_rate, axis_name: str | None = None):
     """One stateless ScaledGD step on (L, R): the building block of the unrolled solvers.
 
-    Equivalent to ``scaled_gradient(learning_rate)`` with a fresh state; convenient inside
-    ``lax.scan`` where the step size changes from iteration to iteration.
+    ``params`` = (L (n1, r), R (n2, r)), ``grads`` = (G_L, G_R) of the same shapes; returns the new
+    (L − η G_L (RᵀR)⁻¹, R − η G_R (LᵀL)⁻¹). Equivalent to ``scaled_gradient(learning_rate)`` with a
+    fresh state; convenient inside ``lax.scan`` where the step size changes from iteration to
+    iteration. ``axis_name``: as in :func:`scale_by_factored_preconditioner`.
     """
     opt = scaled_gradient(learning_rate, axis_name)
     updates, _ = opt.update(grads, opt.init(params), params)

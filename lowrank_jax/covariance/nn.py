@@ -120,7 +120,9 @@ def grad_of_M(M, Sigma, loss: str = "l1", eps=1e-2):
 
 class CovNet(eqx.Module):
     """The MLP N_Θ without its first layer's weight: ``z0`` = A⁽⁰⁾h(Σ) + b⁽⁰⁾ (ℓ₁,) stands for it
-    (the input never changes), ``layers`` the later ``eqx.nn.Linear`` layers. M = g(N_Θ(h(Σ)))."""
+    (the input never changes), ``layers`` the later ``eqx.nn.Linear`` layers. M = g(N_Θ(h(Σ))).
+    ``act``: the activation's name (:data:`ACTIVATIONS`); ``n``, ``k``: M's shape (n, k). Calling
+    the module returns M."""
 
     z0: jax.Array
     layers: tuple
