@@ -254,6 +254,9 @@ def report(Sigma, L, S, L0=None, S0=None, *, tol=EPSILON, shrink_t=None, S_shrun
     ``fit_shrunk``, ``sparsity_shrunk`` (shrinkage ``shrink_t``, default 1/√n), and ``S_shrunk``
     (bool): whether S was used as the shrunk part S̃ as it is instead of being shrunk again.
     With ground truth: ``rel_error_L`` = ‖L − L₀‖_F/‖L₀‖_F, ``rel_error_S`` = ‖S − S₀‖_F/‖S₀‖_F.
+    ``tol`` = ϵ, an absolute threshold: the paper's 0.01 suits correlation matrices (entries ≤ 1);
+    for a Σ at another scale pass ϵ at that scale (0.01 · max_i Σ_ii, say), or r(L) and s(S)
+    count rounding as rank (or everything as zero).
 
     Works with any (L, S) pair: a ``Decomposition`` of :mod:`lowrank_jax.covariance.nn` (pass
     ``d.L, d.S``) or a baseline result (``r.L, r.S``). FPCP's S is already shrink(Σ − L, 1/√n); it is
