@@ -690,3 +690,23 @@ def test_altproj_says_when_its_budget_ends_before_the_last_stage():
         traced = jax.jit(lambda Y: rpca.altproj(Y, 4, max_iter=2).X)(p.Y)   # a transformation says nothing
     with pytest.warns(UserWarning, match="ran out in stage 2 of 4"):
         np.testing.assert_allclose(traced, rpca.altproj(p.Y, 4, max_iter=2).X, rtol=1e-5, atol=1e-6)
+
+
+def test_scaledgd_with_tol_is_differentiable_on_request():
+    """differentiable=True: the tolerance stop as a masked scan, so jax.grad passes it. Same iterate
+    and count as the while_loop, and the gradient of the fixed-length run of that many steps."""
+    p = datasets.rpca_problem(jax.random.key(0), 60, 60, 2, 0.1)
+    plain = rpca.scaledgd(p.Y, 2, 0.1, tol=1e-4, max_iter=50)
+    masked = rpca.scaledgd(p.Y, 2, 0.1, tol=1e-4, max_iter=50, differentiable=True)
+    n = int(plain.n_iter)
+    assert 0 < n < 50 and int(masked.n_iter) == n
+    np.testing.assert_array_equal(masked.X, plain.X)
+
+    def loss(eta, **kw):
+        return jnp.sum((rpca.scaledgd(p.Y, 2, 0.1, eta=eta, **kw).X - p.X) ** 2)
+
+    g = jax.grad(lambda e: loss(e, tol=1e-4, max_iter=50, differentiable=True))(0.5)
+    np.testing.assert_allclose(g, jax.grad(lambda e: loss(e, max_iter=n))(0.5), rtol=1e-5)
+    assert float(g) != 0.0
+    with pytest.raises(TypeError, match="differentiable must be True or False"):
+        rpca.scaledgd(p.Y, 2, 0.1, tol=1e-4, differentiable="yes")

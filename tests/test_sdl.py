@@ -1327,3 +1327,27 @@ def test_cross_validation_progress_bar_counts_the_folds(recorded_bars):
     with pytest.raises(ValueError, match="lower rank"):     # a fold that fails still closes its bar
         sdl.cross_validate(X, y, 15, [0.1], [0.1], folds=3, progress=True)
     assert recorded_bars[-1].closed and recorded_bars[-1].n == 0
+
+
+@pytest.mark.parametrize("p", [50, 100])          # 100: the span representation (p >= 2(n + κ))
+def test_fit_with_tol_is_differentiable_on_request(p, x64):
+    """differentiable=True: LPGD's tolerance stop as a masked scan, so jax.grad passes it; same θ
+    and count as the while_loop, and the gradient of the fixed-length fit of that many steps."""
+    rng = np.random.default_rng(0)
+    W, H = rng.normal(size=(p, 2)), rng.normal(size=(2, 30))
+    y = (H[0] > 0).astype(int)
+    X = (W @ H + 0.1 * rng.normal(size=(p, 30))) / np.sqrt(p)
+    data = sm.prepare(X, y, intercept=True)
+    assert sdl.resolve_span(None, data) == (p == 100)
+    plain = sdl.fit(X, y, 2, xi=1.0, lam=0.1, max_iter=400, tol=1e-6)
+    masked = sdl.fit(X, y, 2, xi=1.0, lam=0.1, max_iter=400, tol=1e-6, differentiable=True)
+    n = int(plain.n_iter)
+    assert 0 < n < 400 and int(masked.n_iter) == n
+    np.testing.assert_allclose(masked.theta, plain.theta, rtol=1e-12, atol=1e-12)
+
+    def size(xi, **kw):
+        return jnp.sum(sdl.fit(X, y, 2, xi=xi, lam=0.1, **kw).theta ** 2)
+
+    g = jax.grad(lambda xi: size(xi, max_iter=400, tol=1e-6, differentiable=True))(1.0)
+    np.testing.assert_allclose(g, jax.grad(lambda xi: size(xi, max_iter=n))(1.0), rtol=1e-9)
+    assert abs(float(g)) > 1e-3

@@ -56,9 +56,9 @@ def scaledgd_step(Y, L, R, alpha, eta, cuts=None, support=None, prev=None):
 
 
 @functools.partial(jax.jit, static_argnames=("rank", "budget", "use_tol", "svd", "oversample", "n_iter",
-                                             "stop"))
+                                             "stop", "differentiable"))
 def _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, *, rank, budget, use_tol, svd,
-              oversample, n_iter, stop="residual"):
+              oversample, n_iter, stop="residual", differentiable=False):
     y_norm = frob(Y)
     y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
     S0 = sparsify_top_fraction(Y, alpha_init, gather=False)  # once per run: the smaller program
@@ -84,7 +84,8 @@ def _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, *, rank
     cuts0 = (jnp.zeros((n1,), Y.dtype), jnp.zeros((n2,), Y.dtype))
     state = (L0, R0, L0, R0, cuts0)
     if use_tol:
-        out = loop.run_until(step, state, max_iter=budget, stop=lambda s, d: d[stop] < tol)
+        out = loop.run_until(step, state, max_iter=budget, stop=lambda s, d: d[stop] < tol,
+                             differentiable=differentiable)
     else:
         out = loop.run_fixed(step, state, budget)
     L, R, L_prev, R_prev, (row_cut, col_cut) = out.state
@@ -115,7 +116,7 @@ def _warn_if_ties_flooded_the_support(S, alpha_init, alpha_iter) -> None:
 @full_precision
 def scaledgd(Y, rank, alpha, *, eta=0.5, max_iter=None, alpha_iter=None, alpha_init=None, tol=None,
              X_star=None, support=None, key=None, svd="randomized", oversample=10,
-             n_iter=4, stop="residual") -> RPCAResult:
+             n_iter=4, stop="residual", differentiable=False) -> RPCAResult:
     """ScaledGD for RPCA (Tong, Ma, Chi, JMLR 2021): S by the top-fraction sparsifier T_α, (L, R)
     by scaled gradient steps. From S_0 = T_{α_init}(Y) and the balanced factors L_0, R_0 of
     SVD_r(Y − S_0), iteration k is
@@ -136,7 +137,8 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, max_iter=None, alpha_iter=None, alpha_i
         initialisation, default α.
       tol: stop when ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (or, with ``stop="change"``, when the
         paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol; see ``lrpca``). A
-        tolerance stop is a ``while_loop``, which ``jax.grad`` cannot pass: for gradients run a
+        tolerance stop is a ``while_loop``, which ``jax.grad`` cannot pass: for gradients pass
+        ``differentiable=True`` (a masked ``scan`` of ``max_iter`` steps, as in ``lrpca``), or run a
         fixed number of iterations (``max_iter`` without ``tol``). Forward mode (``jax.jvp``,
         ``jacfwd``) is refused with or without ``tol``: the step kernel and the rank-r projection
         carry custom reverse-mode rules (see the Robust PCA guide).
@@ -180,13 +182,15 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, max_iter=None, alpha_iter=None, alpha_i
     use_tol = tol is not None
     tol = _checks.as_tolerance(tol, Y.dtype)
     stop = check_stop(stop)
+    differentiable = _checks.check_flag(differentiable, "differentiable")
     if max_iter is None:
         if not use_tol:
             raise ValueError("scaledgd needs max_iter (or tol, then max_iter defaults to 1000)")
         max_iter = 1000
     max_iter = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
     out = _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, rank=rank, budget=max_iter,
-                    use_tol=use_tol, svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
+                    use_tol=use_tol, svd=svd, oversample=oversample, n_iter=n_iter, stop=stop,
+                    differentiable=differentiable)
     _checks.raise_if_diverged(out.X, lambda: f"ScaledGD diverged (non-finite iterate): the step eta = {float(eta):.3g} "
                               "is too large for these data (theory: eta <= 2/3), or alpha_iter is too small to "
                               "remove the outliers")

@@ -98,7 +98,7 @@ def _initial_point(data: sm.SDLData, key, *, rank: int, model: str, init: str):
 @full_precision
 def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, max_iter: int = 1000, tol=None,
         X_aux=None, intercept: bool = True, key=None, init: str = "svd", solver: str = "lpgd",
-        svd: str = "gram", num_classes: int | None = None, project=None) -> SDLModel:
+        svd: str = "gram", num_classes: int | None = None, project=None, differentiable: bool = False) -> SDLModel:
     """Fit SDL-H (``model="H"``) or SDL-W (``"W"``) of rank r by LPGD (supervised dictionary
     learning lifted to low-rank estimation; Lee, Lyu, Yao 2023, Algorithm 1). With the lifted
     θ = [A ∥ B] ((κ + p) × n, SDL-H) or [A, B] (p × (κ + n), SDL-W) of rank ≤ r and the covariates'
@@ -123,7 +123,8 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, max_it
       max_iter, tol: iteration cap and relative step tolerance (LPGD stops after the first step with
         ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F), Z = (θ, γ); ``n_iter`` counts the steps taken and
         ``loss`` is NaN after them; with ``tol`` the loop is a ``while_loop``, which ``jax.grad``
-        cannot pass: differentiate a fit without ``tol``); solver: "lpgd" (Algorithm 1) or "bcd" (the block-coordinate
+        cannot pass: set ``differentiable=True`` for a masked ``scan`` instead, or fit without
+        ``tol``); solver: "lpgd" (Algorithm 1) or "bcd" (the block-coordinate
         baseline, from the same start; it runs exactly ``max_iter`` sweeps, so ``tol``, ``project`` and
         ``svd`` are LPGD-only and rejected with it); svd: rank projection, "gram" | "exact" |
         "randomized" (:func:`lowrank_jax.sdl.solvers.lpgd`); project: optional convex projection
@@ -170,7 +171,7 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, max_it
     # safe bound is passed on as step=None, so that the message does not advise leaving step at None.
     if solver == "lpgd":
         res = solvers.lpgd(theta0, gamma0, data, xi, lam, step if step_given else None, rank, model=model,
-                           max_iter=max_iter, tol=tol, svd=svd, project=project, key=key)
+                           max_iter=max_iter, tol=tol, svd=svd, project=project, key=key, differentiable=differentiable)
         theta, gamma = res.theta, res.gamma
         f = sm.factors(theta, rank, model, data.kappa)
         loss, n_iter = res.loss, res.n_iter

@@ -45,8 +45,11 @@ class SolveResult(NamedTuple):
 @_checks.renamed_keywords(iters="max_iter")
 @full_precision
 def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: str, max_iter: int = 1000,
-         tol=None, svd: str = "gram", project=None, key=None, span: bool | None = None) -> SolveResult:
+         tol=None, svd: str = "gram", project=None, key=None, span: bool | None = None,
+         differentiable: bool = False) -> SolveResult:
     """Algorithm 1 from (θ₀, γ₀). ``tol``: stop once ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F).
+    ``differentiable``: with ``tol``, run a masked ``scan`` of ``max_iter`` steps (the steps after
+    the stop skipped) instead of a ``while_loop``, so that ``jax.grad`` passes it.
     ``project``: optional convex projection Π_Θ(θ) applied before the rank projection.
     ``svd``: "gram" (the default: θ is thin, so the eigendecomposition of its small Gram matrix,
     :func:`lowrank_jax.linalg.gram_rank_factors`), "exact" (QR + SVD) or "randomized" (``key`` seeds
@@ -74,8 +77,9 @@ def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: s
     if tol is not None:
         tol = _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=data.X.dtype)
     span = resolve_span(span, data, svd, project)
+    differentiable = _checks.check_flag(differentiable, "differentiable")
     res = _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, rank=rank, model=model, max_iter=max_iter, svd=svd,
-                project=project, span=span)
+                project=project, span=span, differentiable=differentiable)
     _checks.raise_if_diverged((res.theta, res.gamma), lambda: _diverged_message(model, "lpgd", step, step_given))
     return res
 
@@ -111,7 +115,7 @@ def _stop(tol):
     return lambda s, d: d[1] <= tol * jnp.maximum(1.0, d[2])
 
 
-def _run(value_and_grads, theta_sq, opt, params0, tol, max_iter: int, start: int = 0):
+def _run(value_and_grads, theta_sq, opt, params0, tol, max_iter: int, start: int = 0, differentiable: bool = False):
     """The LPGD loop shared by the dense and the span representation of θ: ``max_iter`` steps of
     ``opt`` = ``transforms.projected(optax.sgd(τ), Π)`` from ``params0`` = (θ, γ), recording F,
     ‖Z_{t+1} − Z_t‖ and (with ``tol``) ‖Z_t‖, ``theta_sq`` giving ‖θ‖²_F in the representation."""
@@ -128,13 +132,15 @@ def _run(value_and_grads, theta_sq, opt, params0, tol, max_iter: int, start: int
     state0 = (params0, opt.init(params0))
     if tol is None:
         return loop.run_fixed(body, state0, max_iter, start=start)
-    return loop.run_until(body, state0, max_iter=max_iter, stop=_stop(tol), start=start)
+    return loop.run_until(body, state0, max_iter=max_iter, stop=_stop(tol), start=start, differentiable=differentiable)
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "model", "max_iter", "svd", "project", "span"))
-def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, max_iter, svd, project, span=False):
+@functools.partial(jax.jit, static_argnames=("rank", "model", "max_iter", "svd", "project", "span", "differentiable"))
+def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, max_iter, svd, project, span=False,
+          differentiable=False):
     if span and max_iter > 1:
-        return _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, rank=rank, model=model, max_iter=max_iter)
+        return _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, rank=rank, model=model, max_iter=max_iter,
+                          differentiable=differentiable)
     # SDL-W runs on θᵀ = [Aᵀ ∥ Bᵀ] (contiguous row blocks; Π_r commutes with the transpose).
     XT = data.X.T if model == "W" else None
     if model == "W":
@@ -149,14 +155,15 @@ def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, max_ite
         return prox.project_rank(theta, rank, method=svd, key=key), gamma
 
     res = _run(lambda th, g: sm.value_and_gradients(th, g, data, xi, lam, model, XT), lambda th: jnp.sum(th * th),
-               transforms.projected(optax.sgd(step), project_fn), (theta0, gamma0), tol, max_iter)
+               transforms.projected(optax.sgd(step), project_fn), (theta0, gamma0), tol, max_iter,
+               differentiable=differentiable)
     (theta, gamma), _ = res.state
     theta = theta.T if model == "W" else theta
     f, moved, _ = res.history
     return SolveResult(theta, gamma, f, moved, res.n_iter)
 
 
-def _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, *, rank, model, max_iter):
+def _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, *, rank, model, max_iter, differentiable=False):
     """LPGD with the first step on the dense θ, kept as its factors θ₁ = U₁V₁ᵀ, and the rest in the
     span of [X, U₁] (:mod:`lowrank_jax.sdl.span`) through the same loop as the dense solver."""
     f0, grads0 = sm.value_and_gradients(theta0, gamma0, data, xi, lam, model)
@@ -172,7 +179,8 @@ def _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, *, rank, model, max_ite
 
     def rest():
         return _run(lambda c, g: sp.value_and_gradients(c, g, K, data, xi, lam, model),
-                    lambda c: sp.coords_sq_norm(c, K, model), opt, params1, tol, max_iter - 1, start=1)
+                    lambda c: sp.coords_sq_norm(c, K, model), opt, params1, tol, max_iter - 1, start=1,
+                    differentiable=differentiable)
 
     if tol is None:
         res = rest()
