@@ -33,6 +33,7 @@ Python loop around :func:`run`, one compilation each.
 
 from __future__ import annotations
 
+import collections.abc
 import contextlib
 import functools
 import inspect
@@ -332,7 +333,7 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
     chunk = None if chunk is None else int(chunk)
     progress = _checks.check_flag(progress, "progress")
     if shared is not None:
-        if not isinstance(shared, dict):
+        if not isinstance(shared, collections.abc.Mapping):
             raise ValueError("shared must be a dict name -> value (the data every point uses)")
         shared = {k: _numeric_list_as_array(v) for k, v in shared.items()}
     if devices is None:

@@ -108,6 +108,9 @@ def test_shared_lists_of_numbers_are_arrays_and_other_pytrees_stay_as_they_are()
     np.testing.assert_allclose(out, np.full((2, 3), 3.0))
     with pytest.raises(ValueError, match="shared must be a dict"):
         sweep.run(f, pts, shared=[p.Y])
+    import types                                      # any mapping is a dict of shared data
+    np.testing.assert_allclose(sweep.run(f, pts, shared=types.MappingProxyType({"Y": p.Y}), devices=jax.devices()[:1]),
+                               listed, rtol=1e-6)
 
 
 def test_run_rejects_bad_points():

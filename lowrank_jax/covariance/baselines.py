@@ -453,6 +453,7 @@ def rpca_gd(Sigma, rank: int, *, alpha=0.1, step=0.5, max_iter: int = 200, gamma
     step = _checks.as_hyper(step, "step", ndim=0, positive=True, dtype=dtype)
     tol = _checks.as_tolerance(tol, dtype)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
+    return_factor = _checks.check_flag(return_factor, "return_factor")     # before the run, not after it
     result, U = _rpca_gd(Sigma, alpha, alpha_iter, step, tol, rank=rank, max_iter=max_iter)
     _checks.raise_if_diverged(U, lambda: f"RPCA-GD diverged (non-finite factor U): lower step (got {float(step):.3g})")
-    return (result, U) if _checks.check_flag(return_factor, "return_factor") else result
+    return (result, U) if return_factor else result

@@ -95,8 +95,9 @@ def rank_above(L, tol=EPSILON, *, signed: bool = True) -> jax.Array:
     ≥ 0 (``ValueError`` for a negative or NaN one).
     """
     tol = _threshold(tol, "tol")
+    signed = _checks.check_flag(signed, "signed")
     lam = eigenvalues(L)
-    lam = lam if _checks.check_flag(signed, "signed") else jnp.abs(lam)
+    lam = lam if signed else jnp.abs(lam)
     return jnp.sum(lam > tol).astype(jnp.int32)
 
 
