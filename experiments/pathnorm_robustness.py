@@ -10,7 +10,9 @@ Clean error on the whole test split; robust error under PGD-ℓ∞ (40 steps of 
 pixels in [0, 1]) at ε ∈ {0.05, 0.1, 0.15, 0.2} on the first ``--attack`` test images.
 
 Writes results/pathnorm/{summary.csv, curves.csv, fig1_loss.png, fig2_error_vs_nnz.png,
-fig3_error_vs_lambda.png, fig4_nnz_vs_iteration.png}.
+fig3_error_vs_lambda.png, fig4_nnz_vs_iteration.png}. A run of some ``--data`` / ``--regs`` replaces
+only those (data, regulariser) rows of CSVs already there and keeps the others, so the figures show
+every group that has run; ``--fresh`` starts the CSVs over.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ def main(argv=None):
     ap.add_argument("--attack", type=int, default=1000)
     ap.add_argument("--regs", nargs="+", default=list(pathnorm.REGULARIZERS))
     ap.add_argument("--plot-only", action="store_true", help="redraw the figures from the CSV files")
+    ap.add_argument("--fresh", action="store_true",
+                    help="write the CSVs anew instead of keeping the rows of (data, regulariser) groups not run")
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     if args.plot_only:
@@ -95,9 +99,26 @@ def main(argv=None):
                 jax.clear_caches()
     header = ["data", "reg", "method", "lam", "seed", "clean_error"] + [f"robust_error_eps{e:g}" for e in EPSILONS] \
         + ["nonzero_fraction", "final_reg_loss", "sweep_train_seconds"]
+    curves_header = ["data", "reg", "method", "lam", "seed", "epoch", "reg_loss", "nonzero_fraction"]
+    if not args.fresh:
+        ran = {(name, reg) for name in args.data for reg in args.regs}
+        summary = _rows_not_run("summary.csv", header, ran) + summary
+        curves = _rows_not_run("curves.csv", curves_header, ran) + curves
     _write("summary.csv", header, summary)
-    _write("curves.csv", ["data", "reg", "method", "lam", "seed", "epoch", "reg_loss", "nonzero_fraction"], curves)
+    _write("curves.csv", curves_header, curves)
     plot(summary, curves)
+
+
+def _rows_not_run(name, header, ran):
+    """The rows of an earlier run's CSV whose (data, regulariser) is not in ``ran``; none when the
+    file is absent or has other columns (an older layout, which this run then replaces)."""
+    if not (OUT / name).exists():
+        return []
+    with open(OUT / name) as f:
+        if next(csv.reader(f), None) != header:
+            print(f"{name}: other columns than this script writes; its rows are not kept")
+            return []
+    return [r[:4] + [int(r[4])] + r[5:] for r in _read(name) if (r[0], r[1]) not in ran]
 
 
 def _write(name, header, rows):

@@ -147,3 +147,46 @@ def test_the_pathnorm_curve_figures_draw_the_regularisers_that_ran(monkeypatch, 
     expected = ["path"] if "path" in regs else ["layer"]
     assert drawn["fig1_loss.png"] == drawn["fig4_nnz_vs_iteration.png"] == expected
     assert drawn["fig2_error_vs_nnz.png"] == sorted(regs)
+
+
+def test_a_partial_pathnorm_rerun_replaces_only_the_groups_it_ran(monkeypatch, tmp_path):
+    """`pathnorm_robustness.py --regs l1` overwrote summary.csv and curves.csv with the ℓ1 rows alone,
+    so the path rows of an earlier run were lost from the tables and the figures. Only the
+    (data, regulariser) groups that ran are replaced now; --fresh starts over."""
+    import csv
+    import importlib.util
+    import pathlib
+    import types
+    folder = pathlib.Path(__file__).parents[1] / "experiments"
+    spec = importlib.util.spec_from_file_location("pathnorm_robustness", folder / "pathnorm_robustness.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.setattr(script, "OUT", tmp_path)
+    split = types.SimpleNamespace(images=np.zeros((4, 3), np.float32), labels=np.zeros(4, np.int32))
+    monkeypatch.setattr(script, "load", lambda name: (split, split))
+    lams = len(script.LAMBDAS["l1"])
+    monkeypatch.setattr(script.pathnorm, "sweep", lambda *a, seeds, epochs, **kw: types.SimpleNamespace(
+        model=None, loss=np.full((seeds, lams, epochs, 1), 7.0), nonzero=np.full((seeds, lams, epochs, 1), 0.5)))
+    monkeypatch.setattr(script, "evaluate", lambda *a: (np.full((1, lams), 0.25), np.full((1, lams, 4), 0.75)))
+    plotted = []
+    monkeypatch.setattr(script, "plot", lambda summary, curves: plotted.append((summary, curves)))
+
+    def old_row(reg, method):
+        return ["fashion", reg, method, 0.0, 0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.9, 1.0, 2.0]
+    with open(tmp_path / "summary.csv", "w", newline="") as f:
+        csv.writer(f).writerows([["data", "reg", "method", "lam", "seed", "clean_error"]
+                                 + [f"robust_error_eps{e:g}" for e in script.EPSILONS]
+                                 + ["nonzero_fraction", "final_reg_loss", "sweep_train_seconds"],
+                                 old_row("path", "prox"), old_row("l1", "prox")])
+    script.main(["--data", "fashion", "--regs", "l1", "--seeds", "1", "--epochs", "2"])
+    with open(tmp_path / "summary.csv") as f:
+        rows = list(csv.reader(f))[1:]
+    groups = sorted({(r[1], r[2], r[5]) for r in rows})
+    assert groups == [("l1", "prox", "0.25"), ("l1", "sgd", "0.25"), ("path", "prox", "0.1")]
+    assert len(rows) == 1 + 2 * lams and all(r[4] == "0" for r in rows)      # seeds stay integers
+    assert len(plotted[-1][0]) == len(rows)                                      # the figures see every row
+    with open(tmp_path / "curves.csv") as f:                                     # no curves file before: new rows
+        assert len(list(csv.reader(f))) == 1 + 2 * lams * 2
+    script.main(["--data", "fashion", "--regs", "l1", "--seeds", "1", "--epochs", "2", "--fresh"])
+    with open(tmp_path / "summary.csv") as f:
+        assert {r[1] for r in list(csv.reader(f))[1:]} == {"l1"}
