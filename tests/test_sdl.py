@@ -391,7 +391,9 @@ def test_a_diverged_grid_point_is_nan_and_never_the_best(monkeypatch):
         return grid_predict
 
     monkeypatch.setattr(fit_mod, "_grid_predict", diverging(1))
-    acc, best = sdl.cross_validate(X, y, 2, [0.1, 1.0], [0.1], folds=2)
+    result = sdl.cross_validate(X, y, 2, [0.1, 1.0], [0.1], folds=2)
+    acc, best = result                                  # a CrossValidation unpacks as (accuracy, best)
+    assert isinstance(result, sdl.CrossValidation) and result.accuracy is acc and result.best is best
     assert np.isnan(acc[1, 0]) and np.isfinite(acc[0, 0]) and best == (0.1, 0.1)
     monkeypatch.setattr(fit_mod, "_grid_predict", diverging(slice(None)))
     with pytest.raises(FloatingPointError, match="every"):

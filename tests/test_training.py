@@ -297,7 +297,9 @@ def test_frmnn_grid_is_the_papers_step_tenth_grid_and_the_search_default():
     np.testing.assert_allclose(phis, 0.1 + 0.1 * np.arange(10), atol=1e-6)
     p = params_mod.LRPCAParams.from_schedule(jnp.array([1.0, 0.5, 0.25, 0.1]), jnp.array([0.6, 0.5, 0.5]),
                                              rank=TINY.rank, n=TINY.n)
-    chosen, errors = training.frmnn_grid_search(jax.random.key(3), p, TINY, num_instances=1, extra_layers=1)
+    result = training.frmnn_grid_search(jax.random.key(3), p, TINY, num_instances=1, extra_layers=1)
+    chosen, errors = result                             # an FRMNNSearch unpacks as (params, errors)
+    assert isinstance(result, rpca.FRMNNSearch) and result.params is chosen and result.errors is errors
     assert errors.shape == (16, 10)
     i, j = np.unravel_index(int(jnp.argmin(errors)), errors.shape)
     assert (float(chosen.beta), float(chosen.phi)) == (float(betas[i]), float(phis[j]))

@@ -41,6 +41,7 @@ import functools
 import numbers
 import os
 import time
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -307,6 +308,17 @@ def frmnn_grid() -> tuple[jax.Array, jax.Array]:
     return jnp.round(jnp.arange(0.5, 2.01, 0.1), 2), jnp.round(jnp.arange(0.1, 1.01, 0.1), 2)
 
 
+class FRMNNSearch(NamedTuple):
+    """What :func:`frmnn_grid_search` returns; it unpacks as ``params, errors``.
+
+    Attributes:
+      params: the trained model (:class:`LRPCAParams`) with the chosen β, φ.
+      errors: (len(betas), len(phis)), the grid's mean relative errors at layer K̄ (+inf where a
+        point diverged)."""
+    params: LRPCAParams
+    errors: jax.Array
+
+
 @_checks.host_function("rpca.frmnn_grid_search")
 @full_precision
 def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instances: int = 20,
@@ -335,7 +347,7 @@ def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instanc
         ``count`` stacked instances ((count, n1, n2) each), e.g. patches of real data.
       progress: show a tqdm bar of the instances done.
 
-    Returns ``(params with the chosen β, φ, errors)``, ``errors`` of shape (len(betas), len(phis)):
+    Returns :class:`FRMNNSearch` ``(params with the chosen β, φ, errors)``, ``errors`` of shape (len(betas), len(phis)):
     the grid's mean errors (NaN-safe: a diverging point counts as +inf). If every point diverges,
     ``FloatingPointError`` (argmin over all-inf picked the first point, a diverging one).
     ``progress=True`` shows a tqdm bar of the instances done, moved from inside the compiled call.
@@ -358,7 +370,7 @@ def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instanc
                                  "do not suit these instances; no continuation was chosen")
     i, j = np.unravel_index(int(jnp.argmin(errors)), errors.shape)
     chosen = eqx.tree_at(lambda p: (p.beta, p.phi), params, (betas[i], phis[j]))
-    return chosen, errors
+    return FRMNNSearch(chosen, errors)
 
 
 def _grid_axis(values, name: str) -> jax.Array:

@@ -14,6 +14,7 @@ likelihood of (x, c) with the code profiled out, up to a constant).
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -310,6 +311,17 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
     return per_sample(h_ls.T, offset.T)
 
 
+class CrossValidation(NamedTuple):
+    """What :func:`cross_validate` returns; it unpacks as ``accuracy, best``.
+
+    Attributes:
+      accuracy: NumPy array (len(xis), len(lams)), the mean validation accuracy over the folds (NaN
+        where a fit diverged on any fold).
+      best: (ξ, λ) as Python floats, the pair of highest accuracy."""
+    accuracy: np.ndarray
+    best: tuple[float, float]
+
+
 @_checks.renamed_keywords(iters="max_iter")
 @_checks.host_function("sdl.cross_validate")
 @full_precision
@@ -336,8 +348,8 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
       progress: show a tqdm bar of the folds done.
 
     Returns:
-      (accuracy (len(xis), len(lams)), best (ξ, λ)) — the mean validation accuracy over the folds,
-      and the pair that maximises it. A grid point whose fit diverges on any fold (non-finite
+      :class:`CrossValidation` ``(accuracy (len(xis), len(lams)), best (ξ, λ))`` — the mean
+      validation accuracy over the folds, and the pair that maximises it. A grid point whose fit diverges on any fold (non-finite
       iterate) has accuracy NaN and is never the best; if every point diverges,
       ``FloatingPointError``.
 
@@ -404,7 +416,7 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
         raise FloatingPointError("every (ξ, λ) fit diverged (non-finite iterates): rescale X (e.g. "
                                  "datasets.standardize) or lower ξ, λ")
     i, j = np.unravel_index(np.nanargmax(acc), acc.shape)
-    return acc, (float(xis[i]), float(lams[j]))
+    return CrossValidation(acc, (float(xis[i]), float(lams[j])))
 
 
 @functools.partial(jax.jit, static_argnames=("rank", "model", "max_iter", "coding", "span"))
