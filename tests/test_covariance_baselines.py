@@ -342,9 +342,15 @@ def test_generator_takes_numpy_scalars_and_zero_d_arrays():
     for args, match in [((0, 20, 3, np.array(1.2)), "s0 .* must lie in \\[0, 1\\], got 1.2"),
                         ((0, 20, 3, np.array([0.9])), "s0"), ((0, 20, 3, True), "s0"), ((0, 20, 3, np.nan), "s0"),
                         ((0, np.array(20.0), 3, 0.9), "n must be an integer"), ((0, 20, np.array(21), 0.9), "k0"),
-                        ((np.array(-1), 20, 3, 0.9), "seed must be non-negative")]:
+                        ((np.array(-1), 20, 3, 0.9), "key: a seed must be non-negative")]:
         with pytest.raises(ValueError, match=match):
             cov.lrs_problem(*args)
+    # the first argument is `key`, as in every other generator; the old name still works, with a warning
+    with pytest.warns(DeprecationWarning, match=r"lrs_problem\(key_or_seed=...\) is deprecated"):
+        old = cov.lrs_problem(key_or_seed=0, n=20, k0=3, s0=0.9)
+    np.testing.assert_array_equal(old.Sigma, cov.lrs_problem(key=0, n=20, k0=3, s0=0.9).Sigma)
+    with pytest.raises(TypeError, match="rng must be an int seed"):
+        cov.sparse_psd_blocks("seed", 12, 0.9)
     rng = np.random.default_rng(0)
     for kw, match in [(dict(n=np.array(1)), "n must be >= 2"), (dict(s0=-0.1), "s0"),
                       (dict(variant="uniform"), "variant"),

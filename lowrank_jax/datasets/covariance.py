@@ -81,29 +81,28 @@ class CorrelationData(NamedTuple):
 
 # --- synthetic ---------------------------------------------------------------------------------------
 
-def as_generator(key_or_seed) -> np.random.Generator:
+def as_generator(key, name: str = "key") -> np.random.Generator:
     """A ``numpy.random.Generator`` from an int seed (a Python or NumPy integer, or a concrete 0-d
     integer array such as ``np.array(3)``), a Generator (used as is) or a JAX PRNG key (its raw key
-    data seed the generator)."""
-    if isinstance(key_or_seed, np.random.Generator):
-        return key_or_seed
-    seed = _checks.as_int(key_or_seed)   # None for bools, floats, keys and arrays of several entries
+    data seed the generator). ``name`` is the argument's name in the errors."""
+    if isinstance(key, np.random.Generator):
+        return key
+    seed = _checks.as_int(key)   # None for bools, floats, keys and arrays of several entries
     if seed is not None:
         if seed < 0:
-            raise ValueError(f"seed must be non-negative, got {seed}")
+            raise ValueError(f"{name}: a seed must be non-negative, got {seed}")
         return np.random.default_rng(seed)
     try:  # a JAX key (typed or raw uint32)
         import jax
-        data = key_or_seed
-        if jax.dtypes.issubdtype(getattr(key_or_seed, "dtype", None), jax.dtypes.prng_key):
-            data = jax.random.key_data(key_or_seed)
+        data = key
+        if jax.dtypes.issubdtype(getattr(key, "dtype", None), jax.dtypes.prng_key):
+            data = jax.random.key_data(key)
         data = np.asarray(data)
         if data.dtype == np.uint32 and data.size >= 1:
             return np.random.default_rng([int(v) for v in data.ravel()])
     except (TypeError, ValueError):
         pass
-    raise TypeError("key_or_seed must be an int seed, a numpy Generator or a JAX PRNG key, "
-                    f"got {type(key_or_seed).__name__}")
+    raise TypeError(f"{name} must be an int seed, a numpy Generator or a JAX PRNG key, got {type(key).__name__}")
 
 
 def _as_real(value, name: str, what: str) -> float:
@@ -156,7 +155,7 @@ def sparse_psd_blocks(rng: np.random.Generator, n: int, s0: float, variant: str 
     ``threshold`` a finite real > 0 (NumPy scalars and 0-d arrays too), ``variant`` ``"code"`` or
     ``"paper"``: ``ValueError`` naming the argument otherwise.
     """
-    rng = as_generator(rng)
+    rng = as_generator(rng, "rng")
     n, s0 = _check_pairs(n, s0, variant)
     threshold = _as_real(threshold, "threshold", "magnitude below which an entry counts as zero")
     if not 0.0 < threshold < np.inf:
@@ -207,11 +206,13 @@ def sparse_psd_blocks(rng: np.random.Generator, n: int, s0: float, variant: str 
     return S, blocks
 
 
-def lrs_problem(key_or_seed, n: int, k0: int, s0: float, variant: str = "code") -> LRSProblem:
+@_checks.renamed_keywords(key_or_seed="key")
+def lrs_problem(key, n: int, k0: int, s0: float, variant: str = "code") -> LRSProblem:
     """The paper's synthetic Σ = L₀ + S₀ (float64 NumPy arrays; see the module docstring).
 
     Args:
-      key_or_seed: int seed, ``numpy.random.Generator`` or JAX PRNG key.
+      key: int seed, ``numpy.random.Generator`` or JAX PRNG key (named ``key_or_seed`` before;
+        that name still works, with a ``DeprecationWarning``).
       n: size of Σ. k0: rank of L₀ (1 ≤ k0 ≤ n).
       s0: target sparsity of S₀ (fraction of entries with |S₀_ij| < 0.01), e.g. 0.95 = 5 % non-zeros.
       variant: ``"code"`` (authors' code: pairs with replacement, j ~ U{1..n−1}, i ~ U{0..j−1}) or
@@ -224,7 +225,7 @@ def lrs_problem(key_or_seed, n: int, k0: int, s0: float, variant: str = "code") 
     210 blocks; these ratios are what the baselines' rel.error(L) equals when they return L ≈ Σ.
     """
     n, k0, s0 = _check_size(n, k0, s0, variant)
-    rng = as_generator(key_or_seed)
+    rng = as_generator(key)
     M = rng.standard_normal((n, k0))
     L0 = M @ M.T
     L0 = 0.5 * (L0 + L0.T)  # exactly symmetric
