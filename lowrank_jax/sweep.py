@@ -306,7 +306,7 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
     On a CPU, JAX starts with one device whatever the core count, and one device runs a sweep on
     about one core. ``jax.config.update("jax_num_cpu_devices", os.cpu_count())`` before the first
     JAX computation makes one device per core, and the sweep then runs on all of them
-    (``make bench``: 1.9–3.5x over 64 separate jitted calls on 2 cores, against 1.1–2.5x with one
+    (``make bench``: 1.7–3.5x over 64 separate jitted calls on 2 cores, against 1.0–2.5x with one
     device; see the Sweeps guide).
 
     Example:
