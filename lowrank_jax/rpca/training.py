@@ -347,8 +347,8 @@ def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instanc
         ``count`` stacked instances ((count, n1, n2) each), e.g. patches of real data.
       progress: show a tqdm bar of the instances done.
 
-    Returns :class:`FRMNNSearch` ``(params with the chosen β, φ, errors)``, ``errors`` of shape (len(betas), len(phis)):
-    the grid's mean errors (NaN-safe: a diverging point counts as +inf). If every point diverges,
+    Returns :class:`FRMNNSearch` ``(params with the chosen β, φ, errors)``, ``errors`` of shape
+    (len(betas), len(phis)): the grid's mean errors (NaN-safe: a diverging point counts as +inf). If every point diverges,
     ``FloatingPointError`` (argmin over all-inf picked the first point, a diverging one).
     ``progress=True`` shows a tqdm bar of the instances done, moved from inside the compiled call.
     """

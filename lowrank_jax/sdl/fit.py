@@ -349,9 +349,9 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
 
     Returns:
       :class:`CrossValidation` ``(accuracy (len(xis), len(lams)), best (ξ, λ))`` — the mean
-      validation accuracy over the folds, and the pair that maximises it. A grid point whose fit diverges on any fold (non-finite
-      iterate) has accuracy NaN and is never the best; if every point diverges,
-      ``FloatingPointError``.
+      validation accuracy over the folds, and the pair that maximises it. A grid point whose fit
+      diverges on any fold (non-finite iterate) has accuracy NaN and is never the best; if every
+      point diverges, ``FloatingPointError``.
 
     Example:
         ```python
