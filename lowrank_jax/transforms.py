@@ -68,9 +68,14 @@ def scaled_gradient(learning_rate: optax.ScalarOrSchedule, axis_name: str | None
         params = (jax.random.normal(k3, (50, 3)), jax.random.normal(k4, (40, 3)))
         opt = transforms.scaled_gradient(0.5)
         state = opt.init(params)
-        for _ in range(50):
+
+        @jax.jit
+        def step(params, state):
             updates, state = opt.update(jax.grad(f)(params), state, params)
-            params = optax.apply_updates(params, updates)
+            return optax.apply_updates(params, updates), state
+
+        for _ in range(50):
+            params, state = step(params, state)
         print(jnp.linalg.norm(params[0] @ params[1].T - X) / jnp.linalg.norm(X))   # relative error
         ```
     """
@@ -329,10 +334,16 @@ def newton(hessian_fn, damping=0.0, *, solve=None, init_curvature=None,
         hess = lambda p: jax.hessian(lambda v: f(unravel(v)))(ravel_pytree(p)[0])   # (5, 5) on the flat params
         opt = transforms.newton(hess)
         state = opt.init(params)
-        for _ in range(5):
+
+        @jax.jit
+        def step(params, state):
             updates, state = opt.update(jax.grad(f)(params), state, params)
             params = optax.apply_updates(params, updates)
-            print(jnp.linalg.norm(ravel_pytree(jax.grad(f)(params))[0]))            # quadratic convergence
+            return params, state, jnp.linalg.norm(ravel_pytree(jax.grad(f)(params))[0])
+
+        for _ in range(5):
+            params, state, grad_norm = step(params, state)
+            print(grad_norm)                                                         # quadratic convergence
         ```
     """
     from jax.flatten_util import ravel_pytree
