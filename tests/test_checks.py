@@ -454,20 +454,22 @@ def test_the_old_budget_name_still_runs_the_same_solve_with_a_deprecation_warnin
     A = jax.random.normal(jax.random.key(1), (40, 3)) / 5
     b = jax.random.dirichlet(jax.random.key(2), jnp.ones(40))
     S = np.asarray(p.X @ p.X.T)
-    runs = {
-        "scaledgd": lambda **kw: rpca.scaledgd(p.Y, 2, 0.1, **kw).X,
-        "newton_solve": lambda **kw: regression.newton_solve(A, b, 1.0, jnp.zeros(3), **kw).x,
-        "rpca_gd": lambda **kw: baselines.rpca_gd(S, 2, tol=None, **kw).L,
+    runs = {                                                # (result, its estimate)
+        "scaledgd": lambda **kw: (lambda r: (r, r.X))(rpca.scaledgd(p.Y, 2, 0.1, **kw)),
+        "newton_solve": lambda **kw: (lambda r: (r, r.x))(regression.newton_solve(A, b, 1.0, jnp.zeros(3), **kw)),
+        "rpca_gd": lambda **kw: (lambda r: (r, r.L))(baselines.rpca_gd(S, 2, tol=None, **kw)),
     }
     for name, run in runs.items():
-        new = run(max_iter=3)
+        new, new_x = run(max_iter=3)
         with pytest.warns(DeprecationWarning, match=rf"{name}\(iters=...\) is deprecated: the argument is now max_iter=") as rec:
-            old = run(iters=3)
+            old, old_x = run(iters=3)
         assert rec[0].filename == __file__                  # attributed to the caller's line
-        np.testing.assert_array_equal(np.asarray(old), np.asarray(new))
-    # the budget really is the one passed: a different count changes the result (one solver: the
-    # rename is one decorator, and each solver's own tests pin what its max_iter does)
-    assert not np.allclose(np.asarray(runs["scaledgd"](max_iter=1)), np.asarray(runs["scaledgd"](max_iter=3)))
+        np.testing.assert_array_equal(np.asarray(old_x), np.asarray(new_x))
+        # the budget really is the one passed, under either name (no new program: same arguments)
+        assert int(old.n_iter) == int(new.n_iter) == 3, name
+    # and a different count changes the result (one solver: one more program per count)
+    one_step, three_steps = runs["scaledgd"](max_iter=1)[1], runs["scaledgd"](max_iter=3)[1]
+    assert not np.allclose(np.asarray(one_step), np.asarray(three_steps))
 
 
 def test_flags_take_only_true_or_false_by_name():
