@@ -121,14 +121,22 @@ def _rounding_of_entries(lam, sv, sw, A, B, d):
     w_j = b_j + c_w of the pair (s_v, s_w) that come from c_v and c_w; the entries' own error bound
     is ε·a_k + e_v and ε·b_j + e_w (ε the dtype's machine epsilon).
 
-    c_v = (λ² s_w A − λB)/d is a difference of M_v = λ² s_w A + λB over d (c_w: M_w = λ² s_v B + λA).
-    Its terms carry the rounding of the prefix sums A and B (about log₂(s_v + s_w)·ε relative, the
-    bound of a pairwise sum; XLA's prefix sums of 784 float32 terms measured ≤ 2.2ε on CPU), a few
-    roundings of the products and of the difference, and the rounding of d = 1 − λ² s_v s_w, whose
-    absolute error of a few ε is relative ε/d and makes c_v's error grow as 1/d² near the singular
-    pair (d → 0):
+    c_v = N_v/d with N_v = λ² s_w A − λB, a difference whose terms sum to M_v = λ² s_w A + λB
+    (c_w: N_w = λ² s_v B − λA, M_w = λ² s_v B + λA). Two sources of error:
 
-        e_v = ε (log₂(2 + s_v + s_w) + 4/d) M_v/d,    e_w = ε (log₂(2 + s_v + s_w) + 4/d) M_w/d.
+    * N_v carries the rounding of the prefix sums A and B (about log₂(s_v + s_w)·ε relative, the
+      bound of a pairwise sum; XLA's prefix sums of 784 float32 terms measured ≤ 2.2ε on CPU) and a
+      few roundings of the products and the difference: ε log₂(2 + s_v + s_w) M_v absolute, over d.
+    * d = 1 − λ² s_v s_w carries a few ε absolute, so ε/d relative, which c_v = N_v/d inherits:
+      4ε |N_v|/d² (with |N_v| bounded by its computed value plus the first error).
+
+        e_v = ε (ℓ M_v + 4 (|N_v| + ε ℓ M_v)/d)/d,    ℓ = log₂(2 + s_v + s_w)    (e_w alike).
+
+    The second term grows as 1/d² near the singular pair (d → 0) but only with |N_v|, which is
+    small there when the data are tied: 1 × 1 and 2 × 2 units of ones at λ = (1 − 10⁻⁴)/√(s_v s_w)
+    have N_v ≈ 10⁻⁴ against M_v ≈ 2. (Bounding |N_v| by M_v, as a first version did, made e_v exceed
+    the entries, 0.5 there: the unit came back all zero, with twice the trivial candidate's
+    objective.)
 
     An entry within its bound of 0 is 0 up to rounding: where it is 0 in exact arithmetic (b_j = λΣv
     on the nose, tied data) the computed one is ±ε-noise, a non-zero that the exact prox does not
@@ -136,9 +144,14 @@ def _rounding_of_entries(lam, sv, sw, A, B, d):
     holds with equality). Invalid pairs (d ≤ 0) get e = 0; they are never selected."""
     eps = jnp.finfo(jnp.result_type(A)).eps
     safe = jnp.where(d > 0, d, 1.0)
-    grow = eps * (jnp.log2(2 + sv + sw) + 4 / safe) / safe
+    ell = jnp.log2(2 + sv + sw)
     lam2 = lam * lam
-    return grow * (lam2 * sw * A + lam * B), grow * (lam2 * sv * B + lam * A)
+
+    def bound(big, small):                  # big: λ² s A term, small: λ B term
+        M, N = big + small, jnp.abs(big - small)
+        return eps * (ell * M + 4 * (N + eps * ell * M) / safe) / safe
+
+    return bound(lam2 * sw * A, lam * B), bound(lam2 * sv * B, lam * A)
 
 
 def _prox_unit(x, y, lam):

@@ -234,6 +234,25 @@ def test_singular_pair_at_integer_inverse_square_lambda(fn, dtype, x64):
         assert abs(h - h_star) <= (1e-12 if dtype == np.float64 else 1e-5) * max(1.0, h_star), (k, p, h, h_star)
 
 
+@pytest.mark.parametrize("fn", [prox.path_norm_prox, prox.path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_tied_units_just_below_the_singular_strength_keep_their_optimum(fn, dtype, x64):
+    """Tied units (all magnitudes equal) at λ just below 1/√(p m), where the pair of whole blocks has
+    a small d = 1 − λ² p m (10⁻⁴ and below, well above rounding). The entries' rounding bound used
+    to grow with the uncancelled sums there and exceed the entries themselves (0.5 for a 1 × 1 unit
+    of ones at λ = 0.9999): the chosen candidate was zeroed whole, with twice the optimum's objective,
+    worse than keeping one block. Now the value is the global minimum, and square units, whose
+    optimum keeps both blocks, keep every entry."""
+    gaps = [1e-2, 1e-4, 1e-5] if dtype == np.float32 else [1e-4, 1e-6, 1e-8]
+    for (p, m, scale), gap in itertools.product([(1, 1, 1.0), (2, 1, 1.0), (2, 2, 1.0), (3, 1, 2.0)], gaps):
+        x, y, lam = np.full(p, scale), np.full(m, scale), dtype((1 - gap) / np.sqrt(p * m))
+        v, w = _prox_unit(fn, x.astype(dtype), y.astype(dtype), lam)
+        if p == m:
+            assert np.all(v != 0) and np.all(w != 0), (x, y, lam, v, w)
+        h, h_star = _h(v.astype(float), w.astype(float), x, y, float(lam)), brute_force(x, y, float(lam))
+        assert abs(h - h_star) <= (1e-12 if dtype == np.float64 else 1e-6) * max(1.0, h_star), (x, y, lam, h, h_star)
+
+
 def test_float32_matches_float64():
     rng = np.random.default_rng(4)
     W_in, W_out = rng.standard_normal((50, 100)).astype(np.float32), rng.standard_normal((10, 50)).astype(np.float32)
