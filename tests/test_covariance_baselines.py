@@ -851,6 +851,23 @@ def test_rpca_gd_symmetrises_a_slightly_asymmetric_sigma(x64):
     np.testing.assert_allclose(out.S, ref.S, rtol=0, atol=1e-12 * np.abs(Sigma).max())
 
 
+def test_rpca_gd_records_and_stops_on_the_pair_it_returns(x64):
+    """residual[t − 1] is ‖Σ − L − S‖_F/‖Σ‖_F of the (L, S) that a run of t iterations returns, as
+    BaselineResult documents and ialm and fpcp do. RPCA-GD recorded the residual of the iterate
+    before its step, one iteration behind (on one instance 0.159 for a 1-iteration run whose pair had
+    0.128), and its tolerance stop tested that stale value."""
+    Sigma = planted(0, n=30)[0]
+    rel = lambda out: float(np.linalg.norm(Sigma - out.L - out.S) / np.linalg.norm(Sigma))  # noqa: E731
+    runs = [baselines.rpca_gd(Sigma, 2, max_iter=t, tol=None) for t in (1, 2, 3)]
+    for t, out in enumerate(runs, start=1):
+        np.testing.assert_allclose(out.residual[t - 1], rel(out), rtol=1e-10)
+        np.testing.assert_allclose(out.residual[:t], runs[-1].residual[:t], rtol=1e-12)
+    tol = 0.5 * float(runs[-1].residual[-1])
+    out = baselines.rpca_gd(Sigma, 2, max_iter=300, tol=tol)
+    k = int(out.n_iter)
+    assert 3 < k < 300 and rel(out) < tol <= float(np.min(np.asarray(out.residual[:k - 1])))
+
+
 def test_rpca_gd_initial_factor_by_hand(x64):
     """U₀U₀ᵀ = V_k max(Λ_k, 0) V_kᵀ from the k largest eigenpairs of Σ − T_α(Σ) (α, not γα), negative
     ones clipped to 0. A step of 1e-12 leaves U ≈ U₀ after one iteration."""

@@ -390,19 +390,25 @@ def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, max_iter):
         L = U @ U.T
         return 0.5 * (L + L.T)  # exactly symmetric, so Σ − L is too: row cut-offs = column cut-offs
 
-    def body(_, state):
-        U, cut = state
+    def sparse_part(U, cut=None):
+        """S = T_{γα}(Σ − UUᵀ) and E = UUᵀ + S − Σ (symmetric; E U is the gradient of
+        ¼‖UUᵀ + S − Σ‖_F² in U), with the new cut-offs."""
         R = D - low_rank(U)
         S, cut = _symmetric_sparsify(R, alpha_iter, cut)
-        E = S - R  # = UUᵀ + S − Σ (symmetric); E U is the gradient of ¼‖UUᵀ + S − Σ‖_F² in U
-        return (U - eta * (E @ U), cut), {"residual": frob(E) / d_norm}
+        return S, S - R, cut
 
-    cut0 = jnp.zeros((D.shape[0],), D.dtype)  # a cold start of the selection (guesses are only hints)
-    out = loop.run_until(body, (U0, cut0), max_iter=max_iter, stop=lambda s, d: d["residual"] < tol)
-    U = out.state[0]
-    L = low_rank(U)
-    S, _ = _symmetric_sparsify(D - L, alpha_iter)
-    return BaselineResult(L, S, out.n_iter, out.history["residual"], jnp.asarray(rank, jnp.int32)), U
+    def body(_, state):
+        # The step, then the new iterate's S and residual: the history entry and the stop test are
+        # those of the (L, S) that the run returns after this iteration (they were the previous
+        # iterate's, one step behind, while ialm and fpcp record the pair they return).
+        U, _, E, cut = state
+        U = U - eta * (E @ U)
+        S, E, cut = sparse_part(U, cut)
+        return (U, S, E, cut), {"residual": frob(E) / d_norm}
+
+    out = loop.run_until(body, (U0, *sparse_part(U0)), max_iter=max_iter, stop=lambda s, d: d["residual"] < tol)
+    U, S = out.state[:2]
+    return BaselineResult(low_rank(U), S, out.n_iter, out.history["residual"], jnp.asarray(rank, jnp.int32)), U
 
 
 @_checks.renamed_keywords(iters="max_iter")
