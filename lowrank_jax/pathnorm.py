@@ -147,11 +147,21 @@ def _check_choice(reg, method):
 def nonzero_fraction(model: ShallowNet) -> jax.Array:
     """Share of weights that are non-zero, counting a hidden unit whose outgoing or incoming weights
     are all zero as entirely zero (it computes nothing; the paper's end-of-training rule, App. C).
-    Biases are not counted."""
+    Biases are not counted. NaN for a model with a non-finite parameter (see :func:`error_rate`)."""
     W_in, W_out = model.weights
     alive = jnp.any(W_in != 0, axis=1) & jnp.any(W_out != 0, axis=0)          # (hidden,)
     nnz = jnp.sum((W_in != 0) & alive[:, None]) + jnp.sum((W_out != 0) & alive[None, :])
-    return nnz / (W_in.size + W_out.size)
+    return _nan_unless_finite(model, nnz / (W_in.size + W_out.size))
+
+
+def _nan_unless_finite(model, value):
+    """``value``, or NaN where a parameter of ``model`` is not finite. A diverged network (a sweep's
+    point with too large a step, under ``jit`` or ``vmap``, where nothing can raise) has NaN logits,
+    whose argmax is class 0, and NaN weights, which count as non-zero: its error rate and non-zero
+    share read as plausible numbers (0.675 and 1.0 on one test set) unless they are made NaN."""
+    leaves = [jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array))]
+    finite = jnp.all(jnp.stack(leaves)) if leaves else True
+    return jnp.where(finite, value, jnp.nan)
 
 
 def _check_eval(model, X, y):
@@ -240,18 +250,20 @@ def _pgd(model, X, y, eps, steps, step_size, key, bounds):
 
 @full_precision
 def error_rate(model: ShallowNet, X, y) -> jax.Array:
-    """Share of the rows of X (N, inputs) whose predicted class differs from y (N,)."""
+    """Share of the rows of X (N, inputs) whose predicted class differs from y (N,). NaN for a
+    model with a non-finite parameter (a diverged run), not the share of labels that are not 0."""
     X, y = _check_eval(model, X, y)
     return _error_rate(model, X, y)
 
 
 def _error_rate(model, X, y):
-    return jnp.mean(jnp.argmax(model(X), axis=-1) != y)
+    return _nan_unless_finite(model, jnp.mean(jnp.argmax(model(X), axis=-1) != y))
 
 
 @full_precision
 def robust_error(model: ShallowNet, X, y, eps, *, key, steps: int = 40, bounds=(0.0, 1.0)) -> jax.Array:
-    """Error on PGD-ℓ∞ examples (ε = 0 gives the clean error); arguments as :func:`pgd_attack`."""
+    """Error on PGD-ℓ∞ examples (ε = 0 gives the clean error); arguments as :func:`pgd_attack`. NaN
+    for a model with a non-finite parameter, as :func:`error_rate`."""
     X, y = _check_eval(model, X, y)
     eps, steps, step_size, key, bounds = _check_attack(X, eps, steps, None, key, bounds)
     err = _error_rate(model, _pgd(model, X, y, eps, steps, step_size, key, bounds), y)

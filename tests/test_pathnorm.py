@@ -142,6 +142,28 @@ def test_nonzero_fraction_counts_dead_units_as_zero():
     assert float(pathnorm.nonzero_fraction(m)) == pytest.approx((2 + 3 + 5 + 3) / 32)
 
 
+def test_a_network_with_a_non_finite_parameter_has_nan_metrics():
+    """A diverged network (a sweep point with too large a step: under jit or vmap nothing raises) has
+    NaN logits, whose argmax is class 0, and NaN weights, which count as non-zero: error_rate,
+    robust_error and nonzero_fraction read 0.675, 0.675 and 1.0 for one (a plausible error and share).
+    They are NaN now, eagerly and traced, whichever parameter (a bias too) is not finite; a finite
+    network's metrics are unchanged."""
+    rng = np.random.default_rng(0)
+    X, y = jnp.asarray(rng.uniform(size=(40, 3)), jnp.float32), jnp.asarray(rng.integers(0, 3, 40))
+    model = pathnorm.ShallowNet(3, 4, 3, key=jax.random.key(0), dtype=jnp.float32)
+
+    def metrics(m):
+        return jnp.stack([pathnorm.error_rate(m, X, y), pathnorm.robust_error(m, X, y, 0.1, key=0, steps=2),
+                          pathnorm.nonzero_fraction(m)])
+
+    finite = metrics(model)
+    assert np.all(np.isfinite(finite)) and float(finite[2]) == 1.0
+    np.testing.assert_array_equal(jax.jit(metrics)(model), finite)
+    for where, value in ((lambda m: m.hidden.weight, jnp.nan), (lambda m: m.out.bias, jnp.inf)):
+        broken = eqx.tree_at(where, model, replace_fn=lambda a: a.at[0].set(value))
+        assert np.all(np.isnan(metrics(broken))) and np.all(np.isnan(jax.jit(metrics)(broken)))
+
+
 def test_pgd_stays_in_the_ball_and_hurts(digits):
     X, y = digits
     res = pathnorm.train(jax.random.key(0), X[:1000], y[:1000], reg="l1", method="sgd", lr=0.5, lam=0.0,
