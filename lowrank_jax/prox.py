@@ -77,7 +77,8 @@ def group_soft_threshold(x: jax.Array, t, axis: int = 0) -> jax.Array:
     y = x_g/m, m = max|x_g|, and ‖x_g‖₂ = m‖y‖₂: everything at unit scale, so neither the value nor
     the derivative (which involves 1/‖x_g‖, never 1/‖x_g‖²) under- or overflows for tiny groups
     (float32 groups near 1e-20 had NaN gradients at t = 0). The derivative at a zero group is that of the
-    operator there: 0 for t > 0, the identity for t = 0.
+    operator there: 0 for t > 0, the identity for t = 0. A concrete negative or NaN ``t`` raises
+    ``ValueError`` naming it; a traced one (a sweep point) gives NaN entries.
     """
     x = jnp.asarray(x)          # a list or a NumPy array (float64 ones: in JAX's default float)
     t = _checks.as_hyper(t, "t", dtype=jnp.result_type(x.dtype, float))
@@ -89,7 +90,9 @@ def group_soft_threshold(x: jax.Array, t, axis: int = 0) -> jax.Array:
     nonzero = ss > 0
     root = jnp.sqrt(jnp.where(nonzero, ss, 1.0))             # ‖y‖ where non-zero (safe sqrt)
     keep = jnp.where(nonzero, m * root > t, jnp.asarray(t) <= 0)   # a zero group is kept (as 0) at t = 0
-    return jnp.where(keep, x - t * (y / root), 0.0)
+    # A traced invalid t arrives as NaN (as_hyper); every comparison with it is False, which zeroed
+    # every group, a plausible answer. It gives NaN, as in soft_threshold and hard_threshold.
+    return jnp.where(jnp.isnan(t), jnp.nan, jnp.where(keep, x - t * (y / root), 0.0))
 
 
 def hard_threshold(x: jax.Array, t) -> jax.Array:

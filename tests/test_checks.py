@@ -544,6 +544,12 @@ def test_thresholds_take_lists_and_refuse_a_negative_threshold():
         with pytest.raises(ValueError, match="t "):
             prox.hard_threshold(x, t)
     assert np.all(np.isnan(jax.jit(prox.hard_threshold)(x, jnp.nan)))       # traced NaN: NaN, not all-zero
+    # The same for the group prox, eagerly refused by name and NaN when traced (it zeroed every group).
+    for t in (-1.0, np.nan):
+        with pytest.raises(ValueError, match="t "):
+            prox.group_soft_threshold(x, t)
+        assert np.all(np.isnan(jax.jit(prox.group_soft_threshold)(x, t)))
+    np.testing.assert_allclose(jax.jit(prox.group_soft_threshold)(x, 0.6), prox.group_soft_threshold(x, 0.6))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         prox.group_soft_threshold(np.ones((3, 2)), 0.1)        # float64 NumPy input: no dtype warning
