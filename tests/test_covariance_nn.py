@@ -36,6 +36,27 @@ def test_gradient_identity(loss, x64):
     np.testing.assert_allclose(cv.smooth_abs(t, "logcosh", 1e-4), jnp.abs(t), atol=1e-4)
 
 
+def test_the_objective_of_M_refuses_shapes_and_a_non_symmetric_sigma_by_name(x64):
+    """A 1-D M made MMᵀ the scalar ‖m‖², broadcast against Σ into a plausible φ (113.8 on one input);
+    a non-symmetric Σ gave a grad_of_M 4.3 off autodiff (its formula uses Σ's symmetry), where
+    decompose refuses such a Σ; rank_above of a vector failed inside a transpose. Each is refused by
+    name now, also with M traced (jax.grad), and a valid call is unchanged."""
+    rng = np.random.default_rng(0)
+    M, A = rng.normal(size=(6, 2)), rng.normal(size=(6, 6))
+    for fn in (cv.loss_of_M, cv.grad_of_M, jax.grad(cv.loss_of_M)):
+        with pytest.raises(ValueError, match="M must be a 2-D matrix"):
+            fn(M[:, 0], A + A.T)
+        with pytest.raises(ValueError, match="symmetric"):
+            fn(M, A)
+        with pytest.raises(ValueError, match=r"M \(n, k\) must have as many rows as Sigma"):
+            fn(M[:5], A + A.T)
+    np.testing.assert_allclose(cv.grad_of_M(M, A + A.T), jax.grad(cv.loss_of_M)(M, A + A.T), rtol=1e-12)
+    with pytest.raises(ValueError, match="L must be a 2-D matrix"):
+        cv.rank_above(np.eye(8)[0])
+    with pytest.raises(ValueError, match="L must be square"):
+        cv.rank_above(np.ones((3, 4)))
+
+
 def test_l1_subgradient_is_zero_at_an_exact_fit(x64):
     """Σ = MMᵀ exactly (integer M): ω = 0 everywhere. jnp.abs differentiates to +1 at 0, so autodiff
     (which decompose uses) gave 2·1·M ≠ 0 where grad_of_M and the authors' torch.abs give 0."""

@@ -81,8 +81,11 @@ def check_symmetric(Sigma, name: str = "Sigma", rtol: float = 1e-6) -> jax.Array
 
 
 def eigenvalues(L) -> jax.Array:
-    """Eigenvalues (ascending) of the symmetric part (L + Lᵀ)/2 of ``L``."""
-    L = jnp.asarray(L)
+    """Eigenvalues (ascending) of the symmetric part (L + Lᵀ)/2 of a square ``L`` (``ValueError``
+    naming ``L`` for another shape)."""
+    L = _checks.as_matrix(L, "L")
+    if L.shape[0] != L.shape[1]:
+        raise ValueError(f"L must be square, got shape {tuple(L.shape)}")
     return jnp.linalg.eigvalsh(0.5 * (L + L.T))
 
 

@@ -106,15 +106,33 @@ def half_vec(Sigma, order: str = "triu"):
     return Sigma[i, j]
 
 
+def _check_factor(M, Sigma):
+    """(M, Σ) after checking M is (n, k) and Σ an (n, n) symmetric matrix, by name. A 1-D M made
+    MMᵀ the scalar ‖m‖², broadcast against Σ into a plausible φ; a non-symmetric Σ gave a
+    ``grad_of_M`` that is not the gradient of ``loss_of_M`` (its formula uses Σ's symmetry)."""
+    M = _checks.as_matrix(M, "M")
+    Sigma = metrics.check_symmetric(Sigma)
+    if M.shape[0] != Sigma.shape[0]:
+        raise ValueError(f"M (n, k) must have as many rows as Sigma (n, n), got M {tuple(M.shape)} and Sigma "
+                         f"{tuple(Sigma.shape)}")
+    return M, Sigma
+
+
 def loss_of_M(M, Sigma, loss: str = "l1", eps=1e-2):
-    """φ as a function of M (n, k): Σ_ij μ([MMᵀ − Σ]_ij) for Σ (n, n), a scalar. Raises ``ValueError`` for a ``loss`` not in :data:`LOSSES`
-    (through :func:`smooth_abs`)."""
+    """φ as a function of M (n, k): Σ_ij μ([MMᵀ − Σ]_ij) for a symmetric Σ (n, n), a scalar. Raises
+    ``ValueError`` for other shapes, a non-symmetric Σ (as :func:`decompose` does) or a ``loss`` not in
+    :data:`LOSSES` (through :func:`smooth_abs`)."""
+    return _loss_of_M(*_check_factor(M, Sigma), loss, eps)
+
+
+def _loss_of_M(M, Sigma, loss, eps):
     return jnp.sum(smooth_abs(M @ M.T - Sigma, loss, eps))
 
 
 def grad_of_M(M, Sigma, loss: str = "l1", eps=1e-2):
-    """∇_M φ = 2 μ'(MMᵀ − Σ) M, shape (n, k) (Lemma IV.2 with the symmetry of ω). Raises ``ValueError`` for a ``loss``
-    not in :data:`LOSSES` (through :func:`smooth_abs_grad`)."""
+    """∇_M φ = 2 μ'(MMᵀ − Σ) M, shape (n, k) (Lemma IV.2 with the symmetry of ω, which needs a symmetric
+    Σ). Raises ``ValueError`` as :func:`loss_of_M` does (through :func:`smooth_abs_grad` for ``loss``)."""
+    M, Sigma = _check_factor(M, Sigma)
     return 2 * smooth_abs_grad(M @ M.T - Sigma, loss, eps) @ M
 
 
@@ -345,7 +363,7 @@ def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, 
             return CovNet(p[0], p[1], act, n, rank)
 
     def phi(p):
-        return loss_of_M(net_of(p)(), Sigma, loss, eps)
+        return _loss_of_M(net_of(p)(), Sigma, loss, eps)
 
     value_and_grad = eqx.filter_value_and_grad(phi)
 
