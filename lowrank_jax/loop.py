@@ -130,7 +130,8 @@ def run_fixed(step: Step, state, num_steps: int, *, start: int = 0) -> LoopResul
 
 
 def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], jax.Array],
-              start: int = 0, differentiable: bool = False, progress: str | None = None) -> LoopResult:
+              start: int = 0, differentiable: bool = False, progress: str | None = None,
+              invalid=None) -> LoopResult:
     """Run ``step`` until ``stop(state, diag)`` is true or ``max_iter`` steps were taken.
 
     ``differentiable=False`` uses ``lax.while_loop``: steps after the stop are never executed;
@@ -144,8 +145,23 @@ def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], ja
     ``progress``: a channel name of :class:`lowrank_jax.progress.CompiledBar`; the loop then reports
     the iterations done to the bar open on that channel, about a hundred times per ``max_iter``
     (never per iteration: each report is a trip to the host). ``None`` (default) compiles no report.
+
+    ``invalid``: a boolean scalar, typically ``jnp.isnan(tol)`` for the tolerance that ``stop``
+    compares with. Where it is true the floating-point leaves of the final state are NaN. A traced
+    tolerance that breaks its rule (negative, NaN: a sweep point, which cannot raise) arrives as NaN
+    (:func:`lowrank_jax._checks.as_tolerance`), no comparison with it is true, and the run would
+    otherwise use its whole budget and return a finite result, as if ``tol`` were ``None``.
     """
     max_iter = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
+    out = _run_until(step, state, max_iter, stop, start, differentiable, progress)
+    if invalid is None:
+        return out
+    poisoned = jax.tree.map(lambda a: jnp.where(invalid, jnp.nan, a) if jnp.issubdtype(jnp.result_type(a), jnp.inexact)
+                            else a, out.state)
+    return out._replace(state=poisoned)
+
+
+def _run_until(step, state, max_iter, stop, start, differentiable, progress):
     # Trace one step abstractly to learn the diagnostics' structure for the history buffer.
     _, diag_shape = jax.eval_shape(lambda s: step(jnp.asarray(start, jnp.int32), s), state)
     stop_shape = jax.eval_shape(stop, state, diag_shape)

@@ -533,6 +533,40 @@ def test_invalid_traced_hyperparameters_give_nan_in_the_baselines_and_the_attack
     assert np.isnan(err(-1.0)) and 0.0 <= float(err(0.1)) <= 1.0
 
 
+def test_a_traced_invalid_tolerance_or_first_threshold_gives_nan_in_every_solver():
+    """A traced tol ≤ 0 (or NaN) arrives as NaN, and no residual compares below NaN: every solver ran
+    its whole budget and returned a finite result, as if tol were None, where the direct call raises.
+    A traced ζ₀ = 0 returned X = 0 with a residual of 0, the best point of a sweep over ζ's scale by
+    that residual. Each is NaN now (loop.run_until's ``invalid``; the schedule check), the valid
+    point beside it unchanged."""
+    from lowrank_jax import covariance as cv, regression as rg, rpca, sdl
+    from lowrank_jax.datasets import rpca as rdata
+    p = rdata.rpca_problem(jax.random.key(0), 24, 20, 2, 0.1)
+    zeta, eta = rpca.oracle_thresholds(p.Y, 2, p.X, 3, 0.5), jnp.full(3, 0.5)
+    A, b = jax.random.normal(jax.random.key(1), (30, 3)) / 4, jnp.full(30, 1 / 30)
+    X, y = jax.random.normal(jax.random.key(2), (8, 20)), jnp.arange(20) % 2
+    Sigma = jnp.eye(6) + 0.1
+    solvers = {
+        "lrpca": lambda t: rpca.lrpca(p.Y, 2, zeta, eta, tol=t).X,
+        "lrpca_sharded": lambda t: rpca.lrpca_sharded(p.Y, 2, zeta, eta, tol=t).X,
+        "scaledgd": lambda t: rpca.scaledgd(p.Y, 2, 0.1, tol=t, max_iter=10).X,
+        "altproj": lambda t: rpca.altproj(p.Y, 2, tol=t, max_iter=10).X,
+        "newton_solve": lambda t: rg.newton_solve(A, b, 1.0, jnp.zeros(3), "exp", "exact", tol=t, max_iter=5).x,
+        "sdl.fit": lambda t: sdl.fit(X, y, 2, tol=t, max_iter=10).theta,
+        "decompose rel_tol": lambda t: cv.decompose(Sigma, 2, rel_tol=t, max_iter=15, window=3, key=0).M,
+        "decompose grad_tol": lambda t: cv.decompose(Sigma, 2, rel_tol=None, grad_tol=t, max_iter=15, key=0).M,
+        "rpca_gd": lambda t: cv.rpca_gd(Sigma, 2, tol=t, max_iter=10).L,
+        "ialm": lambda t: cv.ialm(Sigma, tol=t, max_iter=10).L,
+    }
+    for name, f in solvers.items():
+        out = jax.vmap(f)(jnp.array([1e-3, -1.0]))
+        assert np.all(np.isfinite(out[0])) and np.all(np.isnan(out[1])), name
+    lr = jax.vmap(lambda s: rpca.lrpca(p.Y, 2, zeta * s, eta).X)(jnp.array([1.0, 0.0]))
+    assert np.all(np.isfinite(lr[0])) and np.all(np.isnan(lr[1]))
+    with pytest.raises(ValueError, match="zeta\\[0\\] must be > 0"):
+        rpca.lrpca(p.Y, 2, zeta * 0.0, eta)
+
+
 def test_thresholds_take_lists_and_refuse_a_negative_threshold():
     from lowrank_jax import linalg, prox
     x = np.array([[-2.0, 0.5], [1.5, -0.2]])

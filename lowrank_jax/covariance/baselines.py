@@ -92,7 +92,8 @@ def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, *, sv_map, s_prox, l_first, max_iter
 
     zeros = jnp.zeros_like(D)
     state = (zeros, zeros, Y0, mu0, jnp.zeros(full, D.dtype))
-    out = loop.run_until(step, state, max_iter=max_iter, stop=lambda s, d: d["residual"] < tol)
+    out = loop.run_until(step, state, max_iter=max_iter, stop=lambda s, d: d["residual"] < tol,
+                         invalid=jnp.isnan(tol))
     L, S, _, _, kept = out.state
     return BaselineResult(L, S, out.n_iter, out.history["residual"], jnp.sum(kept > 0).astype(jnp.int32))
 
@@ -406,7 +407,8 @@ def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, max_iter):
         S, E, cut = sparse_part(U, cut)
         return (U, S, E, cut), {"residual": frob(E) / d_norm}
 
-    out = loop.run_until(body, (U0, *sparse_part(U0)), max_iter=max_iter, stop=lambda s, d: d["residual"] < tol)
+    out = loop.run_until(body, (U0, *sparse_part(U0)), max_iter=max_iter, stop=lambda s, d: d["residual"] < tol,
+                         invalid=jnp.isnan(tol))
     U, S = out.state[:2]
     return BaselineResult(low_rank(U), S, out.n_iter, out.history["residual"], jnp.asarray(rank, jnp.int32)), U
 

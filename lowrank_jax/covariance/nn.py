@@ -436,7 +436,11 @@ def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, 
     state0 = (params0, opt_state0, first_m, first_m, jnp.zeros(hidden[0], dtype), lr / 2,
               jnp.full(window, jnp.nan, dtype))
 
-    res = loop.run_until(step, state0, max_iter=max_iter, stop=stop, progress=progress)
+    invalid = jnp.asarray(False)
+    for tol in (rel_tol, grad_tol):
+        if tol is not None:
+            invalid |= jnp.isnan(tol)
+    res = loop.run_until(step, state0, max_iter=max_iter, stop=stop, progress=progress, invalid=invalid)
     p = res.state[0]
     net = net_of(p)
     M = net()

@@ -392,7 +392,7 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
         res = loop.run_fixed(step, state0, max_iter)
     else:
         res = loop.run_until(step, state0, max_iter=max_iter, stop=lambda s, diag: diag[1] <= tol,
-                             differentiable=differentiable)
+                             differentiable=differentiable, invalid=jnp.isnan(tol))
     x = res.state[0]
     loss_h, gnorm, err, eps0, t = res.history
     return NewtonResult(x, res.n_iter, loss_h, gnorm, err, eps0, t)

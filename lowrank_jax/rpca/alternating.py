@@ -84,7 +84,7 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
         ready = d["ready"] if stop == "change" else True
         return (s[0] == rank) & (d[stop] < tol) & ready
 
-    out = loop.run_until(step, state, max_iter=max_iter, stop=done)
+    out = loop.run_until(step, state, max_iter=max_iter, stop=done, invalid=jnp.isnan(tol))
     stage, t, S, _, L, R = out.state
     # the rank X was formed at: the last iteration's stage (t = 0 when that iteration advanced it)
     return make_result(L, R, S, out), stage - (t == 0)

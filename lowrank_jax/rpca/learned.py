@@ -92,9 +92,14 @@ def check_schedule(Y, zeta, eta, beta, phi, tol, max_iter):
         raise ValueError(f"zeta must have one more entry than eta (zeta[0] initialises): got "
                          f"len(zeta) = {zeta.shape[0]}, len(eta) = {eta.shape[0]}")
     # NumPy: inside a caller's trace even zeta[0] of a closed-over concrete ζ is staged (a tracer)
-    if _checks.is_concrete(zeta) and not (zeta0 := float(np.asarray(zeta)[0])) > 0:
-        raise ValueError(f"zeta[0] must be > 0, got {zeta0}: at ζ₀ = 0 the initial S₀ = Y and "
-                         "L₀ = R₀ = 0, a fixed point of every layer (X stays 0)")
+    if _checks.is_concrete(zeta):
+        if not (zeta0 := float(np.asarray(zeta)[0])) > 0:
+            raise ValueError(f"zeta[0] must be > 0, got {zeta0}: at ζ₀ = 0 the initial S₀ = Y and "
+                             "L₀ = R₀ = 0, a fixed point of every layer (X stays 0)")
+    else:
+        # Traced (a sweep over ζ's scale), ζ₀ = 0 cannot raise: it returned X = 0 with a residual of 0,
+        # the best point of the sweep by that residual. NaN instead, as for other invalid traced values.
+        zeta = zeta.at[0].set(jnp.where(zeta[0] > 0, zeta[0], jnp.nan))
     num_layers = eta.shape[0]
     if (beta is None) != (phi is None):
         raise ValueError("beta and phi (FRMNN continuation) must be given together")
@@ -147,7 +152,7 @@ def _lrpca(Y, zeta, eta, beta, phi, tol, X_star, support, key, *, rank, budget, 
     state = (L0, R0, jnp.zeros_like(L0), jnp.zeros_like(R0), zeta[0])
     if use_tol:
         out = loop.run_until(step, state, max_iter=budget, stop=lambda s, d: d[stop] < tol,
-                             differentiable=differentiable)
+                             differentiable=differentiable, invalid=jnp.isnan(tol))
     else:
         out = loop.run_fixed(step, state, budget)
     L, R, L_prev, R_prev, z_last = out.state

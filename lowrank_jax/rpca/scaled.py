@@ -85,7 +85,7 @@ def _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, *, rank
     state = (L0, R0, L0, R0, cuts0)
     if use_tol:
         out = loop.run_until(step, state, max_iter=budget, stop=lambda s, d: d[stop] < tol,
-                             differentiable=differentiable)
+                             differentiable=differentiable, invalid=jnp.isnan(tol))
     else:
         out = loop.run_fixed(step, state, budget)
     L, R, L_prev, R_prev, (row_cut, col_cut) = out.state

@@ -116,7 +116,7 @@ def _run(Y, zeta, eta, beta, phi, tol, key, *, mesh, rank, rows, budget, frmnn, 
         # (L, R, the previous L, R, ζ of the last layer): with no layer S = S_ζ₀(Y − X₋₁), X₋₁ = 0.
         state = (L0, R0, jnp.zeros_like(L0), jnp.zeros_like(R0), zeta[0])
         if use_tol:
-            out = loop.run_until(step, state, max_iter=budget, stop=lambda s, res: res < tol)
+            out = loop.run_until(step, state, max_iter=budget, stop=lambda s, res: res < tol, invalid=jnp.isnan(tol))
         else:
             out = loop.run_fixed(step, state, budget)
         L, R, L_prev, R_prev, z_last = out.state

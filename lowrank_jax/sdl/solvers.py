@@ -132,7 +132,8 @@ def _run(value_and_grads, theta_sq, opt, params0, tol, max_iter: int, start: int
     state0 = (params0, opt.init(params0))
     if tol is None:
         return loop.run_fixed(body, state0, max_iter, start=start)
-    return loop.run_until(body, state0, max_iter=max_iter, stop=_stop(tol), start=start, differentiable=differentiable)
+    return loop.run_until(body, state0, max_iter=max_iter, stop=_stop(tol), start=start, differentiable=differentiable,
+                          invalid=jnp.isnan(tol))
 
 
 @functools.partial(jax.jit, static_argnames=("rank", "model", "max_iter", "svd", "project", "span", "differentiable"))
