@@ -668,7 +668,8 @@ def test_altproj_says_when_its_budget_ends_before_the_last_stage():
     """AltProj raises the rank one stage at a time; a max_iter that runs out first returned an X of
     lower rank than asked for, with nothing said (100 × 100, r = 5, max_iter = 3: rank 3, error 0.49).
     A direct call now warns with the rank X has, for every budget (also one whose last iteration
-    moved into stage r: X was still formed at r − 1); a budget that reaches the last stage does not."""
+    moved into stage r: X was still formed at r − 1); a budget that reaches the last stage does not,
+    nor does a run that stopped by tol before it (a Y of lower rank than asked for)."""
     import re
     import warnings
     p = datasets.rpca_problem(jax.random.key(0), 60, 60, 4, 0.1)
@@ -690,6 +691,13 @@ def test_altproj_says_when_its_budget_ends_before_the_last_stage():
         traced = jax.jit(lambda Y: rpca.altproj(Y, 4, max_iter=2).X)(p.Y)   # a transformation says nothing
     with pytest.warns(UserWarning, match="ran out in stage 2 of 4"):
         np.testing.assert_allclose(traced, rpca.altproj(p.Y, 4, max_iter=2).X, rtol=1e-5, atol=1e-6)
+    # A Y of rank 2 asked for rank 3 stops by tol as it enters the last stage, with X of rank 2: the
+    # budget did not run out, and the warning that said so (and to raise max_iter) is gone.
+    low = p.Y[:40, :2] @ p.Y[:2, :40]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = rpca.altproj(low, 3)
+    assert int(out.n_iter) < 500 and float(out.residual[int(out.n_iter) - 1]) < 1e-6
 
 
 def test_scaledgd_with_tol_is_differentiable_on_request():

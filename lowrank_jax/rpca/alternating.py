@@ -156,7 +156,10 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
                           stop=stop)
     _checks.raise_if_diverged(out.X, "AltProj produced a non-finite iterate: Y's scale overflows its dtype "
                               "(rescale Y or use float64)")
-    if _checks.is_concrete(reached) and int(reached) < rank:
+    # Only a run that used its whole budget: one stopped by tol may have formed X at a lower rank in
+    # its last iteration (the one that moved into stage r) because Y is fit to tol there (rank Y < r,
+    # or Y = 0); raising max_iter would change nothing, and the warning said to.
+    if _checks.is_concrete(reached) and int(reached) < rank and int(out.n_iter) == max_iter:
         _checks.warn_caller(f"altproj's budget max_iter = {max_iter} ran out in stage {int(reached)} of {rank}: X has "
                             f"rank {int(reached)}, not {rank}. Each stage k < r takes up to inner_iters = "
                             f"{inner_iters} iterations; raise max_iter (or lower inner_iters)")
