@@ -47,6 +47,19 @@ def test_exact_support_is_uniform_and_keyed():
         assert int(datasets.random_support(jax.random.key(3), (100, 100), alpha).sum()) == count
 
 
+def test_half_precision_problems_draw_the_float32_support_and_nonzero_outliers():
+    """bfloat16 keys take 128 values, so ties at the cut-off were the rule and the tie-break by
+    position put 91 % of a 0.2 % support into the first quarter of the rows; bfloat16's own uniform
+    draw of an outlier value was exactly 0 about once in 256 (79 non-zeros for a support of 80). Keys
+    and values are drawn in float32 now: the same support as float32's, every outlier non-zero."""
+    ref = datasets.random_support(jax.random.key(0), (200, 200), 0.002)
+    for dtype in (jnp.float16, jnp.bfloat16):
+        np.testing.assert_array_equal(datasets.random_support(jax.random.key(0), (200, 200), 0.002, dtype=dtype), ref)
+        p = datasets.rpca_problem(jax.random.key(1), 120, 100, 3, 0.05, dtype=dtype)
+        assert p.Y.dtype == dtype and int(jnp.sum(p.S != 0)) == 600
+        np.testing.assert_array_equal(p.S != 0, datasets.rpca_problem(jax.random.key(1), 120, 100, 3, 0.05).S != 0)
+
+
 def test_exact_support_is_the_m_smallest_uniform_keys():
     """The support is {m smallest of the uniform keys drawn with the same key}, as the authors'
     randperm(n1 n2)[:m] is in law; ties at the cut-off go to the first positions (the bisection over
