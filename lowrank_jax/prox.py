@@ -192,7 +192,10 @@ def sparsify_top_fraction(x: jax.Array, alpha, *, gather: bool = True) -> jax.Ar
     ScaledGD's initialisation. The result is the same.
     """
     _check_fraction(alpha)
-    return _sparsify_top_fraction(_checks.as_floating(x), alpha, gather=_checks.check_flag(gather, "gather"))
+    x = _checks.as_floating(x)
+    if x.ndim != 2:
+        raise ValueError(f"x must be a 2-D matrix (n1, n2), got shape {tuple(x.shape)}")
+    return _sparsify_top_fraction(x, alpha, gather=_checks.check_flag(gather, "gather"))
 
 
 @functools.partial(jax.jit, static_argnames=("gather",))
@@ -219,6 +222,8 @@ def sparsify_top_fraction_topk(x: jax.Array, alpha: float) -> jax.Array:
     """
     _check_fraction(alpha)
     x = _checks.as_floating(x)
+    if x.ndim != 2:
+        raise ValueError(f"x must be a 2-D matrix (n1, n2), got shape {tuple(x.shape)}")
     n1, n2 = x.shape
     if not _checks.is_concrete(alpha):
         raise ValueError("sparsify_top_fraction_topk needs a concrete alpha (k = ⌊α n⌋ is a static size); "

@@ -536,6 +536,11 @@ def kth_largest(x, k, *, axis=-1, guess=None, method="auto", gather=True):
     if index is None or not -x.ndim <= index < x.ndim:
         raise ValueError(f"axis must be an integer in [{-x.ndim}, {x.ndim}) for an array of shape {x.shape}, "
                          f"got {axis!r}")
+    out_shape = x.shape[:index % x.ndim] + x.shape[index % x.ndim + 1:]
+    for name, v in (("k", k), ("guess", guess)):
+        if v is not None and not _broadcasts(jnp.shape(v), out_shape):
+            raise ValueError(f"{name} must broadcast to the result's shape {out_shape} (x's shape {x.shape} "
+                             f"without axis {axis}), got shape {jnp.shape(v)}")
     dtype = x.dtype
     if dtype not in (jnp.float32, jnp.float64):
         x = x.astype(jnp.float32)  # exact for float16 / bfloat16
@@ -544,6 +549,13 @@ def kth_largest(x, k, *, axis=-1, guess=None, method="auto", gather=True):
         raise ValueError(f"method must be 'auto', 'count' or 'sort', got {method!r}")
     gather = _checks.check_flag(gather, "gather")
     return lax.stop_gradient(_kth(x, k, guess, axis=index % x.ndim, method=method, gather=gather).astype(dtype))
+
+
+def _broadcasts(shape, target) -> bool:
+    """Whether an array of ``shape`` broadcasts to ``target`` (and not to something larger)."""
+    if len(shape) > len(target):
+        return False
+    return all(a in (1, b) for a, b in zip(shape[::-1], target[::-1]))
 
 
 @functools.partial(jax.jit, static_argnames=("axis", "method", "gather"))

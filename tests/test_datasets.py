@@ -123,6 +123,15 @@ def test_rpca_problem_rejects_bad_sizes(kwargs, match):
         datasets.rpca_problem(jax.random.key(0), **args)
 
 
+def test_rpca_problem_takes_sizes_given_as_0d_integer_arrays():
+    """jnp.int32(30) was refused as "n1 must be a positive integer, got Array(30, dtype=int32)",
+    where np.int64 passed and the solvers take such ranks; the draw is that of the Python ints."""
+    a = datasets.rpca_problem(0, jnp.int32(30), np.array(20), jnp.int32(2), 0.1)
+    np.testing.assert_array_equal(a.Y, datasets.rpca_problem(0, 30, 20, 2, 0.1).Y)
+    with pytest.raises(ValueError, match="n1"):
+        datasets.rpca_problem(0, jnp.float32(30.0), 20, 2, 0.1)
+
+
 def test_integer_seeds_are_keys_and_alpha_must_be_one_number():
     """rpca_problem(0, ...) failed with "invalid PRNG key data" although an integer key is a seed
     everywhere else, and an array of α's failed with "Cannot broadcast to shape with fewer

@@ -188,6 +188,11 @@ def test_top_fraction_refuses_alpha_outside_the_unit_interval():
     alphas = jnp.array([0.3, -0.5, 1.5, jnp.nan, 1.0], jnp.float32)
     out = np.asarray(jax.jit(jax.vmap(prox.sparsify_top_fraction, in_axes=(None, 0)))(jnp.asarray(M), alphas))
     assert np.all(np.isnan(out[1:4]))
+    # x that is not a matrix: refused by name (it failed unpacking its shape, "not enough values").
+    for op in (prox.sparsify_top_fraction, prox.sparsify_top_fraction_topk):
+        for shape in ((5,), (2, 3, 4)):
+            with pytest.raises(ValueError, match="x must be a 2-D matrix"):
+                op(jnp.ones(shape), 0.1)
     np.testing.assert_array_equal(out[0], np_top_fraction(M, float(alphas[0])))
     np.testing.assert_array_equal(out[4], M)
 

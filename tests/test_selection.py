@@ -253,6 +253,19 @@ def test_a_scalar_is_refused_by_name():
         kth_largest(jnp.float32(1.0), 1)
 
 
+def test_k_and_guess_of_another_shape_are_refused_by_name():
+    """A k or guess that does not broadcast to the result's shape failed inside JAX's broadcasting
+    ("Incompatible types for broadcasting: input type=int32[3] …"), naming neither; a guess shaped
+    like the other axis (16 for a result of 20) would not broadcast either. Broadcastable ones run."""
+    x = jnp.arange(12.0).reshape(3, 4)
+    for kw, name in ((dict(k=jnp.ones(5, int)), "k"), (dict(k=1, guess=jnp.ones(4)), "guess"),
+                     (dict(k=jnp.ones((2, 3), int)), "k")):
+        with pytest.raises(ValueError, match=rf"{name} must broadcast to the result's shape \(3,\)"):
+            kth_largest(x, kw.pop("k"), axis=1, **kw)
+    np.testing.assert_array_equal(kth_largest(x, jnp.array([1, 2, 3]), axis=1), [3.0, 6.0, 9.0])
+    np.testing.assert_array_equal(kth_largest(x, jnp.array([[1]]).reshape(1), axis=1, guess=jnp.ones(1)), [3.0, 7.0, 11.0])
+
+
 def test_an_axis_out_of_range_is_refused_not_wrapped():
     """axis % ndim made axis=2 of a (2, 3) array select along axis 0 and axis=-3 along axis 1: wrong
     values, no error (np.sort raises). Every valid axis, negative ones included, still works."""

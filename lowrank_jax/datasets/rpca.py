@@ -136,9 +136,8 @@ def rpca_problem(key: jax.Array | int, n1: int, n2: int, rank: int, alpha, *, ou
 
     Returns an :class:`RPCAProblem` (Y, X, S, L, R).
     """
-    for name, v in (("n1", n1), ("n2", n2), ("rank", rank)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    # Sizes as Python ints: a concrete 0-d integer array (jnp.int32(5)) is an integer too.
+    n1, n2, rank = (_checks.check_positive_int(v, name) for name, v in (("n1", n1), ("n2", n2), ("rank", rank)))
     if rank > min(n1, n2):
         raise ValueError(f"rank must be <= min(n1, n2) = {min(n1, n2)}, got {rank}")
     _check_alpha(alpha)
