@@ -95,6 +95,10 @@ def sketch_size(d: int, eps: float, delta: float = 0.01, beta: float = 1.0) -> i
     factor 2(1 + ε/3) taken at its ε = 1 value 8/3 for every ε ≤ 1 (the usual statement) and as is
     above, where 8/3 would fall short."""
     d = _checks.check_positive_int(d, "d")
+    for name, value in (("eps", eps), ("delta", delta), ("beta", beta)):
+        if _checks.as_real(value) is None:
+            raise ValueError(f"{name} must be a real number, got {value!r}")
+    eps, delta, beta = (_checks.as_real(v) for v in (eps, delta, beta))
     if not (0 < eps < math.inf and 0 < delta < 1 and 0 < beta <= 1):
         raise ValueError(f"need 0 < eps < inf, 0 < delta < 1, 0 < beta <= 1; got {eps}, {delta}, {beta}")
     factor = 2 * (1 + max(eps, 1.0) / 3)

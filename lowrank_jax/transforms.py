@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from lowrank_jax import _checks
 from lowrank_jax.linalg import above_rounding, after, spd_solve
 
 
@@ -211,9 +212,17 @@ def newton_direction(H, g, damping=0.0, *, size=None):
       H: (d, d) symmetric. g: (d,). damping: λ, a number or traced scalar.
       size: the rounding allowance above; a Python number or array, not differentiated.
     Returns:
-      (d,) the direction, in the result dtype of H and g."""
+      (d,) the direction, in the result dtype of H and g (integers in the default float, half
+      precision in float32). Other shapes raise ``ValueError`` naming H or g."""
     H, g = jnp.asarray(H), jnp.asarray(g)
-    dtype = jnp.result_type(H, g, jnp.float32)
+    if H.ndim != 2 or H.shape[0] != H.shape[1]:
+        raise ValueError(f"H must be a square (d, d) matrix, got shape {tuple(H.shape)}")
+    if g.shape != H.shape[:1]:
+        raise ValueError(f"g must be a vector of length d = {H.shape[0]} (H is {tuple(H.shape)}), got shape "
+                         f"{tuple(g.shape)}")
+    # Integers in the default float (float64 with x64 on), as everywhere in the toolkit: not float32,
+    # which lost digits under x64; half precision in float32 (no LAPACK routine takes it).
+    dtype = _checks.compute_dtype(jnp.result_type(H, g))
     d = H.shape[0]
     Hd = H.astype(dtype) + jnp.asarray(damping, dtype) * jnp.eye(d, dtype=dtype)
     return _direction(Hd, g.astype(dtype), jnp.asarray(d if size is None else size, dtype))

@@ -886,6 +886,8 @@ def test_sample_size_arguments_are_checked():
             sketch.sketch_size(d, 0.5)
     with pytest.raises(ValueError, match="eps < inf"):
         sketch.sketch_size(3, float("inf"))
+    with pytest.raises(ValueError, match="eps must be a real number"):     # it failed comparing 0 < '0.5'
+        sketch.sketch_size(3, "0.5")
     for bad, match in ((jnp.array([1.0, jnp.nan, 3.0]), "finite"), (jnp.array([1.0, -1.0, 3.0]), "non-negative")):
         with pytest.raises(ValueError, match=match):
             sketch.sample_rows(key, bad, 3)

@@ -2,6 +2,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 
 from lowrank_jax import transforms
 
@@ -162,6 +163,21 @@ def test_newton_direction_adds_the_damping_on_every_branch(x64):
                                    g / (jnp.array(diag) + lam), rtol=1e-12)
     np.testing.assert_allclose(transforms.newton_direction(jnp.diag(jnp.array([2.0, -0.25, 0.0])), g, lam),
                                [1.0 / 2.25, 0.0, 0.5 / 0.25], rtol=1e-12)
+
+
+def test_newton_direction_refuses_other_shapes_and_solves_integers_in_the_default_float(x64):
+    """A 1-D H broadcast against the identity into a non-symmetric matrix and gave NaN; a g of another
+    length failed in JAX's vectorisation, naming neither. Integer H and g were solved in float32 under
+    x64 ([0.12500004, 0.6249999] for [0.125, 0.625]); now in the default float, as the toolkit takes
+    integer data everywhere."""
+    for H, g, name in ((jnp.array([2.0, 4.0]), jnp.ones(2), "H must be a square"), (jnp.ones((2, 3)), jnp.ones(2), "H"),
+                       (jnp.eye(3), jnp.ones(2), "g must be a vector of length d = 3")):
+        with pytest.raises(ValueError, match=name):
+            transforms.newton_direction(H, g)
+    x = transforms.newton_direction(np.array([[3, 1], [1, 3]]), np.array([1, 2]))
+    assert x.dtype == jnp.float64
+    np.testing.assert_allclose(x, [0.125, 0.625], rtol=1e-15)
+    assert transforms.newton_direction(jnp.eye(2, dtype=jnp.bfloat16), jnp.ones(2, jnp.bfloat16)).dtype == jnp.float32
 
 
 def test_proximal_strength_schedule_reads_the_step_count_from_zero(x64):
