@@ -688,6 +688,10 @@ def test_mf_lr_baseline():
     (lambda X, y: sdl.fit(X, y, 2, solver="bcd", tol=1e-6), "lpgd' only"),
     (lambda X, y: sdl.fit(X, y, 2, solver="bcd", step=1e-6), "lpgd' only"),   # ignored, yet recorded on the model
     (lambda X, y: sdl.fit(X, y, 2, project="ball"), "project must be a function"),
+    # a projection that changes θ's shape failed in the loop ("sub got incompatible shapes"), naming nothing
+    (lambda X, y: sdl.fit(X, y, 2, project=lambda t: t[:-1]), r"project must return θ's shape and dtype"),
+    (lambda X, y: sdl.fit(X, y, 2, model="W", project=lambda t: t.astype(jnp.float16)), "project must return"),
+    (lambda X, y: sdl.mf_lr(X, 2 * y, 2), "labels must use every class"),      # as fit; it used to run
     (lambda X, y: sdl.fit(X, np.array([str(v) for v in y]), 2), "labels must be integers.*dtype"),
     # cross_validate checks its grid as fit checks one value (a negative ξ or a NaN λ used to run
     # and could be returned as the best pair), and its coding and folds

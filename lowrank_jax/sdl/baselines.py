@@ -41,11 +41,14 @@ def mf_lr(X, y, rank: int, *, C: float = 1.0) -> MFLR:
     """Fit MF-LR, the two-stage baseline of the SDL paper: unsupervised factors first, then the
     classifier. U (p, r) = the top-``rank`` left singular vectors of X (p, n), then a scikit-learn
     logistic regression (inverse regularisation strength ``C``) on the codes Uᵀx of the samples
-    (columns); y (n,) labels."""
+    (columns); y (n,) labels 0, …, max(y), each of which must occur, as :func:`lowrank_jax.sdl.fit`
+    requires by default (labels {0, 2} are refused by both, so that the two are compared on the same
+    classes)."""
     from sklearn.linear_model import LogisticRegression
 
     X = _checks.as_matrix(X, "X")
     y = sm.check_labels(y, X.shape[1])
+    sm.infer_num_classes(y)
     rank = _checks.check_rank(rank, X.shape)
     U = np.asarray(linalg.truncated_svd(X, rank).U)
     clf = LogisticRegression(C=C, max_iter=5000).fit((U.T @ np.asarray(X)).T, y)

@@ -72,6 +72,13 @@ def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: s
     if project is not None and not callable(project):
         raise ValueError(f"project must be a function θ -> θ (a convex projection) or None, got {project!r}")
     theta0, gamma0 = sm.check_start(theta0, gamma0, data, model)
+    if project is not None:
+        # Traced abstractly, nothing computed: a projection that changes θ's shape failed deep in the
+        # loop ("sub got incompatible shapes for broadcasting"), one that changes its dtype in the scan.
+        out = jax.eval_shape(project, jax.ShapeDtypeStruct(theta0.shape, theta0.dtype))
+        if getattr(out, "shape", None) != theta0.shape or getattr(out, "dtype", None) != theta0.dtype:
+            raise ValueError(f"project must return θ's shape and dtype {theta0.shape} {theta0.dtype} (the model's own "
+                             f"layout), got {getattr(out, 'shape', out)} {getattr(out, 'dtype', '')}")
     xi, lam = sm.check_hypers(data, xi, lam)
     step = sm.check_step(step, data, xi, lam, model)
     if tol is not None:
