@@ -457,10 +457,16 @@ def power_of_two_scale(x: jax.Array) -> jax.Array:
     """c = 2ᵉ with 2ᵉ⁻¹ ≤ max|x| < 2ᵉ (1 when x is all zero or not finite), held constant for
     autodiff. Dividing by c is exact, so a positively homogeneous map f (f(cx) = c f(x): singular
     values, the path-norm prox) can be computed as c·f(x/c) at unit scale, where squares neither
-    underflow nor overflow, with the same derivative (Euler's identity: none flows through c)."""
+    underflow nor overflow, with the same derivative (Euler's identity: none flows through c).
+
+    e is at most the dtype's largest exponent less 3 (2¹²⁵ in float32), so that 1/c is a normal
+    number: XLA:CPU divides by multiplying with the reciprocal, and a subnormal one is flushed to 0
+    (float32 weights of 1e38 came back as zeros from the path-norm prox, and c = 2¹²⁸ = inf gave
+    NaN from 1.7e38 up). Near the top of the range x/c is then below 8 instead of 1."""
     top = jnp.max(jnp.abs(x))
     usable = (top > 0) & jnp.isfinite(top)
     _, exponent = jnp.frexp(jnp.where(usable, top, jnp.ones_like(top)))
+    exponent = jnp.minimum(exponent, jnp.finfo(top.dtype).maxexp - 3)
     # (frexp(1) gives 2¹, which the guard's stand-in must not leak: 1 for all-zero or non-finite x)
     return jax.lax.stop_gradient(jnp.where(usable, jnp.ldexp(jnp.ones_like(top), exponent), jnp.ones_like(top)))
 

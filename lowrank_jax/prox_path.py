@@ -279,15 +279,20 @@ def path_norm_prox(W_in, W_out, strength):
         v, w = _prox_units(x, y, lam)
     else:                                               # the problem is symmetric in (x, y)
         w, v = _prox_units(y, x, lam)
-    return _invalid_to_nan(lam, W_in, W_out, w, v.T)
+    return _finish_prox(lam, W_in, W_out, w, v.T)
 
 
-def _invalid_to_nan(lam, W_in, W_out, W_in_new, W_out_new):
-    """(W_in⁺, W_out⁺), NaN everywhere if λ is NaN and NaN across a unit whose weights are not all
-    finite. A traced λ < 0 or NaN (which cannot raise) arrives as NaN (``_checks.as_hyper``), and a
-    traced NaN weight (a diverging run under jit) cannot be refused either: the argmin over
-    candidates would turn the first into zeros, and the second into a unit whose other entries are
-    zero or finite, so a diverged network looked partly trained."""
+def _finish_prox(lam, W_in, W_out, W_in_new, W_out_new):
+    """(W_in⁺, W_out⁺): the input itself at λ = 0, NaN everywhere if λ is NaN and NaN across a unit
+    whose weights are not all finite.
+
+    At λ = 0 the prox is the identity, and the per-unit solve at unit scale flushes entries more than
+    2¹²⁶ below their unit's largest in float32 (a unit (1e20, 1e-20) came back as (1e20, 0)). A
+    traced λ < 0 or NaN (which cannot raise) arrives as NaN (``_checks.as_hyper``), and a traced NaN
+    weight (a diverging run under jit) cannot be refused either: the argmin over candidates would turn
+    the first into zeros, and the second into a unit whose other entries are zero or finite, so a
+    diverged network looked partly trained."""
+    W_in_new, W_out_new = jnp.where(lam == 0, W_in, W_in_new), jnp.where(lam == 0, W_out, W_out_new)
     bad_unit = ~(jnp.all(jnp.isfinite(W_in), axis=1) & jnp.all(jnp.isfinite(W_out), axis=0)) | jnp.isnan(lam)
     return (jnp.where(bad_unit[:, None], jnp.nan, W_in_new), jnp.where(bad_unit[None, :], jnp.nan, W_out_new))
 
@@ -383,7 +388,7 @@ def path_norm_prox_mfb(W_in, W_out, strength):
     """
     W_in, W_out, lam = _check_pair(W_in, W_out, strength)
     v, w = _mfb_units(W_out.T, W_in, lam)
-    return _invalid_to_nan(lam, W_in, W_out, w, v.T)
+    return _finish_prox(lam, W_in, W_out, w, v.T)
 
 
 _mfb_units = jax.jit(jax.vmap(_mfb_unit, in_axes=(0, 0, None)))

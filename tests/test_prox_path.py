@@ -288,7 +288,10 @@ def test_float32_prox_at_zero_strength_is_the_identity_on_badly_scaled_units(fn)
              _badly_scaled_layer(np.random.default_rng(0)),
              # Squares below float32's smallest normal (entries under 1e-19 of the unit's largest) are
              # 0: their candidates tie exactly, and the largest support must win.
-             (np.array([[1.0, -0.5, 3e-25]], np.float32), np.array([[0.25], [1e-22], [-3e-21]], np.float32))]
+             (np.array([[1.0, -0.5, 3e-25]], np.float32), np.array([[0.25], [1e-22], [-3e-21]], np.float32)),
+             # More than 2¹²⁶ below the unit's largest, an entry is flushed at unit scale: (1e20, 1e-20)
+             # came back as (1e20, 0). λ = 0 returns the input itself now.
+             (np.array([[1e20, 1e-20]], np.float32), np.array([[1.0]], np.float32))]
     for W_in, W_out in cases:
         for A_in, A_out in ((W_in, W_out), (np.asarray(W_out).T, np.asarray(W_in).T)):  # both roles
             P_in, P_out = fn(A_in, A_out, 0.0)
@@ -508,11 +511,13 @@ def test_malformed_arguments_of_the_path_norm_helpers_are_named():
 def test_prox_is_positively_homogeneous_down_to_float32s_extremes():
     """prox_λ(c·W) = c·prox_λ(W): the unit is solved at unit scale, so weights near float32's
     underflow and overflow of their squares (1e-20, 1e19) get the scaled answer. They got W_out = 0
-    before, even at λ = 0, where the prox is the identity."""
+    before, even at λ = 0, where the prox is the identity. Up to float32's largest numbers too: from
+    2¹²⁶ (8.5e37) the scale's reciprocal was subnormal and flushed (the prox returned zeros), and
+    from 2¹²⁷ the scale itself overflowed (NaN)."""
     W_in, W_out = np.array([[1.0, -2.0, 0.5]], np.float32), np.array([[3.0], [-1.0]], np.float32)
     for lam in (0.0, 0.1, 0.3, 2.0):
         ref_in, ref_out = prox.path_norm_prox(W_in, W_out, lam)
-        for c in (1e-20, 1e-12, 2.0 ** 40, 1e19, 1e30):
+        for c in (1e-20, 1e-12, 2.0 ** 40, 1e19, 1e30, 4e37, 1.1e38):
             c = np.float32(c)
             P_in, P_out = prox.path_norm_prox(W_in * c, W_out * c, lam)
             np.testing.assert_allclose(np.asarray(P_in) / c, ref_in, rtol=2e-6, atol=1e-7)
