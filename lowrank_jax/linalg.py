@@ -747,10 +747,12 @@ def residual_map_products(Y: jax.Array, L: jax.Array, R: jax.Array, fn, row_args
     stored between the forward and backward passes, and the backward costs about two forward
     passes, where plain autodiff of the panel scan stores every panel's D and E.
     """
-    n1, n2 = Y.shape
-    if L.ndim != 2 or R.ndim != 2 or L.shape[0] != n1 or R.shape[0] != n2 or L.shape[1] != R.shape[1]:
+    Y, L, R = jnp.asarray(Y), jnp.asarray(L), jnp.asarray(R)   # NumPy bfloat16 products came back float32
+    if (Y.ndim != 2 or L.ndim != 2 or R.ndim != 2 or L.shape[0] != Y.shape[0] or R.shape[0] != Y.shape[1]
+            or L.shape[1] != R.shape[1]):
         raise ValueError(f"residual_map_products needs Y (n1, n2), L (n1, r) and R (n2, r); got Y {Y.shape}, "
                          f"L {L.shape}, R {R.shape}")
+    n1, n2 = Y.shape
     # D = Y − L Rᵀ is computed in the promoted float dtype (integer frames, a float32 Y beside
     # float64 factors); the panels and accumulators must be typed like D, not like Y.
     dtype = jnp.result_type(Y, L, R)

@@ -124,7 +124,7 @@ def run_fixed(step: Step, state, num_steps: int, *, start: int = 0) -> LoopResul
     def body(s, k):
         return step(k, s)
 
-    ks = jnp.arange(start, start + num_steps, dtype=jnp.int32)
+    ks = jnp.arange(num_steps, dtype=jnp.int32) + start      # start may be traced, as in run_until
     state, history = lax.scan(body, state, ks)
     return LoopResult(state, history, jnp.asarray(num_steps, jnp.int32))
 

@@ -87,6 +87,13 @@ def _length(name, v) -> int:
     return size
 
 
+def _number_or_nest(x) -> bool:
+    """Whether ``x`` is a single leaf (a number, a 0-d array, a key) or a plain list / tuple nest of them."""
+    if type(x) in (list, tuple):
+        return all(_number_or_nest(y) for y in x)
+    return jax.tree.structure(x).num_nodes == 1
+
+
 def _axis(v):
     """An axis's values as arrays, the points along the first axis of every leaf:
 
@@ -105,10 +112,14 @@ def _axis(v):
         return jax.tree.map(jnp.asarray, v, is_leaf=lambda x: isinstance(x, list))
     if isinstance(v, (list, tuple)):
         leaves = jax.tree.leaves(list(v))
-        if all(np.ndim(x) == 0 for x in leaves):
-            if any(jnp.issubdtype(getattr(x, "dtype", None), jax.dtypes.prng_key) for x in leaves):
+        # Numbers and plain nests of them only: a list of dicts or of (key, value) pairs with scalar
+        # leaves is one point per element (it crashed in jnp.asarray as an object array).
+        if all(np.ndim(x) == 0 for x in leaves) and all(_number_or_nest(x) for x in v):
+            if not any(jnp.issubdtype(getattr(x, "dtype", None), jax.dtypes.prng_key) for x in leaves):
+                return jnp.asarray(v)
+            if len(leaves) == len(v):
                 return jnp.stack(list(v))                   # a list of single keys
-            return jnp.asarray(v)
+            # (key, value) pairs and the like: one point per element, stacked leaf by leaf below
     if isinstance(v, list) and v:
         structures = {jax.tree.structure(x) for x in v}
         shapes = {tuple(np.shape(x) for x in jax.tree.leaves(p)) for p in v}

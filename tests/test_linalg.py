@@ -342,6 +342,15 @@ def test_residual_map_products_promotes_like_the_dense_products(x64):
         np.testing.assert_allclose(gl, E @ R, rtol=1e-12)
         np.testing.assert_allclose(gr, E.T @ L, rtol=1e-12)
         np.testing.assert_allclose(stats, jnp.sum(D ** 2), rtol=1e-12)
+    # NumPy bfloat16 arrays (ml_dtypes) run as their JAX equivalents: NumPy's bfloat16 products come
+    # back float32, and the panel traced in bfloat16 refused them ("lax.mul requires ... same dtypes").
+    Yb, Lb, Rb = (np.ones(shape, dtype=jnp.bfloat16) for shape in ((37, 5), (37, 2), (5, 2)))
+    fn = lambda D: (2 * D, jnp.sum(D))  # noqa: E731
+    np.testing.assert_array_equal(linalg.residual_map_products(Yb, Lb, Rb, fn)[2],
+                                  linalg.residual_map_products(*map(jnp.asarray, (Yb, Lb, Rb)), fn)[2])
+    # A Y that is not a matrix: the function's own message (it failed unpacking Y's shape).
+    with pytest.raises(ValueError, match=r"needs Y \(n1, n2\), L \(n1, r\) and R \(n2, r\); got Y \(5,\)"):
+        linalg.residual_map_products(np.ones(5), np.ones((5, 1)), np.ones((5, 1)), fn)
 
 
 def test_randomized_svd_triplets_pair_up_without_power_iterations(x64):

@@ -173,6 +173,9 @@ def test_run_fixed_and_run_until_count_from_start():
     out = loop.run_fixed(add, jnp.int32(0), 4, start=7)
     np.testing.assert_array_equal(out.history, 7 + np.arange(4))
     assert int(out.state) == 7 + 8 + 9 + 10
+    # A traced start, as run_until takes one (run_fixed failed with a ConcretizationTypeError).
+    traced = jax.jit(lambda st: loop.run_fixed(add, jnp.int32(0), 4, start=st))(7)
+    np.testing.assert_array_equal(traced.history, out.history)
     for differentiable in (False, True):
         until = loop.run_until(add, jnp.int32(0), max_iter=4, start=7, stop=lambda s, k: k == 8,
                                differentiable=differentiable)

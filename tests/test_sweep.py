@@ -423,6 +423,14 @@ def test_a_list_of_arrays_has_one_point_per_element():
     assert sweep.shape_of(w=ws, p=pairs) == (3, 4)
     with pytest.raises(ValueError, match="one point per element"):
         sweep.grid(w=[jnp.ones(4), jnp.ones(5)])
+    # Pytrees whose leaves are all scalars too: a list of dicts, or of (key, value) pairs, failed as
+    # an object array ("dtype object is not a valid JAX array type") or in jnp.stack.
+    configs = [{"lr": 0.1, "lam": 1.0}, {"lr": 0.2, "lam": 2.0}]
+    out = sweep.run(lambda p: p["lr"] * p["lam"], {"p": configs}, devices=jax.devices()[:1])
+    np.testing.assert_allclose(out, [0.1, 0.4], rtol=1e-6)
+    keyed = sweep.grid(p=[(jax.random.key(0), 1.0), (jax.random.key(1), 2.0)])["p"]
+    assert keyed[0].shape == (2,) and jnp.issubdtype(keyed[0].dtype, jax.dtypes.prng_key)
+    np.testing.assert_array_equal(keyed[1], [1.0, 2.0])
 
 
 def test_a_list_of_numpy_scalars_or_single_keys_is_one_axis():
