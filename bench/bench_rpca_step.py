@@ -123,4 +123,7 @@ def main(steps: int = STEPS):
 
 
 if __name__ == "__main__":
-    main()
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--steps", type=int, default=STEPS, help="ScaledGD steps timed per case")
+    main(ap.parse_args().steps)

@@ -93,4 +93,7 @@ def batched(reps: int = 60):
 
 
 if __name__ == "__main__":
-    main()
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--reps", type=int, default=60, help="repetitions per timing (the median is printed)")
+    main(ap.parse_args().reps)

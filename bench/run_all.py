@@ -38,4 +38,6 @@ def main():
 
 
 if __name__ == "__main__":
+    import argparse
+    argparse.ArgumentParser(description=__doc__).parse_args()     # --help; no options
     main()

@@ -87,10 +87,12 @@ def load(name):
         names, groups = tuple(d.names[i] for i in order), tuple(d.groups[i] for i in order)
         desc = (f"S&P 500, 20 stocks, daily returns {d.dates[0]} … {d.dates[-1]} ({len(d.dates)} trading days), "
                 "sorted by GICS sector")
-    else:
+    elif name == "french":
         d = load_french_correlation()
         Sigma, names, groups = d.Sigma, d.names, d.groups
         desc = f"Ken French 30 portfolios, monthly returns {d.dates[0]} … {d.dates[-1]} ({len(d.dates)} months)"
+    else:                                 # any other name ran the French portfolios under it
+        raise ValueError(f"unknown data set {name!r}: choose sp500 or french")
     return np.asarray(Sigma), names, groups, desc
 
 
@@ -326,6 +328,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--datasets", default="sp500,french", help="comma-separated subset of sp500,french")
     args = ap.parse_args(argv)
+    unknown = [d for d in args.datasets.split(",") if d not in ("sp500", "french")]
+    if unknown:
+        ap.error(f"--datasets takes a comma-separated subset of sp500,french; unknown: {', '.join(unknown)}")
     OUT.mkdir(parents=True, exist_ok=True)
     import matplotlib
     matplotlib.use("Agg")

@@ -35,11 +35,16 @@ LAMBDAS = {"path": [0.0, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3],
 EPSILONS = (0.05, 0.1, 0.15, 0.2)
 
 
+DATA = ("fashion", "mnist5k")
+
+
 def load(name: str):
     if name == "fashion":
         tr, te = datasets.load_fashion_mnist("train"), datasets.load_fashion_mnist("test")
-    else:
+    elif name == "mnist5k":
         tr, te = datasets.load_mnist_5k("train"), datasets.load_mnist_5k("test")
+    else:                                 # any other name ran MNIST-5k under that name
+        raise ValueError(f"unknown data set {name!r}: choose from {DATA}")
     return tr, te
 
 
@@ -54,7 +59,7 @@ def evaluate(models, X, y, Xa, ya, key):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--data", nargs="+", default=["fashion", "mnist5k"])
+    ap.add_argument("--data", nargs="+", default=list(DATA), choices=DATA)
     ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--lr", type=float, default=0.1)

@@ -50,7 +50,10 @@ def load_normalised(name: str):
     """(GeneData, X) with X the per-gene z-scores of all samples divided by 100 (note §4.1, [EXT])."""
     from lowrank_jax.datasets import load_all_leukemia, load_golub, standardize
 
-    g = load_golub() if name == "golub" else load_all_leukemia()
+    loaders = {"golub": load_golub, "ALL": load_all_leukemia}
+    if name not in loaders:               # any other name ran ALL under that name
+        raise ValueError(f"unknown data set {name!r}: choose golub or ALL")
+    g = loaders[name]()
     return g, standardize(g.X, scale=100.0)
 
 

@@ -190,3 +190,30 @@ def test_a_partial_pathnorm_rerun_replaces_only_the_groups_it_ran(monkeypatch, t
     script.main(["--data", "fashion", "--regs", "l1", "--seeds", "1", "--epochs", "2", "--fresh"])
     with open(tmp_path / "summary.csv") as f:
         assert {r[1] for r in list(csv.reader(f))[1:]} == {"l1"}
+
+
+def test_the_experiments_refuse_a_data_set_name_they_do_not_know_before_any_work(monkeypatch, capsys):
+    """An unknown name fell through to another data set, run and labelled with the given name
+    (`pathnorm_robustness.py --data Fashion` ran MNIST-5k, `sdl_gene_groups.py --datasets Golub` ran
+    ALL, `covariance_market.py` the French portfolios), and `sdl_accuracy.py --datasets Gollub`
+    matched nothing, wrote an empty accuracy.csv over the last results and failed drawing. Each is
+    refused with the names it takes, before anything runs or is written."""
+    import importlib.util
+    import pathlib
+    folder = pathlib.Path(__file__).parents[1] / "experiments"
+    monkeypatch.syspath_prepend(str(folder))
+    cases = [("pathnorm_robustness", ["--data", "Fashion"], "invalid choice: 'Fashion'"),
+             ("sdl_gene_groups", ["--datasets", "Golub"], "subset of golub,ALL; unknown: Golub"),
+             ("covariance_market", ["--datasets", "sp500,frnch"], "subset of sp500,french; unknown: frnch"),
+             ("sdl_accuracy", ["--datasets", "Gollub"], "subset of Golub, ALL, NCI60; unknown: Gollub")]
+    for name, argv, message in cases:
+        spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        monkeypatch.setattr(module, "run", lambda *a, **k: pytest.fail(f"{name} ran"), raising=False)
+        with pytest.raises(SystemExit):
+            module.main(argv)
+        assert message in capsys.readouterr().err, name
+    import sdl_convergence
+    with pytest.raises(ValueError, match="unknown data set 'Golub'"):
+        sdl_convergence.load_normalised("Golub")
