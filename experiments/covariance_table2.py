@@ -214,6 +214,8 @@ def main(argv=None):
                          "with --only, re-run those methods and keep the other rows)")
     ap.add_argument("--only", nargs="+", choices=METHODS, help="run only these methods")
     args = ap.parse_args(argv)
+    if args.runs < 1:     # it failed in np.stack ("need at least one array to stack")
+        ap.error(f"--runs must be >= 1, got {args.runs}")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

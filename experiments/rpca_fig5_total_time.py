@@ -74,7 +74,10 @@ def main(argv=None):
     ap.add_argument("--plot-only", action="store_true", help="redraw the figure from the CSV, run nothing")
     args = ap.parse_args(argv)
     if args.plot_only:
-        plot([r for r in earlier_rows() if int(r[0]) == args.n], args.n)
+        rows = [r for r in earlier_rows() if int(r[0]) == args.n]
+        if not rows:      # it drew an empty figure and exited 0
+            ap.error(f"--plot-only: the CSV holds no rows for n = {args.n}; run without --plot-only first")
+        plot(rows, args.n)
         return
     rows = []
     for alpha in args.alphas:

@@ -98,6 +98,14 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.layers < 20:
         ap.error("--layers must be at least 20 (the objectives look at layers 11-20 and beyond)")
+    for spec in args.models:      # "300" failed with an IndexError after the grid was set up
+        parts = spec.split(":")
+        try:
+            ok = len(parts) == 2 and int(parts[0]) > 0 and 0 < float(parts[1]) < 1
+        except ValueError:
+            ok = False
+        if not ok:
+            ap.error(f"--models takes n:alpha pairs such as 300:0.1, got {spec!r}")
     B, P = grid_points()
     shown = [k for k in (20, 40, 60, 80) if k <= args.layers]
     plt = figure()

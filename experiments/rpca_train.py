@@ -128,6 +128,9 @@ def main(argv=None):
     ap.add_argument("--install", action="store_true",
                     help="also replace the shipped parameter files in lowrank_jax/rpca/pretrained/")
     args = ap.parse_args(argv)
+    # Checked before training (frmnn_grid_search refused a negative one only after minutes of it).
+    if args.extra_layers is not None and args.extra_layers < 0:
+        ap.error(f"--extra-layers must be >= 0, got {args.extra_layers}")
     for n in args.n:
         extra = args.extra_layers if args.extra_layers is not None else EXTRA_LAYERS_BY_SIZE.get(n, 5)
         summaries = [run(a, n, extra, args) for a in args.alpha]

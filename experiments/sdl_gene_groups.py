@@ -217,6 +217,9 @@ def main(argv=None):
     ap.add_argument("--blas-threads", type=int, default=1,
                     help="OpenBLAS threads for jax's CPU LAPACK calls (eigh, svd); 0 = leave as is (see the docstring)")
     args = ap.parse_args(argv)
+    bad_ranks = [t for t in args.ranks.split(",") if t != "scree" and not (t.isdigit() and int(t) > 0)]
+    if bad_ranks:         # an int() error after the data had loaded
+        ap.error(f"--ranks takes a comma list of positive integers and 'scree', got {', '.join(bad_ranks)}")
     unknown = [d for d in args.datasets.split(",") if d not in ("golub", "ALL")]
     if unknown:   # refused before any work (another name ran ALL under it, after fitting the others)
         ap.error(f"--datasets takes a comma-separated subset of golub,ALL; unknown: {', '.join(unknown)}")
