@@ -62,6 +62,9 @@ def test_missing_fashion_files_name_make_data_and_the_place(tmp_path, monkeypatc
         assert str(tmp_path / "fashion-mnist") in str(info.value)
     with pytest.raises(ValueError, match="split"):
         datasets.load_fashion_mnist("valid", path=tmp_path)
+    # The same for MNIST-5k: a missing path= is the caller's, not a `make data` matter.
+    with pytest.raises(FileNotFoundError, match=r"not found \(the path= given\); leave path out"):
+        datasets.load_mnist_5k(path=tmp_path / "mnist.csv.gz")
 
 
 def test_corrupt_idx_files_are_refused_by_name(tmp_path):

@@ -14,6 +14,9 @@ def test_missing_clip_names_make_data(tmp_path, monkeypatch):
     assert video.vtest_path() == tmp_path / "vtest.avi"
     with pytest.raises(FileNotFoundError, match="make data"):
         datasets.load_vtest()
+    # A path the caller gave is named as theirs: `make data` would not put the clip there.
+    with pytest.raises(FileNotFoundError, match=r"not found \(the path= given\); leave path out"):
+        datasets.load_vtest(path=tmp_path / "elsewhere.avi")
 
 
 def test_wrong_file_is_refused(tmp_path):

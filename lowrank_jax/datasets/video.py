@@ -78,8 +78,12 @@ def load_vtest(*, scale: float = 0.25, start: int = 0, frames: int | None = None
       ImportError: the decoder (``opencv-python-headless``) is not installed (run ``make data``).
     """
     scale, start, frames, step = _check_selection(scale, start, frames, step)
-    path = pathlib.Path(path) if path is not None else vtest_path()
+    given = path is not None
+    path = pathlib.Path(path) if given else vtest_path()
     if not path.is_file():
+        if given:         # `make data` does not write to a path the caller chose
+            raise FileNotFoundError(f"video clip {path} not found (the path= given); leave path out to use the "
+                                    "copy `make data` extracts into data/vtest.avi")
         raise FileNotFoundError(f"video clip {path} not found: run `make data` (it extracts vtest.avi from "
                                 "Debian's opencv-doc package into data/)")
     if _checks.check_flag(check_hash, "check_hash"):
