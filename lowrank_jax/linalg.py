@@ -672,14 +672,16 @@ def small_spd_inverse(G: jax.Array) -> jax.Array:
     calls, 1–2 ms for 64 batched 5 × 5 solves) and leaves OpenBLAS's threads spinning, which slows
     the XLA operations that follow; r ≤ 16 costs O(r³) flops in a few fused kernels instead."""
     r = G.shape[-1]
+    # The first column and row have no products (0-size ones, which add nothing, failed inside XLA
+    # in an eager shard_map: "'func.call' op expected at least one operand … GlobalToLocalShape").
     C = jnp.zeros_like(G)
     for j in range(r):                                    # column j of C: r − j entries at once
-        v = G[j:, j] - C[j:, :j] @ C[j, :j]
+        v = G[j:, j] - C[j:, :j] @ C[j, :j] if j else G[:, 0]
         C = C.at[j:, j].set(v / jnp.sqrt(v[0]))
     eye = jnp.eye(r, dtype=G.dtype)
     X = jnp.zeros_like(G)
     for i in range(r):                                    # row i of C⁻¹ by forward substitution
-        X = X.at[i].set((eye[i] - C[i, :i] @ X[:i]) / C[i, i])
+        X = X.at[i].set((eye[i] - C[i, :i] @ X[:i] if i else eye[0]) / C[i, i])
     return X.T @ X
 
 

@@ -133,6 +133,21 @@ TWO_CPU_DEVICES = textwrap.dedent(r"""
     moves.clear()
     sweep.run(lambda alpha, eta: jnp.zeros((0,)), pts15, progress=True)
     assert sum(moves) == 15, moves
+
+    # The row-sharded scaled-gradient step in an eager (un-jitted) shard_map: the small SPD inverse's
+    # 0-size first products failed inside XLA ("'func.call' op expected at least one operand …").
+    from jax.sharding import Mesh, PartitionSpec as P
+    from lowrank_jax import transforms
+    rng = np.random.default_rng(0)
+    L, GL = rng.standard_normal((40, 3)), rng.standard_normal((40, 3))
+    R, GR = rng.standard_normal((12, 3)), rng.standard_normal((12, 3))
+    step = lambda L, R, GL, GR: transforms.scaled_gradient_step((L, R), (GL, GR), 0.3, axis_name="x")
+    mesh = Mesh(np.array(jax.devices()), ("x",))
+    out = jax.shard_map(step, mesh=mesh, in_specs=(P("x"), P(), P("x"), P()), out_specs=(P("x"), P()),
+                        check_vma=False)(L, R, GL, GR)
+    ref = transforms.scaled_gradient_step((L, R), (GL, GR), 0.3)
+    for a, b in zip(out, ref):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
     print("TWO DEVICES OK")
 """)
 
