@@ -76,7 +76,12 @@ def main(argv=None):
         n, k, mode = int(args.worker[0]), int(args.worker[1]), args.worker[2]
         print(json.dumps(worker(n, k, mode, args.steps, args.reps)))
         return
-    sizes = [tuple(int(v) for v in s.split(":")) for s in args.sizes.split(",")]
+    try:
+        sizes = [tuple(int(v) for v in s.split(":")) for s in args.sizes.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or any(len(s) != 2 or min(s) < 1 for s in sizes):
+        ap.error(f"--sizes takes comma-separated n:k pairs such as 400:10, got {args.sizes!r}")
     print(f"covariance NN, Adam steps at the {'-'.join(map(str, HIDDEN))} network (ReLU, l1, float32); "
           f"each setting in a fresh process, {args.steps} steps, median of {args.reps}")
     print(f"  {'n':>4} {'k':>3} {'first layer':>12} {'ms/step':>8} {'peak RSS':>10} {'(after imports)':>16} "

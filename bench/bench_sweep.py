@@ -81,6 +81,8 @@ def main(argv=None):
     ap.add_argument("--only", nargs="+", default=None, metavar="WORD",
                     help="run only the families whose row name contains one of these words (e.g. LRPCA path-norm)")
     args = ap.parse_args(argv)
+    if args.cpu_devices is not None and args.cpu_devices < 1:
+        ap.error(f"--cpu-devices must be >= 1, got {args.cpu_devices}")
     if args.cpu_devices and args.cpu_devices > 1:
         jax.config.update("jax_num_cpu_devices", args.cpu_devices)
     from lowrank_jax import sweep

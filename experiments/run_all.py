@@ -43,7 +43,11 @@ def main(argv=None):
         spec = importlib.util.spec_from_file_location(path.stem, path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        module.main(list(passed))
+        try:
+            module.main(list(passed))
+        except SystemExit as stop:   # `-- --help` exits after the first script's help; show every one
+            if stop.code not in (0, None) or "-h" not in passed and "--help" not in passed:
+                raise
 
 
 if __name__ == "__main__":

@@ -64,6 +64,21 @@ def test_the_experiment_runner_takes_names_and_refuses_options_it_would_drop(mon
     run_all.main(["rpca_train", "--", "--instances", "1"])
     assert calls == [("rpca_train", ["--instances", "1"])]
 
+    def help_then_exit(module):                       # as argparse does for --help
+        def main(argv):
+            calls.append((module.__name__, argv))
+            raise SystemExit(0)
+        module.main = main
+
+    # `-- --help` shows every selected script's help (the first one's exit ended the loop); any other
+    # exit of a script still stops the run.
+    calls.clear()
+    monkeypatch.setattr(Loader, "exec_module", lambda self, module: help_then_exit(module))
+    run_all.main(["rpca_train", "rpca_table5", "--", "--help"])
+    assert [name for name, _ in calls] == ["rpca_table5_generalization", "rpca_train"]
+    with pytest.raises(SystemExit):
+        run_all.main(["rpca_train", "rpca_table5", "--", "--instances", "1"])
+
 
 def test_a_partial_fig5_rerun_replaces_only_its_own_rows(monkeypatch, tmp_path):
     """`rpca_fig5_total_time.py --alphas 0.25 0.3` rewrote the whole CSV, and the rows of the other

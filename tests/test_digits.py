@@ -41,6 +41,8 @@ def test_fashion_idx_is_parsed_exactly(tmp_path):
     assert data.classes == digits.FASHION_CLASSES and data.classes[data.labels[1]] == "Dress"
     tiny_fashion(tmp_path, "train", n=2)
     assert datasets.load_fashion_mnist(path=tmp_path).images.shape == (2, 784)
+    tiny_fashion(tmp_path, "train", n=0)            # well-formed, no image: it failed in a reshape
+    assert datasets.load_fashion_mnist(path=tmp_path).images.shape == (0, 784)
 
 
 def test_fashion_lookup_uses_the_data_dir(tmp_path, monkeypatch):

@@ -72,7 +72,8 @@ def read_idx(path, ndim: int) -> np.ndarray:
 def _image_data(pixels: np.ndarray, labels: np.ndarray, classes, source) -> ImageData:
     if labels.size and labels.max() >= len(classes):
         raise ValueError(f"{source}: label {labels.max()} out of range for {len(classes)} classes")
-    return ImageData((pixels.reshape(len(pixels), -1) / np.float32(255)).astype(np.float32),
+    # (explicit width: reshape(0, -1) of a file holding no images fails)
+    return ImageData((pixels.reshape(len(pixels), math.prod(pixels.shape[1:])) / np.float32(255)).astype(np.float32),
                      labels.astype(np.int32), tuple(classes))
 
 
