@@ -159,8 +159,7 @@ def _nan_unless_finite(model, value):
     point with too large a step, under ``jit`` or ``vmap``, where nothing can raise) has NaN logits,
     whose argmax is class 0, and NaN weights, which count as non-zero: its error rate and non-zero
     share read as plausible numbers (0.675 and 1.0 on one test set) unless they are made NaN."""
-    leaves = [jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array))]
-    finite = jnp.all(jnp.stack(leaves)) if leaves else True
+    finite = _checks._all_finite(jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array)))
     return jnp.where(finite, value, jnp.nan)
 
 

@@ -538,7 +538,7 @@ def kth_largest(x, k, *, axis=-1, guess=None, method="auto", gather=True):
                          f"got {axis!r}")
     out_shape = x.shape[:index % x.ndim] + x.shape[index % x.ndim + 1:]
     for name, v in (("k", k), ("guess", guess)):
-        if v is not None and not _broadcasts(jnp.shape(v), out_shape):
+        if v is not None and not _broadcasts_to(jnp.shape(v), out_shape):
             raise ValueError(f"{name} must broadcast to the result's shape {out_shape} (x's shape {x.shape} "
                              f"without axis {axis}), got shape {jnp.shape(v)}")
     dtype = x.dtype
@@ -551,11 +551,12 @@ def kth_largest(x, k, *, axis=-1, guess=None, method="auto", gather=True):
     return lax.stop_gradient(_kth(x, k, guess, axis=index % x.ndim, method=method, gather=gather).astype(dtype))
 
 
-def _broadcasts(shape, target) -> bool:
-    """Whether an array of ``shape`` broadcasts to ``target`` (and not to something larger)."""
-    if len(shape) > len(target):
+def _broadcasts_to(shape, target) -> bool:
+    """Whether an array of ``shape`` broadcasts to ``target`` (NumPy's rule, and not to something larger)."""
+    try:
+        return np.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
         return False
-    return all(a in (1, b) for a, b in zip(shape[::-1], target[::-1]))
 
 
 @functools.partial(jax.jit, static_argnames=("axis", "method", "gather"))
