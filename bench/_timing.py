@@ -8,16 +8,24 @@ import jax
 import numpy as np
 
 
-def median_ms(fn, *args, reps: int = 30, warmup: int = 3) -> float:
-    """Median wall time of ``fn(*args)`` in milliseconds, JAX results awaited."""
+def median_ms_cpu(fn, *args, reps: int = 30, warmup: int = 3) -> tuple[float, float]:
+    """Medians of the wall time and of the process CPU time (all threads) of ``fn(*args)``, in
+    milliseconds, JAX results awaited. CPU time over wall time is the number of cores the call kept
+    busy."""
     for _ in range(warmup):
         jax.block_until_ready(fn(*args))
-    times = []
+    walls, cpus = [], []
     for _ in range(reps):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return 1e3 * float(np.median(times))
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    return 1e3 * float(np.median(walls)), 1e3 * float(np.median(cpus))
+
+
+def median_ms(fn, *args, reps: int = 30, warmup: int = 3) -> float:
+    """Median wall time of ``fn(*args)`` in milliseconds, JAX results awaited."""
+    return median_ms_cpu(fn, *args, reps=reps, warmup=warmup)[0]
 
 
 def interleaved_ms(fns: dict, reps: int = 30, warmup: int = 3, block: int = 1) -> dict:

@@ -6,6 +6,11 @@ Target (issue): the sweep at least 3× faster in total on this CPU. Both sides e
 would. The data go to both as arguments (``shared``), never as closed-over constants. Prints;
 asserts nothing.
 
+It also reads the process CPU time of both sides: the cores each keeps busy and W, the calls' CPU
+time over the sweep's. The sweep is W × (its cores / the calls' cores) faster, so on P cores 3× needs
+W ≥ 3 × (the calls' cores) / P whatever the sweep does with the cores (docs/benchmarks.md, "What
+3x on two cores would take").
+
 JAX starts on a CPU with one device, which runs a program on about one core; this script starts it
 with one device per core (``--cpu-devices``, ``jax_num_cpu_devices``), as a user who sweeps on a
 CPU should, and also times the sweep on a single device. It must run as its own process (the
@@ -21,11 +26,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _timing import median_ms
+from _timing import median_ms, median_ms_cpu
 
 
 def _time(fn, reps):
     return median_ms(fn, reps=reps, warmup=1)
+
+
+def _time_cpu(fn, reps):
+    return median_ms_cpu(fn, reps=reps, warmup=1)
 
 
 def cases():
@@ -91,10 +100,14 @@ def main(argv=None):
     print(f"64-point sweeps on {len(devices)} {devices[0].platform} device(s): one sweep.run call on all of "
           "them, and on one device\n(one vmap), vs 64 calls of the jitted single run (ms, median); last "
           "two columns: 64 calls of the public API\nin a Python loop, as a notebook would write it, "
-          "against the sweep on all devices")
+          "against the sweep on all devices.\nCores: process CPU time over wall time of the sweep and of "
+          "the 64 calls. Work W: the 64 calls' CPU time over the\nsweep's (all devices; one device). The "
+          "sweep is W x (its cores / the calls' cores) faster than the calls, so\non P cores 3x needs "
+          "W >= 3 x the calls' cores / P (last column)")
     print(f"{'family (swept hyperparameters)':46s} {'sweep':>7s} {'1 dev':>7s} {'64 calls':>8s} {'ratio':>6s} "
-          f"{'1 dev':>6s} {'API loop':>8s} {'ratio':>6s}")
-    ratios = []
+          f"{'1 dev':>6s} {'API loop':>8s} {'ratio':>6s} {'cores':>9s} {'W':>5s} {'W 1dev':>6s} {'3x needs':>8s}")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    ratios, short = [], []
     for name, (f, pts, shared) in cases().items():
         if args.only and not any(word in name for word in args.only):
             continue
@@ -108,17 +121,23 @@ def main(argv=None):
         def api_loop():
             return [jax.block_until_ready(f(**r, **shared)) for r in rows]
 
-        t_sweep = _time(lambda: sweep.run(f, pts, shared=shared), args.reps)
-        t_one = _time(lambda: sweep.run(f, pts, shared=shared, devices=devices[:1]), args.reps)
-        t_loop = _time(loop, args.reps)
+        t_sweep, c_sweep = _time_cpu(lambda: sweep.run(f, pts, shared=shared), args.reps)
+        t_one, c_one = _time_cpu(lambda: sweep.run(f, pts, shared=shared, devices=devices[:1]), args.reps)
+        t_loop, c_loop = _time_cpu(loop, args.reps)
         t_api = _time(api_loop, 1)
         ratios.append(t_loop / t_sweep)
+        work, needs = c_loop / c_sweep, 3 * c_loop / t_loop / cores
+        if work < needs:
+            short.append(name.split(" (")[0])
         print(f"{name:46s} {t_sweep:7.0f} {t_one:7.0f} {t_loop:8.0f} {t_loop / t_sweep:5.1f}x "
-              f"{t_loop / t_one:5.1f}x {t_api:8.0f} {t_api / t_sweep:5.1f}x", flush=True)
+              f"{t_loop / t_one:5.1f}x {t_api:8.0f} {t_api / t_sweep:5.1f}x "
+              f"{c_sweep / t_sweep:4.2f}/{c_loop / t_loop:4.2f} {work:5.2f} {c_loop / c_one:6.2f} {needs:8.2f}", flush=True)
     if not ratios:
         raise SystemExit(f"no family matches --only {args.only}")
     print(f"  sweep on all devices vs 64 jitted calls: {min(ratios):.1f}x to {max(ratios):.1f}x "
           f"(target: >= 3x)")
+    if short:
+        print(f"  work W short of what 3x needs on {cores} cores: {', '.join(short)}")
 
 
 if __name__ == "__main__":
