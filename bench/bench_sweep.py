@@ -26,14 +26,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _timing import median_ms, median_ms_cpu
+from _timing import median_ms_cpu
 
 
 def _time(fn, reps):
-    return median_ms(fn, reps=reps, warmup=1)
-
-
-def _time_cpu(fn, reps):
+    """(wall, process CPU) medians in ms after one warm-up call."""
     return median_ms_cpu(fn, reps=reps, warmup=1)
 
 
@@ -121,17 +118,18 @@ def main(argv=None):
         def api_loop():
             return [jax.block_until_ready(f(**r, **shared)) for r in rows]
 
-        t_sweep, c_sweep = _time_cpu(lambda: sweep.run(f, pts, shared=shared), args.reps)
-        t_one, c_one = _time_cpu(lambda: sweep.run(f, pts, shared=shared, devices=devices[:1]), args.reps)
-        t_loop, c_loop = _time_cpu(loop, args.reps)
-        t_api = _time(api_loop, 1)
+        t_sweep, c_sweep = _time(lambda: sweep.run(f, pts, shared=shared), args.reps)
+        t_one, c_one = _time(lambda: sweep.run(f, pts, shared=shared, devices=devices[:1]), args.reps)
+        t_loop, c_loop = _time(loop, args.reps)
+        t_api, _ = _time(api_loop, 1)
         ratios.append(t_loop / t_sweep)
         work, needs = c_loop / c_sweep, 3 * c_loop / t_loop / cores
         if work < needs:
             short.append(name.split(" (")[0])
         print(f"{name:46s} {t_sweep:7.0f} {t_one:7.0f} {t_loop:8.0f} {t_loop / t_sweep:5.1f}x "
               f"{t_loop / t_one:5.1f}x {t_api:8.0f} {t_api / t_sweep:5.1f}x "
-              f"{c_sweep / t_sweep:4.2f}/{c_loop / t_loop:4.2f} {work:5.2f} {c_loop / c_one:6.2f} {needs:8.2f}", flush=True)
+              f"{c_sweep / t_sweep:4.2f}/{c_loop / t_loop:4.2f} {work:5.2f} {c_loop / c_one:6.2f} "
+              f"{needs:8.2f}", flush=True)
     if not ratios:
         raise SystemExit(f"no family matches --only {args.only}")
     print(f"  sweep on all devices vs 64 jitted calls: {min(ratios):.1f}x to {max(ratios):.1f}x "
