@@ -27,18 +27,56 @@ from jax.custom_batching import custom_vmap
 
 from lowrank_jax import _checks
 from lowrank_jax.progress import CompiledBar
+from lowrank_jax.result import Status
 
 Step = Callable[[jax.Array, Any], tuple[Any, Any]]
+Predicate = Callable[[Any, Any], jax.Array]
+
+
+def non_finite(state, diag=None) -> jax.Array:
+    """True when any floating-point leaf of ``state`` holds a NaN or an infinity: the default
+    divergence rule (pass it as ``diverged=loop.non_finite``)."""
+    leaves = [x for x in jax.tree.leaves(state) if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
+    if not leaves:
+        return jnp.asarray(False)
+    return jnp.logical_not(jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves])))
+
+
+def _flag(pred, state, diag):
+    """``pred(state, diag)``, or'ed with a NaN in any floating-point diagnostic (a NaN residual can
+    never meet a tolerance: the run has failed, whatever the iterate looks like). False without
+    ``pred``: loops that judge no divergence."""
+    if pred is None:
+        return jnp.asarray(False)
+    nan = [jnp.any(jnp.isnan(d)) for d in jax.tree.leaves(diag) if jnp.issubdtype(jnp.result_type(d), jnp.inexact)]
+    return jnp.asarray(pred(state, diag), bool) | (jnp.any(jnp.stack(nan)) if nan else False)
+
+
+def _code(converged, diverged, running=Status.MAX_ITER):
+    """The status after a step: DIVERGED before CONVERGED (a residual that a diverged iterate drove
+    to 0 is no convergence), else ``running``."""
+    return jnp.where(diverged, Status.DIVERGED, jnp.where(converged, Status.CONVERGED, running)).astype(jnp.int32)
 
 
 class LoopResult(NamedTuple):
-    """What :func:`run_fixed` and :func:`run_until` return: the final ``state``, the ``history`` of
-    ``diag`` stacked along a leading iteration axis (rows past ``n_iter`` are NaN / -1 / False) and
-    ``n_iter``, the number of steps taken (int32)."""
+    """What :func:`run_fixed` and :func:`run_until` return.
 
-    state: Any  # final state
-    history: Any  # diag pytree, leading axis = iteration; rows past n_iter are NaN (floats) / -1 (ints)
-    n_iter: jax.Array  # number of steps actually taken (int32)
+    Attributes:
+      state: the final state.
+      history: ``diag`` stacked along a leading iteration axis (rows past ``n_iter`` are NaN / -1 /
+        False).
+      n_iter: int32, the number of steps taken.
+      final: ``diag`` of the last step taken (blank, as the padding, when no step ran).
+      status: int32 :class:`lowrank_jax.result.Status` code: CONVERGED (``stop`` was true),
+        MAX_ITER (the budget ran out; always so for :func:`run_fixed` unless it diverged), DIVERGED
+        (``diverged`` was true; :func:`run_until` stops there), INVALID (``invalid`` was true).
+    """
+
+    state: Any
+    history: Any
+    n_iter: jax.Array
+    final: Any
+    status: jax.Array
 
 
 def _blank_like(diag):
@@ -114,25 +152,38 @@ def _keep_running(stopped, new, old):
     return tree.unflatten(_unless_stopped_flat(stopped, leaves_new, tree.flatten_up_to(old)))
 
 
-def run_fixed(step: Step, state, num_steps: int, *, start: int = 0) -> LoopResult:
+def run_fixed(step: Step, state, num_steps: int, *, start: int = 0, diverged: Predicate | None = None,
+              invalid=None) -> LoopResult:
     """Run ``step`` exactly ``num_steps`` (an int ≥ 0) times with ``lax.scan`` (reverse-mode
     differentiable), from ``state`` (any pytree the step takes and returns). The iteration index
     passed to ``step`` runs from ``start`` (a solver resuming a run, or whose first step was taken
-    apart, passes where it is) to ``start + num_steps − 1``; the history has ``num_steps`` rows."""
-    num_steps = _checks.check_positive_int(num_steps, "num_steps", minimum=0)
+    apart, passes where it is) to ``start + num_steps − 1``; the history has ``num_steps`` rows.
 
-    def body(s, k):
-        return step(k, s)
+    ``diverged(state, diag) -> bool``: checked after every step, together with a NaN in any
+    floating-point entry of ``diag``; once true the status is DIVERGED (the scan still runs its
+    fixed length). ``None``: never checked (status MAX_ITER).
+    ``invalid``: as in :func:`run_until`."""
+    num_steps = _checks.check_positive_int(num_steps, "num_steps", minimum=0)
+    _, diag_shape = jax.eval_shape(lambda s: step(jnp.asarray(start, jnp.int32), s), state)
+    blank = _blank_like(jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), diag_shape))
+
+    def body(carry, k):
+        s, bad, _ = carry
+        s, diag = step(k, s)
+        return (s, bad | _flag(diverged, s, diag), diag), diag
 
     ks = jnp.arange(num_steps, dtype=jnp.int32) + start      # start may be traced, as in run_until
-    state, history = lax.scan(body, state, ks)
-    return LoopResult(state, history, jnp.asarray(num_steps, jnp.int32))
+    (state, bad, final), history = lax.scan(body, (state, jnp.asarray(False), blank), ks)
+    out = LoopResult(state, history, jnp.asarray(num_steps, jnp.int32), final, _code(False, bad))
+    return out if invalid is None else _poison(out, invalid)
 
 
-def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], jax.Array],
+def run_until(step: Step, state, *, max_iter: int, stop: Predicate, diverged: Predicate | None = None,
               start: int = 0, differentiable: bool = False, progress: str | None = None,
               invalid=None) -> LoopResult:
-    """Run ``step`` until ``stop(state, diag)`` is true or ``max_iter`` steps were taken.
+    """Run ``step`` until ``stop(state, diag)`` or ``diverged(state, diag)`` (or'ed with a NaN in
+    ``diag``, as in :func:`run_fixed`) is true, or ``max_iter`` steps were taken; the status says which (DIVERGED wins over CONVERGED: a residual
+    that a blown-up iterate drove to 0 is no convergence).
 
     ``differentiable=False`` uses ``lax.while_loop``: steps after the stop are never executed;
     forward mode (``jvp``, ``jacfwd``, and ``vmap`` of them) works, reverse mode does not (``grad``
@@ -147,21 +198,24 @@ def run_until(step: Step, state, *, max_iter: int, stop: Callable[[Any, Any], ja
     (never per iteration: each report is a trip to the host). ``None`` (default) compiles no report.
 
     ``invalid``: a boolean scalar, typically ``jnp.isnan(tol)`` for the tolerance that ``stop``
-    compares with. Where it is true the floating-point leaves of the final state are NaN. A traced
-    tolerance that breaks its rule (negative, NaN: a sweep point, which cannot raise) arrives as NaN
-    (:func:`lowrank_jax._checks.as_tolerance`), no comparison with it is true, and the run would
-    otherwise use its whole budget and return a finite result, as if ``tol`` were ``None``.
+    compares with (a traced tolerance that breaks its rule arrives as NaN,
+    :func:`lowrank_jax._checks.as_tolerance`). Where it is true the status is INVALID and the
+    floating-point leaves of the final state are NaN.
     """
     max_iter = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
-    out = _run_until(step, state, max_iter, stop, start, differentiable, progress)
-    if invalid is None:
-        return out
+    out = _run_until(step, state, max_iter, stop, diverged, start, differentiable, progress)
+    return out if invalid is None else _poison(out, invalid)
+
+
+def _poison(out: LoopResult, invalid) -> LoopResult:
+    """Where ``invalid`` is true: status INVALID and NaN in the state's floating-point leaves."""
     poisoned = jax.tree.map(lambda a: jnp.where(invalid, jnp.nan, a) if jnp.issubdtype(jnp.result_type(a), jnp.inexact)
                             else a, out.state)
-    return out._replace(state=poisoned)
+    status = jnp.where(invalid, Status.INVALID, out.status).astype(jnp.int32)
+    return out._replace(state=poisoned, status=status)
 
 
-def _run_until(step, state, max_iter, stop, start, differentiable, progress):
+def _run_until(step, state, max_iter, stop, diverged, start, differentiable, progress):
     # Trace one step abstractly to learn the diagnostics' structure for the history buffer.
     _, diag_shape = jax.eval_shape(lambda s: step(jnp.asarray(start, jnp.int32), s), state)
     stop_shape = jax.eval_shape(stop, state, diag_shape)
@@ -172,8 +226,9 @@ def _run_until(step, state, max_iter, stop, start, differentiable, progress):
     history0 = jax.tree.map(lambda b: jnp.broadcast_to(b, (max_iter,) + b.shape), blank)
 
     zero = jnp.asarray(0, jnp.int32)
+    running = jnp.asarray(Status.MAX_ITER, jnp.int32)     # what a run that never stops reports
     if max_iter == 0:             # no step: the state as given, an empty history
-        return LoopResult(state, history0, zero)
+        return LoopResult(state, history0, zero, blank, running)
 
     def write(hist, i, row):
         return jax.tree.map(lambda h, d: lax.dynamic_update_index_in_dim(h, d, i, 0), hist, row)
@@ -187,38 +242,44 @@ def _run_until(step, state, max_iter, stop, start, differentiable, progress):
         lax.cond((done % every == 0) | (done == max_iter),
                  lambda: jax.debug.callback(send, done), lambda: None)
 
+    def judge(s, diag):
+        conv, div = stop(s, diag), _flag(diverged, s, diag)
+        return conv | div, _code(conv, div)
+
     if not differentiable:
         # i counts the loop's iterations (shared by a vmapped batch), n a point's own steps.
         def cond(carry):
-            i, _, _, _, done = carry
+            i, _, _, _, _, _, done = carry
             return (i < max_iter) & _any_running(jnp.logical_not(done))
 
         def body(carry):
-            i, n, s, hist, done = carry
+            i, n, s, hist, last, code, done = carry
             s_new, diag = step(start + i, s)
             hist = write(hist, i, _keep_running(done, diag, blank))
-            s_new, n = _keep_running(done, (s_new, i + 1), (s, n))
+            stopped, new_code = judge(s_new, diag)
+            s_new, n, last, code = _keep_running(done, (s_new, i + 1, diag, new_code), (s, n, last, code))
             report(i + 1)
-            return i + 1, n, s_new, hist, done | stop(s_new, diag)
+            return i + 1, n, s_new, hist, last, code, done | stopped
 
-        _, n, state, history, _ = lax.while_loop(cond, body, (zero, zero, state, history0, jnp.asarray(False)))
-        return LoopResult(state, history, n)
+        carry = (zero, zero, state, history0, blank, running, jnp.asarray(False))
+        _, n, state, history, last, code, _ = lax.while_loop(cond, body, carry)
+        return LoopResult(state, history, n, last, code)
 
     def scan_body(carry, i):
-        n, s, hist, done = carry
+        n, s, hist, last, code, done = carry
 
         def go(args):
-            n, s, hist = args
+            n, s, hist, _, _ = args
             s, diag = step(start + i, s)
             report(n + 1)
-            return n + 1, s, write(hist, i, diag), stop(s, diag)
+            stopped, new_code = judge(s, diag)
+            return n + 1, s, write(hist, i, diag), diag, new_code, stopped
 
         def skip(args):
-            n, s, hist = args
-            return n, s, hist, jnp.asarray(True)
+            return (*args, jnp.asarray(True))
 
-        return lax.cond(done, skip, go, (n, s, hist)), None
+        return lax.cond(done, skip, go, (n, s, hist, last, code)), None
 
-    carry = (zero, state, history0, jnp.asarray(False))
-    (n, state, history, _), _ = lax.scan(scan_body, carry, jnp.arange(max_iter, dtype=jnp.int32))
-    return LoopResult(state, history, n)
+    carry = (zero, state, history0, blank, running, jnp.asarray(False))
+    (n, state, history, last, code, _), _ = lax.scan(scan_body, carry, jnp.arange(max_iter, dtype=jnp.int32))
+    return LoopResult(state, history, n, last, code)

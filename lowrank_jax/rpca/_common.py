@@ -2,42 +2,50 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import jax
 import jax.numpy as jnp
 
 from lowrank_jax import _checks, linalg
 from lowrank_jax.linalg import residual_map_products
+from lowrank_jax.result import Result
 from lowrank_jax.transforms import scaled_gradient_step
 
 
-class RPCAResult(NamedTuple):
-    """Solution of Y ≈ X + S, X = L Rᵀ low-rank, S sparse, with per-iteration diagnostics.
-
-    History arrays have one entry per iteration slot (length = the iteration budget); entries after
-    ``n_iter`` are NaN (floats) / -1 (integers).
+class RPCAResult(Result):
+    """Solution of Y ≈ X + S, X = L Rᵀ low-rank, S sparse (the :class:`~lowrank_jax.result.Result`
+    core: ``status``, ``n_iter``, ``history``).
 
     Attributes:
       L: (n1, r) and R: (n2, r): the factors, X = L Rᵀ.
       X: (n1, n2) the low-rank estimate. S: (n1, n2) the sparse estimate.
-      n_iter: iterations run (int32).
-      residual: (T,) ‖Y − X − S‖_F/‖Y‖_F per iteration (each solver says which X and S it pairs).
-      error: (T,) ‖X_k − X⋆‖_F/‖X⋆‖_F when ``X_star`` was given, else None.
-      false_positives: (T,) #{S_k ≠ 0 outside ``support``} when ``support`` was given, else None.
-      change: (T,) the relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) with ``stop="change"``,
-        else None.
+      residual: final ‖Y − X − S‖_F/‖Y‖_F (each solver says which X and S it pairs).
+      error: final ‖X − X⋆‖_F/‖X⋆‖_F when ``X_star`` was given, else None.
+      false_positives: final #{S ≠ 0 outside ``support``} when ``support`` was given, else None.
+      change: final relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) with ``stop="change"``, else None.
+      history: the same diagnostics per iteration (``history["residual"]`` etc.), length max_iter.
     """
 
-    L: jax.Array  # (n1, r)
-    R: jax.Array  # (n2, r)
-    X: jax.Array  # (n1, n2) = L Rᵀ
-    S: jax.Array  # (n1, n2)
-    n_iter: jax.Array  # iterations run (int32)
-    residual: jax.Array  # (T,) ‖Y − X − S‖_F / ‖Y‖_F per iteration (see each solver for the pairing)
-    error: jax.Array | None  # (T,) ‖X_k − X⋆‖_F / ‖X⋆‖_F when X_star was given
-    false_positives: jax.Array | None  # (T,) #{S_k ≠ 0 outside `support`} when support was given
-    change: jax.Array | None = None  # (T,) relative change (the paper's video halting rule) with stop="change"
+    L: jax.Array
+    R: jax.Array
+    X: jax.Array
+    S: jax.Array
+    residual: jax.Array
+    error: jax.Array | None = None
+    false_positives: jax.Array | None = None
+    change: jax.Array | None = None
+
+
+# Divergence: the iterate is non-finite, or ‖L‖_F ‖R‖_F (≥ ‖L Rᵀ‖_F) exceeds this many times ‖Y‖_F.
+# A solution has ‖X‖_F ≤ ‖Y‖_F + ‖S‖_F; a step size far too large multiplies the factors each
+# iteration until a sparse part that absorbs the whole residual makes it look converged.
+GROWTH_LIMIT = 1e4
+
+
+def diverged(L, R, y_norm):
+    """The RPCA solvers' divergence rule on the factors L, R (or on their Frobenius norms, as 0-d
+    arrays: a row-split L has its norm summed across devices first); see :data:`GROWTH_LIMIT`."""
+    size = frob(L) * frob(R)
+    return ~jnp.isfinite(size) | (size > GROWTH_LIMIT * y_norm)
 
 
 def frob(x):
@@ -173,7 +181,8 @@ def diagnostics(stats, y_norm, L_new, R_new, X_star, prev=None):
 
 
 def make_result(L, R, S, loop_result):
-    hist = loop_result.history
-    return RPCAResult(L=L, R=R, X=L @ R.T, S=S, n_iter=loop_result.n_iter, residual=hist["residual"],
-                      error=hist.get("error"), false_positives=hist.get("false_positives"),
-                      change=hist.get("change"))
+    """The :class:`RPCAResult` of a loop whose diagnostics are those of :func:`diagnostics`."""
+    hist, last = loop_result.history, loop_result.final
+    return RPCAResult(n_iter=loop_result.n_iter, status=loop_result.status, history=hist, L=L, R=R, X=L @ R.T,
+                      S=S, residual=last["residual"], error=last.get("error"),
+                      false_positives=last.get("false_positives"), change=last.get("change"))

@@ -28,7 +28,8 @@ import jax.numpy as jnp
 
 from lowrank_jax import _checks, linalg, loop
 from lowrank_jax.prox import hard_threshold
-from lowrank_jax.rpca._common import (RPCAResult, check_common, check_stop, frob, make_result,
+from lowrank_jax.result import finish
+from lowrank_jax.rpca._common import (RPCAResult, check_common, check_stop, diverged, frob, make_result,
                                       relative_change, relative_error)
 from lowrank_jax.precision import full_precision
 
@@ -84,7 +85,8 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
         ready = d["ready"] if stop == "change" else True
         return (s[0] == rank) & (d[stop] < tol) & ready
 
-    out = loop.run_until(step, state, max_iter=max_iter, stop=done, invalid=jnp.isnan(tol))
+    out = loop.run_until(step, state, max_iter=max_iter, stop=done, invalid=jnp.isnan(tol),
+                         diverged=lambda s, d: diverged(s[4], s[5], y_norm) | ~jnp.all(jnp.isfinite(s[2])))
     stage, t, S, _, L, R = out.state
     # the rank X was formed at: the last iteration's stage (t = 0 when that iteration advanced it)
     return make_result(L, R, S, out), stage - (t == 0)
@@ -92,7 +94,7 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
 
 @full_precision
 def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner_iters=10, X_star=None,
-            support=None, key=None, oversample=3, n_iter=1, stop="residual") -> RPCAResult:
+            support=None, key=None, oversample=3, n_iter=1, stop="residual", throw=True) -> RPCAResult:
     """AltProj robust PCA (Netrapalli et al. 2014), stage-wise in the rank, hard thresholding.
     Stage k = 1, …, r alternates, from S = H_{β_0 σ_1(Y)}(Y),
 
@@ -115,14 +117,15 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
         stage k < r (static).
       X_star, support, key: diagnostics and the key of the first randomized SVD, as in ``lrpca``.
       oversample, n_iter: sketch oversampling and power steps per iteration (static).
+      throw: with a non-finite or exploding iterate (Y's scale overflowing its dtype), raise
+        ``RuntimeError`` (True, default; also inside ``jit``/``vmap``) or only report
+        ``status == Status.DIVERGED`` (False).
 
     Returns an :class:`RPCAResult`; ``residual`` is that of the pair (L, S) after each iteration.
     AltProj always stops by tolerance (a ``while_loop``), so ``jax.grad`` cannot pass it; for
-    gradients use ``lrpca`` or ``scaledgd`` with a fixed number of iterations.
-    Called directly, a non-finite result raises ``FloatingPointError`` (under ``jit``/``vmap`` it is
-    returned as is), and a ``max_iter`` that runs out before the last stage warns: X then has the
-    rank of the stage reached, below r (under a transformation nothing is said; ``n_iter ==
-    max_iter`` tells).
+    gradients use ``lrpca`` or ``scaledgd`` with a fixed number of iterations. Called directly, a
+    ``max_iter`` that runs out before the last stage warns: X then has the rank of the stage
+    reached, below r (under a transformation nothing is said; ``status == Status.MAX_ITER`` tells).
 
     Example:
         ```python
@@ -131,7 +134,7 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
 
         p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)
         out = rpca.altproj(p.Y, 5, tol=1e-5, X_star=p.X)   # stages of rank 1, 2, …, 5
-        print(out.n_iter, out.error[out.n_iter - 1])       # 17 iterations, relative error ≈ 4e-6
+        print(out.status, out.n_iter, out.error)           # CONVERGED, 17 iterations, error ≈ 4e-6
         ```
     """
     Y, rank, X_star, support, key, oversample, n_iter = check_common(Y, rank, X_star, support, key, "randomized",
@@ -151,11 +154,12 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
     stop = check_stop(stop)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
     inner_iters = _checks.check_positive_int(inner_iters, "inner_iters")
+    throw = _checks.check_flag(throw, "throw")
     out, reached = _altproj(Y, beta, beta_init, tol, X_star, support, key, rank=rank,
                           max_iter=max_iter, inner_iters=inner_iters, oversample=oversample, n_iter=n_iter,
                           stop=stop)
-    _checks.raise_if_diverged(out.X, "AltProj produced a non-finite iterate: Y's scale overflows its dtype "
-                              "(rescale Y or use float64)")
+    out = finish(out, throw, diverged="AltProj produced a non-finite iterate: Y's scale overflows its dtype "
+                 "(rescale Y or use float64)", invalid="AltProj: tol must be >= 0 (the result is NaN)")
     # Only a run that used its whole budget: one stopped by tol may have formed X at a lower rank in
     # its last iteration (the one that moved into stage r) because Y is fit to tol there (rank Y < r,
     # or Y = 0); raising max_iter would change nothing, and the warning said to.

@@ -23,8 +23,9 @@ import numpy as np
 
 from lowrank_jax import _checks, loop
 from lowrank_jax.prox import soft_threshold
+from lowrank_jax.result import finish
 from lowrank_jax.rpca._common import (RPCAResult, change_stats, check_common, check_stop, check_tol, diagnostics,
-                                      frob, make_result, residual_stats, residual_step, spectral_init)
+                                      diverged, frob, make_result, residual_stats, residual_step, spectral_init)
 from lowrank_jax.precision import full_precision
 
 
@@ -96,10 +97,6 @@ def check_schedule(Y, zeta, eta, beta, phi, tol, max_iter):
         if not (zeta0 := float(np.asarray(zeta)[0])) > 0:
             raise ValueError(f"zeta[0] must be > 0, got {zeta0}: at ζ₀ = 0 the initial S₀ = Y and "
                              "L₀ = R₀ = 0, a fixed point of every layer (X stays 0)")
-    else:
-        # Traced (a sweep over ζ's scale), ζ₀ = 0 cannot raise: it returned X = 0 with a residual of 0,
-        # the best point of the sweep by that residual. NaN instead, as for other invalid traced values.
-        zeta = zeta.at[0].set(jnp.where(zeta[0] > 0, zeta[0], jnp.nan))
     num_layers = eta.shape[0]
     if (beta is None) != (phi is None):
         raise ValueError("beta and phi (FRMNN continuation) must be given together")
@@ -150,14 +147,18 @@ def _lrpca(Y, zeta, eta, beta, phi, tol, X_star, support, key, *, rank, budget, 
     # The previous factors and threshold are carried so that S is rebuilt once at the end instead of
     # being written every iteration; with no iteration they give S_0 = S_{ζ_0}(Y − 0).
     state = (L0, R0, jnp.zeros_like(L0), jnp.zeros_like(R0), zeta[0])
+    # A traced ζ₀ ≤ 0 (a sweep over ζ's scale; a concrete one is refused) would return X = 0 with a
+    # residual of 0, the best point of the sweep by that residual: INVALID instead.
+    invalid = ~(zeta[0] > 0)
+    blown_up = lambda s, d: diverged(s[0], s[1], y_norm)  # noqa: E731
     if use_tol:
-        out = loop.run_until(step, state, max_iter=budget, stop=lambda s, d: d[stop] < tol,
-                             differentiable=differentiable, invalid=jnp.isnan(tol))
+        out = loop.run_until(step, state, max_iter=budget, stop=lambda s, d: d[stop] < tol, diverged=blown_up,
+                             differentiable=differentiable, invalid=jnp.isnan(tol) | invalid)
     else:
-        out = loop.run_fixed(step, state, budget)
+        out = loop.run_fixed(step, state, budget, diverged=blown_up, invalid=invalid)
     L, R, L_prev, R_prev, z_last = out.state
     S = soft_threshold(Y - L_prev @ R_prev.T, z_last)
-    return make_result(L, R, S, out)
+    return make_result(L, R, jnp.where(invalid, jnp.nan, S), out)
 
 
 def soft_threshold_complement(Y, zeta0):
@@ -168,7 +169,7 @@ def soft_threshold_complement(Y, zeta0):
 @full_precision
 def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X_star=None,
           support=None, key=None, svd="randomized", oversample=10, n_iter=4,
-          differentiable=False, stop="residual") -> RPCAResult:
+          differentiable=False, stop="residual", throw=True) -> RPCAResult:
     """Learned Robust PCA (Cai, Liu, Yin, NeurIPS 2021, Algorithm 1), as a K-layer feed-forward net
     or with FRMNN continuation: ScaledGD unfolded with a learned soft threshold ζ_k and step η_k per
     layer, S_{k+1} = S_{ζ_{k+1}}(Y − L_k R_kᵀ) and the scaled-gradient step of :func:`scaledgd`
@@ -195,13 +196,14 @@ def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X
       stop: what ``tol`` bounds: ``"residual"`` (above) or ``"change"``, the paper's video halting
         rule max(‖X_k − X_{k−1}‖_F/‖X_{k−1}‖_F, ‖S_k − S_{k−1}‖_F/‖S_{k−1}‖_F) (recorded in
         ``change``; costs one more rank-r product per entry and iteration).
+      throw: with a run that diverges (non-finite factors, or ‖L‖_F‖R‖_F beyond 10⁴ ‖Y‖_F), raise
+        ``RuntimeError`` (True, default; also inside ``jit``/``vmap``) or only report
+        ``status == Status.DIVERGED`` (False: a sweep keeps its other points).
 
     Returns:
-      :class:`RPCAResult` with L, R, X = L Rᵀ, S = S_{ζ_k}(Y − X_{k−1}), ``n_iter`` and the
-      histories ``residual``, ``error`` (if X_star) and ``false_positives`` (if support).
-
-    Called directly, a run whose iterate becomes non-finite raises ``FloatingPointError``; inside
-    ``jit``/``vmap``/``grad``/:func:`lowrank_jax.sweep.run` it returns the NaN/inf instead.
+      :class:`RPCAResult`: ``status``, ``n_iter``, L, R, X = L Rᵀ, S = S_{ζ_k}(Y − X_{k−1}), the
+      final ``residual`` (and ``error`` with X_star, ``false_positives`` with support) and their
+      ``history``.
 
     ``zeta``, ``eta``, ``beta``, ``phi``, ``tol`` are traced arrays: new values never recompile,
     and ``jax.vmap``/``jax.grad`` apply to them (``grad`` needs the fixed-length path or
@@ -215,7 +217,7 @@ def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X
         p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)
         zeta = rpca.oracle_thresholds(p.Y, 5, p.X, num_layers=10)   # ζ_0 … ζ_10 from the truth (Theorem 1)
         out = rpca.lrpca(p.Y, 5, zeta, jnp.full(10, 0.5), beta=1.0, phi=0.7, tol=1e-5, X_star=p.X)
-        print(out.n_iter, out.error[out.n_iter - 1])   # 10 layers, then FRMNN ones (eq. 14): 29, ≈ 3e-6
+        print(out.status, out.n_iter, out.error)  # CONVERGED: 10 layers, then FRMNN ones (eq. 14): 29, ≈ 3e-6
         ```
     """
     Y, rank, X_star, support, key, oversample, n_iter = check_common(Y, rank, X_star, support, key, svd,
@@ -226,13 +228,14 @@ def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X
     if not use_tol:
         tol = jnp.zeros((), Y.dtype)
     differentiable = _checks.check_flag(differentiable, "differentiable")
+    throw = _checks.check_flag(throw, "throw")
     out = _lrpca(Y, zeta, eta, beta, phi, tol.astype(Y.dtype), X_star, support, key, rank=rank,
                  budget=budget, frmnn=frmnn, use_tol=use_tol, differentiable=differentiable,
                  svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
-    _checks.raise_if_diverged(out.X, "LRPCA diverged (non-finite iterate): the step sizes eta are too large (or "
-                              "the thresholds zeta too small) for these data" + (", or beta > 1 grows the FRMNN "
-                              "steps without bound" if frmnn else ""))
-    return out
+    return finish(out, throw, diverged="LRPCA diverged (non-finite or exploding factors): the step sizes eta are too "
+                  "large (or the thresholds zeta too small) for these data" + (", or beta > 1 grows the FRMNN steps "
+                                                                                "without bound" if frmnn else ""),
+                  invalid="LRPCA: zeta[0] must be > 0 and tol >= 0 (the result is NaN)")
 
 
 @functools.partial(jax.jit, static_argnames=("rank", "num_layers", "rule", "svd", "oversample", "n_iter"))

@@ -17,7 +17,8 @@ import jax.numpy as jnp
 
 from lowrank_jax import _checks, loop
 from lowrank_jax.prox import apply_top_fraction, sparsify_top_fraction, top_fraction_thresholds
-from lowrank_jax.rpca._common import (RPCAResult, change_stats, check_common, check_stop, diagnostics,
+from lowrank_jax.result import finish
+from lowrank_jax.rpca._common import (RPCAResult, change_stats, check_common, check_stop, diagnostics, diverged,
                                       frob, make_result, residual_stats, residual_step, spectral_init)
 from lowrank_jax.precision import full_precision
 
@@ -66,7 +67,7 @@ def _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, *, rank
     # A traced α_iter outside [0, 1] (a sweep point; concrete ones raise) makes the run NaN, as
     # T_α does for α_init. With α_iter > 1 the iterations' T_α kept every entry, so S = Y − X and X
     # never moved: a frozen, finite, wrong run (a vmap over α up to 0.6 with the default 2α).
-    L0 = jnp.where((alpha_iter >= 0) & (alpha_iter <= 1), L0, jnp.nan)
+    invalid = ~((alpha_iter >= 0) & (alpha_iter <= 1))
     n1, n2 = Y.shape
 
     track = stop == "change"
@@ -83,14 +84,16 @@ def _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, *, rank
     # Initial cut-offs: the first step starts its selection cold (the guesses are only hints).
     cuts0 = (jnp.zeros((n1,), Y.dtype), jnp.zeros((n2,), Y.dtype))
     state = (L0, R0, L0, R0, cuts0)
+    blown_up = lambda s, d: diverged(s[0], s[1], y_norm)  # noqa: E731
     if use_tol:
-        out = loop.run_until(step, state, max_iter=budget, stop=lambda s, d: d[stop] < tol,
-                             differentiable=differentiable, invalid=jnp.isnan(tol))
+        out = loop.run_until(step, state, max_iter=budget, stop=lambda s, d: d[stop] < tol, diverged=blown_up,
+                             differentiable=differentiable, invalid=jnp.isnan(tol) | invalid)
     else:
-        out = loop.run_fixed(step, state, budget)
+        out = loop.run_fixed(step, state, budget, diverged=blown_up, invalid=invalid)
     L, R, L_prev, R_prev, (row_cut, col_cut) = out.state
     D = Y - L_prev @ R_prev.T
     S = jnp.where(out.n_iter > 0, apply_top_fraction(D, jnp.abs(D), row_cut, col_cut), S0)
+    S = jnp.where(invalid, jnp.nan, S)
     return make_result(L, R, S, out)
 
 
@@ -116,7 +119,7 @@ def _warn_if_ties_flooded_the_support(S, alpha_init, alpha_iter) -> None:
 @full_precision
 def scaledgd(Y, rank, alpha, *, eta=0.5, max_iter=None, alpha_iter=None, alpha_init=None, tol=None,
              X_star=None, support=None, key=None, svd="randomized", oversample=10,
-             n_iter=4, stop="residual", differentiable=False) -> RPCAResult:
+             n_iter=4, stop="residual", differentiable=False, throw=True) -> RPCAResult:
     """ScaledGD for RPCA (Tong, Ma, Chi, JMLR 2021): S by the top-fraction sparsifier T_α, (L, R)
     by scaled gradient steps. From S_0 = T_{α_init}(Y) and the balanced factors L_0, R_0 of
     SVD_r(Y − S_0), iteration k is
@@ -144,9 +147,14 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, max_iter=None, alpha_iter=None, alpha_i
         carry custom reverse-mode rules (see the Robust PCA guide).
       X_star, support, key, svd, oversample, n_iter: as in :func:`lowrank_jax.rpca.lrpca`.
 
-    Called directly, a run whose iterate becomes non-finite raises ``FloatingPointError``; inside
-    ``jit``/``vmap``/:func:`lowrank_jax.sweep.run` it returns the NaN/inf instead (a sweep keeps its
-    other points).
+      throw: with a run that diverges (non-finite factors, or ‖L‖_F‖R‖_F beyond 10⁴ ‖Y‖_F), raise
+        ``RuntimeError`` (True, default; also inside ``jit``/``vmap``) or only report
+        ``status == Status.DIVERGED`` (False: a sweep keeps its other points).
+
+    Returns:
+      :class:`RPCAResult`: ``status``, ``n_iter``, L, R, X = L Rᵀ, S = T_α̃(Y − X_{k−1}), the final
+      ``residual`` (and ``error``, ``false_positives``, ``change`` when asked for) and their
+      ``history``.
 
     T_α is exact (ties at the cut-off are kept). On CPU it uses counting selection warm-started from
     the previous iteration's cut-offs, not a sort (XLA's CPU sort and large-k ``top_k`` are slow); on
@@ -160,7 +168,7 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, max_iter=None, alpha_iter=None, alpha_i
 
         p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)   # Y = X⋆ + S⋆
         out = rpca.scaledgd(p.Y, 5, alpha=0.1, tol=1e-5, X_star=p.X)
-        print(out.n_iter, out.error[out.n_iter - 1])   # 66 iterations, ‖X − X⋆‖_F/‖X⋆‖_F ≈ 2e-5
+        print(out.status, out.n_iter, out.error)   # CONVERGED after 66 iterations, ‖X − X⋆‖_F/‖X⋆‖_F ≈ 2e-5
         ```
     """
     Y, rank, X_star, support, key, oversample, n_iter = check_common(Y, rank, X_star, support, key, svd,
@@ -183,6 +191,7 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, max_iter=None, alpha_iter=None, alpha_i
     tol = _checks.as_tolerance(tol, Y.dtype)
     stop = check_stop(stop)
     differentiable = _checks.check_flag(differentiable, "differentiable")
+    throw = _checks.check_flag(throw, "throw")
     if max_iter is None:
         if not use_tol:
             raise ValueError("scaledgd needs max_iter (or tol, then max_iter defaults to 1000)")
@@ -191,8 +200,8 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, max_iter=None, alpha_iter=None, alpha_i
     out = _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, rank=rank, budget=max_iter,
                     use_tol=use_tol, svd=svd, oversample=oversample, n_iter=n_iter, stop=stop,
                     differentiable=differentiable)
-    _checks.raise_if_diverged(out.X, lambda: f"ScaledGD diverged (non-finite iterate): the step eta = {float(eta):.3g} "
-                              "is too large for these data (theory: eta <= 2/3), or alpha_iter is too small to "
-                              "remove the outliers")
+    out = finish(out, throw, diverged="ScaledGD diverged (non-finite or exploding factors): the step eta is too large "
+                 "for these data (theory: eta <= 2/3), or alpha_iter is too small to remove the outliers",
+                 invalid="ScaledGD: alpha_iter must lie in [0, 1], and tol must be >= 0 (the result is NaN)")
     _warn_if_ties_flooded_the_support(out.S, alpha_init, alpha_iter)
     return out

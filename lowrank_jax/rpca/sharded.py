@@ -34,7 +34,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from lowrank_jax import _checks, linalg, loop
 from lowrank_jax.prox import soft_threshold
-from lowrank_jax.rpca._common import RPCAResult, check_common
+from lowrank_jax.result import finish
+from lowrank_jax.rpca._common import RPCAResult, check_common, diverged, frob
 from lowrank_jax.rpca.learned import _layer_params, check_schedule, lrpca_step, soft_threshold_complement
 from lowrank_jax.precision import full_precision
 
@@ -49,7 +50,7 @@ def row_mesh(devices=None) -> Mesh:
 
 @full_precision
 def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, phi=None, tol=None, max_iter=None,
-                  key=None, oversample: int = 10, n_iter: int = 4) -> RPCAResult:
+                  key=None, oversample: int = 10, n_iter: int = 4, throw=True) -> RPCAResult:
     """:func:`lowrank_jax.rpca.lrpca` with Y and L split by rows over ``mesh``'s axis ``"rows"``.
 
     Args as :func:`~lowrank_jax.rpca.lrpca`: K layers, or with the FRMNN factors ``beta``, ``phi``
@@ -59,7 +60,7 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
     :func:`row_mesh` over every device). n1 need not divide by the device count: Y is padded with
     zero rows, which stay exactly zero in L and S (their residual is 0), and trimmed after. Not
     taken here: ``lrpca``'s diagnostics (``X_star``, ``support``), its ``svd`` choice (the first
-    SVD is randomized), ``stop="change"`` and ``differentiable``.
+    SVD is randomized), ``stop="change"`` and ``differentiable``. ``throw``: as in ``lrpca``.
 
     Returns an :class:`~lowrank_jax.rpca.RPCAResult` whose L, X and S stay split by rows
     (``NamedSharding``) and whose R is replicated; ``residual`` holds ‖E_k‖_F/‖Y‖_F per layer.
@@ -85,14 +86,16 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
     Y = jax.device_put(Y, NamedSharding(mesh, P(AXIS, None)))
     use_tol = tol is not None
     tol = jnp.zeros((), Y.dtype) if tol is None else tol.astype(Y.dtype)
-    L, R, S, residual, count = _run(Y, zeta, eta, beta, phi, tol, key, mesh=mesh, rank=rank, rows=n1 + pad,
+    throw = _checks.check_flag(throw, "throw")
+    L, R, S, history, last, count, status = _run(Y, zeta, eta, beta, phi, tol, key, mesh=mesh, rank=rank, rows=n1 + pad,
                                     budget=budget, frmnn=frmnn, use_tol=use_tol, oversample=oversample, n_iter=n_iter)
     if pad:
         L, S = L[:n1], S[:n1]
-    out = RPCAResult(L=L, R=R, X=L @ R.T, S=S, n_iter=count, residual=residual, error=None, false_positives=None)
-    _checks.raise_if_diverged(out.X, "LRPCA (sharded) diverged (non-finite iterate): the step sizes eta are too "
-                                     "large (or FRMNN's beta, phi grow the thresholds too fast)")
-    return out
+    out = RPCAResult(n_iter=count, status=status, history={"residual": history}, L=L, R=R, X=L @ R.T, S=S,
+                     residual=last)
+    return finish(out, throw, diverged="LRPCA (sharded) diverged (non-finite or exploding factors): the step sizes "
+                  "eta are too large (or FRMNN's beta, phi grow the thresholds too fast)",
+                  invalid="LRPCA (sharded): zeta[0] must be > 0 and tol >= 0 (the result is NaN)")
 
 
 @functools.partial(jax.jit, static_argnames=("mesh", "rank", "rows", "budget", "frmnn", "use_tol", "oversample",
@@ -115,19 +118,26 @@ def _run(Y, zeta, eta, beta, phi, tol, key, *, mesh, rank, rows, budget, frmnn, 
 
         # (L, R, the previous L, R, ζ of the last layer): with no layer S = S_ζ₀(Y − X₋₁), X₋₁ = 0.
         state = (L0, R0, jnp.zeros_like(L0), jnp.zeros_like(R0), zeta[0])
+        invalid = ~(zeta[0] > 0)
+
+        def blown_up(s, _):
+            l_sq = jax.lax.psum(jnp.sum(jnp.square(s[0])), AXIS)
+            return diverged(jnp.sqrt(l_sq), frob(s[1]), y_norm)
+
         if use_tol:
-            out = loop.run_until(step, state, max_iter=budget, stop=lambda s, res: res < tol, invalid=jnp.isnan(tol))
+            out = loop.run_until(step, state, max_iter=budget, stop=lambda s, res: res < tol, diverged=blown_up,
+                                 invalid=jnp.isnan(tol) | invalid)
         else:
-            out = loop.run_fixed(step, state, budget)
+            out = loop.run_fixed(step, state, budget, diverged=blown_up, invalid=invalid)
         L, R, L_prev, R_prev, z_last = out.state
-        S_i = soft_threshold(Y_i - L_prev @ R_prev.T, z_last)
-        return L, R, S_i, out.history, out.n_iter
+        S_i = jnp.where(invalid, jnp.nan, soft_threshold(Y_i - L_prev @ R_prev.T, z_last))
+        return L, R, S_i, out.history, out.final, out.n_iter, out.status
 
     # check_vma=False: the panel loop builds its accumulators from unsharded zeros, which the
     # varying-axes check rejects; R, the residual and the Grams are replicated by construction (psum).
     rep = P()
     return jax.shard_map(local, mesh=mesh, in_specs=(P(AXIS, None), rep, rep, rep, rep, rep, rep),
-                         out_specs=(P(AXIS, None), rep, P(AXIS, None), rep, rep),
+                         out_specs=(P(AXIS, None), rep, P(AXIS, None), rep, rep, rep, rep),
                          check_vma=False)(Y, zeta, eta, beta, phi, tol, key)
 
 

@@ -1,0 +1,151 @@
+"""The result contract every iterative solver follows: a status, a count, final diagnostics, a history.
+
+Every solver (``rpca.lrpca``, ``rpca.scaledgd``, ``rpca.altproj``, ``regression.newton_solve``,
+``sdl.fit``, ``covariance.decompose``, ``pathnorm.train``, …) returns a subclass of :class:`Result`:
+
+- ``status``: int32 array, a :class:`Status` code (why the run stopped);
+- ``n_iter``: int32 array, the iterations run;
+- the final value of each diagnostic as a field of its own (``out.residual``, ``out.error``, …);
+- ``history``: a dict of the same diagnostics per iteration, a leading axis of length ``max_iter``
+  (rows past ``n_iter`` are NaN for floats, -1 for integers, False for booleans);
+- then the family's solution fields (``L``, ``R``, ``X``, ``S``; ``x``; ``model``; …).
+
+Results are ``equinox.Module`` pytrees: they pass through ``jit`` and ``vmap`` (a vmapped run has a
+batch axis on every field, ``status`` included) and print as one readable line.
+
+Failure: every solver takes ``throw`` (default True). With ``throw=True`` a run that ends in
+:attr:`Status.DIVERGED` or :attr:`Status.INVALID` raises a ``RuntimeError`` naming the cause,
+called directly and inside ``jax.jit``/``jax.vmap``/:func:`lowrank_jax.sweep.run` alike (an
+``equinox.error_if`` in the compiled program). With ``throw=False`` nothing is raised: the status
+says what happened, and in a sweep the other points are unaffected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+class Status(enum.IntEnum):
+    """Why an iterative solver stopped. The codes are plain integers: compare ``out.status`` with
+    them (``out.status == Status.CONVERGED``) also on a vmapped batch of results.
+
+    - ``CONVERGED`` (0): the stopping rule met ``tol``.
+    - ``MAX_ITER`` (1): ``max_iter`` iterations ran; with no ``tol`` that is the requested run.
+    - ``DIVERGED`` (2): the iterate became non-finite or grew without bound; the run stopped there.
+    - ``INVALID`` (3): a traced hyperparameter broke its rule (a sweep point with a negative ``tol``,
+      say), which cannot raise at the boundary; the solution fields are NaN.
+    """
+
+    CONVERGED = 0
+    MAX_ITER = 1
+    DIVERGED = 2
+    INVALID = 3
+
+    @classmethod
+    def describe(cls, code) -> str:
+        """The name of a concrete status code (an int or a 0-d array), e.g. ``"CONVERGED"``."""
+        return cls(int(code)).name
+
+
+class Result(eqx.Module):
+    """The core every solver's result shares (see the module docstring).
+
+    Attributes:
+      n_iter: int32, iterations run.
+      status: int32, a :class:`Status` code.
+      history: dict of per-iteration diagnostics, leading axis ``max_iter`` (padded past ``n_iter``).
+    """
+
+    n_iter: jax.Array
+    status: jax.Array
+    history: dict
+
+    @property
+    def converged(self) -> jax.Array:
+        """``status == Status.CONVERGED`` (a boolean array, batched like ``status``)."""
+        return jnp.asarray(self.status) == Status.CONVERGED
+
+    def __repr__(self) -> str:
+        parts = []
+        names = [f.name for f in dataclasses.fields(self)]
+        order = ["status", "n_iter"] + [n for n in names if n not in ("status", "n_iter", "history")] + ["history"]
+        for name in order:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if name == "history":
+                inner = ", ".join(f"{k}={_short(v)}" for k, v in value.items())
+                parts.append(f"history={{{inner}}}")
+            elif name == "status":
+                parts.append(f"status={_status_text(value)}")
+            else:
+                parts.append(f"{name}={_short(value)}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    __str__ = __repr__
+
+
+def _status_text(value) -> str:
+    try:
+        arr = np.asarray(value)
+    except Exception:   # a tracer
+        return _short(value)
+    if arr.ndim == 0:
+        return Status.describe(arr)
+    codes, counts = np.unique(arr, return_counts=True)
+    return "{" + ", ".join(f"{Status.describe(c)}: {n}" for c, n in zip(codes, counts)) + "}"
+
+
+def _short(value) -> str:
+    """A 0-d concrete number as its value; any other array as dtype[shape]; modules as their type."""
+    if isinstance(value, (int, float, bool, str)):
+        return repr(value)
+    if isinstance(value, eqx.Module) and not isinstance(value, Result):
+        return f"{type(value).__name__}(...)"
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        shape = tuple(value.shape)
+        if shape == ():
+            try:
+                x = np.asarray(value).item()
+            except Exception:   # a tracer
+                return f"{jnp.dtype(value.dtype).name}[]"
+            return f"{x:.4g}" if isinstance(x, float) else repr(x)
+        return f"{_dtype_short(value.dtype)}[{','.join(map(str, shape))}]"
+    if isinstance(value, (tuple, list)):
+        return "(" + ", ".join(_short(v) for v in value) + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_short(v)}" for k, v in value.items()) + "}"
+    return type(value).__name__
+
+
+def _dtype_short(dtype) -> str:
+    d = jnp.dtype(dtype)
+    return {"f": "f", "i": "i", "u": "u", "b": "bool", "c": "c"}.get(d.kind, d.kind) + (
+        "" if d.kind == "b" else str(8 * d.itemsize))
+
+
+def finish(result: Result, throw: bool, *, diverged: str, invalid: str | None = None) -> Result:
+    """Apply the failure semantics to a solver's ``result``: with ``throw`` true, raise (eagerly or
+    inside ``jit``/``vmap``) when ``status`` is DIVERGED or INVALID, with the message ``diverged`` or
+    ``invalid`` (it should name the cause and what to change); with ``throw`` false, return it as is.
+    """
+    if not throw:
+        return result
+    if invalid is None:
+        invalid = ("a traced hyperparameter is outside its valid range (negative or NaN tol, a "
+                   "fraction outside [0, 1], ...); the result is NaN")
+    return _raise_on_failure(result, diverged, invalid)
+
+
+@eqx.filter_jit
+def _raise_on_failure(result, diverged, invalid):
+    status = jnp.asarray(result.status)
+    bad = status >= Status.DIVERGED
+    index = jnp.clip(status - Status.DIVERGED, 0, 1)
+    return eqx.branched_error_if(result, bad, index, [diverged, invalid])

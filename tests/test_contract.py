@@ -1,0 +1,92 @@
+"""The solver contract, checked for every iterative solver on the problem zoo (tests/zoo_*.py):
+
+- a solvable problem ends in ``Status.CONVERGED`` with finite final diagnostics;
+- a diverging one raises ``RuntimeError`` by default, eagerly and under ``jax.jit``, and with
+  ``throw=False`` reports ``Status.DIVERGED`` instead;
+- the same answer eager, jitted, and vmapped over a batch that mixes a good and a diverging point
+  (which leaves the good point alone);
+- a readable ``repr`` (no array dumped whole).
+"""
+
+import importlib
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lowrank_jax import Status
+from lowrank_jax.result import Result
+
+_HERE = pathlib.Path(__file__).parent
+CASES = [case for path in sorted(_HERE.glob("zoo_*.py")) for case in importlib.import_module(path.stem).CASES]
+
+
+def _as_arrays(h):
+    return {k: jnp.asarray(v) for k, v in h.items()}
+
+
+def _field(result, name):
+    value = result
+    for part in name.split("."):
+        value = getattr(value, part)
+    return np.asarray(value)
+
+
+@pytest.fixture(scope="module", params=CASES, ids=lambda c: c.name)
+def case(request):
+    return request.param
+
+
+def test_solvable_problem_converges_and_prints_briefly(case):
+    out = case.solve(_as_arrays(case.good), True)
+    assert isinstance(out, Result)
+    assert int(out.status) == Status.CONVERGED, out
+    assert 0 < int(out.n_iter)
+    text = repr(out)
+    assert "status=CONVERGED" in text and len(text) < 1000, text
+    for name in case.solution:
+        assert np.all(np.isfinite(_field(out, name))), name
+
+
+def test_diverging_run_raises_by_default_and_reports_without_throw(case):
+    bad = _as_arrays(case.bad)
+    if case.refused_eagerly:
+        for throw in (True, False):
+            with pytest.raises(ValueError):
+                case.solve(bad, throw)
+        out = jax.jit(lambda h: case.solve(h, False))(bad)
+    else:
+        with pytest.raises(RuntimeError, match="(?i)diverge|non-finite"):
+            case.solve(bad, True)
+        out = case.solve(bad, False)
+    assert int(out.status) == Status.DIVERGED, out
+
+
+def test_diverging_run_raises_inside_jit(case):
+    run = jax.jit(lambda h: case.solve(h, True).status)
+    with pytest.raises(RuntimeError, match="(?i)diverge|non-finite"):
+        jax.block_until_ready(run(_as_arrays(case.bad)))
+
+
+def test_same_answer_eager_jitted_and_vmapped(case):
+    good = _as_arrays(case.good)
+    eager = case.solve(good, False)
+    jitted = jax.jit(lambda h: case.solve(h, False))(good)
+    batch = jax.tree.map(lambda a, b: jnp.stack([a, jnp.asarray(b, a.dtype)]), good, _as_arrays(case.bad))
+    mapped = jax.vmap(lambda h: case.solve(h, False))(batch)
+    assert int(jitted.status) == int(eager.status) == Status.CONVERGED
+    assert int(jitted.n_iter) == int(eager.n_iter)
+    assert np.asarray(mapped.status).tolist() == [Status.CONVERGED, Status.DIVERGED]
+    assert int(mapped.n_iter[0]) == int(eager.n_iter)
+    for name in case.solution:
+        want = _field(eager, name)
+        np.testing.assert_allclose(_field(jitted, name), want, rtol=case.rtol, atol=case.rtol * np.abs(want).max())
+        np.testing.assert_allclose(_field(mapped, name)[0], want, rtol=case.rtol, atol=case.rtol * np.abs(want).max())
+
+
+def test_every_solver_of_the_contract_is_in_the_zoo():
+    names = {c.name for c in CASES}
+    expected = {"rpca.lrpca", "rpca.lrpca_sharded", "rpca.scaledgd", "rpca.altproj"}
+    assert expected <= names, expected - names

@@ -1,0 +1,31 @@
+"""The problem zoo's interface: each family's ``tests/zoo_<family>.py`` lists ``CASES``, one
+:class:`ZooCase` per iterative solver, which ``tests/test_contract.py`` runs through the result
+contract (status, failure semantics, the same answer eager, jitted and vmapped)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+
+class ZooCase(NamedTuple):
+    """One solver on one small problem.
+
+    name: "family.solver" (the test id).
+    solve: ``solve(hyper, throw) -> Result``, with ``hyper`` a dict of scalar arrays (the traced
+      hyperparameters: jitted and vmapped over) and ``throw`` passed to the solver as is.
+    good: hyperparameters with which the run ends in ``Status.CONVERGED``.
+    bad: hyperparameters with which it ends in ``Status.DIVERGED`` (a step size far too large, say).
+    solution: names of the result's fields compared between eager, jitted and vmapped runs.
+    rtol: tolerance of that comparison (compiled programs may round differently).
+    refused_eagerly: the ``bad`` input is refused at the boundary (``ValueError``) when concrete: a
+      solver with no step size diverges only on data out of its dtype's range, which a direct call
+      checks; traced (jit, vmap) the run reports DIVERGED.
+    """
+
+    name: str
+    solve: Callable[[dict, bool], Any]
+    good: dict
+    bad: dict
+    solution: tuple[str, ...]
+    rtol: float = 1e-4
+    refused_eagerly: bool = False
