@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
+from lowrank_jax import Status
+
 
 class ZooCase(NamedTuple):
     """One solver on one small problem.
@@ -13,10 +15,12 @@ class ZooCase(NamedTuple):
     name: "family.solver" (the test id).
     solve: ``solve(hyper, throw) -> Result``, with ``hyper`` a dict of scalar arrays (the traced
       hyperparameters: jitted and vmapped over) and ``throw`` passed to the solver as is.
-    good: hyperparameters with which the run ends in ``Status.CONVERGED``.
+    good: hyperparameters with which the run ends in ``done``.
     bad: hyperparameters with which it ends in ``Status.DIVERGED`` (a step size far too large, say).
     solution: names of the result's fields compared between eager, jitted and vmapped runs.
     rtol: tolerance of that comparison (compiled programs may round differently).
+    done: the status a good run ends in: ``Status.CONVERGED`` for a solver with a tolerance;
+      ``Status.MAX_ITER`` for one that runs a fixed count (epochs) and has no stopping rule.
     refused_eagerly: the ``bad`` input is refused at the boundary (``ValueError``) when concrete: a
       solver with no step size diverges only on data out of its dtype's range, which a direct call
       checks; traced (jit, vmap) the run reports DIVERGED.
@@ -29,3 +33,4 @@ class ZooCase(NamedTuple):
     solution: tuple[str, ...]
     rtol: float = 1e-4
     refused_eagerly: bool = False
+    done: Status = Status.CONVERGED
