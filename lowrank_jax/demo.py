@@ -59,8 +59,8 @@ def robust_pca(n: int = 1000, rank: int = 5, alpha: float = 0.1, outdir: pathlib
         out, secs, first = _timed(fn)
         k = int(out.n_iter)
         err = float(jnp.linalg.norm(out.X - p.X) / jnp.linalg.norm(p.X))
-        rows.append([name, k, f"{float(out.residual[k - 1]):.1e}", f"{err:.1e}", f"{secs:.3f}", f"{first:.1f}"])
-        curves[name] = np.asarray(out.error[:k])
+        rows.append([name, k, f"{float(out.residual):.1e}", f"{err:.1e}", f"{secs:.3f}", f"{first:.1f}"])
+        curves[name] = np.asarray(out.history["error"][:k])
     _print_table(f"Robust PCA: n = {n}, r = {rank}, α = {alpha}, stop at ‖Y−X−S‖_F/‖Y‖_F < {tol:g} "
                  f"({jax.devices()[0].platform}, float32)", rows,
                  ["method", "iterations", "residual", "‖X−X⋆‖_F/‖X⋆‖_F", "time (s)", "first call incl. compile (s)"])

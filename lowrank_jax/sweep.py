@@ -23,7 +23,7 @@ Pattern (ScaledGD over step size η and sparsity α, 3 seeds — 48 runs, one ca
 
     pts = sweep.grid(eta=jnp.linspace(0.3, 0.9, 4), alpha=jnp.array([0.05, 0.1, 0.15, 0.2]),
                      key=sweep.seeds(0, 3))
-    err = sweep.run(lambda eta, alpha, key, Y: rpca.scaledgd(Y, r, alpha, eta=eta, max_iter=50, key=key).residual[-1], pts,
+    err = sweep.run(lambda eta, alpha, key, Y: rpca.scaledgd(Y, r, alpha, eta=eta, max_iter=50, key=key).residual, pts,
                     shared={"Y": Y})
     err.reshape(4, 4, 3)      # axes in the order given to grid
 
@@ -327,7 +327,7 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
 
         p = datasets.rpca_problem(jax.random.key(0), 100, 100, rank=3, alpha=0.1)
         pts = sweep.grid(alpha=[0.1, 0.2], eta=jnp.linspace(0.3, 0.9, 4))    # 8 points
-        err = sweep.run(lambda alpha, eta, Y, X: rpca.scaledgd(Y, 3, alpha, eta=eta, max_iter=30, X_star=X).error[-1],
+        err = sweep.run(lambda alpha, eta, Y, X: rpca.scaledgd(Y, 3, alpha, eta=eta, max_iter=30, X_star=X).error,
                         pts, shared={"Y": p.Y, "X": p.X})                    # one jitted, vmapped call
         print(err.reshape(2, 4))                                             # error per (α, η)
         ```

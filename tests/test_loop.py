@@ -242,3 +242,61 @@ def test_progress_reports_reach_the_steps_taken_about_a_hundred_times(differenti
         g = jax.grad(lambda x0: loop.run_until(step, x0, max_iter=5, stop=lambda s, d: s < 0.0, differentiable=True,
                                                progress="test-loop").state)(1.0)
         assert float(g) == pytest.approx(0.9 ** 5)
+
+
+def doubling(k, x):
+    x = 2.0 * x
+    return x, {"value": x}
+
+
+@pytest.mark.parametrize("differentiable", [False, True])
+def test_status_and_final_diagnostics_of_run_until(differentiable):
+    from lowrank_jax import Status
+
+    def run(x, t):
+        return loop.run_until(doubling, x, max_iter=8, stop=lambda s, d: d["value"] > t,
+                              diverged=lambda s, d: ~jnp.isfinite(s) | (s > 1e3),
+                              differentiable=differentiable)
+
+    xs = jnp.array([1.0, 1.0, 300.0, jnp.inf], jnp.float32)
+    ts = jnp.array([10.0, 1e6, 1e6, 1e6], jnp.float32)
+    out = jax.jit(jax.vmap(run))(xs, ts)
+    # converges after 4 doublings (16 > 10); runs out (2^8 = 256 < 1e6); diverges past 1e3 after 2
+    # doublings (1200), before the tolerance could fire; non-finite at once
+    assert np.asarray(out.status).tolist() == [Status.CONVERGED, Status.MAX_ITER, Status.DIVERGED, Status.DIVERGED]
+    np.testing.assert_array_equal(out.n_iter, [4, 8, 2, 1])
+    np.testing.assert_array_equal(out.final["value"], [16.0, 256.0, 1200.0, np.inf])
+    for i in range(4):   # the final diagnostics are the last written history row
+        np.testing.assert_array_equal(out.final["value"][i], out.history["value"][i, int(out.n_iter[i]) - 1])
+
+
+def test_divergence_wins_over_convergence_and_a_nan_diagnostic_is_divergence():
+    from lowrank_jax import Status
+
+    # the stop fires at the same step as the divergence rule: DIVERGED, not CONVERGED
+    out = loop.run_until(doubling, jnp.float32(1.0), max_iter=10, stop=lambda s, d: s > 3.0,
+                         diverged=lambda s, d: s > 3.0)
+    assert int(out.status) == Status.DIVERGED and int(out.n_iter) == 2
+    # a NaN diagnostic with a finite iterate: the tolerance could never be met
+    step = lambda k, x: (x, {"residual": jnp.float32(jnp.nan)})  # noqa: E731
+    out = loop.run_until(step, jnp.float32(1.0), max_iter=10, stop=lambda s, d: d["residual"] < 1e-3,
+                         diverged=lambda s, d: jnp.asarray(False))
+    assert int(out.status) == Status.DIVERGED and int(out.n_iter) == 1
+    # without a divergence rule nothing is judged (inner loops of solvers)
+    out = loop.run_until(step, jnp.float32(1.0), max_iter=3, stop=lambda s, d: d["residual"] < 1e-3)
+    assert int(out.status) == Status.MAX_ITER and int(out.n_iter) == 3
+
+
+def test_run_fixed_status_final_and_invalid():
+    from lowrank_jax import Status
+
+    out = loop.run_fixed(doubling, jnp.float32(1.0), 5, diverged=lambda s, d: s > 10.0)
+    assert int(out.status) == Status.DIVERGED       # 16 and 32 passed the bound; the scan ran on
+    assert float(out.final["value"]) == 32.0 and int(out.n_iter) == 5
+    out = loop.run_fixed(doubling, jnp.float32(1.0), 5, diverged=lambda s, d: s > 100.0)
+    assert int(out.status) == Status.MAX_ITER
+    out = jax.vmap(lambda bad: loop.run_fixed(doubling, jnp.float32(1.0), 3, invalid=bad))(jnp.array([False, True]))
+    assert np.asarray(out.status).tolist() == [Status.MAX_ITER, Status.INVALID]
+    assert float(out.state[0]) == 8.0 and np.isnan(out.state[1])
+    empty = loop.run_until(doubling, jnp.float32(1.0), max_iter=0, stop=lambda s, d: s > 0)
+    assert int(empty.status) == Status.MAX_ITER and np.isnan(empty.final["value"])

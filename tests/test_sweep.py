@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lowrank_jax import sweep
+from lowrank_jax import Status, sweep
 
 
 def _loop(fn, points):
@@ -276,13 +276,13 @@ def test_sweep_covariance_lr_eps(x64):
     _assert_close(out, _loop(f, pts), 1e-10, 1e-14)
 
 
-# ---- a diverging point comes back NaN and leaves the others alone -------------------------------
+# ---- a diverging point: DIVERGED with throw=False, the others alone; an error with throw=True ------
 
 @pytest.mark.parametrize("family", ["covariance", "scaledgd", "newton-sketch", "pathnorm", "sdl"])
-def test_a_diverging_point_is_nan_in_the_sweep_and_raises_alone(family, rpca_problem):
-    """One hyperparameter value makes the run diverge. Called directly it raises FloatingPointError
-    (the solver's boundary check); in a sweep it is NaN at that point only, and the other points
-    equal their single runs. (An error compiled into the program would abort the whole sweep.)"""
+def test_a_diverging_point_reports_diverged_in_the_sweep_and_raises_with_throw(family, rpca_problem):
+    """One hyperparameter value makes the run diverge. With ``throw=True`` (the default) the run
+    raises, called directly and inside the sweep alike; with ``throw=False`` the sweep reports
+    ``Status.DIVERGED`` at that point only, and the other point equals its single run."""
     if family == "covariance":
         from lowrank_jax import covariance as cv
         rng = np.random.default_rng(2)
@@ -290,18 +290,18 @@ def test_a_diverging_point_is_nan_in_the_sweep_and_raises_alone(family, rpca_pro
         Sigma = (M @ M.T + np.eye(12)).astype(np.float32)
         pts = {"lr": jnp.array([1e-3, 1e4])}
 
-        def f(lr):
+        def f(lr, throw=True):
             return cv.decompose(Sigma, 2, hidden=(16, 8), optimizer="gd", lr=lr, max_iter=30, rel_tol=None,
-                                key=jax.random.key(0)).M
-        match = "lower lr"
+                                key=jax.random.key(0), throw=throw)
+        field, match = "M", "lower lr"
     elif family == "scaledgd":
         from lowrank_jax import rpca
         Y = jax.random.normal(jax.random.key(1), (30, 30))
         pts = {"eta": jnp.array([0.5, 50.0])}
 
-        def f(eta):
-            return rpca.scaledgd(Y, 2, 0.1, eta=eta, max_iter=30, key=jax.random.key(0)).X
-        match = "eta = 50"
+        def f(eta, throw=True):
+            return rpca.scaledgd(Y, 2, 0.1, eta=eta, max_iter=30, key=jax.random.key(0), throw=throw)
+        field, match = "X", "the step eta is too large"
     elif family == "sdl":
         from lowrank_jax import sdl
         rng = np.random.default_rng(1)
@@ -309,9 +309,9 @@ def test_a_diverging_point_is_nan_in_the_sweep_and_raises_alone(family, rpca_pro
         y = np.arange(12) % 2
         pts = {"step": jnp.array([0.2, 100.0])}
 
-        def f(step):
-            return sdl.fit(X / 6, y, 2, step=step, max_iter=20).theta
-        match = "the step 100 is too large"
+        def f(step, throw=True):
+            return sdl.fit(X / 6, y, 2, step=step, max_iter=20, throw=throw)
+        field, match = "theta", "step"
     elif family == "pathnorm":
         from lowrank_jax import pathnorm
         rng = np.random.default_rng(0)
@@ -319,10 +319,10 @@ def test_a_diverging_point_is_nan_in_the_sweep_and_raises_alone(family, rpca_pro
         y = (X[:, :4].sum(1) > X[:, 4:].sum(1)).astype(np.int32)
         pts = {"lr": jnp.array([0.1, 1e6])}
 
-        def f(lr):
+        def f(lr, throw=True):
             return pathnorm.train(jax.random.key(0), X, y, reg="path", method="sgd", lr=lr, lam=1e-3, epochs=1,
-                                  batch=10, hidden=4, outputs=2).model.out.weight
-        match = "lower lr"
+                                  batch=10, hidden=4, outputs=2, throw=throw)
+        field, match = "model.out.weight", "lower lr"
     else:
         from lowrank_jax import regression as rg
         A = jax.random.normal(jax.random.key(3), (200, 5)) / 4
@@ -332,18 +332,25 @@ def test_a_diverging_point_is_nan_in_the_sweep_and_raises_alone(family, rpca_pro
         assert float(rg.diagonal_curvature(jnp.zeros(5), A, b, 2.0, "exp").min()) > 0
         pts = {"w": jnp.array([2.0, 1.0])}
 
-        def f(w):
-            return rg.newton_solve(A, b, w, jnp.zeros(5), "exp", "sketch", max_iter=8).x
-        match = "Lemma 6.4"
+        def f(w, throw=True):
+            return rg.newton_solve(A, b, w, jnp.zeros(5), "exp", "sketch", max_iter=8, throw=throw)
+        field, match = "x", "Lemma 6.4"
+
+    def pick(result):
+        for part in field.split("."):
+            result = getattr(result, part)
+        return result
 
     good = {k: v[0] for k, v in pts.items()}
     bad = {k: v[1] for k, v in pts.items()}
-    with pytest.raises(FloatingPointError, match=match):
+    with pytest.raises(RuntimeError, match=match):
         f(**bad)
-    out = np.asarray(sweep.run(f, pts, devices=jax.devices()))
-    assert not np.isfinite(out[1]).all()
-    np.testing.assert_allclose(out[0], np.asarray(f(**good)), rtol=2e-4, atol=1e-5)
-    assert np.isfinite(out[0]).all()
+    with pytest.raises(RuntimeError, match=match):
+        jax.block_until_ready(sweep.run(lambda **h: pick(f(**h)), pts, devices=jax.devices()))
+    out = sweep.run(lambda **h: f(**h, throw=False), pts, devices=jax.devices())
+    assert np.asarray(out.status).tolist()[1] == Status.DIVERGED
+    assert int(out.status[0]) != Status.DIVERGED and np.isfinite(np.asarray(pick(out))[0]).all()
+    np.testing.assert_allclose(np.asarray(pick(out))[0], np.asarray(pick(f(**good))), rtol=2e-4, atol=1e-5)
 
 
 # ---- progress -------------------------------------------------------------------------------------
