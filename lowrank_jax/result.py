@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from typing import TypeVar
 
 import equinox as eqx
 import jax
@@ -130,7 +131,10 @@ def _dtype_short(dtype) -> str:
         "" if d.kind == "b" else str(8 * d.itemsize))
 
 
-def finish(result: Result, throw: bool, *, diverged: str, invalid: str | None = None) -> Result:
+R = TypeVar("R", bound=Result)
+
+
+def finish(result: R, throw: bool, *, diverged: str, invalid: str | None = None) -> R:
     """Apply the failure semantics to a solver's ``result``: with ``throw`` true, raise (eagerly or
     inside ``jit``/``vmap``) when ``status`` is DIVERGED or INVALID, with the message ``diverged`` or
     ``invalid`` (it should name the cause and what to change); with ``throw`` false, return it as is.

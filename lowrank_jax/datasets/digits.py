@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from lowrank_jax import _checks
-from lowrank_jax.datasets.video import data_dir
+from lowrank_jax.datasets._paths import data_dir
 
 FASHION_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                    "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")

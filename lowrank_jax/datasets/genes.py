@@ -45,7 +45,7 @@ from typing import NamedTuple
 import numpy as np
 
 from lowrank_jax import _checks
-from lowrank_jax.datasets.video import data_dir
+from lowrank_jax.datasets._paths import data_dir
 
 _MAKE_DATA = "run `make data`"
 

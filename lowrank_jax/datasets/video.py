@@ -9,13 +9,13 @@ extracts that one file into ``data/`` and installs the decoder (``opencv-python-
 from __future__ import annotations
 
 import hashlib
-import os
 import pathlib
 from typing import NamedTuple
 
 import numpy as np
 
 from lowrank_jax import _checks
+from lowrank_jax.datasets._paths import data_dir
 
 VTEST_SHA256 = "45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf"
 
@@ -34,12 +34,6 @@ class Video(NamedTuple):
         """(frames, height, width) view of ``X`` (default ``M``), e.g. a background X or outliers S."""
         X = self.M if X is None else np.asarray(X)
         return X.T.reshape((X.shape[1],) + self.frame_shape)
-
-
-def data_dir() -> pathlib.Path:
-    """``$LOWRANK_JAX_DATA`` if set, else ``data/`` at the repository root (where ``make data`` writes)."""
-    env = os.environ.get("LOWRANK_JAX_DATA")
-    return pathlib.Path(env) if env else pathlib.Path(__file__).resolve().parents[2] / "data"
 
 
 def vtest_path() -> pathlib.Path:
