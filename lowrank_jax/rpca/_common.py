@@ -6,8 +6,8 @@ import jax
 import jax.numpy as jnp
 
 from lowrank_jax import _checks, linalg
-from lowrank_jax.linalg import residual_map_products
-from lowrank_jax.result import Result
+from lowrank_jax.rpca.panels import residual_map_products
+from lowrank_jax.result import Result, Status
 from lowrank_jax.transforms import scaled_gradient_step
 
 
@@ -106,7 +106,7 @@ def residual_step(Y, L, R, eta, fn, row_args=(), axis_name=None):
 
         L⁺ = L − η E R (RᵀR)⁻¹,   R⁺ = R − η Eᵀ L (LᵀL)⁻¹      (LRPCA eq. 9, both from the old L, R)
 
-    The products E R and Eᵀ L come from :func:`lowrank_jax.linalg.residual_map_products` (row
+    The products E R and Eᵀ L come from :func:`lowrank_jax.rpca.panels.residual_map_products` (row
     panels, E never formed whole); the preconditioning and step from
     :func:`lowrank_jax.transforms.scaled_gradient_step`. Returns (L⁺, R⁺, stats summed over rows).
 
@@ -181,8 +181,24 @@ def diagnostics(stats, y_norm, L_new, R_new, X_star, prev=None):
 
 
 def make_result(L, R, S, loop_result):
-    """The :class:`RPCAResult` of a loop whose diagnostics are those of :func:`diagnostics`."""
-    hist, last = loop_result.history, loop_result.final
+    """The :class:`RPCAResult` of a loop whose diagnostics are those of :func:`diagnostics`.
+
+    A run with status INVALID has its diagnostics blanked as the history's padding is (NaN, −1 for
+    counts), final values and history alike: the steps ran on a hyperparameter outside its range
+    (ζ₀ = 0 gives a residual of 0, α_iter > 1 a frozen error curve), and a sweep that ranks its
+    points by a diagnostic must not find such a point best."""
+    hist, last = _blank_if_invalid((loop_result.history, loop_result.final), loop_result.status)
     return RPCAResult(n_iter=loop_result.n_iter, status=loop_result.status, history=hist, L=L, R=R, X=L @ R.T,
                       S=S, residual=last["residual"], error=last.get("error"),
                       false_positives=last.get("false_positives"), change=last.get("change"))
+
+
+def _blank_if_invalid(tree, status):
+    """The leaves of ``tree`` as NaN (floats) or −1 (integers) where ``status`` is INVALID."""
+    bad = status == Status.INVALID
+
+    def blank(x):
+        fill = jnp.nan if jnp.issubdtype(x.dtype, jnp.inexact) else -1
+        return jnp.where(bad, jnp.asarray(fill, x.dtype), x)
+
+    return jax.tree.map(blank, tree)
