@@ -135,15 +135,28 @@ R = TypeVar("R", bound=Result)
 
 
 def finish(result: R, throw: bool, *, diverged: str, invalid: str | None = None) -> R:
-    """Apply the failure semantics to a solver's ``result``: with ``throw`` true, raise (eagerly or
-    inside ``jit``/``vmap``) when ``status`` is DIVERGED or INVALID, with the message ``diverged`` or
+    """Apply the failure semantics to a solver's ``result``: with ``throw`` true, raise a
+    ``RuntimeError`` when ``status`` is DIVERGED or INVALID, with the message ``diverged`` or
     ``invalid`` (it should name the cause and what to change); with ``throw`` false, return it as is.
+
+    A concrete status (the solver called directly) is judged here, on the host. A traced one (the
+    caller's ``jit``, ``vmap``, ``grad`` or a sweep) is judged in the compiled program by
+    ``equinox.error_if`` on the whole result, so that the check runs whenever any field is used;
+    under ``vmap`` one failing point raises for the batch (pass ``throw=False`` to keep the others).
     """
     if not throw:
         return result
     if invalid is None:
         invalid = ("a traced hyperparameter is outside its valid range (negative or NaN tol, a "
                    "fraction outside [0, 1], ...); the result is NaN")
+    status = result.status
+    if not isinstance(status, jax.core.Tracer):
+        code = np.asarray(status)
+        if np.any(code == Status.DIVERGED):
+            raise RuntimeError(diverged)
+        if np.any(code == Status.INVALID):
+            raise RuntimeError(invalid)
+        return result
     return _raise_on_failure(result, diverged, invalid)
 
 
