@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lowrank_jax import datasets, pathnorm
+from lowrank_jax import Status, datasets, pathnorm
 
 OUT = pathlib.Path(__file__).resolve().parents[1] / "results" / "pathnorm"
 LAMBDAS = {"path": [0.0, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3],
@@ -88,7 +88,11 @@ def main(argv=None):
                 jax.block_until_ready(res)
                 t_train = time.perf_counter() - t0
                 clean, robust = evaluate(res.model, Xt, yt, Xt[: args.attack], yt[: args.attack], jax.random.key(1))
-                nnz = np.asarray(res.nonzero[:, :, -1, -1])
+                nnz, curve = np.asarray(res.nonzero), {k: np.asarray(v) for k, v in res.history.items()}
+                failed = np.asarray(res.status) != Status.MAX_ITER
+                if failed.any():
+                    print(f"{name} {reg} {method}: {int(failed.sum())} of {failed.size} networks diverged "
+                          "(status DIVERGED; their errors are NaN or meaningless): lower --lr", flush=True)
                 print(f"{name} {reg:5s} {method:4s}: {t_train:6.0f} s training; per λ (mean over seeds) "
                       + ", ".join(f"λ={float(l):g}: err {clean[:, i].mean():.3f} rob@0.1 {robust[:, i, 1].mean():.3f} "
                                   f"nnz {nnz[:, i].mean():.2f}" for i, l in enumerate(lams)), flush=True)
@@ -96,9 +100,9 @@ def main(argv=None):
                     for i, lam in enumerate(np.asarray(lams)):
                         summary.append([name, reg, method, float(lam), s, float(clean[s, i]),
                                         *map(float, robust[s, i]), float(nnz[s, i]),
-                                        float(np.asarray(res.loss[s, i, -1]).mean()), round(t_train, 1)])
-                        loss, nz = np.asarray(res.loss[s, i]).ravel(), np.asarray(res.nonzero[s, i]).ravel()
-                        per = res.loss.shape[-1]
+                                        float(curve["loss"][s, i, -1].mean()), round(t_train, 1)])
+                        loss, nz = curve["loss"][s, i].ravel(), curve["nonzero"][s, i].ravel()
+                        per = curve["loss"].shape[-1]
                         for k in range(len(loss)):
                             curves.append([name, reg, method, float(lam), s, (k + 1) / per, float(loss[k]), float(nz[k])])
                 jax.clear_caches()

@@ -100,10 +100,10 @@ def path_norm(epochs: int = 10, outdir: pathlib.Path | None = None):
             m = jax.tree.map(lambda a: a[0, i], res.model)
             rows.append([method, f"{lam:g}", f"{1 - float(pathnorm.error_rate(m, Xt, yt)):.3f}",
                          f"{1 - float(pathnorm.robust_error(m, Xt, yt, 0.1, key=jax.random.key(1))):.3f}",
-                         f"{float(res.nonzero[0, i, -1, -1]):.3f}", f"{float(pathnorm.lipschitz_bounds(m)['path']):.0f}",
+                         f"{float(res.nonzero[0, i]):.3f}", f"{float(pathnorm.lipschitz_bounds(m)['path']):.0f}",
                          f"{secs:.1f}" if i == 0 else ""])
             if lam == lams[2]:
-                curves[f"{method}, λ = {lam:g}"] = np.asarray(res.nonzero[0, i]).ravel()
+                curves[f"{method}, λ = {lam:g}"] = np.asarray(res.history["nonzero"][0, i]).ravel()
     _print_table(f"1-path-norm: {X.shape[1]}-200-10 ELU network on {what}; {epochs} epochs, batch 100, lr 0.1; "
                  "4 λ values trained in one vmapped call per method", rows,
                  ["method", "λ", "test accuracy", "accuracy under PGD ε=0.1", "non-zero weights",

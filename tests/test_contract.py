@@ -89,5 +89,5 @@ def test_same_answer_eager_jitted_and_vmapped(case):
 
 def test_every_solver_of_the_contract_is_in_the_zoo():
     names = {c.name for c in CASES}
-    expected = {"rpca.lrpca", "rpca.lrpca_sharded", "rpca.scaledgd", "rpca.altproj"}
+    expected = {"rpca.lrpca", "rpca.lrpca_sharded", "rpca.scaledgd", "rpca.altproj", "pathnorm.train"}
     assert expected <= names, expected - names

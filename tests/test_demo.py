@@ -181,7 +181,9 @@ def test_a_partial_pathnorm_rerun_replaces_only_the_groups_it_ran(monkeypatch, t
     monkeypatch.setattr(script, "load", lambda name: (split, split))
     lams = len(script.LAMBDAS["l1"])
     monkeypatch.setattr(script.pathnorm, "sweep", lambda *a, seeds, epochs, **kw: types.SimpleNamespace(
-        model=None, loss=np.full((seeds, lams, epochs, 1), 7.0), nonzero=np.full((seeds, lams, epochs, 1), 0.5)))
+        model=None, status=np.ones((seeds, lams), np.int32), loss=np.full((seeds, lams), 7.0),
+        nonzero=np.full((seeds, lams), 0.5), history={"loss": np.full((seeds, lams, epochs, 1), 7.0),
+                                                       "nonzero": np.full((seeds, lams, epochs, 1), 0.5)}))
     monkeypatch.setattr(script, "evaluate", lambda *a: (np.full((1, lams), 0.25), np.full((1, lams, 4), 0.75)))
     plotted = []
     monkeypatch.setattr(script, "plot", lambda summary, curves: plotted.append((summary, curves)))

@@ -8,7 +8,8 @@ import numpy as np
 import optax
 import pytest
 
-from lowrank_jax import pathnorm, prox, transforms
+from lowrank_jax import Status, pathnorm, prox, transforms
+from lowrank_jax.result import Result
 
 
 @pytest.fixture(scope="module")
@@ -197,11 +198,12 @@ def test_prox_sgd_gives_exact_zeros_sgd_does_not(digits):
     kw = dict(reg="path", lr=0.5, lam=3e-3, epochs=15, hidden=32)
     prox_run = pathnorm.train(jax.random.key(3), X, y, method="prox", **kw)
     sgd_run = pathnorm.train(jax.random.key(3), X, y, method="sgd", **kw)
-    assert float(prox_run.nonzero[-1, -1]) < 0.7
-    assert float(sgd_run.nonzero[-1, -1]) == 1.0
+    assert float(prox_run.nonzero) < 0.7
+    assert float(sgd_run.nonzero) == 1.0
     # The regularised loss decreases, to no more than SGD's, and the sparse network still classifies.
-    assert float(prox_run.loss[-1].mean()) < 0.5 * float(prox_run.loss[0].mean())
-    assert float(prox_run.loss[-1].mean()) <= 1.01 * float(sgd_run.loss[-1].mean())
+    prox_loss, sgd_loss = prox_run.history["loss"], sgd_run.history["loss"]
+    assert float(prox_loss[-1].mean()) < 0.5 * float(prox_loss[0].mean())
+    assert float(prox_loss[-1].mean()) <= 1.01 * float(sgd_loss[-1].mean())
     assert float(pathnorm.error_rate(prox_run.model, X, y)) < 0.1
 
 
@@ -226,7 +228,7 @@ def test_layerwise_prox_sgd_projects_on_radius_one_over_lambda():
     authors' code: rows above it land exactly on it, rows inside stay."""
     model = pathnorm.ShallowNet(6, 4, 3, key=jax.random.key(0))
     W_in = jnp.asarray(np.random.default_rng(0).standard_normal((4, 6))) * jnp.array([[30.0], [30.0], [0.1], [0.1]])
-    model = pathnorm._with_weights(model, W_in.astype(jnp.float32), model.out.weight)
+    model = pathnorm.network._with_weights(model, W_in.astype(jnp.float32), model.out.weight)
     opt = pathnorm.optimizer("layer", "prox", 0.2, 0.1)
     zero = jax.tree.map(jnp.zeros_like, model)
     updates, _ = opt.update(zero, opt.init(model), model)
@@ -263,13 +265,15 @@ def test_sweep_equals_separate_runs(digits):
     lams = jnp.array([0.0, 0.01, 0.05])
     kw = dict(reg="path", method="prox", epochs=1, hidden=16, logs_per_epoch=2)
     out = pathnorm.sweep(jax.random.key(5), X[:800], y[:800], lrs=lrs, lams=lams, seeds=2, **kw)
-    assert out.loss.shape == (2, 3, 1, 2)
+    assert out.history["loss"].shape == out.history["nonzero"].shape == (2, 3, 1, 2)
+    assert out.loss.shape == out.nonzero.shape == out.status.shape == out.n_iter.shape == (2, 3)
     keys = jax.random.split(jax.random.key(5), 2)
     for s in range(2):
         for c in range(3):
             one = pathnorm.train(keys[s], X[:800], y[:800], lr=lrs[c], lam=lams[c], **kw)
             np.testing.assert_allclose(out.model.hidden.weight[s, c], one.model.hidden.weight, atol=2e-5)
-            np.testing.assert_allclose(out.nonzero[s, c], one.nonzero, atol=1e-6)
+            np.testing.assert_allclose(out.history["nonzero"][s, c], one.history["nonzero"], atol=1e-6)
+            assert int(out.status[s, c]) == int(one.status) == Status.MAX_ITER
 
 
 def test_bad_choices_are_refused(digits):
@@ -330,7 +334,8 @@ def test_evaluation_input_is_named_and_an_integer_key_is_a_seed(digits):
     np.testing.assert_array_equal(pathnorm.pgd_attack(model, X, y, 0.1, key=3, steps=2),
                                   pathnorm.pgd_attack(model, X, y, 0.1, key=key, steps=2))
     kw = dict(reg="l1", method="prox", lr=0.1, lam=1e-3, epochs=1, batch=50, hidden=4, logs_per_epoch=2)
-    np.testing.assert_array_equal(pathnorm.train(3, X, y, **kw).loss, pathnorm.train(key, X, y, **kw).loss)
+    np.testing.assert_array_equal(pathnorm.train(3, X, y, **kw).history["loss"],
+                                  pathnorm.train(key, X, y, **kw).history["loss"])
     for call, match in [
         (lambda: pathnorm.error_rate(model, X, y[:, None]), "1-D"),
         (lambda: pathnorm.error_rate(model, X, y[:10]), "y has 10 labels"),
@@ -409,11 +414,11 @@ def test_counts_given_as_0d_arrays_train_like_ints(digits):
         got = pathnorm.train(jax.random.key(0), X, y, epochs=as_count(1), batch=as_count(20),
                              logs_per_epoch=as_count(2), outputs=as_count(10), **kw)
         np.testing.assert_array_equal(got.model.hidden.weight, want.model.hidden.weight)
-        assert got.loss.shape == want.loss.shape == (1, 2)
+        assert got.history["loss"].shape == want.history["loss"].shape == (1, 2)
     swept = pathnorm.sweep(jax.random.key(0), X, y, reg="path", method="prox", lrs=jnp.array([0.1]),
                            lams=jnp.array([1e-3]), epochs=1, batch=np.array(20), logs_per_epoch=np.int64(2),
                            hidden=8, seeds=np.array(1))
-    assert swept.loss.shape == (1, 1, 1, 2)
+    assert swept.history["loss"].shape == (1, 1, 1, 2)
 
 
 @pytest.mark.parametrize("reg", ["l1", "path"])
@@ -427,8 +432,8 @@ def test_logged_loss_carries_lambda_times_the_penalty(reg, method):
     y = jnp.asarray(rng.integers(0, 3, 60))
     model = pathnorm.ShallowNet(6, 5, 3, key=jax.random.key(1))
     kw = dict(reg=reg, method=method, lr=1e-9, epochs=2, batch=10, logs_per_epoch=2, model=model)
-    low = pathnorm.train(jax.random.key(0), X, y, lam=0.0, **kw).loss
-    high = pathnorm.train(jax.random.key(0), X, y, lam=2.0, **kw).loss
+    low = pathnorm.train(jax.random.key(0), X, y, lam=0.0, **kw).history["loss"]
+    high = pathnorm.train(jax.random.key(0), X, y, lam=2.0, **kw).history["loss"]
     np.testing.assert_allclose(high - low, 2.0 * float(pathnorm.penalty(model, reg)), rtol=1e-4)
 
 
@@ -473,7 +478,7 @@ def test_prox_step_acts_on_both_weight_matrices_and_not_on_biases():
     model = pathnorm.ShallowNet(7, 5, 3, key=jax.random.key(9))
     W_in = np.asarray(model.hidden.weight) * np.array([[4.0], [0.3], [4.0], [0.3], [4.0]], np.float32)
     W_out = np.asarray(model.out.weight) * np.array([[4.0], [0.3], [4.0]], np.float32)   # rows out of and in the ball
-    model = pathnorm._with_weights(model, jnp.asarray(W_in), jnp.asarray(W_out))
+    model = pathnorm.network._with_weights(model, jnp.asarray(W_in), jnp.asarray(W_out))
     s = 0.3
     out = pathnorm.prox_step(model, s, "l1")
     np.testing.assert_allclose(out.hidden.weight, np.sign(W_in) * np.maximum(np.abs(W_in) - s, 0), atol=1e-6)
@@ -504,16 +509,17 @@ def test_logs_are_the_last_minibatch_of_each_log_point_and_epochs_reshuffle():
     y = jnp.asarray(rng.integers(0, 3, 40))
     model = pathnorm.ShallowNet(5, 4, 3, key=jax.random.key(1))
     kw = dict(reg="path", method="prox", lr=1e-9, lam=0.5, epochs=2, batch=5, model=model)
-    every = pathnorm.train(jax.random.key(0), X, y, logs_per_epoch=8, **kw)
+    every = pathnorm.train(jax.random.key(0), X, y, logs_per_epoch=8, **kw).history["loss"]
     # (train's products are full float32; so must the reference's be: on a GPU the building blocks'
     # default TF32 moved it by 1.1e-5)
     with jax.default_matmul_precision("highest"):
         full = float(pathnorm.cross_entropy(model, X, y)) + 0.5 * float(pathnorm.penalty(model, "path"))
-    np.testing.assert_allclose(np.asarray(every.loss).mean(axis=1), [full, full], rtol=1e-5)
-    assert np.ptp(np.asarray(every.loss[0])) > 1e-3                  # the minibatches differ
-    assert not np.allclose(every.loss[0], every.loss[1], rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(every).mean(axis=1), [full, full], rtol=1e-5)
+    assert np.ptp(np.asarray(every[0])) > 1e-3                  # the minibatches differ
+    assert not np.allclose(every[0], every[1], rtol=1e-4)
     half = pathnorm.train(jax.random.key(0), X, y, logs_per_epoch=4, **kw)
-    np.testing.assert_allclose(half.loss, every.loss[:, 1::2], rtol=1e-5)
+    np.testing.assert_allclose(half.history["loss"], every[:, 1::2], rtol=1e-5)
+    assert float(half.loss) == float(half.history["loss"][-1, -1])       # the final value: the last log
 
 
 def test_progress_bar_reaches_the_number_of_epochs(recorded_bars):
@@ -536,15 +542,17 @@ def test_progress_bar_of_a_traced_training_warns_and_a_sweep_bar_still_counts_it
     X, y = jnp.asarray(rng.random((30, 3)), jnp.float32), jnp.asarray(rng.integers(0, 2, 30))
     kw = dict(reg="l1", method="prox", lam=0.01, epochs=2, batch=10, hidden=3, logs_per_epoch=1)
     with pytest.warns(UserWarning, match="progress=True has no effect on a traced call"):
-        traced = jax.jit(lambda lr: pathnorm.train(jax.random.key(0), X, y, lr=lr, progress=True, **kw).loss)(0.1)
-    np.testing.assert_allclose(traced, pathnorm.train(jax.random.key(0), X, y, lr=0.1, **kw).loss, rtol=1e-6)
+        traced = jax.jit(lambda lr: pathnorm.train(jax.random.key(0), X, y, lr=lr, progress=True,
+                                                   **kw).history["loss"])(0.1)
+    np.testing.assert_allclose(traced, pathnorm.train(jax.random.key(0), X, y, lr=0.1, **kw).history["loss"],
+                               rtol=1e-6)
     assert not [b for b in recorded_bars if not isinstance(b, progress.NoBar)]
     seen = []
     finish = progress.CompiledBar.finish
     # the count just before the final top-up: what the callbacks alone moved the bar to
     progress.CompiledBar.finish = lambda self: (seen.append(self.bar.n), finish(self))
     try:
-        sweep.run(lambda lr: pathnorm.train(jax.random.key(0), X, y, lr=lr, **kw).loss[-1, -1],
+        sweep.run(lambda lr: pathnorm.train(jax.random.key(0), X, y, lr=lr, **kw).loss,
                   {"lr": jnp.array([0.05, 0.1, 0.2, 0.4])}, devices=jax.devices()[:1], progress=True, chunk=1)
     finally:
         progress.CompiledBar.finish = finish
@@ -557,7 +565,7 @@ def test_exactly_logs_per_epoch_minibatches_are_enough_and_inputs_below_the_boun
     rng = np.random.default_rng(4)
     X, y = jnp.asarray(rng.random((20, 3)), jnp.float32), jnp.asarray(rng.integers(0, 2, 20))
     kw = dict(reg="l1", method="prox", lr=0.1, lam=0.01, epochs=1, batch=10, hidden=3, logs_per_epoch=2)
-    assert pathnorm.train(jax.random.key(0), X, y, **kw).loss.shape == (1, 2)
+    assert pathnorm.train(jax.random.key(0), X, y, **kw).history["loss"].shape == (1, 2)
     with pytest.raises(ValueError, match="minibatches"):
         pathnorm.train(jax.random.key(0), X[:19], y[:19], **kw)
     model = pathnorm.ShallowNet(3, 4, 2, key=jax.random.key(0))
@@ -578,5 +586,125 @@ def test_the_initial_network_comes_from_the_first_half_of_the_key():
     key = jax.random.key(6)
     built = pathnorm.train(key, X, y, hidden=5, **kw)
     given = pathnorm.train(key, X, y, model=pathnorm.ShallowNet(4, 5, 3, key=jax.random.split(key)[0]), **kw)
-    np.testing.assert_array_equal(built.loss, given.loss)
+    np.testing.assert_array_equal(built.history["loss"], given.history["loss"])
     np.testing.assert_array_equal(built.model.hidden.weight, given.model.hidden.weight)
+
+
+def _two_class_problem(n=40, inputs=6):
+    rng = np.random.default_rng(0)
+    X = rng.random((n, inputs)).astype(np.float32)
+    return X, (X[:, :3].sum(1) > X[:, 3:].sum(1)).astype(np.int32)
+
+
+def test_train_returns_a_result_with_its_epochs_final_logs_and_history():
+    """train runs a fixed number of epochs (no tolerance): status MAX_ITER, n_iter = epochs, the
+    final loss and share of non-zeros are the last log point of the history, which is per epoch."""
+    X, y = _two_class_problem()
+    res = pathnorm.train(jax.random.key(0), X, y, reg="path", method="prox", lr=0.1, lam=1e-2, epochs=3, batch=10,
+                         hidden=4, logs_per_epoch=2)
+    assert isinstance(res, pathnorm.TrainResult) and isinstance(res, Result)
+    assert int(res.status) == Status.MAX_ITER and int(res.n_iter) == 3
+    assert set(res.history) == {"loss", "nonzero"}
+    assert res.history["loss"].shape == res.history["nonzero"].shape == (3, 2)
+    assert res.loss.shape == res.nonzero.shape == ()
+    assert float(res.loss) == float(res.history["loss"][-1, -1])
+    assert float(res.nonzero) == float(res.history["nonzero"][-1, -1]) == float(pathnorm.nonzero_fraction(res.model))
+    text = repr(res)
+    assert text.startswith("TrainResult(status=MAX_ITER, n_iter=3, loss=") and "model=ShallowNet(...)" in text
+    assert len(text) < 300, text
+
+
+def test_a_learning_rate_far_too_large_diverges_also_with_finite_weights():
+    """lr = 1e6 with the path prox keeps every weight finite while some grow past 1e20 (the
+    logits explode): the growth rule, not only non-finiteness, makes the run DIVERGED. It raises by default,
+    eagerly and under jit, naming the fix; with throw=False the status says so. Plain SGD at that
+    step goes to NaN, also DIVERGED."""
+    X, y = _two_class_problem()
+    kw = dict(lam=1e-2, epochs=3, batch=10, hidden=4, logs_per_epoch=2)
+    out = pathnorm.train(jax.random.key(0), X, y, reg="path", method="prox", lr=1e6, throw=False, **kw)
+    assert int(out.status) == Status.DIVERGED
+    assert all(bool(jnp.all(jnp.isfinite(w))) for w in jax.tree.leaves(out.model))
+    assert max(float(jnp.max(jnp.abs(w))) for w in jax.tree.leaves(out.model)) > 1e20
+    nan = pathnorm.train(jax.random.key(0), X, y, reg="path", method="sgd", lr=1e6, throw=False, **kw)
+    assert int(nan.status) == Status.DIVERGED and not np.all(np.isfinite(nan.model.out.weight))
+    with pytest.raises(RuntimeError, match="diverged.*lower lr"):
+        pathnorm.train(jax.random.key(0), X, y, reg="path", method="prox", lr=1e6, **kw)
+    run = jax.jit(lambda lr: pathnorm.train(jax.random.key(0), X, y, reg="path", method="prox", lr=lr, outputs=2,
+                                            **kw).model.out.weight)
+    with pytest.raises(RuntimeError, match="lower lr"):
+        jax.block_until_ready(run(1e6))
+    assert np.all(np.isfinite(run(0.1)))
+
+
+def test_a_traced_invalid_learning_rate_or_lambda_is_invalid_not_diverged():
+    """Concrete lr ≤ 0 or λ < 0 are refused by name; traced (a sweep point) they cannot raise at the
+    boundary: the run reports INVALID with NaN weights, and raises with throw=True."""
+    X, y = _two_class_problem()
+    kw = dict(reg="l1", method="prox", epochs=1, batch=10, hidden=4, logs_per_epoch=2, outputs=2)
+
+    def status(lr, lam):
+        out = pathnorm.train(jax.random.key(0), X, y, lr=lr, lam=lam, throw=False, **kw)
+        return out.status, out.model.hidden.weight
+
+    codes, W = jax.vmap(status)(jnp.array([0.1, -0.1, 0.1]), jnp.array([1e-3, 1e-3, -1.0]))
+    assert np.asarray(codes).tolist() == [Status.MAX_ITER, Status.INVALID, Status.INVALID]
+    assert np.all(np.isfinite(W[0])) and np.all(np.isnan(W[1:]))
+    with pytest.raises(RuntimeError, match="lr must be > 0 and lam >= 0"):
+        jax.block_until_ready(jax.jit(lambda lr: pathnorm.train(jax.random.key(0), X, y, lr=lr, lam=1e-3,
+                                                                **kw).loss)(-0.1))
+
+
+def test_sweep_reports_a_diverging_configuration_and_keeps_the_others():
+    """sweep raises nothing for a diverging learning rate: its status is DIVERGED, and the other
+    configurations equal their single runs."""
+    X, y = _two_class_problem()
+    kw = dict(reg="path", method="prox", epochs=3, batch=10, hidden=4, logs_per_epoch=2)
+    out = pathnorm.sweep(jax.random.key(1), X, y, lrs=jnp.array([0.1, 1e6, 0.2]), lams=jnp.full(3, 1e-2), **kw)
+    assert np.asarray(out.status).tolist() == [[Status.MAX_ITER, Status.DIVERGED, Status.MAX_ITER]]
+    key = jax.random.split(jax.random.key(1), 1)[0]
+    for c, lr in ((0, 0.1), (2, 0.2)):
+        one = pathnorm.train(key, X, y, lr=lr, lam=1e-2, **kw)
+        np.testing.assert_allclose(out.model.out.weight[0, c], one.model.out.weight, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out.loss[0, c], one.loss, rtol=1e-5)
+
+
+def test_labels_of_a_single_class_need_the_number_of_classes():
+    """Labels that are all 0 built a one-output network, whose softmax cross-entropy is 0 whatever its
+    weights: train and sweep "trained" it with a loss of 0. Fewer than two outputs are refused
+    (inferred, given, or a model's), and labels of one class train with outputs given."""
+    X, y = _two_class_problem()
+    zeros = np.zeros_like(y)
+    kw = dict(reg="path", method="prox", lr=0.1, lam=1e-2, epochs=1, batch=10, hidden=4, logs_per_epoch=2)
+    for labels, extra in ((zeros, {}), (y * 0, {"outputs": 1}),
+                          (zeros, {"model": pathnorm.ShallowNet(6, 4, 1, key=jax.random.key(0))})):
+        with pytest.raises(ValueError, match="at least two classes"):
+            pathnorm.train(jax.random.key(0), X, labels, **kw, **extra)
+    with pytest.raises(ValueError, match="at least two classes"):
+        pathnorm.sweep(jax.random.key(0), X, zeros, reg="path", method="prox", lrs=[0.1], lams=[1e-2], epochs=1,
+                       batch=10, hidden=4, logs_per_epoch=2)
+    one_class = pathnorm.train(jax.random.key(0), X, zeros, outputs=2, **kw)
+    assert one_class.model.out.weight.shape == (2, 4) and int(one_class.status) == Status.MAX_ITER
+    assert float(one_class.loss) > 0
+
+
+def test_an_empty_grid_is_refused_by_name():
+    """sweep(lrs=[], lams=[]) returned an empty result; an empty grid is refused, naming the argument."""
+    X, y = _two_class_problem()
+    kw = dict(reg="path", method="prox", epochs=1, batch=10, hidden=4, logs_per_epoch=2)
+    with pytest.raises(ValueError, match="lrs is empty"):
+        pathnorm.sweep(jax.random.key(0), X, y, lrs=[], lams=[], **kw)
+    with pytest.raises(ValueError, match="lams is empty"):
+        pathnorm.sweep(jax.random.key(0), X, y, lrs=[0.1], lams=jnp.zeros(0), **kw)
+    with pytest.raises(ValueError, match="lrs is empty"):
+        pathnorm.sweep(jax.random.key(0), X, y, lrs=np.zeros(0), lams=[1e-3], **kw)
+
+
+def test_the_package_keeps_every_public_name():
+    """pathnorm is a package of three modules; every public name is reachable from it."""
+    import lowrank_jax
+    from lowrank_jax.pathnorm import network, robustness, training
+    assert lowrank_jax.pathnorm is pathnorm
+    for name in pathnorm.__all__:
+        assert hasattr(pathnorm, name), name
+    assert pathnorm.train is training.train and pathnorm.ShallowNet is network.ShallowNet
+    assert pathnorm.pgd_attack is robustness.pgd_attack
