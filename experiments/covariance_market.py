@@ -122,10 +122,10 @@ def run_methods(cv, name, Sigma64):
         d, first, warm = timed(lambda: cv.decompose(S, RANK, **cfg))
         k = int(d.n_iter)
         runs[label] = dict(L=np.asarray(d.L, np.float64), S=np.asarray(d.S, np.float64), dtype=dtype, wall_first=first,
-                           wall=warm, n_iter=k, loss=float(d.loss[k - 1]), grad=float(d.grad_norm[k - 1]),
-                           grad_min=float(d.grad_norm_min[k - 1]), pmax=float(d.param_norm_max[k - 1]),
-                           step=float(d.step[k - 1]), **extra)
-        hist[label] = {f: np.asarray(getattr(d, f), np.float64)[:k] for f in
+                           wall=warm, n_iter=k, loss=float(d.loss), grad=float(d.grad_norm),
+                           grad_min=float(d.grad_norm_min), pmax=float(d.param_norm_max), step=float(d.step),
+                           **extra)
+        hist[label] = {f: np.asarray(d.history[f], np.float64)[:k] for f in
                        ("loss", "grad_norm", "grad_norm_min", "param_norm_max", "step")}
         return d
 
@@ -133,9 +133,9 @@ def run_methods(cv, name, Sigma64):
     nn("NN-authors", S32, authors, "float32")
     dense = cv.decompose(S32, RANK, first_layer="dense", **authors)
     kd = int(dense.n_iter)
-    hist["NN-authors-dense"] = {f: np.asarray(getattr(dense, f), np.float64)[:kd] for f in
+    hist["NN-authors-dense"] = {f: np.asarray(dense.history[f], np.float64)[:kd] for f in
                                 ("loss", "grad_norm", "grad_norm_min", "param_norm_max", "step")}
-    runs["NN-authors"]["dense_check"] = (kd, float(dense.loss[kd - 1]))
+    runs["NN-authors"]["dense_check"] = (kd, float(dense.loss))
     nn("NN-theory-f32", S32, dict(theory, rel_tol=1e-7), "float32")
 
     with jax.enable_x64(True):

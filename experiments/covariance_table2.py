@@ -103,7 +103,12 @@ def run(variant, runs, large, plt, only=None):
             if only and name not in only:
                 continue
             keys = jax.random.split(jax.random.key(0), runs)
-            fn = jax.jit(jax.vmap(lambda S, key, cfg=cfg: cv.decompose(S, k, key=key, **cfg)[:3]))
+
+            def solve(S, key, cfg=cfg):
+                d = cv.decompose(S, k, key=key, **cfg)
+                return d.M, d.L, d.S
+
+            fn = jax.jit(jax.vmap(solve))
             t0 = time.perf_counter()
             M, L, S = jax.block_until_ready(fn(Sig32, keys))
             secs = (time.perf_counter() - t0) / runs

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lowrank_jax import prox
+from lowrank_jax import Status, prox
 from lowrank_jax.covariance import baselines, metrics
 from lowrank_jax.datasets import covariance as cov
 
@@ -372,8 +372,10 @@ def test_ialm_recovers_planted_pair_and_meets_its_residual_tolerance(x64):
     assert float(metrics.rel_error(out.S, S0)) < 1e-5
     # exit criterion, recomputed from the returned pair: ‖Σ − L − S‖_F/‖Σ‖_F ≤ tol
     assert float(metrics.rel_error(out.L + out.S, Sigma)) <= tol
-    assert float(out.residual[k - 1]) <= tol and np.all(np.isnan(np.asarray(out.residual[k:])))
-    assert np.all(np.asarray(out.residual[:k - 1]) >= tol)
+    hist = np.asarray(out.history["residual"])
+    assert int(out.status) == Status.CONVERGED and float(out.residual) == hist[k - 1]
+    assert float(out.residual) <= tol and np.all(np.isnan(hist[k:]))
+    assert np.all(hist[:k - 1] >= tol)
     assert int(out.rank) == 2 == int(metrics.rank_above(out.L))
     # S = shrink(·, λ/μ) puts its non-zeros on the spikes and nowhere else: S's support is S0's
     big = np.abs(np.asarray(out.S)) > 1e-6 * np.abs(np.asarray(S0)).max()
@@ -396,7 +398,9 @@ def test_fpcp_rank_and_recovery(x64):
     for out, loops in ((two, 2), (many, 60)):
         s = np.linalg.svd(np.asarray(out.L), compute_uv=False)
         assert s[2] <= 1e-10 * s[0]                  # rank L <= k
-        assert int(out.n_iter) == loops and out.residual.shape == (loops,)
+        assert int(out.n_iter) == loops and out.history["residual"].shape == (loops,)
+        assert int(out.status) == Status.MAX_ITER and float(out.residual) == float(out.history["residual"][-1])
+        np.testing.assert_allclose(out.residual, metrics.rel_error(out.L + out.S, Sigma), rtol=1e-10)
         # the method's S is the 1/√n shrinkage of Σ − L (λ = 1/√n)
         np.testing.assert_allclose(out.S, metrics.shrink(Sigma - out.L, 1 / np.sqrt(n)), atol=1e-12)
     err_two, err_many = (float(metrics.rel_error(o.L, L0)) for o in (two, many))
@@ -467,8 +471,9 @@ def test_rpca_gd_recovers_planted_pair_with_psd_factor(x64):
     assert float(metrics.rel_error(out.S, S0)) < 1e-6
     np.testing.assert_array_equal(out.L, out.L.T)
     np.testing.assert_array_equal(out.S, top_fraction_numpy(Sigma - np.asarray(out.L), 0.2))  # T_{γα}(Σ − L)
-    hist = np.asarray(out.residual[: int(out.n_iter)])
+    hist = np.asarray(out.history["residual"][: int(out.n_iter)])
     assert hist[-1] < 1e-7 and hist[-1] < 1e-5 * hist[0]
+    np.testing.assert_array_equal(out.U, U)
     # too small an α misses the rows with more spikes: a much worse fit
     low = baselines.rpca_gd(Sigma, 2, alpha=0.03, max_iter=300)
     assert float(metrics.rel_error(low.L, L0)) > 1e-3
@@ -486,18 +491,21 @@ def test_rpca_gd_on_a_far_from_psd_sigma_stays_finite_and_raises_when_it_diverge
     """On −Σ (negative definite plus spikes) λ₁(Σ − S_init) is far below ‖Σ − S_init‖₂; a step
     normalised by λ₁ diverged to NaN (residual 0.62 → 3e13 → NaN) with no error. With
     σ₁ = ‖Σ − S_init‖₂ (Yi et al.'s top singular value) the run stays finite and its residual
-    ‖UUᵀ + S − Σ‖/‖Σ‖ falls. A step that does diverge raises when called directly and is NaN under
-    jit."""
+    ‖UUᵀ + S − Σ‖/‖Σ‖ falls. A step that does diverge raises RuntimeError when called directly and
+    under jit; with throw=False the run stops there and reports DIVERGED."""
     Sigma = -cov.lrs_problem(0, 20, 3, 0.9).Sigma
     out = baselines.rpca_gd(Sigma, 3, max_iter=300)
     assert np.all(np.isfinite(out.L)) and np.all(np.isfinite(out.S))
-    res = np.asarray(out.residual[: int(out.n_iter)])
+    res = np.asarray(out.history["residual"][: int(out.n_iter)])
     assert np.all(np.isfinite(res)) and res[-1] < 0.5 * res[0]
+    assert int(out.status) in (Status.CONVERGED, Status.MAX_ITER)
     Sigma_pos = -Sigma
-    with pytest.raises(FloatingPointError, match="RPCA-GD diverged.*lower step"):
+    with pytest.raises(RuntimeError, match="RPCA-GD diverged.*lower step"):
         baselines.rpca_gd(Sigma_pos, 3, step=50.0, max_iter=300)
-    jitted = jax.jit(lambda s: baselines.rpca_gd(Sigma_pos, 3, step=s, max_iter=300).L)(50.0)
-    assert not np.all(np.isfinite(jitted))
+    with pytest.raises(RuntimeError, match="RPCA-GD diverged.*lower step"):
+        jax.block_until_ready(jax.jit(lambda s: baselines.rpca_gd(Sigma_pos, 3, step=s, max_iter=300).L)(50.0))
+    quiet = jax.jit(lambda s: baselines.rpca_gd(Sigma_pos, 3, step=s, max_iter=300, throw=False))(50.0)
+    assert int(quiet.status) == Status.DIVERGED and int(quiet.n_iter) < 300
 
 
 def _dc_numpy(s, mu, gamma, start):
@@ -592,7 +600,7 @@ def test_ncrpca_first_iterations_by_hand(x64, norm):
             assert 0 < int(out.rank) == int(np.sum(sig > 0)) < n
             np.testing.assert_allclose(out.L, L, atol=1e-8 * np.abs(Sigma).max())
             np.testing.assert_allclose(out.S, S, atol=1e-8 * np.abs(Sigma).max())
-            np.testing.assert_allclose(out.residual[it - 1],
+            np.testing.assert_allclose(out.residual,
                                        np.linalg.norm(Sigma - L - S) / np.linalg.norm(Sigma), rtol=1e-8)
 
 
@@ -600,7 +608,9 @@ def test_ncrpca_stops_at_its_tolerance(x64):
     Sigma, _, _ = cov.lrs_problem(0, 40, 4, 0.9, "code")
     out = baselines.ncrpca(Sigma, tol=1e-8, norm="l1")
     k = int(out.n_iter)
-    assert 1 < k < 500 and float(out.residual[k - 1]) < 1e-8 <= float(np.min(np.asarray(out.residual[:k - 1])))
+    hist = np.asarray(out.history["residual"])
+    assert 1 < k < 500 and float(out.residual) == hist[k - 1] < 1e-8 <= float(np.min(hist[:k - 1]))
+    assert int(out.status) == Status.CONVERGED
     assert float(metrics.rel_error(out.L + out.S, Sigma)) < 1e-8
 
 
@@ -811,7 +821,7 @@ def test_ialm_first_iterations_by_hand(x64):
         out = baselines.ialm(Sigma, max_iter=it, tol=1e-30)
         np.testing.assert_allclose(out.L, L, atol=1e-8 * np.abs(Sigma).max())
         np.testing.assert_allclose(out.S, S, atol=1e-8 * np.abs(Sigma).max())
-        np.testing.assert_allclose(out.residual[it - 1], np.linalg.norm(Sigma - L - S) / np.linalg.norm(Sigma),
+        np.testing.assert_allclose(out.residual, np.linalg.norm(Sigma - L - S) / np.linalg.norm(Sigma),
                                    rtol=1e-8)
     assert np.any(S != 0) and np.linalg.matrix_rank(L, tol=1e-8) > 0
 
@@ -852,20 +862,21 @@ def test_rpca_gd_symmetrises_a_slightly_asymmetric_sigma(x64):
 
 
 def test_rpca_gd_records_and_stops_on_the_pair_it_returns(x64):
-    """residual[t − 1] is ‖Σ − L − S‖_F/‖Σ‖_F of the (L, S) that a run of t iterations returns, as
-    BaselineResult documents and ialm and fpcp do. RPCA-GD recorded the residual of the iterate
-    before its step, one iteration behind (on one instance 0.159 for a 1-iteration run whose pair had
-    0.128), and its tolerance stop tested that stale value."""
+    """``residual`` (= history["residual"][t − 1]) is ‖Σ − L − S‖_F/‖Σ‖_F of the (L, S) that a run of
+    t iterations returns, as BaselineResult documents and ialm and fpcp do. RPCA-GD recorded the
+    residual of the iterate before its step, one iteration behind (on one instance 0.159 for a
+    1-iteration run whose pair had 0.128), and its tolerance stop tested that stale value."""
     Sigma = planted(0, n=30)[0]
     rel = lambda out: float(np.linalg.norm(Sigma - out.L - out.S) / np.linalg.norm(Sigma))  # noqa: E731
     runs = [baselines.rpca_gd(Sigma, 2, max_iter=t, tol=None) for t in (1, 2, 3)]
     for t, out in enumerate(runs, start=1):
-        np.testing.assert_allclose(out.residual[t - 1], rel(out), rtol=1e-10)
-        np.testing.assert_allclose(out.residual[:t], runs[-1].residual[:t], rtol=1e-12)
-    tol = 0.5 * float(runs[-1].residual[-1])
+        np.testing.assert_allclose(out.residual, rel(out), rtol=1e-10)
+        np.testing.assert_allclose(out.history["residual"], runs[-1].history["residual"][:t], rtol=1e-12)
+    tol = 0.5 * float(runs[-1].residual)
     out = baselines.rpca_gd(Sigma, 2, max_iter=300, tol=tol)
     k = int(out.n_iter)
-    assert 3 < k < 300 and rel(out) < tol <= float(np.min(np.asarray(out.residual[:k - 1])))
+    assert 3 < k < 300 and rel(out) < tol <= float(np.min(np.asarray(out.history["residual"][:k - 1])))
+    assert int(out.status) == Status.CONVERGED
 
 
 def test_rpca_gd_initial_factor_by_hand(x64):
@@ -1078,3 +1089,31 @@ def test_tol_none_runs_the_whole_budget(x64):
         none, tiny = call(None), call(1e-300)
         assert int(none.n_iter) == 7 == int(tiny.n_iter)
         np.testing.assert_array_equal(none.L, tiny.L)
+
+
+def test_baselines_report_their_status_and_a_traced_invalid_hyperparameter():
+    """The status of each baseline: ncrpca and ialm CONVERGED at their tolerance, fpcp MAX_ITER (a
+    fixed loop count). NC-RPCA's μ = μ₀ρᵗ has no cap: ρ = 1e30 overflows float32 at the second
+    iteration, which raises RuntimeError naming ρ (throw=False: DIVERGED). A traced ρ ≤ 1 (μ would
+    shrink until Y/μ overflows) and a traced negative λ are INVALID with NaN L, beside an unchanged
+    valid point; with throw=True they raise inside jit."""
+    Sigma = jnp.asarray(cov.lrs_problem(0, 12, 2, 0.9).Sigma, jnp.float32)
+    assert int(baselines.ialm(Sigma, tol=1e-5).status) == Status.CONVERGED
+    assert int(baselines.fpcp(Sigma, 2, loops=3).status) == Status.MAX_ITER
+    nc = jax.jit(lambda rho: baselines.ncrpca(Sigma, rho=rho, tol=1e-5, norm="l1", throw=False))
+    assert int(nc(1.1).status) == Status.CONVERGED
+    over = nc(1e30)
+    assert int(over.status) == Status.DIVERGED and int(over.n_iter) < 500
+    with pytest.raises(RuntimeError, match="NC-RPCA diverged.*lower rho"):
+        baselines.ncrpca(Sigma, rho=1e30, norm="l1")
+    for name, solve in (("ialm", lambda rho: baselines.ialm(Sigma, rho=rho, tol=1e-5, throw=False)),
+                        ("ncrpca", nc)):
+        out = jax.vmap(solve)(jnp.array([1.5, 0.5]))
+        assert np.asarray(out.status).tolist() == [Status.CONVERGED, Status.INVALID], name
+        assert np.all(np.isnan(np.asarray(out.L[1]))) and np.all(np.isfinite(np.asarray(out.L[0]))), name
+        np.testing.assert_allclose(out.L[0], solve(1.5).L, rtol=1e-5, atol=1e-5)
+    fp = jax.vmap(lambda lam: baselines.fpcp(Sigma, 2, lam=lam, loops=3, throw=False))(jnp.array([0.1, -1.0]))
+    assert np.asarray(fp.status).tolist() == [Status.MAX_ITER, Status.INVALID]
+    assert np.all(np.isnan(np.asarray(fp.L[1])))
+    with pytest.raises(RuntimeError, match="rho <= 1"):
+        jax.block_until_ready(jax.jit(lambda rho: baselines.ialm(Sigma, rho=rho).L)(0.5))

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lowrank_jax import covariance as cv
+from lowrank_jax import Status, covariance as cv
 
 
 def planted(n=30, k=3, pairs=20, seed=0):
@@ -153,13 +153,14 @@ def test_fixed_input_layer_moves_exactly_like_the_dense_one(optimizer, lr, x64):
               rel_tol=None, key=jax.random.key(3))
     fixed = cv.decompose(Sigma, 2, first_layer="fixed-input", **kw)
     dense = cv.decompose(Sigma, 2, first_layer="dense", **kw)
-    np.testing.assert_allclose(fixed.loss, dense.loss, rtol=1e-10)
+    np.testing.assert_allclose(fixed.history["loss"], dense.history["loss"], rtol=1e-10)
     np.testing.assert_allclose(fixed.M, dense.M, rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(fixed.grad_norm, dense.grad_norm, rtol=1e-8)
+    np.testing.assert_allclose(fixed.history["grad_norm"], dense.history["grad_norm"], rtol=1e-8)
     if optimizer != "adam":   # ‖Θ‖ is tracked without storing A⁽⁰⁾ (Adam's A⁽⁰⁾ is not low-rank: NaN)
-        np.testing.assert_allclose(fixed.param_norm_max, dense.param_norm_max, rtol=1e-9)
+        np.testing.assert_allclose(fixed.history["param_norm_max"], dense.history["param_norm_max"], rtol=1e-9)
     else:
-        assert bool(jnp.all(jnp.isnan(fixed.param_norm_max)))
+        assert bool(jnp.all(jnp.isnan(fixed.history["param_norm_max"])))
+        assert int(fixed.status) == Status.MAX_ITER           # that NaN is no divergence
 
 
 def test_recovery_psd_and_outputs(x64):
@@ -176,9 +177,9 @@ def test_vmap_over_seeds_and_matrices(x64):
     Sigma = jnp.asarray(planted(10, 2)[0])
     kw = dict(hidden=(16,), activation="tanh", loss="huber", max_iter=30, rel_tol=None, lr=1e-3)
     keys = jax.random.split(jax.random.key(0), 3)
-    batch = jax.vmap(lambda k: cv.decompose(Sigma, 2, key=k, **kw).loss)(keys)
+    batch = jax.vmap(lambda k: cv.decompose(Sigma, 2, key=k, **kw).history["loss"])(keys)
     for i in range(3):
-        np.testing.assert_allclose(batch[i], cv.decompose(Sigma, 2, key=keys[i], **kw).loss, rtol=1e-10)
+        np.testing.assert_allclose(batch[i], cv.decompose(Sigma, 2, key=keys[i], **kw).history["loss"], rtol=1e-10)
     Sigmas = jnp.stack([Sigma, 2.0 * Sigma])
     two = jax.vmap(lambda S: cv.decompose(S, 2, **kw).M)(Sigmas)
     np.testing.assert_allclose(two[1], cv.decompose(Sigmas[1], 2, **kw).M, rtol=1e-9, atol=1e-11)
@@ -189,19 +190,23 @@ def test_stopping_rules_and_goldstein_armijo_steps(x64):
     kw = dict(hidden=(24, 12), activation="tanh", loss="logcosh", eps=0.1, max_iter=500)
     res = cv.decompose(Sigma, 2, optimizer="armijo", lr=1e-3, rel_tol=1e-3, **kw)
     n = int(res.n_iter)
-    assert 10 < n < 500
-    f = np.asarray(res.loss[:n])
+    assert 10 < n < 500 and int(res.status) == Status.CONVERGED
+    hist = {k: np.asarray(v) for k, v in res.history.items()}
+    f = hist["loss"][:n]
     assert abs(f[-1] - f[-11:-1].mean()) <= 1e-3 * f[-11:-1].mean()          # the rule that stopped it
     assert all(abs(f[j] - f[j - 10:j].mean()) > 1e-3 * f[j - 10:j].mean() for j in range(10, n - 1))
-    g, t = np.asarray(res.grad_norm[:n]), np.asarray(res.step[:n])
+    g, t = hist["grad_norm"][:n], hist["step"][:n]
     dec = f[:-1] - f[1:]
     assert np.all(dec >= 0.1 * t[:-1] * g[:-1] ** 2 * (1 - 1e-9))         # Armijo (α = 0.1) ...
     assert np.all(dec <= 0.9 * t[:-1] * g[:-1] ** 2 * (1 + 1e-9))          # ... and Goldstein (β = 0.9)
-    assert np.all(np.diff(np.asarray(res.grad_norm_min[:n])) <= 0)
-    for h in (res.loss, res.grad_norm, res.grad_norm_min, res.param_norm_max, res.step):   # NaN after n_iter
-        assert np.all(np.isnan(np.asarray(h[n:]))) and np.all(np.isfinite(np.asarray(h[:n])))
+    assert np.all(np.diff(hist["grad_norm_min"][:n]) <= 0)
+    for name, h in hist.items():                                           # NaN after n_iter
+        assert np.all(np.isnan(h[n:])) and np.all(np.isfinite(h[:n])), name
+        assert float(getattr(res, name)) == h[n - 1], name                # the final values are the last row
+    assert float(res.grad_norm_min) == g.min()
     res = cv.decompose(Sigma, 2, optimizer="armijo", rel_tol=None, grad_tol=5.0, **kw)
-    assert float(res.grad_norm[int(res.n_iter) - 1]) <= 5.0 < float(res.grad_norm[0])
+    assert float(res.grad_norm) <= 5.0 < float(res.history["grad_norm"][0])
+    assert int(res.status) == Status.CONVERGED
 
 
 @pytest.mark.parametrize("Sigma, rank, match", [
@@ -275,7 +280,8 @@ def test_armijo_stops_when_the_decrease_drops_below_rounding():
     res = cv.decompose(Sigma, 2, hidden=(24, 12), activation="tanh", loss="logcosh", eps=0.1, optimizer="armijo",
                        lr=1e-3, max_iter=3000, rel_tol=None)
     n = int(res.n_iter)
-    assert n < 3000 and float(res.step[n - 1]) == 0.0 and bool(jnp.all(res.step[: n - 1] > 0))
+    assert n < 3000 and float(res.step) == 0.0 and bool(jnp.all(res.history["step"][: n - 1] > 0))
+    assert int(res.status) == Status.CONVERGED            # stationary to φ's rounding: a stop, no failure
     np.testing.assert_allclose(res.M @ res.M.T, res.L, rtol=1e-5, atol=1e-5)
 
 
@@ -285,8 +291,8 @@ def test_armijo_from_a_far_too_long_first_step_still_trains():
     Sigma = jnp.asarray(planted(10, 2)[0], jnp.float32)
     kw = dict(hidden=(16, 8), optimizer="armijo", max_iter=30, rel_tol=None)
     far = cv.decompose(Sigma, 2, lr=1e12, **kw)
-    assert int(far.n_iter) == 30 and bool(jnp.all(far.step[:29] > 0))
-    assert float(far.loss[29]) < 0.9 * float(far.loss[0])
+    assert int(far.n_iter) == 30 and bool(jnp.all(far.history["step"][:29] > 0))
+    assert float(far.loss) < 0.9 * float(far.history["loss"][0])
     # an int hidden is one layer of that width (it raised TypeError: 'int' object is not iterable)
     np.testing.assert_array_equal(cv.decompose(Sigma, 2, hidden=16, max_iter=5).L,
                                   cv.decompose(Sigma, 2, hidden=(16,), max_iter=5).L)
@@ -299,9 +305,9 @@ def test_every_activation_runs(act):
     Sigma = jnp.asarray(planted(8, 2)[0], jnp.float32)
     res = cv.decompose(Sigma, 2, hidden=(16, 8), activation=act, optimizer="adam", lr=1e-2, max_iter=3, rel_tol=None)
     assert int(res.n_iter) == 3 and res.M.shape == (8, 2)
-    for v in (res.M, res.L, res.S, res.loss, res.grad_norm):
+    for v in (res.M, res.L, res.S, res.history["loss"], res.history["grad_norm"]):
         assert bool(jnp.all(jnp.isfinite(v)))
-    assert float(res.loss[2]) != float(res.loss[0])
+    assert float(res.loss) != float(res.history["loss"][0])
     np.testing.assert_allclose(res.S, Sigma - res.M @ res.M.T, rtol=1e-5, atol=1e-5)
 
 
@@ -330,7 +336,7 @@ def test_recorded_step_sizes(optimizer, x64):
     assert int(res.n_iter) == n
     j = np.arange(n)
     expected = np.full(n, lr) if optimizer == "gd" else lr / np.sqrt(j + 1)
-    np.testing.assert_allclose(res.step, expected, rtol=1e-14)
+    np.testing.assert_allclose(res.history["step"], expected, rtol=1e-14)
 
 
 @pytest.mark.parametrize("optimizer", ["gd", "adam"])
@@ -341,7 +347,7 @@ def test_lr_end_decays_geometrically_from_lr_to_lr_end(optimizer, x64):
     lr, lr_end, n = 1e-3, 1e-5, 6
     res = cv.decompose(Sigma, 2, hidden=(12,), activation="tanh", loss="huber", optimizer=optimizer, lr=lr,
                        lr_end=lr_end, max_iter=n, rel_tol=None)
-    steps = np.asarray(res.step)
+    steps = np.asarray(res.history["step"])
     # to rounding in float64 (the exponent j/(n − 1) was computed in float32: off by 8e-8)
     np.testing.assert_allclose([steps[0], steps[-1]], [lr, lr_end], rtol=1e-13)
     np.testing.assert_allclose(steps[1:] / steps[:-1], (lr_end / lr) ** (1 / (n - 1)), rtol=1e-13)
@@ -356,13 +362,14 @@ def test_armijo_tries_lr_first_and_keeps_it_when_it_passes(x64):
     passing = []
     for lr in np.geomspace(1e-5, 1e-1, 13):
         gd = cv.decompose(Sigma, 2, optimizer="gd", lr=lr, max_iter=2, **kw)
-        dec, g_sq = float(gd.loss[0] - gd.loss[1]), float(gd.grad_norm[0]) ** 2
+        f = gd.history["loss"]
+        dec, g_sq = float(f[0] - f[1]), float(gd.history["grad_norm"][0]) ** 2
         if 0.1 * lr * g_sq <= dec <= 0.9 * lr * g_sq:
             passing.append(lr)
     assert passing, "no lr on the grid passes Goldstein–Armijo at the start"
     for lr in passing[:2]:
         ls = cv.decompose(Sigma, 2, optimizer="armijo", lr=lr, max_iter=1, **kw)
-        assert float(ls.step[0]) == lr
+        assert float(ls.step) == lr
 
 
 @pytest.mark.parametrize("loss", cv.LOSSES)
@@ -423,7 +430,7 @@ def test_param_norm_max_is_the_running_maximum_from_the_initial_norm(x64):
                                                          for lin in net0.layers))
     res = cv.decompose(Sigma, 2, hidden=hidden, activation="tanh", loss="huber", optimizer="gd", lr=3e-3,
                        max_iter=12, rel_tol=None, key=key)
-    p = np.asarray(res.param_norm_max)
+    p = np.asarray(res.history["param_norm_max"])
     np.testing.assert_allclose(p[0], norm0, rtol=1e-12)
     assert np.all(np.diff(p) >= 0) and p[-1] > p[0]
 
@@ -458,12 +465,12 @@ def test_armijo_search_starts_from_twice_the_last_accepted_step(x64):
         one = cv.decompose(Sigma, 2, lr=lr, grad_tol=1e30, **kw)    # stops after one step: net = Θ₁
         two = cv.decompose(Sigma, 2, lr=lr, grad_tol=0.0, **kw)     # the same program, two steps
         assert int(one.n_iter) == 1 and int(two.n_iter) == 2
-        t0 = float(one.step[0])
-        assert t0 > 0 and float(two.step[0]) == t0
+        t0 = float(one.step)
+        assert t0 > 0 and float(two.history["step"][0]) == t0
         f1, twice_passes = passes(one.net, 2 * t0)
-        np.testing.assert_allclose(two.loss[1], f1, rtol=1e-12)
+        np.testing.assert_allclose(two.loss, f1, rtol=1e-12)
         if twice_passes:
-            assert float(two.step[1]) == 2 * t0
+            assert float(two.step) == 2 * t0
             checked += passes(one.net, t0)[1]
     assert checked, "no lr of the grid where both t₀ and 2t₀ pass Goldstein–Armijo at Θ₁"
 
@@ -499,3 +506,28 @@ def test_progress_bar_follows_the_steps_and_ends_at_n_iter(recorded_bars):
         np.testing.assert_array_equal(np.asarray(plain.M), np.asarray(shown.M))
     with pytest.warns(UserWarning, match="progress=True has no effect on a traced call"):
         jax.jit(lambda lr: cv.decompose(Sigma, 2, hidden=(16,), lr=lr, max_iter=5, progress=True).M)(1e-2)
+
+
+def test_a_diverging_run_raises_or_reports_and_a_traced_invalid_lr_is_invalid():
+    """Gradient descent with lr = 1e4 overflows within a few steps: RuntimeError naming lr, called
+    directly and under jit; with throw=False the run stops there (n_iter < max_iter) with status
+    DIVERGED. Adam with lr = 1e6 stays finite (its steps are bounded by lr) but its loss grows beyond
+    10⁸ times the start's: DIVERGED too. A traced lr ≤ 0 (a sweep point, which cannot raise at the
+    boundary) is INVALID with NaN M, and the valid point beside it in the vmap equals its own run."""
+    Sigma = jnp.asarray(planted(8, 2)[0], jnp.float32)
+    kw = dict(hidden=(8,), optimizer="gd", max_iter=40, rel_tol=None, key=0)
+    with pytest.raises(RuntimeError, match="diverged.*lower lr"):
+        cv.decompose(Sigma, 2, lr=1e4, **kw)
+    with pytest.raises(RuntimeError, match="diverged.*lower lr"):
+        jax.block_until_ready(jax.jit(lambda lr: cv.decompose(Sigma, 2, lr=lr, **kw).M)(1e4))
+    quiet = cv.decompose(Sigma, 2, lr=1e4, throw=False, **kw)
+    assert int(quiet.status) == Status.DIVERGED and int(quiet.n_iter) < 40
+    assert np.all(np.isnan(np.asarray(quiet.history["loss"][int(quiet.n_iter):])))
+    adam = cv.decompose(Sigma, 2, hidden=(8,), lr=1e6, max_iter=40, rel_tol=None, key=0, throw=False)
+    assert int(adam.status) == Status.DIVERGED and np.isfinite(float(adam.loss))
+    batch = jax.vmap(lambda lr: cv.decompose(Sigma, 2, lr=lr, throw=False, **kw))(jnp.array([1e-3, -1.0]))
+    assert np.asarray(batch.status).tolist() == [Status.MAX_ITER, Status.INVALID]
+    assert np.all(np.isnan(np.asarray(batch.M[1])))
+    np.testing.assert_allclose(batch.M[0], cv.decompose(Sigma, 2, lr=1e-3, **kw).M, rtol=1e-5, atol=1e-6)
+    with pytest.raises(RuntimeError, match="traced lr"):
+        jax.block_until_ready(jax.jit(lambda lr: cv.decompose(Sigma, 2, lr=lr, **kw).M)(-1.0))

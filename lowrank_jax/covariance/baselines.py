@@ -7,7 +7,9 @@ hyperparameters (λ, tolerances, ρ, α, step) are arrays, so they may be traced
 while sizes, ranks and iteration budgets are static. They are keyword-only after Σ (and the rank
 of :func:`fpcp` and :func:`rpca_gd`): positional, ``ialm(S, 1e-6)`` set λ where a tolerance was
 meant, as the other families' solvers would read it. Each returns a :class:`BaselineResult`
-whose ``residual`` history is NaN after ``n_iter``.
+(a :class:`lowrank_jax.result.Result`: ``status``, ``n_iter``, the final ``residual``, and
+``history["residual"]``, NaN after ``n_iter``) and takes ``throw``: a run that diverges raises
+``RuntimeError`` (also inside ``jit``/``vmap``) unless ``throw=False``.
 
 How the forced rank k reaches each method (the paper does not say; the note's gotcha 7):
 
@@ -25,7 +27,6 @@ matrices but the outputs are only meaningful for symmetric ones.
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -35,22 +36,46 @@ from lowrank_jax.covariance.metrics import check_symmetric, frob
 from lowrank_jax.prox import apply_top_fraction, group_soft_threshold, soft_threshold, top_fraction_count
 from lowrank_jax.selection import kth_largest
 from lowrank_jax.precision import full_precision
+from lowrank_jax.result import Result, finish
 
 
-class BaselineResult(NamedTuple):
-    """Σ ≈ L + S.
+class BaselineResult(Result):
+    """Σ ≈ L + S from a baseline (the :class:`~lowrank_jax.result.Result` core: ``status``,
+    ``n_iter``, ``history``).
 
-    ``L`` (n, n) low-rank part, ``S`` (n, n) the method's sparse part (see each method), ``n_iter``
-    iterations run (int32), ``residual`` (budget,) ‖Σ − L_t − S_t‖_F / ‖Σ‖_F after each iteration
-    (NaN past ``n_iter``), ``rank`` (int32) the rank the method used for L (IALM: the number of
-    singular values above its last threshold 1/μ).
+    Attributes:
+      residual: final ‖Σ − L − S‖_F / ‖Σ‖_F, of the pair (L, S) returned.
+      L: (n, n) the low-rank part. S: (n, n) the method's sparse part (see each method).
+      rank: int32, the rank the method used for L (IALM: the number of singular values above its
+        last threshold 1/μ).
+      U: (n, k) the factor of L = UUᵀ (:func:`rpca_gd`); None for the other methods.
+      history: ``history["residual"]``, shape (budget,): the residual after each iteration (NaN
+        past ``n_iter``).
     """
 
+    residual: jax.Array
     L: jax.Array
     S: jax.Array
-    n_iter: jax.Array
-    residual: jax.Array
     rank: jax.Array
+    U: jax.Array | None = None
+
+
+# Divergence: the iterate is non-finite (its Frobenius norm included), or ‖L‖_F exceeds this
+# many times ‖Σ‖_F. A solution has ‖L‖_F ≤ ‖Σ‖_F + ‖S‖_F; too long a step (RPCA-GD) sends it off
+# without bound, a μ growing past the dtype's range (NC-RPCA with a huge ρ) makes it non-finite.
+GROWTH_LIMIT = 1e4
+
+
+def _diverged(d_norm, size, *iterate):
+    """The baselines' divergence rule: an ``iterate`` array (L, S, multipliers, …) is non-finite, or
+    ``size`` (‖L‖_F, or a bound on it) is non-finite or beyond :data:`GROWTH_LIMIT` · ‖Σ‖_F."""
+    return loop.non_finite(iterate) | ~jnp.isfinite(size) | (size > GROWTH_LIMIT * d_norm)
+
+
+def _result(out, L, S, rank, U=None):
+    """The :class:`BaselineResult` of a loop whose diagnostics are ``{"residual": …}``."""
+    return BaselineResult(n_iter=out.n_iter, status=out.status, history=out.history,
+                          residual=out.final["residual"], L=L, S=S, rank=rank, U=U)
 
 
 def _safe_norm(x):
@@ -59,7 +84,7 @@ def _safe_norm(x):
 
 # --- augmented Lagrangian methods: PCP (IALM) and its γ-norm variant (NC-RPCA) ---------------------
 
-def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, *, sv_map, s_prox, l_first, max_iter):
+def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, invalid, *, sv_map, s_prox, l_first, max_iter):
     """The loop shared by :func:`ialm` and :func:`ncrpca`: min R(L) + λ‖S‖ s.t. D = L + S with
 
         S ← s_prox(D − L + Y/μ, λ/μ)
@@ -68,7 +93,8 @@ def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, *, sv_map, s_prox, l_first, max_iter
 
     (the L-step first when ``l_first``), until ‖Z‖_F/‖D‖_F < tol. The loop carries the last σ'
     (0 at the start): NC-RPCA's DC steps start from it, IALM's SVT ignores it, and ``rank`` is its
-    number of non-zero values."""
+    number of non-zero values. ``invalid``: a traced hyperparameter broke its rule (the status says
+    INVALID)."""
     n1, n2 = D.shape
     d_norm = _safe_norm(frob(D))
     full = min(n1, n2)
@@ -93,9 +119,10 @@ def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, *, sv_map, s_prox, l_first, max_iter
     zeros = jnp.zeros_like(D)
     state = (zeros, zeros, Y0, mu0, jnp.zeros(full, D.dtype))
     out = loop.run_until(step, state, max_iter=max_iter, stop=lambda s, d: d["residual"] < tol,
-                         invalid=jnp.isnan(tol))
+                         diverged=lambda s, d: _diverged(d_norm, frob(s[0]), *s[:4]),
+                         invalid=invalid)
     L, S, _, _, kept = out.state
-    return BaselineResult(L, S, out.n_iter, out.history["residual"], jnp.sum(kept > 0).astype(jnp.int32))
+    return _result(out, L, S, jnp.sum(kept > 0).astype(jnp.int32))
 
 
 def _alm_arguments(Sigma, lam, max_iter, **positive):
@@ -114,18 +141,26 @@ def _alm_arguments(Sigma, lam, max_iter, **positive):
     return Sigma, tuple(values), _checks.check_positive_int(max_iter, "max_iter")
 
 
+def _alm_invalid(values, rho):
+    """The traced hyperparameters that broke their rule: NaN (:func:`lowrank_jax._checks.as_hyper`),
+    or ρ ≤ 1 (μ would shrink to 0 and Y/μ overflow)."""
+    return jnp.any(jnp.isnan(jnp.stack(values))) | ~(rho > 1)
+
+
 @functools.partial(jax.jit, static_argnames=("max_iter",))
 def _ialm(D, lam, tol, rho, mu_factor, *, max_iter):
     norm_two = _safe_norm(jnp.linalg.norm(D, 2))
     norm_inf = jnp.max(jnp.abs(D)) / lam
     mu0 = 1.25 / norm_two
-    return _alm(D, lam, tol, rho, mu0, mu_factor * mu0, D / jnp.maximum(norm_two, norm_inf),
+    invalid = _alm_invalid((lam, tol, rho, mu_factor), rho)
+    return _alm(D, lam, tol, rho, mu0, mu_factor * mu0, D / jnp.maximum(norm_two, norm_inf), invalid,
                 sv_map=lambda s, mu, _: soft_threshold(s, 1.0 / mu),   # SVT at 1/μ
                 s_prox=soft_threshold, l_first=False, max_iter=max_iter)
 
 
 @full_precision
-def ialm(Sigma, *, lam=None, tol=1e-7, max_iter: int = 1000, rho=1.5, mu_factor=1e7) -> BaselineResult:
+def ialm(Sigma, *, lam=None, tol=1e-7, max_iter: int = 1000, rho=1.5, mu_factor=1e7,
+         throw: bool = True) -> BaselineResult:
     """Principal component pursuit min ‖L‖_* + λ‖S‖₁ s.t. Σ = L + S by the inexact ALM
     (Lin, Chen, Ma 2010, Alg. 5) with the defaults of LRSLibrary's ``inexact_alm_rpca``:
 
@@ -144,13 +179,19 @@ def ialm(Sigma, *, lam=None, tol=1e-7, max_iter: int = 1000, rho=1.5, mu_factor=
       Sigma: (n, n) symmetric. lam: λ (array), default 1/√n. tol: relative residual tolerance
       (array; None runs all ``max_iter`` iterations). max_iter: iteration budget (static). rho: μ growth factor > 1 (array).
       mu_factor: μ̄/μ₀ (array).
+      throw: with a run that diverges (a non-finite or exploding iterate: Σ's scale overflows its
+        dtype, which a direct call refuses, so only a traced Σ gets here), raise ``RuntimeError``
+        (True, default; also inside ``jit``/``vmap``) or only report ``status ==
+        Status.DIVERGED`` (False). A traced λ, tol, ρ or ``mu_factor`` that breaks its rule (ρ ≤ 1,
+        say) gives ``Status.INVALID`` and NaN L and S, raised the same way.
 
     The default tol = 1e-7 (LRSLibrary's, for double precision) is below what float32 reaches: in
     float32 the loop then runs all ``max_iter`` iterations (and ends less accurate than with
     tol = 1e-6, once μ has hit μ̄); use float64 (``jax.enable_x64``) or tol ≥ 1e-6 there.
 
     Returns:
-      :class:`BaselineResult`; ``residual[n_iter − 1]`` = ‖Σ − L − S‖_F/‖Σ‖_F < tol on convergence.
+      :class:`BaselineResult`; ``status`` CONVERGED when ``residual`` = ‖Σ − L − S‖_F/‖Σ‖_F < tol,
+      else MAX_ITER (``history["residual"]`` per iteration).
 
     Example:
         ```python
@@ -161,12 +202,19 @@ def ialm(Sigma, *, lam=None, tol=1e-7, max_iter: int = 1000, rho=1.5, mu_factor=
         M0 = rng.normal(size=(20, 3))
         Sigma = M0 @ M0.T + np.diag(rng.uniform(0.5, 1.0, 20))
         res = covariance.ialm(Sigma)                               # PCP with λ = 1/√n
+        print(res)                                                 # BaselineResult(status=CONVERGED, …)
         print(covariance.rank_above(res.L), covariance.rel_error(res.L + res.S, Sigma))   # 3, ≈ 4e-7
         ```
     """
     Sigma, (lam, tol, rho, mu_factor), max_iter = _alm_arguments(Sigma, lam, max_iter, tol=tol, rho=rho,
                                                                   mu_factor=mu_factor)
-    return _ialm(Sigma, lam, tol, rho, mu_factor, max_iter=max_iter)
+    throw = _checks.check_flag(throw, "throw")
+    out = _ialm(Sigma, lam, tol, rho, mu_factor, max_iter=max_iter)
+    return finish(out, throw,
+                  diverged="IALM diverged (non-finite or exploding iterate): Sigma's scale overflows "
+                           "its dtype (rescale Sigma or use float64)",
+                  invalid="IALM: a traced lam, mu_factor or tol is negative or NaN, or rho <= 1 "
+                          "(the result is NaN)")
 
 
 def gamma_norm_shrink(s, mu, gamma, start=None, *, inner: int = 100, tol=1e-6):
@@ -206,7 +254,9 @@ def gamma_norm_shrink(s, mu, gamma, start=None, *, inner: int = 100, tol=1e-6):
 def _ncrpca(D, lam, tol, rho, mu0, gamma, *, max_iter, norm):
     s_prox = soft_threshold if norm == "l1" else (lambda x, t: group_soft_threshold(x, t, axis=0))
 
-    return _alm(D, lam, tol, rho, jnp.asarray(mu0, D.dtype), jnp.asarray(jnp.inf, D.dtype), jnp.zeros_like(D),
+    invalid = _alm_invalid((lam, tol, rho, mu0, gamma), rho)
+    mu0, no_cap = jnp.asarray(mu0, D.dtype), jnp.asarray(jnp.inf, D.dtype)
+    return _alm(D, lam, tol, rho, mu0, no_cap, jnp.zeros_like(D), invalid,
                 sv_map=lambda s, mu, previous: gamma_norm_shrink(s, mu, gamma, previous), s_prox=s_prox,
                 l_first=True, max_iter=max_iter)
 
@@ -216,7 +266,7 @@ NORMS = ("l1", "l21")
 
 @full_precision
 def ncrpca(Sigma, *, lam=None, tol=1e-6, max_iter: int = 500, rho=1.1, mu0=0.9, gamma=1e-2,
-           norm: str = "l21") -> BaselineResult:
+           norm: str = "l21", throw: bool = True) -> BaselineResult:
     """NC-RPCA: robust PCA with the non-convex γ-norm (Kang, Peng, Cheng 2015, "Robust PCA via
     nonconvex rank approximation"), min ‖L‖_γ + λ‖S‖ s.t. Σ = L + S, by the augmented Lagrangian
     method with the reference code's settings (the ones the paper's Table II ran):
@@ -240,15 +290,29 @@ def ncrpca(Sigma, *, lam=None, tol=1e-6, max_iter: int = 500, rho=1.1, mu0=0.9, 
     Args:
       Sigma: (n, n) symmetric. lam, tol, rho (> 1), mu0, gamma (> 0): arrays, may be traced; tol=None
       runs all ``max_iter`` iterations. max_iter: iteration budget (static). norm: "l21" or "l1" (static).
+      throw: with a run that diverges (a non-finite or exploding iterate: μ = μ₀ρᵗ has no cap and
+        overflows the dtype when ρ is too large for the budget, e.g. ρ^max_iter beyond 10³⁸ in
+        float32; or a traced Σ out of its dtype's range), raise ``RuntimeError`` (True, default;
+        also inside ``jit``/``vmap``) or only report ``status == Status.DIVERGED`` (False). A traced
+        hyperparameter that breaks its rule (ρ ≤ 1, γ ≤ 0, …) gives ``Status.INVALID`` and NaN L
+        and S, raised the same way.
 
     Returns:
-      :class:`BaselineResult`; ``rank`` = the number of non-zero σ of the last L-step.
+      :class:`BaselineResult`; ``status`` CONVERGED when ``residual`` < tol, else MAX_ITER;
+      ``rank`` = the number of non-zero σ of the last L-step.
     """
     if norm not in NORMS:
         raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
     Sigma, (lam, tol, rho, mu0, gamma), max_iter = _alm_arguments(Sigma, lam, max_iter, tol=tol, rho=rho, mu0=mu0,
                                                                   gamma=gamma)
-    return _ncrpca(Sigma, lam, tol, rho, mu0, gamma, max_iter=max_iter, norm=norm)
+    throw = _checks.check_flag(throw, "throw")
+    out = _ncrpca(Sigma, lam, tol, rho, mu0, gamma, max_iter=max_iter, norm=norm)
+    return finish(out, throw,
+                  diverged="NC-RPCA diverged (non-finite or exploding iterate): mu = mu0 * rho^t "
+                           "overflows its dtype (lower rho or max_iter), or Sigma's scale does "
+                           "(rescale it or use float64)",
+                  invalid="NC-RPCA: a traced lam, mu0, gamma or tol is negative or NaN, or rho <= 1 "
+                          "(the result is NaN)")
 
 
 # --- fast PCP ----------------------------------------------------------------------------------------
@@ -256,6 +320,7 @@ def ncrpca(Sigma, *, lam=None, tol=1e-6, max_iter: int = 500, rho=1.1, mu0=0.9, 
 @functools.partial(jax.jit, static_argnames=("rank", "loops", "grow", "svd"))
 def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, loops, grow, svd):
     d_norm = _safe_norm(frob(D))
+    invalid = jnp.isnan(lam) | jnp.isnan(lam_factor) | jnp.isnan(rank_threshold)
     idx = jnp.arange(rank)
 
     def partial_svd(A, r):
@@ -270,34 +335,33 @@ def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, loops, grow, 
         others = jnp.sum(jnp.where(idx < r - 1, s, 0.0))
         return jnp.where(others > 0, last / _safe_norm(others), jnp.inf) > rank_threshold
 
-    # first loop at the starting rank
-    r = rank0 if grow else jnp.asarray(rank, jnp.int32)
-    L, _ = partial_svd(D, r)
-    S = soft_threshold(D - L, lam)
-    inc = jnp.asarray(bool(grow))  # LRSLibrary starts with inc_rank = 1 (no test after the first loop)
-    res0 = frob(D - L - S) / d_norm
-
-    def step(_, state):
+    def step(k, state):
         L, S, r, lam_t, inc = state
         if grow:
             bump = inc & (r < rank)
             lam_t = jnp.where(bump, lam_t * lam_factor, lam_t)
             r = jnp.where(bump, r + 1, r)
-        L, s = partial_svd(D - S, r)
+        L, s = partial_svd(D - S, r)           # the first loop: S = 0, L = P_r(Σ)
         S = soft_threshold(D - L, lam_t)
         if grow:
-            inc = grows(s, r)        # tested afresh every loop: a failed test pauses the growth, not ends it
+            # LRSLibrary starts with inc_rank = 1 (no test after the first loop); later the test is
+            # taken afresh every loop: a failed test pauses the growth, not ends it
+            inc = (k == 0) | grows(s, r)
         return (L, S, r, lam_t, inc), {"residual": frob(D - L - S) / d_norm}
 
-    out = loop.run_fixed(step, (L, S, jnp.asarray(r, jnp.int32), lam, inc), loops - 1)
+    r0 = rank0 if grow else jnp.asarray(rank, jnp.int32)
+    zeros = jnp.zeros_like(D)
+    state = (zeros, zeros, jnp.asarray(r0, jnp.int32), lam, jnp.asarray(False))
+    out = loop.run_fixed(step, state, loops, invalid=invalid,
+                         diverged=lambda s, d: _diverged(d_norm, frob(s[0]), s[0], s[1]))
     L, S, r, _, _ = out.state
-    residual = jnp.concatenate([res0[None], out.history["residual"]])
-    return BaselineResult(L, S, out.n_iter + 1, residual, r)
+    return _result(out, L, S, r)
 
 
 @full_precision
 def fpcp(Sigma, rank: int, *, lam=None, loops: int = 2, grow: bool = False, rank0: int = 1,
-         rank_threshold=0.01, lam_factor=1.0, svd: str = "exact", key=None) -> BaselineResult:
+         rank_threshold=0.01, lam_factor=1.0, svd: str = "exact", key=None,
+         throw: bool = True) -> BaselineResult:
     """Fast principal component pursuit (Rodriguez & Wohlberg 2013) for
     min_{L,S} λ‖S‖₁ + ½‖Σ − L − S‖_F²  s.t.  rank L = k   (the paper's (5)–(7)):
 
@@ -326,8 +390,16 @@ def fpcp(Sigma, rank: int, *, lam=None, loops: int = 2, grow: bool = False, rank
     ``"randomized"``: randomized range finder with ``key``); L is symmetric only up to round-off and
     may have negative eigenvalues (top singular values of Σ − S, not eigenvalues).
 
+    FPCP has no step size and no tolerance: it runs its ``loops`` and ends in ``Status.MAX_ITER``
+    with ``n_iter`` = ``loops``. It can only diverge on a Σ whose scale overflows its dtype, which a
+    direct call refuses (``ValueError``); a traced Σ reports ``Status.DIVERGED`` (non-finite or
+    exploding L or S), and with ``throw=True`` (default) raises ``RuntimeError`` (also inside
+    ``jit``/``vmap``); ``throw=False`` only reports it. A traced λ, ``lam_factor`` or
+    ``rank_threshold`` that is negative or NaN gives ``Status.INVALID`` and NaN L and S.
+
     Returns:
-      :class:`BaselineResult` with ``rank`` the final partial-SVD rank and ``residual`` per loop.
+      :class:`BaselineResult` with ``rank`` the final partial-SVD rank, the last loop's ``residual``
+      and ``history["residual"]`` per loop.
     """
     Sigma = check_symmetric(Sigma)
     rank = _checks.check_rank(rank, Sigma.shape)
@@ -342,8 +414,14 @@ def fpcp(Sigma, rank: int, *, lam=None, loops: int = 2, grow: bool = False, rank
     if svd not in ("exact", "randomized"):
         raise ValueError(f"svd must be 'exact' or 'randomized', got {svd!r}")
     key = _checks.as_key(key)
-    return _fpcp(Sigma, lam, lam_factor, rank_threshold, jnp.asarray(rank0, jnp.int32), key, rank=rank,
-                 loops=loops, grow=bool(grow), svd=svd)
+    throw = _checks.check_flag(throw, "throw")
+    out = _fpcp(Sigma, lam, lam_factor, rank_threshold, jnp.asarray(rank0, jnp.int32), key,
+                rank=rank, loops=loops, grow=bool(grow), svd=svd)
+    return finish(out, throw,
+                  diverged="FPCP produced a non-finite iterate: Sigma's scale overflows its dtype "
+                           "(rescale Sigma or use float64)",
+                  invalid="FPCP: a traced lam, lam_factor or rank_threshold is negative or NaN "
+                          "(the result is NaN)")
 
 
 # --- RPCA by gradient descent on a symmetric factor -------------------------------------------------
@@ -379,9 +457,11 @@ def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, max_iter):
     lam_all, Q = jnp.linalg.eigh(D - S_init)
     lam, Q = lam_all[::-1][:rank], Q[:, ::-1][:, :rank]
     U0 = Q * jnp.sqrt(jnp.maximum(lam, 0.0))
-    # A traced fraction outside [0, 1] (a sweep point; a concrete one was refused) gives NaN, not the
-    # L = 0 that an empty or full selection returned with a residual of 0, as if converged.
-    U0 = jnp.where((alpha <= 1) & (alpha_iter <= 1), U0, jnp.nan)
+    # A traced fraction outside [0, 1] (a sweep point; a concrete one was refused) is INVALID, not the
+    # L = 0 that an empty or full selection returned with a residual of 0, as if converged; a NaN
+    # start makes that run stop after one iteration. NaN: a traced value that broke its rule.
+    invalid = ~((alpha <= 1) & (alpha_iter <= 1)) | jnp.isnan(step) | jnp.isnan(tol)
+    U0 = jnp.where(invalid, jnp.nan, U0)
     # σ₁ = ‖Σ − S_init‖₂, the largest |λ| (Yi et al.'s top singular value). Not the largest λ: for a
     # Σ far from PSD that is much smaller than the curvature and the step diverges.
     sigma1 = _safe_norm(jnp.max(jnp.abs(lam_all)))
@@ -407,16 +487,18 @@ def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, max_iter):
         S, E, cut = sparse_part(U, cut)
         return (U, S, E, cut), {"residual": frob(E) / d_norm}
 
+    # ‖UUᵀ‖_F ≤ ‖U‖_F²: the growth rule on L without forming it
+    blown_up = lambda s, d: _diverged(d_norm, jnp.sum(jnp.square(s[0])), s[0], s[1])  # noqa: E731
     out = loop.run_until(body, (U0, *sparse_part(U0)), max_iter=max_iter, stop=lambda s, d: d["residual"] < tol,
-                         invalid=jnp.isnan(tol))
+                         diverged=blown_up, invalid=invalid)
     U, S = out.state[:2]
-    return BaselineResult(low_rank(U), S, out.n_iter, out.history["residual"], jnp.asarray(rank, jnp.int32)), U
+    return _result(out, low_rank(U), S, jnp.asarray(rank, jnp.int32), U)
 
 
 @_checks.renamed_keywords(iters="max_iter")
 @full_precision
 def rpca_gd(Sigma, rank: int, *, alpha=0.1, step=0.5, max_iter: int = 200, gamma=2.0, tol=1e-9,
-            return_factor: bool = False):
+            return_factor: bool = False, throw: bool = True):
     """Robust PCA by gradient descent (Yi, Park, Chen, Caramanis 2016) on a symmetric factor,
     L = UUᵀ with U ∈ ℝ^{n×k} (so L is PSD of rank ≤ k):
 
@@ -440,12 +522,16 @@ def rpca_gd(Sigma, rank: int, *, alpha=0.1, step=0.5, max_iter: int = 200, gamma
     the default 0.1 is a documented constant: twice the average 5 % of non-zeros per row of the
     s₀ = 0.95 generator (whose ``"code"`` variant piles more non-zeros onto low indices).
 
-    Called directly, a run whose factor becomes non-finite raises ``FloatingPointError``; under
-    ``jit``/``vmap`` the NaN is returned (:func:`lowrank_jax._checks.raise_if_diverged`).
+    ``throw``: with a run that diverges (a non-finite factor U, or ‖U‖_F² ≥ ‖UUᵀ‖_F beyond 10⁴ ‖Σ‖_F:
+    too large a ``step``), raise ``RuntimeError`` (True, default; also inside ``jit``/``vmap``) or
+    only report ``status == Status.DIVERGED`` (False: a sweep keeps its other points). A traced α or
+    γα outside [0, 1], or a traced ``step``, γ or ``tol`` that breaks its rule, gives
+    ``Status.INVALID`` and NaN L and S, raised the same way.
 
     Returns:
-      :class:`BaselineResult`; ``S`` is the method's sparse estimate T_{γα}(Σ − L) (use
-      ``Sigma - L`` for the paper's DNN-style dense residual). With ``return_factor=True`` the pair
+      :class:`BaselineResult`; ``status`` CONVERGED when ``residual`` = ‖E‖_F/‖Σ‖_F < tol, else
+      MAX_ITER; ``S`` is the method's sparse estimate T_{γα}(Σ − L) (use ``Sigma - L`` for the
+      paper's DNN-style dense residual); ``U`` the factor. With ``return_factor=True`` the pair
       (result, U).
     """
     Sigma = check_symmetric(Sigma)
@@ -462,6 +548,10 @@ def rpca_gd(Sigma, rank: int, *, alpha=0.1, step=0.5, max_iter: int = 200, gamma
     tol = _checks.as_tolerance(tol, dtype)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
     return_factor = _checks.check_flag(return_factor, "return_factor")     # before the run, not after it
-    result, U = _rpca_gd(Sigma, alpha, alpha_iter, step, tol, rank=rank, max_iter=max_iter)
-    _checks.raise_if_diverged(U, lambda: f"RPCA-GD diverged (non-finite factor U): lower step (got {float(step):.3g})")
-    return (result, U) if return_factor else result
+    throw = _checks.check_flag(throw, "throw")
+    out = _rpca_gd(Sigma, alpha, alpha_iter, step, tol, rank=rank, max_iter=max_iter)
+    out = finish(out, throw,
+                 diverged="RPCA-GD diverged (non-finite or exploding factor U): lower step",
+                 invalid="RPCA-GD: a traced alpha or gamma * alpha lies outside [0, 1], or step, "
+                         "gamma or tol is not positive (the result is NaN)")
+    return (out, out.U) if return_factor else out

@@ -38,7 +38,6 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -49,6 +48,7 @@ from lowrank_jax import _checks, loop
 from lowrank_jax import progress as progress_bar
 from lowrank_jax.covariance import metrics
 from lowrank_jax.precision import full_precision
+from lowrank_jax.result import Result, finish
 
 ACTIVATIONS = ("relu", "tanh", "logistic", "arctan")
 LOSSES = ("l1", "huber", "logcosh")
@@ -204,34 +204,51 @@ def dense_first_weight(key, r: int, width: int, dtype):
     return jax.lax.map(rows, jnp.arange(chunks)).reshape(-1, r)[:width]
 
 
-class Decomposition(NamedTuple):
-    """M (n, k), L = MMᵀ, S = Σ − L; per-iteration histories (NaN-padded after ``n_iter``): ``loss``
-    φ(Θ_j), ``grad_norm`` ‖∇φ(Θ_j)‖ and its running minimum, ``param_norm_max`` the running max of
-    ‖Θ_j‖ (NaN for Adam with the fixed-input layer, whose A⁽⁰⁾ is not stored), ``step`` the step
-    length (the learning rate for Adam).
+class Decomposition(Result):
+    """Σ ≈ MMᵀ + S from :func:`decompose` (the :class:`~lowrank_jax.result.Result` core: ``status``,
+    ``n_iter``, ``history``).
 
-    M, L, S and ``net`` are those of the final parameters Θ_{n_iter}, one step after the last
-    recorded loss φ(Θ_{n_iter − 1}) (the histories are taken before each step): ‖S‖₁ is not
-    ``loss[n_iter − 1]`` but the loss one step later (the authors' code returns the L and S of its
-    last forward pass instead, before its last optimiser step)."""
+    Attributes:
+      loss: final φ(Θ_{n_iter − 1}), the loss before the last step.
+      grad_norm: final ‖∇φ(Θ_{n_iter − 1})‖.
+      grad_norm_min: min_{j < n_iter} ‖∇φ(Θ_j)‖.
+      param_norm_max: max_{j < n_iter} ‖Θ_j‖ (NaN for Adam with the fixed-input layer, whose A⁽⁰⁾ is
+        not stored).
+      step: the last step length (the learning rate for Adam; 0 where the Goldstein–Armijo search
+        found no decrease above φ's rounding).
+      M: (n, k) the factor; L = MMᵀ (n, n); S = Σ − L (n, n).
+      net: the trained :class:`CovNet` (M = ``net()``).
+      history: the same five diagnostics per step (``history["loss"]`` etc.), length ``max_iter``,
+        NaN after ``n_iter``; ``grad_norm_min`` and ``param_norm_max`` there are the running minimum
+        and maximum.
 
-    M: jax.Array
-    L: jax.Array
-    S: jax.Array
+    The diagnostics are taken before each step, M, L, S and ``net`` after the last one: ‖S‖₁ is not
+    ``loss`` but the loss one step later (the authors' code returns the L and S of its last forward
+    pass instead, before its last optimiser step).
+    """
+
     loss: jax.Array
     grad_norm: jax.Array
     grad_norm_min: jax.Array
     param_norm_max: jax.Array
     step: jax.Array
-    n_iter: jax.Array
+    M: jax.Array
+    L: jax.Array
+    S: jax.Array
     net: CovNet
+
+
+# Divergence: the parameters are non-finite, or φ has grown beyond this many times
+# max(φ(Θ₀), Σ_ij |Σ_ij|): a fit never raises its loss that far above both the start and the loss of
+# M = 0; a step size far too large multiplies the weights every step until they overflow.
+GROWTH_LIMIT = 1e8
 
 
 @full_precision
 def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str = "relu", loss: str = "l1",
               eps=1e-2, optimizer: str = "adam", lr=1e-4, lr_end=None, max_iter: int = 4000, rel_tol=1e-6, grad_tol=None,
               window: int = 10, armijo=(0.1, 0.9), order: str = "triu", first_layer: str = "fixed-input",
-              key=None, progress: bool = False) -> Decomposition:
+              key=None, progress: bool = False, throw: bool = True) -> Decomposition:
     """Σ ≈ MMᵀ + S with M from an MLP at the fixed input h(Σ) (Baes, Herrera, Neufeld, Ruyssen 2021):
     minimises φ(Θ) = Σ_{i,j} μ([MMᵀ − Σ]_ij) over the network's weights Θ, M = g(N_Θ(h(Σ))) (n, k),
     μ = |·| (``loss="l1"``) or its smoothing (module docstring); returns L = MMᵀ and S = Σ − L.
@@ -252,6 +269,18 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
       progress: show a tqdm bar of the steps, moved from inside the compiled run (about a hundred
         updates; a run stopped by ``rel_tol``/``grad_tol`` ends the bar at its ``n_iter``). Under
         ``jit``/``vmap`` it is switched off with a warning.
+      throw: with a run that diverges (non-finite parameters or loss, or φ beyond 10⁸ times
+        max(φ(Θ₀), Σ_ij |Σ_ij|): too large an ``lr``), raise ``RuntimeError`` (True, default; also
+        inside ``jit``/``vmap``/:func:`lowrank_jax.sweep.run`), or only report ``status ==
+        Status.DIVERGED`` (False: an ``lr`` sweep keeps its other points). A traced ``lr``,
+        ``lr_end`` or ``eps`` that is not positive, or a negative ``rel_tol``/``grad_tol``, gives
+        ``Status.INVALID`` and NaN M, L, S (raised the same way with ``throw=True``).
+
+    Returns:
+      :class:`Decomposition`: ``status`` (CONVERGED when ``rel_tol`` or ``grad_tol`` stopped the run
+      or the Goldstein–Armijo search found no decrease above φ's rounding; MAX_ITER when the budget
+      ran out), ``n_iter``, the final ``loss``, ``grad_norm``, ``grad_norm_min``, ``param_norm_max``,
+      ``step`` and their ``history``, then M, L = MMᵀ, S = Σ − L and the trained ``net``.
 
     ``Sigma``, ``lr``, ``eps`` and ``key`` are traced: ``vmap`` over seeds or over matrices of one size.
     Scale: the defaults (Xavier initialisation, ``lr``, ``eps``) were set for the paper's data —
@@ -261,20 +290,17 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
     error 4e-5 at max|Σ| ≈ 3.6, 1e-4 at 36, 0.09 at 110, 0.46 at 360): pass Σ/c (c = max_i Σ_ii, say) and
     multiply the returned L and S by c.
 
-    Called directly, a run whose network output becomes non-finite (too large an ``lr``) raises
-    ``FloatingPointError``; inside ``jit``/``vmap``/:func:`lowrank_jax.sweep.run` the NaN/inf is
-    returned instead, so an ``lr`` sweep keeps its other points.
-
     Example:
         ```python
         import numpy as np
-        from lowrank_jax import covariance
+        from lowrank_jax import Status, covariance
 
         rng = np.random.default_rng(0)
         M0 = rng.normal(size=(20, 3))
         L0, S0 = M0 @ M0.T, np.diag(rng.uniform(0.5, 1.0, 20))   # rank 3 + a sparse (diagonal) part
         res = covariance.decompose(L0 + S0, 3, hidden=(100, 50), lr=1e-3, lr_end=1e-5, max_iter=3000, rel_tol=None)
         r = covariance.report(L0 + S0, res.L, res.S, L0, S0)
+        print(Status.describe(res.status), res.n_iter, res.loss)   # MAX_ITER (no tolerance), 3000, ≈ 15
         print(r["r_L"], r["rel_error_L"], r["rel_error_S"])      # 3, ≈ 1e-4, ≈ 1e-3
         ```
     """
@@ -306,6 +332,7 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
     if not 0 < alpha < beta < 1:
         raise ValueError(f"armijo = (α, β) needs 0 < α < β < 1, got {armijo}")
     key = _checks.as_key(key)
+    throw = _checks.check_flag(throw, "throw")
     progress = progress_bar.wanted(progress, Sigma, lr, lr_end, eps, rel_tol, grad_tol, key)
     with progress_bar.CompiledBar(max_iter, f"covariance NN ({loss}, {optimizer})", "step", progress,
                                   channel=_CHANNEL) as bar:
@@ -314,8 +341,11 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
                          order=order, first_layer=first_layer, progress=_CHANNEL if progress else None)
         if progress:
             bar.finish(int(out.n_iter))
-    _checks.raise_if_diverged(out.M, "the network's output became non-finite: lower lr (or use optimizer='armijo')")
-    return out
+    return finish(out, throw,
+                  diverged="covariance.decompose diverged (the network's parameters or loss became "
+                           "non-finite or grew without bound): lower lr (or use optimizer='armijo')",
+                  invalid="covariance.decompose: a traced lr, lr_end or eps is not positive, or rel_tol "
+                          "or grad_tol is negative (the result is NaN)")
 
 
 def _armijo_pair(armijo) -> tuple[float, float]:
@@ -348,6 +378,7 @@ def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, 
     xt = jnp.concatenate([x, jnp.ones(1, dtype)])
     u_stats = _input_stats(xt)
     dense = first_layer == "dense"
+    track_pnorm = dense or optimizer != "adam"
 
     # Parameters: dense (A0, b0, layers) or fixed-input (z0, layers); φ and its gradient for each.
     if dense:
@@ -419,39 +450,60 @@ def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, 
             c_prev = c - t * g[0]
             a_sq = A0_sq - 2 * jnp.dot(c_prev, A0x) + jnp.dot(c_prev, c_prev) * (xx - 1.0)
             pnorm = jnp.sqrt(a_sq + jnp.sum((0.01 - c_prev) ** 2) + _tree_sq(p[1]))
-        mean_prev = jnp.mean(prev)                           # the previous `window` losses
+        # the mean of the previous `window` losses (0 until `window` losses exist: the rule waits for
+        # j ≥ window, and a NaN here would read as a diverged run)
+        mean_prev = jnp.where(j >= window, jnp.mean(prev), 0.0)
         prev = jnp.roll(prev, -1).at[-1].set(f)
         keep = t if optimizer != "armijo" else t_prev
-        return (p_new, ost, mt, vt, c, keep, prev), (f, gn, pnorm, t, mean_prev, j)
+        diag = {"loss": f, "grad_norm": gn, "step": t, "mean_prev": mean_prev, "j": j}
+        if track_pnorm:     # not for Adam with the fixed-input layer: NaN, which reads as divergence
+            diag["param_norm"] = pnorm
+        return (p_new, ost, mt, vt, c, keep, prev), diag
 
     def stop(state, diag):
-        f, gn, _, t, mean_prev, j = diag
-        done = t <= 0                      # the line search found no decrease above φ's rounding
+        f, mean_prev = diag["loss"], diag["mean_prev"]
+        done = diag["step"] <= 0           # the line search found no decrease above φ's rounding
         if rel_tol is not None:
-            done |= (j >= window) & (jnp.abs(f - mean_prev) <= rel_tol * jnp.abs(mean_prev))
+            done |= (diag["j"] >= window) & (jnp.abs(f - mean_prev) <= rel_tol * jnp.abs(mean_prev))
         if grad_tol is not None:
-            done |= gn <= grad_tol
+            done |= diag["grad_norm"] <= grad_tol
         return done
 
-    state0 = (params0, opt_state0, first_m, first_m, jnp.zeros(hidden[0], dtype), lr / 2,
-              jnp.full(window, jnp.nan, dtype))
+    # Divergence, judged on the parameters after the step and on the loss before it (GROWTH_LIMIT).
+    bound = GROWTH_LIMIT * jnp.maximum(phi(params0), jnp.sum(jnp.abs(Sigma)))
 
-    invalid = jnp.asarray(False)
-    for tol in (rel_tol, grad_tol):
-        if tol is not None:
-            invalid |= jnp.isnan(tol)
-    res = loop.run_until(step, state0, max_iter=max_iter, stop=stop, progress=progress, invalid=invalid)
-    p = res.state[0]
-    net = net_of(p)
+    def diverged(state, diag):
+        return loop.non_finite(state[0]) | ~(jnp.abs(diag["loss"]) <= bound)
+
+    state0 = (params0, opt_state0, first_m, first_m, jnp.zeros(hidden[0], dtype), lr / 2,
+              jnp.zeros(window, dtype))
+
+    # Traced hyperparameters that broke their rule arrive as NaN (_checks.as_hyper).
+    invalid = jnp.isnan(lr) | jnp.isnan(eps)
+    for value in (lr_end, rel_tol, grad_tol):
+        if value is not None:
+            invalid |= jnp.isnan(value)
+    res = loop.run_until(step, state0, max_iter=max_iter, stop=stop, diverged=diverged,
+                         progress=progress, invalid=invalid)
+    net = net_of(res.state[0])
     M = net()
     L = M @ M.T
-    f, gn, pnorm, t, _, _ = res.history
-    running_min = jax.lax.cummin(jnp.where(jnp.isnan(gn), jnp.inf, gn))
-    running_max = jax.lax.cummax(jnp.where(jnp.isnan(pnorm), -jnp.inf, pnorm))
     valid = jnp.arange(max_iter) < res.n_iter
-    running_min = jnp.where(valid, running_min, jnp.nan)
-    running_max = jnp.where(valid & jnp.isfinite(running_max), running_max, jnp.nan)
-    return Decomposition(M, L, Sigma - L, f, gn, running_min, running_max, t, res.n_iter, net)
+    gn = res.history["grad_norm"]
+    grad_min = jnp.where(valid, jax.lax.cummin(jnp.where(jnp.isnan(gn), jnp.inf, gn)), jnp.nan)
+    if track_pnorm:
+        pn = res.history["param_norm"]
+        param_max = jax.lax.cummax(jnp.where(jnp.isnan(pn), -jnp.inf, pn))
+        param_max = jnp.where(valid & jnp.isfinite(param_max), param_max, jnp.nan)
+    else:
+        param_max = jnp.full(max_iter, jnp.nan, dtype)
+    history = {"loss": res.history["loss"], "grad_norm": gn, "grad_norm_min": grad_min,
+               "param_norm_max": param_max, "step": res.history["step"]}
+    last = jnp.maximum(res.n_iter - 1, 0)
+    return Decomposition(n_iter=res.n_iter, status=res.status, history=history,
+                         loss=res.final["loss"], grad_norm=res.final["grad_norm"],
+                         grad_norm_min=grad_min[last], param_norm_max=param_max[last],
+                         step=res.final["step"], M=M, L=L, S=Sigma - L, net=net)
 
 
 _ADAM_EPS = 1e-8
