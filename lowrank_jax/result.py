@@ -160,6 +160,22 @@ def finish(result: R, throw: bool, *, diverged: str, invalid: str | None = None)
     return _raise_on_failure(result, diverged, invalid)
 
 
+def ensure_finite(values, message: str):
+    """The failure semantics of :func:`finish` for a function that returns plain arrays (no status):
+    raise ``RuntimeError(message)`` when a floating-point entry of ``values`` (an array or pytree) is
+    NaN or infinite; else return ``values``. Judged on the host for concrete values, by
+    ``equinox.error_if`` in the compiled program for traced ones."""
+    leaves = [x for x in jax.tree.leaves(values) if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
+    if not leaves:
+        return values
+    if not any(isinstance(x, jax.core.Tracer) for x in leaves):
+        if not all(np.all(np.isfinite(np.asarray(x))) for x in leaves):
+            raise RuntimeError(message)
+        return values
+    bad = jnp.logical_not(jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves])))
+    return eqx.error_if(values, bad, message)
+
+
 @eqx.filter_jit
 def _raise_on_failure(result, diverged, invalid):
     status = jnp.asarray(result.status)

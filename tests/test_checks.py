@@ -136,7 +136,7 @@ def _half_vs_single(run, *arrays):
             np.testing.assert_array_equal(np.asarray(g), np.asarray(r))
 
 
-@pytest.mark.parametrize("family", ["sdl", "covariance", "regression", "pathnorm", "prox_path"])
+@pytest.mark.parametrize("family", ["sdl", "covariance", "regression", "pathnorm", "pathnorm_prox"])
 def test_half_precision_inputs_run_in_float32_in_every_family(family):
     """A float16 / bfloat16 matrix crashed SDL, the covariance baselines and Newton inside LAPACK
     (NotImplementedError: Unsupported dtype float16); every matrix the boundary takes is now computed in
@@ -163,8 +163,9 @@ def test_half_precision_inputs_run_in_float32_in_every_family(family):
                                                  batch=10, hidden=8, logs_per_epoch=1).model,
                         jnp.abs(grid((40, 6))) / 8)
     else:
-        from lowrank_jax import prox
-        _half_vs_single(lambda W_in, W_out: prox.path_norm_prox(W_in, W_out, strength=0.1), grid((6, 4)), grid((3, 6)))
+        from lowrank_jax import pathnorm
+        _half_vs_single(lambda W_in, W_out: pathnorm.path_norm_prox(W_in, W_out, strength=0.1), grid((6, 4)),
+                        grid((3, 6)))
 
 
 def test_a_scale_whose_sums_of_squares_overflow_or_underflow_is_refused_in_every_family():
@@ -286,12 +287,12 @@ def test_conversions_that_would_overflow_or_wrap_are_refused_or_kept_exact():
     solvers (a 1e39 weight made the prox zero its row); an int64 hyperparameter of 2**32 went
     through int32 and wrapped to 0 (a threshold of 0); labels of 1e20 were cast to int64 first and
     reported as -9223372036854775808."""
-    from lowrank_jax import _checks, prox
+    from lowrank_jax import _checks, pathnorm, prox
     if not jax.config.jax_enable_x64:
         with pytest.raises(ValueError, match="A overflows float32"):
             _checks.as_matrix(np.array([[1e39, 1.0], [1.0, 2.0]]), "A")
         with pytest.raises(ValueError, match="W_in overflows float32"):
-            prox.path_norm_prox(np.array([[1e39, 1.0]]), np.array([[1.0]]), strength=1e-3)
+            pathnorm.path_norm_prox(np.array([[1e39, 1.0]]), np.array([[1.0]]), strength=1e-3)
     np.testing.assert_allclose(_checks.as_hyper(np.int64(2 ** 32), "t"), 2.0 ** 32)
     x = jnp.array([-3.0, 0.5, 5.0])
     np.testing.assert_array_equal(prox.soft_threshold(x, np.int64(2 ** 32 + 1)), jnp.zeros(3))
@@ -313,6 +314,7 @@ def test_as_real_reads_half_precision_scalars():
 def _closure_cases():
     from lowrank_jax import covariance as cv, prox, rpca, sdl
     from lowrank_jax.regression import hyperbolic as rg
+    from oracles import sparsify_top_fraction_topk
     rng = np.random.default_rng(0)
     X64 = rng.standard_normal((8, 6))                       # float64 NumPy, narrowed with x64 off
     X = jnp.asarray(X64, jnp.float32)
@@ -321,7 +323,7 @@ def _closure_cases():
     runs = {
         "rpca.altproj, float64 NumPy Y": lambda: rpca.altproj(X64, 2, max_iter=2).X,
         "covariance.ialm, float64 NumPy Σ": lambda: cv.ialm(S, max_iter=2).L,
-        "prox.sparsify_top_fraction_topk": lambda: prox.sparsify_top_fraction_topk(X, 0.3),
+        "oracles.sparsify_top_fraction_topk": lambda: sparsify_top_fraction_topk(X, 0.3),
         "sdl.fit, step=None": lambda: sdl.fit(Xs, ys, 2, max_iter=2).theta,
     }
     refusals = {
@@ -513,33 +515,34 @@ def test_newton_solve_names_its_start_x0():
 def test_invalid_traced_hyperparameters_give_nan_in_the_baselines_and_the_attack_too():
     """rpca_gd returned L = 0 with a residual of 0 (looking converged) for a traced α > 1 or γα > 1,
     altproj a finite 5 % error for a traced β < 0 (its hard threshold at NaN kept nothing), and
-    robust_error 0.81 for a traced ε < 0. Each is NaN now, as every other solver's is."""
-    from lowrank_jax import covariance as cv, pathnorm, rpca
+    robust_error 0.81 for a traced ε < 0. Each is NaN now, as every other solver's is (the solvers
+    with status INVALID)."""
+    from lowrank_jax import Status, covariance as cv, pathnorm, rpca
     from lowrank_jax.datasets import rpca as rdata
     rng = np.random.default_rng(0)
     M = rng.normal(size=(12, 2))
     S = M @ M.T + np.diag(rng.uniform(0.5, 1.0, 12))
     for kw in ({"alpha": 1.5}, {"alpha": 0.6}, {"gamma": 20.0}):
         (name, value), = kw.items()
-        out = jax.jit(lambda v: cv.rpca_gd(S, 2, **{name: v}).L)(value)
+        out = jax.jit(lambda v: cv.rpca_gd(S, 2, **{name: v}, throw=False).L)(value)
         assert np.all(np.isnan(out)), kw
-    assert np.all(np.isfinite(jax.jit(lambda a: cv.rpca_gd(S, 2, alpha=a).L)(0.1)))
+    assert np.all(np.isfinite(jax.jit(lambda a: cv.rpca_gd(S, 2, alpha=a, throw=False).L)(0.1)))
     p = rdata.rpca_problem(jax.random.key(0), 30, 30, 2, 0.1)
-    out = jax.jit(lambda b: rpca.altproj(p.Y, 2, beta=b, max_iter=40).X)(-1.0)
-    assert np.all(np.isnan(out))
+    out = jax.jit(lambda b: rpca.altproj(p.Y, 2, beta=b, max_iter=40, throw=False))(-1.0)
+    assert np.all(np.isnan(out.X)) and int(out.status) == Status.INVALID
     model = pathnorm.ShallowNet(4, 3, 2, key=jax.random.key(0))
     X, y = jnp.full((5, 4), 0.5), jnp.array([0, 1, 0, 1, 0])
     err = jax.jit(lambda e: pathnorm.robust_error(model, X, y, eps=e, key=0, steps=3))
     assert np.isnan(err(-1.0)) and 0.0 <= float(err(0.1)) <= 1.0
 
 
-def test_a_traced_invalid_tolerance_or_first_threshold_gives_nan_in_every_solver():
-    """A traced tol ≤ 0 (or NaN) arrives as NaN, and no residual compares below NaN: every solver ran
-    its whole budget and returned a finite result, as if tol were None, where the direct call raises.
-    A traced ζ₀ = 0 returned X = 0 with a residual of 0, the best point of a sweep over ζ's scale by
-    that residual. Each is NaN now (loop.run_until's ``invalid``; the schedule check), the valid
-    point beside it unchanged."""
-    from lowrank_jax import covariance as cv, regression as rg, rpca, sdl
+def test_a_traced_invalid_tolerance_or_first_threshold_is_invalid_in_every_solver():
+    """A traced tol < 0 (or NaN) arrives as NaN, and no residual compares below NaN: every solver would
+    run its whole budget and return a finite result, as if tol were None, where the direct call
+    raises. A traced ζ₀ = 0 would return X = 0 with a residual of 0, the best point of a sweep over
+    ζ's scale by that residual. Each reports ``Status.INVALID`` with NaN fields (throw=False) or
+    raises (throw=True), the valid point beside it unchanged."""
+    from lowrank_jax import Status, covariance as cv, regression as rg, rpca, sdl
     from lowrank_jax.datasets import rpca as rdata
     p = rdata.rpca_problem(jax.random.key(0), 24, 20, 2, 0.1)
     zeta, eta = rpca.oracle_thresholds(p.Y, 2, p.X, 3, 0.5), jnp.full(3, 0.5)
@@ -547,22 +550,30 @@ def test_a_traced_invalid_tolerance_or_first_threshold_gives_nan_in_every_solver
     X, y = jax.random.normal(jax.random.key(2), (8, 20)), jnp.arange(20) % 2
     Sigma = jnp.eye(6) + 0.1
     solvers = {
-        "lrpca": lambda t: rpca.lrpca(p.Y, 2, zeta, eta, tol=t).X,
-        "lrpca_sharded": lambda t: rpca.lrpca_sharded(p.Y, 2, zeta, eta, tol=t).X,
-        "scaledgd": lambda t: rpca.scaledgd(p.Y, 2, 0.1, tol=t, max_iter=10).X,
-        "altproj": lambda t: rpca.altproj(p.Y, 2, tol=t, max_iter=10).X,
-        "newton_solve": lambda t: rg.newton_solve(A, b, 1.0, jnp.zeros(3), "exp", "exact", tol=t, max_iter=5).x,
-        "sdl.fit": lambda t: sdl.fit(X, y, 2, tol=t, max_iter=10).theta,
-        "decompose rel_tol": lambda t: cv.decompose(Sigma, 2, rel_tol=t, max_iter=15, window=3, key=0).M,
-        "decompose grad_tol": lambda t: cv.decompose(Sigma, 2, rel_tol=None, grad_tol=t, max_iter=15, key=0).M,
-        "rpca_gd": lambda t: cv.rpca_gd(Sigma, 2, tol=t, max_iter=10).L,
-        "ialm": lambda t: cv.ialm(Sigma, tol=t, max_iter=10).L,
+        "lrpca": (lambda t, throw: rpca.lrpca(p.Y, 2, zeta, eta, tol=t, throw=throw), "X"),
+        "lrpca_sharded": (lambda t, throw: rpca.lrpca_sharded(p.Y, 2, zeta, eta, tol=t, throw=throw), "X"),
+        "scaledgd": (lambda t, throw: rpca.scaledgd(p.Y, 2, 0.1, tol=t, max_iter=10, throw=throw), "X"),
+        "altproj": (lambda t, throw: rpca.altproj(p.Y, 2, tol=t, max_iter=10, throw=throw), "X"),
+        "newton_solve": (lambda t, throw: rg.newton_solve(A, b, 1.0, jnp.zeros(3), "exp", "exact", tol=t, max_iter=5,
+                                                          throw=throw), "x"),
+        "sdl.fit": (lambda t, throw: sdl.fit(X, y, 2, tol=t, max_iter=10, throw=throw), "theta"),
+        "decompose rel_tol": (lambda t, throw: cv.decompose(Sigma, 2, rel_tol=t, max_iter=15, window=3, key=0,
+                                                            throw=throw), "M"),
+        "decompose grad_tol": (lambda t, throw: cv.decompose(Sigma, 2, rel_tol=None, grad_tol=t, max_iter=15, key=0,
+                                                             throw=throw), "M"),
+        "rpca_gd": (lambda t, throw: cv.rpca_gd(Sigma, 2, tol=t, max_iter=10, throw=throw), "L"),
+        "ialm": (lambda t, throw: cv.ialm(Sigma, tol=t, max_iter=10, throw=throw), "L"),
     }
-    for name, f in solvers.items():
-        out = jax.vmap(f)(jnp.array([1e-3, -1.0]))
-        assert np.all(np.isfinite(out[0])) and np.all(np.isnan(out[1])), name
-    lr = jax.vmap(lambda s: rpca.lrpca(p.Y, 2, zeta * s, eta).X)(jnp.array([1.0, 0.0]))
-    assert np.all(np.isfinite(lr[0])) and np.all(np.isnan(lr[1]))
+    for name, (f, field) in solvers.items():
+        out = jax.vmap(lambda t: f(t, False))(jnp.array([1e-3, -1.0]))
+        assert int(out.status[1]) == Status.INVALID and int(out.status[0]) != Status.INVALID, name
+        value = np.asarray(getattr(out, field))
+        assert np.all(np.isfinite(value[0])) and np.all(np.isnan(value[1])), name
+    with pytest.raises(RuntimeError, match="tol"):
+        jax.block_until_ready(jax.jit(lambda t: solvers["scaledgd"][0](t, True).X)(-1.0))
+    lr = jax.vmap(lambda s: rpca.lrpca(p.Y, 2, zeta * s, eta, throw=False))(jnp.array([1.0, 0.0]))
+    assert np.asarray(lr.status).tolist() == [Status.MAX_ITER, Status.INVALID]
+    assert np.all(np.isfinite(lr.X[0])) and np.all(np.isnan(lr.X[1]))
     with pytest.raises(ValueError, match="zeta\\[0\\] must be > 0"):
         rpca.lrpca(p.Y, 2, zeta * 0.0, eta)
 

@@ -36,3 +36,13 @@ def test_finish_raises_the_named_cause_eagerly_and_under_jit_and_returns_with_th
     out = finish(toy(status), False, diverged="went up")
     assert int(out.status) == status
     assert int(finish(toy(Status.MAX_ITER), True, diverged="went up").status) == Status.MAX_ITER
+
+
+def test_ensure_finite_raises_eagerly_and_under_jit_and_passes_finite_values():
+    from lowrank_jax.result import ensure_finite
+    good = {"x": jnp.ones(3), "n": jnp.asarray(2)}
+    assert ensure_finite(good, "never") is good
+    for call in (lambda v: ensure_finite(v, "overflowed"), jax.jit(lambda v: ensure_finite(v, "overflowed"))):
+        with pytest.raises(RuntimeError, match="overflowed"):
+            jax.block_until_ready(call(jnp.array([1.0, jnp.inf])))
+    np.testing.assert_array_equal(jax.jit(lambda v: ensure_finite(v, "no"))(jnp.ones(2)), np.ones(2))

@@ -85,7 +85,9 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
         ready = d["ready"] if stop == "change" else True
         return (s[0] == rank) & (d[stop] < tol) & ready
 
-    out = loop.run_until(step, state, max_iter=max_iter, stop=done, invalid=jnp.isnan(tol),
+    # a traced β or β_0 that broke its rule arrives as NaN (_checks.as_hyper): INVALID, not a NaN run
+    invalid = jnp.isnan(tol) | jnp.isnan(beta) | jnp.isnan(beta_init)
+    out = loop.run_until(step, state, max_iter=max_iter, stop=done, invalid=invalid,
                          diverged=lambda s, d: diverged(s[4], s[5], y_norm) | ~jnp.all(jnp.isfinite(s[2])))
     stage, t, S, _, L, R = out.state
     # the rank X was formed at: the last iteration's stage (t = 0 when that iteration advanced it)
@@ -159,7 +161,7 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
                           max_iter=max_iter, inner_iters=inner_iters, oversample=oversample, n_iter=n_iter,
                           stop=stop)
     out = finish(out, throw, diverged="AltProj produced a non-finite iterate: Y's scale overflows its dtype "
-                 "(rescale Y or use float64)", invalid="AltProj: tol must be >= 0 (the result is NaN)")
+                 "(rescale Y or use float64)", invalid="AltProj: tol must be >= 0 and beta, beta_init > 0 (the result is NaN)")
     # Only a run that used its whole budget: one stopped by tol may have formed X at a lower rank in
     # its last iteration (the one that moved into stage r) because Y is fit to tol there (rank Y < r,
     # or Y = 0); raising max_iter would change nothing, and the warning said to.

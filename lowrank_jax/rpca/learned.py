@@ -23,7 +23,7 @@ import numpy as np
 
 from lowrank_jax import _checks, loop
 from lowrank_jax.prox import soft_threshold
-from lowrank_jax.result import finish
+from lowrank_jax.result import ensure_finite, finish
 from lowrank_jax.rpca._common import (RPCAResult, change_stats, check_common, check_stop, check_tol, diagnostics,
                                       diverged, frob, make_result, residual_stats, residual_step, spectral_init)
 from lowrank_jax.precision import full_precision
@@ -301,6 +301,5 @@ def oracle_thresholds(Y, rank, X_star, num_layers, eta=0.5, *, rule="max", scale
         raise ValueError(f"eta must be a scalar or have shape ({num_layers},), got {tuple(eta.shape)}")
     zeta = _oracle(Y, X_star, eta, scale, key, rank=rank, num_layers=num_layers, rule=rule, svd=svd,
                    oversample=oversample, n_iter=n_iter)
-    _checks.raise_if_diverged(zeta, "the oracle thresholds became non-finite: the steps eta are too large for "
-                                    "this problem (the oracle iterates diverged)")
-    return zeta
+    return ensure_finite(zeta, "the oracle thresholds became non-finite: the steps eta are too large for this "
+                         "problem (the oracle iterates diverged)")
