@@ -12,6 +12,7 @@ and after 12 steps. Prints; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -68,9 +69,11 @@ def main(argv=None):
                 theta0, gamma0, _ = sdl.initial_point(data, r, model, jax.random.key(0))
                 xi, lam = jnp.asarray(1.0, dtype), jnp.asarray(0.1, dtype)
                 tau = sm.step_bound(data, xi, lam, model)
-                run = {k: jax.jit(lambda th, g, data, xi, lam, tau, k=k: sdl.lpgd(th, g, data, xi, lam, tau, r,
-                                                                                  model=model, max_iter=k)[:2])
-                       for k in (1, 2, 12)}
+                def lpgd(th, g, data, xi, lam, tau, k):
+                    out = sdl.lpgd(th, g, data, xi, lam, tau, r, model=model, max_iter=k)
+                    return out.theta, out.gamma
+
+                run = {k: jax.jit(functools.partial(lpgd, k=k)) for k in (1, 2, 12)}
                 t = interleaved_ms({k: (lambda f=f: f(theta0, gamma0, data, xi, lam, tau)) for k, f in run.items()},
                                    reps=args.reps)
                 row[dtype] = (t[12] - t[2]) / 10      # per iteration inside a run (set-up excluded)

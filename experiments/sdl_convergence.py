@@ -116,7 +116,11 @@ def lpgd_path(data, theta0, gamma0, xi, lam, tau, r, model, T, theta_star, gamma
     from lowrank_jax import sdl
     from lowrank_jax.sdl import model as sm
 
-    step = jax.jit(lambda th, g: sdl.lpgd(th, g, data, xi, lam, tau, r, model=model, max_iter=1)[:2])
+    def step(th, g):
+        out = sdl.lpgd(th, g, data, xi, lam, tau, r, model=model, max_iter=1)
+        return out.theta, out.gamma
+
+    step = jax.jit(step)
 
     @jax.jit
     def measure(th, g):
@@ -165,10 +169,10 @@ def synthetic_case(model, p, n, r, xi, lam, sigma, seed, spectral_norm, T, gap_i
         return np.append(np.asarray(hist), float(final))
 
     curves = {
-        f"LPGD τ = 2/(μ+L) = {tau:.3g}": with_final(lp.loss, sm.objective(lp.theta, lp.gamma, data, xi, lam, model)),
+        f"LPGD τ = 2/(μ+L) = {tau:.3g}": with_final(lp.history["loss"], sm.objective(lp.theta, lp.gamma, data, xi, lam, model)),
         f"LPGD τ = 1/L̄ = {safe:.3g} (default)": with_final(
-            lp_safe.loss, sm.objective(lp_safe.theta, lp_safe.gamma, data, xi, lam, model)),
-        "BCD": with_final(bc.loss, sdl.factored_objective(bc.factors, bc.gamma, data, xi, lam, model)),
+            lp_safe.history["loss"], sm.objective(lp_safe.theta, lp_safe.gamma, data, xi, lam, model)),
+        "BCD": with_final(bc.history["loss"], sdl.factored_objective(bc.factors, bc.gamma, data, xi, lam, model)),
     }
     F_star = float(sm.objective(star.theta, star.gamma, data, xi, lam, model))
     F_bcd_long = float(sdl.factored_objective(bc_long.factors, bc_long.gamma, data, xi, lam, model))
@@ -306,7 +310,7 @@ def real_case(dataset, model, xi, lam, ks, reps, ref_extra, rank=None, quarter=T
         return float(sdl.factored_objective(out.factors, out.gamma, data, xi, lam, model))
 
     kmax = max(ks)
-    hist = {name: np.append(np.asarray(outs[(name, kmax)].loss), final_loss(name, outs[(name, kmax)]))
+    hist = {name: np.append(np.asarray(outs[(name, kmax)].history["loss"]), final_loss(name, outs[(name, kmax)]))
             for name in ("LPGD", "BCD")}
     timed = {name: [(k, final_loss(name, outs[(name, k)]), np.median(times[(name, k)]), min(times[(name, k)]),
                      max(times[(name, k)])) for k in ks] for name in ("LPGD", "BCD")}
@@ -316,8 +320,8 @@ def real_case(dataset, model, xi, lam, ks, reps, ref_extra, rank=None, quarter=T
     if ref_extra:
         lp_more = sdl.lpgd(lp_end.theta, lp_end.gamma, data, xi, lam, tau, r, model=model, max_iter=ref_extra)
         bc_more = sdl.bcd(bc_end.factors, bc_end.gamma, data, xi, lam, model=model, max_iter=ref_extra)
-        refs += [final_loss("LPGD", lp_more), final_loss("BCD", bc_more), float(jnp.min(lp_more.loss)),
-                 float(jnp.min(bc_more.loss))]
+        refs += [final_loss("LPGD", lp_more), final_loss("BCD", bc_more), float(jnp.min(lp_more.history["loss"])),
+                 float(jnp.min(bc_more.history["loss"]))]
     if quarter:             # same step with the exact binary curvature bound ¼ instead of ½: τ' = 1/L̄'
         Phi_sq = (float(jnp.linalg.norm(jnp.concatenate([data.X, data.X_aux]), 2)) ** 2 if model == "W"
                   else 1.0 + float(jnp.linalg.norm(data.X_aux, 2)) ** 2)
@@ -326,7 +330,7 @@ def real_case(dataset, model, xi, lam, ks, reps, ref_extra, rank=None, quarter=T
         # repeat LPGD's, so it is drawn only where the two steps differ (κ ≥ 2, where step_bound uses ½).
         if abs(tau_q - tau) > 1e-9 * tau:
             q = sdl.lpgd(theta0, gamma0, data, xi, lam, tau_q, r, model=model, max_iter=kmax)
-            hist[f"LPGD τ' = {tau_q:.3g}"] = np.append(np.asarray(q.loss), final_loss("LPGD", q))
+            hist[f"LPGD τ' = {tau_q:.3g}"] = np.append(np.asarray(q.history["loss"]), final_loss("LPGD", q))
             refs.append(float(np.min(hist[f"LPGD τ' = {tau_q:.3g}"])))
     F_ref = min(refs)
     bc_theta = sm.lift(bc_end.factors, model)

@@ -112,7 +112,8 @@ def fit_dataset(name, args):
             m = sdl.fit(Xj, y, r, model=model, xi=xi, lam=lam, max_iter=iters, intercept=True)
             train_acc = float(np.mean(np.asarray(sdl.predict(m, Xj)) == y))
             W, beta = oriented(m.W, m.beta)
-            rel_step = float(jnp.abs(m.loss[-1] - m.loss[-2]) / jnp.abs(m.loss[-1]))
+            loss = m.history["loss"]
+            rel_step = float(jnp.abs(loss[-1] - loss[-2]) / jnp.abs(loss[-1]))
             results.append(dict(dataset=name, method=f"SDL-{model} r={r}", r=r, W=W, beta=beta, acc=train_acc,
                                 xi=xi, lam=lam, how=how, cv=acc_grid, wall=time.perf_counter() - t0,
                                 last_change=rel_step))

@@ -165,8 +165,8 @@ def dictionary_learning(rank: int = 2, max_iter: int = 300, outdir: pathlib.Path
             m, secs, _ = _timed(lambda: fit(Xtr))
             acc = float(np.mean(np.asarray(sdl.predict(m, Xte)) == g.y[test]))
             name = f"SDL-{model} ({solver.upper()})"
-            rows.append([name, f"{float(m.loss[-1]):.4f}", f"{acc:.2f}", f"{secs:.2f}"])
-            curves[name] = np.asarray(m.loss, np.float64)
+            rows.append([name, f"{float(m.loss):.4f}", f"{acc:.2f}", f"{secs:.2f}"])
+            curves[name] = np.asarray(m.history["loss"], np.float64)
             if model == "W" and solver == "lpgd":
                 atom = int(np.argmax(np.abs(np.asarray(m.beta[:, 0]))))
                 w = np.asarray(m.W[:, atom]) * np.sign(float(m.beta[atom, 0]))
@@ -186,8 +186,8 @@ def dictionary_learning(rank: int = 2, max_iter: int = 300, outdir: pathlib.Path
     for model in ("H", "W"):
         ref = sdl.fit(Xtr, g.y[train], rank, model=model, xi=0.1, lam=0.01, max_iter=4 * max_iter, solver="bcd")
         names = [k for k in curves if k.startswith(f"SDL-{model} ")]
-        best = min([float(np.min(ref.loss))] + [float(np.min(curves[k])) for k in names])
-        floor = float(jnp.finfo(ref.loss.dtype).eps) * abs(best)
+        best = min([float(np.nanmin(ref.history["loss"]))] + [float(np.min(curves[k])) for k in names])
+        floor = float(jnp.finfo(ref.history["loss"].dtype).eps) * abs(best)
         for k in names:
             curves[k] = np.maximum(curves[k] - best, floor)
     panel = (curves, "iteration", f"F(θ_t) − F*  (F*: BCD, {4 * max_iter} iterations)", "SDL on Golub: LPGD vs BCD",

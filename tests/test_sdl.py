@@ -1,6 +1,7 @@
 """Supervised dictionary learning: closed forms vs autodiff, factor recovery, LPGD's linear rate
 against Theorem 2.1's ρ^t bound on the paper's generative model, BCD, prediction, CV, bad input."""
 
+import dataclasses
 import importlib
 import re
 
@@ -9,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lowrank_jax import prox, sdl
+from lowrank_jax import Status, prox, sdl
 from lowrank_jax.sdl import model as sm
 
 
@@ -202,9 +203,11 @@ def test_bcd_and_lpgd_reach_the_same_loss_neither_stalls(x64):
     X = (X - X.mean(1, keepdims=True)) / X.std(1, keepdims=True) / 10
     kw = dict(model="W", xi=0.1, lam=0.1, init="random")
     lp, bc = sdl.fit(X, y, 4, max_iter=1000, **kw), sdl.fit(X, y, 4, solver="bcd", max_iter=1000, **kw)
-    np.testing.assert_allclose(float(bc.loss[-1]), float(lp.loss[-1]), rtol=1e-5)
-    assert float(bc.loss[99]) < float(lp.loss[99])
-    assert np.all(np.diff(np.asarray(bc.loss)) <= 1e-9 * np.abs(np.asarray(bc.loss[1:])))   # BCD is monotone
+    np.testing.assert_allclose(float(bc.loss), float(lp.loss), rtol=1e-5)
+    np.testing.assert_array_equal(bc.loss, bc.history["loss"][-1])       # the final value is the last row
+    assert float(bc.history["loss"][99]) < float(lp.history["loss"][99])
+    bc_loss = np.asarray(bc.history["loss"])
+    assert np.all(np.diff(bc_loss) <= 1e-9 * np.abs(bc_loss[1:]))   # BCD is monotone
 
 
 def test_prediction_and_supervised_coding(x64):
@@ -380,6 +383,10 @@ def test_a_diverged_grid_point_is_nan_and_never_the_best(monkeypatch):
     X, y = rng.normal(size=(20, 16)), np.array([0, 1] * 8)
     with pytest.raises(ValueError, match="rescale X"):         # a scale whose squares overflow: refused
         sdl.cross_validate(X * 1e20, y, 2, [1.0], [0.1], folds=2)
+    # A grid point whose fit fails for real (ξ = 3e38: the safe step 1/(2ξ) overflows float32, an
+    # INVALID run) does not stop the vmapped grid, whose fits run with throw=False.
+    acc, best = sdl.cross_validate(X, y, 2, [0.1, 3e38], [0.1], folds=2, max_iter=20)
+    assert np.isnan(acc[1, 0]) and np.isfinite(acc[0, 0]) and best == (0.1, 0.1)
     import importlib
     fit_mod = importlib.import_module("lowrank_jax.sdl.fit")
     real = fit_mod._grid_predict
@@ -396,7 +403,7 @@ def test_a_diverged_grid_point_is_nan_and_never_the_best(monkeypatch):
     assert isinstance(result, sdl.CrossValidation) and result.accuracy is acc and result.best is best
     assert np.isnan(acc[1, 0]) and np.isfinite(acc[0, 0]) and best == (0.1, 0.1)
     monkeypatch.setattr(fit_mod, "_grid_predict", diverging(slice(None)))
-    with pytest.raises(FloatingPointError, match="every"):
+    with pytest.raises(RuntimeError, match="every"):
         sdl.cross_validate(X, y, 2, [0.1, 1.0], [0.1], folds=2)
 
 
@@ -771,8 +778,8 @@ def test_bcd_on_sdl_h_is_monotone(x64):
     increases from sweep to sweep (SDL-H, random start, two classes + the reference)."""
     X, y, _ = generative("H", 20, 30, 2, kappa=2, seed=14)
     m = sdl.fit(X, y, 2, model="H", xi=0.5, lam=0.1, max_iter=300, solver="bcd", init="random")
-    loss = np.asarray(m.loss)
-    assert np.all(np.isfinite(loss)) and int(m.n_iter) == 300
+    loss = np.asarray(m.history["loss"])
+    assert np.all(np.isfinite(loss)) and int(m.n_iter) == 300 and int(m.status) == Status.MAX_ITER
     assert np.all(np.diff(loss) <= 1e-10 * np.abs(loss[1:])), np.diff(loss).max()
     assert loss[-1] < 0.5 * loss[0]
 
@@ -806,27 +813,29 @@ def test_tolerance_stops_early_at_the_first_small_step(x64):
     tol, cap = 1e-7, 5000
     res = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 2, model="H", max_iter=cap, tol=tol)
     n = int(res.n_iter)
-    assert 2 < n < cap
-    s = np.asarray(res.step_norm)
+    assert 2 < n < cap and int(res.status) == Status.CONVERGED
+    s = np.asarray(res.history["step_norm"])
+    assert float(res.step_norm) == s[n - 1] and float(res.loss) == float(res.history["loss"][n - 1])
     assert np.all(np.isfinite(s[:n])) and np.all(np.isnan(s[n:]))
     fixed = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 2, model="H", max_iter=n)
     np.testing.assert_allclose(res.theta, fixed.theta, rtol=1e-12, atol=1e-14)
     # a step norm is a difference of iterates of size 1: rounding of 1e-16·‖θ‖ on each (on a GPU the
     # while and the scan program differed by 5e-15 at step norms of 1e-3)
-    np.testing.assert_allclose(s[:n], fixed.step_norm, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(s[:n], fixed.history["step_norm"], rtol=1e-12, atol=1e-13)
+    assert int(fixed.status) == Status.MAX_ITER                           # no tol: the budget ran out
     z_n = float(np.sqrt(jnp.sum(res.theta ** 2) + jnp.sum(res.gamma ** 2)))
     # ‖Z_{n−1}‖ ≥ ‖Z_n‖ − s_{n−1} and ‖Z_{n−2}‖ ≤ ‖Z_n‖ + s_{n−1} + s_{n−2} (triangle inequality):
     assert s[n - 1] <= tol * max(1.0, z_n - s[n - 1])                        # relative change below tol
     assert s[n - 2] > tol * max(1.0, z_n + s[n - 1] + s[n - 2])              # ... for the first time
     m = sdl.fit(X, y, 2, model="H", xi=1.0, lam=0.1, max_iter=cap, tol=tol)     # fit passes tol through
-    assert int(m.n_iter) == n and np.all(np.isnan(np.asarray(m.loss)[n:]))
+    assert int(m.n_iter) == n and np.all(np.isnan(np.asarray(m.history["loss"])[n:]))
     np.testing.assert_allclose(m.theta, res.theta, rtol=1e-12, atol=1e-14)
     # Where ‖Z‖ < 1 the rule is absolute, ‖Z_{t+1} − Z_t‖ ≤ tol (a rule relative to ‖Z_t‖ alone stops later)
     small = sm.prepare(1e-3 * X, y, intercept=True)
     theta0, gamma0, _ = sdl.initial_point(small, 2, "H", jax.random.key(0))
     step = sm.step_bound(small, 1.0, 5.0, "H")
     res = sdl.lpgd(1e-3 * theta0, 1e-3 * gamma0, small, 1.0, 5.0, step, 2, model="H", max_iter=cap, tol=1e-5)
-    n, s = int(res.n_iter), np.asarray(res.step_norm)
+    n, s = int(res.n_iter), np.asarray(res.history["step_norm"])
     assert 2 < n < cap and float(np.sqrt(jnp.sum(res.theta ** 2) + jnp.sum(res.gamma ** 2))) + s[n - 2] < 1
     assert s[n - 1] <= 1e-5 < s[n - 2]
 
@@ -845,7 +854,7 @@ def test_randomized_svd_gives_the_gram_iterate(model, x64):
     gram, rand = run("gram"), run("randomized")
     np.testing.assert_allclose(rand.theta, gram.theta, rtol=0, atol=1e-9 * float(jnp.linalg.norm(gram.theta)))
     np.testing.assert_allclose(rand.gamma, gram.gamma, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(rand.loss, gram.loss, rtol=1e-10)
+    np.testing.assert_allclose(rand.history["loss"], gram.history["loss"], rtol=1e-10)
 
 
 def test_labels_with_a_gap_need_num_classes():
@@ -892,13 +901,16 @@ def test_span_steps_are_the_dense_steps(model, kappa, x64):
         scale = float(jnp.max(jnp.abs(dense.theta)))
         np.testing.assert_allclose(fast.theta, dense.theta, rtol=0, atol=1e-12 * scale)
         np.testing.assert_allclose(fast.gamma, dense.gamma, rtol=0, atol=1e-12)
+        assert int(fast.status) == int(dense.status)
+        np.testing.assert_allclose(fast.history["loss"], dense.history["loss"], rtol=1e-12)
         np.testing.assert_allclose(fast.loss, dense.loss, rtol=1e-12)
         # ‖Z_{t+1} − Z_t‖ (down to 1e-6 here) is computed from the coordinates' Gram: rounding ~ ε‖θ‖.
-        np.testing.assert_allclose(fast.step_norm, dense.step_norm, rtol=1e-9,
+        np.testing.assert_allclose(fast.history["step_norm"], dense.history["step_norm"], rtol=1e-9,
                                    atol=1e-12 * float(jnp.linalg.norm(dense.theta)))
     # A tolerance met by the very first (dense) step: one step, histories padded after it.
     first = run(True, max_iter=30, tol=1e3)
-    assert int(first.n_iter) == 1 and np.all(np.isnan(np.asarray(first.loss)[1:]))
+    assert int(first.n_iter) == 1 and np.all(np.isnan(np.asarray(first.history["loss"])[1:]))
+    assert int(first.status) == Status.CONVERGED and float(first.loss) == float(first.history["loss"][0])
     np.testing.assert_allclose(first.theta, run(False, max_iter=1).theta, rtol=0, atol=1e-12 * scale)
     # vmap over (ξ, λ) through the span path equals separate runs.
     xis, lams = jnp.asarray([0.5, 2.0]), jnp.asarray([0.05, 0.3])
@@ -955,11 +967,11 @@ def test_span_steps_keep_the_loss_and_step_norms_in_float32_on_unscaled_data():
     for model in "HW":
         span = sdl.fit(X, y, 3, model=model, xi=1.0, lam=0.1, max_iter=60)
         dense = sdl.fit(X, y, 3, model=model, xi=1.0, lam=0.1, max_iter=60, project=lambda t: t)
-        np.testing.assert_allclose(np.asarray(span.loss), np.asarray(dense.loss), rtol=5e-5)
+        np.testing.assert_allclose(np.asarray(span.history["loss"]), np.asarray(dense.history["loss"]), rtol=5e-5)
     data = sm.prepare(X, y, None, intercept=True)
     theta0, gamma0, _ = sdl.initial_point(data, 3, "H", jax.random.key(0))
     run = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, sm.step_bound(data, 1.0, 0.1, "H"), 3, model="H", max_iter=60)
-    assert np.all(np.isfinite(np.asarray(run.step_norm)))
+    assert np.all(np.isfinite(np.asarray(run.history["step_norm"])))
 
 
 def _small_problem(p=30, n=20, model="H"):
@@ -980,7 +992,7 @@ def test_lpgd_step_none_is_the_safe_bound(p):
     auto = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, None, 2, model="H", max_iter=4)
     safe = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, sm.step_bound(data, 1.0, 0.1, "H"), 2, model="H", max_iter=4)
     np.testing.assert_array_equal(np.asarray(auto.theta), np.asarray(safe.theta))
-    loss = np.asarray(auto.loss)
+    loss = np.asarray(auto.history["loss"])
     assert np.all(np.diff(loss) <= 1e-6 * np.abs(loss[1:])) and loss[-1] < loss[0]   # a descent method
 
 
@@ -1037,13 +1049,13 @@ def test_lpgd_and_bcd_accept_traced_hyperparameters():
     _, data, theta0, gamma0, f0 = _small_problem()
     xis, lams = jnp.asarray([0.5, 2.0]), jnp.asarray([0.05, 0.3])
     lp = jax.vmap(lambda xi, lam: sdl.lpgd(theta0, gamma0, data, xi, lam, None, 2, model="H", max_iter=3).theta)
-    bc = jax.vmap(lambda xi, lam: sdl.bcd(f0, gamma0, data, xi, lam, model="H", max_iter=3).loss)
+    bc = jax.vmap(lambda xi, lam: sdl.bcd(f0, gamma0, data, xi, lam, model="H", max_iter=3).history["loss"])
     swept_lp, swept_bc = lp(xis, lams), bc(xis, lams)
     for i in range(2):
         one = sdl.lpgd(theta0, gamma0, data, xis[i], lams[i], None, 2, model="H", max_iter=3).theta
         np.testing.assert_allclose(swept_lp[i], one, rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(swept_bc[i], sdl.bcd(f0, gamma0, data, xis[i], lams[i], model="H", max_iter=3).loss,
-                                   rtol=1e-5)
+        np.testing.assert_allclose(swept_bc[i], sdl.bcd(f0, gamma0, data, xis[i], lams[i], model="H",
+                                                        max_iter=3).history["loss"], rtol=1e-5)
 
 
 def test_rank_as_a_0d_integer_array():
@@ -1109,48 +1121,132 @@ def test_bcd_records_no_step_and_divergence_messages_fit_the_run(monkeypatch):
     assert float(sdl.fit(X, y, 2, max_iter=3).step) > 0
     solvers = importlib.import_module("lowrank_jax.sdl.solvers")
     real_bcd, real_lpgd = solvers._bcd, solvers._lpgd
-    monkeypatch.setattr(solvers, "_bcd", lambda *a, **k: real_bcd(*a, **k)._replace(gamma=a[1] * jnp.nan))
-    monkeypatch.setattr(solvers, "_lpgd", lambda *a, **k: real_lpgd(*a, **k)._replace(gamma=a[1] * jnp.nan))
-    with pytest.raises(FloatingPointError, match="solver='bcd'.*rescale X") as err:
+    # Runs that report DIVERGED whatever the solver: the message is chosen by what ran.
+    failed = lambda res: dataclasses.replace(res, status=jnp.asarray(Status.DIVERGED, jnp.int32))  # noqa: E731
+    monkeypatch.setattr(solvers, "_bcd", lambda *a, **k: failed(real_bcd(*a, **k)))
+    monkeypatch.setattr(solvers, "_lpgd", lambda *a, **k: failed(real_lpgd(*a, **k)))
+    with pytest.raises(RuntimeError, match="solver='bcd'.*rescale X") as err:
         sdl.fit(X, y, 2, max_iter=3, solver="bcd")
     assert "step=None" not in str(err.value)
-    with pytest.raises(FloatingPointError, match="safe step bound .*rescale X") as err:
+    with pytest.raises(RuntimeError, match="safe step bound: rescale X") as err:
         sdl.fit(X, y, 2, max_iter=3)
     assert "step=None" not in str(err.value)
-    with pytest.raises(FloatingPointError, match="the step 0.01 is too large.*leave step=None"):
+    with pytest.raises(RuntimeError, match="the step is too large.*leave step=None"):
         sdl.fit(X, y, 2, max_iter=3, step=0.01)
+    assert int(sdl.fit(X, y, 2, max_iter=3, step=0.01, throw=False).status) == Status.DIVERGED
 
 
 def test_lpgd_and_bcd_raise_on_divergence_like_fit(monkeypatch):
-    """sdl.fit raised FloatingPointError for a non-finite iterate, but the public sdl.lpgd it calls
-    returned NaN θ and loss silently (step 50 on a 50 × 12 Gaussian X), and so did sdl.bcd. Both now
-    raise with fit's message (the shared raise_if_diverged), and under jit/vmap they still return
-    the NaN, so a sweep over the step keeps its finite points."""
+    """A step far too large (50 on a 50 × 12 Gaussian X) makes LPGD diverge: sdl.lpgd and sdl.fit
+    raise RuntimeError with the same message, called directly and inside jit; with throw=False the
+    run reports Status.DIVERGED, and a vmapped sweep over the step keeps its good point, equal to
+    its single run. BCD, whose steps follow the data, diverges on data whose squares overflow: refused
+    by the scale check when concrete, DIVERGED (or the error) when traced."""
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(50, 12)), np.array([0, 1] * 6)
     data = sdl.prepare(X, y)
     th0, g0, f0 = sdl.initial_point(data, 2, "H", 0)
-    with pytest.raises(FloatingPointError, match="SDL-H diverged.*the step 50 is too large.*leave step=None"):
+    with pytest.raises(RuntimeError, match="SDL-H diverged.*the step is too large.*leave step=None"):
         sdl.lpgd(th0, g0, data, 1.0, 0.1, 50.0, 2, model="H", max_iter=200)
-    with pytest.raises(FloatingPointError, match="the step 50 is too large"):
+    with pytest.raises(RuntimeError, match="the step is too large"):
         sdl.fit(X, y, 2, step=50.0, max_iter=200, intercept=False)
+    with pytest.raises(RuntimeError, match="the step is too large"):
+        jax.block_until_ready(jax.jit(lambda t: sdl.lpgd(th0, g0, data, 1.0, 0.1, t, 2, model="H", max_iter=200)
+                                      .theta)(50.0))
+    out = sdl.lpgd(th0, g0, data, 1.0, 0.1, 50.0, 2, model="H", max_iter=200, throw=False)
+    assert int(out.status) == Status.DIVERGED and int(out.n_iter) == 200     # a fixed count runs to its end
     steps = jnp.array([0.1, 50.0])
-    swept = jax.jit(jax.vmap(lambda t: sdl.lpgd(th0, g0, data, 1.0, 0.1, t, 2, model="H", max_iter=200).theta))(steps)
-    assert np.isfinite(np.asarray(swept[0])).all() and not np.isfinite(np.asarray(swept[1])).all()
-    np.testing.assert_allclose(swept[0], sdl.lpgd(th0, g0, data, 1.0, 0.1, 0.1, 2, model="H", max_iter=200).theta,
+    swept = jax.jit(jax.vmap(lambda t: sdl.lpgd(th0, g0, data, 1.0, 0.1, t, 2, model="H", max_iter=200,
+                                                throw=False)))(steps)
+    assert np.asarray(swept.status).tolist() == [Status.MAX_ITER, Status.DIVERGED]
+    assert np.isfinite(np.asarray(swept.theta[0])).all() and not np.isfinite(np.asarray(swept.theta[1])).all()
+    np.testing.assert_allclose(swept.theta[0], sdl.lpgd(th0, g0, data, 1.0, 0.1, 0.1, 2, model="H", max_iter=200).theta,
                                rtol=1e-4, atol=1e-5)
+    # BCD on SDL-W, X scaled past the float32 sums of squares' range.
+    fw = sdl.initial_point(data, 2, "W", 0)[2]
+    with pytest.raises(ValueError, match="rescale X"):
+        sdl.prepare(X * 1e20, y)
+
+    def bcd(scale, throw):
+        return sdl.bcd(fw, g0, sdl.prepare(X * scale, y), 1.0, 0.1, model="W", max_iter=3, throw=throw)
+
+    with pytest.raises(RuntimeError, match="SDL-W diverged.*solver='bcd'.*rescale X"):
+        jax.block_until_ready(jax.jit(lambda s: bcd(s, True).factors.W)(1e20))
+    traced = jax.jit(lambda s: bcd(s, False))(1e20)
+    assert int(traced.status) == Status.DIVERGED and not np.isfinite(float(traced.loss))
+    assert int(jax.jit(lambda s: bcd(s, False))(1.0).status) == Status.MAX_ITER
     solvers = importlib.import_module("lowrank_jax.sdl.solvers")
-    real_bcd, real_lpgd = solvers._bcd, solvers._lpgd
-    # BCD's steps 1/L_b follow the data's scale and did not diverge here; inject a non-finite result
-    monkeypatch.setattr(solvers, "_bcd", lambda *a, **k: real_bcd(*a, **k)._replace(
-        factors=sm.Factors(*(M * jnp.nan for M in a[0]))))
-    monkeypatch.setattr(solvers, "_lpgd", lambda *a, **k: real_lpgd(*a, **k)._replace(theta=a[0] * jnp.nan))
-    with pytest.raises(FloatingPointError, match="SDL-W diverged.*solver='bcd'.*rescale X"):
-        sdl.bcd(sdl.initial_point(data, 2, "W", 0)[2], g0, data, 1.0, 0.1, model="W", max_iter=3)
-    with pytest.raises(FloatingPointError, match="safe step bound .*rescale X"):
+    real_lpgd = solvers._lpgd
+    monkeypatch.setattr(solvers, "_lpgd", lambda *a, **k: dataclasses.replace(
+        real_lpgd(*a, **k), status=jnp.asarray(Status.DIVERGED, jnp.int32)))
+    with pytest.raises(RuntimeError, match="safe step bound: rescale X"):
         sdl.lpgd(th0, g0, data, 1.0, 0.1, None, 2, model="H", max_iter=3)
-    traced = jax.jit(lambda: sdl.bcd(f0, g0, data, 1.0, 0.1, model="H", max_iter=3).factors.W)()   # no raise under jit
-    assert np.isnan(np.asarray(traced)).all()
+
+
+def test_a_growing_objective_stops_lpgd_before_it_overflows():
+    """Divergence is judged on the iterate: non-finite, or F(Z_t) beyond 10⁴ F(Z_0) (LPGD descends at
+    the safe step). Ten times the safe step diverges geometrically; with tol the run stops as soon as
+    F passed the bound, DIVERGED, with a finite iterate and every earlier F below the bound."""
+    _, data, theta0, gamma0, _ = _small_problem()
+    step = 10 * float(sm.step_bound(data, 1.0, 0.1, "H"))
+    out = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 2, model="H", max_iter=500, tol=1e-6, throw=False)
+    n, loss = int(out.n_iter), np.asarray(out.history["loss"])
+    assert int(out.status) == Status.DIVERGED and 1 < n < 500
+    assert np.isfinite(np.asarray(out.theta)).all() and np.isfinite(loss[:n]).all() and np.isnan(loss[n:]).all()
+    assert loss[n - 1] > 1e4 * loss[0] and np.all(loss[:n - 1] <= 1e4 * loss[0])
+    assert float(out.loss) == loss[n - 1]
+
+
+def test_traced_hyperparameters_out_of_range_are_invalid():
+    """A traced ξ or λ below 0 (or a τ, tol ≤ 0) cannot raise at the boundary: the run reports
+    Status.INVALID with NaN parameters, the sweep's other point is its single run, and with
+    throw=True the run raises inside jit naming the range."""
+    X, data, theta0, gamma0, f0 = _small_problem()
+    y = np.arange(20) % 2
+    runs = {
+        "lpgd": lambda lam, t: sdl.lpgd(theta0, gamma0, data, 1.0, lam, None, 2, model="H", max_iter=5, throw=t),
+        "bcd": lambda lam, t: sdl.bcd(f0, gamma0, data, 1.0, lam, model="H", max_iter=5, throw=t),
+        "fit": lambda lam, t: sdl.fit(X, y, 2, lam=lam, max_iter=5, throw=t),
+    }
+    for name, run in runs.items():
+        swept = jax.vmap(lambda lam, run=run: run(lam, False))(jnp.array([0.1, -1.0], jnp.float32))
+        assert np.asarray(swept.status).tolist() == [Status.MAX_ITER, Status.INVALID], name
+        assert np.isnan(np.asarray(swept.gamma[1])).all() and np.isfinite(np.asarray(swept.gamma[0])).all(), name
+        np.testing.assert_allclose(swept.gamma[0], run(0.1, True).gamma, rtol=1e-5, atol=1e-6)
+        with pytest.raises(RuntimeError, match="out of range"):
+            jax.block_until_ready(jax.jit(lambda lam, run=run: run(lam, True).gamma)(-1.0))
+
+    def lpgd(step, tol):
+        return sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 2, model="H", max_iter=5, tol=tol, throw=False)
+
+    for res in (jax.jit(lambda tol: lpgd(None, tol))(-1.0), jax.jit(lambda step: lpgd(step, 1e-3))(0.0)):
+        assert int(res.status) == Status.INVALID and np.isnan(np.asarray(res.theta)).all()
+
+
+def test_predicting_with_a_failed_fit_raises_unless_told_not_to():
+    """predict_proba / predict refuse a model whose fit diverged (fitted with throw=False), and
+    non-finite probabilities, with RuntimeError, also inside jit; throw=False returns them."""
+    X, *_ = _small_problem()
+    y = np.arange(20) % 2
+    bad = sdl.fit(X, y, 2, step=100.0, max_iter=30, throw=False)
+    good = sdl.fit(X, y, 2, max_iter=30)
+    assert int(bad.status) == Status.DIVERGED
+    for call in (lambda m, t: sdl.predict_proba(m, X, throw=t), lambda m, t: sdl.predict(m, X, throw=t),
+                 lambda m, t: sdl.predict_proba(m, X, coding="supervised", throw=t)):
+        with pytest.raises(RuntimeError, match="fit diverged or was invalid"):
+            call(bad, True)
+        with pytest.raises(RuntimeError, match="fit diverged or was invalid"):
+            jax.block_until_ready(jax.jit(lambda m, call=call: call(m, True))(bad))
+        assert np.asarray(call(bad, False)).shape[0] == 20
+        np.testing.assert_array_equal(np.asarray(call(good, True)), np.asarray(call(good, False)))
+    # A model whose status reads fine but whose γ is NaN (edited by hand): the probabilities are
+    # refused by name.
+    broken = dataclasses.replace(good, gamma=jnp.full_like(good.gamma, jnp.nan))
+    with pytest.raises(RuntimeError, match="non-finite class probabilities"):
+        sdl.predict_proba(broken, X)
+    with pytest.raises(RuntimeError, match="supervised coding gave non-finite class costs"):
+        sdl.predict_proba(broken, X, coding="supervised")
+    assert np.isnan(np.asarray(sdl.predict_proba(broken, X, throw=False))).all()
 
 
 def test_x_aux_gets_xs_scale_check_and_a_non_finite_step_bound_is_not_a_step():

@@ -26,13 +26,26 @@ from lowrank_jax import progress as progress_bar
 from lowrank_jax.sdl import model as sm
 from lowrank_jax.sdl import solvers
 from lowrank_jax.precision import full_precision
+from lowrank_jax.result import Result, Status, finish
 
 
-class SDLModel(eqx.Module):
-    """A fitted SDL model: factors W (p, r), H (r, n_train), β (r, κ), γ (q, κ) (its last row the
-    intercept when ``intercept``), the lifted θ, the hyperparameters (``step``: LPGD's τ; NaN for
-    ``solver="bcd"``, which takes per-block steps 1/L_b recomputed every sweep), and the training history."""
+class SDLModel(Result):
+    """A fitted SDL model, and the run that fitted it (the :class:`~lowrank_jax.result.Result` core:
+    ``status``, ``n_iter``, ``history``): :func:`predict` and :func:`predict_proba` take it as is.
 
+    Attributes:
+      loss: F at the iterate before the last step (or sweep); ``history["loss"]`` per step.
+      step_norm: ‖Z_{t+1} − Z_t‖_F of LPGD's last step (``history["step_norm"]``); None for
+        ``solver="bcd"``.
+      W (p, r), H (r, n_train), beta (r, κ): the factors; gamma (q, κ) (its last row the intercept
+        when ``intercept``); theta: the lifted θ.
+      xi, lam, step: the hyperparameters (``step``: LPGD's τ; NaN for ``solver="bcd"``, which takes
+        per-block steps 1/L_b recomputed every sweep).
+      model: "H" or "W"; intercept: whether γ's last row is the intercept.
+    """
+
+    loss: jax.Array
+    step_norm: jax.Array | None
     W: jax.Array
     H: jax.Array
     beta: jax.Array
@@ -41,8 +54,6 @@ class SDLModel(eqx.Module):
     xi: jax.Array
     lam: jax.Array
     step: jax.Array
-    loss: jax.Array
-    n_iter: jax.Array
     model: str = eqx.field(static=True)
     intercept: bool = eqx.field(static=True)
 
@@ -99,7 +110,8 @@ def _initial_point(data: sm.SDLData, key, *, rank: int, model: str, init: str):
 @full_precision
 def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, max_iter: int = 1000, tol=None,
         X_aux=None, intercept: bool = True, key=None, init: str = "svd", solver: str = "lpgd",
-        svd: str = "gram", num_classes: int | None = None, project=None, differentiable: bool = False) -> SDLModel:
+        svd: str = "gram", num_classes: int | None = None, project=None, differentiable: bool = False,
+        throw: bool = True) -> SDLModel:
     """Fit SDL-H (``model="H"``) or SDL-W (``"W"``) of rank r by LPGD (supervised dictionary
     learning lifted to low-rank estimation; Lee, Lyu, Yao 2023, Algorithm 1). With the lifted
     θ = [A ∥ B] ((κ + p) × n, SDL-H) or [A, B] (p × (κ + n), SDL-W) of rank ≤ r and the covariates'
@@ -135,10 +147,17 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, max_it
         (β₀; W₀ and H₀ too with ``init="random"``) and of ``svd="randomized"``;
         init: "svd" | "random" (:func:`initial_point`).
       rank: r, at most min(p, n) (SDL-H: also ≤ κ + p; SDL-W: ≤ κ + n).
+      throw: a fit that diverges (a non-finite iterate or F, or F grown 10⁴-fold: a step too large, or
+        data whose scale BCD's block steps cannot follow) raises ``RuntimeError`` (True, default;
+        also inside ``jit``/``vmap``) or only reports ``status == Status.DIVERGED`` (False: a sweep
+        over ξ, λ, τ keeps its other points). A traced ξ, λ, τ or ``tol`` outside its range gives
+        ``Status.INVALID`` and NaN parameters.
 
     Returns:
-      :class:`SDLModel`: θ, γ, the factors W (p, r), H (r, n), β (r, κ), the loss history and
-      ``n_iter``; :func:`predict` and :func:`predict_proba` apply it to new samples.
+      :class:`SDLModel`, the fitted model and its run: ``status`` (CONVERGED when ``tol`` stopped
+      LPGD, MAX_ITER after ``max_iter`` steps), ``n_iter``, the final ``loss`` (and ``step_norm``
+      for LPGD) with their ``history``, θ, γ, the factors W (p, r), H (r, n), β (r, κ);
+      :func:`predict` and :func:`predict_proba` apply it to new samples.
 
     Example:
         ```python
@@ -150,6 +169,7 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, max_it
         y = (H[0] > 0).astype(int)                                    # the label follows group 1
         X = (W @ H + 0.1 * rng.normal(size=(50, 80))) / np.sqrt(50)   # (p, n): samples in columns
         m = sdl.fit(X[:, :60], y[:60], rank=2, model="H", xi=1.0, lam=0.01)
+        print(m)             # SDLModel(status=MAX_ITER, n_iter=1000, loss=…, W=f32[50,2], …, history={…})
         print(np.mean(sdl.predict(m, X[:, 60:]) == y[60:]))           # held-out accuracy: 1.0
         ```
     """
@@ -167,21 +187,25 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, max_it
     step = (sm.check_step(step, data, xi, lam, model) if solver == "lpgd"
             else jnp.asarray(jnp.nan, data.X.dtype))
     key = _checks.as_key(key)
+    throw = _checks.check_flag(throw, "throw")
     theta0, gamma0, f0 = initial_point(data, rank, model, key, init)
-    # The solvers raise FloatingPointError for a non-finite final iterate (nothing under jit/vmap). The
-    # safe bound is passed on as step=None, so that the message does not advise leaving step at None.
+    # The solvers report; the model is checked once, below. The safe bound is passed on as step=None,
+    # so that the message does not advise leaving step at None.
     if solver == "lpgd":
         res = solvers.lpgd(theta0, gamma0, data, xi, lam, step if step_given else None, rank, model=model,
-                           max_iter=max_iter, tol=tol, svd=svd, project=project, key=key, differentiable=differentiable)
-        theta, gamma = res.theta, res.gamma
+                           max_iter=max_iter, tol=tol, svd=svd, project=project, key=key, differentiable=differentiable,
+                           throw=False)
+        theta, gamma, step_norm = res.theta, res.gamma, res.step_norm
         f = sm.factors(theta, rank, model, data.kappa)
-        loss, n_iter = res.loss, res.n_iter
     else:
-        res = solvers.bcd(f0, gamma0, data, xi, lam, model=model, max_iter=max_iter)
-        f, gamma = res.factors, res.gamma
+        res = solvers.bcd(f0, gamma0, data, xi, lam, model=model, max_iter=max_iter, throw=False)
+        f, gamma, step_norm = res.factors, res.gamma, None
         theta = sm.lift(f, model)
-        loss, n_iter = res.loss, res.n_iter
-    return SDLModel(f.W, f.H, f.beta, gamma, theta, xi, lam, step, loss, n_iter, model, intercept)
+    m = SDLModel(n_iter=res.n_iter, status=res.status, history=res.history, loss=res.loss, step_norm=step_norm,
+                 W=f.W, H=f.H, beta=f.beta, gamma=gamma, theta=theta, xi=xi, lam=lam, step=step, model=model,
+                 intercept=intercept)
+    return finish(m, throw, diverged=solvers._diverged_message(model, solver, step_given),
+                  invalid=solvers._invalid_message(model, solver))
 
 
 def _check_coding(coding: str, model: str, xi=None) -> None:
@@ -214,7 +238,7 @@ def activations(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
 
 
 @full_precision
-def predict_proba(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
+def predict_proba(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq", throw: bool = True):
     """Class probabilities, shape (n_new, κ + 1) (column 0 the reference class), of the new samples
     ``X_new`` (p, n_new) (and their covariates ``X_aux_new`` (q, n_new) when the model has some).
 
@@ -223,22 +247,44 @@ def predict_proba(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
     softmax of −J, J_c = min_h [ℓ(c, βᵀh + Γᵀx_aux) + ξ‖x − W h‖²] the cost of class c with a code
     chosen for that class, as in the paper's prediction for SDL-H.
     ``X_new`` (and ``X_aux_new``) are computed in the model's dtype: a float32 model casts float64
-    data down, so fit in float64 (x64 on, float64 X) for float64 predictions."""
+    data down, so fit in float64 (x64 on, float64 X) for float64 predictions.
+
+    ``throw``: with a model whose fit diverged or was invalid (``m.status`` DIVERGED or INVALID: a
+    fit with ``throw=False``), or probabilities that come out non-finite (overflow in the model or
+    in supervised coding's costs), raise ``RuntimeError`` (True, default; eagerly and inside
+    ``jit``/``vmap``, as the solvers do) or return them as they are (False)."""
     _check_coding(coding, m.model, m.xi)
+    throw = _checks.check_flag(throw, "throw")
     if coding == "supervised":
         X_new, Xa = _new_data(m, X_new, X_aux_new)
         J = _supervised_costs(m.W, m.beta, m.gamma, m.xi, X_new, Xa)
-        _checks.raise_if_diverged(J, "supervised coding gave non-finite class costs (overflow in the data "
-                                     "or the model): use coding='lstsq'")
-        return jax.nn.softmax(-J, axis=1)
-    return sm.class_probs(activations(m, X_new, X_aux_new)).T
+        P = jax.nn.softmax(-J, axis=1)
+        overflow = ("supervised coding gave non-finite class costs (overflow in the data or the model): use "
+                    "coding='lstsq'")
+    else:
+        P = sm.class_probs(activations(m, X_new, X_aux_new)).T
+        overflow = "non-finite class probabilities: the activations overflow (rescale X_new, or refit)"
+    if not throw:
+        return P
+    return _refuse_failed(P, m.status, overflow)
+
+
+@eqx.filter_jit
+def _refuse_failed(P, status, overflow):
+    """``P``, or an error (eagerly and in the caller's ``jit``/``vmap``): first for a model whose
+    fit failed, then for non-finite probabilities (message ``overflow``)."""
+    failed = jnp.asarray(status) >= Status.DIVERGED
+    bad = failed | ~jnp.all(jnp.isfinite(P))
+    fit_failed = ("the model's fit diverged or was invalid (status DIVERGED or INVALID, fitted with "
+                  "throw=False): refit it (a lower step, rescaled X) before predicting")
+    return eqx.branched_error_if(P, bad, jnp.where(failed, 0, 1), [fit_failed, overflow])
 
 
 @full_precision
-def predict(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
+def predict(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq", throw: bool = True):
     """Predicted labels (n_new,) of the new samples ``X_new`` (p, n_new): the argmax of
-    :func:`predict_proba` (same ``X_aux_new`` and ``coding``)."""
-    return jnp.argmax(predict_proba(m, X_new, X_aux_new, coding=coding), axis=1)
+    :func:`predict_proba` (same ``X_aux_new``, ``coding`` and ``throw``)."""
+    return jnp.argmax(predict_proba(m, X_new, X_aux_new, coding=coding, throw=throw), axis=1)
 
 
 def _new_data(m: SDLModel, X_new, X_aux_new):
@@ -316,7 +362,7 @@ class CrossValidation(NamedTuple):
 
     Attributes:
       accuracy: NumPy array (len(xis), len(lams)), the mean validation accuracy over the folds (NaN
-        where a fit diverged on any fold).
+        where a fit diverged or was invalid on any fold).
       best: (ξ, λ) as Python floats, the pair of highest accuracy."""
     accuracy: np.ndarray
     best: tuple[float, float]
@@ -350,8 +396,8 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
     Returns:
       :class:`CrossValidation` ``(accuracy (len(xis), len(lams)), best (ξ, λ))`` — the mean
       validation accuracy over the folds, and the pair that maximises it. A grid point whose fit
-      diverges on any fold (non-finite iterate) has accuracy NaN and is never the best; if every
-      point diverges, ``FloatingPointError``.
+      fails on any fold (``Status.DIVERGED`` or ``INVALID``: the fits run with ``throw=False``) has
+      accuracy NaN and is never the best; if every point fails, ``RuntimeError``.
 
     Example:
         ```python
@@ -403,38 +449,39 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
             X_val = jnp.asarray(X[:, val], data.X.dtype)
             Xa_val, _ = sm.aux_matrix(None if X_aux is None else np.asarray(X_aux)[:, val], len(val), intercept,
                                       data.X.dtype)
-            preds, finite = _grid_predict(theta0, gamma0, data, jnp.asarray(grid_xi, data.X.dtype),
+            preds, ok = _grid_predict(theta0, gamma0, data, jnp.asarray(grid_xi, data.X.dtype),
                                           jnp.asarray(grid_lam, data.X.dtype), X_val, Xa_val, rank=rank_f, model=model,
                                           max_iter=max_iter, coding=coding, span=solvers.resolve_span(None, data))
             fold_acc = np.mean(np.asarray(preds) == y_np[val][None, :], axis=1)
-            acc += np.where(np.asarray(finite), fold_acc, np.nan) / folds
+            acc += np.where(np.asarray(ok), fold_acc, np.nan) / folds
             bar.update()
     finally:
         bar.close()
     acc = acc.reshape(xis.size, lams.size)
     if np.all(np.isnan(acc)):
-        raise FloatingPointError("every (ξ, λ) fit diverged (non-finite iterates): rescale X (e.g. "
-                                 "datasets.standardize) or lower ξ, λ")
+        raise RuntimeError("every (ξ, λ) fit diverged (non-finite or exploding iterates): rescale X (e.g. "
+                           "datasets.standardize) or lower ξ, λ")
     i, j = np.unravel_index(np.nanargmax(acc), acc.shape)
     return CrossValidation(acc, (float(xis[i]), float(lams[j])))
 
 
 @functools.partial(jax.jit, static_argnames=("rank", "model", "max_iter", "coding", "span"))
 def _grid_predict(theta0, gamma0, data, xis, lams, X_val, Xa_val, *, rank, model, max_iter, coding, span):
+    """Predicted labels (grid, n_val) of the validation samples, and for each grid point whether its
+    fit ran without failing (a diverged fit reports, ``throw=False``, and the other points go on)."""
     def one(xi, lam):
-        step = sm.step_bound(data, xi, lam, model)
-        res = solvers._lpgd(theta0, gamma0, data, xi, lam, step, None, None, rank=rank, model=model, max_iter=max_iter,
-                            svd="gram", project=None, span=span)
-        f = sm.factors(res.theta, rank, model, data.kappa)
-        finite = jnp.all(jnp.isfinite(res.theta)) & jnp.all(jnp.isfinite(res.gamma))
+        res = solvers.lpgd(theta0, gamma0, data, xi, lam, None, rank, model=model, max_iter=max_iter, span=span,
+                           throw=False)
+        ok = res.status < Status.DIVERGED
         if model == "W":
             a = sm.split(res.theta, "W", data.kappa)[0].T @ X_val + res.gamma.T @ Xa_val
-            return jnp.argmax(sm.class_probs(a), axis=0), finite
+            return jnp.argmax(sm.class_probs(a), axis=0), ok
+        f = sm.factors(res.theta, rank, model, data.kappa)
         if coding == "supervised":
             J = _supervised_costs(f.W, f.beta, res.gamma, xi, X_val, Xa_val)
-            return jnp.argmin(J, axis=1), finite & jnp.all(jnp.isfinite(J))
+            return jnp.argmin(J, axis=1), ok & jnp.all(jnp.isfinite(J))
         h = jnp.linalg.lstsq(f.W, X_val)[0]
-        return jnp.argmax(sm.class_probs(f.beta.T @ h + res.gamma.T @ Xa_val), axis=0), finite
+        return jnp.argmax(sm.class_probs(f.beta.T @ h + res.gamma.T @ Xa_val), axis=0), ok
 
     return jax.vmap(one)(xis, lams)
 

@@ -443,7 +443,7 @@ def check_step(step, data: SDLData, xi, lam, model: str):
     """LPGD's τ in X's dtype: a finite positive scalar, or for ``step=None`` the safe
     :func:`step_bound` at (ξ, λ) (checked ones, :func:`check_hypers`). A concrete bound that is not
     finite (L̄ overflows X's dtype) is a ``ValueError``; a traced one (a ``vmap`` over ξ, λ) stays
-    NaN at that point, which then reads as diverged."""
+    NaN at that point, whose run then reports ``Status.INVALID``."""
     if step is None:
         with _checks.eager_if_concrete(data, xi, lam):    # checkable when closed over in a caller's jit
             bound = step_bound(data, xi, lam, model)

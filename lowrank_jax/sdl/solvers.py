@@ -14,12 +14,16 @@ default through the eigendecomposition of its n × n Gram matrix; or QR + SVD, o
 BCD: cyclic block prox-linear steps (Xu & Yin 2013) over W, H, β, γ of the factored objective
 G(W, H, β, γ) = F(lift(W, H, β), γ), each block a gradient step of length 1/L_b with L_b the block's
 Lipschitz bound recomputed at the current point (every block problem is convex).
+
+Both return a :class:`~lowrank_jax.result.Result` (``status``, ``n_iter``, the final diagnostics,
+their ``history``). A run diverges when its iterate or F(Z_t) becomes non-finite, or F(Z_t) exceeds
+:data:`GROWTH_LIMIT` · F(Z_0) (both methods descend at their safe steps); with ``throw=True`` it then
+raises ``RuntimeError``, else reports ``Status.DIVERGED``.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -29,24 +33,55 @@ from lowrank_jax import _checks, linalg, loop, prox, transforms
 from lowrank_jax.sdl import model as sm
 from lowrank_jax.sdl import span as sp
 from lowrank_jax.precision import full_precision
+from lowrank_jax.result import Result, Status, finish
 
 
-class SolveResult(NamedTuple):
-    """Final (θ, γ); per-iteration ``loss`` F(Z_t) (before step t), ``step_norm`` ‖Z_{t+1} − Z_t‖_F
-    (the gradient mapping times τ); ``n_iter`` steps taken (histories padded with NaN)."""
+class SolveResult(Result):
+    """What :func:`lpgd` returns (the :class:`~lowrank_jax.result.Result` core: ``status``,
+    ``n_iter``, ``history``).
 
-    theta: jax.Array
-    gamma: jax.Array
+    Attributes:
+      loss: F(Z_t) at the last step's start (the iterate before the final step).
+      step_norm: ‖Z_{t+1} − Z_t‖_F of the last step (the gradient mapping times τ).
+      history: ``history["loss"]`` and ``history["step_norm"]`` per step, length ``max_iter``, NaN
+        after ``n_iter``.
+      theta: the final θ, in the model's layout. gamma: the final γ (q, κ).
+    """
+
     loss: jax.Array
     step_norm: jax.Array
-    n_iter: jax.Array
+    theta: jax.Array
+    gamma: jax.Array
+
+
+# Divergence: a non-finite iterate or objective, or the objective beyond this many times its value at
+# the start.
+# LPGD at a step up to the safe bound 1/L̄ and BCD descend (F never rises; Theorem 2.1's steps up to
+# 3/(2L) contract); a step far too large multiplies F every iteration long before it overflows.
+GROWTH_LIMIT = 1e4
+
+
+def diverged(iterate, loss, loss0) -> jax.Array:
+    """The SDL solvers' divergence rule: any entry of ``iterate`` (a pytree) non-finite, or the
+    objective ``loss`` = F(Z_t) non-finite (data whose squares overflow) or above
+    :data:`GROWTH_LIMIT` · ``loss0`` = F(Z_0)."""
+    return loop.non_finite(iterate) | ~jnp.isfinite(loss) | (loss > GROWTH_LIMIT * loss0)
+
+
+def _invalid_message(model: str, solver: str) -> str:
+    """What :func:`lpgd`, :func:`bcd` and :func:`lowrank_jax.sdl.fit` say for a traced
+    hyperparameter that breaks its rule (concrete ones are refused by name)."""
+    rules = "xi or lam negative or NaN"
+    if solver == "lpgd":
+        rules += "; the step or tol not positive, or the safe step bound overflowing the dtype"
+    return f"SDL-{model}: a traced hyperparameter is out of range ({rules}); the result is NaN"
 
 
 @_checks.renamed_keywords(iters="max_iter")
 @full_precision
 def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: str, max_iter: int = 1000,
          tol=None, svd: str = "gram", project=None, key=None, span: bool | None = None,
-         differentiable: bool = False) -> SolveResult:
+         differentiable: bool = False, throw: bool = True) -> SolveResult:
     """Algorithm 1 from (θ₀, γ₀). ``tol``: stop once ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F).
     ``differentiable``: with ``tol``, run a masked ``scan`` of ``max_iter`` steps (the steps after
     the stop skipped) instead of a ``while_loop``, so that ``jax.grad`` passes it.
@@ -60,10 +95,30 @@ def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: s
     ``step``: τ, or None for the safe bound 1/L̄ of :func:`lowrank_jax.sdl.model.step_bound` (as in
     :func:`lowrank_jax.sdl.fit`). ξ, λ ≥ 0, τ > 0 and ``tol`` > 0 are scalars (traced under ``vmap``);
     θ₀ has :func:`lowrank_jax.sdl.model.theta_shape` in this model's layout and γ₀ shape (q, κ).
+    ``throw``: a run that diverges (a non-finite iterate or F, or F(Z_t) > 10⁴ F(Z_0): a step too
+    large for the data) raises ``RuntimeError`` (True, default; also inside ``jit``/``vmap``), as
+    :func:`lowrank_jax.sdl.fit` does, or only reports ``status == Status.DIVERGED`` (False: a sweep
+    over τ, ξ, λ keeps its other points). A traced ξ, λ, τ or ``tol`` outside its range gives
+    ``Status.INVALID`` and a NaN (θ, γ).
 
-    Called directly, a run whose final (θ, γ) is non-finite (a step too large for the data) raises
-    ``FloatingPointError``, as :func:`lowrank_jax.sdl.fit` does; under ``jit``/``vmap`` (a sweep over
-    τ, ξ, λ) the non-finite iterate is returned (:func:`lowrank_jax._checks.raise_if_diverged`)."""
+    Returns:
+      :class:`SolveResult`: ``status``, ``n_iter``, the final ``loss`` and ``step_norm``, their
+      ``history``, and the final ``theta``, ``gamma``. ``status`` is CONVERGED when ``tol`` stopped
+      the run, MAX_ITER after ``max_iter`` steps.
+
+    Example:
+        ```python
+        import numpy as np
+        from lowrank_jax import sdl
+
+        rng = np.random.default_rng(0)
+        X, y = rng.normal(size=(30, 20)) / 5, np.arange(20) % 2
+        data = sdl.prepare(X, y, intercept=True)
+        theta0, gamma0, _ = sdl.initial_point(data, 2, "H", 0)
+        out = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, None, 2, model="H", tol=1e-6)
+        print(out)     # SolveResult(status=CONVERGED, n_iter=326, loss=27.07, step_norm=…, …)
+        ```
+    """
     step_given = step is not None
     rank = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
@@ -85,25 +140,25 @@ def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: s
         tol = _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=data.X.dtype)
     span = resolve_span(span, data, svd, project)
     differentiable = _checks.check_flag(differentiable, "differentiable")
+    throw = _checks.check_flag(throw, "throw")
     res = _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, rank=rank, model=model, max_iter=max_iter, svd=svd,
                 project=project, span=span, differentiable=differentiable)
-    _checks.raise_if_diverged((res.theta, res.gamma), lambda: _diverged_message(model, "lpgd", step, step_given))
-    return res
+    return finish(res, throw, diverged=_diverged_message(model, "lpgd", step_given),
+                  invalid=_invalid_message(model, "lpgd"))
 
 
-def _diverged_message(model: str, solver: str, step=None, step_given: bool = False) -> str:
-    """What :func:`lpgd`, :func:`bcd` and :func:`lowrank_jax.sdl.fit` say when the final iterate is
-    non-finite: only advice that applies to the solver and the step that ran (BCD takes no ``step``;
-    the safe bound cannot be lowered by leaving ``step=None``)."""
-    head = f"SDL-{model} diverged (non-finite iterate)"
+def _diverged_message(model: str, solver: str, step_given: bool = False) -> str:
+    """What :func:`lpgd`, :func:`bcd` and :func:`lowrank_jax.sdl.fit` say when a run diverges: only
+    advice that applies to the solver and the step that ran (BCD takes no ``step``; the safe bound
+    cannot be lowered by leaving ``step=None``). A static string: the step may be traced."""
+    head = f"SDL-{model} diverged (non-finite iterate or F, or F grew 10⁴-fold)"
     rescale = "rescale X (e.g. lowrank_jax.datasets.standardize)"
     if solver == "bcd":
         return (f"{head} with solver='bcd', whose per-block steps 1/L_b follow the data's scale: {rescale}, "
                 "or use solver='lpgd'")
     if step_given:
-        return (f"{head}: the step {float(step):.3g} is too large for these data; leave step=None for the safe "
-                "bound or lower it")
-    return f"{head} at the safe step bound {float(step):.3g}: {rescale}"
+        return f"{head}: the step is too large for these data; leave step=None for the safe bound or lower it"
+    return f"{head} at the safe step bound: {rescale}"
 
 
 def resolve_span(span: bool | None, data: sm.SDLData, svd: str = "gram", project=None) -> bool:
@@ -119,36 +174,49 @@ def resolve_span(span: bool | None, data: sm.SDLData, svd: str = "gram", project
 
 
 def _stop(tol):
-    return lambda s, d: d[1] <= tol * jnp.maximum(1.0, d[2])
+    return lambda s, d: d["step_norm"] <= tol * jnp.maximum(1.0, d["size"])
 
 
-def _run(value_and_grads, theta_sq, opt, params0, tol, max_iter: int, start: int = 0, differentiable: bool = False):
+def _run(value_and_grads, theta_sq, opt, params0, tol, max_iter: int, loss0, invalid, start: int = 0,
+         differentiable: bool = False):
     """The LPGD loop shared by the dense and the span representation of θ: ``max_iter`` steps of
     ``opt`` = ``transforms.projected(optax.sgd(τ), Π)`` from ``params0`` = (θ, γ), recording F,
-    ‖Z_{t+1} − Z_t‖ and (with ``tol``) ‖Z_t‖, ``theta_sq`` giving ‖θ‖²_F in the representation."""
+    ‖Z_{t+1} − Z_t‖ and (with ``tol``) ‖Z_t‖, ``theta_sq`` giving ‖θ‖²_F in the representation.
+    ``loss0`` = F(Z_0) for the divergence rule; ``invalid``: a traced hyperparameter out of range."""
 
     def body(k, state):
         params, opt_state = state
         theta, gamma = params
         f, grads = value_and_grads(theta, gamma)
         upd, opt_state = opt.update(grads, opt_state, params)
-        moved = jnp.sqrt(theta_sq(upd[0]) + jnp.sum(upd[1] * upd[1]))
-        size = f if tol is None else jnp.sqrt(theta_sq(theta) + jnp.sum(gamma * gamma))
-        return (optax.apply_updates(params, upd), opt_state), (f, moved, size)
+        diag = {"loss": f, "step_norm": jnp.sqrt(theta_sq(upd[0]) + jnp.sum(upd[1] * upd[1]))}
+        if tol is not None:
+            diag["size"] = jnp.sqrt(theta_sq(theta) + jnp.sum(gamma * gamma))
+        return (optax.apply_updates(params, upd), opt_state), diag
 
     state0 = (params0, opt.init(params0))
+    blown_up = lambda s, d: diverged(s[0], d["loss"], loss0)  # noqa: E731
     if tol is None:
-        return loop.run_fixed(body, state0, max_iter, start=start)
-    return loop.run_until(body, state0, max_iter=max_iter, stop=_stop(tol), start=start, differentiable=differentiable,
-                          invalid=jnp.isnan(tol))
+        return loop.run_fixed(body, state0, max_iter, start=start, diverged=blown_up, invalid=invalid)
+    return loop.run_until(body, state0, max_iter=max_iter, stop=_stop(tol), diverged=blown_up, start=start,
+                          differentiable=differentiable, invalid=invalid | jnp.isnan(tol))
+
+
+def _solve_result(res: loop.LoopResult, theta, gamma) -> SolveResult:
+    keep = ("loss", "step_norm")                   # ‖Z_t‖ (with tol) served the stopping rule only
+    return SolveResult(n_iter=res.n_iter, status=res.status, history={k: res.history[k] for k in keep},
+                       loss=res.final["loss"], step_norm=res.final["step_norm"], theta=theta, gamma=gamma)
 
 
 @functools.partial(jax.jit, static_argnames=("rank", "model", "max_iter", "svd", "project", "span", "differentiable"))
 def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, max_iter, svd, project, span=False,
           differentiable=False):
+    # Concrete values out of range were refused; traced ones arrive as NaN (_checks.as_hyper), and a
+    # traced safe bound that overflows is NaN too (model.step_bound).
+    invalid = jnp.isnan(xi) | jnp.isnan(lam) | jnp.isnan(step)
     if span and max_iter > 1:
-        return _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, rank=rank, model=model, max_iter=max_iter,
-                          differentiable=differentiable)
+        return _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, invalid, rank=rank, model=model,
+                          max_iter=max_iter, differentiable=differentiable)
     # SDL-W runs on θᵀ = [Aᵀ ∥ Bᵀ] (contiguous row blocks; Π_r commutes with the transpose).
     XT = data.X.T if model == "W" else None
     if model == "W":
@@ -162,23 +230,23 @@ def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, max_ite
         theta = theta if project is None else project(theta)
         return prox.project_rank(theta, rank, method=svd, key=key), gamma
 
-    res = _run(lambda th, g: sm.value_and_gradients(th, g, data, xi, lam, model, XT), lambda th: jnp.sum(th * th),
-               transforms.projected(optax.sgd(step), project_fn), (theta0, gamma0), tol, max_iter,
-               differentiable=differentiable)
+    value_and_grads = lambda th, g: sm.value_and_gradients(th, g, data, xi, lam, model, XT)  # noqa: E731
+    loss0 = value_and_grads(theta0, gamma0)[0]           # the first step's loss; its gradient is dead code
+    res = _run(value_and_grads, lambda th: jnp.sum(th * th), transforms.projected(optax.sgd(step), project_fn),
+               (theta0, gamma0), tol, max_iter, loss0, invalid, differentiable=differentiable)
     (theta, gamma), _ = res.state
-    theta = theta.T if model == "W" else theta
-    f, moved, _ = res.history
-    return SolveResult(theta, gamma, f, moved, res.n_iter)
+    return _solve_result(res, theta.T if model == "W" else theta, gamma)
 
 
-def _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, *, rank, model, max_iter, differentiable=False):
+def _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, invalid, *, rank, model, max_iter, differentiable=False):
     """LPGD with the first step on the dense θ, kept as its factors θ₁ = U₁V₁ᵀ, and the rest in the
     span of [X, U₁] (:mod:`lowrank_jax.sdl.span`) through the same loop as the dense solver."""
     f0, grads0 = sm.value_and_gradients(theta0, gamma0, data, xi, lam, model)
     U1, V1 = linalg.gram_rank_factors(theta0 - step * grads0[0], rank)   # the dense step, Π_r by svd="gram"
     theta1, gamma1 = U1 @ V1.T, gamma0 - step * grads0[1]
-    moved0 = jnp.sqrt(jnp.sum((theta1 - theta0) ** 2) + jnp.sum((gamma1 - gamma0) ** 2))
-    size0 = f0 if tol is None else jnp.sqrt(jnp.sum(theta0 * theta0) + jnp.sum(gamma0 * gamma0))
+    diag0 = {"loss": f0, "step_norm": jnp.sqrt(jnp.sum((theta1 - theta0) ** 2) + jnp.sum((gamma1 - gamma0) ** 2))}
+    if tol is not None:
+        diag0["size"] = jnp.sqrt(jnp.sum(theta0 * theta0) + jnp.sum(gamma0 * gamma0))
 
     coords1, U = sp.from_first_step(U1, V1, data.kappa, model, data.X.dtype)
     K = sp.basis(data.X, U)
@@ -187,31 +255,39 @@ def _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, *, rank, model, max_ite
 
     def rest():
         return _run(lambda c, g: sp.value_and_gradients(c, g, K, data, xi, lam, model),
-                    lambda c: sp.coords_sq_norm(c, K, model), opt, params1, tol, max_iter - 1, start=1,
-                    differentiable=differentiable)
+                    lambda c: sp.coords_sq_norm(c, K, model), opt, params1, tol, max_iter - 1, f0, invalid,
+                    start=1, differentiable=differentiable)
 
     if tol is None:
         res = rest()
     else:
         def none():                                                # the first step met the tolerance
-            blank = jnp.full((max_iter - 1,), jnp.nan, f0.dtype)
-            return loop.LoopResult((params1, opt.init(params1)), (blank, blank, blank), jnp.asarray(0, jnp.int32))
+            blank = jax.tree.map(lambda d: jnp.full((max_iter - 1,), jnp.nan, d.dtype), diag0)
+            return loop.LoopResult((params1, opt.init(params1)), blank, jnp.asarray(0, jnp.int32),
+                                   jax.tree.map(lambda d: jnp.full_like(d, jnp.nan), diag0),
+                                   jnp.asarray(Status.CONVERGED, jnp.int32))
 
-        res = jax.lax.cond(_stop(tol)(None, (f0, moved0, size0)), none, rest)
+        res = jax.lax.cond(_stop(tol)(None, diag0), none, rest)
     (coords, gamma), _ = res.state
-    f, moved, _ = res.history
-    return SolveResult(sp.expand(coords, data.X, U, model), gamma, jnp.concatenate([f0[None], f]),
-                       jnp.concatenate([moved0[None], moved]), res.n_iter + 1)
+    # The first step's row leads the history; it is the final one when the loop took no step.
+    history = jax.tree.map(lambda d, h: jnp.concatenate([d[None], h]), diag0, res.history)
+    final = jax.tree.map(lambda d, last: jnp.where(res.n_iter > 0, last, d), diag0, res.final)
+    res = res._replace(history=history, final=final, n_iter=res.n_iter + 1)
+    return _solve_result(res, sp.expand(coords, data.X, U, model), gamma)
 
 
-class BCDResult(NamedTuple):
-    """What :func:`bcd` returns: the final ``factors`` (W, H, β) and ``gamma``, the objective F
-    before each sweep (``loss``) and the number of sweeps run (``n_iter``)."""
+class BCDResult(Result):
+    """What :func:`bcd` returns (the :class:`~lowrank_jax.result.Result` core: ``status``, ``n_iter``,
+    ``history``).
 
+    Attributes:
+      loss: F at the iterate before the last sweep; ``history["loss"]`` per sweep.
+      factors: the final (W, H, β) (:class:`lowrank_jax.sdl.model.Factors`). gamma: the final γ.
+    """
+
+    loss: jax.Array
     factors: sm.Factors
     gamma: jax.Array
-    loss: jax.Array      # F at the iterate before each sweep
-    n_iter: jax.Array
 
 
 def factored_objective(f: sm.Factors, gamma, data, xi, lam, model):
@@ -222,7 +298,7 @@ def factored_objective(f: sm.Factors, gamma, data, xi, lam, model):
 @_checks.renamed_keywords(iters="max_iter")
 @full_precision
 def bcd(factors0: sm.Factors, gamma0, data: sm.SDLData, xi, lam, *, model: str, max_iter: int = 1000,
-        inner: int = 1) -> BCDResult:
+        inner: int = 1, throw: bool = True) -> BCDResult:
     """Cyclic block coordinate descent on (W, H, β, γ): ``inner`` gradient steps per block per sweep,
     step 1/L_b with the block Lipschitz bounds (½ bounds the softmax curvature):
 
@@ -231,8 +307,14 @@ def bcd(factors0: sm.Factors, gamma0, data: sm.SDLData, xi, lam, *, model: str, 
         both   L_γ = ½‖X_aux‖² + 2λ
 
     ``factors0`` = (W (p, r), H (r, n), β (r, κ)), ``gamma0`` (q, κ); ξ, λ ≥ 0 scalars; ``max_iter``,
-    ``inner`` ≥ 1. Called directly, non-finite final factors or γ raise ``FloatingPointError`` (as
-    :func:`lowrank_jax.sdl.fit` does); under ``jit``/``vmap`` they are returned as they are.
+    ``inner`` ≥ 1. ``throw``: a run that diverges (non-finite factors or γ, or F grown 10⁴-fold: data
+    whose scale overflows the block bounds) raises ``RuntimeError`` (True, default; also inside
+    ``jit``/``vmap``), as :func:`lowrank_jax.sdl.fit` does, or only reports
+    ``status == Status.DIVERGED`` (False). A traced ξ or λ outside its range gives ``Status.INVALID``.
+
+    Returns:
+      :class:`BCDResult`: ``status`` (MAX_ITER: BCD has no stopping rule), ``n_iter`` = ``max_iter``,
+      the final ``loss`` and its ``history``, ``factors`` and ``gamma``.
     """
     sm._check_model(model)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
@@ -240,9 +322,9 @@ def bcd(factors0: sm.Factors, gamma0, data: sm.SDLData, xi, lam, *, model: str, 
     factors0 = sm.check_factors(factors0, data)
     gamma0 = sm.check_gamma(gamma0, data)
     xi, lam = sm.check_hypers(data, xi, lam)
+    throw = _checks.check_flag(throw, "throw")
     res = _bcd(factors0, gamma0, data, xi, lam, model=model, max_iter=max_iter, inner=inner)
-    _checks.raise_if_diverged((res.factors, res.gamma), lambda: _diverged_message(model, "bcd"))
-    return res
+    return finish(res, throw, diverged=_diverged_message(model, "bcd"), invalid=_invalid_message(model, "bcd"))
 
 
 @functools.partial(jax.jit, static_argnames=("model", "max_iter", "inner"))
@@ -297,8 +379,11 @@ def _bcd(factors0, gamma0, data, xi, lam, *, model, max_iter, inner):
         last = ()
         for name in ("W", "H", "beta", "gamma"):
             f, g, last = block_step(name, f, g, last)
-        return (f, g), val
+        return (f, g), {"loss": val}
 
-    res = loop.run_fixed(body, (factors0, gamma0), max_iter)
+    loss0 = obj(factors0, gamma0)
+    res = loop.run_fixed(body, (factors0, gamma0), max_iter, diverged=lambda s, d: diverged(s, d["loss"], loss0),
+                         invalid=jnp.isnan(xi) | jnp.isnan(lam))
     f, g = res.state
-    return BCDResult(f, g, res.history, res.n_iter)
+    return BCDResult(n_iter=res.n_iter, status=res.status, history=res.history, loss=res.final["loss"], factors=f,
+                     gamma=g)

@@ -1,0 +1,42 @@
+"""Supervised dictionary learning solvers in the problem zoo (see tests/zoo.py)."""
+
+import numpy as np
+
+from lowrank_jax import Status, sdl
+from zoo import ZooCase
+
+_RNG = np.random.default_rng(0)
+_X = (_RNG.normal(size=(12, 2)) @ _RNG.normal(size=(2, 10)) + 0.1 * _RNG.normal(size=(12, 10))).astype(np.float32) / 4
+_Y = np.arange(10) % 2
+_DATA = sdl.prepare(_X, _Y, intercept=True)
+_THETA0, _GAMMA0, _F0 = sdl.initial_point(_DATA, 2, "H", 0)
+
+
+def _lpgd(h, throw):
+    return sdl.lpgd(_THETA0, _GAMMA0, _DATA, 1.0, 0.1, h["step"], 2, model="H", tol=1e-4, max_iter=500,
+                    throw=throw)
+
+
+def _bcd(h, throw):
+    # BCD's steps 1/L_b follow the data: no step to make it diverge, but X scaled past float32's
+    # sums of squares does (refused eagerly by prepare's scale check).
+    data = sdl.prepare(_X * h["scale"], _Y, intercept=True)
+    return sdl.bcd(_F0, _GAMMA0, data, 1.0, 0.1, model="H", max_iter=30, throw=throw)
+
+
+def _fit(h, throw):
+    return sdl.fit(_X, _Y, 2, model="W", step=h["step"], tol=1e-4, max_iter=500, throw=throw)
+
+
+def _fit_bcd(h, throw):
+    return sdl.fit(_X * h["scale"], _Y, 2, model="W", solver="bcd", max_iter=30, throw=throw)
+
+
+CASES = [
+    ZooCase("sdl.lpgd", _lpgd, {"step": 0.2}, {"step": 1e6}, ("theta", "gamma")),
+    ZooCase("sdl.bcd", _bcd, {"scale": 1.0}, {"scale": 1e30}, ("factors.W", "factors.H", "factors.beta", "gamma"),
+            refused_eagerly=True, done=Status.MAX_ITER),
+    ZooCase("sdl.fit", _fit, {"step": 0.2}, {"step": 1e6}, ("theta", "gamma")),
+    ZooCase("sdl.fit_bcd", _fit_bcd, {"scale": 1.0}, {"scale": 1e30}, ("theta", "gamma"), refused_eagerly=True,
+            done=Status.MAX_ITER),
+]
