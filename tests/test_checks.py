@@ -448,7 +448,7 @@ def test_the_budget_is_max_iter_and_the_old_name_cannot_be_given_beside_it(dotte
         fn(None, None, None, max_iter=3, iters=3)      # refused before any argument is read
 
 
-def test_the_old_budget_name_still_runs_the_same_solve_with_a_deprecation_warning():
+def test_the_budget_is_max_iter_and_the_old_name_is_refused():
     from lowrank_jax import regression, rpca
     from lowrank_jax.covariance import baselines
     from lowrank_jax.datasets import rpca as rdata
@@ -462,13 +462,10 @@ def test_the_old_budget_name_still_runs_the_same_solve_with_a_deprecation_warnin
         "rpca_gd": lambda **kw: (lambda r: (r, r.L))(baselines.rpca_gd(S, 2, tol=None, **kw)),
     }
     for name, run in runs.items():
-        new, new_x = run(max_iter=3)
-        with pytest.warns(DeprecationWarning, match=rf"{name}\(iters=...\) is deprecated: the argument is now max_iter=") as rec:
-            old, old_x = run(iters=3)
-        assert rec[0].filename == __file__                  # attributed to the caller's line
-        np.testing.assert_array_equal(np.asarray(old_x), np.asarray(new_x))
-        # the budget really is the one passed, under either name (no new program: same arguments)
-        assert int(old.n_iter) == int(new.n_iter) == 3, name
+        out, _ = run(max_iter=3)
+        assert int(out.n_iter) == 3, name       # the budget really is the one passed
+        with pytest.raises(TypeError, match="iters"):
+            run(iters=3)
     # and a different count changes the result (one solver: one more program per count)
     one_step, three_steps = runs["scaledgd"](max_iter=1)[1], runs["scaledgd"](max_iter=3)[1]
     assert not np.allclose(np.asarray(one_step), np.asarray(three_steps))

@@ -345,10 +345,11 @@ def test_generator_takes_numpy_scalars_and_zero_d_arrays():
                         ((np.array(-1), 20, 3, 0.9), "key: a seed must be non-negative")]:
         with pytest.raises(ValueError, match=match):
             cov.lrs_problem(*args)
-    # the first argument is `key`, as in every other generator; the old name still works, with a warning
-    with pytest.warns(DeprecationWarning, match=r"lrs_problem\(key_or_seed=...\) is deprecated"):
-        old = cov.lrs_problem(key_or_seed=0, n=20, k0=3, s0=0.9)
-    np.testing.assert_array_equal(old.Sigma, cov.lrs_problem(key=0, n=20, k0=3, s0=0.9).Sigma)
+    # the first argument is `key`, as in every other generator
+    with pytest.raises(TypeError, match="key_or_seed"):
+        cov.lrs_problem(key_or_seed=0, n=20, k0=3, s0=0.9)
+    np.testing.assert_array_equal(cov.lrs_problem(0, n=20, k0=3, s0=0.9).Sigma,
+                                  cov.lrs_problem(key=0, n=20, k0=3, s0=0.9).Sigma)
     with pytest.raises(TypeError, match="rng must be an int seed"):
         cov.sparse_psd_blocks("seed", 12, 0.9)
     rng = np.random.default_rng(0)

@@ -495,7 +495,6 @@ def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, max_iter):
     return _result(out, low_rank(U), S, jnp.asarray(rank, jnp.int32), U)
 
 
-@_checks.renamed_keywords(iters="max_iter")
 @full_precision
 def rpca_gd(Sigma, rank: int, *, alpha=0.1, step=0.5, max_iter: int = 200, gamma=2.0, tol=1e-9,
             return_factor: bool = False, throw: bool = True):

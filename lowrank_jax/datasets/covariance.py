@@ -206,13 +206,11 @@ def sparse_psd_blocks(rng: np.random.Generator, n: int, s0: float, variant: str 
     return S, blocks
 
 
-@_checks.renamed_keywords(key_or_seed="key")
 def lrs_problem(key, n: int, k0: int, s0: float, variant: str = "code") -> LRSProblem:
     """The paper's synthetic Σ = L₀ + S₀ (float64 NumPy arrays; see the module docstring).
 
     Args:
-      key: int seed, ``numpy.random.Generator`` or JAX PRNG key (named ``key_or_seed`` before;
-        that name still works, with a ``DeprecationWarning``).
+      key: int seed, ``numpy.random.Generator`` or JAX PRNG key.
       n: size of Σ. k0: rank of L₀ (1 ≤ k0 ≤ n).
       s0: target sparsity of S₀ (fraction of entries with |S₀_ij| < 0.01), e.g. 0.95 = 5 % non-zeros.
       variant: ``"code"`` (authors' code: pairs with replacement, j ~ U{1..n−1}, i ~ U{0..j−1}) or

@@ -115,7 +115,6 @@ def _warn_if_ties_flooded_the_support(S, alpha_init, alpha_iter) -> None:
                             "far below the outliers' size).")
 
 
-@_checks.renamed_keywords(iters="max_iter")
 @full_precision
 def scaledgd(Y, rank, alpha, *, eta=0.5, max_iter=None, alpha_iter=None, alpha_init=None, tol=None,
              X_star=None, support=None, key=None, svd="randomized", oversample=10,

@@ -106,7 +106,6 @@ def _initial_point(data: sm.SDLData, key, *, rank: int, model: str, init: str):
     return sm.lift(f0, model), gamma0, f0
 
 
-@_checks.renamed_keywords(iters="max_iter")
 @full_precision
 def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, max_iter: int = 1000, tol=None,
         X_aux=None, intercept: bool = True, key=None, init: str = "svd", solver: str = "lpgd",
@@ -368,7 +367,6 @@ class CrossValidation(NamedTuple):
     best: tuple[float, float]
 
 
-@_checks.renamed_keywords(iters="max_iter")
 @_checks.host_function("sdl.cross_validate")
 @full_precision
 def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int = 5, max_iter: int = 300, seed: int = 0,

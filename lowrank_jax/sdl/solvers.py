@@ -77,7 +77,6 @@ def _invalid_message(model: str, solver: str) -> str:
     return f"SDL-{model}: a traced hyperparameter is out of range ({rules}); the result is NaN"
 
 
-@_checks.renamed_keywords(iters="max_iter")
 @full_precision
 def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: str, max_iter: int = 1000,
          tol=None, svd: str = "gram", project=None, key=None, span: bool | None = None,
@@ -295,7 +294,6 @@ def factored_objective(f: sm.Factors, gamma, data, xi, lam, model):
     return sm.objective(sm.lift(f, model), gamma, data, xi, lam, model)
 
 
-@_checks.renamed_keywords(iters="max_iter")
 @full_precision
 def bcd(factors0: sm.Factors, gamma0, data: sm.SDLData, xi, lam, *, model: str, max_iter: int = 1000,
         inner: int = 1, throw: bool = True) -> BCDResult:
