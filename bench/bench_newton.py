@@ -59,7 +59,8 @@ def run(n, d, reps, refine, m):
     t = interleaved_ms({name: (lambda f=f: f(A, b, w, x0)) for name, f in fns.items()}, reps=reps, warmup=1)
     iters = {}
     for name, kw in configs.items():
-        err = np.asarray(rg.newton_solve(A, b, w, x0, "exp", max_iter=40, x_star=x_star, **kw).error)
+        res = rg.newton_solve(A, b, w, x0, "exp", max_iter=40, x_star=x_star, **kw)
+        err = np.asarray(res.history["error"])
         hit = np.nonzero(err <= 1e-10)[0]
         iters[name] = int(hit[0]) if hit.size else None
     # Whole solve to 1e-10 (set-up, draws and the first pass over A included): what a user waits for.

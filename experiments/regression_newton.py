@@ -67,7 +67,8 @@ def convergence(rg, n, d, plt):
         x_star = reference(rg, A, b, w, kind)
         x0 = x_star + 0.05 * jax.random.normal(jax.random.key(3), (d,), jnp.float64)
         for name, kw in METHODS.items():
-            err = np.asarray(rg.newton_solve(A, b, w, x0, kind, max_iter=15, x_star=x_star, **kw).error)
+            res = rg.newton_solve(A, b, w, x0, kind, max_iter=15, x_star=x_star, **kw)
+            err = np.asarray(res.history["error"])
             rows += [[kind, name, t, float(e)] for t, e in enumerate(err)]
             ax.semilogy(np.maximum(err, 1e-17), marker="o", ms=3, label=name)
         ax.set_title(f"{kind}: ‖x*‖ = {float(jnp.linalg.norm(x_star)):.2g}")
@@ -96,7 +97,7 @@ def lemma_bound(rg, n, d, plt):
         if name == "sketch+2 PCG":  # ε₀ of the refined direction is not that of H̃: no bound to compare
             continue
         res = rg.newton_solve(A, b, w, x0, "exp", max_iter=8, x_star=x_star, measure_eps=True, **kw)
-        r, eps = np.asarray(res.error), np.asarray(res.eps0)
+        r, eps = np.asarray(res.history["error"]), np.asarray(res.history["eps0"])
         ts, measured, bound = [], [], []
         for t in range(len(r) - 1):
             if not (r[t + 1] > 1e-13 and M * r[t] < l):  # below rounding of x*, or outside the bound's range
@@ -124,7 +125,7 @@ def lemma_bound(rg, n, d, plt):
 
 
 def sketch_size(rg, n, d, plt):
-    from lowrank_jax import sketch
+    from lowrank_jax import Status, sketch
     A, b, w = problem(n, d)
     x_star = reference(rg, A, b, w, "exp")
     x0 = x_star + 0.05 * jax.random.normal(jax.random.key(3), (d,), jnp.float64)
@@ -134,12 +135,15 @@ def sketch_size(rg, n, d, plt):
     for mult in (2, 4, 8, 16, 32, 64):
         m = mult * d
         eps = [float(rg.approximation_error(sketch.sampled_gram(jax.random.key(k), A, D, m), H)) for k in range(10)]
-        try:  # contraction: geometric mean of r_{t+1}/r_t over the first 5 steps
-            err = np.asarray(rg.newton_solve(A, b, w, x0, "exp", "sketch", max_iter=8, x_star=x_star, sketch_size=m).error)
-            rate = float(np.exp(np.mean(np.log(err[1:6] / err[:5]))))
-        except Exception as e:  # too few rows: H̃ singular, the iterate blows up (reported, not hidden)
-            print(f"  m = {m}: sketched Newton raised {type(e).__name__}: {str(e).splitlines()[0][:80]}")
+        # contraction: geometric mean of r_{t+1}/r_t over the first 5 steps
+        res = rg.newton_solve(A, b, w, x0, "exp", "sketch", max_iter=8, x_star=x_star, sketch_size=m,
+                              throw=False)
+        if int(res.status) == Status.DIVERGED:  # too few rows: H̃ singular, the iterate blows up
+            print(f"  m = {m}: sketched Newton diverged (status DIVERGED within {int(res.n_iter)} steps)")
             rate = float("nan")
+        else:
+            err = np.asarray(res.history["error"])
+            rate = float(np.exp(np.mean(np.log(err[1:6] / err[:5]))))
         converges = bool(np.isfinite(rate) and rate < 1)
         rows.append([m, mult, float(np.median(eps)), float(np.min(eps)), float(np.max(eps)), rate, converges])
         print(f"  sketch size m = {m} ({mult}d): ε₀ median {rows[-1][2]:.3g} (min {rows[-1][3]:.3g}, "

@@ -59,26 +59,6 @@ def host_function(public_name: str):
     return decorate
 
 
-def renamed_keywords(**old_to_new: str):
-    """Decorator: the function still accepts each keyword's old name (``old="new"``), with a
-    ``DeprecationWarning`` that names the new one; passing both names is a ``TypeError``. The
-    signature shown by ``help``/``inspect`` (and the docs) is the new one only."""
-    def decorate(fn):
-        @functools.wraps(fn)
-        def wrapped(*args, **kwargs):
-            for old, new in old_to_new.items():
-                if old in kwargs:
-                    if new in kwargs:
-                        raise TypeError(f"{fn.__name__}() got both {old}= and {new}=; {old} is the old name of "
-                                        f"{new}: pass {new} only")
-                    warn_caller(f"{fn.__name__}({old}=...) is deprecated: the argument is now {new}= (same "
-                                f"meaning); {old}= will be removed in a later release", DeprecationWarning)
-                    kwargs[new] = kwargs.pop(old)
-            return fn(*args, **kwargs)
-        return wrapped
-    return decorate
-
-
 def as_key(key, default: int = 0) -> jax.Array:
     """A JAX PRNG key: ``None`` → ``jax.random.key(default)``, a Python/NumPy integer → the key of
     that seed, a single key (new-style, or raw: uint32 of shape (2,)) as it is. Anything else (a
@@ -405,24 +385,3 @@ def as_tolerance(tol, dtype) -> jax.Array:
 def check_same_shape(a, b, name_a: str, name_b: str) -> None:
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(f"{name_b} must have the shape of {name_a} {tuple(a.shape)}, got {tuple(b.shape)}")
-
-
-def raise_if_diverged(values, message) -> None:
-    """The divergence check at a solver's public boundary: raise ``FloatingPointError(message)`` when
-    ``values`` (an array or pytree: the final iterate) are concrete and any floating entry is NaN or
-    inf. ``message``: a string, or a function of no arguments returning it (built only on failure).
-
-    Inside a transformation (the caller's ``jit``, ``vmap``, ``grad`` or :func:`lowrank_jax.sweep.run`)
-    nothing is raised and the non-finite values are returned as they are: a sweep whose large step
-    sizes diverge at some points keeps its other points, and the diverged ones read as NaN/inf. So no
-    solver puts an error (``equinox.error_if``) into its compiled program for divergence; it would
-    abort every point of a sweep for one.
-    """
-    leaves = [x for x in jax.tree.leaves(values)
-              if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.inexact)]
-    if not leaves or not all(is_concrete(x) for x in leaves):
-        return
-    with jax.ensure_compile_time_eval():          # concrete values closed over inside a trace, too
-        finite = bool(_all_finite(leaves))        # one program, one host round trip
-    if not finite:
-        raise FloatingPointError(message() if callable(message) else message)

@@ -133,7 +133,7 @@ def hyperbolic_regression(n: int = 20000, d: int = 50, outdir: pathlib.Path | No
                                                                  rescore=15))):
             run = jax.jit(lambda x, kw=kw: regression.newton_solve(A, b, w, x, "exp", max_iter=15, x_star=x_star, **kw))
             out, secs, _ = _timed(lambda: run(x0))
-            err = np.asarray(out.error)
+            err = np.asarray(out.history["error"])
             hit = np.nonzero(err <= 1e-10)[0]
             rows.append([name, str(int(hit[0])) if hit.size else "> 15", f"{err[min(4, len(err) - 1)]:.1e}",
                          f"{1e3 * secs / 15:.1f}"])

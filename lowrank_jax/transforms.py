@@ -208,12 +208,28 @@ def newton_direction(H, g, damping=0.0, *, size=None):
     the derivative programs (reverse mode included) hold no LAPACK call that could run beside
     another, which keeps a ``vmap``ped derivative on a CPU from hanging (see ``linalg.after``).
 
+    A NaN or infinite entry of H, g or λ gives a direction of NaN (never a finite step that hides
+    it), so an iteration built on it sees the failure in its iterate.
+
     Args:
-      H: (d, d) symmetric. g: (d,). damping: λ, a number or traced scalar.
+      H: (d, d) symmetric. g: (d,). damping: λ ≥ 0, a number or traced scalar; a concrete negative
+        or NaN λ raises ``ValueError`` naming ``damping``, a traced one gives a NaN direction.
       size: the rounding allowance above; a Python number or array, not differentiated.
     Returns:
       (d,) the direction, in the result dtype of H and g (integers in the default float, half
-      precision in float32). Other shapes raise ``ValueError`` naming H or g."""
+      precision in float32). Other shapes raise ``ValueError`` naming H or g.
+
+    Example:
+        ```python
+        import jax.numpy as jnp
+        from lowrank_jax import transforms
+
+        H, g = jnp.array([[2.0, 0.0], [0.0, -1.0]]), jnp.array([1.0, 1.0])
+        print(transforms.newton_direction(H, g))          # [0.5, -1.0]: LU, H is indefinite
+        print(transforms.newton_direction(H, g, 0.5))     # [0.4, -2.0]: (H + 0.5 I)⁻¹ g
+        bad = H.at[0, 1].set(jnp.nan)
+        print(jnp.isnan(transforms.newton_direction(bad, g)).all())   # True: the NaN shows
+        ```"""
     H, g = jnp.asarray(H), jnp.asarray(g)
     if H.ndim != 2 or H.shape[0] != H.shape[1]:
         raise ValueError(f"H must be a square (d, d) matrix, got shape {tuple(H.shape)}")
@@ -223,8 +239,9 @@ def newton_direction(H, g, damping=0.0, *, size=None):
     # Integers in the default float (float64 with x64 on), as everywhere in the toolkit: not float32,
     # which lost digits under x64; half precision in float32 (no LAPACK routine takes it).
     dtype = _checks.compute_dtype(jnp.result_type(H, g))
+    damping = _checks.as_hyper(damping, "damping", ndim=0, dtype=dtype)
     d = H.shape[0]
-    Hd = H.astype(dtype) + jnp.asarray(damping, dtype) * jnp.eye(d, dtype=dtype)
+    Hd = H.astype(dtype) + damping * jnp.eye(d, dtype=dtype)
     return _direction(Hd, g.astype(dtype), jnp.asarray(d if size is None else size, dtype))
 
 
@@ -259,7 +276,11 @@ def _solve_branches(Hd, g, size):
         return jax.lax.cond(regular, lambda: (lu, 1), pseudo_inverse)
 
     # cond, not where: the fallback runs only when needed (under vmap both branches run).
-    return jax.lax.cond(ok, lambda: (chol, 0), fallback)
+    x, branch = jax.lax.cond(ok, lambda: (chol, 0), fallback)
+    # A NaN/inf entry failed Cholesky and every eigenvalue test, and the pseudo-inverse dropped them
+    # all: a zero step, as at a minimum. Return NaN instead, so the caller sees the failure.
+    finite = jnp.all(jnp.isfinite(Hd)) & jnp.all(jnp.isfinite(g))
+    return jnp.where(finite, x, jnp.nan), branch
 
 
 @jax.custom_jvp
@@ -312,8 +333,9 @@ def newton(hessian_fn, damping=0.0, *, solve=None, init_curvature=None,
         extra-args convention) are all forwarded to it — the iteration count, a random key, the
         previous curvature ``state.curvature`` to keep it for a few steps, quantities the caller
         already has — so it must accept every one that the caller (or an ``optax.chain``) passes.
-      damping: λ, a number or traced array (Levenberg–Marquardt style regularisation for starts far
-        from a minimum); handed to ``solve``.
+      damping: λ ≥ 0, a number or traced array (Levenberg–Marquardt style regularisation for starts
+        far from a minimum); handed to ``solve``. A concrete negative or NaN number raises
+        ``ValueError`` naming ``damping`` here.
       solve: ``solve(curvature, g, damping)`` with g the flattened updates, (d,), returning Δ (d,)
         or a pair ``(Δ, aux)``; ``aux`` (any pytree, e.g. a product with Δ that the caller would
         otherwise recompute) is kept in the state. Default :func:`newton_direction` (Cholesky; LU for
@@ -358,6 +380,9 @@ def newton(hessian_fn, damping=0.0, *, solve=None, init_curvature=None,
     from jax.flatten_util import ravel_pytree
 
     solve_fn = newton_direction if solve is None else solve
+    lam = _checks.as_real(damping)
+    if lam is not None and not lam >= 0:
+        raise ValueError(f"damping must be a non-negative number, got {damping!r}")
 
     def init_fn(params):
         if init_curvature is None:

@@ -91,5 +91,6 @@ def test_every_solver_of_the_contract_is_in_the_zoo():
     names = {c.name for c in CASES}
     expected = {"rpca.lrpca", "rpca.lrpca_sharded", "rpca.scaledgd", "rpca.altproj", "pathnorm.train",
                 "sdl.lpgd", "sdl.bcd", "sdl.fit", "sdl.fit_bcd", "covariance.decompose", "covariance.ialm",
-                "covariance.ncrpca", "covariance.fpcp", "covariance.rpca_gd", "regression.newton_solve"}
+                "covariance.ncrpca", "covariance.fpcp", "covariance.rpca_gd", "regression.newton_solve.exact",
+                "regression.newton_solve.diagonal", "regression.newton_solve.sketch"}
     assert expected <= names, expected - names

@@ -180,6 +180,42 @@ def test_newton_direction_refuses_other_shapes_and_solves_integers_in_the_defaul
     assert transforms.newton_direction(jnp.eye(2, dtype=jnp.bfloat16), jnp.ones(2, jnp.bfloat16)).dtype == jnp.float32
 
 
+def test_newton_direction_of_a_non_finite_hessian_is_nan_not_a_zero_step(x64):
+    """A NaN entry failed Cholesky and every eigenvalue test, the pseudo-inverse dropped every
+    eigenvalue and the direction was 0: a Newton iteration then stood still and looked converged.
+    A NaN or inf in H, g or a traced damping gives NaN now, on its own, under jit and under vmap
+    beside a finite member (which is unchanged)."""
+    H, g = jnp.array([[2.0, 0.5], [0.5, 1.0]]), jnp.array([1.0, -1.0])
+    want = np.linalg.solve(np.asarray(H), np.asarray(g))
+    for bad_H, bad_g in ((H.at[0, 1].set(jnp.nan), g), (H.at[1, 1].set(jnp.inf), g),
+                         (H, g.at[0].set(jnp.nan)), (jnp.full((2, 2), jnp.nan), g)):
+        assert np.all(np.isnan(transforms.newton_direction(bad_H, bad_g)))
+        assert np.all(np.isnan(jax.jit(transforms.newton_direction)(bad_H, bad_g)))
+        both = jax.vmap(transforms.newton_direction)(jnp.stack([H, bad_H]), jnp.stack([g, bad_g]))
+        np.testing.assert_allclose(both[0], want, rtol=1e-12)
+        assert np.all(np.isnan(both[1]))
+    assert np.all(np.isnan(jax.jit(transforms.newton_direction)(H, g, jnp.nan)))
+    # a traced negative damping breaks its rule: NaN, not the zeros of the pseudo-inverse of H − I
+    assert np.all(np.isnan(jax.jit(transforms.newton_direction)(jnp.eye(2), g, -1.0)))
+    # through transforms.newton, the update is NaN too
+    opt = transforms.newton(lambda p: H.at[0, 0].set(jnp.nan))
+    upd, _ = opt.update(g, opt.init(g), g)
+    assert np.all(np.isnan(upd))
+
+
+def test_newton_direction_and_newton_refuse_a_negative_damping_by_name(x64):
+    """damping = −1 with H = I made H + λI = 0, whose pseudo-inverse gave a zero step; a negative (or
+    NaN) damping is refused by name, in newton_direction and when building transforms.newton."""
+    for lam in (-1.0, -1e-12, np.float32(-0.5), jnp.asarray(-2.0), np.nan):
+        with pytest.raises(ValueError, match="damping"):
+            transforms.newton_direction(jnp.eye(2), jnp.ones(2), lam)
+        with pytest.raises(ValueError, match="damping"):
+            transforms.newton(lambda p: jnp.eye(2), lam)
+    with pytest.raises(ValueError, match="damping must have 0 dimension"):
+        transforms.newton_direction(jnp.eye(2), jnp.ones(2), jnp.ones(2))
+    np.testing.assert_allclose(transforms.newton_direction(jnp.eye(2), jnp.ones(2), 0), [1.0, 1.0])
+
+
 def test_proximal_strength_schedule_reads_the_step_count_from_zero(x64):
     """A callable strength gets t = 0, 1, 2, …: with a frozen inner step (SGD at rate 0) and the
     soft-threshold prox, z = 1 goes to 1 − 0.1, then − 0.2, then − 0.3."""

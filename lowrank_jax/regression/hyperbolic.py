@@ -22,12 +22,13 @@ whose u-term vanishes can leave other minimisers); cosh's loss is even, L(x) = L
 x = 0 is always stationary (v(0) = sinh 0 = 0). Only exp has a non-trivial x* in general.
 
 Overflow: exp/cosh/sinh of |Ax| beyond ~88 (float32) or ~709 (float64) overflow, and the loss squares
-them (α² ~ n² e^{2‖Ax‖_∞}). Called with concrete arrays, every function raises ``FloatingPointError``
-naming the offending rows of Ax and the limit. Under a transformation (``jit``, ``vmap``,
-:func:`lowrank_jax.sweep.run`) they return the inf/NaN as they are, the convention of every solver
-(:func:`lowrank_jax._checks.raise_if_diverged`): a ``vmap`` over x values that overflows at some of
-them keeps the others, and the overflowed ones read as non-finite. Called directly, nothing returns
-inf/NaN silently.
+them (α² ~ n² e^{2‖Ax‖_∞}). These are plain functions, not iterative solvers: an overflow comes back
+as inf/NaN, the same called directly and under ``jit``/``vmap``/:func:`lowrank_jax.sweep.run` (a
+``vmap`` over x values that overflows at some of them keeps the others). Nothing maps a non-finite
+value to a finite one: :func:`psd_certificate` of an overflowed Hessian is NaN, not 0, and
+:func:`icl_shift` returns the non-finite shift instead of judging an overflowed α. Compare ‖Ax‖_∞ with
+:func:`overflow_limit` to stay in range; :func:`lowrank_jax.regression.newton_solve` refuses a
+concrete start whose loss overflows (``ValueError`` naming the rows of Ax and the limit).
 """
 
 from __future__ import annotations
@@ -83,9 +84,11 @@ def overflow_limit(dtype, n: int) -> float:
     return 0.5 * math.log(float(jnp.finfo(dtype).max)) - math.log(n + 1.0)
 
 
-def _guard(out, z, what: str):
-    """Raise ``FloatingPointError`` naming the rows of Ax when ``out`` is concrete and not finite;
-    traced, return ``out`` as it is (see the module's note on overflow)."""
+def _refuse_overflow(out, z, what: str):
+    """Raise ``ValueError`` naming the rows of Ax (or, where Ax is in range, the scale of A, b or w)
+    when ``out`` and ``z`` = Ax are concrete and ``out`` is not finite; return ``out`` otherwise. A
+    boundary check of a solver's input (``newton_solve``'s start); the plain functions of this
+    module return the inf/NaN instead (module docstring)."""
     leaves = jax.tree.leaves(out)
     if all(_checks.is_concrete(o) for o in leaves) and _checks.is_concrete(z):
         if all(np.all(np.isfinite(np.asarray(o))) for o in leaves):
@@ -94,11 +97,11 @@ def _guard(out, z, what: str):
         limit = overflow_limit(zz.dtype, zz.shape[-1])
         rows = np.nonzero(zz > limit)[-1]
         if not rows.size:           # Ax is within range: the size of A (in AᵀDA), b or w overflowed
-            raise FloatingPointError(
+            raise ValueError(
                 f"{what} overflows in {zz.dtype} although |Ax| ≤ {zz.max():.1f} is within the safe {limit:.1f}: "
                 "the entries of A, b or w are too large for the dtype (rescale them"
                 + (")" if zz.dtype == np.float64 else ", or use float64)"))
-        raise FloatingPointError(
+        raise ValueError(
             f"{what} overflows in {zz.dtype}: |Ax| reaches {zz.max():.1f}, beyond the safe {limit:.1f} at rows "
             f"{rows[:10].tolist()}{' …' if rows.size > 10 else ''} ({rows.size} rows). "
             + ("Rescale A or x." if zz.dtype == np.float64 else
@@ -198,16 +201,14 @@ def loss(x, A, b, w, kind: str = "exp"):
       kind: "exp" | "cosh" | "sinh", the function u applied entrywise to z = Ax (Gao, Song, Yin).
     """
     A, b, w, x = check_problem(A, b, w, x, kind=kind)
-    val, z = _loss(x, A, b, w, kind)
-    return _guard(val, z, "the loss")
+    return _loss(x, A, b, w, kind)[0]
 
 
 def gradient(x, A, b, w, kind: str = "exp"):
     """The closed-form gradient ∇L(x) = Aᵀ(c∘v − ⟨b, c⟩ v + w²∘Ax), shape (d,), with u = u(Ax),
     v = u′(Ax), c = u − ⟨u, 1⟩ b (module docstring). x, A, b, w, kind as in :func:`loss`."""
     A, b, w, x = check_problem(A, b, w, x, kind=kind)
-    g, z = _gradient(x, A, b, w, kind)
-    return _guard(g, z, "the gradient")
+    return _gradient(x, A, b, w, kind)[0]
 
 
 def hessian(x, A, b, w, kind: str = "exp"):
@@ -229,8 +230,7 @@ def hessian(x, A, b, w, kind: str = "exp"):
         ```
     """
     A, b, w, x = check_problem(A, b, w, x, kind=kind)
-    H, z = _hessian(x, A, b, w, kind)
-    return _guard(H, z, "the Hessian")
+    return _hessian(x, A, b, w, kind)[0]
 
 
 def diagonal_curvature(x, A, b, w, kind: str = "exp"):
@@ -238,7 +238,7 @@ def diagonal_curvature(x, A, b, w, kind: str = "exp"):
     x, A, b, w, kind as in :func:`loss`."""
     A, b, w, x = check_problem(A, b, w, x, kind=kind)
     p = parts(x, A, b, kind)
-    return _guard(_b_diag(p, b) + w * w, p.z, "the diagonal curvature")
+    return _b_diag(p, b) + w * w
 
 
 def curvature_split(x, A, b, kind: str = "exp"):
@@ -248,7 +248,7 @@ def curvature_split(x, A, b, kind: str = "exp"):
     p = parts(x, A, b, kind)
     vb = p.v * b
     B_rank = -jnp.outer(p.v, vb) - jnp.outer(vb, p.v) + jnp.dot(b, b) * jnp.outer(p.v, p.v)
-    return _guard((B_rank, _b_diag(p, b)), p.z, "the curvature split")
+    return B_rank, _b_diag(p, b)
 
 
 # -- the theorem's quantities ---------------------------------------------------------------------
@@ -271,8 +271,8 @@ def radius_R0(x, A, b, kind: str = "exp"):
     A, b, _, x = check_problem(A, b, 0.0, x, kind=kind)
     _require_full_column_rank_shape(A, "radius_R0")
     p = parts(x, A, b, kind)
-    return _guard(jnp.max(jnp.stack([jnp.linalg.norm(p.u), jnp.linalg.norm(p.v), jnp.linalg.norm(b),
-                                     jnp.linalg.norm(p.c), jnp.ones((), p.u.dtype)])), p.z, "R₀")
+    return jnp.max(jnp.stack([jnp.linalg.norm(p.u), jnp.linalg.norm(p.v), jnp.linalg.norm(b),
+                              jnp.linalg.norm(p.c), jnp.ones((), p.u.dtype)]))
 
 
 def sigma_min(A):
@@ -315,13 +315,15 @@ def psd_certificate(x, A, b, w, kind: str = "exp"):
     rounding of 0 is returned as 0 (it certified a singular H as +5e-16). H is formed from sums over
     A's n rows, so rounding reaches about d·√n·ε·max|λ| (``linalg.gram_rounding_size``); with
     the cut-off d·ε·max|λ| of a matrix known to working precision, a singular H with n = 1000, d = 2
-    was still "certified" as +1.2e-14."""
+    was still "certified" as +1.2e-14. An overflowed Hessian (inf/NaN entries) gives NaN."""
     A, b, w, x = check_problem(A, b, w, x, kind=kind)
     _require_full_column_rank_shape(A, "psd_certificate")
-    H, z = _hessian(x, A, b, w, kind)
-    lam = jnp.linalg.eigvalsh(_guard(H, z, "the Hessian"))
+    H, _ = _hessian(x, A, b, w, kind)
+    lam = jnp.linalg.eigvalsh(H)
     n, d = A.shape
-    return jnp.where(linalg.above_rounding(lam, linalg.gram_rounding_size(d, n))[0], lam[0], 0.0)
+    certified = jnp.where(linalg.above_rounding(lam, linalg.gram_rounding_size(d, n))[0], lam[0], 0.0)
+    # an overflowed H (inf/NaN entries) has no λ_min: NaN, not the 0 that the comparison gives
+    return jnp.where(jnp.all(jnp.isfinite(H)), certified, jnp.nan)
 
 
 def relative_spectrum(H_approx, H):
@@ -371,18 +373,19 @@ def icl_shift(x_t, x_next, A, b, kind: str = "exp", *, A_next=None):
     near x = 0, where the sum cancels and its sign is rounding): δ_b is then undefined or rounding
     noise. The bound is the worst case of the summation's rounding, so an α that cancels exactly to
     a tiny accurate value (rows in exact ± pairs plus a tiny one) is refused too. Traced (under
-    jit/vmap) no check is made."""
+    jit/vmap) no check is made. Where u(A_t x_t) overflows, α is not judged and the shift comes back
+    non-finite (module docstring)."""
     A, b, x_t, x_next, A_next = _icl_step(x_t, x_next, A, b, A_next, kind)
     with _checks.eager_if_concrete(x_t, x_next, A, b, A_next):
         p0, p1 = parts(x_t, A, b, kind), parts(x_next, A_next, b, kind)
-    _guard(p0.u, p0.z, "u(A_t x_t)")        # an overflowed u makes α and its noise bound inf: name the rows
     if _checks.is_concrete(p0.alpha) and _checks.is_concrete(p0.u):
         u = np.asarray(p0.u)
         noise = u.size * np.finfo(u.dtype).eps * float(np.sum(np.abs(u)))
-        if abs(float(p0.alpha)) <= noise:
+        # an overflowed u makes α and its noise bound inf: no cancellation (the shift is non-finite)
+        if np.all(np.isfinite(u)) and abs(float(p0.alpha)) <= noise:
             raise ValueError(f"α(x_t) = ⟨u(Ax_t), 1⟩ = {float(p0.alpha):.3g} is zero to working precision "
                              f"(|α| ≤ n·eps·Σ|u| = {noise:.3g}): the shift δ_b is undefined (sinh at or near x = 0)")
-    return _guard((p1.c - p0.c) / p0.alpha, p1.z, "the in-context shift")
+    return (p1.c - p0.c) / p0.alpha
 
 
 def icl_bound(x_t, x_next, A, b, R=None, *, A_next=None):

@@ -9,8 +9,8 @@ and sketched (Algorithm 1 with leverage-score SubSample).
 SubSample draws m rows of diag(√D) A i.i.d. by leverage scores (exact, or approximate through a
 CountSketch, :mod:`lowrank_jax.sketch`): with approximate scores one iteration costs
 O((nnz(A) + d^ω) polylog) plus O(m d²), the paper's claim, instead of O(n d²) for the exact Hessian.
-It needs D > 0 (Lemma 6.4's precondition, note G14): a non-positive D makes the run's iterate NaN,
-so a direct call raises and a point of a sweep comes back NaN.
+It needs D > 0 (Lemma 6.4's precondition, note G14): a non-positive D makes the run's iterate NaN
+and its status DIVERGED (with ``throw=True``, the default, the call raises, also under ``jit``).
 
 Beyond the paper (its theorem assumes a start within 0.1 l / M of x*, a radius far below float64
 resolution for any realistic R, note G12), for starts outside the basin; with both off the step is
@@ -50,34 +50,44 @@ import jax.numpy as jnp
 from lowrank_jax import _checks, design, linalg, loop, sketch, transforms
 from lowrank_jax.regression import hyperbolic as hb
 from lowrank_jax.precision import full_precision
+from lowrank_jax.result import Result, finish
 
 METHODS = ("exact", "diagonal", "sketch")
 
 
-class NewtonResult(NamedTuple):
-    """What :func:`newton_solve` returns.
+class NewtonResult(Result):
+    """What :func:`newton_solve` returns (the :class:`~lowrank_jax.result.Result` core: ``status``,
+    ``n_iter``, ``history``).
 
-    ``x`` (d,) final iterate; ``n_iter`` steps taken; per-iteration histories (padding NaN after
-    ``n_iter``) measured at the iterate *before* step t: ``loss``, ``grad_norm``, ``error`` = ‖x_t − x*‖
-    (NaN without ``x_star``), ``eps0`` = ε₀ of H̃ against the exact Hessian (NaN unless requested),
-    ``step`` the line-search step length t (1 without line search; −t where the direction pointed
-    uphill and the line search reversed it)."""
+    The diagnostics are measured at the iterate *before* step t; each field holds the value of the
+    last step run (t = ``n_iter`` − 1), ``history`` the same per step (key = field name, length
+    ``max_iter``, NaN after ``n_iter``).
 
-    x: jax.Array
-    n_iter: jax.Array
+    Attributes:
+      loss: L(x_t).
+      grad_norm: ‖∇L(x_t)‖ (what ``tol`` bounds).
+      step: the line-search step length t (1 without line search; −t where the direction pointed
+        uphill and the line search reversed it).
+      error: ‖x_t − x*‖ with ``x_star``, else None (and no ``history["error"]``).
+      eps0: with ``measure_eps``, ε₀ of H̃ against the exact Hessian (inf where the exact Hessian is not
+        positive definite, so that no ε₀ is defined, Def. 6.2), else None.
+      x: (d,) the final iterate, x_{n_iter}.
+    """
+
     loss: jax.Array
     grad_norm: jax.Array
-    error: jax.Array
-    eps0: jax.Array
     step: jax.Array
+    error: jax.Array | None
+    eps0: jax.Array | None
+    x: jax.Array
 
 
-@_checks.renamed_keywords(iters="max_iter")
 @full_precision
 def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, max_iter: int = 20, tol=None,
                  x_star=None, key=None, sketch_size: int | None = None, sketch_rows=None, leverage: str = "approx",
                  refine: int = 0, rescore: int = 1, resample: int = 1, scores=None, damping=0.0, line_search: bool = False,
-                 measure_eps: bool = False, differentiable: bool = False) -> NewtonResult:
+                 measure_eps: bool = False, differentiable: bool = False,
+                 throw: bool = True) -> NewtonResult:
     """Minimise L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w)Ax‖² by (approximate) Newton steps
     x ← x − H̃(x)⁻¹∇L(x) (Gao, Song, Yin, Algorithm 1): H̃ = ∇²L for "exact", Aᵀ diag(D) A with
     D = B_diag + w² (the diagonal of B, its rank-one terms dropped) for "diagonal", and Aᵀ D̃ A
@@ -88,9 +98,9 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, max_i
         scalar); x0: (d,) start; kind: "exp" | "cosh" | "sinh".
       method: "exact" | "diagonal" | "sketch" (module docstring).
       max_iter: number of steps, or the cap when ``tol`` is given; tol: stop once ‖∇L(x_t)‖ ≤ tol.
-        Step t measures ‖∇L(x_t)‖ (``grad_norm[t]``) and then steps, so the returned x is x_t plus
-        the step taken there (one Newton step past a point that met ``tol``; a start at x* gives
-        ``n_iter`` = 1), and ``grad_norm[n_iter − 1]`` is the gradient before that last step.
+        Step t measures ‖∇L(x_t)‖ (``history["grad_norm"][t]``) and then steps, so the returned x is
+        x_t plus the step taken there (one Newton step past a point that met ``tol``; a start at x*
+        gives ``n_iter`` = 1), and ``grad_norm`` is the gradient before that last step.
       x_star: reference solution, to record ‖x_t − x*‖.
       key: ``jax.random`` key of the sampling ("sketch"; default ``key(0)``; the draw of iteration k
         uses ``jax.random.fold_in(key, k)``); sketch_size: rows m
@@ -123,17 +133,25 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, max_i
       measure_eps: also record ε₀ of H̃ against the exact Hessian each step (costs the exact Hessian).
         ε₀ is defined for a positive definite exact Hessian only (Def. 6.2): a step whose exact
         Hessian is not (outside the region where the paper's lemma makes it so, or a rank-deficient
-        A) records NaN.
+        A) records inf.
       differentiable: with ``tol``, stop by a ``lax.scan`` of ``max_iter`` steps that skips the work once
         converged (:func:`lowrank_jax.loop.run_until`), so reverse-mode ``grad`` through the solve works
         (a ``while_loop``, the default, has no reverse mode). Without ``tol`` every solve is a scan.
 
-    Called directly, a run whose iterate becomes non-finite raises ``FloatingPointError`` naming the
-    usual causes; inside ``jit``/``vmap``/:func:`lowrank_jax.sweep.run` the NaN/inf is returned instead,
-    so a sweep keeps its other points.
+      throw: with a run that diverges (DIVERGED: the iterate x or Ax became non-finite, |Ax| reached
+        the overflow of u, where the loss is infinite, or a diagnostic became NaN), raise a
+        ``RuntimeError`` naming the usual causes, called directly and inside ``jit``/``vmap``/
+        :func:`lowrank_jax.sweep.run` alike; also for INVALID (a traced ``damping`` < 0 or ``tol`` ≤ 0:
+        the iterate is NaN). False: return the result, whose ``status`` says so (a sweep keeps its
+        other points).
 
-    ``b``, ``w``, ``x0``, ``x_star``, ``damping`` are traced: ``vmap`` over them (or over instances)
-    works without recompiling.
+    Returns:
+      :class:`NewtonResult`: ``status``, ``n_iter``, the last step's ``loss``, ``grad_norm``,
+      ``step``, ``error``, ``eps0``, their ``history``, and the final iterate ``x``.
+
+    A concrete start whose loss overflows is refused (``ValueError`` naming the rows of Ax beyond the
+    safe limit). ``b``, ``w``, ``x0``, ``x_star``, ``damping`` are traced: ``vmap`` over them (or over
+    instances) works without recompiling.
 
     Example:
         ```python
@@ -144,7 +162,8 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, max_i
         A = jax.random.normal(jax.random.key(0), (n, d)) / jnp.sqrt(n)
         b = jax.random.dirichlet(jax.random.key(1), jnp.ones(n))       # b on the simplex
         res = regression.newton_solve(A, b, 5.0, jnp.zeros(d), "exp", "exact", tol=1e-5)
-        print(res.n_iter, res.grad_norm[res.n_iter - 1])               # 3 steps, ‖∇L‖ ≈ 2e-6 before the last
+        print(res.converged, res.n_iter, res.grad_norm)   # True, 3 steps, ‖∇L‖ ≈ 2e-6 before the last
+        print(res)                                        # NewtonResult(status=CONVERGED, n_iter=3, ...)
         ```
     """
     if method not in METHODS:
@@ -155,6 +174,7 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, max_i
     line_search = _checks.check_flag(line_search, "line_search")
     measure_eps = _checks.check_flag(measure_eps, "measure_eps")
     differentiable = _checks.check_flag(differentiable, "differentiable")
+    throw = _checks.check_flag(throw, "throw")
     n, d = A.shape
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
     if x_star is not None:
@@ -191,18 +211,20 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, max_i
     if all(_checks.is_concrete(a) for a in jax.tree.leaves((A, b, w, x0))):
         # A start whose loss overflows is named as such (rows of Ax, the limit); inputs already checked.
         with jax.ensure_compile_time_eval():
-            hb._guard(*hb._loss(x0, A, b, w, kind), "the loss")
+            hb._refuse_overflow(*hb._loss(x0, A, b, w, kind), "the loss at x0")
     out = _solve(A, b, w, x0, x_star, damping, tol, key, scores, sketch_rows, kind=kind, method=method,
                  max_iter=max_iter, m=m, leverage=leverage, refine=refine, rescore=rescore, resample=resample,
                  line_search=line_search, measure_eps=measure_eps, differentiable=bool(differentiable))
-    _checks.raise_if_diverged(out.x, "Newton iterate became non-finite (overflow of exp/cosh at |Ax| too large, "
-                              "an indefinite H̃, or a singular one: A without full column rank, or fewer sketch "
-                              "rows than columns): use "
-                              + ("float64, damping or a closer start" if line_search
-                                 else "float64, damping, line_search=True or a closer start")
-                              + ("; method='sketch' also needs D = B_diag + W² > 0 at every iterate (Lemma 6.4): "
-                                 "increase w, or use method='diagonal' or 'exact'" if method == "sketch" else ""))
-    return out
+    return finish(out, throw,
+                  diverged="newton_solve diverged (non-finite Newton iterate: overflow of exp/cosh at |Ax| too "
+                  "large, an indefinite H̃, or a singular one: A without full column rank, or fewer sketch rows "
+                  "than columns): use "
+                  + ("float64, damping or a closer start" if line_search
+                     else "float64, damping, line_search=True or a closer start")
+                  + ("; method='sketch' also needs D = B_diag + W² > 0 at every iterate (Lemma 6.4): "
+                     "increase w, or use method='diagonal' or 'exact'" if method == "sketch" else ""),
+                  invalid="newton_solve: a traced damping must be >= 0 and a traced tol > 0 (the result "
+                  "is NaN)")
 
 
 def _pcg_from_zero(A, D, damping, precond, g, steps: int):
@@ -258,7 +280,6 @@ class _Curvature(NamedTuple):
                                              "resample", "line_search", "measure_eps", "differentiable"))
 def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, method, max_iter, m, leverage, refine,
            rescore, resample, line_search, measure_eps, differentiable=False):
-    nan = jnp.full((), jnp.nan, x0.dtype)
     n, d = A.shape
     unit = (design.equilibrator(A, math.sqrt(linalg.gram_rounding_size(d, n) * float(jnp.finfo(x0.dtype).eps)))
             .astype(x0.dtype) if method != "sketch" else None)
@@ -290,7 +311,7 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
         if method == "diagonal":
             return _Curvature(design.gram(A, D), None, D, None)
         # Lemma 6.4 needs D > 0; otherwise the sampling weights τ_i D_i are meaningless. NaN marks the
-        # run as failed (newton_solve raises on it; a sweep keeps its other points).
+        # run as failed (its iterate turns NaN: status DIVERGED).
         D = jnp.where(jnp.all(D > 0), D, jnp.nan)
         scores = previous.scores
 
@@ -378,24 +399,42 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
             t_rec = sign * t
         else:
             t = t_rec = jnp.ones((), x.dtype)
+        diag = {"loss": fx, "grad_norm": jnp.linalg.norm(g), "step": t_rec}
+        if x_star is not None:
+            diag["error"] = jnp.linalg.norm(x - x_star)
         if measure_eps:
-            H_exact = nstate.curvature.H if method == "exact" else hb._hessian_at(p, A, b, w)
-            eps0 = hb.approximation_error(nstate.curvature.H, H_exact)
-        else:
-            eps0 = nan
-        err = nan if x_star is None else jnp.linalg.norm(x - x_star)
-        diag = (fx, jnp.linalg.norm(g), err, eps0, t_rec)
+            H_tilde = nstate.curvature.H
+            H_exact = H_tilde if method == "exact" else hb._hessian_at(p, A, b, w)
+            eps0 = hb.approximation_error(H_tilde, H_exact)
+            # NaN from a finite H̃ and H means "H not positive definite": no ε₀ (inf). A NaN in the
+            # history counts as divergence, which a finite but indefinite Hessian is not.
+            finite = jnp.all(jnp.isfinite(H_tilde)) & jnp.all(jnp.isfinite(H_exact))
+            undefined = jnp.isnan(eps0) & finite
+            diag["eps0"] = jnp.where(undefined, jnp.inf, eps0)
         return (x - t * dx, z - t * Adx, nstate), diag
 
+    # Divergence, judged on the iterate: x or z = Ax non-finite, or |Ax| beyond log(largest float),
+    # where u = exp/cosh/sinh overflows: the loss there is infinite and no gradient step leads back.
+    # (A NaN in any diagnostic counts too, loop.run_until.) Without it a run that jumped that far at
+    # its last step would report MAX_ITER with a finite x whose loss is inf.
+    overflow = math.log(float(jnp.finfo(x0.dtype).max))
+
+    def diverged(state, diag):
+        x, z, _ = state
+        return loop.non_finite((x, z)) | (jnp.max(jnp.abs(z)) > overflow)
+
     state0 = (x0, design.matvec(A, x0), opt.init(x0))
+    invalid = jnp.isnan(damping) if tol is None else jnp.isnan(damping) | jnp.isnan(tol)
     if tol is None:
-        res = loop.run_fixed(step, state0, max_iter)
+        res = loop.run_fixed(step, state0, max_iter, diverged=diverged, invalid=invalid)
     else:
-        res = loop.run_until(step, state0, max_iter=max_iter, stop=lambda s, diag: diag[1] <= tol,
-                             differentiable=differentiable, invalid=jnp.isnan(tol))
-    x = res.state[0]
-    loss_h, gnorm, err, eps0, t = res.history
-    return NewtonResult(x, res.n_iter, loss_h, gnorm, err, eps0, t)
+        res = loop.run_until(step, state0, max_iter=max_iter,
+                             stop=lambda s, diag: diag["grad_norm"] <= tol, diverged=diverged,
+                             differentiable=differentiable, invalid=invalid)
+    last = res.final
+    return NewtonResult(n_iter=res.n_iter, status=res.status, history=res.history, loss=last["loss"],
+                        grad_norm=last["grad_norm"], step=last["step"], error=last.get("error"),
+                        eps0=last.get("eps0"), x=res.state[0])
 
 
 __all__ = ["METHODS", "NewtonResult", "newton_solve"]
