@@ -17,7 +17,7 @@ import optax
 from jax import lax
 
 from _timing import interleaved_ms, median_ms
-from lowrank_jax import prox
+from lowrank_jax import pathnorm
 
 INPUTS, HIDDEN, OUTPUTS, BATCH = 784, 200, 10, 100
 
@@ -88,17 +88,17 @@ def main(argv=None):
     W_in, W_out = hidden.weight, out.weight
     lam = jnp.float32(args.strength)
 
-    ours = jax.jit(prox.path_norm_prox)
+    ours = jax.jit(pathnorm.path_norm_prox)
     P_in, P_out = ours(W_in, W_out, lam)
     N_in, N_out = numpy_prox(np.asarray(W_in, np.float64), np.asarray(W_out, np.float64), args.strength)
-    f = lambda a, b: float(prox.path_norm_objective(a, b, W_in, W_out, lam))  # noqa: E731
+    f = lambda a, b: float(pathnorm.path_norm_objective(a, b, W_in, W_out, lam))  # noqa: E731
     print(f"objective: ours {f(P_in, P_out):.6f}, NumPy (float64) {f(N_in, N_out):.6f}; "
           f"non-zeros ours {int(jnp.count_nonzero(P_in))}/{P_in.size}")
 
     bits = lax.bitcast_convert_type(jnp.abs(W_in), jnp.int32)
     sort_float = jax.jit(lambda w: jnp.sort(jnp.abs(w), axis=1))
     sort_bits = jax.jit(lambda b: lax.sort(b, dimension=1))
-    sort_mag = jax.jit(prox.sort_magnitudes)
+    sort_mag = jax.jit(pathnorm.sort_magnitudes)
 
     x = jax.random.uniform(k3, (BATCH, INPUTS))
     y = jax.random.randint(k3, (BATCH,), 0, OUTPUTS)

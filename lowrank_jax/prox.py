@@ -29,7 +29,10 @@ def soft_threshold(x: jax.Array, t) -> jax.Array:
     A concrete ``t`` (a number or array) with a negative or NaN entry raises ``ValueError`` naming
     ``t``: x − clip(x, −t, t) at t < 0 shifts every entry away from 0 by |t| (a zero became |t|).
     A traced ``t`` is used as it is: this is the inner step of the solvers, whose thresholds are
-    validated at their public boundary; :func:`l1_prox` maps a traced invalid λ to NaN.
+    validated at their public boundary (:func:`lowrank_jax._checks.as_hyper` maps a traced invalid
+    one to NaN). On a pytree of weights (the prox of t Σ_leaves ‖·‖₁):
+    ``jax.tree.map(lambda w: soft_threshold(w, t), params)``. Integer and bool ``x`` are shrunk in the
+    default float; a floating ``x`` keeps its dtype under a Python-number ``t``.
     """
     x = jnp.asarray(x)
     if _checks.is_concrete(t):
@@ -210,33 +213,3 @@ def apply_top_fraction(x, magnitude, row_cut, col_cut):
     """Zero the entries of ``x`` below either cut-off (the masking half of T_α)."""
     keep = (magnitude >= row_cut[:, None]) & (magnitude >= col_cut[None, :])
     return jnp.where(keep, x, jnp.zeros_like(x))
-
-
-def sparsify_top_fraction_topk(x: jax.Array, alpha: float) -> jax.Array:
-    """T_α through ``lax.top_k`` (``alpha`` must be a Python number: k is static).
-
-    Same result as :func:`sparsify_top_fraction`. On GPU/TPU ``top_k`` is fast; on XLA's CPU
-    backend it is ~100x slower than the counting selection for k in the hundreds, so the solvers
-    use the latter. Kept as an independent cross-check. Refuses ``alpha`` outside [0, 1] by name
-    and takes integer ``x`` in the default float, as :func:`sparsify_top_fraction` does.
-    """
-    _check_fraction(alpha)
-    x = _checks.as_floating(x)
-    if x.ndim != 2:
-        raise ValueError(f"x must be a 2-D matrix (n1, n2), got shape {tuple(x.shape)}")
-    n1, n2 = x.shape
-    if not _checks.is_concrete(alpha):
-        raise ValueError("sparsify_top_fraction_topk needs a concrete alpha (k = ⌊α n⌋ is a static size); "
-                         "use sparsify_top_fraction for a traced alpha")
-    with jax.ensure_compile_time_eval():        # also for an alpha closed over in the caller's jit
-        kr, kc = int(top_fraction_count(alpha, n2)), int(top_fraction_count(alpha, n1))
-    mag = jnp.abs(x)
-    inf = jnp.array(jnp.inf, x.dtype)
-    row_cut = jax.lax.top_k(mag, kr)[0][:, -1] if kr > 0 else jnp.full((n1,), inf)
-    col_cut = jax.lax.top_k(mag.T, kc)[0][:, -1] if kc > 0 else jnp.full((n2,), inf)
-    return apply_top_fraction(x, mag, row_cut, col_cut)
-
-
-# The 1-path-norm prox and the baselines' companions live in their own module; one import point.
-from lowrank_jax.prox_path import (l1_prox, path_norm, path_norm_objective, path_norm_prox,  # noqa: E402
-                                   path_norm_prox_mfb, project_l1_ball_rows, sort_magnitudes)

@@ -16,7 +16,7 @@ import lowrank_jax
 
 REQUIRED = ["rpca.lrpca", "rpca.scaledgd", "rpca.altproj", "rpca.pretrained", "regression.newton_solve",
             "regression.hessian", "sdl.fit", "sdl.cross_validate", "covariance.decompose", "covariance.ialm",
-            "pathnorm.train", "prox.path_norm_prox", "sweep.run", "linalg.randomized_svd"]
+            "pathnorm.train", "pathnorm.path_norm_prox", "sweep.run", "linalg.randomized_svd"]
 
 
 def _public_objects():

@@ -70,7 +70,7 @@ def test_proximal_forwards_extra_arguments_to_the_inner_optimizer():
     rng = np.random.default_rng(7)
     target = (jnp.asarray(rng.standard_normal((5, 8)), jnp.float32), jnp.asarray(rng.standard_normal((3, 5)), jnp.float32))
     f = lambda z: 0.5 * sum(jnp.sum((a - b) ** 2) for a, b in zip(z, target))  # noqa: E731
-    path = lambda z, s: prox.path_norm_prox(z[0], z[1], s)                    # noqa: E731
+    path = lambda z, s: pathnorm.path_norm_prox(z[0], z[1], s)                # noqa: E731
     lam = 0.05
     opt = transforms.proximal(optax.polyak_sgd(), path, lam)
     assert isinstance(opt, optax.GradientTransformationExtraArgs)
@@ -107,7 +107,7 @@ def test_prox_sgd_on_the_network_applies_the_path_norm_prox(digits):
     new = eqx.apply_updates(model, upd)
     W_in = model.hidden.weight - lr * g.hidden.weight
     W_out = model.out.weight - lr * g.out.weight
-    P_in, P_out = prox.path_norm_prox(W_in, W_out, lr * lam)
+    P_in, P_out = pathnorm.path_norm_prox(W_in, W_out, lr * lam)
     np.testing.assert_allclose(new.hidden.weight, P_in, atol=1e-6)
     np.testing.assert_allclose(new.out.weight, P_out, atol=1e-6)
     np.testing.assert_allclose(new.hidden.bias, model.hidden.bias - lr * g.hidden.bias, atol=1e-6)
@@ -491,7 +491,7 @@ def test_prox_step_acts_on_both_weight_matrices_and_not_on_biases():
         np.testing.assert_array_equal(P[norms <= 1 / s], W[norms <= 1 / s])
         assert np.all(P * W >= 0) and np.all(np.abs(P) <= np.abs(W))
     out = pathnorm.prox_step(model, s, "path")
-    for got, want in zip(out.weights, prox.path_norm_prox(W_in, W_out, s)):
+    for got, want in zip(out.weights, pathnorm.path_norm_prox(W_in, W_out, s)):
         np.testing.assert_array_equal(got, want)
     for reg in pathnorm.REGULARIZERS:
         out = pathnorm.prox_step(model, s, reg)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles import sparsify_top_fraction_topk
 
 from lowrank_jax import prox
 
@@ -30,10 +31,10 @@ def test_soft_threshold_matches_numpy_with_broadcast_thresholds():
 
 
 def test_soft_threshold_refuses_a_negative_or_nan_concrete_threshold():
-    """soft_threshold([1, -2, 0], -1) returned [2, -1, 1] (a zero became 1) where l1_prox and
-    covariance.shrink refuse t < 0. A concrete t (scalar or per-row array) with a negative or NaN
-    entry is refused by name; +inf zeroes everything; valid thresholds, concrete or traced under
-    jit and vmap, give the values they gave before."""
+    """soft_threshold([1, -2, 0], -1) returned [2, -1, 1] (a zero became 1) where the path-norm
+    prox step and covariance.shrink refuse t < 0. A concrete t (scalar or per-row array) with a
+    negative or NaN entry is refused by name; +inf zeroes everything; valid thresholds, concrete or
+    traced under jit and vmap, give the values they gave before."""
     x = jnp.array([1.0, -2.0, 0.0])
     for t, match in [(-1.0, "t must be non-negative"), (np.float32(-0.5), "t must be non-negative"),
                      (np.array([[0.5], [-0.1]]), "t must be non-negative"), (float("nan"), "t has non-finite")]:
@@ -49,6 +50,26 @@ def test_soft_threshold_refuses_a_negative_or_nan_concrete_threshold():
     out = jax.vmap(prox.soft_threshold, in_axes=(None, 0))(jnp.asarray(X), ts)
     for t, o in zip(np.asarray(ts), out):
         np.testing.assert_allclose(o, np_soft(X, t), atol=1e-7)
+
+
+def test_soft_threshold_on_a_pytree_of_integer_and_half_precision_leaves():
+    """The prox of t Σ_leaves ‖·‖₁ is soft_threshold on every leaf. A threshold cast to an integer
+    leaf's dtype truncated it (t = 0.6 became 0, nothing shrunk; 1.5 became 1): integer leaves are
+    shrunk in the default float at the real t, and floating leaves keep their dtype."""
+    tree = {"a": jnp.array([-2.0, 0.5, 3.0]), "b": (jnp.array([[0.1, -1.0]]),)}
+    out = jax.tree.map(lambda w: prox.soft_threshold(w, 0.6), tree)
+    np.testing.assert_allclose(out["a"], [-1.4, 0.0, 2.4], atol=1e-7)
+    np.testing.assert_allclose(out["b"][0], [[0.0, -0.4]], atol=1e-7)
+    ints = jnp.array([3, -2, 1, 0])
+    for t in (0.6, 1.5):
+        want = np_soft(np.array([3.0, -2.0, 1.0, 0.0]), t)
+        leaves = {"w": ints, "f": ints.astype(jnp.float32), "h": ints.astype(jnp.float16)}
+        got = jax.tree.map(lambda w, t=t: prox.soft_threshold(w, t), leaves)
+        assert jnp.issubdtype(got["w"].dtype, jnp.floating)
+        assert got["f"].dtype == jnp.float32 and got["h"].dtype == jnp.float16
+        np.testing.assert_allclose(got["w"], want, rtol=1e-6)
+        np.testing.assert_array_equal(got["w"], got["f"])
+        np.testing.assert_allclose(got["h"], want, rtol=1e-3)
 
 
 def test_soft_threshold_gradients_match_closed_form(x64):
@@ -112,7 +133,7 @@ def test_top_fraction_matches_numpy(shape, alpha):
     M = rng.standard_normal(shape).astype(np.float32)
     expected = np_top_fraction(M, alpha)
     np.testing.assert_array_equal(prox.sparsify_top_fraction(jnp.asarray(M), alpha), expected)
-    np.testing.assert_array_equal(prox.sparsify_top_fraction_topk(jnp.asarray(M), alpha), expected)
+    np.testing.assert_array_equal(sparsify_top_fraction_topk(jnp.asarray(M), alpha), expected)
 
 
 def test_top_fraction_keeps_ties_like_numpy():
@@ -179,7 +200,7 @@ def test_top_fraction_refuses_alpha_outside_the_unit_interval():
     [0, 1] or NaN is refused by name in both; a traced one (vmap over α) gives NaN, its valid
     neighbours the same values as before."""
     M = np.random.default_rng(12).standard_normal((9, 7)).astype(np.float32)
-    for op in (prox.sparsify_top_fraction, prox.sparsify_top_fraction_topk):
+    for op in (prox.sparsify_top_fraction, sparsify_top_fraction_topk):
         for alpha in (-0.5, 1.5, float("nan"), np.float32(1.01)):
             with pytest.raises(ValueError, match="alpha must"):
                 op(jnp.asarray(M), alpha)
@@ -189,7 +210,7 @@ def test_top_fraction_refuses_alpha_outside_the_unit_interval():
     out = np.asarray(jax.jit(jax.vmap(prox.sparsify_top_fraction, in_axes=(None, 0)))(jnp.asarray(M), alphas))
     assert np.all(np.isnan(out[1:4]))
     # x that is not a matrix: refused by name (it failed unpacking its shape, "not enough values").
-    for op in (prox.sparsify_top_fraction, prox.sparsify_top_fraction_topk):
+    for op in (prox.sparsify_top_fraction, sparsify_top_fraction_topk):
         for shape in ((5,), (2, 3, 4)):
             with pytest.raises(ValueError, match="x must be a 2-D matrix"):
                 op(jnp.ones(shape), 0.1)
@@ -203,7 +224,7 @@ def test_top_fraction_takes_integer_data():
     soft_threshold and hard_threshold take integers. Both now rank and return them in float."""
     M = np.random.default_rng(13).integers(-50, 50, size=(8, 6))
     expected = np_top_fraction(M.astype(np.float64), 0.5)
-    for op in (prox.sparsify_top_fraction, prox.sparsify_top_fraction_topk, jax.jit(prox.sparsify_top_fraction)):
+    for op in (prox.sparsify_top_fraction, sparsify_top_fraction_topk, jax.jit(prox.sparsify_top_fraction)):
         out = op(jnp.asarray(M, jnp.int32), 0.5)
         assert jnp.issubdtype(out.dtype, jnp.floating)
         np.testing.assert_array_equal(out, expected)

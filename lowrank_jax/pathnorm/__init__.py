@@ -19,16 +19,20 @@ path-norm prox, soft thresholding — or, for "layer", the projection onto the c
 ``transforms.proximal(optax.sgd(lr), ...)`` or ``optax.sgd`` and run under one ``jit``; λ and the
 learning rate are traced, so :func:`train` ``vmap``s over them (:func:`sweep`).
 
-Modules: the network, its losses, penalties, prox and sparsity (:mod:`.network`); the optimizer,
+Modules: the exact path-norm prox, the norm and the ℓ1-ball projection (:mod:`.prox`); the
+network, its losses, penalties, prox step and sparsity (:mod:`.network`); the optimizer,
 :func:`train` and :func:`sweep`, returning a :class:`TrainResult` (:mod:`.training`); the error
 rate and the PGD attack (:mod:`.robustness`).
 """
 
 from lowrank_jax.pathnorm.network import (METHODS, REGULARIZERS, ShallowNet, cross_entropy, lipschitz_bounds,
                                           loss_fn, nonzero_fraction, penalty, prox_step)
+from lowrank_jax.pathnorm.prox import (path_norm, path_norm_objective, path_norm_prox,
+                                       project_l1_ball_rows, sort_magnitudes)
 from lowrank_jax.pathnorm.robustness import error_rate, pgd_attack, robust_error
 from lowrank_jax.pathnorm.training import GROWTH_LIMIT, TrainResult, optimizer, sweep, train
 
-__all__ = ["GROWTH_LIMIT", "METHODS", "REGULARIZERS", "ShallowNet", "TrainResult", "cross_entropy", "error_rate",
-           "lipschitz_bounds", "loss_fn", "nonzero_fraction", "optimizer", "penalty", "pgd_attack", "prox_step",
-           "robust_error", "sweep", "train"]
+__all__ = ["GROWTH_LIMIT", "METHODS", "REGULARIZERS", "ShallowNet", "TrainResult", "cross_entropy",
+           "error_rate", "lipschitz_bounds", "loss_fn", "nonzero_fraction", "optimizer",
+           "path_norm", "path_norm_objective", "path_norm_prox", "penalty", "pgd_attack",
+           "project_l1_ball_rows", "prox_step", "robust_error", "sort_magnitudes", "sweep", "train"]

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import optax
 
 from lowrank_jax import _checks, prox
+from lowrank_jax.pathnorm.prox import path_norm, path_norm_prox, project_l1_ball_rows
 
 REGULARIZERS = ("path", "l1", "layer")
 METHODS = ("sgd", "prox")
@@ -56,7 +57,7 @@ def penalty(model: ShallowNet, reg: str) -> jax.Array:
     """g(W_in, W_out) of the regulariser (for "layer": Σ_layers max-row-ℓ1, the SGD variant's)."""
     W_in, W_out = model.weights
     if reg == "path":
-        return prox.path_norm(W_in, W_out)
+        return path_norm(W_in, W_out)
     if reg == "l1":
         return jnp.sum(jnp.abs(W_in)) + jnp.sum(jnp.abs(W_out))
     if reg == "layer":
@@ -74,7 +75,7 @@ def loss_fn(model, X, y, reg: str, method: str, lam):
 def lipschitz_bounds(model: ShallowNet) -> dict:
     """Upper bounds on the ℓ∞→ℓ1 Lipschitz constant (Theorem 1): path ≤ product ‖vec W_out‖₁ ‖W_in‖_∞."""
     W_in, W_out = model.weights
-    return {"path": prox.path_norm(W_in, W_out),
+    return {"path": path_norm(W_in, W_out),
             "product": jnp.sum(jnp.abs(W_out)) * jnp.max(jnp.sum(jnp.abs(W_in), axis=1))}
 
 
@@ -88,12 +89,12 @@ def prox_step(model: ShallowNet, strength, reg: str) -> ShallowNet:
     W_in, W_out = model.weights
     strength = _checks.as_hyper(strength, "strength", allow_inf=reg != "path", dtype=W_in.dtype)
     if reg == "path":
-        W_in, W_out = prox.path_norm_prox(W_in, W_out, strength)
+        W_in, W_out = path_norm_prox(W_in, W_out, strength)
     elif reg == "l1":
         W_in, W_out = prox.soft_threshold(W_in, strength), prox.soft_threshold(W_out, strength)
     elif reg == "layer":
         radius = 1.0 / jnp.asarray(strength)          # λ = 0: an infinite ball, no constraint
-        W_in, W_out = prox.project_l1_ball_rows(W_in, radius), prox.project_l1_ball_rows(W_out, radius)
+        W_in, W_out = project_l1_ball_rows(W_in, radius), project_l1_ball_rows(W_out, radius)
     else:
         raise ValueError(f"reg must be one of {REGULARIZERS}, got {reg!r}")
     return _with_weights(model, W_in, W_out)

@@ -91,7 +91,7 @@ def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch:
         :func:`~lowrank_jax.pathnorm.penalty`).
       ``method``: "sgd" — W ← W − lr ∇(CE + λ g) with g's subgradient; "prox" (Prox-SGD) —
         W ← prox_{lr·λ·g}(W − lr ∇CE) with the exact prox (:func:`~lowrank_jax.pathnorm.prox_step`;
-        for "path" the global prox of :func:`lowrank_jax.prox.path_norm_prox`; for "layer" the
+        for "path" the global prox of :func:`~lowrank_jax.pathnorm.path_norm_prox`; for "layer" the
         projection onto the balls), which sets weights exactly to zero.
       ``hidden``: width of the hidden layer of a new network; ``model``: a ShallowNet to
         start from instead (its sizes then rule, and ``hidden`` is not used).

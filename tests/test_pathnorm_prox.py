@@ -1,15 +1,18 @@
-"""The exact 1-path-norm prox: brute force over all supports, the 1-D global reference, random
-perturbations, special cases (λ = 0, λ ≥ 1, zero units, ties, one output), the paper's boundary
-walk as a second implementation, and the baselines' companions (ℓ1 prox, ℓ1-ball projection)."""
+"""The exact 1-path-norm prox (``pathnorm.path_norm_prox``): brute force over all supports, the 1-D
+global reference, random perturbations, special cases (λ = 0, λ ≥ 1, zero units, ties, one output),
+the paper's boundary walk as a second implementation (the oracle ``path_norm_prox_mfb``), the
+layer-wise baseline's ℓ1-ball projection, and the prox step of every regulariser."""
 
 import itertools
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from oracles import path_norm_prox_mfb
 
-from lowrank_jax import prox
+from lowrank_jax import pathnorm
 
 
 def _h(v, w, x, y, lam):
@@ -121,7 +124,7 @@ def _prox_padded(fn, units, p_max=P_MAX, m_max=M_MAX):
     return [(W_out[k, : len(x)], W_in[k, : len(y)]) for k, (x, y, _) in enumerate(units)]
 
 
-@pytest.mark.parametrize("fn", [prox.path_norm_prox, prox.path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
+@pytest.mark.parametrize("fn", [pathnorm.path_norm_prox, path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
 @pytest.mark.parametrize("swap", [False, True], ids=["outputs<=inputs", "outputs>inputs"])
 def test_prox_equals_brute_force_on_random_units(units, fn, swap, x64):
     if swap:  # more outputs than inputs: the sorted implementation swaps the roles of the blocks
@@ -136,7 +139,7 @@ def test_prox_equals_brute_force_on_random_units(units, fn, swap, x64):
 
 
 def test_one_d_reference_agrees_on_the_optimal_value(units, x64):
-    for (x, y, lam), (v, w) in list(zip(units, _prox_padded(prox.path_norm_prox, units)))[:60]:
+    for (x, y, lam), (v, w) in list(zip(units, _prox_padded(pathnorm.path_norm_prox, units)))[:60]:
         np.testing.assert_allclose(_h(v, w, x, y, lam), one_d_reference(x, y, lam), rtol=1e-7, atol=1e-12)
 
 
@@ -144,13 +147,13 @@ def test_no_random_perturbation_lowers_the_objective(x64):
     rng = np.random.default_rng(1)
     W_in, W_out = rng.standard_normal((40, 30)), rng.standard_normal((7, 40))
     for lam in (0.01, 0.1, 0.5):
-        P_in, P_out = prox.path_norm_prox(W_in, W_out, lam)
-        f0 = float(prox.path_norm_objective(P_in, P_out, W_in, W_out, lam))
+        P_in, P_out = pathnorm.path_norm_prox(W_in, W_out, lam)
+        f0 = float(pathnorm.path_norm_objective(P_in, P_out, W_in, W_out, lam))
         for scale in (1e-6, 1e-3, 1e-1):
             for _ in range(30):
                 D_in = rng.standard_normal(W_in.shape) * scale
                 D_out = rng.standard_normal(W_out.shape) * scale
-                f = float(prox.path_norm_objective(P_in + D_in, P_out + D_out, W_in, W_out, lam))
+                f = float(pathnorm.path_norm_objective(P_in + D_in, P_out + D_out, W_in, W_out, lam))
                 assert f >= f0 - 1e-12
 
 
@@ -161,13 +164,13 @@ def test_whole_layers_are_solved_unit_by_unit_and_both_implementations_agree(x64
         W_in[3] = 0.0
         W_out[:, 5] = 0.0
         for lam in (0.003, 0.05, 0.3, 1.0, 4.0):
-            P_in, P_out = prox.path_norm_prox(W_in, W_out, lam)
-            M_in, M_out = prox.path_norm_prox_mfb(W_in, W_out, lam)
-            f_sorted = float(prox.path_norm_objective(P_in, P_out, W_in, W_out, lam))
-            f_walk = float(prox.path_norm_objective(M_in, M_out, W_in, W_out, lam))
+            P_in, P_out = pathnorm.path_norm_prox(W_in, W_out, lam)
+            M_in, M_out = path_norm_prox_mfb(W_in, W_out, lam)
+            f_sorted = float(pathnorm.path_norm_objective(P_in, P_out, W_in, W_out, lam))
+            f_walk = float(pathnorm.path_norm_objective(M_in, M_out, W_in, W_out, lam))
             np.testing.assert_allclose(f_sorted, f_walk, rtol=1e-12)
             for i in (0, 3, 5, hidden - 1):  # a unit alone gives the same rows
-                v, w = _prox_unit(prox.path_norm_prox, W_out[:, i], W_in[i], lam)
+                v, w = _prox_unit(pathnorm.path_norm_prox, W_out[:, i], W_in[i], lam)
                 np.testing.assert_allclose(P_in[i], w, atol=1e-14)
                 np.testing.assert_allclose(P_out[:, i], v, atol=1e-14)
             # Lemma 8: a unit keeping both blocks has s_v · s_w < λ⁻² non-zeros.
@@ -184,26 +187,26 @@ def test_special_cases(x64):
     rng = np.random.default_rng(3)
     W_in, W_out = rng.standard_normal((12, 9)), rng.standard_normal((4, 12))
     # λ = 0: the identity.
-    P_in, P_out = prox.path_norm_prox(W_in, W_out, 0.0)
+    P_in, P_out = pathnorm.path_norm_prox(W_in, W_out, 0.0)
     np.testing.assert_array_equal(P_in, W_in)
     np.testing.assert_array_equal(P_out, W_out)
     # λ ≥ 1: no unit keeps both blocks; it keeps the one with the larger ℓ2 norm, untouched.
     # Also where λ² overflows (1e200 in float64, 2e19 in float32): it zeroed every unit before.
-    for fn, lam in ((prox.path_norm_prox, 1.5), (prox.path_norm_prox, 1e200), (prox.path_norm_prox_mfb, 1e200)):
+    for fn, lam in ((pathnorm.path_norm_prox, 1.5), (pathnorm.path_norm_prox, 1e200), (path_norm_prox_mfb, 1e200)):
         P_in, P_out = fn(W_in, W_out, lam)
         for i in range(12):
             keep_in = np.linalg.norm(W_in[i]) > np.linalg.norm(W_out[:, i])
             np.testing.assert_array_equal(P_in[i], W_in[i] if keep_in else 0.0)
             np.testing.assert_array_equal(P_out[:, i], 0.0 if keep_in else W_out[:, i])
     with jax.enable_x64(False):
-        P_in, P_out = prox.path_norm_prox(np.array([[3.0]], np.float32), np.array([[1.0]], np.float32), 2e19)
+        P_in, P_out = pathnorm.path_norm_prox(np.array([[3.0]], np.float32), np.array([[1.0]], np.float32), 2e19)
         np.testing.assert_array_equal(P_in, [[3.0]])
         np.testing.assert_array_equal(P_out, [[0.0]])
     # All-zero weights stay zero; a zero output block leaves the input block untouched.
-    Z_in, Z_out = prox.path_norm_prox(np.zeros((3, 5)), np.zeros((2, 3)), 0.2)
+    Z_in, Z_out = pathnorm.path_norm_prox(np.zeros((3, 5)), np.zeros((2, 3)), 0.2)
     assert not np.any(Z_in) and not np.any(Z_out)
     W_out[:, 0] = 0.0
-    P_in, _ = prox.path_norm_prox(W_in, W_out, 0.2)
+    P_in, _ = pathnorm.path_norm_prox(W_in, W_out, 0.2)
     np.testing.assert_array_equal(P_in[0], W_in[0])
 
 
@@ -212,7 +215,7 @@ def test_ties_give_tied_values(x64):
     W_in = np.array([[1.0, -1.0, 1.0, 0.5, 0.0]])
     W_out = np.array([[0.8], [-0.8]])
     for lam in np.linspace(0.05, 0.9, 18):
-        P_in, P_out = prox.path_norm_prox(W_in, W_out, lam)
+        P_in, P_out = pathnorm.path_norm_prox(W_in, W_out, lam)
         P_in, P_out = np.asarray(P_in), np.asarray(P_out)
         assert abs(P_in[0, 0]) == abs(P_in[0, 1]) == abs(P_in[0, 2])
         assert abs(P_out[0, 0]) == abs(P_out[1, 0])
@@ -220,7 +223,7 @@ def test_ties_give_tied_values(x64):
                                    brute_force(W_out[:, 0], W_in[0], lam), rtol=1e-10)
 
 
-@pytest.mark.parametrize("fn", [prox.path_norm_prox, prox.path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
+@pytest.mark.parametrize("fn", [pathnorm.path_norm_prox, path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_singular_pair_at_integer_inverse_square_lambda(fn, dtype, x64):
     """λ = 1/√(k p) with tied data x = 1_p, y = λp·1_k: the pair (p, k) has d = 1 − λ²pk = 0, which
@@ -234,7 +237,7 @@ def test_singular_pair_at_integer_inverse_square_lambda(fn, dtype, x64):
         assert abs(h - h_star) <= (1e-12 if dtype == np.float64 else 1e-5) * max(1.0, h_star), (k, p, h, h_star)
 
 
-@pytest.mark.parametrize("fn", [prox.path_norm_prox, prox.path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
+@pytest.mark.parametrize("fn", [pathnorm.path_norm_prox, path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_tied_units_just_below_the_singular_strength_keep_their_optimum(fn, dtype, x64):
     """Tied units (all magnitudes equal) at λ just below 1/√(p m), where the pair of whole blocks has
@@ -257,12 +260,12 @@ def test_float32_matches_float64():
     rng = np.random.default_rng(4)
     W_in, W_out = rng.standard_normal((50, 100)).astype(np.float32), rng.standard_normal((10, 50)).astype(np.float32)
     with jax.enable_x64(True):
-        P64 = prox.path_norm_prox(W_in.astype(np.float64), W_out.astype(np.float64), 0.02)
-        f64 = float(prox.path_norm_objective(*P64, W_in.astype(np.float64), W_out.astype(np.float64), 0.02))
-    P32 = prox.path_norm_prox(W_in, W_out, np.float32(0.02))
+        P64 = pathnorm.path_norm_prox(W_in.astype(np.float64), W_out.astype(np.float64), 0.02)
+        f64 = float(pathnorm.path_norm_objective(*P64, W_in.astype(np.float64), W_out.astype(np.float64), 0.02))
+    P32 = pathnorm.path_norm_prox(W_in, W_out, np.float32(0.02))
     assert P32[0].dtype == jnp.float32
     with jax.enable_x64(True):
-        f32 = float(prox.path_norm_objective(*(np.asarray(a, np.float64) for a in P32),
+        f32 = float(pathnorm.path_norm_objective(*(np.asarray(a, np.float64) for a in P32),
                                              W_in.astype(np.float64), W_out.astype(np.float64), 0.02))
     np.testing.assert_allclose(f32, f64, rtol=1e-5)
 
@@ -276,7 +279,7 @@ def _badly_scaled_layer(rng, hidden=64, inputs=784, outputs=10, small=8):
     return W_in, W_out
 
 
-@pytest.mark.parametrize("fn", [prox.path_norm_prox, prox.path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
+@pytest.mark.parametrize("fn", [pathnorm.path_norm_prox, path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
 def test_float32_prox_at_zero_strength_is_the_identity_on_badly_scaled_units(fn):
     """λ = 0: the prox is the identity, bit for bit. The candidates' objectives were computed relative
     to ½‖a‖² + ½‖b‖² (minus the kept heads), all near −½‖b‖²: output weights of 1e-4 against input
@@ -308,12 +311,12 @@ def test_float32_matches_float64_on_badly_scaled_layers():
     W_in, W_out = _badly_scaled_layer(np.random.default_rng(0))
     top = float(max(np.abs(W_in).max(), np.abs(W_out).max()))
     for lam in (1e-6, 1e-5, 1e-4, 1e-3, 3e-3):
-        P32 = [np.asarray(P, np.float64) for P in prox.path_norm_prox(W_in, W_out, np.float32(lam))]
+        P32 = [np.asarray(P, np.float64) for P in pathnorm.path_norm_prox(W_in, W_out, np.float32(lam))]
         with jax.enable_x64(True):
             W64 = (W_in.astype(np.float64), W_out.astype(np.float64))
             lam64 = float(np.float32(lam))
-            P64 = [np.asarray(P) for P in prox.path_norm_prox(*W64, lam64)]
-            f32, f64 = (float(prox.path_norm_objective(*P, *W64, lam64)) for P in (P32, P64))
+            P64 = [np.asarray(P) for P in pathnorm.path_norm_prox(*W64, lam64)]
+            f32, f64 = (float(pathnorm.path_norm_objective(*P, *W64, lam64)) for P in (P32, P64))
         for a, b in zip(P32, P64):
             np.testing.assert_allclose(a, b, rtol=0, atol=1e-6 * top, err_msg=f"λ = {lam}")
         np.testing.assert_allclose(f32, f64, rtol=1e-5, err_msg=f"λ = {lam}")
@@ -323,20 +326,20 @@ def test_vmap_over_strength_equals_separate_calls():
     rng = np.random.default_rng(5)
     W_in, W_out = jnp.asarray(rng.standard_normal((20, 30)), jnp.float32), jnp.asarray(rng.standard_normal((3, 20)), jnp.float32)
     lams = jnp.array([0.0, 0.01, 0.1, 0.5, 2.0], jnp.float32)
-    P_in, P_out = jax.jit(jax.vmap(prox.path_norm_prox, in_axes=(None, None, 0)))(W_in, W_out, lams)
+    P_in, P_out = jax.jit(jax.vmap(pathnorm.path_norm_prox, in_axes=(None, None, 0)))(W_in, W_out, lams)
     for k, lam in enumerate(lams):
-        q_in, q_out = prox.path_norm_prox(W_in, W_out, lam)
+        q_in, q_out = pathnorm.path_norm_prox(W_in, W_out, lam)
         np.testing.assert_allclose(P_in[k], q_in, atol=1e-6)
         np.testing.assert_allclose(P_out[k], q_out, atol=1e-6)
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda: prox.path_norm_prox(np.ones((4, 3)), np.ones((2, 5)), 0.1), "hidden"),
-    (lambda: prox.path_norm_prox(np.ones((4, 3)), np.ones((2, 4)), -0.1), "strength"),
-    (lambda: prox.path_norm_prox(np.full((4, 3), np.nan), np.ones((2, 4)), 0.1), "W_in"),
-    (lambda: prox.path_norm_prox(np.ones((4, 3)), np.full((2, 4), np.inf), 0.1), "W_out"),
-    (lambda: prox.path_norm_prox(np.ones(4), np.ones((2, 4)), 0.1), "W_in"),
-    (lambda: prox.project_l1_ball_rows(np.ones((2, 3)), -1.0), "radius"),
+    (lambda: pathnorm.path_norm_prox(np.ones((4, 3)), np.ones((2, 5)), 0.1), "hidden"),
+    (lambda: pathnorm.path_norm_prox(np.ones((4, 3)), np.ones((2, 4)), -0.1), "strength"),
+    (lambda: pathnorm.path_norm_prox(np.full((4, 3), np.nan), np.ones((2, 4)), 0.1), "W_in"),
+    (lambda: pathnorm.path_norm_prox(np.ones((4, 3)), np.full((2, 4), np.inf), 0.1), "W_out"),
+    (lambda: pathnorm.path_norm_prox(np.ones(4), np.ones((2, 4)), 0.1), "W_in"),
+    (lambda: pathnorm.project_l1_ball_rows(np.ones((2, 3)), -1.0), "radius"),
 ])
 def test_bad_input_is_refused(call, name):
     with pytest.raises(ValueError, match=name):
@@ -348,7 +351,7 @@ def test_sort_magnitudes_matches_numpy():
     x = rng.standard_normal((7, 33)).astype(np.float32)
     x[0, :5] = 0.0
     x[1, :4] = -0.0
-    np.testing.assert_array_equal(prox.sort_magnitudes(x), -np.sort(-np.abs(x), axis=1))
+    np.testing.assert_array_equal(pathnorm.sort_magnitudes(x), -np.sort(-np.abs(x), axis=1))
 
 
 def _central_differences(f, x, h=1e-6):
@@ -367,23 +370,23 @@ def test_gradients_flow_through_the_sorted_magnitudes(x64):
     rng = np.random.default_rng(11)
     W_in, W_out = rng.standard_normal((3, 6)), rng.standard_normal((2, 3))
     lam = 0.08
-    loss = lambda a, b: float(jnp.sum(jnp.sin(prox.path_norm_prox(a, b, lam)[0]))
-                              + jnp.sum(prox.path_norm_prox(a, b, lam)[1] ** 2))
-    g_in, g_out = jax.grad(lambda a, b: jnp.sum(jnp.sin(prox.path_norm_prox(a, b, lam)[0]))
-                           + jnp.sum(prox.path_norm_prox(a, b, lam)[1] ** 2), argnums=(0, 1))(W_in, W_out)
+    loss = lambda a, b: float(jnp.sum(jnp.sin(pathnorm.path_norm_prox(a, b, lam)[0]))
+                              + jnp.sum(pathnorm.path_norm_prox(a, b, lam)[1] ** 2))
+    g_in, g_out = jax.grad(lambda a, b: jnp.sum(jnp.sin(pathnorm.path_norm_prox(a, b, lam)[0]))
+                           + jnp.sum(pathnorm.path_norm_prox(a, b, lam)[1] ** 2), argnums=(0, 1))(W_in, W_out)
     assert np.any(np.asarray(g_out))
     np.testing.assert_allclose(g_in, _central_differences(lambda a: loss(a, W_out), W_in), atol=1e-7)
     np.testing.assert_allclose(g_out, _central_differences(lambda b: loss(W_in, b), W_out), atol=1e-7)
 
     W = rng.standard_normal((3, 5)) * 2
     weights = rng.standard_normal((3, 5))
-    f = lambda W: float(jnp.sum(weights * prox.project_l1_ball_rows(W, 1.5)))
-    g = jax.grad(lambda W: jnp.sum(weights * prox.project_l1_ball_rows(W, 1.5)))(W)
+    f = lambda W: float(jnp.sum(weights * pathnorm.project_l1_ball_rows(W, 1.5)))
+    g = jax.grad(lambda W: jnp.sum(weights * pathnorm.project_l1_ball_rows(W, 1.5)))(W)
     np.testing.assert_allclose(g, _central_differences(f, W), atol=1e-7)
     # The sort itself: the derivative of a permutation, forward and reverse mode.
     x, dx = rng.standard_normal((2, 7)), rng.standard_normal((2, 7))
     perm = np.argsort(-np.abs(x), axis=1)
-    _, tangent = jax.jvp(prox.sort_magnitudes, (x,), (dx,))
+    _, tangent = jax.jvp(pathnorm.sort_magnitudes, (x,), (dx,))
     np.testing.assert_allclose(tangent, np.take_along_axis(np.sign(x) * dx, perm, axis=1))
 
 
@@ -391,7 +394,7 @@ def test_l1_ball_projection(x64):
     rng = np.random.default_rng(7)
     W = rng.standard_normal((40, 25)) * rng.uniform(0.01, 3, (40, 1))
     for radius in (0.1, 1.0, 5.0, 100.0):
-        P = np.asarray(prox.project_l1_ball_rows(W, radius))
+        P = np.asarray(pathnorm.project_l1_ball_rows(W, radius))
         norms = np.abs(P).sum(axis=1)
         outside = np.abs(W).sum(axis=1) > radius
         np.testing.assert_allclose(norms[outside], radius, rtol=1e-12)
@@ -410,40 +413,46 @@ def test_l1_ball_projection_float32_keeps_a_small_radius(x64):
     rng = np.random.default_rng(0)
     W = rng.standard_normal((100, 64)) * rng.uniform(0.01, 30, (100, 1))
     for radius in (1e-4, 1e-2, 1.0):
-        P64 = np.asarray(prox.project_l1_ball_rows(W, radius))
-        P32 = np.asarray(prox.project_l1_ball_rows(W.astype(np.float32), np.float32(radius)), np.float64)
+        P64 = np.asarray(pathnorm.project_l1_ball_rows(W, radius))
+        P32 = np.asarray(pathnorm.project_l1_ball_rows(W.astype(np.float32), np.float32(radius)), np.float64)
         np.testing.assert_allclose(P32, P64, rtol=0, atol=2e-5 * radius)
         np.testing.assert_allclose(np.abs(P32).sum(axis=1), radius, rtol=1e-5)
 
 
-def test_l1_prox_on_a_pytree():
-    tree = {"a": jnp.array([-2.0, 0.5, 3.0]), "b": (jnp.array([[0.1, -1.0]]),)}
-    out = prox.l1_prox(tree, 0.6)
-    np.testing.assert_allclose(out["a"], [-1.4, 0.0, 2.4], atol=1e-7)
-    np.testing.assert_allclose(out["b"][0], [[0.0, -0.4]], atol=1e-7)
+def _net(W_in, W_out):
+    """A ShallowNet carrying the weights W_in (hidden, inputs) and W_out (outputs, hidden)."""
+    W_in, W_out = jnp.asarray(W_in), jnp.asarray(W_out)
+    net = pathnorm.ShallowNet(W_in.shape[1], W_in.shape[0], W_out.shape[0], key=jax.random.key(0),
+                              dtype=W_in.dtype)
+    return eqx.tree_at(lambda m: (m.hidden.weight, m.out.weight), net, (W_in, W_out))
 
 
-def test_l1_prox_and_prox_step_refuse_a_negative_or_nan_strength():
+def _l1_step(W_in, W_out, lam):
+    """The "l1" regulariser's prox step (soft thresholding of both weight matrices at λ)."""
+    return pathnorm.prox_step(_net(W_in, W_out), lam, "l1").weights
+
+
+def test_prox_step_refuses_a_negative_or_nan_strength():
     """x − clip(x, −λ, λ) at λ < 0 is x + |λ| (every entry shifted, no error) and NaN made every
     weight NaN; path_norm_prox and the ℓ1-ball projection already refused both by name."""
     W = jnp.asarray(np.random.default_rng(0).normal(size=(3, 4)), jnp.float32)
-    from lowrank_jax import pathnorm
     net = pathnorm.ShallowNet(4, 3, 2, key=jax.random.key(0))
     for bad, match in ((-0.1, "strength must be non-negative"), (np.nan, "strength has non-finite")):
-        with pytest.raises(ValueError, match=match):
-            prox.l1_prox(W, bad)
         for reg in ("l1", "path", "layer"):
             with pytest.raises(ValueError, match=match):
                 pathnorm.prox_step(net, bad, reg)
-    # valid strengths keep working, traced ones too, and the leaves keep their dtypes
-    got = prox.l1_prox({"a": W, "b": W.astype(jnp.float16)}, 0.5)
-    assert got["b"].dtype == jnp.float16
-    np.testing.assert_array_equal(got["a"], jnp.sign(W) * jnp.maximum(jnp.abs(W) - 0.5, 0))
-    np.testing.assert_array_equal(jax.jit(prox.l1_prox)(W, 0.5), got["a"])
-    np.testing.assert_array_equal(prox.l1_prox(W, jnp.inf), jnp.zeros_like(W))   # λ = inf: the limit 0
+    # valid strengths keep working, traced ones too, and the weights keep their dtypes
+    W_out = W[:2]
+    got = _l1_step(W, W_out, 0.5)
+    np.testing.assert_array_equal(got[0], jnp.sign(W) * jnp.maximum(jnp.abs(W) - 0.5, 0))
+    np.testing.assert_array_equal(jax.jit(_l1_step)(W, W_out, 0.5)[0], got[0])
+    half = _l1_step(W.astype(jnp.float16), W_out.astype(jnp.float16), 0.5)
+    assert half[0].dtype == half[1].dtype == jnp.float16
+    for P in _l1_step(W, W_out, jnp.inf):                           # λ = inf: the limit 0
+        np.testing.assert_array_equal(P, jnp.zeros_like(P))
 
 
-@pytest.mark.parametrize("fn", [prox.path_norm_prox, prox.path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
+@pytest.mark.parametrize("fn", [pathnorm.path_norm_prox, path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_exact_ties_give_exact_zeros_and_the_sparsity_bound(fn, dtype, x64):
     """Where an entry of the optimum is 0 in exact arithmetic (|y_j| = λΣv on the nose, tied data) the
@@ -480,32 +489,32 @@ def test_path_norm_refuses_other_layouts():
     rng = np.random.default_rng(8)
     W_in, W_out = rng.standard_normal((4, 3)), rng.standard_normal((2, 4))
     triple = sum(abs(W_in[i, j] * W_out[k, i]) for i in range(4) for j in range(3) for k in range(2))
-    np.testing.assert_allclose(prox.path_norm(W_in, W_out), triple, rtol=1e-6)
-    np.testing.assert_allclose(jax.jit(prox.path_norm)(W_in, W_out), triple, rtol=1e-6)
+    np.testing.assert_allclose(pathnorm.path_norm(W_in, W_out), triple, rtol=1e-6)
+    np.testing.assert_allclose(jax.jit(pathnorm.path_norm)(W_in, W_out), triple, rtol=1e-6)
     for bad_in, bad_out in ((np.ones((4, 3)), np.ones((4, 1))), (W_in, W_out.T), (W_in, np.ones(4)),
                             (np.ones(4), W_out), (W_in, np.ones((2, 4, 1)))):
         with pytest.raises(ValueError, match="W_out"):
-            prox.path_norm(bad_in, bad_out)
+            pathnorm.path_norm(bad_in, bad_out)
         with pytest.raises(ValueError, match="W_out"):
-            jax.jit(prox.path_norm)(bad_in, bad_out)
+            jax.jit(pathnorm.path_norm)(bad_in, bad_out)
 
 
 def test_malformed_arguments_of_the_path_norm_helpers_are_named():
     """sort_magnitudes of an integer array raised KeyError: dtype('int32'); path_norm_objective with
     mismatched weights raised a bare broadcasting error."""
     with pytest.raises(TypeError, match="sort_magnitudes needs a real floating-point array"):
-        prox.sort_magnitudes(jnp.arange(3))
+        pathnorm.sort_magnitudes(jnp.arange(3))
     Wi, Wo = jnp.ones((3, 4)), jnp.ones((2, 3))
     with pytest.raises(ValueError, match="W_in_bar"):
-        prox.path_norm_objective(Wi, Wo, jnp.ones((3, 5)), Wo, 0.1)
+        pathnorm.path_norm_objective(Wi, Wo, jnp.ones((3, 5)), Wo, 0.1)
     with pytest.raises(ValueError, match="W_out"):
-        prox.path_norm_objective(Wi, jnp.ones((2, 4)), Wi, jnp.ones((2, 4)), 0.1)
+        pathnorm.path_norm_objective(Wi, jnp.ones((2, 4)), Wi, jnp.ones((2, 4)), 0.1)
     # the objective itself: ½‖W − W̄‖² + λ P, with P = Σ_i ‖W_out[:, i]‖₁ ‖W_in[i, :]‖₁ = 3 · 2 · 4
-    np.testing.assert_allclose(prox.path_norm_objective(Wi, Wo, 0 * Wi, 0 * Wo, 0.1), 0.5 * 18 + 0.1 * 24, rtol=1e-6)
+    np.testing.assert_allclose(pathnorm.path_norm_objective(Wi, Wo, 0 * Wi, 0 * Wo, 0.1), 0.5 * 18 + 0.1 * 24, rtol=1e-6)
     # λ as for the prox: a negative or vector λ gave a negative or vector "objective"
     for bad in (-0.1, jnp.array([0.1, 0.2])):
         with pytest.raises(ValueError, match="strength"):
-            prox.path_norm_objective(Wi, Wo, 0 * Wi, 0 * Wo, bad)
+            pathnorm.path_norm_objective(Wi, Wo, 0 * Wi, 0 * Wo, bad)
 
 
 def test_prox_is_positively_homogeneous_down_to_float32s_extremes():
@@ -516,20 +525,20 @@ def test_prox_is_positively_homogeneous_down_to_float32s_extremes():
     from 2¹²⁷ the scale itself overflowed (NaN)."""
     W_in, W_out = np.array([[1.0, -2.0, 0.5]], np.float32), np.array([[3.0], [-1.0]], np.float32)
     for lam in (0.0, 0.1, 0.3, 2.0):
-        ref_in, ref_out = prox.path_norm_prox(W_in, W_out, lam)
+        ref_in, ref_out = pathnorm.path_norm_prox(W_in, W_out, lam)
         for c in (1e-20, 1e-12, 2.0 ** 40, 1e19, 1e30, 4e37, 1.1e38):
             c = np.float32(c)
-            P_in, P_out = prox.path_norm_prox(W_in * c, W_out * c, lam)
+            P_in, P_out = pathnorm.path_norm_prox(W_in * c, W_out * c, lam)
             np.testing.assert_allclose(np.asarray(P_in) / c, ref_in, rtol=2e-6, atol=1e-7)
             np.testing.assert_allclose(np.asarray(P_out) / c, ref_out, rtol=2e-6, atol=1e-7)
     # Scaling by a power of two is exact: at λ = 0 the identity holds bit for bit at any scale.
-    P_in, P_out = prox.path_norm_prox(W_in * np.float32(1e-20), W_out * np.float32(1e-20), 0.0)
+    P_in, P_out = pathnorm.path_norm_prox(W_in * np.float32(1e-20), W_out * np.float32(1e-20), 0.0)
     np.testing.assert_array_equal(P_in, W_in * np.float32(1e-20))
     np.testing.assert_array_equal(P_out, W_out * np.float32(1e-20))
 
 
-@pytest.mark.parametrize("fn", [prox.path_norm_prox, prox.path_norm_prox_mfb, lambda W_in, W_out, lam: (
-    prox.l1_prox(W_in, lam), prox.l1_prox(W_out, lam))], ids=["sorted", "mfb-walk", "l1"])
+@pytest.mark.parametrize("fn", [pathnorm.path_norm_prox, path_norm_prox_mfb, _l1_step],
+                         ids=["sorted", "mfb-walk", "l1"])
 def test_a_traced_negative_or_nan_strength_gives_nan_not_a_plausible_answer(fn):
     """A traced λ cannot be refused; λ < 0 made the weights grow and a NaN λ zeroed them."""
     W_in, W_out = np.array([[1.0, -2.0, 0.5]], np.float32), np.array([[3.0]], np.float32)
@@ -540,21 +549,7 @@ def test_a_traced_negative_or_nan_strength_gives_nan_not_a_plausible_answer(fn):
         fn(W_in, W_out, -0.3)
 
 
-def test_l1_prox_of_integer_leaves_uses_the_real_strength():
-    """The strength was cast to each leaf's dtype: on integer weights λ = 0.6 became 0 (nothing
-    shrunk) and λ = 1.5 became 1. Integer leaves are now shrunk in the default float, as
-    soft_threshold and the ℓ1-ball projection already took integers."""
-    ints = jnp.array([3, -2, 1, 0])
-    for lam in (0.6, 1.5):
-        want = np.sign([3, -2, 1, 0]) * np.maximum(np.abs([3.0, -2.0, 1.0, 0.0]) - lam, 0)
-        got = prox.l1_prox({"w": ints, "f": ints.astype(jnp.float32)}, lam)
-        assert jnp.issubdtype(got["w"].dtype, jnp.floating) and got["f"].dtype == jnp.float32
-        np.testing.assert_allclose(got["w"], want, rtol=1e-6)
-        np.testing.assert_array_equal(got["w"], got["f"])
-        np.testing.assert_allclose(prox.soft_threshold(ints, lam), want, rtol=1e-6)
-
-
-@pytest.mark.parametrize("fn", [prox.path_norm_prox, prox.path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
+@pytest.mark.parametrize("fn", [pathnorm.path_norm_prox, path_norm_prox_mfb], ids=["sorted", "mfb-walk"])
 def test_a_traced_non_finite_weight_makes_its_whole_unit_nan_and_leaves_the_others(fn):
     """Called directly a NaN weight is refused; under jit (a diverging Prox-SGD run) it cannot be.
     The candidates' argmin then zeroed the rest of that unit, so a diverged network looked partly

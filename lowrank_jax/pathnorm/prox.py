@@ -1,4 +1,5 @@
-"""The exact proximal map of the 1-path-norm of a shallow network, and its companions.
+"""The exact proximal map of the 1-path-norm of a shallow network, the norm, and the ℓ1-ball
+projection of the layer-wise baseline.
 
 Latorre, Rolland, Hallak, Cevher, "Efficient Proximal Mapping of the 1-path-norm of Shallow
 Networks", ICML 2020 (project note ``path_norm_prox.md``). For a network h(x) = W_out σ(W_in x)
@@ -38,10 +39,10 @@ Written relative to ½‖a‖² + ½‖b‖² (minus the kept heads), every cand
 where it did not: float32 zeroed output weights of 1e-4 against input weights of 1/28, even at λ = 0.
 
 The paper's own procedure (Algorithm 5, the walk along the maximal feasibility boundary, then
-Algorithm 3) is ``path_norm_prox_mfb``: an independent implementation (argsort, explicit vectors,
-a ``while_loop`` per unit) used as a cross-check. The printed single-output Algorithm 2 is wrong (it
-can loop forever and never compares with the trivial solution; project note §3.3): the
-single-output prox is the p = 1 case of the multi-output one here.
+Algorithm 3) is implemented in the tests (``tests/oracles.py``; argsort, explicit vectors, a
+``while_loop`` per unit) as a cross-check. The printed single-output Algorithm 2 is wrong (it can
+loop forever and never compares with the trivial solution; project note §3.3): the single-output
+prox is the p = 1 case of the multi-output one here.
 """
 
 from __future__ import annotations
@@ -264,11 +265,11 @@ def path_norm_prox(W_in, W_out, strength):
     Example:
         ```python
         import jax, jax.numpy as jnp
-        from lowrank_jax import prox
+        from lowrank_jax import pathnorm
 
         W_in = jax.random.normal(jax.random.key(0), (32, 64)) / 8     # (hidden, inputs)
         W_out = jax.random.normal(jax.random.key(1), (10, 32)) / 4    # (outputs, hidden)
-        V_in, V_out = prox.path_norm_prox(W_in, W_out, strength=0.05)
+        V_in, V_out = pathnorm.path_norm_prox(W_in, W_out, strength=0.05)
         path = lambda A, B: jnp.sum(jnp.abs(B) @ jnp.abs(A))          # the 1-path-norm
         print(path(W_in, W_out), path(V_in, V_out), jnp.mean(V_in == 0))   # 421 → 52, 20 % zeros
         ```
@@ -318,101 +319,7 @@ def path_norm_objective(W_in, W_out, W_in_bar, W_out_bar, strength) -> jax.Array
             + strength * path_norm(W_in, W_out))
 
 
-# -- the paper's boundary walk (Algorithms 5 + 3), as an independent second implementation --------
-
-def _h_sorted(v, w, a, b, lam):
-    return 0.5 * jnp.sum((v - a) ** 2) + 0.5 * jnp.sum((w - b) ** 2) + lam * jnp.sum(v) * jnp.sum(w)
-
-
-def _mfb_unit(x, y, lam):
-    p, m = x.shape[0], y.shape[0]
-    dtype = x.dtype
-    px, py = jnp.argsort(-jnp.abs(x)), jnp.argsort(-jnp.abs(y))
-    a, b = jnp.abs(x)[px], jnp.abs(y)[py]
-    A, B = _prefix(a), _prefix(b)
-    ka, kb = jnp.arange(p), jnp.arange(m)
-
-    eps = jnp.finfo(dtype).eps
-
-    def candidate(sv, sw):
-        d, cv, cw = _pair_coefficients(lam, sv.astype(dtype), sw.astype(dtype), A[sv], B[sw])
-        v = jnp.where(ka < sv, a + cv, 0)
-        w = jnp.where(kb < sw, b + cw, 0)
-        return d, v, w
-
-    def record(state, sv, sw):
-        best_h, best_v, best_w = state
-        d, v, w = candidate(sv, sw)
-        # Entries that are 0 up to rounding become exactly 0 (see _rounding_of_entries).
-        ev, ew = _rounding_of_entries(lam, sv.astype(dtype), sw.astype(dtype), A[sv], B[sw], d)
-        v = jnp.where(v > eps * a + ev, v, 0)
-        w = jnp.where(w > eps * b + ew, w, 0)
-        h = _h_sorted(v, w, a, b, lam)
-        better = h < best_h
-        return (jnp.where(better, h, best_h), jnp.where(better, v, best_v), jnp.where(better, w, best_w))
-
-    def cond(c):
-        sv, sw = c[0], c[1]
-        return (sv <= p) & (sw >= 0)
-
-    def body(c):
-        sv, sw, maximal, best = c
-        d, v, w = candidate(sv, sw)
-        v_last = jnp.where(sv > 0, v[jnp.maximum(sv - 1, 0)], 0)
-        w_last = jnp.where(sw > 0, w[jnp.maximum(sw - 1, 0)], 0)
-        infeasible = (v_last < 0) | (w_last < 0) | (d <= 0)
-        emit = infeasible & maximal
-        best = jax.tree.map(lambda new, old: jnp.where(emit, new, old), record(best, sv - 1, sw), best)
-        return (jnp.where(infeasible, sv, sv + 1), jnp.where(infeasible, sw - 1, sw),
-                ~infeasible, best)
-
-    init_best = (jnp.array(jnp.inf, dtype), jnp.zeros(p, dtype), jnp.zeros(m, dtype))
-    sv, sw, _, best = lax.while_loop(cond, body, (jnp.array(0), jnp.array(m), jnp.array(True), init_best))
-    best = jax.tree.map(lambda new, old: jnp.where(sv == p + 1, new, old),
-                        record(best, jnp.minimum(sv - 1, p), jnp.maximum(sw, 0)), best)
-    _, v, w = best
-    v_out = jnp.zeros(p, dtype).at[px].set(v) * jnp.sign(x)
-    w_out = jnp.zeros(m, dtype).at[py].set(w) * jnp.sign(y)
-    return v_out, w_out
-
-
-def path_norm_prox_mfb(W_in, W_out, strength):
-    """``path_norm_prox`` by the paper's Algorithm 5 (walk along the maximal feasibility boundary
-    from (s_v, s_w) = (0, m): a step right while the candidate is feasible, else a step down,
-    recording each boundary pair) and Algorithm 3 (keep the best recorded candidate, evaluated with
-    explicit vectors). O(m + p) candidates per unit after an argsort; ``vmap``-ed over units.
-
-    Conventions the paper leaves open (project note §3.4): no entry to check when s_v = 0 or
-    s_w = 0; feasible means ≥ 0 and s_v s_w < λ⁻² strictly. Entries of the recorded candidates that
-    are 0 up to rounding are returned as exact zeros (as ``path_norm_prox`` does).
-    """
-    W_in, W_out, lam = _check_pair(W_in, W_out, strength)
-    v, w = _mfb_units(W_out.T, W_in, lam)
-    return _finish_prox(lam, W_in, W_out, w, v.T)
-
-
-_mfb_units = jax.jit(jax.vmap(_mfb_unit, in_axes=(0, 0, None)))
-
-
-# -- companions used by the baselines -------------------------------------------------------------
-
-def l1_prox(x, strength):
-    """Prox of λ‖·‖₁ (soft thresholding) on an array or on every leaf of a pytree; ``strength`` λ ≥ 0,
-    +inf allowed (every entry 0); refused by name when negative or NaN and concrete, NaN everywhere
-    when traced (x − clip(x, −λ, λ) at λ < 0 would shift every entry by |λ|). Floating leaves keep
-    their dtype; integer and bool leaves are returned in the default float."""
-    from lowrank_jax.prox import soft_threshold
-
-    t = _checks.as_hyper(strength, "strength", allow_inf=True)   # inf: 0; traced λ < 0 or NaN: NaN
-
-    def one(leaf):
-        # Integer and bool leaves are shrunk in the default float (as soft_threshold does): casting λ
-        # to the leaf's integer dtype truncated it (λ = 0.6 became 0, no shrinkage at all).
-        leaf = _checks.as_floating(leaf)
-        return soft_threshold(leaf, t.astype(leaf.dtype))
-
-    return jax.tree.map(one, x)
-
+# -- the layer-wise baseline's projection ----------------------------------------------------------
 
 def project_l1_ball_rows(W, radius):
     """Project every row of W onto {u : ‖u‖₁ ≤ radius} (sort-based, Duchi et al. 2008).
@@ -442,5 +349,4 @@ def project_l1_ball_rows(W, radius):
     return jnp.where(inside, W, shrunk)
 
 
-__all__ = ["l1_prox", "path_norm", "path_norm_objective", "path_norm_prox", "path_norm_prox_mfb",
-           "project_l1_ball_rows", "sort_magnitudes"]
+__all__ = ["path_norm", "path_norm_objective", "path_norm_prox", "project_l1_ball_rows", "sort_magnitudes"]
