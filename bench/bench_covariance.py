@@ -1,7 +1,8 @@
 """Low-rank + sparse covariance by an MLP parametrisation: time per optimizer step at n = 200, k = 5
 with the authors' network (h(Σ) ∈ ℝ^20100 → 1000 → 200 → 200 → 200 → 1000, ReLU, 20.6 M parameters),
-ℓ1 loss over all n² entries and Adam (lr 1e-4), float32, against the same network, loss and Adam step
-in PyTorch on the CPU (the authors' framework; ``torch==2.13.0`` from the ``bench-torch`` extra).
+ℓ1 loss over all n² entries and Adam (lr 1e-4), float32, against the same network, loss and Adam
+step in PyTorch on the CPU (the authors' framework; ``torch==2.13.0`` from the ``bench-torch``
+extra).
 
 Ours twice: with the plain dense first layer (the same computation as PyTorch) and with the
 fixed-input first layer (z₀ = A⁽⁰⁾h(Σ) + b⁽⁰⁾ updated directly; A⁽⁰⁾ never stored). Per-step time
@@ -17,7 +18,6 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from _timing import interleaved_ms
 
 
@@ -68,24 +68,38 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     M0 = rng.normal(size=(n, k))
     Sigma = (M0 @ M0.T + np.diag(rng.uniform(0, 1, n))).astype(np.float32)
-    print(f"covariance NN, one Adam step at n = {n}, k = {k}, network {n * (n + 1) // 2}-1000-200-200-200-{n * k}")
+    print(
+        f"covariance NN, one Adam step at n = {n}, k = {k}, network {n * (n + 1) // 2}-1000-200-200-200-{n * k}"
+    )
     try:
         t_torch, n_params = torch_step_ms(Sigma, k, hidden, args.reps)
     except ImportError:
-        print("  PyTorch is not installed: `make bench` installs the bench-torch extra (torch==2.13.0, CPU build)")
+        print(
+            "  PyTorch is not installed: `make bench` installs the bench-torch extra (torch==2.13.0, CPU build)"
+        )
         t_torch, n_params = float("nan"), None
     S = jnp.asarray(Sigma)
     rows = {}
     for mode in ("dense", "fixed-input"):
-        runs = {it: jax.jit(lambda S, it=it: cv.decompose(S, k, hidden=hidden, max_iter=it, rel_tol=None,
-                                                          first_layer=mode).M) for it in (1, 11)}
-        t = interleaved_ms({it: (lambda f=f: f(S)) for it, f in runs.items()}, reps=args.reps, warmup=1)
+        runs = {
+            it: jax.jit(
+                lambda S, it=it: (
+                    cv.decompose(S, k, hidden=hidden, max_iter=it, rel_tol=None, first_layer=mode).M
+                )
+            )
+            for it in (1, 11)
+        }
+        t = interleaved_ms(
+            {it: (lambda f=f: f(S)) for it, f in runs.items()}, reps=args.reps, warmup=1
+        )
         rows[mode] = (t[11] - t[1]) / 10
     if n_params:
         print(f"  parameters: {n_params / 1e6:.1f} M")
-    print(f"  PyTorch {t_torch:.1f} ms | ours, dense first layer {rows['dense']:.1f} ms "
-          f"({t_torch / rows['dense']:.1f}x) | ours, fixed-input first layer {rows['fixed-input']:.1f} ms "
-          f"({t_torch / rows['fixed-input']:.1f}x)   target >= 2x")
+    print(
+        f"  PyTorch {t_torch:.1f} ms | ours, dense first layer {rows['dense']:.1f} ms "
+        f"({t_torch / rows['dense']:.1f}x) | ours, fixed-input first layer {rows['fixed-input']:.1f} ms "
+        f"({t_torch / rows['fixed-input']:.1f}x)   target >= 2x"
+    )
 
 
 if __name__ == "__main__":

@@ -14,9 +14,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from _timing import interleaved_ms, median_ms
 from jax import lax
 
-from _timing import interleaved_ms, median_ms
 from lowrank_jax import pathnorm
 
 INPUTS, HIDDEN, OUTPUTS, BATCH = 784, 200, 10, 100
@@ -90,10 +90,14 @@ def main(argv=None):
 
     ours = jax.jit(pathnorm.path_norm_prox)
     P_in, P_out = ours(W_in, W_out, lam)
-    N_in, N_out = numpy_prox(np.asarray(W_in, np.float64), np.asarray(W_out, np.float64), args.strength)
+    N_in, N_out = numpy_prox(
+        np.asarray(W_in, np.float64), np.asarray(W_out, np.float64), args.strength
+    )
     f = lambda a, b: float(pathnorm.path_norm_objective(a, b, W_in, W_out, lam))  # noqa: E731
-    print(f"objective: ours {f(P_in, P_out):.6f}, NumPy (float64) {f(N_in, N_out):.6f}; "
-          f"non-zeros ours {int(jnp.count_nonzero(P_in))}/{P_in.size}")
+    print(
+        f"objective: ours {f(P_in, P_out):.6f}, NumPy (float64) {f(N_in, N_out):.6f}; "
+        f"non-zeros ours {int(jnp.count_nonzero(P_in))}/{P_in.size}"
+    )
 
     bits = lax.bitcast_convert_type(jnp.abs(W_in), jnp.int32)
     sort_float = jax.jit(lambda w: jnp.sort(jnp.abs(w), axis=1))
@@ -112,28 +116,40 @@ def main(argv=None):
             h, o = m
             logits = jax.vmap(lambda v: o(jax.nn.elu(h(v))))(x)
             return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
         g = eqx.filter_grad(loss)(model)
         upd, state = opt.update(g, state)
         return eqx.apply_updates(model, upd), state
 
     W_in64, W_out64 = np.asarray(W_in, np.float64), np.asarray(W_out, np.float64)
     t_numpy = median_ms(lambda: numpy_prox(W_in64, W_out64, args.strength), reps=3, warmup=1)
-    t = interleaved_ms({
-        "ours": lambda: ours(W_in, W_out, lam),
-        "sort_float": lambda: sort_float(W_in),
-        "sort_bits": lambda: sort_bits(bits),
-        "sort_magnitudes": lambda: sort_mag(W_in),
-        "sgd_step": lambda: sgd_step(model, state, x, y),
-    }, reps=args.reps)
+    t = interleaved_ms(
+        {
+            "ours": lambda: ours(W_in, W_out, lam),
+            "sort_float": lambda: sort_float(W_in),
+            "sort_bits": lambda: sort_bits(bits),
+            "sort_magnitudes": lambda: sort_mag(W_in),
+            "sgd_step": lambda: sgd_step(model, state, x, y),
+        },
+        reps=args.reps,
+    )
     fastest_sort = min(t["sort_float"], t["sort_bits"], t["sort_magnitudes"])
-    print(f"path-norm prox, {HIDDEN} units of {INPUTS} inputs + {OUTPUTS} outputs (float32), medians:")
-    print(f"  ours {t['ours']:.2f} ms | NumPy per-unit (paper's Alg. 5+3) {t_numpy:.0f} ms "
-          f"-> {t_numpy / t['ours']:.0f}x faster (target >= 50x)")
-    print(f"  sorts of the same rows: float {t['sort_float']:.2f} ms, int32 bits {t['sort_bits']:.2f} ms, "
-          f"|W| by bits incl. abs/reverse {t['sort_magnitudes']:.2f} ms -> ours / fastest sort = "
-          f"{t['ours'] / fastest_sort:.2f} (target <= 2)")
-    print(f"  one minibatch SGD step ({BATCH} images) {t['sgd_step']:.2f} ms -> prox / SGD step = "
-          f"{t['ours'] / t['sgd_step']:.1f}")
+    print(
+        f"path-norm prox, {HIDDEN} units of {INPUTS} inputs + {OUTPUTS} outputs (float32), medians:"
+    )
+    print(
+        f"  ours {t['ours']:.2f} ms | NumPy per-unit (paper's Alg. 5+3) {t_numpy:.0f} ms "
+        f"-> {t_numpy / t['ours']:.0f}x faster (target >= 50x)"
+    )
+    print(
+        f"  sorts of the same rows: float {t['sort_float']:.2f} ms, int32 bits {t['sort_bits']:.2f} ms, "
+        f"|W| by bits incl. abs/reverse {t['sort_magnitudes']:.2f} ms -> ours / fastest sort = "
+        f"{t['ours'] / fastest_sort:.2f} (target <= 2)"
+    )
+    print(
+        f"  one minibatch SGD step ({BATCH} images) {t['sgd_step']:.2f} ms -> prox / SGD step = "
+        f"{t['ours'] / t['sgd_step']:.1f}"
+    )
 
 
 if __name__ == "__main__":

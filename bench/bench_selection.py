@@ -20,8 +20,8 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from _timing import table
+
 from lowrank_jax.selection import _kth_largest, kth_largest
 
 
@@ -52,11 +52,18 @@ def main(reps: int = 60):
         warm = jax.jit(lambda x, k, g, axis=axis: _kth_largest(x, k, axis, g))
         part = lambda axis=axis: np.partition(a, -200, axis=axis)  # noqa: E731
         cases.append((f"k=200 along {along}, cold", lambda f=cold: f(x, 200), part, ref))
-        cases.append((f"k=200 along {along}, warm", lambda f=warm, g=guess: f(x, 200, g), part, ref))
+        cases.append(
+            (f"k=200 along {along}, warm", lambda f=warm, g=guess: f(x, 200, g), part, ref)
+        )
     flat, xf = a.ravel(), x.ravel()
     cold = jax.jit(lambda x, k: _kth_largest(x, k, 0, None))
     cases.append(
-        ("10^6 flat, k=10^5, cold", lambda: cold(xf, 100_000), lambda: np.partition(flat, -100_000), np.sort(flat)[-100_000])
+        (
+            "10^6 flat, k=10^5, cold",
+            lambda: cold(xf, 100_000),
+            lambda: np.partition(flat, -100_000),
+            np.sort(flat)[-100_000],
+        )
     )
 
     rows = []
@@ -65,7 +72,9 @@ def main(reps: int = 60):
         assert np.array_equal(np.asarray(value), ref)
         ms = blocked_ms({"jax": jax_fn, "np": np_fn}, reps=reps)
         passes = " + ".join(str(int(p)) for p in passes)
-        rows.append((name, f"{ms['jax']:.2f}", f"{ms['np']:.2f}", f"{ms['np'] / ms['jax']:.2f}", passes))
+        rows.append(
+            (name, f"{ms['jax']:.2f}", f"{ms['np']:.2f}", f"{ms['np'] / ms['jax']:.2f}", passes)
+        )
     print("\nkth_largest on a 1000 x 1000 float32 |N(0,1)| matrix (medians, ms)")
     table(rows, ("case", "jax", "np.partition", "np/jax", "passes"))
     batched(reps)
@@ -84,16 +93,29 @@ def batched(reps: int = 60):
         ref = np.stack([np.take(np.sort(m, axis=axis), -kk, axis=axis) for m, kk in zip(a, ks)])
         for f in (together, in_turn):
             assert np.array_equal(np.asarray(f(x, k)), ref)
-        ms = blocked_ms({"vmap": lambda f=together: f(x, k), "map": lambda f=in_turn: f(x, k)}, reps=reps)
-        rows.append((f"64 x (200 x 200) along {along}", f"{ms['vmap']:.2f}", f"{ms['map']:.2f}",
-                     f"{ms['map'] / ms['vmap']:.2f}"))
-    print("\nkth_largest over a batch (medians, ms): vmap (one selection over all members' rows) vs "
-          "lax.map (members one after another)")
+        ms = blocked_ms(
+            {"vmap": lambda f=together: f(x, k), "map": lambda f=in_turn: f(x, k)}, reps=reps
+        )
+        rows.append(
+            (
+                f"64 x (200 x 200) along {along}",
+                f"{ms['vmap']:.2f}",
+                f"{ms['map']:.2f}",
+                f"{ms['map'] / ms['vmap']:.2f}",
+            )
+        )
+    print(
+        "\nkth_largest over a batch (medians, ms): vmap (one selection over all members' rows) vs "
+        "lax.map (members one after another)"
+    )
     table(rows, ("case", "vmap", "lax.map", "map/vmap"))
 
 
 if __name__ == "__main__":
     import argparse
+
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--reps", type=int, default=60, help="repetitions per timing (the median is printed)")
+    ap.add_argument(
+        "--reps", type=int, default=60, help="repetitions per timing (the median is printed)"
+    )
     main(ap.parse_args().reps)

@@ -22,7 +22,11 @@ def main():
     print("Benchmarks run on", end=" ")
     import jax
 
-    print(jax.devices()[0].device_kind if hasattr(jax.devices()[0], "device_kind") else jax.devices()[0])
+    print(
+        jax.devices()[0].device_kind
+        if hasattr(jax.devices()[0], "device_kind")
+        else jax.devices()[0]
+    )
     bench_selection.main()
     bench_rpca_step.main()
     bench_rpca_total.main()
@@ -32,12 +36,17 @@ def main():
     bench_covariance.main([])
     bench_covariance_memory.main([])
     # its own process: it starts JAX with one CPU device per core
-    subprocess.run([sys.executable, str(pathlib.Path(__file__).parent / "bench_sweep.py")], check=True)
+    subprocess.run(
+        [sys.executable, str(pathlib.Path(__file__).parent / "bench_sweep.py")], check=True
+    )
     # one fresh process per family: the first call's compilation
-    subprocess.run([sys.executable, str(pathlib.Path(__file__).parent / "bench_first_call.py")], check=True)
+    subprocess.run(
+        [sys.executable, str(pathlib.Path(__file__).parent / "bench_first_call.py")], check=True
+    )
 
 
 if __name__ == "__main__":
     import argparse
-    argparse.ArgumentParser(description=__doc__).parse_args()     # --help; no options
+
+    argparse.ArgumentParser(description=__doc__).parse_args()  # --help; no options
     main()

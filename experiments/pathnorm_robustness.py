@@ -29,9 +29,11 @@ import numpy as np
 from lowrank_jax import Status, datasets, pathnorm
 
 OUT = pathlib.Path(__file__).resolve().parents[1] / "results" / "pathnorm"
-LAMBDAS = {"path": [0.0, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3],
-           "l1": [0.0, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3],
-           "layer": [0.0, 0.1, 0.2, 0.5, 1.0, 2.0]}   # layer: rows kept in an ℓ1 ball of radius 1/λ
+LAMBDAS = {
+    "path": [0.0, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3],
+    "l1": [0.0, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3],
+    "layer": [0.0, 0.1, 0.2, 0.5, 1.0, 2.0],
+}  # layer: rows kept in an ℓ1 ball of radius 1/λ
 EPSILONS = (0.05, 0.1, 0.15, 0.2)
 
 
@@ -43,7 +45,7 @@ def load(name: str):
         tr, te = datasets.load_fashion_mnist("train"), datasets.load_fashion_mnist("test")
     elif name == "mnist5k":
         tr, te = datasets.load_mnist_5k("train"), datasets.load_mnist_5k("test")
-    else:                                 # any other name ran MNIST-5k under that name
+    else:  # any other name ran MNIST-5k under that name
         raise ValueError(f"unknown data set {name!r}: choose from {DATA}")
     return tr, te
 
@@ -52,9 +54,14 @@ def evaluate(models, X, y, Xa, ya, key):
     """Per model (leading axes (seeds, λ)): clean error and robust errors at EPSILONS."""
     flat = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), models)
     clean = jax.lax.map(lambda m: pathnorm.error_rate(m, X, y), flat)
-    robust = [jax.lax.map(lambda m, e=eps: pathnorm.robust_error(m, Xa, ya, e, key=key), flat) for eps in EPSILONS]
+    robust = [
+        jax.lax.map(lambda m, e=eps: pathnorm.robust_error(m, Xa, ya, e, key=key), flat)
+        for eps in EPSILONS
+    ]
     shape = jax.tree.leaves(models)[0].shape[:2]
-    return np.asarray(clean).reshape(shape), np.stack([np.asarray(r).reshape(shape) for r in robust], -1)
+    return np.asarray(clean).reshape(shape), np.stack(
+        [np.asarray(r).reshape(shape) for r in robust], -1
+    )
 
 
 def main(argv=None):
@@ -65,9 +72,14 @@ def main(argv=None):
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--attack", type=int, default=1000)
     ap.add_argument("--regs", nargs="+", default=list(pathnorm.REGULARIZERS))
-    ap.add_argument("--plot-only", action="store_true", help="redraw the figures from the CSV files")
-    ap.add_argument("--fresh", action="store_true",
-                    help="write the CSVs anew instead of keeping the rows of (data, regulariser) groups not run")
+    ap.add_argument(
+        "--plot-only", action="store_true", help="redraw the figures from the CSV files"
+    )
+    ap.add_argument(
+        "--fresh",
+        action="store_true",
+        help="write the CSVs anew instead of keeping the rows of (data, regulariser) groups not run",
+    )
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     if args.plot_only:
@@ -82,33 +94,90 @@ def main(argv=None):
             lams = jnp.asarray(LAMBDAS[reg], jnp.float32)
             for method in pathnorm.METHODS:
                 t0 = time.perf_counter()
-                res = pathnorm.sweep(jax.random.key(0), X, y, reg=reg, method=method,
-                                     lrs=jnp.full_like(lams, args.lr), lams=lams, seeds=args.seeds,
-                                     epochs=args.epochs, progress=True)
+                res = pathnorm.sweep(
+                    jax.random.key(0),
+                    X,
+                    y,
+                    reg=reg,
+                    method=method,
+                    lrs=jnp.full_like(lams, args.lr),
+                    lams=lams,
+                    seeds=args.seeds,
+                    epochs=args.epochs,
+                    progress=True,
+                )
                 jax.block_until_ready(res)
                 t_train = time.perf_counter() - t0
-                clean, robust = evaluate(res.model, Xt, yt, Xt[: args.attack], yt[: args.attack], jax.random.key(1))
-                nnz, curve = np.asarray(res.nonzero), {k: np.asarray(v) for k, v in res.history.items()}
+                clean, robust = evaluate(
+                    res.model, Xt, yt, Xt[: args.attack], yt[: args.attack], jax.random.key(1)
+                )
+                nnz, curve = (
+                    np.asarray(res.nonzero),
+                    {k: np.asarray(v) for k, v in res.history.items()},
+                )
                 failed = np.asarray(res.status) != Status.MAX_ITER
                 if failed.any():
-                    print(f"{name} {reg} {method}: {int(failed.sum())} of {failed.size} networks diverged "
-                          "(status DIVERGED; their errors are NaN or meaningless): lower --lr", flush=True)
-                print(f"{name} {reg:5s} {method:4s}: {t_train:6.0f} s training; per λ (mean over seeds) "
-                      + ", ".join(f"λ={float(l):g}: err {clean[:, i].mean():.3f} rob@0.1 {robust[:, i, 1].mean():.3f} "
-                                  f"nnz {nnz[:, i].mean():.2f}" for i, l in enumerate(lams)), flush=True)
+                    print(
+                        f"{name} {reg} {method}: {int(failed.sum())} of {failed.size} networks diverged "
+                        "(status DIVERGED; their errors are NaN or meaningless): lower --lr",
+                        flush=True,
+                    )
+                print(
+                    f"{name} {reg:5s} {method:4s}: {t_train:6.0f} s training; per λ (mean over seeds) "
+                    + ", ".join(
+                        f"λ={float(l):g}: err {clean[:, i].mean():.3f} rob@0.1 {robust[:, i, 1].mean():.3f} "
+                        f"nnz {nnz[:, i].mean():.2f}"
+                        for i, l in enumerate(lams)
+                    ),
+                    flush=True,
+                )
                 for s in range(args.seeds):
                     for i, lam in enumerate(np.asarray(lams)):
-                        summary.append([name, reg, method, float(lam), s, float(clean[s, i]),
-                                        *map(float, robust[s, i]), float(nnz[s, i]),
-                                        float(curve["loss"][s, i, -1].mean()), round(t_train, 1)])
+                        summary.append(
+                            [
+                                name,
+                                reg,
+                                method,
+                                float(lam),
+                                s,
+                                float(clean[s, i]),
+                                *map(float, robust[s, i]),
+                                float(nnz[s, i]),
+                                float(curve["loss"][s, i, -1].mean()),
+                                round(t_train, 1),
+                            ]
+                        )
                         loss, nz = curve["loss"][s, i].ravel(), curve["nonzero"][s, i].ravel()
                         per = curve["loss"].shape[-1]
                         for k in range(len(loss)):
-                            curves.append([name, reg, method, float(lam), s, (k + 1) / per, float(loss[k]), float(nz[k])])
+                            curves.append(
+                                [
+                                    name,
+                                    reg,
+                                    method,
+                                    float(lam),
+                                    s,
+                                    (k + 1) / per,
+                                    float(loss[k]),
+                                    float(nz[k]),
+                                ]
+                            )
                 jax.clear_caches()
-    header = ["data", "reg", "method", "lam", "seed", "clean_error"] + [f"robust_error_eps{e:g}" for e in EPSILONS] \
+    header = (
+        ["data", "reg", "method", "lam", "seed", "clean_error"]
+        + [f"robust_error_eps{e:g}" for e in EPSILONS]
         + ["nonzero_fraction", "final_reg_loss", "sweep_train_seconds"]
-    curves_header = ["data", "reg", "method", "lam", "seed", "epoch", "reg_loss", "nonzero_fraction"]
+    )
+    curves_header = [
+        "data",
+        "reg",
+        "method",
+        "lam",
+        "seed",
+        "epoch",
+        "reg_loss",
+        "nonzero_fraction",
+    ]
     if not args.fresh:
         ran = {(name, reg) for name in args.data for reg in args.regs}
         summary = _rows_not_run("summary.csv", header, ran) + summary
@@ -146,6 +215,7 @@ def _read(name):
 
 def plot(summary, curves):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -158,18 +228,30 @@ def plot(summary, curves):
     # Fig 1 / 4-7: regularised loss and non-zeros vs epoch, SGD vs Prox-SGD, a middle λ, seed 0; the
     # paper's path and ℓ1, or whatever was run without them (--regs layer drew empty axes).
     curve_regs = [r for r in ("path", "l1") if np.any(C[:, 1] == r)] or sorted(set(C[:, 1]))
-    for fname, col, ylabel in (("fig1_loss.png", 6, "minibatch CE + λ g"),
-                               ("fig4_nnz_vs_iteration.png", 7, "share of non-zero weights")):
+    for fname, col, ylabel in (
+        ("fig1_loss.png", 6, "minibatch CE + λ g"),
+        ("fig4_nnz_vs_iteration.png", 7, "share of non-zero weights"),
+    ):
         fig, axes = plt.subplots(1, len(datas), figsize=(5 * len(datas), 3.8), squeeze=False)
         for ax, d in zip(axes[0], datas):
             for reg in curve_regs:
                 lam = LAMBDAS[reg][3]
                 for method in ("sgd", "prox"):
-                    m = ((C[:, 0] == d) & (C[:, 1] == reg) & (C[:, 2] == method)
-                         & np.isclose(C[:, 3].astype(float), lam) & (C[:, 4].astype(int) == 0))
+                    m = (
+                        (C[:, 0] == d)
+                        & (C[:, 1] == reg)
+                        & (C[:, 2] == method)
+                        & np.isclose(C[:, 3].astype(float), lam)
+                        & (C[:, 4].astype(int) == 0)
+                    )
                     if m.any():
-                        ax.plot(C[m, 5].astype(float), C[m, col].astype(float), styles[method], color=colors[reg],
-                                label=f"{reg}, {method}, λ={lam:g}")
+                        ax.plot(
+                            C[m, 5].astype(float),
+                            C[m, col].astype(float),
+                            styles[method],
+                            color=colors[reg],
+                            label=f"{reg}, {method}, λ={lam:g}",
+                        )
             ax.set_xlabel("epoch")
             ax.set_ylabel(ylabel)
             ax.set_title(d)
@@ -181,8 +263,10 @@ def plot(summary, curves):
         plt.close(fig)
 
     # Fig 2: clean and robust (ε = 0.1) error vs share of non-zeros; Fig 3: vs λ.
-    for fname, xcol, xlabel in (("fig2_error_vs_nnz.png", 10, "share of non-zero weights"),
-                                ("fig3_error_vs_lambda.png", 3, "λ")):
+    for fname, xcol, xlabel in (
+        ("fig2_error_vs_nnz.png", 10, "share of non-zero weights"),
+        ("fig3_error_vs_lambda.png", 3, "λ"),
+    ):
         fig, axes = plt.subplots(len(datas), 2, figsize=(10, 3.6 * len(datas)), squeeze=False)
         for row, d in zip(axes, datas):
             for reg in colors:
@@ -191,10 +275,20 @@ def plot(summary, curves):
                     if not m.any():
                         continue
                     lams = sorted(set(S[m, 3]))
-                    mean = lambda col: [np.mean(S[m & (S[:, 3] == l), col].astype(float)) for l in lams]  # noqa: E731
+                    mean = lambda col: [
+                        np.mean(S[m & (S[:, 3] == l), col].astype(float)) for l in lams
+                    ]  # noqa: E731
                     xs = lams if xcol == 3 else mean(xcol)
                     for ax, col in zip(row, (5, 7)):
-                        ax.plot(xs, mean(col), styles[method], marker="o", ms=3, color=colors[reg], label=f"{reg}, {method}")
+                        ax.plot(
+                            xs,
+                            mean(col),
+                            styles[method],
+                            marker="o",
+                            ms=3,
+                            color=colors[reg],
+                            label=f"{reg}, {method}",
+                        )
             for ax, title in zip(row, ("clean test error", "robust test error (PGD, ε = 0.1)")):
                 ax.set_xlabel(xlabel)
                 ax.set_title(f"{d}: {title}")

@@ -1,5 +1,6 @@
 """`make experiments`: run every paper experiment script in this folder (each writes CSV + PNG under
-results/). Scripts are the files named ``<family>_*.py`` here; each has a ``main(argv)`` (run here with no
+results/). Scripts are the files named ``<family>_*.py`` here; each has a ``main(argv)`` (run here
+with no
 arguments: the full-size settings).
 
     python experiments/run_all.py [NAME ...] [-- OPTION ...]
@@ -18,7 +19,9 @@ HERE = pathlib.Path(__file__).parent
 
 
 def _scripts():
-    return sorted(p for p in HERE.glob("*_*.py") if p.stem != "run_all" and not p.name.startswith("_"))
+    return sorted(
+        p for p in HERE.glob("*_*.py") if p.stem != "run_all" and not p.name.startswith("_")
+    )
 
 
 def main(argv=None):
@@ -26,10 +29,15 @@ def main(argv=None):
     passed = []
     if "--" in argv:
         cut = argv.index("--")
-        argv, passed = argv[:cut], argv[cut + 1:]
-    parser = argparse.ArgumentParser(prog="run_all.py", description=__doc__.split("\n\n")[0],
-                                     epilog="scripts: " + ", ".join(p.stem for p in _scripts()))
-    parser.add_argument("names", nargs="*", help="run only the scripts whose name contains one of these")
+        argv, passed = argv[:cut], argv[cut + 1 :]
+    parser = argparse.ArgumentParser(
+        prog="run_all.py",
+        description=__doc__.split("\n\n")[0],
+        epilog="scripts: " + ", ".join(p.stem for p in _scripts()),
+    )
+    parser.add_argument(
+        "names", nargs="*", help="run only the scripts whose name contains one of these"
+    )
     # An option before "--" is an error (argparse): it used to be taken as a name filter, so
     # `run_all.py rpca_train --help` started the full-size run.
     args = parser.parse_args(argv)
@@ -45,7 +53,9 @@ def main(argv=None):
         spec.loader.exec_module(module)
         try:
             module.main(list(passed))
-        except SystemExit as stop:   # `-- --help` exits after the first script's help; show every one
+        except (
+            SystemExit
+        ) as stop:  # `-- --help` exits after the first script's help; show every one
             if stop.code not in (0, None) or "-h" not in passed and "--help" not in passed:
                 raise
 

@@ -6,10 +6,44 @@ Shared building blocks: :mod:`lowrank_jax.linalg`, :mod:`lowrank_jax.prox`, :mod
 :mod:`lowrank_jax.covariance`. Data: :mod:`lowrank_jax.datasets`.
 """
 
-from lowrank_jax import (covariance, datasets, design, linalg, loop, pathnorm, precision, prox, regression, result,
-                         rpca, sdl, selection, sketch, sweep, transforms)
+from lowrank_jax import (
+    covariance,
+    datasets,
+    design,
+    linalg,
+    loop,
+    pathnorm,
+    precision,
+    prox,
+    regression,
+    result,
+    rpca,
+    sdl,
+    selection,
+    sketch,
+    sweep,
+    transforms,
+)
 from lowrank_jax.result import Result, Status
 
 __version__ = "0.1.0"
-__all__ = ["Result", "Status", "covariance", "datasets", "design", "linalg", "loop", "pathnorm", "precision", "prox",
-           "regression", "result", "rpca", "sdl", "selection", "sketch", "sweep", "transforms"]
+__all__ = [
+    "Result",
+    "Status",
+    "covariance",
+    "datasets",
+    "design",
+    "linalg",
+    "loop",
+    "pathnorm",
+    "precision",
+    "prox",
+    "regression",
+    "result",
+    "rpca",
+    "sdl",
+    "selection",
+    "sketch",
+    "sweep",
+    "transforms",
+]

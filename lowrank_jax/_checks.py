@@ -23,7 +23,9 @@ import numpy as np
 
 # Frames of these packages lie between a user's call and a warning raised inside the toolkit
 # (decorators, equinox's method wrappers, JAX's tracing when the call is under jit or vmap).
-_INTERNAL_DIRS = tuple(os.path.dirname(os.path.abspath(f)) + os.sep for f in (__file__, equinox.__file__, jax.__file__))
+_INTERNAL_DIRS = tuple(
+    os.path.dirname(os.path.abspath(f)) + os.sep for f in (__file__, equinox.__file__, jax.__file__)
+)
 
 
 def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
@@ -44,18 +46,24 @@ def is_concrete(x) -> bool:
 
 def host_function(public_name: str):
     """Decorator for a function that computes on the host (returns Python or NumPy values, reads
-    files, drives its own loops). Called with a traced argument (inside ``jit``/``vmap``/``grad``) it
-    raises a ``ValueError`` naming ``public_name`` instead of JAX's tracer error from deep inside;
-    called inside a caller's trace with concrete (closed-over) arguments it runs as a direct call."""
+    files, drives its own loops). Called with a traced argument (inside ``jit``/``vmap``/``grad``)
+    it raises a ``ValueError`` naming ``public_name`` instead of JAX's tracer error from deep
+    inside; called inside a caller's trace with concrete (closed-over) arguments it runs as a direct
+    call."""
+
     def decorate(fn):
         @functools.wraps(fn)
         def wrapped(*args, **kwargs):
             if not all(is_concrete(x) for x in jax.tree.leaves((args, kwargs))):
-                raise ValueError(f"{public_name} computes on the host (it returns Python or NumPy values), so "
-                                 "its inputs must be concrete: call it outside jit/vmap/grad, not on traced values")
+                raise ValueError(
+                    f"{public_name} computes on the host (it returns Python or NumPy values), so "
+                    "its inputs must be concrete: call it outside jit/vmap/grad, not on traced values"
+                )
             with jax.ensure_compile_time_eval():
                 return fn(*args, **kwargs)
+
         return wrapped
+
     return decorate
 
 
@@ -67,9 +75,11 @@ def as_key(key, default: int = 0) -> jax.Array:
     if key is None:
         return jax.random.key(default)
     dtype = getattr(key, "dtype", None)
-    if (isinstance(key, (bool, np.bool_, float, complex, str, bytes))
-            or (dtype is not None and not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
-                and not jnp.issubdtype(dtype, jnp.integer))):
+    if isinstance(key, (bool, np.bool_, float, complex, str, bytes)) or (
+        dtype is not None
+        and not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+        and not jnp.issubdtype(dtype, jnp.integer)
+    ):
         raise TypeError(f"key must be a jax.random key or an integer seed, got {key!r}")
     if isinstance(key, (numbers.Integral, np.integer)) and not isinstance(key, bool):
         return _seed_key(int(key))
@@ -80,29 +90,36 @@ def as_key(key, default: int = 0) -> jax.Array:
     shape = tuple(np.shape(key))
     if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
         if shape:
-            raise TypeError(f"key must be a single jax.random key, got a batch of keys of shape {shape} "
-                            "(vmap over them, or pass one)")
+            raise TypeError(
+                f"key must be a single jax.random key, got a batch of keys of shape {shape} "
+                "(vmap over them, or pass one)"
+            )
     elif len(shape) != 1 or np.dtype(dtype) != np.uint32:
         # A legacy raw key is a 1-D uint32 array ((2,) for the default implementation); JAX's own
         # message for anything else ("invalid PRNG key data") does not say which argument.
-        raise TypeError(f"key must be a jax.random key, a raw uint32 key of shape (2,) or an integer seed, got an "
-                        f"array of shape {shape} and dtype {np.dtype(dtype)}"
-                        + (" (a batch of raw keys: vmap over them, or pass one)" if len(shape) > 1 else ""))
+        raise TypeError(
+            f"key must be a jax.random key, a raw uint32 key of shape (2,) or an integer seed, got an "
+            f"array of shape {shape} and dtype {np.dtype(dtype)}"
+            + (" (a batch of raw keys: vmap over them, or pass one)" if len(shape) > 1 else "")
+        )
     return key
 
 
 def _seed_key(seed: int) -> jax.Array:
-    """``jax.random.key(seed)``, also for seeds of 2³² and more with x64 off: JAX then keeps only the
-    low 32 bits (2³² + 5 gave the key of 5, a silent collision in a sweep over large seeds). The
+    """``jax.random.key(seed)``, also for seeds of 2³² and more with x64 off: JAX then keeps only
+    the low 32 bits (2³² + 5 gave the key of 5, a silent collision in a sweep over large seeds). The
     default threefry key of such a seed is built from its two 32-bit halves, as JAX builds it with
-    x64 on, so a seed gives the same key either way; seeds in [0, 2³²) are passed to JAX as before."""
-    if 0 <= seed < 2 ** 32:
+    x64 on, so a seed gives the same key either way; seeds in [0, 2³²) are passed to JAX as
+    before."""
+    if 0 <= seed < 2**32:
         return jax.random.key(seed)
-    if 2 ** 32 <= seed < 2 ** 64 and jax.config.jax_default_prng_impl == "threefry2x32":
+    if 2**32 <= seed < 2**64 and jax.config.jax_default_prng_impl == "threefry2x32":
         return jax.random.wrap_key_data(np.array([seed >> 32, seed & 0xFFFFFFFF], np.uint32))
-    if -(2 ** 31) <= seed < 0 or (jax.config.jax_enable_x64 and -(2 ** 63) <= seed < 2 ** 63):
+    if -(2**31) <= seed < 0 or (jax.config.jax_enable_x64 and -(2**63) <= seed < 2**63):
         return jax.random.key(seed)
-    raise ValueError(f"key: the integer seed {seed} is out of range (with x64 off: -2**31 <= seed < 2**64)")
+    raise ValueError(
+        f"key: the integer seed {seed} is out of range (with x64 off: -2**31 <= seed < 2**64)"
+    )
 
 
 def _require_real_numbers(dtype, name: str) -> None:
@@ -135,8 +152,8 @@ def as_floating(x) -> jax.Array:
 
 
 def eager_if_concrete(*xs):
-    """``jax.ensure_compile_time_eval()`` when every leaf of ``xs`` (pytrees: a design, a model) holds
-    values, else a no-op context.
+    """``jax.ensure_compile_time_eval()`` when every leaf of ``xs`` (pytrees: a design, a model)
+    holds values, else a no-op context.
     Inside a caller's trace even ``jnp.asarray`` of a closed-over NumPy value is staged (a tracer):
     converting such a value eagerly keeps it concrete, so the checks that follow still run."""
     if all(is_concrete(x) for x in jax.tree.leaves(xs)):
@@ -163,8 +180,10 @@ def as_matrix(x, name: str, *, min_rows: int = 1) -> jax.Array:
     since no LAPACK routine (SVD, QR, eigh, solves) takes it and every family factorises. At least
     ``min_rows`` rows (0 for a block that may be empty, e.g. q = 0 covariates) and one column."""
     if hasattr(x, "tocsr") and hasattr(x, "toarray"):
-        raise TypeError(f"{name} is a scipy.sparse matrix: pass {name}.toarray() (or, where sparse input is "
-                        "supported, a jax.experimental.sparse.BCOO)")
+        raise TypeError(
+            f"{name} is a scipy.sparse matrix: pass {name}.toarray() (or, where sparse input is "
+            "supported, a jax.experimental.sparse.BCOO)"
+        )
     if not hasattr(x, "shape") or not hasattr(x, "dtype"):
         try:
             x = np.asarray(x)
@@ -188,14 +207,23 @@ def as_matrix(x, name: str, *, min_rows: int = 1) -> jax.Array:
             finite = bool(np.all(np.isfinite(x)))
         if not finite:
             raise ValueError(f"{name} has non-finite entries (NaN or inf)")
-    with warnings.catch_warnings(), eager_if_concrete(x):     # an overflowing cast is refused by name below
+    with (
+        warnings.catch_warnings(),
+        eager_if_concrete(x),
+    ):  # an overflowing cast is refused by name below
         warnings.simplefilter("ignore", RuntimeWarning)
         out = jnp.asarray(x)
-    if is_concrete(x) and not isinstance(x, jax.Array) and out.dtype != x.dtype \
-            and not bool(np.all(np.isfinite(np.asarray(out)))):
+    if (
+        is_concrete(x)
+        and not isinstance(x, jax.Array)
+        and out.dtype != x.dtype
+        and not bool(np.all(np.isfinite(np.asarray(out))))
+    ):
         # float64 NumPy input narrowed to float32 (x64 off): 1e39 became inf after the check above
-        raise ValueError(f"{name} overflows {out.dtype} (largest magnitude {float(np.max(np.abs(x))):.3g}): "
-                         "rescale it, or enable float64 (jax.config.update('jax_enable_x64', True))")
+        raise ValueError(
+            f"{name} overflows {out.dtype} (largest magnitude {float(np.max(np.abs(x))):.3g}): "
+            "rescale it, or enable float64 (jax.config.update('jax_enable_x64', True))"
+        )
     return out
 
 
@@ -221,32 +249,37 @@ def check_scale(x, name: str) -> None:
     low = float(np.sqrt(float(info.tiny))) / float(info.eps)
     high = float(np.sqrt(float(info.max) / (4.0 * x.size)))
     if not low <= m <= high:
-        raise ValueError(f"{name}'s largest entry is {m:.3g}, outside [{low:.1g}, {high:.1g}], the range in which "
-                         f"{x.dtype} sums of squares over its {x.size} entries neither overflow nor underflow: "
-                         f"rescale {name} (the solutions scale with it)"
-                         + (" or compute in float64 (jax.enable_x64)" if info.bits < 64 else ""))
+        raise ValueError(
+            f"{name}'s largest entry is {m:.3g}, outside [{low:.1g}, {high:.1g}], the range in which "
+            f"{x.dtype} sums of squares over its {x.size} entries neither overflow nor underflow: "
+            f"rescale {name} (the solutions scale with it)"
+            + (" or compute in float64 (jax.enable_x64)" if info.bits < 64 else "")
+        )
 
 
 def check_rank(rank, shape, name: str = "rank") -> int:
-    """``rank`` must be an integer (Python, NumPy or a concrete 0-d array) with 1 <= rank <= min(shape);
-    returns it as a Python int."""
+    """``rank`` must be an integer (Python, NumPy or a concrete 0-d array) with 1 <= rank <=
+    min(shape); returns it as a Python int."""
     as_integer = as_int(rank)
     if as_integer is None:
         if not is_concrete(rank):
-            raise ValueError(f"{name} must be a static Python integer (it sets array shapes), got a traced value: "
-                             f"pass it by closure or as a static argument, not through jit/vmap arguments or "
-                             f"sweep.run's points or shared")
+            raise ValueError(
+                f"{name} must be a static Python integer (it sets array shapes), got a traced value: "
+                f"pass it by closure or as a static argument, not through jit/vmap arguments or "
+                f"sweep.run's points or shared"
+            )
         raise ValueError(f"{name} must be an integer, got {rank!r}")
     rank = as_integer
     if not 1 <= rank <= min(shape):
-        bound = (f"{min(shape)} for shape {tuple(shape)}" if len(shape) > 1 else f"{shape[0]}")
+        bound = f"{min(shape)} for shape {tuple(shape)}" if len(shape) > 1 else f"{shape[0]}"
         raise ValueError(f"{name} must satisfy 1 <= {name} <= {bound}, got {rank}")
     return rank
 
 
 def as_int(value) -> int | None:
-    """``value`` as a Python int when it is an integer — a Python or NumPy integer, or a concrete 0-d
-    integer array (``np.array(8)``, ``jnp.int32(8)``) — else None (booleans, floats, tracers)."""
+    """``value`` as a Python int when it is an integer — a Python or NumPy integer, or a concrete
+    0-d integer array (``np.array(8)``, ``jnp.int32(8)``) — else None (booleans, floats,
+    tracers)."""
     if isinstance(value, (bool, np.bool_)) or getattr(value, "dtype", None) == np.bool_:
         return None
     try:
@@ -256,8 +289,8 @@ def as_int(value) -> int | None:
 
 
 def as_real(value) -> float | None:
-    """``value`` as a Python float when it is a real number — a Python or NumPy integer or float, or a
-    concrete 0-d integer or float array (``np.array(0.9)``, ``jnp.float32(0.2)``) — else None
+    """``value`` as a Python float when it is a real number — a Python or NumPy integer or float, or
+    a concrete 0-d integer or float array (``np.array(0.9)``, ``jnp.float32(0.2)``) — else None
     (booleans, complex numbers, strings, arrays with entries, tracers). Converted by NumPy, so a
     float64 value keeps every bit."""
     if isinstance(value, (bool, np.bool_, str, bytes)) or not is_concrete(value):
@@ -266,15 +299,18 @@ def as_real(value) -> float | None:
         return float(value)
     dtype = getattr(value, "dtype", None)
     # jnp.issubdtype, not NumPy's kind: bfloat16 and the other ml_dtypes floats have kind 'V'
-    if (dtype is None or np.ndim(value) != 0
-            or not (jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer))):
+    if (
+        dtype is None
+        or np.ndim(value) != 0
+        or not (jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer))
+    ):
         return None
     return float(np.asarray(value, np.float64))
 
 
 def check_flag(value, name: str) -> bool:
-    """``value`` as a Python bool when it is one (Python or NumPy); else ``TypeError`` naming ``name``
-    (a string such as ``"no"`` or ``None`` would otherwise pass as truthy or falsy)."""
+    """``value`` as a Python bool when it is one (Python or NumPy); else ``TypeError`` naming
+    ``name`` (a string such as ``"no"`` or ``None`` would otherwise pass as truthy or falsy)."""
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {value!r}")
     return bool(value)
@@ -289,8 +325,17 @@ def check_positive_int(value, name: str, *, allow_none: bool = False, minimum: i
     return as_integer
 
 
-def as_hyper(x, name: str, *, ndim: int | None = None, length: int | None = None,
-             nonnegative: bool = True, positive: bool = False, dtype=None, allow_inf: bool = False) -> jax.Array:
+def as_hyper(
+    x,
+    name: str,
+    *,
+    ndim: int | None = None,
+    length: int | None = None,
+    nonnegative: bool = True,
+    positive: bool = False,
+    dtype=None,
+    allow_inf: bool = False,
+) -> jax.Array:
     """A hyperparameter array (scalar or vector) with optional shape and sign checks; NaN is always
     refused, ±inf unless ``allow_inf`` (e.g. an ℓ1 ball of infinite radius).
 
@@ -304,11 +349,14 @@ def as_hyper(x, name: str, *, ndim: int | None = None, length: int | None = None
         x = np.asarray(x)
     _require_real_numbers(x.dtype, name)
     if not isinstance(x, jax.Array) and np.issubdtype(x.dtype, np.integer):
-        x = np.asarray(x, np.float64)   # not jnp's int32 first (x64 off): 2**32 wrapped around to 0
+        x = np.asarray(x, np.float64)  # not jnp's int32 first (x64 off): 2**32 wrapped around to 0
     given = x
-    # eagerly for a concrete x, also inside a caller's trace (a closed-over α): else the checks below
-    # saw a tracer and skipped, and α = 1.5 closed over in a jit ran instead of being refused
-    with warnings.catch_warnings(), eager_if_concrete(x):   # a value beyond the dtype's range is refused below
+    # eagerly for a concrete x, also inside a caller's trace (a closed-over α): else the checks
+    # below saw a tracer and skipped, and α = 1.5 closed over in a jit ran instead of being refused
+    with (
+        warnings.catch_warnings(),
+        eager_if_concrete(x),
+    ):  # a value beyond the dtype's range is refused below
         warnings.simplefilter("ignore", RuntimeWarning)
         arr = jnp.asarray(x)
         if dtype is not None:
@@ -342,15 +390,22 @@ def as_hyper(x, name: str, *, ndim: int | None = None, length: int | None = None
     return arr
 
 
-def class_labels(y, n: int | None = None, num_classes: int | None = None, *,
-                 what: str = "the data have {n} samples") -> np.ndarray:
+def class_labels(
+    y,
+    n: int | None = None,
+    num_classes: int | None = None,
+    *,
+    what: str = "the data have {n} samples",
+) -> np.ndarray:
     """Class labels as an int64 NumPy array in {0, …, num_classes − 1}: 1-D, ``n`` of them, integer
     valued (integer-valued floats and bools pass), none negative or ≥ ``num_classes``. Raises
     ``ValueError`` saying which rule failed; ``what`` describes the data for the length message.
     Needs concrete labels (they decide the number of classes)."""
     if isinstance(y, jax.core.Tracer):
-        raise ValueError("labels must be concrete (they fix the number of classes); pass them as an argument "
-                         "outside jit/vmap")
+        raise ValueError(
+            "labels must be concrete (they fix the number of classes); pass them as an argument "
+            "outside jit/vmap"
+        )
     if num_classes is not None:
         count = as_int(num_classes)
         if count is None or count < 1:
@@ -362,26 +417,38 @@ def class_labels(y, n: int | None = None, num_classes: int | None = None, *,
     if n is not None and y_np.shape[0] != n:
         raise ValueError(f"y has {y_np.shape[0]} labels but {what.format(n=n)}")
     if y_np.dtype.kind not in "biuf":
-        raise ValueError(f"labels must be integers 0, 1, …; got dtype {y_np.dtype} (map class names to "
-                         "integers first, e.g. np.unique(y, return_inverse=True)[1])")
+        raise ValueError(
+            f"labels must be integers 0, 1, …; got dtype {y_np.dtype} (map class names to "
+            "integers first, e.g. np.unique(y, return_inverse=True)[1])"
+        )
     if y_np.size and not np.all(np.isfinite(y_np) & np.equal(np.mod(y_np, 1), 0)):
         raise ValueError("labels must be integers 0, 1, …; got non-integer values")
-    # the range on the values as given: int64 of 1e20 wraps around (and printed as -9223372036854775808)
+    # the range on the values as given: int64 of 1e20 wraps around (and printed as
+    # -9223372036854775808)
     if y_np.size and y_np.min() < 0:
         raise ValueError(f"labels must be in 0, 1, …; got {y_np.min().item():g}")
     if num_classes is not None and y_np.size and y_np.max() >= num_classes:
-        raise ValueError(f"labels must be in 0, …, {num_classes - 1} ({num_classes} classes); got {y_np.max().item():g}")
+        raise ValueError(
+            f"labels must be in 0, …, {num_classes - 1} ({num_classes} classes); got {y_np.max().item():g}"
+        )
     if y_np.size and y_np.max() > np.iinfo(np.int64).max:
         raise ValueError(f"labels must be in 0, 1, …; got {y_np.max().item():g}, beyond int64")
     return y_np.astype(np.int64)
 
 
 def as_tolerance(tol, dtype) -> jax.Array:
-    """A stopping tolerance as a positive scalar of ``dtype`` (checked as :func:`as_hyper` does), or 0
+    """A stopping tolerance as a positive scalar of ``dtype`` (checked as :func:`as_hyper` does), or
+    0
     for None: no residual is below 0, so a solver given None runs its whole iteration budget."""
-    return jnp.zeros((), dtype) if tol is None else as_hyper(tol, "tol", ndim=0, positive=True, dtype=dtype)
+    return (
+        jnp.zeros((), dtype)
+        if tol is None
+        else as_hyper(tol, "tol", ndim=0, positive=True, dtype=dtype)
+    )
 
 
 def check_same_shape(a, b, name_a: str, name_b: str) -> None:
     if tuple(a.shape) != tuple(b.shape):
-        raise ValueError(f"{name_b} must have the shape of {name_a} {tuple(a.shape)}, got {tuple(b.shape)}")
+        raise ValueError(
+            f"{name_b} must have the shape of {name_a} {tuple(a.shape)}, got {tuple(b.shape)}"
+        )

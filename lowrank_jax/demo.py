@@ -36,7 +36,9 @@ def _print_table(title, rows, header):
         print("  ".join(str(x).ljust(w) for x, w in zip(r, widths)))
 
 
-def robust_pca(n: int = 1000, rank: int = 5, alpha: float = 0.1, outdir: pathlib.Path | None = None):
+def robust_pca(
+    n: int = 1000, rank: int = 5, alpha: float = 0.1, outdir: pathlib.Path | None = None
+):
     """LRPCA, ScaledGD and AltProj on the LRPCA paper's synthetic instance (App. C.1)."""
     p = datasets.rpca_problem(jax.random.key(0), n, n, rank, alpha)
     tol = 1e-4
@@ -47,11 +49,15 @@ def robust_pca(n: int = 1000, rank: int = 5, alpha: float = 0.1, outdir: pathlib
     zeta = rpca.oracle_thresholds(p.Y, rank, p.X, 10, 0.5)
     eta = jnp.full(10, 0.5)
     runs = {
-        f"LRPCA (trained, α={trained_alpha:g} model)": lambda: model(p.Y, rank=rank, tol=tol, max_iter=300,
-                                                                      X_star=p.X),
-        "LRPCA (oracle ζ, FRMNN)": lambda: rpca.lrpca(p.Y, rank, zeta, eta, beta=1.0, phi=0.7, tol=tol,
-                                                       max_iter=300, X_star=p.X),
-        "ScaledGD (η=0.5, α̃=2α)": lambda: rpca.scaledgd(p.Y, rank, alpha, tol=tol, max_iter=300, X_star=p.X),
+        f"LRPCA (trained, α={trained_alpha:g} model)": lambda: model(
+            p.Y, rank=rank, tol=tol, max_iter=300, X_star=p.X
+        ),
+        "LRPCA (oracle ζ, FRMNN)": lambda: rpca.lrpca(
+            p.Y, rank, zeta, eta, beta=1.0, phi=0.7, tol=tol, max_iter=300, X_star=p.X
+        ),
+        "ScaledGD (η=0.5, α̃=2α)": lambda: rpca.scaledgd(
+            p.Y, rank, alpha, tol=tol, max_iter=300, X_star=p.X
+        ),
         "AltProj": lambda: rpca.altproj(p.Y, rank, tol=tol, max_iter=300, X_star=p.X),
     }
     rows, curves = [], {}
@@ -59,16 +65,39 @@ def robust_pca(n: int = 1000, rank: int = 5, alpha: float = 0.1, outdir: pathlib
         out, secs, first = _timed(fn)
         k = int(out.n_iter)
         err = float(jnp.linalg.norm(out.X - p.X) / jnp.linalg.norm(p.X))
-        rows.append([name, k, f"{float(out.residual):.1e}", f"{err:.1e}", f"{secs:.3f}", f"{first:.1f}"])
+        rows.append(
+            [name, k, f"{float(out.residual):.1e}", f"{err:.1e}", f"{secs:.3f}", f"{first:.1f}"]
+        )
         curves[name] = np.asarray(out.history["error"][:k])
-    _print_table(f"Robust PCA: n = {n}, r = {rank}, α = {alpha}, stop at ‖Y−X−S‖_F/‖Y‖_F < {tol:g} "
-                 f"({jax.devices()[0].platform}, float32)", rows,
-                 ["method", "iterations", "residual", "‖X−X⋆‖_F/‖X⋆‖_F", "time (s)", "first call incl. compile (s)"])
-    panel = (curves, "iteration", "‖X_k − X⋆‖_F / ‖X⋆‖_F", f"Robust PCA, n = {n}, r = {rank}, α = {alpha}", True)
+    _print_table(
+        f"Robust PCA: n = {n}, r = {rank}, α = {alpha}, stop at ‖Y−X−S‖_F/‖Y‖_F < {tol:g} "
+        f"({jax.devices()[0].platform}, float32)",
+        rows,
+        [
+            "method",
+            "iterations",
+            "residual",
+            "‖X−X⋆‖_F/‖X⋆‖_F",
+            "time (s)",
+            "first call incl. compile (s)",
+        ],
+    )
+    panel = (
+        curves,
+        "iteration",
+        "‖X_k − X⋆‖_F / ‖X⋆‖_F",
+        f"Robust PCA, n = {n}, r = {rank}, α = {alpha}",
+        True,
+    )
     _plot(outdir, "rpca_convergence.png", *panel)
     best = rows[0]
-    return ["Robust PCA", f"synthetic {n}×{n}, r = {rank}, α = {alpha}", best[0],
-            f"‖X−X⋆‖/‖X⋆‖ = {best[3]} in {best[1]} iterations", best[4]], panel
+    return [
+        "Robust PCA",
+        f"synthetic {n}×{n}, r = {rank}, α = {alpha}",
+        best[0],
+        f"‖X−X⋆‖/‖X⋆‖ = {best[3]} in {best[1]} iterations",
+        best[4],
+    ], panel
 
 
 def _digits():
@@ -82,7 +111,13 @@ def _digits():
 
         d = load_digits()
         X, y = (d.data / 16.0).astype(np.float32), d.target.astype(np.int32)
-        return X[:1400], y[:1400], X[1400:], y[1400:], "scikit-learn digits, 8×8 (run `make data` for MNIST)"
+        return (
+            X[:1400],
+            y[:1400],
+            X[1400:],
+            y[1400:],
+            "scikit-learn digits, 8×8 (run `make data` for MNIST)",
+        )
 
 
 def path_norm(epochs: int = 10, outdir: pathlib.Path | None = None):
@@ -92,29 +127,63 @@ def path_norm(epochs: int = 10, outdir: pathlib.Path | None = None):
     rows, curves = [], {}
     for method in ("sgd", "prox"):
         t0 = time.perf_counter()
-        res = pathnorm.sweep(jax.random.key(0), X, y, reg="path", method=method, lrs=jnp.full(4, 0.1), lams=lams,
-                             epochs=epochs)
+        res = pathnorm.sweep(
+            jax.random.key(0),
+            X,
+            y,
+            reg="path",
+            method=method,
+            lrs=jnp.full(4, 0.1),
+            lams=lams,
+            epochs=epochs,
+        )
         jax.block_until_ready(res)
         secs = time.perf_counter() - t0
         for i, lam in enumerate(np.asarray(lams)):
             m = jax.tree.map(lambda a: a[0, i], res.model)
-            rows.append([method, f"{lam:g}", f"{1 - float(pathnorm.error_rate(m, Xt, yt)):.3f}",
-                         f"{1 - float(pathnorm.robust_error(m, Xt, yt, 0.1, key=jax.random.key(1))):.3f}",
-                         f"{float(res.nonzero[0, i]):.3f}", f"{float(pathnorm.lipschitz_bounds(m)['path']):.0f}",
-                         f"{secs:.1f}" if i == 0 else ""])
+            rows.append(
+                [
+                    method,
+                    f"{lam:g}",
+                    f"{1 - float(pathnorm.error_rate(m, Xt, yt)):.3f}",
+                    f"{1 - float(pathnorm.robust_error(m, Xt, yt, 0.1, key=jax.random.key(1))):.3f}",
+                    f"{float(res.nonzero[0, i]):.3f}",
+                    f"{float(pathnorm.lipschitz_bounds(m)['path']):.0f}",
+                    f"{secs:.1f}" if i == 0 else "",
+                ]
+            )
             if lam == lams[2]:
                 curves[f"{method}, λ = {lam:g}"] = np.asarray(res.history["nonzero"][0, i]).ravel()
-    _print_table(f"1-path-norm: {X.shape[1]}-200-10 ELU network on {what}; {epochs} epochs, batch 100, lr 0.1; "
-                 "4 λ values trained in one vmapped call per method", rows,
-                 ["method", "λ", "test accuracy", "accuracy under PGD ε=0.1", "non-zero weights",
-                  "path norm", "sweep time (s)"])
-    panel = (curves, "log step (10 per epoch)", "share of non-zero weights", "Prox-SGD gives exact zeros; SGD does not",
-             False)
+    _print_table(
+        f"1-path-norm: {X.shape[1]}-200-10 ELU network on {what}; {epochs} epochs, batch 100, lr 0.1; "
+        "4 λ values trained in one vmapped call per method",
+        rows,
+        [
+            "method",
+            "λ",
+            "test accuracy",
+            "accuracy under PGD ε=0.1",
+            "non-zero weights",
+            "path norm",
+            "sweep time (s)",
+        ],
+    )
+    panel = (
+        curves,
+        "log step (10 per epoch)",
+        "share of non-zero weights",
+        "Prox-SGD gives exact zeros; SGD does not",
+        False,
+    )
     _plot(outdir, "pathnorm_sparsity.png", *panel)
     prox_row = [r for r in rows if r[0] == "prox"][2]
-    return ["1-path-norm", what.split(",")[0], f"Prox-SGD, λ = {prox_row[1]}",
-            f"test acc. {prox_row[2]}, under PGD {prox_row[3]}, non-zeros {prox_row[4]}",
-            f"{rows[4][6]} (4 λ, incl. compile)"], panel
+    return [
+        "1-path-norm",
+        what.split(",")[0],
+        f"Prox-SGD, λ = {prox_row[1]}",
+        f"test acc. {prox_row[2]}, under PGD {prox_row[3]}, non-zeros {prox_row[4]}",
+        f"{rows[4][6]} (4 λ, incl. compile)",
+    ], panel
 
 
 def hyperbolic_regression(n: int = 20000, d: int = 50, outdir: pathlib.Path | None = None):
@@ -127,41 +196,80 @@ def hyperbolic_regression(n: int = 20000, d: int = 50, outdir: pathlib.Path | No
         x_star = regression.newton_solve(A, b, w, jnp.zeros(d), "exp", "exact", max_iter=12).x
         x0 = x_star + 0.05 * jax.random.normal(k3, (d,), jnp.float64)
         rows, curves = [], {}
-        for name, kw in (("exact", dict(method="exact")), ("diagonal (Alg. 1, D = B_diag + W²)", dict(method="diagonal")),
-                         ("sketch (Alg. 1, leverage sampling)", dict(method="sketch")),
-                         ("sketch + 2 PCG steps, one draw", dict(method="sketch", refine=2, resample=15,
-                                                                 rescore=15))):
-            run = jax.jit(lambda x, kw=kw: regression.newton_solve(A, b, w, x, "exp", max_iter=15, x_star=x_star, **kw))
+        for name, kw in (
+            ("exact", dict(method="exact")),
+            ("diagonal (Alg. 1, D = B_diag + W²)", dict(method="diagonal")),
+            ("sketch (Alg. 1, leverage sampling)", dict(method="sketch")),
+            (
+                "sketch + 2 PCG steps, one draw",
+                dict(method="sketch", refine=2, resample=15, rescore=15),
+            ),
+        ):
+            run = jax.jit(
+                lambda x, kw=kw: regression.newton_solve(
+                    A, b, w, x, "exp", max_iter=15, x_star=x_star, **kw
+                )
+            )
             out, secs, _ = _timed(lambda: run(x0))
             err = np.asarray(out.history["error"])
             hit = np.nonzero(err <= 1e-10)[0]
-            rows.append([name, str(int(hit[0])) if hit.size else "> 15", f"{err[min(4, len(err) - 1)]:.1e}",
-                         f"{1e3 * secs / 15:.1f}"])
+            rows.append(
+                [
+                    name,
+                    str(int(hit[0])) if hit.size else "> 15",
+                    f"{err[min(4, len(err) - 1)]:.1e}",
+                    f"{1e3 * secs / 15:.1f}",
+                ]
+            )
             curves[name] = np.maximum(err, 1e-17)
         start = float(jnp.linalg.norm(x0 - x_star))
-    _print_table(f"Rescaled hyperbolic (exp) regression: n = {n}, d = {d}, w = 3, start ‖x0 − x*‖ = {start:.2f} "
-                 "(float64; at this small d the sketch does not pay yet, see make bench)", rows,
-                 ["method", "iterations to 1e-10", "‖x_4 − x*‖", "ms / iteration"])
+    _print_table(
+        f"Rescaled hyperbolic (exp) regression: n = {n}, d = {d}, w = 3, start ‖x0 − x*‖ = {start:.2f} "
+        "(float64; at this small d the sketch does not pay yet, see make bench)",
+        rows,
+        ["method", "iterations to 1e-10", "‖x_4 − x*‖", "ms / iteration"],
+    )
     panel = (curves, "iteration", "‖x_t − x*‖", "Newton on rescaled exp regression", True)
     _plot(outdir, "regression_convergence.png", *panel)
     sk = rows[-1]
-    return ["Hyperbolic regression", f"synthetic n = {n}, d = {d}, float64", sk[0],
-            f"‖x−x*‖ ≤ 1e-10 in {sk[1]} iterations (exact: {rows[0][1]})", f"{float(sk[3]) * 15 / 1e3:.2f}"], panel
+    return [
+        "Hyperbolic regression",
+        f"synthetic n = {n}, d = {d}, float64",
+        sk[0],
+        f"‖x−x*‖ ≤ 1e-10 in {sk[1]} iterations (exact: {rows[0][1]})",
+        f"{float(sk[3]) * 15 / 1e3:.2f}",
+    ], panel
 
 
 def dictionary_learning(rank: int = 2, max_iter: int = 300, outdir: pathlib.Path | None = None):
     """SDL-H and SDL-W on the Golub leukaemia microarray (ALL vs AML), LPGD against BCD."""
     g = datasets.load_golub()
     rng = np.random.default_rng(0)
-    train = np.sort(np.concatenate([rng.permutation(np.nonzero(g.y == c)[0])[: (np.sum(g.y == c) + 1) // 2]
-                                    for c in (0, 1)]))
+    train = np.sort(
+        np.concatenate(
+            [
+                rng.permutation(np.nonzero(g.y == c)[0])[: (np.sum(g.y == c) + 1) // 2]
+                for c in (0, 1)
+            ]
+        )
+    )
     test = np.setdiff1d(np.arange(g.y.size), train)
     Xtr, Xte = datasets.standardize(g.X[:, train], g.X[:, test], scale=np.sqrt(g.X.shape[0]))
     rows, curves = [], {}
     for model in ("H", "W"):
         for solver in ("lpgd", "bcd"):
-            fit = jax.jit(lambda X, solver=solver, model=model: sdl.fit(X, g.y[train], rank, model=model, xi=0.1,
-                                                                     lam=0.01, max_iter=max_iter, solver=solver))
+            fit = jax.jit(
+                lambda X, solver=solver, model=model: sdl.fit(
+                    X,
+                    g.y[train],
+                    rank,
+                    model=model,
+                    xi=0.1,
+                    lam=0.01,
+                    max_iter=max_iter,
+                    solver=solver,
+                )
+            )
             m, secs, _ = _timed(lambda: fit(Xtr))
             acc = float(np.mean(np.asarray(sdl.predict(m, Xte)) == g.y[test]))
             name = f"SDL-{model} ({solver.upper()})"
@@ -173,10 +281,17 @@ def dictionary_learning(rank: int = 2, max_iter: int = 300, outdir: pathlib.Path
                 order = np.argsort(w)[::-1][:5]
                 top = [g.genes[i] for i in order]
                 short = lambda t: t if len(t) <= 40 else t[:40].rsplit(" ", 1)[0] + " …"
-                described = [f"{g.genes[i]}  {short(g.descriptions[i])}" for i in order] if g.descriptions else top
-    _print_table(f"Supervised dictionary learning on Golub (3051 genes, {train.size} train / {test.size} test "
-                 f"samples, rank {rank}, ξ = 0.1, λ = 0.01, {max_iter} iterations)", rows,
-                 ["model (solver)", "final loss F", "test accuracy", "seconds (after compile)"])
+                described = (
+                    [f"{g.genes[i]}  {short(g.descriptions[i])}" for i in order]
+                    if g.descriptions
+                    else top
+                )
+    _print_table(
+        f"Supervised dictionary learning on Golub (3051 genes, {train.size} train / {test.size} test "
+        f"samples, rank {rank}, ξ = 0.1, λ = 0.01, {max_iter} iterations)",
+        rows,
+        ["model (solver)", "final loss F", "test accuracy", "seconds (after compile)"],
+    )
     print("  SDL-W's most predictive gene group (largest |β|), top probes towards AML:")
     for line in described:
         print(f"    {line}")
@@ -184,51 +299,112 @@ def dictionary_learning(rank: int = 2, max_iter: int = 300, outdir: pathlib.Path
     # against its own last value would plunge to zero at its end whatever it converged to). Gaps
     # below the loss's rounding (eps·|F*|) are drawn at that floor.
     for model in ("H", "W"):
-        ref = sdl.fit(Xtr, g.y[train], rank, model=model, xi=0.1, lam=0.01, max_iter=4 * max_iter, solver="bcd")
+        ref = sdl.fit(
+            Xtr,
+            g.y[train],
+            rank,
+            model=model,
+            xi=0.1,
+            lam=0.01,
+            max_iter=4 * max_iter,
+            solver="bcd",
+        )
         names = [k for k in curves if k.startswith(f"SDL-{model} ")]
-        best = min([float(np.nanmin(ref.history["loss"]))] + [float(np.min(curves[k])) for k in names])
+        best = min(
+            [float(np.nanmin(ref.history["loss"]))] + [float(np.min(curves[k])) for k in names]
+        )
         floor = float(jnp.finfo(ref.history["loss"].dtype).eps) * abs(best)
         for k in names:
             curves[k] = np.maximum(curves[k] - best, floor)
-    panel = (curves, "iteration", f"F(θ_t) − F*  (F*: BCD, {4 * max_iter} iterations)", "SDL on Golub: LPGD vs BCD",
-             True)
+    panel = (
+        curves,
+        "iteration",
+        f"F(θ_t) − F*  (F*: BCD, {4 * max_iter} iterations)",
+        "SDL on Golub: LPGD vs BCD",
+        True,
+    )
     _plot(outdir, "sdl_golub_loss.png", *panel)
     w_row = rows[2]
-    return ["Supervised dictionary learning", "Golub leukaemia (real)", w_row[0],
-            f"test accuracy {w_row[2]}; top AML probes {', '.join(top[:2])}", w_row[3]], panel
+    return [
+        "Supervised dictionary learning",
+        "Golub leukaemia (real)",
+        w_row[0],
+        f"test accuracy {w_row[2]}; top AML probes {', '.join(top[:2])}",
+        w_row[3],
+    ], panel
 
 
-def covariance_decomposition(rank: int = 3, max_iter: int = 4000, outdir: pathlib.Path | None = None):
+def covariance_decomposition(
+    rank: int = 3, max_iter: int = 4000, outdir: pathlib.Path | None = None
+):
     """Σ = MMᵀ + S for the correlation of 20 S&P 500 stocks (last 250 trading days to 2022-12-28; a
     committed fixture of skfolio's data), the network against FPCP and IALM."""
     d = datasets.covariance.sp500_demo_matrix()
     Sigma = jnp.asarray(d.Sigma, jnp.float32)
     t = 1 / np.sqrt(Sigma.shape[0])
     rows, mats = [], {"Σ": np.asarray(d.Sigma)}
-    runs = (("network (authors' setup: ReLU, ℓ1, Adam 1e-4)", lambda: covariance.decompose(Sigma, rank,
-                                                                                           max_iter=max_iter)),
-            ("network, step decay 1e-3 → 1e-5", lambda: covariance.decompose(Sigma, rank, lr=1e-3, lr_end=1e-5,
-                                                                              max_iter=max_iter, rel_tol=None)),
-            ("FPCP (rank 3)", lambda: covariance.fpcp(Sigma, rank)),
-            ("IALM (no rank)", lambda: covariance.ialm(Sigma, tol=1e-6)))
+    runs = (
+        (
+            "network (authors' setup: ReLU, ℓ1, Adam 1e-4)",
+            lambda: covariance.decompose(Sigma, rank, max_iter=max_iter),
+        ),
+        (
+            "network, step decay 1e-3 → 1e-5",
+            lambda: covariance.decompose(
+                Sigma, rank, lr=1e-3, lr_end=1e-5, max_iter=max_iter, rel_tol=None
+            ),
+        ),
+        ("FPCP (rank 3)", lambda: covariance.fpcp(Sigma, rank)),
+        ("IALM (no rank)", lambda: covariance.ialm(Sigma, tol=1e-6)),
+    )
     for name, call in runs:
         res, secs, _ = _timed(call)
         L = np.asarray(res.L, np.float64)
         S = d.Sigma - L
         err = covariance.real_data_errors(d.Sigma, L, S, t)
-        rows.append([name, int(covariance.rank_above(L)), f"{float(np.linalg.eigvalsh(L)[0]):.1e}",
-                     f"{float(err[0]):.3f}", f"{float(err[1]):.3f}", f"{float(err[2]):.2f}", f"{secs:.1f}"])
+        rows.append(
+            [
+                name,
+                int(covariance.rank_above(L)),
+                f"{float(np.linalg.eigvalsh(L)[0]):.1e}",
+                f"{float(err[0]):.3f}",
+                f"{float(err[1]):.3f}",
+                f"{float(err[2]):.2f}",
+                f"{secs:.1f}",
+            ]
+        )
         mats[name.split(" (")[0].split(",")[0] + (" decay" if "decay" in name else "")] = L
-    _print_table(f"Low-rank + sparse correlation of {len(d.names)} S&P 500 stocks ({d.dates[0]} … {d.dates[1]}), "
-                 f"k = {rank}", rows, ["method", "rank L", "λ_min(L)", "‖Σ−L‖/‖L‖", "‖Σ−L−shrink(S)‖/‖Σ‖",
-                                        "sparsity shrink(S)", "seconds"])
+    _print_table(
+        f"Low-rank + sparse correlation of {len(d.names)} S&P 500 stocks ({d.dates[0]} … {d.dates[1]}), "
+        f"k = {rank}",
+        rows,
+        [
+            "method",
+            "rank L",
+            "λ_min(L)",
+            "‖Σ−L‖/‖L‖",
+            "‖Σ−L−shrink(S)‖/‖Σ‖",
+            "sparsity shrink(S)",
+            "seconds",
+        ],
+    )
     net = rows[1]
-    summary = ["L + S covariance", f"{len(d.names)} S&P 500 stocks (real)", "network, step decay",
-               f"rank L {net[1]}, λ_min(L) {net[2]}, ‖Σ−L−shrink(S)‖/‖Σ‖ {net[4]}", net[6]]
-    panel = {"Σ": mats["Σ"], "L = MMᵀ (network)": mats["network decay"], "S = Σ − L": mats["Σ"] - mats["network decay"]}
+    summary = [
+        "L + S covariance",
+        f"{len(d.names)} S&P 500 stocks (real)",
+        "network, step decay",
+        f"rank L {net[1]}, λ_min(L) {net[2]}, ‖Σ−L−shrink(S)‖/‖Σ‖ {net[4]}",
+        net[6],
+    ]
+    panel = {
+        "Σ": mats["Σ"],
+        "L = MMᵀ (network)": mats["network decay"],
+        "S = Σ − L": mats["Σ"] - mats["network decay"],
+    }
     if outdir is not None:
         try:
             import matplotlib
+
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
         except ImportError:
@@ -290,18 +466,23 @@ def main(argv=None):
     args = parser.parse_args(argv)
     outdir = pathlib.Path(args.out) if args.out else None
     t_start = time.perf_counter()
-    sections = [lambda: robust_pca(n=300 if args.small else 1000, outdir=outdir),
-                lambda: path_norm(epochs=2 if args.small else 10, outdir=outdir),
-                lambda: hyperbolic_regression(n=5000 if args.small else 20000, outdir=outdir),
-                lambda: dictionary_learning(max_iter=100 if args.small else 300, outdir=outdir),
-                lambda: covariance_decomposition(max_iter=500 if args.small else 4000, outdir=outdir)]
+    sections = [
+        lambda: robust_pca(n=300 if args.small else 1000, outdir=outdir),
+        lambda: path_norm(epochs=2 if args.small else 10, outdir=outdir),
+        lambda: hyperbolic_regression(n=5000 if args.small else 20000, outdir=outdir),
+        lambda: dictionary_learning(max_iter=100 if args.small else 300, outdir=outdir),
+        lambda: covariance_decomposition(max_iter=500 if args.small else 4000, outdir=outdir),
+    ]
     summary, panels = [], []
     for section in sections:
         row, panel = section()
         summary.append(row)
         panels.append(panel)
-    _print_table(f"Summary: five families in {time.perf_counter() - t_start:.0f} s (compilation included)", summary,
-                 ["family", "data", "method", "result", "seconds (after compile)"])
+    _print_table(
+        f"Summary: five families in {time.perf_counter() - t_start:.0f} s (compilation included)",
+        summary,
+        ["family", "data", "method", "result", "seconds (after compile)"],
+    )
     _summary_figure(outdir, panels)
     return summary, panels
 
@@ -315,7 +496,7 @@ def _summary_figure(outdir, panels):
     fig = plt.figure(figsize=(15, 8))
     grid = fig.add_gridspec(2, 5)
     for i, panel in enumerate(panels[:4]):
-        ax = fig.add_subplot(grid[i // 2, 2 * (i % 2):2 * (i % 2) + 2])
+        ax = fig.add_subplot(grid[i // 2, 2 * (i % 2) : 2 * (i % 2) + 2])
         _draw(ax, *panel, fontsize=7)
     column = grid[:, 4].subgridspec(len(panels[4]), 1)
     for j, (name, M) in enumerate(panels[4].items()):

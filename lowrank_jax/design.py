@@ -6,9 +6,10 @@ Every product the solvers need goes through the functions here, so the same code
     gram(A, s) = Aᵀ diag(s) A,   take_rows(A, idx),   count_sketch(A, ...).
 
 Sparse matrices are stored as :class:`RowSparse` — per row, the column indices and values of its
-non-zeros, padded to the longest row (q) with zeros — so that Aᵀ diag(s) A is one scatter of the n q²
-row outer products, O(nnz · q) work, and a subset of rows is a gather (the sampled Hessian). Convert a
-``jax.experimental.sparse.BCOO`` (or a dense array) with :func:`as_design` outside ``jit``.
+non-zeros, padded to the longest row (q) with zeros — so that Aᵀ diag(s) A is one scatter of the n
+q² row outer products, O(nnz · q) work, and a subset of rows is a gather (the sampled Hessian).
+Convert a ``jax.experimental.sparse.BCOO`` (or a dense array) with :func:`as_design` outside
+``jit``.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ class RowSparse(eqx.Module):
     """A (n, num_cols) sparse matrix: row i has values ``vals[i]`` at columns ``cols[i]`` (padding:
     value 0 at column 0)."""
 
-    cols: jax.Array   # (n, q) int32
-    vals: jax.Array   # (n, q)
+    cols: jax.Array  # (n, q) int32
+    vals: jax.Array  # (n, q)
     num_cols: int = eqx.field(static=True)
 
     @property
@@ -39,45 +40,57 @@ class RowSparse(eqx.Module):
 
     def todense(self):
         n = self.cols.shape[0]
-        return jnp.zeros(self.shape, self.vals.dtype).at[jnp.arange(n)[:, None], self.cols].add(self.vals)
+        return (
+            jnp.zeros(self.shape, self.vals.dtype)
+            .at[jnp.arange(n)[:, None], self.cols]
+            .add(self.vals)
+        )
 
 
 def as_design(A, name: str = "A"):
-    """A dense 2-D float array, or a :class:`RowSparse` from a ``BCOO``, a ``scipy.sparse`` matrix or
-    a ``RowSparse`` (checked: real, finite, column indices in range; half precision and integers
+    """A dense 2-D float array, or a :class:`RowSparse` from a ``BCOO``, a ``scipy.sparse`` matrix
+    or a ``RowSparse`` (checked: real, finite, column indices in range; half precision and integers
     become float32 / the default float, as for dense input)."""
     if isinstance(A, RowSparse):
         if A.cols.shape != A.vals.shape or A.cols.ndim != 2:
-            raise ValueError(f"{name}: RowSparse cols and vals must be (n, q) arrays of one shape, got "
-                             f"{A.cols.shape} and {A.vals.shape}")
+            raise ValueError(
+                f"{name}: RowSparse cols and vals must be (n, q) arrays of one shape, got "
+                f"{A.cols.shape} and {A.vals.shape}"
+            )
         _checks._require_real_numbers(A.vals.dtype, name)
         if _checks.is_concrete(A.vals) and _checks.is_concrete(A.cols):
             cols, vals = np.asarray(A.cols), np.asarray(A.vals)
             if not np.all(np.isfinite(vals)):
                 raise ValueError(f"{name} has non-finite entries (NaN or inf)")
             if cols.size and (cols.min() < 0 or cols.max() >= A.num_cols):
-                raise ValueError(f"{name}: RowSparse column indices must lie in [0, {A.num_cols}), got "
-                                 f"{cols.min()}..{cols.max()}")
-        dtype = _checks.compute_dtype(A.vals.dtype)       # float16 reached LAPACK and failed there
+                raise ValueError(
+                    f"{name}: RowSparse column indices must lie in [0, {A.num_cols}), got "
+                    f"{cols.min()}..{cols.max()}"
+                )
+        dtype = _checks.compute_dtype(A.vals.dtype)  # float16 reached LAPACK and failed there
         return A if dtype == A.vals.dtype else RowSparse(A.cols, A.vals.astype(dtype), A.num_cols)
     try:
         from jax.experimental import sparse
     except ImportError:  # pragma: no cover
         sparse = None
-    if sparse is not None and hasattr(A, "tocoo") and hasattr(A, "toarray"):    # scipy.sparse: its BCOO
+    if (
+        sparse is not None and hasattr(A, "tocoo") and hasattr(A, "toarray")
+    ):  # scipy.sparse: its BCOO
         A = sparse.BCOO.from_scipy_sparse(A)
     if sparse is not None and isinstance(A, sparse.BCOO):
         if A.ndim != 2 or A.n_batch or A.n_dense:
             raise ValueError(f"{name} must be a 2-D BCOO matrix without batch or dense dimensions")
         if not _checks.is_concrete(A.data):
-            raise ValueError(f"convert {name} with regression.as_design(A) outside jit: the row layout "
-                             "needs concrete indices")
+            raise ValueError(
+                f"convert {name} with regression.as_design(A) outside jit: the row layout "
+                "needs concrete indices"
+            )
         idx, val = np.asarray(A.indices), np.asarray(A.data)
-        _checks._require_real_numbers(val.dtype, name)         # a complex matrix lost its imaginary part
+        _checks._require_real_numbers(val.dtype, name)  # a complex matrix lost its imaginary part
         if not np.all(np.isfinite(val)):
             raise ValueError(f"{name} has non-finite entries (NaN or inf)")
         n, d = A.shape
-        keep = (idx[:, 0] < n) & (idx[:, 1] < d)          # BCOO pads with out-of-range indices
+        keep = (idx[:, 0] < n) & (idx[:, 1] < d)  # BCOO pads with out-of-range indices
         idx, val = idx[keep], val[keep]
         order = np.lexsort((idx[:, 1], idx[:, 0]))
         idx, val = idx[order], val[order]
@@ -98,22 +111,30 @@ def shape(A):
 
 
 def nnz(A) -> int:
-    """Stored non-zeros of a :class:`RowSparse` design (explicit zeros in its buffer not counted); n·d for
-    any other design, dense or ``BCOO``."""
-    return int(np.count_nonzero(np.asarray(A.vals))) if isinstance(A, RowSparse) else int(np.prod(A.shape))
+    """Stored non-zeros of a :class:`RowSparse` design (explicit zeros in its buffer not counted);
+    n·d for any other design, dense or ``BCOO``."""
+    return (
+        int(np.count_nonzero(np.asarray(A.vals)))
+        if isinstance(A, RowSparse)
+        else int(np.prod(A.shape))
+    )
 
 
 def _check_inner(A, x, what: str) -> None:
     if x.ndim < 1 or x.shape[0] != A.shape[1]:
-        raise ValueError(f"{what}: A has {A.shape[1]} columns but the vector/matrix has shape {tuple(x.shape)}")
+        raise ValueError(
+            f"{what}: A has {A.shape[1]} columns but the vector/matrix has shape {tuple(x.shape)}"
+        )
 
 
 def _check_outer(A, v, what: str, name: str) -> None:
     """``v`` must be a vector with one entry per row of A (a length-1 vector broadcast silently)."""
     shape = tuple(jnp.shape(v))
     if len(shape) != 1 or shape[0] != A.shape[0]:
-        raise ValueError(f"{what}: A has {A.shape[0]} rows but {name} has shape {shape} (a vector of length "
-                         f"{A.shape[0]} is needed)")
+        raise ValueError(
+            f"{what}: A has {A.shape[0]} rows but {name} has shape {shape} (a vector of length "
+            f"{A.shape[0]} is needed)"
+        )
 
 
 def matvec(A, x):
@@ -136,7 +157,7 @@ def rmatvec(A, y):
     """Aᵀ y (d,) for a dense (n, d) A or a :class:`RowSparse` one; y (n,)."""
     _check_outer(A, y, "rmatvec", "y")
     if isinstance(A, RowSparse):
-        terms = A.vals * y[:, None]         # the buffer in the promoted dtype, as the dense product's
+        terms = A.vals * y[:, None]  # the buffer in the promoted dtype, as the dense product's
         return jnp.zeros(A.num_cols, terms.dtype).at[A.cols].add(terms)
     # Not A.T @ y: XLA:CPU's transposed matrix-vector product is ~10x slower than this fused
     # multiply-and-reduce over rows (43 ms vs 3.5 ms at 50 000 × 100, float64).
@@ -162,8 +183,8 @@ def column_norms(A):
 
 def equilibrator(A, floor: float = 0.0):
     """s (d,) with s_j = 1/max(‖a_j‖, floor·max_k ‖a_k‖) (1 for an all-zero A): A diag(s) has unit
-    columns, except that columns below ``floor`` relative to the largest are scaled up only as far as
-    that floor."""
+    columns, except that columns below ``floor`` relative to the largest are scaled up only as far
+    as that floor."""
     norms = column_norms(A)
     least = jnp.maximum(floor * jnp.max(norms), jnp.finfo(norms.dtype).tiny)
     return 1 / jnp.maximum(norms, jnp.where(jnp.max(norms) > 0, least, 1))
@@ -177,9 +198,9 @@ def take_rows(A, idx):
 
 
 def count_sketch(key, A, row_scale, k: int):
-    """S diag(row_scale) A (k, d) for a CountSketch S (k × n): every row goes to one uniformly random
-    bucket of k with a random sign; one scatter-add, O(nnz). (A random permutation plus a reshape-sum
-    was 5x slower on XLA:CPU: the permutation is a sort.)"""
+    """S diag(row_scale) A (k, d) for a CountSketch S (k × n): every row goes to one uniformly
+    random bucket of k with a random sign; one scatter-add, O(nnz). (A random permutation plus a
+    reshape-sum was 5x slower on XLA:CPU: the permutation is a sort.)"""
     n = A.shape[0]
     k_bucket, k_sign = jax.random.split(key)
     buckets = jax.random.randint(k_bucket, (n,), 0, k)
@@ -190,5 +211,15 @@ def count_sketch(key, A, row_scale, k: int):
     return jax.ops.segment_sum(scale[:, None] * A, buckets, num_segments=k)
 
 
-__all__ = ["RowSparse", "as_design", "count_sketch", "gram", "matmat", "matvec", "nnz", "rmatvec", "shape",
-           "take_rows"]
+__all__ = [
+    "RowSparse",
+    "as_design",
+    "count_sketch",
+    "gram",
+    "matmat",
+    "matvec",
+    "nnz",
+    "rmatvec",
+    "shape",
+    "take_rows",
+]

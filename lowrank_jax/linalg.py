@@ -58,13 +58,13 @@ def after(x: jax.Array, *deps) -> jax.Array:
     derivative.
 
     Why: XLA's CPU backend runs independent kernels of one program at the same time, and under
-    ``vmap`` jaxlib (0.10) splits each batched LAPACK kernel (SVD, QR, eigh, Cholesky, LU, triangular
-    solves) over the process's intra-op thread pool and blocks a pool thread until its part is done.
-    Two such kernels at once on a 2-thread pool (a 2-core machine) blocked both threads and the
-    program hung (a 64-point ``vmap`` of ScaledGD on one CPU device, now and then). A factorisation
-    that reads ``after(M, previous_result)`` waits for the previous one instead. XLA does not fold
-    0·d for floats (0·NaN is NaN), and ``lax.optimization_barrier`` did not do this: XLA expands it
-    before the CPU runtime orders its kernels.
+    ``vmap`` jaxlib (0.10) splits each batched LAPACK kernel (SVD, QR, eigh, Cholesky, LU,
+    triangular solves) over the process's intra-op thread pool and blocks a pool thread until its
+    part is done. Two such kernels at once on a 2-thread pool (a 2-core machine) blocked both
+    threads and the program hung (a 64-point ``vmap`` of ScaledGD on one CPU device, now and then).
+    A factorisation that reads ``after(M, previous_result)`` waits for the previous one instead. XLA
+    does not fold 0·d for floats (0·NaN is NaN), and ``lax.optimization_barrier`` did not do this:
+    XLA expands it before the CPU runtime orders its kernels.
     """
     x = jnp.asarray(x)
     tie = jnp.zeros((), x.dtype)
@@ -104,8 +104,8 @@ def _thin_svd(A: jax.Array) -> SVDResult:
 
 
 def truncated_svd(A: jax.Array, rank: int) -> SVDResult:
-    """Exact top-``rank`` singular triplets of ``A`` (shape (m, n); any array-like), from its thin SVD
-    (:func:`_thin_svd`). ``rank`` is static.
+    """Exact top-``rank`` singular triplets of ``A`` (shape (m, n); any array-like), from its thin
+    SVD (:func:`_thin_svd`). ``rank`` is static.
 
     Derivatives (forward and reverse mode) are those of the kept triplets alone. With the thin SVD
     A = U Σ Vᵀ (k = min(m, n) triplets, the first r kept), P = Uᵀ dA V_r and Q = Vᵀ dAᵀ U_r (k × r):
@@ -132,7 +132,8 @@ def _truncated_svd(A: jax.Array, rank: int) -> SVDResult:
 
 
 @_truncated_svd.defjvp
-@full_precision   # traced when a caller's jit is differentiated, after the solver's context has closed
+# traced when a caller's jit is differentiated, after the solver's context has closed
+@full_precision
 def _truncated_svd_jvp(rank, primals, tangents):
     (A,), (dA,) = primals, tangents
     m, n = A.shape
@@ -141,10 +142,10 @@ def _truncated_svd_jvp(rank, primals, tangents):
     k = s.shape[0]
     out = SVDResult(U[:, :rank], s[:rank], V[:, :rank])
     sr = out.s
-    dAV = dA @ out.V                                   # (m, r)
-    dAtU = (out.U.T @ dA).T                            # (n, r)
-    P = U.T @ dAV                                      # P_ji = u_jᵀ dA v_i
-    Q = V.T @ dAtU                                     # Q_ji = v_jᵀ dAᵀ u_i
+    dAV = dA @ out.V  # (m, r)
+    dAtU = (out.U.T @ dA).T  # (n, r)
+    P = U.T @ dAV  # P_ji = u_jᵀ dA v_i
+    Q = V.T @ dAtU  # Q_ji = v_jᵀ dAᵀ u_i
     off = jnp.arange(k)[:, None] != jnp.arange(sr.shape[0])[None, :]
     gap = jnp.square(sr)[None, :] - jnp.square(s)[:, None]
     F = jnp.where(off, 1.0 / jnp.where(off, gap, 1.0), 0.0)
@@ -154,16 +155,24 @@ def _truncated_svd_jvp(rank, primals, tangents):
         dU = dU + (dAV - U @ P) / sr
     if n > k:
         dV = dV + (dAtU - V @ Q) / sr
-    return out, SVDResult(dU, jnp.diagonal(P[:sr.shape[0]]), dV)
+    return out, SVDResult(dU, jnp.diagonal(P[: sr.shape[0]]), dV)
 
 
 @full_precision
-def best_rank_approximation(A: jax.Array, rank: int, *, method: str = "exact", key: jax.Array | None = None,
-                            oversample: int = 10, n_iter: int = 4) -> jax.Array:
+def best_rank_approximation(
+    A: jax.Array,
+    rank: int,
+    *,
+    method: str = "exact",
+    key: jax.Array | None = None,
+    oversample: int = 10,
+    n_iter: int = 4,
+) -> jax.Array:
     """The best rank-``rank`` approximation P_r(A) = U_r Σ_r V_rᵀ of ``A`` (m, n) (Eckart–Young).
     ``rank`` is static. ``method``: ``"exact"`` (the thin SVD), ``"gram"`` (the eigendecomposition
     of the small Gram matrix, :func:`gram_svd`; for thin or wide A) or ``"randomized"``
-    (:func:`randomized_svd` with ``key``, default ``jax.random.key(0)``, ``oversample``, ``n_iter``).
+    (:func:`randomized_svd` with ``key``, default ``jax.random.key(0)``, ``oversample``,
+    ``n_iter``).
 
     Its derivative exists wherever σ_r > σ_{r+1}, ties among the kept values included, and each
     method carries it in that form, not through its singular vectors (which have no derivative
@@ -184,7 +193,9 @@ def best_rank_approximation(A: jax.Array, rank: int, *, method: str = "exact", k
     top-r eigenspace of AᵀA, differentiated as that span (:func:`top_eigenspace`). At
     σ_r = σ_{r+1} the projection itself is not unique and the derivative is inf/NaN.
     """
-    A, rank = _svd_input(A, rank, "best_rank_approximation")   # outside the rules: autodiff casts back
+    A, rank = _svd_input(
+        A, rank, "best_rank_approximation"
+    )  # outside the rules: autodiff casts back
     if method == "exact":
         return _best_rank(A, rank)
     if method == "gram":
@@ -200,16 +211,19 @@ def best_rank_approximation(A: jax.Array, rank: int, *, method: str = "exact", k
 
 def _gap_map(T, s, rank):
     """T ↦ D of :func:`best_rank_approximation`'s rule, for a (k, k) T and k ≥ rank singular
-    values s. The map is its own transpose (⟨M, D(T)⟩ = ⟨D(M), T⟩), so reverse mode applies it too."""
+    values s. The map is its own transpose (⟨M, D(T)⟩ = ⟨D(M), T⟩), so reverse mode applies it
+    too."""
     k = s.shape[0]
     kept = jnp.arange(k) < rank
-    p_row = kept[:, None] & ~kept[None, :]                # (i, j) with i kept, j discarded
+    p_row = kept[:, None] & ~kept[None, :]  # (i, j) with i kept, j discarded
     p_col = ~kept[:, None] & kept[None, :]
-    sp = jnp.where(p_row, s[:, None], s[None, :])        # σ of the kept index of the pair
-    sq = jnp.where(p_row, s[None, :], s[:, None])        # σ of the discarded one
+    sp = jnp.where(p_row, s[:, None], s[None, :])  # σ of the kept index of the pair
+    sq = jnp.where(p_row, s[None, :], s[:, None])  # σ of the discarded one
     across = p_row | p_col
     gap = jnp.where(across, jnp.square(sp) - jnp.square(sq), 1.0)
-    return jnp.where(across, sp * (sp * T + sq * T.T) / gap, jnp.where(kept[:, None] & kept[None, :], T, 0.0))
+    return jnp.where(
+        across, sp * (sp * T + sq * T.T) / gap, jnp.where(kept[:, None] & kept[None, :], T, 0.0)
+    )
 
 
 def _projection_tangent(U, s, V, rank, dA):
@@ -271,9 +285,17 @@ def _sketched_svd(A, key, rank, oversample, n_iter) -> SVDResult:
 
 
 @full_precision
-def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, oversample: int = 10,
-                   n_iter: int = 4, start: jax.Array | None = None, axis_name: str | None = None,
-                   rows: int | None = None) -> SVDResult:
+def randomized_svd(
+    A: jax.Array,
+    rank: int,
+    key: jax.Array | None = None,
+    *,
+    oversample: int = 10,
+    n_iter: int = 4,
+    start: jax.Array | None = None,
+    axis_name: str | None = None,
+    rows: int | None = None,
+) -> SVDResult:
     """Randomized truncated SVD (Halko, Martinsson, Tropp 2011, Alg. 4.4 + 5.1).
 
     With l = rank + oversample and a Gaussian test matrix Ω (n, l):
@@ -320,20 +342,24 @@ def randomized_svd(A: jax.Array, rank: int, key: jax.Array | None = None, *, ove
         orth_rows, total = jnp.linalg.qr, (lambda x: x)
     else:
         if rows is None:
-            raise ValueError("randomized_svd with axis_name needs rows= (the global number of rows)")
+            raise ValueError(
+                "randomized_svd with axis_name needs rows= (the global number of rows)"
+            )
         m = rows
-        orth_rows = lambda Y: tsqr(Y, axis_name)             # noqa: E731
-        total = lambda x: jax.lax.psum(x, axis_name)        # noqa: E731
+        orth_rows = lambda Y: tsqr(Y, axis_name)  # noqa: E731
+        total = lambda x: jax.lax.psum(x, axis_name)  # noqa: E731
     if start is not None:
         start = jnp.asarray(start)
         if start.ndim != 2 or start.shape[0] != n or start.shape[1] < rank:
-            raise ValueError(f"start must be an (n, l) block with n = {n} (A's columns) and l >= rank = {rank}, "
-                             f"got shape {start.shape}")
+            raise ValueError(
+                f"start must be an (n, l) block with n = {n} (A's columns) and l >= rank = {rank}, "
+                f"got shape {start.shape}"
+            )
         omega = start.astype(A.dtype)
     else:
         if key is None:
             raise ValueError("randomized_svd needs a key (or a start block)")
-        key = _checks.as_key(key)                        # an integer is a seed
+        key = _checks.as_key(key)  # an integer is a seed
         omega = jax.random.normal(key, (n, min(rank + oversample, m, n)), A.dtype)
     # Products with Aᵀ are written (Qᵀ A)ᵀ: XLA's CPU dot transposes A for Aᵀ Q (~4x slower).
     Q, _ = orth_rows(A @ omega)
@@ -356,15 +382,18 @@ def tsqr(Y_local: jax.Array, axis_name: str) -> tuple[jax.Array, jax.Array]:
     """
     n_i, l = Y_local.shape
     if n_i < l:
-        raise ValueError(f"tsqr needs at least l = {l} rows per device, got {n_i}: use fewer devices")
-    Q1, R1 = qr(Y_local)                # the second QR starts once Q1 is done (see qr)
+        raise ValueError(
+            f"tsqr needs at least l = {l} rows per device, got {n_i}: use fewer devices"
+        )
+    Q1, R1 = qr(Y_local)  # the second QR starts once Q1 is done (see qr)
     Q2, R = jnp.linalg.qr(jax.lax.all_gather(R1, axis_name).reshape(-1, l))
     block = jax.lax.dynamic_slice_in_dim(Q2, jax.lax.axis_index(axis_name) * l, l)
     return Q1 @ block, R
 
 
 def top_eigh(G: jax.Array, rank: int) -> tuple[jax.Array, jax.Array]:
-    """The ``rank`` largest eigenpairs of a symmetric G (n × n): (λ (rank,) decreasing, V (n, rank)).
+    """The ``rank`` largest eigenpairs of a symmetric G (n × n): (λ (rank,) decreasing, V (n,
+    rank)).
 
     For a Gram matrix G = AᵀA these are the squared singular values and right singular vectors of A,
     so A V Vᵀ is A's rank-r Eckart–Young projection (:func:`gram_svd`, and the SDL solver that forms
@@ -375,8 +404,9 @@ def top_eigh(G: jax.Array, rank: int) -> tuple[jax.Array, jax.Array]:
 
 
 def top_eigenspace(G: jax.Array, rank: int) -> jax.Array:
-    """An orthonormal basis V_r (n, rank) of the span of the ``rank`` top eigenvectors of a symmetric
-    G (n × n), as :func:`top_eigh`'s, carrying the derivative of the span rather than of the vectors.
+    """An orthonormal basis V_r (n, rank) of the span of the ``rank`` top eigenvectors of a
+    symmetric G (n × n), as :func:`top_eigh`'s, carrying the derivative of the span rather than of
+    the vectors.
 
     The span (the projector Π = V_r V_rᵀ) is differentiable wherever λ_r > λ_{r+1}, ties among the
     kept eigenvalues included; the eigenvectors within a tie are not (``eigh``'s derivative is NaN
@@ -405,11 +435,11 @@ def _top_eigenspace(G, rank):
 @full_precision
 def _top_eigenspace_jvp(rank, primals, tangents):
     (G,), (dG,) = primals, tangents
-    lam, V = jnp.linalg.eigh(G)                            # increasing; eigh symmetrises G
+    lam, V = jnp.linalg.eigh(G)  # increasing; eigh symmetrises G
     rest = G.shape[0] - rank
     Vr, lr = V[:, rest:][:, ::-1], lam[rest:][::-1]
     Vd, ld = V[:, :rest], lam[:rest]
-    T = Vd.T @ (0.5 * (dG + dG.T)) @ Vr                   # (n − r, r)
+    T = Vd.T @ (0.5 * (dG + dG.T)) @ Vr  # (n − r, r)
     return Vr, Vd @ (T / (lr[None, :] - ld[:, None]))
 
 
@@ -426,7 +456,7 @@ def gram_rank_factors(A: jax.Array, rank: int) -> tuple[jax.Array, jax.Array]:
     if A.shape[0] < A.shape[1]:
         V, L = gram_rank_factors(A.T, rank)
         return L, V
-    B = A / power_of_two_scale(A)                      # the eigenspace of (cA)ᵀ(cA) is that of AᵀA
+    B = A / power_of_two_scale(A)  # the eigenspace of (cA)ᵀ(cA) is that of AᵀA
     V = top_eigenspace(B.T @ B, rank)
     return A @ V, V
 
@@ -467,7 +497,9 @@ def power_of_two_scale(x: jax.Array) -> jax.Array:
     _, exponent = jnp.frexp(jnp.where(usable, top, jnp.ones_like(top)))
     exponent = jnp.minimum(exponent, jnp.finfo(top.dtype).maxexp - 3)
     # (frexp(1) gives 2¹, which the guard's stand-in must not leak: 1 for all-zero or non-finite x)
-    return jax.lax.stop_gradient(jnp.where(usable, jnp.ldexp(jnp.ones_like(top), exponent), jnp.ones_like(top)))
+    return jax.lax.stop_gradient(
+        jnp.where(usable, jnp.ldexp(jnp.ones_like(top), exponent), jnp.ones_like(top))
+    )
 
 
 @full_precision
@@ -475,8 +507,9 @@ def gram_svd(A: jax.Array, rank: int) -> SVDResult:
     """Top-``rank`` singular triplets of a thin (or wide) A from the eigendecomposition of its small
     Gram matrix: AᵀA = V Λ Vᵀ (n × n for m ≥ n), σ = √λ, U = A V / σ.
 
-    One matrix product of A with itself (compute-bound, BLAS-3) and an n × n ``eigh``: for m ≫ n this
-    is several times cheaper than a QR of A on CPU (12 626 × 128, float64: 18 ms against 82 ms).
+    One matrix product of A with itself (compute-bound, BLAS-3) and an n × n ``eigh``: for m ≫ n
+    this is several times cheaper than a QR of A on CPU (12 626 × 128, float64: 18 ms against 82
+    ms).
     Squaring costs accuracy only below the kept spectrum: σ_j is accurate to ~ε σ₁²/σ_j, so the
     top-r triplets are exact to working precision unless σ_r < √ε σ₁. Columns of U for σ = 0 are 0.
     A is scaled by the power of two nearest its largest entry before it is squared (exact, undone on
@@ -487,7 +520,7 @@ def gram_svd(A: jax.Array, rank: int) -> SVDResult:
     if m < n:
         t = gram_svd(A.T, rank)
         return SVDResult(t.V, t.s, t.U)
-    c = power_of_two_scale(A)                      # σ(cA) = cσ(A)
+    c = power_of_two_scale(A)  # σ(cA) = cσ(A)
     A = A / c
     lam, V = top_eigh(A.T @ A, rank)
     s = jnp.sqrt(jnp.maximum(lam, 0.0))
@@ -496,10 +529,17 @@ def gram_svd(A: jax.Array, rank: int) -> SVDResult:
     return SVDResult(U, s * c, V)
 
 
-def low_rank_svd(A: jax.Array, rank: int, *, method: str = "randomized", key: jax.Array | None = None,
-                 oversample: int = 10, n_iter: int = 4) -> SVDResult:
-    """Dispatch to :func:`truncated_svd` (``method="exact"``), :func:`gram_svd` (``"gram"``, for thin
-    matrices) or :func:`randomized_svd`.
+def low_rank_svd(
+    A: jax.Array,
+    rank: int,
+    *,
+    method: str = "randomized",
+    key: jax.Array | None = None,
+    oversample: int = 10,
+    n_iter: int = 4,
+) -> SVDResult:
+    """Dispatch to :func:`truncated_svd` (``method="exact"``), :func:`gram_svd` (``"gram"``, for
+    thin matrices) or :func:`randomized_svd`.
 
     ``key`` defaults to ``jax.random.key(0)``: the sketch is a numerical device whose outcome does
     not depend on the key beyond working precision when the spectrum has a gap. ``oversample`` and
@@ -522,8 +562,14 @@ def balanced_factors(svd: SVDResult) -> tuple[jax.Array, jax.Array]:
 
 
 @full_precision
-def low_rank_factors(A: jax.Array, rank: int, method: str = "randomized", key: jax.Array | None = None,
-                     oversample: int = 10, n_iter: int = 4) -> tuple[jax.Array, jax.Array]:
+def low_rank_factors(
+    A: jax.Array,
+    rank: int,
+    method: str = "randomized",
+    key: jax.Array | None = None,
+    oversample: int = 10,
+    n_iter: int = 4,
+) -> tuple[jax.Array, jax.Array]:
     """Balanced factors (L, R) = (UΣ^{1/2}, VΣ^{1/2}) of the best rank-r approximation of A.
 
     ``method="exact"``: the exact truncated SVD with the kept-triplet derivative of
@@ -535,22 +581,32 @@ def low_rank_factors(A: jax.Array, rank: int, method: str = "randomized", key: j
     wherever σ_r > σ_{r+1}.
     """
     if method == "exact":
-        A, rank = _svd_input(A, rank, "low_rank_factors")   # outside the custom rules: autodiff casts back
+        A, rank = _svd_input(
+            A, rank, "low_rank_factors"
+        )  # outside the custom rules: autodiff casts back
         return balanced_factors(truncated_svd(A, rank))
     return projected_factors(A, rank, method, key, oversample, n_iter)
 
 
 @full_precision
-def projected_factors(A: jax.Array, rank: int, method: str = "randomized", key: jax.Array | None = None,
-                      oversample: int = 10, n_iter: int = 4) -> tuple[jax.Array, jax.Array]:
+def projected_factors(
+    A: jax.Array,
+    rank: int,
+    method: str = "randomized",
+    key: jax.Array | None = None,
+    oversample: int = 10,
+    n_iter: int = 4,
+) -> tuple[jax.Array, jax.Array]:
     """:func:`low_rank_factors` with the rank-r projection's derivative in reverse mode for every
-    ``method`` (see :func:`_projected_factors`), ``"exact"`` included: for callers whose loss depends
-    on (L, R) only through X = L Rᵀ (the RPCA solvers). With ``"exact"`` the rule takes all
+    ``method`` (see :func:`_projected_factors`), ``"exact"`` included: for callers whose loss
+    depends on (L, R) only through X = L Rᵀ (the RPCA solvers). With ``"exact"`` the rule takes all
     min(m, n) triplets of the thin SVD and is the exact derivative of P_r(A) wherever
     σ_r > σ_{r+1}, also where kept singular values tie (σ₁ = σ₂: the kept-triplet derivative of
     ``low_rank_factors(method="exact")`` divides by σ₁² − σ₂² there and gave NaN in float32).
     No forward mode."""
-    A, rank = _svd_input(A, rank, "projected_factors")   # outside the custom rules: autodiff casts back
+    A, rank = _svd_input(
+        A, rank, "projected_factors"
+    )  # outside the custom rules: autodiff casts back
     if method not in ("exact", "gram", "randomized"):
         raise ValueError(f"method must be 'exact', 'gram' or 'randomized', got {method!r}")
     oversample = _checks.check_positive_int(oversample, "oversample", minimum=0)
@@ -561,8 +617,8 @@ def projected_factors(A: jax.Array, rank: int, method: str = "randomized", key: 
 def _factor_svd(A, rank, method, key, oversample, n_iter, *, for_gradient=False) -> SVDResult:
     """The triplets behind :func:`_projected_factors`: the sketch's k = min(rank + oversample, m, n)
     for ``"randomized"`` (its first ``rank`` are :func:`randomized_svd`'s); for ``"gram"`` and
-    ``"exact"`` all min(m, n) when ``for_gradient`` (the eigendecomposition has them all; the reverse rule needs
-    them), else ``rank``."""
+    ``"exact"`` all min(m, n) when ``for_gradient`` (the eigendecomposition has them all; the
+    reverse rule needs them), else ``rank``."""
     if method == "randomized":
         return _sketched_svd(A, _sketch_key(key), rank, oversample, n_iter)
     if method == "gram" and for_gradient:
@@ -599,7 +655,8 @@ def _projected_factors(A, rank, method, key, oversample, n_iter):
     return balanced_factors(SVDResult(U[:, :rank], s[:rank], V[:, :rank]))
 
 
-@full_precision   # traced when a caller's jit is differentiated, after the solver's context has closed
+# traced when a caller's jit is differentiated, after the solver's context has closed
+@full_precision
 def _projected_factors_fwd(A, rank, method, key, oversample, n_iter):
     svd = _factor_svd(A, rank, method, key, oversample, n_iter, for_gradient=True)
     U, s, V = svd
@@ -631,27 +688,29 @@ def _gram_projection_cotangent(U, s, V, rank, L_bar, R_bar):
     Ur, sr, Vr = U[:, :rank], s[:rank], V[:, :rank]
     Ud, sd, Vd = U[:, rank:], s[rank:], V[:, rank:]
     top = jnp.where(s[0] > 0, s[0], 1.0)
-    XV = L_bar * _inverse_root(sr)                                  # X̄ V_r (m, r)
-    AVd, AVr = Ud * (sd / top), Ur * (sr / top)                     # A V / σ₁
-    K = AVd.T @ XV + Vd.T @ (R_bar * (jnp.sqrt(sr) / top))          # (K_qp + K_pq) / σ₁, (n − r, r)
+    XV = L_bar * _inverse_root(sr)  # X̄ V_r (m, r)
+    AVd, AVr = Ud * (sd / top), Ur * (sr / top)  # A V / σ₁
+    K = AVd.T @ XV + Vd.T @ (R_bar * (jnp.sqrt(sr) / top))  # (K_qp + K_pq) / σ₁, (n − r, r)
     S = K / (jnp.square(sr / top)[None, :] - jnp.square(sd / top)[:, None])
     return XV @ Vr.T + (AVd @ S) @ Vr.T + (AVr @ S.T) @ Vd.T
 
 
-@full_precision   # traced when the gradient is taken, after the solver's context has closed
+@full_precision  # traced when the gradient is taken, after the solver's context has closed
 def _projected_factors_bwd(rank, method, oversample, n_iter, svd, cts):
     U, s, V = svd
     L_bar, R_bar = cts
     if method == "gram":
         if U.shape[0] >= V.shape[0]:
             return _gram_projection_cotangent(U, s, V, rank, L_bar, R_bar), None
-        return _gram_projection_cotangent(V, s, U, rank, R_bar, L_bar).T, None   # Aᵀ = V Σ Uᵀ, Xᵀ = R Lᵀ
+        return _gram_projection_cotangent(
+            V, s, U, rank, R_bar, L_bar
+        ).T, None  # Aᵀ = V Σ Uᵀ, Xᵀ = R Lᵀ
     Ur, Vr, sr = U[:, :rank], V[:, :rank], s[:rank]
     inv_root = _inverse_root(sr)
-    XV = L_bar * inv_root                         # X̄ V_r (m, r)
-    UX = (R_bar * inv_root).T                     # U_rᵀ X̄ (r, n)
+    XV = L_bar * inv_root  # X̄ V_r (m, r)
+    UX = (R_bar * inv_root).T  # U_rᵀ X̄ (r, n)
     k = s.shape[0]
-    UXV, UtXV = UX @ V, U.T @ XV                  # rows < rank and columns < rank of M
+    UXV, UtXV = UX @ V, U.T @ XV  # rows < rank and columns < rank of M
     M = jnp.zeros((k, k), U.dtype).at[:rank].set(UXV).at[:, :rank].set(UtXV)
     A_bar = U @ _gap_map(M, s, rank) @ V.T + (XV - U @ UtXV) @ Vr.T + Ur @ (UX - UXV @ V.T)
     return A_bar, None
@@ -674,12 +733,12 @@ def small_spd_inverse(G: jax.Array) -> jax.Array:
     # The first column and row have no products (0-size ones, which add nothing, failed inside XLA
     # in an eager shard_map: "'func.call' op expected at least one operand … GlobalToLocalShape").
     C = jnp.zeros_like(G)
-    for j in range(r):                                    # column j of C: r − j entries at once
+    for j in range(r):  # column j of C: r − j entries at once
         v = G[j:, j] - C[j:, :j] @ C[j, :j] if j else G[:, 0]
         C = C.at[j:, j].set(v / jnp.sqrt(v[0]))
     eye = jnp.eye(r, dtype=G.dtype)
     X = jnp.zeros_like(G)
-    for i in range(r):                                    # row i of C⁻¹ by forward substitution
+    for i in range(r):  # row i of C⁻¹ by forward substitution
         X = X.at[i].set((eye[i] - C[i, :i] @ X[:i] if i else eye[0]) / C[i, i])
     return X.T @ X
 

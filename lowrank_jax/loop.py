@@ -18,7 +18,8 @@ iteration's cost no longer grows with ``max_iter``; a single run pays nothing fo
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -48,14 +49,20 @@ def _flag(pred, state, diag):
     ``pred``: loops that judge no divergence."""
     if pred is None:
         return jnp.asarray(False)
-    nan = [jnp.any(jnp.isnan(d)) for d in jax.tree.leaves(diag) if jnp.issubdtype(jnp.result_type(d), jnp.inexact)]
+    nan = [
+        jnp.any(jnp.isnan(d))
+        for d in jax.tree.leaves(diag)
+        if jnp.issubdtype(jnp.result_type(d), jnp.inexact)
+    ]
     return jnp.asarray(pred(state, diag), bool) | (jnp.any(jnp.stack(nan)) if nan else False)
 
 
 def _code(converged, diverged, running=Status.MAX_ITER):
     """The status after a step: DIVERGED before CONVERGED (a residual that a diverged iterate drove
     to 0 is no convergence), else ``running``."""
-    return jnp.where(diverged, Status.DIVERGED, jnp.where(converged, Status.CONVERGED, running)).astype(jnp.int32)
+    return jnp.where(
+        diverged, Status.DIVERGED, jnp.where(converged, Status.CONVERGED, running)
+    ).astype(jnp.int32)
 
 
 class LoopResult(NamedTuple):
@@ -82,10 +89,18 @@ class LoopResult(NamedTuple):
 def _blank_like(diag):
     """Padding for history rows that were never written: NaN for floats, -1 for integers, False for
     booleans (a -1 cast to bool would read True)."""
+
     def blank(x):
         x = jnp.asarray(x)
-        fill = jnp.nan if jnp.issubdtype(x.dtype, jnp.inexact) else False if x.dtype == jnp.bool_ else -1
+        fill = (
+            jnp.nan
+            if jnp.issubdtype(x.dtype, jnp.inexact)
+            else False
+            if x.dtype == jnp.bool_
+            else -1
+        )
         return jnp.full(x.shape, fill, x.dtype)
+
     return jax.tree.map(blank, diag)
 
 
@@ -116,7 +131,9 @@ def _unless_stopped_batched(axis_size, in_batched, stopped, new, old):
     b_out = jax.tree.map(lambda bn, bo: b_stop or bn or bo, b_new, b_old)
 
     def pick(n, bn, o, bo, batched):
-        grow = lambda v, bv: v if bv or not batched else jnp.broadcast_to(v, (axis_size,) + jnp.shape(v))  # noqa: E731
+        grow = lambda v, bv: (
+            v if bv or not batched else jnp.broadcast_to(v, (axis_size,) + jnp.shape(v))
+        )  # noqa: E731
         n, o = grow(n, bn), grow(o, bo)
         flag = stopped.reshape((axis_size,) + (1,) * (jnp.ndim(n) - 1)) if b_stop else stopped
         return jnp.where(flag, o, n)
@@ -138,10 +155,16 @@ def _unless_stopped_flat(stopped, new, old):
 def _unless_stopped_flat_jvp(primals, tangents):
     stopped, new, old = primals
     _, t_new, t_old = tangents
-    real = [jnp.dtype(t.dtype) != jax.dtypes.float0 for t in t_new]   # integer / key leaves: float0
-    picked = iter(_unless_stopped(stopped, [t for t, r in zip(t_new, real) if r],
-                                  [t for t, r in zip(t_old, real) if r]))
-    return (_unless_stopped(stopped, new, old), [next(picked) if r else t for t, r in zip(t_new, real)])
+    real = [jnp.dtype(t.dtype) != jax.dtypes.float0 for t in t_new]  # integer / key leaves: float0
+    picked = iter(
+        _unless_stopped(
+            stopped, [t for t, r in zip(t_new, real) if r], [t for t, r in zip(t_old, real) if r]
+        )
+    )
+    return (
+        _unless_stopped(stopped, new, old),
+        [next(picked) if r else t for t, r in zip(t_new, real)],
+    )
 
 
 def _keep_running(stopped, new, old):
@@ -152,8 +175,15 @@ def _keep_running(stopped, new, old):
     return tree.unflatten(_unless_stopped_flat(stopped, leaves_new, tree.flatten_up_to(old)))
 
 
-def run_fixed(step: Step, state, num_steps: int, *, start: int = 0, diverged: Predicate | None = None,
-              invalid=None) -> LoopResult:
+def run_fixed(
+    step: Step,
+    state,
+    num_steps: int,
+    *,
+    start: int = 0,
+    diverged: Predicate | None = None,
+    invalid=None,
+) -> LoopResult:
     """Run ``step`` exactly ``num_steps`` (an int ≥ 0) times with ``lax.scan`` (reverse-mode
     differentiable), from ``state`` (any pytree the step takes and returns). The iteration index
     passed to ``step`` runs from ``start`` (a solver resuming a run, or whose first step was taken
@@ -172,18 +202,28 @@ def run_fixed(step: Step, state, num_steps: int, *, start: int = 0, diverged: Pr
         s, diag = step(k, s)
         return (s, bad | _flag(diverged, s, diag), diag), diag
 
-    ks = jnp.arange(num_steps, dtype=jnp.int32) + start      # start may be traced, as in run_until
+    ks = jnp.arange(num_steps, dtype=jnp.int32) + start  # start may be traced, as in run_until
     (state, bad, final), history = lax.scan(body, (state, jnp.asarray(False), blank), ks)
     out = LoopResult(state, history, jnp.asarray(num_steps, jnp.int32), final, _code(False, bad))
     return out if invalid is None else _poison(out, invalid)
 
 
-def run_until(step: Step, state, *, max_iter: int, stop: Predicate, diverged: Predicate | None = None,
-              start: int = 0, differentiable: bool = False, progress: str | None = None,
-              invalid=None) -> LoopResult:
+def run_until(
+    step: Step,
+    state,
+    *,
+    max_iter: int,
+    stop: Predicate,
+    diverged: Predicate | None = None,
+    start: int = 0,
+    differentiable: bool = False,
+    progress: str | None = None,
+    invalid=None,
+) -> LoopResult:
     """Run ``step`` until ``stop(state, diag)`` or ``diverged(state, diag)`` (or'ed with a NaN in
-    ``diag``, as in :func:`run_fixed`) is true, or ``max_iter`` steps were taken; the status says which (DIVERGED wins over CONVERGED: a residual
-    that a blown-up iterate drove to 0 is no convergence).
+    ``diag``, as in :func:`run_fixed`) is true, or ``max_iter`` steps were taken; the status says
+    which (DIVERGED wins over CONVERGED: a residual that a blown-up iterate drove to 0 is no
+    convergence).
 
     ``differentiable=False`` uses ``lax.while_loop``: steps after the stop are never executed;
     forward mode (``jvp``, ``jacfwd``, and ``vmap`` of them) works, reverse mode does not (``grad``
@@ -209,8 +249,12 @@ def run_until(step: Step, state, *, max_iter: int, stop: Predicate, diverged: Pr
 
 def _poison(out: LoopResult, invalid) -> LoopResult:
     """Where ``invalid`` is true: status INVALID and NaN in the state's floating-point leaves."""
-    poisoned = jax.tree.map(lambda a: jnp.where(invalid, jnp.nan, a) if jnp.issubdtype(jnp.result_type(a), jnp.inexact)
-                            else a, out.state)
+    poisoned = jax.tree.map(
+        lambda a: (
+            jnp.where(invalid, jnp.nan, a) if jnp.issubdtype(jnp.result_type(a), jnp.inexact) else a
+        ),
+        out.state,
+    )
     status = jnp.where(invalid, Status.INVALID, out.status).astype(jnp.int32)
     return out._replace(state=poisoned, status=status)
 
@@ -219,15 +263,19 @@ def _run_until(step, state, max_iter, stop, diverged, start, differentiable, pro
     # Trace one step abstractly to learn the diagnostics' structure for the history buffer.
     _, diag_shape = jax.eval_shape(lambda s: step(jnp.asarray(start, jnp.int32), s), state)
     stop_shape = jax.eval_shape(stop, state, diag_shape)
-    if not (hasattr(stop_shape, "dtype") and stop_shape.dtype == jnp.bool_ and stop_shape.shape == ()):
-        raise TypeError(f"stop(state, diag) must return a boolean scalar, got {stop_shape} "
-                        "(compare with a tolerance, e.g. diag['residual'] < tol)")
+    if not (
+        hasattr(stop_shape, "dtype") and stop_shape.dtype == jnp.bool_ and stop_shape.shape == ()
+    ):
+        raise TypeError(
+            f"stop(state, diag) must return a boolean scalar, got {stop_shape} "
+            "(compare with a tolerance, e.g. diag['residual'] < tol)"
+        )
     blank = _blank_like(jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), diag_shape))
     history0 = jax.tree.map(lambda b: jnp.broadcast_to(b, (max_iter,) + b.shape), blank)
 
     zero = jnp.asarray(0, jnp.int32)
-    running = jnp.asarray(Status.MAX_ITER, jnp.int32)     # what a run that never stops reports
-    if max_iter == 0:             # no step: the state as given, an empty history
+    running = jnp.asarray(Status.MAX_ITER, jnp.int32)  # what a run that never stops reports
+    if max_iter == 0:  # no step: the state as given, an empty history
         return LoopResult(state, history0, zero, blank, running)
 
     def write(hist, i, row):
@@ -237,10 +285,13 @@ def _run_until(step, state, max_iter, stop, diverged, start, differentiable, pro
         """Send ``done`` iterations to the progress channel every ``every`` of them."""
         if progress is None:
             return
-        every = -(-max_iter // 100)          # ⌈max_iter / 100⌉: at most 100 reports
+        every = -(-max_iter // 100)  # ⌈max_iter / 100⌉: at most 100 reports
         send = functools.partial(CompiledBar.reach, channel=progress)
-        lax.cond((done % every == 0) | (done == max_iter),
-                 lambda: jax.debug.callback(send, done), lambda: None)
+        lax.cond(
+            (done % every == 0) | (done == max_iter),
+            lambda: jax.debug.callback(send, done),
+            lambda: None,
+        )
 
     def judge(s, diag):
         conv, div = stop(s, diag), _flag(diverged, s, diag)
@@ -257,7 +308,9 @@ def _run_until(step, state, max_iter, stop, diverged, start, differentiable, pro
             s_new, diag = step(start + i, s)
             hist = write(hist, i, _keep_running(done, diag, blank))
             stopped, new_code = judge(s_new, diag)
-            s_new, n, last, code = _keep_running(done, (s_new, i + 1, diag, new_code), (s, n, last, code))
+            s_new, n, last, code = _keep_running(
+                done, (s_new, i + 1, diag, new_code), (s, n, last, code)
+            )
             report(i + 1)
             return i + 1, n, s_new, hist, last, code, done | stopped
 
@@ -281,5 +334,7 @@ def _run_until(step, state, max_iter, stop, diverged, start, differentiable, pro
         return lax.cond(done, skip, go, (n, s, hist, last, code)), None
 
     carry = (zero, state, history0, blank, running, jnp.asarray(False))
-    (n, state, history, last, code, _), _ = lax.scan(scan_body, carry, jnp.arange(max_iter, dtype=jnp.int32))
+    (n, state, history, last, code, _), _ = lax.scan(
+        scan_body, carry, jnp.arange(max_iter, dtype=jnp.int32)
+    )
     return LoopResult(state, history, n, last, code)

@@ -36,8 +36,8 @@ class NoBar:
 
 
 def bar(total: int, desc: str, unit: str, show: bool = True):
-    """A ``tqdm.auto`` bar of ``total`` ``unit``s, or :class:`NoBar` when ``show`` is False or tqdm is
-    not installed."""
+    """A ``tqdm.auto`` bar of ``total`` ``unit``s, or :class:`NoBar` when ``show`` is False or tqdm
+    is not installed."""
     if not show:
         return NoBar()
     try:
@@ -48,22 +48,26 @@ def bar(total: int, desc: str, unit: str, show: bool = True):
 
 
 def wanted(progress, *args) -> bool:
-    """``progress`` as a checked flag, switched off with a warning when the call is being traced (one
-    of ``args``, a pytree, is a tracer: inside the user's ``jit``/``vmap`` or a
+    """``progress`` as a checked flag, switched off with a warning when the call is being traced
+    (one of ``args``, a pytree, is a tracer: inside the user's ``jit``/``vmap`` or a
     :func:`lowrank_jax.sweep.run`). A :class:`CompiledBar` opened there would open and close while
-    the program is traced and stay at 0 while it runs; the enclosing sweep's own bar shows instead."""
+    the program is traced and stay at 0 while it runs; the enclosing sweep's own bar shows
+    instead."""
     progress = _checks.check_flag(progress, "progress")
     if progress and not all(_checks.is_concrete(a) for a in jax.tree.leaves(args)):
-        warnings.warn("progress=True has no effect on a traced call (inside jit, vmap or sweep.run): its bar "
-                      "would close before the program runs; use the sweep's own progress bar", stacklevel=3)
+        warnings.warn(
+            "progress=True has no effect on a traced call (inside jit, vmap or sweep.run): its bar "
+            "would close before the program runs; use the sweep's own progress bar",
+            stacklevel=3,
+        )
         return False
     return progress
 
 
 class CompiledBar:
-    """A bar that a compiled program moves with ``jax.debug.callback(CompiledBar.advance, count)`` or
-    ``jax.debug.callback(CompiledBar.reach, done)`` (``functools.partial(..., channel=name)`` for a
-    named channel).
+    """A bar that a compiled program moves with ``jax.debug.callback(CompiledBar.advance, count)``
+    or ``jax.debug.callback(CompiledBar.reach, done)`` (``functools.partial(..., channel=name)`` for
+    a named channel).
 
     Open it around the call of the program (``with CompiledBar(total, desc, unit, show, channel):
     f(...)``); callbacks go to the innermost open bar of their channel and are ignored while none is
@@ -78,7 +82,9 @@ class CompiledBar:
     _active: dict[str, list[CompiledBar]] = {}
     _lock = threading.Lock()
 
-    def __init__(self, total: int, desc: str, unit: str, show: bool = True, channel: str = "default"):
+    def __init__(
+        self, total: int, desc: str, unit: str, show: bool = True, channel: str = "default"
+    ):
         self.total = int(total)
         self.channel = channel
         self.bar = bar(self.total, desc, unit, show)
@@ -109,9 +115,9 @@ class CompiledBar:
 
     def finish(self, done: int | None = None):
         """Show the work as done: for a caller that knows it is (a sweep whose outputs are ready),
-        since XLA may drop the callbacks of a program whose outputs are all empty (dead code: seen on
-        several CPU devices). ``done`` below the total (a loop that met its tolerance early) becomes
-        the bar's total, so it ends at done/done rather than stalled part way."""
+        since XLA may drop the callbacks of a program whose outputs are all empty (dead code: seen
+        on several CPU devices). ``done`` below the total (a loop that met its tolerance early)
+        becomes the bar's total, so it ends at done/done rather than stalled part way."""
         with CompiledBar._lock:
             if done is not None and 0 <= int(done) < self.total and not isinstance(self.bar, NoBar):
                 self.total = self.bar.total = int(done)
@@ -121,8 +127,8 @@ class CompiledBar:
 
     @classmethod
     def advance(cls, count, channel: str = "default"):
-        """Add the sum of ``count`` (an array: under ``vmap`` the callback may receive the counts of a
-        whole batch at once, or fire once per member)."""
+        """Add the sum of ``count`` (an array: under ``vmap`` the callback may receive the counts of
+        a whole batch at once, or fire once per member)."""
         with cls._lock:
             target = cls.current(channel)
             if target is not None:

@@ -24,20 +24,23 @@ def soft_threshold(x: jax.Array, t) -> jax.Array:
 
     Written with ``clip`` so that XLA fuses it and so that E = S_t(D) − D = −clip(D, −t, t) costs
     one pass. ∂/∂t = −sign(x) on |x| ≥ t and 0 elsewhere (:func:`clip_symmetric`'s rule, which takes
-    the t-branch at the tie |x| = t). ``t`` must be ≥ 0 (+inf allowed: every entry 0) and broadcastable.
+    the t-branch at the tie |x| = t). ``t`` must be ≥ 0 (+inf allowed: every entry 0) and
+    broadcastable.
 
     A concrete ``t`` (a number or array) with a negative or NaN entry raises ``ValueError`` naming
     ``t``: x − clip(x, −t, t) at t < 0 shifts every entry away from 0 by |t| (a zero became |t|).
     A traced ``t`` is used as it is: this is the inner step of the solvers, whose thresholds are
     validated at their public boundary (:func:`lowrank_jax._checks.as_hyper` maps a traced invalid
     one to NaN). On a pytree of weights (the prox of t Σ_leaves ‖·‖₁):
-    ``jax.tree.map(lambda w: soft_threshold(w, t), params)``. Integer and bool ``x`` are shrunk in the
-    default float; a floating ``x`` keeps its dtype under a Python-number ``t``.
+    ``jax.tree.map(lambda w: soft_threshold(w, t), params)``. Integer and bool ``x`` are shrunk in
+    the default float; a floating ``x`` keeps its dtype under a Python-number ``t``.
     """
     x = jnp.asarray(x)
     if _checks.is_concrete(t):
-        _checks.as_hyper(t, "t", allow_inf=True)     # validation only: a JAX t keeps its own dtype below
-        if not isinstance(t, jax.Array) and type(t) is not float:     # (np.float64 subclasses float)
+        _checks.as_hyper(
+            t, "t", allow_inf=True
+        )  # validation only: a JAX t keeps its own dtype below
+        if not isinstance(t, jax.Array) and type(t) is not float:  # (np.float64 subclasses float)
             # a NumPy t in x's dtype, as the other thresholds take it: an integer one went through
             # jnp's int32 (x64 off, 2**32 wrapped to 0), a float64 one promoted a float32 x (x64 on)
             t = np.asarray(t, np.float64).astype(jnp.result_type(x, float))
@@ -65,25 +68,28 @@ def _clip_symmetric_jvp(primals, tangents):
     tangents = (d if hasattr(d, "dtype") else jnp.asarray(d) for d in tangents)
     dx, dt = (jnp.zeros((), out.dtype) if d.dtype == jax.dtypes.float0 else d for d in tangents)
     inside = jnp.abs(x) < t
-    return out, jnp.broadcast_to(jnp.where(inside, dx, jnp.sign(x) * dt), out.shape).astype(out.dtype)
+    return out, jnp.broadcast_to(jnp.where(inside, dx, jnp.sign(x) * dt), out.shape).astype(
+        out.dtype
+    )
 
 
 def group_soft_threshold(x: jax.Array, t, axis: int = 0) -> jax.Array:
-    """Group soft thresholding, the prox of t Σ_g ‖x_g‖₂ over the slices along ``axis`` (columns of a
-    matrix for ``axis=0``: the ℓ2,1 norm):
+    """Group soft thresholding, the prox of t Σ_g ‖x_g‖₂ over the slices along ``axis`` (columns of
+    a matrix for ``axis=0``: the ℓ2,1 norm):
 
         x_g ↦ max(1 − t/‖x_g‖₂, 0) · x_g,
 
     so a group with ‖x_g‖₂ ≤ t becomes 0 and every other keeps its direction and loses t in norm.
-    ``t`` ≥ 0, a scalar or broadcastable against the group norms (shape of x with ``axis`` kept as 1).
-    Computed as x_g − t·u_g where ‖x_g‖₂ > t (0 elsewhere), with the unit direction u_g = y/‖y‖₂ of
-    y = x_g/m, m = max|x_g|, and ‖x_g‖₂ = m‖y‖₂: everything at unit scale, so neither the value nor
-    the derivative (which involves 1/‖x_g‖, never 1/‖x_g‖²) under- or overflows for tiny groups
-    (float32 groups near 1e-20 had NaN gradients at t = 0). The derivative at a zero group is that of the
+    ``t`` ≥ 0, a scalar or broadcastable against the group norms (shape of x with ``axis`` kept as
+    1). Computed as x_g − t·u_g where ‖x_g‖₂ > t (0 elsewhere), with the unit direction u_g = y/‖y‖₂
+    of y = x_g/m, m = max|x_g|, and ‖x_g‖₂ = m‖y‖₂: everything at unit scale, so neither the value
+    nor the derivative (which involves 1/‖x_g‖, never 1/‖x_g‖²) under- or overflows for tiny groups
+    (float32 groups near 1e-20 had NaN gradients at t = 0). The derivative at a zero group is that
+    of the
     operator there: 0 for t > 0, the identity for t = 0. A concrete negative or NaN ``t`` raises
     ``ValueError`` naming it; a traced one (a sweep point) gives NaN entries.
     """
-    x = jnp.asarray(x)          # a list or a NumPy array (float64 ones: in JAX's default float)
+    x = jnp.asarray(x)  # a list or a NumPy array (float64 ones: in JAX's default float)
     t = _checks.as_hyper(t, "t", dtype=jnp.result_type(x.dtype, float))
     # m held constant for the derivative: u_g and m‖y‖₂ do not depend on the scale m (homogeneity),
     # and differentiating through it forms x/m², which flushes to 0 or inf for tiny float32 groups.
@@ -91,8 +97,10 @@ def group_soft_threshold(x: jax.Array, t, axis: int = 0) -> jax.Array:
     y = x / jnp.where(m > 0, m, 1.0)
     ss = jnp.sum(jnp.square(y), axis=axis, keepdims=True)
     nonzero = ss > 0
-    root = jnp.sqrt(jnp.where(nonzero, ss, 1.0))             # ‖y‖ where non-zero (safe sqrt)
-    keep = jnp.where(nonzero, m * root > t, jnp.asarray(t) <= 0)   # a zero group is kept (as 0) at t = 0
+    root = jnp.sqrt(jnp.where(nonzero, ss, 1.0))  # ‖y‖ where non-zero (safe sqrt)
+    keep = jnp.where(
+        nonzero, m * root > t, jnp.asarray(t) <= 0
+    )  # a zero group is kept (as 0) at t = 0
     # A traced invalid t arrives as NaN (as_hyper); every comparison with it is False, which zeroed
     # every group, a plausible answer. It gives NaN, as in soft_threshold and hard_threshold.
     return jnp.where(jnp.isnan(t), jnp.nan, jnp.where(keep, x - t * (y / root), 0.0))
@@ -101,20 +109,20 @@ def group_soft_threshold(x: jax.Array, t, axis: int = 0) -> jax.Array:
 def hard_threshold(x: jax.Array, t) -> jax.Array:
     """Hard thresholding: keep x_i where |x_i| > t, zero elsewhere (prox of t²/2 · ‖·‖₀).
 
-    ``t`` ≥ 0, a scalar or broadcastable against x (+inf allowed: every entry 0). A concrete negative
-    or NaN ``t`` raises ``ValueError`` naming it (a negative one kept every entry, silently); a
-    traced NaN ``t`` (a solver's threshold from an invalid traced hyperparameter) gives NaN entries,
-    not the all-zero result a comparison with NaN would."""
+    ``t`` ≥ 0, a scalar or broadcastable against x (+inf allowed: every entry 0). A concrete
+    negative or NaN ``t`` raises ``ValueError`` naming it (a negative one kept every entry,
+    silently); a traced NaN ``t`` (a solver's threshold from an invalid traced hyperparameter) gives
+    NaN entries, not the all-zero result a comparison with NaN would."""
     x = jnp.asarray(x)
     if _checks.is_concrete(t):
-        _checks.as_hyper(t, "t", allow_inf=True)     # validation only, as in soft_threshold
+        _checks.as_hyper(t, "t", allow_inf=True)  # validation only, as in soft_threshold
     return jnp.where(jnp.isnan(t), jnp.nan, jnp.where(jnp.abs(x) > t, x, jnp.zeros_like(x)))
 
 
 def project_rank(x: jax.Array, rank: int, *, method: str = "exact", key=None) -> jax.Array:
     """Euclidean projection onto matrices of rank ≤ ``rank`` (Eckart–Young): U_r Σ_r V_rᵀ, by
-    :func:`lowrank_jax.linalg.best_rank_approximation` with ``method`` ``"exact"``, ``"gram"`` (thin or
-    wide x) or ``"randomized"`` (``key``).
+    :func:`lowrank_jax.linalg.best_rank_approximation` with ``method`` ``"exact"``, ``"gram"`` (thin
+    or wide x) or ``"randomized"`` (``key``).
 
     Every method carries the projection's own derivative, finite wherever σ_r > σ_{r+1}, also where
     singular values tie (a multiple of the identity, diag(3, 3, 1), the repeated zeros of a
@@ -128,19 +136,26 @@ def top_fraction_count(alpha, n: int) -> jax.Array:
     alpha = jnp.asarray(alpha)
     # At least float32: the slack is relative to α's precision, and bfloat16's eps (2⁻⁷) times n
     # would add whole entries (0.25 · 100 gave 31).
-    dtype = jnp.promote_types(alpha.dtype, jnp.float32) if jnp.issubdtype(alpha.dtype, jnp.floating) else jnp.float32
+    dtype = (
+        jnp.promote_types(alpha.dtype, jnp.float32)
+        if jnp.issubdtype(alpha.dtype, jnp.floating)
+        else jnp.float32
+    )
     # Relative to α n (not n): an absolute slack of 8 ulp · n added an entry at α = 0 once n ≈ 10⁶.
     return jnp.floor(alpha.astype(dtype) * n * (1 + 8 * jnp.finfo(dtype).eps)).astype(jnp.int32)
 
 
 # A square M up to this many entries has its row and column cut-offs found by one selection over the
 # rows of [M; Mᵀ]: one compiled selection instead of two (ScaledGD's first call at 300 × 300 to
-# 700 × 700: 3.2-3.9 s against 5.0-6.4 s; its runs as fast or faster, 16 against 20 ms at 200 × 200).
-# Above it the transposed copy costs more than it saves (1000 × 1000: 260-270 against 195-225 ms).
+# 700 × 700: 3.2-3.9 s against 5.0-6.4 s; its runs as fast or faster, 16 against 20 ms at 200 ×
+# 200). Above it the transposed copy costs more than it saves (1000 × 1000: 260-270 against 195-225
+# ms).
 _JOINT_SELECTION_MAX = 1 << 19
 
 
-def top_fraction_thresholds(magnitude: jax.Array, alpha, *, row_guess=None, col_guess=None, gather=True):
+def top_fraction_thresholds(
+    magnitude: jax.Array, alpha, *, row_guess=None, col_guess=None, gather=True
+):
     """Per-row and per-column cut-offs of ScaledGD's sparsifier T_α.
 
     Returns ``(row_cut, col_cut)`` with row_cut[i] the ⌊α n2⌋-th largest entry of row i of
@@ -156,13 +171,26 @@ def top_fraction_thresholds(magnitude: jax.Array, alpha, *, row_guess=None, col_
     if n1 == n2 and n1 * n2 <= _JOINT_SELECTION_MAX:
         guess = None
         if row_guess is not None and col_guess is not None:
-            guess = jnp.concatenate([jnp.broadcast_to(jnp.asarray(g, magnitude.dtype), (n1,))
-                                     for g in (row_guess, col_guess)])
-        cuts = kth_largest(jnp.concatenate([magnitude, magnitude.T]), top_fraction_count(alpha, n1), axis=1,
-                           guess=guess, gather=gather)
+            guess = jnp.concatenate(
+                [
+                    jnp.broadcast_to(jnp.asarray(g, magnitude.dtype), (n1,))
+                    for g in (row_guess, col_guess)
+                ]
+            )
+        cuts = kth_largest(
+            jnp.concatenate([magnitude, magnitude.T]),
+            top_fraction_count(alpha, n1),
+            axis=1,
+            guess=guess,
+            gather=gather,
+        )
         return cuts[:n1], cuts[n1:]
-    row_cut = kth_largest(magnitude, top_fraction_count(alpha, n2), axis=1, guess=row_guess, gather=gather)
-    col_cut = kth_largest(magnitude, top_fraction_count(alpha, n1), axis=0, guess=col_guess, gather=gather)
+    row_cut = kth_largest(
+        magnitude, top_fraction_count(alpha, n2), axis=1, guess=row_guess, gather=gather
+    )
+    col_cut = kth_largest(
+        magnitude, top_fraction_count(alpha, n1), axis=0, guess=col_guess, gather=gather
+    )
     return row_cut, col_cut
 
 
@@ -175,7 +203,9 @@ def _check_fraction(alpha, name: str = "alpha") -> None:
     if value is None:
         raise ValueError(f"{name} must be a real number in [0, 1], got {alpha!r}")
     if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} must lie in [0, 1] (the fraction of each row and column kept), got {value}")
+        raise ValueError(
+            f"{name} must lie in [0, 1] (the fraction of each row and column kept), got {value}"
+        )
 
 
 def sparsify_top_fraction(x: jax.Array, alpha, *, gather: bool = True) -> jax.Array:
@@ -206,7 +236,7 @@ def _sparsify_top_fraction(x, alpha, gather=True):
     mag = jnp.abs(x)
     row_cut, col_cut = top_fraction_thresholds(mag, alpha, gather=gather)
     out = apply_top_fraction(x, mag, row_cut, col_cut)
-    return jnp.where((alpha >= 0) & (alpha <= 1), out, jnp.nan)    # one select, fused with the mask
+    return jnp.where((alpha >= 0) & (alpha <= 1), out, jnp.nan)  # one select, fused with the mask
 
 
 def apply_top_fraction(x, magnitude, row_cut, col_cut):

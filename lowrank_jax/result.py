@@ -1,4 +1,5 @@
-"""The result contract every iterative solver follows: a status, a count, final diagnostics, a history.
+"""The result contract every iterative solver follows: a status, a count, final diagnostics, a
+history.
 
 Every solver (``rpca.lrpca``, ``rpca.scaledgd``, ``rpca.altproj``, ``regression.newton_solve``,
 ``sdl.fit``, ``covariance.decompose``, ``pathnorm.train``, …) returns a subclass of :class:`Result`:
@@ -39,8 +40,8 @@ class Status(enum.IntEnum):
     - ``CONVERGED`` (0): the stopping rule met ``tol``.
     - ``MAX_ITER`` (1): ``max_iter`` iterations ran; with no ``tol`` that is the requested run.
     - ``DIVERGED`` (2): the iterate became non-finite or grew without bound; the run stopped there.
-    - ``INVALID`` (3): a traced hyperparameter broke its rule (a sweep point with a negative ``tol``,
-      say), which cannot raise at the boundary; the solution fields are NaN.
+    - ``INVALID`` (3): a traced hyperparameter broke its rule (a sweep point with a negative
+      ``tol``, say), which cannot raise at the boundary; the solution fields are NaN.
     """
 
     CONVERGED = 0
@@ -60,7 +61,8 @@ class Result(eqx.Module):
     Attributes:
       n_iter: int32, iterations run.
       status: int32, a :class:`Status` code.
-      history: dict of per-iteration diagnostics, leading axis ``max_iter`` (padded past ``n_iter``).
+      history: dict of per-iteration diagnostics, leading axis ``max_iter`` (padded past
+        ``n_iter``).
     """
 
     n_iter: jax.Array
@@ -75,7 +77,11 @@ class Result(eqx.Module):
     def __repr__(self) -> str:
         parts = []
         names = [f.name for f in dataclasses.fields(self)]
-        order = ["status", "n_iter"] + [n for n in names if n not in ("status", "n_iter", "history")] + ["history"]
+        order = (
+            ["status", "n_iter"]
+            + [n for n in names if n not in ("status", "n_iter", "history")]
+            + ["history"]
+        )
         for name in order:
             value = getattr(self, name)
             if value is None:
@@ -95,7 +101,7 @@ class Result(eqx.Module):
 def _status_text(value) -> str:
     try:
         arr = np.asarray(value)
-    except Exception:   # a tracer
+    except Exception:  # a tracer
         return _short(value)
     if arr.ndim == 0:
         return Status.describe(arr)
@@ -114,7 +120,7 @@ def _short(value) -> str:
         if shape == ():
             try:
                 x = np.asarray(value).item()
-            except Exception:   # a tracer
+            except Exception:  # a tracer
                 return f"{jnp.dtype(value.dtype).name}[]"
             return f"{x:.4g}" if isinstance(x, float) else repr(x)
         return f"{_dtype_short(value.dtype)}[{','.join(map(str, shape))}]"
@@ -128,7 +134,8 @@ def _short(value) -> str:
 def _dtype_short(dtype) -> str:
     d = jnp.dtype(dtype)
     return {"f": "f", "i": "i", "u": "u", "b": "bool", "c": "c"}.get(d.kind, d.kind) + (
-        "" if d.kind == "b" else str(8 * d.itemsize))
+        "" if d.kind == "b" else str(8 * d.itemsize)
+    )
 
 
 R = TypeVar("R", bound=Result)
@@ -137,7 +144,8 @@ R = TypeVar("R", bound=Result)
 def finish(result: R, throw: bool, *, diverged: str, invalid: str | None = None) -> R:
     """Apply the failure semantics to a solver's ``result``: with ``throw`` true, raise a
     ``RuntimeError`` when ``status`` is DIVERGED or INVALID, with the message ``diverged`` or
-    ``invalid`` (it should name the cause and what to change); with ``throw`` false, return it as is.
+    ``invalid`` (it should name the cause and what to change); with ``throw`` false, return it as
+    is.
 
     A concrete status (the solver called directly) is judged here, on the host. A traced one (the
     caller's ``jit``, ``vmap``, ``grad`` or a sweep) is judged in the compiled program by
@@ -147,8 +155,10 @@ def finish(result: R, throw: bool, *, diverged: str, invalid: str | None = None)
     if not throw:
         return result
     if invalid is None:
-        invalid = ("a traced hyperparameter is outside its valid range (negative or NaN tol, a "
-                   "fraction outside [0, 1], ...); the result is NaN")
+        invalid = (
+            "a traced hyperparameter is outside its valid range (negative or NaN tol, a "
+            "fraction outside [0, 1], ...); the result is NaN"
+        )
     status = result.status
     if not isinstance(status, jax.core.Tracer):
         code = np.asarray(status)
@@ -162,8 +172,8 @@ def finish(result: R, throw: bool, *, diverged: str, invalid: str | None = None)
 
 def ensure_finite(values, message: str):
     """The failure semantics of :func:`finish` for a function that returns plain arrays (no status):
-    raise ``RuntimeError(message)`` when a floating-point entry of ``values`` (an array or pytree) is
-    NaN or infinite; else return ``values``. Judged on the host for concrete values, by
+    raise ``RuntimeError(message)`` when a floating-point entry of ``values`` (an array or pytree)
+    is NaN or infinite; else return ``values``. Judged on the host for concrete values, by
     ``equinox.error_if`` in the compiled program for traced ones."""
     leaves = [x for x in jax.tree.leaves(values) if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
     if not leaves:

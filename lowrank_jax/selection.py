@@ -372,7 +372,7 @@ def _kth_largest(x, k, axis, guess, gather=True):
     return v.reshape(out_shape), passes
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _selector(axis, gather=True):
     """kth_largest along a fixed axis, with a vmap rule that never batches the loop
     itself (that would turn its lax.cond into a select, both kinds of pass on every
@@ -393,6 +393,7 @@ def _selector(axis, gather=True):
     @select.def_vmap
     def select_batched(size, batched, x, k, *guess):
         if not batched[0]:
+
             def one(vs):
                 vs = iter(vs)
                 return select(x, *(next(vs) if b else v for v, b in zip((k,) + guess, batched[1:])))
@@ -404,8 +405,9 @@ def _selector(axis, gather=True):
 
 
 def _members_as_rows(x, axis, batched, k, guess):
-    """For a vmap rule given a batched x (batch axis first): k and the guess broadcast to the batch's
-    result shape, so that selecting along ``axis + 1`` treats the members' rows as more rows."""
+    """For a vmap rule given a batched x (batch axis first): k and the guess broadcast to the
+    batch's result shape, so that selecting along ``axis + 1`` treats the members' rows as more
+    rows."""
     out_shape = x.shape[: axis + 1] + x.shape[axis + 2 :]  # (size,) + one member's result shape
 
     def stacked(v, is_batched):
@@ -416,10 +418,11 @@ def _members_as_rows(x, axis, batched, k, guess):
     return tuple(stacked(v, b) for v, b in zip((k,) + guess, batched[1:]))
 
 
-# On GPUs and TPUs, "auto" sorts a selection over fewer entries than this (all the members of a vmapped
-# batch together) and counts above it. One H200, float32, rows of n × n matrices, ms (count / sort):
-# one 1000²: 0.84 / 0.48; 64 × 200²: 0.44 / 0.19; 8 × 500²: 0.43 / 0.26; 2000²: 1.02 / 1.08;
-# 8 × 1000²: 0.58 / 0.67; 64 × 500²: 0.74 / 0.91; 64 × 1000²: 1.17 / 3.38; 64 × 2000²: 2.95 / 15.0.
+# On GPUs and TPUs, "auto" sorts a selection over fewer entries than this (all the members of a
+# vmapped batch together) and counts above it. One H200, float32, rows of n × n matrices, ms (count
+# / sort): one 1000²: 0.84 / 0.48; 64 × 200²: 0.44 / 0.19; 8 × 500²: 0.43 / 0.26; 2000²: 1.02 /
+# 1.08; 8 × 1000²: 0.58 / 0.67; 64 × 500²: 0.74 / 0.91; 64 × 1000²: 1.17 / 3.38; 64 × 2000²: 2.95 /
+# 15.0.
 _SORT_MAX_ENTRIES = 1 << 22
 
 
@@ -428,14 +431,17 @@ def _auto(axis, gather, x, k, *guess):
     when x has fewer than ``_SORT_MAX_ENTRIES`` entries, counting otherwise."""
     count = _selector(axis, gather)
     sort = lambda x, k, *guess: _kth_by_sort(x, k, axis)  # noqa: E731
-    return lax.platform_dependent(x, k, *guess, cpu=count, default=sort if x.size < _SORT_MAX_ENTRIES else count)
+    return lax.platform_dependent(
+        x, k, *guess, cpu=count, default=sort if x.size < _SORT_MAX_ENTRIES else count
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _auto_selector(axis, gather=True):
-    """:func:`_auto` with a vmap rule that decides on the whole batch: a batched x is selected as one
-    array whose rows are all the members' rows (as :func:`_selector` does), so its size is the batch's.
-    With x unbatched (only k or the guess vary) the decision is x's: the sort sorts it once."""
+    """:func:`_auto` with a vmap rule that decides on the whole batch: a batched x is selected as
+    one array whose rows are all the members' rows (as :func:`_selector` does), so its size is the
+    batch's. With x unbatched (only k or the guess vary) the decision is x's: the sort sorts it
+    once."""
 
     @custom_vmap
     def select(x, k, *guess):
@@ -445,8 +451,12 @@ def _auto_selector(axis, gather=True):
     def select_batched(size, batched, x, k, *guess):
         if not batched[0]:
             in_axes = tuple(0 if b else None for b in batched)
-            return jax.vmap(functools.partial(_auto, axis, gather), in_axes=in_axes)(x, k, *guess), True
-        return _auto_selector(axis + 1, gather)(x, *_members_as_rows(x, axis, batched, k, guess)), True
+            return jax.vmap(functools.partial(_auto, axis, gather), in_axes=in_axes)(
+                x, k, *guess
+            ), True
+        return _auto_selector(axis + 1, gather)(
+            x, *_members_as_rows(x, axis, batched, k, guess)
+        ), True
 
     return select
 
@@ -507,8 +517,8 @@ def kth_largest(x, k, *, axis=-1, guess=None, method="auto", gather=True):
     ``v_k = max{x < hi}``), or when the bracket holds one representable value;
     a final masked min/max sweep reads off the exact entry. Once at most 1/8 of
     many rows (at least 32, with 2¹⁶ entries in all) are unfinished, those rows are
-    gathered into a small block and finished there. Start: one min/max sweep and a first pass hedging between
-    value-linear, value-halved and integer-linear interpolation and bisection; or,
+    gathered into a small block and finished there. Start: one min/max sweep and a first pass
+    hedging between value-linear, value-halved and integer-linear interpolation and bisection; or,
     with ``guess``, 4 thresholds within about +-1% of it (expanding geometrically
     if it misses); or, for axes longer than 2**14, 4 order statistics of a 1/64
     strided sample (found the same way). Typical cost for 1000 x 1000, k = 200:
@@ -529,18 +539,22 @@ def kth_largest(x, k, *, axis=-1, guess=None, method="auto", gather=True):
     if not jnp.issubdtype(k.dtype, jnp.integer):
         raise TypeError(f"k must be an integer, got {k.dtype}")
     if k.dtype.itemsize < 4:
-        k = k.astype(jnp.int32)         # n − k in an int8/uint8 k wrapped around (sort: 39.0 for 295.0)
+        k = k.astype(jnp.int32)  # n − k in an int8/uint8 k wrapped around (sort: 39.0 for 295.0)
     if x.ndim == 0:
         raise ValueError("kth_largest needs an array with at least one axis, got a scalar")
     index = _checks.as_int(axis)
     if index is None or not -x.ndim <= index < x.ndim:
-        raise ValueError(f"axis must be an integer in [{-x.ndim}, {x.ndim}) for an array of shape {x.shape}, "
-                         f"got {axis!r}")
-    out_shape = x.shape[:index % x.ndim] + x.shape[index % x.ndim + 1:]
+        raise ValueError(
+            f"axis must be an integer in [{-x.ndim}, {x.ndim}) for an array of shape {x.shape}, "
+            f"got {axis!r}"
+        )
+    out_shape = x.shape[: index % x.ndim] + x.shape[index % x.ndim + 1 :]
     for name, v in (("k", k), ("guess", guess)):
         if v is not None and not _broadcasts_to(jnp.shape(v), out_shape):
-            raise ValueError(f"{name} must broadcast to the result's shape {out_shape} (x's shape {x.shape} "
-                             f"without axis {axis}), got shape {jnp.shape(v)}")
+            raise ValueError(
+                f"{name} must broadcast to the result's shape {out_shape} (x's shape {x.shape} "
+                f"without axis {axis}), got shape {jnp.shape(v)}"
+            )
     dtype = x.dtype
     if dtype not in (jnp.float32, jnp.float64):
         x = x.astype(jnp.float32)  # exact for float16 / bfloat16
@@ -548,7 +562,9 @@ def kth_largest(x, k, *, axis=-1, guess=None, method="auto", gather=True):
     if method not in ("auto", "count", "sort"):
         raise ValueError(f"method must be 'auto', 'count' or 'sort', got {method!r}")
     gather = _checks.check_flag(gather, "gather")
-    return lax.stop_gradient(_kth(x, k, guess, axis=index % x.ndim, method=method, gather=gather).astype(dtype))
+    return lax.stop_gradient(
+        _kth(x, k, guess, axis=index % x.ndim, method=method, gather=gather).astype(dtype)
+    )
 
 
 def _broadcasts_to(shape, target) -> bool:
@@ -586,5 +602,7 @@ def _kth_by_sort(x, k, axis):
     ascending = jnp.sort(x, axis=axis)
     place = jnp.expand_dims(jnp.clip(n - k, 0, n - 1), axis)
     v = jnp.squeeze(jnp.take_along_axis(ascending, place, axis=axis), axis)
-    v = jnp.where(jnp.abs(v) < jnp.finfo(x.dtype).tiny, jnp.zeros((), x.dtype), v)  # ±0, subnormals → +0.0
+    v = jnp.where(
+        jnp.abs(v) < jnp.finfo(x.dtype).tiny, jnp.zeros((), x.dtype), v
+    )  # ±0, subnormals → +0.0
     return jnp.where(k <= 0, inf, jnp.where(k > n, -inf, v))

@@ -2,8 +2,8 @@
 and the sampled Gram matrix Aᵀ D̃ A used by sketched Newton (the "SubSample" of the rescaled
 hyperbolic regression paper, Lemma 6.4, which the paper cites without an algorithm).
 
-For X = diag(√D) A (n × d, D > 0) with leverage scores τ_i = ‖e_iᵀ U‖² (U an orthonormal basis of X's
-column space, Σ τ_i = rank X, d for full column rank), drawing m rows i.i.d. with probabilities
+For X = diag(√D) A (n × d, D > 0) with leverage scores τ_i = ‖e_iᵀ U‖² (U an orthonormal basis of
+X's column space, Σ τ_i = rank X, d for full column rank), drawing m rows i.i.d. with probabilities
 p_i and weighting D̃_i = D_i · count_i/(m p_i) gives E[Aᵀ D̃ A] = Aᵀ D A, and with p_i ≥ β τ_i/d the
 matrix Chernoff bound gives (1 − ε) AᵀDA ⪯ AᵀD̃A ⪯ (1 + ε) AᵀDA with probability ≥ 1 − δ
 once m ≥ (8/3) (d/β) log(2d/δ)/ε² (:func:`sketch_size`).
@@ -33,50 +33,64 @@ def leverage_scores(A, row_weights=None):
     τ_i = ‖e_iᵀ U_k‖² with U_k the left singular vectors of X for its k = rank(X) non-negligible
     singular values (computed as X = QR, R = U_R Σ Vᵀ, U = Q U_R), so Σ τ_i = rank(X). A plain QR
     would be wrong for a rank-deficient X: its Q still has d columns, and the d − k that span no
-    direction of X are arbitrary and add spurious scores (close to 1 for a row they happen to favour).
+    direction of X are arbitrary and add spurious scores (close to 1 for a row they happen to
+    favour).
     """
     X = design.as_design(A)
     X = X.todense() if isinstance(X, design.RowSparse) else X
     if row_weights is not None:
-        X = jnp.sqrt(_checks.as_hyper(row_weights, "row_weights", ndim=1, length=X.shape[0],
-                                      dtype=X.dtype))[:, None] * X     # in A's dtype, as approx_leverage_scores
-    Q, R = linalg.qr(X)                 # Q finished before the SVD of R starts (see linalg.qr)
+        X = (
+            jnp.sqrt(
+                _checks.as_hyper(
+                    row_weights, "row_weights", ndim=1, length=X.shape[0], dtype=X.dtype
+                )
+            )[:, None]
+            * X
+        )  # in A's dtype, as approx_leverage_scores
+    Q, R = linalg.qr(X)  # Q finished before the SVD of R starts (see linalg.qr)
     U, s, _ = jnp.linalg.svd(R, full_matrices=False)
     W = Q @ (U * linalg.above_rounding(s, max(X.shape)))
     return jnp.sum(W * W, axis=1)
 
 
 @full_precision
-def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None = None, jl_cols: int | None = None):
+def approx_leverage_scores(
+    key, A, row_weights=None, *, sketch_rows: int | None = None, jl_cols: int | None = None
+):
     """Leverage scores (n,) of diag(√row_weights) A, A (n, d), up to a constant factor, in
-    O(nnz(A) · t + k d²) (a CountSketch, Clarkson–Woodruff 2013, then a Gaussian JL projection, as in
-    Drineas et al. 2012).
+    O(nnz(A) · t + k d²) (a CountSketch, Clarkson–Woodruff 2013, then a Gaussian JL projection, as
+    in Drineas et al. 2012).
 
     ``sketch_rows`` k of the CountSketch (default 8d), ``jl_cols`` t of the Gaussian projection
     (default 16: constant-factor scores suffice, they only shape the sampling distribution; with
     t columns each score carries a χ²_t/t factor, 1 % quantile 0.36 at t = 16).
     ``A`` dense or :class:`lowrank_jax.design.RowSparse`.
 
-    With SX = Q'R' and R' = U Σ Vᵀ: τ_i ≈ ‖e_iᵀ X V Σ⁺ Vᵀ G‖², where V Σ⁺ Vᵀ = ((SX)ᵀ SX)^{+1/2}. Its
-    expectation over G is e_iᵀ X ((SX)ᵀ SX)⁺ Xᵀ e_i, the score the sketch estimates. Σ⁺ keeps only the
-    non-negligible singular values: for a rank-deficient X (a zero or repeated column) it drops the
-    directions that X lacks, whose near-zero pivots would otherwise inflate every score. The matrix
-    depends on (SX)ᵀ SX alone, not on which QR factor or which singular vectors LAPACK returns. Those
-    choices (signs, and rotations where a pivot is zero) differ between builds and between a batched
-    (``vmap``) and a single factorisation. With the earlier ``V Σ⁻¹ G``, the Gaussian draw met the data
-    differently for each choice. That was the likely cause of a vmapped sketched Newton run parting
-    from its single runs by 2e-2 on a GPU (see the scaling guide).
+    With SX = Q'R' and R' = U Σ Vᵀ: τ_i ≈ ‖e_iᵀ X V Σ⁺ Vᵀ G‖², where V Σ⁺ Vᵀ = ((SX)ᵀ SX)^{+1/2}.
+    Its expectation over G is e_iᵀ X ((SX)ᵀ SX)⁺ Xᵀ e_i, the score the sketch estimates. Σ⁺ keeps
+    only the non-negligible singular values: for a rank-deficient X (a zero or repeated column) it
+    drops the directions that X lacks, whose near-zero pivots would otherwise inflate every score.
+    The matrix depends on (SX)ᵀ SX alone, not on which QR factor or which singular vectors LAPACK
+    returns. Those choices (signs, and rotations where a pivot is zero) differ between builds and
+    between a batched (``vmap``) and a single factorisation. With the earlier ``V Σ⁻¹ G``, the
+    Gaussian draw met the data differently for each choice. That was the likely cause of a vmapped
+    sketched Newton run parting from its single runs by 2e-2 on a GPU (see the scaling guide).
     """
     A = design.as_design(A)
     n, d = A.shape
     k = 8 * d if sketch_rows is None else _checks.check_positive_int(sketch_rows, "sketch_rows")
     if k < d:
-        raise ValueError(f"sketch_rows = {k} < d = {d}: a CountSketch needs at least d rows to keep the "
-                         "column space (default 8d)")
+        raise ValueError(
+            f"sketch_rows = {k} < d = {d}: a CountSketch needs at least d rows to keep the "
+            "column space (default 8d)"
+        )
     t = 16 if jl_cols is None else _checks.check_positive_int(jl_cols, "jl_cols")
     dtype = A.dtype
-    scale = (jnp.ones(n, dtype) if row_weights is None
-             else jnp.sqrt(_checks.as_hyper(row_weights, "row_weights", ndim=1, length=n, dtype=dtype)))
+    scale = (
+        jnp.ones(n, dtype)
+        if row_weights is None
+        else jnp.sqrt(_checks.as_hyper(row_weights, "row_weights", ndim=1, length=n, dtype=dtype))
+    )
     k_sketch, kg = jax.random.split(_checks.as_key(key))
     SX = design.count_sketch(k_sketch, A, scale, k)
     R = jnp.linalg.qr(SX, mode="r")
@@ -84,7 +98,7 @@ def approx_leverage_scores(key, A, row_weights=None, *, sketch_rows: int | None 
     keep = linalg.above_rounding(s, max(SX.shape))
     inv_s = jnp.where(keep, 1.0 / jnp.where(keep, s, 1.0), 0.0)
     G = jax.random.normal(kg, (s.shape[0], t), dtype) / jnp.sqrt(jnp.asarray(t, dtype))
-    RG = (Vt.T * inv_s) @ (Vt @ G)                    # ((SX)ᵀ SX)^{+1/2} G (d, t): no factor's choice enters
+    RG = (Vt.T * inv_s) @ (Vt @ G)  # ((SX)ᵀ SX)^{+1/2} G (d, t): no factor's choice enters
     Z = scale[:, None] * design.matmat(A, RG)
     return jnp.sum(Z * Z, axis=1)
 
@@ -100,9 +114,11 @@ def sketch_size(d: int, eps: float, delta: float = 0.01, beta: float = 1.0) -> i
             raise ValueError(f"{name} must be a real number, got {value!r}")
     eps, delta, beta = (_checks.as_real(v) for v in (eps, delta, beta))
     if not (0 < eps < math.inf and 0 < delta < 1 and 0 < beta <= 1):
-        raise ValueError(f"need 0 < eps < inf, 0 < delta < 1, 0 < beta <= 1; got {eps}, {delta}, {beta}")
+        raise ValueError(
+            f"need 0 < eps < inf, 0 < delta < 1, 0 < beta <= 1; got {eps}, {delta}, {beta}"
+        )
     factor = 2 * (1 + max(eps, 1.0) / 3)
-    return math.ceil(factor * d / beta * math.log(2 * d / delta) / eps ** 2)
+    return math.ceil(factor * d / beta * math.log(2 * d / delta) / eps**2)
 
 
 def sample_rows(key, scores, m: int, active=None):
@@ -120,18 +136,22 @@ def sample_rows(key, scores, m: int, active=None):
     key = _checks.as_key(key)
     scores = _checks.as_hyper(scores, "scores", ndim=1)
     if scores.shape[0] == 0:
-        raise ValueError("scores must have at least one entry (one per row to sample from), got none")
+        raise ValueError(
+            "scores must have at least one entry (one per row to sample from), got none"
+        )
     if active is not None and not jnp.issubdtype(jnp.result_type(active), jnp.integer):
         raise ValueError(f"active must be an integer (a number of draws), got {active!r}")
     top = jnp.max(scores)
-    scaled = scores / jnp.where(top > 0, top, 1.0)       # no overflow of the sum (float32 scores ~1e38)
+    scaled = scores / jnp.where(top > 0, top, 1.0)  # no overflow of the sum (float32 scores ~1e38)
     total = jnp.sum(scaled)
     p = jnp.where(total > 0, scaled / jnp.where(total > 0, total, 1.0), 1.0 / scores.shape[0])
     idx = jax.random.choice(key, scores.shape[0], (m,), p=p)
     if active is None:
         return idx, 1.0 / (m * p[idx]), p
     if _checks.is_concrete(active) and not 1 <= int(active) <= m:
-        raise ValueError(f"active must satisfy 1 <= active <= m = {m} (the draws there are), got {int(active)}")
+        raise ValueError(
+            f"active must satisfy 1 <= active <= m = {m} (the draws there are), got {int(active)}"
+        )
     active = jnp.minimum(active, m)
     used = jnp.arange(m) < active
     return idx, jnp.where(used, 1.0 / (active * p[idx]), 0.0), p
@@ -139,7 +159,8 @@ def sample_rows(key, scores, m: int, active=None):
 
 @full_precision
 def sampled_gram(key, A, D, m: int, *, method: str = "approx", scores=None, active=None):
-    """Aᵀ D̃ A with D̃ from leverage-score row sampling of diag(√D) A (D > 0): O(m d²) after the scores.
+    """Aᵀ D̃ A with D̃ from leverage-score row sampling of diag(√D) A (D > 0): O(m d²) after the
+    scores.
 
     ``method``: "approx" (CountSketch route), "exact" (QR), or pass ``scores``; ``active``: see
     :func:`sample_rows`. A: dense (n, d), ``BCOO``, ``scipy.sparse`` or ``RowSparse`` (as
@@ -151,11 +172,20 @@ def sampled_gram(key, A, D, m: int, *, method: str = "approx", scores=None, acti
     if method not in ("approx", "exact"):
         raise ValueError(f"method must be 'approx' or 'exact', got {method!r}")
     if scores is None:
-        scores = approx_leverage_scores(k_scores, A, D) if method == "approx" else leverage_scores(A, D)
-    else:   # one per row: JAX's gather clamps an index past the end, so a longer array sampled row n−1
+        scores = (
+            approx_leverage_scores(k_scores, A, D) if method == "approx" else leverage_scores(A, D)
+        )
+    # one per row: JAX's gather clamps an index past the end, so a longer array sampled row n−1
+    else:
         scores = _checks.as_hyper(scores, "scores", ndim=1, length=A.shape[0], dtype=A.dtype)
     idx, weight, _ = sample_rows(k_draw, scores, m, active)
     return design.gram(design.take_rows(A, idx), D[idx] * weight)
 
 
-__all__ = ["approx_leverage_scores", "leverage_scores", "sample_rows", "sampled_gram", "sketch_size"]
+__all__ = [
+    "approx_leverage_scores",
+    "leverage_scores",
+    "sample_rows",
+    "sampled_gram",
+    "sketch_size",
+]

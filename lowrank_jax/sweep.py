@@ -7,7 +7,8 @@ three things a sweep needs beyond that:
 * :func:`grid` — the Cartesian product of named axes as stacked arrays (keys included), and
   :func:`seeds` for a key axis;
 * :func:`run` — ``out[i] = f(**point_i)`` for every point in one compiled program, optionally in
-  chunks of ``chunk`` points (``lax.map(..., batch_size=chunk)``) to bound memory, with the point axis
+  chunks of ``chunk`` points (``lax.map(..., batch_size=chunk)``) to bound memory, with the point
+  axis
   **sharded across devices** (``jax.sharding.Mesh`` / ``shard_map``; one device: no sharding).
   The point count is padded to a multiple of the device count by repeating the last point, and the
   padding is dropped from the result;
@@ -39,7 +40,8 @@ import functools
 import inspect
 import numbers
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -53,7 +55,7 @@ AXIS = "sweep"
 # Platforms whose devices take their block of points one at a time instead of as one vmapped batch
 # (see _program); tests empty it to exercise the vmapped branch on CPU devices.
 _MAP_PER_POINT_ON = {"cpu"}
-_hinted_one_cpu_device = False   # the one-device hint of `run` is given once per process
+_hinted_one_cpu_device = False  # the one-device hint of `run` is given once per process
 
 
 def _hint_one_cpu_device(devices) -> None:
@@ -64,23 +66,29 @@ def _hint_one_cpu_device(devices) -> None:
     if _hinted_one_cpu_device or len(devices) != 1 or devices[0].platform != "cpu" or cores < 2:
         return
     _hinted_one_cpu_device = True
-    _checks.warn_caller(f"sweep.run: JAX has one CPU device, so this sweep runs on about one of the {cores} cores. "
-                        f"jax.config.update('jax_num_cpu_devices', {cores}) before JAX's first computation (a fresh "
-                        "process) gives one device per core, and sweep.run then splits the points over them "
-                        "(see the Sweeps guide). Pass devices=jax.devices() to silence this.")
+    _checks.warn_caller(
+        f"sweep.run: JAX has one CPU device, so this sweep runs on about one of the {cores} cores. "
+        f"jax.config.update('jax_num_cpu_devices', {cores}) before JAX's first computation (a fresh "
+        "process) gives one device per core, and sweep.run then splits the points over them "
+        "(see the Sweeps guide). Pass devices=jax.devices() to silence this."
+    )
 
 
 def _length(name, v) -> int:
     leaves = jax.tree.leaves(v)
     if not leaves:
         if v is None:
-            raise ValueError(f"sweep axis {name!r} is None: give its values (a 1-D array, a list, or a pytree "
-                             "of stacked leaves); leave fixed inputs out of the grid (shared= in sweep.run)")
+            raise ValueError(
+                f"sweep axis {name!r} is None: give its values (a 1-D array, a list, or a pytree "
+                "of stacked leaves); leave fixed inputs out of the grid (shared= in sweep.run)"
+            )
         raise ValueError(f"sweep axis {name!r} is empty")
     sizes = {np.shape(x)[0] if np.ndim(x) else None for x in leaves}
     if None in sizes or len(sizes) != 1:
-        raise ValueError(f"sweep axis {name!r} needs a leading axis of one length on every leaf, "
-                         f"got shapes {[np.shape(x) for x in leaves]}")
+        raise ValueError(
+            f"sweep axis {name!r} needs a leading axis of one length on every leaf, "
+            f"got shapes {[np.shape(x) for x in leaves]}"
+        )
     size = sizes.pop()
     if size == 0:
         raise ValueError(f"sweep axis {name!r} is empty")
@@ -115,26 +123,30 @@ def _axis(v):
         # Numbers and plain nests of them only: a list of dicts or of (key, value) pairs with scalar
         # leaves is one point per element (it crashed in jnp.asarray as an object array).
         if all(np.ndim(x) == 0 for x in leaves) and all(_number_or_nest(x) for x in v):
-            if not any(jnp.issubdtype(getattr(x, "dtype", None), jax.dtypes.prng_key) for x in leaves):
+            if not any(
+                jnp.issubdtype(getattr(x, "dtype", None), jax.dtypes.prng_key) for x in leaves
+            ):
                 return jnp.asarray(v)
             if len(leaves) == len(v):
-                return jnp.stack(list(v))                   # a list of single keys
+                return jnp.stack(list(v))  # a list of single keys
             # (key, value) pairs and the like: one point per element, stacked leaf by leaf below
     if isinstance(v, list) and v:
         structures = {jax.tree.structure(x) for x in v}
         shapes = {tuple(np.shape(x) for x in jax.tree.leaves(p)) for p in v}
         if len(structures) != 1 or len(shapes) != 1:
-            raise ValueError("a list axis has one point per element, so its elements need one structure and "
-                             f"shape, got shapes {[jax.tree.map(np.shape, x) for x in v]}; pass a tuple or "
-                             "dict of arrays already stacked along their first axis for a pytree axis")
+            raise ValueError(
+                "a list axis has one point per element, so its elements need one structure and "
+                f"shape, got shapes {[jax.tree.map(np.shape, x) for x in v]}; pass a tuple or "
+                "dict of arrays already stacked along their first axis for a pytree axis"
+            )
         return jax.tree.map(lambda *xs: jnp.stack(xs), *v)
     return jax.tree.map(jnp.asarray, v)
 
 
 def seeds(seed: int, count: int) -> jax.Array:
     """``count`` (an integer >= 1) independent keys from ``jax.random.key(seed)``: a key axis for
-    :func:`grid`. ``seed`` is an integer (a traced integer too) or a key (:func:`lowrank_jax._checks.as_key`;
-    anything else is a ``TypeError`` naming it)."""
+    :func:`grid`. ``seed`` is an integer (a traced integer too) or a key
+    (:func:`lowrank_jax._checks.as_key`; anything else is a ``TypeError`` naming it)."""
     count = _checks.check_positive_int(count, "count")
     return jax.random.split(_checks.as_key(seed), count)
 
@@ -142,16 +154,17 @@ def seeds(seed: int, count: int) -> jax.Array:
 def grid(**axes) -> dict[str, Any]:
     """Cartesian product of named axes, first axis slowest (as ``itertools.product``).
 
-    Each value is a 1-D array-like, a list of per-point values (arrays or pytrees of one shape, which
-    are stacked), or a pytree whose leaves share a leading axis (e.g. a key array from :func:`seeds`,
-    or a tuple of stacked parameter arrays). Returns a dict of the same names whose leaves
-    have the leading axis N = Π len(axis); ``result.reshape(*lengths)`` recovers the grid's shape.
+    Each value is a 1-D array-like, a list of per-point values (arrays or pytrees of one shape,
+    which are stacked), or a pytree whose leaves share a leading axis (e.g. a key array from
+    :func:`seeds`, or a tuple of stacked parameter arrays). Returns a dict of the same names whose
+    leaves have the leading axis N = Π len(axis); ``result.reshape(*lengths)`` recovers the grid's
+    shape.
     """
     if not axes:
         raise ValueError("grid needs at least one axis")
     axes = {k: _axis(v) for k, v in axes.items()}
     lengths = [_length(k, v) for k, v in axes.items()]
-    index = np.indices(lengths).reshape(len(lengths), -1)      # (axes, N), first axis slowest
+    index = np.indices(lengths).reshape(len(lengths), -1)  # (axes, N), first axis slowest
     return {k: jax.tree.map(lambda x, i=i: x[index[i]], v) for i, (k, v) in enumerate(axes.items())}
 
 
@@ -167,7 +180,9 @@ def _device_tuple(devices) -> tuple:
     if isinstance(devices, jax.Device):
         return (devices,)
     if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__"):
-        raise ValueError(f"devices must be a device or a sequence of devices (e.g. jax.devices()), got {devices!r}")
+        raise ValueError(
+            f"devices must be a device or a sequence of devices (e.g. jax.devices()), got {devices!r}"
+        )
     devices = tuple(devices)
     if not all(isinstance(d, jax.Device) for d in devices):
         raise ValueError(f"devices must hold jax devices (e.g. jax.devices()[:2]), got {devices!r}")
@@ -176,7 +191,9 @@ def _device_tuple(devices) -> tuple:
 
 def _mesh(devices) -> Mesh | None:
     if not devices:
-        raise ValueError("devices is empty: pass None (all of jax.devices()) or at least one device")
+        raise ValueError(
+            "devices is empty: pass None (all of jax.devices()) or at least one device"
+        )
     if len(set(devices)) != len(devices):
         raise ValueError(f"devices lists a device more than once: {devices}")
     if len(devices) <= 1:
@@ -186,7 +203,9 @@ def _mesh(devices) -> Mesh | None:
 
 def _place(tree, where):
     """The arrays of ``tree`` put on ``where`` (a device, or a sharding); other leaves as they are."""
-    return jax.tree.map(lambda x: jax.device_put(x, where) if isinstance(x, (jax.Array, np.ndarray)) else x, tree)
+    return jax.tree.map(
+        lambda x: jax.device_put(x, where) if isinstance(x, (jax.Array, np.ndarray)) else x, tree
+    )
 
 
 def _numeric_list_as_array(value):
@@ -195,10 +214,12 @@ def _numeric_list_as_array(value):
     scalars, and a solver refused it ("Y must be an array, got list")."""
     if isinstance(value, (list, tuple)) and value:
         leaves = jax.tree.leaves(value)
-        if leaves and all(isinstance(x, numbers.Number) and not isinstance(x, bool) for x in leaves):
+        if leaves and all(
+            isinstance(x, numbers.Number) and not isinstance(x, bool) for x in leaves
+        ):
             try:
                 return np.asarray(value)
-            except ValueError:          # ragged: leave it to the function to refuse
+            except ValueError:  # ragged: leave it to the function to refuse
                 return value
     return value
 
@@ -215,12 +236,17 @@ def _counted(one):
         # A count computed from the output and from the point, so that under vmap it is batched and
         # the callback fires for every point even when that output leaf does not depend on the point
         # (an unbatched count would fire once for the whole batch).
-        point = [jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x
-                 for x in jax.tree.leaves(p) if jnp.size(x)]
+        point = [
+            jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x
+            for x in jax.tree.leaves(p)
+            if jnp.size(x)
+        ]
         here = jnp.ravel(point[0])[:1] if point else jnp.zeros(1)
         ones = ((tie == tie) | True) & ((here == here) | True)
         count, _ = jax.lax.optimization_barrier((ones.astype(jnp.int32), tie))
-        jax.debug.callback(functools.partial(progress_bar.CompiledBar.advance, channel="sweep"), count)
+        jax.debug.callback(
+            functools.partial(progress_bar.CompiledBar.advance, channel="sweep"), count
+        )
         return out
 
     return counted
@@ -233,12 +259,18 @@ def _in_chunks(one, chunk: int):
 
     def batch(ps, s):
         n = jax.tree.leaves(ps)[0].shape[0]
-        shapes, tree = jax.tree.flatten(jax.eval_shape(lambda p: one(p, s), jax.tree.map(lambda x: x[0], ps)))
+        shapes, tree = jax.tree.flatten(
+            jax.eval_shape(lambda p: one(p, s), jax.tree.map(lambda x: x[0], ps))
+        )
         empty = [x.size == 0 for x in shapes]
         kept = lambda p: [x for x, e in zip(jax.tree.leaves(one(p, s)), empty) if not e]
         mapped = iter(jax.lax.map(kept, ps, batch_size=chunk))
-        return tree.unflatten([jnp.zeros((n, *x.shape), x.dtype) if e else next(mapped)
-                               for x, e in zip(shapes, empty)])
+        return tree.unflatten(
+            [
+                jnp.zeros((n, *x.shape), x.dtype) if e else next(mapped)
+                for x, e in zip(shapes, empty)
+            ]
+        )
 
     return batch
 
@@ -258,8 +290,8 @@ def _program(fn: Callable, chunk: int | None, mesh: Mesh | None, progress: bool 
     """
     # A bound method's __dict__ is its function's, shared by every instance: no cache for it (a
     # program cached there would close over the first instance and answer for all of them).
-    # The entry names its function: functools.wraps copies __dict__ into a wrapper, which then saw the
-    # wrapped function's programs and returned the wrapped function's values.
+    # The entry names its function: functools.wraps copies __dict__ into a wrapper, which then saw
+    # the wrapped function's programs and returned the wrapped function's values.
     cache = None if inspect.ismethod(fn) else getattr(fn, "__dict__", None)
     if isinstance(cache, dict):
         owner, programs = cache.get("_lowrank_jax_sweep", (None, None))
@@ -281,14 +313,26 @@ def _program(fn: Callable, chunk: int | None, mesh: Mesh | None, progress: bool 
         if mesh is not None:
             # check_vma=False: solvers build loop carries from unsharded constants (zeros, keys),
             # which the varying-axes check rejects; every output is per point by construction.
-            batch = jax.shard_map(batch, mesh=mesh, in_specs=(PartitionSpec(AXIS), PartitionSpec()),
-                                  out_specs=PartitionSpec(AXIS), check_vma=False)
+            batch = jax.shard_map(
+                batch,
+                mesh=mesh,
+                in_specs=(PartitionSpec(AXIS), PartitionSpec()),
+                out_specs=PartitionSpec(AXIS),
+                check_vma=False,
+            )
         programs[chunk, mesh, progress] = jax.jit(batch)
     return programs[chunk, mesh, progress]
 
 
-def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any] | None = None,
-        chunk: int | None = None, devices=None, progress: bool = False):
+def run(
+    fn: Callable[..., Any],
+    points: dict[str, Any],
+    *,
+    shared: dict[str, Any] | None = None,
+    chunk: int | None = None,
+    devices=None,
+    progress: bool = False,
+):
     """Evaluate ``fn(**point, **shared)`` at every point in one jitted call; returns ``fn``'s output
     pytree with a leading axis of length N (the number of points).
 
@@ -339,7 +383,9 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
     if len(set(lengths.values())) != 1:
         raise ValueError(f"every sweep axis needs the same number of points, got {lengths}")
     n = next(iter(lengths.values()))
-    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, numbers.Integral) or chunk < 1):
+    if chunk is not None and (
+        isinstance(chunk, bool) or not isinstance(chunk, numbers.Integral) or chunk < 1
+    ):
         raise ValueError(f"chunk must be a positive int or None, got {chunk!r}")
     chunk = None if chunk is None else int(chunk)
     progress = _checks.check_flag(progress, "progress")
@@ -359,7 +405,9 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
         count = mesh.devices.size
         pad = -n % count
         if pad:
-            points = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)]), points)
+            points = jax.tree.map(
+                lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)]), points
+            )
         points = jax.device_put(points, NamedSharding(mesh, PartitionSpec(AXIS)))
         if shared is not None:
             # Replicated on every device of the mesh; an array committed to one device (an earlier
@@ -369,13 +417,16 @@ def run(fn: Callable[..., Any], points: dict[str, Any], *, shared: dict[str, Any
     clash = set(shared) & set(points)
     if clash:
         raise ValueError(f"names both swept and shared: {sorted(clash)}")
-    bar = (progress_bar.CompiledBar(n, f"sweep ({n} points)", "point", channel="sweep") if progress
-           else contextlib.nullcontext())
+    bar = (
+        progress_bar.CompiledBar(n, f"sweep ({n} points)", "point", channel="sweep")
+        if progress
+        else contextlib.nullcontext()
+    )
     with bar:
         out = _program(fn, chunk, mesh, progress)(points, shared)
         if progress:
-            jax.block_until_ready(out)      # the bar closes when the points are done ...
-            bar.finish()                    # ... and shows them all, even where XLA dropped callbacks
+            jax.block_until_ready(out)  # the bar closes when the points are done ...
+            bar.finish()  # ... and shows them all, even where XLA dropped callbacks
     if mesh is not None and (-n % mesh.devices.size):
         out = jax.tree.map(lambda x: x[:n], out)
     return out

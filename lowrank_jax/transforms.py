@@ -29,10 +29,11 @@ def scale_by_factored_preconditioner(axis_name: str | None = None) -> optax.Grad
     """Precondition the gradients of a factor pair ``params = (L, R)`` by the other factor's Gram.
 
     Shapes: L (n1, r), R (n2, r); ``updates`` = (G_L, G_R) of the same shapes. Stateless; needs
-    ``params`` in ``update``. ``axis_name``: inside ``shard_map`` with L (and G_L) split by rows over
-    that mesh axis and R, G_R replicated, the r × r Gram LᵀL is summed across devices (``psum``) —
-    the only communication the step needs. The update is invariant to the gauge (L, R) → (LQ, RQ⁻ᵀ): it moves
-    X = LRᵀ the same way whatever balanced or unbalanced factorisation represents it.
+    ``params`` in ``update``. ``axis_name``: inside ``shard_map`` with L (and G_L) split by rows
+    over that mesh axis and R, G_R replicated, the r × r Gram LᵀL is summed across devices
+    (``psum``) — the only communication the step needs. The update is invariant to the gauge (L, R)
+    → (LQ, RQ⁻ᵀ): it moves X = LRᵀ the same way whatever balanced or unbalanced factorisation
+    represents it.
     """
 
     def init_fn(params):
@@ -51,7 +52,9 @@ def scale_by_factored_preconditioner(axis_name: str | None = None) -> optax.Grad
     return optax.GradientTransformation(init_fn, update_fn)
 
 
-def scaled_gradient(learning_rate: optax.ScalarOrSchedule, axis_name: str | None = None) -> optax.GradientTransformation:
+def scaled_gradient(
+    learning_rate: optax.ScalarOrSchedule, axis_name: str | None = None
+) -> optax.GradientTransformation:
     """ScaledGD (Tong, Ma, Chi 2021) as an optax optimizer on ``params = (L, R)``:
     −η · (G_L (RᵀR)⁻¹, G_R (LᵀL)⁻¹).
 
@@ -80,7 +83,9 @@ def scaled_gradient(learning_rate: optax.ScalarOrSchedule, axis_name: str | None
         print(jnp.linalg.norm(params[0] @ params[1].T - X) / jnp.linalg.norm(X))   # relative error
         ```
     """
-    return optax.chain(scale_by_factored_preconditioner(axis_name), optax.scale_by_learning_rate(learning_rate))
+    return optax.chain(
+        scale_by_factored_preconditioner(axis_name), optax.scale_by_learning_rate(learning_rate)
+    )
 
 
 def scaled_gradient_step(params, grads, learning_rate, axis_name: str | None = None):
@@ -96,9 +101,9 @@ def scaled_gradient_step(params, grads, learning_rate, axis_name: str | None = N
     return optax.apply_updates(params, updates)
 
 
+# -- proximal steps
+# ---------------------------------------------------------------------------------
 
-
-# -- proximal steps ---------------------------------------------------------------------------------
 
 class ProximalState(NamedTuple):
     """State of :func:`proximal`: the ``inner`` optimizer's state and the step ``count`` (for a
@@ -108,7 +113,9 @@ class ProximalState(NamedTuple):
     count: jax.Array
 
 
-def proximal(optimizer: optax.GradientTransformation, prox_fn, strength) -> optax.GradientTransformationExtraArgs:
+def proximal(
+    optimizer: optax.GradientTransformation, prox_fn, strength
+) -> optax.GradientTransformationExtraArgs:
     """Proximal wrapper: the inner optimizer's step, then a prox on the new parameters.
 
         z⁺ = prox_{s_t · g}(z + u_t),   returned as the update z⁺ − z,
@@ -154,15 +161,17 @@ def proximal(optimizer: optax.GradientTransformation, prox_fn, strength) -> opta
         stepped = optax.apply_updates(params, inner_updates)
         s = strength(state.count) if callable(strength) else strength
         new = prox_fn(stepped, s)
-        out = jax.tree.map(lambda n, p: None if p is None else n - p, new, params,
-                           is_leaf=lambda x: x is None)
+        out = jax.tree.map(
+            lambda n, p: None if p is None else n - p, new, params, is_leaf=lambda x: x is None
+        )
         return out, ProximalState(inner_state, optax.safe_int32_increment(state.count))
 
     return optax.GradientTransformationExtraArgs(init_fn, update_fn)
 
 
 def projected(optimizer: optax.GradientTransformation, project_fn) -> optax.GradientTransformation:
-    """Projected steps: z⁺ = Π(z + u_t) with u_t the inner optimizer's update and ``project_fn(params)
+    """Projected steps: z⁺ = Π(z + u_t) with u_t the inner optimizer's update and
+    ``project_fn(params)
     -> params`` a projection (onto a convex set, or a rank constraint as in lifted PGD). The
     :func:`proximal` wrapper with a strength-free prox, since a projection is the prox of an
     indicator. The new iterate is Π(z + u_t) up to one rounding (see :func:`proximal`): a box
@@ -170,11 +179,13 @@ def projected(optimizer: optax.GradientTransformation, project_fn) -> optax.Grad
     return proximal(optimizer, lambda params, _: project_fn(params), 0.0)
 
 
-# -- Newton steps -----------------------------------------------------------------------------------
+# -- Newton steps
+# -----------------------------------------------------------------------------------
+
 
 def newton_direction(H, g, damping=0.0, *, size=None):
-    """(H + damping·I)⁻¹ g for a symmetric (d, d) H: Cholesky when it is positive definite, LU when it
-    is indefinite and non-singular, else the pseudo-inverse from the eigendecomposition
+    """(H + damping·I)⁻¹ g for a symmetric (d, d) H: Cholesky when it is positive definite, LU when
+    it is indefinite and non-singular, else the pseudo-inverse from the eigendecomposition
     H + damping·I = V diag(μ) Vᵀ, Σ_{|μ_i| > τ} v_i v_iᵀ g / μ_i with τ = size·ε·max|μ| (the
     minimum-norm least-squares direction of a numerically singular H).
 
@@ -186,13 +197,13 @@ def newton_direction(H, g, damping=0.0, *, size=None):
 
     A positive semi-definite but numerically singular H — the Hessian of ½(p₁ + p₂)², or AᵀDA for an
     A without full column rank — may pass Cholesky with a pivot of rounding size or fail it by a
-    rounding-size negative eigenvalue. Solved exactly (by Cholesky or LU), it moves the iterate by O(1)
-    along the null space, where the gradient is only rounding, and an iteration drifts there without
-    end while its loss and gradient look converged. So a Cholesky factor counts only when every
-    pivot satisfies L_ii² > size·ε·max_i (H + damping·I)_ii, and the eigendecomposition drops the
-    rounding-size eigenvalues, leaving no null-space part. LU rather than that eigendecomposition for
-    a non-singular indefinite H: same H⁻¹g, fewer flops. For an indefinite H the caller's line search
-    or damping must handle a non-descent direction.
+    rounding-size negative eigenvalue. Solved exactly (by Cholesky or LU), it moves the iterate by
+    O(1) along the null space, where the gradient is only rounding, and an iteration drifts there
+    without end while its loss and gradient look converged. So a Cholesky factor counts only when
+    every pivot satisfies L_ii² > size·ε·max_i (H + damping·I)_ii, and the eigendecomposition drops
+    the rounding-size eigenvalues, leaving no null-space part. LU rather than that
+    eigendecomposition for a non-singular indefinite H: same H⁻¹g, fewer flops. For an indefinite H
+    the caller's line search or damping must handle a non-descent direction.
 
     Derivatives (forward and reverse mode, also under ``vmap``) come from a rule of their own, with
     the branch fixed by the values. x = F(H)g is a spectral function of H, F = V diag(f(μ)) Vᵀ with
@@ -234,10 +245,12 @@ def newton_direction(H, g, damping=0.0, *, size=None):
     if H.ndim != 2 or H.shape[0] != H.shape[1]:
         raise ValueError(f"H must be a square (d, d) matrix, got shape {tuple(H.shape)}")
     if g.shape != H.shape[:1]:
-        raise ValueError(f"g must be a vector of length d = {H.shape[0]} (H is {tuple(H.shape)}), got shape "
-                         f"{tuple(g.shape)}")
-    # Integers in the default float (float64 with x64 on), as everywhere in the toolkit: not float32,
-    # which lost digits under x64; half precision in float32 (no LAPACK routine takes it).
+        raise ValueError(
+            f"g must be a vector of length d = {H.shape[0]} (H is {tuple(H.shape)}), got shape "
+            f"{tuple(g.shape)}"
+        )
+    # Integers in the default float (float64 with x64 on), as everywhere in the toolkit: not
+    # float32, which lost digits under x64; half precision in float32 (no LAPACK routine takes it).
     dtype = _checks.compute_dtype(jnp.result_type(H, g))
     damping = _checks.as_hyper(damping, "damping", ndim=0, dtype=dtype)
     d = H.shape[0]
@@ -260,12 +273,19 @@ def _solve_branches(Hd, g, size):
     spread = jnp.diag(jnp.arange(1, d + 1, dtype=Hd.dtype))
     L = jnp.linalg.cholesky(Hd)
     pivots = jnp.diagonal(L)
-    ok = (jnp.all(jnp.isfinite(L)) & jnp.all(pivots > 0)
-          & jnp.all(pivots * pivots > size * jnp.finfo(Hd.dtype).eps * jnp.max(jnp.abs(jnp.diagonal(Hd)))))
+    ok = (
+        jnp.all(jnp.isfinite(L))
+        & jnp.all(pivots > 0)
+        & jnp.all(
+            pivots * pivots > size * jnp.finfo(Hd.dtype).eps * jnp.max(jnp.abs(jnp.diagonal(Hd)))
+        )
+    )
     chol = jax.scipy.linalg.cho_solve((jnp.where(ok, L, eye), True), g)
 
     def fallback():
-        regular = jnp.all(above_rounding(jnp.linalg.eigvalsh(after(jnp.where(ok, spread, Hd), chol)), size))
+        regular = jnp.all(
+            above_rounding(jnp.linalg.eigvalsh(after(jnp.where(ok, spread, Hd), chol)), size)
+        )
         lu = jnp.linalg.solve(jnp.where(regular & ~ok, Hd, eye), g)
 
         def pseudo_inverse():
@@ -302,7 +322,9 @@ def _direction_jvp(primals, tangents):
     f = jnp.where(keep, 1 / jnp.where(keep, mu, 1), 0)
     both, cross = keep[:, None] & keep[None, :], keep[:, None] != keep[None, :]
     gap = jnp.where(cross, mu[:, None] - mu[None, :], 1)
-    gamma = jnp.where(both, -f[:, None] * f[None, :], jnp.where(cross, (f[:, None] - f[None, :]) / gap, 0))
+    gamma = jnp.where(
+        both, -f[:, None] * f[None, :], jnp.where(cross, (f[:, None] - f[None, :]) / gap, 0)
+    )
     E = (dH + dH.T) / 2
     return x, V @ (f * (V.T @ dg) + (gamma * (V.T @ E @ V)) @ (V.T @ g))
 
@@ -316,8 +338,9 @@ class NewtonState(NamedTuple):
     aux: Any
 
 
-def newton(hessian_fn, damping=0.0, *, solve=None, init_curvature=None,
-           init_aux=None) -> optax.GradientTransformationExtraArgs:
+def newton(
+    hessian_fn, damping=0.0, *, solve=None, init_curvature=None, init_aux=None
+) -> optax.GradientTransformationExtraArgs:
     """Newton's method as an optax transformation: the update is −Δ with
 
         (H + damping·I) Δ = g,   H = hessian_fn(params, **extra_args),  g = the incoming updates,
@@ -346,8 +369,8 @@ def newton(hessian_fn, damping=0.0, *, solve=None, init_curvature=None,
         zeros (d, d) in the parameters' dtype, and None.
 
     State: :class:`NewtonState` ``(curvature, aux)`` of the last update; ``update`` only writes it
-    (to reuse the curvature, pass ``state.curvature`` back as an extra argument). Needs ``params`` in
-    ``update``. Chain with ``optax.scale`` (or a line search) for damped steps. To refresh the
+    (to reuse the curvature, pass ``state.curvature`` back as an extra argument). Needs ``params``
+    in ``update``. Chain with ``optax.scale`` (or a line search) for damped steps. To refresh the
     Hessian only every other step, give ``hessian_fn(p, *, k, previous)`` returning
     ``jax.lax.cond(k % 2 == 0, lambda: <the Hessian at p>, lambda: previous)`` and call
     ``opt.update(g, state, params, k=k, previous=state.curvature)``.
@@ -404,5 +427,14 @@ def newton(hessian_fn, damping=0.0, *, solve=None, init_curvature=None,
     return optax.GradientTransformationExtraArgs(init_fn, update_fn)
 
 
-__all__ = ["NewtonState", "ProximalState", "newton", "newton_direction", "projected", "proximal",
-           "scale_by_factored_preconditioner", "scaled_gradient", "scaled_gradient_step"]
+__all__ = [
+    "NewtonState",
+    "ProximalState",
+    "newton",
+    "newton_direction",
+    "projected",
+    "proximal",
+    "scale_by_factored_preconditioner",
+    "scaled_gradient",
+    "scaled_gradient_step",
+]

@@ -33,7 +33,9 @@ def ratios(H, eps):
 
 def main():
     print(jax.devices())
-    print(f"{'n':>5s} {'d':>3s} {'dtype':8s} {'exact: eig':>11s} {'pivot²':>9s} {'diag: eig':>10s} {'pivot²':>9s}")
+    print(
+        f"{'n':>5s} {'d':>3s} {'dtype':8s} {'exact: eig':>11s} {'pivot²':>9s} {'diag: eig':>10s} {'pivot²':>9s}"
+    )
     for n, d in ((50, 4), (400, 6), (4000, 20)):
         rng = np.random.default_rng(n)
         A = rng.standard_normal((n, d)) / np.sqrt(n)
@@ -48,13 +50,19 @@ def main():
             def one(x):
                 p = hb.parts(x, Aj, bj, "exp")
                 D = hb._b_diag(p, bj) + 1.0
-                return ratios(hb.hessian(x, Aj, bj, 1.0, "exp"), eps) + ratios(design.gram(Aj, D), eps)
+                return ratios(hb.hessian(x, Aj, bj, 1.0, "exp"), eps) + ratios(
+                    design.gram(Aj, D), eps
+                )
 
-            r = np.asarray(jax.lax.map(one, Xj))                       # (8, 4)
+            r = np.asarray(jax.lax.map(one, Xj))  # (8, 4)
             with np.errstate(all="ignore"):
-                top = [np.nanmax(r[:, i]) if np.any(np.isfinite(r[:, i])) else np.nan for i in range(4)]
-            print(f"{n:5d} {d:3d} {np.dtype(dt).name:8s} {top[0]:11.2f} {top[1]:9.2f} {top[2]:10.2f} {top[3]:9.2f}",
-                  flush=True)
+                top = [
+                    np.nanmax(r[:, i]) if np.any(np.isfinite(r[:, i])) else np.nan for i in range(4)
+                ]
+            print(
+                f"{n:5d} {d:3d} {np.dtype(dt).name:8s} {top[0]:11.2f} {top[1]:9.2f} {top[2]:10.2f} {top[3]:9.2f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

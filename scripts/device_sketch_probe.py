@@ -1,18 +1,42 @@
 """Where a vmapped sketched Newton run parts from its single runs on an accelerator (a probe, run by
 scripts/device_check.sh): the sampled rows, the scores and the iterates, batched against single."""
-import jax, jax.numpy as jnp, numpy as np
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
 jax.config.update("jax_enable_x64", True)
-from lowrank_jax import regression as rg, sketch
+from lowrank_jax import regression as rg
+from lowrank_jax import sketch
+
 k1, k2 = jax.random.split(jax.random.key(4))
 A = jax.random.normal(k1, (400, 6), jnp.float64) / 20
 b = jax.random.dirichlet(k2, jnp.ones(400, jnp.float64))
 ws, rows = jnp.array([4.0, 6.0]), jnp.array([40, 200])
-f = lambda w, r: rg.newton_solve(A, b, w, jnp.zeros(6), "exp", "sketch", max_iter=4, sketch_size=200,
-                                 sketch_rows=r, key=jax.random.key(1)).x
-print("x batched-single:", [float(jnp.abs(a - f(w, r)).max()) for a, w, r in zip(jax.vmap(f)(ws, rows), ws, rows)])
+f = lambda w, r: (
+    rg.newton_solve(
+        A,
+        b,
+        w,
+        jnp.zeros(6),
+        "exp",
+        "sketch",
+        max_iter=4,
+        sketch_size=200,
+        sketch_rows=r,
+        key=jax.random.key(1),
+    ).x
+)
+print(
+    "x batched-single:",
+    [float(jnp.abs(a - f(w, r)).max()) for a, w, r in zip(jax.vmap(f)(ws, rows), ws, rows)],
+)
 D = jnp.stack([jnp.linspace(0.5, 2.0, 400), jnp.linspace(2.0, 0.5, 400)])
 sc = lambda d: sketch.approx_leverage_scores(jax.random.key(3), A, d)
-print("scores rel diff:", [float((jnp.abs(a - sc(d)) / sc(d)).max()) for a, d in zip(jax.vmap(sc)(D), D)])
+print(
+    "scores rel diff:",
+    [float((jnp.abs(a - sc(d)) / sc(d)).max()) for a, d in zip(jax.vmap(sc)(D), D)],
+)
 cs = lambda d: sketch.design.count_sketch(jax.random.key(3), A, d, 48)
 print("countsketch diff:", [float(jnp.abs(a - cs(d)).max()) for a, d in zip(jax.vmap(cs)(D), D)])
 sr = lambda s: sketch.sample_rows(jax.random.key(5), s, 200)[0]

@@ -14,8 +14,13 @@ import pathlib
 
 import numpy as np
 
-from lowrank_jax.datasets.genes import (decode_descriptions, encode_descriptions, golub_fixture_path,
-                                       golub_rdata_path, read_golub_rdata)
+from lowrank_jax.datasets.genes import (
+    decode_descriptions,
+    encode_descriptions,
+    golub_fixture_path,
+    golub_rdata_path,
+    read_golub_rdata,
+)
 
 
 def main():
@@ -28,15 +33,25 @@ def main():
     X, y, genes, descriptions = read_golub_rdata(args.source)
     X_1e5 = np.rint(X * 1e5)
     if not np.array_equal(X_1e5 / 1e5, X):
-        raise SystemExit(f"{args.source}: values are not multiples of 1e-5; the fixture would not be exact")
+        raise SystemExit(
+            f"{args.source}: values are not multiples of 1e-5; the fixture would not be exact"
+        )
     blob = encode_descriptions(descriptions)
     if decode_descriptions(blob) != tuple(str(d) for d in descriptions):
-        raise SystemExit(f"{args.source}: the gene descriptions do not survive the newline-joined encoding")
+        raise SystemExit(
+            f"{args.source}: the gene descriptions do not survive the newline-joined encoding"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(args.out, X_1e5=X_1e5.astype(np.int32), y=y.astype(np.int8),
-                        genes=np.array([str(g) for g in genes]),   # shortest fixed width (U27, not U519)
-                        descriptions_utf8=blob)
-    print(f"wrote {args.out} ({args.out.stat().st_size} bytes): {X.shape[0]} genes x {X.shape[1]} samples")
+    np.savez_compressed(
+        args.out,
+        X_1e5=X_1e5.astype(np.int32),
+        y=y.astype(np.int8),
+        genes=np.array([str(g) for g in genes]),  # shortest fixed width (U27, not U519)
+        descriptions_utf8=blob,
+    )
+    print(
+        f"wrote {args.out} ({args.out.stat().st_size} bytes): {X.shape[0]} genes x {X.shape[1]} samples"
+    )
 
 
 if __name__ == "__main__":

@@ -31,13 +31,24 @@ plt.show = _save
 
 
 def script(path: pathlib.Path, prefix: str) -> str:
-    cells = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
-    lines = [line for cell in cells for line in cell.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    cells = [
+        "".join(c["source"])
+        for c in json.loads(path.read_text())["cells"]
+        if c["cell_type"] == "code"
+    ]
+    lines = [
+        line
+        for cell in cells
+        for line in cell.splitlines()
+        if not line.lstrip().startswith(("%", "!"))
+    ]
     return PRELUDE.format(prefix=prefix) + "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("out", type=pathlib.Path)
     ap.add_argument("--timeout", type=float, default=240.0)
     args = ap.parse_args(argv)
@@ -45,8 +56,11 @@ def main(argv=None) -> int:
     jobs = []
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
         log = open(args.out / f"{path.stem}.log", "w")
-        proc = subprocess.Popen([sys.executable, "-c", script(path, str(args.out / path.stem))],
-                                stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script(path, str(args.out / path.stem))],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         jobs.append((path.stem, time.perf_counter(), proc, log))
     failed = 0
     for name, start, proc, log in jobs:
@@ -57,7 +71,10 @@ def main(argv=None) -> int:
             rc = "timeout"
         log.close()
         figures = len(list(args.out.glob(f"{name}[0-9]*.png")))
-        print(f"{name}: exit {rc}, {figures} figure(s), {time.perf_counter() - start:.0f} s", flush=True)
+        print(
+            f"{name}: exit {rc}, {figures} figure(s), {time.perf_counter() - start:.0f} s",
+            flush=True,
+        )
         if rc != 0 or not figures:
             failed += 1
             print((args.out / f"{name}.log").read_text()[-2000:])

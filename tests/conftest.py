@@ -18,21 +18,24 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ or _BASE in os.environ:
         os.environ[_BASE] = tempfile.mkdtemp(prefix="lowrank-jax-xla-")
         os.environ[_OWNER] = str(os.getpid())
     os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(
-        os.environ[_BASE], os.environ.get("PYTEST_XDIST_WORKER", "main"))
+        os.environ[_BASE], os.environ.get("PYTEST_XDIST_WORKER", "main")
+    )
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 
 # XLA:CPU's code generation at LLVM optimisation level 1, without LLVM's expensive passes. About
-# 70 % of the suite's CPU time is XLA compiling, most of it in LLVM; these two flags took 10–25 % off
-# the CPU time of test_sweep, test_prox and test_regression together (three A/B pairs on the 2-core
-# machine: 8m12 → 6m12, 6m39 → 5m35, 6m12 → 5m40; some programs run slower, the suite faster).
-# Code generated at another level can round differently (floating-point operations in another
-# order); the suite passes at this level and at XLA's default, which users get. At level 0 it does
-# not: a float32 path-norm SGD sweep drifts from its loop of single runs beyond 2e-4.
+# 70 % of the suite's CPU time is XLA compiling, most of it in LLVM; these two flags took 10–25 %
+# off the CPU time of test_sweep, test_prox and test_regression together (three A/B pairs on the
+# 2-core machine: 8m12 → 6m12, 6m39 → 5m35, 6m12 → 5m40; some programs run slower, the suite
+# faster). Code generated at another level can round differently (floating-point operations in
+# another order); the suite passes at this level and at XLA's default, which users get. At level 0
+# it does not: a float32 path-norm SGD sweep drifts from its loop of single runs beyond 2e-4.
 # LOWRANK_JAX_TEST_XLA_FLAGS replaces these flags (set it empty for XLA's default level). They are
-# appended to any XLA_FLAGS already set, and the processes the tests start (notebooks, the demo,
-# the multi-device runs) inherit them.
-COMPILE_FLAGS = os.environ.get("LOWRANK_JAX_TEST_XLA_FLAGS",
-                               "--xla_backend_optimization_level=1 --xla_llvm_disable_expensive_passes=true")
+# appended to any XLA_FLAGS already set, and the processes the tests start (notebooks, the demo, the
+# multi-device runs) inherit them.
+COMPILE_FLAGS = os.environ.get(
+    "LOWRANK_JAX_TEST_XLA_FLAGS",
+    "--xla_backend_optimization_level=1 --xla_llvm_disable_expensive_passes=true",
+)
 _flags = os.environ.get("XLA_FLAGS", "")
 _missing = [f for f in COMPILE_FLAGS.split() if f.split("=")[0] not in _flags]
 if _missing:
@@ -42,8 +45,10 @@ import jax  # noqa: E402
 
 # In case a plugin imported JAX before this file: the same settings through its config.
 jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
-jax.config.update("jax_persistent_cache_min_compile_time_secs",
-                  float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
+jax.config.update(
+    "jax_persistent_cache_min_compile_time_secs",
+    float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]),
+)
 
 
 def pytest_unconfigure(config):
@@ -66,6 +71,7 @@ def _fresh_compilation_caches():
     yield
     jax.clear_caches()
     import gc
+
     gc.collect()
 
 
@@ -74,6 +80,7 @@ def _no_one_cpu_device_hint():
     """sweep.run's once-per-process hint about JAX's single CPU device is for users; the suite
     checks it in test_sweep and keeps it out of every other test's output."""
     from lowrank_jax import sweep
+
     sweep._hinted_one_cpu_device = True
     yield
 
@@ -100,6 +107,7 @@ def recorded_bars(monkeypatch):
     """``progress.bar`` replaced by a recorder: the list of the bars opened since (a
     :class:`RecordingBar` each, ``progress.NoBar`` where the caller asked for no bar)."""
     from lowrank_jax import progress
+
     bars = []
 
     def bar(total, desc, unit, show=True):

@@ -17,11 +17,17 @@ import jax.numpy as jnp
 from jax import lax
 
 from lowrank_jax import _checks
-from lowrank_jax.pathnorm.prox import (_check_pair, _finish_prox, _pair_coefficients, _prefix,
-                                       _rounding_of_entries)
+from lowrank_jax.pathnorm.prox import (
+    _check_pair,
+    _finish_prox,
+    _pair_coefficients,
+    _prefix,
+    _rounding_of_entries,
+)
 from lowrank_jax.prox import _check_fraction, apply_top_fraction, top_fraction_count
 
 # -- the paper's boundary walk (Algorithms 5 + 3) -------------------------------------------------
+
 
 def _h_sorted(v, w, a, b, lam):
     return 0.5 * jnp.sum((v - a) ** 2) + 0.5 * jnp.sum((w - b) ** 2) + lam * jnp.sum(v) * jnp.sum(w)
@@ -52,7 +58,11 @@ def _mfb_unit(x, y, lam):
         w = jnp.where(w > eps * b + ew, w, 0)
         h = _h_sorted(v, w, a, b, lam)
         better = h < best_h
-        return (jnp.where(better, h, best_h), jnp.where(better, v, best_v), jnp.where(better, w, best_w))
+        return (
+            jnp.where(better, h, best_h),
+            jnp.where(better, v, best_v),
+            jnp.where(better, w, best_w),
+        )
 
     def cond(c):
         sv, sw = c[0], c[1]
@@ -65,14 +75,25 @@ def _mfb_unit(x, y, lam):
         w_last = jnp.where(sw > 0, w[jnp.maximum(sw - 1, 0)], 0)
         infeasible = (v_last < 0) | (w_last < 0) | (d <= 0)
         emit = infeasible & maximal
-        best = jax.tree.map(lambda new, old: jnp.where(emit, new, old), record(best, sv - 1, sw), best)
-        return (jnp.where(infeasible, sv, sv + 1), jnp.where(infeasible, sw - 1, sw),
-                ~infeasible, best)
+        best = jax.tree.map(
+            lambda new, old: jnp.where(emit, new, old), record(best, sv - 1, sw), best
+        )
+        return (
+            jnp.where(infeasible, sv, sv + 1),
+            jnp.where(infeasible, sw - 1, sw),
+            ~infeasible,
+            best,
+        )
 
     init_best = (jnp.array(jnp.inf, dtype), jnp.zeros(p, dtype), jnp.zeros(m, dtype))
-    sv, sw, _, best = lax.while_loop(cond, body, (jnp.array(0), jnp.array(m), jnp.array(True), init_best))
-    best = jax.tree.map(lambda new, old: jnp.where(sv == p + 1, new, old),
-                        record(best, jnp.minimum(sv - 1, p), jnp.maximum(sw, 0)), best)
+    sv, sw, _, best = lax.while_loop(
+        cond, body, (jnp.array(0), jnp.array(m), jnp.array(True), init_best)
+    )
+    best = jax.tree.map(
+        lambda new, old: jnp.where(sv == p + 1, new, old),
+        record(best, jnp.minimum(sv - 1, p), jnp.maximum(sw, 0)),
+        best,
+    )
     _, v, w = best
     v_out = jnp.zeros(p, dtype).at[px].set(v) * jnp.sign(x)
     w_out = jnp.zeros(m, dtype).at[py].set(w) * jnp.sign(y)
@@ -99,6 +120,7 @@ _mfb_units = jax.jit(jax.vmap(_mfb_unit, in_axes=(0, 0, None)))
 
 # -- T_α by lax.top_k ------------------------------------------------------------------------------
 
+
 def sparsify_top_fraction_topk(x: jax.Array, alpha: float) -> jax.Array:
     """T_α through ``lax.top_k`` (``alpha`` must be concrete: k = ⌊α n⌋ is a static size).
 
@@ -115,9 +137,11 @@ def sparsify_top_fraction_topk(x: jax.Array, alpha: float) -> jax.Array:
         raise ValueError(f"x must be a 2-D matrix (n1, n2), got shape {tuple(x.shape)}")
     n1, n2 = x.shape
     if not _checks.is_concrete(alpha):
-        raise ValueError("sparsify_top_fraction_topk needs a concrete alpha (k = ⌊α n⌋ is a static "
-                         "size); use prox.sparsify_top_fraction for a traced alpha")
-    with jax.ensure_compile_time_eval():        # also for an alpha closed over in the caller's jit
+        raise ValueError(
+            "sparsify_top_fraction_topk needs a concrete alpha (k = ⌊α n⌋ is a static "
+            "size); use prox.sparsify_top_fraction for a traced alpha"
+        )
+    with jax.ensure_compile_time_eval():  # also for an alpha closed over in the caller's jit
         kr, kc = int(top_fraction_count(alpha, n2)), int(top_fraction_count(alpha, n1))
     mag = jnp.abs(x)
     inf = jnp.array(jnp.inf, x.dtype)

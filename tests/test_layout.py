@@ -18,7 +18,11 @@ def _imports(path: pathlib.Path, modules: set[str]) -> set[str]:
     """The package modules ``path`` imports, at any depth of its code (late imports count)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("lowrank_jax"):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.startswith("lowrank_jax")
+        ):
             for alias in node.names:
                 sub = f"{node.module}.{alias.name}"
                 found.add(sub if sub in modules else node.module)
@@ -30,8 +34,12 @@ def _imports(path: pathlib.Path, modules: set[str]) -> set[str]:
 def _graph():
     paths = {_module_name(p): p for p in ROOT.rglob("*.py")}
     modules = set(paths)
-    # a package's __init__ re-exports its modules: edges out of it are not dependencies of its modules
-    return {m: {d for d in _imports(p, modules) if d != m and not m.startswith(d + ".")} for m, p in paths.items()}
+    # a package's __init__ re-exports its modules: edges out of it are not dependencies of its
+    # modules
+    return {
+        m: {d for d in _imports(p, modules) if d != m and not m.startswith(d + ".")}
+        for m, p in paths.items()
+    }
 
 
 def test_the_import_graph_has_no_cycle():
@@ -44,7 +52,7 @@ def test_the_import_graph_has_no_cycle():
         stack.append(m)
         for d in sorted(graph.get(m, ())):
             if state.get(d) == 1:
-                cycle = stack[stack.index(d):] + [d]
+                cycle = stack[stack.index(d) :] + [d]
                 raise AssertionError("import cycle: " + " -> ".join(cycle))
             if d not in state:
                 visit(d)

@@ -9,7 +9,9 @@ import pytest
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
-NOTEBOOKS = sorted((pathlib.Path(__file__).resolve().parents[1] / "docs" / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted(
+    (pathlib.Path(__file__).resolve().parents[1] / "docs" / "notebooks").glob("*.ipynb")
+)
 
 
 def test_one_notebook_per_family():
@@ -20,8 +22,9 @@ def test_one_notebook_per_family():
 def test_notebook_runs(path):
     book = nbformat.read(path, as_version=4)
     t0 = time.perf_counter()
-    nbclient.NotebookClient(book, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    nbclient.NotebookClient(
+        book, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     seconds = time.perf_counter() - t0
     outputs = [o for c in book.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
@@ -54,5 +57,10 @@ def test_install_cell_names_a_source_that_pip_accepts(path, monkeypatch, tmp_pat
         else:
             assert spec == f"{source}[experiments]"
     with pytest.raises(RuntimeError, match="SOURCE"):
-        exec(cell.replace('SOURCE = "/content/lowrank_jax"', f"SOURCE = {str(tmp_path / 'absent')!r}"), {})
+        exec(
+            cell.replace(
+                'SOURCE = "/content/lowrank_jax"', f"SOURCE = {str(tmp_path / 'absent')!r}"
+            ),
+            {},
+        )
     assert len(calls) == 2

@@ -3,10 +3,10 @@
 JAX leaves an unnamed float32 product's precision to the backend: TF32 on NVIDIA GPUs, one bf16
 pass on TPUs. On an H200 that left LRPCA above 1e-4 and made SDL's loss rise (see
 lowrank_jax.precision). The check here runs on any backend: it records the precision of every
-``dot_general`` bound while a solver traces (eagerly or under jit, forward and backward). A product's
-precision is fixed when it is bound, at trace time, so most checks only trace (``jax.make_jaxpr``:
-the same binds as a run, without compiling); a few run, for the calls that need concrete values and
-for a caller's own jit, vmap and gradient."""
+``dot_general`` bound while a solver traces (eagerly or under jit, forward and backward). A
+product's precision is fixed when it is bound, at trace time, so most checks only trace
+(``jax.make_jaxpr``: the same binds as a run, without compiling); a few run, for the calls that need
+concrete values and for a caller's own jit, vmap and gradient."""
 
 import contextlib
 
@@ -17,7 +17,8 @@ import pytest
 from jax import lax
 
 from lowrank_jax import covariance as cv
-from lowrank_jax import linalg, pathnorm, precision, prox, regression as rg, rpca, sdl, sketch
+from lowrank_jax import linalg, pathnorm, precision, prox, rpca, sdl, sketch
+from lowrank_jax import regression as rg
 from lowrank_jax.datasets import rpca as rdata
 
 HIGHEST = (lax.Precision.HIGHEST, lax.Precision.HIGHEST)
@@ -53,8 +54,9 @@ def _rpca_cases(p):
     zeta = rpca.oracle_thresholds(p.Y, 2, p.X, 4)
     return {
         "lrpca": lambda: rpca.lrpca(p.Y, 2, zeta, jnp.full(4, 0.5), key=jax.random.key(1)).X,
-        "lrpca (FRMNN, tol)": lambda: rpca.lrpca(p.Y, 2, zeta, jnp.full(4, 0.5), beta=1.0, phi=0.7, tol=1e-5,
-                                                 max_iter=8).X,
+        "lrpca (FRMNN, tol)": lambda: (
+            rpca.lrpca(p.Y, 2, zeta, jnp.full(4, 0.5), beta=1.0, phi=0.7, tol=1e-5, max_iter=8).X
+        ),
         "oracle_thresholds": lambda: rpca.oracle_thresholds(p.Y, 2, p.X, 3),
         "scaledgd": lambda: rpca.scaledgd(p.Y, 2, 0.1, max_iter=5).X,
         "altproj": lambda: rpca.altproj(p.Y, 2, max_iter=3).X,
@@ -72,27 +74,71 @@ def _other_cases():
     Sigma = (M @ M.T + np.eye(10)).astype(np.float32)
     Xp = rng.random((100, 6)).astype(np.float32)
     yp = (Xp[:, :3].sum(1) > Xp[:, 3:].sum(1)).astype(np.int32)
-    net = pathnorm.train(jax.random.key(0), Xp, yp, reg="path", method="prox", lr=0.1, lam=1e-3, epochs=1,
-                         batch=10, hidden=4, outputs=2).model
+    net = pathnorm.train(
+        jax.random.key(0),
+        Xp,
+        yp,
+        reg="path",
+        method="prox",
+        lr=0.1,
+        lam=1e-3,
+        epochs=1,
+        batch=10,
+        hidden=4,
+        outputs=2,
+    ).model
     m = sdl.fit(Xs, ys, 2, max_iter=5)
     return {
-        "newton_solve (exact)": lambda: rg.newton_solve(A, b, 4.0, jnp.zeros(4), "exp", "exact", max_iter=2).x,
-        "newton_solve (sketch)": lambda: rg.newton_solve(A, b, 4.0, jnp.zeros(4), "exp", "sketch", max_iter=2,
-                                                         sketch_size=40, key=jax.random.key(2)).x,
+        "newton_solve (exact)": lambda: (
+            rg.newton_solve(A, b, 4.0, jnp.zeros(4), "exp", "exact", max_iter=2).x
+        ),
+        "newton_solve (sketch)": lambda: (
+            rg.newton_solve(
+                A,
+                b,
+                4.0,
+                jnp.zeros(4),
+                "exp",
+                "sketch",
+                max_iter=2,
+                sketch_size=40,
+                key=jax.random.key(2),
+            ).x
+        ),
         "sdl.fit": lambda: sdl.fit(Xs, ys, 2, max_iter=5).theta,
-        "sdl.mf_lr (run)": lambda: sdl.mf_lr(Xs, ys, 2).U,        # reads its factors in NumPy: cannot trace
-        "sketch.approx_leverage_scores": lambda: sketch.approx_leverage_scores(jax.random.key(0), A),
+        "sdl.mf_lr (run)": lambda: (
+            sdl.mf_lr(Xs, ys, 2).U
+        ),  # reads its factors in NumPy: cannot trace
+        "sketch.approx_leverage_scores": lambda: sketch.approx_leverage_scores(
+            jax.random.key(0), A
+        ),
         "sketch.leverage_scores": lambda: sketch.leverage_scores(A),
         "sketch.sampled_gram": lambda: sketch.sampled_gram(jax.random.key(0), A, jnp.ones(60), 30),
         "sdl.fit (BCD)": lambda: sdl.fit(Xs, ys, 2, max_iter=3, solver="bcd").theta,
         "sdl.predict_proba (supervised)": lambda: sdl.predict_proba(m, Xs, coding="supervised"),
-        "covariance.decompose": lambda: cv.decompose(Sigma, 2, hidden=(8,), max_iter=3, rel_tol=None,
-                                                     key=jax.random.key(0)).M,
+        "covariance.decompose": lambda: (
+            cv.decompose(Sigma, 2, hidden=(8,), max_iter=3, rel_tol=None, key=jax.random.key(0)).M
+        ),
         "covariance.ialm": lambda: cv.ialm(Sigma, max_iter=3).L,
         "covariance.rpca_gd": lambda: cv.rpca_gd(Sigma, 2, max_iter=3).L,
-        "pathnorm.train": lambda: pathnorm.train(jax.random.key(0), Xp, yp, reg="path", method="prox", lr=0.1,
-                                                 lam=1e-3, epochs=1, batch=10, hidden=4, outputs=2).model.out.weight,
-        "pathnorm.robust_error": lambda: pathnorm.robust_error(net, Xp, yp, 0.05, key=jax.random.key(1), steps=2),
+        "pathnorm.train": lambda: (
+            pathnorm.train(
+                jax.random.key(0),
+                Xp,
+                yp,
+                reg="path",
+                method="prox",
+                lr=0.1,
+                lam=1e-3,
+                epochs=1,
+                batch=10,
+                hidden=4,
+                outputs=2,
+            ).model.out.weight
+        ),
+        "pathnorm.robust_error": lambda: pathnorm.robust_error(
+            net, Xp, yp, 0.05, key=jax.random.key(1), steps=2
+        ),
     }
 
 
@@ -111,7 +157,9 @@ def _check_full_precision(monkeypatch, run, trace=True):
     assert all(p == HIGHEST for p in seen), sorted({str(p) for p in seen})
 
 
-@pytest.mark.parametrize("name", list(_rpca_cases(rdata.rpca_problem(jax.random.key(0), 8, 6, 1, 0.1))))
+@pytest.mark.parametrize(
+    "name", list(_rpca_cases(rdata.rpca_problem(jax.random.key(0), 8, 6, 1, 0.1)))
+)
 def test_rpca_solvers_trace_full_precision_products(name, problem, monkeypatch):
     _check_full_precision(monkeypatch, _rpca_cases(problem)[name])
 
@@ -125,7 +173,7 @@ def test_other_families_trace_full_precision_products(monkeypatch):
 
 
 def _product_cubed(factors):
-    L, R = factors                                     # (no product here: the test's own would be recorded)
+    L, R = factors  # (no product here: the test's own would be recorded)
     return jnp.sum((L[:, None, :] * R[None, :, :]).sum(-1) ** 3)
 
 
@@ -135,11 +183,17 @@ def test_linalg_factorisations_trace_full_precision_products(method, monkeypatch
     H200's TF32 default the Gram route moved σ₁ by 1.5e-4 between A and 1e-30 A. Forward and
     gradient, wide and tall, through project_rank too."""
     A = jax.random.normal(jax.random.key(0), (20, 7))
-    cases = [lambda: linalg.best_rank_approximation(A, 2, method=method),
-             lambda: jax.grad(lambda A: jnp.sum(linalg.best_rank_approximation(A.T, 2, method=method) ** 3))(A),
-             lambda: jax.grad(lambda A: jnp.sum(prox.project_rank(A, 2, method=method) ** 3))(A)]
+    cases = [
+        lambda: linalg.best_rank_approximation(A, 2, method=method),
+        lambda: jax.grad(
+            lambda A: jnp.sum(linalg.best_rank_approximation(A.T, 2, method=method) ** 3)
+        )(A),
+        lambda: jax.grad(lambda A: jnp.sum(prox.project_rank(A, 2, method=method) ** 3))(A),
+    ]
     if method != "exact":
-        cases.append(lambda: jax.grad(lambda A: _product_cubed(linalg.low_rank_factors(A, 2, method)))(A))
+        cases.append(
+            lambda: jax.grad(lambda A: _product_cubed(linalg.low_rank_factors(A, 2, method)))(A)
+        )
     if method == "gram":
         cases += [lambda: linalg.gram_svd(A.T, 3), lambda: linalg.gram_rank_factors(A, 3)]
     if method == "randomized":
@@ -158,15 +212,39 @@ def test_inside_a_callers_jit_vmap_and_gradient(problem, monkeypatch):
     def err(z, eta):
         return jnp.sum((rpca.lrpca(Y, 2, z, eta, key=jax.random.key(1)).X - X) ** 2)
 
-    _check_full_precision(monkeypatch, lambda: jax.jit(jax.grad(err))(zeta, jnp.full(4, 0.5)), trace=False)
+    _check_full_precision(
+        monkeypatch, lambda: jax.jit(jax.grad(err))(zeta, jnp.full(4, 0.5)), trace=False
+    )
     # The caller's jit inside the gradient: the custom rules' forward and JVP passes are traced when
     # the already-traced program is differentiated, after the solver's context has closed.
-    _check_full_precision(monkeypatch, lambda: jax.grad(jax.jit(err))(zeta, jnp.full(4, 0.5)), trace=False)
-    _check_full_precision(monkeypatch, lambda: jax.grad(jax.jit(
-        lambda z: jnp.sum(rpca.lrpca(Y, 2, z, jnp.full(4, 0.5), svd="exact", differentiable=True, tol=1e-6,
-                                     max_iter=4).X)))(zeta), trace=False)
-    _check_full_precision(monkeypatch, lambda: jax.vmap(lambda e: err(zeta, jnp.full(4, e)))(jnp.array([0.4, 0.6])),
-                          trace=False)
+    _check_full_precision(
+        monkeypatch, lambda: jax.grad(jax.jit(err))(zeta, jnp.full(4, 0.5)), trace=False
+    )
+    _check_full_precision(
+        monkeypatch,
+        lambda: jax.grad(
+            jax.jit(
+                lambda z: jnp.sum(
+                    rpca.lrpca(
+                        Y,
+                        2,
+                        z,
+                        jnp.full(4, 0.5),
+                        svd="exact",
+                        differentiable=True,
+                        tol=1e-6,
+                        max_iter=4,
+                    ).X
+                )
+            )
+        )(zeta),
+        trace=False,
+    )
+    _check_full_precision(
+        monkeypatch,
+        lambda: jax.vmap(lambda e: err(zeta, jnp.full(4, e)))(jnp.array([0.4, 0.6])),
+        trace=False,
+    )
 
 
 def test_a_precision_the_caller_chose_is_kept(problem, monkeypatch):

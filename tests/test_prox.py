@@ -26,7 +26,12 @@ def np_top_fraction(M, alpha):
 def test_soft_threshold_matches_numpy_with_broadcast_thresholds():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((40, 30)).astype(np.float32)
-    for t in (0.0, 0.7, rng.uniform(0, 1, (40, 1)).astype(np.float32), rng.uniform(0, 1, (30,)).astype(np.float32)):
+    for t in (
+        0.0,
+        0.7,
+        rng.uniform(0, 1, (40, 1)).astype(np.float32),
+        rng.uniform(0, 1, (30,)).astype(np.float32),
+    ):
         np.testing.assert_allclose(prox.soft_threshold(jnp.asarray(x), t), np_soft(x, t), atol=1e-7)
 
 
@@ -36,16 +41,25 @@ def test_soft_threshold_refuses_a_negative_or_nan_concrete_threshold():
     negative or NaN entry is refused by name; +inf zeroes everything; valid thresholds, concrete or
     traced under jit and vmap, give the values they gave before."""
     x = jnp.array([1.0, -2.0, 0.0])
-    for t, match in [(-1.0, "t must be non-negative"), (np.float32(-0.5), "t must be non-negative"),
-                     (np.array([[0.5], [-0.1]]), "t must be non-negative"), (float("nan"), "t has non-finite")]:
+    for t, match in [
+        (-1.0, "t must be non-negative"),
+        (np.float32(-0.5), "t must be non-negative"),
+        (np.array([[0.5], [-0.1]]), "t must be non-negative"),
+        (float("nan"), "t has non-finite"),
+    ]:
         with pytest.raises(ValueError, match=match):
             prox.soft_threshold(jnp.ones((2, 3)) if np.ndim(t) == 2 else x, t)
     np.testing.assert_array_equal(prox.soft_threshold(x, jnp.inf), [0.0, 0.0, 0.0])
     X = np.random.default_rng(11).standard_normal((5, 4)).astype(np.float32)
     t_rows = np.linspace(0.0, 1.0, 5, dtype=np.float32)[:, None]
-    np.testing.assert_allclose(prox.soft_threshold(jnp.asarray(X), t_rows), np_soft(X, t_rows), atol=1e-7)
-    np.testing.assert_allclose(jax.jit(prox.soft_threshold)(jnp.asarray(X), jnp.asarray(t_rows)),
-                               np_soft(X, t_rows), atol=1e-7)
+    np.testing.assert_allclose(
+        prox.soft_threshold(jnp.asarray(X), t_rows), np_soft(X, t_rows), atol=1e-7
+    )
+    np.testing.assert_allclose(
+        jax.jit(prox.soft_threshold)(jnp.asarray(X), jnp.asarray(t_rows)),
+        np_soft(X, t_rows),
+        atol=1e-7,
+    )
     ts = jnp.array([0.0, 0.3, 2.0], jnp.float32)
     out = jax.vmap(prox.soft_threshold, in_axes=(None, 0))(jnp.asarray(X), ts)
     for t, o in zip(np.asarray(ts), out):
@@ -83,12 +97,14 @@ def test_soft_threshold_gradients_match_closed_form(x64):
 
 
 def test_soft_threshold_gradient_in_t_for_integer_data(x64):
-    """An integer x has no tangent (float0); the custom rule multiplied it anyway and the gradient in
-    t failed with a float0 promotion error. ∂/∂t = −Σ sign(x)·1[|x| > t], as for float data."""
+    """An integer x has no tangent (float0); the custom rule multiplied it anyway and the gradient
+    in t failed with a float0 promotion error. ∂/∂t = −Σ sign(x)·1[|x| > t], as for float data."""
     x = jnp.arange(-3, 5)
     g = jax.grad(lambda t: jnp.sum(prox.soft_threshold(x, t) ** 2))(1.5)
     xf = np.arange(-3.0, 5.0)
-    np.testing.assert_allclose(g, -2 * np.sum(np.maximum(np.abs(xf) - 1.5, 0)), rtol=1e-12)   # 2 S · ∂S/∂t
+    np.testing.assert_allclose(
+        g, -2 * np.sum(np.maximum(np.abs(xf) - 1.5, 0)), rtol=1e-12
+    )  # 2 S · ∂S/∂t
 
 
 def test_soft_threshold_gradient_with_per_row_thresholds_matches_finite_differences(x64):
@@ -113,15 +129,19 @@ def test_hard_threshold_matches_numpy():
     rng = np.random.default_rng(2)
     x = rng.standard_normal((20, 20))
     t = rng.uniform(0, 1, (20, 1))
-    np.testing.assert_array_equal(prox.hard_threshold(jnp.asarray(x), jnp.asarray(t)),
-                                  np.where(np.abs(x) > t, x, 0).astype(np.float32))
+    np.testing.assert_array_equal(
+        prox.hard_threshold(jnp.asarray(x), jnp.asarray(t)),
+        np.where(np.abs(x) > t, x, 0).astype(np.float32),
+    )
 
 
 def test_project_rank_is_eckart_young(x64):
     rng = np.random.default_rng(3)
     A = rng.standard_normal((30, 20))
     U, s, Vt = np.linalg.svd(A, full_matrices=False)
-    np.testing.assert_allclose(prox.project_rank(jnp.asarray(A), 4), (U[:, :4] * s[:4]) @ Vt[:4], atol=1e-12)
+    np.testing.assert_allclose(
+        prox.project_rank(jnp.asarray(A), 4), (U[:, :4] * s[:4]) @ Vt[:4], atol=1e-12
+    )
     P = prox.project_rank(jnp.asarray(A), 4, method="randomized", key=jax.random.key(0))
     assert np.linalg.matrix_rank(np.asarray(P), tol=1e-8) == 4
 
@@ -143,7 +163,9 @@ def test_top_fraction_keeps_ties_like_numpy():
     for alpha in (0.1, 0.25, 0.6):
         want = np_top_fraction(M, alpha)
         np.testing.assert_array_equal(prox.sparsify_top_fraction(jnp.asarray(M), alpha), want)
-        np.testing.assert_array_equal(prox.sparsify_top_fraction(jnp.asarray(M), alpha, gather=False), want)
+        np.testing.assert_array_equal(
+            prox.sparsify_top_fraction(jnp.asarray(M), alpha, gather=False), want
+        )
     with pytest.raises(TypeError, match="gather"):
         prox.sparsify_top_fraction(jnp.asarray(M), 0.1, gather=None)
 
@@ -155,12 +177,12 @@ def _np_cut(M, k, axis):
 
 
 def test_square_thresholds_as_one_selection_equal_the_two(monkeypatch):
-    """A square magnitude (up to 2¹⁹ entries) is selected as the rows of [M; Mᵀ] in one call: the same
-    cut-offs as row and column selections apart and as NumPy, with ties, with warm starts (both, one,
-    none), under vmap over α and over matrices."""
+    """A square magnitude (up to 2¹⁹ entries) is selected as the rows of [M; Mᵀ] in one call: the
+    same cut-offs as row and column selections apart and as NumPy, with ties, with warm starts
+    (both, one, none), under vmap over α and over matrices."""
     rng = np.random.default_rng(6)
-    M = np.abs(rng.integers(-3, 4, size=(48, 48))).astype(np.float32)    # many ties
-    M[:, 5] = 0.0                                                       # a column of zeros
+    M = np.abs(rng.integers(-3, 4, size=(48, 48))).astype(np.float32)  # many ties
+    M[:, 5] = 0.0  # a column of zeros
     Mj = jnp.asarray(M)
     alphas = jnp.array([0.0, 0.05, 0.2, 0.5, 1.0], jnp.float32)
     guesses = [(None, None), (jnp.ones(48), None), (jnp.full(48, 2.0), jnp.zeros(48))]
@@ -171,7 +193,7 @@ def test_square_thresholds_as_one_selection_equal_the_two(monkeypatch):
     joint = [[run(a, *g) for g in guesses] for a in alphas]
     batched = jax.jit(jax.vmap(lambda a: prox.top_fraction_thresholds(Mj, a)))(alphas)
     two_matrices = jax.vmap(lambda m: prox.top_fraction_thresholds(m, 0.2))(jnp.stack([Mj, 2 * Mj]))
-    monkeypatch.setattr(prox, "_JOINT_SELECTION_MAX", 0)                # the two selections apart
+    monkeypatch.setattr(prox, "_JOINT_SELECTION_MAX", 0)  # the two selections apart
     for i, a in enumerate(np.asarray(alphas)):
         k = int(prox.top_fraction_count(a, 48))
         want = (_np_cut(M, k, 1), _np_cut(M, k, 0))
@@ -180,7 +202,7 @@ def test_square_thresholds_as_one_selection_equal_the_two(monkeypatch):
             np.testing.assert_array_equal(got[0], want[0])
             np.testing.assert_array_equal(got[1], want[1])
     k = int(prox.top_fraction_count(0.2, 48))
-    rows, cols = two_matrices                                           # (2, 48) each
+    rows, cols = two_matrices  # (2, 48) each
     np.testing.assert_array_equal(cols[0], _np_cut(M, k, 0))
     np.testing.assert_array_equal(rows[1], _np_cut(2 * M, k, 1))
 
@@ -195,10 +217,10 @@ def test_top_fraction_under_vmap_over_alpha():
 
 
 def test_top_fraction_refuses_alpha_outside_the_unit_interval():
-    """α = −0.5 zeroed every entry and α = 1.5 kept every entry without a word, and the top_k variant
-    (documented as giving the same result) failed inside lax.top_k at 1.5. A concrete α outside
-    [0, 1] or NaN is refused by name in both; a traced one (vmap over α) gives NaN, its valid
-    neighbours the same values as before."""
+    """α = −0.5 zeroed every entry and α = 1.5 kept every entry without a word, and the top_k
+    variant (documented as giving the same result) failed inside lax.top_k at 1.5. A concrete α
+    outside [0, 1] or NaN is refused by name in both; a traced one (vmap over α) gives NaN, its
+    valid neighbours the same values as before."""
     M = np.random.default_rng(12).standard_normal((9, 7)).astype(np.float32)
     for op in (prox.sparsify_top_fraction, sparsify_top_fraction_topk):
         for alpha in (-0.5, 1.5, float("nan"), np.float32(1.01)):
@@ -207,7 +229,9 @@ def test_top_fraction_refuses_alpha_outside_the_unit_interval():
         for alpha in (0.0, 1.0):
             np.testing.assert_array_equal(op(jnp.asarray(M), alpha), np_top_fraction(M, alpha))
     alphas = jnp.array([0.3, -0.5, 1.5, jnp.nan, 1.0], jnp.float32)
-    out = np.asarray(jax.jit(jax.vmap(prox.sparsify_top_fraction, in_axes=(None, 0)))(jnp.asarray(M), alphas))
+    out = np.asarray(
+        jax.jit(jax.vmap(prox.sparsify_top_fraction, in_axes=(None, 0)))(jnp.asarray(M), alphas)
+    )
     assert np.all(np.isnan(out[1:4]))
     # x that is not a matrix: refused by name (it failed unpacking its shape, "not enough values").
     for op in (prox.sparsify_top_fraction, sparsify_top_fraction_topk):
@@ -224,24 +248,38 @@ def test_top_fraction_takes_integer_data():
     soft_threshold and hard_threshold take integers. Both now rank and return them in float."""
     M = np.random.default_rng(13).integers(-50, 50, size=(8, 6))
     expected = np_top_fraction(M.astype(np.float64), 0.5)
-    for op in (prox.sparsify_top_fraction, sparsify_top_fraction_topk, jax.jit(prox.sparsify_top_fraction)):
+    for op in (
+        prox.sparsify_top_fraction,
+        sparsify_top_fraction_topk,
+        jax.jit(prox.sparsify_top_fraction),
+    ):
         out = op(jnp.asarray(M, jnp.int32), 0.5)
         assert jnp.issubdtype(out.dtype, jnp.floating)
         np.testing.assert_array_equal(out, expected)
 
 
 def test_top_fraction_count_is_rounding_safe():
-    for alpha, n, k in [(0.1, 1000, 100), (0.3, 1000, 300), (0.7, 10, 7), (0.29, 100, 29), (0.57, 100, 57),
-                        (0.0, 2_000_000, 0), (0.1234567, 1_000_000, 123_456)]:   # an absolute slack broke these
+    for alpha, n, k in [
+        (0.1, 1000, 100),
+        (0.3, 1000, 300),
+        (0.7, 10, 7),
+        (0.29, 100, 29),
+        (0.57, 100, 57),
+        (0.0, 2_000_000, 0),
+        (0.1234567, 1_000_000, 123_456),
+    ]:  # an absolute slack broke these
         assert int(prox.top_fraction_count(jnp.float32(alpha), n)) == k
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.sampled_from([1, 7, 12]), st.sampled_from([1, 9]), st.floats(0, 1), st.integers(0, 2**31 - 1))
+@given(
+    st.sampled_from([1, 7, 12]), st.sampled_from([1, 9]), st.floats(0, 1), st.integers(0, 2**31 - 1)
+)
 def test_top_fraction_property(n1, n2, alpha, seed):
     M = np.random.default_rng(seed).standard_normal((n1, n2)).astype(np.float32)
     out = np.asarray(prox.sparsify_top_fraction(jnp.asarray(M), alpha))
-    # Never more than k entries survive in a row (no ties in continuous data), and all survivors are kept values.
+    # Never more than k entries survive in a row (no ties in continuous data), and all survivors are
+    # kept values.
     kr = int(prox.top_fraction_count(jnp.float32(alpha), n2))
     assert np.all((out != 0).sum(axis=1) <= kr)
     assert np.all((out == 0) | (out == M))
@@ -254,7 +292,11 @@ def test_top_fraction_count_is_exact_for_low_precision_alpha(dtype):
     α's own precision bfloat16's eps · n added whole entries: 0.25 · 100 gave 31)."""
     for alpha, n in [(0.25, 100), (0.5, 1000), (0.125, 64), (0.1, 1000)]:
         a = jnp.asarray(alpha, dtype)
-        assert int(prox.top_fraction_count(a, n)) == int(np.floor(float(a) * n + 1e-9)), (alpha, n, dtype)
+        assert int(prox.top_fraction_count(a, n)) == int(np.floor(float(a) * n + 1e-9)), (
+            alpha,
+            n,
+            dtype,
+        )
 
 
 def test_group_soft_threshold_derivative_at_zero_groups_and_tiny_groups(x64):
@@ -266,10 +308,13 @@ def test_group_soft_threshold_derivative_at_zero_groups_and_tiny_groups(x64):
         g = jax.grad(lambda X: jnp.sum(prox.group_soft_threshold(X, t)))(X)
         assert np.all(np.isfinite(np.asarray(g)))
         np.testing.assert_allclose(g[:, 1], expected)
-    np.testing.assert_allclose(jax.jacfwd(lambda X: prox.group_soft_threshold(X, 0.0))(X)[0, 1, 0, 1], 1.0)
+    np.testing.assert_allclose(
+        jax.jacfwd(lambda X: prox.group_soft_threshold(X, 0.0))(X)[0, 1, 0, 1], 1.0
+    )
     tiny = jnp.array([[3e-170, 4e-170]])
-    np.testing.assert_allclose(prox.group_soft_threshold(tiny, 1e-171, axis=1), tiny * (1 - 1e-171 / 5e-170),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        prox.group_soft_threshold(tiny, 1e-171, axis=1), tiny * (1 - 1e-171 / 5e-170), rtol=1e-12
+    )
     with pytest.raises(ValueError, match="t must be non-negative"):
         prox.group_soft_threshold(X, -1.0)
 
@@ -278,7 +323,9 @@ def test_group_soft_threshold_gradient_of_tiny_float32_groups():
     """float32 groups near 1e-20: the value was right but the derivative of t/‖x_g‖ went through
     ‖x_g‖⁻² (inf in float32), and at t = 0 the gradient was NaN. It now equals the float64 one."""
     X = jnp.array([[3e-20, 1e-30, 2.0], [4e-20, -2e-30, 1.0]], jnp.float32)
-    f = lambda X, t: jnp.sum(jnp.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 1.0]], X.dtype) * prox.group_soft_threshold(X, t))
+    f = lambda X, t: jnp.sum(
+        jnp.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 1.0]], X.dtype) * prox.group_soft_threshold(X, t)
+    )
     for t in (0.0, 1e-21, 1e-31):
         g32 = jax.grad(f)(X, t)
         with jax.enable_x64(True):
@@ -320,8 +367,8 @@ def test_hard_threshold_zeroes_ties_at_t():
 
 
 def test_soft_threshold_derivative_takes_the_threshold_branch_at_ties(x64):
-    """At |x| = t exactly the documented rule takes the t-branch, as for |x| > t: ∂S/∂t = −sign(x) and
-    ∂S/∂x = 1 (the clip's derivative in x is 0 there), in forward and reverse mode."""
+    """At |x| = t exactly the documented rule takes the t-branch, as for |x| > t: ∂S/∂t = −sign(x)
+    and ∂S/∂x = 1 (the clip's derivative in x is 0 there), in forward and reverse mode."""
     x = jnp.array([0.5, -0.5, 0.2, 0.9, -0.9])
     t = 0.5
     _, dt = jax.jvp(lambda t: prox.soft_threshold(x, t), (t,), (1.0,))

@@ -34,7 +34,7 @@ def _bound(node) -> set[str]:
 
 def test_the_readme_and_the_pages_have_examples():
     assert len(_blocks()) >= 6
-    assert sum(len(_blocks(page)) for page in PAGES[1:]) >= 4      # sweeps.md and scaling.md at least
+    assert sum(len(_blocks(page)) for page in PAGES[1:]) >= 4  # sweeps.md and scaling.md at least
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
@@ -45,11 +45,23 @@ def test_every_name_in_the_examples_is_defined_before_use(page):
         tree = ast.parse(src)
         missing = []
         for stmt in tree.body:
-            # names bound inside the statement for its own use: lambda arguments, comprehension targets
-            local = {a.arg for n in ast.walk(stmt) if isinstance(n, ast.Lambda) for a in n.args.args}
-            local |= {t.id for n in ast.walk(stmt) if isinstance(n, ast.comprehension)
-                      for t in ast.walk(n.target) if isinstance(t, ast.Name)}
-            used = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            # names bound inside the statement for its own use: lambda arguments, comprehension
+            # targets
+            local = {
+                a.arg for n in ast.walk(stmt) if isinstance(n, ast.Lambda) for a in n.args.args
+            }
+            local |= {
+                t.id
+                for n in ast.walk(stmt)
+                if isinstance(n, ast.comprehension)
+                for t in ast.walk(n.target)
+                if isinstance(t, ast.Name)
+            }
+            used = {
+                n.id
+                for n in ast.walk(stmt)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            }
             missing += sorted(used - defined - local)
             defined |= _bound(stmt)
         assert not missing, f"{page.name} block {i} uses undefined names {missing}:\n{src}"
@@ -66,13 +78,19 @@ def test_the_lowrank_jax_functions_the_examples_call_exist():
     calls = set()
     for src in blocks:
         for n in ast.walk(ast.parse(src)):
-            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in modules:
+            if (
+                isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name)
+                and n.value.id in modules
+            ):
                 calls.add((n.value.id, n.attr))
     assert len(calls) > 20
     for name, attr in sorted(calls):
         parent, _, leaf = modules[name].rpartition(".")
         try:
             obj = importlib.import_module(modules[name])
-        except ModuleNotFoundError:            # an imported name that is not a module (lowrank_jax.Status)
+        except ModuleNotFoundError:  # an imported name that is not a module (lowrank_jax.Status)
             obj = getattr(importlib.import_module(parent), leaf)
-        assert hasattr(obj, attr), f"an example calls {name}.{attr}, which {modules[name]} does not have"
+        assert hasattr(obj, attr), (
+            f"an example calls {name}.{attr}, which {modules[name]} does not have"
+        )

@@ -14,8 +14,13 @@ class Toy(Result):
 
 def toy(status, x=None):
     x = jnp.arange(1000.0) if x is None else x
-    return Toy(n_iter=jnp.asarray(3, jnp.int32), status=jnp.asarray(status, jnp.int32),
-               history={"loss": jnp.full(10, jnp.nan).at[:3].set(1.0)}, x=x, loss=jnp.float32(0.25))
+    return Toy(
+        n_iter=jnp.asarray(3, jnp.int32),
+        status=jnp.asarray(status, jnp.int32),
+        history={"loss": jnp.full(10, jnp.nan).at[:3].set(1.0)},
+        x=x,
+        loss=jnp.float32(0.25),
+    )
 
 
 def test_repr_names_the_status_shows_scalars_and_no_array_whole():
@@ -27,10 +32,16 @@ def test_repr_names_the_status_shows_scalars_and_no_array_whole():
     np.testing.assert_array_equal(batched.converged, [True, True, False])
 
 
-@pytest.mark.parametrize("status, message", [(Status.DIVERGED, "went up"), (Status.INVALID, "bad tol")])
-def test_finish_raises_the_named_cause_eagerly_and_under_jit_and_returns_with_throw_false(status, message):
-    for call in (lambda s: finish(toy(s), True, diverged="went up", invalid="bad tol"),
-                 jax.jit(lambda s: finish(toy(s), True, diverged="went up", invalid="bad tol").x)):
+@pytest.mark.parametrize(
+    "status, message", [(Status.DIVERGED, "went up"), (Status.INVALID, "bad tol")]
+)
+def test_finish_raises_the_named_cause_eagerly_and_under_jit_and_returns_with_throw_false(
+    status, message
+):
+    for call in (
+        lambda s: finish(toy(s), True, diverged="went up", invalid="bad tol"),
+        jax.jit(lambda s: finish(toy(s), True, diverged="went up", invalid="bad tol").x),
+    ):
         with pytest.raises(RuntimeError, match=message):
             jax.block_until_ready(call(jnp.asarray(status, jnp.int32)))
     out = finish(toy(status), False, diverged="went up")
@@ -40,9 +51,15 @@ def test_finish_raises_the_named_cause_eagerly_and_under_jit_and_returns_with_th
 
 def test_ensure_finite_raises_eagerly_and_under_jit_and_passes_finite_values():
     from lowrank_jax.result import ensure_finite
+
     good = {"x": jnp.ones(3), "n": jnp.asarray(2)}
     assert ensure_finite(good, "never") is good
-    for call in (lambda v: ensure_finite(v, "overflowed"), jax.jit(lambda v: ensure_finite(v, "overflowed"))):
+    for call in (
+        lambda v: ensure_finite(v, "overflowed"),
+        jax.jit(lambda v: ensure_finite(v, "overflowed")),
+    ):
         with pytest.raises(RuntimeError, match="overflowed"):
             jax.block_until_ready(call(jnp.array([1.0, jnp.inf])))
-    np.testing.assert_array_equal(jax.jit(lambda v: ensure_finite(v, "no"))(jnp.ones(2)), np.ones(2))
+    np.testing.assert_array_equal(
+        jax.jit(lambda v: ensure_finite(v, "no"))(jnp.ones(2)), np.ones(2)
+    )

@@ -100,7 +100,9 @@ def test_ties_zeros_signs_and_infinities(method):
     x[4] = -(np.arange(27) // 3)
     x[5, :13] = np.inf
     x[6, :5] = -np.inf
-    x[7] = np.finfo(np.float32).tiny * np.arange(27)  # smallest normals (XLA:CPU flushes subnormals)
+    x[7] = np.finfo(np.float32).tiny * np.arange(
+        27
+    )  # smallest normals (XLA:CPU flushes subnormals)
     x[8] = np.where(np.arange(27) % 2, -0.0, 1.0)
     x[9] = np.where(np.arange(27) % 3, -1.5, np.finfo(np.float32).max)
     x[10:] = sample(6, (10, 27), "ints") * 1e-3
@@ -139,6 +141,7 @@ def test_guess_never_changes_the_result(monkeypatch):
     # 40 rows resp. columns, with gathering from blocks of any size: also exercises the gathering
     # of unfinished rows/columns
     from lowrank_jax import selection
+
     monkeypatch.setattr(selection, "_COMPACT_MIN_ENTRIES", 0)
     x = sample(10, (300, 40), "normal")
     k = 60
@@ -187,11 +190,17 @@ def test_vmap_over_arrays_is_one_loop_for_the_whole_batch(axis):
     assert_exact(shared_k(xs), np.stack([reference(x, 4, axis) for x in xs]))
     nested = jax.jit(jax.vmap(jax.vmap(lambda x, k: kth_largest(x, k, axis=axis, method="count"))))
     got = nested(np.stack([xs, -xs]), np.stack([ks, ks[::-1]]))
-    assert_exact(got, np.stack([want, np.stack([reference(-x, k, axis) for x, k in zip(xs, ks[::-1])])]))
-    program = str(jax.make_jaxpr(jax.vmap(lambda x, k: kth_largest(x, k, axis=axis, method="count")))(xs, ks))
+    assert_exact(
+        got, np.stack([want, np.stack([reference(-x, k, axis) for x, k in zip(xs, ks[::-1])])])
+    )
+    program = str(
+        jax.make_jaxpr(jax.vmap(lambda x, k: kth_largest(x, k, axis=axis, method="count")))(xs, ks)
+    )
     assert "while[" in program and "scan[" not in program
     # Only k batched: x is not copied once per member; the members run one after another.
-    program = str(jax.make_jaxpr(jax.vmap(lambda k: kth_largest(xs[0], k, axis=axis, method="count")))(ks))
+    program = str(
+        jax.make_jaxpr(jax.vmap(lambda k: kth_largest(xs[0], k, axis=axis, method="count")))(ks)
+    )
     assert "scan[" in program
 
 
@@ -208,11 +217,15 @@ def test_dtypes_empty_and_errors(method):
     assert got.dtype == jnp.float16
     np.testing.assert_array_equal(np.asarray(got), reference(x, 5))
     # XLA:CPU compares subnormals as zeros; they are treated as zeros throughout
-    sub = np.float32(np.finfo(np.float32).smallest_subnormal) * np.array([[3, 0, -2, 1, 5]], np.float32)
+    sub = np.float32(np.finfo(np.float32).smallest_subnormal) * np.array(
+        [[3, 0, -2, 1, 5]], np.float32
+    )
     assert float(kl(sub, 2, method=method)[0]) == 0.0
     assert float(kl(np.abs(sub) + 1, 2, method=method)[0]) == reference(np.abs(sub) + 1, 2)[0]
     empty = np.zeros((3, 0), np.float32)
-    np.testing.assert_array_equal(kth_largest(empty, np.array([0, 1, 2]), method=method), [np.inf, -np.inf, -np.inf])
+    np.testing.assert_array_equal(
+        kth_largest(empty, np.array([0, 1, 2]), method=method), [np.inf, -np.inf, -np.inf]
+    )
     with pytest.raises(TypeError):
         kth_largest(np.arange(5), 1)
     with pytest.raises(TypeError):
@@ -256,14 +269,22 @@ def test_a_scalar_is_refused_by_name():
 def test_k_and_guess_of_another_shape_are_refused_by_name():
     """A k or guess that does not broadcast to the result's shape failed inside JAX's broadcasting
     ("Incompatible types for broadcasting: input type=int32[3] …"), naming neither; a guess shaped
-    like the other axis (16 for a result of 20) would not broadcast either. Broadcastable ones run."""
+    like the other axis (16 for a result of 20) would not broadcast either. Broadcastable ones
+    run."""
     x = jnp.arange(12.0).reshape(3, 4)
-    for kw, name in ((dict(k=jnp.ones(5, int)), "k"), (dict(k=1, guess=jnp.ones(4)), "guess"),
-                     (dict(k=jnp.ones((2, 3), int)), "k")):
-        with pytest.raises(ValueError, match=rf"{name} must broadcast to the result's shape \(3,\)"):
+    for kw, name in (
+        (dict(k=jnp.ones(5, int)), "k"),
+        (dict(k=1, guess=jnp.ones(4)), "guess"),
+        (dict(k=jnp.ones((2, 3), int)), "k"),
+    ):
+        with pytest.raises(
+            ValueError, match=rf"{name} must broadcast to the result's shape \(3,\)"
+        ):
             kth_largest(x, kw.pop("k"), axis=1, **kw)
     np.testing.assert_array_equal(kth_largest(x, jnp.array([1, 2, 3]), axis=1), [3.0, 6.0, 9.0])
-    np.testing.assert_array_equal(kth_largest(x, jnp.array([[1]]).reshape(1), axis=1, guess=jnp.ones(1)), [3.0, 7.0, 11.0])
+    np.testing.assert_array_equal(
+        kth_largest(x, jnp.array([[1]]).reshape(1), axis=1, guess=jnp.ones(1)), [3.0, 7.0, 11.0]
+    )
 
 
 def test_an_axis_out_of_range_is_refused_not_wrapped():
@@ -273,8 +294,10 @@ def test_an_axis_out_of_range_is_refused_not_wrapped():
     for axis in (2, 3, -3, 1.0):
         with pytest.raises(ValueError, match="axis must be an integer in"):
             kth_largest(x, 1, axis=axis)
-    for axis in (-2, -1, 0, 1, np.int64(1), np.array(1), jnp.int32(-1)):   # 0-d integers too
-        np.testing.assert_array_equal(kth_largest(x, 1, axis=axis), np.max(np.asarray(x), axis=axis))
+    for axis in (-2, -1, 0, 1, np.int64(1), np.array(1), jnp.int32(-1)):  # 0-d integers too
+        np.testing.assert_array_equal(
+            kth_largest(x, 1, axis=axis), np.max(np.asarray(x), axis=axis)
+        )
     with pytest.raises(ValueError, match="axis must be an integer in"):
         kth_largest(x, 1, axis=np.array(True))
 
@@ -296,7 +319,9 @@ def test_auto_counts_on_a_cpu_and_sorts_on_accelerators():
         for platform in ("cuda", "rocm", "tpu"):
             text = traced.lower(lowering_platforms=(platform,)).as_text()
             assert "sort" in text and "while" not in text, platform
-    np.testing.assert_array_equal(swept(alphas), np.stack([reference(x, int(a * 27), 0) for a in (0.1, 0.2, 0.3)]))
+    np.testing.assert_array_equal(
+        swept(alphas), np.stack([reference(x, int(a * 27), 0) for a in (0.1, 0.2, 0.3)])
+    )
 
 
 def test_auto_counts_on_accelerators_from_2_22_entries_batch_included():
@@ -315,29 +340,31 @@ def test_auto_counts_on_accelerators_from_2_22_entries_batch_included():
         assert loop != sort, "exactly one method is lowered"
         return loop
 
-    one = lambda x: kth_largest(x, 5, axis=1)                                             # noqa: E731
+    one = lambda x: kth_largest(x, 5, axis=1)  # noqa: E731
     batch = jax.vmap(lambda x, k: kth_largest(x, k, axis=1))
     nested = jax.vmap(jax.vmap(lambda x: kth_largest(x, 5, axis=0)))
-    k_only = lambda x, ks: jax.vmap(lambda k: kth_largest(x, k, axis=1))(ks)               # noqa: E731
-    assert not counts(lowered(one, ((1000, 1000), f32)))                   # 1e6 entries: sort
-    assert counts(lowered(one, ((2048, 2048), f32)))                       # 2²² entries: count
+    k_only = lambda x, ks: jax.vmap(lambda k: kth_largest(x, k, axis=1))(ks)  # noqa: E731
+    assert not counts(lowered(one, ((1000, 1000), f32)))  # 1e6 entries: sort
+    assert counts(lowered(one, ((2048, 2048), f32)))  # 2²² entries: count
     assert not counts(lowered(batch, ((4, 1000, 1000), f32), ((4,), jnp.int32)))
     assert counts(lowered(batch, ((8, 1000, 1000), f32), ((8,), jnp.int32)))
-    assert counts(lowered(nested, ((8, 8, 300, 300), f32)))                # 5.8e6 entries
+    assert counts(lowered(nested, ((8, 8, 300, 300), f32)))  # 5.8e6 entries
     assert not counts(lowered(nested, ((2, 8, 300, 300), f32)))
     assert not counts(lowered(k_only, ((1000, 1000), f32), ((64,), jnp.int32)))
     # and the values: the batched selection with the batch-wide decision equals the single ones
     xs = jnp.asarray(sample(17, (3, 30, 40), "absnormal"))
     ks = jnp.array([1, 7, 40])
-    np.testing.assert_array_equal(batch(xs, ks), np.stack([reference(xs[i], int(ks[i]), 1) for i in range(3)]))
+    np.testing.assert_array_equal(
+        batch(xs, ks), np.stack([reference(xs[i], int(ks[i]), 1) for i in range(3)])
+    )
     x = xs[0]
     np.testing.assert_array_equal(k_only(x, ks), np.stack([reference(x, int(k), 1) for k in ks]))
 
 
 @METHODS
 def test_narrow_integer_k(method):
-    """n − k was formed in k's dtype: an int8 or uint8 k wrapped around for n > 127 resp. 255, and the
-    sort read the wrong place (x = 0, 1, …, 299, k = 5: 39.0 instead of 295.0)."""
+    """n − k was formed in k's dtype: an int8 or uint8 k wrapped around for n > 127 resp. 255, and
+    the sort read the wrong place (x = 0, 1, …, 299, k = 5: 39.0 instead of 295.0)."""
     x = jnp.arange(300.0, dtype=jnp.float32)
     for dtype in (jnp.int8, jnp.uint8, jnp.int16, jnp.uint16):
         for k in (1, 5, 100):
@@ -353,7 +380,10 @@ def test_without_gathering_the_value_is_the_same():
     """gather=False finishes every row in the main loop (one level of passes, a smaller program);
     the values are those of the default and of the sort, warm or cold, also under vmap."""
     from lowrank_jax.selection import _kth_largest
-    lean = jax.jit(functools.partial(kth_largest, method="count", gather=False), static_argnames="axis")
+
+    lean = jax.jit(
+        functools.partial(kth_largest, method="count", gather=False), static_argnames="axis"
+    )
     for seed, kind in enumerate(KINDS):
         y = sample(seed, (64, 300), kind)
         for k in (1, 30, 150, 299):
@@ -362,7 +392,9 @@ def test_without_gathering_the_value_is_the_same():
             assert_exact(lean(y, k, axis=1, guess=want * 1.01), want)
             assert_exact(lean(y.T, k, axis=0), want)
     batch = np.stack([sample(s, (40, 120), "normal") for s in range(3)])
-    assert_exact(jax.jit(jax.vmap(lambda x: kth_largest(x, 17, gather=False)))(batch), reference(batch, 17))
+    assert_exact(
+        jax.jit(jax.vmap(lambda x: kth_largest(x, 17, gather=False)))(batch), reference(batch, 17)
+    )
     # gathering (a second level of passes) only from blocks of 32 rows and 2¹⁶ entries: (256, 300)
     # gathers, (64, 300) and (200, 200) do not, and neither does any block with gather=False
     levels = lambda x, **kw: len(jax.jit(lambda x: _kth_largest(x, 30, 1, None, **kw)[1])(x))  # noqa: E731

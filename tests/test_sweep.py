@@ -21,6 +21,7 @@ def _assert_close(a, b, rtol, atol=0.0):
 
 def test_grid_is_the_cartesian_product_first_axis_slowest():
     import itertools
+
     a, b, c = [0.1, 0.2, 0.3], [1.0, 2.0], [5, 6]
     pts = sweep.grid(a=a, b=b, c=c)
     expect = np.array(list(itertools.product(a, b, c)))
@@ -37,16 +38,20 @@ def test_one_cpu_device_hint_is_given_once_and_only_when_devices_is_left_out(mon
     """On JAX's single CPU device of a multi-core machine the first default sweep says how to use
     every core; it says so once per process, and never when the caller names the devices."""
     import warnings
+
     monkeypatch.setattr(sweep, "_hinted_one_cpu_device", False)
     monkeypatch.setattr(sweep.os, "cpu_count", lambda: 4)
-    one = jax.devices("cpu")[:1]       # a CPU device also where an accelerator is JAX's default
+    one = jax.devices("cpu")[:1]  # a CPU device also where an accelerator is JAX's default
     monkeypatch.setattr(sweep.jax, "devices", lambda *a: one)
     pts, f = {"a": jnp.arange(3.0)}, lambda a: a * a
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         np.testing.assert_allclose(sweep.run(f, pts, devices=one), [0.0, 1.0, 4.0])
-    with pytest.warns(UserWarning, match=r"one CPU device, so this sweep runs on about one of the 4 cores.*"
-                                         r"jax_num_cpu_devices', 4\)") as said:
+    with pytest.warns(
+        UserWarning,
+        match=r"one CPU device, so this sweep runs on about one of the 4 cores.*"
+        r"jax_num_cpu_devices', 4\)",
+    ) as said:
         sweep.run(f, pts)
     assert said[0].filename == __file__
     with warnings.catch_warnings():
@@ -62,7 +67,7 @@ def test_run_equals_loop_chunked_or_not():
 
     ref = _loop(f, pts)
     _assert_close(sweep.run(f, pts), ref, 1e-6)
-    _assert_close(sweep.run(f, pts, chunk=4), ref, 1e-6)      # 15 points in chunks of 4
+    _assert_close(sweep.run(f, pts, chunk=4), ref, 1e-6)  # 15 points in chunks of 4
 
 
 @pytest.mark.parametrize("chunk", [None, 2, 5])
@@ -72,13 +77,16 @@ def test_zero_size_outputs_keep_their_batched_shape(chunk):
     pts = sweep.grid(a=jnp.linspace(0.0, 1.0, 5))
 
     def f(a):
-        return {"empty": jnp.zeros((0, 3), jnp.int32), "v": jnp.stack([a, a ** 2]), "s": jnp.cos(a)}
+        return {"empty": jnp.zeros((0, 3), jnp.int32), "v": jnp.stack([a, a**2]), "s": jnp.cos(a)}
 
     out = sweep.run(f, pts, chunk=chunk, devices=jax.devices()[:1])
     assert out["empty"].shape == (5, 0, 3) and out["empty"].dtype == jnp.int32
-    _assert_close({k: out[k] for k in ("v", "s")}, {k: v for k, v in _loop(f, pts).items() if k != "empty"}, 1e-6)
-    only_empty = sweep.run(lambda a: jnp.zeros((0, 2)), pts, chunk=chunk,
-                           devices=jax.devices()[:1])
+    _assert_close(
+        {k: out[k] for k in ("v", "s")},
+        {k: v for k, v in _loop(f, pts).items() if k != "empty"},
+        1e-6,
+    )
+    only_empty = sweep.run(lambda a: jnp.zeros((0, 2)), pts, chunk=chunk, devices=jax.devices()[:1])
     assert only_empty.shape == (5, 0, 2)
 
 
@@ -97,20 +105,31 @@ def test_shared_lists_of_numbers_are_arrays_and_other_pytrees_stay_as_they_are()
     refused it ("Y must be an array, got list") though it takes the same list called directly."""
     from lowrank_jax import rpca
     from lowrank_jax.datasets import rpca as rdata
+
     p = rdata.rpca_problem(jax.random.key(0), 20, 20, 2, 0.1)
-    f = lambda eta, Y: rpca.scaledgd(Y, 2, 0.1, eta=eta, max_iter=3).X   # noqa: E731
+    f = lambda eta, Y: rpca.scaledgd(Y, 2, 0.1, eta=eta, max_iter=3).X  # noqa: E731
     pts = {"eta": jnp.array([0.4, 0.6])}
     listed = sweep.run(f, pts, shared={"Y": np.asarray(p.Y).tolist()}, devices=jax.devices()[:1])
-    np.testing.assert_allclose(listed, sweep.run(f, pts, shared={"Y": p.Y}, devices=jax.devices()[:1]), rtol=1e-6)
+    np.testing.assert_allclose(
+        listed, sweep.run(f, pts, shared={"Y": p.Y}, devices=jax.devices()[:1]), rtol=1e-6
+    )
     # a list of arrays is a pytree the function indexes: kept as a list
-    out = sweep.run(lambda a, ws: a * ws[0] + ws[1], {"a": jnp.ones(2)}, shared={"ws": [jnp.ones(3), 2.0]},
-                    devices=jax.devices()[:1])
+    out = sweep.run(
+        lambda a, ws: a * ws[0] + ws[1],
+        {"a": jnp.ones(2)},
+        shared={"ws": [jnp.ones(3), 2.0]},
+        devices=jax.devices()[:1],
+    )
     np.testing.assert_allclose(out, np.full((2, 3), 3.0))
     with pytest.raises(ValueError, match="shared must be a dict"):
         sweep.run(f, pts, shared=[p.Y])
-    import types                                      # any mapping is a dict of shared data
-    np.testing.assert_allclose(sweep.run(f, pts, shared=types.MappingProxyType({"Y": p.Y}), devices=jax.devices()[:1]),
-                               listed, rtol=1e-6)
+    import types  # any mapping is a dict of shared data
+
+    np.testing.assert_allclose(
+        sweep.run(f, pts, shared=types.MappingProxyType({"Y": p.Y}), devices=jax.devices()[:1]),
+        listed,
+        rtol=1e-6,
+    )
 
 
 def test_run_rejects_bad_points():
@@ -148,9 +167,9 @@ def test_run_compiles_once_per_function():
     assert len(traces) == 1
 
 
-
 def test_one_cpu_device_on_many_cores_is_hinted_once(monkeypatch):
     import warnings
+
     monkeypatch.setattr(sweep, "_hinted_one_cpu_device", False)
     monkeypatch.setattr(sweep.os, "cpu_count", lambda: 4)
     one_cpu = [jax.devices("cpu")[0]]
@@ -161,22 +180,26 @@ def test_one_cpu_device_on_many_cores_is_hinted_once(monkeypatch):
     np.testing.assert_array_equal(out, [1.0, 2.0, 3.0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        sweep.run(f, {"a": jnp.arange(3.0)})                         # once per process
+        sweep.run(f, {"a": jnp.arange(3.0)})  # once per process
         monkeypatch.setattr(sweep, "_hinted_one_cpu_device", False)
-        sweep.run(f, {"a": jnp.arange(3.0)}, devices=one_cpu)        # explicit devices: no hint
+        sweep.run(f, {"a": jnp.arange(3.0)}, devices=one_cpu)  # explicit devices: no hint
         monkeypatch.setattr(sweep.os, "cpu_count", lambda: 1)
-        sweep.run(f, {"a": jnp.arange(3.0)})                         # one core: nothing to gain
+        sweep.run(f, {"a": jnp.arange(3.0)})  # one core: nothing to gain
+
 
 # ---- one sweep per family ----------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def rpca_problem():
     from lowrank_jax.datasets import rpca as data
+
     return data.rpca_problem(jax.random.key(3), 80, 60, 3, 0.1)
 
 
 def test_sweep_scaledgd_alpha_eta(rpca_problem):
     from lowrank_jax import rpca
+
     pts = sweep.grid(alpha=jnp.array([0.1, 0.2]), eta=jnp.array([0.4, 0.7]))
 
     def f(alpha, eta, Y=rpca_problem.Y):
@@ -188,6 +211,7 @@ def test_sweep_scaledgd_alpha_eta(rpca_problem):
 
 def test_sweep_lrpca_zeta_scale_eta(rpca_problem):
     from lowrank_jax import rpca
+
     Y = rpca_problem.Y
     p = rpca.pretrained(0.1)
     pts = sweep.grid(scale=jnp.array([0.5, 1.0, 2.0]), eta=jnp.array([0.5, 0.8]))
@@ -201,6 +225,7 @@ def test_sweep_lrpca_zeta_scale_eta(rpca_problem):
 
 def test_sweep_newton_weight_and_sketch_size():
     from lowrank_jax import regression as rg
+
     with jax.enable_x64(True):
         k1, k2 = jax.random.split(jax.random.key(4))
         A = jax.random.normal(k1, (400, 6), jnp.float64) / 20
@@ -208,18 +233,39 @@ def test_sweep_newton_weight_and_sketch_size():
         pts = sweep.grid(w=jnp.array([4.0, 6.0]), rows=jnp.array([40, 120, 200]))
 
         def f(w, rows):
-            r = rg.newton_solve(A, b, w, jnp.zeros(6), "exp", "sketch", max_iter=4, sketch_size=200, sketch_rows=rows,
-                                key=jax.random.key(1))
+            r = rg.newton_solve(
+                A,
+                b,
+                w,
+                jnp.zeros(6),
+                "exp",
+                "sketch",
+                max_iter=4,
+                sketch_size=200,
+                sketch_rows=rows,
+                key=jax.random.key(1),
+            )
             return r.x, r.loss
 
         swept = sweep.run(f, pts)
         _assert_close(swept, _loop(f, pts), 1e-10, 1e-14)
         # rows = sketch_size uses every draw: the same as leaving sketch_rows out
-        full = rg.newton_solve(A, b, 4.0, jnp.zeros(6), "exp", "sketch", max_iter=4, sketch_size=200,
-                               key=jax.random.key(1))
+        full = rg.newton_solve(
+            A,
+            b,
+            4.0,
+            jnp.zeros(6),
+            "exp",
+            "sketch",
+            max_iter=4,
+            sketch_size=200,
+            key=jax.random.key(1),
+        )
         np.testing.assert_allclose(np.asarray(swept[0][2]), np.asarray(full.x), rtol=1e-12)
         with pytest.raises(ValueError, match="sketch_rows"):
-            rg.newton_solve(A, b, 4.0, jnp.zeros(6), "exp", "sketch", sketch_size=200, sketch_rows=201)
+            rg.newton_solve(
+                A, b, 4.0, jnp.zeros(6), "exp", "sketch", sketch_size=200, sketch_rows=201
+            )
 
 
 def test_sweep_pathnorm_lambda_lr(x64):
@@ -227,14 +273,27 @@ def test_sweep_pathnorm_lambda_lr(x64):
     may differ (to 2e-4 here, and past it at another XLA optimisation level), which would hide a
     real difference; in float64 they agree to 1e-13."""
     from lowrank_jax import pathnorm
+
     rng = np.random.default_rng(0)
     X = rng.random((200, 12))
     y = (X[:, 0] > 0.5).astype(np.int32)
     pts = sweep.grid(lr=jnp.array([0.05, 0.2]), lam=jnp.array([1e-3, 1e-2]))
 
     def f(lr, lam):
-        r = pathnorm.train(jax.random.key(0), X, y, reg="path", method="prox", lr=lr, lam=lam, epochs=2,
-                           batch=20, hidden=8, logs_per_epoch=2, outputs=2)
+        r = pathnorm.train(
+            jax.random.key(0),
+            X,
+            y,
+            reg="path",
+            method="prox",
+            lr=lr,
+            lam=lam,
+            epochs=2,
+            batch=20,
+            hidden=8,
+            logs_per_epoch=2,
+            outputs=2,
+        )
         return r.loss, r.model.hidden.weight, r.model.out.weight
 
     out = sweep.run(f, pts)
@@ -244,10 +303,13 @@ def test_sweep_pathnorm_lambda_lr(x64):
 
 def test_sweep_sdl_xi_lambda_step():
     from lowrank_jax import sdl
+
     rng = np.random.default_rng(1)
     X = rng.standard_normal((40, 24)).astype(np.float32) / 6
     y = np.arange(24) % 2
-    pts = sweep.grid(xi=jnp.array([0.1, 1.0]), lam=jnp.array([1e-3, 1e-2]), step=jnp.array([0.2, 0.4]))
+    pts = sweep.grid(
+        xi=jnp.array([0.1, 1.0]), lam=jnp.array([1e-3, 1e-2]), step=jnp.array([0.2, 0.4])
+    )
 
     def f(xi, lam, step):
         return sdl.fit(X, y, 2, xi=xi, lam=lam, step=step, max_iter=30).theta
@@ -258,17 +320,27 @@ def test_sweep_sdl_xi_lambda_step():
 
 
 def test_sweep_covariance_lr_eps(x64):
-    """In float64, as the path-norm sweep: equal to 1e-10, not to a float32 tolerance (in float32 the
-    two differ by 5e-6 relative here)."""
+    """In float64, as the path-norm sweep: equal to 1e-10, not to a float32 tolerance (in float32
+    the two differ by 5e-6 relative here)."""
     from lowrank_jax import covariance as cv
+
     rng = np.random.default_rng(2)
     M = rng.standard_normal((12, 2))
     Sigma = M @ M.T + np.eye(12)
     pts = sweep.grid(lr=jnp.array([1e-3, 3e-3]), eps=jnp.array([1e-2, 1e-1]))
 
     def f(lr, eps):
-        r = cv.decompose(Sigma, 2, hidden=(16, 8), loss="huber", eps=eps, lr=lr, max_iter=40, rel_tol=None,
-                         key=jax.random.key(0))
+        r = cv.decompose(
+            Sigma,
+            2,
+            hidden=(16, 8),
+            loss="huber",
+            eps=eps,
+            lr=lr,
+            max_iter=40,
+            rel_tol=None,
+            key=jax.random.key(0),
+        )
         return r.M, r.loss
 
     out = sweep.run(f, pts)
@@ -276,34 +348,54 @@ def test_sweep_covariance_lr_eps(x64):
     _assert_close(out, _loop(f, pts), 1e-10, 1e-14)
 
 
-# ---- a diverging point: DIVERGED with throw=False, the others alone; an error with throw=True ------
+# ---- a diverging point: DIVERGED with throw=False, the others alone; an error with throw=True
+# ------
+
 
 @pytest.mark.parametrize("family", ["covariance", "scaledgd", "newton-sketch", "pathnorm", "sdl"])
-def test_a_diverging_point_reports_diverged_in_the_sweep_and_raises_with_throw(family, rpca_problem):
+def test_a_diverging_point_reports_diverged_in_the_sweep_and_raises_with_throw(
+    family, rpca_problem
+):
     """One hyperparameter value makes the run diverge. With ``throw=True`` (the default) the run
     raises, called directly and inside the sweep alike; with ``throw=False`` the sweep reports
     ``Status.DIVERGED`` at that point only, and the other point equals its single run."""
     if family == "covariance":
         from lowrank_jax import covariance as cv
+
         rng = np.random.default_rng(2)
         M = rng.standard_normal((12, 2))
         Sigma = (M @ M.T + np.eye(12)).astype(np.float32)
         pts = {"lr": jnp.array([1e-3, 1e4])}
 
         def f(lr, throw=True):
-            return cv.decompose(Sigma, 2, hidden=(16, 8), optimizer="gd", lr=lr, max_iter=30, rel_tol=None,
-                                key=jax.random.key(0), throw=throw)
+            return cv.decompose(
+                Sigma,
+                2,
+                hidden=(16, 8),
+                optimizer="gd",
+                lr=lr,
+                max_iter=30,
+                rel_tol=None,
+                key=jax.random.key(0),
+                throw=throw,
+            )
+
         field, match = "M", "lower lr"
     elif family == "scaledgd":
         from lowrank_jax import rpca
+
         Y = jax.random.normal(jax.random.key(1), (30, 30))
         pts = {"eta": jnp.array([0.5, 50.0])}
 
         def f(eta, throw=True):
-            return rpca.scaledgd(Y, 2, 0.1, eta=eta, max_iter=30, key=jax.random.key(0), throw=throw)
+            return rpca.scaledgd(
+                Y, 2, 0.1, eta=eta, max_iter=30, key=jax.random.key(0), throw=throw
+            )
+
         field, match = "X", "the step eta is too large"
     elif family == "sdl":
         from lowrank_jax import sdl
+
         rng = np.random.default_rng(1)
         X = rng.standard_normal((40, 12)).astype(np.float32)
         y = np.arange(12) % 2
@@ -311,20 +403,36 @@ def test_a_diverging_point_reports_diverged_in_the_sweep_and_raises_with_throw(f
 
         def f(step, throw=True):
             return sdl.fit(X / 6, y, 2, step=step, max_iter=20, throw=throw)
+
         field, match = "theta", "step"
     elif family == "pathnorm":
         from lowrank_jax import pathnorm
+
         rng = np.random.default_rng(0)
         X = rng.random((200, 8)).astype(np.float32)
         y = (X[:, :4].sum(1) > X[:, 4:].sum(1)).astype(np.int32)
         pts = {"lr": jnp.array([0.1, 1e6])}
 
         def f(lr, throw=True):
-            return pathnorm.train(jax.random.key(0), X, y, reg="path", method="sgd", lr=lr, lam=1e-3, epochs=1,
-                                  batch=10, hidden=4, outputs=2, throw=throw)
+            return pathnorm.train(
+                jax.random.key(0),
+                X,
+                y,
+                reg="path",
+                method="sgd",
+                lr=lr,
+                lam=1e-3,
+                epochs=1,
+                batch=10,
+                hidden=4,
+                outputs=2,
+                throw=throw,
+            )
+
         field, match = "model.out.weight", "lower lr"
     else:
         from lowrank_jax import regression as rg
+
         A = jax.random.normal(jax.random.key(3), (200, 5)) / 4
         b = jax.random.dirichlet(jax.random.key(4), jnp.ones(200))
         # at x = 0, D = B_diag + w² has negative entries for w = 1 (Lemma 6.4 fails), none for w = 2
@@ -334,6 +442,7 @@ def test_a_diverging_point_reports_diverged_in_the_sweep_and_raises_with_throw(f
 
         def f(w, throw=True):
             return rg.newton_solve(A, b, w, jnp.zeros(5), "exp", "sketch", max_iter=8, throw=throw)
+
         field, match = "x", "Lemma 6.4"
 
     def pick(result):
@@ -350,24 +459,36 @@ def test_a_diverging_point_reports_diverged_in_the_sweep_and_raises_with_throw(f
     out = sweep.run(lambda **h: f(**h, throw=False), pts, devices=jax.devices())
     assert np.asarray(out.status).tolist()[1] == Status.DIVERGED
     assert int(out.status[0]) != Status.DIVERGED and np.isfinite(np.asarray(pick(out))[0]).all()
-    np.testing.assert_allclose(np.asarray(pick(out))[0], np.asarray(pick(f(**good))), rtol=2e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(pick(out))[0], np.asarray(pick(f(**good))), rtol=2e-4, atol=1e-5
+    )
 
 
-# ---- progress -------------------------------------------------------------------------------------
+# ---- progress
+# -------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("chunk", [None, 2])
 def test_progress_counts_every_point_once_and_changes_nothing(chunk, monkeypatch, recorded_bars):
     """progress=True: the bar (advanced by callbacks from inside the compiled program) ends at the
     number of points, is closed, and the results equal the silent sweep's."""
     from lowrank_jax import progress
+
     bars = recorded_bars
     # The counts the compiled program sends (the bar's final top-up to the total must not hide a
     # lost callback).
     sent = []
     advance = progress.CompiledBar.advance
-    monkeypatch.setattr(progress.CompiledBar, "advance",
-                        classmethod(lambda cls, c, channel="default": (sent.append(int(np.sum(np.asarray(c)))),
-                                                                       advance(c, channel=channel))))
+    monkeypatch.setattr(
+        progress.CompiledBar,
+        "advance",
+        classmethod(
+            lambda cls, c, channel="default": (
+                sent.append(int(np.sum(np.asarray(c)))),
+                advance(c, channel=channel),
+            )
+        ),
+    )
 
     # The first output is empty, so the count must tie itself to a later one.
     def f(a, b):
@@ -384,7 +505,13 @@ def test_progress_counts_every_point_once_and_changes_nothing(chunk, monkeypatch
     # ended at 1 (vmap) or 3 (chunks of 2). The count is now tied to the point as well.
     bars.clear()
     sent.clear()
-    sweep.run(lambda a, b: (jnp.ones(2), a * b), pts, chunk=chunk, devices=jax.devices()[:1], progress=True)
+    sweep.run(
+        lambda a, b: (jnp.ones(2), a * b),
+        pts,
+        chunk=chunk,
+        devices=jax.devices()[:1],
+        progress=True,
+    )
     (rec,) = bars
     assert rec.total == 6 and rec.n == 6 and sum(sent) == 6
 
@@ -392,6 +519,7 @@ def test_progress_counts_every_point_once_and_changes_nothing(chunk, monkeypatch
 def test_bound_methods_answer_for_their_own_instance():
     """The compiled program is cached on the function; a bound method's function is shared by all
     instances, so caching there returned the first instance's results for every other one."""
+
     class Scale:
         def __init__(self, c):
             self.c = c
@@ -413,8 +541,12 @@ def test_a_tuple_of_stacked_arrays_is_one_axis():
     out = sweep.run(f, {"p": (W, b)}, devices=jax.devices()[:1])
     np.testing.assert_allclose(out, [W[i].sum() + b[i] for i in range(3)])
     assert sweep.grid(p=(W, b), s=[1.0, 2.0])["p"][0].shape == (6, 4)
-    assert sweep.run(lambda x: x * 2, {"x": [[1.0, 2.0], [3.0, 4.0]]}, chunk=np.int64(1),
-                     devices=jax.devices()[:1]).shape == (2, 2)      # nested numbers: one array
+    assert sweep.run(
+        lambda x: x * 2,
+        {"x": [[1.0, 2.0], [3.0, 4.0]]},
+        chunk=np.int64(1),
+        devices=jax.devices()[:1],
+    ).shape == (2, 2)  # nested numbers: one array
 
 
 def test_a_list_of_arrays_has_one_point_per_element():
@@ -422,7 +554,9 @@ def test_a_list_of_arrays_has_one_point_per_element():
     three leaves with 4 points, each point a list of three numbers. Lists of pytrees stack leaf by
     leaf; elements of different shapes are refused by name."""
     ws = [jnp.arange(4.0) + i for i in range(3)]
-    out = sweep.run(lambda w, c: jnp.sum(w) * c, sweep.grid(w=ws, c=[1.0, 10.0]), devices=jax.devices()[:1])
+    out = sweep.run(
+        lambda w, c: jnp.sum(w) * c, sweep.grid(w=ws, c=[1.0, 10.0]), devices=jax.devices()[:1]
+    )
     np.testing.assert_allclose(out, [float(jnp.sum(w)) * c for w in ws for c in (1.0, 10.0)])
     pairs = [{"W": jnp.full((2, 3), float(i)), "b": jnp.array(float(i))} for i in range(4)]
     g = sweep.grid(p=pairs)
@@ -447,7 +581,9 @@ def test_a_list_of_numpy_scalars_or_single_keys_is_one_axis():
     g = sweep.grid(eta=etas, k=[np.int64(1), np.int64(2)])
     np.testing.assert_allclose(g["eta"], np.repeat(np.linspace(0.1, 1.0, 3), 2), rtol=1e-6)
     np.testing.assert_array_equal(g["k"], [1, 2] * 3)
-    out = sweep.run(lambda x: x * 2, {"x": (jnp.array(1.0), jnp.array(3.0))}, devices=jax.devices()[:1])
+    out = sweep.run(
+        lambda x: x * 2, {"x": (jnp.array(1.0), jnp.array(3.0))}, devices=jax.devices()[:1]
+    )
     np.testing.assert_allclose(out, [2.0, 6.0])
     keys = [jax.random.key(0), jax.random.key(1)]
     draws = sweep.run(lambda key: jax.random.normal(key), {"key": keys}, devices=jax.devices()[:1])
@@ -456,13 +592,15 @@ def test_a_list_of_numpy_scalars_or_single_keys_is_one_axis():
 
 def test_seeds_refuses_a_bad_count_or_seed_by_name():
     """seeds(0, -1) failed with "MLIRError: invalid tensor dimension size"; a count or seed that is
-    not an integer is now refused by name. Valid ones give count distinct keys, a traced seed too."""
+    not an integer is now refused by name. Valid ones give count distinct keys, a traced seed
+    too."""
     keys = sweep.seeds(np.int64(0), 3)
     assert keys.shape == (3,)
     np.testing.assert_array_equal(jax.random.key_data(keys), jax.random.key_data(sweep.seeds(0, 3)))
     assert len({tuple(np.asarray(jax.random.key_data(k))) for k in keys}) == 3
-    np.testing.assert_array_equal(jax.random.key_data(jax.jit(lambda s: sweep.seeds(s, 3))(0)),
-                                  jax.random.key_data(keys))
+    np.testing.assert_array_equal(
+        jax.random.key_data(jax.jit(lambda s: sweep.seeds(s, 3))(0)), jax.random.key_data(keys)
+    )
     for count in (-1, 0, 2.0, True):
         with pytest.raises(ValueError, match="count"):
             sweep.seeds(0, count)
@@ -477,6 +615,7 @@ def test_compiled_bar_sums_counts_takes_the_largest_done_and_stops_at_the_total(
     passes the total, ``finish`` shows the whole total, and callbacks after the ``with`` block (no
     bar open) are ignored."""
     from lowrank_jax import progress
+
     bars = recorded_bars
     with progress.CompiledBar(10, "test", "step"):
         (rec,) = bars
@@ -484,14 +623,14 @@ def test_compiled_bar_sums_counts_takes_the_largest_done_and_stops_at_the_total(
         assert rec.n == 3
         progress.CompiledBar.reach(np.array([2, 5, 4]))
         assert rec.n == 5
-        progress.CompiledBar.reach(np.int32(4))                  # behind the bar: no move back
+        progress.CompiledBar.reach(np.int32(4))  # behind the bar: no move back
         assert rec.n == 5 and all(k > 0 for k in rec.updates)
-        progress.CompiledBar.advance(np.array([4, 4]))           # 13 > 10: stops at the total
+        progress.CompiledBar.advance(np.array([4, 4]))  # 13 > 10: stops at the total
         assert rec.n == 10
         progress.CompiledBar.reach(np.array([12]))
         assert rec.n == 10
     assert rec.closed and progress.CompiledBar.current() is None
-    progress.CompiledBar.advance(np.array([1]))                  # no bar open: ignored
+    progress.CompiledBar.advance(np.array([1]))  # no bar open: ignored
     assert rec.n == 10
     with progress.CompiledBar(7, "test", "step") as cb:
         progress.CompiledBar.advance(np.array(2))
@@ -501,14 +640,15 @@ def test_compiled_bar_sums_counts_takes_the_largest_done_and_stops_at_the_total(
 
 def test_nested_bars_keep_to_their_channels(recorded_bars):
     """One global slot held the open bar: any bar closing inside a sweep's traced function (a
-    pathnorm.train(progress=False) bar, even unshown) left no bar open, and the sweep's bar stayed at
-    0 until its final top-up; a training bar's epoch callbacks would have moved the sweep's bar of
-    points. Now bars stack per channel, a hidden bar takes no callbacks, and closing a bar reopens
-    the one around it."""
+    pathnorm.train(progress=False) bar, even unshown) left no bar open, and the sweep's bar stayed
+    at 0 until its final top-up; a training bar's epoch callbacks would have moved the sweep's bar
+    of points. Now bars stack per channel, a hidden bar takes no callbacks, and closing a bar
+    reopens the one around it."""
     from lowrank_jax import progress
+
     with progress.CompiledBar(3, "outer", "point", channel="sweep") as outer:
         with progress.CompiledBar(5, "inner", "epoch", show=False, channel="training"):
-            progress.CompiledBar.reach(np.array([4]), channel="training")      # no shown training bar
+            progress.CompiledBar.reach(np.array([4]), channel="training")  # no shown training bar
         with progress.CompiledBar(5, "inner", "epoch", channel="training") as inner:
             progress.CompiledBar.reach(np.array([4]), channel="training")
             assert inner.bar.n == 4 and outer.bar.n == 0
@@ -519,18 +659,23 @@ def test_nested_bars_keep_to_their_channels(recorded_bars):
             assert nested.bar.n == 1 and outer.bar.n == 1
         progress.CompiledBar.advance(np.ones(1), channel="sweep")
         assert outer.bar.n == 2
-    assert progress.CompiledBar.current("sweep") is None and progress.CompiledBar.current("training") is None
+    assert (
+        progress.CompiledBar.current("sweep") is None
+        and progress.CompiledBar.current("training") is None
+    )
 
 
 def test_sweep_of_a_wrapped_function_is_not_answered_from_the_wrapped_ones_programs():
-    """The compiled programs were cached in fn.__dict__, which functools.wraps copies into a wrapper:
-    a sweep of the wrapper (2·f) returned f's values. The cache entry now names its function."""
+    """The compiled programs were cached in fn.__dict__, which functools.wraps copies into a
+    wrapper: a sweep of the wrapper (2·f) returned f's values. The cache entry now names its
+      function."""
     import functools
 
     def doubled(fn):
         @functools.wraps(fn)
         def wrapper(**kw):
             return 2 * fn(**kw)
+
         return wrapper
 
     def f(a):
@@ -549,10 +694,16 @@ def test_a_tuple_axis_is_a_pytree_of_stacked_leaves_also_when_they_are_lists():
     plain numbers is still one axis of values."""
     f = lambda p: p[0] * p[1]
     one = jax.devices()[:1]
-    stacked = sweep.run(f, {"p": (jnp.array([0.1, 0.2, 0.3]), jnp.array([1.0, 2.0, 3.0]))}, devices=one)
-    np.testing.assert_allclose(sweep.run(f, {"p": ([0.1, 0.2, 0.3], [1.0, 2.0, 3.0])}, devices=one), stacked)
+    stacked = sweep.run(
+        f, {"p": (jnp.array([0.1, 0.2, 0.3]), jnp.array([1.0, 2.0, 3.0]))}, devices=one
+    )
+    np.testing.assert_allclose(
+        sweep.run(f, {"p": ([0.1, 0.2, 0.3], [1.0, 2.0, 3.0])}, devices=one), stacked
+    )
     g = sweep.grid(p=([0.1, 0.2, 0.3], [1.0, 2.0, 3.0]), q=[7, 8])
     assert jax.tree.map(jnp.shape, g) == {"p": ((6,), (6,)), "q": (6,)}
-    np.testing.assert_allclose(sweep.run(lambda a: 2 * a, {"a": (1.0, 2.0, 3.0)}, devices=one), [2.0, 4.0, 6.0])
+    np.testing.assert_allclose(
+        sweep.run(lambda a: 2 * a, {"a": (1.0, 2.0, 3.0)}, devices=one), [2.0, 4.0, 6.0]
+    )
     with pytest.raises(TypeError, match="progress must be True or False"):
         sweep.run(lambda a: a, {"a": jnp.ones(2)}, devices=one, progress="no")

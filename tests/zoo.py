@@ -4,7 +4,8 @@ contract (status, failure semantics, the same answer eager, jitted and vmapped).
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from lowrank_jax import Status
 

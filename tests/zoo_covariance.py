@@ -1,9 +1,9 @@
 """Covariance low-rank + sparse solvers in the problem zoo (see tests/zoo.py)."""
 
 import numpy as np
+from zoo import ZooCase
 
 from lowrank_jax import Status, covariance
-from zoo import ZooCase
 
 
 def _planted(n=16, rank=2, pairs=6, seed=0):
@@ -21,8 +21,18 @@ _SIGMA = _planted()
 
 
 def _decompose(h, throw):
-    return covariance.decompose(_SIGMA, 2, hidden=(8,), loss="huber", optimizer="adam", lr=h["lr"],
-                                max_iter=300, rel_tol=1e-4, key=0, throw=throw)
+    return covariance.decompose(
+        _SIGMA,
+        2,
+        hidden=(8,),
+        loss="huber",
+        optimizer="adam",
+        lr=h["lr"],
+        max_iter=300,
+        rel_tol=1e-4,
+        key=0,
+        throw=throw,
+    )
 
 
 def _ialm(h, throw):
@@ -33,8 +43,9 @@ def _ialm(h, throw):
 
 def _ncrpca(h, throw):
     # μ = μ₀ρᵗ has no cap: ρ = 1e30 overflows float32 in the second iteration.
-    return covariance.ncrpca(_SIGMA, rho=h["rho"], gamma=0.1, tol=1e-5, max_iter=300, norm="l1",
-                             throw=throw)
+    return covariance.ncrpca(
+        _SIGMA, rho=h["rho"], gamma=0.1, tol=1e-5, max_iter=300, norm="l1", throw=throw
+    )
 
 
 def _fpcp(h, throw):
@@ -44,16 +55,25 @@ def _fpcp(h, throw):
 
 
 def _rpca_gd(h, throw):
-    return covariance.rpca_gd(_SIGMA, 2, alpha=0.1, step=h["step"], tol=1e-4, max_iter=300,
-                              throw=throw)
+    return covariance.rpca_gd(
+        _SIGMA, 2, alpha=0.1, step=h["step"], tol=1e-4, max_iter=300, throw=throw
+    )
 
 
 CASES = [
     ZooCase("covariance.decompose", _decompose, {"lr": 3e-2}, {"lr": 1e6}, ("M", "L")),
-    ZooCase("covariance.ialm", _ialm, {"scale": 1.0}, {"scale": 1e38}, ("L", "S"),
-            refused_eagerly=True),
+    ZooCase(
+        "covariance.ialm", _ialm, {"scale": 1.0}, {"scale": 1e38}, ("L", "S"), refused_eagerly=True
+    ),
     ZooCase("covariance.ncrpca", _ncrpca, {"rho": 1.1}, {"rho": 1e30}, ("L", "S")),
-    ZooCase("covariance.fpcp", _fpcp, {"scale": 1.0}, {"scale": 1e38}, ("L", "S"),
-            refused_eagerly=True, done=Status.MAX_ITER),
+    ZooCase(
+        "covariance.fpcp",
+        _fpcp,
+        {"scale": 1.0},
+        {"scale": 1e38},
+        ("L", "S"),
+        refused_eagerly=True,
+        done=Status.MAX_ITER,
+    ),
     ZooCase("covariance.rpca_gd", _rpca_gd, {"step": 1.0}, {"step": 1e8}, ("L", "S")),
 ]

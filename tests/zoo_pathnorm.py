@@ -5,9 +5,9 @@ the three epochs."""
 
 import jax
 import numpy as np
+from zoo import ZooCase
 
 from lowrank_jax import Status, pathnorm
-from zoo import ZooCase
 
 _rng = np.random.default_rng(0)
 _X = _rng.random((40, 6)).astype(np.float32)
@@ -15,11 +15,30 @@ _Y = (_X[:, :3].sum(1) > _X[:, 3:].sum(1)).astype(np.int32)
 
 
 def _train(h, throw):
-    return pathnorm.train(jax.random.key(0), _X, _Y, reg="path", method="prox", lr=h["lr"], lam=1e-2,
-                          epochs=3, batch=10, hidden=4, logs_per_epoch=2, outputs=2, throw=throw)
+    return pathnorm.train(
+        jax.random.key(0),
+        _X,
+        _Y,
+        reg="path",
+        method="prox",
+        lr=h["lr"],
+        lam=1e-2,
+        epochs=3,
+        batch=10,
+        hidden=4,
+        logs_per_epoch=2,
+        outputs=2,
+        throw=throw,
+    )
 
 
 CASES = [
-    ZooCase("pathnorm.train", _train, {"lr": 0.1}, {"lr": 1e6},
-            ("model.hidden.weight", "model.out.weight", "loss"), done=Status.MAX_ITER),
+    ZooCase(
+        "pathnorm.train",
+        _train,
+        {"lr": 0.1},
+        {"lr": 1e6},
+        ("model.hidden.weight", "model.out.weight", "loss"),
+        done=Status.MAX_ITER,
+    ),
 ]

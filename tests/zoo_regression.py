@@ -4,9 +4,9 @@ per method of ``regression.newton_solve``."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+from zoo import ZooCase
 
 from lowrank_jax import regression
-from zoo import ZooCase
 
 # n = 12, d = 4, w = 0.1: x0 = 0 converges; from 2·v the diagonal method's first step lands at
 # |Ax| ≈ 143, beyond float32's exp overflow (88.7), and the next loss is NaN.
@@ -24,23 +24,32 @@ _B2 = jax.random.dirichlet(jax.random.key(4), jnp.ones(200))
 def _exact(h, throw):
     # Exact Newton has no step size; a start 1000·v overflows exp (the loss at x0 is inf): refused
     # when concrete, DIVERGED at the first step when traced.
-    return regression.newton_solve(_A, _B, 0.1, h["scale"] * _V, "exp", "exact", max_iter=30,
-                                   tol=1e-4, throw=throw)
+    return regression.newton_solve(
+        _A, _B, 0.1, h["scale"] * _V, "exp", "exact", max_iter=30, tol=1e-4, throw=throw
+    )
 
 
 def _diagonal(h, throw):
-    return regression.newton_solve(_A, _B, 0.1, h["scale"] * _V, "exp", "diagonal", max_iter=30,
-                                   tol=1e-4, throw=throw)
+    return regression.newton_solve(
+        _A, _B, 0.1, h["scale"] * _V, "exp", "diagonal", max_iter=30, tol=1e-4, throw=throw
+    )
 
 
 def _sketch(h, throw):
-    return regression.newton_solve(_A2, _B2, h["w"], jnp.zeros(5), "exp", "sketch", max_iter=30,
-                                   tol=1e-4, throw=throw)
+    return regression.newton_solve(
+        _A2, _B2, h["w"], jnp.zeros(5), "exp", "sketch", max_iter=30, tol=1e-4, throw=throw
+    )
 
 
 CASES = [
-    ZooCase("regression.newton_solve.exact", _exact, {"scale": 0.0}, {"scale": 1e3}, ("x",),
-            refused_eagerly=True),
+    ZooCase(
+        "regression.newton_solve.exact",
+        _exact,
+        {"scale": 0.0},
+        {"scale": 1e3},
+        ("x",),
+        refused_eagerly=True,
+    ),
     ZooCase("regression.newton_solve.diagonal", _diagonal, {"scale": 0.0}, {"scale": 2.0}, ("x",)),
     ZooCase("regression.newton_solve.sketch", _sketch, {"w": 2.0}, {"w": 1.0}, ("x",)),
 ]

@@ -1,20 +1,33 @@
 """Supervised dictionary learning solvers in the problem zoo (see tests/zoo.py)."""
 
 import numpy as np
-
-from lowrank_jax import Status, sdl
 from zoo import ZooCase
 
+from lowrank_jax import Status, sdl
+
 _RNG = np.random.default_rng(0)
-_X = (_RNG.normal(size=(12, 2)) @ _RNG.normal(size=(2, 10)) + 0.1 * _RNG.normal(size=(12, 10))).astype(np.float32) / 4
+_X = (
+    _RNG.normal(size=(12, 2)) @ _RNG.normal(size=(2, 10)) + 0.1 * _RNG.normal(size=(12, 10))
+).astype(np.float32) / 4
 _Y = np.arange(10) % 2
 _DATA = sdl.prepare(_X, _Y, intercept=True)
 _THETA0, _GAMMA0, _F0 = sdl.initial_point(_DATA, 2, "H", 0)
 
 
 def _lpgd(h, throw):
-    return sdl.lpgd(_THETA0, _GAMMA0, _DATA, 1.0, 0.1, h["step"], 2, model="H", tol=1e-4, max_iter=500,
-                    throw=throw)
+    return sdl.lpgd(
+        _THETA0,
+        _GAMMA0,
+        _DATA,
+        1.0,
+        0.1,
+        h["step"],
+        2,
+        model="H",
+        tol=1e-4,
+        max_iter=500,
+        throw=throw,
+    )
 
 
 def _bcd(h, throw):
@@ -34,9 +47,23 @@ def _fit_bcd(h, throw):
 
 CASES = [
     ZooCase("sdl.lpgd", _lpgd, {"step": 0.2}, {"step": 1e6}, ("theta", "gamma")),
-    ZooCase("sdl.bcd", _bcd, {"scale": 1.0}, {"scale": 1e30}, ("factors.W", "factors.H", "factors.beta", "gamma"),
-            refused_eagerly=True, done=Status.MAX_ITER),
+    ZooCase(
+        "sdl.bcd",
+        _bcd,
+        {"scale": 1.0},
+        {"scale": 1e30},
+        ("factors.W", "factors.H", "factors.beta", "gamma"),
+        refused_eagerly=True,
+        done=Status.MAX_ITER,
+    ),
     ZooCase("sdl.fit", _fit, {"step": 0.2}, {"step": 1e6}, ("theta", "gamma")),
-    ZooCase("sdl.fit_bcd", _fit_bcd, {"scale": 1.0}, {"scale": 1e30}, ("theta", "gamma"), refused_eagerly=True,
-            done=Status.MAX_ITER),
+    ZooCase(
+        "sdl.fit_bcd",
+        _fit_bcd,
+        {"scale": 1.0},
+        {"scale": 1e30},
+        ("theta", "gamma"),
+        refused_eagerly=True,
+        done=Status.MAX_ITER,
+    ),
 ]

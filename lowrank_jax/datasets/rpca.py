@@ -1,4 +1,5 @@
-"""Synthetic robust-PCA instances: the generator of the LRPCA paper (Cai, Liu, Yin 2021, App. C.1)."""
+"""Synthetic robust-PCA instances: the generator of the LRPCA paper (Cai, Liu, Yin 2021, App.
+C.1)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def _check_alpha(alpha) -> None:
     """α: one number in [0, 1] (a Python, NumPy or JAX scalar; traced under ``vmap``, then checked
     for shape only). An array of α's failed with "Cannot broadcast to shape with fewer dimensions",
     deep in JAX; it is refused by name, as are strings, NaN and values outside [0, 1]."""
-    _checks.as_hyper(alpha, "alpha", ndim=0)         # a real scalar, not NaN, ≥ 0 (checks only)
+    _checks.as_hyper(alpha, "alpha", ndim=0)  # a real scalar, not NaN, ≥ 0 (checks only)
     a = _concrete_value(alpha)
     if a is not None and not a <= 1:
         raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
@@ -53,24 +54,32 @@ def _outlier_count(alpha, size: int, dtype):
     a = _concrete_value(alpha)
     if a is not None:
         given = getattr(alpha, "dtype", None)
-        slack = 4 * float(jnp.finfo(given).eps) if given is not None and jnp.issubdtype(given, jnp.floating) else 0.0
+        slack = (
+            4 * float(jnp.finfo(given).eps)
+            if given is not None and jnp.issubdtype(given, jnp.floating)
+            else 0.0
+        )
         return jnp.asarray(min(math.floor(a * size * (1 + max(slack, 1e-9))), size), jnp.int32)
     return jnp.clip(top_fraction_count(jnp.asarray(alpha, dtype), size), 0, size)
 
 
-def random_support(key: jax.Array | int, shape: tuple[int, int], alpha, *, exact: bool = True,
-                   dtype=jnp.float32) -> jax.Array:
-    """Boolean mask of outlier positions, a fraction ``alpha`` ∈ [0, 1] of all entries of a 2-D shape.
+def random_support(
+    key: jax.Array | int, shape: tuple[int, int], alpha, *, exact: bool = True, dtype=jnp.float32
+) -> jax.Array:
+    """Boolean mask of outlier positions, a fraction ``alpha`` ∈ [0, 1] of all entries of a 2-D
+    shape.
 
     ``exact=True``: exactly m = ⌊α n1 n2⌋ positions drawn uniformly without replacement (the
     authors' ``randperm(n1*n2)[:m]``), as the m smallest of i.i.d. uniform keys; the rare exact ties
-    at the cut-off are broken by position. This avoids ``jax.random.permutation``, which costs ~0.8 s
-    for 10⁶ entries on CPU, and finds the m-th smallest key by bisection (about 30 counting passes).
-    m is exact for a concrete α; for a traced one see the rounding note of ``_outlier_count``.
-    ``exact=False``: every entry independently with probability α (the count is Binomial(n1 n2, α));
-    cheapest inside training loops.
+    at the cut-off are broken by position. This avoids ``jax.random.permutation``, which costs ~0.8
+    s for 10⁶ entries on CPU, and finds the m-th smallest key by bisection (about 30 counting
+    passes). m is exact for a concrete α; for a traced one see the rounding note of
+    ``_outlier_count``. ``exact=False``: every entry independently with probability α (the count is
+    Binomial(n1 n2, α)); cheapest inside training loops.
     """
-    if len(shape) != 2 or any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1 for d in shape):
+    if len(shape) != 2 or any(
+        isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1 for d in shape
+    ):
         raise ValueError(f"shape must be two positive integers (n1, n2), got {shape!r}")
     key = _checks.as_key(key)
     _check_alpha(alpha)
@@ -113,22 +122,34 @@ def _smallest(u, m):
         return jnp.where(enough, lo, mid), jnp.where(enough, mid, hi)
 
     # invariant for m >= 1: #{bits <= lo} < m <= #{bits <= hi}
-    _, cut = jax.lax.while_loop(lambda b: b[1] - b[0] > 1, halve, (jnp.asarray(-1, itype), jnp.max(bits)))
+    _, cut = jax.lax.while_loop(
+        lambda b: b[1] - b[0] > 1, halve, (jnp.asarray(-1, itype), jnp.max(bits))
+    )
     below, tied = bits < cut, bits == cut
     extra = m - jnp.sum(below, dtype=jnp.int32)
     return (below | (tied & (jnp.cumsum(tied, dtype=jnp.int32) <= extra))) & (m > 0)
 
 
-def rpca_problem(key: jax.Array | int, n1: int, n2: int, rank: int, alpha, *, outlier_scale=1.0,
-                 exact_support: bool = True, dtype=jnp.float32) -> RPCAProblem:
+def rpca_problem(
+    key: jax.Array | int,
+    n1: int,
+    n2: int,
+    rank: int,
+    alpha,
+    *,
+    outlier_scale=1.0,
+    exact_support: bool = True,
+    dtype=jnp.float32,
+) -> RPCAProblem:
     """The LRPCA paper's synthetic instance (Appendix C.1), with the outlier scale of its code.
 
     X⋆ = L⋆R⋆ᵀ with L⋆ ∈ R^{n1×r}, R⋆ ∈ R^{n2×r} i.i.d. N(0, 1/n1) and N(0, 1/n2) (the paper's
     N(0, 1/n) for square problems); the support of S⋆ is a uniformly drawn fraction ``alpha`` of all
     entries (see :func:`random_support`); its values are i.i.d. U[−c, c] with
     c = ``outlier_scale`` · mean|X⋆_ij|. The printed paper says U[−E[X⋆_ij], E[X⋆_ij]], which is
-    zero-width for centred factors; the authors' code uses mean|X⋆| (the project's LRPCA note §11.2),
-    which makes the outliers small (≈ ‖X⋆‖_∞/10). Raise ``outlier_scale`` for larger outliers.
+    zero-width for centred factors; the authors' code uses mean|X⋆| (the project's LRPCA note
+    §11.2), which makes the outliers small (≈ ‖X⋆‖_∞/10). Raise ``outlier_scale`` for larger
+    outliers.
 
     ``alpha`` and ``outlier_scale`` may be traced (``vmap`` over them); sizes are static.
     ``exact_support``: exactly ⌊α n1 n2⌋ outliers (the code's ``randperm``), else each entry
@@ -137,18 +158,28 @@ def rpca_problem(key: jax.Array | int, n1: int, n2: int, rank: int, alpha, *, ou
     Returns an :class:`RPCAProblem` (Y, X, S, L, R).
     """
     # Sizes as Python ints: a concrete 0-d integer array (jnp.int32(5)) is an integer too.
-    n1, n2, rank = (_checks.check_positive_int(v, name) for name, v in (("n1", n1), ("n2", n2), ("rank", rank)))
+    n1, n2, rank = (
+        _checks.check_positive_int(v, name) for name, v in (("n1", n1), ("n2", n2), ("rank", rank))
+    )
     if rank > min(n1, n2):
         raise ValueError(f"rank must be <= min(n1, n2) = {min(n1, n2)}, got {rank}")
     _check_alpha(alpha)
     scale = _concrete_value(outlier_scale)
-    if scale is not None and not 0 <= scale < math.inf:   # NaN and inf fail too
+    if scale is not None and not 0 <= scale < math.inf:  # NaN and inf fail too
         raise ValueError(f"outlier_scale must be a finite non-negative number, got {outlier_scale}")
     key = _checks.as_key(key)
     exact_support = _checks.check_flag(exact_support, "exact_support")
     level = _outlier_count(alpha, n1 * n2, dtype) if exact_support else alpha
-    return _draw_problem(key, level, outlier_scale, n1=n1, n2=n2, rank=rank, exact=exact_support,
-                         dtype=jnp.dtype(dtype))
+    return _draw_problem(
+        key,
+        level,
+        outlier_scale,
+        n1=n1,
+        n2=n2,
+        rank=rank,
+        exact=exact_support,
+        dtype=jnp.dtype(dtype),
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("n1", "n2", "rank", "exact", "dtype"))
@@ -160,8 +191,8 @@ def _draw_problem(key, level, outlier_scale, *, n1, n2, rank, exact, dtype):
     R = jax.random.normal(k_r, (n2, rank), dtype) / jnp.sqrt(jnp.asarray(n2, dtype))
     X = L @ R.T
     c = jnp.asarray(outlier_scale, dtype) * jnp.mean(jnp.abs(X))
-    # Drawn in at least float32 and then rounded: bfloat16's own uniform draw is exactly 0 about once
-    # in 256, an outlier position whose entry of S⋆ is 0 (79 non-zeros for a support of 80).
+    # Drawn in at least float32 and then rounded: bfloat16's own uniform draw is exactly 0 about
+    # once in 256, an outlier position whose entry of S⋆ is 0 (79 non-zeros for a support of 80).
     wide = jnp.promote_types(dtype, jnp.float32)
     values = jax.random.uniform(k_v, (n1, n2), wide, minval=-1.0, maxval=1.0).astype(dtype) * c
     support = _draw_support(k_s, level, shape=(n1, n2), exact=exact, dtype=dtype)

@@ -37,8 +37,8 @@ class Video(NamedTuple):
 
 
 def vtest_path() -> pathlib.Path:
-    """OpenCV's ``vtest.avi`` in the data folder, as ``make data`` extracts it from Debian opencv-doc
-    (it may be absent)."""
+    """OpenCV's ``vtest.avi`` in the data folder, as ``make data`` extracts it from Debian
+    opencv-doc (it may be absent)."""
     return data_dir() / "vtest.avi"
 
 
@@ -48,7 +48,7 @@ def _check_selection(scale, start, frames, step):
     or frames = 2.5 passed and selected frames by a fractional rule. Returns them as Python numbers,
     or raises ``ValueError`` naming the argument."""
     value = _checks.as_real(scale)
-    if value is None or not 0 < value <= 1:    # NaN fails too
+    if value is None or not 0 < value <= 1:  # NaN fails too
         raise ValueError(f"scale must be a number in (0, 1], got {scale!r}")
     start = _checks.check_positive_int(start, "start", minimum=0)
     step = _checks.check_positive_int(step, "step")
@@ -56,14 +56,22 @@ def _check_selection(scale, start, frames, step):
     return value, start, frames, step
 
 
-def load_vtest(*, scale: float = 0.25, start: int = 0, frames: int | None = None, step: int = 1,
-               path=None, check_hash: bool = True) -> Video:
+def load_vtest(
+    *,
+    scale: float = 0.25,
+    start: int = 0,
+    frames: int | None = None,
+    step: int = 1,
+    path=None,
+    check_hash: bool = True,
+) -> Video:
     """Grey, down-sampled frames of ``vtest.avi`` as a (pixels, frames) matrix.
 
     Args:
       scale: resize factor per side (area averaging); 0.25 gives 144 × 192 frames (27 648 pixels),
         the paper's "down-sample by 4" (Table 2 setting).
-      start, frames, step: keep frames start, start + step, ... (``frames`` of them; all by default).
+      start, frames, step: keep frames start, start + step, ... (``frames`` of them; all by
+        default).
       path: the clip (default :func:`vtest_path`).
       check_hash: verify the file's SHA-256 against the Debian package's copy.
 
@@ -75,19 +83,27 @@ def load_vtest(*, scale: float = 0.25, start: int = 0, frames: int | None = None
     given = path is not None
     path = pathlib.Path(path) if given else vtest_path()
     if not path.is_file():
-        if given:         # `make data` does not write to a path the caller chose
-            raise FileNotFoundError(f"video clip {path} not found (the path= given); leave path out to use the "
-                                    "copy `make data` extracts into data/vtest.avi")
-        raise FileNotFoundError(f"video clip {path} not found: run `make data` (it extracts vtest.avi from "
-                                "Debian's opencv-doc package into data/)")
+        if given:  # `make data` does not write to a path the caller chose
+            raise FileNotFoundError(
+                f"video clip {path} not found (the path= given); leave path out to use the "
+                "copy `make data` extracts into data/vtest.avi"
+            )
+        raise FileNotFoundError(
+            f"video clip {path} not found: run `make data` (it extracts vtest.avi from "
+            "Debian's opencv-doc package into data/)"
+        )
     if _checks.check_flag(check_hash, "check_hash"):
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         if digest != VTEST_SHA256:
-            raise ValueError(f"{path} is not the expected vtest.avi (sha256 {digest}); re-run `make data`")
+            raise ValueError(
+                f"{path} is not the expected vtest.avi (sha256 {digest}); re-run `make data`"
+            )
     try:
         import cv2
     except ImportError:
-        raise ImportError("decoding the clip needs opencv-python-headless: run `make data`") from None
+        raise ImportError(
+            "decoding the clip needs opencv-python-headless: run `make data`"
+        ) from None
     cap = cv2.VideoCapture(str(path))
     fps = cap.get(cv2.CAP_PROP_FPS) or 10.0
     cols, shape, index = [], None, 0

@@ -25,14 +25,48 @@ network, its losses, penalties, prox step and sparsity (:mod:`.network`); the op
 rate and the PGD attack (:mod:`.robustness`).
 """
 
-from lowrank_jax.pathnorm.network import (METHODS, REGULARIZERS, ShallowNet, cross_entropy, lipschitz_bounds,
-                                          loss_fn, nonzero_fraction, penalty, prox_step)
-from lowrank_jax.pathnorm.prox import (path_norm, path_norm_objective, path_norm_prox,
-                                       project_l1_ball_rows, sort_magnitudes)
+from lowrank_jax.pathnorm.network import (
+    METHODS,
+    REGULARIZERS,
+    ShallowNet,
+    cross_entropy,
+    lipschitz_bounds,
+    loss_fn,
+    nonzero_fraction,
+    penalty,
+    prox_step,
+)
+from lowrank_jax.pathnorm.prox import (
+    path_norm,
+    path_norm_objective,
+    path_norm_prox,
+    project_l1_ball_rows,
+    sort_magnitudes,
+)
 from lowrank_jax.pathnorm.robustness import error_rate, pgd_attack, robust_error
 from lowrank_jax.pathnorm.training import GROWTH_LIMIT, TrainResult, optimizer, sweep, train
 
-__all__ = ["GROWTH_LIMIT", "METHODS", "REGULARIZERS", "ShallowNet", "TrainResult", "cross_entropy",
-           "error_rate", "lipschitz_bounds", "loss_fn", "nonzero_fraction", "optimizer",
-           "path_norm", "path_norm_objective", "path_norm_prox", "penalty", "pgd_attack",
-           "project_l1_ball_rows", "prox_step", "robust_error", "sort_magnitudes", "sweep", "train"]
+__all__ = [
+    "GROWTH_LIMIT",
+    "METHODS",
+    "REGULARIZERS",
+    "ShallowNet",
+    "TrainResult",
+    "cross_entropy",
+    "error_rate",
+    "lipschitz_bounds",
+    "loss_fn",
+    "nonzero_fraction",
+    "optimizer",
+    "path_norm",
+    "path_norm_objective",
+    "path_norm_prox",
+    "penalty",
+    "pgd_attack",
+    "project_l1_ball_rows",
+    "prox_step",
+    "robust_error",
+    "sort_magnitudes",
+    "sweep",
+    "train",
+]

@@ -67,7 +67,8 @@ def penalty(model: ShallowNet, reg: str) -> jax.Array:
 
 def loss_fn(model, X, y, reg: str, method: str, lam):
     """What the optimizer differentiates: the mean cross-entropy CE of ``model`` on X (N, inputs),
-    y (N,), plus λ g (:func:`penalty`) for ``method="sgd"`` (Prox-SGD applies g through its prox)."""
+    y (N,), plus λ g (:func:`penalty`) for ``method="sgd"`` (Prox-SGD applies g through its
+    prox)."""
     ce = cross_entropy(model, X, y)
     return ce + lam * penalty(model, reg) if method == "sgd" else ce
 
@@ -75,8 +76,10 @@ def loss_fn(model, X, y, reg: str, method: str, lam):
 def lipschitz_bounds(model: ShallowNet) -> dict:
     """Upper bounds on the ℓ∞→ℓ1 Lipschitz constant (Theorem 1): path ≤ product ‖vec W_out‖₁ ‖W_in‖_∞."""
     W_in, W_out = model.weights
-    return {"path": path_norm(W_in, W_out),
-            "product": jnp.sum(jnp.abs(W_out)) * jnp.max(jnp.sum(jnp.abs(W_in), axis=1))}
+    return {
+        "path": path_norm(W_in, W_out),
+        "product": jnp.sum(jnp.abs(W_out)) * jnp.max(jnp.sum(jnp.abs(W_in), axis=1)),
+    }
 
 
 def prox_step(model: ShallowNet, strength, reg: str) -> ShallowNet:
@@ -93,7 +96,7 @@ def prox_step(model: ShallowNet, strength, reg: str) -> ShallowNet:
     elif reg == "l1":
         W_in, W_out = prox.soft_threshold(W_in, strength), prox.soft_threshold(W_out, strength)
     elif reg == "layer":
-        radius = 1.0 / jnp.asarray(strength)          # λ = 0: an infinite ball, no constraint
+        radius = 1.0 / jnp.asarray(strength)  # λ = 0: an infinite ball, no constraint
         W_in, W_out = project_l1_ball_rows(W_in, radius), project_l1_ball_rows(W_out, radius)
     else:
         raise ValueError(f"reg must be one of {REGULARIZERS}, got {reg!r}")
@@ -114,7 +117,7 @@ def nonzero_fraction(model: ShallowNet) -> jax.Array:
     Biases are not counted. NaN for a model with a non-finite parameter (see
     :func:`lowrank_jax.pathnorm.error_rate`)."""
     W_in, W_out = model.weights
-    alive = jnp.any(W_in != 0, axis=1) & jnp.any(W_out != 0, axis=0)          # (hidden,)
+    alive = jnp.any(W_in != 0, axis=1) & jnp.any(W_out != 0, axis=0)  # (hidden,)
     nnz = jnp.sum((W_in != 0) & alive[:, None]) + jnp.sum((W_out != 0) & alive[None, :])
     return _nan_unless_finite(model, nnz / (W_in.size + W_out.size))
 
@@ -134,7 +137,9 @@ def _model_outputs(model, X) -> int:
         raise ValueError(f"model must be a ShallowNet, got {type(model).__name__}")
     inputs = model.hidden.weight.shape[-1]
     if X.shape[1] != inputs:
-        raise ValueError(f"model takes {inputs} inputs but X has {X.shape[1]} columns (examples are rows)")
+        raise ValueError(
+            f"model takes {inputs} inputs but X has {X.shape[1]} columns (examples are rows)"
+        )
     return model.out.weight.shape[-2]
 
 

@@ -3,7 +3,8 @@ projection of the layer-wise baseline.
 
 Latorre, Rolland, Hallak, Cevher, "Efficient Proximal Mapping of the 1-path-norm of Shallow
 Networks", ICML 2020 (project note ``path_norm_prox.md``). For a network h(x) = W_out σ(W_in x)
-with the layouts of ``equinox.nn.Linear`` weights, W_in (hidden, inputs) and W_out (outputs, hidden),
+with the layouts of ``equinox.nn.Linear`` weights, W_in (hidden, inputs) and W_out (outputs,
+hidden),
 
     P(W_in, W_out) = Σ_i ‖W_out[:, i]‖₁ ‖W_in[i, :]‖₁      (1-path-norm, an upper bound on the
                                                             ℓ∞ → ℓ1 Lipschitz constant, Thm 1)
@@ -36,7 +37,8 @@ selects. Entries within their rounding error of 0 are returned as exact zeros.
 Rounding. With the tails in (27) each candidate's h has its own size (the optimum's is exactly 0 at
 λ = 0), so a block whose squared norm is below float32 resolution of the other's still decides.
 Written relative to ½‖a‖² + ½‖b‖² (minus the kept heads), every candidate's value sat near −½‖b‖²,
-where it did not: float32 zeroed output weights of 1e-4 against input weights of 1/28, even at λ = 0.
+where it did not: float32 zeroed output weights of 1e-4 against input weights of 1/28, even at λ =
+  0.
 
 The paper's own procedure (Algorithm 5, the walk along the maximal feasibility boundary, then
 Algorithm 3) is implemented in the tests (``tests/oracles.py``; argsort, explicit vectors, a
@@ -54,8 +56,12 @@ from jax import lax
 
 from lowrank_jax import _checks, linalg
 
-_INT_OF = {jnp.dtype(jnp.float32): jnp.int32, jnp.dtype(jnp.float64): jnp.int64,
-           jnp.dtype(jnp.float16): jnp.int16, jnp.dtype(jnp.bfloat16): jnp.int16}
+_INT_OF = {
+    jnp.dtype(jnp.float32): jnp.int32,
+    jnp.dtype(jnp.float64): jnp.int64,
+    jnp.dtype(jnp.float16): jnp.int16,
+    jnp.dtype(jnp.bfloat16): jnp.int16,
+}
 
 
 @jax.custom_jvp
@@ -148,7 +154,7 @@ def _rounding_of_entries(lam, sv, sw, A, B, d):
     ell = jnp.log2(2 + sv + sw)
     lam2 = lam * lam
 
-    def bound(big, small):                  # big: λ² s A term, small: λ B term
+    def bound(big, small):  # big: λ² s A term, small: λ B term
         M, N = big + small, jnp.abs(big - small)
         return eps * (ell * M + 4 * (N + eps * ell * M) / safe) / safe
 
@@ -174,9 +180,9 @@ def _prox_unit_scaled(x, y, lam):
     p, m = x.shape[0], y.shape[0]
     dtype = x.dtype
     a, b = sort_magnitudes(x), sort_magnitudes(y)
-    A, B = _prefix(a), _prefix(b)                      # (p+1,), (m+1,)
-    TA, TB = _suffix(a * a), _suffix(b * b)            # tails Σ_{k>s} a_k², Σ_{j>s} b_j²
-    sv = jnp.arange(p + 1, dtype=dtype)                # every s_v at once
+    A, B = _prefix(a), _prefix(b)  # (p+1,), (m+1,)
+    TA, TB = _suffix(a * a), _suffix(b * b)  # tails Σ_{k>s} a_k², Σ_{j>s} b_j²
+    sv = jnp.arange(p + 1, dtype=dtype)  # every s_v at once
     inf = jnp.full((1,), jnp.inf, dtype)
     a_last, b_last = jnp.concatenate([inf, a]), jnp.concatenate([inf, b])  # a_{s}, +inf at s = 0
 
@@ -184,24 +190,30 @@ def _prox_unit_scaled(x, y, lam):
         d, cv, cw = _pair_coefficients(lam, sv, sw.astype(dtype), A, B[sw])
         return (d > 0) & (a_last + cv >= 0) & (b_last[sw] + cw >= 0)
 
-    def bisect(_, bounds):                             # s_w = 0 is always feasible: lo stays so
+    def bisect(_, bounds):  # s_w = 0 is always feasible: lo stays so
         lo, hi = bounds
         mid = (lo + hi) // 2
         ok = feasible(mid)
         return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)
 
     steps = int(np.ceil(np.log2(m + 1))) + 1
-    # A rolled loop: unrolled, its vmapped copies took 1.0 of path_norm_prox's 1.6 s compile (200 × 784)
-    # for no run-time gain on a CPU.
-    sw, _ = lax.fori_loop(0, steps, bisect, (jnp.zeros(p + 1, jnp.int32), jnp.full(p + 1, m + 1, jnp.int32)))
+    # A rolled loop: unrolled, its vmapped copies took 1.0 of path_norm_prox's 1.6 s compile (200 ×
+    # 784) for no run-time gain on a CPU.
+    sw, _ = lax.fori_loop(
+        0, steps, bisect, (jnp.zeros(p + 1, jnp.int32), jnp.full(p + 1, m + 1, jnp.int32))
+    )
     swf, B_sw = sw.astype(dtype), B[sw]
     d, cv, cw = _pair_coefficients(lam, sv, swf, A, B_sw)
     lam2 = lam * lam
     # h itself, eq. (27), with the dropped entries' tails (see the module docstring, Rounding): not
     # h − ½‖a‖² − ½‖b‖², whose values all sit near −½‖b‖², where a block with ‖a‖² below float32
     # resolution of ‖b‖² is lost, the candidates tie and the argmin dropped kept weights.
-    h = ((-lam2 * swf * A ** 2 - lam2 * sv * B_sw ** 2 + 2 * lam * A * B_sw) / (2 * jnp.where(d > 0, d, 1.0))
-         + 0.5 * TA + 0.5 * TB[sw])
+    h = (
+        (-lam2 * swf * A**2 - lam2 * sv * B_sw**2 + 2 * lam * A * B_sw)
+        / (2 * jnp.where(d > 0, d, 1.0))
+        + 0.5 * TA
+        + 0.5 * TB[sw]
+    )
     # The best candidate; of tied ones the last (largest s_v): where a tail's squares underflow
     # (magnitudes below 1e-19 of the unit's largest in float32) h ties exactly, and at λ = 0 only
     # (s_v, s_w) = (p, m) returns the input.
@@ -224,11 +236,15 @@ def _check_layouts(W_in, W_out):
     (hidden, outputs) = (4, 1) against a W_in of 4 hidden units gave 4 × 4 "units", 4x the norm; a
     1-D W_out gave a sum over all of it times every row)."""
     if W_in.ndim != 2 or W_out.ndim != 2:
-        raise ValueError(f"need 2-D W_in (hidden, inputs) and W_out (outputs, hidden), got W_in "
-                         f"{tuple(W_in.shape)} and W_out {tuple(W_out.shape)}")
+        raise ValueError(
+            f"need 2-D W_in (hidden, inputs) and W_out (outputs, hidden), got W_in "
+            f"{tuple(W_in.shape)} and W_out {tuple(W_out.shape)}"
+        )
     if W_in.shape[0] != W_out.shape[1]:
-        raise ValueError(f"hidden sizes differ: W_in is (hidden, inputs) = {tuple(W_in.shape)} and W_out "
-                         f"is (outputs, hidden) = {tuple(W_out.shape)}")
+        raise ValueError(
+            f"hidden sizes differ: W_in is (hidden, inputs) = {tuple(W_in.shape)} and W_out "
+            f"is (outputs, hidden) = {tuple(W_out.shape)}"
+        )
 
 
 def _check_pair(W_in, W_out, strength):
@@ -252,10 +268,10 @@ def path_norm_prox(W_in, W_out, strength):
 
     Shapes: W_in (hidden, inputs), W_out (outputs, hidden) (``equinox.nn.Linear`` weights); the
     result has the same shapes, in the wider of the two dtypes (float16/bfloat16 are computed and
-    returned in float32; cast back if needed). Any number of outputs, ``outputs = 1`` included. Units
-    with all-zero weights, ties, and λ ≥ 1 (then each unit keeps the block with the larger ℓ2 norm
-    and zeroes the other) are handled. ``strength`` is a traced scalar: ``vmap``/``jit`` over it
-    never recompile. For Prox-SGD the strength is (learning rate) × (regularisation weight).
+    returned in float32; cast back if needed). Any number of outputs, ``outputs = 1`` included.
+    Units with all-zero weights, ties, and λ ≥ 1 (then each unit keeps the block with the larger ℓ2
+    norm and zeroes the other) are handled. ``strength`` is a traced scalar: ``vmap``/``jit`` over
+    it never recompile. For Prox-SGD the strength is (learning rate) × (regularisation weight).
 
     Sparsity it guarantees (Lemma 8): a unit that keeps both blocks has s_v · s_w < λ⁻² non-zeros.
     An entry that is 0 in exact arithmetic (tied data, |y_j| = λΣv on the nose) is exactly 0, not
@@ -275,10 +291,10 @@ def path_norm_prox(W_in, W_out, strength):
         ```
     """
     W_in, W_out, lam = _check_pair(W_in, W_out, strength)
-    x, y = W_out.T, W_in                                # per unit: x ∈ R^p, y ∈ R^m
+    x, y = W_out.T, W_in  # per unit: x ∈ R^p, y ∈ R^m
     if x.shape[1] <= y.shape[1]:
         v, w = _prox_units(x, y, lam)
-    else:                                               # the problem is symmetric in (x, y)
+    else:  # the problem is symmetric in (x, y)
         w, v = _prox_units(y, x, lam)
     return _finish_prox(lam, W_in, W_out, w, v.T)
 
@@ -287,15 +303,20 @@ def _finish_prox(lam, W_in, W_out, W_in_new, W_out_new):
     """(W_in⁺, W_out⁺): the input itself at λ = 0, NaN everywhere if λ is NaN and NaN across a unit
     whose weights are not all finite.
 
-    At λ = 0 the prox is the identity, and the per-unit solve at unit scale flushes entries more than
-    2¹²⁶ below their unit's largest in float32 (a unit (1e20, 1e-20) came back as (1e20, 0)). A
+    At λ = 0 the prox is the identity, and the per-unit solve at unit scale flushes entries more
+    than 2¹²⁶ below their unit's largest in float32 (a unit (1e20, 1e-20) came back as (1e20, 0)). A
     traced λ < 0 or NaN (which cannot raise) arrives as NaN (``_checks.as_hyper``), and a traced NaN
-    weight (a diverging run under jit) cannot be refused either: the argmin over candidates would turn
-    the first into zeros, and the second into a unit whose other entries are zero or finite, so a
-    diverged network looked partly trained."""
+    weight (a diverging run under jit) cannot be refused either: the argmin over candidates would
+    turn the first into zeros, and the second into a unit whose other entries are zero or finite, so
+    a diverged network looked partly trained."""
     W_in_new, W_out_new = jnp.where(lam == 0, W_in, W_in_new), jnp.where(lam == 0, W_out, W_out_new)
-    bad_unit = ~(jnp.all(jnp.isfinite(W_in), axis=1) & jnp.all(jnp.isfinite(W_out), axis=0)) | jnp.isnan(lam)
-    return (jnp.where(bad_unit[:, None], jnp.nan, W_in_new), jnp.where(bad_unit[None, :], jnp.nan, W_out_new))
+    bad_unit = ~(
+        jnp.all(jnp.isfinite(W_in), axis=1) & jnp.all(jnp.isfinite(W_out), axis=0)
+    ) | jnp.isnan(lam)
+    return (
+        jnp.where(bad_unit[:, None], jnp.nan, W_in_new),
+        jnp.where(bad_unit[None, :], jnp.nan, W_out_new),
+    )
 
 
 def path_norm(W_in, W_out) -> jax.Array:
@@ -308,18 +329,22 @@ def path_norm(W_in, W_out) -> jax.Array:
 
 def path_norm_objective(W_in, W_out, W_in_bar, W_out_bar, strength) -> jax.Array:
     """½‖W_in − W̄_in‖² + ½‖W_out − W̄_out‖² + λ P(W_in, W_out): what ``path_norm_prox`` minimises.
-    W_in and W̄_in (hidden, inputs), W_out and W̄_out (outputs, hidden); ``strength`` λ a scalar ≥ 0,
-    as for the prox (a negative or vector λ gave a negative or vector "objective")."""
+    W_in and W̄_in (hidden, inputs), W_out and W̄_out (outputs, hidden); ``strength`` λ a scalar ≥
+    0, as for the prox (a negative or vector λ gave a negative or vector "objective")."""
     W_in, W_out, W_in_bar, W_out_bar = (jnp.asarray(w) for w in (W_in, W_out, W_in_bar, W_out_bar))
     _check_layouts(W_in, W_out)
     _checks.check_same_shape(W_in, W_in_bar, "W_in", "W_in_bar")
     _checks.check_same_shape(W_out, W_out_bar, "W_out", "W_out_bar")
     strength = _checks.as_hyper(strength, "strength", ndim=0, dtype=jnp.result_type(W_in, W_out))
-    return (0.5 * jnp.sum((W_in - W_in_bar) ** 2) + 0.5 * jnp.sum((W_out - W_out_bar) ** 2)
-            + strength * path_norm(W_in, W_out))
+    return (
+        0.5 * jnp.sum((W_in - W_in_bar) ** 2)
+        + 0.5 * jnp.sum((W_out - W_out_bar) ** 2)
+        + strength * path_norm(W_in, W_out)
+    )
 
 
 # -- the layer-wise baseline's projection ----------------------------------------------------------
+
 
 def project_l1_ball_rows(W, radius):
     """Project every row of W onto {u : ‖u‖₁ ≤ radius} (sort-based, Duchi et al. 2008).
@@ -336,12 +361,14 @@ def project_l1_ball_rows(W, radius):
     gap form's error is of order eps·(|W_ij| + radius), and the kept entries sum to the radius.
     """
     W = _checks.as_matrix(W, "W")
-    radius = _checks.as_hyper(radius, "radius", ndim=0, dtype=W.dtype, allow_inf=True)   # inf: W itself
+    radius = _checks.as_hyper(
+        radius, "radius", ndim=0, dtype=W.dtype, allow_inf=True
+    )  # inf: W itself
     a = sort_magnitudes(W)
     css = jnp.cumsum(a, axis=1)
     j = jnp.arange(1, W.shape[1] + 1, dtype=W.dtype)
     active = a * j > css - radius
-    rho = jnp.maximum(jnp.sum(active, axis=1, keepdims=True), 1)     # active is a prefix
+    rho = jnp.maximum(jnp.sum(active, axis=1, keepdims=True), 1)  # active is a prefix
     a_rho = _take(a, rho - 1)
     s = jnp.sum(jnp.where(j <= rho, a - a_rho, 0), axis=1, keepdims=True)
     inside = jnp.sum(jnp.abs(W), axis=1, keepdims=True) <= radius
@@ -349,4 +376,10 @@ def project_l1_ball_rows(W, radius):
     return jnp.where(inside, W, shrunk)
 
 
-__all__ = ["path_norm", "path_norm_objective", "path_norm_prox", "project_l1_ball_rows", "sort_magnitudes"]
+__all__ = [
+    "path_norm",
+    "path_norm_objective",
+    "path_norm_prox",
+    "project_l1_ball_rows",
+    "sort_magnitudes",
+]

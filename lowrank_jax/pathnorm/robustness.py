@@ -24,11 +24,15 @@ def _check_eval(model, X, y):
 
 
 def _check_attack(X, eps, steps, step_size, key, bounds):
-    """(eps, steps, step_size, key, (lo, hi)) in X's dtype; a concrete X outside ``bounds`` is refused
-    (the clip would move it even at ε = 0, so the "attack" would not start from X)."""
+    """(eps, steps, step_size, key, (lo, hi)) in X's dtype; a concrete X outside ``bounds`` is
+    refused (the clip would move it even at ε = 0, so the "attack" would not start from X)."""
     eps = _checks.as_hyper(eps, "eps", ndim=0, dtype=X.dtype)
     steps = _checks.check_positive_int(steps, "steps", minimum=0)
-    step_size = None if step_size is None else _checks.as_hyper(step_size, "step_size", ndim=0, dtype=X.dtype)
+    step_size = (
+        None
+        if step_size is None
+        else _checks.as_hyper(step_size, "step_size", ndim=0, dtype=X.dtype)
+    )
     if bounds is None:
         lo = hi = None
     else:
@@ -42,14 +46,18 @@ def _check_attack(X, eps, steps, step_size, key, bounds):
             with jax.ensure_compile_time_eval():
                 x_min, x_max = float(jnp.min(X)), float(jnp.max(X))
             if x_min < lo or x_max > hi:
-                raise ValueError(f"X has values in [{x_min:.3g}, {x_max:.3g}], outside bounds = ({lo:g}, {hi:g}), the "
-                                 "input range the attack clips to: pass the range of your inputs as bounds=(lo, hi), "
-                                 "or bounds=None for unbounded inputs (standardised features)")
+                raise ValueError(
+                    f"X has values in [{x_min:.3g}, {x_max:.3g}], outside bounds = ({lo:g}, {hi:g}), the "
+                    "input range the attack clips to: pass the range of your inputs as bounds=(lo, hi), "
+                    "or bounds=None for unbounded inputs (standardised features)"
+                )
     return eps, steps, step_size, _checks.as_key(key), (lo, hi)
 
 
 @full_precision
-def pgd_attack(model: ShallowNet, X, y, eps, *, key, steps: int = 40, step_size=None, bounds=(0.0, 1.0)):
+def pgd_attack(
+    model: ShallowNet, X, y, eps, *, key, steps: int = 40, step_size=None, bounds=(0.0, 1.0)
+):
     """Untargeted PGD in the ℓ∞ ball (Madry et al. 2018) as in the paper's evaluation: a uniform
     random start in [−ε, ε], ``steps`` ascent steps x ← Π(x + a · sign ∇_x CE) of size a
     (``step_size``, by default ε/20),
@@ -64,7 +72,9 @@ def pgd_attack(model: ShallowNet, X, y, eps, *, key, steps: int = 40, step_size=
 
 def _pgd(model, X, y, eps, steps, step_size, key, bounds):
     a = eps / 20 if step_size is None else step_size
-    grad_x = jax.grad(lambda Z: jnp.sum(optax.softmax_cross_entropy_with_integer_labels(model(Z), y)))
+    grad_x = jax.grad(
+        lambda Z: jnp.sum(optax.softmax_cross_entropy_with_integer_labels(model(Z), y))
+    )
     clip = (lambda Z: Z) if bounds[0] is None else (lambda Z: jnp.clip(Z, *bounds))
     Z = clip(X + jax.random.uniform(key, X.shape, X.dtype, -eps, eps))
 
@@ -88,11 +98,14 @@ def _error_rate(model, X, y):
 
 
 @full_precision
-def robust_error(model: ShallowNet, X, y, eps, *, key, steps: int = 40, bounds=(0.0, 1.0)) -> jax.Array:
+def robust_error(
+    model: ShallowNet, X, y, eps, *, key, steps: int = 40, bounds=(0.0, 1.0)
+) -> jax.Array:
     """Error on PGD-ℓ∞ examples (ε = 0 gives the clean error); arguments as :func:`pgd_attack`. NaN
     for a model with a non-finite parameter, as :func:`error_rate`."""
     X, y = _check_eval(model, X, y)
     eps, steps, step_size, key, bounds = _check_attack(X, eps, steps, None, key, bounds)
     err = _error_rate(model, _pgd(model, X, y, eps, steps, step_size, key, bounds), y)
-    # a traced invalid ε is NaN here (as_hyper): the error rate of NaN examples would read as a number
+    # a traced invalid ε is NaN here (as_hyper): the error rate of NaN examples would read as a
+    # number
     return jnp.where(jnp.isnan(eps), jnp.nan, err)

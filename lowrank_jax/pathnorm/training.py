@@ -18,27 +18,39 @@ import optax
 
 from lowrank_jax import _checks, loop, transforms
 from lowrank_jax import progress as progress_bar
-from lowrank_jax.pathnorm.network import (ShallowNet, _check_choice, _labels, _model_outputs, loss_fn,
-                                          nonzero_fraction, penalty, prox_step)
+from lowrank_jax.pathnorm.network import (
+    ShallowNet,
+    _check_choice,
+    _labels,
+    _model_outputs,
+    loss_fn,
+    nonzero_fraction,
+    penalty,
+    prox_step,
+)
 from lowrank_jax.precision import full_precision
 from lowrank_jax.result import Result, finish
 
 # Divergence: after an epoch the weights are non-finite, or the bound B(θ) on the logits over the
 # data (:func:`_logit_bound`) exceeds GROWTH_LIMIT · max(B(θ₀), 1), θ₀ the starting network. A
 # learning rate far too large can keep the weights finite while they grow a million-fold (ELU units
-# pushed to their flat negative side stop passing gradients back), so non-finiteness alone misses it.
+# pushed to their flat negative side stop passing gradients back), so non-finiteness alone misses
+# it.
 GROWTH_LIMIT = 1e4
 
-_DIVERGED_MESSAGE = ("pathnorm.train diverged (non-finite weights, or logits grown beyond 1e4 times "
-                     "their starting bound): lower lr or, with method='sgd', λ (lam)")
-_INVALID_MESSAGE = ("pathnorm.train: lr must be > 0 and lam >= 0 (a traced value broke this); the "
-                    "result is NaN")
+_DIVERGED_MESSAGE = (
+    "pathnorm.train diverged (non-finite weights, or logits grown beyond 1e4 times "
+    "their starting bound): lower lr or, with method='sgd', λ (lam)"
+)
+_INVALID_MESSAGE = (
+    "pathnorm.train: lr must be > 0 and lam >= 0 (a traced value broke this); the result is NaN"
+)
 
 
 class TrainResult(Result):
     """What :func:`train` and :func:`sweep` return (the :class:`~lowrank_jax.result.Result` core:
-    ``status``, ``n_iter``, ``history``); :func:`sweep` adds its leading (seeds, configurations) axes
-    to every leaf.
+    ``status``, ``n_iter``, ``history``); :func:`sweep` adds its leading (seeds, configurations)
+    axes to every leaf.
 
     Attributes:
       n_iter: epochs run (all of them: training has no stopping rule).
@@ -73,17 +85,34 @@ def optimizer(reg: str, method: str, learning_rate, lam) -> optax.GradientTransf
 
 
 @full_precision
-def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch: int = 100,
-          hidden: int = 200, logs_per_epoch: int = 10, model: ShallowNet | None = None,
-          outputs: int | None = None, progress: bool = False, throw: bool = True) -> TrainResult:
+def train(
+    key,
+    X,
+    y,
+    *,
+    reg: str,
+    method: str,
+    lr,
+    lam,
+    epochs: int = 20,
+    batch: int = 100,
+    hidden: int = 200,
+    logs_per_epoch: int = 10,
+    model: ShallowNet | None = None,
+    outputs: int | None = None,
+    progress: bool = False,
+    throw: bool = True,
+) -> TrainResult:
     """Train a :class:`~lowrank_jax.pathnorm.ShallowNet` on (X (N, inputs) in [0, 1], y (N,)
-    integer labels 0, 1, …) with minibatch SGD or Prox-SGD, constant learning rate (lr > 0, λ ≥ 0), reshuffled every epoch.
+    integer labels 0, 1, …) with minibatch SGD or Prox-SGD, constant learning rate (lr > 0, λ ≥ 0),
+    reshuffled every epoch.
     An integer X is converted to float, not rescaled: divide raw pixels by 255 first. An epoch runs
     ⌊⌊N/batch⌋/logs_per_epoch⌋ · logs_per_epoch minibatches; the few examples left over are a
-    different random set each epoch. One jitted program; ``key``, ``lr`` and ``lam`` are traced, so a
-    ``vmap`` over them trains many networks in one call (:func:`sweep`).
+    different random set each epoch. One jitted program; ``key``, ``lr`` and ``lam`` are traced, so
+    a ``vmap`` over them trains many networks in one call (:func:`sweep`).
 
-    The objective is CE(W) + λ g(W) (Latorre, Rolland, Hallak, Cevher 2020: §3 and the experiments of §7):
+    The objective is CE(W) + λ g(W) (Latorre, Rolland, Hallak, Cevher 2020: §3 and the experiments
+    of §7):
 
       ``reg``: g, one of "path" (the 1-path-norm Σ_{k,j,i} |W_out[k, j]| |W_in[j, i]|), "l1"
         (Σ|W_in| + Σ|W_out|) or "layer" (layer-wise: each row of W_in and W_out in the ℓ1 ball of
@@ -131,18 +160,35 @@ def train(key, X, y, *, reg: str, method: str, lr, lam, epochs: int = 20, batch:
               pathnorm.robust_error(res.model, X[1400:], y[1400:], eps=0.05, key=jax.random.key(1)))   # ≈ 0.38
         ```
     """
-    X, y, outputs, batch, logs_per_epoch = _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model)
+    X, y, outputs, batch, logs_per_epoch = _check_data(
+        X, y, reg, method, batch, logs_per_epoch, outputs, model
+    )
     key, epochs, hidden = _check_run(key, epochs, hidden, model)
     lr = _checks.as_hyper(lr, "lr", ndim=0, positive=True, dtype=X.dtype)
     lam = _checks.as_hyper(lam, "lam", ndim=0, dtype=X.dtype)
     throw = _checks.check_flag(throw, "throw")
     progress = progress_bar.wanted(progress, key, X, y, lr, lam)
-    with progress_bar.CompiledBar(epochs, f"training ({reg}/{method})", "epoch", progress, channel="training"):
-        out = _train(key, X, y, lr, lam, model, reg=reg, method=method,
-                     epochs=epochs, batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch, outputs=outputs,
-                     progress=progress)
+    with progress_bar.CompiledBar(
+        epochs, f"training ({reg}/{method})", "epoch", progress, channel="training"
+    ):
+        out = _train(
+            key,
+            X,
+            y,
+            lr,
+            lam,
+            model,
+            reg=reg,
+            method=method,
+            epochs=epochs,
+            batch=batch,
+            hidden=hidden,
+            logs_per_epoch=logs_per_epoch,
+            outputs=outputs,
+            progress=progress,
+        )
         if progress:
-            jax.block_until_ready(out)      # the bar closes when the epochs are done, not at dispatch
+            jax.block_until_ready(out)  # the bar closes when the epochs are done, not at dispatch
     return finish(out, throw, diverged=_DIVERGED_MESSAGE, invalid=_INVALID_MESSAGE)
 
 
@@ -157,10 +203,10 @@ def _check_run(key, epochs, hidden, model):
 
 def _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model=None):
     """Validated (X, y, outputs, batch, logs_per_epoch) for :func:`train` and :func:`sweep`: X as a
-    finite float matrix (integer pixels are converted, not scaled), y integer labels below the number
-    of outputs (that of ``model`` when one is given, else ``outputs``, else max(y) + 1), at least two
-    outputs, and the counts as Python ints (the compiled training slices with them, so they must be
-    static)."""
+    finite float matrix (integer pixels are converted, not scaled), y integer labels below the
+    number of outputs (that of ``model`` when one is given, else ``outputs``, else max(y) + 1), at
+    least two outputs, and the counts as Python ints (the compiled training slices with them, so
+    they must be static)."""
     _check_choice(reg, method)
     batch = _checks.check_positive_int(batch, "batch")
     logs_per_epoch = _checks.check_positive_int(logs_per_epoch, "logs_per_epoch")
@@ -174,11 +220,15 @@ def _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model=None):
         outputs = model_outputs
     y, outputs = _labels(y, X.shape[0], outputs)
     if outputs < 2:
-        raise ValueError(f"need at least two classes (outputs >= 2), got {outputs}: the softmax "
-                         "cross-entropy of a one-output network is 0 whatever its weights, so nothing "
-                         "would train; for labels of one class pass outputs= the number of classes")
+        raise ValueError(
+            f"need at least two classes (outputs >= 2), got {outputs}: the softmax "
+            "cross-entropy of a one-output network is 0 whatever its weights, so nothing "
+            "would train; for labels of one class pass outputs= the number of classes"
+        )
     if X.shape[0] // batch < logs_per_epoch:
-        raise ValueError(f"need at least {logs_per_epoch} minibatches of {batch} per epoch, got {X.shape[0]} examples")
+        raise ValueError(
+            f"need at least {logs_per_epoch} minibatches of {batch} per epoch, got {X.shape[0]} examples"
+        )
     return X, y, outputs, batch, logs_per_epoch
 
 
@@ -186,13 +236,30 @@ def _logit_bound(model, x_max):
     """B = max_k (|b_out,k| + Σ_j |W_out,kj| (‖W_in,j‖₁ x_max + |b_in,j|)): no logit of ``model``
     exceeds B in magnitude on inputs with ‖x‖_∞ ≤ x_max (|elu(z)| ≤ |z|). NaN or inf for a model
     with a non-finite parameter."""
-    unit = jnp.sum(jnp.abs(model.hidden.weight), axis=1) * x_max + jnp.abs(model.hidden.bias)   # (hidden,)
+    unit = jnp.sum(jnp.abs(model.hidden.weight), axis=1) * x_max + jnp.abs(
+        model.hidden.bias
+    )  # (hidden,)
     return jnp.max(jnp.abs(model.out.bias) + jnp.abs(model.out.weight) @ unit)
 
 
 @eqx.filter_jit
-def _train(key, X, y, lr, lam, model, *, reg, method, epochs, batch, hidden, logs_per_epoch, outputs,
-           progress=False):
+def _train(
+    key,
+    X,
+    y,
+    lr,
+    lam,
+    model,
+    *,
+    reg,
+    method,
+    epochs,
+    batch,
+    hidden,
+    logs_per_epoch,
+    outputs,
+    progress=False,
+):
     k_init, k_data = jax.random.split(key)
     if model is None:
         # in X's dtype (as lr and λ are): with x64 on, float32 data trained a float64 network
@@ -229,27 +296,55 @@ def _train(key, X, y, lr, lam, model, *, reg, method, epochs, batch, hidden, log
 
         carry, (loss, nnz) = jax.lax.scan(chunk, carry, perm)
         if progress:
-            jax.debug.callback(functools.partial(progress_bar.CompiledBar.reach, channel="training"), e + 1)
+            jax.debug.callback(
+                functools.partial(progress_bar.CompiledBar.reach, channel="training"), e + 1
+            )
         return carry, {"loss": loss, "nonzero": nnz}
 
     def diverged(carry, diag):
-        return ~(_logit_bound(carry[0], x_max) <= limit)        # NaN (a non-finite weight) counts too
+        return ~(_logit_bound(carry[0], x_max) <= limit)  # NaN (a non-finite weight) counts too
 
-    out = loop.run_fixed(epoch, (params, opt.init(params)), epochs, diverged=diverged,
-                         invalid=jnp.isnan(lr) | jnp.isnan(lam))
-    return TrainResult(n_iter=out.n_iter, status=out.status, history=out.history,
-                       loss=out.final["loss"][-1], nonzero=out.final["nonzero"][-1],
-                       model=eqx.combine(out.state[0], static))
+    out = loop.run_fixed(
+        epoch,
+        (params, opt.init(params)),
+        epochs,
+        diverged=diverged,
+        invalid=jnp.isnan(lr) | jnp.isnan(lam),
+    )
+    return TrainResult(
+        n_iter=out.n_iter,
+        status=out.status,
+        history=out.history,
+        loss=out.final["loss"][-1],
+        nonzero=out.final["nonzero"][-1],
+        model=eqx.combine(out.state[0], static),
+    )
 
 
 @full_precision
-def sweep(key, X, y, *, reg: str, method: str, lrs, lams, seeds: int = 1, epochs: int = 20, batch: int = 100,
-          hidden: int = 200, logs_per_epoch: int = 10, model: ShallowNet | None = None,
-          outputs: int | None = None, progress: bool = False) -> TrainResult:
+def sweep(
+    key,
+    X,
+    y,
+    *,
+    reg: str,
+    method: str,
+    lrs,
+    lams,
+    seeds: int = 1,
+    epochs: int = 20,
+    batch: int = 100,
+    hidden: int = 200,
+    logs_per_epoch: int = 10,
+    model: ShallowNet | None = None,
+    outputs: int | None = None,
+    progress: bool = False,
+) -> TrainResult:
     """Train one network per (seed, lr, λ) in one ``vmap``ped, jitted call: ``lrs`` and ``lams`` are
     non-empty 1-D arrays of equal length (one configuration each; use ``jnp.meshgrid`` for a grid);
     the other arguments as :func:`train`. Seed s trains from ``jax.random.split(key, seeds)[s]``, so
-    even ``seeds=1`` differs from ``train(key, …)``: it equals ``train(jax.random.split(key, 1)[0], …)``.
+    even ``seeds=1`` differs from ``train(key, …)``: it equals ``train(jax.random.split(key, 1)[0],
+    …)``.
 
     Nothing is raised for a configuration whose training diverges (a learning rate too large): its
     ``status`` is ``Status.DIVERGED`` and the other networks are unaffected (:func:`train` with
@@ -260,28 +355,53 @@ def sweep(key, X, y, *, reg: str, method: str, lrs, lams, seeds: int = 1, epochs
       ``n_iter``, ``loss`` and ``nonzero`` (seeds, configurations), ``history["loss"]`` (seeds,
       configurations, epochs, logs_per_epoch), and the ``model``'s weights.
     """
-    X, y, outputs, batch, logs_per_epoch = _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model)
+    X, y, outputs, batch, logs_per_epoch = _check_data(
+        X, y, reg, method, batch, logs_per_epoch, outputs, model
+    )
     key, epochs, hidden = _check_run(key, epochs, hidden, model)
     lrs = jnp.atleast_1d(_checks.as_hyper(lrs, "lrs", positive=True, dtype=X.dtype))
     lams = jnp.atleast_1d(_checks.as_hyper(lams, "lams", dtype=X.dtype))
     for name, values in (("lrs", lrs), ("lams", lams)):
         if values.size == 0:
-            raise ValueError(f"{name} is empty: pass at least one configuration (lrs and lams of "
-                             "equal length)")
+            raise ValueError(
+                f"{name} is empty: pass at least one configuration (lrs and lams of equal length)"
+            )
     if lrs.shape != lams.shape or lrs.ndim != 1:
-        raise ValueError(f"lrs and lams must be 1-D of equal length, got {lrs.shape} and {lams.shape}")
+        raise ValueError(
+            f"lrs and lams must be 1-D of equal length, got {lrs.shape} and {lams.shape}"
+        )
     seeds = _checks.check_positive_int(seeds, "seeds")
 
     progress = progress_bar.wanted(progress, key, X, y, lrs, lams)
 
     def one(k, lr, lam):
-        return _train(k, X, y, lr, lam, model, reg=reg, method=method, epochs=epochs,
-                      batch=batch, hidden=hidden, logs_per_epoch=logs_per_epoch, outputs=outputs, progress=progress)
+        return _train(
+            k,
+            X,
+            y,
+            lr,
+            lam,
+            model,
+            reg=reg,
+            method=method,
+            epochs=epochs,
+            batch=batch,
+            hidden=hidden,
+            logs_per_epoch=logs_per_epoch,
+            outputs=outputs,
+            progress=progress,
+        )
 
-    with progress_bar.CompiledBar(epochs, f"training ({reg}/{method}, {seeds * lrs.shape[0]} networks)", "epoch",
-                                  progress, channel="training"):
+    with progress_bar.CompiledBar(
+        epochs,
+        f"training ({reg}/{method}, {seeds * lrs.shape[0]} networks)",
+        "epoch",
+        progress,
+        channel="training",
+    ):
         out = jax.vmap(jax.vmap(one, in_axes=(None, 0, 0)), in_axes=(0, None, None))(
-            jax.random.split(key, seeds), lrs, lams)
+            jax.random.split(key, seeds), lrs, lams
+        )
         if progress:
             jax.block_until_ready(out)
         return out

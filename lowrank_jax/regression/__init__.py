@@ -6,13 +6,50 @@ matrices may be dense or sparse (``as_design`` converts a ``BCOO``).
 """
 
 from lowrank_jax.design import RowSparse, as_design
-from lowrank_jax.regression.hyperbolic import (KINDS, Parts, approximation_error, check_problem, curvature_split,
-                                               diagonal_curvature, gradient, hessian, icl_bound, icl_shift, loss,
-                                               overflow_limit, parts, psd_certificate, radius_R0,
-                                               relative_spectrum, sigma_min, weight_rule)
+from lowrank_jax.regression.hyperbolic import (
+    KINDS,
+    Parts,
+    approximation_error,
+    check_problem,
+    curvature_split,
+    diagonal_curvature,
+    gradient,
+    hessian,
+    icl_bound,
+    icl_shift,
+    loss,
+    overflow_limit,
+    parts,
+    psd_certificate,
+    radius_R0,
+    relative_spectrum,
+    sigma_min,
+    weight_rule,
+)
 from lowrank_jax.regression.newton import METHODS, NewtonResult, newton_solve
 
-__all__ = ["KINDS", "METHODS", "NewtonResult", "Parts", "RowSparse", "approximation_error", "as_design",
-           "check_problem", "curvature_split", "diagonal_curvature", "gradient", "hessian", "icl_bound",
-           "icl_shift", "loss", "newton_solve", "overflow_limit", "parts", "psd_certificate", "radius_R0",
-           "relative_spectrum", "sigma_min", "weight_rule"]
+__all__ = [
+    "KINDS",
+    "METHODS",
+    "NewtonResult",
+    "Parts",
+    "RowSparse",
+    "approximation_error",
+    "as_design",
+    "check_problem",
+    "curvature_split",
+    "diagonal_curvature",
+    "gradient",
+    "hessian",
+    "icl_bound",
+    "icl_shift",
+    "loss",
+    "newton_solve",
+    "overflow_limit",
+    "parts",
+    "psd_certificate",
+    "radius_R0",
+    "relative_spectrum",
+    "sigma_min",
+    "weight_rule",
+]

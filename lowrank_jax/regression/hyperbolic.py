@@ -12,22 +12,25 @@ The Hessian is assembled without any n × n matrix, in O(n d²) (dense A) or O(n
 
     H = Aᵀ diag(s) A − r pᵀ − p rᵀ + ‖b‖² p pᵀ,   s = v∘v + c∘u − ⟨c,b⟩u + w²,  p = Aᵀv,  r = Aᵀ(v∘b).
 
-Erratum pinned by the tests: the paper's Def. C.2 prints the rank-one terms of B with u instead of v;
+Erratum pinned by the tests: the paper's Def. C.2 prints the rank-one terms of B with u instead of
+  v;
 that is exact for exp only (v = u) and off by O(1) for cosh and sinh. B = B_rank + B_diag with
-B_rank = −v(v∘b)ᵀ − (v∘b)vᵀ + ‖b‖² vvᵀ and B_diag = diag(v∘v + c∘u − ⟨c,b⟩u) (:func:`curvature_split`).
+B_rank = −v(v∘b)ᵀ − (v∘b)vᵀ + ‖b‖² vvᵀ and B_diag = diag(v∘v + c∘u − ⟨c,b⟩u)
+(:func:`curvature_split`).
 
 Trivial minimisers (note G9, G10): for sinh, x = 0 gives u = 0, α = 0, c = 0 and L = 0 ≤ L(x), so
 x* = 0 always (unique when every w_i > 0 and A has full column rank: with some w_i = 0 a row
 whose u-term vanishes can leave other minimisers); cosh's loss is even, L(x) = L(−x), and
 x = 0 is always stationary (v(0) = sinh 0 = 0). Only exp has a non-trivial x* in general.
 
-Overflow: exp/cosh/sinh of |Ax| beyond ~88 (float32) or ~709 (float64) overflow, and the loss squares
+Overflow: exp/cosh/sinh of |Ax| beyond ~88 (float32) or ~709 (float64) overflow, and the loss
+  squares
 them (α² ~ n² e^{2‖Ax‖_∞}). These are plain functions, not iterative solvers: an overflow comes back
 as inf/NaN, the same called directly and under ``jit``/``vmap``/:func:`lowrank_jax.sweep.run` (a
 ``vmap`` over x values that overflows at some of them keeps the others). Nothing maps a non-finite
 value to a finite one: :func:`psd_certificate` of an overflowed Hessian is NaN, not 0, and
-:func:`icl_shift` returns the non-finite shift instead of judging an overflowed α. Compare ‖Ax‖_∞ with
-:func:`overflow_limit` to stay in range; :func:`lowrank_jax.regression.newton_solve` refuses a
+:func:`icl_shift` returns the non-finite shift instead of judging an overflowed α. Compare ‖Ax‖_∞
+with :func:`overflow_limit` to stay in range; :func:`lowrank_jax.regression.newton_solve` refuses a
 concrete start whose loss overflows (``ValueError`` naming the rows of Ax and the limit).
 """
 
@@ -96,17 +99,23 @@ def _refuse_overflow(out, z, what: str):
         zz = np.abs(np.asarray(z))
         limit = overflow_limit(zz.dtype, zz.shape[-1])
         rows = np.nonzero(zz > limit)[-1]
-        if not rows.size:           # Ax is within range: the size of A (in AᵀDA), b or w overflowed
+        if not rows.size:  # Ax is within range: the size of A (in AᵀDA), b or w overflowed
             raise ValueError(
                 f"{what} overflows in {zz.dtype} although |Ax| ≤ {zz.max():.1f} is within the safe {limit:.1f}: "
                 "the entries of A, b or w are too large for the dtype (rescale them"
-                + (")" if zz.dtype == np.float64 else ", or use float64)"))
+                + (")" if zz.dtype == np.float64 else ", or use float64)")
+            )
         raise ValueError(
             f"{what} overflows in {zz.dtype}: |Ax| reaches {zz.max():.1f}, beyond the safe {limit:.1f} at rows "
             f"{rows[:10].tolist()}{' …' if rows.size > 10 else ''} ({rows.size} rows). "
-            + ("Rescale A or x." if zz.dtype == np.float64 else
-               "Pass A, b and x as float64 (x64 is on) or rescale A or x." if jax.config.jax_enable_x64 else
-               "Use float64 (jax.config.update('jax_enable_x64', True)) or rescale A or x."))
+            + (
+                "Rescale A or x."
+                if zz.dtype == np.float64
+                else "Pass A, b and x as float64 (x64 is on) or rescale A or x."
+                if jax.config.jax_enable_x64
+                else "Use float64 (jax.config.update('jax_enable_x64', True)) or rescale A or x."
+            )
+        )
     return out
 
 
@@ -188,16 +197,24 @@ def _hessian_at(p: Parts, A, b, w):
         return J.T @ J + design.gram(A, _b_diag_beyond_gauss_newton(p, b) + w * w)
     s = _b_diag(p, b) + w * w
     rv = design.rmatvec(A, p.v * b)
-    return design.gram(A, s) - jnp.outer(rv, pv) - jnp.outer(pv, rv) + jnp.dot(b, b) * jnp.outer(pv, pv)
+    return (
+        design.gram(A, s)
+        - jnp.outer(rv, pv)
+        - jnp.outer(pv, rv)
+        + jnp.dot(b, b) * jnp.outer(pv, pv)
+    )
 
 
 def loss(x, A, b, w, kind: str = "exp"):
     """The rescaled hyperbolic regression loss L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w) A x‖²
-    (a scalar): the regularised problem of Gao, Song, Yin, Eq. (2), L_u (Def. 3.3) + L_reg (Def. 3.6).
+    (a scalar): the regularised problem of Gao, Song, Yin, Eq. (2), L_u (Def. 3.3) + L_reg (Def.
+    3.6).
 
     Args:
-      x: (d,) point (the other functions of this module take the same arguments). A: (n, d) design, dense, ``BCOO`` or :class:`lowrank_jax.design.RowSparse`.
-      b: (n,) target (the paper's b on the simplex). w: (n,) weights of the regulariser, or a scalar.
+      x: (d,) point (the other functions of this module take the same arguments). A: (n, d) design,
+        dense, ``BCOO`` or :class:`lowrank_jax.design.RowSparse`.
+      b: (n,) target (the paper's b on the simplex). w: (n,) weights of the regulariser, or a
+        scalar.
       kind: "exp" | "cosh" | "sinh", the function u applied entrywise to z = Ax (Gao, Song, Yin).
     """
     A, b, w, x = check_problem(A, b, w, x, kind=kind)
@@ -253,12 +270,15 @@ def curvature_split(x, A, b, kind: str = "exp"):
 
 # -- the theorem's quantities ---------------------------------------------------------------------
 
+
 def _require_full_column_rank_shape(A, what: str):
     """The theorem (Lemma C.4) needs σ_min(A) > 0, hence n ≥ d: refuse a wide A by name."""
     n, d = A.shape
     if n < d:
-        raise ValueError(f"{what}: the theorem needs n >= d (A of full column rank, σ_min(A) > 0), got A of "
-                         f"shape {(n, d)}")
+        raise ValueError(
+            f"{what}: the theorem needs n >= d (A of full column rank, σ_min(A) > 0), got A of "
+            f"shape {(n, d)}"
+        )
 
 
 def radius_R0(x, A, b, kind: str = "exp"):
@@ -271,8 +291,17 @@ def radius_R0(x, A, b, kind: str = "exp"):
     A, b, _, x = check_problem(A, b, 0.0, x, kind=kind)
     _require_full_column_rank_shape(A, "radius_R0")
     p = parts(x, A, b, kind)
-    return jnp.max(jnp.stack([jnp.linalg.norm(p.u), jnp.linalg.norm(p.v), jnp.linalg.norm(b),
-                              jnp.linalg.norm(p.c), jnp.ones((), p.u.dtype)]))
+    return jnp.max(
+        jnp.stack(
+            [
+                jnp.linalg.norm(p.u),
+                jnp.linalg.norm(p.v),
+                jnp.linalg.norm(b),
+                jnp.linalg.norm(p.c),
+                jnp.ones((), p.u.dtype),
+            ]
+        )
+    )
 
 
 def sigma_min(A):
@@ -301,16 +330,19 @@ def weight_rule(R0, l, sigma, *, part: int = 1):
         raise ValueError(f"part must be 1 or 2, got {part}")
     R0 = _checks.as_hyper(R0, "R0")
     if _checks.is_concrete(R0) and not np.all(np.asarray(R0) >= 1):
-        raise ValueError(f"R0 must be >= 1 (R₀ = max{{‖u‖, ‖v‖, ‖b‖, ‖c‖, 1}}, Lemma C.3), got {np.asarray(R0)}")
+        raise ValueError(
+            f"R0 must be >= 1 (R₀ = max{{‖u‖, ‖v‖, ‖b‖, ‖c‖, 1}}, Lemma C.3), got {np.asarray(R0)}"
+        )
     l = _checks.as_hyper(l, "l", positive=True)
     sigma = _checks.as_hyper(sigma, "sigma", positive=True)
-    return jnp.sqrt(c * R0 ** 4 + l / sigma ** 2)
+    return jnp.sqrt(c * R0**4 + l / sigma**2)
 
 
 def psd_certificate(x, A, b, w, kind: str = "exp"):
     """λ_min(∇²L(x)) (x, A, b, w, kind as in :func:`loss`): a positive value certifies strong
     convexity at x (compare with the l of the weight rule). Refuses n < d (``ValueError``): then
-    ∇²L = Aᵀ(B + W²)A has rank ≤ n < d, its λ_min is 0 and only rounding decides the sign, so the value could never certify anything. The
+    ∇²L = Aᵀ(B + W²)A has rank ≤ n < d, its λ_min is 0 and only rounding decides the sign, so the
+    value could never certify anything. The
     same holds for a tall A without full column rank, which the shape cannot show: a λ_min within
     rounding of 0 is returned as 0 (it certified a singular H as +5e-16). H is formed from sums over
     A's n rows, so rounding reaches about d·√n·ε·max|λ| (``linalg.gram_rounding_size``); with
@@ -321,23 +353,31 @@ def psd_certificate(x, A, b, w, kind: str = "exp"):
     H, _ = _hessian(x, A, b, w, kind)
     lam = jnp.linalg.eigvalsh(H)
     n, d = A.shape
-    certified = jnp.where(linalg.above_rounding(lam, linalg.gram_rounding_size(d, n))[0], lam[0], 0.0)
+    certified = jnp.where(
+        linalg.above_rounding(lam, linalg.gram_rounding_size(d, n))[0], lam[0], 0.0
+    )
     # an overflowed H (inf/NaN entries) has no λ_min: NaN, not the 0 that the comparison gives
     return jnp.where(jnp.all(jnp.isfinite(H)), certified, jnp.nan)
 
 
 def relative_spectrum(H_approx, H):
-    """The eigenvalues of H^{-1/2} H̃ H^{-1/2} (H ≻ 0): H̃ is an ε₀-approximation of H iff they lie in
-    [1 − ε₀, 1 + ε₀] (Def. 6.2). Both (d, d); with H^{-1/2} = L⁻¹ from H = L Lᵀ. An H that is not
+    """The eigenvalues of H^{-1/2} H̃ H^{-1/2} (H ≻ 0): H̃ is an ε₀-approximation of H iff they lie
+    in [1 − ε₀, 1 + ε₀] (Def. 6.2). Both (d, d); with H^{-1/2} = L⁻¹ from H = L Lᵀ. An H that is not
     positive definite (its Cholesky factor NaN) is refused by name when concrete."""
-    with _checks.eager_if_concrete(H_approx, H):      # closed-over NumPy H stays checkable in a caller's jit
+    with _checks.eager_if_concrete(
+        H_approx, H
+    ):  # closed-over NumPy H stays checkable in a caller's jit
         H_approx, H = jnp.asarray(H_approx), jnp.asarray(H)
     if H.ndim != 2 or H.shape[0] != H.shape[1] or H_approx.shape != H.shape:
-        raise ValueError(f"H and H_approx must be square matrices of one shape, got {H.shape} and {H_approx.shape}")
+        raise ValueError(
+            f"H and H_approx must be square matrices of one shape, got {H.shape} and {H_approx.shape}"
+        )
     with _checks.eager_if_concrete(H):
         L = jnp.linalg.cholesky(H)
     if _checks.is_concrete(L) and not np.all(np.isfinite(np.asarray(L))):
-        raise ValueError("H must be symmetric positive definite (its Cholesky factorisation failed)")
+        raise ValueError(
+            "H must be symmetric positive definite (its Cholesky factorisation failed)"
+        )
     Li = jax.scipy.linalg.solve_triangular(L, jnp.eye(H.shape[0], dtype=H.dtype), lower=True)
     return jnp.linalg.eigvalsh(Li @ H_approx @ Li.T)
 
@@ -348,6 +388,7 @@ def approximation_error(H_approx, H):
 
 
 # -- the in-context-learning corollary (Appendix E, Corollary F.2) --------------------------------
+
 
 def _icl_step(x_t, x_next, A, b, A_next, kind):
     """Validated (A, b, x_t, x_next, A_next) of a step (x_t, A) → (x_next, A_next); A_next defaults to A."""
@@ -364,10 +405,10 @@ def _icl_step(x_t, x_next, A, b, A_next, kind):
 
 
 def icl_shift(x_t, x_next, A, b, kind: str = "exp", *, A_next=None):
-    """δ_b with u(A_{t+1}x_{t+1}) − α(A_{t+1}x_{t+1}) b = u(A_t x_t) − α(A_t x_t)(b − δ_b): a step in x
-    (Lemma E.2) or in A (Lemma E.5, read as "x fixed, A_t → A_{t+1}"; pass ``A_next``), or both,
-    equals a step in b, δ_b = α_t⁻¹ (c_{t+1} − c_t) with c = u − α b. x_t, x_next: (d,); A, A_next:
-    (n, d); b: (n,); kind as in :func:`loss`; returns δ_b (n,).
+    """δ_b with u(A_{t+1}x_{t+1}) − α(A_{t+1}x_{t+1}) b = u(A_t x_t) − α(A_t x_t)(b − δ_b): a step
+    in x (Lemma E.2) or in A (Lemma E.5, read as "x fixed, A_t → A_{t+1}"; pass ``A_next``), or
+    both, equals a step in b, δ_b = α_t⁻¹ (c_{t+1} − c_t) with c = u − α b. x_t, x_next: (d,); A,
+    A_next: (n, d); b: (n,); kind as in :func:`loss`; returns δ_b (n,).
 
     Raises when α(A_t x_t) = Σ u_i is zero to working precision, |α| ≤ n · eps · Σ|u_i| (sinh at or
     near x = 0, where the sum cancels and its sign is rounding): δ_b is then undefined or rounding
@@ -383,35 +424,69 @@ def icl_shift(x_t, x_next, A, b, kind: str = "exp", *, A_next=None):
         noise = u.size * np.finfo(u.dtype).eps * float(np.sum(np.abs(u)))
         # an overflowed u makes α and its noise bound inf: no cancellation (the shift is non-finite)
         if np.all(np.isfinite(u)) and abs(float(p0.alpha)) <= noise:
-            raise ValueError(f"α(x_t) = ⟨u(Ax_t), 1⟩ = {float(p0.alpha):.3g} is zero to working precision "
-                             f"(|α| ≤ n·eps·Σ|u| = {noise:.3g}): the shift δ_b is undefined (sinh at or near x = 0)")
+            raise ValueError(
+                f"α(x_t) = ⟨u(Ax_t), 1⟩ = {float(p0.alpha):.3g} is zero to working precision "
+                f"(|α| ≤ n·eps·Σ|u| = {noise:.3g}): the shift δ_b is undefined (sinh at or near x = 0)"
+            )
     return (p1.c - p0.c) / p0.alpha
 
 
 def icl_bound(x_t, x_next, A, b, R=None, *, A_next=None):
-    """The explicit constant of Corollary F.2 (exp): ‖δ_b‖ ≤ e^{R²} (1 + √n ‖b‖) 2√n e^{R²} ‖Δz‖ with
-    ‖Δz‖ = ‖A_{t+1}x_{t+1} − A_t x_t‖ ≤ R ‖x_{t+1} − x_t‖ + ‖A_{t+1} − A_t‖₂ ‖x_{t+1}‖, so part 1 (x case)
-    reads e^{R²} (1 + √n ‖b‖) 2√n R e^{R²} ‖x_{t+1} − x_t‖ and part 2 (A case, x fixed, ``A_next``)
-    the same with ‖x‖ ‖A_{t+1} − A_t‖₂ in place of R ‖x_{t+1} − x_t‖. R = max(‖A_t‖, ‖x_t‖, ‖b‖, 4) by
-    default; valid when ‖A_t(x_{t+1} − x_t)‖_∞ < 0.01 and ‖(A_{t+1} − A_t)x‖_∞ < 0.01. The constant grows
-    as e^{2R²}: beyond R ≈ 6.6 (float32) or 18.8 (float64) it is not representable and the bound is
-    inf (an honest "no useful bound")."""
+    """The explicit constant of Corollary F.2 (exp): ‖δ_b‖ ≤ e^{R²} (1 + √n ‖b‖) 2√n e^{R²} ‖Δz‖
+    with ‖Δz‖ = ‖A_{t+1}x_{t+1} − A_t x_t‖ ≤ R ‖x_{t+1} − x_t‖ + ‖A_{t+1} − A_t‖₂ ‖x_{t+1}‖, so part
+    1 (x case) reads e^{R²} (1 + √n ‖b‖) 2√n R e^{R²} ‖x_{t+1} − x_t‖ and part 2 (A case, x fixed,
+    ``A_next``) the same with ‖x‖ ‖A_{t+1} − A_t‖₂ in place of R ‖x_{t+1} − x_t‖. R = max(‖A_t‖,
+    ‖x_t‖, ‖b‖, 4) by default; valid when ‖A_t(x_{t+1} − x_t)‖_∞ < 0.01 and ‖(A_{t+1} − A_t)x‖_∞ <
+    0.01. The constant grows as e^{2R²}: beyond R ≈ 6.6 (float32) or 18.8 (float64) it is not
+    representable and the bound is inf (an honest "no useful bound")."""
     a_step = A_next is not None
     A, b, x_t, x_next, A_next = _icl_step(x_t, x_next, A, b, A_next, "exp")
     dense = A.todense() if isinstance(A, design.RowSparse) else A
     n = dense.shape[0]
     if R is None:
-        R = jnp.max(jnp.stack([jnp.linalg.norm(dense, 2), jnp.linalg.norm(x_t), jnp.linalg.norm(b),
-                               jnp.asarray(4.0, dense.dtype)]))
+        R = jnp.max(
+            jnp.stack(
+                [
+                    jnp.linalg.norm(dense, 2),
+                    jnp.linalg.norm(x_t),
+                    jnp.linalg.norm(b),
+                    jnp.asarray(4.0, dense.dtype),
+                ]
+            )
+        )
     else:
         R = _checks.as_hyper(R, "R", ndim=0, positive=True, dtype=dense.dtype)
     step = R * jnp.linalg.norm(x_next - x_t)
     if a_step:
         dense_next = A_next.todense() if isinstance(A_next, design.RowSparse) else A_next
         step = step + jnp.linalg.norm(dense_next - dense, 2) * jnp.linalg.norm(x_next)
-    return jnp.exp(R ** 2) * (1 + jnp.sqrt(n) * jnp.linalg.norm(b)) * 2 * jnp.sqrt(n) * jnp.exp(R ** 2) * step
+    return (
+        jnp.exp(R**2)
+        * (1 + jnp.sqrt(n) * jnp.linalg.norm(b))
+        * 2
+        * jnp.sqrt(n)
+        * jnp.exp(R**2)
+        * step
+    )
 
 
-__all__ = ["KINDS", "Parts", "approximation_error", "check_problem", "curvature_split", "diagonal_curvature",
-           "gradient", "hessian", "icl_bound", "icl_shift", "loss", "overflow_limit", "parts",
-           "psd_certificate", "radius_R0", "relative_spectrum", "sigma_min", "weight_rule"]
+__all__ = [
+    "KINDS",
+    "Parts",
+    "approximation_error",
+    "check_problem",
+    "curvature_split",
+    "diagonal_curvature",
+    "gradient",
+    "hessian",
+    "icl_bound",
+    "icl_shift",
+    "loss",
+    "overflow_limit",
+    "parts",
+    "psd_certificate",
+    "radius_R0",
+    "relative_spectrum",
+    "sigma_min",
+    "weight_rule",
+]

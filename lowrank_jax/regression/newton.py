@@ -48,8 +48,8 @@ import jax
 import jax.numpy as jnp
 
 from lowrank_jax import _checks, design, linalg, loop, sketch, transforms
-from lowrank_jax.regression import hyperbolic as hb
 from lowrank_jax.precision import full_precision
+from lowrank_jax.regression import hyperbolic as hb
 from lowrank_jax.result import Result, finish
 
 METHODS = ("exact", "diagonal", "sketch")
@@ -69,8 +69,8 @@ class NewtonResult(Result):
       step: the line-search step length t (1 without line search; −t where the direction pointed
         uphill and the line search reversed it).
       error: ‖x_t − x*‖ with ``x_star``, else None (and no ``history["error"]``).
-      eps0: with ``measure_eps``, ε₀ of H̃ against the exact Hessian (inf where the exact Hessian is not
-        positive definite, so that no ε₀ is defined, Def. 6.2), else None.
+      eps0: with ``measure_eps``, ε₀ of H̃ against the exact Hessian (inf where the exact Hessian is
+        not positive definite, so that no ε₀ is defined, Def. 6.2), else None.
       x: (d,) the final iterate, x_{n_iter}.
     """
 
@@ -83,11 +83,31 @@ class NewtonResult(Result):
 
 
 @full_precision
-def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, max_iter: int = 20, tol=None,
-                 x_star=None, key=None, sketch_size: int | None = None, sketch_rows=None, leverage: str = "approx",
-                 refine: int = 0, rescore: int = 1, resample: int = 1, scores=None, damping=0.0, line_search: bool = False,
-                 measure_eps: bool = False, differentiable: bool = False,
-                 throw: bool = True) -> NewtonResult:
+def newton_solve(
+    A,
+    b,
+    w,
+    x0,
+    kind: str = "exp",
+    method: str = "exact",
+    *,
+    max_iter: int = 20,
+    tol=None,
+    x_star=None,
+    key=None,
+    sketch_size: int | None = None,
+    sketch_rows=None,
+    leverage: str = "approx",
+    refine: int = 0,
+    rescore: int = 1,
+    resample: int = 1,
+    scores=None,
+    damping=0.0,
+    line_search: bool = False,
+    measure_eps: bool = False,
+    differentiable: bool = False,
+    throw: bool = True,
+) -> NewtonResult:
     """Minimise L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w)Ax‖² by (approximate) Newton steps
     x ← x − H̃(x)⁻¹∇L(x) (Gao, Song, Yin, Algorithm 1): H̃ = ∇²L for "exact", Aᵀ diag(D) A with
     D = B_diag + w² (the diagonal of B, its rank-one terms dropped) for "diagonal", and Aᵀ D̃ A
@@ -130,12 +150,12 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, max_i
         misses the change of D and the contraction degrades accordingly.
       damping: λ ≥ 0 added to H̃ (traced); line_search: Armijo backtracking, reversing an uphill
         direction (module docstring).
-      measure_eps: also record ε₀ of H̃ against the exact Hessian each step (costs the exact Hessian).
-        ε₀ is defined for a positive definite exact Hessian only (Def. 6.2): a step whose exact
+      measure_eps: also record ε₀ of H̃ against the exact Hessian each step (costs the exact
+        Hessian). ε₀ is defined for a positive definite exact Hessian only (Def. 6.2): a step whose exact
         Hessian is not (outside the region where the paper's lemma makes it so, or a rank-deficient
         A) records inf.
-      differentiable: with ``tol``, stop by a ``lax.scan`` of ``max_iter`` steps that skips the work once
-        converged (:func:`lowrank_jax.loop.run_until`), so reverse-mode ``grad`` through the solve works
+      differentiable: with ``tol``, stop by a ``lax.scan`` of ``max_iter`` steps that skips the work
+        once converged (:func:`lowrank_jax.loop.run_until`), so reverse-mode ``grad`` through the solve works
         (a ``while_loop``, the default, has no reverse mode). Without ``tol`` every solve is a scan.
 
       throw: with a run that diverges (DIVERGED: the iterate x or Ax became non-finite, |Ax| reached
@@ -149,9 +169,9 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, max_i
       :class:`NewtonResult`: ``status``, ``n_iter``, the last step's ``loss``, ``grad_norm``,
       ``step``, ``error``, ``eps0``, their ``history``, and the final iterate ``x``.
 
-    A concrete start whose loss overflows is refused (``ValueError`` naming the rows of Ax beyond the
-    safe limit). ``b``, ``w``, ``x0``, ``x_star``, ``damping`` are traced: ``vmap`` over them (or over
-    instances) works without recompiling.
+    A concrete start whose loss overflows is refused (``ValueError`` naming the rows of Ax beyond
+    the safe limit). ``b``, ``w``, ``x0``, ``x_star``, ``damping`` are traced: ``vmap`` over them
+    (or over instances) works without recompiling.
 
     Example:
         ```python
@@ -180,51 +200,100 @@ def newton_solve(A, b, w, x0, kind: str = "exp", method: str = "exact", *, max_i
     if x_star is not None:
         x_star = _checks.as_hyper(x_star, "x_star", ndim=1, nonnegative=False, dtype=A.dtype)
         if x_star.shape[0] != d:
-            raise ValueError(f"x_star must have length d = {d} (columns of A), got {x_star.shape[0]}")
+            raise ValueError(
+                f"x_star must have length d = {d} (columns of A), got {x_star.shape[0]}"
+            )
     damping = _checks.as_hyper(damping, "damping", ndim=0, dtype=A.dtype)
-    tol = None if tol is None else _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=A.dtype)
-    m = sketch.sketch_size(d, 0.5) if sketch_size is None else _checks.check_positive_int(sketch_size, "sketch_size")
+    tol = (
+        None if tol is None else _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=A.dtype)
+    )
+    m = (
+        sketch.sketch_size(d, 0.5)
+        if sketch_size is None
+        else _checks.check_positive_int(sketch_size, "sketch_size")
+    )
     if method == "sketch" and m < d and _checks.is_concrete(damping) and float(damping) == 0.0:
-        raise ValueError(f"sketch_size = {m} rows cannot span d = {d} columns: the sketched Hessian is singular; "
-                         "use sketch_size >= d (default: the Chernoff bound at ε = 0.5) or damping > 0")
+        raise ValueError(
+            f"sketch_size = {m} rows cannot span d = {d} columns: the sketched Hessian is singular; "
+            "use sketch_size >= d (default: the Chernoff bound at ε = 0.5) or damping > 0"
+        )
     key = _checks.as_key(key)
     if sketch_rows is not None:
         sketch_rows = jnp.asarray(sketch_rows)
         if not jnp.issubdtype(sketch_rows.dtype, jnp.integer) or sketch_rows.ndim:
-            raise ValueError(f"sketch_rows must be an integer scalar, got {sketch_rows.dtype} {sketch_rows.shape}")
+            raise ValueError(
+                f"sketch_rows must be an integer scalar, got {sketch_rows.dtype} {sketch_rows.shape}"
+            )
         if not isinstance(sketch_rows, jax.core.Tracer) and not 1 <= int(sketch_rows) <= m:
-            raise ValueError(f"sketch_rows must lie in [1, sketch_size = {m}], got {int(sketch_rows)}")
+            raise ValueError(
+                f"sketch_rows must lie in [1, sketch_size = {m}], got {int(sketch_rows)}"
+            )
     refine = _checks.check_positive_int(refine, "refine", minimum=0)
     rescore = _checks.check_positive_int(rescore, "rescore")
     resample = _checks.check_positive_int(resample, "resample")
     if rescore % resample:
-        raise ValueError(f"rescore ({rescore}) must be a multiple of resample ({resample}): scores are "
-                         "recomputed only at iterations that draw a new sample")
+        raise ValueError(
+            f"rescore ({rescore}) must be a multiple of resample ({resample}): scores are "
+            "recomputed only at iterations that draw a new sample"
+        )
     if scores is not None:
         scores = _checks.as_hyper(scores, "scores", ndim=1, dtype=A.dtype)
         if scores.shape[0] != n:
             raise ValueError(f"scores must have length n = {n} (rows of A), got {scores.shape[0]}")
         if _checks.is_concrete(scores):
-            with jax.ensure_compile_time_eval():        # also when closed over inside the caller's jit
+            with jax.ensure_compile_time_eval():  # also when closed over inside the caller's jit
                 if not float(jnp.sum(scores)) > 0:
-                    raise ValueError("scores must have a positive sum (rows are sampled with p ∝ scores)")
+                    raise ValueError(
+                        "scores must have a positive sum (rows are sampled with p ∝ scores)"
+                    )
     if all(_checks.is_concrete(a) for a in jax.tree.leaves((A, b, w, x0))):
-        # A start whose loss overflows is named as such (rows of Ax, the limit); inputs already checked.
+        # A start whose loss overflows is named as such (rows of Ax, the limit); inputs already
+        # checked.
         with jax.ensure_compile_time_eval():
             hb._refuse_overflow(*hb._loss(x0, A, b, w, kind), "the loss at x0")
-    out = _solve(A, b, w, x0, x_star, damping, tol, key, scores, sketch_rows, kind=kind, method=method,
-                 max_iter=max_iter, m=m, leverage=leverage, refine=refine, rescore=rescore, resample=resample,
-                 line_search=line_search, measure_eps=measure_eps, differentiable=bool(differentiable))
-    return finish(out, throw,
-                  diverged="newton_solve diverged (non-finite Newton iterate: overflow of exp/cosh at |Ax| too "
-                  "large, an indefinite H̃, or a singular one: A without full column rank, or fewer sketch rows "
-                  "than columns): use "
-                  + ("float64, damping or a closer start" if line_search
-                     else "float64, damping, line_search=True or a closer start")
-                  + ("; method='sketch' also needs D = B_diag + W² > 0 at every iterate (Lemma 6.4): "
-                     "increase w, or use method='diagonal' or 'exact'" if method == "sketch" else ""),
-                  invalid="newton_solve: a traced damping must be >= 0 and a traced tol > 0 (the result "
-                  "is NaN)")
+    out = _solve(
+        A,
+        b,
+        w,
+        x0,
+        x_star,
+        damping,
+        tol,
+        key,
+        scores,
+        sketch_rows,
+        kind=kind,
+        method=method,
+        max_iter=max_iter,
+        m=m,
+        leverage=leverage,
+        refine=refine,
+        rescore=rescore,
+        resample=resample,
+        line_search=line_search,
+        measure_eps=measure_eps,
+        differentiable=bool(differentiable),
+    )
+    return finish(
+        out,
+        throw,
+        diverged="newton_solve diverged (non-finite Newton iterate: overflow of exp/cosh at |Ax| too "
+        "large, an indefinite H̃, or a singular one: A without full column rank, or fewer sketch rows "
+        "than columns): use "
+        + (
+            "float64, damping or a closer start"
+            if line_search
+            else "float64, damping, line_search=True or a closer start"
+        )
+        + (
+            "; method='sketch' also needs D = B_diag + W² > 0 at every iterate (Lemma 6.4): "
+            "increase w, or use method='diagonal' or 'exact'"
+            if method == "sketch"
+            else ""
+        ),
+        invalid="newton_solve: a traced damping must be >= 0 and a traced tol > 0 (the result "
+        "is NaN)",
+    )
 
 
 def _pcg_from_zero(A, D, damping, precond, g, steps: int):
@@ -257,7 +326,7 @@ def _pcg_from_zero(A, D, damping, precond, g, steps: int):
 
     z = precond(g)
     st = (jnp.zeros_like(g), jnp.zeros(A.shape[0], g.dtype), g, z, jnp.dot(g, z))
-    for i in range(steps - 1):         # unrolled (k is small and static): XLA:CPU fuses better than a loop
+    for i in range(steps - 1):  # unrolled (k is small and static): XLA:CPU fuses better than a loop
         st = body(i, st)
     x, Ax, r, p, rz = st
     x, Ax, _, _ = half(p, r, rz, x, Ax)
@@ -276,13 +345,54 @@ class _Curvature(NamedTuple):
     scores: jax.Array | None
 
 
-@functools.partial(jax.jit, static_argnames=("kind", "method", "max_iter", "m", "leverage", "refine", "rescore",
-                                             "resample", "line_search", "measure_eps", "differentiable"))
-def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, method, max_iter, m, leverage, refine,
-           rescore, resample, line_search, measure_eps, differentiable=False):
+@functools.partial(
+    jax.jit,
+    static_argnames=(
+        "kind",
+        "method",
+        "max_iter",
+        "m",
+        "leverage",
+        "refine",
+        "rescore",
+        "resample",
+        "line_search",
+        "measure_eps",
+        "differentiable",
+    ),
+)
+def _solve(
+    A,
+    b,
+    w,
+    x0,
+    x_star,
+    damping,
+    tol,
+    key,
+    base_scores,
+    rows,
+    *,
+    kind,
+    method,
+    max_iter,
+    m,
+    leverage,
+    refine,
+    rescore,
+    resample,
+    line_search,
+    measure_eps,
+    differentiable=False,
+):
     n, d = A.shape
-    unit = (design.equilibrator(A, math.sqrt(linalg.gram_rounding_size(d, n) * float(jnp.finfo(x0.dtype).eps)))
-            .astype(x0.dtype) if method != "sketch" else None)
+    unit = (
+        design.equilibrator(
+            A, math.sqrt(linalg.gram_rounding_size(d, n) * float(jnp.finfo(x0.dtype).eps))
+        ).astype(x0.dtype)
+        if method != "sketch"
+        else None
+    )
 
     def scores_for(D, k):
         k_scores = jax.random.fold_in(jax.random.fold_in(key, k), 1)
@@ -302,7 +412,8 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
     def curvature(x, *, parts, k, previous):
         """``hessian_fn`` of the transformation: the :class:`_Curvature` at x, from the parts at x
         (computed from the carried z = Ax, so no pass over A for them), the iteration k (the keys
-        and the rescore / resample schedule) and the previous curvature (the kept draw and scores)."""
+        and the rescore / resample schedule) and the previous curvature (the kept draw and
+        scores)."""
         del x
         p = parts
         if method == "exact":
@@ -310,27 +421,33 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
         D = hb._b_diag(p, b) + w * w
         if method == "diagonal":
             return _Curvature(design.gram(A, D), None, D, None)
-        # Lemma 6.4 needs D > 0; otherwise the sampling weights τ_i D_i are meaningless. NaN marks the
-        # run as failed (its iterate turns NaN: status DIVERGED).
+        # Lemma 6.4 needs D > 0; otherwise the sampling weights τ_i D_i are meaningless. NaN marks
+        # the run as failed (its iterate turns NaN: status DIVERGED).
         D = jnp.where(jnp.all(D > 0), D, jnp.nan)
         scores = previous.scores
 
         def draw():
-            if base_scores is not None:       # τ_i(A) D_i: β = min D / max D, no pass over A
+            if base_scores is not None:  # τ_i(A) D_i: β = min D / max D, no pass over A
                 new = scores
-                H = sketch.sampled_gram(jax.random.fold_in(key, k), A, D, m, scores=base_scores * D, active=rows)
+                H = sketch.sampled_gram(
+                    jax.random.fold_in(key, k), A, D, m, scores=base_scores * D, active=rows
+                )
             else:
                 if rescore == 1:
                     new = scores_for(D, k)
                 else:
                     new = jax.lax.cond(k % rescore == 0, lambda: scores_for(D, k), lambda: scores)
-                H = sketch.sampled_gram(jax.random.fold_in(key, k), A, D, m, scores=new, active=rows)
+                H = sketch.sampled_gram(
+                    jax.random.fold_in(key, k), A, D, m, scores=new, active=rows
+                )
             return (H, inverse(H)), new
 
         if resample == 1:
             (H, P), scores = draw()
         else:
-            (H, P), scores = jax.lax.cond(k % resample == 0, draw, lambda: ((previous.H, previous.P), scores))
+            (H, P), scores = jax.lax.cond(
+                k % resample == 0, draw, lambda: ((previous.H, previous.P), scores)
+            )
         return _Curvature(H, P, D, scores)
 
     def direction(curv, g, lam):
@@ -343,11 +460,13 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
             # only when ‖a_j‖² > size·ε·max‖a‖²: a column in other units (float32, n = 2000, d = 5,
             # ‖a_j‖ = 3e-3 of the others) was dropped as rounding and the run stalled. So the solve
             # runs in units where A's columns have norm 1, (SHS + λS²)(S⁻¹Δ) = Sg with
-            # S = design.equilibrator(A, √(size·ε)): a column then counts when ‖a_j‖ > size·ε·max‖a‖,
-            # and one below (what rounding leaves of a centred constant column) is still dropped.
+            # S = design.equilibrator(A, √(size·ε)): a column then counts when ‖a_j‖ >
+            # size·ε·max‖a‖, and one below (what rounding leaves of a centred constant column) is
+            # still dropped.
             Hl = curv.H + lam * jnp.eye(d, dtype=curv.H.dtype)
-            dx = unit * transforms.newton_direction(unit[:, None] * Hl * unit[None, :], unit * g,
-                                                    size=linalg.gram_rounding_size(d, n))
+            dx = unit * transforms.newton_direction(
+                unit[:, None] * Hl * unit[None, :], unit * g, size=linalg.gram_rounding_size(d, n)
+            )
             return dx, design.matvec(A, dx)
         if refine == 0:
             dx = curv.P @ g
@@ -362,21 +481,26 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
             return _Curvature(zeros_dd, None, zeros_n, None)
         return _Curvature(zeros_dd, zeros_dd, zeros_n, jnp.ones(n, x.dtype))
 
-    opt = transforms.newton(curvature, damping, solve=direction, init_curvature=init_curvature,
-                            init_aux=lambda x: jnp.zeros(n, x.dtype))
+    opt = transforms.newton(
+        curvature,
+        damping,
+        solve=direction,
+        init_curvature=init_curvature,
+        init_aux=lambda x: jnp.zeros(n, x.dtype),
+    )
 
     def f(z):
         return hb._loss_at(hb.parts_from_z(z, b, kind), w)
 
     def step(k, state):
         x, z, nstate = state
-        p = hb.parts_from_z(z, b, kind)                     # z = Ax is carried: no pass over A here
+        p = hb.parts_from_z(z, b, kind)  # z = Ax is carried: no pass over A here
         fx = hb._loss_at(p, w)
         g = hb._gradient_at(p, A, b, w)
         # The Newton step: update = −Δ, with AΔ in the new state's aux.
         update, nstate = opt.update(g, nstate, x, parts=p, k=k, previous=nstate.curvature)
         dx, Adx = -update, nstate.aux
-        if line_search:                                     # trial losses from z − tAΔ: no pass either
+        if line_search:  # trial losses from z − tAΔ: no pass either
             slope = jnp.dot(g, dx)
             # An indefinite H̃ + λI ("exact" outside the convex region) can give an uphill Δ,
             # ⟨∇L, Δ⟩ < 0: no t > 0 then decreases L along −Δ, and the Armijo test (whose bound
@@ -384,10 +508,10 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
             # makes it a descent direction (a negative-curvature step), at no extra pass over A.
             sign = jnp.where(slope < 0, -1.0, 1.0).astype(x.dtype)
             dx, Adx, slope = sign * dx, sign * Adx, sign * slope
-            # Rounding slack: near x* the decrease of a step falls below the rounding of L; the strict
-            # test then fails for every t and the search stalls at t = 1e-10 with ‖∇L‖ ≈ √(l·eps·L)
-            # (1e-7 – 1e-10 measured) instead of reaching tol. A step that raises L by no more than
-            # its rounding is accepted.
+            # Rounding slack: near x* the decrease of a step falls below the rounding of L; the
+            # strict test then fails for every t and the search stalls at t = 1e-10 with ‖∇L‖ ≈
+            # √(l·eps·L) (1e-7 – 1e-10 measured) instead of reaching tol. A step that raises L by no
+            # more than its rounding is accepted.
             slack = 16 * jnp.finfo(x.dtype).eps * jnp.abs(fx)
 
             # Written as "not sufficient decrease" so that a trial whose loss is NaN (an overflowed
@@ -428,13 +552,27 @@ def _solve(A, b, w, x0, x_star, damping, tol, key, base_scores, rows, *, kind, m
     if tol is None:
         res = loop.run_fixed(step, state0, max_iter, diverged=diverged, invalid=invalid)
     else:
-        res = loop.run_until(step, state0, max_iter=max_iter,
-                             stop=lambda s, diag: diag["grad_norm"] <= tol, diverged=diverged,
-                             differentiable=differentiable, invalid=invalid)
+        res = loop.run_until(
+            step,
+            state0,
+            max_iter=max_iter,
+            stop=lambda s, diag: diag["grad_norm"] <= tol,
+            diverged=diverged,
+            differentiable=differentiable,
+            invalid=invalid,
+        )
     last = res.final
-    return NewtonResult(n_iter=res.n_iter, status=res.status, history=res.history, loss=last["loss"],
-                        grad_norm=last["grad_norm"], step=last["step"], error=last.get("error"),
-                        eps0=last.get("eps0"), x=res.state[0])
+    return NewtonResult(
+        n_iter=res.n_iter,
+        status=res.status,
+        history=res.history,
+        loss=last["loss"],
+        grad_norm=last["grad_norm"],
+        step=last["step"],
+        error=last.get("error"),
+        eps0=last.get("eps0"),
+        x=res.state[0],
+    )
 
 
 __all__ = ["METHODS", "NewtonResult", "newton_solve"]

@@ -6,13 +6,74 @@ gradients, factor recovery and Theorem 2.1's constants (:mod:`.model`), LPGD and
 """
 
 from lowrank_jax.sdl.baselines import MFLR, mf_lr
-from lowrank_jax.sdl.fit import (CrossValidation, SDLModel, activations, cross_validate, fit, initial_point, predict,
-                                 predict_proba, stratified_folds)
-from lowrank_jax.sdl.model import (MODELS, Factors, SDLData, Theory, class_probs, factors, gradients, lift, nll,
-                                   objective, one_hot, prepare, softmax_curvature, step_bound, theory)
-from lowrank_jax.sdl.solvers import BCDResult, SolveResult, bcd, factored_objective, lpgd, resolve_span
+from lowrank_jax.sdl.fit import (
+    CrossValidation,
+    SDLModel,
+    activations,
+    cross_validate,
+    fit,
+    initial_point,
+    predict,
+    predict_proba,
+    stratified_folds,
+)
+from lowrank_jax.sdl.model import (
+    MODELS,
+    Factors,
+    SDLData,
+    Theory,
+    class_probs,
+    factors,
+    gradients,
+    lift,
+    nll,
+    objective,
+    one_hot,
+    prepare,
+    softmax_curvature,
+    step_bound,
+    theory,
+)
+from lowrank_jax.sdl.solvers import (
+    BCDResult,
+    SolveResult,
+    bcd,
+    factored_objective,
+    lpgd,
+    resolve_span,
+)
 
-__all__ = ["BCDResult", "CrossValidation", "Factors", "MFLR", "MODELS", "SDLData", "SDLModel", "SolveResult", "Theory",
-           "activations", "bcd", "class_probs", "cross_validate", "factored_objective", "factors", "fit", "gradients",
-           "initial_point", "lift", "lpgd", "mf_lr", "nll", "objective", "one_hot", "predict", "predict_proba",
-           "prepare", "resolve_span", "softmax_curvature", "step_bound", "stratified_folds", "theory"]
+__all__ = [
+    "BCDResult",
+    "CrossValidation",
+    "Factors",
+    "MFLR",
+    "MODELS",
+    "SDLData",
+    "SDLModel",
+    "SolveResult",
+    "Theory",
+    "activations",
+    "bcd",
+    "class_probs",
+    "cross_validate",
+    "factored_objective",
+    "factors",
+    "fit",
+    "gradients",
+    "initial_point",
+    "lift",
+    "lpgd",
+    "mf_lr",
+    "nll",
+    "objective",
+    "one_hot",
+    "predict",
+    "predict_proba",
+    "prepare",
+    "resolve_span",
+    "softmax_curvature",
+    "step_bound",
+    "stratified_folds",
+    "theory",
+]

@@ -13,19 +13,22 @@ from lowrank_jax.sdl import model as sm
 
 
 class MFLR(NamedTuple):
-    """The MF-LR baseline (:func:`mf_lr`): orthonormal gene groups ``U`` (p, r) from an SVD of X and a
-    logistic regression on the codes Uᵀx; ``predict`` / ``predict_proba`` take X_new (p, n_new)."""
+    """The MF-LR baseline (:func:`mf_lr`): orthonormal gene groups ``U`` (p, r) from an SVD of X and
+    a logistic regression on the codes Uᵀx; ``predict`` / ``predict_proba`` take X_new (p,
+    n_new)."""
 
-    U: np.ndarray          # (p, r) orthonormal gene groups
-    classifier: Any        # fitted sklearn LogisticRegression on Uᵀx
+    U: np.ndarray  # (p, r) orthonormal gene groups
+    classifier: Any  # fitted sklearn LogisticRegression on Uᵀx
 
     def codes(self, X_new) -> np.ndarray:
         """Uᵀx of every column of X_new (p, n_new), as rows (n_new, r): the classifier's features.
         ``ValueError`` naming X_new when it is not a finite (p, n_new) matrix."""
         X_new = _checks.as_matrix(X_new, "X_new")
         if X_new.shape[0] != self.U.shape[0]:
-            raise ValueError(f"X_new must have p = {self.U.shape[0]} rows (features, as the training X), shape "
-                             f"({self.U.shape[0]}, n_new); got shape {tuple(X_new.shape)}")
+            raise ValueError(
+                f"X_new must have p = {self.U.shape[0]} rows (features, as the training X), shape "
+                f"({self.U.shape[0]}, n_new); got shape {tuple(X_new.shape)}"
+            )
         return (self.U.T @ np.asarray(X_new)).T
 
     def predict(self, X_new):

@@ -1,7 +1,8 @@
 """Fitting and prediction for supervised dictionary learning: ``fit`` → :class:`SDLModel`,
 ``predict`` / ``predict_proba``, and cross-validation of (ξ, λ) as one ``vmap``ped program.
 
-Prediction (App. A): SDL-W is a forward pass, a = βᵀWᵀx + γᵀx' = Aᵀx + γᵀx'. SDL-H needs a code h for
+Prediction (App. A): SDL-W is a forward pass, a = βᵀWᵀx + γᵀx' = Aᵀx + γᵀx'. SDL-H needs a code h
+for
 a new x: ``coding="lstsq"`` takes h = argmin ‖x − Wh‖² (the paper's cheap heuristic), and
 ``coding="supervised"`` solves eq. (6) — for every candidate label c,
 
@@ -23,10 +24,10 @@ import numpy as np
 
 from lowrank_jax import _checks, linalg
 from lowrank_jax import progress as progress_bar
-from lowrank_jax.sdl import model as sm
-from lowrank_jax.sdl import solvers
 from lowrank_jax.precision import full_precision
 from lowrank_jax.result import Result, Status, finish
+from lowrank_jax.sdl import model as sm
+from lowrank_jax.sdl import solvers
 
 
 class SDLModel(Result):
@@ -68,22 +69,23 @@ class SDLModel(Result):
 
 @full_precision
 def initial_point(data: sm.SDLData, rank: int, model: str, key, init: str = "svd"):
-    """(θ₀, γ₀, factors₀). ``init="svd"``: W₀ = U_rΣ_r, H₀ = V_rᵀ from the rank-r SVD of X; β₀ ~ U[−1, 1] scaled down so that
-    the initial activations lie in [−1, 1];
+    """(θ₀, γ₀, factors₀). ``init="svd"``: W₀ = U_rΣ_r, H₀ = V_rᵀ from the rank-r SVD of X; β₀ ~
+    U[−1, 1] scaled down so that the initial activations lie in [−1, 1];
     ``init="random"``: W₀, H₀ with i.i.d. N(0, s²) entries, s² = ‖X‖_F/√(r(p + n)), so that
     E(‖W₀‖²_F + ‖H₀‖²_F) = ‖X‖_F √(r(p + n)); the product is larger than X, E‖W₀H₀‖_F ≈
     ‖X‖_F √(pn/(p + n)) (3.5x at p, n = 30, 20; 11x at 12625, 128), a start farther from the data
-    that the first steps shrink. γ₀ = 0. ``key``: a ``jax.random`` key or an integer seed (None: key(0)).
-    Raises ``ValueError`` for a ``model`` other than "H" or "W" (``TypeError`` for a ``key`` that is neither)."""
+    that the first steps shrink. γ₀ = 0. ``key``: a ``jax.random`` key or an integer seed (None:
+    key(0)). Raises ``ValueError`` for a ``model`` other than "H" or "W" (``TypeError`` for a
+    ``key`` that is neither)."""
     sm._check_model(model)
     if init not in ("svd", "random"):
         raise ValueError(f"init must be 'svd' or 'random', got {init!r}")
-    rank = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)     # static below: a Python int
+    rank = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)  # static below: a Python int
     return _initial_point(data, _checks.as_key(key), rank=rank, model=model, init=init)
 
 
-# One program: run op by op, the SVD, draws and products compiled about 40 small programs of their own
-# (0.85 s of sdl.fit's first call on Golub).
+# One program: run op by op, the SVD, draws and products compiled about 40 small programs of their
+# own (0.85 s of sdl.fit's first call on Golub).
 @functools.partial(jax.jit, static_argnames=("rank", "model", "init"))
 def _initial_point(data: sm.SDLData, key, *, rank: int, model: str, init: str):
     p, n = data.X.shape
@@ -97,8 +99,8 @@ def _initial_point(data: sm.SDLData, key, *, rank: int, model: str, init: str):
         W0 = scale * jax.random.normal(k_w, (p, rank), dtype)
         H0 = scale * jax.random.normal(k_h, (rank, n), dtype)
     beta0 = jax.random.uniform(k_beta, (rank, data.kappa), dtype, -1.0, 1.0)
-    # Scale β₀ so that the initial activations stay within ±1: with W₀ = U_rΣ_r, SDL-W's βᵀW₀ᵀx grows
-    # like σ₁², which saturates the softmax and stalls the first steps on unnormalised data.
+    # Scale β₀ so that the initial activations stay within ±1: with W₀ = U_rΣ_r, SDL-W's βᵀW₀ᵀx
+    # grows like σ₁², which saturates the softmax and stalls the first steps on unnormalised data.
     a0 = beta0.T @ (H0 if model == "H" else W0.T @ data.X)
     beta0 = beta0 / jnp.maximum(1.0, jnp.max(jnp.abs(a0)))
     f0 = sm.Factors(W0, H0, beta0)
@@ -107,10 +109,28 @@ def _initial_point(data: sm.SDLData, key, *, rank: int, model: str, init: str):
 
 
 @full_precision
-def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, max_iter: int = 1000, tol=None,
-        X_aux=None, intercept: bool = True, key=None, init: str = "svd", solver: str = "lpgd",
-        svd: str = "gram", num_classes: int | None = None, project=None, differentiable: bool = False,
-        throw: bool = True) -> SDLModel:
+def fit(
+    X,
+    y,
+    rank: int,
+    *,
+    model: str = "H",
+    xi=1.0,
+    lam=0.1,
+    step=None,
+    max_iter: int = 1000,
+    tol=None,
+    X_aux=None,
+    intercept: bool = True,
+    key=None,
+    init: str = "svd",
+    solver: str = "lpgd",
+    svd: str = "gram",
+    num_classes: int | None = None,
+    project=None,
+    differentiable: bool = False,
+    throw: bool = True,
+) -> SDLModel:
     """Fit SDL-H (``model="H"``) or SDL-W (``"W"``) of rank r by LPGD (supervised dictionary
     learning lifted to low-rank estimation; Lee, Lyu, Yao 2023, Algorithm 1). With the lifted
     θ = [A ∥ B] ((κ + p) × n, SDL-H) or [A, B] (p × (κ + n), SDL-W) of rank ≤ r and the covariates'
@@ -146,8 +166,8 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, max_it
         (β₀; W₀ and H₀ too with ``init="random"``) and of ``svd="randomized"``;
         init: "svd" | "random" (:func:`initial_point`).
       rank: r, at most min(p, n) (SDL-H: also ≤ κ + p; SDL-W: ≤ κ + n).
-      throw: a fit that diverges (a non-finite iterate or F, or F grown 10⁴-fold: a step too large, or
-        data whose scale BCD's block steps cannot follow) raises ``RuntimeError`` (True, default;
+      throw: a fit that diverges (a non-finite iterate or F, or F grown 10⁴-fold: a step too large,
+        or data whose scale BCD's block steps cannot follow) raises ``RuntimeError`` (True, default;
         also inside ``jit``/``vmap``) or only reports ``status == Status.DIVERGED`` (False: a sweep
         over ξ, λ, τ keeps its other points). A traced ξ, λ, τ or ``tol`` outside its range gives
         ``Status.INVALID`` and NaN parameters.
@@ -177,34 +197,74 @@ def fit(X, y, rank: int, *, model: str = "H", xi=1.0, lam=0.1, step=None, max_it
     step_given = step is not None
     if solver not in ("lpgd", "bcd"):
         raise ValueError(f"solver must be 'lpgd' or 'bcd', got {solver!r}")
-    if solver == "bcd" and (tol is not None or project is not None or svd != "gram" or step is not None):
-        raise ValueError("step, tol, project and svd apply to solver='lpgd' only; solver='bcd' runs `max_iter` "
-                         "sweeps of the factored problem with its own per-block steps")
+    if solver == "bcd" and (
+        tol is not None or project is not None or svd != "gram" or step is not None
+    ):
+        raise ValueError(
+            "step, tol, project and svd apply to solver='lpgd' only; solver='bcd' runs `max_iter` "
+            "sweeps of the factored problem with its own per-block steps"
+        )
     # max_iter, tol, project and the starting point are checked by the solver itself.
     xi, lam = sm.check_hypers(data, xi, lam)
-    # BCD has no single step (1/L_b per block, recomputed every sweep): the model records NaN for it.
-    step = (sm.check_step(step, data, xi, lam, model) if solver == "lpgd"
-            else jnp.asarray(jnp.nan, data.X.dtype))
+    # BCD has no single step (1/L_b per block, recomputed every sweep): the model records NaN for
+    # it.
+    step = (
+        sm.check_step(step, data, xi, lam, model)
+        if solver == "lpgd"
+        else jnp.asarray(jnp.nan, data.X.dtype)
+    )
     key = _checks.as_key(key)
     throw = _checks.check_flag(throw, "throw")
     theta0, gamma0, f0 = initial_point(data, rank, model, key, init)
-    # The solvers report; the model is checked once, below. The safe bound is passed on as step=None,
-    # so that the message does not advise leaving step at None.
+    # The solvers report; the model is checked once, below. The safe bound is passed on as
+    # step=None, so that the message does not advise leaving step at None.
     if solver == "lpgd":
-        res = solvers.lpgd(theta0, gamma0, data, xi, lam, step if step_given else None, rank, model=model,
-                           max_iter=max_iter, tol=tol, svd=svd, project=project, key=key, differentiable=differentiable,
-                           throw=False)
+        res = solvers.lpgd(
+            theta0,
+            gamma0,
+            data,
+            xi,
+            lam,
+            step if step_given else None,
+            rank,
+            model=model,
+            max_iter=max_iter,
+            tol=tol,
+            svd=svd,
+            project=project,
+            key=key,
+            differentiable=differentiable,
+            throw=False,
+        )
         theta, gamma, step_norm = res.theta, res.gamma, res.step_norm
         f = sm.factors(theta, rank, model, data.kappa)
     else:
         res = solvers.bcd(f0, gamma0, data, xi, lam, model=model, max_iter=max_iter, throw=False)
         f, gamma, step_norm = res.factors, res.gamma, None
         theta = sm.lift(f, model)
-    m = SDLModel(n_iter=res.n_iter, status=res.status, history=res.history, loss=res.loss, step_norm=step_norm,
-                 W=f.W, H=f.H, beta=f.beta, gamma=gamma, theta=theta, xi=xi, lam=lam, step=step, model=model,
-                 intercept=intercept)
-    return finish(m, throw, diverged=solvers._diverged_message(model, solver, step_given),
-                  invalid=solvers._invalid_message(model, solver))
+    m = SDLModel(
+        n_iter=res.n_iter,
+        status=res.status,
+        history=res.history,
+        loss=res.loss,
+        step_norm=step_norm,
+        W=f.W,
+        H=f.H,
+        beta=f.beta,
+        gamma=gamma,
+        theta=theta,
+        xi=xi,
+        lam=lam,
+        step=step,
+        model=model,
+        intercept=intercept,
+    )
+    return finish(
+        m,
+        throw,
+        diverged=solvers._diverged_message(model, solver, step_given),
+        invalid=solvers._invalid_message(model, solver),
+    )
 
 
 def _check_coding(coding: str, model: str, xi=None) -> None:
@@ -214,21 +274,30 @@ def _check_coding(coding: str, model: str, xi=None) -> None:
         raise ValueError(f"coding must be 'lstsq' or 'supervised', got {coding!r}")
     if coding == "supervised" and model != "H":
         raise ValueError("supervised coding is for SDL-H; SDL-W predicts by a forward pass")
-    if coding == "supervised" and xi is not None and _checks.is_concrete(xi) and np.any(np.asarray(xi) <= 0):
-        raise ValueError("supervised coding needs ξ > 0: at ξ = 0 min_h ℓ(c, βᵀh) is 0 for every class c "
-                         "(use coding='lstsq')")
+    if (
+        coding == "supervised"
+        and xi is not None
+        and _checks.is_concrete(xi)
+        and np.any(np.asarray(xi) <= 0)
+    ):
+        raise ValueError(
+            "supervised coding needs ξ > 0: at ξ = 0 min_h ℓ(c, βᵀh) is 0 for every class c "
+            "(use coding='lstsq')"
+        )
 
 
 @full_precision
 def activations(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
-    """Activations a (κ, n_new): SDL-W a = Aᵀ X_new + Γᵀ X_aux_new; SDL-H a = βᵀ h + Γᵀ X_aux_new with
-    the least-squares code h = argmin_h ‖x − W h‖ of each column x of X_new.
+    """Activations a (κ, n_new): SDL-W a = Aᵀ X_new + Γᵀ X_aux_new; SDL-H a = βᵀ h + Γᵀ X_aux_new
+    with the least-squares code h = argmin_h ‖x − W h‖ of each column x of X_new.
     ``coding`` must be "lstsq": the supervised code of SDL-H is a per-class minimisation with no
     single activation (use :func:`predict_proba`)."""
     _check_coding(coding, m.model)
     if coding != "lstsq":
-        raise ValueError("activations use the least-squares code; supervised coding has one code per class "
-                         "(use predict_proba(..., coding='supervised'))")
+        raise ValueError(
+            "activations use the least-squares code; supervised coding has one code per class "
+            "(use predict_proba(..., coding='supervised'))"
+        )
     X_new, Xa = _new_data(m, X_new, X_aux_new)
     if m.model == "W":
         return sm.split(m.theta, "W", m.kappa)[0].T @ X_new + m.gamma.T @ Xa
@@ -258,11 +327,15 @@ def predict_proba(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq", 
         X_new, Xa = _new_data(m, X_new, X_aux_new)
         J = _supervised_costs(m.W, m.beta, m.gamma, m.xi, X_new, Xa)
         P = jax.nn.softmax(-J, axis=1)
-        overflow = ("supervised coding gave non-finite class costs (overflow in the data or the model): use "
-                    "coding='lstsq'")
+        overflow = (
+            "supervised coding gave non-finite class costs (overflow in the data or the model): use "
+            "coding='lstsq'"
+        )
     else:
         P = sm.class_probs(activations(m, X_new, X_aux_new)).T
-        overflow = "non-finite class probabilities: the activations overflow (rescale X_new, or refit)"
+        overflow = (
+            "non-finite class probabilities: the activations overflow (rescale X_new, or refit)"
+        )
     if not throw:
         return P
     return _refuse_failed(P, m.status, overflow)
@@ -274,8 +347,10 @@ def _refuse_failed(P, status, overflow):
     fit failed, then for non-finite probabilities (message ``overflow``)."""
     failed = jnp.asarray(status) >= Status.DIVERGED
     bad = failed | ~jnp.all(jnp.isfinite(P))
-    fit_failed = ("the model's fit diverged or was invalid (status DIVERGED or INVALID, fitted with "
-                  "throw=False): refit it (a lower step, rescaled X) before predicting")
+    fit_failed = (
+        "the model's fit diverged or was invalid (status DIVERGED or INVALID, fitted with "
+        "throw=False): refit it (a lower step, rescaled X) before predicting"
+    )
     return eqx.branched_error_if(P, bad, jnp.where(failed, 0, 1), [fit_failed, overflow])
 
 
@@ -289,16 +364,22 @@ def predict(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq", throw:
 def _new_data(m: SDLModel, X_new, X_aux_new):
     X_new = _checks.as_matrix(X_new, "X_new").astype(m.W.dtype)
     if X_new.shape[0] != m.W.shape[0]:
-        raise ValueError(f"X_new must have p = {m.W.shape[0]} rows (features), got {X_new.shape[0]}")
+        raise ValueError(
+            f"X_new must have p = {m.W.shape[0]} rows (features), got {X_new.shape[0]}"
+        )
     q_user = m.gamma.shape[0] - int(m.intercept)
     # checked once, in aux_matrix (None and an empty (0, n) matrix both give q = 0)
     Xa, _ = sm.aux_matrix(X_aux_new, X_new.shape[1], m.intercept, X_new.dtype, "X_aux_new")
     q_given = Xa.shape[0] - int(m.intercept)
     if q_given == 0 and q_user > 0:
-        raise ValueError(f"X_aux_new is required: the model was fitted with q = {q_user} auxiliary covariates "
-                         f"(X_aux); pass their values for the new samples, shape ({q_user}, {X_new.shape[1]})")
+        raise ValueError(
+            f"X_aux_new is required: the model was fitted with q = {q_user} auxiliary covariates "
+            f"(X_aux); pass their values for the new samples, shape ({q_user}, {X_new.shape[1]})"
+        )
     if q_given > 0 and q_user == 0:
-        raise ValueError("X_aux_new must be None: the model was fitted without auxiliary covariates (X_aux)")
+        raise ValueError(
+            "X_aux_new must be None: the model was fitted without auxiliary covariates (X_aux)"
+        )
     if q_given != q_user:
         raise ValueError(f"X_aux_new must have {q_user} rows, got {q_given}")
     return X_new, Xa
@@ -318,19 +399,19 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
     (up to 7·ε·max for p = 7129, r = 3) counted as range, and those costs fell to 1e-10.
 
     The Newton iterations run in the r-dimensional code space: the least-squares residual
-    x − W h_ls is orthogonal to the range of W, so ‖x − Wh‖² = ‖x − W h_ls‖² + (h − h_ls)ᵀ WᵀW (h − h_ls)
-    exactly, and only the r × r Gram matrix WᵀW enters the loop (no product with the p × r W).
+    x − W h_ls is orthogonal to the range of W, so ‖x − Wh‖² = ‖x − W h_ls‖² + (h − h_ls)ᵀ WᵀW (h −
+    h_ls) exactly, and only the r × r Gram matrix WᵀW enters the loop (no product with the p × r W).
     The per-sample constant ξ‖x_s − W h_ls‖² is left out: it changes neither the argmin over c nor
     the softmax, and kept in, it is as large as ξ‖x‖² (here ~1e8 for raw intensities), so float32
     rounded the O(1) differences between the classes away and every class read alike."""
     kappa = beta.shape[1]
-    h_ls = jnp.linalg.lstsq(W, X)[0]                      # (r, n)
-    G = W.T @ W                                            # (r, r)
-    offset = gamma.T @ Xa                                  # (κ, n)
+    h_ls = jnp.linalg.lstsq(W, X)[0]  # (r, n)
+    G = W.T @ W  # (r, r)
+    offset = gamma.T @ Xa  # (κ, n)
     mu, V = jnp.linalg.eigh(G)
     # range(G); zero columns elsewhere. G is formed from p-term sums: rounding up to r·√p·ε·max|μ|
     Q = V * linalg.above_rounding(mu, linalg.gram_rounding_size(W.shape[1], W.shape[0]))
-    beta_q, G_q = Q.T @ beta, Q.T @ G @ Q                  # the problem in z, h = h0 + Q z
+    beta_q, G_q = Q.T @ beta, Q.T @ G @ Q  # the problem in z, h = h0 + Q z
 
     def cost(z, c, h0, off):
         a = beta.T @ h0 + beta_q.T @ z + off
@@ -343,16 +424,21 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
         def newton(_, z):
             g = jax.grad(f)(z)
             Hm = jax.hessian(f)(z)
-            dz = jnp.linalg.lstsq(Hm, g)[0]               # minimum norm: no move in Q's zero columns
+            dz = jnp.linalg.lstsq(Hm, g)[0]  # minimum norm: no move in Q's zero columns
             fz = f(z)
-            t = jax.lax.while_loop(lambda t: (f(z - t * dz) > fz - 1e-4 * t * jnp.dot(g, dz)) & (t > 1e-8),
-                                   lambda t: 0.5 * t, jnp.ones((), z.dtype))
+            t = jax.lax.while_loop(
+                lambda t: (f(z - t * dz) > fz - 1e-4 * t * jnp.dot(g, dz)) & (t > 1e-8),
+                lambda t: 0.5 * t,
+                jnp.ones((), z.dtype),
+            )
             return z - t * dz
 
         z = jax.lax.fori_loop(0, newton_iters, newton, jnp.zeros_like(h0))
         return f(z)
 
-    per_sample = jax.vmap(lambda h0, off: jax.vmap(lambda c: solve_one(c, h0, off))(jnp.arange(kappa + 1)))
+    per_sample = jax.vmap(
+        lambda h0, off: jax.vmap(lambda c: solve_one(c, h0, off))(jnp.arange(kappa + 1))
+    )
     return per_sample(h_ls.T, offset.T)
 
 
@@ -363,15 +449,31 @@ class CrossValidation(NamedTuple):
       accuracy: NumPy array (len(xis), len(lams)), the mean validation accuracy over the folds (NaN
         where a fit diverged or was invalid on any fold).
       best: (ξ, λ) as Python floats, the pair of highest accuracy."""
+
     accuracy: np.ndarray
     best: tuple[float, float]
 
 
 @_checks.host_function("sdl.cross_validate")
 @full_precision
-def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int = 5, max_iter: int = 300, seed: int = 0,
-                   X_aux=None, intercept: bool = True, coding: str = "lstsq", key=None,
-                   num_classes: int | None = None, progress: bool = False):
+def cross_validate(
+    X,
+    y,
+    rank: int,
+    xis,
+    lams,
+    *,
+    model: str = "H",
+    folds: int = 5,
+    max_iter: int = 300,
+    seed: int = 0,
+    X_aux=None,
+    intercept: bool = True,
+    coding: str = "lstsq",
+    key=None,
+    num_classes: int | None = None,
+    progress: bool = False,
+):
     """Mean validation accuracy over stratified ``folds`` for every (ξ, λ) in xis × lams.
 
     Each fold fits the whole grid in one compiled, ``vmap``ped LPGD program (no Python loop over
@@ -413,43 +515,75 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
     X = np.asarray(_checks.as_matrix(X, "X"))
     y_np = sm.check_labels(y, X.shape[1], num_classes)
     sm._check_model(model)
-    rank = sm.as_rank(rank)            # its range depends on the fold size, checked (with a hint) per fold
+    rank = sm.as_rank(rank)  # its range depends on the fold size, checked (with a hint) per fold
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
     seed = _checks.check_positive_int(seed, "seed", minimum=0)
     X_aux = sm.given_aux(X_aux, X.shape[1])
     if X_aux is not None:
         X_aux = np.asarray(X_aux)
     num_classes = sm.infer_num_classes(y_np, num_classes)
-    _checks.as_hyper(xis, "xis", ndim=1)       # checked as given (strings, complex, 2-D refused by name);
-    _checks.as_hyper(lams, "lams", ndim=1)     # the best pair is returned as given, not rounded
+    _checks.as_hyper(
+        xis, "xis", ndim=1
+    )  # checked as given (strings, complex, 2-D refused by name);
+    _checks.as_hyper(lams, "lams", ndim=1)  # the best pair is returned as given, not rounded
     xis, lams = np.asarray(xis, float), np.asarray(lams, float)
     if not xis.size or not lams.size:
-        raise ValueError(f"xis and lams need at least one value each, got {xis.size} and {lams.size}")
+        raise ValueError(
+            f"xis and lams need at least one value each, got {xis.size} and {lams.size}"
+        )
     _check_coding(coding, model, xis)
     folds = _checks.check_positive_int(folds, "folds", minimum=2)
     if folds > y_np.size:
-        raise ValueError(f"folds = {folds} is more than the {y_np.size} samples: every fold needs a validation sample")
+        raise ValueError(
+            f"folds = {folds} is more than the {y_np.size} samples: every fold needs a validation sample"
+        )
     grid_xi, grid_lam = (g.ravel() for g in np.meshgrid(xis, lams, indexing="ij"))
     key = _checks.as_key(key)
     acc = np.zeros(grid_xi.size)
-    bar = progress_bar.bar(folds, f"cross-validation ({grid_xi.size} (ξ, λ) pairs)", "fold",
-                           _checks.check_flag(progress, "progress"))
+    bar = progress_bar.bar(
+        folds,
+        f"cross-validation ({grid_xi.size} (ξ, λ) pairs)",
+        "fold",
+        _checks.check_flag(progress, "progress"),
+    )
     try:
         for train, val in stratified_folds(y_np, folds, seed):
-            data = sm.prepare(X[:, train], y_np[train], None if X_aux is None else np.asarray(X_aux)[:, train],
-                              intercept=intercept, num_classes=num_classes)
+            data = sm.prepare(
+                X[:, train],
+                y_np[train],
+                None if X_aux is None else np.asarray(X_aux)[:, train],
+                intercept=intercept,
+                num_classes=num_classes,
+            )
             try:
                 rank_f = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)
             except ValueError as err:
-                raise ValueError(f"{err}: with {folds} folds each fit sees {data.X.shape[1]} of the {y_np.size} samples "
-                                 "(use fewer folds or a lower rank)") from None
+                raise ValueError(
+                    f"{err}: with {folds} folds each fit sees {data.X.shape[1]} of the {y_np.size} samples "
+                    "(use fewer folds or a lower rank)"
+                ) from None
             theta0, gamma0, _ = initial_point(data, rank_f, model, key)
             X_val = jnp.asarray(X[:, val], data.X.dtype)
-            Xa_val, _ = sm.aux_matrix(None if X_aux is None else np.asarray(X_aux)[:, val], len(val), intercept,
-                                      data.X.dtype)
-            preds, ok = _grid_predict(theta0, gamma0, data, jnp.asarray(grid_xi, data.X.dtype),
-                                          jnp.asarray(grid_lam, data.X.dtype), X_val, Xa_val, rank=rank_f, model=model,
-                                          max_iter=max_iter, coding=coding, span=solvers.resolve_span(None, data))
+            Xa_val, _ = sm.aux_matrix(
+                None if X_aux is None else np.asarray(X_aux)[:, val],
+                len(val),
+                intercept,
+                data.X.dtype,
+            )
+            preds, ok = _grid_predict(
+                theta0,
+                gamma0,
+                data,
+                jnp.asarray(grid_xi, data.X.dtype),
+                jnp.asarray(grid_lam, data.X.dtype),
+                X_val,
+                Xa_val,
+                rank=rank_f,
+                model=model,
+                max_iter=max_iter,
+                coding=coding,
+                span=solvers.resolve_span(None, data),
+            )
             fold_acc = np.mean(np.asarray(preds) == y_np[val][None, :], axis=1)
             acc += np.where(np.asarray(ok), fold_acc, np.nan) / folds
             bar.update()
@@ -457,19 +591,36 @@ def cross_validate(X, y, rank: int, xis, lams, *, model: str = "H", folds: int =
         bar.close()
     acc = acc.reshape(xis.size, lams.size)
     if np.all(np.isnan(acc)):
-        raise RuntimeError("every (ξ, λ) fit diverged (non-finite or exploding iterates): rescale X (e.g. "
-                           "datasets.standardize) or lower ξ, λ")
+        raise RuntimeError(
+            "every (ξ, λ) fit diverged (non-finite or exploding iterates): rescale X (e.g. "
+            "datasets.standardize) or lower ξ, λ"
+        )
     i, j = np.unravel_index(np.nanargmax(acc), acc.shape)
     return CrossValidation(acc, (float(xis[i]), float(lams[j])))
 
 
 @functools.partial(jax.jit, static_argnames=("rank", "model", "max_iter", "coding", "span"))
-def _grid_predict(theta0, gamma0, data, xis, lams, X_val, Xa_val, *, rank, model, max_iter, coding, span):
+def _grid_predict(
+    theta0, gamma0, data, xis, lams, X_val, Xa_val, *, rank, model, max_iter, coding, span
+):
     """Predicted labels (grid, n_val) of the validation samples, and for each grid point whether its
-    fit ran without failing (a diverged fit reports, ``throw=False``, and the other points go on)."""
+    fit ran without failing (a diverged fit reports, ``throw=False``, and the other points go
+    on)."""
+
     def one(xi, lam):
-        res = solvers.lpgd(theta0, gamma0, data, xi, lam, None, rank, model=model, max_iter=max_iter, span=span,
-                           throw=False)
+        res = solvers.lpgd(
+            theta0,
+            gamma0,
+            data,
+            xi,
+            lam,
+            None,
+            rank,
+            model=model,
+            max_iter=max_iter,
+            span=span,
+            throw=False,
+        )
         ok = res.status < Status.DIVERGED
         if model == "W":
             a = sm.split(res.theta, "W", data.kappa)[0].T @ X_val + res.gamma.T @ Xa_val

@@ -43,8 +43,8 @@ MODELS = ("H", "W")
 
 
 class SDLData(eqx.Module):
-    """Validated training data: X (p, n), X_aux (q, n) (q may be 0), Y (κ, n) one-hot without class 0,
-    ``penalized`` (q,) 1 for covariates whose γ row is penalised, 0 for the intercept."""
+    """Validated training data: X (p, n), X_aux (q, n) (q may be 0), Y (κ, n) one-hot without class
+    0, ``penalized`` (q,) 1 for covariates whose γ row is penalised, 0 for the intercept."""
 
     X: jax.Array
     X_aux: jax.Array
@@ -58,16 +58,18 @@ class SDLData(eqx.Module):
 
 def check_labels(y, n: int | None = None, num_classes: int | None = None) -> np.ndarray:
     """Labels as an int array in {0, …, κ} (samples are X's columns): :func:`lowrank_jax._checks.class_labels`."""
-    return _checks.class_labels(y, n, num_classes, what="X has n = {n} columns (samples are columns)")
+    return _checks.class_labels(
+        y, n, num_classes, what="X has n = {n} columns (samples are columns)"
+    )
 
 
 def one_hot(y, kappa: int, dtype=jnp.float32) -> jax.Array:
     """Y (κ, n): Y[c − 1, s] = 1 if y_s = c ≥ 1; class 0 is the all-zero column.
 
     ``y`` (n,) holds labels in {0, …, κ} and ``kappa`` = κ ≥ 1. A label outside that range (κ + 1 or
-    more, negative, non-integer) has no row and was read as the reference class 0 (an all-zero column);
-    it is a ``ValueError`` naming the range (:func:`check_labels`). Traced labels (inside ``jit``) are
-    checked for their shape only."""
+    more, negative, non-integer) has no row and was read as the reference class 0 (an all-zero
+    column); it is a ``ValueError`` naming the range (:func:`check_labels`). Traced labels (inside
+    ``jit``) are checked for their shape only."""
     kappa = _checks.check_positive_int(kappa, "kappa")
     if _checks.is_concrete(y):
         y = check_labels(y, num_classes=kappa + 1)
@@ -82,18 +84,22 @@ def infer_num_classes(y_np: np.ndarray, num_classes: int | None = None) -> int:
     0, …, max(y) must occur, because a gap such as labels {0, 5} would silently create four empty
     classes with their own logits. Raises ``ValueError`` naming the missing classes."""
     if num_classes is not None:
-        return int(num_classes)      # validated by check_labels
+        return int(num_classes)  # validated by check_labels
     k = int(y_np.max()) + 1 if y_np.size else 0
     missing = np.setdiff1d(np.arange(k), y_np)
     if missing.size:
         shown = ", ".join(map(str, missing[:10])) + (", …" if missing.size > 10 else "")
-        raise ValueError(f"labels must use every class 0, …, max(y) = {k - 1}, but no sample has label "
-                         f"{shown} ({missing.size} of {k} classes empty); relabel to consecutive integers, or "
-                         f"pass num_classes={k} to fit empty classes on purpose")
+        raise ValueError(
+            f"labels must use every class 0, …, max(y) = {k - 1}, but no sample has label "
+            f"{shown} ({missing.size} of {k} classes empty); relabel to consecutive integers, or "
+            f"pass num_classes={k} to fit empty classes on purpose"
+        )
     return k
 
 
-def prepare(X, y, X_aux=None, *, intercept: bool = False, num_classes: int | None = None) -> SDLData:
+def prepare(
+    X, y, X_aux=None, *, intercept: bool = False, num_classes: int | None = None
+) -> SDLData:
     """Validate and bundle training data: X (p, n), samples in columns; y (n,) labels in {0, …, κ};
     X_aux optional (q, n) covariates. κ = num_classes − 1; by default κ = max(y), and then every
     label 0, …, max(y) must occur (:func:`infer_num_classes`). ``intercept``: append a ones row to
@@ -113,16 +119,19 @@ def prepare(X, y, X_aux=None, *, intercept: bool = False, num_classes: int | Non
 
 
 def given_aux(X_aux, n: int, name: str = "X_aux"):
-    """A user's covariates checked: None, or a finite (q, n) matrix, one column per sample, at a scale
-    whose sums of squares its dtype holds (:func:`lowrank_jax._checks.check_scale`, the check X gets:
-    float32 covariates of 1e20 made ‖X_aux‖²₂ overflow, the step bound 0 or NaN and the fit diverge
+    """A user's covariates checked: None, or a finite (q, n) matrix, one column per sample, at a
+    scale whose sums of squares its dtype holds (:func:`lowrank_jax._checks.check_scale`, the check
+    X gets: float32 covariates of 1e20 made ‖X_aux‖²₂ overflow, the step bound 0 or NaN and the fit
+      diverge
     "at the safe step bound"). q = 0 (an empty (0, n) matrix) is the same as None, and returned as
     None: every solver, the step bound and prediction handle a γ with no rows."""
     if X_aux is None:
         return None
     X_aux = _checks.as_matrix(X_aux, name, min_rows=0)
     if X_aux.shape[1] != n:
-        raise ValueError(f"{name} must have one column per sample, shape (q, {n}), got shape {tuple(X_aux.shape)}")
+        raise ValueError(
+            f"{name} must have one column per sample, shape (q, {n}), got shape {tuple(X_aux.shape)}"
+        )
     if X_aux.shape[0] == 0:
         return None
     _checks.check_scale(X_aux, name)
@@ -130,8 +139,8 @@ def given_aux(X_aux, n: int, name: str = "X_aux"):
 
 
 def aux_matrix(X_aux, n: int, intercept: bool, dtype, name: str = "X_aux"):
-    """(X_aux with a ones row appended when ``intercept``, penalty mask); ``X_aux`` as :func:`given_aux`
-    takes it (None or an empty (0, n) matrix for q = 0)."""
+    """(X_aux with a ones row appended when ``intercept``, penalty mask); ``X_aux`` as
+    :func:`given_aux` takes it (None or an empty (0, n) matrix for q = 0)."""
     intercept = _checks.check_flag(intercept, "intercept")
     X_aux = given_aux(X_aux, n, name)
     X_aux = jnp.zeros((0, n), dtype) if X_aux is None else X_aux.astype(dtype)
@@ -154,8 +163,8 @@ def split(theta, model: str, kappa: int):
 
 
 def join(A, B, model: str):
-    """θ from its blocks, the inverse of :func:`split`: [A; B] stacked by rows (SDL-H, A (κ, n), B (p, n))
-    or [A, B] side by side (SDL-W, A (p, κ), B (p, n))."""
+    """θ from its blocks, the inverse of :func:`split`: [A; B] stacked by rows (SDL-H, A (κ, n), B
+    (p, n)) or [A, B] side by side (SDL-W, A (p, κ), B (p, n))."""
     return jnp.concatenate([A, B], axis=0 if model == "H" else 1)
 
 
@@ -193,13 +202,18 @@ def objective(theta, gamma, data: SDLData, xi, lam, model: str):
     A, B = split(theta, model, data.kappa)
     a = activations(theta, gamma, data.X, data.X_aux, model, data.kappa)
     g_pen = gamma * data.penalized[:, None]
-    return nll(a, data.Y) + xi * jnp.sum((data.X - B) ** 2) + lam * (jnp.sum(A * A) + jnp.sum(g_pen * g_pen))
+    return (
+        nll(a, data.Y)
+        + xi * jnp.sum((data.X - B) ** 2)
+        + lam * (jnp.sum(A * A) + jnp.sum(g_pen * g_pen))
+    )
 
 
 def value_and_gradients(theta, gamma, data: SDLData, xi, lam, model: str, XT=None):
     """(F, (∇_θ F, ∇_γ F)) in closed form (module docstring), sharing the activations and X − B.
 
-    With model "W" and ``XT`` = Xᵀ, θ is taken in the transposed layout θᵀ = [Aᵀ ∥ Bᵀ] ((κ+n) × p) and
+    With model "W" and ``XT`` = Xᵀ, θ is taken in the transposed layout θᵀ = [Aᵀ ∥ Bᵀ] ((κ+n) × p)
+    and
     its gradient is returned in that layout too: the blocks are then contiguous rows, and the
     solver's SDL-W step is ~20 % faster on CPU than with column blocks.
     Raises ``ValueError`` for a ``model`` other than "H" or "W".
@@ -257,10 +271,14 @@ def factors(theta, rank: int, model: str, kappa: int) -> Factors:
     ``kappa`` are integers (static).
     Raises ``ValueError`` for a ``model`` other than "H" or "W"."""
     _check_model(model)
-    return _factors(theta, rank=as_rank(rank), model=model, kappa=_checks.check_positive_int(kappa, "kappa"))
+    return _factors(
+        theta, rank=as_rank(rank), model=model, kappa=_checks.check_positive_int(kappa, "kappa")
+    )
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "model", "kappa"))   # one program, not one per op
+@functools.partial(
+    jax.jit, static_argnames=("rank", "model", "kappa")
+)  # one program, not one per op
 def _factors(theta, *, rank: int, model: str, kappa: int) -> Factors:
     svd = linalg.truncated_svd(theta, rank)
     if model == "H":
@@ -279,13 +297,13 @@ def lift(f: Factors, model: str) -> jax.Array:
 
 
 def step_bound(data: SDLData, xi, lam, model: str):
-    """A safe fixed step 1/L̄ for the gradient step on F (traced in ξ, λ): L̄ bounds the Hessian of F,
-    max(2ξ, 2λ + α⁺‖Φ‖²₂) (SDL-W, Φ = [X ∥ X_aux]) or max(2ξ, 2λ + α⁺(1 + ‖X_aux‖²₂)) (SDL-H),
+    """A safe fixed step 1/L̄ for the gradient step on F (traced in ξ, λ): L̄ bounds the Hessian of
+    F, max(2ξ, 2λ + α⁺‖Φ‖²₂) (SDL-W, Φ = [X ∥ X_aux]) or max(2ξ, 2λ + α⁺(1 + ‖X_aux‖²₂)) (SDL-H),
     with α⁺ ≥ λ_max(∇²ℓ): ¼ for binary labels, ½ for the softmax (:func:`softmax_curvature`).
 
     L̄ = 0 (F flat: X = 0, no covariates, ξ = λ = 0) gives step 1, any step being safe. A non-finite
-    L̄ (‖Φ‖²₂ or 2ξ overflowing the dtype) gives NaN: not 0 (1/inf, which made LPGD stand still) nor 1
-    (a NaN bound failed ``bound > 0`` and read as flat). :func:`check_step` refuses it by name.
+    L̄ (‖Φ‖²₂ or 2ξ overflowing the dtype) gives NaN: not 0 (1/inf, which made LPGD stand still) nor
+    1 (a NaN bound failed ``bound > 0`` and read as flat). :func:`check_step` refuses it by name.
     Raises ``ValueError`` for a ``model`` other than "H" or "W"."""
     _check_model(model)
     if model == "W":
@@ -339,11 +357,12 @@ def softmax_curvature(M: float, kappa: int) -> tuple[float, float]:
     curvature σ(M)σ(−M) (the largest is ¼, at a = 0) and its α⁻ = 1/(1 + e^M) exceeds σ(M)σ(−M).
     Used here instead:
       κ = 1: α⁻ = e^M/(1 + e^M)², α⁺ = ¼ (exact);
-      κ ≥ 2: α⁻ = g₀,min · g_min with g₀,min = 1/(1 + κe^M), g_min = e^{−M}/(1 + e^{−M} + (κ − 1)e^M)
+      κ ≥ 2: α⁻ = g₀,min · g_min with g₀,min = 1/(1 + κe^M), g_min = e^{−M}/(1 + e^{−M} + (κ −
+      1)e^M)
              (vᵀḦv = Σg_jv_j² − (Σg_jv_j)² ≥ g₀ Σ g_jv_j² by Cauchy–Schwarz), and α⁺ = ½ (the variance
              of v_Y for a categorical Y and ‖v‖ = 1 is at most ½).
     """
-    em = math.exp(-M)                        # written with e^{−M} only: no overflow for large M
+    em = math.exp(-M)  # written with e^{−M} only: no overflow for large M
     if kappa == 1:
         return em / (1 + em) ** 2, 0.25
     return (em / (em + kappa)) * (em * em / (em + em * em + (kappa - 1))), 0.5
@@ -352,11 +371,15 @@ def softmax_curvature(M: float, kappa: int) -> tuple[float, float]:
 def softmax_curvature_printed(M: float, kappa: int) -> tuple[float, float]:
     """Remark D.3's (α⁻, α⁺) as printed (kept to document the erratum; not valid bounds)."""
     em, ep = math.exp(-M), math.exp(M)
-    return em / (1 + em + (kappa - 1) * ep), ep * (1 + 2 * (kappa - 1) * ep) / (1 + ep + (kappa - 1) * em) ** 2
+    return em / (1 + em + (kappa - 1) * ep), ep * (1 + 2 * (kappa - 1) * ep) / (
+        1 + ep + (kappa - 1) * em
+    ) ** 2
 
 
 @_checks.host_function("sdl.theory")
-def theory(X, xi: float, lam: float, *, model: str, kappa: int = 1, X_aux=None, M: float = 1.0) -> Theory:
+def theory(
+    X, xi: float, lam: float, *, model: str, kappa: int = 1, X_aux=None, M: float = 1.0
+) -> Theory:
     """μ, L of eq. (16) from the data. δ± are the extreme eigenvalues of n⁻¹ΦΦᵀ (Assumption C.2;
     δ⁻ = 0 whenever p + q > n, as for every microarray — Assumption C.2 fails there, yet the
     constants below can still certify L/μ < 3 through the ridge: μ ≥ min(2ξ, 2λ)), λ⁺ that of
@@ -378,37 +401,59 @@ def theory(X, xi: float, lam: float, *, model: str, kappa: int = 1, X_aux=None, 
     """
     _check_model(model)
     for v, name in ((xi, "xi"), (lam, "lam"), (M, "M")):
-        _checks.as_hyper(v, name, ndim=0)                  # finite, >= 0; the value itself stays float64
+        _checks.as_hyper(v, name, ndim=0)  # finite, >= 0; the value itself stays float64
     xi, lam, M = float(xi), float(lam), float(M)
     kappa = _checks.check_positive_int(kappa, "kappa")
     X = np.asarray(_checks.as_matrix(X, "X"), np.float64)
     n = X.shape[1]
-    X_aux = given_aux(X_aux, n)                  # (q, n): one column per sample, as X
+    X_aux = given_aux(X_aux, n)  # (q, n): one column per sample, as X
     Xa = np.zeros((0, n)) if X_aux is None else np.asarray(X_aux, np.float64)
     Phi = np.concatenate([X, Xa])
-    ev = np.linalg.eigvalsh(Phi @ Phi.T / n) if Phi.shape[0] <= n else np.linalg.eigvalsh(Phi.T @ Phi / n)
+    ev = (
+        np.linalg.eigvalsh(Phi @ Phi.T / n)
+        if Phi.shape[0] <= n
+        else np.linalg.eigvalsh(Phi.T @ Phi / n)
+    )
     d_plus = float(ev[-1])
     d_minus = float(ev[0]) if Phi.shape[0] <= n else 0.0
     lam_plus = float(np.linalg.eigvalsh(Xa @ Xa.T / n)[-1]) if Xa.shape[0] else 0.0
     a_minus, a_plus = softmax_curvature(M, kappa)
     if model == "W":
-        mu, L = min(2 * xi, 2 * lam + n * d_minus * a_minus), max(2 * xi, 2 * lam + n * d_plus * a_plus)
+        mu, L = (
+            min(2 * xi, 2 * lam + n * d_minus * a_minus),
+            max(2 * xi, 2 * lam + n * d_plus * a_plus),
+        )
     elif Xa.shape[0]:
         mu, L = min(2 * xi, 2 * lam), max(2 * xi, 2 * lam + a_plus * (1 + lam_plus * n))
     else:
         mu, L = min(2 * xi, 2 * lam + a_minus), max(2 * xi, 2 * lam + a_plus)
-    if L == 0:       # SDL-W only (SDL-H's L ≥ α⁺ > 0): ξ = λ = 0 and Φ = 0
-        raise ValueError("theory: L = 0, so eq. (16) gives no condition number, step or rate: with xi = lam = 0 and "
-                         "an all-zero X (and X_aux) SDL-W's F is constant; give xi > 0 or lam > 0")
+    if L == 0:  # SDL-W only (SDL-H's L ≥ α⁺ > 0): ξ = λ = 0 and Φ = 0
+        raise ValueError(
+            "theory: L = 0, so eq. (16) gives no condition number, step or rate: with xi = lam = 0 and "
+            "an all-zero X (and X_aux) SDL-W's F is constant; give xi > 0 or lam > 0"
+        )
     cond = L / mu if mu > 0 else math.inf
     best = 2.0 / (mu + L)
-    return Theory(mu, L, cond, cond < 3, (1 / (2 * mu) if mu > 0 else math.inf, 1.5 / L), best,
-                  _contraction(mu, L, best), d_minus, d_plus, a_minus, a_plus)
+    return Theory(
+        mu,
+        L,
+        cond,
+        cond < 3,
+        (1 / (2 * mu) if mu > 0 else math.inf, 1.5 / L),
+        best,
+        _contraction(mu, L, best),
+        d_minus,
+        d_plus,
+        a_minus,
+        a_plus,
+    )
 
 
 def _check_model(model):
     if model not in MODELS:
-        raise ValueError(f"model must be 'H' (SDL-H, feature-based) or 'W' (SDL-W, filter-based), got {model!r}")
+        raise ValueError(
+            f"model must be 'H' (SDL-H, feature-based) or 'W' (SDL-W, filter-based), got {model!r}"
+        )
 
 
 def as_rank(rank) -> int:
@@ -422,21 +467,25 @@ def as_rank(rank) -> int:
 
 
 def check_rank_for(rank, model: str, p: int, n: int, kappa: int) -> int:
-    """``rank`` as a Python int with 1 ≤ r ≤ min(p, n) for X of shape (p, n), or a ``ValueError`` naming
-    the bound and θ's shape (:func:`theta_shape`)."""
+    """``rank`` as a Python int with 1 ≤ r ≤ min(p, n) for X of shape (p, n), or a ``ValueError``
+    naming the bound and θ's shape (:func:`theta_shape`)."""
     rank = as_rank(rank)
     shape = theta_shape(model, p, n, kappa)
     limit = min(p, n)
     if not 1 <= rank <= limit:
-        raise ValueError(f"rank must satisfy 1 <= rank <= min(p, n) = {limit} (θ has shape {shape}), got {rank}")
+        raise ValueError(
+            f"rank must satisfy 1 <= rank <= min(p, n) = {limit} (θ has shape {shape}), got {rank}"
+        )
     return rank
 
 
 def check_hypers(data: SDLData, xi, lam):
     """(ξ, λ) for the solvers, in X's dtype: finite scalars ≥ 0 (a negative ξ or λ makes F unbounded
     below). Tracers (a ``vmap`` over ξ, λ) are checked for shape only."""
-    return (_checks.as_hyper(xi, "xi", ndim=0, dtype=data.X.dtype),
-            _checks.as_hyper(lam, "lam", ndim=0, dtype=data.X.dtype))
+    return (
+        _checks.as_hyper(xi, "xi", ndim=0, dtype=data.X.dtype),
+        _checks.as_hyper(lam, "lam", ndim=0, dtype=data.X.dtype),
+    )
 
 
 def check_step(step, data: SDLData, xi, lam, model: str):
@@ -445,28 +494,38 @@ def check_step(step, data: SDLData, xi, lam, model: str):
     finite (L̄ overflows X's dtype) is a ``ValueError``; a traced one (a ``vmap`` over ξ, λ) stays
     NaN at that point, whose run then reports ``Status.INVALID``."""
     if step is None:
-        with _checks.eager_if_concrete(data, xi, lam):    # checkable when closed over in a caller's jit
+        with _checks.eager_if_concrete(
+            data, xi, lam
+        ):  # checkable when closed over in a caller's jit
             bound = step_bound(data, xi, lam, model)
         if _checks.is_concrete(bound) and not np.isfinite(float(bound)):
-            raise ValueError(f"step=None: the safe step 1/L̄ is undefined, L̄ = max(2ξ, 2λ + α⁺‖Φ‖²₂) overflows "
-                             f"{data.X.dtype} (ξ = {float(xi):.3g}, λ = {float(lam):.3g}, X and X_aux as given): "
-                             "rescale X or X_aux, lower ξ or λ, or compute in float64")
+            raise ValueError(
+                f"step=None: the safe step 1/L̄ is undefined, L̄ = max(2ξ, 2λ + α⁺‖Φ‖²₂) overflows "
+                f"{data.X.dtype} (ξ = {float(xi):.3g}, λ = {float(lam):.3g}, X and X_aux as given): "
+                "rescale X or X_aux, lower ξ or λ, or compute in float64"
+            )
         return bound
     return _checks.as_hyper(step, "step", ndim=0, positive=True, dtype=data.X.dtype)
 
 
 def check_start(theta0, gamma0, data: SDLData, model: str):
-    """LPGD's start (θ₀, γ₀): θ₀ finite of :func:`theta_shape` (the model's layout; the other model's
-    layout is named as such), γ₀ finite of shape (q, κ). Returns them as floating JAX arrays."""
+    """LPGD's start (θ₀, γ₀): θ₀ finite of :func:`theta_shape` (the model's layout; the other
+    model's layout is named as such), γ₀ finite of shape (q, κ). Returns them as floating JAX
+    arrays."""
     p, n = data.X.shape
     expected = theta_shape(model, p, n, data.kappa)
     theta0 = _checks.as_matrix(theta0, "theta0")
     if tuple(theta0.shape) != expected:
         other = "W" if model == "H" else "H"
-        hint = (f": that is SDL-{other}'s layout, pass model={other!r} or θ₀ in SDL-{model}'s"
-                if tuple(theta0.shape) == theta_shape(other, p, n, data.kappa) else "")
-        raise ValueError(f"theta0 must have shape {expected} for SDL-{model} (p = {p}, n = {n}, κ = {data.kappa}), "
-                         f"got {tuple(theta0.shape)}{hint}")
+        hint = (
+            f": that is SDL-{other}'s layout, pass model={other!r} or θ₀ in SDL-{model}'s"
+            if tuple(theta0.shape) == theta_shape(other, p, n, data.kappa)
+            else ""
+        )
+        raise ValueError(
+            f"theta0 must have shape {expected} for SDL-{model} (p = {p}, n = {n}, κ = {data.kappa}), "
+            f"got {tuple(theta0.shape)}{hint}"
+        )
     return theta0, check_gamma(gamma0, data)
 
 
@@ -475,22 +534,30 @@ def check_gamma(gamma0, data: SDLData):
     expected = (data.X_aux.shape[0], data.kappa)
     shape = tuple(np.shape(gamma0))
     if shape != expected:
-        raise ValueError(f"gamma0 must have shape (q, κ) = {expected} (q = {expected[0]} covariate rows of "
-                         f"X_aux, the intercept included), got {shape}")
+        raise ValueError(
+            f"gamma0 must have shape (q, κ) = {expected} (q = {expected[0]} covariate rows of "
+            f"X_aux, the intercept included), got {shape}"
+        )
     return _checks.as_matrix(gamma0, "gamma0") if expected[0] else jnp.asarray(gamma0, data.X.dtype)
 
 
 def check_factors(factors0, data: SDLData) -> Factors:
     """BCD's start: (W, H, β) of shapes (p, r), (r, n), (r, κ) with one r ≥ 1, finite."""
     if not isinstance(factors0, (tuple, list)) or len(factors0) != 3:
-        raise ValueError(f"factors0 must be Factors(W, H, beta) (three matrices), got {type(factors0).__name__}")
-    W, H, beta = (_checks.as_matrix(M, f"factors0.{name}") for M, name in zip(factors0, Factors._fields))
+        raise ValueError(
+            f"factors0 must be Factors(W, H, beta) (three matrices), got {type(factors0).__name__}"
+        )
+    W, H, beta = (
+        _checks.as_matrix(M, f"factors0.{name}") for M, name in zip(factors0, Factors._fields)
+    )
     p, n = data.X.shape
     r = W.shape[1]
     expected = {"W": (p, r), "H": (r, n), "beta": (r, data.kappa)}
     for name, M in zip(Factors._fields, (W, H, beta)):
         if tuple(M.shape) != expected[name]:
-            raise ValueError(f"factors0 must have W (p, r) = ({p}, r), H (r, n) = (r, {n}) and beta (r, κ) = "
-                             f"(r, {data.kappa}) with one rank r; got W {tuple(W.shape)}, H {tuple(H.shape)}, "
-                             f"beta {tuple(beta.shape)}")
+            raise ValueError(
+                f"factors0 must have W (p, r) = ({p}, r), H (r, n) = (r, {n}) and beta (r, κ) = "
+                f"(r, {data.kappa}) with one rank r; got W {tuple(W.shape)}, H {tuple(H.shape)}, "
+                f"beta {tuple(beta.shape)}"
+            )
     return Factors(W, H, beta)

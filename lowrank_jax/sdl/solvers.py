@@ -6,10 +6,11 @@ LPGD, one iteration from Z = (θ, γ) (both blocks from the same old iterate, fi
     θ⁺ = Π_r(Π_Θ(θ − τ∇_θF(θ, γ))),   γ⁺ = γ − τ∇_γF(θ, γ)
 
 with Π_r the rank-r truncated SVD (:func:`lowrank_jax.prox.project_rank`: θ is thin, p ≫ n, so by
-default through the eigendecomposition of its n × n Gram matrix; or QR + SVD, or randomized) and Π_Θ an optional convex projection (default none). It is
-``transforms.projected(optax.sgd(τ), Π)`` applied to the pytree (θ, γ); τ, ξ and λ are traced, so
-``vmap`` over them sweeps hyperparameters in one compiled program. Theorem 2.1: when L/μ < 3 and
-τ ∈ (1/(2μ), 3/(2L)), ‖Z_t − Z*‖ ≤ ρ^t‖Z_0 − Z*‖ (:func:`lowrank_jax.sdl.model.theory`).
+default through the eigendecomposition of its n × n Gram matrix; or QR + SVD, or randomized) and Π_Θ
+an optional convex projection (default none). It is ``transforms.projected(optax.sgd(τ), Π)``
+applied to the pytree (θ, γ); τ, ξ and λ are traced, so ``vmap`` over them sweeps hyperparameters in
+one compiled program. Theorem 2.1: when L/μ < 3 and τ ∈ (1/(2μ), 3/(2L)), ‖Z_t − Z*‖ ≤ ρ^t‖Z_0 − Z*‖
+(:func:`lowrank_jax.sdl.model.theory`).
 
 BCD: cyclic block prox-linear steps (Xu & Yin 2013) over W, H, β, γ of the factored objective
 G(W, H, β, γ) = F(lift(W, H, β), γ), each block a gradient step of length 1/L_b with L_b the block's
@@ -17,8 +18,8 @@ Lipschitz bound recomputed at the current point (every block problem is convex).
 
 Both return a :class:`~lowrank_jax.result.Result` (``status``, ``n_iter``, the final diagnostics,
 their ``history``). A run diverges when its iterate or F(Z_t) becomes non-finite, or F(Z_t) exceeds
-:data:`GROWTH_LIMIT` · F(Z_0) (both methods descend at their safe steps); with ``throw=True`` it then
-raises ``RuntimeError``, else reports ``Status.DIVERGED``.
+:data:`GROWTH_LIMIT` · F(Z_0) (both methods descend at their safe steps); with ``throw=True`` it
+then raises ``RuntimeError``, else reports ``Status.DIVERGED``.
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ import jax.numpy as jnp
 import optax
 
 from lowrank_jax import _checks, linalg, loop, prox, transforms
-from lowrank_jax.sdl import model as sm
-from lowrank_jax.sdl import span as sp
 from lowrank_jax.precision import full_precision
 from lowrank_jax.result import Result, Status, finish
+from lowrank_jax.sdl import model as sm
+from lowrank_jax.sdl import span as sp
 
 
 class SolveResult(Result):
@@ -54,10 +55,10 @@ class SolveResult(Result):
     gamma: jax.Array
 
 
-# Divergence: a non-finite iterate or objective, or the objective beyond this many times its value at
-# the start.
-# LPGD at a step up to the safe bound 1/L̄ and BCD descend (F never rises; Theorem 2.1's steps up to
-# 3/(2L) contract); a step far too large multiplies F every iteration long before it overflows.
+# Divergence: a non-finite iterate or objective, or the objective beyond this many times its value
+# at the start. LPGD at a step up to the safe bound 1/L̄ and BCD descend (F never rises; Theorem
+# 2.1's steps up to 3/(2L) contract); a step far too large multiplies F every iteration long before
+# it overflows.
 GROWTH_LIMIT = 1e4
 
 
@@ -78,24 +79,41 @@ def _invalid_message(model: str, solver: str) -> str:
 
 
 @full_precision
-def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: str, max_iter: int = 1000,
-         tol=None, svd: str = "gram", project=None, key=None, span: bool | None = None,
-         differentiable: bool = False, throw: bool = True) -> SolveResult:
+def lpgd(
+    theta0,
+    gamma0,
+    data: sm.SDLData,
+    xi,
+    lam,
+    step,
+    rank: int,
+    *,
+    model: str,
+    max_iter: int = 1000,
+    tol=None,
+    svd: str = "gram",
+    project=None,
+    key=None,
+    span: bool | None = None,
+    differentiable: bool = False,
+    throw: bool = True,
+) -> SolveResult:
     """Algorithm 1 from (θ₀, γ₀). ``tol``: stop once ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F).
     ``differentiable``: with ``tol``, run a masked ``scan`` of ``max_iter`` steps (the steps after
     the stop skipped) instead of a ``while_loop``, so that ``jax.grad`` passes it.
     ``project``: optional convex projection Π_Θ(θ) applied before the rank projection.
     ``svd``: "gram" (the default: θ is thin, so the eigendecomposition of its small Gram matrix,
     :func:`lowrank_jax.linalg.gram_rank_factors`), "exact" (QR + SVD) or "randomized" (``key`` seeds
-    it); each differentiable wherever σ_r > σ_{r+1} (:func:`lowrank_jax.linalg.best_rank_approximation`).
-    ``span``: take every step after the first in the span of [X, U₁] (:mod:`lowrank_jax.sdl.span`:
-    the same iterates, O((n + κ)³) per step instead of O(p n²)); needs ``svd="gram"`` and no
-    ``project``. Default: on when those hold and p ≥ 2(n + κ) (where it pays).
-    ``step``: τ, or None for the safe bound 1/L̄ of :func:`lowrank_jax.sdl.model.step_bound` (as in
-    :func:`lowrank_jax.sdl.fit`). ξ, λ ≥ 0, τ > 0 and ``tol`` > 0 are scalars (traced under ``vmap``);
-    θ₀ has :func:`lowrank_jax.sdl.model.theta_shape` in this model's layout and γ₀ shape (q, κ).
-    ``throw``: a run that diverges (a non-finite iterate or F, or F(Z_t) > 10⁴ F(Z_0): a step too
-    large for the data) raises ``RuntimeError`` (True, default; also inside ``jit``/``vmap``), as
+    it); each differentiable wherever σ_r > σ_{r+1}
+    (:func:`lowrank_jax.linalg.best_rank_approximation`). ``span``: take every step after the first
+    in the span of [X, U₁] (:mod:`lowrank_jax.sdl.span`: the same iterates, O((n + κ)³) per step
+    instead of O(p n²)); needs ``svd="gram"`` and no ``project``. Default: on when those hold and p
+    ≥ 2(n + κ) (where it pays). ``step``: τ, or None for the safe bound 1/L̄ of
+    :func:`lowrank_jax.sdl.model.step_bound` (as in :func:`lowrank_jax.sdl.fit`). ξ, λ ≥ 0, τ > 0
+    and ``tol`` > 0 are scalars (traced under ``vmap``); θ₀ has
+    :func:`lowrank_jax.sdl.model.theta_shape` in this model's layout and γ₀ shape (q, κ). ``throw``:
+    a run that diverges (a non-finite iterate or F, or F(Z_t) > 10⁴ F(Z_0): a step too large for the
+    data) raises ``RuntimeError`` (True, default; also inside ``jit``/``vmap``), as
     :func:`lowrank_jax.sdl.fit` does, or only reports ``status == Status.DIVERGED`` (False: a sweep
     over τ, ξ, λ keeps its other points). A traced ξ, λ, τ or ``tol`` outside its range gives
     ``Status.INVALID`` and a NaN (θ, γ).
@@ -124,15 +142,23 @@ def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: s
     if svd not in ("gram", "exact", "randomized"):
         raise ValueError(f"svd must be 'gram', 'exact' or 'randomized', got {svd!r}")
     if project is not None and not callable(project):
-        raise ValueError(f"project must be a function θ -> θ (a convex projection) or None, got {project!r}")
+        raise ValueError(
+            f"project must be a function θ -> θ (a convex projection) or None, got {project!r}"
+        )
     theta0, gamma0 = sm.check_start(theta0, gamma0, data, model)
     if project is not None:
-        # Traced abstractly, nothing computed: a projection that changes θ's shape failed deep in the
-        # loop ("sub got incompatible shapes for broadcasting"), one that changes its dtype in the scan.
+        # Traced abstractly, nothing computed: a projection that changes θ's shape failed deep in
+        # the loop ("sub got incompatible shapes for broadcasting"), one that changes its dtype in
+        # the scan.
         out = jax.eval_shape(project, jax.ShapeDtypeStruct(theta0.shape, theta0.dtype))
-        if getattr(out, "shape", None) != theta0.shape or getattr(out, "dtype", None) != theta0.dtype:
-            raise ValueError(f"project must return θ's shape and dtype {theta0.shape} {theta0.dtype} (the model's own "
-                             f"layout), got {getattr(out, 'shape', out)} {getattr(out, 'dtype', '')}")
+        if (
+            getattr(out, "shape", None) != theta0.shape
+            or getattr(out, "dtype", None) != theta0.dtype
+        ):
+            raise ValueError(
+                f"project must return θ's shape and dtype {theta0.shape} {theta0.dtype} (the model's own "
+                f"layout), got {getattr(out, 'shape', out)} {getattr(out, 'dtype', '')}"
+            )
     xi, lam = sm.check_hypers(data, xi, lam)
     step = sm.check_step(step, data, xi, lam, model)
     if tol is not None:
@@ -140,10 +166,29 @@ def lpgd(theta0, gamma0, data: sm.SDLData, xi, lam, step, rank: int, *, model: s
     span = resolve_span(span, data, svd, project)
     differentiable = _checks.check_flag(differentiable, "differentiable")
     throw = _checks.check_flag(throw, "throw")
-    res = _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, rank=rank, model=model, max_iter=max_iter, svd=svd,
-                project=project, span=span, differentiable=differentiable)
-    return finish(res, throw, diverged=_diverged_message(model, "lpgd", step_given),
-                  invalid=_invalid_message(model, "lpgd"))
+    res = _lpgd(
+        theta0,
+        gamma0,
+        data,
+        xi,
+        lam,
+        step,
+        tol,
+        key,
+        rank=rank,
+        model=model,
+        max_iter=max_iter,
+        svd=svd,
+        project=project,
+        span=span,
+        differentiable=differentiable,
+    )
+    return finish(
+        res,
+        throw,
+        diverged=_diverged_message(model, "lpgd", step_given),
+        invalid=_invalid_message(model, "lpgd"),
+    )
 
 
 def _diverged_message(model: str, solver: str, step_given: bool = False) -> str:
@@ -153,8 +198,10 @@ def _diverged_message(model: str, solver: str, step_given: bool = False) -> str:
     head = f"SDL-{model} diverged (non-finite iterate or F, or F grew 10⁴-fold)"
     rescale = "rescale X (e.g. lowrank_jax.datasets.standardize)"
     if solver == "bcd":
-        return (f"{head} with solver='bcd', whose per-block steps 1/L_b follow the data's scale: {rescale}, "
-                "or use solver='lpgd'")
+        return (
+            f"{head} with solver='bcd', whose per-block steps 1/L_b follow the data's scale: {rescale}, "
+            "or use solver='lpgd'"
+        )
     if step_given:
         return f"{head}: the step is too large for these data; leave step=None for the safe bound or lower it"
     return f"{head} at the safe step bound: {rescale}"
@@ -167,8 +214,10 @@ def resolve_span(span: bool | None, data: sm.SDLData, svd: str = "gram", project
     if span is None:
         return svd == "gram" and project is None and p >= 2 * (n + data.kappa)
     if span and (svd != "gram" or project is not None):
-        raise ValueError("span=True needs svd='gram' and project=None (a convex projection or another SVD "
-                         "leaves the span of [X, U₁])")
+        raise ValueError(
+            "span=True needs svd='gram' and project=None (a convex projection or another SVD "
+            "leaves the span of [X, U₁])"
+        )
     return bool(span)
 
 
@@ -176,12 +225,23 @@ def _stop(tol):
     return lambda s, d: d["step_norm"] <= tol * jnp.maximum(1.0, d["size"])
 
 
-def _run(value_and_grads, theta_sq, opt, params0, tol, max_iter: int, loss0, invalid, start: int = 0,
-         differentiable: bool = False):
+def _run(
+    value_and_grads,
+    theta_sq,
+    opt,
+    params0,
+    tol,
+    max_iter: int,
+    loss0,
+    invalid,
+    start: int = 0,
+    differentiable: bool = False,
+):
     """The LPGD loop shared by the dense and the span representation of θ: ``max_iter`` steps of
     ``opt`` = ``transforms.projected(optax.sgd(τ), Π)`` from ``params0`` = (θ, γ), recording F,
     ‖Z_{t+1} − Z_t‖ and (with ``tol``) ‖Z_t‖, ``theta_sq`` giving ‖θ‖²_F in the representation.
-    ``loss0`` = F(Z_0) for the divergence rule; ``invalid``: a traced hyperparameter out of range."""
+    ``loss0`` = F(Z_0) for the divergence rule; ``invalid``: a traced hyperparameter out of
+    range."""
 
     def body(k, state):
         params, opt_state = state
@@ -196,26 +256,74 @@ def _run(value_and_grads, theta_sq, opt, params0, tol, max_iter: int, loss0, inv
     state0 = (params0, opt.init(params0))
     blown_up = lambda s, d: diverged(s[0], d["loss"], loss0)  # noqa: E731
     if tol is None:
-        return loop.run_fixed(body, state0, max_iter, start=start, diverged=blown_up, invalid=invalid)
-    return loop.run_until(body, state0, max_iter=max_iter, stop=_stop(tol), diverged=blown_up, start=start,
-                          differentiable=differentiable, invalid=invalid | jnp.isnan(tol))
+        return loop.run_fixed(
+            body, state0, max_iter, start=start, diverged=blown_up, invalid=invalid
+        )
+    return loop.run_until(
+        body,
+        state0,
+        max_iter=max_iter,
+        stop=_stop(tol),
+        diverged=blown_up,
+        start=start,
+        differentiable=differentiable,
+        invalid=invalid | jnp.isnan(tol),
+    )
 
 
 def _solve_result(res: loop.LoopResult, theta, gamma) -> SolveResult:
-    keep = ("loss", "step_norm")                   # ‖Z_t‖ (with tol) served the stopping rule only
-    return SolveResult(n_iter=res.n_iter, status=res.status, history={k: res.history[k] for k in keep},
-                       loss=res.final["loss"], step_norm=res.final["step_norm"], theta=theta, gamma=gamma)
+    keep = ("loss", "step_norm")  # ‖Z_t‖ (with tol) served the stopping rule only
+    return SolveResult(
+        n_iter=res.n_iter,
+        status=res.status,
+        history={k: res.history[k] for k in keep},
+        loss=res.final["loss"],
+        step_norm=res.final["step_norm"],
+        theta=theta,
+        gamma=gamma,
+    )
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "model", "max_iter", "svd", "project", "span", "differentiable"))
-def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, max_iter, svd, project, span=False,
-          differentiable=False):
+@functools.partial(
+    jax.jit,
+    static_argnames=("rank", "model", "max_iter", "svd", "project", "span", "differentiable"),
+)
+def _lpgd(
+    theta0,
+    gamma0,
+    data,
+    xi,
+    lam,
+    step,
+    tol,
+    key,
+    *,
+    rank,
+    model,
+    max_iter,
+    svd,
+    project,
+    span=False,
+    differentiable=False,
+):
     # Concrete values out of range were refused; traced ones arrive as NaN (_checks.as_hyper), and a
     # traced safe bound that overflows is NaN too (model.step_bound).
     invalid = jnp.isnan(xi) | jnp.isnan(lam) | jnp.isnan(step)
     if span and max_iter > 1:
-        return _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, invalid, rank=rank, model=model,
-                          max_iter=max_iter, differentiable=differentiable)
+        return _lpgd_span(
+            theta0,
+            gamma0,
+            data,
+            xi,
+            lam,
+            step,
+            tol,
+            invalid,
+            rank=rank,
+            model=model,
+            max_iter=max_iter,
+            differentiable=differentiable,
+        )
     # SDL-W runs on θᵀ = [Aᵀ ∥ Bᵀ] (contiguous row blocks; Π_r commutes with the transpose).
     XT = data.X.T if model == "W" else None
     if model == "W":
@@ -230,41 +338,85 @@ def _lpgd(theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, max_ite
         return prox.project_rank(theta, rank, method=svd, key=key), gamma
 
     value_and_grads = lambda th, g: sm.value_and_gradients(th, g, data, xi, lam, model, XT)  # noqa: E731
-    loss0 = value_and_grads(theta0, gamma0)[0]           # the first step's loss; its gradient is dead code
-    res = _run(value_and_grads, lambda th: jnp.sum(th * th), transforms.projected(optax.sgd(step), project_fn),
-               (theta0, gamma0), tol, max_iter, loss0, invalid, differentiable=differentiable)
+    loss0 = value_and_grads(theta0, gamma0)[0]  # the first step's loss; its gradient is dead code
+    res = _run(
+        value_and_grads,
+        lambda th: jnp.sum(th * th),
+        transforms.projected(optax.sgd(step), project_fn),
+        (theta0, gamma0),
+        tol,
+        max_iter,
+        loss0,
+        invalid,
+        differentiable=differentiable,
+    )
     (theta, gamma), _ = res.state
     return _solve_result(res, theta.T if model == "W" else theta, gamma)
 
 
-def _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, invalid, *, rank, model, max_iter, differentiable=False):
+def _lpgd_span(
+    theta0,
+    gamma0,
+    data,
+    xi,
+    lam,
+    step,
+    tol,
+    invalid,
+    *,
+    rank,
+    model,
+    max_iter,
+    differentiable=False,
+):
     """LPGD with the first step on the dense θ, kept as its factors θ₁ = U₁V₁ᵀ, and the rest in the
     span of [X, U₁] (:mod:`lowrank_jax.sdl.span`) through the same loop as the dense solver."""
     f0, grads0 = sm.value_and_gradients(theta0, gamma0, data, xi, lam, model)
-    U1, V1 = linalg.gram_rank_factors(theta0 - step * grads0[0], rank)   # the dense step, Π_r by svd="gram"
+    U1, V1 = linalg.gram_rank_factors(
+        theta0 - step * grads0[0], rank
+    )  # the dense step, Π_r by svd="gram"
     theta1, gamma1 = U1 @ V1.T, gamma0 - step * grads0[1]
-    diag0 = {"loss": f0, "step_norm": jnp.sqrt(jnp.sum((theta1 - theta0) ** 2) + jnp.sum((gamma1 - gamma0) ** 2))}
+    diag0 = {
+        "loss": f0,
+        "step_norm": jnp.sqrt(jnp.sum((theta1 - theta0) ** 2) + jnp.sum((gamma1 - gamma0) ** 2)),
+    }
     if tol is not None:
         diag0["size"] = jnp.sqrt(jnp.sum(theta0 * theta0) + jnp.sum(gamma0 * gamma0))
 
     coords1, U = sp.from_first_step(U1, V1, data.kappa, model, data.X.dtype)
     K = sp.basis(data.X, U)
-    opt = transforms.projected(optax.sgd(step), lambda prm: (sp.project_rank(prm[0], K, rank, model), prm[1]))
+    opt = transforms.projected(
+        optax.sgd(step), lambda prm: (sp.project_rank(prm[0], K, rank, model), prm[1])
+    )
     params1 = (coords1, gamma1)
 
     def rest():
-        return _run(lambda c, g: sp.value_and_gradients(c, g, K, data, xi, lam, model),
-                    lambda c: sp.coords_sq_norm(c, K, model), opt, params1, tol, max_iter - 1, f0, invalid,
-                    start=1, differentiable=differentiable)
+        return _run(
+            lambda c, g: sp.value_and_gradients(c, g, K, data, xi, lam, model),
+            lambda c: sp.coords_sq_norm(c, K, model),
+            opt,
+            params1,
+            tol,
+            max_iter - 1,
+            f0,
+            invalid,
+            start=1,
+            differentiable=differentiable,
+        )
 
     if tol is None:
         res = rest()
     else:
-        def none():                                                # the first step met the tolerance
+
+        def none():  # the first step met the tolerance
             blank = jax.tree.map(lambda d: jnp.full((max_iter - 1,), jnp.nan, d.dtype), diag0)
-            return loop.LoopResult((params1, opt.init(params1)), blank, jnp.asarray(0, jnp.int32),
-                                   jax.tree.map(lambda d: jnp.full_like(d, jnp.nan), diag0),
-                                   jnp.asarray(Status.CONVERGED, jnp.int32))
+            return loop.LoopResult(
+                (params1, opt.init(params1)),
+                blank,
+                jnp.asarray(0, jnp.int32),
+                jax.tree.map(lambda d: jnp.full_like(d, jnp.nan), diag0),
+                jnp.asarray(Status.CONVERGED, jnp.int32),
+            )
 
         res = jax.lax.cond(_stop(tol)(None, diag0), none, rest)
     (coords, gamma), _ = res.state
@@ -276,8 +428,8 @@ def _lpgd_span(theta0, gamma0, data, xi, lam, step, tol, invalid, *, rank, model
 
 
 class BCDResult(Result):
-    """What :func:`bcd` returns (the :class:`~lowrank_jax.result.Result` core: ``status``, ``n_iter``,
-    ``history``).
+    """What :func:`bcd` returns (the :class:`~lowrank_jax.result.Result` core: ``status``,
+    ``n_iter``, ``history``).
 
     Attributes:
       loss: F at the iterate before the last sweep; ``history["loss"]`` per sweep.
@@ -295,24 +447,35 @@ def factored_objective(f: sm.Factors, gamma, data, xi, lam, model):
 
 
 @full_precision
-def bcd(factors0: sm.Factors, gamma0, data: sm.SDLData, xi, lam, *, model: str, max_iter: int = 1000,
-        inner: int = 1, throw: bool = True) -> BCDResult:
-    """Cyclic block coordinate descent on (W, H, β, γ): ``inner`` gradient steps per block per sweep,
-    step 1/L_b with the block Lipschitz bounds (½ bounds the softmax curvature):
+def bcd(
+    factors0: sm.Factors,
+    gamma0,
+    data: sm.SDLData,
+    xi,
+    lam,
+    *,
+    model: str,
+    max_iter: int = 1000,
+    inner: int = 1,
+    throw: bool = True,
+) -> BCDResult:
+    """Cyclic block coordinate descent on (W, H, β, γ): ``inner`` gradient steps per block per
+    sweep, step 1/L_b with the block Lipschitz bounds (½ bounds the softmax curvature):
 
         SDL-H  L_W = 2ξ‖H‖²,  L_H = (½ + 2λ)‖β‖² + 2ξ‖W‖²,  L_β = (½ + 2λ)‖H‖²
         SDL-W  L_W = (½‖X‖² + 2λ)‖β‖² + 2ξ‖H‖²,  L_H = 2ξ‖W‖²,  L_β = (½‖X‖² + 2λ)‖W‖²
         both   L_γ = ½‖X_aux‖² + 2λ
 
-    ``factors0`` = (W (p, r), H (r, n), β (r, κ)), ``gamma0`` (q, κ); ξ, λ ≥ 0 scalars; ``max_iter``,
-    ``inner`` ≥ 1. ``throw``: a run that diverges (non-finite factors or γ, or F grown 10⁴-fold: data
-    whose scale overflows the block bounds) raises ``RuntimeError`` (True, default; also inside
-    ``jit``/``vmap``), as :func:`lowrank_jax.sdl.fit` does, or only reports
-    ``status == Status.DIVERGED`` (False). A traced ξ or λ outside its range gives ``Status.INVALID``.
+    ``factors0`` = (W (p, r), H (r, n), β (r, κ)), ``gamma0`` (q, κ); ξ, λ ≥ 0 scalars;
+    ``max_iter``, ``inner`` ≥ 1. ``throw``: a run that diverges (non-finite factors or γ, or F grown
+    10⁴-fold: data whose scale overflows the block bounds) raises ``RuntimeError`` (True, default;
+    also inside ``jit``/``vmap``), as :func:`lowrank_jax.sdl.fit` does, or only reports
+    ``status == Status.DIVERGED`` (False). A traced ξ or λ outside its range gives
+    ``Status.INVALID``.
 
     Returns:
-      :class:`BCDResult`: ``status`` (MAX_ITER: BCD has no stopping rule), ``n_iter`` = ``max_iter``,
-      the final ``loss`` and its ``history``, ``factors`` and ``gamma``.
+      :class:`BCDResult`: ``status`` (MAX_ITER: BCD has no stopping rule), ``n_iter`` =
+      ``max_iter``, the final ``loss`` and its ``history``, ``factors`` and ``gamma``.
     """
     sm._check_model(model)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
@@ -322,7 +485,9 @@ def bcd(factors0: sm.Factors, gamma0, data: sm.SDLData, xi, lam, *, model: str, 
     xi, lam = sm.check_hypers(data, xi, lam)
     throw = _checks.check_flag(throw, "throw")
     res = _bcd(factors0, gamma0, data, xi, lam, model=model, max_iter=max_iter, inner=inner)
-    return finish(res, throw, diverged=_diverged_message(model, "bcd"), invalid=_invalid_message(model, "bcd"))
+    return finish(
+        res, throw, diverged=_diverged_message(model, "bcd"), invalid=_invalid_message(model, "bcd")
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("model", "max_iter", "inner"))
@@ -335,7 +500,7 @@ def _bcd(factors0, gamma0, data, xi, lam, *, model, max_iter, inner):
         for M in Ms:
             M = linalg.after(M, *out[-1:])
             out.append(jnp.linalg.norm(M, 2) ** 2 if M.size else jnp.zeros((), data.X.dtype))
-        return out[len(last):]
+        return out[len(last) :]
 
     x_sq, aux_sq = sq(data.X, data.X_aux)
     tiny = jnp.finfo(data.X.dtype).tiny
@@ -380,8 +545,19 @@ def _bcd(factors0, gamma0, data, xi, lam, *, model, max_iter, inner):
         return (f, g), {"loss": val}
 
     loss0 = obj(factors0, gamma0)
-    res = loop.run_fixed(body, (factors0, gamma0), max_iter, diverged=lambda s, d: diverged(s, d["loss"], loss0),
-                         invalid=jnp.isnan(xi) | jnp.isnan(lam))
+    res = loop.run_fixed(
+        body,
+        (factors0, gamma0),
+        max_iter,
+        diverged=lambda s, d: diverged(s, d["loss"], loss0),
+        invalid=jnp.isnan(xi) | jnp.isnan(lam),
+    )
     f, g = res.state
-    return BCDResult(n_iter=res.n_iter, status=res.status, history=res.history, loss=res.final["loss"], factors=f,
-                     gamma=g)
+    return BCDResult(
+        n_iter=res.n_iter,
+        status=res.status,
+        history=res.history,
+        loss=res.final["loss"],
+        factors=f,
+        gamma=g,
+    )

@@ -46,7 +46,9 @@ class Basis(NamedTuple):
 
 def basis(X, U) -> Basis:
     """The :class:`Basis` of E = [X, U] for X (p, n) and U (p, r): its Gram blocks and the R of E = QR."""
-    return Basis(X.T @ X, U.T @ X, U.T @ U, jnp.linalg.qr(jnp.concatenate([X, U], axis=1), mode="r"))
+    return Basis(
+        X.T @ X, U.T @ X, U.T @ U, jnp.linalg.qr(jnp.concatenate([X, U], axis=1), mode="r")
+    )
 
 
 def _images(K: Basis, M, N):
@@ -111,13 +113,15 @@ def value_and_gradients(coords, gamma, K: Basis, data: sm.SDLData, xi, lam, mode
     else:
         M, N = coords
         MA, MB, NA, NB = M[:, :k], M[:, k:], N[:, :k], N[:, k:]
-        lin, a_sq = MA.T @ K.XtX + NA.T @ K.UtX, sq_norm(K, MA, NA)    # AᵀX (κ, n), ‖A‖²
+        lin, a_sq = MA.T @ K.XtX + NA.T @ K.UtX, sq_norm(K, MA, NA)  # AᵀX (κ, n), ‖A‖²
     fit, R, g_gamma = sm.label_terms(lin, gamma, data, lam)
-    DM, DN = MB - eye, NB                                       # B − X = X DM + U DN
+    DM, DN = MB - eye, NB  # B − X = X DM + U DN
     value = fit + xi * sq_norm(K, DM, DN) + lam * a_sq
     if model == "H":
         return value, ((R + 2 * lam * A, 2 * xi * DM, 2 * xi * DN), g_gamma)
-    gM = jnp.concatenate([R.T + 2 * lam * MA, 2 * xi * DM], axis=1)   # X(P − Y)ᵀ + 2λA = X(Rᵀ + 2λM_A) + U·2λN_A
+    gM = jnp.concatenate(
+        [R.T + 2 * lam * MA, 2 * xi * DM], axis=1
+    )  # X(P − Y)ᵀ + 2λA = X(Rᵀ + 2λM_A) + U·2λN_A
     gN = jnp.concatenate([2 * lam * NA, 2 * xi * DN], axis=1)
     return value, ((gM, gN), g_gamma)
 
@@ -134,5 +138,14 @@ def project_rank(coords, K: Basis, rank: int, model: str):
     return tuple((C @ V) @ V.T for C in coords)
 
 
-__all__ = ["Basis", "basis", "coords_sq_norm", "expand", "from_first_step", "gram", "project_rank", "sq_norm",
-           "value_and_gradients"]
+__all__ = [
+    "Basis",
+    "basis",
+    "coords_sq_norm",
+    "expand",
+    "from_first_step",
+    "gram",
+    "project_rank",
+    "sq_norm",
+    "value_and_gradients",
+]
