@@ -46,9 +46,9 @@ def main(argv=None):
     fnn = rpca.pretrained(alpha=0.1)
     rnn = rnn_model(n)
     runs = {
-        "FNN (K = 10)": jax.jit(lambda Y, X: fnn(Y, frmnn=False, X_star=X).error),
-        "pure RNN": jax.jit(lambda Y, X: rnn(Y, max_iter=TOTAL, X_star=X).error),
-        "FRMNN (K = 10)": jax.jit(lambda Y, X: fnn(Y, max_iter=TOTAL, X_star=X).error),
+        "FNN (K = 10)": jax.jit(lambda Y, X: fnn(Y, frmnn=False, X_star=X).history["error"]),
+        "pure RNN": jax.jit(lambda Y, X: rnn(Y, max_iter=TOTAL, X_star=X).history["error"]),
+        "FRMNN (K = 10)": jax.jit(lambda Y, X: fnn(Y, max_iter=TOTAL, X_star=X).history["error"]),
     }
     curves = {name: [] for name in runs}
     for s in range(args.instances):

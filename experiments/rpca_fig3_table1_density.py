@@ -60,9 +60,11 @@ def main(argv=None):
     table, curves = [], []
     for alpha in args.alphas:
         model = model_for(alpha, args.n)
-        run_l = jax.jit(lambda Y, X: model(Y, max_iter=LRPCA_ITERS, X_star=X).error)
+        # throw=False: a run that diverges is a failure to count (its curve ends NaN or far above
+        # SUCCESS), not the end of the table.
+        run_l = jax.jit(lambda Y, X: model(Y, max_iter=LRPCA_ITERS, X_star=X, throw=False).history["error"])
         run_s = jax.jit(lambda Y, X: rpca.scaledgd(Y, 5, alpha, alpha_iter=min(1.1 * alpha, 1.0), max_iter=SGD_ITERS,
-                                                   X_star=X).error)
+                                                   X_star=X, throw=False).history["error"])
         el, es = [], []
         for s in range(args.instances):
             p = instance(900 + s, args.n, 5, alpha)

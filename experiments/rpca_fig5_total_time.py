@@ -92,7 +92,7 @@ def main(argv=None):
                 times.append(sec)
                 iters.append(int(out.n_iter))
                 errs.append(rel_error(out.X, p.X))
-                res.append(float(np.asarray(out.residual)[int(out.n_iter) - 1]))
+                res.append(float(out.residual))
             rows.append([args.n, alpha, name, np.mean(times), np.std(times), np.mean(iters), np.mean(errs),
                          np.max(res), args.instances])
             print(f"alpha={alpha:.2f} {name:20s} {np.mean(times):7.3f} s  {np.mean(iters):5.1f} its  "

@@ -40,9 +40,11 @@ def grid_points() -> tuple[np.ndarray, np.ndarray]:
 @functools.partial(jax.jit, static_argnames=("rank", "layers"))
 def grid_curves(zeta, eta, Y, X, betas, phis, *, rank: int, layers: int):
     """Relative error after every layer 1..``layers`` for every (β, φ) pair: (len(betas), layers).
-    Compiled once per (model size, layers): the schedule and the instance are arguments."""
+    Compiled once per (model size, layers): the schedule and the instance are arguments. A point
+    that diverges keeps its curve (throw=False; NaN or growing where it blew up), the others theirs."""
     def one(bp):
-        return rpca.lrpca(Y, rank, zeta, eta, beta=bp[0], phi=bp[1], max_iter=layers, X_star=X).error
+        out = rpca.lrpca(Y, rank, zeta, eta, beta=bp[0], phi=bp[1], max_iter=layers, X_star=X, throw=False)
+        return out.history["error"]
     return jax.lax.map(one, (betas, phis), batch_size=8)
 
 
@@ -50,9 +52,9 @@ def baselines(params, alpha, Y, X) -> dict[str, float]:
     """Final errors of the oracle schedule, ScaledGD and the shipped model on one instance."""
     r = params.rank
     zeta = rpca.oracle_thresholds(Y, r, X, num_layers=40)
-    return {"oracle schedule (eta 0.5, 40 layers)": float(rpca.lrpca(Y, r, zeta, jnp.full(40, 0.5), X_star=X).error[-1]),
-            "ScaledGD (defaults, 100 iterations)": float(rpca.scaledgd(Y, r, alpha, max_iter=100, X_star=X).error[-1]),
-            "shipped model (40 layers)": float(params(Y, max_iter=40, X_star=X).error[-1])}
+    return {"oracle schedule (eta 0.5, 40 layers)": float(rpca.lrpca(Y, r, zeta, jnp.full(40, 0.5), X_star=X).error),
+            "ScaledGD (defaults, 100 iterations)": float(rpca.scaledgd(Y, r, alpha, max_iter=100, X_star=X).error),
+            "shipped model (40 layers)": float(params(Y, max_iter=40, X_star=X).error)}
 
 
 def study(n: int, alpha: float, instances: int, layers: int, seed: int):

@@ -35,7 +35,7 @@ SIZES = (1000, 300, 100)
 
 def _curves(model, n: int, alpha: float, seeds, layers: int = 40):
     """Error per layer (FRMNN past the learned ones) on the instances of ``seeds``: (len(seeds), layers)."""
-    run = jax.jit(lambda Y, X: model(Y, max_iter=layers, X_star=X).error)
+    run = jax.jit(lambda Y, X: model(Y, max_iter=layers, X_star=X).history["error"])
     out = []
     for s in seeds:
         p = instance(s, n, 5, alpha)
@@ -81,7 +81,7 @@ def sizes_small(rows_out, instances: int, small_instances: int):
                         errs[size] = _curves(rpca.pretrained(alpha=alpha, n=size), n, alpha, seeds).mean(axis=0)
                 sgd = ""                             # ScaledGD runs at n < 300 only; empty: not run
                 if n < 300:
-                    run = jax.jit(lambda Y, X: rpca.scaledgd(Y, 5, alpha, max_iter=40, X_star=X).error[-1])
+                    run = jax.jit(lambda Y, X: rpca.scaledgd(Y, 5, alpha, max_iter=40, X_star=X).error)
                     sgd = float(np.mean([run(instance(s, n, 5, alpha).Y, instance(s, n, 5, alpha).X) for s in seeds]))
                 rows_out.append([alpha, n, large, errs[large][9], errs[large][39], small, errs[small][9],
                                  errs[small][39], sgd, count])

@@ -45,7 +45,7 @@ def evaluate(p, cfg, key, count=TEST_INSTANCES, total=FRMNN_LAYERS):
     def curves(y, x):
         fnn = p(y, frmnn=False, X_star=x)
         rnn = p(y, frmnn=True, max_iter=total, X_star=x)
-        return fnn.error, rnn.error
+        return fnn.history["error"], rnn.history["error"]
 
     fnn, rnn = jax.lax.map(lambda yx: curves(*yx), (Y, X))
     return np.asarray(fnn), np.asarray(rnn)

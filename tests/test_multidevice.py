@@ -12,10 +12,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from lowrank_jax import Status
+
 SCRIPT = textwrap.dedent(r"""
     import jax, jax.numpy as jnp, numpy as np
     from jax.sharding import PartitionSpec as P
-    from lowrank_jax import rpca, sweep
+    from lowrank_jax import Status, rpca, sweep
     from lowrank_jax.rpca import sharded
     from lowrank_jax.datasets import rpca as data
 
@@ -65,7 +67,10 @@ SCRIPT = textwrap.dedent(r"""
         scale = float(jnp.abs(ref.X).max())
         assert float(jnp.abs(out.X - ref.X).max()) < 1e-5 * scale, n1
         assert float(jnp.abs(out.S - ref.S).max()) < 1e-5 * scale, n1
-        np.testing.assert_allclose(np.asarray(out.residual), np.asarray(ref.residual), rtol=1e-3)
+        np.testing.assert_allclose(np.asarray(out.history["residual"]), np.asarray(ref.history["residual"]),
+                                   rtol=1e-3)
+        np.testing.assert_allclose(float(out.residual), float(ref.residual), rtol=1e-3)
+        assert int(out.status) == int(ref.status) == Status.MAX_ITER
         if n1 == 400:
             assert out.L.sharding.spec == P("rows", None) and out.S.sharding.spec == P("rows", None)
             assert out.R.sharding.spec == P()
@@ -73,11 +78,22 @@ SCRIPT = textwrap.dedent(r"""
     ref = rpca.lrpca(prob.Y, 5, p.zeta, p.eta, beta=0.95, phi=0.9, max_iter=20)
     out = sharded.lrpca_sharded(prob.Y, 5, p.zeta, p.eta, beta=0.95, phi=0.9, max_iter=20)
     assert float(jnp.abs(out.X - ref.X).max()) < 1e-5 * float(jnp.abs(ref.X).max())
+    # β = 10 diverges: a RuntimeError (the check inside the compiled program, raised while the other
+    # devices waited in a collective, stopped the process), or DIVERGED with throw=False
+    try:
+        sharded.lrpca_sharded(prob.Y, 5, p.zeta, p.eta, beta=10.0, phi=0.9, max_iter=20)
+        raise AssertionError("a diverging sharded run did not raise")
+    except RuntimeError as err:
+        assert "diverged" in str(err), err
+    bad = sharded.lrpca_sharded(prob.Y, 5, p.zeta, p.eta, beta=10.0, phi=0.9, max_iter=20, throw=False)
+    assert int(bad.status) == Status.DIVERGED
     ref = rpca.lrpca(prob.Y, 5, p.zeta, p.eta, beta=0.95, phi=0.9, tol=1e-4, max_iter=60)
     out = sharded.lrpca_sharded(prob.Y, 5, p.zeta, p.eta, beta=0.95, phi=0.9, tol=1e-4, max_iter=60)
     k = int(ref.n_iter)
     assert int(out.n_iter) == k and k < 60, (int(out.n_iter), k)
-    assert float(out.residual[k - 1]) < 1e-4 and not bool(jnp.isfinite(out.residual[k]))
+    assert int(out.status) == int(ref.status) == Status.CONVERGED
+    assert float(out.residual) < 1e-4 and float(out.history["residual"][k - 1]) == float(out.residual)
+    assert not bool(jnp.isfinite(out.history["residual"][k]))
     assert float(jnp.abs(out.X - ref.X).max()) < 1e-5 * float(jnp.abs(ref.X).max())
     print("MULTIDEVICE OK")
 """)
@@ -183,21 +199,30 @@ def test_sharded_lrpca_on_one_device_equals_lrpca():
     zero = jnp.zeros((40, 30))
     ref = rpca.lrpca(zero, 4, p.zeta, p.eta, tol=1e-4)
     out = sharded.lrpca_sharded(zero, 4, p.zeta, p.eta, tol=1e-4, mesh=sharded.row_mesh(jax.devices()[:1]))
-    assert float(out.residual[0]) == float(ref.residual[0]) == 0.0 and int(out.n_iter) == int(ref.n_iter)
+    assert float(out.residual) == float(ref.residual) == 0.0 and int(out.n_iter) == int(ref.n_iter) == 1
+    assert int(out.status) == int(ref.status) == Status.CONVERGED
 
 
 def test_sharded_lrpca_raises_on_divergence_like_lrpca():
-    """FRMNN with β = 10 grows the steps without bound: lrpca raised, lrpca_sharded returned NaN."""
+    """FRMNN with β = 10 grows the steps without bound: lrpca raised, lrpca_sharded returned NaN. Both
+    raise RuntimeError, and with throw=False both report DIVERGED at the same layer (the sharded rule
+    sums ‖L‖_F² across devices)."""
     from lowrank_jax import rpca
     from lowrank_jax.datasets import rpca as data
     from lowrank_jax.rpca import sharded
     prob = data.rpca_problem(jax.random.key(0), 60, 50, 3, 0.1)
     zeta, eta = rpca.oracle_thresholds(prob.Y, 3, prob.X, 8), jnp.full(8, 0.5)
     mesh = sharded.row_mesh(jax.devices()[:1])
-    with pytest.raises(FloatingPointError, match="diverged"):
-        rpca.lrpca(prob.Y, 3, zeta, eta, beta=10.0, phi=0.7, max_iter=60)
-    with pytest.raises(FloatingPointError, match="diverged"):
-        sharded.lrpca_sharded(prob.Y, 3, zeta, eta, beta=10.0, phi=0.7, max_iter=60, mesh=mesh)
+    kw = dict(beta=10.0, phi=0.7, max_iter=60)
+    with pytest.raises(RuntimeError, match="diverged.*beta"):
+        rpca.lrpca(prob.Y, 3, zeta, eta, **kw)
+    with pytest.raises(RuntimeError, match="diverged.*beta"):
+        sharded.lrpca_sharded(prob.Y, 3, zeta, eta, mesh=mesh, **kw)
+    ref = rpca.lrpca(prob.Y, 3, zeta, eta, tol=1e-30, throw=False, **kw)
+    out = sharded.lrpca_sharded(prob.Y, 3, zeta, eta, mesh=mesh, tol=1e-30, throw=False, **kw)
+    assert int(ref.status) == int(out.status) == Status.DIVERGED
+    assert 8 < int(out.n_iter) == int(ref.n_iter) < 60           # stopped where it blew up, past the K layers
+    assert np.all(np.isnan(np.asarray(out.history["residual"][int(out.n_iter):])))
 
 
 def test_sharded_lrpca_rejects_bad_input():
@@ -231,10 +256,10 @@ def test_sharded_lrpca_stops_strictly_below_tol_and_keeps_frmnn_thresholds_for_s
     p = rpca.pretrained(0.1)
     zeta, eta = p.zeta * (1000 / np.sqrt(40 * 30)) * (4 / 5), p.eta
     full = sharded.lrpca_sharded(prob.Y, 4, zeta, eta, tol=1e-30, mesh=mesh)
-    res = np.asarray(full.residual)
-    assert int(full.n_iter) == 10 and res[2] < res[1] < res[0]
+    res = np.asarray(full.history["residual"])
+    assert int(full.n_iter) == 10 and res[2] < res[1] < res[0] and int(full.status) == Status.MAX_ITER
     stopped = sharded.lrpca_sharded(prob.Y, 4, zeta, eta, tol=float(res[1]), mesh=mesh)
-    assert int(stopped.n_iter) == 3
+    assert int(stopped.n_iter) == 3 and int(stopped.status) == Status.CONVERGED
     kw = dict(beta=1.0, phi=0.5, max_iter=13)
     ref = rpca.lrpca(prob.Y, 4, zeta, eta, **kw)
     out = sharded.lrpca_sharded(prob.Y, 4, zeta, eta, mesh=mesh, **kw)

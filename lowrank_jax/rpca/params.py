@@ -117,7 +117,8 @@ class LRPCAParams(eqx.Module):
         problems, not smaller: below 0.9 n_train a ``UserWarning`` says the error will stall early.
         ``frmnn=True`` continues past layer K with (β, φ) until ``tol`` or ``max_iter`` (default:
         K + 5 layers without ``tol``); ``frmnn=False`` runs the K layers.
-        Other keyword arguments go to ``lrpca`` (``X_star``, ``support``, ``key``, ...).
+        Other keyword arguments go to ``lrpca`` (``X_star``, ``support``, ``key``, ``throw``, ...); it
+        returns ``lrpca``'s :class:`~lowrank_jax.rpca.RPCAResult`.
         """
         Y = _checks.as_matrix(Y, "Y")
         frmnn, rescale = _checks.check_flag(frmnn, "frmnn"), _checks.check_flag(rescale, "rescale")
@@ -263,12 +264,12 @@ def pretrained(alpha: float = 0.1, *, n=None, rank: int | None = None) -> LRPCAP
     Example:
         ```python
         import jax
-        from lowrank_jax import datasets, rpca
+        from lowrank_jax import Status, datasets, rpca
 
         p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)
         model = rpca.pretrained(alpha=0.1, n=300)      # the shipped n = 300 model
         out = model(p.Y, tol=1e-5, X_star=p.X)         # its 10 learned layers, then FRMNN layers until tol
-        print(out.n_iter, out.error[out.n_iter - 1])   # 30 iterations, relative error ≈ 1e-4
+        print(Status.describe(out.status), out.n_iter, out.error)   # CONVERGED 30 9.7e-05: error ≈ 1e-4
         ```
     """
     value = _checks.as_real(alpha)              # also a 0-d NumPy or JAX number (jnp.float32(0.2))

@@ -35,7 +35,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from lowrank_jax import _checks, linalg, loop
 from lowrank_jax.prox import soft_threshold
 from lowrank_jax.result import finish
-from lowrank_jax.rpca._common import RPCAResult, check_common, diverged, frob
+from lowrank_jax.rpca._common import RPCAResult, _blank_if_invalid, check_common, diverged, frob
 from lowrank_jax.rpca.learned import _layer_params, check_schedule, lrpca_step, soft_threshold_complement
 from lowrank_jax.precision import full_precision
 
@@ -60,10 +60,15 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
     :func:`row_mesh` over every device). n1 need not divide by the device count: Y is padded with
     zero rows, which stay exactly zero in L and S (their residual is 0), and trimmed after. Not
     taken here: ``lrpca``'s diagnostics (``X_star``, ``support``), its ``svd`` choice (the first
-    SVD is randomized), ``stop="change"`` and ``differentiable``. ``throw``: as in ``lrpca``.
+    SVD is randomized), ``stop="change"`` and ``differentiable``. ``throw``: as in ``lrpca``; a
+    direct call judges the status on the host. Inside a caller's ``jit`` or ``vmap`` on a mesh of
+    several devices pass ``throw=False`` and read ``status``: there the check is an
+    ``equinox.error_if`` in the program, which gathers the result onto every device, and whose
+    error, raised while the other devices wait in a collective, stops the process (XLA:CPU).
 
     Returns an :class:`~lowrank_jax.rpca.RPCAResult` whose L, X and S stay split by rows
-    (``NamedSharding``) and whose R is replicated; ``residual`` holds ‖E_k‖_F/‖Y‖_F per layer.
+    (``NamedSharding``) and whose R is replicated; ``residual`` is the final ‖E_k‖_F/‖Y‖_F and
+    ``history["residual"]`` holds it per layer.
     Only when n1 divides by the device count: JAX splits an axis in equal blocks only, so trimmed
     results come back whole on every device. For a Y too large for one device, make n1 a multiple
     of the device count (pad it yourself and drop the rows after).
@@ -91,6 +96,7 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
                                     budget=budget, frmnn=frmnn, use_tol=use_tol, oversample=oversample, n_iter=n_iter)
     if pad:
         L, S = L[:n1], S[:n1]
+    history, last = _blank_if_invalid((history, last), status)
     out = RPCAResult(n_iter=count, status=status, history={"residual": history}, L=L, R=R, X=L @ R.T, S=S,
                      residual=last)
     return finish(out, throw, diverged="LRPCA (sharded) diverged (non-finite or exploding factors): the step sizes "

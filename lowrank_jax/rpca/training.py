@@ -51,7 +51,8 @@ import optax
 
 from lowrank_jax import _checks, datasets, loop
 from lowrank_jax import progress as progress_bar
-from lowrank_jax.rpca._common import relative_error
+from lowrank_jax.result import Status
+from lowrank_jax.rpca._common import diverged, frob, relative_error
 from lowrank_jax.rpca.learned import ORACLE_RULES, _layer_params, lrpca, lrpca_step, oracle_thresholds
 from lowrank_jax.rpca.params import LRPCAParams, read_params, save_params
 from lowrank_jax.precision import full_precision
@@ -116,18 +117,21 @@ def _instances(key, cfg: TrainConfig, count: int, sampler=None):
     return p.Y, p.X
 
 
-def layer_error(params: LRPCAParams, Y, X_star, layers: int):
-    """‖X_j − X⋆‖_F/‖X⋆‖_F after ``layers`` = j layers (j = 0: the initialisation)."""
-    out = lrpca(Y, params.rank, params.zeta[: layers + 1], params.eta[:layers])
+def layer_error(params: LRPCAParams, Y, X_star, layers: int, *, throw: bool = True):
+    """‖X_j − X⋆‖_F/‖X⋆‖_F after ``layers`` = j layers (j = 0: the initialisation). ``throw``: as in
+    :func:`~lowrank_jax.rpca.lrpca` (a diverging run raises ``RuntimeError``; False returns its error)."""
+    out = lrpca(Y, params.rank, params.zeta[: layers + 1], params.eta[:layers], throw=throw)
     return relative_error(out.X, X_star)
 
 
-def stage_loss(params: LRPCAParams, Y, X_star, layers: int):
-    """One instance's loss of stage j = ``layers``: mean of log e_k over k = 1..j (log e_0 for j = 0)."""
+def stage_loss(params: LRPCAParams, Y, X_star, layers: int, *, throw: bool = True):
+    """One instance's loss of stage j = ``layers``: mean of log e_k over k = 1..j (log e_0 for j = 0),
+    the e_k from ``history["error"]`` of the j-layer run. ``throw``: as in :func:`layer_error`; the
+    training step passes False (see :func:`train_lrpca`)."""
     if layers == 0:
-        return jnp.log(layer_error(params, Y, X_star, 0))
-    out = lrpca(Y, params.rank, params.zeta[: layers + 1], params.eta[:layers], X_star=X_star)
-    return jnp.mean(jnp.log(out.error))
+        return jnp.log(layer_error(params, Y, X_star, 0, throw=throw))
+    out = lrpca(Y, params.rank, params.zeta[: layers + 1], params.eta[:layers], X_star=X_star, throw=throw)
+    return jnp.mean(jnp.log(out.history["error"]))
 
 
 def initial_params(key, cfg: TrainConfig, sampler=None) -> LRPCAParams:
@@ -135,8 +139,11 @@ def initial_params(key, cfg: TrainConfig, sampler=None) -> LRPCAParams:
     ``cfg.init_eta``) on ``cfg.init_instances`` instances; η = ``cfg.init_eta``."""
     Y, X = _instances(key, cfg, cfg.init_instances, sampler)
     K = cfg.num_layers
-    zetas = jax.vmap(lambda y, x: oracle_thresholds(y, cfg.rank, x, K, cfg.init_eta, rule=cfg.init_rule,
-                                                    scale=cfg.init_scale))(Y, X)
+    # One instance after the other, each a direct call whose schedule is checked on the host: inside
+    # train_lrpca (run under jax.ensure_compile_time_eval, as a host function) the finiteness check of
+    # a vmapped call, an equinox.error_if, raised whether or not the thresholds were finite.
+    zetas = jnp.stack([oracle_thresholds(Y[i], cfg.rank, X[i], K, cfg.init_eta, rule=cfg.init_rule,
+                                         scale=cfg.init_scale) for i in range(Y.shape[0])])
     log_zeta = jnp.mean(jnp.log(zetas), axis=0)
     dtype = log_zeta.dtype                       # one dtype for every leaf (x64, float64 samplers)
     log_eta = jnp.full((K,), jnp.log(cfg.init_eta), dtype)
@@ -168,7 +175,9 @@ def _make_phase(cfg: TrainConfig, layers: int, sampler=None):
     def loss_fn(diff, static, Y, X):
         params = eqx.combine(diff, static)
         # One instance after the other: batched (vmapped) QR and skinny dots are slower on CPU.
-        return jnp.mean(jax.lax.map(lambda yx: stage_loss(params, yx[0], yx[1], layers), (Y, X)))
+        # throw=False: an instance whose run diverges does not abort the step from inside; its loss
+        # (large, or NaN once the iterate overflows) reaches train_lrpca's own check.
+        return jnp.mean(jax.lax.map(lambda yx: stage_loss(params, yx[0], yx[1], layers, throw=False), (Y, X)))
 
     @eqx.filter_jit
     def step(params, opt_state, key, mask_z, mask_e):
@@ -216,6 +225,12 @@ def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progr
 
     Returns:
       :class:`LRPCAParams` with ζ, η trained and β = φ = 1.
+
+    Divergence: the loss runs :func:`~lowrank_jax.rpca.lrpca` with ``throw=False``, so an instance
+    whose run diverges does not abort the compiled step; while its error stays finite (factors past
+    the growth bound) the loss is large and Adam steps away from it. A non-finite batch loss raises
+    ``RuntimeError`` naming the stage and step (lower ``cfg.lr``); the checkpoint then holds the
+    last finished stage.
     """
     K = cfg.num_layers
     key = _checks.as_key(key)
@@ -250,8 +265,8 @@ def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progr
                                                    mask_z, mask_e)
                     losses.append(float(loss))
                     if not np.isfinite(losses[-1]):
-                        raise FloatingPointError(f"training loss became {losses[-1]} at stage {j}, "
-                                                 f"step {i}; lower cfg.lr")
+                        raise RuntimeError(f"training loss became {losses[-1]} at stage {j}, step {i} "
+                                           "(the LRPCA runs diverged); lower cfg.lr")
                     bar.update(1)
                     bar.set_postfix(stage=j, err=f"{np.exp(losses[-1]):.2e}")
             entry = {"stage": j, "seconds": time.perf_counter() - t0,
@@ -291,15 +306,19 @@ def _load_checkpoint(path, cfg: TrainConfig, key_tag):
 
 
 def _continue(params: LRPCAParams, Y, L, R, beta, phi, extra: int):
-    """Run layers K+1..K+``extra`` from (L_K, R_K) with LRPCA's own FRMNN schedule (eq. 13)."""
+    """Run layers K+1..K+``extra`` from (L_K, R_K) with LRPCA's own FRMNN schedule (eq. 13); returns
+    (L, R, whether the run diverged by :func:`lrpca`'s rule)."""
     K = params.num_layers
+    y_norm = frob(Y)
+    y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
 
     def step(k, state):
         z, e = _layer_params(k, params.zeta, params.eta, beta, phi, K, True)
         L, R, _ = lrpca_step(Y, state[0], state[1], z, e)
         return (L, R), None
 
-    return loop.run_fixed(step, (L, R), extra, start=K).state
+    out = loop.run_fixed(step, (L, R), extra, start=K, diverged=lambda s, _: diverged(s[0], s[1], y_norm))
+    return out.state[0], out.state[1], out.status == Status.DIVERGED
 
 
 def frmnn_grid() -> tuple[jax.Array, jax.Array]:
@@ -348,8 +367,10 @@ def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instanc
       progress: show a tqdm bar of the instances done.
 
     Returns :class:`FRMNNSearch` ``(params with the chosen β, φ, errors)``, ``errors`` of shape
-    (len(betas), len(phis)): the grid's mean errors (NaN-safe: a diverging point counts as +inf). If every point diverges,
-    ``FloatingPointError`` (argmin over all-inf picked the first point, a diverging one).
+    (len(betas), len(phis)): the grid's mean errors, +inf at a point that diverged on some instance
+    (by :func:`~lowrank_jax.rpca.lrpca`'s rule: non-finite factors, or ‖L‖_F‖R‖_F beyond 10⁴ ‖Y‖_F,
+    in the K frozen layers or the continuation). If every point diverges, ``RuntimeError`` (argmin
+    over all-inf picked the first point, a diverging one).
     ``progress=True`` shows a tqdm bar of the instances done, moved from inside the compiled call.
     """
     # Checked here, by name: num_instances = 0 ended in "every (beta, phi) of the grid diverged",
@@ -366,8 +387,8 @@ def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instanc
                                   "instance", progress, channel=_GRID_CHANNEL):
         errors = _grid_errors(params, Y, X, betas, phis, extra_layers, _GRID_CHANNEL if progress else None)
     if not bool(jnp.any(jnp.isfinite(errors))):
-        raise FloatingPointError("every (beta, phi) of the grid diverged: the learned layers (or the grid) "
-                                 "do not suit these instances; no continuation was chosen")
+        raise RuntimeError("every (beta, phi) of the grid diverged: the learned layers (or the grid) "
+                           "do not suit these instances; no continuation was chosen")
     i, j = np.unravel_index(int(jnp.argmin(errors)), errors.shape)
     chosen = eqx.tree_at(lambda p: (p.beta, p.phi), params, (betas[i], phis[j]))
     return FRMNNSearch(chosen, errors)
@@ -399,11 +420,14 @@ def _grid_errors(params, Y, X, betas, phis, extra_layers, progress=None):
 
     def per_instance(iyx):
         i, y, x = iyx
-        base = lrpca(y, params.rank, params.zeta, params.eta)
+        # throw=False: frozen layers that diverge on an instance make every point +inf, and the
+        # search says so by name (below, in frmnn_grid_search) instead of aborting inside the call.
+        base = lrpca(y, params.rank, params.zeta, params.eta, throw=False)
+        base_diverged = base.status == Status.DIVERGED
 
         def one(bp):
-            L, R = _continue(params, y, base.L, base.R, bp[0], bp[1], extra_layers)
-            return relative_error(L @ R.T, x)
+            L, R, blown_up = _continue(params, y, base.L, base.R, bp[0], bp[1], extra_layers)
+            return jnp.where(base_diverged | blown_up, jnp.inf, relative_error(L @ R.T, x))
 
         errs = jax.lax.map(one, (B.ravel(), P.ravel()), batch_size=GRID_CHUNK)
         if progress is not None:      # the errors as an argument: the report waits for them
