@@ -2,9 +2,9 @@
 
 LRPCA uses the theorem's oracle schedule for its 10 layers (computed beforehand, not timed) and
 FRMNN continuation ζ_k = 0.7 ζ_{k−1}, η = 0.5: a schedule fixed before the run, which is what a
-trained model's layers are too, so the time is that of the layers and not of how ζ was found. The peer is the
-AccAltProj port on PyPI (``rpca``, benchmark extra), run in the same process on the same matrix.
-Every JAX solver is compiled before timing; times are medians of a few runs.
+trained model's layers are too, so the time is that of the layers and not of how ζ was found. The
+peer is the AccAltProj port on PyPI (``rpca``, benchmark extra), run in the same process on the same
+matrix. Every JAX solver is compiled before timing; times are medians of a few runs.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from _timing import table
 
 from lowrank_jax import datasets, rpca
-from _timing import table
 
 TOL, RANK, ALPHA = 1e-4, 5, 0.1
 
@@ -45,6 +45,7 @@ def _peer():
         with contextlib.redirect_stdout(io.StringIO()):
             model.fit(Y)
         return model
+
     return run
 
 
@@ -56,8 +57,9 @@ def main(sizes=(1000, 3000), reps=3):
         zeta = rpca.oracle_thresholds(p.Y, RANK, p.X, 10, 0.5)
         eta = jnp.full(10, 0.5)
         runs = {
-            "LRPCA (oracle ζ + FRMNN)": lambda: rpca.lrpca(p.Y, RANK, zeta, eta, beta=1.0, phi=0.7, tol=TOL,
-                                                            max_iter=500),
+            "LRPCA (oracle ζ + FRMNN)": lambda: rpca.lrpca(
+                p.Y, RANK, zeta, eta, beta=1.0, phi=0.7, tol=TOL, max_iter=500
+            ),
             "ScaledGD": lambda: rpca.scaledgd(p.Y, RANK, ALPHA, tol=TOL, max_iter=500),
             "AltProj": lambda: rpca.altproj(p.Y, RANK, tol=TOL, max_iter=500),
         }
@@ -72,13 +74,20 @@ def main(sizes=(1000, 3000), reps=3):
             model = peer(Yn)
             secs = time.perf_counter() - t0
             X_peer = model.L_ + model.mean_  # the port centres columns first
-            results["AccAltProj (PyPI rpca, NumPy)"] = (secs, int(model.end_iter_),
-                                                        float(np.linalg.norm(X_peer - np.asarray(p.X)) / norm_x))
+            results["AccAltProj (PyPI rpca, NumPy)"] = (
+                secs,
+                int(model.end_iter_),
+                float(np.linalg.norm(X_peer - np.asarray(p.X)) / norm_x),
+            )
         ref = results.get("AccAltProj (PyPI rpca, NumPy)", (None,))[0]
         for name, (secs, iters, err) in results.items():
-            rows.append([n, name, iters, f"{err:.1e}", f"{secs:.3f}", f"{ref / secs:.1f}x" if ref else "-"])
-    print(f"\n== Total time to ‖Y−X−S‖_F/‖Y‖_F < {TOL:g}, r = {RANK}, α = {ALPHA}, float32 (peer float64), "
-          f"{jax.devices()[0].platform} ==")
+            rows.append(
+                [n, name, iters, f"{err:.1e}", f"{secs:.3f}", f"{ref / secs:.1f}x" if ref else "-"]
+            )
+    print(
+        f"\n== Total time to ‖Y−X−S‖_F/‖Y‖_F < {TOL:g}, r = {RANK}, α = {ALPHA}, float32 (peer float64), "
+        f"{jax.devices()[0].platform} =="
+    )
     table(rows, ["n", "solver", "iterations", "‖X−X⋆‖/‖X⋆‖", "seconds", "speed-up vs AccAltProj"])
 
 

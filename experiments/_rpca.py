@@ -28,7 +28,9 @@ def checkpoint(folder: pathlib.Path, stem: str, cfg) -> pathlib.Path:
     """A training checkpoint's path named after its TrainConfig: a run with other settings (--n,
     --scale, step counts) starts its own file instead of failing to resume one written for another
     configuration."""
-    tag = hashlib.sha1(json.dumps(dataclasses.asdict(cfg), sort_keys=True, default=str).encode()).hexdigest()[:8]
+    tag = hashlib.sha1(
+        json.dumps(dataclasses.asdict(cfg), sort_keys=True, default=str).encode()
+    ).hexdigest()[:8]
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"{stem}_{tag}.eqx"
 
@@ -44,8 +46,10 @@ def write_csv(name: str, header, rows) -> pathlib.Path:
 
 def figure():
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     return plt
 
 
@@ -70,6 +74,7 @@ def first_below(curve, level):
 
 def nearest_pretrained_alpha(alpha: float) -> float:
     from lowrank_jax.rpca.params import PRETRAINED_ALPHAS
+
     return min(PRETRAINED_ALPHAS, key=lambda a: abs(a - alpha))
 
 

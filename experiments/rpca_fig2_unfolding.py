@@ -18,8 +18,8 @@ import dataclasses
 
 import jax
 import numpy as np
-
 from _rpca import figure, instance, out_dir, write_csv
+
 from lowrank_jax import rpca
 from lowrank_jax.rpca import training
 
@@ -62,7 +62,9 @@ def main(argv=None):
         mean = np.mean(np.array(c), axis=0)
         rows += [[name, k + 1, v] for k, v in enumerate(mean)]
         ax.semilogy(np.arange(1, len(mean) + 1), mean, style, ms=3, label=name)
-        print(f"{name:15s}: error at 10 = {mean[min(9, len(mean) - 1)]:.2e}, at the end ({len(mean)}) = {mean[-1]:.2e}")
+        print(
+            f"{name:15s}: error at 10 = {mean[min(9, len(mean) - 1)]:.2e}, at the end ({len(mean)}) = {mean[-1]:.2e}"
+        )
     write_csv("fig2_unfolding.csv", ["model", "iteration", "mean_error"], rows)
     ax.set_xlabel("iteration k")
     ax.set_ylabel("mean ‖X_k − X⋆‖_F/‖X⋆‖_F")

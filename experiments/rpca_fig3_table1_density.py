@@ -24,8 +24,8 @@ import dataclasses
 
 import jax
 import numpy as np
-
 from _rpca import checkpoint, figure, instance, out_dir, write_csv
+
 from lowrank_jax import rpca
 from lowrank_jax.rpca import training
 
@@ -40,14 +40,32 @@ def model_for(alpha: float, n: int):
     path = out_dir() / "models" / f"lrpca_rms_n{n}_alpha{alpha:g}.eqx"
     if path.exists():
         return rpca.load_params(path)
-    cfg = training.TrainConfig(n=n, rank=5, alpha=alpha, pre_steps=10, full_steps=20, init_rule="rms",
-                               init_scale=2.0, init_eta=1.0 / (1.0 - alpha))
+    cfg = training.TrainConfig(
+        n=n,
+        rank=5,
+        alpha=alpha,
+        pre_steps=10,
+        full_steps=20,
+        init_rule="rms",
+        init_scale=2.0,
+        init_eta=1.0 / (1.0 - alpha),
+    )
     key = jax.random.key(7)
-    p = training.train_lrpca(key, cfg, checkpoint=checkpoint(out_dir() / "models", f"checkpoint_rms_alpha{alpha:g}", cfg))
-    p, _ = training.frmnn_grid_search(jax.random.fold_in(key, 1), p, cfg, num_instances=GRID_INSTANCES,
-                                      extra_layers=GRID_EXTRA)
-    rpca.save_params(path, p, {"config": dataclasses.asdict(cfg), "grid_instances": GRID_INSTANCES,
-                               "grid_extra_layers": GRID_EXTRA})
+    p = training.train_lrpca(
+        key, cfg, checkpoint=checkpoint(out_dir() / "models", f"checkpoint_rms_alpha{alpha:g}", cfg)
+    )
+    p, _ = training.frmnn_grid_search(
+        jax.random.fold_in(key, 1), p, cfg, num_instances=GRID_INSTANCES, extra_layers=GRID_EXTRA
+    )
+    rpca.save_params(
+        path,
+        p,
+        {
+            "config": dataclasses.asdict(cfg),
+            "grid_instances": GRID_INSTANCES,
+            "grid_extra_layers": GRID_EXTRA,
+        },
+    )
     return p
 
 
@@ -62,9 +80,20 @@ def main(argv=None):
         model = model_for(alpha, args.n)
         # throw=False: a run that diverges is a failure to count (its curve ends NaN or far above
         # SUCCESS), not the end of the table.
-        run_l = jax.jit(lambda Y, X: model(Y, max_iter=LRPCA_ITERS, X_star=X, throw=False).history["error"])
-        run_s = jax.jit(lambda Y, X: rpca.scaledgd(Y, 5, alpha, alpha_iter=min(1.1 * alpha, 1.0), max_iter=SGD_ITERS,
-                                                   X_star=X, throw=False).history["error"])
+        run_l = jax.jit(
+            lambda Y, X: model(Y, max_iter=LRPCA_ITERS, X_star=X, throw=False).history["error"]
+        )
+        run_s = jax.jit(
+            lambda Y, X: rpca.scaledgd(
+                Y,
+                5,
+                alpha,
+                alpha_iter=min(1.1 * alpha, 1.0),
+                max_iter=SGD_ITERS,
+                X_star=X,
+                throw=False,
+            ).history["error"]
+        )
         el, es = [], []
         for s in range(args.instances):
             p = instance(900 + s, args.n, 5, alpha)
@@ -75,15 +104,23 @@ def main(argv=None):
         ok_s = int(np.sum(es[:, -1] <= SUCCESS))
         key = round(alpha, 2)
         table.append([alpha, ok_l, PAPER_LRPCA.get(key, ""), ok_s, PAPER_SCALEDGD.get(key, "")])
-        curves.append((alpha, np.exp(np.mean(np.log(el), axis=0)), np.exp(np.mean(np.log(es), axis=0))))
-        print(f"alpha={alpha:.2f}: LRPCA {ok_l}/{args.instances} (paper {PAPER_LRPCA.get(key, '-')}), "
-              f"ScaledGD {ok_s}/{args.instances} (paper {PAPER_SCALEDGD.get(key, '-')})", flush=True)
+        curves.append(
+            (alpha, np.exp(np.mean(np.log(el), axis=0)), np.exp(np.mean(np.log(es), axis=0)))
+        )
+        print(
+            f"alpha={alpha:.2f}: LRPCA {ok_l}/{args.instances} (paper {PAPER_LRPCA.get(key, '-')}), "
+            f"ScaledGD {ok_s}/{args.instances} (paper {PAPER_SCALEDGD.get(key, '-')})",
+            flush=True,
+        )
         # Drop this α's compiled programs: after six α's in one process, XLA:CPU's JIT ran out of
         # memory mappings ("LLVM compilation error: Cannot allocate memory").
         training._make_phase.cache_clear()
         jax.clear_caches()
-    write_csv("table1_density.csv", ["alpha", "lrpca_successes", "paper_lrpca", "scaledgd_successes",
-                                     "paper_scaledgd"], table)
+    write_csv(
+        "table1_density.csv",
+        ["alpha", "lrpca_successes", "paper_lrpca", "scaledgd_successes", "paper_scaledgd"],
+        table,
+    )
     rows = []
     for alpha, cl, cs in curves:
         rows += [[alpha, "LRPCA", k + 1, v] for k, v in enumerate(cl)]

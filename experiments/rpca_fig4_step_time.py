@@ -16,8 +16,8 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from _rpca import figure, instance, out_dir, write_csv
+
 from lowrank_jax.prox import sparsify_top_fraction
 from lowrank_jax.rpca import lrpca_step, scaledgd_step
 from lowrank_jax.rpca._common import spectral_init
@@ -31,6 +31,7 @@ def lrpca_loop(Y, L, R, zeta, eta):
     def body(c, _):
         L, R, _ = lrpca_step(Y, c[0], c[1], zeta, eta)
         return (L, R), None
+
     return jax.lax.scan(body, (L, R), None, length=ITERS)[0]
 
 
@@ -41,6 +42,7 @@ def scaledgd_loop(Y, L, R, alpha, eta):
     def body(c, _):
         L, R, _, cuts = scaledgd_step(Y, c[0], c[1], alpha, eta, c[2])
         return (L, R, cuts), None
+
     return jax.lax.scan(body, (L, R, cuts), None, length=ITERS)[0][:2]
 
 
@@ -62,18 +64,33 @@ def main(argv=None):
         t_l, t_s = [], []
         for seed in range(args.instances):
             p = instance(seed, args.n, 5, alpha)
-            zeta0 = jnp.max(jnp.abs(p.X))  # any schedule costs the same; the oracle ζ_0 keeps it sane
-            L, R = spectral_init(soft_threshold_complement(p.Y, zeta0), 5, svd="randomized",
-                                 key=jax.random.key(0))
+            zeta0 = jnp.max(
+                jnp.abs(p.X)
+            )  # any schedule costs the same; the oracle ζ_0 keeps it sane
+            L, R = spectral_init(
+                soft_threshold_complement(p.Y, zeta0), 5, svd="randomized", key=jax.random.key(0)
+            )
             t_l.append(per_iteration(lrpca_loop, p.Y, L, R, zeta0 * 1e-2, jnp.float32(0.5)))
-            Ls, Rs = spectral_init(p.Y - sparsify_top_fraction(p.Y, alpha), 5, svd="randomized",
-                                   key=jax.random.key(0))
-            t_s.append(per_iteration(scaledgd_loop, p.Y, Ls, Rs, jnp.float32(min(2 * alpha, 1.0)),
-                                     jnp.float32(0.5)))
-        rows.append([alpha, 1e3 * np.mean(t_l), 1e3 * np.std(t_l), 1e3 * np.mean(t_s), 1e3 * np.std(t_s)])
-        print(f"alpha={alpha:.2f}: LRPCA {rows[-1][1]:.2f} ms/it, ScaledGD {rows[-1][3]:.2f} ms/it "
-              f"({rows[-1][3] / rows[-1][1]:.1f}x)")
-    write_csv("fig4_step_time.csv", ["alpha", "lrpca_ms", "lrpca_std", "scaledgd_ms", "scaledgd_std"], rows)
+            Ls, Rs = spectral_init(
+                p.Y - sparsify_top_fraction(p.Y, alpha), 5, svd="randomized", key=jax.random.key(0)
+            )
+            t_s.append(
+                per_iteration(
+                    scaledgd_loop, p.Y, Ls, Rs, jnp.float32(min(2 * alpha, 1.0)), jnp.float32(0.5)
+                )
+            )
+        rows.append(
+            [alpha, 1e3 * np.mean(t_l), 1e3 * np.std(t_l), 1e3 * np.mean(t_s), 1e3 * np.std(t_s)]
+        )
+        print(
+            f"alpha={alpha:.2f}: LRPCA {rows[-1][1]:.2f} ms/it, ScaledGD {rows[-1][3]:.2f} ms/it "
+            f"({rows[-1][3] / rows[-1][1]:.1f}x)"
+        )
+    write_csv(
+        "fig4_step_time.csv",
+        ["alpha", "lrpca_ms", "lrpca_std", "scaledgd_ms", "scaledgd_std"],
+        rows,
+    )
     plt = figure()
     a = np.array(rows)
     fig, ax = plt.subplots(figsize=(5.5, 3.8))

@@ -4,8 +4,10 @@ LRPCA (shipped parameters, FRMNN continuation) vs ScaledGD vs AltProj.
 ScaledGD runs twice: with its reference sparsification level α̃ = 2α ("ScaledGD"), and with the
 α̃ = 1.1α that the Table 1 script's tuning found best at α ≥ 0.4 ("ScaledGD (α̃ = 1.1α)"); the paper
 says its baselines were hand-tuned. Neither suits every α: 1.1α is 8–12x faster at α = 0.25–0.3 but
-stalls above the 1e-4 residual at α = 0.05 and 0.1 (docs/rpca.md). ``--solvers`` and ``--alphas`` run a
-subset: its rows replace those of the same (n, α, solver) in the CSV and the others stay, so a partial
+stalls above the 1e-4 residual at α = 0.05 and 0.1 (docs/rpca.md). ``--solvers`` and ``--alphas``
+run a
+subset: its rows replace those of the same (n, α, solver) in the CSV and the others stay, so a
+  partial
 re-run does not erase the rest of the sweep (``--fresh`` starts the CSV over).
 
 LRPCA uses the pretrained model whose α is nearest, moved from n = 1000 to n by the paper's
@@ -23,8 +25,8 @@ import csv
 
 import jax
 import numpy as np
-
 from _rpca import figure, instance, nearest_pretrained_alpha, out_dir, rel_error, timed, write_csv
+
 from lowrank_jax import rpca
 
 TOL = 1e-4
@@ -32,7 +34,9 @@ TUNED = "ScaledGD (α̃ = 1.1α)"
 
 
 def solvers(alpha, n=3000):
-    model = rpca.pretrained(alpha=nearest_pretrained_alpha(alpha), n=n)   # the n = 1000 model from n = 900 up
+    model = rpca.pretrained(
+        alpha=nearest_pretrained_alpha(alpha), n=n
+    )  # the n = 1000 model from n = 900 up
     return {
         "LRPCA": lambda Y: model(Y, tol=TOL, max_iter=200),
         "ScaledGD": lambda Y: rpca.scaledgd(Y, 5, alpha, tol=TOL, max_iter=1000),
@@ -41,8 +45,17 @@ def solvers(alpha, n=3000):
     }
 
 
-HEADER = ["n", "alpha", "solver", "seconds", "seconds_std", "iterations", "rel_error", "max_final_residual",
-          "instances"]
+HEADER = [
+    "n",
+    "alpha",
+    "solver",
+    "seconds",
+    "seconds_std",
+    "iterations",
+    "rel_error",
+    "max_final_residual",
+    "instances",
+]
 
 
 def earlier_rows() -> list:
@@ -69,14 +82,22 @@ def main(argv=None):
     ap.add_argument("--alphas", type=float, nargs="+", default=[0.05, 0.1, 0.15, 0.2, 0.25, 0.3])
     ap.add_argument("--instances", type=int, default=3)
     ap.add_argument("--n", type=int, default=3000)
-    ap.add_argument("--solvers", nargs="+", choices=list(solvers(0.1)), help="run only these solvers")
-    ap.add_argument("--fresh", action="store_true", help="drop the rows of earlier runs from the CSV")
-    ap.add_argument("--plot-only", action="store_true", help="redraw the figure from the CSV, run nothing")
+    ap.add_argument(
+        "--solvers", nargs="+", choices=list(solvers(0.1)), help="run only these solvers"
+    )
+    ap.add_argument(
+        "--fresh", action="store_true", help="drop the rows of earlier runs from the CSV"
+    )
+    ap.add_argument(
+        "--plot-only", action="store_true", help="redraw the figure from the CSV, run nothing"
+    )
     args = ap.parse_args(argv)
     if args.plot_only:
         rows = [r for r in earlier_rows() if int(r[0]) == args.n]
-        if not rows:      # it drew an empty figure and exited 0
-            ap.error(f"--plot-only: the CSV holds no rows for n = {args.n}; run without --plot-only first")
+        if not rows:  # it drew an empty figure and exited 0
+            ap.error(
+                f"--plot-only: the CSV holds no rows for n = {args.n}; run without --plot-only first"
+            )
         plot(rows, args.n)
         return
     rows = []
@@ -93,10 +114,23 @@ def main(argv=None):
                 iters.append(int(out.n_iter))
                 errs.append(rel_error(out.X, p.X))
                 res.append(float(out.residual))
-            rows.append([args.n, alpha, name, np.mean(times), np.std(times), np.mean(iters), np.mean(errs),
-                         np.max(res), args.instances])
-            print(f"alpha={alpha:.2f} {name:20s} {np.mean(times):7.3f} s  {np.mean(iters):5.1f} its  "
-                  f"error {np.mean(errs):.1e}  residual {np.max(res):.1e}")
+            rows.append(
+                [
+                    args.n,
+                    alpha,
+                    name,
+                    np.mean(times),
+                    np.std(times),
+                    np.mean(iters),
+                    np.mean(errs),
+                    np.max(res),
+                    args.instances,
+                ]
+            )
+            print(
+                f"alpha={alpha:.2f} {name:20s} {np.mean(times):7.3f} s  {np.mean(iters):5.1f} its  "
+                f"error {np.mean(errs):.1e}  residual {np.max(res):.1e}"
+            )
     rows = merged(rows, [] if args.fresh else earlier_rows())
     write_csv("fig5_total_time.csv", HEADER, rows)
     plot([r for r in rows if int(r[0]) == args.n], args.n)
@@ -113,11 +147,24 @@ def plot(rows, n: int):
         if not r:
             continue
         reached = [i for i, x in enumerate(r) if float(x[7]) < TOL]
-        line = ax.errorbar([x[1] for x in r], [x[3] for x in r], [x[4] for x in r], marker=marker, capsize=3,
-                           label=name, markevery=reached)
+        line = ax.errorbar(
+            [x[1] for x in r],
+            [x[3] for x in r],
+            [x[4] for x in r],
+            marker=marker,
+            capsize=3,
+            label=name,
+            markevery=reached,
+        )
         missed = [x for x in r if float(x[7]) >= TOL]
         if missed:
-            ax.plot([x[1] for x in missed], [x[3] for x in missed], marker, mfc="white", color=line[0].get_color())
+            ax.plot(
+                [x[1] for x in missed],
+                [x[3] for x in missed],
+                marker,
+                mfc="white",
+                color=line[0].get_color(),
+            )
     ax.plot([], [], "o", mfc="white", color="gray", label="stopped at 1000 its, above 1e-4")
     ax.set_yscale("log")
     ax.set_xlabel("outlier density α")

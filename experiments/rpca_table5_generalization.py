@@ -15,8 +15,8 @@ import argparse
 
 import jax
 import numpy as np
-
 from _rpca import first_below, instance, write_csv
+
 from lowrank_jax import rpca
 
 PAPER = {(1000, 5): 8, (3000, 5): 7, (5000, 5): 7, (1000, 10): 10, (1000, 15): 11}
@@ -31,7 +31,11 @@ def main(argv=None):
     rows = []
     for n, r in PAPER:
         # throw=False: a diverging instance counts as a failure (its curve never reaches 1e-4)
-        run = jax.jit(lambda Y, X: base(Y, rank=r, max_iter=args.max_iter, X_star=X, throw=False).history["error"])
+        run = jax.jit(
+            lambda Y, X: base(Y, rank=r, max_iter=args.max_iter, X_star=X, throw=False).history[
+                "error"
+            ]
+        )
         its, fails = [], 0
         for s in range(args.instances):
             p = instance(500 + s, n, r, 0.1)
@@ -42,9 +46,15 @@ def main(argv=None):
                 its.append(k)
         mean = float(np.mean(its)) if its else float("nan")
         rows.append([n, r, mean, fails, PAPER[(n, r)]])
-        print(f"n={n:5d} r={r:2d}: {mean:5.2f} iterations to 1e-4 (paper: {PAPER[(n, r)]}), "
-              f"{fails} of {args.instances} never got there in {args.max_iter}")
-    write_csv("table5_generalization.csv", ["n", "r", "mean_iterations_to_1e-4", "failures", "paper"], rows)
+        print(
+            f"n={n:5d} r={r:2d}: {mean:5.2f} iterations to 1e-4 (paper: {PAPER[(n, r)]}), "
+            f"{fails} of {args.instances} never got there in {args.max_iter}"
+        )
+    write_csv(
+        "table5_generalization.csv",
+        ["n", "r", "mean_iterations_to_1e-4", "failures", "paper"],
+        rows,
+    )
 
 
 if __name__ == "__main__":

@@ -28,18 +28,20 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from _rpca import checkpoint, figure, out_dir, timed, write_csv
+
 from lowrank_jax import datasets, rpca
 from lowrank_jax.rpca import training
 
 RANK, K, WINDOW, SPLIT, HALT = 2, 5, 100, 500, 1e-3
 # AltProj's default β = 1/(2 (n1 n2)^{1/4}) is made for square matrices: on this tall clip every
 # threshold stays above the pixel range and S stays 0 (a plain rank-2 SVD, walkers left as ghosts in
-# the background). Hand-tuned (as the paper did): half of it gives ~5 % foreground pixels; a quarter,
-# 74 %.
+# the background). Hand-tuned (as the paper did): half of it gives ~5 % foreground pixels; a
+# quarter, 74 %.
 ALTPROJ_BETA_FACTOR = 0.5
-VISIBLE = 0.05  # |S| above this counts as foreground in the summary (soft thresholds leave small S dense)
+VISIBLE = (
+    0.05  # |S| above this counts as foreground in the summary (soft thresholds leave small S dense)
+)
 
 
 def altproj_beta(shape):
@@ -60,37 +62,65 @@ def make_sampler(Y, X, window):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--scale", type=float, default=0.25)
     args = ap.parse_args(argv)
     v = datasets.load_vtest(scale=args.scale)
     M = jnp.asarray(v.M)
     train, test = M[:, :SPLIT], M[:, SPLIT:]
-    print(f"vtest.avi: {v.M.shape[1]} frames of {v.frame_shape}; train {train.shape}, test {test.shape}")
+    print(
+        f"vtest.avi: {v.M.shape[1]} frames of {v.frame_shape}; train {train.shape}, test {test.shape}"
+    )
 
     t0 = time.perf_counter()
-    gt_train = rpca.altproj(train, RANK, beta=altproj_beta(train.shape), tol=1e-5, stop="change", max_iter=300)
-    print(f"AltProj pseudo ground truth on the training part: {int(gt_train.n_iter)} iterations, "
-          f"{time.perf_counter() - t0:.1f} s, {float(jnp.mean(gt_train.S != 0)):.1%} foreground pixels")
+    gt_train = rpca.altproj(
+        train, RANK, beta=altproj_beta(train.shape), tol=1e-5, stop="change", max_iter=300
+    )
+    print(
+        f"AltProj pseudo ground truth on the training part: {int(gt_train.n_iter)} iterations, "
+        f"{time.perf_counter() - t0:.1f} s, {float(jnp.mean(gt_train.S != 0)):.1%} foreground pixels"
+    )
     sampler = make_sampler(train, gt_train.X, WINDOW)
-    cfg = training.TrainConfig(n=round(math.sqrt(train.shape[0] * WINDOW)), rank=RANK, alpha=0.1,
-                               num_layers=K, pre_steps=10, full_steps=20, batch=1, init_instances=2)
+    cfg = training.TrainConfig(
+        n=round(math.sqrt(train.shape[0] * WINDOW)),
+        rank=RANK,
+        alpha=0.1,
+        num_layers=K,
+        pre_steps=10,
+        full_steps=20,
+        batch=1,
+        init_instances=2,
+    )
     key = jax.random.key(2)
     t0 = time.perf_counter()
-    params = training.train_lrpca(key, cfg, sampler=sampler, checkpoint=checkpoint(out_dir(), "video_checkpoint", cfg))
-    params, _ = training.frmnn_grid_search(jax.random.fold_in(key, 1), params, cfg, num_instances=8,
-                                           extra_layers=5, sampler=sampler)
+    params = training.train_lrpca(
+        key, cfg, sampler=sampler, checkpoint=checkpoint(out_dir(), "video_checkpoint", cfg)
+    )
+    params, _ = training.frmnn_grid_search(
+        jax.random.fold_in(key, 1), params, cfg, num_instances=8, extra_layers=5, sampler=sampler
+    )
     t_learn = time.perf_counter() - t0
-    rpca.save_params(out_dir() / "video_params.eqx", params, {"config": dataclasses.asdict(cfg),
-                                                             "data": "vtest.avi frames 0-499"})
-    print(f"learned K = {K} video layers in {t_learn:.0f} s; beta = {float(params.beta):.1f}, "
-          f"phi = {float(params.phi):.1f}")
+    rpca.save_params(
+        out_dir() / "video_params.eqx",
+        params,
+        {"config": dataclasses.asdict(cfg), "data": "vtest.avi frames 0-499"},
+    )
+    print(
+        f"learned K = {K} video layers in {t_learn:.0f} s; beta = {float(params.beta):.1f}, "
+        f"phi = {float(params.phi):.1f}"
+    )
 
-    reference = rpca.altproj(test, RANK, beta=altproj_beta(test.shape), tol=1e-5, stop="change", max_iter=300)
+    reference = rpca.altproj(
+        test, RANK, beta=altproj_beta(test.shape), tol=1e-5, stop="change", max_iter=300
+    )
     solvers = {
         "LRPCA": lambda Y: params(Y, rescale=False, tol=HALT, stop="change", max_iter=200),
         "ScaledGD": lambda Y: rpca.scaledgd(Y, RANK, 0.1, tol=HALT, stop="change", max_iter=1000),
-        "AltProj": lambda Y: rpca.altproj(Y, RANK, beta=altproj_beta(Y.shape), tol=HALT, stop="change"),
+        "AltProj": lambda Y: rpca.altproj(
+            Y, RANK, beta=altproj_beta(Y.shape), tol=HALT, stop="change"
+        ),
     }
     rows, results = [], {}
     for name, solve in solvers.items():
@@ -99,13 +129,21 @@ def main(argv=None):
         gap = float(jnp.linalg.norm(out.X - reference.X) / jnp.linalg.norm(reference.X))
         rows.append([name, sec, int(out.n_iter), gap, float(jnp.mean(jnp.abs(out.S) > VISIBLE))])
         results[name] = out
-        print(f"{name:9s} {sec:7.2f} s  {int(out.n_iter):4d} iterations  "
-              f"‖X − X_AltProj(1e-5)‖/‖X_AltProj‖ = {gap:.1e}  foreground {rows[-1][4]:.1%}")
-    write_csv("video_table2.csv", ["solver", "seconds", "iterations", "distance_to_altproj_1e-5", "fraction_abs_S_over_0.05"], rows)
+        print(
+            f"{name:9s} {sec:7.2f} s  {int(out.n_iter):4d} iterations  "
+            f"‖X − X_AltProj(1e-5)‖/‖X_AltProj‖ = {gap:.1e}  foreground {rows[-1][4]:.1%}"
+        )
+    write_csv(
+        "video_table2.csv",
+        ["solver", "seconds", "iterations", "distance_to_altproj_1e-5", "fraction_abs_S_over_0.05"],
+        rows,
+    )
 
     plt = figure()
     frames = [0, 120, 240]
-    fig, axes = plt.subplots(1 + 2 * len(results), len(frames), figsize=(3.2 * len(frames), 2.5 * (1 + 2 * len(results))))
+    fig, axes = plt.subplots(
+        1 + 2 * len(results), len(frames), figsize=(3.2 * len(frames), 2.5 * (1 + 2 * len(results)))
+    )
     Yf = v.frames(np.asarray(test))
     for j, f in enumerate(frames):
         axes[0, j].imshow(Yf[f], cmap="gray", vmin=0, vmax=1)
@@ -113,7 +151,9 @@ def main(argv=None):
         for i, (name, out) in enumerate(results.items()):
             axes[1 + 2 * i, j].imshow(v.frames(np.asarray(out.X))[f], cmap="gray", vmin=0, vmax=1)
             axes[1 + 2 * i, j].set_title(f"{name}: background")
-            axes[2 + 2 * i, j].imshow(np.abs(v.frames(np.asarray(out.S))[f]), cmap="gray_r", vmin=0, vmax=0.5)
+            axes[2 + 2 * i, j].imshow(
+                np.abs(v.frames(np.asarray(out.S))[f]), cmap="gray_r", vmin=0, vmax=0.5
+            )
             axes[2 + 2 * i, j].set_title(f"{name}: foreground |S|")
     for ax in axes.ravel():
         ax.axis("off")

@@ -239,8 +239,8 @@ def run_until(
 
     ``invalid``: a boolean scalar, typically ``jnp.isnan(tol)`` for the tolerance that ``stop``
     compares with (a traced tolerance that breaks its rule arrives as NaN,
-    :func:`lowrank_jax._checks.as_tolerance`). Where it is true the status is INVALID and the
-    floating-point leaves of the final state are NaN.
+    :func:`lowrank_jax._checks.as_tolerance`). Where it is true the status is INVALID, the
+    floating-point leaves of the final state are NaN and the diagnostics are blank (NaN, −1, False).
     """
     max_iter = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
     out = _run_until(step, state, max_iter, stop, diverged, start, differentiable, progress)
@@ -248,15 +248,21 @@ def run_until(
 
 
 def _poison(out: LoopResult, invalid) -> LoopResult:
-    """Where ``invalid`` is true: status INVALID and NaN in the state's floating-point leaves."""
+    """Where ``invalid`` is true: status INVALID, NaN in the state's floating-point leaves, and the
+    diagnostics (history and final) blanked as the history's padding is. The steps ran on a
+    hyperparameter outside its range (a threshold of 0 gives a residual of 0): a sweep that ranks
+    its points by a diagnostic must not find such a point best."""
     poisoned = jax.tree.map(
         lambda a: (
             jnp.where(invalid, jnp.nan, a) if jnp.issubdtype(jnp.result_type(a), jnp.inexact) else a
         ),
         out.state,
     )
+    blank = _blank_like(out.final)
+    final = jax.tree.map(lambda b, f: jnp.where(invalid, b, f), blank, out.final)
+    history = jax.tree.map(lambda b, h: jnp.where(invalid, b, h), blank, out.history)
     status = jnp.where(invalid, Status.INVALID, out.status).astype(jnp.int32)
-    return out._replace(state=poisoned, status=status)
+    return out._replace(state=poisoned, history=history, final=final, status=status)
 
 
 def _run_until(step, state, max_iter, stop, diverged, start, differentiable, progress):

@@ -100,10 +100,16 @@ SCRIPT = textwrap.dedent(r"""
 
 
 def test_eight_simulated_devices_match_one():
-    flags = " ".join([os.environ.get("XLA_FLAGS", ""), "--xla_force_host_platform_device_count=8"]).strip()
+    flags = " ".join(
+        [os.environ.get("XLA_FLAGS", ""), "--xla_force_host_platform_device_count=8"]
+    ).strip()
     env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0 and "MULTIDEVICE OK" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=900
+    )
+    assert proc.returncode == 0 and "MULTIDEVICE OK" in proc.stdout, (
+        proc.stdout[-3000:] + proc.stderr[-3000:]
+    )
 
 
 TWO_CPU_DEVICES = textwrap.dedent(r"""
@@ -170,17 +176,30 @@ TWO_CPU_DEVICES = textwrap.dedent(r"""
 
 def test_sweep_on_as_many_cpu_devices_as_cores_does_not_deadlock():
     # the suite's compile flags only (conftest): no simulated device count of the caller's
-    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=" ".join(
-        f for f in os.environ.get("XLA_FLAGS", "").split() if "device_count" not in f))
-    proc = subprocess.run([sys.executable, "-c", TWO_CPU_DEVICES], env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0 and "TWO DEVICES OK" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
+    env = dict(
+        os.environ,
+        JAX_PLATFORMS="cpu",
+        XLA_FLAGS=" ".join(
+            f for f in os.environ.get("XLA_FLAGS", "").split() if "device_count" not in f
+        ),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", TWO_CPU_DEVICES],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0 and "TWO DEVICES OK" in proc.stdout, (
+        proc.stdout[-3000:] + proc.stderr[-3000:]
+    )
 
 
 def test_sharded_lrpca_on_one_device_equals_lrpca():
     from lowrank_jax import rpca
     from lowrank_jax.datasets import rpca as data
     from lowrank_jax.rpca import sharded
+
     prob = data.rpca_problem(jax.random.key(5), 120, 90, 4, 0.1)
     p = rpca.pretrained(0.1)
     ref = rpca.lrpca(prob.Y, 4, p.zeta, p.eta)
@@ -188,28 +207,39 @@ def test_sharded_lrpca_on_one_device_equals_lrpca():
     np.testing.assert_allclose(np.asarray(out.X), np.asarray(ref.X), rtol=1e-4, atol=1e-6)
     # no layer at all (as lrpca allows): the initial X and S = S_ζ₀(Y), with or without FRMNN
     # (and no learned layer: ζ = (ζ₀,), η empty)
-    for zeta, eta, kw in ((p.zeta, p.eta, dict(max_iter=0)), (p.zeta, p.eta, dict(max_iter=0, beta=p.beta, phi=p.phi)),
-                          (p.zeta[:1], p.eta[:0], {})):
+    for zeta, eta, kw in (
+        (p.zeta, p.eta, dict(max_iter=0)),
+        (p.zeta, p.eta, dict(max_iter=0, beta=p.beta, phi=p.phi)),
+        (p.zeta[:1], p.eta[:0], {}),
+    ):
         ref = rpca.lrpca(prob.Y, 4, zeta, eta, **kw)
-        out = sharded.lrpca_sharded(prob.Y, 4, zeta, eta, mesh=sharded.row_mesh(jax.devices()[:1]), **kw)
+        out = sharded.lrpca_sharded(
+            prob.Y, 4, zeta, eta, mesh=sharded.row_mesh(jax.devices()[:1]), **kw
+        )
         assert int(out.n_iter) == int(ref.n_iter) == 0
         for a, b in ((out.X, ref.X), (out.S, ref.S)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
     # Y = 0: residual 0 (not 0/0) and the tolerance stop after the first layer, as lrpca
     zero = jnp.zeros((40, 30))
     ref = rpca.lrpca(zero, 4, p.zeta, p.eta, tol=1e-4)
-    out = sharded.lrpca_sharded(zero, 4, p.zeta, p.eta, tol=1e-4, mesh=sharded.row_mesh(jax.devices()[:1]))
-    assert float(out.residual) == float(ref.residual) == 0.0 and int(out.n_iter) == int(ref.n_iter) == 1
+    out = sharded.lrpca_sharded(
+        zero, 4, p.zeta, p.eta, tol=1e-4, mesh=sharded.row_mesh(jax.devices()[:1])
+    )
+    assert (
+        float(out.residual) == float(ref.residual) == 0.0
+        and int(out.n_iter) == int(ref.n_iter) == 1
+    )
     assert int(out.status) == int(ref.status) == Status.CONVERGED
 
 
 def test_sharded_lrpca_raises_on_divergence_like_lrpca():
-    """FRMNN with β = 10 grows the steps without bound: lrpca raised, lrpca_sharded returned NaN. Both
-    raise RuntimeError, and with throw=False both report DIVERGED at the same layer (the sharded rule
-    sums ‖L‖_F² across devices)."""
+    """FRMNN with β = 10 grows the steps without bound: lrpca raised, lrpca_sharded returned NaN.
+    Both raise RuntimeError, and with throw=False both report DIVERGED at the same layer (the
+    sharded rule sums ‖L‖_F² across devices)."""
     from lowrank_jax import rpca
     from lowrank_jax.datasets import rpca as data
     from lowrank_jax.rpca import sharded
+
     prob = data.rpca_problem(jax.random.key(0), 60, 50, 3, 0.1)
     zeta, eta = rpca.oracle_thresholds(prob.Y, 3, prob.X, 8), jnp.full(8, 0.5)
     mesh = sharded.row_mesh(jax.devices()[:1])
@@ -221,13 +251,17 @@ def test_sharded_lrpca_raises_on_divergence_like_lrpca():
     ref = rpca.lrpca(prob.Y, 3, zeta, eta, tol=1e-30, throw=False, **kw)
     out = sharded.lrpca_sharded(prob.Y, 3, zeta, eta, mesh=mesh, tol=1e-30, throw=False, **kw)
     assert int(ref.status) == int(out.status) == Status.DIVERGED
-    assert 8 < int(out.n_iter) == int(ref.n_iter) < 60           # stopped where it blew up, past the K layers
-    assert np.all(np.isnan(np.asarray(out.history["residual"][int(out.n_iter):])))
+    assert (
+        8 < int(out.n_iter) == int(ref.n_iter) < 60
+    )  # stopped where it blew up, past the K layers
+    assert np.all(np.isnan(np.asarray(out.history["residual"][int(out.n_iter) :])))
 
 
 def test_sharded_lrpca_rejects_bad_input():
     from jax.sharding import Mesh
+
     from lowrank_jax.rpca import sharded
+
     Y = jnp.ones((40, 30))
     z, e = jnp.ones(3), jnp.ones(2)
     with pytest.raises(ValueError, match="len\\(zeta\\)"):
@@ -238,26 +272,32 @@ def test_sharded_lrpca_rejects_bad_input():
         sharded.lrpca_sharded(Y, 2, z, e, mesh=Mesh(np.array(jax.devices()[:1]), ("x",)))
     with pytest.raises(ValueError, match="max_iter"):
         sharded.lrpca_sharded(Y, 2, z, e, max_iter=5)
-    with pytest.raises(ValueError, match="max_iter must be an integer"):   # a TypeError from '>' before
+    with pytest.raises(
+        ValueError, match="max_iter must be an integer"
+    ):  # a TypeError from '>' before
         sharded.lrpca_sharded(Y, 2, z, e, max_iter="3")
 
 
 def test_sharded_lrpca_stops_strictly_below_tol_and_keeps_frmnn_thresholds_for_s():
     """One device. The tolerance stop is strict, as lrpca's: tol equal to the residual after layer 2
     (from the same compiled program, a tol that never fires) stops after layer 3. And with FRMNN the
-    returned S is the last layer's S = S_{ζ_K φ^p}(Y − X_{k−1}), as lrpca's (not thresholded at ζ_K)."""
+    returned S is the last layer's S = S_{ζ_K φ^p}(Y − X_{k−1}), as lrpca's (not thresholded at
+    ζ_K)."""
     from lowrank_jax import rpca
     from lowrank_jax.datasets import rpca as data
     from lowrank_jax.rpca import sharded
-    # the shapes and schedule length of test_sharded_lrpca_on_one_device_equals_lrpca's Y = 0 run, whose
-    # compiled tolerance program this one reuses
+
+    # the shapes and schedule length of test_sharded_lrpca_on_one_device_equals_lrpca's Y = 0 run,
+    # whose compiled tolerance program this one reuses
     prob = data.rpca_problem(jax.random.key(3), 40, 30, 4, 0.1)
     mesh = sharded.row_mesh(jax.devices()[:1])
     p = rpca.pretrained(0.1)
     zeta, eta = p.zeta * (1000 / np.sqrt(40 * 30)) * (4 / 5), p.eta
     full = sharded.lrpca_sharded(prob.Y, 4, zeta, eta, tol=1e-30, mesh=mesh)
     res = np.asarray(full.history["residual"])
-    assert int(full.n_iter) == 10 and res[2] < res[1] < res[0] and int(full.status) == Status.MAX_ITER
+    assert (
+        int(full.n_iter) == 10 and res[2] < res[1] < res[0] and int(full.status) == Status.MAX_ITER
+    )
     stopped = sharded.lrpca_sharded(prob.Y, 4, zeta, eta, tol=float(res[1]), mesh=mesh)
     assert int(stopped.n_iter) == 3 and int(stopped.status) == Status.CONVERGED
     kw = dict(beta=1.0, phi=0.5, max_iter=13)

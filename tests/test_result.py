@@ -63,3 +63,14 @@ def test_ensure_finite_raises_eagerly_and_under_jit_and_passes_finite_values():
     np.testing.assert_array_equal(
         jax.jit(lambda v: ensure_finite(v, "no"))(jnp.ones(2)), np.ones(2)
     )
+
+
+def test_ensure_finite_inside_compile_time_eval_judges_the_values_not_the_trace():
+    """Host functions run under jax.ensure_compile_time_eval; a jitted check inside raised for
+    finite values when its message index was a constant (folded, so the error ran while tracing)."""
+    from lowrank_jax.result import ensure_finite
+    with jax.ensure_compile_time_eval():
+        f = jax.jit(lambda v: ensure_finite(v, "overflowed"))
+        np.testing.assert_array_equal(f(jnp.ones(3)), np.ones(3))
+        with pytest.raises(RuntimeError, match="overflowed"):
+            jax.block_until_ready(f(jnp.array([1.0, jnp.nan])))

@@ -1,4 +1,5 @@
-"""Robust PCA solvers: recovery, the no-false-positive property, vmap/grad/jit behaviour, bad input."""
+"""Robust PCA solvers: recovery, the no-false-positive property, vmap/grad/jit behaviour, bad
+input."""
 
 import equinox as eqx
 import jax
@@ -22,7 +23,7 @@ def test_oracle_lrpca_recovers_with_no_false_positives(problem64, x64):
     K = 60
     zeta = rpca.oracle_thresholds(p.Y, 5, p.X, K, 0.5)
     out = rpca.lrpca(p.Y, 5, zeta, jnp.full(K, 0.5), X_star=p.X, support=p.S != 0)
-    assert int(out.status) == Status.MAX_ITER and int(out.n_iter) == K      # no tol: the K layers
+    assert int(out.status) == Status.MAX_ITER and int(out.n_iter) == K  # no tol: the K layers
     assert float(out.error) <= 1e-8
     # Theorem 1: supp(S_k) ⊆ supp(S⋆) at every layer ...
     fp = out.history["false_positives"]
@@ -40,7 +41,7 @@ def test_oracle_lrpca_recovers_with_no_false_positives(problem64, x64):
     err = np.asarray(out.history["error"])
     assert np.all(err[1:] < err[:-1])
     assert err[-1] / err[9] < 0.8 ** (K - 10)
-    assert float(out.error) == err[-1]                   # the final diagnostic is the last row
+    assert float(out.error) == err[-1]  # the final diagnostic is the last row
     # Returned pieces are consistent: X = L Rᵀ, and S is the last layer's soft threshold.
     np.testing.assert_allclose(out.X, out.L @ out.R.T, atol=1e-14)
     assert float(jnp.max(jnp.abs(out.S - p.S))) < 1e-8
@@ -98,10 +99,15 @@ def test_lrpca_hand_set_schedule_converges_in_float32():
 
 
 def test_lrpca_step_is_the_simultaneous_update_of_eq_9(x64):
-    """One layer against NumPy: E = −clip(Y − LRᵀ, ±ζ), L⁺ = L − ηER(RᵀR)⁻¹ and R⁺ = R − ηEᵀL(LᵀL)⁻¹,
-    both from the old L and R (the note's reading of the garbled line 9), not R⁺ from L⁺."""
+    """One layer against NumPy: E = −clip(Y − LRᵀ, ±ζ), L⁺ = L − ηER(RᵀR)⁻¹ and R⁺ = R −
+    ηEᵀL(LᵀL)⁻¹, both from the old L and R (the note's reading of the garbled line 9), not R⁺ from
+    L⁺."""
     rng = np.random.default_rng(3)
-    Y, L, R = rng.standard_normal((30, 20)), rng.standard_normal((30, 3)), rng.standard_normal((20, 3))
+    Y, L, R = (
+        rng.standard_normal((30, 20)),
+        rng.standard_normal((30, 3)),
+        rng.standard_normal((20, 3)),
+    )
     zeta, eta = 0.5, 0.4
     E = -np.clip(Y - L @ R.T, -zeta, zeta)
     L_new = L - eta * E @ R @ np.linalg.inv(R.T @ R)
@@ -109,7 +115,7 @@ def test_lrpca_step_is_the_simultaneous_update_of_eq_9(x64):
     got_L, got_R, stats = rpca.lrpca_step(*(jnp.asarray(a) for a in (Y, L, R)), zeta, eta)
     np.testing.assert_allclose(got_L, L_new, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(got_R, R_new, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(stats["sq"], np.sum(E ** 2), rtol=1e-12)
+    np.testing.assert_allclose(stats["sq"], np.sum(E**2), rtol=1e-12)
     sequential = R - eta * E.T @ L_new @ np.linalg.inv(L_new.T @ L_new)
     assert np.max(np.abs(sequential - R_new)) > 1e-2
 
@@ -119,22 +125,22 @@ def test_frmnn_equals_explicit_continuation(x64):
     K, total = 4, 12
     zeta = rpca.oracle_thresholds(p.Y, 3, p.X, K, 0.5)
     eta = jnp.linspace(0.7, 0.5, K)
-    beta, phi = 0.9, 0.7                  # β ≠ 1, so the η continuation η_K β^{k−K} is checked too
+    beta, phi = 0.9, 0.7  # β ≠ 1, so the η continuation η_K β^{k−K} is checked too
     cont = rpca.lrpca(p.Y, 3, zeta, eta, beta=beta, phi=phi, max_iter=total)
     k = jnp.arange(1, total - K + 1)
-    zeta_long = jnp.concatenate([zeta, zeta[-1] * phi ** k])
-    eta_long = jnp.concatenate([eta, eta[-1] * beta ** k])
+    zeta_long = jnp.concatenate([zeta, zeta[-1] * phi**k])
+    eta_long = jnp.concatenate([eta, eta[-1] * beta**k])
     explicit = rpca.lrpca(p.Y, 3, zeta_long, eta_long)
     np.testing.assert_allclose(cont.X, explicit.X, rtol=1e-12, atol=1e-15)
     assert int(cont.n_iter) == total
 
 
 def test_a_long_frmnn_run_stays_frozen_where_beta_power_overflows():
-    """Float32, β = 1.7, φ = 0.4 (the shipped α = 0.1 model's): ζ_K φ^p underflows to 0 near p ≈ 100,
-    so S takes the residual, E = 0 and the iterate freezes; η_K β^p overflowed near p ≈ 170 and
+    """Float32, β = 1.7, φ = 0.4 (the shipped α = 0.1 model's): ζ_K φ^p underflows to 0 near p ≈
+    100, so S takes the residual, E = 0 and the iterate freezes; η_K β^p overflowed near p ≈ 170 and
     ∞ · 0 turned the frozen iterate into NaN (a FloatingPointError blaming β, NaN under jit). A
-    layer with ζ = 0 now takes step 0 (any finite η gives the same); the earlier steps are as before,
-    and a β that overflows the steps while ζ > 0 still raises (test_multidevice)."""
+    layer with ζ = 0 now takes step 0 (any finite η gives the same); the earlier steps are as
+    before, and a β that overflows the steps while ζ > 0 still raises (test_multidevice)."""
     p = datasets.rpca_problem(jax.random.key(0), 60, 50, 2, 0.1)
     zeta = rpca.oracle_thresholds(p.Y, 2, p.X, 4, 0.5)
     eta = jnp.full(4, 0.5)
@@ -142,7 +148,7 @@ def test_a_long_frmnn_run_stays_frozen_where_beta_power_overflows():
     assert int(out.status) == Status.MAX_ITER
     err = np.asarray(out.history["error"])
     assert np.all(np.isfinite(err)) and np.all(np.isfinite(np.asarray(out.X)))
-    assert np.all(err[150:] == err[150])                       # frozen, as the thresholds are 0
+    assert np.all(err[150:] == err[150])  # frozen, as the thresholds are 0
     short = rpca.lrpca(p.Y, 2, zeta, eta, beta=1.7, phi=0.4, max_iter=154, X_star=p.X)
     np.testing.assert_array_equal(short.history["error"], err[:154])
 
@@ -157,11 +163,13 @@ def test_tolerance_stops_at_the_first_layer_below_tol(x64):
     first = int(np.argmax(curve < tol)) + 1
     stopped = rpca.lrpca(p.Y, 3, zeta, eta, beta=1.0, phi=0.8, tol=tol, max_iter=80)
     assert int(stopped.n_iter) == first and int(stopped.status) == Status.CONVERGED
-    assert np.all(np.isnan(np.asarray(stopped.history["residual"][first:])))      # padding past n_iter
+    assert np.all(np.isnan(np.asarray(stopped.history["residual"][first:])))  # padding past n_iter
     np.testing.assert_allclose(stopped.history["residual"][:first], curve[:first], rtol=1e-12)
-    np.testing.assert_allclose(stopped.residual, curve[first - 1], rtol=1e-12)    # the final one
+    np.testing.assert_allclose(stopped.residual, curve[first - 1], rtol=1e-12)  # the final one
     assert float(stopped.residual) < tol <= float(curve[first - 2])
-    masked = rpca.lrpca(p.Y, 3, zeta, eta, beta=1.0, phi=0.8, tol=tol, max_iter=80, differentiable=True)
+    masked = rpca.lrpca(
+        p.Y, 3, zeta, eta, beta=1.0, phi=0.8, tol=tol, max_iter=80, differentiable=True
+    )
     assert int(masked.n_iter) == first and int(masked.status) == Status.CONVERGED
     np.testing.assert_allclose(masked.X, stopped.X, rtol=1e-12, atol=1e-15)
 
@@ -177,9 +185,13 @@ def test_vmap_over_instances_equals_separate_calls():
         np.testing.assert_allclose(batched.X[i], single.X, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(batched.S[i], single.S, rtol=1e-5, atol=1e-6)
     sg = jax.vmap(lambda Y: rpca.scaledgd(Y, 2, 0.1, max_iter=20))(probs.Y[:2])
-    np.testing.assert_allclose(sg.X[1], rpca.scaledgd(probs.Y[1], 2, 0.1, max_iter=20).X, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        sg.X[1], rpca.scaledgd(probs.Y[1], 2, 0.1, max_iter=20).X, rtol=1e-5, atol=1e-6
+    )
     alt = jax.vmap(lambda Y: rpca.altproj(Y, 2, max_iter=40))(probs.Y[:2])
-    np.testing.assert_allclose(alt.X[0], rpca.altproj(probs.Y[0], 2, max_iter=40).X, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(
+        alt.X[0], rpca.altproj(probs.Y[0], 2, max_iter=40).X, rtol=1e-4, atol=1e-6
+    )
 
 
 def test_vmap_over_hyperparameters():
@@ -190,16 +202,19 @@ def test_vmap_over_hyperparameters():
     for e, err in zip(etas, swept):
         np.testing.assert_allclose(err, rpca.lrpca(p.Y, 2, zeta, e, X_star=p.X).error, rtol=1e-4)
     # ScaledGD over (α, η): test_sweep.py::test_sweep_scaledgd_alpha_eta.
-    # ScaledGD's default step is the paper's η = 0.5 (a traced hyperparameter: one program for all three).
-    default, half, other = (rpca.scaledgd(p.Y, 2, 0.1, max_iter=30, X_star=p.X, **kw).X
-                            for kw in ({}, {"eta": 0.5}, {"eta": 0.6}))
+    # ScaledGD's default step is the paper's η = 0.5 (a traced hyperparameter: one program for all
+    # three).
+    default, half, other = (
+        rpca.scaledgd(p.Y, 2, 0.1, max_iter=30, X_star=p.X, **kw).X
+        for kw in ({}, {"eta": 0.5}, {"eta": 0.6})
+    )
     np.testing.assert_array_equal(default, half)
     assert float(jnp.max(jnp.abs(default - other))) > 0
 
 
 def test_grad_wrt_zeta_and_eta_matches_finite_differences(x64):
-    """Exact-SVD gradients of LRPCA. Y has four zero columns: its thin SVD then has tied zero singular
-    values below the kept ones, where autodiff through the full SVD gave NaN."""
+    """Exact-SVD gradients of LRPCA. Y has four zero columns: its thin SVD then has tied zero
+    singular values below the kept ones, where autodiff through the full SVD gave NaN."""
     p = datasets.rpca_problem(jax.random.key(6), 60, 50, 2, 0.1, dtype=jnp.float64)
     Y = p.Y.at[:, :4].set(0.0)
     K = 5
@@ -225,12 +240,17 @@ def test_scaledgd_gradient_in_eta_with_fixed_iterations_and_no_forward_mode(x64)
     """What scaledgd's docstring promises: jax.grad in η through a fixed iteration count matches
     central differences; forward mode is refused (custom reverse rules), with or without tol. The
     docstring used to say forward mode passed a tolerance stop."""
-    p = datasets.rpca_problem(jax.random.key(6), 60, 50, 2, 0.1, dtype=jnp.float64)   # the instance above
+    p = datasets.rpca_problem(
+        jax.random.key(6), 60, 50, 2, 0.1, dtype=jnp.float64
+    )  # the instance above
     # The initialisation does not depend on η, so the default randomized SVD gives the exact
     # derivative in η (and compiles faster than the exact SVD's).
     # One compiled program gives the values for the central difference and the gradient.
-    value_and_grad = jax.jit(jax.value_and_grad(
-        lambda e: jnp.sum((rpca.scaledgd(p.Y, 2, 0.1, eta=e, max_iter=4).X - p.X) ** 2)))
+    value_and_grad = jax.jit(
+        jax.value_and_grad(
+            lambda e: jnp.sum((rpca.scaledgd(p.Y, 2, 0.1, eta=e, max_iter=4).X - p.X) ** 2)
+        )
+    )
     g = value_and_grad(0.5)[1]
     fd = (value_and_grad(0.5 + 1e-6)[0] - value_and_grad(0.5 - 1e-6)[0]) / 2e-6
     assert abs(float(g)) > 0
@@ -291,33 +311,49 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize("change, name", BAD_INPUTS)
 def test_lrpca_rejects_bad_input_before_computing(change, name):
-    args = dict(Y=np.random.default_rng(0).standard_normal((10, 10)), rank=2, zeta=np.full(4, 0.1),
-                eta=np.full(3, 0.5)) | change
+    args = (
+        dict(
+            Y=np.random.default_rng(0).standard_normal((10, 10)),
+            rank=2,
+            zeta=np.full(4, 0.1),
+            eta=np.full(3, 0.5),
+        )
+        | change
+    )
     before = lrpca_module._lrpca._cache_size()
     with pytest.raises(ValueError, match=name):
         rpca.lrpca(args.pop("Y"), args.pop("rank"), args.pop("zeta"), args.pop("eta"), **args)
     assert lrpca_module._lrpca._cache_size() == before
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda Y: rpca.scaledgd(Y, 2, -0.1, max_iter=5), "alpha"),
-    (lambda Y: rpca.scaledgd(Y, 2, 1.5, max_iter=5), "alpha"),
-    (lambda Y: rpca.scaledgd(Y, 2, 0.1, eta=-1.0, max_iter=5), "eta"),
-    (lambda Y: rpca.scaledgd(Y, 2, 0.1), "max_iter"),
-    (lambda Y: rpca.scaledgd(Y[0], 2, 0.1, max_iter=5), "Y"),
-    (lambda Y: rpca.altproj(Y, 0), "rank"),
-    (lambda Y: rpca.altproj(Y, 2, beta=0.0), "beta"),
-    (lambda Y: rpca.altproj(Y.at[0, 0].set(jnp.inf), 2), "Y"),
-    (lambda Y: rpca.altproj(Y[:, :4], 4), r"rank < min\(n1, n2\) = 4"),   # full rank: any S is a fixed point
-    (lambda Y: rpca.oracle_thresholds(Y, 2, None, 5), "X_star"),
-    (lambda Y: rpca.oracle_thresholds(Y, 2, Y, 5, rule="median"), "rule"),
-    (lambda Y: rpca.oracle_thresholds(Y, 2, Y, 5, scale=0.0), "scale"),
-    (lambda Y: rpca.scaledgd(Y, 2, 0.6, max_iter=5), r"alpha_iter \(default 2·alpha"),
-    (lambda Y: rpca.altproj(Y, 2, oversample=-4), "oversample"),
-    (lambda Y: rpca.lrpca(Y, 2, jnp.ones(3), jnp.ones(2), oversample=-3), "oversample"),
-    (lambda Y: rpca.scaledgd(Y, 2, 0.1, max_iter=5, n_iter=-1), "n_iter"),
-    (lambda Y: rpca.lrpca_sharded(Y, 2, jnp.ones(3), jnp.ones(2), beta=1.0, phi=0.8), "needs tol or max_iter"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda Y: rpca.scaledgd(Y, 2, -0.1, max_iter=5), "alpha"),
+        (lambda Y: rpca.scaledgd(Y, 2, 1.5, max_iter=5), "alpha"),
+        (lambda Y: rpca.scaledgd(Y, 2, 0.1, eta=-1.0, max_iter=5), "eta"),
+        (lambda Y: rpca.scaledgd(Y, 2, 0.1), "max_iter"),
+        (lambda Y: rpca.scaledgd(Y[0], 2, 0.1, max_iter=5), "Y"),
+        (lambda Y: rpca.altproj(Y, 0), "rank"),
+        (lambda Y: rpca.altproj(Y, 2, beta=0.0), "beta"),
+        (lambda Y: rpca.altproj(Y.at[0, 0].set(jnp.inf), 2), "Y"),
+        (
+            lambda Y: rpca.altproj(Y[:, :4], 4),
+            r"rank < min\(n1, n2\) = 4",
+        ),  # full rank: any S is a fixed point
+        (lambda Y: rpca.oracle_thresholds(Y, 2, None, 5), "X_star"),
+        (lambda Y: rpca.oracle_thresholds(Y, 2, Y, 5, rule="median"), "rule"),
+        (lambda Y: rpca.oracle_thresholds(Y, 2, Y, 5, scale=0.0), "scale"),
+        (lambda Y: rpca.scaledgd(Y, 2, 0.6, max_iter=5), r"alpha_iter \(default 2·alpha"),
+        (lambda Y: rpca.altproj(Y, 2, oversample=-4), "oversample"),
+        (lambda Y: rpca.lrpca(Y, 2, jnp.ones(3), jnp.ones(2), oversample=-3), "oversample"),
+        (lambda Y: rpca.scaledgd(Y, 2, 0.1, max_iter=5, n_iter=-1), "n_iter"),
+        (
+            lambda Y: rpca.lrpca_sharded(Y, 2, jnp.ones(3), jnp.ones(2), beta=1.0, phi=0.8),
+            "needs tol or max_iter",
+        ),
+    ],
+)
 def test_baselines_reject_bad_input(call, name):
     with pytest.raises(ValueError, match=name):
         call(jnp.ones((10, 10)))
@@ -330,26 +366,37 @@ def test_a_traced_scaledgd_fraction_above_one_is_invalid():
     solution and diagnostics (final and history), and its neighbours are unchanged; with the default
     throw=True the traced call raises."""
     p = datasets.rpca_problem(jax.random.key(3), 60, 60, 2, 0.1)
-    swept = jax.vmap(lambda a: rpca.scaledgd(p.Y, 2, a, max_iter=5, X_star=p.X, throw=False))(jnp.array([0.1, 0.6]))
+    swept = jax.vmap(lambda a: rpca.scaledgd(p.Y, 2, a, max_iter=5, X_star=p.X, throw=False))(
+        jnp.array([0.1, 0.6])
+    )
     single = rpca.scaledgd(p.Y, 2, 0.1, max_iter=5, X_star=p.X)
     assert np.asarray(swept.status).tolist() == [Status.MAX_ITER, Status.INVALID]
     np.testing.assert_allclose(swept.history["error"][0], single.history["error"], rtol=1e-5)
     np.testing.assert_allclose(swept.X[0], single.X, rtol=1e-5, atol=1e-6)
-    for curve in (swept.history["error"][1], swept.history["residual"][1], swept.error[1], swept.residual[1],
-                  swept.X[1], swept.S[1]):
+    for curve in (
+        swept.history["error"][1],
+        swept.history["residual"][1],
+        swept.error[1],
+        swept.residual[1],
+        swept.X[1],
+        swept.S[1],
+    ):
         assert bool(jnp.all(jnp.isnan(curve)))
     jitted = jax.jit(lambda ai: rpca.scaledgd(p.Y, 2, 0.1, alpha_iter=ai, max_iter=5, throw=False))
     bad, good = jitted(1.5), jitted(0.2)
     assert int(bad.status) == Status.INVALID and bool(jnp.all(jnp.isnan(bad.X)))
     assert int(good.status) == Status.MAX_ITER and bool(jnp.all(jnp.isfinite(good.X)))
     with pytest.raises(RuntimeError, match=r"alpha_iter must lie in \[0, 1\]"):
-        jax.block_until_ready(jax.jit(lambda ai: rpca.scaledgd(p.Y, 2, 0.1, alpha_iter=ai, max_iter=5).X)(1.5))
+        jax.block_until_ready(
+            jax.jit(lambda ai: rpca.scaledgd(p.Y, 2, 0.1, alpha_iter=ai, max_iter=5).X)(1.5)
+        )
 
 
 def test_a_diverging_point_of_a_sweep_stops_there_and_leaves_the_others():
-    """vmap over FRMNN's β with a tolerance: β = 10 grows the steps without bound. With throw=False that
-    point stops at the layer where its factors blew up (DIVERGED, its history NaN after it) and the
-    β = 1 point keeps the run it has alone; with the default throw=True the vmapped call raises."""
+    """vmap over FRMNN's β with a tolerance: β = 10 grows the steps without bound. With throw=False
+    that point stops at the layer where its factors blew up (DIVERGED, its history NaN after it) and
+    the β = 1 point keeps the run it has alone; with the default throw=True the vmapped call
+    raises."""
     p = datasets.rpca_problem(jax.random.key(0), 60, 50, 3, 0.1)
     zeta, eta = rpca.oracle_thresholds(p.Y, 3, p.X, 8), jnp.full(8, 0.5)
 
@@ -362,41 +409,56 @@ def test_a_diverging_point_of_a_sweep_stops_there_and_leaves_the_others():
     assert int(swept.n_iter[0]) == int(alone.n_iter)
     np.testing.assert_allclose(swept.X[0], alone.X, rtol=1e-5, atol=1e-6)
     n = int(swept.n_iter[1])
-    assert 8 < n < 60                                  # past the K learned layers, before the budget
+    assert 8 < n < 60  # past the K learned layers, before the budget
     assert np.all(np.isnan(np.asarray(swept.history["residual"][1, n:])))
     with pytest.raises(RuntimeError, match="beta > 1 grows the FRMNN steps"):
         jax.block_until_ready(jax.vmap(lambda b: run(b, True).X)(jnp.array([1.0, 10.0])))
 
 
 def test_a_traced_first_threshold_at_zero_is_invalid_not_the_best_residual():
-    """A traced ζ₀ = 0 (a sweep over ζ's scale that reaches 0) starts from S₀ = Y, L₀ = R₀ = 0, a fixed
-    point: X = 0 with residual 0, which a sweep ranking its points by the residual took for the best.
-    That point is INVALID with NaN residual and X; the point beside it is unchanged; a concrete ζ₀ = 0
-    is refused (ValueError) and a traced one raises under the default throw=True."""
+    """A traced ζ₀ = 0 (a sweep over ζ's scale that reaches 0) starts from S₀ = Y, L₀ = R₀ = 0, a
+    fixed
+    point: X = 0 with residual 0, which a sweep ranking its points by the residual took for the
+      best.
+    That point is INVALID with NaN residual and X; the point beside it is unchanged; a concrete ζ₀ =
+    0 is refused (ValueError) and a traced one raises under the default throw=True."""
     p = datasets.rpca_problem(jax.random.key(5), 40, 30, 2, 0.1)
     zeta, eta = rpca.oracle_thresholds(p.Y, 2, p.X, 3), jnp.full(3, 0.5)
     for solver in (rpca.lrpca, rpca.lrpca_sharded):
-        swept = jax.vmap(lambda s: solver(p.Y, 2, zeta * s, eta, throw=False))(jnp.array([1.0, 0.0]))
+        swept = jax.vmap(lambda s: solver(p.Y, 2, zeta * s, eta, throw=False))(
+            jnp.array([1.0, 0.0])
+        )
         assert np.asarray(swept.status).tolist() == [Status.MAX_ITER, Status.INVALID], solver
         np.testing.assert_allclose(swept.X[0], solver(p.Y, 2, zeta, eta).X, rtol=1e-5, atol=1e-6)
-        assert bool(jnp.isnan(swept.residual[1])) and bool(jnp.all(jnp.isnan(swept.history["residual"][1])))
+        assert bool(jnp.isnan(swept.residual[1])) and bool(
+            jnp.all(jnp.isnan(swept.history["residual"][1]))
+        )
         assert bool(jnp.all(jnp.isnan(swept.X[1]))) and bool(jnp.all(jnp.isnan(swept.S[1])))
         with pytest.raises(RuntimeError, match=r"zeta\[0\] must be > 0"):
             jax.block_until_ready(jax.jit(lambda s: solver(p.Y, 2, zeta * s, eta).X)(0.0))
 
 
 @pytest.mark.parametrize("solver", ["lrpca", "lrpca_sharded"])
-@pytest.mark.parametrize("kw, message", [
-    (dict(zeta=jnp.ones(3), eta=jnp.ones(3)), "zeta must have one more entry than eta"),
-    (dict(beta=1.0), "beta and phi .FRMNN continuation. must be given together"),
-    (dict(zeta=jnp.ones(1), eta=jnp.ones(0), beta=1.0, phi=0.8, max_iter=3), "FRMNN needs at least one learned layer"),
-    (dict(beta=1.0, phi=0.8), "needs tol or max_iter"),
-    (dict(max_iter=3), "max_iter must be <= the number of layers 2 without FRMNN"),
-    (dict(max_iter=-1), "max_iter"),
-    (dict(beta=-1.0, phi=0.8, max_iter=3), "beta"),
-    (dict(tol=-1.0), "tol"),
-    (dict(zeta=jnp.array([0.0, 1.0, 1.0])), r"zeta\[0\] must be > 0"),   # S₀ = Y, L₀ = R₀ = 0: X stays 0
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(zeta=jnp.ones(3), eta=jnp.ones(3)), "zeta must have one more entry than eta"),
+        (dict(beta=1.0), "beta and phi .FRMNN continuation. must be given together"),
+        (
+            dict(zeta=jnp.ones(1), eta=jnp.ones(0), beta=1.0, phi=0.8, max_iter=3),
+            "FRMNN needs at least one learned layer",
+        ),
+        (dict(beta=1.0, phi=0.8), "needs tol or max_iter"),
+        (dict(max_iter=3), "max_iter must be <= the number of layers 2 without FRMNN"),
+        (dict(max_iter=-1), "max_iter"),
+        (dict(beta=-1.0, phi=0.8, max_iter=3), "beta"),
+        (dict(tol=-1.0), "tol"),
+        (
+            dict(zeta=jnp.array([0.0, 1.0, 1.0])),
+            r"zeta\[0\] must be > 0",
+        ),  # S₀ = Y, L₀ = R₀ = 0: X stays 0
+    ],
+)
 def test_lrpca_and_its_sharded_form_check_the_schedule_alike(solver, kw, message):
     """One check of the layer schedule (rpca.learned.check_schedule) for both solvers: the sharded
     one had its own copy, with other messages and without the FRMNN-needs-a-layer check."""
@@ -409,12 +471,14 @@ def test_lrpca_and_its_sharded_form_check_the_schedule_alike(solver, kw, message
 def test_hyperparameters_closed_over_in_a_callers_jit(solver):
     """ζ and η closed over (concrete) inside the caller's jit: the schedule check read ζ₀ with
     ``zeta[0]``, which a trace stages even for a concrete ζ, and the call failed with a
-    ConcretizationTypeError. It equals the direct call, and a closed-over ζ₀ = 0 is still refused."""
+    ConcretizationTypeError. It equals the direct call, and a closed-over ζ₀ = 0 is still
+    refused."""
     p = datasets.rpca_problem(jax.random.key(5), 40, 30, 2, 0.1)
     zeta, eta = rpca.oracle_thresholds(p.Y, 2, p.X, 3), jnp.full(3, 0.5)
     f = getattr(rpca, solver)
-    np.testing.assert_allclose(jax.jit(lambda Y: f(Y, 2, zeta, eta).X)(p.Y), f(p.Y, 2, zeta, eta).X,
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        jax.jit(lambda Y: f(Y, 2, zeta, eta).X)(p.Y), f(p.Y, 2, zeta, eta).X, rtol=1e-5, atol=1e-6
+    )
     zeta0 = zeta.at[0].set(0.0)
     with pytest.raises(ValueError, match=r"zeta\[0\] must be > 0"):
         jax.jit(lambda Y: f(Y, 2, zeta0, eta).X)(p.Y)
@@ -424,8 +488,12 @@ def _brute_change(runs):
     """max(‖X_k − X_{k−1}‖/‖X_{k−1}‖, ‖S_k − S_{k−1}‖/‖S_{k−1}‖) from separate runs of 0..k iterations."""
     out = []
     for a, b in zip(runs[:-1], runs[1:]):
-        out.append(max(float(jnp.linalg.norm(b.X - a.X) / jnp.linalg.norm(a.X)),
-                       float(jnp.linalg.norm(b.S - a.S) / jnp.linalg.norm(a.S))))
+        out.append(
+            max(
+                float(jnp.linalg.norm(b.X - a.X) / jnp.linalg.norm(a.X)),
+                float(jnp.linalg.norm(b.S - a.S) / jnp.linalg.norm(a.S)),
+            )
+        )
     return np.array(out)
 
 
@@ -435,7 +503,9 @@ def _runs_of(solve, recorded):
     compiled solver for every k (the test is compile-bound) instead of one per iteration count."""
     res = np.asarray(recorded.history["residual"])
     runs = [solve(float(res[k - 1]) * (1 + 1e-9)) for k in range(1, int(recorded.n_iter))]
-    assert [int(r.n_iter) for r in runs] == list(range(1, int(recorded.n_iter))), "residuals must fall"
+    assert [int(r.n_iter) for r in runs] == list(range(1, int(recorded.n_iter))), (
+        "residuals must fall"
+    )
     return runs + [recorded]
 
 
@@ -452,7 +522,9 @@ def test_relative_change_halting_rule_matches_brute_force(x64):
     runs = _runs_of(lambda tol: rpca.lrpca(p.Y, 3, z, jnp.full(K, 0.5), tol=tol), lr)
     np.testing.assert_allclose(np.asarray(lr.history["change"])[1:], _brute_change(runs), rtol=1e-6)
     assert float(lr.change) == float(lr.history["change"][-1])
-    np.testing.assert_allclose(lr.X, rpca.lrpca(p.Y, 3, z, jnp.full(K, 0.5), tol=1e-30).X, rtol=1e-12)
+    np.testing.assert_allclose(
+        lr.X, rpca.lrpca(p.Y, 3, z, jnp.full(K, 0.5), tol=1e-30).X, rtol=1e-12
+    )
 
     sg = rpca.scaledgd(p.Y, 3, 0.1, max_iter=3, tol=1e-30, stop="change")
     assert np.isinf(sg.history["change"][0]) and int(sg.n_iter) == 3
@@ -461,9 +533,12 @@ def test_relative_change_halting_rule_matches_brute_force(x64):
 
     ap = rpca.altproj(p.Y, 3, tol=1e-30, max_iter=3, stop="change")
     assert int(ap.n_iter) == 3
-    # (AltProj stops by tolerance only in its last stage, so a residual stop cannot end its first runs)
+    # (AltProj stops by tolerance only in its last stage, so a residual stop cannot end its first
+    # runs)
     runs = [rpca.altproj(p.Y, 3, tol=1e-30, max_iter=k) for k in range(1, 3)] + [ap]
-    np.testing.assert_allclose(np.asarray(ap.history["change"])[1:], _brute_change(runs), rtol=1e-6, atol=1e-13)
+    np.testing.assert_allclose(
+        np.asarray(ap.history["change"])[1:], _brute_change(runs), rtol=1e-6, atol=1e-13
+    )
 
     # Stopping: the first iteration whose change is below tol is the last one run.
     tol = float(np.sort(np.asarray(lr.history["change"]))[2])
@@ -476,12 +551,13 @@ def test_relative_change_halting_rule_matches_brute_force(x64):
 
 
 def test_altproj_change_rule_waits_for_the_outliers():
-    """With stop="change", AltProj stopped in its last stage while the threshold β(σ_{r+1} + 0.5^t σ_r)
+    """With stop="change", AltProj stopped in its last stage while the threshold β(σ_{r+1} + 0.5^t
+    σ_r)
     was still above every outlier: S stayed 0, so ‖ΔS‖/‖S‖ = 0/0 = 0 and X stood still, and the rule
-    fired (200 × 200, r = 5: 6 iterations, error 3e-2, no outlier found). It now applies once S holds
-    an entry (or the threshold has settled, or the residual is below tol), and reaches the residual
-    rule's accuracy; data without outliers still stop at once (a first version of the fix, which
-    waited for the threshold to settle, ran them to max_iter)."""
+    fired (200 × 200, r = 5: 6 iterations, error 3e-2, no outlier found). It now applies once S
+    holds an entry (or the threshold has settled, or the residual is below tol), and reaches the
+    residual rule's accuracy; data without outliers still stop at once (a first version of the fix,
+    which waited for the threshold to settle, ran them to max_iter)."""
     p = datasets.rpca_problem(jax.random.key(1), 200, 200, 5, 0.1)
     by_residual = rpca.altproj(p.Y, 5, tol=1e-4, max_iter=200, X_star=p.X)
     by_change = rpca.altproj(p.Y, 5, tol=1e-4, max_iter=200, X_star=p.X, stop="change")
@@ -490,27 +566,36 @@ def test_altproj_change_rule_waits_for_the_outliers():
     assert int(by_change.status) == Status.CONVERGED
     assert float(by_change.error) <= float(by_residual.error)
     found = np.asarray(by_change.S != 0)
-    assert np.mean(found[np.asarray(p.S != 0)]) > 0.99        # the outliers are in S
-    assert float(by_change.change) < 1e-4 and float(by_change.history["change"][n - 1]) == float(by_change.change)
+    assert np.mean(found[np.asarray(p.S != 0)]) > 0.99  # the outliers are in S
+    assert float(by_change.change) < 1e-4 and float(by_change.history["change"][n - 1]) == float(
+        by_change.change
+    )
     for rank in (1, 3):
         clean = datasets.rpca_problem(jax.random.key(1), 60, 50, rank, 0.0)
         out = rpca.altproj(clean.Y, rank, tol=1e-5, stop="change", X_star=clean.X)
         assert int(out.n_iter) <= rank + 2 and float(out.error) < 1e-6
         assert not bool(jnp.any(out.S != 0))
 
+
 def test_a_shipped_model_checks_what_it_is_called_with():
     """The model's call took Y and rank unchecked: a 1-D Y raised IndexError, an empty one
     ZeroDivisionError, rank = 0 a math domain error, and rank = 2.5 ran at rank 2."""
     model = rpca.pretrained(0.1)
     Y = datasets.rpca_problem(jax.random.key(0), 60, 50, 3, 0.1).Y
-    for call, match in [(lambda: model(np.ones(5)), "2-D"), (lambda: model(np.zeros((0, 5))), "non-empty"),
-                        (lambda: model(Y, rank=0), "rank must satisfy"), (lambda: model(Y, rank=2.5), "integer"),
-                        (lambda: model(Y, rank=True), "integer"), (lambda: model.for_problem(0, 5), "n must be"),
-                        (lambda: model.for_problem(100, 0), "rank must be"), (lambda: rpca.pretrained("0.1"), "alpha")]:
+    for call, match in [
+        (lambda: model(np.ones(5)), "2-D"),
+        (lambda: model(np.zeros((0, 5))), "non-empty"),
+        (lambda: model(Y, rank=0), "rank must satisfy"),
+        (lambda: model(Y, rank=2.5), "integer"),
+        (lambda: model(Y, rank=True), "integer"),
+        (lambda: model.for_problem(0, 5), "n must be"),
+        (lambda: model.for_problem(100, 0), "rank must be"),
+        (lambda: rpca.pretrained("0.1"), "alpha"),
+    ]:
         with pytest.raises(ValueError, match=match):
             call()
-    # The oracle schedule of a diverging run (η = 100) overflowed to NaN thresholds without a word. It
-    # raises, called directly and inside jit alike.
+    # The oracle schedule of a diverging run (η = 100) overflowed to NaN thresholds without a word.
+    # It raises, called directly and inside jit alike.
     X_star = datasets.rpca_problem(jax.random.key(0), 60, 50, 3, 0.1).X
     with pytest.raises(RuntimeError, match="oracle thresholds became non-finite"):
         rpca.oracle_thresholds(Y, 3, X_star, 20, 100.0)
@@ -519,19 +604,21 @@ def test_a_shipped_model_checks_what_it_is_called_with():
 
 
 def test_scaledgd_warns_when_ties_put_most_of_y_into_s():
-    """Binary data: T_α keeps every entry tied at its cut-off, so S took all of Y and X stayed 0 with
-    residual 0 and no word. It still runs as the operator is defined, and now says why it fails."""
+    """Binary data: T_α keeps every entry tied at its cut-off, so S took all of Y and X stayed 0
+    with residual 0 and no word. It still runs as the operator is defined, and now says why it
+    fails."""
     import warnings
+
     rng = np.random.default_rng(0)
     B = jnp.asarray(np.outer(rng.random(60) < 0.6, rng.random(50) < 0.6), jnp.float32)
     with pytest.warns(UserWarning, match="kept .* of Y's entries") as said:
         out = rpca.scaledgd(B, 1, 0.1, max_iter=5)
-    assert said[0].filename == __file__       # the caller's line, through the solver's wrappers
-    assert not np.any(np.asarray(out.X))                       # the failure the warning explains
+    assert said[0].filename == __file__  # the caller's line, through the solver's wrappers
+    assert not np.any(np.asarray(out.X))  # the failure the warning explains
     p = datasets.rpca_problem(jax.random.key(0), 60, 50, 1, 0.1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        rpca.scaledgd(p.Y, 1, 0.1, max_iter=5)                     # continuous data: no ties, no warning
+        rpca.scaledgd(p.Y, 1, 0.1, max_iter=5)  # continuous data: no ties, no warning
 
 
 def test_inputs_users_pass_are_taken_or_named():
@@ -540,14 +627,21 @@ def test_inputs_users_pass_are_taken_or_named():
     picks the α = 0.3 model."""
     p = datasets.rpca_problem(jax.random.key(2), 60, 50, 2, 0.1)
     out = rpca.altproj(p.Y, 2, tol=None, max_iter=7)
-    assert int(out.n_iter) == 7 and np.all(np.isfinite(out.history["residual"])) and int(out.status) == Status.MAX_ITER
+    assert (
+        int(out.n_iter) == 7
+        and np.all(np.isfinite(out.history["residual"]))
+        and int(out.status) == Status.MAX_ITER
+    )
     z, e = rpca.oracle_thresholds(p.Y, 2, p.X, 4, 0.5), jnp.full(4, 0.5)
-    np.testing.assert_array_equal(rpca.lrpca(p.Y, 2, z, e, key=3).X, rpca.lrpca(p.Y, 2, z, e, key=jax.random.key(3)).X)
+    np.testing.assert_array_equal(
+        rpca.lrpca(p.Y, 2, z, e, key=3).X, rpca.lrpca(p.Y, 2, z, e, key=jax.random.key(3)).X
+    )
     Y16 = p.Y.astype(jnp.float16)
     half = rpca.lrpca(Y16, 2, z, e)
     assert half.X.dtype == jnp.float32
     np.testing.assert_array_equal(half.X, rpca.lrpca(Y16.astype(jnp.float32), 2, z, e).X)
     import scipy.sparse
+
     with pytest.raises(TypeError, match=r"scipy.sparse matrix: pass Y.toarray\(\)"):
         rpca.scaledgd(scipy.sparse.csr_matrix(np.asarray(p.Y)), 2, 0.1, max_iter=3)
     assert rpca.pretrained(float(np.float32(0.3))).zeta.shape == rpca.pretrained(0.3).zeta.shape
@@ -581,7 +675,8 @@ def test_oracle_starts_at_the_largest_magnitude_and_is_odd_symmetric():
 
 def test_lrpca_without_layers_is_the_first_threshold_and_stops_strictly_below_tol():
     """max_iter = 0: S = S_{ζ₀}(Y), the initial sparse estimate (a ζ_K start gave S_{0.1}); and the
-    residual stop is strict: tol equal to a fixed run's residual after layer 2 stops after layer 3."""
+    residual stop is strict: tol equal to a fixed run's residual after layer 2 stops after layer
+      3."""
     Y = jnp.array([[3.0, 0.5], [0.2, -2.0]])
     out = rpca.lrpca(Y, 1, jnp.array([1.0, 0.1]), jnp.array([0.5]), max_iter=0, svd="exact")
     np.testing.assert_allclose(out.S, prox.soft_threshold(Y, 1.0), rtol=1e-6)
@@ -594,12 +689,15 @@ def test_lrpca_without_layers_is_the_first_threshold_and_stops_strictly_below_to
 
 
 def test_frmnn_gradients_stay_finite_where_beta_power_overflows():
-    """β = 1e30, φ = 1e-30: the continued layers' ζ underflows to 0 and β^p overflows. The values are
+    """β = 1e30, φ = 1e-30: the continued layers' ζ underflows to 0 and β^p overflows. The values
+    are
     guarded, and the gradient too: without the guard on β^p (frozen layers use p = 0) the gradient
     over η was NaN in the last layer."""
     p = datasets.rpca_problem(jax.random.key(0), 30, 20, 2, 0.1)
     z = rpca.oracle_thresholds(p.Y, 2, p.X, 3, 0.5)
-    g = jax.grad(lambda e: rpca.lrpca(p.Y, 2, z, e, beta=1e30, phi=1e-30, max_iter=6).X.sum())(jnp.full(3, 0.5))
+    g = jax.grad(lambda e: rpca.lrpca(p.Y, 2, z, e, beta=1e30, phi=1e-30, max_iter=6).X.sum())(
+        jnp.full(3, 0.5)
+    )
     assert np.all(np.isfinite(np.asarray(g))) and np.any(np.asarray(g) != 0)
 
 
@@ -608,37 +706,50 @@ def test_the_shipped_model_warns_below_its_training_size(monkeypatch):
     0.9 n they say so; at their size and above they stay quiet. (The solve itself is replaced by a
     recorder: only the call's size logic is under test, and the ζ it passes on.)"""
     import warnings
+
     calls = []
-    monkeypatch.setattr(rpca.params, "lrpca", lambda Y, rank, zeta, eta, **kw: calls.append((zeta, kw)))
+    monkeypatch.setattr(
+        rpca.params, "lrpca", lambda Y, rank, zeta, eta, **kw: calls.append((zeta, kw))
+    )
     m = rpca.pretrained(0.1)
     with pytest.warns(UserWarning, match="trained at n = 1000; rescaled to n = 300") as said:
         m(jnp.ones((300, 300)))
-    assert said[0].filename == __file__       # the caller's line, through equinox's method wrapper
-    np.testing.assert_allclose(calls[-1][0], m.zeta * 1000 / 300, rtol=1e-5)     # rescaled all the same
-    assert calls[-1][1]["max_iter"] == m.num_layers + 5                       # FRMNN's default: K + 5 layers
+    assert said[0].filename == __file__  # the caller's line, through equinox's method wrapper
+    np.testing.assert_allclose(
+        calls[-1][0], m.zeta * 1000 / 300, rtol=1e-5
+    )  # rescaled all the same
+    assert calls[-1][1]["max_iter"] == m.num_layers + 5  # FRMNN's default: K + 5 layers
     with pytest.warns(UserWarning, match="rescaled to n = 300"):
-        m(jnp.ones((300, 300)), frmnn=False)                        # the K layers, with the rescaled ζ too
+        m(jnp.ones((300, 300)), frmnn=False)  # the K layers, with the rescaled ζ too
     np.testing.assert_allclose(calls[-1][0], m.zeta * 1000 / 300, rtol=1e-5)
     assert calls[-1][1]["max_iter"] is None and "beta" not in calls[-1][1]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        m(jnp.ones((300, 300)), rescale=False)                     # the user took charge of ζ
+        m(jnp.ones((300, 300)), rescale=False)  # the user took charge of ζ
         np.testing.assert_array_equal(calls[-1][0], m.zeta)
-        m(jnp.ones((1200, 1000)))                                   # √(n1 n2) ≈ 1095 ≥ 1000
-        m(jnp.ones((950, 950)))                                     # within 0.9 n
+        m(jnp.ones((1200, 1000)))  # √(n1 n2) ≈ 1095 ≥ 1000
+        m(jnp.ones((950, 950)))  # within 0.9 n
 
 
 def test_the_call_rescales_for_sqrt_n1_n2_and_for_the_rank(monkeypatch):
     """The ζ that a call passes on is for_problem(√(n1 n2), rank)'s: on a non-square Y (not the mean
     of the sides) and when only the rank differs from the training rank (not skipped)."""
     calls = []
-    monkeypatch.setattr(rpca.params, "lrpca", lambda Y, rank, zeta, eta, **kw: calls.append((rank, zeta)))
-    m = rpca.params.LRPCAParams.from_schedule(jnp.array([1.0, 0.5]), jnp.array([0.5]), rank=5, n=1000)
+    monkeypatch.setattr(
+        rpca.params, "lrpca", lambda Y, rank, zeta, eta, **kw: calls.append((rank, zeta))
+    )
+    m = rpca.params.LRPCAParams.from_schedule(
+        jnp.array([1.0, 0.5]), jnp.array([0.5]), rank=5, n=1000
+    )
     for shape, rank in (((1200, 1000), None), ((1000, 1000), 3), ((1000, 2000), 2)):
         m(jnp.ones(shape), **({} if rank is None else {"rank": rank}), frmnn=False)
         r = 5 if rank is None else rank
-        np.testing.assert_allclose(calls[-1][1], m.zeta * (1000 / np.sqrt(shape[0] * shape[1])) * (r / 5), rtol=1e-6)
-        np.testing.assert_allclose(calls[-1][1], m.for_problem(np.sqrt(shape[0] * shape[1]), r).zeta, rtol=1e-6)
+        np.testing.assert_allclose(
+            calls[-1][1], m.zeta * (1000 / np.sqrt(shape[0] * shape[1])) * (r / 5), rtol=1e-6
+        )
+        np.testing.assert_allclose(
+            calls[-1][1], m.for_problem(np.sqrt(shape[0] * shape[1]), r).zeta, rtol=1e-6
+        )
 
 
 def test_counts_given_as_0d_arrays_run_as_their_integers():
@@ -646,34 +757,46 @@ def test_counts_given_as_0d_arrays_run_as_their_integers():
     n_iter passed the check and then reached jit as unhashable static arguments; a rank was refused.
     Each now runs as its Python integer, with the same result."""
     p = datasets.rpca_problem(jax.random.key(0), 30, 30, 2, 0.1)
-    as_arrays = rpca.scaledgd(p.Y, np.array(2), 0.1, max_iter=jnp.int32(3), oversample=np.array(4), n_iter=np.int64(1))
+    as_arrays = rpca.scaledgd(
+        p.Y, np.array(2), 0.1, max_iter=jnp.int32(3), oversample=np.array(4), n_iter=np.int64(1)
+    )
     as_ints = rpca.scaledgd(p.Y, 2, 0.1, max_iter=3, oversample=4, n_iter=1)
     np.testing.assert_array_equal(np.asarray(as_arrays.X), np.asarray(as_ints.X))
     z = rpca.oracle_thresholds(p.Y, np.array(2), p.X, np.array(3), n_iter=jnp.int32(2))
-    np.testing.assert_array_equal(np.asarray(z), np.asarray(rpca.oracle_thresholds(p.Y, 2, p.X, 3, n_iter=2)))
+    np.testing.assert_array_equal(
+        np.asarray(z), np.asarray(rpca.oracle_thresholds(p.Y, 2, p.X, 3, n_iter=2))
+    )
     eta = jnp.full(3, 0.5)
-    np.testing.assert_array_equal(np.asarray(rpca.lrpca(p.Y, np.array(2), z, eta, oversample=np.array(5)).X),
-                                  np.asarray(rpca.lrpca(p.Y, 2, z, eta, oversample=5).X))
-    assert rpca.altproj(p.Y, np.int64(2), max_iter=np.array(3), oversample=np.array(3)).X.shape == (30, 30)
+    np.testing.assert_array_equal(
+        np.asarray(rpca.lrpca(p.Y, np.array(2), z, eta, oversample=np.array(5)).X),
+        np.asarray(rpca.lrpca(p.Y, 2, z, eta, oversample=5).X),
+    )
+    assert rpca.altproj(p.Y, np.int64(2), max_iter=np.array(3), oversample=np.array(3)).X.shape == (
+        30,
+        30,
+    )
     with pytest.raises(ValueError, match="rank must be an integer"):
         rpca.scaledgd(p.Y, np.array(2.0), 0.1, max_iter=3)
 
 
 def _altproj_numpy(Y, rank, beta, beta_init, iters, inner_iters):
-    """AltProj (Netrapalli et al., Alg. 1) in NumPy with full SVDs: stage k keeps k singular triplets,
-    threshold ζ = β(σ_{k+1} + ½ᵗσ_k) on the SVD of Y − S, and the stage advances once ½ᵗ⁺¹σ_k ≤ σ_{k+1}
-    or after ``inner_iters`` iterations. Returns X, S and the residual after each iteration."""
+    """AltProj (Netrapalli et al., Alg. 1) in NumPy with full SVDs: stage k keeps k singular
+    triplets, threshold ζ = β(σ_{k+1} + ½ᵗσ_k) on the SVD of Y − S, and the stage advances once
+    ½ᵗ⁺¹σ_k ≤ σ_{k+1} or after ``inner_iters`` iterations. Returns X, S and the residual after each
+    iteration."""
     hard = lambda M, z: np.where(np.abs(M) > z, M, 0.0)  # noqa: E731
     S = hard(Y, beta_init * np.linalg.svd(Y, compute_uv=False)[0])
     stage, t, residuals = 1, 0, []
     for _ in range(iters):
         U, s, Vt = np.linalg.svd(Y - S, full_matrices=False)
-        zeta = beta * (s[stage] + 0.5 ** t * s[stage - 1])
+        zeta = beta * (s[stage] + 0.5**t * s[stage - 1])
         X = (U[:, :stage] * s[:stage]) @ Vt[:stage]
         S = hard(Y - X, zeta)
         residuals.append(np.linalg.norm(Y - X - S) / np.linalg.norm(Y))
         settled = 0.5 ** (t + 1) * s[stage - 1] <= s[stage]
-        stage, t = (stage + 1, 0) if stage < rank and (settled or t + 1 >= inner_iters) else (stage, t + 1)
+        stage, t = (
+            (stage + 1, 0) if stage < rank and (settled or t + 1 >= inner_iters) else (stage, t + 1)
+        )
     return X, S, np.array(residuals)
 
 
@@ -697,17 +820,19 @@ def test_altproj_iterates_equal_a_numpy_port_of_the_algorithm(x64):
 
 
 def test_exact_svd_gradient_is_finite_where_the_kept_singular_values_tie(x64):
-    """Y − S₀ with σ₁ = σ₂ (two equal blocks) and σ₂ > σ₃: the rank-2 projection is smooth there, but
-    the kept-triplet derivative of the exact SVD divides by σ₁² − σ₂² and gave NaN in float32 (for
-    ζ₀ and for Y). svd="exact" now takes the projection's own rule, over all the triplets; it agrees
-    with the randomized path (exact here: rank Y ≤ 2 + oversample) and with central differences in
-    float64."""
+    """Y − S₀ with σ₁ = σ₂ (two equal blocks) and σ₂ > σ₃: the rank-2 projection is smooth there,
+    but the kept-triplet derivative of the exact SVD divides by σ₁² − σ₂² and gave NaN in float32
+    (for ζ₀ and for Y). svd="exact" now takes the projection's own rule, over all the triplets; it
+    agrees with the randomized path (exact here: rank Y ≤ 2 + oversample) and with central
+    differences in float64."""
     Y = jnp.zeros((40, 30)).at[:20, :15].set(0.05).at[20:, 15:].set(0.05)
     Y = Y.at[3, 4].add(0.5).at[23, 19].add(0.5)
     z, e = jnp.array([0.1, 0.05, 0.02]), jnp.full(2, 0.5)
     Y32, z32, e32 = Y.astype(jnp.float32), z.astype(jnp.float32), e.astype(jnp.float32)
-    grads = {svd: jax.grad(lambda z: rpca.lrpca(Y32, 2, z, e32, svd=svd).X.sum())(z32)
-             for svd in ("exact", "randomized")}
+    grads = {
+        svd: jax.grad(lambda z: rpca.lrpca(Y32, 2, z, e32, svd=svd).X.sum())(z32)
+        for svd in ("exact", "randomized")
+    }
     np.testing.assert_allclose(grads["exact"], grads["randomized"], rtol=1e-4)
     gY = jax.grad(lambda Y: rpca.lrpca(Y, 2, z32, e32, svd="exact").X.sum())(Y32)
     assert bool(jnp.all(jnp.isfinite(gY)))
@@ -722,7 +847,9 @@ def test_lrpca_flags_must_be_booleans():
     Y = datasets.rpca_problem(jax.random.key(0), 30, 30, 2, 0.1).Y
     with pytest.raises(TypeError, match="differentiable must be True or False"):
         rpca.lrpca(Y, 2, jnp.ones(3), jnp.ones(2), differentiable="no")
-    model = rpca.LRPCAParams.from_schedule(jnp.ones(3), jnp.ones(2), beta=1.0, phi=0.8, rank=2, n=30)
+    model = rpca.LRPCAParams.from_schedule(
+        jnp.ones(3), jnp.ones(2), beta=1.0, phi=0.8, rank=2, n=30
+    )
     for flag in ("frmnn", "rescale"):
         with pytest.raises(TypeError, match=f"{flag} must be True or False"):
             model(Y, **{flag: "False"})
@@ -730,12 +857,14 @@ def test_lrpca_flags_must_be_booleans():
 
 def test_altproj_says_when_its_budget_ends_before_the_last_stage():
     """AltProj raises the rank one stage at a time; a max_iter that runs out first returned an X of
-    lower rank than asked for, with nothing said (100 × 100, r = 5, max_iter = 3: rank 3, error 0.49).
-    A direct call now warns with the rank X has, for every budget (also one whose last iteration
+    lower rank than asked for, with nothing said (100 × 100, r = 5, max_iter = 3: rank 3, error
+    0.49). A direct call now warns with the rank X has, for every budget (also one whose last
+    iteration
     moved into stage r: X was still formed at r − 1); a budget that reaches the last stage does not,
     nor does a run that stopped by tol before it (a Y of lower rank than asked for)."""
     import re
     import warnings
+
     p = datasets.rpca_problem(jax.random.key(0), 60, 60, 4, 0.1)
     warned = []
     for max_iter in range(1, 9):
@@ -745,14 +874,20 @@ def test_altproj_says_when_its_budget_ends_before_the_last_stage():
         s = np.linalg.svd(np.asarray(out.X), compute_uv=False)
         rank = int(np.sum(s > 1e-5 * s[0]))
         said = [re.search(r"X has rank (\d)", str(w.message)) for w in caught]
-        assert len(said) == (rank < 4) and all(said), (max_iter, rank, [str(w.message) for w in caught])
+        assert len(said) == (rank < 4) and all(said), (
+            max_iter,
+            rank,
+            [str(w.message) for w in caught],
+        )
         if said:
             assert int(said[0].group(1)) == rank
             warned.append(max_iter)
-    assert warned == list(range(1, warned[-1] + 1)) and 3 <= len(warned) < 8     # short budgets only
+    assert warned == list(range(1, warned[-1] + 1)) and 3 <= len(warned) < 8  # short budgets only
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        traced = jax.jit(lambda Y: rpca.altproj(Y, 4, max_iter=2).X)(p.Y)   # a transformation says nothing
+        traced = jax.jit(lambda Y: rpca.altproj(Y, 4, max_iter=2).X)(
+            p.Y
+        )  # a transformation says nothing
     with pytest.warns(UserWarning, match="ran out in stage 2 of 4"):
         np.testing.assert_allclose(traced, rpca.altproj(p.Y, 4, max_iter=2).X, rtol=1e-5, atol=1e-6)
     # A Y of rank 2 asked for rank 3 stops by tol as it enters the last stage, with X of rank 2: the
@@ -761,7 +896,9 @@ def test_altproj_says_when_its_budget_ends_before_the_last_stage():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         out = rpca.altproj(low, 3)
-    assert int(out.n_iter) < 500 and int(out.status) == Status.CONVERGED and float(out.residual) < 1e-6
+    assert (
+        int(out.n_iter) < 500 and int(out.status) == Status.CONVERGED and float(out.residual) < 1e-6
+    )
 
 
 def test_scaledgd_with_tol_is_differentiable_on_request():

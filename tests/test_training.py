@@ -14,8 +14,17 @@ from lowrank_jax import Status, datasets, rpca
 from lowrank_jax.rpca import params as params_mod
 from lowrank_jax.rpca import training
 
-TINY = training.TrainConfig(n=60, rank=2, alpha=0.1, num_layers=3, pre_steps=4, full_steps=8, batch=2,
-                            lr=0.05, init_instances=2)
+TINY = training.TrainConfig(
+    n=60,
+    rank=2,
+    alpha=0.1,
+    num_layers=3,
+    pre_steps=4,
+    full_steps=8,
+    batch=2,
+    lr=0.05,
+    init_instances=2,
+)
 
 
 def _mean_loss(p, cfg, layers, key=jax.random.key(99), count=8):
@@ -37,7 +46,9 @@ def test_training_lowers_the_loss_on_held_out_instances(tiny_run):
     K = TINY.num_layers
     assert _mean_loss(p, TINY, K) < _mean_loss(start, TINY, K) - 0.05
     assert [e["stage"] for e in log] == list(range(K + 1))
-    assert all(np.all(np.isfinite(leaf)) for leaf in jax.tree.leaves(eqx.filter(p, eqx.is_inexact_array)))
+    assert all(
+        np.all(np.isfinite(leaf)) for leaf in jax.tree.leaves(eqx.filter(p, eqx.is_inexact_array))
+    )
     # β, φ are left to the grid search.
     assert float(p.beta) == 1.0 and float(p.phi) == 1.0
 
@@ -54,9 +65,13 @@ def test_interrupted_training_resumes_to_the_same_parameters(tiny_run, tmp_path,
             raise Interrupt
 
     with pytest.raises(Interrupt):
-        training.train_lrpca(jax.random.key(0), TINY, checkpoint=ckpt, progress=False, callback=stop_after_two)
+        training.train_lrpca(
+            jax.random.key(0), TINY, checkpoint=ckpt, progress=False, callback=stop_after_two
+        )
     log = []
-    p_resumed = training.train_lrpca(jax.random.key(0), TINY, checkpoint=ckpt, progress=False, log=log)
+    p_resumed = training.train_lrpca(
+        jax.random.key(0), TINY, checkpoint=ckpt, progress=False, log=log
+    )
     assert [e["stage"] for e in log] == [3]  # only the stage after the checkpoint ran again
     for a, b in zip(jax.tree.leaves(p_full), jax.tree.leaves(p_resumed)):
         np.testing.assert_array_equal(a, b)
@@ -71,11 +86,18 @@ def test_interrupted_training_resumes_to_the_same_parameters(tiny_run, tmp_path,
 
 def test_parameter_files_round_trip_under_x64(tmp_path, x64):
     """With x64 on, initial_params made β, φ float64 beside a float32 ζ, and save_params wrote the
-    leaves as they were under ζ's dtype: loading (and so resuming training) called the file corrupt."""
+    leaves as they were under ζ's dtype: loading (and so resuming training) called the file
+    corrupt."""
     p0 = training.initial_params(jax.random.key(0), dataclasses.replace(TINY, init_instances=1))
     assert len({leaf.dtype for leaf in jax.tree.leaves(p0)}) == 1
-    mixed = rpca.LRPCAParams(jnp.asarray([0.5, 0.25], jnp.float32), jnp.asarray([0.1], jnp.float32),
-                             jnp.asarray(1.7, jnp.float64), jnp.asarray(0.4, jnp.float64), rank=2, n=60)
+    mixed = rpca.LRPCAParams(
+        jnp.asarray([0.5, 0.25], jnp.float32),
+        jnp.asarray([0.1], jnp.float32),
+        jnp.asarray(1.7, jnp.float64),
+        jnp.asarray(0.4, jnp.float64),
+        rank=2,
+        n=60,
+    )
     for p in (p0, mixed):
         params_mod.save_params(tmp_path / "p.eqx", p)
         back = params_mod.load_params(tmp_path / "p.eqx")
@@ -94,10 +116,18 @@ def test_checkpoint_of_another_configuration_is_refused(tiny_run):
 
 
 def test_train_config_takes_numpy_numbers_and_refuses_fractions():
-    """n = np.int64(40) trained stage 0 and then failed writing the checkpoint's JSON; n = 40.5 passed
-    to fail inside the generator. Fields are now plain Python numbers, checked on construction."""
-    cfg = training.TrainConfig(n=np.int64(40), rank=np.int32(2), alpha=np.float32(0.1), lr=np.float64(0.05))
-    assert type(cfg.n) is int and type(cfg.rank) is int and type(cfg.alpha) is float and type(cfg.lr) is float
+    """n = np.int64(40) trained stage 0 and then failed writing the checkpoint's JSON; n = 40.5
+    passed to fail inside the generator. Fields are now plain Python numbers, checked on
+    construction."""
+    cfg = training.TrainConfig(
+        n=np.int64(40), rank=np.int32(2), alpha=np.float32(0.1), lr=np.float64(0.05)
+    )
+    assert (
+        type(cfg.n) is int
+        and type(cfg.rank) is int
+        and type(cfg.alpha) is float
+        and type(cfg.lr) is float
+    )
     assert cfg == training.TrainConfig(n=40, rank=2, alpha=float(np.float32(0.1)), lr=0.05)
     for bad in (dict(n=40.5), dict(pre_steps=2.5), dict(lr="0.1"), dict(batch=True)):
         with pytest.raises(ValueError):
@@ -109,25 +139,48 @@ def test_grid_search_refuses_to_choose_when_every_point_diverges():
     cfg = training.TrainConfig(n=40, rank=2, alpha=0.1, num_layers=3, init_instances=2)
     p = training.initial_params(jax.random.key(0), cfg)
     with pytest.raises(RuntimeError, match="every .beta, phi. of the grid diverged"):
-        training.frmnn_grid_search(jax.random.key(1), p, cfg, num_instances=2, extra_layers=30,
-                                   betas=jnp.array([20.0, 40.0]), phis=jnp.array([5.0, 9.0]))
+        training.frmnn_grid_search(
+            jax.random.key(1),
+            p,
+            cfg,
+            num_instances=2,
+            extra_layers=30,
+            betas=jnp.array([20.0, 40.0]),
+            phis=jnp.array([5.0, 9.0]),
+        )
     # A grid with one diverging row: its errors are +inf, never NaN (argmin would pick a NaN), and
     # the search chooses among the finite ones.
-    chosen, errors = training.frmnn_grid_search(jax.random.key(1), p, cfg, num_instances=2, extra_layers=30,
-                                                betas=jnp.array([1.0, 40.0]), phis=jnp.array([0.5, 9.0]))
+    chosen, errors = training.frmnn_grid_search(
+        jax.random.key(1),
+        p,
+        cfg,
+        num_instances=2,
+        extra_layers=30,
+        betas=jnp.array([1.0, 40.0]),
+        phis=jnp.array([0.5, 9.0]),
+    )
     errors = np.asarray(errors)
-    assert not np.any(np.isnan(errors)) and np.all(np.isposinf(errors[1])) and np.isfinite(errors[0, 0])
-    assert float(chosen.beta) == 1.0 and float(chosen.phi) == float(np.asarray([0.5, 9.0])[np.argmin(errors[0])])
+    assert (
+        not np.any(np.isnan(errors))
+        and np.all(np.isposinf(errors[1]))
+        and np.isfinite(errors[0, 0])
+    )
+    assert float(chosen.beta) == 1.0 and float(chosen.phi) == float(
+        np.asarray([0.5, 9.0])[np.argmin(errors[0])]
+    )
 
 
 def test_frmnn_grid_search_returns_the_argmin_of_its_grid(tiny_run):
     p, _, _ = tiny_run
     betas, phis = jnp.array([0.8, 1.0, 1.2]), jnp.array([0.3, 0.6, 0.9])
-    chosen, errors = training.frmnn_grid_search(jax.random.key(5), p, TINY, num_instances=4, extra_layers=3,
-                                                betas=betas, phis=phis)
+    chosen, errors = training.frmnn_grid_search(
+        jax.random.key(5), p, TINY, num_instances=4, extra_layers=3, betas=betas, phis=phis
+    )
     assert errors.shape == (3, 3)
     i, j = np.unravel_index(np.argmin(np.asarray(errors)), errors.shape)
-    assert float(chosen.beta) == pytest.approx(float(betas[i])) and float(chosen.phi) == pytest.approx(float(phis[j]))
+    assert float(chosen.beta) == pytest.approx(float(betas[i])) and float(
+        chosen.phi
+    ) == pytest.approx(float(phis[j]))
     # The grid's entry equals a direct FRMNN run of those (β, φ) on the same instances.
     Y, X = training._instances(jax.random.key(5), TINY, 4)
     runs = [rpca.lrpca(y, 2, p.zeta, p.eta, beta=betas[1], phi=phis[2], max_iter=6) for y in Y]
@@ -136,16 +189,21 @@ def test_frmnn_grid_search_returns_the_argmin_of_its_grid(tiny_run):
 
 
 def test_generalisation_rule_scales_thresholds_only(tmp_path):
-    p = params_mod.LRPCAParams.from_schedule(jnp.array([1.0, 0.5, 0.25]), jnp.array([0.6, 0.5]), rank=5, n=1000)
+    p = params_mod.LRPCAParams.from_schedule(
+        jnp.array([1.0, 0.5, 0.25]), jnp.array([0.6, 0.5]), rank=5, n=1000
+    )
     q = p.for_problem(3000, 10)
     np.testing.assert_allclose(q.zeta, p.zeta * (1000 / 3000) * (10 / 5), rtol=1e-6)
     np.testing.assert_array_equal(q.eta, p.eta)
-    # The result is for (3000, 10): it kept (1000, 5), so calling it on its problem rescaled ζ again.
+    # The result is for (3000, 10): it kept (1000, 5), so calling it on its problem rescaled ζ
+    # again.
     assert (q.n, q.rank) == (3000, 10)
     Y = datasets.rpca_problem(jax.random.key(0), 40, 40, 2, 0.1).Y
-    with pytest.warns(UserWarning, match="trained at n = 1000") as said:    # smaller than trained: said here too
+    with pytest.warns(
+        UserWarning, match="trained at n = 1000"
+    ) as said:  # smaller than trained: said here too
         small = p.for_problem(40, 2)
-    assert said[0].filename == __file__       # the caller's line, through equinox's method wrapper
+    assert said[0].filename == __file__  # the caller's line, through equinox's method wrapper
     once = rpca.lrpca(Y, 2, small.zeta, p.eta)
     np.testing.assert_allclose(small(Y, frmnn=False).X, once.X, rtol=1e-6, atol=1e-7)
     with pytest.warns(UserWarning, match="trained at n = 1000"):
@@ -200,8 +258,12 @@ def test_initial_schedule_follows_the_configured_oracle():
     key = jax.random.key(3)
     p = training.initial_params(key, cfg)
     Y, X = training._instances(key, cfg, cfg.init_instances)
-    z = jnp.stack([rpca.oracle_thresholds(Y[i], cfg.rank, X[i], cfg.num_layers, 1.5, rule="rms", scale=2.0)
-                   for i in range(cfg.init_instances)])
+    z = jnp.stack(
+        [
+            rpca.oracle_thresholds(Y[i], cfg.rank, X[i], cfg.num_layers, 1.5, rule="rms", scale=2.0)
+            for i in range(cfg.init_instances)
+        ]
+    )
     # float32: on a GPU the batched and the per-instance oracles differed by 3e-5 in the last layer
     np.testing.assert_allclose(p.zeta, jnp.exp(jnp.mean(jnp.log(z), axis=0)), rtol=1e-4)
     np.testing.assert_allclose(p.eta, 1.5, rtol=1e-6)
@@ -215,7 +277,7 @@ def test_pretrained_parameters_recover_a_fresh_instance(alpha, size):
     prob = datasets.rpca_problem(jax.random.key(12345), size, size, 5, alpha)
     out = p(prob.Y, frmnn=False, X_star=prob.X)
     assert int(out.status) == Status.MAX_ITER and int(out.n_iter) == 10
-    assert float(out.error) <= (1e-3 if size >= 300 else 1e-2)    # the n = 100 models are weaker
+    assert float(out.error) <= (1e-3 if size >= 300 else 1e-2)  # the n = 100 models are weaker
     with pytest.raises(ValueError, match="rank"):
         rpca.pretrained(alpha=alpha, rank=3)
     with pytest.raises(ValueError, match="alpha"):
@@ -223,12 +285,13 @@ def test_pretrained_parameters_recover_a_fresh_instance(alpha, size):
 
 
 def test_pretrained_picks_the_model_for_the_size():
-    """The n = 1000 models rescaled to smaller problems stall (ζ's rule serves larger problems only):
-    at n = 500, α = 0.1 the error after 40 layers stayed near 8e-5. pretrained(alpha, n=...) picks
-    the largest training size that is at most n / 0.9 (the n = 300 model there: about 2e-7), and
-    the warning of a stalling rescale names that option."""
-    assert [params_mod.pretrained_size(n) for n in (30, 90, 269, 270, 300, 500, 899.9, 900, 1000, 5000)] == \
-        [100, 100, 100, 300, 300, 300, 300, 1000, 1000, 1000]
+    """The n = 1000 models rescaled to smaller problems stall (ζ's rule serves larger problems
+    only): at n = 500, α = 0.1 the error after 40 layers stayed near 8e-5. pretrained(alpha, n=...)
+    picks the largest training size that is at most n / 0.9 (the n = 300 model there: about 2e-7),
+    and the warning of a stalling rescale names that option."""
+    assert [
+        params_mod.pretrained_size(n) for n in (30, 90, 269, 270, 300, 500, 899.9, 900, 1000, 5000)
+    ] == [100, 100, 100, 300, 300, 300, 300, 1000, 1000, 1000]
     assert rpca.pretrained(0.1).n == 1000 and rpca.pretrained(0.1, n=np.int64(450)).n == 300
     for bad in (0, -3, math.nan, math.inf, "500", None):
         with pytest.raises(ValueError, match="n must be a positive problem size"):
@@ -251,56 +314,88 @@ def test_from_schedule_refuses_bad_values_by_name_and_keeps_a_fractional_n():
     sizes: for_problem(123.4, 3) does), took rank = 0, n = 0 or -5 (the model then failed with "math
     domain error"), a NaN β and an infinite ζ. Each is now a ValueError naming the argument."""
     z, e = jnp.array([1.0, 0.5, 0.25]), jnp.array([0.6, 0.5])
-    p = params_mod.LRPCAParams.from_schedule(z, e, rank=np.int64(2), n=100.7, beta=np.float32(1.2), phi=0.5)
+    p = params_mod.LRPCAParams.from_schedule(
+        z, e, rank=np.int64(2), n=100.7, beta=np.float32(1.2), phi=0.5
+    )
     assert type(p.rank) is int and p.rank == 2 and p.n == 100.7
     assert p.n == p.for_problem(100.7, 2).n
     np.testing.assert_allclose(p.zeta, z, rtol=1e-6)
     np.testing.assert_allclose([p.beta, p.phi], [1.2, 0.5], rtol=1e-6)
     assert params_mod.LRPCAParams.from_schedule(z, e, rank=2, n=100.0).n == 100
-    bad = [(dict(rank=2.7), "rank"), (dict(rank=0), "rank"), (dict(rank=True), "rank"),
-           (dict(n=0), "n must"), (dict(n=-5), "n must"), (dict(n=math.inf), "n must"), (dict(n=math.nan), "n must"),
-           (dict(n="100"), "n must"),
-           (dict(beta=math.nan), "beta"), (dict(beta=0.0), "beta"), (dict(beta=jnp.array([1.0, 2.0])), "beta"),
-           (dict(phi=math.inf), "phi"), (dict(phi=-0.5), "phi"),
-           (dict(zeta=jnp.array([1.0, jnp.inf, 0.25])), "zeta"), (dict(zeta=jnp.array([1.0, jnp.nan, 0.25])), "zeta"),
-           (dict(eta=jnp.array([0.6, jnp.inf])), "eta"), (dict(eta=jnp.array([0.6, -0.5])), "eta")]
+    bad = [
+        (dict(rank=2.7), "rank"),
+        (dict(rank=0), "rank"),
+        (dict(rank=True), "rank"),
+        (dict(n=0), "n must"),
+        (dict(n=-5), "n must"),
+        (dict(n=math.inf), "n must"),
+        (dict(n=math.nan), "n must"),
+        (dict(n="100"), "n must"),
+        (dict(beta=math.nan), "beta"),
+        (dict(beta=0.0), "beta"),
+        (dict(beta=jnp.array([1.0, 2.0])), "beta"),
+        (dict(phi=math.inf), "phi"),
+        (dict(phi=-0.5), "phi"),
+        (dict(zeta=jnp.array([1.0, jnp.inf, 0.25])), "zeta"),
+        (dict(zeta=jnp.array([1.0, jnp.nan, 0.25])), "zeta"),
+        (dict(eta=jnp.array([0.6, jnp.inf])), "eta"),
+        (dict(eta=jnp.array([0.6, -0.5])), "eta"),
+    ]
     for kwargs, match in bad:
         args = dict(zeta=z, eta=e, rank=2, n=100) | kwargs
         with pytest.raises(ValueError, match=match):
             params_mod.LRPCAParams.from_schedule(args.pop("zeta"), args.pop("eta"), **args)
     # Under jit the arrays are traced: shapes are checked, values are not (no error, same result).
-    jitted = jax.jit(lambda zz: params_mod.LRPCAParams.from_schedule(zz, e, rank=2, n=100).log_zeta)(z)
+    jitted = jax.jit(
+        lambda zz: params_mod.LRPCAParams.from_schedule(zz, e, rank=2, n=100).log_zeta
+    )(z)
     np.testing.assert_allclose(jitted, jnp.log(z), rtol=1e-6)
 
 
 def test_frmnn_grid_search_refuses_bad_arguments_by_name():
     """num_instances = 0 ended in "every (beta, phi) of the grid diverged", extra_layers = -1 in
     "num_steps must be an integer >= 0" (an argument the caller never passed), and phis = [-0.5]
-    was searched and returned as the chosen φ. All are refused by name before any instance is drawn."""
-    p = params_mod.LRPCAParams.from_schedule(jnp.array([1.0, 0.5, 0.25, 0.1]), jnp.array([0.6, 0.5, 0.5]),
-                                             rank=TINY.rank, n=TINY.n)
-    bad = [(dict(num_instances=0), "num_instances"), (dict(num_instances=2.5), "num_instances"),
-           (dict(extra_layers=-1), "extra_layers"), (dict(extra_layers=1.5), "extra_layers"),
-           (dict(phis=[-0.5]), "phis"), (dict(phis=[0.5, math.nan]), "phis"), (dict(phis=[[0.5]]), "phis"),
-           (dict(betas=[0.0, 1.0]), "betas"), (dict(betas=[math.inf]), "betas"), (dict(betas=[]), "betas"),
-           (dict(betas=1.0), "betas")]
+    was searched and returned as the chosen φ. All are refused by name before any instance is
+    drawn."""
+    p = params_mod.LRPCAParams.from_schedule(
+        jnp.array([1.0, 0.5, 0.25, 0.1]), jnp.array([0.6, 0.5, 0.5]), rank=TINY.rank, n=TINY.n
+    )
+    bad = [
+        (dict(num_instances=0), "num_instances"),
+        (dict(num_instances=2.5), "num_instances"),
+        (dict(extra_layers=-1), "extra_layers"),
+        (dict(extra_layers=1.5), "extra_layers"),
+        (dict(phis=[-0.5]), "phis"),
+        (dict(phis=[0.5, math.nan]), "phis"),
+        (dict(phis=[[0.5]]), "phis"),
+        (dict(betas=[0.0, 1.0]), "betas"),
+        (dict(betas=[math.inf]), "betas"),
+        (dict(betas=[]), "betas"),
+        (dict(betas=1.0), "betas"),
+    ]
     for kwargs, match in bad:
         with pytest.raises(ValueError, match=match):
-            training.frmnn_grid_search(jax.random.key(0), p, TINY, **(dict(num_instances=1, extra_layers=1) | kwargs))
+            training.frmnn_grid_search(
+                jax.random.key(0), p, TINY, **(dict(num_instances=1, extra_layers=1) | kwargs)
+            )
 
 
 def test_frmnn_grid_is_the_papers_step_tenth_grid_and_the_search_default():
     """The default grid (the paper's step 0.1) lives in frmnn_grid, which the search and
     experiments/rpca_frmnn_grid.py share: β from 0.5 to 2.0, φ from 0.1 to 1.0, ends included, and a
-    search without betas/phis returns errors over exactly that grid (mean of one instance, argmin)."""
+    search without betas/phis returns errors over exactly that grid (mean of one instance,
+    argmin)."""
     betas, phis = training.frmnn_grid()
     np.testing.assert_allclose(betas, 0.5 + 0.1 * np.arange(16), atol=1e-6)
     np.testing.assert_allclose(phis, 0.1 + 0.1 * np.arange(10), atol=1e-6)
-    p = params_mod.LRPCAParams.from_schedule(jnp.array([1.0, 0.5, 0.25, 0.1]), jnp.array([0.6, 0.5, 0.5]),
-                                             rank=TINY.rank, n=TINY.n)
+    p = params_mod.LRPCAParams.from_schedule(
+        jnp.array([1.0, 0.5, 0.25, 0.1]), jnp.array([0.6, 0.5, 0.5]), rank=TINY.rank, n=TINY.n
+    )
     result = training.frmnn_grid_search(jax.random.key(3), p, TINY, num_instances=1, extra_layers=1)
-    chosen, errors = result                             # an FRMNNSearch unpacks as (params, errors)
-    assert isinstance(result, rpca.FRMNNSearch) and result.params is chosen and result.errors is errors
+    chosen, errors = result  # an FRMNNSearch unpacks as (params, errors)
+    assert (
+        isinstance(result, rpca.FRMNNSearch) and result.params is chosen and result.errors is errors
+    )
     assert errors.shape == (16, 10)
     i, j = np.unravel_index(int(jnp.argmin(errors)), errors.shape)
     assert (float(chosen.beta), float(chosen.phi)) == (float(betas[i]), float(phis[j]))
@@ -310,7 +405,13 @@ def test_pretrained_takes_concrete_numpy_and_jax_scalars():
     """rpca.pretrained(jnp.float32(0.2)) was refused as "not a number" while np.float32(0.3) was
     taken. Concrete 0-d NumPy and JAX numbers now select the same file as the Python float."""
     ref = rpca.pretrained(0.2)
-    for alpha in (jnp.float32(0.2), jnp.asarray(0.2), np.array(0.2), np.float32(0.2), np.float64(0.2)):
+    for alpha in (
+        jnp.float32(0.2),
+        jnp.asarray(0.2),
+        np.array(0.2),
+        np.float32(0.2),
+        np.float64(0.2),
+    ):
         p = rpca.pretrained(alpha)
         for a, b in zip(jax.tree.leaves(p), jax.tree.leaves(ref)):
             np.testing.assert_array_equal(a, b)
@@ -320,11 +421,11 @@ def test_pretrained_takes_concrete_numpy_and_jax_scalars():
 
 
 def test_each_phase_moves_only_the_entries_it_trains(tiny_run):
-    """Stage j's first phase trains layer j alone (ζ_j and η_{j−1}, the step into it), its second phase
-    layers 0..j; later layers and the FRMNN factors never move. Adam's first step moves every entry
-    whose gradient is non-zero, so the moved entries are exactly the trained ones."""
+    """Stage j's first phase trains layer j alone (ζ_j and η_{j−1}, the step into it), its second
+    phase layers 0..j; later layers and the FRMNN factors never move. Adam's first step moves every
+    entry whose gradient is non-zero, so the moved entries are exactly the trained ones."""
     p = training.initial_params(jax.random.key(0), TINY)
-    step = training._make_phase(TINY, 2)               # compiled by tiny_run already
+    step = training._make_phase(TINY, 2)  # compiled by tiny_run already
     for only_new, zetas, etas in ((True, [2], [1]), (False, [0, 1, 2], [0, 1])):
         mask_z, mask_e = training._masks(p, 2, only_new)
         state = training._optimizer(TINY).init(eqx.filter(p, eqx.is_inexact_array))
@@ -335,19 +436,19 @@ def test_each_phase_moves_only_the_entries_it_trains(tiny_run):
 
 
 def test_stage_loss_is_the_mean_log_error_of_its_layers(tiny_run):
-    """Stage j's loss is the mean of log e_k over k = 1..j (log e_0 at j = 0), e_k the relative error
-    after k layers."""
+    """Stage j's loss is the mean of log e_k over k = 1..j (log e_0 at j = 0), e_k the relative
+    error after k layers."""
     p, _, _ = tiny_run
     Y, X = training._instances(jax.random.key(7), TINY, 1)
     logs = [np.log(float(training.layer_error(p, Y[0], X[0], k))) for k in range(4)]
     for j in range(4):
-        want = logs[0] if j == 0 else np.mean(logs[1:j + 1])
+        want = logs[0] if j == 0 else np.mean(logs[1 : j + 1])
         np.testing.assert_allclose(float(training.stage_loss(p, Y[0], X[0], j)), want, rtol=1e-5)
 
 
 def test_stage_zero_takes_both_phases_steps(monkeypatch, tiny_run):
-    """Stage 0 (ζ₀ alone) has no earlier layers to split from, so it runs pre + full steps in one phase
-    (stopped after stage 0 by its callback; the step is compiled by tiny_run already)."""
+    """Stage 0 (ζ₀ alone) has no earlier layers to split from, so it runs pre + full steps in one
+    phase (stopped after stage 0 by its callback; the step is compiled by tiny_run already)."""
     ticks = []
 
     class Counter:
@@ -375,27 +476,37 @@ def test_stage_zero_takes_both_phases_steps(monkeypatch, tiny_run):
 def _fake_phases(monkeypatch, calls, loss_at=lambda stage, i: 0.0):
     """Replace the compiled optimiser step by a recorder (and the oracle initialisation by a fixed
     schedule): train_lrpca's loop logic is then run without compiling anything."""
+
     def make_phase(cfg, layers, sampler=None):
         def step(params, opt_state, key, mask_z, mask_e):
-            calls.append(dict(stage=layers, key=tuple(np.asarray(jax.random.key_data(key)).ravel().tolist()),
-                              z=np.asarray(mask_z).tolist(), e=np.asarray(mask_e).tolist(),
-                              fresh=not isinstance(opt_state, str)))
+            calls.append(
+                dict(
+                    stage=layers,
+                    key=tuple(np.asarray(jax.random.key_data(key)).ravel().tolist()),
+                    z=np.asarray(mask_z).tolist(),
+                    e=np.asarray(mask_e).tolist(),
+                    fresh=not isinstance(opt_state, str),
+                )
+            )
             return params, "used", jnp.float32(loss_at(layers, len(calls)))
+
         return step
 
     def init(key, cfg, sampler=None):
         K = cfg.num_layers
-        return params_mod.LRPCAParams.from_schedule(jnp.full(K + 1, 0.1), jnp.full(K, 0.5), rank=cfg.rank, n=cfg.n)
+        return params_mod.LRPCAParams.from_schedule(
+            jnp.full(K + 1, 0.1), jnp.full(K, 0.5), rank=cfg.rank, n=cfg.n
+        )
 
     monkeypatch.setattr(training, "_make_phase", make_phase)
     monkeypatch.setattr(training, "initial_params", init)
 
 
 def test_curriculum_order_fresh_instances_and_optimiser_restarts(monkeypatch):
-    """The loop's schedule: stage 0 runs pre + full steps on ζ₀; stage j ≥ 1 runs pre_steps on layer j
-    alone, then full_steps on layers 0..j (different counts here, so a swap shows); every step gets a
-    key of its own (fresh instances: not the same batch at every step of a phase, nor the same
-    batches at every stage or in both phases), and every phase starts a fresh Adam state."""
+    """The loop's schedule: stage 0 runs pre + full steps on ζ₀; stage j ≥ 1 runs pre_steps on layer
+    j alone, then full_steps on layers 0..j (different counts here, so a swap shows); every step
+    gets a key of its own (fresh instances: not the same batch at every step of a phase, nor the
+    same batches at every stage or in both phases), and every phase starts a fresh Adam state."""
     cfg = dataclasses.replace(TINY, pre_steps=2, full_steps=3)
     K = cfg.num_layers
     calls = []
@@ -411,7 +522,9 @@ def test_curriculum_order_fresh_instances_and_optimiser_restarts(monkeypatch):
         return z.tolist(), e.tolist()
 
     def upto(j):
-        return (np.arange(K + 1) <= j).astype(float).tolist(), (np.arange(K) < j).astype(float).tolist()
+        return (np.arange(K + 1) <= j).astype(float).tolist(), (np.arange(K) < j).astype(
+            float
+        ).tolist()
 
     want = [(0, *upto(0), i == 0) for i in range(cfg.pre_steps + cfg.full_steps)]
     for j in range(1, K + 1):
@@ -439,14 +552,14 @@ def test_a_step_reports_the_batch_mean_of_the_stage_loss(tiny_run):
     """The loss a step returns (and the log's errors) is ℓ_j = (1/B) Σ_b loss_b on the batch drawn
     from its key, at the parameters before the update: the mean, not the sum, over the batch."""
     p = tiny_run[0]
-    step = training._make_phase(TINY, 2)               # compiled by tiny_run already
+    step = training._make_phase(TINY, 2)  # compiled by tiny_run already
     mask_z, mask_e = training._masks(p, 2, False)
     state = training._optimizer(TINY).init(eqx.filter(p, eqx.is_inexact_array))
     key = jax.random.key(11)
     _, _, loss = step(p, state, key, mask_z, mask_e)
     Y, X = training._instances(key, TINY, TINY.batch)
     per = jax.jit(jax.vmap(lambda y, x: training.stage_loss(p, y, x, 2)))(Y, X)
-    assert per.shape == (TINY.batch,) and float(jnp.std(per)) > 0          # the instances differ
+    assert per.shape == (TINY.batch,) and float(jnp.std(per)) > 0  # the instances differ
     np.testing.assert_allclose(float(loss), float(jnp.mean(per)), rtol=1e-5)
 
 
@@ -456,7 +569,7 @@ def test_a_diverging_instance_does_not_abort_the_compiled_training_step(tiny_run
     raising from inside the compiled program; stage_loss called directly raises as lrpca does."""
     p = tiny_run[0]
     bad = eqx.tree_at(lambda q: q.log_eta, p, p.log_eta + jnp.log(1e8))
-    step = training._make_phase(TINY, 2)               # compiled by tiny_run already
+    step = training._make_phase(TINY, 2)  # compiled by tiny_run already
     mask_z, mask_e = training._masks(p, 2, False)
     state = training._optimizer(TINY).init(eqx.filter(p, eqx.is_inexact_array))
     _, _, good = step(p, state, jax.random.key(11), mask_z, mask_e)
@@ -476,8 +589,8 @@ def test_train_config_refuses_a_rank_above_n():
 
 
 def test_a_schedule_is_stored_as_logs_and_its_lengths_are_checked():
-    """from_schedule stores log ζ and log η (the trained, positive-by-construction coordinates): ζ and η
-    read back as given, and a model with one threshold too few or too many is refused."""
+    """from_schedule stores log ζ and log η (the trained, positive-by-construction coordinates): ζ
+    and η read back as given, and a model with one threshold too few or too many is refused."""
     z, e = jnp.array([1.0, 0.5, 0.25]), jnp.array([0.6, 0.3])
     p = params_mod.LRPCAParams.from_schedule(z, e, rank=2, n=60)
     np.testing.assert_allclose(p.log_zeta, np.log(np.asarray(z)), rtol=1e-6)
@@ -496,4 +609,6 @@ def test_frmnn_grid_search_progress_bar_counts_the_instances(tiny_run, recorded_
     chosen, errors = training.frmnn_grid_search(jax.random.key(5), p, TINY, progress=True, **grid)
     (bar,) = recorded_bars
     assert bar.total == 3 and bar.n == 3 and bar.closed
-    np.testing.assert_array_equal(errors, training.frmnn_grid_search(jax.random.key(5), p, TINY, **grid)[1])
+    np.testing.assert_array_equal(
+        errors, training.frmnn_grid_search(jax.random.key(5), p, TINY, **grid)[1]
+    )

@@ -35,8 +35,10 @@ def test_frames_view_is_the_inverse_of_raster_columns():
 
 
 # Runs only where `make data` has run (the clip is not in the repository; CI does not fetch it).
-@pytest.mark.skipif(not video.vtest_path().is_file() or importlib.util.find_spec("cv2") is None,
-                    reason="needs `make data`")
+@pytest.mark.skipif(
+    not video.vtest_path().is_file() or importlib.util.find_spec("cv2") is None,
+    reason="needs `make data`",
+)
 def test_decoded_clip_has_the_documented_shape():
     v = datasets.load_vtest(scale=0.25, start=10, frames=5, step=2)
     assert v.M.shape == (144 * 192, 5) and v.frame_shape == (144, 192)
@@ -50,14 +52,26 @@ def test_decoded_clip_has_the_documented_shape():
 def test_frame_selection_must_be_integers_and_is_checked_before_the_clip(tmp_path, monkeypatch):
     """load_vtest(step=1.5, frames=2.5) passed validation (and selected frames by a fractional
     rule). Counts are now integers, checked by name before the loader looks for the clip."""
-    monkeypatch.setenv("LOWRANK_JAX_DATA", str(tmp_path))      # no clip here: only the checks can answer
-    for kwargs, match in [(dict(step=1.5), "step"), (dict(frames=2.5), "frames"), (dict(start=0.5), "start"),
-                          (dict(step=0), "step"), (dict(frames=0), "frames"), (dict(start=-1), "start"),
-                          (dict(step=True), "step"), (dict(scale=float("nan")), "scale"), (dict(scale="0.5"), "scale"),
-                          (dict(scale=1.5), "scale")]:
+    monkeypatch.setenv(
+        "LOWRANK_JAX_DATA", str(tmp_path)
+    )  # no clip here: only the checks can answer
+    for kwargs, match in [
+        (dict(step=1.5), "step"),
+        (dict(frames=2.5), "frames"),
+        (dict(start=0.5), "start"),
+        (dict(step=0), "step"),
+        (dict(frames=0), "frames"),
+        (dict(start=-1), "start"),
+        (dict(step=True), "step"),
+        (dict(scale=float("nan")), "scale"),
+        (dict(scale="0.5"), "scale"),
+        (dict(scale=1.5), "scale"),
+    ]:
         with pytest.raises(ValueError, match=match):
             datasets.load_vtest(**kwargs)
     assert video._check_selection(np.float32(0.5), np.int64(2), np.int32(10), 3) == (0.5, 2, 10, 3)
     assert video._check_selection(1, 0, None, 1) == (1.0, 0, None, 1)
-    with pytest.raises(FileNotFoundError, match="make data"):         # valid arguments reach the file check
+    with pytest.raises(
+        FileNotFoundError, match="make data"
+    ):  # valid arguments reach the file check
         datasets.load_vtest(start=2, frames=5, step=3)

@@ -2,22 +2,41 @@
 
 import jax
 import jax.numpy as jnp
+from zoo import ZooCase
 
 from lowrank_jax import datasets, rpca
-from zoo import ZooCase
 
 _P = datasets.rpca_problem(jax.random.key(0), 60, 60, rank=2, alpha=0.1)
 _ZETA = rpca.oracle_thresholds(_P.Y, 2, _P.X, num_layers=4)
 
 
 def _lrpca(h, throw):
-    return rpca.lrpca(_P.Y, 2, _ZETA, jnp.full(4, h["eta"]), beta=1.0, phi=0.7, tol=1e-4, max_iter=200,
-                      throw=throw)
+    return rpca.lrpca(
+        _P.Y,
+        2,
+        _ZETA,
+        jnp.full(4, h["eta"]),
+        beta=1.0,
+        phi=0.7,
+        tol=1e-4,
+        max_iter=200,
+        throw=throw,
+    )
 
 
 def _lrpca_sharded(h, throw):
-    return rpca.lrpca_sharded(_P.Y, 2, _ZETA, jnp.full(4, h["eta"]), beta=1.0, phi=0.7, tol=1e-4, max_iter=200,
-                              oversample=2, throw=throw)
+    return rpca.lrpca_sharded(
+        _P.Y,
+        2,
+        _ZETA,
+        jnp.full(4, h["eta"]),
+        beta=1.0,
+        phi=0.7,
+        tol=1e-4,
+        max_iter=200,
+        oversample=2,
+        throw=throw,
+    )
 
 
 def _scaledgd(h, throw):
@@ -33,5 +52,7 @@ CASES = [
     ZooCase("rpca.lrpca", _lrpca, {"eta": 0.5}, {"eta": 1e8}, ("X", "S")),
     ZooCase("rpca.lrpca_sharded", _lrpca_sharded, {"eta": 0.5}, {"eta": 1e8}, ("X", "S")),
     ZooCase("rpca.scaledgd", _scaledgd, {"eta": 0.5}, {"eta": 1e8}, ("X", "S")),
-    ZooCase("rpca.altproj", _altproj, {"scale": 1.0}, {"scale": 1e30}, ("X", "S"), refused_eagerly=True),
+    ZooCase(
+        "rpca.altproj", _altproj, {"scale": 1.0}, {"scale": 1e30}, ("X", "S"), refused_eagerly=True
+    ),
 ]

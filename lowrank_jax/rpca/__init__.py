@@ -12,6 +12,22 @@ from lowrank_jax.rpca.scaled import scaledgd, scaledgd_step
 from lowrank_jax.rpca.sharded import lrpca_sharded, row_mesh
 from lowrank_jax.rpca.training import FRMNNSearch, TrainConfig, frmnn_grid_search, train_lrpca
 
-__all__ = ["FRMNNSearch", "LRPCAParams", "RPCAResult", "TrainConfig", "altproj", "frmnn_grid_search", "load_params",
-           "lrpca", "lrpca_sharded", "lrpca_step", "oracle_thresholds", "pretrained", "row_mesh", "save_params",
-           "scaledgd", "scaledgd_step", "train_lrpca"]
+__all__ = [
+    "FRMNNSearch",
+    "LRPCAParams",
+    "RPCAResult",
+    "TrainConfig",
+    "altproj",
+    "frmnn_grid_search",
+    "load_params",
+    "lrpca",
+    "lrpca_sharded",
+    "lrpca_step",
+    "oracle_thresholds",
+    "pretrained",
+    "row_mesh",
+    "save_params",
+    "scaledgd",
+    "scaledgd_step",
+    "train_lrpca",
+]

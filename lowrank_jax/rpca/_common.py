@@ -6,8 +6,8 @@ import jax
 import jax.numpy as jnp
 
 from lowrank_jax import _checks, linalg
+from lowrank_jax.result import Result
 from lowrank_jax.rpca.panels import residual_map_products
-from lowrank_jax.result import Result, Status
 from lowrank_jax.transforms import scaled_gradient_step
 
 
@@ -21,7 +21,8 @@ class RPCAResult(Result):
       residual: final ‖Y − X − S‖_F/‖Y‖_F (each solver says which X and S it pairs).
       error: final ‖X − X⋆‖_F/‖X⋆‖_F when ``X_star`` was given, else None.
       false_positives: final #{S ≠ 0 outside ``support``} when ``support`` was given, else None.
-      change: final relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) with ``stop="change"``, else None.
+      change: final relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) with ``stop="change"``, else
+        None.
       history: the same diagnostics per iteration (``history["residual"]`` etc.), length max_iter.
     """
 
@@ -72,9 +73,9 @@ def spectral_init(A, rank, *, svd, key, oversample=10, n_iter=4):
 
 def check_common(Y, rank, X_star, support, key, svd, *, oversample=0, n_iter=0):
     """Boundary checks shared by all solvers; returns (Y, rank, X_star, support, key, oversample,
-    n_iter), the counts as Python ints (they are static arguments of the jitted solvers). A half-precision
-    Y (float16, bfloat16) is computed in float32 (see :func:`lowrank_jax._checks.as_matrix`); an
-    integer key is a seed."""
+    n_iter), the counts as Python ints (they are static arguments of the jitted solvers). A
+    half-precision Y (float16, bfloat16) is computed in float32 (see
+    :func:`lowrank_jax._checks.as_matrix`); an integer key is a seed."""
     Y = _checks.as_matrix(Y, "Y")
     _checks.check_scale(Y, "Y")
     oversample = _checks.check_positive_int(oversample, "oversample", minimum=0)
@@ -145,7 +146,8 @@ def change_stats(S, S_prev):
 def factor_change(L, R, L_prev, R_prev):
     """‖L Rᵀ − L_p R_pᵀ‖_F / ‖L_p R_pᵀ‖_F from the factors, O((n1 + n2) r²).
 
-    The difference is [L, L_p] [R, −R_p]ᵀ = Q_1 T_1 T_2ᵀ Q_2ᵀ with thin QRs, so its norm is that of the
+    The difference is [L, L_p] [R, −R_p]ᵀ = Q_1 T_1 T_2ᵀ Q_2ᵀ with thin QRs, so its norm is that of
+    the
     small T_1 T_2ᵀ: accurate to working precision even when the factors' gauge jumps between
     iterations (AltProj's SVD factors), where Gram-matrix formulas lose half the digits."""
     T1 = jnp.linalg.qr(jnp.concatenate([L, L_prev], axis=1), mode="r")
@@ -181,24 +183,19 @@ def diagnostics(stats, y_norm, L_new, R_new, X_star, prev=None):
 
 
 def make_result(L, R, S, loop_result):
-    """The :class:`RPCAResult` of a loop whose diagnostics are those of :func:`diagnostics`.
-
-    A run with status INVALID has its diagnostics blanked as the history's padding is (NaN, −1 for
-    counts), final values and history alike: the steps ran on a hyperparameter outside its range
-    (ζ₀ = 0 gives a residual of 0, α_iter > 1 a frozen error curve), and a sweep that ranks its
-    points by a diagnostic must not find such a point best."""
-    hist, last = _blank_if_invalid((loop_result.history, loop_result.final), loop_result.status)
-    return RPCAResult(n_iter=loop_result.n_iter, status=loop_result.status, history=hist, L=L, R=R, X=L @ R.T,
-                      S=S, residual=last["residual"], error=last.get("error"),
-                      false_positives=last.get("false_positives"), change=last.get("change"))
-
-
-def _blank_if_invalid(tree, status):
-    """The leaves of ``tree`` as NaN (floats) or −1 (integers) where ``status`` is INVALID."""
-    bad = status == Status.INVALID
-
-    def blank(x):
-        fill = jnp.nan if jnp.issubdtype(x.dtype, jnp.inexact) else -1
-        return jnp.where(bad, jnp.asarray(fill, x.dtype), x)
-
-    return jax.tree.map(blank, tree)
+    """The :class:`RPCAResult` of a loop whose diagnostics are those of :func:`diagnostics` (an
+    INVALID run's are blank: :func:`lowrank_jax.loop.run_until`'s ``invalid``)."""
+    last = loop_result.final
+    return RPCAResult(
+        n_iter=loop_result.n_iter,
+        status=loop_result.status,
+        history=loop_result.history,
+        L=L,
+        R=R,
+        X=L @ R.T,
+        S=S,
+        residual=last["residual"],
+        error=last.get("error"),
+        false_positives=last.get("false_positives"),
+        change=last.get("change"),
+    )

@@ -27,17 +27,40 @@ import jax
 import jax.numpy as jnp
 
 from lowrank_jax import _checks, linalg, loop
+from lowrank_jax.precision import full_precision
 from lowrank_jax.prox import hard_threshold
 from lowrank_jax.result import finish
-from lowrank_jax.rpca._common import (RPCAResult, check_common, check_stop, diverged, frob, make_result,
-                                      relative_change, relative_error)
-from lowrank_jax.precision import full_precision
+from lowrank_jax.rpca._common import (
+    RPCAResult,
+    check_common,
+    check_stop,
+    diverged,
+    frob,
+    make_result,
+    relative_change,
+    relative_error,
+)
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "max_iter", "inner_iters", "oversample", "n_iter",
-                                             "stop"))
-def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, inner_iters, oversample,
-             n_iter, stop="residual"):
+@functools.partial(
+    jax.jit, static_argnames=("rank", "max_iter", "inner_iters", "oversample", "n_iter", "stop")
+)
+def _altproj(
+    Y,
+    beta,
+    beta_init,
+    tol,
+    X_star,
+    support,
+    key,
+    *,
+    rank,
+    max_iter,
+    inner_iters,
+    oversample,
+    n_iter,
+    stop="residual",
+):
     n1, n2 = Y.shape
     width = min(rank + 1 + oversample, n1, n2)
     y_norm = frob(Y)
@@ -50,8 +73,10 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
         stage, t, S, V, L_p, R_p = state
         svd = linalg.randomized_svd(Y - S, width, start=V, n_iter=n_iter)
         keep = (idx < stage).astype(Y.dtype)
-        sigma_next = svd.s[jnp.minimum(stage, width - 1)] if width > rank else jnp.zeros((), Y.dtype)
-        zeta = beta * (sigma_next + 0.5 ** t * svd.s[stage - 1])
+        sigma_next = (
+            svd.s[jnp.minimum(stage, width - 1)] if width > rank else jnp.zeros((), Y.dtype)
+        )
+        zeta = beta * (sigma_next + 0.5**t * svd.s[stage - 1])
         root = jnp.sqrt(svd.s * keep)
         L_f, R_f = (svd.U * root)[:, :rank], (svd.V * root)[:, :rank]
         D = Y - L_f @ R_f.T
@@ -60,7 +85,9 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
         settled = 0.5 ** (t + 1) * svd.s[stage - 1] <= sigma_next
         if stop == "change":
             s_sq = jnp.sum(jnp.square(S))
-            diag["change"] = relative_change(L_f, R_f, L_p, R_p, jnp.sum(jnp.square(S_new - S)), s_sq)
+            diag["change"] = relative_change(
+                L_f, R_f, L_p, R_p, jnp.sum(jnp.square(S_new - S)), s_sq
+            )
             # While the threshold is above every outlier, S stays 0 and X stands still: a small
             # change then says nothing about convergence. The change rule applies once S holds
             # something (the previous S: its norm is at hand, no extra pass), the threshold has
@@ -85,18 +112,40 @@ def _altproj(Y, beta, beta_init, tol, X_star, support, key, *, rank, max_iter, i
         ready = d["ready"] if stop == "change" else True
         return (s[0] == rank) & (d[stop] < tol) & ready
 
-    # a traced β or β_0 that broke its rule arrives as NaN (_checks.as_hyper): INVALID, not a NaN run
+    # a traced β or β_0 that broke its rule arrives as NaN (_checks.as_hyper): INVALID, not a NaN
+    # run
     invalid = jnp.isnan(tol) | jnp.isnan(beta) | jnp.isnan(beta_init)
-    out = loop.run_until(step, state, max_iter=max_iter, stop=done, invalid=invalid,
-                         diverged=lambda s, d: diverged(s[4], s[5], y_norm) | ~jnp.all(jnp.isfinite(s[2])))
+    out = loop.run_until(
+        step,
+        state,
+        max_iter=max_iter,
+        stop=done,
+        invalid=invalid,
+        diverged=lambda s, d: diverged(s[4], s[5], y_norm) | ~jnp.all(jnp.isfinite(s[2])),
+    )
     stage, t, S, _, L, R = out.state
     # the rank X was formed at: the last iteration's stage (t = 0 when that iteration advanced it)
     return make_result(L, R, S, out), stage - (t == 0)
 
 
 @full_precision
-def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner_iters=10, X_star=None,
-            support=None, key=None, oversample=3, n_iter=1, stop="residual", throw=True) -> RPCAResult:
+def altproj(
+    Y,
+    rank,
+    *,
+    beta=None,
+    beta_init=None,
+    tol=1e-6,
+    max_iter=500,
+    inner_iters=10,
+    X_star=None,
+    support=None,
+    key=None,
+    oversample=3,
+    n_iter=1,
+    stop="residual",
+    throw=True,
+) -> RPCAResult:
     """AltProj robust PCA (Netrapalli et al. 2014), stage-wise in the rank, hard thresholding.
     Stage k = 1, …, r alternates, from S = H_{β_0 σ_1(Y)}(Y),
 
@@ -112,7 +161,8 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
       tol: stop (in the last stage) when ‖Y − L − S‖_F/‖Y‖_F < tol, or with ``stop="change"``
         when the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol, the latter only once S
         holds an entry, the stage's threshold has settled (0.5^{t+1} σ_r ≤ σ_{r+1}) or the residual is
-        below tol: while the threshold is above every outlier S stands still at 0, and so does X. With
+        below tol: while the threshold is above every outlier S stands still at 0, and so does X.
+          With
         a tol below the noise floor, entries at the threshold enter and leave S and the change rule
         may take many iterations. None runs all ``max_iter`` iterations.
       max_iter: total iteration budget over all stages (static). inner_iters: iterations of each
@@ -136,37 +186,65 @@ def altproj(Y, rank, *, beta=None, beta_init=None, tol=1e-6, max_iter=500, inner
 
         p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)
         out = rpca.altproj(p.Y, 5, tol=1e-5, X_star=p.X)   # stages of rank 1, 2, …, 5
-        print(out.status, out.n_iter, out.error)           # CONVERGED, 17 iterations, error ≈ 4e-6
+        print(out)                                         # status=CONVERGED, n_iter=17, error ≈ 4e-6
         ```
     """
-    Y, rank, X_star, support, key, oversample, n_iter = check_common(Y, rank, X_star, support, key, "randomized",
-                                                                     oversample=oversample, n_iter=n_iter)
+    Y, rank, X_star, support, key, oversample, n_iter = check_common(
+        Y, rank, X_star, support, key, "randomized", oversample=oversample, n_iter=n_iter
+    )
     n1, n2 = Y.shape
     if rank >= min(n1, n2):
-        raise ValueError(f"altproj needs rank < min(n1, n2) = {min(n1, n2)}, got rank = {rank}: its threshold "
-                         "β(σ_{r+1} + ½ᵗσ_r) needs a σ_{r+1}, and at full rank Y − S is rank r for every S, so "
-                         "any S is a fixed point (a 30 × 12 rank-12 Y gave error 0.84 with residual 0). "
-                         "lrpca and scaledgd take rank = min(n1, n2)")
+        raise ValueError(
+            f"altproj needs rank < min(n1, n2) = {min(n1, n2)}, got rank = {rank}: its threshold "
+            "β(σ_{r+1} + ½ᵗσ_r) needs a σ_{r+1}, and at full rank Y − S is rank r for every S, so "
+            "any S is a fixed point (a 30 × 12 rank-12 Y gave error 0.84 with residual 0). "
+            "lrpca and scaledgd take rank = min(n1, n2)"
+        )
     default_beta = 1.0 / (2.0 * (n1 * n2) ** 0.25)
-    beta = _checks.as_hyper(default_beta if beta is None else beta, "beta", ndim=0, positive=True,
-                            dtype=Y.dtype)
-    beta_init = _checks.as_hyper(4 * beta if beta_init is None else beta_init, "beta_init", ndim=0,
-                                 positive=True, dtype=Y.dtype)
-    tol = _checks.as_tolerance(tol, Y.dtype)                      # None: all max_iter iterations
+    beta = _checks.as_hyper(
+        default_beta if beta is None else beta, "beta", ndim=0, positive=True, dtype=Y.dtype
+    )
+    beta_init = _checks.as_hyper(
+        4 * beta if beta_init is None else beta_init,
+        "beta_init",
+        ndim=0,
+        positive=True,
+        dtype=Y.dtype,
+    )
+    tol = _checks.as_tolerance(tol, Y.dtype)  # None: all max_iter iterations
     stop = check_stop(stop)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
     inner_iters = _checks.check_positive_int(inner_iters, "inner_iters")
     throw = _checks.check_flag(throw, "throw")
-    out, reached = _altproj(Y, beta, beta_init, tol, X_star, support, key, rank=rank,
-                          max_iter=max_iter, inner_iters=inner_iters, oversample=oversample, n_iter=n_iter,
-                          stop=stop)
-    out = finish(out, throw, diverged="AltProj produced a non-finite iterate: Y's scale overflows its dtype "
-                 "(rescale Y or use float64)", invalid="AltProj: tol must be >= 0 and beta, beta_init > 0 (the result is NaN)")
+    out, reached = _altproj(
+        Y,
+        beta,
+        beta_init,
+        tol,
+        X_star,
+        support,
+        key,
+        rank=rank,
+        max_iter=max_iter,
+        inner_iters=inner_iters,
+        oversample=oversample,
+        n_iter=n_iter,
+        stop=stop,
+    )
+    out = finish(
+        out,
+        throw,
+        diverged="AltProj produced a non-finite iterate: Y's scale overflows its dtype "
+        "(rescale Y or use float64)",
+        invalid="AltProj: tol must be >= 0 and beta, beta_init > 0 (the result is NaN)",
+    )
     # Only a run that used its whole budget: one stopped by tol may have formed X at a lower rank in
-    # its last iteration (the one that moved into stage r) because Y is fit to tol there (rank Y < r,
-    # or Y = 0); raising max_iter would change nothing, and the warning said to.
+    # its last iteration (the one that moved into stage r) because Y is fit to tol there (rank Y <
+    # r, or Y = 0); raising max_iter would change nothing, and the warning said to.
     if _checks.is_concrete(reached) and int(reached) < rank and int(out.n_iter) == max_iter:
-        _checks.warn_caller(f"altproj's budget max_iter = {max_iter} ran out in stage {int(reached)} of {rank}: X has "
-                            f"rank {int(reached)}, not {rank}. Each stage k < r takes up to inner_iters = "
-                            f"{inner_iters} iterations; raise max_iter (or lower inner_iters)")
+        _checks.warn_caller(
+            f"altproj's budget max_iter = {max_iter} ran out in stage {int(reached)} of {rank}: X has "
+            f"rank {int(reached)}, not {rank}. Each stage k < r takes up to inner_iters = "
+            f"{inner_iters} iterations; raise max_iter (or lower inner_iters)"
+        )
     return out

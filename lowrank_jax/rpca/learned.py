@@ -22,11 +22,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from lowrank_jax import _checks, loop
+from lowrank_jax.precision import full_precision
 from lowrank_jax.prox import soft_threshold
 from lowrank_jax.result import ensure_finite, finish
-from lowrank_jax.rpca._common import (RPCAResult, change_stats, check_common, check_stop, check_tol, diagnostics,
-                                      diverged, frob, make_result, residual_stats, residual_step, spectral_init)
-from lowrank_jax.precision import full_precision
+from lowrank_jax.rpca._common import (
+    RPCAResult,
+    change_stats,
+    check_common,
+    check_stop,
+    check_tol,
+    diagnostics,
+    diverged,
+    frob,
+    make_result,
+    residual_stats,
+    residual_step,
+    spectral_init,
+)
 
 
 @full_precision
@@ -43,7 +55,10 @@ def lrpca_step(Y, L, R, zeta, eta, support=None, prev=None, axis_name=None):
     per entry). ``axis_name``: rows split over a ``shard_map`` mesh axis (see
     :func:`~lowrank_jax.rpca._common.residual_step`).
     """
-    zeta, eta = jnp.asarray(zeta).astype(Y.dtype), jnp.asarray(eta).astype(Y.dtype)   # as lrpca: in Y's dtype
+    zeta, eta = (
+        jnp.asarray(zeta).astype(Y.dtype),
+        jnp.asarray(eta).astype(Y.dtype),
+    )  # as lrpca: in Y's dtype
 
     def fn(D, *rows):
         S = soft_threshold(D, zeta)
@@ -74,9 +89,9 @@ def _layer_params(k, zeta, eta, beta, phi, num_layers, frmnn):
         return zeta[layer], eta[layer - 1]
     j = jnp.minimum(layer, num_layers)
     p = jnp.maximum(layer - num_layers, 0)
-    z = zeta[j] * phi ** p
+    z = zeta[j] * phi**p
     frozen = z == 0
-    e = eta[j - 1] * beta ** jnp.where(frozen, 0, p)     # no ∞ in the unused branch (finite gradients)
+    e = eta[j - 1] * beta ** jnp.where(frozen, 0, p)  # no ∞ in the unused branch (finite gradients)
     return z, jnp.where(frozen, jnp.zeros_like(e), e)
 
 
@@ -90,13 +105,17 @@ def check_schedule(Y, zeta, eta, beta, phi, tol, max_iter):
     zeta = _checks.as_hyper(zeta, "zeta", ndim=1, dtype=Y.dtype)
     eta = _checks.as_hyper(eta, "eta", ndim=1, dtype=Y.dtype)
     if zeta.shape[0] != eta.shape[0] + 1:
-        raise ValueError(f"zeta must have one more entry than eta (zeta[0] initialises): got "
-                         f"len(zeta) = {zeta.shape[0]}, len(eta) = {eta.shape[0]}")
+        raise ValueError(
+            f"zeta must have one more entry than eta (zeta[0] initialises): got "
+            f"len(zeta) = {zeta.shape[0]}, len(eta) = {eta.shape[0]}"
+        )
     # NumPy: inside a caller's trace even zeta[0] of a closed-over concrete ζ is staged (a tracer)
     if _checks.is_concrete(zeta):
         if not (zeta0 := float(np.asarray(zeta)[0])) > 0:
-            raise ValueError(f"zeta[0] must be > 0, got {zeta0}: at ζ₀ = 0 the initial S₀ = Y and "
-                             "L₀ = R₀ = 0, a fixed point of every layer (X stays 0)")
+            raise ValueError(
+                f"zeta[0] must be > 0, got {zeta0}: at ζ₀ = 0 the initial S₀ = Y and "
+                "L₀ = R₀ = 0, a fixed point of every layer (X stays 0)"
+            )
     num_layers = eta.shape[0]
     if (beta is None) != (phi is None):
         raise ValueError("beta and phi (FRMNN continuation) must be given together")
@@ -115,8 +134,10 @@ def check_schedule(Y, zeta, eta, beta, phi, tol, max_iter):
         budget = max_iter
     else:
         if max_iter is not None and max_iter > num_layers:
-            raise ValueError(f"max_iter must be <= the number of layers {num_layers} without FRMNN "
-                             f"(pass beta and phi to continue), got {max_iter}")
+            raise ValueError(
+                f"max_iter must be <= the number of layers {num_layers} without FRMNN "
+                f"(pass beta and phi to continue), got {max_iter}"
+            )
         budget = num_layers if max_iter is None else max_iter
         beta = phi = jnp.ones((), Y.dtype)
     if num_layers == 0:
@@ -125,15 +146,52 @@ def check_schedule(Y, zeta, eta, beta, phi, tol, max_iter):
     return zeta, eta, beta, phi, tol, frmnn, budget
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "budget", "frmnn", "use_tol", "differentiable",
-                                             "svd", "oversample", "n_iter", "stop"))
-def _lrpca(Y, zeta, eta, beta, phi, tol, X_star, support, key, *, rank, budget, frmnn, use_tol,
-           differentiable, svd, oversample, n_iter, stop="residual"):
+@functools.partial(
+    jax.jit,
+    static_argnames=(
+        "rank",
+        "budget",
+        "frmnn",
+        "use_tol",
+        "differentiable",
+        "svd",
+        "oversample",
+        "n_iter",
+        "stop",
+    ),
+)
+def _lrpca(
+    Y,
+    zeta,
+    eta,
+    beta,
+    phi,
+    tol,
+    X_star,
+    support,
+    key,
+    *,
+    rank,
+    budget,
+    frmnn,
+    use_tol,
+    differentiable,
+    svd,
+    oversample,
+    n_iter,
+    stop="residual",
+):
     num_layers = eta.shape[0]
     y_norm = frob(Y)
     y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
-    L0, R0 = spectral_init(soft_threshold_complement(Y, zeta[0]), rank, svd=svd, key=key,
-                           oversample=oversample, n_iter=n_iter)
+    L0, R0 = spectral_init(
+        soft_threshold_complement(Y, zeta[0]),
+        rank,
+        svd=svd,
+        key=key,
+        oversample=oversample,
+        n_iter=n_iter,
+    )
 
     track = stop == "change"
 
@@ -152,8 +210,15 @@ def _lrpca(Y, zeta, eta, beta, phi, tol, X_star, support, key, *, rank, budget, 
     invalid = ~(zeta[0] > 0)
     blown_up = lambda s, d: diverged(s[0], s[1], y_norm)  # noqa: E731
     if use_tol:
-        out = loop.run_until(step, state, max_iter=budget, stop=lambda s, d: d[stop] < tol, diverged=blown_up,
-                             differentiable=differentiable, invalid=jnp.isnan(tol) | invalid)
+        out = loop.run_until(
+            step,
+            state,
+            max_iter=budget,
+            stop=lambda s, d: d[stop] < tol,
+            diverged=blown_up,
+            differentiable=differentiable,
+            invalid=jnp.isnan(tol) | invalid,
+        )
     else:
         out = loop.run_fixed(step, state, budget, diverged=blown_up, invalid=invalid)
     L, R, L_prev, R_prev, z_last = out.state
@@ -167,9 +232,26 @@ def soft_threshold_complement(Y, zeta0):
 
 
 @full_precision
-def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X_star=None,
-          support=None, key=None, svd="randomized", oversample=10, n_iter=4,
-          differentiable=False, stop="residual", throw=True) -> RPCAResult:
+def lrpca(
+    Y,
+    rank,
+    zeta,
+    eta,
+    *,
+    beta=None,
+    phi=None,
+    tol=None,
+    max_iter=None,
+    X_star=None,
+    support=None,
+    key=None,
+    svd="randomized",
+    oversample=10,
+    n_iter=4,
+    differentiable=False,
+    stop="residual",
+    throw=True,
+) -> RPCAResult:
     """Learned Robust PCA (Cai, Liu, Yin, NeurIPS 2021, Algorithm 1), as a K-layer feed-forward net
     or with FRMNN continuation: ScaledGD unfolded with a learned soft threshold ζ_k and step η_k per
     layer, S_{k+1} = S_{ζ_{k+1}}(Y − L_k R_kᵀ) and the scaled-gradient step of :func:`scaledgd`
@@ -217,32 +299,64 @@ def lrpca(Y, rank, zeta, eta, *, beta=None, phi=None, tol=None, max_iter=None, X
         p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)
         zeta = rpca.oracle_thresholds(p.Y, 5, p.X, num_layers=10)   # ζ_0 … ζ_10 from the truth (Theorem 1)
         out = rpca.lrpca(p.Y, 5, zeta, jnp.full(10, 0.5), beta=1.0, phi=0.7, tol=1e-5, X_star=p.X)
-        print(out.status, out.n_iter, out.error)  # CONVERGED: 10 layers, then FRMNN ones (eq. 14): 29, ≈ 3e-6
+        print(out)   # status=CONVERGED, n_iter=29 (10 layers, then FRMNN ones, eq. 14), error ≈ 3e-6
         ```
     """
-    Y, rank, X_star, support, key, oversample, n_iter = check_common(Y, rank, X_star, support, key, svd,
-                                                                     oversample=oversample, n_iter=n_iter)
-    zeta, eta, beta, phi, tol, frmnn, budget = check_schedule(Y, zeta, eta, beta, phi, tol, max_iter)
+    Y, rank, X_star, support, key, oversample, n_iter = check_common(
+        Y, rank, X_star, support, key, svd, oversample=oversample, n_iter=n_iter
+    )
+    zeta, eta, beta, phi, tol, frmnn, budget = check_schedule(
+        Y, zeta, eta, beta, phi, tol, max_iter
+    )
     stop = check_stop(stop)
     use_tol = tol is not None
     if not use_tol:
         tol = jnp.zeros((), Y.dtype)
     differentiable = _checks.check_flag(differentiable, "differentiable")
     throw = _checks.check_flag(throw, "throw")
-    out = _lrpca(Y, zeta, eta, beta, phi, tol.astype(Y.dtype), X_star, support, key, rank=rank,
-                 budget=budget, frmnn=frmnn, use_tol=use_tol, differentiable=differentiable,
-                 svd=svd, oversample=oversample, n_iter=n_iter, stop=stop)
-    return finish(out, throw, diverged="LRPCA diverged (non-finite or exploding factors): the step sizes eta are too "
-                  "large (or the thresholds zeta too small) for these data" + (", or beta > 1 grows the FRMNN steps "
-                                                                                "without bound" if frmnn else ""),
-                  invalid="LRPCA: zeta[0] must be > 0 and tol >= 0 (the result is NaN)")
+    out = _lrpca(
+        Y,
+        zeta,
+        eta,
+        beta,
+        phi,
+        tol.astype(Y.dtype),
+        X_star,
+        support,
+        key,
+        rank=rank,
+        budget=budget,
+        frmnn=frmnn,
+        use_tol=use_tol,
+        differentiable=differentiable,
+        svd=svd,
+        oversample=oversample,
+        n_iter=n_iter,
+        stop=stop,
+    )
+    return finish(
+        out,
+        throw,
+        diverged="LRPCA diverged (non-finite or exploding factors): the step sizes eta are too "
+        "large (or the thresholds zeta too small) for these data"
+        + (", or beta > 1 grows the FRMNN steps without bound" if frmnn else ""),
+        invalid="LRPCA: zeta[0] must be > 0 and tol >= 0 (the result is NaN)",
+    )
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "num_layers", "rule", "svd", "oversample", "n_iter"))
+@functools.partial(
+    jax.jit, static_argnames=("rank", "num_layers", "rule", "svd", "oversample", "n_iter")
+)
 def _oracle(Y, X_star, eta, scale, key, *, rank, num_layers, rule, svd, oversample, n_iter):
     zeta0 = jnp.max(jnp.abs(X_star))
-    L0, R0 = spectral_init(soft_threshold_complement(Y, zeta0), rank, svd=svd, key=key,
-                           oversample=oversample, n_iter=n_iter)
+    L0, R0 = spectral_init(
+        soft_threshold_complement(Y, zeta0),
+        rank,
+        svd=svd,
+        key=key,
+        oversample=oversample,
+        n_iter=n_iter,
+    )
     gap = Y - X_star  # X_{k−1} − X⋆ = (Y − X⋆) − (Y − L Rᵀ)
 
     def step(k, state):
@@ -264,8 +378,20 @@ ORACLE_RULES = ("max", "rms")
 
 
 @full_precision
-def oracle_thresholds(Y, rank, X_star, num_layers, eta=0.5, *, rule="max", scale=1.0, key=None,
-                      svd="randomized", oversample=10, n_iter=4):
+def oracle_thresholds(
+    Y,
+    rank,
+    X_star,
+    num_layers,
+    eta=0.5,
+    *,
+    rule="max",
+    scale=1.0,
+    key=None,
+    svd="randomized",
+    oversample=10,
+    n_iter=4,
+):
     """Oracle threshold schedules: ζ_0 = ‖X⋆‖_∞ and, along the LRPCA run, for layer k ≥ 1
 
         rule="max" (Theorem 1):  ζ_k = c ‖X_{k−1} − X⋆‖_∞
@@ -273,10 +399,10 @@ def oracle_thresholds(Y, rank, X_star, num_layers, eta=0.5, *, rule="max", scale
 
     with c = ``scale`` (default 1), for the observation Y (n1, n2) and the truth X_star (n1, n2) of
     rank ``rank`` (Cai, Liu, Yin 2021, Theorem 1). Runs ``num_layers`` layers with step(s) ``eta``
-    (scalar or (K,)) and returns ζ of shape (K+1,). Passing the result to :func:`lrpca` with the same ``eta``,
-    ``key``, ``svd``, ``oversample`` and ``n_iter`` reproduces the oracle run exactly, so the
-    schedule works as an ordinary hyperparameter array (ablations, initial values for learning).
-    Under Theorem 1's assumptions the "max" rule creates no false-positive outlier:
+    (scalar or (K,)) and returns ζ of shape (K+1,). Passing the result to :func:`lrpca` with the
+    same ``eta``, ``key``, ``svd``, ``oversample`` and ``n_iter`` reproduces the oracle run exactly,
+    so the schedule works as an ordinary hyperparameter array (ablations, initial values for
+    learning). Under Theorem 1's assumptions the "max" rule creates no false-positive outlier:
     supp(S_k) ⊆ supp(S⋆).
 
     Why "rms": at convergence E_k = −clip(Y − X_{k−1}, ζ_k) carries a bias ±ζ_k on every outlier
@@ -286,8 +412,9 @@ def oracle_thresholds(Y, rank, X_star, num_layers, eta=0.5, *, rule="max", scale
     rms, the clean entries keep most of their pull (clip only trims their tails) and the bias is
     2.5× smaller: with η ≈ 1/(1 − α) the paper's instances converge to 1e-6 up to α = 0.65.
     """
-    Y, rank, X_star, _, key, oversample, n_iter = check_common(Y, rank, X_star, None, key, svd, oversample=oversample,
-                                                               n_iter=n_iter)
+    Y, rank, X_star, _, key, oversample, n_iter = check_common(
+        Y, rank, X_star, None, key, svd, oversample=oversample, n_iter=n_iter
+    )
     if X_star is None:
         raise ValueError("X_star is required for the oracle thresholds")
     if rule not in ORACLE_RULES:
@@ -298,8 +425,24 @@ def oracle_thresholds(Y, rank, X_star, num_layers, eta=0.5, *, rule="max", scale
     if eta.ndim == 0:
         eta = jnp.full((num_layers,), eta)
     elif eta.shape != (num_layers,):
-        raise ValueError(f"eta must be a scalar or have shape ({num_layers},), got {tuple(eta.shape)}")
-    zeta = _oracle(Y, X_star, eta, scale, key, rank=rank, num_layers=num_layers, rule=rule, svd=svd,
-                   oversample=oversample, n_iter=n_iter)
-    return ensure_finite(zeta, "the oracle thresholds became non-finite: the steps eta are too large for this "
-                         "problem (the oracle iterates diverged)")
+        raise ValueError(
+            f"eta must be a scalar or have shape ({num_layers},), got {tuple(eta.shape)}"
+        )
+    zeta = _oracle(
+        Y,
+        X_star,
+        eta,
+        scale,
+        key,
+        rank=rank,
+        num_layers=num_layers,
+        rule=rule,
+        svd=svd,
+        oversample=oversample,
+        n_iter=n_iter,
+    )
+    return ensure_finite(
+        zeta,
+        "the oracle thresholds became non-finite: the steps eta are too large for this "
+        "problem (the oracle iterates diverged)",
+    )

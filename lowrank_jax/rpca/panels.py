@@ -46,19 +46,31 @@ def residual_map_products(Y: jax.Array, L: jax.Array, R: jax.Array, fn, row_args
     On CPU the rows are processed in panels of a few MiB, so D and E never leave the cache: the
     step reads Y once and writes nothing of size n1 × n2 (except for a Y of another dtype than
     the promoted one of Y, L, R — integer frames, a float32 Y beside float64 factors — which is
-    converted once; the solvers convert at their boundary anyway). ``fn`` must act row-wise (entry (i, j)
-    of E depends on row i of D and row_args only, plus whatever it closes over for column j).
+    converted once; the solvers convert at their boundary anyway). ``fn`` must act row-wise (entry
+    (i, j) of E depends on row i of D and row_args only, plus whatever it closes over for column j).
 
     Reverse mode has a custom rule that recomputes each panel and pulls the cotangents back
     through it (``jax.vjp`` of the panel), again panel by panel: nothing of size n1 × n2 is
     stored between the forward and backward passes, and the backward costs about two forward
     passes, where plain autodiff of the panel scan stores every panel's D and E.
     """
-    Y, L, R = jnp.asarray(Y), jnp.asarray(L), jnp.asarray(R)   # NumPy bfloat16 products came back float32
-    if (Y.ndim != 2 or L.ndim != 2 or R.ndim != 2 or L.shape[0] != Y.shape[0] or R.shape[0] != Y.shape[1]
-            or L.shape[1] != R.shape[1]):
-        raise ValueError(f"residual_map_products needs Y (n1, n2), L (n1, r) and R (n2, r); got Y {Y.shape}, "
-                         f"L {L.shape}, R {R.shape}")
+    Y, L, R = (
+        jnp.asarray(Y),
+        jnp.asarray(L),
+        jnp.asarray(R),
+    )  # NumPy bfloat16 products came back float32
+    if (
+        Y.ndim != 2
+        or L.ndim != 2
+        or R.ndim != 2
+        or L.shape[0] != Y.shape[0]
+        or R.shape[0] != Y.shape[1]
+        or L.shape[1] != R.shape[1]
+    ):
+        raise ValueError(
+            f"residual_map_products needs Y (n1, n2), L (n1, r) and R (n2, r); got Y {Y.shape}, "
+            f"L {L.shape}, R {R.shape}"
+        )
     n1, n2 = Y.shape
     # D = Y − L Rᵀ is computed in the promoted float dtype (integer frames, a float32 Y beside
     # float64 factors); the panels and accumulators must be typed like D, not like Y.
@@ -69,14 +81,19 @@ def residual_map_products(Y: jax.Array, L: jax.Array, R: jax.Array, fn, row_args
     row_args = tuple(row_args)
     for a in row_args:
         if jnp.ndim(a) < 1 or jnp.shape(a)[0] != n1:
-            raise ValueError(f"residual_map_products: every row argument needs a leading axis of n1 = {n1}, "
-                             f"got shape {jnp.shape(a)}")
+            raise ValueError(
+                f"residual_map_products: every row argument needs a leading axis of n1 = {n1}, "
+                f"got shape {jnp.shape(a)}"
+            )
     rows = _panel_rows(n1, n2, Y.dtype.itemsize)
+
     # The closed-over tracers of ``fn`` become explicit arguments (for the custom reverse rule);
     # the converted function has fixed shapes, so a ragged last panel gets its own conversion.
     def convert(m):
-        example = (jax.ShapeDtypeStruct((m, n2), Y.dtype),
-                   *(jax.ShapeDtypeStruct((m,) + a.shape[1:], a.dtype) for a in row_args))
+        example = (
+            jax.ShapeDtypeStruct((m, n2), Y.dtype),
+            *(jax.ShapeDtypeStruct((m,) + a.shape[1:], a.dtype) for a in row_args),
+        )
         return jax.closure_convert(fn, *example)
 
     fn_head, consts = convert(rows)
@@ -101,7 +118,7 @@ def _split_rows(a, rows):
     """(n1, ...) -> ((n1 // rows, rows, ...), the ragged remainder (n1 % rows, ...) or None)."""
     full, rest = divmod(a.shape[0], rows)
     head = a[: full * rows].reshape((full, rows) + a.shape[1:])
-    return head, (a[full * rows:] if rest else None)
+    return head, (a[full * rows :] if rest else None)
 
 
 def _join_rows(head, tail):
@@ -118,8 +135,9 @@ def _panel_forward(fns, rows, Y, L, R, row_args, consts):
     fn, fn_tail = fns
     (y_h, y_t), (l_h, l_t) = _split_rows(Y, rows), _split_rows(L, rows)
     a_split = [_split_rows(a, rows) for a in row_args]
-    stats_shape = jax.eval_shape(lambda: _panel_apply(fn, y_h[0], l_h[0], R,
-                                                      tuple(h[0] for h, _ in a_split), consts)[2])
+    stats_shape = jax.eval_shape(
+        lambda: _panel_apply(fn, y_h[0], l_h[0], R, tuple(h[0] for h, _ in a_split), consts)[2]
+    )
 
     def body(acc, xs):
         y, l, args = xs
@@ -128,17 +146,23 @@ def _panel_forward(fns, rows, Y, L, R, row_args, consts):
         return (acc_rt + g_rt, jax.tree.map(jnp.add, acc_stats, stats)), g_l
 
     zero_stats = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), stats_shape)
-    (g_rt, stats), g_l = jax.lax.scan(body, (jnp.zeros((L.shape[1], Y.shape[1]), Y.dtype), zero_stats),
-                                      (y_h, l_h, tuple(h for h, _ in a_split)))
+    (g_rt, stats), g_l = jax.lax.scan(
+        body,
+        (jnp.zeros((L.shape[1], Y.shape[1]), Y.dtype), zero_stats),
+        (y_h, l_h, tuple(h for h, _ in a_split)),
+    )
     t_l = None
     if y_t is not None:
-        t_l, t_rt, t_stats = _panel_apply(fn_tail, y_t, l_t, R, tuple(t for _, t in a_split), consts)
+        t_l, t_rt, t_stats = _panel_apply(
+            fn_tail, y_t, l_t, R, tuple(t for _, t in a_split), consts
+        )
         g_rt = g_rt + t_rt
         stats = jax.tree.map(jnp.add, stats, t_stats)
     return _join_rows(g_l, t_l), g_rt.T, stats
 
 
-@full_precision   # traced when a caller's jit is differentiated, after the solver's context has closed
+# traced when a caller's jit is differentiated, after the solver's context has closed
+@full_precision
 def _panel_products_fwd(fns, rows, Y, L, R, row_args, consts):
     return _panel_forward(fns, rows, Y, L, R, row_args, consts), (Y, L, R, row_args, consts)
 
@@ -151,7 +175,7 @@ def _float0_zeros(a):
     return np.zeros(jnp.shape(a), dtype=jax.dtypes.float0)
 
 
-@full_precision   # traced when the gradient is taken, after the solver's context has closed
+@full_precision  # traced when the gradient is taken, after the solver's context has closed
 def _panel_products_bwd(fns, rows, res, cts):
     Y, L, R, row_args, consts = res
     ct_gl, ct_gr, ct_stats = cts
@@ -182,8 +206,9 @@ def _panel_products_bwd(fns, rows, res, cts):
         return acc, (dy, dl, dargs)
 
     zeros = jax.tree.map(jnp.zeros_like, (R, tuple(consts[i] for i in fc)))
-    (dR, dconsts), (dy, dl, dargs) = jax.lax.scan(body, zeros,
-                                                  (y_h, l_h, tuple(h for h, _ in a_split), c_h))
+    (dR, dconsts), (dy, dl, dargs) = jax.lax.scan(
+        body, zeros, (y_h, l_h, tuple(h for h, _ in a_split), c_h)
+    )
     if y_t is not None:
         ty, tl, tR, targs, tconsts = pull(y_t, l_t, tuple(t for _, t in a_split), c_t, fns[1])
         dR, dconsts = jax.tree.map(jnp.add, (dR, dconsts), (tR, tconsts))

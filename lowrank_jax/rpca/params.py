@@ -1,4 +1,5 @@
-"""LRPCA's learnable parameters as an ``equinox.Module``, the generalisation rule, and parameter files.
+"""LRPCA's learnable parameters as an ``equinox.Module``, the generalisation rule, and parameter
+files.
 
 A K-layer LRPCA network (Cai, Liu, Yin 2021, §3) has 2K + 1 scalars: ζ_0 (initial threshold),
 (ζ_k, η_k) for layers k = 1..K, plus the two FRMNN factors (β, φ) of eq. (13) that continue the
@@ -28,7 +29,8 @@ from lowrank_jax import _checks
 from lowrank_jax.rpca.learned import lrpca
 
 # ζ's rescaling rule serves problems down to this fraction of the training size: below it a model
-# warns that the error will stall (LRPCAParams.for_problem), and pretrained_size picks a smaller model.
+# warns that the error will stall (LRPCAParams.for_problem), and pretrained_size picks a smaller
+# model.
 SERVED_FRACTION = 0.9
 
 _MAGIC = b"lowrank_jax.LRPCAParams v1\n"
@@ -47,14 +49,23 @@ class LRPCAParams(eqx.Module):
     beta: jax.Array
     phi: jax.Array
     rank: int = eqx.field(static=True)
-    n: int | float = eqx.field(static=True)     # √(n1 n2); fractional after for_problem on a non-square Y
+    n: int | float = eqx.field(
+        static=True
+    )  # √(n1 n2); fractional after for_problem on a non-square Y
 
     def __check_init__(self):
-        if self.log_zeta.ndim != 1 or self.log_eta.ndim != 1 or \
-                self.log_zeta.shape[0] != self.log_eta.shape[0] + 1:
-            raise ValueError(f"log_zeta must have one more entry than log_eta: got {self.log_zeta.shape} "
-                             f"and {self.log_eta.shape}")
-        _checks.check_positive_int(self.rank, "rank")       # static fields: checked however the object is built
+        if (
+            self.log_zeta.ndim != 1
+            or self.log_eta.ndim != 1
+            or self.log_zeta.shape[0] != self.log_eta.shape[0] + 1
+        ):
+            raise ValueError(
+                f"log_zeta must have one more entry than log_eta: got {self.log_zeta.shape} "
+                f"and {self.log_eta.shape}"
+            )
+        _checks.check_positive_int(
+            self.rank, "rank"
+        )  # static fields: checked however the object is built
         _problem_size(self.n)
 
     @property
@@ -70,14 +81,16 @@ class LRPCAParams(eqx.Module):
         return self.log_eta.shape[0]
 
     @classmethod
-    def from_schedule(cls, zeta, eta, *, rank: int, n: int | float, beta=1.0, phi=1.0) -> "LRPCAParams":
+    def from_schedule(
+        cls, zeta, eta, *, rank: int, n: int | float, beta=1.0, phi=1.0
+    ) -> LRPCAParams:
         """From thresholds ζ (K+1,) and steps η (K,), all finite and > 0, the FRMNN factors β, φ
         (finite scalars > 0), the ``rank`` (an integer ≥ 1) and the size ``n`` = √(n1 n2) (finite,
         > 0; fractional for a non-square problem) they are for. Anything else raises a
-        ``ValueError`` naming the argument (``rank`` = 2.7 was truncated to 2, ``n`` = 0 failed later
-        with "math domain error", a NaN β or an infinite ζ was stored). Traced ζ, η, β, φ are checked
-        for shape only. Stored in the schedule's float dtype (float32 unless x64 is on and ζ or η is
-        float64; the shipped parameters are float32)."""
+        ``ValueError`` naming the argument (``rank`` = 2.7 was truncated to 2, ``n`` = 0 failed
+        later with "math domain error", a NaN β or an infinite ζ was stored). Traced ζ, η, β, φ are
+        checked for shape only. Stored in the schedule's float dtype (float32 unless x64 is on and ζ
+        or η is float64; the shipped parameters are float32)."""
         dtype = jnp.result_type(zeta, eta, float)
         zeta = _checks.as_hyper(zeta, "zeta", ndim=1, positive=True, dtype=dtype)
         eta = _checks.as_hyper(eta, "eta", ndim=1, positive=True, dtype=dtype)
@@ -86,7 +99,7 @@ class LRPCAParams(eqx.Module):
         rank = _checks.check_positive_int(rank, "rank")
         return cls(jnp.log(zeta), jnp.log(eta), beta, phi, rank=rank, n=_problem_size(n))
 
-    def for_problem(self, n: float, rank: int) -> "LRPCAParams":
+    def for_problem(self, n: float, rank: int) -> LRPCAParams:
         """The paper's generalisation rule: η as is, ζ scaled by (self.n / n)(rank / self.rank).
 
         The result records the new ``n`` and ``rank``: calling it on a problem of that size runs it
@@ -95,20 +108,33 @@ class LRPCAParams(eqx.Module):
         ``UserWarning`` says the error will stall early."""
         return self._rescaled(n, rank)
 
-    def _rescaled(self, n, rank) -> "LRPCAParams":
+    def _rescaled(self, n, rank) -> LRPCAParams:
         n = _problem_size(n)
         rank = _checks.check_positive_int(rank, "rank")
         if n < SERVED_FRACTION * self.n:
-            _checks.warn_caller(f"these LRPCA parameters were trained at n = {self.n}; rescaled to n = {n:.0f} the "
-                                "error stalls early (the n = 1000 model at α = 0.1: about 8e-5 at n = 500, 1e-3 at "
-                                "n = 300, against 7e-8 at n ≥ 1000). rpca.pretrained(alpha, n=...) picks the shipped "
-                                f"model for a size (trained at n = {', '.join(map(str, PRETRAINED_SIZES))}); for "
-                                "smaller problems train for the size with rpca.train_lrpca (Robust PCA guide).")
+            _checks.warn_caller(
+                f"these LRPCA parameters were trained at n = {self.n}; rescaled to n = {n:.0f} the "
+                "error stalls early (the n = 1000 model at α = 0.1: about 8e-5 at n = 500, 1e-3 at "
+                "n = 300, against 7e-8 at n ≥ 1000). rpca.pretrained(alpha, n=...) picks the shipped "
+                f"model for a size (trained at n = {', '.join(map(str, PRETRAINED_SIZES))}); for "
+                "smaller problems train for the size with rpca.train_lrpca (Robust PCA guide)."
+            )
         scale = (self.n / n) * (rank / self.rank)
-        return LRPCAParams(self.log_zeta + math.log(scale), self.log_eta, self.beta, self.phi, rank=rank, n=n)
+        return LRPCAParams(
+            self.log_zeta + math.log(scale), self.log_eta, self.beta, self.phi, rank=rank, n=n
+        )
 
-    def __call__(self, Y, *, frmnn: bool = True, tol=None, max_iter=None, rank: int | None = None,
-                 rescale: bool = True, **kwargs):
+    def __call__(
+        self,
+        Y,
+        *,
+        frmnn: bool = True,
+        tol=None,
+        max_iter=None,
+        rank: int | None = None,
+        rescale: bool = True,
+        **kwargs,
+    ):
         """Run :func:`lowrank_jax.rpca.lrpca` on Y (n1, n2) with these parameters.
 
         If Y's size √(n1 n2) or ``rank`` differ from the training setting, ζ is rescaled by the
@@ -117,28 +143,33 @@ class LRPCAParams(eqx.Module):
         problems, not smaller: below 0.9 n_train a ``UserWarning`` says the error will stall early.
         ``frmnn=True`` continues past layer K with (β, φ) until ``tol`` or ``max_iter`` (default:
         K + 5 layers without ``tol``); ``frmnn=False`` runs the K layers.
-        Other keyword arguments go to ``lrpca`` (``X_star``, ``support``, ``key``, ``throw``, ...); it
-        returns ``lrpca``'s :class:`~lowrank_jax.rpca.RPCAResult`.
+        Other keyword arguments go to ``lrpca`` (``X_star``, ``support``, ``key``, ``throw``, ...);
+        it returns ``lrpca``'s :class:`~lowrank_jax.rpca.RPCAResult`.
         """
         Y = _checks.as_matrix(Y, "Y")
         frmnn, rescale = _checks.check_flag(frmnn, "frmnn"), _checks.check_flag(rescale, "rescale")
         rank = _checks.check_rank(self.rank if rank is None else rank, Y.shape)
         n = math.sqrt(Y.shape[0] * Y.shape[1])
-        p = self if (not rescale or (n == self.n and rank == self.rank)) else self._rescaled(n, rank)
+        p = (
+            self
+            if (not rescale or (n == self.n and rank == self.rank))
+            else self._rescaled(n, rank)
+        )
         if frmnn:
             if tol is None and max_iter is None:
                 max_iter = p.num_layers + 5
-            return lrpca(Y, rank, p.zeta, p.eta, beta=p.beta, phi=p.phi, tol=tol, max_iter=max_iter,
-                         **kwargs)
+            return lrpca(
+                Y, rank, p.zeta, p.eta, beta=p.beta, phi=p.phi, tol=tol, max_iter=max_iter, **kwargs
+            )
         return lrpca(Y, rank, p.zeta, p.eta, tol=tol, max_iter=max_iter, **kwargs)
 
 
 def _problem_size(n) -> int | float:
-    """A problem size √(n1 n2): a finite number > 0 (Python, NumPy or a concrete 0-d array), returned
-    as a Python int when integer-valued, else as a float (a non-square problem's size); else a
-    ``ValueError`` naming ``n``."""
+    """A problem size √(n1 n2): a finite number > 0 (Python, NumPy or a concrete 0-d array),
+    returned as a Python int when integer-valued, else as a float (a non-square problem's size);
+    else a ``ValueError`` naming ``n``."""
     value = _checks.as_real(n)
-    if value is None or not 0 < value < math.inf:           # NaN fails too
+    if value is None or not 0 < value < math.inf:  # NaN fails too
         raise ValueError(f"n must be a finite positive size √(n1 n2), got {n!r}")
     return int(value) if value.is_integer() else value
 
@@ -147,8 +178,14 @@ def _template(num_layers: int, rank: int, n: int, dtype: str = "float32") -> LRP
     """The structure to read a file into: NumPy leaves of the file's dtype, so that reading does not
     depend on whether 64-bit floats are enabled (jnp.zeros would follow the flag)."""
     dtype = np.dtype(dtype)
-    return LRPCAParams(np.zeros(num_layers + 1, dtype), np.zeros(num_layers, dtype), np.ones((), dtype),
-                       np.ones((), dtype), rank=rank, n=n)
+    return LRPCAParams(
+        np.zeros(num_layers + 1, dtype),
+        np.zeros(num_layers, dtype),
+        np.ones((), dtype),
+        np.ones((), dtype),
+        rank=rank,
+        n=n,
+    )
 
 
 def save_params(path, params: LRPCAParams, meta: dict | None = None) -> None:
@@ -161,8 +198,13 @@ def save_params(path, params: LRPCAParams, meta: dict | None = None) -> None:
     """
     dtype = np.result_type(*(np.asarray(leaf).dtype for leaf in jax.tree.leaves(params)))
     params = jax.tree.map(lambda leaf: np.asarray(leaf, dtype), params)
-    header = {"rank": params.rank, "n": params.n, "num_layers": params.num_layers,
-              "dtype": str(dtype), "meta": meta or {}}
+    header = {
+        "rank": params.rank,
+        "n": params.n,
+        "num_layers": params.num_layers,
+        "dtype": str(dtype),
+        "meta": meta or {},
+    }
     buf = io.BytesIO()
     buf.write(_MAGIC)
     buf.write(json.dumps(header).encode() + b"\n")
@@ -194,13 +236,17 @@ def read_params(data: bytes, *, source: str = "parameter file", rank: int | None
     """Parse the bytes written by :func:`save_params`; returns (params, header)."""
     if not data.startswith(_MAGIC):
         raise ValueError(f"{source} is not an LRPCA parameter file (bad header)")
-    rest = data[len(_MAGIC):]
+    rest = data[len(_MAGIC) :]
     line, sep, body = rest.partition(b"\n")
     try:
         header = json.loads(line)
-        n = float(header["n"])                                  # a rescaled size √(n1 n2) may be fractional
-        like = _template(int(header["num_layers"]), int(header["rank"]), int(n) if n.is_integer() else n,
-                         header.get("dtype", "float32"))       # files before the dtype field: float32
+        n = float(header["n"])  # a rescaled size √(n1 n2) may be fractional
+        like = _template(
+            int(header["num_layers"]),
+            int(header["rank"]),
+            int(n) if n.is_integer() else n,
+            header.get("dtype", "float32"),
+        )  # files before the dtype field: float32
         params = jax.tree.map(jnp.asarray, eqx.tree_deserialise_leaves(io.BytesIO(body), like))
     except Exception as err:  # truncated or edited files
         raise ValueError(f"{source} is corrupt: {err}") from None
@@ -219,7 +265,7 @@ def load_params(path, *, rank: int | None = None) -> LRPCAParams:
 
 
 PRETRAINED_ALPHAS = (0.1, 0.2, 0.3)
-PRETRAINED_SIZES = (100, 300, 1000)   # n of the shipped models (square n × n training problems)
+PRETRAINED_SIZES = (100, 300, 1000)  # n of the shipped models (square n × n training problems)
 
 
 def pretrained_name(alpha: float, n: int = 1000, rank: int = 5) -> str:
@@ -228,9 +274,9 @@ def pretrained_name(alpha: float, n: int = 1000, rank: int = 5) -> str:
 
 
 def pretrained_size(n) -> int:
-    """The training size of the shipped model for problems of size n (√(n1 n2)): the largest one that
-    ζ's rescaling serves (n ≥ 0.9 n_train, see :meth:`LRPCAParams.for_problem`), or the smallest
-    when n is below all of them."""
+    """The training size of the shipped model for problems of size n (√(n1 n2)): the largest one
+    that ζ's rescaling serves (n ≥ 0.9 n_train, see :meth:`LRPCAParams.for_problem`), or the
+    smallest when n is below all of them."""
     value = _checks.as_real(n)
     if value is None or not math.isfinite(value) or value <= 0:
         raise ValueError(f"n must be a positive problem size (√(n1 n2)), got {n!r}")
@@ -272,15 +318,19 @@ def pretrained(alpha: float = 0.1, *, n=None, rank: int | None = None) -> LRPCAP
         print(Status.describe(out.status), out.n_iter, out.error)   # CONVERGED 30 9.7e-05: error ≈ 1e-4
         ```
     """
-    value = _checks.as_real(alpha)              # also a 0-d NumPy or JAX number (jnp.float32(0.2))
+    value = _checks.as_real(alpha)  # also a 0-d NumPy or JAX number (jnp.float32(0.2))
     if value is None:
         raise ValueError(f"alpha must be a number in {PRETRAINED_ALPHAS}, got {alpha!r}")
     alpha = value
-    if not any(abs(alpha - a) < 1e-6 for a in PRETRAINED_ALPHAS):      # float32 0.3 is 0.30000001
-        raise ValueError(f"pretrained parameters exist for alpha in {PRETRAINED_ALPHAS}, got {alpha}")
+    if not any(abs(alpha - a) < 1e-6 for a in PRETRAINED_ALPHAS):  # float32 0.3 is 0.30000001
+        raise ValueError(
+            f"pretrained parameters exist for alpha in {PRETRAINED_ALPHAS}, got {alpha}"
+        )
     name = pretrained_name(alpha, 1000 if n is None else pretrained_size(n))
     ref = resources.files("lowrank_jax.rpca").joinpath("pretrained", name)
     if not ref.is_file():
-        raise FileNotFoundError(f"pretrained file {name} is missing from the installed package; "
-                                "re-train it with experiments/rpca_train.py")
+        raise FileNotFoundError(
+            f"pretrained file {name} is missing from the installed package; "
+            "re-train it with experiments/rpca_train.py"
+        )
     return read_params(ref.read_bytes(), source=name, rank=rank)[0]

@@ -16,11 +16,22 @@ import jax
 import jax.numpy as jnp
 
 from lowrank_jax import _checks, loop
+from lowrank_jax.precision import full_precision
 from lowrank_jax.prox import apply_top_fraction, sparsify_top_fraction, top_fraction_thresholds
 from lowrank_jax.result import finish
-from lowrank_jax.rpca._common import (RPCAResult, change_stats, check_common, check_stop, diagnostics, diverged,
-                                      frob, make_result, residual_stats, residual_step, spectral_init)
-from lowrank_jax.precision import full_precision
+from lowrank_jax.rpca._common import (
+    RPCAResult,
+    change_stats,
+    check_common,
+    check_stop,
+    diagnostics,
+    diverged,
+    frob,
+    make_result,
+    residual_stats,
+    residual_step,
+    spectral_init,
+)
 
 
 @full_precision
@@ -36,7 +47,9 @@ def scaledgd_step(Y, L, R, alpha, eta, cuts=None, support=None, prev=None):
     """
     D = Y - L @ R.T
     row_guess, col_guess = (None, None) if cuts is None else cuts
-    row_cut, col_cut = top_fraction_thresholds(jnp.abs(D), alpha, row_guess=row_guess, col_guess=col_guess)
+    row_cut, col_cut = top_fraction_thresholds(
+        jnp.abs(D), alpha, row_guess=row_guess, col_guess=col_guess
+    )
 
     def fn(D, row_cut_rows, *rows):
         S = apply_top_fraction(D, jnp.abs(D), row_cut_rows, col_cut)
@@ -44,9 +57,14 @@ def scaledgd_step(Y, L, R, alpha, eta, cuts=None, support=None, prev=None):
         stats = residual_stats(S, E, rows[0] if support is not None else None)
         if prev is not None:
             y, l_prev, prev_row_cut = rows[-3:]
-            D_prev = y - l_prev @ prev[1].T  # as the previous step formed it: same entries at the cut-offs
-            stats.update(change_stats(S, apply_top_fraction(D_prev, jnp.abs(D_prev), prev_row_cut,
-                                                            col_guess)))
+            D_prev = (
+                y - l_prev @ prev[1].T
+            )  # as the previous step formed it: same entries at the cut-offs
+            stats.update(
+                change_stats(
+                    S, apply_top_fraction(D_prev, jnp.abs(D_prev), prev_row_cut, col_guess)
+                )
+            )
         return E, stats
 
     row_args = (row_cut,) + (() if support is None else (support,))
@@ -56,10 +74,38 @@ def scaledgd_step(Y, L, R, alpha, eta, cuts=None, support=None, prev=None):
     return L_new, R_new, stats, (row_cut, col_cut)
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "budget", "use_tol", "svd", "oversample", "n_iter",
-                                             "stop", "differentiable"))
-def _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, *, rank, budget, use_tol, svd,
-              oversample, n_iter, stop="residual", differentiable=False):
+@functools.partial(
+    jax.jit,
+    static_argnames=(
+        "rank",
+        "budget",
+        "use_tol",
+        "svd",
+        "oversample",
+        "n_iter",
+        "stop",
+        "differentiable",
+    ),
+)
+def _scaledgd(
+    Y,
+    alpha_init,
+    alpha_iter,
+    eta,
+    tol,
+    X_star,
+    support,
+    key,
+    *,
+    rank,
+    budget,
+    use_tol,
+    svd,
+    oversample,
+    n_iter,
+    stop="residual",
+    differentiable=False,
+):
     y_norm = frob(Y)
     y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
     S0 = sparsify_top_fraction(Y, alpha_init, gather=False)  # once per run: the smaller program
@@ -74,8 +120,9 @@ def _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, *, rank
 
     def step(k, state):
         L, R, L_p, R_p, cuts = state
-        L_new, R_new, stats, cuts = scaledgd_step(Y, L, R, alpha_iter, eta, cuts, support,
-                                                  (L_p, R_p) if track else None)
+        L_new, R_new, stats, cuts = scaledgd_step(
+            Y, L, R, alpha_iter, eta, cuts, support, (L_p, R_p) if track else None
+        )
         diag = diagnostics(stats, y_norm, L_new, R_new, X_star, (L, R) if track else None)
         if track:  # the first iteration has no previous S of its own kind: never stop there
             diag["change"] = jnp.where(k == 0, jnp.inf, diag["change"])
@@ -86,8 +133,15 @@ def _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, *, rank
     state = (L0, R0, L0, R0, cuts0)
     blown_up = lambda s, d: diverged(s[0], s[1], y_norm)  # noqa: E731
     if use_tol:
-        out = loop.run_until(step, state, max_iter=budget, stop=lambda s, d: d[stop] < tol, diverged=blown_up,
-                             differentiable=differentiable, invalid=jnp.isnan(tol) | invalid)
+        out = loop.run_until(
+            step,
+            state,
+            max_iter=budget,
+            stop=lambda s, d: d[stop] < tol,
+            diverged=blown_up,
+            differentiable=differentiable,
+            invalid=jnp.isnan(tol) | invalid,
+        )
     else:
         out = loop.run_fixed(step, state, budget, diverged=blown_up, invalid=invalid)
     L, R, L_prev, R_prev, (row_cut, col_cut) = out.state
@@ -102,23 +156,46 @@ def _warn_if_ties_flooded_the_support(S, alpha_init, alpha_iter) -> None:
     them all. On data with repeated values (binary, counts, saturated pixels) that can be most of Y:
     S absorbs the low-rank part and X stays 0. Warn (concrete results and α only) when the final S
     holds more entries than T_α can keep without ties (one count, not another T_α)."""
-    if not (_checks.is_concrete(S) and _checks.is_concrete(alpha_init) and _checks.is_concrete(alpha_iter)):
+    if not (
+        _checks.is_concrete(S)
+        and _checks.is_concrete(alpha_init)
+        and _checks.is_concrete(alpha_iter)
+    ):
         return
     n1, n2 = S.shape
     alpha = max(float(alpha_init), float(alpha_iter))
     with jax.ensure_compile_time_eval():
         kept = int(jnp.count_nonzero(S))
     if kept > alpha * n1 * n2 + n1:
-        _checks.warn_caller(f"ScaledGD's sparsifier kept {kept / (n1 * n2):.0%} of Y's entries at alpha = {alpha:.3g}: "
-                            "values tied at its cut-offs (repeated values such as binary or saturated data) are all "
-                            "kept, so S absorbs the low-rank part. Use altproj or lrpca, or break the ties (add noise "
-                            "far below the outliers' size).")
+        _checks.warn_caller(
+            f"ScaledGD's sparsifier kept {kept / (n1 * n2):.0%} of Y's entries at alpha = {alpha:.3g}: "
+            "values tied at its cut-offs (repeated values such as binary or saturated data) are all "
+            "kept, so S absorbs the low-rank part. Use altproj or lrpca, or break the ties (add noise "
+            "far below the outliers' size)."
+        )
 
 
 @full_precision
-def scaledgd(Y, rank, alpha, *, eta=0.5, max_iter=None, alpha_iter=None, alpha_init=None, tol=None,
-             X_star=None, support=None, key=None, svd="randomized", oversample=10,
-             n_iter=4, stop="residual", differentiable=False, throw=True) -> RPCAResult:
+def scaledgd(
+    Y,
+    rank,
+    alpha,
+    *,
+    eta=0.5,
+    max_iter=None,
+    alpha_iter=None,
+    alpha_init=None,
+    tol=None,
+    X_star=None,
+    support=None,
+    key=None,
+    svd="randomized",
+    oversample=10,
+    n_iter=4,
+    stop="residual",
+    differentiable=False,
+    throw=True,
+) -> RPCAResult:
     """ScaledGD for RPCA (Tong, Ma, Chi, JMLR 2021): S by the top-fraction sparsifier T_α, (L, R)
     by scaled gradient steps. From S_0 = T_{α_init}(Y) and the balanced factors L_0, R_0 of
     SVD_r(Y − S_0), iteration k is
@@ -156,8 +233,8 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, max_iter=None, alpha_iter=None, alpha_i
       ``history``.
 
     T_α is exact (ties at the cut-off are kept). On CPU it uses counting selection warm-started from
-    the previous iteration's cut-offs, not a sort (XLA's CPU sort and large-k ``top_k`` are slow); on
-    GPUs and TPUs it sorts below 2²² entries, a vmapped batch counted whole, and counts above
+    the previous iteration's cut-offs, not a sort (XLA's CPU sort and large-k ``top_k`` are slow);
+    on GPUs and TPUs it sorts below 2²² entries, a vmapped batch counted whole, and counts above
     (:func:`lowrank_jax.selection.kth_largest`).
 
     Example:
@@ -167,21 +244,29 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, max_iter=None, alpha_iter=None, alpha_i
 
         p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)   # Y = X⋆ + S⋆
         out = rpca.scaledgd(p.Y, 5, alpha=0.1, tol=1e-5, X_star=p.X)
-        print(out.status, out.n_iter, out.error)   # CONVERGED after 66 iterations, ‖X − X⋆‖_F/‖X⋆‖_F ≈ 2e-5
+        print(out)   # RPCAResult(status=CONVERGED, n_iter=66, ..., error=2e-05, ...): ‖X − X⋆‖_F/‖X⋆‖_F
         ```
     """
-    Y, rank, X_star, support, key, oversample, n_iter = check_common(Y, rank, X_star, support, key, svd,
-                                                                     oversample=oversample, n_iter=n_iter)
+    Y, rank, X_star, support, key, oversample, n_iter = check_common(
+        Y, rank, X_star, support, key, svd, oversample=oversample, n_iter=n_iter
+    )
     alpha = _checks.as_hyper(alpha, "alpha", ndim=0, dtype=Y.dtype)
     alpha_iter_given = alpha_iter is not None
     if alpha_iter is None:
-        with _checks.eager_if_concrete(alpha):  # 2α of a closed-over α stays checkable in a caller's jit
+        with _checks.eager_if_concrete(
+            alpha
+        ):  # 2α of a closed-over α stays checkable in a caller's jit
             alpha_iter = 2 * alpha
     else:
         alpha_iter = _checks.as_hyper(alpha_iter, "alpha_iter", ndim=0, dtype=Y.dtype)
-    alpha_init = alpha if alpha_init is None else _checks.as_hyper(alpha_init, "alpha_init", ndim=0,
-                                                                   dtype=Y.dtype)
-    iter_name = "alpha_iter" if alpha_iter_given else "alpha_iter (default 2·alpha: pass alpha_iter ≤ 1)"
+    alpha_init = (
+        alpha
+        if alpha_init is None
+        else _checks.as_hyper(alpha_init, "alpha_init", ndim=0, dtype=Y.dtype)
+    )
+    iter_name = (
+        "alpha_iter" if alpha_iter_given else "alpha_iter (default 2·alpha: pass alpha_iter ≤ 1)"
+    )
     for name, a in (("alpha", alpha), (iter_name, alpha_iter), ("alpha_init", alpha_init)):
         if _checks.is_concrete(a) and float(a) > 1:
             raise ValueError(f"{name} must lie in [0, 1], got {float(a):.6g}")
@@ -196,11 +281,30 @@ def scaledgd(Y, rank, alpha, *, eta=0.5, max_iter=None, alpha_iter=None, alpha_i
             raise ValueError("scaledgd needs max_iter (or tol, then max_iter defaults to 1000)")
         max_iter = 1000
     max_iter = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
-    out = _scaledgd(Y, alpha_init, alpha_iter, eta, tol, X_star, support, key, rank=rank, budget=max_iter,
-                    use_tol=use_tol, svd=svd, oversample=oversample, n_iter=n_iter, stop=stop,
-                    differentiable=differentiable)
-    out = finish(out, throw, diverged="ScaledGD diverged (non-finite or exploding factors): the step eta is too large "
-                 "for these data (theory: eta <= 2/3), or alpha_iter is too small to remove the outliers",
-                 invalid="ScaledGD: alpha_iter must lie in [0, 1], and tol must be >= 0 (the result is NaN)")
+    out = _scaledgd(
+        Y,
+        alpha_init,
+        alpha_iter,
+        eta,
+        tol,
+        X_star,
+        support,
+        key,
+        rank=rank,
+        budget=max_iter,
+        use_tol=use_tol,
+        svd=svd,
+        oversample=oversample,
+        n_iter=n_iter,
+        stop=stop,
+        differentiable=differentiable,
+    )
+    out = finish(
+        out,
+        throw,
+        diverged="ScaledGD diverged (non-finite or exploding factors): the step eta is too large "
+        "for these data (theory: eta <= 2/3), or alpha_iter is too small to remove the outliers",
+        invalid="ScaledGD: alpha_iter must lie in [0, 1], and tol must be >= 0 (the result is NaN)",
+    )
     _warn_if_ties_flooded_the_support(out.S, alpha_init, alpha_iter)
     return out

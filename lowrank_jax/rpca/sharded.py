@@ -1,4 +1,5 @@
-"""LRPCA on a matrix split by rows across devices (``jax.shard_map``): for Y too large for one device.
+"""LRPCA on a matrix split by rows across devices (``jax.shard_map``): for Y too large for one
+device.
 
 Device i holds rows Y_i (n1/D × n2) and the matching rows L_i of the left factor; R (n2 × r) is
 replicated. One layer (LRPCA eq. 7 + 9) is then
@@ -30,14 +31,20 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from lowrank_jax import _checks, linalg, loop
+from lowrank_jax.precision import full_precision
 from lowrank_jax.prox import soft_threshold
 from lowrank_jax.result import finish
-from lowrank_jax.rpca._common import RPCAResult, _blank_if_invalid, check_common, diverged, frob
-from lowrank_jax.rpca.learned import _layer_params, check_schedule, lrpca_step, soft_threshold_complement
-from lowrank_jax.precision import full_precision
+from lowrank_jax.rpca._common import RPCAResult, check_common, diverged, frob
+from lowrank_jax.rpca.learned import (
+    _layer_params,
+    check_schedule,
+    lrpca_step,
+    soft_threshold_complement,
+)
 
 AXIS = "rows"
 
@@ -49,14 +56,28 @@ def row_mesh(devices=None) -> Mesh:
 
 
 @full_precision
-def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, phi=None, tol=None, max_iter=None,
-                  key=None, oversample: int = 10, n_iter: int = 4, throw=True) -> RPCAResult:
+def lrpca_sharded(
+    Y,
+    rank,
+    zeta,
+    eta,
+    *,
+    mesh: Mesh | None = None,
+    beta=None,
+    phi=None,
+    tol=None,
+    max_iter=None,
+    key=None,
+    oversample: int = 10,
+    n_iter: int = 4,
+    throw=True,
+) -> RPCAResult:
     """:func:`lowrank_jax.rpca.lrpca` with Y and L split by rows over ``mesh``'s axis ``"rows"``.
 
     Args as :func:`~lowrank_jax.rpca.lrpca`: K layers, or with the FRMNN factors ``beta``, ``phi``
-    up to ``max_iter`` layers (FRMNN needs ``tol`` or ``max_iter``; ``max_iter = 0`` runs no layer). ``tol``
-    stops once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (the residual is summed across devices, so every
-    device stops at the same layer). ``mesh``: a 1-D mesh with axis name ``"rows"`` (default
+    up to ``max_iter`` layers (FRMNN needs ``tol`` or ``max_iter``; ``max_iter = 0`` runs no layer).
+    ``tol`` stops once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (the residual is summed across devices, so
+    every device stops at the same layer). ``mesh``: a 1-D mesh with axis name ``"rows"`` (default
     :func:`row_mesh` over every device). n1 need not divide by the device count: Y is padded with
     zero rows, which stay exactly zero in L and S (their residual is 0), and trimmed after. Not
     taken here: ``lrpca``'s diagnostics (``X_star``, ``support``), its ``svd`` choice (the first
@@ -73,9 +94,12 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
     results come back whole on every device. For a Y too large for one device, make n1 a multiple
     of the device count (pad it yourself and drop the rows after).
     """
-    Y, rank, _, _, key, oversample, n_iter = check_common(Y, rank, None, None, key, "randomized",
-                                                          oversample=oversample, n_iter=n_iter)
-    zeta, eta, beta, phi, tol, frmnn, budget = check_schedule(Y, zeta, eta, beta, phi, tol, max_iter)
+    Y, rank, _, _, key, oversample, n_iter = check_common(
+        Y, rank, None, None, key, "randomized", oversample=oversample, n_iter=n_iter
+    )
+    zeta, eta, beta, phi, tol, frmnn, budget = check_schedule(
+        Y, zeta, eta, beta, phi, tol, max_iter
+    )
     mesh = row_mesh() if mesh is None else mesh
     if mesh.axis_names != (AXIS,):
         raise ValueError(f"mesh must be 1-D with axis name {AXIS!r}, got {mesh.axis_names}")
@@ -84,36 +108,90 @@ def lrpca_sharded(Y, rank, zeta, eta, *, mesh: Mesh | None = None, beta=None, ph
     pad = -n1 % devices
     l = min(rank + oversample, n1, n2)
     if (n1 + pad) // devices < l:
-        raise ValueError(f"{devices} devices leave {(n1 + pad) // devices} rows each, fewer than the sketch "
-                         f"width rank + oversample = {l}: use fewer devices or a smaller oversample")
+        raise ValueError(
+            f"{devices} devices leave {(n1 + pad) // devices} rows each, fewer than the sketch "
+            f"width rank + oversample = {l}: use fewer devices or a smaller oversample"
+        )
     if pad:
         Y = jnp.concatenate([Y, jnp.zeros((pad, n2), Y.dtype)])
     Y = jax.device_put(Y, NamedSharding(mesh, P(AXIS, None)))
     use_tol = tol is not None
     tol = jnp.zeros((), Y.dtype) if tol is None else tol.astype(Y.dtype)
     throw = _checks.check_flag(throw, "throw")
-    L, R, S, history, last, count, status = _run(Y, zeta, eta, beta, phi, tol, key, mesh=mesh, rank=rank, rows=n1 + pad,
-                                    budget=budget, frmnn=frmnn, use_tol=use_tol, oversample=oversample, n_iter=n_iter)
+    L, R, S, history, last, count, status = _run(
+        Y,
+        zeta,
+        eta,
+        beta,
+        phi,
+        tol,
+        key,
+        mesh=mesh,
+        rank=rank,
+        rows=n1 + pad,
+        budget=budget,
+        frmnn=frmnn,
+        use_tol=use_tol,
+        oversample=oversample,
+        n_iter=n_iter,
+    )
     if pad:
         L, S = L[:n1], S[:n1]
-    history, last = _blank_if_invalid((history, last), status)
-    out = RPCAResult(n_iter=count, status=status, history={"residual": history}, L=L, R=R, X=L @ R.T, S=S,
-                     residual=last)
-    return finish(out, throw, diverged="LRPCA (sharded) diverged (non-finite or exploding factors): the step sizes "
-                  "eta are too large (or FRMNN's beta, phi grow the thresholds too fast)",
-                  invalid="LRPCA (sharded): zeta[0] must be > 0 and tol >= 0 (the result is NaN)")
+    out = RPCAResult(
+        n_iter=count,
+        status=status,
+        history={"residual": history},
+        L=L,
+        R=R,
+        X=L @ R.T,
+        S=S,
+        residual=last,
+    )
+    return finish(
+        out,
+        throw,
+        diverged="LRPCA (sharded) diverged (non-finite or exploding factors): the step sizes "
+        "eta are too large (or FRMNN's beta, phi grow the thresholds too fast)",
+        invalid="LRPCA (sharded): zeta[0] must be > 0 and tol >= 0 (the result is NaN)",
+    )
 
 
-@functools.partial(jax.jit, static_argnames=("mesh", "rank", "rows", "budget", "frmnn", "use_tol", "oversample",
-                                             "n_iter"))
-def _run(Y, zeta, eta, beta, phi, tol, key, *, mesh, rank, rows, budget, frmnn, use_tol, oversample, n_iter):
+@functools.partial(
+    jax.jit,
+    static_argnames=("mesh", "rank", "rows", "budget", "frmnn", "use_tol", "oversample", "n_iter"),
+)
+def _run(
+    Y,
+    zeta,
+    eta,
+    beta,
+    phi,
+    tol,
+    key,
+    *,
+    mesh,
+    rank,
+    rows,
+    budget,
+    frmnn,
+    use_tol,
+    oversample,
+    n_iter,
+):
     num_layers = eta.shape[0]
 
     def local(Y_i, zeta, eta, beta, phi, tol, key):
         y_norm = jnp.sqrt(jax.lax.psum(jnp.sum(Y_i * Y_i), AXIS))
         y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
-        svd = linalg.randomized_svd(soft_threshold_complement(Y_i, zeta[0]), rank, key, axis_name=AXIS,
-                                    rows=rows, oversample=oversample, n_iter=n_iter)
+        svd = linalg.randomized_svd(
+            soft_threshold_complement(Y_i, zeta[0]),
+            rank,
+            key,
+            axis_name=AXIS,
+            rows=rows,
+            oversample=oversample,
+            n_iter=n_iter,
+        )
         L0, R0 = linalg.balanced_factors(svd)
 
         def step(k, state):
@@ -131,8 +209,14 @@ def _run(Y, zeta, eta, beta, phi, tol, key, *, mesh, rank, rows, budget, frmnn, 
             return diverged(jnp.sqrt(l_sq), frob(s[1]), y_norm)
 
         if use_tol:
-            out = loop.run_until(step, state, max_iter=budget, stop=lambda s, res: res < tol, diverged=blown_up,
-                                 invalid=jnp.isnan(tol) | invalid)
+            out = loop.run_until(
+                step,
+                state,
+                max_iter=budget,
+                stop=lambda s, res: res < tol,
+                diverged=blown_up,
+                invalid=jnp.isnan(tol) | invalid,
+            )
         else:
             out = loop.run_fixed(step, state, budget, diverged=blown_up, invalid=invalid)
         L, R, L_prev, R_prev, z_last = out.state
@@ -140,11 +224,16 @@ def _run(Y, zeta, eta, beta, phi, tol, key, *, mesh, rank, rows, budget, frmnn, 
         return L, R, S_i, out.history, out.final, out.n_iter, out.status
 
     # check_vma=False: the panel loop builds its accumulators from unsharded zeros, which the
-    # varying-axes check rejects; R, the residual and the Grams are replicated by construction (psum).
+    # varying-axes check rejects; R, the residual and the Grams are replicated by construction
+    # (psum).
     rep = P()
-    return jax.shard_map(local, mesh=mesh, in_specs=(P(AXIS, None), rep, rep, rep, rep, rep, rep),
-                         out_specs=(P(AXIS, None), rep, P(AXIS, None), rep, rep, rep, rep),
-                         check_vma=False)(Y, zeta, eta, beta, phi, tol, key)
+    return jax.shard_map(
+        local,
+        mesh=mesh,
+        in_specs=(P(AXIS, None), rep, rep, rep, rep, rep, rep),
+        out_specs=(P(AXIS, None), rep, P(AXIS, None), rep, rep, rep, rep),
+        check_vma=False,
+    )(Y, zeta, eta, beta, phi, tol, key)
 
 
 __all__ = ["AXIS", "lrpca_sharded", "row_mesh"]

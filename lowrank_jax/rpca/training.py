@@ -5,9 +5,9 @@ generator drawn inside the jitted step:
 
     ℓ_j(Θ) = (1/B) Σ_b (1/j) Σ_{k=1..j} log e_k(Y_b; Θ),   e_k = ‖X_k − X⋆‖_F / ‖X⋆‖_F,
 
-with X_k the output of layer k (ℓ_0 = mean log e_0). Curriculum (the paper's layer-wise training, schedule as in the
-authors' code): stage 0 trains ζ_0; stage j ≥ 1 first trains the new layer's (ζ_j, η_j) alone
-("pre-training"), then all layers 0..j together ("full training").
+with X_k the output of layer k (ℓ_0 = mean log e_0). Curriculum (the paper's layer-wise training,
+schedule as in the authors' code): stage 0 trains ζ_0; stage j ≥ 1 first trains the new layer's
+(ζ_j, η_j) alone ("pre-training"), then all layers 0..j together ("full training").
 
 Choices, and why (numbers in the project's issue notes and docs/rpca.md):
 - log ζ and log η instead of ζ, η: the thresholds span five decades (1e-2 … 1e-7), one learning
@@ -51,11 +51,17 @@ import optax
 
 from lowrank_jax import _checks, datasets, loop
 from lowrank_jax import progress as progress_bar
+from lowrank_jax.precision import full_precision
 from lowrank_jax.result import Status
 from lowrank_jax.rpca._common import diverged, frob, relative_error
-from lowrank_jax.rpca.learned import ORACLE_RULES, _layer_params, lrpca, lrpca_step, oracle_thresholds
+from lowrank_jax.rpca.learned import (
+    ORACLE_RULES,
+    _layer_params,
+    lrpca,
+    lrpca_step,
+    oracle_thresholds,
+)
 from lowrank_jax.rpca.params import LRPCAParams, read_params, save_params
-from lowrank_jax.precision import full_precision
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,9 +91,18 @@ class TrainConfig:
     def __post_init__(self):
         # Plain Python numbers: a NumPy integer made the checkpoint's JSON fail after stage 0 had
         # trained, and n = 40.5 passed here to fail inside the generator.
-        for name, minimum in (("n", 1), ("rank", 1), ("num_layers", 1), ("batch", 1), ("init_instances", 1),
-                              ("pre_steps", 0), ("full_steps", 0)):
-            object.__setattr__(self, name, _checks.check_positive_int(getattr(self, name), name, minimum=minimum))
+        for name, minimum in (
+            ("n", 1),
+            ("rank", 1),
+            ("num_layers", 1),
+            ("batch", 1),
+            ("init_instances", 1),
+            ("pre_steps", 0),
+            ("full_steps", 0),
+        ):
+            object.__setattr__(
+                self, name, _checks.check_positive_int(getattr(self, name), name, minimum=minimum)
+            )
         for name in ("alpha", "lr", "init_scale", "init_eta"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -119,18 +134,21 @@ def _instances(key, cfg: TrainConfig, count: int, sampler=None):
 
 def layer_error(params: LRPCAParams, Y, X_star, layers: int, *, throw: bool = True):
     """‖X_j − X⋆‖_F/‖X⋆‖_F after ``layers`` = j layers (j = 0: the initialisation). ``throw``: as in
-    :func:`~lowrank_jax.rpca.lrpca` (a diverging run raises ``RuntimeError``; False returns its error)."""
+    :func:`~lowrank_jax.rpca.lrpca` (a diverging run raises ``RuntimeError``; False returns its
+    error)."""
     out = lrpca(Y, params.rank, params.zeta[: layers + 1], params.eta[:layers], throw=throw)
     return relative_error(out.X, X_star)
 
 
 def stage_loss(params: LRPCAParams, Y, X_star, layers: int, *, throw: bool = True):
-    """One instance's loss of stage j = ``layers``: mean of log e_k over k = 1..j (log e_0 for j = 0),
-    the e_k from ``history["error"]`` of the j-layer run. ``throw``: as in :func:`layer_error`; the
-    training step passes False (see :func:`train_lrpca`)."""
+    """One instance's loss of stage j = ``layers``: mean of log e_k over k = 1..j (log e_0 for j =
+    0), the e_k from ``history["error"]`` of the j-layer run. ``throw``: as in :func:`layer_error`;
+    the training step passes False (see :func:`train_lrpca`)."""
     if layers == 0:
         return jnp.log(layer_error(params, Y, X_star, 0, throw=throw))
-    out = lrpca(Y, params.rank, params.zeta[: layers + 1], params.eta[:layers], X_star=X_star, throw=throw)
+    out = lrpca(
+        Y, params.rank, params.zeta[: layers + 1], params.eta[:layers], X_star=X_star, throw=throw
+    )
     return jnp.mean(jnp.log(out.history["error"]))
 
 
@@ -140,15 +158,22 @@ def initial_params(key, cfg: TrainConfig, sampler=None) -> LRPCAParams:
     Y, X = _instances(key, cfg, cfg.init_instances, sampler)
     K = cfg.num_layers
     # One instance after the other, each a direct call whose schedule is checked on the host: inside
-    # train_lrpca (run under jax.ensure_compile_time_eval, as a host function) the finiteness check of
-    # a vmapped call, an equinox.error_if, raised whether or not the thresholds were finite.
-    zetas = jnp.stack([oracle_thresholds(Y[i], cfg.rank, X[i], K, cfg.init_eta, rule=cfg.init_rule,
-                                         scale=cfg.init_scale) for i in range(Y.shape[0])])
+    # train_lrpca (run under jax.ensure_compile_time_eval, as a host function) the finiteness check
+    # of a vmapped call, an equinox.error_if, raised whether or not the thresholds were finite.
+    zetas = jnp.stack(
+        [
+            oracle_thresholds(
+                Y[i], cfg.rank, X[i], K, cfg.init_eta, rule=cfg.init_rule, scale=cfg.init_scale
+            )
+            for i in range(Y.shape[0])
+        ]
+    )
     log_zeta = jnp.mean(jnp.log(zetas), axis=0)
-    dtype = log_zeta.dtype                       # one dtype for every leaf (x64, float64 samplers)
+    dtype = log_zeta.dtype  # one dtype for every leaf (x64, float64 samplers)
     log_eta = jnp.full((K,), jnp.log(cfg.init_eta), dtype)
-    return LRPCAParams(log_zeta, log_eta, jnp.ones((), dtype), jnp.ones((), dtype),
-                       rank=cfg.rank, n=cfg.n)
+    return LRPCAParams(
+        log_zeta, log_eta, jnp.ones((), dtype), jnp.ones((), dtype), rank=cfg.rank, n=cfg.n
+    )
 
 
 def _masks(params: LRPCAParams, layers: int, only_new: bool):
@@ -177,16 +202,25 @@ def _make_phase(cfg: TrainConfig, layers: int, sampler=None):
         # One instance after the other: batched (vmapped) QR and skinny dots are slower on CPU.
         # throw=False: an instance whose run diverges does not abort the step from inside; its loss
         # (large, or NaN once the iterate overflows) reaches train_lrpca's own check.
-        return jnp.mean(jax.lax.map(lambda yx: stage_loss(params, yx[0], yx[1], layers, throw=False), (Y, X)))
+        return jnp.mean(
+            jax.lax.map(lambda yx: stage_loss(params, yx[0], yx[1], layers, throw=False), (Y, X))
+        )
 
     @eqx.filter_jit
     def step(params, opt_state, key, mask_z, mask_e):
         Y, X = _instances(key, cfg, cfg.batch, sampler)
         diff, static = eqx.partition(params, eqx.is_inexact_array)
         loss, grads = jax.value_and_grad(loss_fn)(diff, static, Y, X)
-        grads = eqx.tree_at(lambda p: (p.log_zeta, p.log_eta, p.beta, p.phi), grads,
-                            (grads.log_zeta * mask_z, grads.log_eta * mask_e,
-                             jnp.zeros_like(grads.beta), jnp.zeros_like(grads.phi)))
+        grads = eqx.tree_at(
+            lambda p: (p.log_zeta, p.log_eta, p.beta, p.phi),
+            grads,
+            (
+                grads.log_zeta * mask_z,
+                grads.log_eta * mask_e,
+                jnp.zeros_like(grads.beta),
+                jnp.zeros_like(grads.phi),
+            ),
+        )
         updates, opt_state = optimizer.update(grads, opt_state, diff)
         return eqx.apply_updates(params, updates), opt_state, loss
 
@@ -206,8 +240,16 @@ def _phase_steps(cfg: TrainConfig, layers: int):
 
 @_checks.host_function("rpca.train_lrpca")
 @full_precision
-def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progress: bool = True,
-                callback=None, log=None, sampler=None) -> LRPCAParams:
+def train_lrpca(
+    key,
+    cfg: TrainConfig = TrainConfig(),
+    *,
+    checkpoint=None,
+    progress: bool = True,
+    callback=None,
+    log=None,
+    sampler=None,
+) -> LRPCAParams:
     """Layer-wise training of a K-layer LRPCA network (FRMNN factors stay β = φ = 1; see
     :func:`frmnn_grid_search`).
 
@@ -261,21 +303,31 @@ def train_lrpca(key, cfg: TrainConfig = TrainConfig(), *, checkpoint=None, progr
                 opt_state = optimizer.init(eqx.filter(params, eqx.is_inexact_array))
                 phase_key = jax.random.fold_in(stage_key, phase)
                 for i in range(steps):
-                    params, opt_state, loss = step(params, opt_state, jax.random.fold_in(phase_key, i),
-                                                   mask_z, mask_e)
+                    params, opt_state, loss = step(
+                        params, opt_state, jax.random.fold_in(phase_key, i), mask_z, mask_e
+                    )
                     losses.append(float(loss))
                     if not np.isfinite(losses[-1]):
-                        raise RuntimeError(f"training loss became {losses[-1]} at stage {j}, step {i} "
-                                           "(the LRPCA runs diverged); lower cfg.lr")
+                        raise RuntimeError(
+                            f"training loss became {losses[-1]} at stage {j}, step {i} "
+                            "(the LRPCA runs diverged); lower cfg.lr"
+                        )
                     bar.update(1)
                     bar.set_postfix(stage=j, err=f"{np.exp(losses[-1]):.2e}")
-            entry = {"stage": j, "seconds": time.perf_counter() - t0,
-                     "first_error": float(np.exp(losses[0])) if losses else None,
-                     "last_error": float(np.exp(np.mean(losses[-5:]))) if losses else None}
+            entry = {
+                "stage": j,
+                "seconds": time.perf_counter() - t0,
+                "first_error": float(np.exp(losses[0])) if losses else None,
+                "last_error": float(np.exp(np.mean(losses[-5:]))) if losses else None,
+            }
             if log is not None:
                 log.append(entry)
             if checkpoint is not None:
-                save_params(checkpoint, params, {"stage": j, "config": dataclasses.asdict(cfg), "key": key_tag})
+                save_params(
+                    checkpoint,
+                    params,
+                    {"stage": j, "config": dataclasses.asdict(cfg), "key": key_tag},
+                )
             if callback is not None:
                 callback(j, params)
     finally:
@@ -295,13 +347,17 @@ def _load_checkpoint(path, cfg: TrainConfig, key_tag):
         params, header = read_params(f.read(), source=os.fspath(path))
     meta = header["meta"]
     if meta.get("config") != dataclasses.asdict(cfg):
-        raise ValueError(f"checkpoint {path} was written for another configuration "
-                         f"({meta.get('config')}); delete it or pass the same TrainConfig")
+        raise ValueError(
+            f"checkpoint {path} was written for another configuration "
+            f"({meta.get('config')}); delete it or pass the same TrainConfig"
+        )
     # A resume with another key trained the remaining stages on other instances: a mix of two runs
     # that equals neither. (Checkpoints from before the key was recorded are taken as they are.)
     if "key" in meta and meta["key"] != key_tag:
-        raise ValueError(f"checkpoint {path} was written by a run with another key; delete it or pass the "
-                         "same key to resume")
+        raise ValueError(
+            f"checkpoint {path} was written by a run with another key; delete it or pass the "
+            "same key to resume"
+        )
     return params, meta
 
 
@@ -317,7 +373,9 @@ def _continue(params: LRPCAParams, Y, L, R, beta, phi, extra: int):
         L, R, _ = lrpca_step(Y, state[0], state[1], z, e)
         return (L, R), None
 
-    out = loop.run_fixed(step, (L, R), extra, start=K, diverged=lambda s, _: diverged(s[0], s[1], y_norm))
+    out = loop.run_fixed(
+        step, (L, R), extra, start=K, diverged=lambda s, _: diverged(s[0], s[1], y_norm)
+    )
     return out.state[0], out.state[1], out.status == Status.DIVERGED
 
 
@@ -334,14 +392,25 @@ class FRMNNSearch(NamedTuple):
       params: the trained model (:class:`LRPCAParams`) with the chosen β, φ.
       errors: (len(betas), len(phis)), the grid's mean relative errors at layer K̄ (+inf where a
         point diverged)."""
+
     params: LRPCAParams
     errors: jax.Array
 
 
 @_checks.host_function("rpca.frmnn_grid_search")
 @full_precision
-def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instances: int = 20,
-                      extra_layers: int = 5, betas=None, phis=None, sampler=None, progress: bool = False):
+def frmnn_grid_search(
+    key,
+    params: LRPCAParams,
+    cfg: TrainConfig,
+    *,
+    num_instances: int = 20,
+    extra_layers: int = 5,
+    betas=None,
+    phis=None,
+    sampler=None,
+    progress: bool = False,
+):
     """Choose FRMNN's (β, φ) (eq. 14) by grid search with the K learned layers frozen.
 
     Minimises the mean relative error at layer K̄ = K + ``extra_layers`` over ``num_instances``
@@ -383,12 +452,21 @@ def frmnn_grid_search(key, params: LRPCAParams, cfg: TrainConfig, *, num_instanc
     phis = _grid_axis(default_phis if phis is None else phis, "phis")
     Y, X = _instances(key, cfg, num_instances, sampler)
     progress = progress_bar.wanted(progress, params, Y, betas, phis)
-    with progress_bar.CompiledBar(num_instances, f"FRMNN grid search ({betas.shape[0] * phis.shape[0]} (β, φ))",
-                                  "instance", progress, channel=_GRID_CHANNEL):
-        errors = _grid_errors(params, Y, X, betas, phis, extra_layers, _GRID_CHANNEL if progress else None)
+    with progress_bar.CompiledBar(
+        num_instances,
+        f"FRMNN grid search ({betas.shape[0] * phis.shape[0]} (β, φ))",
+        "instance",
+        progress,
+        channel=_GRID_CHANNEL,
+    ):
+        errors = _grid_errors(
+            params, Y, X, betas, phis, extra_layers, _GRID_CHANNEL if progress else None
+        )
     if not bool(jnp.any(jnp.isfinite(errors))):
-        raise RuntimeError("every (beta, phi) of the grid diverged: the learned layers (or the grid) "
-                           "do not suit these instances; no continuation was chosen")
+        raise RuntimeError(
+            "every (beta, phi) of the grid diverged: the learned layers (or the grid) "
+            "do not suit these instances; no continuation was chosen"
+        )
     i, j = np.unravel_index(int(jnp.argmin(errors)), errors.shape)
     chosen = eqx.tree_at(lambda p: (p.beta, p.phi), params, (betas[i], phis[j]))
     return FRMNNSearch(chosen, errors)
@@ -408,7 +486,7 @@ def _grid_axis(values, name: str) -> jax.Array:
 GRID_CHUNK = 8
 
 
-_GRID_CHANNEL = "frmnn-grid"    # progress channel of frmnn_grid_search's bar
+_GRID_CHANNEL = "frmnn-grid"  # progress channel of frmnn_grid_search's bar
 
 
 @eqx.filter_jit
@@ -430,8 +508,10 @@ def _grid_errors(params, Y, X, betas, phis, extra_layers, progress=None):
             return jnp.where(base_diverged | blown_up, jnp.inf, relative_error(L @ R.T, x))
 
         errs = jax.lax.map(one, (B.ravel(), P.ravel()), batch_size=GRID_CHUNK)
-        if progress is not None:      # the errors as an argument: the report waits for them
-            jax.debug.callback(lambda done, _: progress_bar.CompiledBar.reach(done, channel=progress), i + 1, errs)
+        if progress is not None:  # the errors as an argument: the report waits for them
+            jax.debug.callback(
+                lambda done, _: progress_bar.CompiledBar.reach(done, channel=progress), i + 1, errs
+            )
         return errs
 
     grid = jax.lax.map(per_instance, (jnp.arange(Y.shape[0]), Y, X))  # (instances, grid)
