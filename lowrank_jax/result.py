@@ -110,7 +110,8 @@ def _status_text(value) -> str:
 
 
 def _short(value) -> str:
-    """A 0-d concrete number as its value; any other array as dtype[shape]; modules as their type."""
+    """A 0-d concrete number as its value; any other array as dtype[shape]; modules as their
+    type."""
     if isinstance(value, (int, float, bool, str)):
         return repr(value)
     if isinstance(value, eqx.Module) and not isinstance(value, Result):
@@ -183,7 +184,10 @@ def ensure_finite(values, message: str):
             raise RuntimeError(message)
         return values
     bad = jnp.logical_not(jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves])))
-    return eqx.error_if(values, bad, message)
+    # The message index is traced (0 whatever ``bad`` is): with a constant index, JAX's eager
+    # constant folding (jax.ensure_compile_time_eval, as in the host functions) ran the error
+    # callback while tracing and raised for finite values.
+    return eqx.branched_error_if(values, bad, 0 * bad.astype(jnp.int32), [message])
 
 
 @eqx.filter_jit
