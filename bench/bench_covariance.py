@@ -69,13 +69,15 @@ def main(argv=None):
     M0 = rng.normal(size=(n, k))
     Sigma = (M0 @ M0.T + np.diag(rng.uniform(0, 1, n))).astype(np.float32)
     print(
-        f"covariance NN, one Adam step at n = {n}, k = {k}, network {n * (n + 1) // 2}-1000-200-200-200-{n * k}"
+        f"covariance NN, one Adam step at n = {n}, k = {k}, "
+        f"network {n * (n + 1) // 2}-1000-200-200-200-{n * k}"
     )
     try:
         t_torch, n_params = torch_step_ms(Sigma, k, hidden, args.reps)
     except ImportError:
         print(
-            "  PyTorch is not installed: `make bench` installs the bench-torch extra (torch==2.13.0, CPU build)"
+            "  PyTorch is not installed: `make bench` installs the bench-torch extra "
+            "(torch==2.13.0, CPU build)"
         )
         t_torch, n_params = float("nan"), None
     S = jnp.asarray(Sigma)
@@ -97,7 +99,8 @@ def main(argv=None):
         print(f"  parameters: {n_params / 1e6:.1f} M")
     print(
         f"  PyTorch {t_torch:.1f} ms | ours, dense first layer {rows['dense']:.1f} ms "
-        f"({t_torch / rows['dense']:.1f}x) | ours, fixed-input first layer {rows['fixed-input']:.1f} ms "
+        f"({t_torch / rows['dense']:.1f}x) | "
+        f"ours, fixed-input first layer {rows['fixed-input']:.1f} ms "
         f"({t_torch / rows['fixed-input']:.1f}x)   target >= 2x"
     )
 

@@ -96,11 +96,13 @@ def main(argv=None):
     if not sizes or any(len(s) != 2 or min(s) < 1 for s in sizes):
         ap.error(f"--sizes takes comma-separated n:k pairs such as 400:10, got {args.sizes!r}")
     print(
-        f"covariance NN, Adam steps at the {'-'.join(map(str, HIDDEN))} network (ReLU, l1, float32); "
+        f"covariance NN, Adam steps at the {'-'.join(map(str, HIDDEN))} network "
+        "(ReLU, l1, float32); "
         f"each setting in a fresh process, {args.steps} steps, median of {args.reps}"
     )
     print(
-        f"  {'n':>4} {'k':>3} {'first layer':>12} {'ms/step':>8} {'peak RSS':>10} {'(after imports)':>16} "
+        f"  {'n':>4} {'k':>3} {'first layer':>12} {'ms/step':>8} {'peak RSS':>10} "
+        f"{'(after imports)':>16} "
         f"{'dense layer + grad + Adam moments':>34}"
     )
     for n, k in sizes:
@@ -121,13 +123,16 @@ def main(argv=None):
             out = subprocess.run(cmd, capture_output=True, text=True)
             if out.returncode != 0:
                 print(
-                    f"  {n:>4} {k:>3} {mode:>12} failed (exit {out.returncode}): {out.stderr.strip()[-300:]}"
+                    f"  {n:>4} {k:>3} {mode:>12} failed (exit {out.returncode}): "
+                    f"{out.stderr.strip()[-300:]}"
                 )
                 continue
             r = json.loads(out.stdout.strip().splitlines()[-1])
             print(
-                f"  {n:>4} {k:>3} {mode:>12} {r['ms_per_step']:>8.1f} {r['peak_rss_mb'] * 2**20 / 1e9:>7.2f} GB "
-                f"{r['rss_after_imports_mb'] * 2**20 / 1e9:>13.2f} GB {dense_adam_bytes(n) / 1e9:>31.2f} GB"
+                f"  {n:>4} {k:>3} {mode:>12} {r['ms_per_step']:>8.1f} "
+                f"{r['peak_rss_mb'] * 2**20 / 1e9:>7.2f} GB "
+                f"{r['rss_after_imports_mb'] * 2**20 / 1e9:>13.2f} GB "
+                f"{dense_adam_bytes(n) / 1e9:>31.2f} GB"
                 f"   (init + 1 step {r['init_and_one_step_s']:.2f} s, compile + first calls "
                 f"{r['compile_and_first_calls_s']:.0f} s)"
             )

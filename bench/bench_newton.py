@@ -43,7 +43,8 @@ def run(n, d, reps, refine, m):
     t0 = time.perf_counter()
     x_star = rg.newton_solve(A, b, w, jnp.zeros(d), "exp", "exact", max_iter=12).x
     print(
-        f"rescaled exp regression, n = {n}, d = {d}, float64 (reference solve {time.perf_counter() - t0:.1f} s)"
+        f"rescaled exp regression, n = {n}, d = {d}, float64 "
+        f"(reference solve {time.perf_counter() - t0:.1f} s)"
     )
     x0 = x_star + 0.05 * jax.random.normal(k3, (d,), jnp.float64)
 
@@ -103,7 +104,8 @@ def run(n, d, reps, refine, m):
         ts = f"{t_solve[name]:.0f}" if name in t_solve else "-"
         print(f"{name:34s} {t[name] / steps:15.1f} {str(iters[name]):>20s} {ts:>12s}")
     print(
-        f"  leverage scores τ(A) of the design (once per A, shared by every solve on it): {t_tau:.0f} ms"
+        "  leverage scores τ(A) of the design (once per A, shared by every solve on it): "
+        f"{t_tau:.0f} ms"
     )
     for name in list(configs)[2:]:
         ratio = t["exact"] / t[name]
@@ -121,8 +123,9 @@ def run(n, d, reps, refine, m):
     flops = 2.0 * n * d * d
     gh, gm = flops / th["hessian"] / 1e6, flops / th["matmul"] / 1e6
     print(
-        f"  Hessian assembly {th['hessian']:.0f} ms = {gh:.1f} GFLOP/s; AᵀA matmul {th['matmul']:.0f} ms = "
-        f"{gm:.1f} GFLOP/s -> {100 * gh / gm:.0f} % (target >= 50 %)"
+        f"  Hessian assembly {th['hessian']:.0f} ms = {gh:.1f} GFLOP/s; "
+        f"AᵀA matmul {th['matmul']:.0f} ms = {gm:.1f} GFLOP/s -> "
+        f"{100 * gh / gm:.0f} % (target >= 50 %)"
     )
 
 

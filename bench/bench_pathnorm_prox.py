@@ -142,7 +142,8 @@ def main(argv=None):
         f"-> {t_numpy / t['ours']:.0f}x faster (target >= 50x)"
     )
     print(
-        f"  sorts of the same rows: float {t['sort_float']:.2f} ms, int32 bits {t['sort_bits']:.2f} ms, "
+        f"  sorts of the same rows: float {t['sort_float']:.2f} ms, "
+        f"int32 bits {t['sort_bits']:.2f} ms, "
         f"|W| by bits incl. abs/reverse {t['sort_magnitudes']:.2f} ms -> ours / fastest sort = "
         f"{t['ours'] / fastest_sort:.2f} (target <= 2)"
     )

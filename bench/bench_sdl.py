@@ -59,8 +59,8 @@ def main(argv=None):
     y = rng.integers(0, 2, n)
     print(f"SDL, one LPGD iteration at p = {p}, n = {n}, r = {r} (binary, intercept)")
     print(
-        f"{'model':6s} {'NumPy+sklearn ms':>17s} {'jax f64 ms':>11s} {'ratio':>6s} {'jax f32 ms':>11s} "
-        f"{'ratio':>6s} {'diff 1':>8s} {'diff 12':>8s}"
+        f"{'model':6s} {'NumPy+sklearn ms':>17s} {'jax f64 ms':>11s} {'ratio':>6s} "
+        f"{'jax f32 ms':>11s} {'ratio':>6s} {'diff 1':>8s} {'diff 12':>8s}"
     )
     for model in ("H", "W"):
         row = {}
@@ -118,19 +118,23 @@ def main(argv=None):
         print(
             f"         (one jitted call: 1 iteration (dense θ) {row['float64 call']:.1f} ms f64, "
             f"{row['float32 call']:.1f} ms f32; 12 iterations, set-up and dense θ₁₂ included "
-            f"{row['float64 run']:.1f} ms f64 = {t_np * 12 / row['float64 run']:.1f}x 12 NumPy steps)"
+            f"{row['float64 run']:.1f} ms f64 = "
+            f"{t_np * 12 / row['float64 run']:.1f}x 12 NumPy steps)"
         )
     print(
-        "  jax ms = per iteration inside a run, (time of 12 iterations − time of 2) / 10: steps 2… run in the span"
+        "  jax ms = per iteration inside a run, (time of 12 iterations − time of 2) / 10: "
+        "steps 2… run in the span"
     )
     print(
-        "  of [X, U₁] (sdl.span, the same iterates in O((n + κ)³) per step); step 1 is the dense one"
+        "  of [X, U₁] (sdl.span, the same iterates in O((n + κ)³) per step); "
+        "step 1 is the dense one"
     )
     print(
         "  diff 1 / diff 12: ‖θ_jax − θ_NumPy‖_F / ‖θ_jax‖_F after 1 and after 12 steps (float64)"
     )
     print(
-        "  target: jax >= 10x faster than NumPy + sklearn TruncatedSVD per iteration (float64 column)"
+        "  target: jax >= 10x faster than NumPy + sklearn TruncatedSVD per iteration "
+        "(float64 column)"
     )
 
 

@@ -34,7 +34,8 @@ def _time(fn, reps):
 
 
 def cases():
-    """name → (f, points, shared): f a function of the point's values and the shared data, 64 points."""
+    """name → (f, points, shared): f a function of the point's values and the shared data, 64
+    points."""
     from lowrank_jax import covariance as cv
     from lowrank_jax import pathnorm, rpca, sdl, sweep
     from lowrank_jax import regression as rg
@@ -153,7 +154,10 @@ def main(argv=None):
         nargs="+",
         default=None,
         metavar="WORD",
-        help="run only the families whose row name contains one of these words (e.g. LRPCA path-norm)",
+        help=(
+            "run only the families whose row name contains one of these words "
+            "(e.g. LRPCA path-norm)"
+        ),
     )
     args = ap.parse_args(argv)
     if args.cpu_devices is not None and args.cpu_devices < 1:
@@ -164,17 +168,21 @@ def main(argv=None):
 
     devices = jax.devices()
     print(
-        f"64-point sweeps on {len(devices)} {devices[0].platform} device(s): one sweep.run call on all of "
-        "them, and on one device\n(one vmap), vs 64 calls of the jitted single run (ms, median); last "
-        "two columns: 64 calls of the public API\nin a Python loop, as a notebook would write it, "
-        "against the sweep on all devices.\nCores: process CPU time over wall time of the sweep and of "
-        "the 64 calls. Work W: the 64 calls' CPU time over the\nsweep's (all devices; one device). The "
-        "sweep is W x (its cores / the calls' cores) faster than the calls, so\non P cores 3x needs "
-        "W >= 3 x the calls' cores / P (last column)"
+        f"64-point sweeps on {len(devices)} {devices[0].platform} device(s): one sweep.run call on "
+        "all of them, and on one device\n"
+        "(one vmap), vs 64 calls of the jitted single run (ms, median); last two columns: "
+        "64 calls of the public API\n"
+        "in a Python loop, as a notebook would write it, against the sweep on all devices.\n"
+        "Cores: process CPU time over wall time of the sweep and of the 64 calls. Work W: the 64 "
+        "calls' CPU time over the\n"
+        "sweep's (all devices; one device). The sweep is W x (its cores / the calls' cores) faster "
+        "than the calls, so\n"
+        "on P cores 3x needs W >= 3 x the calls' cores / P (last column)"
     )
     print(
-        f"{'family (swept hyperparameters)':46s} {'sweep':>7s} {'1 dev':>7s} {'64 calls':>8s} {'ratio':>6s} "
-        f"{'1 dev':>6s} {'API loop':>8s} {'ratio':>6s} {'cores':>9s} {'W':>5s} {'W 1dev':>6s} {'3x needs':>8s}"
+        f"{'family (swept hyperparameters)':46s} {'sweep':>7s} {'1 dev':>7s} {'64 calls':>8s} "
+        f"{'ratio':>6s} {'1 dev':>6s} {'API loop':>8s} {'ratio':>6s} {'cores':>9s} {'W':>5s} "
+        f"{'W 1dev':>6s} {'3x needs':>8s}"
     )
     cores = (
         len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

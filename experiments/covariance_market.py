@@ -3,17 +3,15 @@ Herrera, Neufeld, Ruyssen (Sec. III-B/C, Figs. 1–4) on the two matrices the pa
 
 Data (the paper's 500-stock S&P 500 matrix and 44/88-country real-estate matrix are not available):
   (i)  ``sp500``: correlation of the daily simple returns of skfolio's 20 S&P 500 stocks over the
-  last
-       250 trading days of the file (return dates printed; 2021-12-31 … 2022-12-28 with skfolio 1.12.2),
-       the paper's "250 consecutive days". Stocks re-ordered by GICS sector in the paper's sector order.
-  (ii) ``french``: correlation of Ken French's 30 monthly portfolio returns (12 industries, 9 size ×
-  value,
-       9 size × momentum), full period 1949-01 … 2017-03 (819 months).
+       last 250 trading days of the file (return dates printed; 2021-12-31 … 2022-12-28 with
+       skfolio 1.12.2), the paper's "250 consecutive days". Stocks re-ordered by GICS sector in the
+       paper's sector order.
+  (ii) ``french``: correlation of Ken French's 30 monthly portfolio returns (12 industries,
+       9 size × value, 9 size × momentum), full period 1949-01 … 2017-03 (819 months).
 
 Methods, k = 3 everywhere a rank is forced:
-  NN-authors     ReLU, l1 loss, Adam lr 1e-4, hidden (1000, 200, 200, 200), max_iter 4000, rel_tol
-  1e-6,
-                 float32 (the authors' code, note §2.2).
+  NN-authors     ReLU, l1 loss, Adam lr 1e-4, hidden (1000, 200, 200, 200), max_iter 4000,
+                 rel_tol 1e-6, float32 (the authors' code, note §2.2).
   NN-theory      scaled arctan (2/π)tan⁻¹, log-cosh μ_ε with ε = 0.01, Goldstein–Armijo gradient
                  descent (α, β) = (0.1, 0.9), first trial step 1e-3, same widths, float64 (Theorem
                  II.1's assumptions), at most 8000 iterations, stopped once φ is frozen at working
@@ -23,14 +21,12 @@ Methods, k = 3 everywhere a rank is forced:
   NN-theory-f32  the same in float32 (rel_tol 1e-7): the line search stalls far earlier, at
                  ‖∇φ‖ ~ 0.5–3, which is why NN-theory runs in float64.
   NN-gd          the theory configuration with a constant step h (GD_STEP, chosen so that φ
-  decreases
-                 monotonically on each data set), 8000 iterations, no early stop, float64.
+                 decreases monotonically on each data set), 8000 iterations, no early stop, float64.
   FPCP           fixed rank 3, λ = 1/√n, 2 loops (LRSLibrary's default); its S is already
                  shrink(Σ − L, 1/√n).
   IALM           λ = 1/√n, tol 1e-7, ρ = 1.5 (LRSLibrary's defaults; k is not an input), float64.
-  NC-RPCA        the γ-norm ALM with its reference code's settings (μ₀ 0.9, ρ 1.1, γ 0.01, ℓ2,1
-  sparse
-                 term, tol 1e-6; k is not an input), float64.
+  NC-RPCA        the γ-norm ALM with its reference code's settings (μ₀ 0.9, ρ 1.1, γ 0.01,
+                 ℓ2,1 sparse term, tol 1e-6; k is not an input), float64.
   RPCA-GD        rank 3, α = 0.1 (corrupted fraction per row/column, γα = 0.2 in the iterations),
                  step 0.5, 200 iterations, float64.
 
@@ -67,10 +63,8 @@ OUT = pathlib.Path(__file__).resolve().parents[1] / "results" / "covariance"
 RANK = 3
 HIDDEN = (1000, 200, 200, 200)
 EPS_SMOOTH = 0.01  # ε of the log-cosh μ (not the metric threshold ϵ)
-GD_STEP = {
-    "sp500": 3e-5,
-    "french": 1e-5,
-}  # constant GD steps: the largest of {3e-6, 1e-5, 3e-5, 1e-4} with monotone φ
+# constant GD steps: the largest of {3e-6, 1e-5, 3e-5, 1e-4} with monotone φ
+GD_STEP = {"sp500": 3e-5, "french": 1e-5}
 RPCA_ALPHA = 0.1
 PSD_TOL = 1e-5  # λ_min ≥ −PSD_TOL · λ_max counts as PSD (round-off)
 SECTOR_ORDER = (
@@ -99,8 +93,7 @@ PAPER = {
 }
 
 
-# --- data
-# ----------------------------------------------------------------------------------------------
+# --- data -----------------------------------------------------------------------------------------
 
 
 def load(name):
@@ -117,20 +110,22 @@ def load(name):
         Sigma = d.Sigma[np.ix_(order, order)]
         names, groups = tuple(d.names[i] for i in order), tuple(d.groups[i] for i in order)
         desc = (
-            f"S&P 500, 20 stocks, daily returns {d.dates[0]} … {d.dates[-1]} ({len(d.dates)} trading days), "
-            "sorted by GICS sector"
+            f"S&P 500, 20 stocks, daily returns {d.dates[0]} … {d.dates[-1]} "
+            f"({len(d.dates)} trading days), sorted by GICS sector"
         )
     elif name == "french":
         d = load_french_correlation()
         Sigma, names, groups = d.Sigma, d.names, d.groups
-        desc = f"Ken French 30 portfolios, monthly returns {d.dates[0]} … {d.dates[-1]} ({len(d.dates)} months)"
+        desc = (
+            f"Ken French 30 portfolios, monthly returns {d.dates[0]} … {d.dates[-1]} "
+            f"({len(d.dates)} months)"
+        )
     else:  # any other name ran the French portfolios under it
         raise ValueError(f"unknown data set {name!r}: choose sp500 or french")
     return np.asarray(Sigma), names, groups, desc
 
 
-# --- runs
-# ----------------------------------------------------------------------------------------------
+# --- runs -----------------------------------------------------------------------------------------
 
 
 def timed(fn):
@@ -258,9 +253,8 @@ def metrics(cv, Sigma, r):
     L, S, S_fig = r["L"], r["S"], r["S_fig"]
     lam = np.linalg.eigvalsh(0.5 * (L + L.T))
     fro = np.linalg.norm
-    fit_L = (
-        float(fro(Sigma - L) / fro(L)) if fro(L) > 0 else float("inf")
-    )  # L = 0 (NC-RPCA here): no fit
+    # L = 0 (NC-RPCA here): no fit
+    fit_L = float(fro(Sigma - L) / fro(L)) if fro(L) > 0 else float("inf")
     return dict(
         r_L=int(np.sum(lam > 0.01)),
         r_L_abs=int(np.sum(np.abs(lam) > 0.01)),
@@ -276,8 +270,7 @@ def metrics(cv, Sigma, r):
     )
 
 
-# --- figures
-# -------------------------------------------------------------------------------------------
+# --- figures --------------------------------------------------------------------------------------
 
 
 def boundaries(groups):
@@ -285,7 +278,8 @@ def boundaries(groups):
 
 
 def heatmaps(plt, data, path):
-    """Per data set a 3 × 3 grid: Σ | L | shrink(S) for NN-authors, FPCP, IALM; shared colour scale."""
+    """Per data set a 3 × 3 grid: Σ | L | shrink(S) for NN-authors, FPCP, IALM; shared colour
+    scale."""
     fig = plt.figure(figsize=(19, 12), layout="constrained")
     subs = fig.subfigures(1, len(data), wspace=0.03)
     shown = ("NN-authors", "FPCP", "IALM")
@@ -466,8 +460,7 @@ def theory_figure(plt, data, path):
     plt.close(fig)
 
 
-# --- output
-# --------------------------------------------------------------------------------------------
+# --- output ---------------------------------------------------------------------------------------
 
 
 def write(name, header, rows):
@@ -533,7 +526,8 @@ def main(argv=None):
     unknown = [d for d in args.datasets.split(",") if d not in ("sp500", "french")]
     if unknown:
         ap.error(
-            f"--datasets takes a comma-separated subset of sp500,french; unknown: {', '.join(unknown)}"
+            "--datasets takes a comma-separated subset of sp500,french; "
+            f"unknown: {', '.join(unknown)}"
         )
     OUT.mkdir(parents=True, exist_ok=True)
     import matplotlib
@@ -613,14 +607,15 @@ def main(argv=None):
     for name, d in data.items():
         print(f"\n{name}: {d['desc']}; k = {RANK}")
         print(
-            f"  {'method':<14}{'dtype':>8}{'r(L)':>5}{'s(S)':>6}{'s(S~)':>7}{'‖Σ−L‖/‖L‖':>11}{'L+S~ err':>9}"
-            f"{'λmin(L)':>11}{'PSD':>5}{'iters':>6}{'t1st s':>8}{'twarm s':>8}"
+            f"  {'method':<14}{'dtype':>8}{'r(L)':>5}{'s(S)':>6}{'s(S~)':>7}{'‖Σ−L‖/‖L‖':>11}"
+            f"{'L+S~ err':>9}{'λmin(L)':>11}{'PSD':>5}{'iters':>6}{'t1st s':>8}{'twarm s':>8}"
         )
         for m in TABLE_ORDER:
             r, mt = d["runs"][m], d["metrics"][m]
             print(
-                f"  {m:<14}{r['dtype']:>8}{mt['r_L']:>5}{mt['s_S']:>6.2f}{mt['s_shrunk']:>7.2f}{mt['fit_L']:>11.3f}"
-                f"{mt['fit_shrunk']:>9.3f}{mt['min_eig_L']:>11.2e}{'yes' if mt['psd'] else 'NO':>5}{r['n_iter']:>6}"
+                f"  {m:<14}{r['dtype']:>8}{mt['r_L']:>5}{mt['s_S']:>6.2f}{mt['s_shrunk']:>7.2f}"
+                f"{mt['fit_L']:>11.3f}{mt['fit_shrunk']:>9.3f}{mt['min_eig_L']:>11.2e}"
+                f"{'yes' if mt['psd'] else 'NO':>5}{r['n_iter']:>6}"
                 f"{r['wall_first']:>8.2f}{r['wall']:>8.2f}"
             )
         caption, nums = PAPER[name]
@@ -632,7 +627,8 @@ def main(argv=None):
         )
         kd, fd = d["runs"]["NN-authors"]["dense_check"]
         print(
-            f"  NN-authors fixed-input vs dense first layer: φ = {d['runs']['NN-authors']['loss']:.5g} "
+            "  NN-authors fixed-input vs dense first layer: "
+            f"φ = {d['runs']['NN-authors']['loss']:.5g} "
             f"({d['runs']['NN-authors']['n_iter']} it) vs {fd:.5g} ({kd} it)"
         )
         for label in THEORY_RUNS:
@@ -649,14 +645,16 @@ def main(argv=None):
                 dec = np.diff(h["loss"])
                 ups = int(np.sum(dec > 1e-12 * np.abs(h["loss"][1:])))
                 line += (
-                    f"; min‖∇φ‖: {g[0]:.3g} → {g[-1]:.3g} at j = {g.size - 1}, c = {cc:.3g} at j = {jj}, "
+                    f"; min‖∇φ‖: {g[0]:.3g} → {g[-1]:.3g} at j = {g.size - 1}, "
+                    f"c = {cc:.3g} at j = {jj}, "
                     f"min‖∇φ‖·√(N+1)/c = {g[-1] * np.sqrt(g.size) / cc:.2e}; φ increases: {ups}; "
                     f"last step {h['step'][-1]:.2e}"
                 )
             print(line)
     print(
-        f"\nwrote {OUT}/market.csv, market_eigenvalues.csv, market_theory.csv, market_heatmaps.png, "
-        f"market_eigenvalues.png, market_theory.png; total {time.perf_counter() - t_start:.0f} s"
+        f"\nwrote {OUT}/market.csv, market_eigenvalues.csv, market_theory.csv, "
+        "market_heatmaps.png, market_eigenvalues.png, market_theory.png; "
+        f"total {time.perf_counter() - t_start:.0f} s"
     )
 
 

@@ -81,12 +81,8 @@ for n_, k_, s0_, rel_L in (
     (400, 10, 0.95, 0.27),
     (800, 20, 0.95, 0.28),
 ):
-    PAPER[n_, k_, s0_, "NC-RPCA"] = (
-        {100: 10.0}.get(n_, float(k_)),
-        1.00,
-        1.00,
-        rel_L,
-    )  # r(L) = k₀ in every row
+    # r(L) = k₀ in every row
+    PAPER[n_, k_, s0_, "NC-RPCA"] = ({100: 10.0}.get(n_, float(k_)), 1.00, 1.00, rel_L)
 PAPER_NN = {key[:3]: v[3] for key, v in PAPER.items() if key[3] == "DNN"}
 
 
@@ -102,7 +98,8 @@ METHODS = (
 
 
 def paper_row(n, k, s0, method):
-    """The paper's means for one of our methods (both NN configurations map to its DNN, both FPCPs to its FPCP)."""
+    """The paper's means for one of our methods (both NN configurations map to its DNN, both FPCPs
+    to its FPCP)."""
     name = "DNN" if method.startswith("NN") else "FPCP" if method.startswith("FPCP") else method
     return PAPER.get((n, k, round(float(s0), 2), name))
 
@@ -227,8 +224,8 @@ def summarise(rows, plt):
     R = np.array(rows, dtype=object)
     keys = list(dict.fromkeys(tuple(r[:6]) for r in rows))
     lines = [
-        "| generator | n | k₀ | k | s₀ | method | r(L) | s(S) | rel.error(S) | rel.error(L) | s / run (median) "
-        "| paper: r(L) / s(S) / rel.error(S) / rel.error(L) |",
+        "| generator | n | k₀ | k | s₀ | method | r(L) | s(S) | rel.error(S) | rel.error(L) "
+        "| s / run (median) | paper: r(L) / s(S) / rel.error(S) / rel.error(L) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     means = {}
@@ -236,9 +233,8 @@ def summarise(rows, plt):
         sel = np.all(R[:, :6] == np.array(key, dtype=object), axis=1)
         vals = R[sel, 7:12].astype(float)
         mean, std = vals.mean(0), vals.std(0)
-        mean[4] = np.median(
-            vals[:, 4]
-        )  # time: the median of the runs (compiled before the timed ones)
+        # time: the median of the runs (compiled before the timed ones)
+        mean[4] = np.median(vals[:, 4])
         means[key] = mean
         paper = paper_row(key[1], key[3], key[4], key[5])
         lines.append(
@@ -361,9 +357,8 @@ def main(argv=None):
     rows = replaced(rows, fresh)
     order = {m: i for i, m in enumerate(METHODS)}
 
-    def position(
-        r,
-    ):  # the order run() writes: per setting the networks' runs, then run by run the baselines
+    # the order run() writes: per setting the networks' runs, then run by run the baselines
+    def position(r):
         m = order.get(r[5], len(order))
         nn = r[5].startswith("NN")
         return (

@@ -32,8 +32,8 @@ OUT = pathlib.Path(__file__).resolve().parents[1] / "results" / "pathnorm"
 LAMBDAS = {
     "path": [0.0, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3],
     "l1": [0.0, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3],
-    "layer": [0.0, 0.1, 0.2, 0.5, 1.0, 2.0],
-}  # layer: rows kept in an ℓ1 ball of radius 1/λ
+    "layer": [0.0, 0.1, 0.2, 0.5, 1.0, 2.0],  # layer: rows kept in an ℓ1 ball of radius 1/λ
+}
 EPSILONS = (0.05, 0.1, 0.15, 0.2)
 
 
@@ -78,7 +78,9 @@ def main(argv=None):
     ap.add_argument(
         "--fresh",
         action="store_true",
-        help="write the CSVs anew instead of keeping the rows of (data, regulariser) groups not run",
+        help=(
+            "write the CSVs anew instead of keeping the rows of (data, regulariser) groups not run"
+        ),
     )
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -118,14 +120,17 @@ def main(argv=None):
                 failed = np.asarray(res.status) != Status.MAX_ITER
                 if failed.any():
                     print(
-                        f"{name} {reg} {method}: {int(failed.sum())} of {failed.size} networks diverged "
+                        f"{name} {reg} {method}: {int(failed.sum())} of {failed.size} "
+                        "networks diverged "
                         "(status DIVERGED; their errors are NaN or meaningless): lower --lr",
                         flush=True,
                     )
                 print(
-                    f"{name} {reg:5s} {method:4s}: {t_train:6.0f} s training; per λ (mean over seeds) "
+                    f"{name} {reg:5s} {method:4s}: {t_train:6.0f} s training; "
+                    "per λ (mean over seeds) "
                     + ", ".join(
-                        f"λ={float(l):g}: err {clean[:, i].mean():.3f} rob@0.1 {robust[:, i, 1].mean():.3f} "
+                        f"λ={float(l):g}: err {clean[:, i].mean():.3f} "
+                        f"rob@0.1 {robust[:, i, 1].mean():.3f} "
                         f"nnz {nnz[:, i].mean():.2f}"
                         for i, l in enumerate(lams)
                     ),

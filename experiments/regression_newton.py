@@ -7,16 +7,16 @@
    paper's M = n⁴e^{20R²} is astronomically larger) and the measured ε₀ of each step.
 3. Sketch size m vs the measured ε₀ and the contraction factor of sketched Newton.
 4. Seconds per iteration vs n and d, exact vs sketched, dense and sparse A (10 % non-zeros): the
-   median over interleaved repeats, and the crossover n where each sketched variant's time per iteration drops
-   below exact's (linear interpolation of log(t_sketch / t_exact) on log n; "below range" when sketching
-   already wins at the smallest n, "none in range" when it never does).
+   median over interleaved repeats, and the crossover n where each sketched variant's time per
+   iteration drops below exact's (linear interpolation of log(t_sketch / t_exact) on log n; "below
+   range" when sketching already wins at the smallest n, "none in range" when it never does).
 
 ``--parts`` picks any of convergence, lemma, sketch, cost (default all). Reference solutions x* are
 exact Newton with the line search (30 steps), checked by ‖∇L(x*)‖.
 
-All float64, A Gaussian/√n, b uniform on the simplex, w = 5 (moderate: enough for D = B_diag + W² >
-0, which sketching needs, up to n ≈ 10⁵ (w² > max_i n b_i); the theorem's w would make
-the problem a quadratic, note G12). Writes results/regression/{convergence,lemma65_contraction,
+All float64, A Gaussian/√n, b uniform on the simplex, w = 5 (moderate: enough for
+D = B_diag + W² > 0, which sketching needs, up to n ≈ 10⁵ (w² > max_i n b_i); the theorem's w would
+make the problem a quadratic, note G12). Writes results/regression/{convergence,lemma65_contraction,
 sketch_size,cost,cost_crossover}.csv and the PNGs convergence, lemma65_contraction, sketch_size,
 cost.
 """
@@ -109,17 +109,15 @@ def lemma_bound(rg, n, d, plt):
     rows = []
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for (name, kw), colour in zip(METHODS.items(), ("C0", "C1", "C2", "C3")):
-        if (
-            name == "sketch+2 PCG"
-        ):  # ε₀ of the refined direction is not that of H̃: no bound to compare
+        # ε₀ of the refined direction is not that of H̃: no bound to compare
+        if name == "sketch+2 PCG":
             continue
         res = rg.newton_solve(A, b, w, x0, "exp", max_iter=8, x_star=x_star, measure_eps=True, **kw)
         r, eps = np.asarray(res.history["error"]), np.asarray(res.history["eps0"])
         ts, measured, bound = [], [], []
         for t in range(len(r) - 1):
-            if not (
-                r[t + 1] > 1e-13 and M * r[t] < l
-            ):  # below rounding of x*, or outside the bound's range
+            # below rounding of x*, or outside the bound's range
+            if not (r[t + 1] > 1e-13 and M * r[t] < l):
                 continue
             ratio, b_t = r[t + 1] / r[t], 2 * (eps[t] + M * r[t] / (l - M * r[t]))
             ts.append(t), measured.append(ratio), bound.append(b_t)
@@ -140,9 +138,12 @@ def lemma_bound(rg, n, d, plt):
         ax.semilogy(ts, bound, "x--", color=colour, label=f"{name}: Lemma 6.5 bound")
         mb = np.array(measured) / np.array(bound)
         print(
-            f"  Lemma 6.5 {name}: steps {ts[0]}–{ts[-1]}, ε₀ {np.min(eps[ts]):.3g}–{np.max(eps[ts]):.3g}, "
-            f"measured {min(measured):.3g}–{max(measured):.3g}, bound {min(bound):.3g}–{max(bound):.3g}, "
-            f"bound / measured {np.min(1 / mb):.3g}–{np.max(1 / mb):.3g}, holds at every step: {bool(np.all(mb <= 1))}"
+            f"  Lemma 6.5 {name}: steps {ts[0]}–{ts[-1]}, "
+            f"ε₀ {np.min(eps[ts]):.3g}–{np.max(eps[ts]):.3g}, "
+            f"measured {min(measured):.3g}–{max(measured):.3g}, "
+            f"bound {min(bound):.3g}–{max(bound):.3g}, "
+            f"bound / measured {np.min(1 / mb):.3g}–{np.max(1 / mb):.3g}, "
+            f"holds at every step: {bool(np.all(mb <= 1))}"
         )
     ax.set_xlabel("iteration t")
     ax.set_ylabel("r_{t+1} / r_t")
@@ -183,7 +184,8 @@ def sketch_size(rg, n, d, plt):
         )
         if int(res.status) == Status.DIVERGED:  # too few rows: H̃ singular, the iterate blows up
             print(
-                f"  m = {m}: sketched Newton diverged (status DIVERGED within {int(res.n_iter)} steps)"
+                f"  m = {m}: sketched Newton diverged "
+                f"(status DIVERGED within {int(res.n_iter)} steps)"
             )
             rate = float("nan")
         else:
@@ -278,9 +280,8 @@ def cost(rg, ns, ds, plt, reps=5, iters=6, blas=1):
                 for f in fs.values():  # compile and warm up
                     jax.block_until_ready(f(A_in, b, w, x))
                 times = {name: [] for name in COST_METHODS}
-                for _ in range(
-                    reps
-                ):  # interleaved, so that load from other jobs hits every method alike
+                # interleaved, so that load from other jobs hits every method alike
+                for _ in range(reps):
                     for name, f in fs.items():
                         t0 = time.perf_counter()
                         jax.block_until_ready(f(A_in, b, w, x))
@@ -302,7 +303,8 @@ def cost(rg, ns, ds, plt, reps=5, iters=6, blas=1):
                 print(
                     f"  cost {layout} n = {n}, d = {d}: "
                     + ", ".join(f"{r[3]} {r[4] * 1e3:.1f} ms" for r in rows[-3:])
-                    + f" per iteration (median of {reps}; {iters}-iteration solves, set-up included)",
+                    + f" per iteration (median of {reps}; {iters}-iteration solves,"
+                    + " set-up included)",
                     flush=True,
                 )
                 del A_in, fs
@@ -384,7 +386,7 @@ def cost(rg, ns, ds, plt, reps=5, iters=6, blas=1):
                     capsize=2,
                     label=name,
                 )
-            for layout_, d_, name, nc, note, *_ in cross:
+            for layout_, d_, name, nc, _note, *_ in cross:
                 if layout_ == layout and d_ == d and nc != "":
                     n_e, t_e = series(layout, d, "exact")
                     y = np.exp(np.interp(np.log(nc), np.log(n_e), np.log(t_e)))
@@ -412,7 +414,8 @@ def cost(rg, ns, ds, plt, reps=5, iters=6, blas=1):
             ax.set_title(f"{layout} A, d = {d}", fontsize=10)
             ax.legend(fontsize=7, loc="lower right")
     fig.suptitle(
-        f"median of {reps} interleaved repeats, OpenBLAS threads: {blas or 'default'} ({iters}-iteration solves, set-up included; bars: min–max); "
+        f"median of {reps} interleaved repeats, OpenBLAS threads: {blas or 'default'} "
+        f"({iters}-iteration solves, set-up included; bars: min–max); "
         "★ crossover",
         fontsize=9,
     )

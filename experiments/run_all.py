@@ -1,7 +1,6 @@
 """`make experiments`: run every paper experiment script in this folder (each writes CSV + PNG under
 results/). Scripts are the files named ``<family>_*.py`` here; each has a ``main(argv)`` (run here
-with no
-arguments: the full-size settings).
+with no arguments: the full-size settings).
 
     python experiments/run_all.py [NAME ...] [-- OPTION ...]
 

@@ -1,5 +1,5 @@
-"""Supervised dictionary learning on real microarrays: the paper's accuracy protocol (Sec. 3, Fig.
-2f).
+"""Supervised dictionary learning on real microarrays: the paper's accuracy protocol (Sec. 3,
+Fig. 2f).
 
 Data (``make data``): Golub leukaemia (ALL vs AML, 3 051 genes × 38), Bioconductor ALL (B- vs
 T-cell, 12 625 probes × 128) and NCI60 (6 830 genes × 64, 14 types). The paper's CuMiDa sets are not
@@ -9,28 +9,27 @@ Protocol: 50/50 stratified split × 5 repeats (a class with one sample goes to t
 per-gene z-scores from the training half (no test statistics leak), divided by √p for SDL so that a
 sample has norm ≈ 1 and ξ‖X − B‖² is commensurate with the log-loss; rank r from the scree elbow of
 the full standardised matrix (``sdl_convergence.scree_rank``: kneedle rule on the variance shares of
-the first 20 components, clipped to [2, 10]); (ξ, λ) by 5-fold CV on the training half over ξ ∈
-{0.1, 1, 10} and λ ∈ {0.001, 0.01, 0.1}, the grid fitted in one vmapped program per fold (300 LPGD
-iterations); final fits 1 000 iterations.
+the first 20 components, clipped to [2, 10]); (ξ, λ) by 5-fold CV on the training half over
+ξ ∈ {0.1, 1, 10} and λ ∈ {0.001, 0.01, 0.1}, the grid fitted in one vmapped program per fold
+(300 LPGD iterations); final fits 1 000 iterations.
 
 Two departures from the paper's text (z-scores / 100 in the authors' code, λ ∈ {0.1, 1, 10}),
 measured on Golub, first split (repeat 0; 13 ALL / 5 AML test samples, majority-class rate 0.72):
 (1) the λ grid penalises the logits A so much that SDL underfits. With the paper's settings
 (``--paper``) CV picks λ = 0.1, the grid's smallest, and SDL-H and SDL-W by LPGD both score 0.78,
-calling 17 of the 18 test samples ALL (SDL-H at λ = 1: 0.72, every sample ALL); with λ ∈ {0.001,
-0.01, 0.1} CV picks 0.001 and both score 1.00. The authors' code never applies λ (it is hard-coded
-to 0), so their runs had λ = 0. (2) SDL sees z-scores / √p rather than / 100, so that a sample has
-norm ≈ 1; this is not what rescues
-SDL: z / 100 with the smaller λ grid also scores 1.00 (SDL-H and SDL-W by LPGD, same split), and z /
-  √p
-with the paper's λ grid 0.78 (SDL-H). ``--paper`` (alias ``--paper-grid``) runs
+calling 17 of the 18 test samples ALL (SDL-H at λ = 1: 0.72, every sample ALL); with
+λ ∈ {0.001, 0.01, 0.1} CV picks 0.001 and both score 1.00. The authors' code never applies λ (it is
+hard-coded to 0), so their runs had λ = 0.
+(2) SDL sees z-scores / √p rather than / 100, so that a sample has norm ≈ 1; this is not what
+rescues SDL: z / 100 with the smaller λ grid also scores 1.00 (SDL-H and SDL-W by LPGD, same
+split), and z / √p with the paper's λ grid 0.78 (SDL-H). ``--paper`` (alias ``--paper-grid``) runs
 the paper's settings exactly instead: ξ, λ ∈ {0.1, 1, 10} and SDL on z-scores / 100 (the baselines
 keep plain z-scores either way); ``--xi-grid``, ``--lam-grid`` and ``--scale`` set each part alone.
 The printout and the CSV give the majority-class rate of each split and name the methods whose test
 predictions are all one class. The first-split numbers above for SDL-H by LPGD (20 s here):
 
-    python experiments/sdl_accuracy.py --paper --datasets Golub --repeats 1 --models H --solvers lpgd \\
-        --no-baselines --out /tmp/sdl_paper
+    python experiments/sdl_accuracy.py --paper --datasets Golub --repeats 1 --models H \\
+        --solvers lpgd --no-baselines --out /tmp/sdl_paper
 
 BCD uses the (ξ, λ) chosen for LPGD. Baselines: MF-LR (rank-r SVD + logistic
 regression), Gaussian naive Bayes, SVM (RBF), random forest (500 trees), logistic regression
@@ -124,9 +123,10 @@ def run(
         scale_v = np.sqrt(X.shape[0]) if scale == "sqrtp" else float(scale)
         screes[name] = (s, r)
         print(
-            f"{name}: p = {X.shape[0]}, n = {X.shape[1]}, {len(data.classes)} classes, scree rank r = {r}; SDL on "
-            f"z-scores / {'√p' if scale == 'sqrtp' else f'{scale_v:g}'}, CV over ξ ∈ {_listed(xi_grid)}, "
-            f"λ ∈ {_listed(lam_grid)}",
+            f"{name}: p = {X.shape[0]}, n = {X.shape[1]}, {len(data.classes)} classes, "
+            f"scree rank r = {r}; SDL on "
+            f"z-scores / {'√p' if scale == 'sqrtp' else f'{scale_v:g}'}, "
+            f"CV over ξ ∈ {_listed(xi_grid)}, λ ∈ {_listed(lam_grid)}",
             flush=True,
         )
         for rep in range(repeats):
@@ -180,7 +180,8 @@ def run(
                         )
                 acc[f"SDL-{model} (ξ, λ)"] = f"{xi:g}, {lam:g}"
                 acc[
-                    f"SDL-{model} CV accuracy (rows ξ {tuple(xi_grid)}, columns λ {tuple(lam_grid)})"
+                    f"SDL-{model} CV accuracy "
+                    f"(rows ξ {tuple(xi_grid)}, columns λ {tuple(lam_grid)})"
                 ] = "; ".join(" ".join(f"{a:.3f}" for a in row) for row in grid)
             if baselines:
                 score("MF-LR", sdl.mf_lr(Ztr, ytr, r).predict(Zte))

@@ -8,19 +8,19 @@ loss per iteration and per second. Everything in float64.
              keeps nδ⁺α⁺ small enough for L/μ < 3), y ~ Bernoulli(σ(A*ᵀx)) with A* = W*β*.
              (μ = min(2ξ, 2λ + nδ⁻α⁻) = 1 here comes from the ridge 2λ; δ⁻ is tiny.)
     μ, L, ρ and the best step τ = 2/(μ + L) come from sdl.theory with M = the largest |activation|
-    seen at Z* and along the LPGD path, plus 0.5 (recomputed until the path stays inside it). Z* is a
-    1000-step LPGD run (its last step is ~1e-13). Plotted: ‖Z_t − Z*‖_F against Theorem E.2's bound
-    ρ^t‖Z_0 − Z*‖_F (and (ρ/2)^t, the plain-PGD rate without the rank projection's factor 2), and the
-    loss gap F(Z_t) − F* of LPGD (τ = best step, and τ = 1/L̄ the library default) and of BCD
-    (sdl.bcd, the same start) per iteration.
+    seen at Z* and along the LPGD path, plus 0.5 (recomputed until the path stays inside it). Z* is
+    a 1000-step LPGD run (its last step is ~1e-13). Plotted: ‖Z_t − Z*‖_F against Theorem E.2's
+    bound ρ^t‖Z_0 − Z*‖_F (and (ρ/2)^t, the plain-PGD rate without the rank projection's factor 2),
+    and the loss gap F(Z_t) − F* of LPGD (τ = best step, and τ = 1/L̄ the library default) and of
+    BCD (sdl.bcd, the same start) per iteration.
 (b) Real data, per-gene z-scores / 100 (the authors' normalisation), all samples, intercept on,
     ξ = 1, λ = 0.1 (the middle of the paper's CV grid), τ = 1/L̄ (sdl.fit's default step; the paper
     gives none for real data), rank r from the scree elbow (:func:`scree_rank`): Golub (3 051 × 38)
     SDL-W and SDL-H, and ALL B- vs T-cell (12 625 × 128) SDL-W. Loss vs iteration from a 1000-step
     run; loss vs seconds from jitted runs of k ∈ {10, 30, 100, 300, 1000} steps (compiled ahead of
     time, one warm-up call, then the runs interleaved and repeated: the median wall time of the run
-    against F at its last iterate). F_ref is the smallest loss seen, after both solvers are run on for
-    ``--ref-extra`` more steps.
+    against F at its last iterate). F_ref is the smallest loss seen, after both solvers are run on
+    for ``--ref-extra`` more steps.
 
 Timing hygiene: OpenBLAS (which serves jax's CPU LAPACK calls) is capped at one thread, see
 :func:`blas_threads` (``--blas-threads 0`` to leave it alone); the 1-minute load average is printed,
@@ -44,12 +44,12 @@ import numpy as np
 OUT = pathlib.Path(__file__).resolve().parents[1] / "results" / "sdl"
 
 
-# --- shared with sdl_gene_groups.py
-# -----------------------------------------------------------------
+# --- shared with sdl_gene_groups.py ---------------------------------------------------------------
 
 
 def load_normalised(name: str):
-    """(GeneData, X) with X the per-gene z-scores of all samples divided by 100 (note §4.1, [EXT])."""
+    """(GeneData, X) with X the per-gene z-scores of all samples divided by 100 (note §4.1,
+    [EXT])."""
     from lowrank_jax.datasets import load_all_leukemia, load_golub, standardize
 
     loaders = {"golub": load_golub, "ALL": load_all_leukemia}
@@ -75,9 +75,9 @@ def blas_threads(n: int):
     """Cap OpenBLAS's threads (threadpoolctl) for the duration: jax's CPU eigh/svd are LAPACK calls
     into scipy's OpenBLAS, and on this 2-core machine, whenever another process is busy, a 2-thread
     call stalls ~250 ms (an SVD of 3 051 × 38: 250 ms against 2 ms single-threaded), which made
-    LPGD's step on ALL 130–165 ms instead of 26 ms. The matrices decomposed here are small (≤ 129 ×
-    129 after the Gram trick), so one thread costs nothing when the machine is idle. n = 0: no
-    cap."""
+    LPGD's step on ALL 130–165 ms instead of 26 ms. The matrices decomposed here are small
+    (≤ 129 × 129 after the Gram trick), so one thread costs nothing when the machine is idle. n = 0:
+    no cap."""
     import contextlib
 
     if n <= 0:
@@ -95,8 +95,7 @@ def write_csv(name, header, rows):
         csv.writer(f).writerows([header] + rows)
 
 
-# --- (a) synthetic
-# -----------------------------------------------------------------------------------
+# --- (a) synthetic --------------------------------------------------------------------------------
 
 
 def sample_eq20(model: str, p: int, n: int, r: int, sigma: float, seed: int, spectral_norm=None):
@@ -353,16 +352,22 @@ def synthetic(args, plt):
             for short, curve in zip(("LPGD best τ", "LPGD default τ", "BCD"), c["curves"].values())
         }
         print(
-            f"  SDL-{c['model']} p = {c['p']}, n = {c['n']}: M = {c['M']:.2f} (max |a| on path and at Z* "
-            f"{c['reach']:.2f}), δ⁻ = {th.delta_minus:.3g}, δ⁺ = {th.delta_plus:.3g}, α⁻ = {th.alpha_minus:.3g}; "
+            f"  SDL-{c['model']} p = {c['p']}, n = {c['n']}: M = {c['M']:.2f} "
+            f"(max |a| on path and at Z* {c['reach']:.2f}), δ⁻ = {th.delta_minus:.3g}, "
+            f"δ⁺ = {th.delta_plus:.3g}, α⁻ = {th.alpha_minus:.3g}; "
             f"μ = {th.mu:.4g}, L = {th.L:.4g}, L/μ = {th.condition:.3f} (< 3: {th.holds}), "
-            f"τ ∈ ({th.step_interval[0]:.3g}, {th.step_interval[1]:.3g}), best τ = {c['tau']:.4g}, ρ = {th.rho:.4f}"
+            f"τ ∈ ({th.step_interval[0]:.3g}, {th.step_interval[1]:.3g}), "
+            f"best τ = {c['tau']:.4g}, ρ = {th.rho:.4f}"
+        )
+        verdict = (
+            "holds at every one" if not an["violations"] else f"VIOLATED at t = {an['violations']}"
         )
         print(
-            f"    Z*: last step ‖Z_t+1 − Z_t‖ = {c['star_step']:.1e}, ‖B* − X‖/‖X‖ = {c['B_rel']:.3f}; "
-            f"measured rate {an['rate']:.4f} per step (worst single step {an['worst_ratio']:.4f}) vs ρ = {th.rho:.4f}; "
-            f"bound checked at {an['checked']} t ≥ 1 above the floor: "
-            f"{'holds at every one' if not an['violations'] else 'VIOLATED at t = ' + str(an['violations'])}, "
+            f"    Z*: last step ‖Z_t+1 − Z_t‖ = {c['star_step']:.1e}, "
+            f"‖B* − X‖/‖X‖ = {c['B_rel']:.3f}; "
+            f"measured rate {an['rate']:.4f} per step "
+            f"(worst single step {an['worst_ratio']:.4f}) vs ρ = {th.rho:.4f}; "
+            f"bound checked at {an['checked']} t ≥ 1 above the floor: {verdict}, "
             f"tightest bound/measured = {an['tightest']:.3g}"
         )
         print(
@@ -370,7 +375,8 @@ def synthetic(args, plt):
             + ", ".join(
                 f"{k} {v if v is not None else '> ' + str(args.syn_iters)}" for k, v in hits.items()
             )
-            + f"; BCD after {args.syn_iters + args.syn_star_iters} sweeps: F − F* = {c['F_bcd_long'] - c['F_ref']:.2e}"
+            + f"; BCD after {args.syn_iters + args.syn_star_iters} sweeps: "
+            + f"F − F* = {c['F_bcd_long'] - c['F_ref']:.2e}"
         )
     fig.suptitle(
         "LPGD on the generative model (20): linear convergence and Theorem 2.1's bound (float64)"
@@ -396,8 +402,7 @@ def synthetic(args, plt):
     )
 
 
-# --- (b) real data
-# -------------------------------------------------------------------------------------
+# --- (b) real data --------------------------------------------------------------------------------
 
 
 def real_case(dataset, model, xi, lam, ks, reps, ref_extra, rank=None, quarter=True):
@@ -532,8 +537,8 @@ def real(args, plt):
     ks = sorted(int(v) for v in args.ks.split(","))
     cases = []
     print(
-        f"\n(b) real data: per-gene z-score / 100, all samples, intercept, ξ = {args.xi}, λ = {args.lam}, "
-        f"τ = 1/L̄ (library default), float64; timed runs k = {ks}"
+        "\n(b) real data: per-gene z-score / 100, all samples, intercept, "
+        f"ξ = {args.xi}, λ = {args.lam}, τ = 1/L̄ (library default), float64; timed runs k = {ks}"
     )
     specs = [("golub", "W", args.reps), ("golub", "H", args.reps)]
     if args.all_model != "none":
@@ -553,8 +558,10 @@ def real(args, plt):
         c["wall"] = time.perf_counter() - t0
         cases.append(c)
         print(
-            f"  {dataset} SDL-{model} p = {c['p']}, n = {c['n']}, r = {c['r']} ({'scree elbow' if args.rank is None else '--rank'}), τ = {c['tau']:.4g}; "
-            f"F_ref = {c['F_ref']:.10g}; case wall {c['wall']:.0f} s (compile {c['compile_s']:.0f} s)"
+            f"  {dataset} SDL-{model} p = {c['p']}, n = {c['n']}, r = {c['r']} "
+            f"({'scree elbow' if args.rank is None else '--rank'}), τ = {c['tau']:.4g}; "
+            f"F_ref = {c['F_ref']:.10g}; case wall {c['wall']:.0f} s "
+            f"(compile {c['compile_s']:.0f} s)"
         )
         print(
             f"    sdl.theory (M = 5): L/μ = {c['th_int'].condition:.3g} with the intercept row, "
@@ -574,7 +581,8 @@ def real(args, plt):
                 T = c["timed"][name]
                 line += (
                     (f" ≈ {seconds_at(T, i6):.2f} s" if i6 is not None else "")
-                    + f"; {T[-1][2] / T[-1][0] * 1e3:.2f} ms/step over {T[-1][0]} steps (median; fastest rep "
+                    + f"; {T[-1][2] / T[-1][0] * 1e3:.2f} ms/step over {T[-1][0]} steps "
+                    + "(median; fastest rep "
                     + f"{T[-1][3] / T[-1][0] * 1e3:.2f}); median s: "
                     + ", ".join(f"k={k} {sec:.3f}" for k, _, sec, _, _ in T)
                 )
@@ -691,8 +699,8 @@ def write_real(cases, plt):
         ax_s.set_title(f"{label}: loss vs time (labels: k)", fontsize=9)
         ax_s.legend(fontsize=8)
     fig.suptitle(
-        f"SDL, LPGD vs BCD on gene expression (ξ = {cases[0]['xi']}, λ = {cases[0]['lam']}, intercept, "
-        "float64; F_ref = lowest loss seen)",
+        f"SDL, LPGD vs BCD on gene expression (ξ = {cases[0]['xi']}, λ = {cases[0]['lam']}, "
+        "intercept, float64; F_ref = lowest loss seen)",
         fontsize=10,
     )
     fig.tight_layout()
@@ -757,7 +765,10 @@ def main(argv=None):
         "--blas-threads",
         type=int,
         default=1,
-        help="OpenBLAS threads for jax's CPU LAPACK calls (eigh, svd); 0 = leave as is (see the docstring)",
+        help=(
+            "OpenBLAS threads for jax's CPU LAPACK calls (eigh, svd); 0 = leave as is "
+            "(see the docstring)"
+        ),
     )
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -774,9 +785,10 @@ def main(argv=None):
         if args.part in ("all", "real"):
             real(args, plt)
     print(
-        f"wrote {OUT}/convergence_*.csv/png in {time.perf_counter() - t0:.0f} s (1-min load average "
-        f"{load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} CPUs: timings are "
-        "wall-clock and shared with whatever else runs)"
+        f"wrote {OUT}/convergence_*.csv/png in {time.perf_counter() - t0:.0f} s "
+        f"(1-min load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, "
+        f"on {os.cpu_count()} CPUs: "
+        "timings are wall-clock and shared with whatever else runs)"
     )
 
 

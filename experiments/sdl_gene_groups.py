@@ -5,9 +5,10 @@ All samples, per-gene z-scores / 100, intercept on, LPGD with sdl.fit's default 
 (the last relative loss change is printed). Training accuracy is sdl.predict on the training samples
 (SDL-H: least-squares codes h = W⁺x, the library default).
 Ranks r = 2 and the scree-elbow rank (sdl_convergence.scree_rank). (ξ, λ): 5-fold sdl.cross_validate
-over {0.1, 1, 10}² (300 LPGD steps per fit, the grid vmapped) on Golub; on ALL a fixed (ξ, λ) = (1,
-0.1) by default (``--all-cv`` runs a 3-fold, 100-step CV instead: several minutes per model and rank
-on this 2-core machine). Ties in CV accuracy go to the first grid point (smallest ξ, then λ).
+over {0.1, 1, 10}² (300 LPGD steps per fit, the grid vmapped) on Golub; on ALL a fixed
+(ξ, λ) = (1, 0.1) by default (``--all-cv`` runs a 3-fold, 100-step CV instead: several minutes per
+model and rank on this 2-core machine). Ties in CV accuracy go to the first grid point (smallest ξ,
+then λ).
 
 Factors are recovered as in Algorithm 1 (SDL-W: W = U, [β, H] = ΣVᵀ; SDL-H: [βᵀ ∥ W] = UΣ^{1/2}).
 Each atom's sign is flipped, with its β, so that β ≥ 0 (the model is unchanged): a positive gene
@@ -99,8 +100,10 @@ def fit_dataset(name, args):
             ranks.append(r)
     models = [m for m in args.models.split(",")]
     print(
-        f"\n{name}: {X.shape[0]} probes × {X.shape[1]} samples, classes {g.classes} = {np.bincount(y).tolist()} "
-        f"(majority rate {np.bincount(y).max() / y.size:.3f}); ranks {ranks} (scree elbow {scree_rank(X)})"
+        f"\n{name}: {X.shape[0]} probes × {X.shape[1]} samples, "
+        f"classes {g.classes} = {np.bincount(y).tolist()} "
+        f"(majority rate {np.bincount(y).max() / y.size:.3f}); "
+        f"ranks {ranks} (scree elbow {scree_rank(X)})"
     )
     results = []
     Xj = jnp.asarray(X)
@@ -170,7 +173,8 @@ def report(g, results, args, rows):
             cv = "" if res["cv"] is None else f", CV acc {np.max(res['cv']):.3f}"
             head += (
                 f" (ξ = {res['xi']:g}, λ = {res['lam']:g}: {res['how']}{cv}; last rel. loss change "
-                f"{res['last_change']:.1e}; {res['wall']:.0f} s); cos of principal angles to the SVD span "
+                f"{res['last_change']:.1e}; {res['wall']:.0f} s); "
+                "cos of principal angles to the SVD span "
                 + ", ".join(f"{c:.3f}" for c in res["cos_svd"])
             )
         else:
@@ -196,9 +200,8 @@ def report(g, results, args, rows):
                 ]
                 for k, gene, w, desc in tops
             ]
-            sep = (
-                "\n        " if descriptions is not None else " "
-            )  # one gene per line when described
+            # one gene per line when described
+            sep = "\n        " if descriptions is not None else " "
             pos = sep.join(
                 f"{gene_label(gene, desc, args.desc_width)} ({w:+.2f})"
                 for k, gene, w, desc in tops
@@ -210,7 +213,8 @@ def report(g, results, args, rows):
                 if k < 0
             )
             print(
-                f"    atom {j + 1} β = {res['beta'][j]:.4g}\n      + toward {CLASS1[res['dataset']]}:{sep}{pos}"
+                f"    atom {j + 1} β = {res['beta'][j]:.4g}"
+                f"\n      + toward {CLASS1[res['dataset']]}:{sep}{pos}"
                 f"\n      − toward the other class:{sep}{neg}"
             )
 
@@ -255,8 +259,8 @@ def figure(all_results, args, plt):
         for ax in row_axes[len(panels) :]:
             ax.axis("off")
     fig.suptitle(
-        "Top ±5 probe weights of the atoms with the largest |β|, weights / max |weight|, signs with β ≥ 0. "
-        "Golub: red → AML, blue → ALL; ALL data: red → T-cell, blue → B-cell.\n"
+        "Top ±5 probe weights of the atoms with the largest |β|, weights / max |weight|, "
+        "signs with β ≥ 0. Golub: red → AML, blue → ALL; ALL data: red → T-cell, blue → B-cell.\n"
         "Labels: Affymetrix probe ids; Golub's with the gene description shipped in golub.gnames "
         "(shortened), the ALL data's alone (they carry no gene names).",
         fontsize=11,
@@ -301,7 +305,10 @@ def main(argv=None):
         "--blas-threads",
         type=int,
         default=1,
-        help="OpenBLAS threads for jax's CPU LAPACK calls (eigh, svd); 0 = leave as is (see the docstring)",
+        help=(
+            "OpenBLAS threads for jax's CPU LAPACK calls (eigh, svd); 0 = leave as is "
+            "(see the docstring)"
+        ),
     )
     args = ap.parse_args(argv)
     bad_ranks = [
@@ -309,7 +316,8 @@ def main(argv=None):
     ]
     if bad_ranks:  # an int() error after the data had loaded
         ap.error(
-            f"--ranks takes a comma list of positive integers and 'scree', got {', '.join(bad_ranks)}"
+            "--ranks takes a comma list of positive integers and 'scree', "
+            f"got {', '.join(bad_ranks)}"
         )
     unknown = [d for d in args.datasets.split(",") if d not in ("golub", "ALL")]
     if unknown:  # refused before any work (another name ran ALL under it, after fitting the others)
@@ -326,8 +334,9 @@ def main(argv=None):
     load0 = os.getloadavg()[0]
     rows, everything = [], []
     print(
-        "Gene identifiers below are Affymetrix probe ids as shipped with the data (Golub: HU6800, each with "
-        "the description golub.gnames gives it; ALL: HG-U95Av2, which carries no gene names, so none are given)."
+        "Gene identifiers below are Affymetrix probe ids as shipped with the data "
+        "(Golub: HU6800, each with the description golub.gnames gives it; "
+        "ALL: HG-U95Av2, which carries no gene names, so none are given)."
     )
     with blas_threads(args.blas_threads), jax.enable_x64(True):
         for name in args.datasets.split(","):

@@ -34,7 +34,8 @@ def ratios(H, eps):
 def main():
     print(jax.devices())
     print(
-        f"{'n':>5s} {'d':>3s} {'dtype':8s} {'exact: eig':>11s} {'pivot²':>9s} {'diag: eig':>10s} {'pivot²':>9s}"
+        f"{'n':>5s} {'d':>3s} {'dtype':8s} {'exact: eig':>11s} {'pivot²':>9s} "
+        f"{'diag: eig':>10s} {'pivot²':>9s}"
     )
     for n, d in ((50, 4), (400, 6), (4000, 20)):
         rng = np.random.default_rng(n)
@@ -60,7 +61,8 @@ def main():
                     np.nanmax(r[:, i]) if np.any(np.isfinite(r[:, i])) else np.nan for i in range(4)
                 ]
             print(
-                f"{n:5d} {d:3d} {np.dtype(dt).name:8s} {top[0]:11.2f} {top[1]:9.2f} {top[2]:10.2f} {top[3]:9.2f}",
+                f"{n:5d} {d:3d} {np.dtype(dt).name:8s} {top[0]:11.2f} {top[1]:9.2f} "
+                f"{top[2]:10.2f} {top[3]:9.2f}",
                 flush=True,
             )
 

@@ -50,7 +50,8 @@ def main():
         descriptions_utf8=blob,
     )
     print(
-        f"wrote {args.out} ({args.out.stat().st_size} bytes): {X.shape[0]} genes x {X.shape[1]} samples"
+        f"wrote {args.out} ({args.out.stat().st_size} bytes): "
+        f"{X.shape[0]} genes x {X.shape[1]} samples"
     )
 
 

@@ -36,9 +36,8 @@ def test_integer_seeds_become_keys():
 
     p = datasets.rpca_problem(jax.random.key(3), 40, 30, 2, 0.1)
     run = lambda key: rpca.altproj(p.Y, 2, max_iter=3, key=key).X  # noqa: E731  (randomized SVDs)
-    np.testing.assert_allclose(
-        jax.jit(run)(3), run(3), rtol=1e-4, atol=1e-6
-    )  # jit fuses: rounding only
+    # jit fuses: rounding only
+    np.testing.assert_allclose(jax.jit(run)(3), run(3), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(
         sweep.run(run, {"key": jnp.arange(2)})[1], run(1), rtol=1e-4, atol=1e-6
     )
@@ -288,9 +287,8 @@ def test_as_real_reads_every_concrete_real_scalar_and_nothing_else():
     assert _checks.as_real(np.nextafter(np.float64(0.1), 1)) == np.nextafter(0.1, 1)
     for value in (True, np.bool_(False), "0.5", 1j, np.ones(2), np.array([0.5]), None):
         assert _checks.as_real(value) is None
-    jax.jit(lambda x: np.testing.assert_equal(_checks.as_real(x), None) or x)(
-        1.0
-    )  # a tracer is not a value
+    # a tracer is not a value
+    jax.jit(lambda x: np.testing.assert_equal(_checks.as_real(x), None) or x)(1.0)
 
 
 def test_as_matrix_takes_an_empty_block_only_when_asked():
@@ -480,9 +478,8 @@ def test_float32_data_stays_float32_beside_float64_values_under_x64(x64):
     x32 = jnp.asarray(rng.standard_normal((5, 4)), jnp.float32)
     for t in (np.float64(0.3), np.int64(1), [0.1, 0.2, 0.3, 0.4]):
         assert prox.soft_threshold(x32, t).dtype == jnp.float32
-    assert (
-        prox.soft_threshold(x32, jnp.float64(0.3)).dtype == jnp.float64
-    )  # a JAX t keeps its dtype
+    # a JAX t keeps its dtype
+    assert prox.soft_threshold(x32, jnp.float64(0.3)).dtype == jnp.float64
     Y, L, R = (
         jnp.asarray(rng.standard_normal(s), jnp.float32) for s in ((20, 20), (20, 2), (20, 2))
     )
@@ -616,9 +613,8 @@ def test_flags_take_only_true_or_false_by_name():
         for bad in ("no", None, 1):
             with pytest.raises(TypeError, match=f"{name} must be True or False"):
                 call(bad)
-    regression.newton_solve(
-        A, b, 1.0, jnp.zeros(3), max_iter=1, line_search=np.bool_(True)
-    )  # NumPy bools pass
+    # NumPy bools pass
+    regression.newton_solve(A, b, 1.0, jnp.zeros(3), max_iter=1, line_search=np.bool_(True))
 
 
 def test_newton_solve_names_its_start_x0():
@@ -735,9 +731,8 @@ def test_thresholds_take_lists_and_refuse_a_negative_threshold():
     for t in (-1.0, np.nan):
         with pytest.raises(ValueError, match="t "):
             prox.hard_threshold(x, t)
-    assert np.all(
-        np.isnan(jax.jit(prox.hard_threshold)(x, jnp.nan))
-    )  # traced NaN: NaN, not all-zero
+    # traced NaN: NaN, not all-zero
+    assert np.all(np.isnan(jax.jit(prox.hard_threshold)(x, jnp.nan)))
     # The same for the group prox, eagerly refused by name and NaN when traced (it zeroed every
     # group).
     for t in (-1.0, np.nan):
@@ -772,9 +767,8 @@ def test_seeds_of_2_to_the_32_and_more_do_not_collide_with_small_ones(x64):
     data = lambda s: jax.random.key_data(_checks.as_key(s)).tolist()  # noqa: E731
     with_x64 = {s: data(s) for s in (5, 2**32 + 5, 2**40, 2**64 - 1)}
     assert with_x64[2**32 + 5] == [1, 5] and with_x64[2**40] == [256, 0]
-    assert (
-        with_x64[2**32 + 5] == jax.random.key_data(jax.random.key(2**32 + 5)).tolist()
-    )  # JAX's own, x64 on
+    # JAX's own, x64 on
+    assert with_x64[2**32 + 5] == jax.random.key_data(jax.random.key(2**32 + 5)).tolist()
     with jax.enable_x64(False):
         assert {s: data(s) for s in with_x64} == with_x64
         assert (

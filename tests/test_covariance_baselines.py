@@ -33,7 +33,8 @@ def planted(seed, n=60, rank=2, frac=0.05, low=5.0, high=10.0):
 
 
 def top_fraction_numpy(R, alpha):
-    """Reference T_α: keep R_ij when |R_ij| is at least the ⌊α n⌋-th largest |·| of row i and of column j."""
+    """Reference T_α: keep R_ij when |R_ij| is at least the ⌊α n⌋-th largest |·| of row i and of
+    column j."""
     mag = np.abs(R)
     k = int(np.floor(alpha * R.shape[1] + 1e-9))
     row = -np.sort(-mag, axis=1)[:, k - 1]
@@ -48,8 +49,7 @@ def rotated(eigs, seed=0):
     return 0.5 * (A + A.T)
 
 
-# --- metrics
-# -------------------------------------------------------------------------------------------
+# --- metrics --------------------------------------------------------------------------------------
 
 
 def test_rank_above_counts_eigenvalues_strictly_above_the_threshold(x64):
@@ -81,9 +81,8 @@ def test_frobenius_metrics_survive_extreme_scales():
 def test_sparsity_uses_a_strict_threshold(x64):
     S = np.array([[0.0, 0.01, -0.01], [0.0099, 0.5, -2.0]])
     assert float(metrics.sparsity(S)) == pytest.approx(2 / 6)  # |x| < 0.01: 0 and 0.0099
-    assert float(metrics.sparsity(S, strict=False)) == pytest.approx(
-        4 / 6
-    )  # the code's |x| <= 0.01
+    # the code's |x| <= 0.01
+    assert float(metrics.sparsity(S, strict=False)) == pytest.approx(4 / 6)
     assert float(metrics.sparsity(S, tol=1.0)) == pytest.approx(5 / 6)
     assert float(metrics.sparsity(np.zeros((3, 3)))) == 1.0
 
@@ -250,8 +249,9 @@ def test_metric_thresholds_zero_inf_and_traced_still_work(x64):
     metrics' definitions, and a traced tol (jit, vmap over a grid of thresholds) is checked for its
     shape only and gives the same counts as the concrete one."""
     Sigma = np.array([[2.0, 1.0], [1.0, 2.0]])
-    L = np.diag([2.0, 0.0])  # eigenvalues 0 and 2, exactly on every backend (a GPU's
-    # eigh put ones((2, 2))'s 0 at 1e-16, which tol = 0 counts)
+    # eigenvalues 0 and 2, exactly on every backend (a GPU's eigh put ones((2, 2))'s 0 at 1e-16,
+    # which tol = 0 counts)
+    L = np.diag([2.0, 0.0])
     S = np.array([[1.5, 0.0], [0.0, 0.2]])
     rep = metrics.report(Sigma, L, S, tol=0.0, shrink_t=0.0)
     assert rep["r_L"] == 1 and rep["s_S"] == 0.0  # |x| < 0 holds for no entry
@@ -266,9 +266,8 @@ def test_metric_thresholds_zero_inf_and_traced_still_work(x64):
     zeros = jax.jit(jax.vmap(lambda t: metrics.sparsity(S, t)))(tols)
     assert [int(r) for r in ranks] == [int(metrics.rank_above(L, float(t))) for t in tols]
     np.testing.assert_array_equal(zeros, [float(metrics.sparsity(S, float(t))) for t in tols])
-    assert np.all(np.diff(np.asarray(ranks)) <= 0) and np.all(
-        np.diff(np.asarray(zeros)) >= 0
-    )  # monotone in tol
+    # monotone in tol
+    assert np.all(np.diff(np.asarray(ranks)) <= 0) and np.all(np.diff(np.asarray(zeros)) >= 0)
     assert float(metrics.shrink(S, np.array([[0.0, 0.0], [0.0, 0.5]]))[1, 1]) == 0.0  # an array t
 
 
@@ -286,8 +285,7 @@ def test_check_symmetric_rejects_bad_input():
         metrics.check_symmetric(np.diag([1.0, np.nan, 1.0]))
 
 
-# --- synthetic generator
-# -----------------------------------------------------------------------------
+# --- synthetic generator --------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("variant", ["code", "paper"])
@@ -444,8 +442,7 @@ def test_generator_takes_numpy_scalars_and_zero_d_arrays():
             cov.sparse_psd_blocks(rng, **(dict(n=10, s0=0.9) | kw))
 
 
-# --- baselines on planted low-rank + sparse pairs
-# -------------------------------------------------------
+# --- baselines on planted low-rank + sparse pairs -------------------------------------------------
 
 
 def test_ialm_recovers_planted_pair_and_meets_its_residual_tolerance(x64):
@@ -494,9 +491,8 @@ def test_fpcp_rank_and_recovery(x64):
         # the method's S is the 1/√n shrinkage of Σ − L (λ = 1/√n)
         np.testing.assert_allclose(out.S, metrics.shrink(Sigma - out.L, 1 / np.sqrt(n)), atol=1e-12)
     err_two, err_many = (float(metrics.rel_error(o.L, L0)) for o in (two, many))
-    assert (
-        err_many < 0.02 and err_many < err_two / 10
-    )  # the fixed point is close to L0 (λ-bias only)
+    # the fixed point is close to L0 (λ-bias only)
+    assert err_many < 0.02 and err_many < err_two / 10
     assert float(metrics.rel_error(many.S, S0)) < 0.05
     # rank growth (LRSLibrary's rule) with k as the maximum: rank0 ≤ rank ≤ k, one step per loop
     grown = baselines.fpcp(Sigma, 5, loops=3, grow=True)
@@ -564,9 +560,8 @@ def test_rpca_gd_recovers_planted_pair_with_psd_factor(x64):
     assert float(metrics.rel_error(out.L, L0)) < 1e-6
     assert float(metrics.rel_error(out.S, S0)) < 1e-6
     np.testing.assert_array_equal(out.L, out.L.T)
-    np.testing.assert_array_equal(
-        out.S, top_fraction_numpy(Sigma - np.asarray(out.L), 0.2)
-    )  # T_{γα}(Σ − L)
+    # T_{γα}(Σ − L)
+    np.testing.assert_array_equal(out.S, top_fraction_numpy(Sigma - np.asarray(out.L), 0.2))
     hist = np.asarray(out.history["residual"][: int(out.n_iter)])
     assert hist[-1] < 1e-7 and hist[-1] < 1e-5 * hist[0]
     np.testing.assert_array_equal(out.U, U)
@@ -777,8 +772,7 @@ def test_baselines_reject_bad_input(method):
             call(good, alpha=0.6)  # γα = 1.2 > 1
 
 
-# --- real data
-# -----------------------------------------------------------------------------------------
+# --- real data ------------------------------------------------------------------------------------
 
 
 def test_loaders_name_make_data_when_packages_are_absent(monkeypatch, tmp_path):
@@ -963,10 +957,10 @@ def _ialm_numpy(Sigma, iters, mu_factor=1e7):
 
 
 def test_ialm_first_iterations_by_hand(x64):
-    """Two iterations of LRSLibrary's inexact ALM in NumPy: Y₀ = Σ / max(‖Σ‖₂, ‖Σ‖_∞/λ), μ₀ =
-    1.25/‖Σ‖₂, the S-step (soft threshold at λ/μ) before the L-step (SVT at 1/μ), Y ← Y + μZ, μ ←
-    min(1.5μ, 10⁷μ₀). Every ordering or start converges to the same PCP solution, so the recovery
-    tests cannot tell them apart; the first iterates can."""
+    """Two iterations of LRSLibrary's inexact ALM in NumPy: Y₀ = Σ / max(‖Σ‖₂, ‖Σ‖_∞/λ),
+    μ₀ = 1.25/‖Σ‖₂, the S-step (soft threshold at λ/μ) before the L-step (SVT at 1/μ), Y ← Y + μZ,
+    μ ← min(1.5μ, 10⁷μ₀). Every ordering or start converges to the same PCP solution, so the
+    recovery tests cannot tell them apart; the first iterates can."""
     Sigma = planted(2, n=30)[0]
     for it, (L, S) in enumerate(_ialm_numpy(Sigma, 2), start=1):
         out = baselines.ialm(Sigma, max_iter=it, tol=1e-30)
@@ -1005,9 +999,8 @@ def test_rpca_gd_symmetrises_a_slightly_asymmetric_sigma(x64):
     is the one of the symmetric part, and S = T_{γα}(Σ − L) is exactly symmetric."""
     Sigma = planted(0, n=30)[0]
     E = np.random.default_rng(3).standard_normal(Sigma.shape)
-    skew = (
-        Sigma + 5e-7 * np.abs(Sigma).max() * (E - E.T) / np.abs(E - E.T).max()
-    )  # within check_symmetric's 1e-6
+    # within check_symmetric's 1e-6
+    skew = Sigma + 5e-7 * np.abs(Sigma).max() * (E - E.T) / np.abs(E - E.T).max()
     ref = baselines.rpca_gd(0.5 * (skew + skew.T), 2, max_iter=30)
     out = baselines.rpca_gd(skew, 2, max_iter=30)
     np.testing.assert_array_equal(out.S, out.S.T)
@@ -1068,7 +1061,8 @@ def test_check_symmetric_is_relative_to_the_scale(x64):
 
 
 def test_sparsity_of_the_shrunk_part_uses_the_given_threshold(x64):
-    """real_data_errors and report count |shrink(S)_ij| < tol with the caller's tol, not ϵ = 0.01."""
+    """real_data_errors and report count |shrink(S)_ij| < tol with the caller's tol, not
+    ϵ = 0.01."""
     Sigma = np.array([[2.0, 1.0], [1.0, 2.0]])
     L = np.ones((2, 2))
     S = np.array([[1.5, 0.0], [0.3, 0.2]])
@@ -1120,9 +1114,9 @@ def test_fpcps_sparse_part_is_not_shrunk_twice(dtype, x64):
 
 
 def test_an_unshrunk_sparse_part_is_still_shrunk_once(x64):
-    """Only an S equal to shrink(Σ − L, t) is taken as shrunk: the network's dense residual S = Σ −
-    L, FPCP's S at another λ (unless S_shrunk=True says so) and a shrinkage t ≠ FPCP's λ are shrunk
-    by t once, as before. A flag that is not None/True/False is refused by name."""
+    """Only an S equal to shrink(Σ − L, t) is taken as shrunk: the network's dense residual
+    S = Σ − L, FPCP's S at another λ (unless S_shrunk=True says so) and a shrinkage t ≠ FPCP's λ are
+    shrunk by t once, as before. A flag that is not None/True/False is refused by name."""
     rng = np.random.default_rng(3)
     M = rng.standard_normal((12, 2))
     Sigma = M @ M.T + 0.3 * np.eye(12) + 0.05 * (lambda A: A + A.T)(rng.standard_normal((12, 12)))
@@ -1273,9 +1267,8 @@ def test_baseline_hyperparameters_are_keyword_only():
 
 def test_tol_none_runs_the_whole_budget(x64):
     """`tol=None` raised "tol is required" in ialm, ncrpca and rpca_gd, where every other solver
-    with
-    a tolerance runs its whole budget: it now does the same, and equals a tolerance nothing
-      meets."""
+    with a tolerance runs its whole budget: it now does the same, and equals a tolerance nothing
+    meets."""
     p = cov.lrs_problem(0, 30, 3, 0.95)
     S = jnp.asarray(p.Sigma)
     for call in (

@@ -221,9 +221,8 @@ def test_fixed_input_layer_moves_exactly_like_the_dense_one(optimizer, lr, x64):
     np.testing.assert_allclose(fixed.history["loss"], dense.history["loss"], rtol=1e-10)
     np.testing.assert_allclose(fixed.M, dense.M, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(fixed.history["grad_norm"], dense.history["grad_norm"], rtol=1e-8)
-    if (
-        optimizer != "adam"
-    ):  # ‖Θ‖ is tracked without storing A⁽⁰⁾ (Adam's A⁽⁰⁾ is not low-rank: NaN)
+    # ‖Θ‖ is tracked without storing A⁽⁰⁾ (Adam's A⁽⁰⁾ is not low-rank: NaN)
+    if optimizer != "adam":
         np.testing.assert_allclose(
             fixed.history["param_norm_max"], dense.history["param_norm_max"], rtol=1e-9
         )
@@ -240,9 +239,8 @@ def test_recovery_psd_and_outputs(x64):
         Sigma, 3, hidden=(200, 100), optimizer="adam", lr=1e-3, max_iter=4000, rel_tol=None
     )
     assert float(jnp.linalg.norm(res.L - L0) / np.linalg.norm(L0)) <= 0.05
-    assert float(jnp.min(jnp.linalg.eigvalsh(res.L))) >= -1e-10 * float(
-        jnp.max(jnp.abs(res.L))
-    )  # L = MMᵀ is PSD
+    # L = MMᵀ is PSD
+    assert float(jnp.min(jnp.linalg.eigvalsh(res.L))) >= -1e-10 * float(jnp.max(jnp.abs(res.L)))
     np.testing.assert_allclose(res.L + res.S, Sigma, atol=1e-12)  # S := Σ − L
     assert res.M.shape == (30, 3) and int(jnp.linalg.matrix_rank(res.L)) <= 3
 
@@ -317,12 +315,8 @@ def test_bad_options():
     for hidden in (np.array(3.0), jnp.array(True)):  # 0-d arrays that are no width
         with pytest.raises(ValueError, match="hidden"):
             cv.decompose(np.eye(3), 1, hidden=hidden, max_iter=2)
-    for hidden in (
-        np.array([4, 2]),
-        range(3, 5),
-        np.array(4),
-        jnp.int32(4),
-    ):  # any sequence of widths, or one
+    # any sequence of widths, or one
+    for hidden in (np.array([4, 2]), range(3, 5), np.array(4), jnp.int32(4)):
         assert cv.decompose(np.eye(3), 1, hidden=hidden, max_iter=2).M.shape == (3, 1)
 
 
@@ -348,7 +342,8 @@ def test_armijo_must_be_a_pair(armijo):
 
 
 def test_armijo_pair_as_an_array_is_the_tuple():
-    """Any length-2 sequence of numbers is the pair (α, β): a NumPy array trains exactly as the tuple."""
+    """Any length-2 sequence of numbers is the pair (α, β): a NumPy array trains exactly as the
+    tuple."""
     Sigma, _, _ = planted(n=8, k=2, pairs=4)
     kw = dict(hidden=(6,), max_iter=5, optimizer="armijo", lr=1e-2)
     a = cv.decompose(Sigma, 2, armijo=(0.2, 0.8), **kw)
@@ -366,11 +361,12 @@ def test_first_layer_adam_sum_closed_form(dtype):
         rng = np.random.default_rng(0)
         x = jnp.asarray(np.concatenate([rng.normal(size=500), [0.0, 0.0, 1.0]]), dtype)
         stats = nn._input_stats(x)
+        # more tiny units than the patch takes
         for a in (
             jnp.asarray(rng.uniform(0.01, 5, 40), dtype),
             jnp.asarray([0.0, 1e-9, 1e-3, 2.0], dtype),
             jnp.asarray(np.r_[np.full(40, 1e-9), 1.0], dtype),
-        ):  # more tiny units than the patch takes
+        ):
             direct = jnp.sum(x * x / (a[:, None] * jnp.abs(x)[None, :] + nn._ADAM_EPS), axis=1)
             got = nn._adam_row_sums(a, stats)
             np.testing.assert_allclose(
@@ -441,8 +437,8 @@ def test_every_activation_runs(act):
 
 
 def test_logistic_and_scaled_arctan_closed_forms(x64):
-    """logistic 1/(1 + e^{−t}) and the scaled arctan (2/π) tan⁻¹ t (notes Table I: values in (−1,
-    1), slope 2/π at 0), at a few points and at their exact values."""
+    """logistic 1/(1 + e^{−t}) and the scaled arctan (2/π) tan⁻¹ t (notes Table I: values in
+    (−1, 1), slope 2/π at 0), at a few points and at their exact values."""
     t = jnp.array([-30.0, -2.0, -0.5, 0.0, 0.3, 1.0, 4.0, 30.0])
     tn = np.asarray(t)
     np.testing.assert_allclose(cv.activation("logistic")(t), 1 / (1 + np.exp(-tn)), rtol=1e-14)
@@ -531,9 +527,9 @@ def test_armijo_tries_lr_first_and_keeps_it_when_it_passes(x64):
 @pytest.mark.parametrize("loss", cv.LOSSES)
 def test_loss_counts_the_diagonal_and_every_off_diagonal_entry(loss, x64):
     """φ sums μ over all n² entries of MMᵀ − Σ, the diagonal included (eq. 9): with Σ = MMᵀ + D
-    (D diagonal) only the diagonal misfits, φ = Σ_i μ(−d_i) + (n² − n) μ(0) and ∇_M φ = 2
-    diag(μ'(−d)) M; with Σ = MMᵀ + B (B zero on the diagonal) each off-diagonal entry counts once
-    per side."""
+    (D diagonal) only the diagonal misfits, φ = Σ_i μ(−d_i) + (n² − n) μ(0) and
+    ∇_M φ = 2 diag(μ'(−d)) M; with Σ = MMᵀ + B (B zero on the diagonal) each off-diagonal entry
+    counts once per side."""
     rng = np.random.default_rng(0)
     n, eps = 5, 0.3
     M = rng.integers(-2, 3, size=(n, 2)).astype(float)  # integer M: MMᵀ exact, ω exactly D or B

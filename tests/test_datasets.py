@@ -63,8 +63,8 @@ def test_half_precision_problems_draw_the_float32_support_and_nonzero_outliers()
     """bfloat16 keys take 128 values, so ties at the cut-off were the rule and the tie-break by
     position put 91 % of a 0.2 % support into the first quarter of the rows; bfloat16's own uniform
     draw of an outlier value was exactly 0 about once in 256 (79 non-zeros for a support of 80).
-    Keys
-    and values are drawn in float32 now: the same support as float32's, every outlier non-zero."""
+    Keys and values are drawn in float32 now: the same support as float32's, every outlier
+    non-zero."""
     ref = datasets.random_support(jax.random.key(0), (200, 200), 0.002)
     for dtype in (jnp.float16, jnp.bfloat16):
         np.testing.assert_array_equal(
@@ -102,8 +102,8 @@ def test_exact_support_is_the_m_smallest_uniform_keys():
 
 def test_exact_support_counts_floor_alpha_n1_n2_at_large_sizes():
     """The count's slack was 8 ulp of n1 n2, not of α n1 n2: from 1.05 · 10⁶ entries α = 0 drew an
-    outlier (so rpca_problem(..., 1100, 1000, r, 0.0) had S ≠ 0) and ⌊0.1234567 · 1.1 · 10⁶⌋ =
-    135802 came out as 135803."""
+    outlier (so rpca_problem(..., 1100, 1000, r, 0.0) had S ≠ 0) and
+    ⌊0.1234567 · 1.1 · 10⁶⌋ = 135802 came out as 135803."""
     shape, key = (1100, 1000), jax.random.key(0)
     assert int(datasets.random_support(key, shape, 0.1234567).sum()) == 135_802
     assert int(datasets.random_support(key, shape, 0.0).sum()) == 0

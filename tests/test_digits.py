@@ -202,7 +202,8 @@ def test_real_mnist_5k_has_500_per_class():
 
 
 def _hamilton(counts, size):
-    """Largest-remainder (Hamilton) apportionment of ``size`` over ``counts``, in exact fractions."""
+    """Largest-remainder (Hamilton) apportionment of ``size`` over ``counts``, in exact
+    fractions."""
     from fractions import Fraction
 
     total = sum(counts)

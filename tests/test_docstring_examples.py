@@ -33,7 +33,8 @@ REQUIRED = [
 
 
 def _public_objects():
-    """(dotted name, object) of every public function and class in the package's modules, once each."""
+    """(dotted name, object) of every public function and class in the package's modules, once
+    each."""
     seen, out = set(), []
     for info in pkgutil.walk_packages(lowrank_jax.__path__, "lowrank_jax."):
         if any(part.startswith("_") for part in info.name.split(".")):

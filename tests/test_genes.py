@@ -75,8 +75,7 @@ def test_standardize_uses_training_statistics_only():
 
 def test_standardize_a_constant_gene_whose_mean_rounds():
     """38 copies of log2(20) (an expression floor): their float mean misses the value, the std came
-    out
-    8.9e-16, not 0, and the gene was blown up to ±1 in training and ~1e13 for a test value 0.01
+    out 8.9e-16, not 0, and the gene was blown up to ±1 in training and ~1e13 for a test value 0.01
     off."""
     floor = np.log2(20.0)
     X_train = np.vstack([np.full(38, floor), np.arange(38.0)])

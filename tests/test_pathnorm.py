@@ -70,8 +70,8 @@ def test_proximal_with_schedule_and_adam():
 def test_proximal_forwards_extra_arguments_to_the_inner_optimizer():
     """optax.polyak_sgd needs update(..., value=f(z)); the wrapper took no extra arguments and
     raised TypeError, although any inner optimizer was documented to work. Each step must equal the
-    Polyak step z + u_t followed by the exact path-norm prox, with u_t = −(f(z) − f*)/‖∇f(z)‖²
-    ∇f(z)."""
+    Polyak step z + u_t followed by the exact path-norm prox, with
+    u_t = −(f(z) − f*)/‖∇f(z)‖² ∇f(z)."""
     rng = np.random.default_rng(7)
     target = (
         jnp.asarray(rng.standard_normal((5, 8)), jnp.float32),
@@ -221,9 +221,8 @@ def test_pgd_stays_in_the_ball_and_hurts(digits):
     still = pathnorm.pgd_attack(model, Xs, ys, eps, key=jax.random.key(2), steps=3, step_size=0.0)
     np.testing.assert_array_equal(still, start)
     one = pathnorm.pgd_attack(model, Xs, ys, eps, key=jax.random.key(2), steps=1, step_size=2 * eps)
-    moved = np.abs(
-        np.asarray(one - Xs)
-    )  # a step of 2ε lands every moved pixel on the ball or the box
+    # a step of 2ε lands every moved pixel on the ball or the box
+    moved = np.abs(np.asarray(one - Xs))
     on_edge = (
         np.isclose(moved, eps, atol=1e-6)
         | np.isclose(np.asarray(one), 0)
@@ -614,9 +613,8 @@ def test_prox_step_acts_on_both_weight_matrices_and_not_on_biases():
     W_in = np.asarray(model.hidden.weight) * np.array(
         [[4.0], [0.3], [4.0], [0.3], [4.0]], np.float32
     )
-    W_out = np.asarray(model.out.weight) * np.array(
-        [[4.0], [0.3], [4.0]], np.float32
-    )  # rows out of and in the ball
+    # rows out of and in the ball
+    W_out = np.asarray(model.out.weight) * np.array([[4.0], [0.3], [4.0]], np.float32)
     model = pathnorm.network._with_weights(model, jnp.asarray(W_in), jnp.asarray(W_out))
     s = 0.3
     out = pathnorm.prox_step(model, s, "l1")
@@ -884,8 +882,7 @@ def test_sweep_reports_a_diverging_configuration_and_keeps_the_others():
 
 def test_labels_of_a_single_class_need_the_number_of_classes():
     """Labels that are all 0 built a one-output network, whose softmax cross-entropy is 0 whatever
-    its
-    weights: train and sweep "trained" it with a loss of 0. Fewer than two outputs are refused
+    its weights: train and sweep "trained" it with a loss of 0. Fewer than two outputs are refused
     (inferred, given, or a model's), and labels of one class train with outputs given."""
     X, y = _two_class_problem()
     zeros = np.zeros_like(y)
@@ -919,7 +916,8 @@ def test_labels_of_a_single_class_need_the_number_of_classes():
 
 
 def test_an_empty_grid_is_refused_by_name():
-    """sweep(lrs=[], lams=[]) returned an empty result; an empty grid is refused, naming the argument."""
+    """sweep(lrs=[], lams=[]) returned an empty result; an empty grid is refused, naming the
+    argument."""
     X, y = _two_class_problem()
     kw = dict(reg="path", method="prox", epochs=1, batch=10, hidden=4, logs_per_epoch=2)
     with pytest.raises(ValueError, match="lrs is empty"):

@@ -51,9 +51,9 @@ def brute_force(x, y, lam):
 
 
 def one_d_reference(x, y, lam, grid=20001):
-    """Global minimum by the 1-D reduction (project note §3.7): fix t = Σv; then w = max(|y| − λt,
-    0) and v is the projection of |x| onto {v ≥ 0, Σv = t}; minimise over t ∈ [0, Σ|x|] on a grid,
-    then refine around the best grid points by golden section."""
+    """Global minimum by the 1-D reduction (project note §3.7): fix t = Σv; then
+    w = max(|y| − λt, 0) and v is the projection of |x| onto {v ≥ 0, Σv = t}; minimise over
+    t ∈ [0, Σ|x|] on a grid, then refine around the best grid points by golden section."""
     a, b = np.abs(x), np.abs(y)
     u = np.sort(a)[::-1]
     css, j = np.cumsum(u), np.arange(1, len(u) + 1)
@@ -342,8 +342,7 @@ def test_float32_prox_at_zero_strength_is_the_identity_on_badly_scaled_units(fn)
     """λ = 0: the prox is the identity, bit for bit. The candidates' objectives were computed
     relative to ½‖a‖² + ½‖b‖² (minus the kept heads), all near −½‖b‖²: output weights of 1e-4
     against input weights of 1/28 were lost to rounding there, the candidates tied and the first
-    (smallest s_v)
-    won: 4 of the 10 output weights of one unit came back 0, 40 of 640 on a layer."""
+    (smallest s_v) won: 4 of the 10 output weights of one unit came back 0, 40 of 640 on a layer."""
     k1, k2 = jax.random.split(jax.random.key(0))
     cases = [
         (
@@ -372,9 +371,8 @@ def test_float32_prox_at_zero_strength_is_the_identity_on_badly_scaled_units(fn)
 def test_float32_matches_float64_on_badly_scaled_layers():
     """On the layer above, float32 dropped output weights that the exact prox keeps (at λ = 1e-6,
     588 non-zeros instead of 627; objective 8e-5 too high, relative). Now float32 returns the
-    float64
-    prox to float32 accuracy: every weight within 1e-6 of the largest (the dropped ones were up to
-    1.25e-4), the objective to 1e-5."""
+    float64 prox to float32 accuracy: every weight within 1e-6 of the largest (the dropped ones were
+    up to 1.25e-4), the objective to 1e-5."""
     W_in, W_out = _badly_scaled_layer(np.random.default_rng(0))
     top = float(max(np.abs(W_in).max(), np.abs(W_out).max()))
     for lam in (1e-6, 1e-5, 1e-4, 1e-3, 3e-3):

@@ -106,9 +106,8 @@ def _other_cases():
             ).x
         ),
         "sdl.fit": lambda: sdl.fit(Xs, ys, 2, max_iter=5).theta,
-        "sdl.mf_lr (run)": lambda: (
-            sdl.mf_lr(Xs, ys, 2).U
-        ),  # reads its factors in NumPy: cannot trace
+        # reads its factors in NumPy: cannot trace
+        "sdl.mf_lr (run)": lambda: sdl.mf_lr(Xs, ys, 2).U,
         "sketch.approx_leverage_scores": lambda: sketch.approx_leverage_scores(
             jax.random.key(0), A
         ),

@@ -102,9 +102,8 @@ def test_soft_threshold_gradient_in_t_for_integer_data(x64):
     x = jnp.arange(-3, 5)
     g = jax.grad(lambda t: jnp.sum(prox.soft_threshold(x, t) ** 2))(1.5)
     xf = np.arange(-3.0, 5.0)
-    np.testing.assert_allclose(
-        g, -2 * np.sum(np.maximum(np.abs(xf) - 1.5, 0)), rtol=1e-12
-    )  # 2 S · ∂S/∂t
+    # 2 S · ∂S/∂t
+    np.testing.assert_allclose(g, -2 * np.sum(np.maximum(np.abs(xf) - 1.5, 0)), rtol=1e-12)
 
 
 def test_soft_threshold_gradient_with_per_row_thresholds_matches_finite_differences(x64):
@@ -259,6 +258,7 @@ def test_top_fraction_takes_integer_data():
 
 
 def test_top_fraction_count_is_rounding_safe():
+    # an absolute slack broke these
     for alpha, n, k in [
         (0.1, 1000, 100),
         (0.3, 1000, 300),
@@ -267,7 +267,7 @@ def test_top_fraction_count_is_rounding_safe():
         (0.57, 100, 57),
         (0.0, 2_000_000, 0),
         (0.1234567, 1_000_000, 123_456),
-    ]:  # an absolute slack broke these
+    ]:
         assert int(prox.top_fraction_count(jnp.float32(alpha), n)) == k
 
 

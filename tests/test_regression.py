@@ -182,9 +182,8 @@ def test_exact_newton_is_quadratic_diagonal_and_sketch_linear(exp_instance, x64)
         ratios = err[1:6] / err[:5]
         assert np.all(ratios < 0.5)  # linear contraction …
         assert np.min(err) <= 1e-10  # … down to 1e-10
-    assert (
-        exact[1] / exact[0] < diag[1] / diag[0] < sk[1] / sk[0]
-    )  # the exact Hessian contracts fastest
+    # the exact Hessian contracts fastest
+    assert exact[1] / exact[0] < diag[1] / diag[0] < sk[1] / sk[0]
 
 
 def test_pcg_refinement_reaches_the_diagonal_direction(exp_instance, x64):
@@ -269,11 +268,10 @@ def test_sketched_hessian_meets_the_requested_accuracy_whp(exp_instance, x64):
 @functools.partial(jax.jit, static_argnames=("n", "d", "hot", "m"))
 def _coherent_sampling_trial(keys, *, n, d, hot, m):
     """ε₀ of uniform, exact-leverage and approximate-leverage samples of m rows (one of each per
-    key)
-    on a coherent design: A Gaussian/√n with its first ``hot`` rows scaled 30x, b uniform on the
-    simplex, w = 3, D = B_diag + W² at a random x. Returns them, the approximate scores, τ and D.
-    One program: eager ops, closure-constant arrays and ``jax.random.dirichlet`` compile much
-      slower."""
+    key) on a coherent design: A Gaussian/√n with its first ``hot`` rows scaled 30x, b uniform on
+    the simplex, w = 3, D = B_diag + W² at a random x. Returns them, the approximate scores, τ and
+    D. One program: eager ops, closure-constant arrays and ``jax.random.dirichlet`` compile much
+    slower."""
     k_a, k_b, k_x = jax.random.split(jax.random.key(0), 3)
     A = (jax.random.normal(k_a, (n, d), jnp.float64) / jnp.sqrt(n)).at[:hot].multiply(30.0)
     e = jax.random.exponential(k_b, (n,), jnp.float64)
@@ -353,10 +351,10 @@ def _check_lemma_6_5(A, b, w, x_star, x0, m):
 
 def test_lemma_6_5_contraction_at_a_small_eps0(exp_instance, x64):
     """Gotcha G5: Lemma 6.5's 0.4 contraction needs ε₀ ≲ 0.089, which Algorithm 1's ε₁ = Θ(1) does
-    not give. With the sample size of the Chernoff bound at ε₀ = 0.05, δ = 0.1 (sketch_size(d, 0.05,
-    0.1)), the measured ε₀ of every sketched Hessian (against the exact one, at the iterate) is ≤
-    0.05 in at least 90 % of the steps, every step contracts by ≤ 0.4, and by at most 2.5 ε₀: near
-    x* the lemma's bound 2(ε₀ + M r/(l − M r)) is dominated by 2ε₀."""
+    not give. With the sample size of the Chernoff bound at ε₀ = 0.05, δ = 0.1
+    (sketch_size(d, 0.05, 0.1)), the measured ε₀ of every sketched Hessian (against the exact one,
+    at the iterate) is ≤ 0.05 in at least 90 % of the steps, every step contracts by ≤ 0.4, and by
+    at most 2.5 ε₀: near x* the lemma's bound 2(ε₀ + M r/(l − M r)) is dominated by 2ε₀."""
     A, b, w, x_star, x0 = exp_instance
     _check_lemma_6_5(A, b, w, x_star, x0, sketch.sketch_size(A.shape[1], 0.05, 0.1))
 
@@ -452,10 +450,8 @@ def test_weight_rule_matches_lemma_c4_and_its_inputs(x64):
             "psd_certificate: the theorem needs n >= d",
         ),
         (lambda A, b, w, x: rg.psd_certificate(x, sparse.BCOO.fromdense(A), b, w), "n >= d"),
-        (
-            lambda A, b, w, x: rg.weight_rule(1.0, 0.5, 0.0),
-            "sigma must be positive",
-        ),  # σ_min = 0 when n < d
+        # σ_min = 0 when n < d
+        (lambda A, b, w, x: rg.weight_rule(1.0, 0.5, 0.0), "sigma must be positive"),
         (lambda A, b, w, x: rg.weight_rule(1.0, -0.5, 0.3), "l must be positive"),
         (lambda A, b, w, x: rg.weight_rule(0.5, 0.5, 0.3), "R0 must be >= 1"),
         (lambda A, b, w, x: rg.weight_rule(1.0, 0.5, 0.3, part=3), "part must be 1 or 2"),
@@ -473,8 +469,8 @@ def test_theorem_helpers_refuse_wide_designs(call, match, x64):
 
 def test_theorem_helpers_do_not_certify_a_tall_rank_deficient_design(x64):
     """n ≥ d but a column is the sum of two others: σ_min(A) and λ_min(∇²L) are rounding (1.5e-16
-    and +5.3e-16 were returned, a "certificate" of strong convexity), now 0; weight_rule refuses the
-    0. A full-rank design keeps its exact values."""
+    and +5.3e-16 were returned, a "certificate" of strong convexity), now 0; weight_rule refuses
+    the 0. A full-rank design keeps its exact values."""
     A, b, w = make_problem(n=50, d=4)
     x = 0.1 * jnp.ones(4)
     assert float(rg.sigma_min(A)) == pytest.approx(
@@ -764,9 +760,8 @@ def test_damping_and_line_search_rescue_an_indefinite_start(x64):
         and float(rg.psd_certificate(plain.x, A, b, w)) > 0
     )
     assert not reached
-    if (
-        int(plain.status) == Status.DIVERGED
-    ):  # the default throw=True raises on it, naming the way out
+    # the default throw=True raises on it, naming the way out
+    if int(plain.status) == Status.DIVERGED:
         with pytest.raises(RuntimeError, match="damping, line_search=True"):
             rg.newton_solve(A, b, w, x0, "exp", "exact", max_iter=60, tol=1e-10)
     ls = rg.newton_solve(
@@ -927,10 +922,10 @@ def test_approximate_scores_ignore_a_zero_column(x64):
 def test_approximate_scores_follow_no_choice_of_lapack(x64):
     """τ_i ≈ ‖e_iᵀ X ((SX)ᵀ SX)^{+1/2} G‖²: a function of (SX)ᵀ SX, the data and the key alone. The
     code took V Σ⁻¹ G, which depends on the signs of the SVD's vectors (and, through R, of QR's
-    rows);
-    batched and single factorisations choose those differently: on a GPU, vmapped scores differed
-    from single ones by 116 %. Checked against NumPy with R replaced by a random rotation of itself
-    (the same RᵀR), with and without a zero column, and under vmap against single calls."""
+    rows); batched and single factorisations choose those differently: on a GPU, vmapped scores
+    differed from single ones by 116 %. Checked against NumPy with R replaced by a random rotation
+    of itself (the same RᵀR), with and without a zero column, and under vmap against single
+    calls."""
     from lowrank_jax import design
 
     rng = np.random.default_rng(3)
@@ -1086,10 +1081,10 @@ def test_the_design_layer_refuses_what_it_would_misread():
 
 
 def test_design_products_refuse_vectors_of_the_wrong_length():
-    """rmatvec(A, y) and gram(A, s) broadcast a length-1 y or s over the n rows (rmatvec(A (3×2),
-    [2.]) returned [12, 18] where A.T @ y raises) and a RowSparse A read past a short one. Both now
-    check, as matvec does, for dense and RowSparse A; right-sized vectors give Aᵀ y and Aᵀ diag(s)
-    A, also under jit."""
+    """rmatvec(A, y) and gram(A, s) broadcast a length-1 y or s over the n rows
+    (rmatvec(A (3×2), [2.]) returned [12, 18] where A.T @ y raises) and a RowSparse A read past a
+    short one. Both now check, as matvec does, for dense and RowSparse A; right-sized vectors give
+    Aᵀ y and Aᵀ diag(s) A, also under jit."""
     import scipy.sparse as sp
 
     from lowrank_jax import design
@@ -1183,9 +1178,8 @@ def test_sample_size_arguments_are_checked():
             sketch.sketch_size(d, 0.5)
     with pytest.raises(ValueError, match="eps < inf"):
         sketch.sketch_size(3, float("inf"))
-    with pytest.raises(
-        ValueError, match="eps must be a real number"
-    ):  # it failed comparing 0 < '0.5'
+    # it failed comparing 0 < '0.5'
+    with pytest.raises(ValueError, match="eps must be a real number"):
         sketch.sketch_size(3, "0.5")
     for bad, match in (
         (jnp.array([1.0, jnp.nan, 3.0]), "finite"),
@@ -1254,8 +1248,8 @@ def test_sketched_newton_with_refinement_stays_at_a_zero_gradient(kind, x64):
 
 def test_approximation_error_needs_a_positive_definite_h_and_matching_shapes():
     """An indefinite H gave ε₀ = NaN with no error (its Cholesky factor is NaN), and mismatched
-    shapes a bare dot_general TypeError. A valid pair keeps its closed form: H̃ = c H gives |c −
-    1|."""
+    shapes a bare dot_general TypeError. A valid pair keeps its closed form: H̃ = c H gives
+    |c − 1|."""
     with pytest.raises(ValueError, match="H must be symmetric positive definite"):
         rg.approximation_error(jnp.eye(2), jnp.array([[1.0, 2.0], [2.0, 1.0]]))
     with pytest.raises(ValueError, match="square matrices of one shape"):
@@ -1433,9 +1427,8 @@ def test_sample_rows_draws_with_replacement_and_is_unbiased_for_every_row(x64):
                 mean,
                 se,
             )
-    with pytest.raises(
-        ValueError, match="active must satisfy 1 <= active"
-    ):  # no draws: a zero Gram
+    # no draws: a zero Gram
+    with pytest.raises(ValueError, match="active must satisfy 1 <= active"):
         sketch.sample_rows(keys[0], scores, m, active=0)
 
 
@@ -1592,10 +1585,8 @@ def test_a_float32_overflow_with_x64_on_asks_for_float64_inputs(x64):
     """With x64 already on, the float32 overflow message still said to enable x64, which the user
     had done; it now says to pass the inputs as float64, and that does remove the overflow."""
     A = jnp.asarray(np.random.default_rng(0).standard_normal((50, 3)), jnp.float32)
-    b, x = (
-        jnp.full(50, 0.02, jnp.float32),
-        jnp.full(3, 40.0, jnp.float32),
-    )  # |Ax| ~ 100: exp overflows
+    # |Ax| ~ 100: exp overflows
+    b, x = jnp.full(50, 0.02, jnp.float32), jnp.full(3, 40.0, jnp.float32)
     assert not np.isfinite(float(rg.loss(x, A, b, 1.0, "exp")))
     with pytest.raises(ValueError, match="Pass A, b and x as float64"):
         rg.newton_solve(A, b, 1.0, x, "exp")

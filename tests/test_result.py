@@ -69,6 +69,7 @@ def test_ensure_finite_inside_compile_time_eval_judges_the_values_not_the_trace(
     """Host functions run under jax.ensure_compile_time_eval; a jitted check inside raised for
     finite values when its message index was a constant (folded, so the error ran while tracing)."""
     from lowrank_jax.result import ensure_finite
+
     with jax.ensure_compile_time_eval():
         f = jax.jit(lambda v: ensure_finite(v, "overflowed"))
         np.testing.assert_array_equal(f(jnp.ones(3)), np.ones(3))

@@ -87,8 +87,8 @@ def test_factor_recovery_reproduces_theta(model, x64):
 
 
 def _small_sdl_problem():
-    """A κ = 1 problem (p, n = 12, 20, an intercept row in X_aux: what ``prepare(X, y,
-    intercept=True)`` builds, without its checks) and rank-2 factors."""
+    """A κ = 1 problem (p, n = 12, 20, an intercept row in X_aux: what
+    ``prepare(X, y, intercept=True)`` builds, without its checks) and rank-2 factors."""
     rng = np.random.default_rng(3)
     X = rng.normal(size=(12, 20))
     data = sm.SDLData(
@@ -98,10 +98,8 @@ def _small_sdl_problem():
     return X, data, f
 
 
-_ZERO_H, _ZERO_GAMMA = (
-    np.zeros((1 + 12, 20)),
-    np.zeros((1, 1)),
-)  # SDL-H's θ and γ for _small_sdl_problem
+# SDL-H's θ and γ for _small_sdl_problem
+_ZERO_H, _ZERO_GAMMA = np.zeros((1 + 12, 20)), np.zeros((1, 1))
 _MODEL_CALLS = {
     "objective": lambda d, f, m: sdl.objective(_ZERO_H, _ZERO_GAMMA, d, 1.0, 0.1, m),
     "gradients": lambda d, f, m: sdl.gradients(_ZERO_H, _ZERO_GAMMA, d, 1.0, 0.1, m),
@@ -236,9 +234,8 @@ def test_bcd_and_lpgd_reach_the_same_loss_neither_stalls(x64):
         sdl.fit(X, y, 4, solver="bcd", max_iter=1000, **kw),
     )
     np.testing.assert_allclose(float(bc.loss), float(lp.loss), rtol=1e-5)
-    np.testing.assert_array_equal(
-        bc.loss, bc.history["loss"][-1]
-    )  # the final value is the last row
+    # the final value is the last row
+    np.testing.assert_array_equal(bc.loss, bc.history["loss"][-1])
     assert float(bc.history["loss"][99]) < float(lp.history["loss"][99])
     bc_loss = np.asarray(bc.history["loss"])
     assert np.all(np.diff(bc_loss) <= 1e-9 * np.abs(bc_loss[1:]))  # BCD is monotone
@@ -573,8 +570,8 @@ def test_cross_validation_accuracy_has_xi_along_rows_and_lambda_along_columns(mo
 
 
 def test_random_start_has_the_documented_scale(x64):
-    """init="random": W₀, H₀ entries N(0, s²) with s² = ‖X‖_F/√(r(p + n)), so that E(‖W₀‖²_F +
-    ‖H₀‖²_F) = ‖X‖_F √(r(p + n)) (150 squared normals here: a spread of about 12 %)."""
+    """init="random": W₀, H₀ entries N(0, s²) with s² = ‖X‖_F/√(r(p + n)), so that
+    E(‖W₀‖²_F + ‖H₀‖²_F) = ‖X‖_F √(r(p + n)) (150 squared normals here: a spread of about 12 %)."""
     rng = np.random.default_rng(0)
     p, n, r = 30, 20, 3
     X = 100 * rng.normal(size=(p, n)) / np.sqrt(p * n)
@@ -601,8 +598,8 @@ def test_curvature_bounds_bracket_the_softmax_hessian_and_remark_d3_does_not():
         )
         lo, hi = sm.softmax_curvature(M, kappa)
         assert lo <= eig.min() and eig.max() <= hi
-    # Remark D.3 as printed, binary case: its α⁺ is the smallest curvature (the largest, ¼, is at a
-    # = 0) and its α⁻ lies above the curvature at |a| = M.
+    # Remark D.3 as printed, binary case: its α⁺ is the smallest curvature (the largest, ¼, is at
+    # a = 0) and its α⁻ lies above the curvature at |a| = M.
     p_lo, p_hi = sm.softmax_curvature_printed(2.0, 1)
     sig = 1 / (1 + np.exp(-2.0))
     np.testing.assert_allclose(p_hi, sig * (1 - sig), rtol=1e-12)
@@ -678,8 +675,8 @@ def test_theory_holds_on_the_closed_form_range_without_covariates(kappa, M):
     ξ/3 − α⁻/2"; the exact condition is max(ξ/3 − α⁻/2, (α⁺ − 3α⁻)/4) < λ < 3ξ − α⁺/2.
     theory().holds equals it on a grid that puts λ just below and just above every one of the three
     bounds at every ξ, and each bound alone decides some points. The guide's old reading fails on
-    both sides: points with λ < α⁺/4 hold, and points above both its lower bounds do not (λ > 3ξ −
-      α⁺/2)."""
+    both sides: points with λ < α⁺/4 hold, and points above both its lower bounds do not
+    (λ > 3ξ − α⁺/2)."""
     X = np.random.default_rng(5).normal(size=(50, 20))
     a_minus, a_plus = sdl.softmax_curvature(M, kappa)
     decided_by = {0: 0, 1: 0, 2: 0}
@@ -836,10 +833,8 @@ def test_mf_lr_baseline():
         (lambda X, y: sdl.fit(X, y, 2, num_classes=1.5), "num_classes must be a positive integer"),
         (lambda X, y: sdl.fit(X, y, 2, tol=-1.0), "tol must be positive"),
         (lambda X, y: sdl.fit(X, y, 2, solver="bcd", tol=1e-6), "lpgd' only"),
-        (
-            lambda X, y: sdl.fit(X, y, 2, solver="bcd", step=1e-6),
-            "lpgd' only",
-        ),  # ignored, yet recorded on the model
+        # ignored, yet recorded on the model
+        (lambda X, y: sdl.fit(X, y, 2, solver="bcd", step=1e-6), "lpgd' only"),
         (lambda X, y: sdl.fit(X, y, 2, project="ball"), "project must be a function"),
         # a projection that changes θ's shape failed in the loop ("sub got incompatible shapes"),
         # naming nothing
@@ -851,10 +846,8 @@ def test_mf_lr_baseline():
             lambda X, y: sdl.fit(X, y, 2, model="W", project=lambda t: t.astype(jnp.float16)),
             "project must return",
         ),
-        (
-            lambda X, y: sdl.mf_lr(X, 2 * y, 2),
-            "labels must use every class",
-        ),  # as fit; it used to run
+        # as fit; it used to run
+        (lambda X, y: sdl.mf_lr(X, 2 * y, 2), "labels must use every class"),
         (
             lambda X, y: sdl.fit(X, np.array([str(v) for v in y]), 2),
             "labels must be integers.*dtype",
@@ -926,9 +919,8 @@ def test_fit_and_predict_with_covariates(model, x64):
         Xa1 = np.vstack([X_aux, np.ones((1, 40))])
         a = sm.activations(m.theta, m.gamma, jnp.asarray(X), jnp.asarray(Xa1), "W", 1)
         np.testing.assert_allclose(log_odds(P), np.asarray(a).T, rtol=1e-9, atol=1e-9)
-    assert (
-        np.mean(P.argmax(1) == y) > np.bincount(y).max() / y.size
-    )  # better than the majority class
+    # better than the majority class
+    assert np.mean(P.argmax(1) == y) > np.bincount(y).max() / y.size
     with pytest.raises(ValueError, match=r"X_aux_new is required.*q = 2"):
         sdl.predict(m, X)
     with pytest.raises(ValueError, match=r"X_aux_new is required"):
@@ -1029,9 +1021,8 @@ def test_tolerance_stops_early_at_the_first_small_step(x64):
     # ‖Z_{n−1}‖ ≥ ‖Z_n‖ − s_{n−1} and ‖Z_{n−2}‖ ≤ ‖Z_n‖ + s_{n−1} + s_{n−2} (triangle inequality):
     assert s[n - 1] <= tol * max(1.0, z_n - s[n - 1])  # relative change below tol
     assert s[n - 2] > tol * max(1.0, z_n + s[n - 1] + s[n - 2])  # ... for the first time
-    m = sdl.fit(
-        X, y, 2, model="H", xi=1.0, lam=0.1, max_iter=cap, tol=tol
-    )  # fit passes tol through
+    # fit passes tol through
+    m = sdl.fit(X, y, 2, model="H", xi=1.0, lam=0.1, max_iter=cap, tol=tol)
     assert int(m.n_iter) == n and np.all(np.isnan(np.asarray(m.history["loss"])[n:]))
     np.testing.assert_allclose(m.theta, res.theta, rtol=1e-12, atol=1e-14)
     # Where ‖Z‖ < 1 the rule is absolute, ‖Z_{t+1} − Z_t‖ ≤ tol (a rule relative to ‖Z_t‖ alone
@@ -1202,9 +1193,9 @@ def test_span_needs_the_gram_projection():
 
 def test_span_steps_keep_the_loss_and_step_norms_in_float32_on_unscaled_data():
     """Entries ~1e3 in float32 (p ≥ 2(n + κ): the span path). Norms as Gram quadratic forms
-    cancelled
-    down to a few digits: the loss history was off by 0.1 % (rising at half the steps) and SDL-H's
-    step norms came out NaN. Through the triangular factor of [X, U] both follow the dense steps."""
+    cancelled down to a few digits: the loss history was off by 0.1 % (rising at half the steps)
+    and SDL-H's step norms came out NaN. Through the triangular factor of [X, U] both follow the
+    dense steps."""
     rng = np.random.default_rng(5)
     X = (1000 + 50 * rng.standard_normal((600, 20)) * rng.random((600, 1))).astype(np.float32)
     y = np.arange(20) % 2
@@ -1251,9 +1242,8 @@ def test_lpgd_step_none_is_the_safe_bound(p):
     )
     np.testing.assert_array_equal(np.asarray(auto.theta), np.asarray(safe.theta))
     loss = np.asarray(auto.history["loss"])
-    assert (
-        np.all(np.diff(loss) <= 1e-6 * np.abs(loss[1:])) and loss[-1] < loss[0]
-    )  # a descent method
+    # a descent method
+    assert np.all(np.diff(loss) <= 1e-6 * np.abs(loss[1:])) and loss[-1] < loss[0]
 
 
 def _bad_solver_calls():
@@ -1442,9 +1432,8 @@ def test_lpgd_and_bcd_raise_on_divergence_like_fit(monkeypatch):
             )(50.0)
         )
     out = sdl.lpgd(th0, g0, data, 1.0, 0.1, 50.0, 2, model="H", max_iter=200, throw=False)
-    assert (
-        int(out.status) == Status.DIVERGED and int(out.n_iter) == 200
-    )  # a fixed count runs to its end
+    # a fixed count runs to its end
+    assert int(out.status) == Status.DIVERGED and int(out.n_iter) == 200
     steps = jnp.array([0.1, 50.0])
     swept = jax.jit(
         jax.vmap(
@@ -1673,12 +1662,11 @@ def test_mf_lr_predict_names_x_new():
 )
 def test_step_bound_is_the_hessians_peak_where_the_softmax_curvature_peaks(model, kappa, aux, x64):
     """1/step_bound = max(2ξ, 2λ + α⁺‖Φ‖²) must bound λ_max(∇²F) everywhere, and is reached where
-    the
-    label curvature is: at a = 0 for binary labels (α⁺ = ¼), and for κ ≥ 2 where two classes share
-      the
-    probability ½ (α⁺ = ½, the eigenvalue of diag(p) − ppᵀ along e₁ − e₂). Every sample is put there
-    (by θ's A for SDL-H, by γ on a constant covariate otherwise): λ_max equals the bound to e⁻¹², so
-    α⁺ = ¼ for κ ≥ 2 (a step twice 1/L) fails, and so would a bound that is not tight."""
+    the label curvature is: at a = 0 for binary labels (α⁺ = ¼), and for κ ≥ 2 where two classes
+    share the probability ½ (α⁺ = ½, the eigenvalue of diag(p) − ppᵀ along e₁ − e₂). Every sample
+    is put there (by θ's A for SDL-H, by γ on a constant covariate otherwise): λ_max equals the
+    bound to e⁻¹², so α⁺ = ¼ for κ ≥ 2 (a step twice 1/L) fails, and so would a bound that is not
+    tight."""
     rng = np.random.default_rng(0)
     p, n = 3, 6
     X = rng.normal(size=(p, n))

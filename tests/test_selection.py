@@ -100,9 +100,8 @@ def test_ties_zeros_signs_and_infinities(method):
     x[4] = -(np.arange(27) // 3)
     x[5, :13] = np.inf
     x[6, :5] = -np.inf
-    x[7] = np.finfo(np.float32).tiny * np.arange(
-        27
-    )  # smallest normals (XLA:CPU flushes subnormals)
+    # smallest normals (XLA:CPU flushes subnormals)
+    x[7] = np.finfo(np.float32).tiny * np.arange(27)
     x[8] = np.where(np.arange(27) % 2, -0.0, 1.0)
     x[9] = np.where(np.arange(27) % 3, -1.5, np.finfo(np.float32).max)
     x[10:] = sample(6, (10, 27), "ints") * 1e-3

@@ -348,8 +348,7 @@ def test_sweep_covariance_lr_eps(x64):
     _assert_close(out, _loop(f, pts), 1e-10, 1e-14)
 
 
-# ---- a diverging point: DIVERGED with throw=False, the others alone; an error with throw=True
-# ------
+# ---- a diverging point: DIVERGED with throw=False, the others alone; an error with throw=True ----
 
 
 @pytest.mark.parametrize("family", ["covariance", "scaledgd", "newton-sketch", "pathnorm", "sdl"])
@@ -464,8 +463,7 @@ def test_a_diverging_point_reports_diverged_in_the_sweep_and_raises_with_throw(
     )
 
 
-# ---- progress
-# -------------------------------------------------------------------------------------
+# ---- progress ------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("chunk", [None, 2])
@@ -668,7 +666,7 @@ def test_nested_bars_keep_to_their_channels(recorded_bars):
 def test_sweep_of_a_wrapped_function_is_not_answered_from_the_wrapped_ones_programs():
     """The compiled programs were cached in fn.__dict__, which functools.wraps copies into a
     wrapper: a sweep of the wrapper (2·f) returned f's values. The cache entry now names its
-      function."""
+    function."""
     import functools
 
     def doubled(fn):

@@ -25,7 +25,8 @@ def test_scaled_gradient_matches_closed_form(x64):
 
 
 def test_scaled_gradient_is_gauge_invariant(x64):
-    """(L, R) → (LQ, RQ⁻ᵀ) leaves LRᵀ and the updated LRᵀ unchanged when gradients come from f(LRᵀ)."""
+    """(L, R) → (LQ, RQ⁻ᵀ) leaves LRᵀ and the updated LRᵀ unchanged when gradients come from
+    f(LRᵀ)."""
     rng = np.random.default_rng(1)
     L, R, _, _ = factors(rng)
     E = jnp.asarray(rng.standard_normal((30, 20)))  # ∇_X f at X = LRᵀ
@@ -294,11 +295,10 @@ def test_newton_direction_derivatives_are_finite_on_every_branch(x64):
     Hs = [
         jnp.diag(jnp.array([2.0, -1.0, 0.5])),  # indefinite: LU
         jnp.diag(jnp.array([2.0, 2.0, -1.0])),  # indefinite, repeated eigenvalue
-        jnp.array(
-            [[3.0, 1.0, 0.0], [1.0, 2.0, 0.5], [0.0, 0.5, 1.0]]
-        ),  # positive definite: Cholesky
-        jnp.diag(jnp.array([2.0, 2.0, 1.0])),
-    ]  # definite, repeated eigenvalue
+        # positive definite: Cholesky
+        jnp.array([[3.0, 1.0, 0.0], [1.0, 2.0, 0.5], [0.0, 0.5, 1.0]]),
+        jnp.diag(jnp.array([2.0, 2.0, 1.0])),  # definite, repeated eigenvalue
+    ]
     f = jax.jit(lambda H: jnp.dot(jnp.array([0.3, 1.0, -0.7]), transforms.newton_direction(H, g)))
     grad, jvp = jax.jit(jax.grad(f)), jax.jit(lambda H, E: jax.jvp(f, (H,), (E,))[1])
     E = jnp.asarray(np.random.default_rng(3).standard_normal((3, 3)))
