@@ -5,7 +5,7 @@
 # checkout through PYTHONPATH. Logs go to $OUT (default: build/device) so a run cut short still
 # leaves what it printed.
 #
-#   bash scripts/device_check.sh [SECONDS_FOR_THE_SUITE]
+#   bash bench/device/check.sh [SECONDS_FOR_THE_SUITE]
 #
 # 1. the 64-point sweep benchmark on that device;
 # 2. k-th largest selection by counting and by sorting, and ScaledGD's sweep (device_selection_probe);
@@ -36,9 +36,9 @@ WORKERS=${WORKERS:-15}
 timeout -s INT 120 $PY bench/bench_sweep.py --reps 2 --only ScaledGD LRPCA Newton SDL 2>&1 | tee "$OUT/bench_sweep.txt"
 timeout -s INT 60 $PY bench/bench_sweep.py --reps 2 --only covariance path-norm 2>&1 | tee -a "$OUT/bench_sweep.txt"
 
-timeout -s INT 60 $PY scripts/device_selection_probe.py --batches 8 64 2>&1 | tee "$OUT/selection.txt"
+timeout -s INT 60 $PY bench/device/selection_probe.py --batches 8 64 2>&1 | tee "$OUT/selection.txt"
 
-timeout -s INT 40 $PY scripts/device_rounding_probe.py 2>&1 | tee "$OUT/rounding.txt"
+timeout -s INT 40 $PY bench/device/rounding_probe.py 2>&1 | tee "$OUT/rounding.txt"
 
 timeout -s INT 150 $PY scripts/run_notebooks_plain.py "$OUT/notebooks" 2>&1 | tee "$OUT/notebooks.txt"
 

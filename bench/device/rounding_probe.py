@@ -8,7 +8,7 @@ of H as the device forms it, and the largest min_i L_ii²/(ε·max_i H_ii) over 
 that exist (nan: none did). Ratios above the cut-off's size let the rounding-size eigenvalue count
 as signal. Prints; asserts nothing.
 
-    PYTHONPATH=. python scripts/device_rounding_probe.py
+    PYTHONPATH=. python bench/device/rounding_probe.py
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Where a vmapped sketched Newton run parts from its single runs on an accelerator (a probe, run by
-scripts/device_check.sh): the sampled rows, the scores and the iterates, batched against single."""
+bench/device/check.sh): the sampled rows, the scores and the iterates, batched against single."""
 
 import jax
 import jax.numpy as jnp

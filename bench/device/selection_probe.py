@@ -4,7 +4,7 @@ For a GPU or TPU session: ``kth_largest(method="auto")`` sorts there, and this s
 was the right call, and what ScaledGD's run and 64-point (α, η) sweep cost with it. Each timing
 checks its values against NumPy first. Prints; asserts nothing else.
 
-    PYTHONPATH=. python scripts/device_selection_probe.py [--sizes 200 1000] [--batches 64] \\
+    PYTHONPATH=. python bench/device/selection_probe.py [--sizes 200 1000] [--batches 64] \\
         [--no-scaledgd]
 
 (On a CPU the sort of a 1000 × 1000 matrix takes most of a second: use ``--sizes 200`` there.)
