@@ -20,7 +20,7 @@
 # 6. the tests that failed, again with float32 matmuls at full precision
 #    (JAX_DEFAULT_MATMUL_PRECISION=highest), which tells precision from other failures.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-build/device}
 mkdir -p "$OUT"
 SUITE_S=${1:-300}
