@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test docs bench experiments data clean
+.PHONY: demo test lint docs bench experiments data clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,9 +19,16 @@ demo: $(STAMP)
 # are shared out over one worker per logical core (at most 4; a file's tests stay in one worker, so
 # its module fixtures are built once): most of the suite's time is XLA compiling, one core per
 # program, and a second worker halves the wall time on a 2-core machine.
-test: $(STAMP)
+test: $(STAMP) lint
 	$(PY) -m pytest -q -n logical --maxprocesses 4 --dist loadfile tests
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+# ruff (lint and format, line length 100) and mypy (basic mode), configured in pyproject.toml; the
+# pre-commit config runs the same three.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict

@@ -14,6 +14,7 @@ import numbers
 import operator
 import os
 import sys
+import types
 import warnings
 
 import equinox
@@ -33,7 +34,8 @@ def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
     equinox and JAX. A fixed ``stacklevel`` breaks whenever a wrapper adds a frame (equinox
     methods, :func:`lowrank_jax.precision.full_precision`), and then the warning points into the
     library and the default filter shows it once per library line instead of once per call site."""
-    frame, level = sys._getframe(1), 2
+    frame: types.FrameType | None = sys._getframe(1)
+    level = 2
     while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
@@ -57,7 +59,8 @@ def host_function(public_name: str):
             if not all(is_concrete(x) for x in jax.tree.leaves((args, kwargs))):
                 raise ValueError(
                     f"{public_name} computes on the host (it returns Python or NumPy values), so "
-                    "its inputs must be concrete: call it outside jit/vmap/grad, not on traced values"
+                    "its inputs must be concrete: call it outside jit/vmap/grad, "
+                    "not on traced values"
                 )
             with jax.ensure_compile_time_eval():
                 return fn(*args, **kwargs)
@@ -98,8 +101,8 @@ def as_key(key, default: int = 0) -> jax.Array:
         # A legacy raw key is a 1-D uint32 array ((2,) for the default implementation); JAX's own
         # message for anything else ("invalid PRNG key data") does not say which argument.
         raise TypeError(
-            f"key must be a jax.random key, a raw uint32 key of shape (2,) or an integer seed, got an "
-            f"array of shape {shape} and dtype {np.dtype(dtype)}"
+            "key must be a jax.random key, a raw uint32 key of shape (2,) or an integer seed, "
+            f"got an array of shape {shape} and dtype {np.dtype(dtype)}"
             + (" (a batch of raw keys: vmap over them, or pass one)" if len(shape) > 1 else "")
         )
     return key
@@ -113,9 +116,13 @@ def _seed_key(seed: int) -> jax.Array:
     before."""
     if 0 <= seed < 2**32:
         return jax.random.key(seed)
-    if 2**32 <= seed < 2**64 and jax.config.jax_default_prng_impl == "threefry2x32":
-        return jax.random.wrap_key_data(np.array([seed >> 32, seed & 0xFFFFFFFF], np.uint32))
-    if -(2**31) <= seed < 0 or (jax.config.jax_enable_x64 and -(2**63) <= seed < 2**63):
+    # JAX's stubs: Config lacks its option attributes, and wrap_key_data takes any uint32 array
+    prng_impl = jax.config.jax_default_prng_impl  # type: ignore[attr-defined]
+    x64 = jax.config.jax_enable_x64  # type: ignore[attr-defined]
+    if 2**32 <= seed < 2**64 and prng_impl == "threefry2x32":
+        bits = np.array([seed >> 32, seed & 0xFFFFFFFF], np.uint32)
+        return jax.random.wrap_key_data(bits)  # type: ignore[arg-type]
+    if -(2**31) <= seed < 0 or (x64 and -(2**63) <= seed < 2**63):
         return jax.random.key(seed)
     raise ValueError(
         f"key: the integer seed {seed} is out of range (with x64 off: -2**31 <= seed < 2**64)"
@@ -250,23 +257,23 @@ def check_scale(x, name: str) -> None:
     high = float(np.sqrt(float(info.max) / (4.0 * x.size)))
     if not low <= m <= high:
         raise ValueError(
-            f"{name}'s largest entry is {m:.3g}, outside [{low:.1g}, {high:.1g}], the range in which "
-            f"{x.dtype} sums of squares over its {x.size} entries neither overflow nor underflow: "
-            f"rescale {name} (the solutions scale with it)"
+            f"{name}'s largest entry is {m:.3g}, outside [{low:.1g}, {high:.1g}], "
+            f"the range in which {x.dtype} sums of squares over its {x.size} entries neither "
+            f"overflow nor underflow: rescale {name} (the solutions scale with it)"
             + (" or compute in float64 (jax.enable_x64)" if info.bits < 64 else "")
         )
 
 
 def check_rank(rank, shape, name: str = "rank") -> int:
-    """``rank`` must be an integer (Python, NumPy or a concrete 0-d array) with 1 <= rank <=
-    min(shape); returns it as a Python int."""
+    """``rank`` must be an integer (Python, NumPy or a concrete 0-d array) with
+    1 <= rank <= min(shape); returns it as a Python int."""
     as_integer = as_int(rank)
     if as_integer is None:
         if not is_concrete(rank):
             raise ValueError(
-                f"{name} must be a static Python integer (it sets array shapes), got a traced value: "
-                f"pass it by closure or as a static argument, not through jit/vmap arguments or "
-                f"sweep.run's points or shared"
+                f"{name} must be a static Python integer (it sets array shapes), "
+                "got a traced value: pass it by closure or as a static argument, not through "
+                "jit/vmap arguments or sweep.run's points or shared"
             )
         raise ValueError(f"{name} must be an integer, got {rank!r}")
     rank = as_integer
@@ -429,7 +436,8 @@ def class_labels(
         raise ValueError(f"labels must be in 0, 1, …; got {y_np.min().item():g}")
     if num_classes is not None and y_np.size and y_np.max() >= num_classes:
         raise ValueError(
-            f"labels must be in 0, …, {num_classes - 1} ({num_classes} classes); got {y_np.max().item():g}"
+            f"labels must be in 0, …, {num_classes - 1} ({num_classes} classes); got "
+            f"{y_np.max().item():g}"
         )
     if y_np.size and y_np.max() > np.iinfo(np.int64).max:
         raise ValueError(f"labels must be in 0, 1, …; got {y_np.max().item():g}, beyond int64")
@@ -438,8 +446,7 @@ def class_labels(
 
 def as_tolerance(tol, dtype) -> jax.Array:
     """A stopping tolerance as a positive scalar of ``dtype`` (checked as :func:`as_hyper` does), or
-    0
-    for None: no residual is below 0, so a solver given None runs its whole iteration budget."""
+    0 for None: no residual is below 0, so a solver given None runs its whole iteration budget."""
     return (
         jnp.zeros((), dtype)
         if tol is None

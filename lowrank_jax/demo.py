@@ -141,12 +141,14 @@ def path_norm(epochs: int = 10, outdir: pathlib.Path | None = None):
         secs = time.perf_counter() - t0
         for i, lam in enumerate(np.asarray(lams)):
             m = jax.tree.map(lambda a: a[0, i], res.model)
+            accuracy = 1 - float(pathnorm.error_rate(m, Xt, yt))
+            robust = 1 - float(pathnorm.robust_error(m, Xt, yt, 0.1, key=jax.random.key(1)))
             rows.append(
                 [
                     method,
                     f"{lam:g}",
-                    f"{1 - float(pathnorm.error_rate(m, Xt, yt)):.3f}",
-                    f"{1 - float(pathnorm.robust_error(m, Xt, yt, 0.1, key=jax.random.key(1))):.3f}",
+                    f"{accuracy:.3f}",
+                    f"{robust:.3f}",
                     f"{float(res.nonzero[0, i]):.3f}",
                     f"{float(pathnorm.lipschitz_bounds(m)['path']):.0f}",
                     f"{secs:.1f}" if i == 0 else "",
@@ -155,8 +157,8 @@ def path_norm(epochs: int = 10, outdir: pathlib.Path | None = None):
             if lam == lams[2]:
                 curves[f"{method}, λ = {lam:g}"] = np.asarray(res.history["nonzero"][0, i]).ravel()
     _print_table(
-        f"1-path-norm: {X.shape[1]}-200-10 ELU network on {what}; {epochs} epochs, batch 100, lr 0.1; "
-        "4 λ values trained in one vmapped call per method",
+        f"1-path-norm: {X.shape[1]}-200-10 ELU network on {what}; {epochs} epochs, batch 100, "
+        "lr 0.1; 4 λ values trained in one vmapped call per method",
         rows,
         [
             "method",
@@ -187,7 +189,8 @@ def path_norm(epochs: int = 10, outdir: pathlib.Path | None = None):
 
 
 def hyperbolic_regression(n: int = 20000, d: int = 50, outdir: pathlib.Path | None = None):
-    """exp-rescaled regression: exact, diagonal and sketched Newton from the same start (float64)."""
+    """exp-rescaled regression: exact, diagonal and sketched Newton from the same start
+    (float64)."""
     with jax.enable_x64(True):
         k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
         A = jax.random.normal(k1, (n, d), jnp.float64) / jnp.sqrt(n)
@@ -224,8 +227,9 @@ def hyperbolic_regression(n: int = 20000, d: int = 50, outdir: pathlib.Path | No
             curves[name] = np.maximum(err, 1e-17)
         start = float(jnp.linalg.norm(x0 - x_star))
     _print_table(
-        f"Rescaled hyperbolic (exp) regression: n = {n}, d = {d}, w = 3, start ‖x0 − x*‖ = {start:.2f} "
-        "(float64; at this small d the sketch does not pay yet, see make bench)",
+        f"Rescaled hyperbolic (exp) regression: n = {n}, d = {d}, w = 3, "
+        f"start ‖x0 − x*‖ = {start:.2f} (float64; at this small d the sketch does not pay yet, "
+        "see make bench)",
         rows,
         ["method", "iterations to 1e-10", "‖x_4 − x*‖", "ms / iteration"],
     )
@@ -287,8 +291,8 @@ def dictionary_learning(rank: int = 2, max_iter: int = 300, outdir: pathlib.Path
                     else top
                 )
     _print_table(
-        f"Supervised dictionary learning on Golub (3051 genes, {train.size} train / {test.size} test "
-        f"samples, rank {rank}, ξ = 0.1, λ = 0.01, {max_iter} iterations)",
+        f"Supervised dictionary learning on Golub (3051 genes, {train.size} train / {test.size} "
+        f"test samples, rank {rank}, ξ = 0.1, λ = 0.01, {max_iter} iterations)",
         rows,
         ["model (solver)", "final loss F", "test accuracy", "seconds (after compile)"],
     )
@@ -375,8 +379,8 @@ def covariance_decomposition(
         )
         mats[name.split(" (")[0].split(",")[0] + (" decay" if "decay" in name else "")] = L
     _print_table(
-        f"Low-rank + sparse correlation of {len(d.names)} S&P 500 stocks ({d.dates[0]} … {d.dates[1]}), "
-        f"k = {rank}",
+        f"Low-rank + sparse correlation of {len(d.names)} S&P 500 stocks "
+        f"({d.dates[0]} … {d.dates[1]}), k = {rank}",
         rows,
         [
             "method",

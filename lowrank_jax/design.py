@@ -6,13 +6,15 @@ Every product the solvers need goes through the functions here, so the same code
     gram(A, s) = Aᵀ diag(s) A,   take_rows(A, idx),   count_sketch(A, ...).
 
 Sparse matrices are stored as :class:`RowSparse` — per row, the column indices and values of its
-non-zeros, padded to the longest row (q) with zeros — so that Aᵀ diag(s) A is one scatter of the n
-q² row outer products, O(nnz · q) work, and a subset of rows is a gather (the sampled Hessian).
+non-zeros, padded to the longest row (q) with zeros — so that Aᵀ diag(s) A is one scatter of the
+n q² row outer products, O(nnz · q) work, and a subset of rows is a gather (the sampled Hessian).
 Convert a ``jax.experimental.sparse.BCOO`` (or a dense array) with :func:`as_design` outside
 ``jit``.
 """
 
 from __future__ import annotations
+
+import types
 
 import equinox as eqx
 import jax
@@ -69,6 +71,7 @@ def as_design(A, name: str = "A"):
                 )
         dtype = _checks.compute_dtype(A.vals.dtype)  # float16 reached LAPACK and failed there
         return A if dtype == A.vals.dtype else RowSparse(A.cols, A.vals.astype(dtype), A.num_cols)
+    sparse: types.ModuleType | None
     try:
         from jax.experimental import sparse
     except ImportError:  # pragma: no cover

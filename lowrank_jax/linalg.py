@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -111,8 +112,10 @@ def truncated_svd(A: jax.Array, rank: int) -> SVDResult:
     A = U Σ Vᵀ (k = min(m, n) triplets, the first r kept), P = Uᵀ dA V_r and Q = Vᵀ dAᵀ U_r (k × r):
 
         dσ_i = P_ii,
-        Uᵀ dU_r = F ∘ (P Σ_r + Σ Q),   Vᵀ dV_r = F ∘ (Q Σ_r + Σ P),   F_ji = 1 / (σ_i² − σ_j²) (j ≠ i),
-        plus (I − U Uᵀ) dA V_r Σ_r⁻¹ in dU_r when m > k and (I − V Vᵀ) dAᵀ U_r Σ_r⁻¹ in dV_r when n > k.
+        Uᵀ dU_r = F ∘ (P Σ_r + Σ Q),   Vᵀ dV_r = F ∘ (Q Σ_r + Σ P),
+        F_ji = 1 / (σ_i² − σ_j²) (j ≠ i),
+        plus (I − U Uᵀ) dA V_r Σ_r⁻¹ in dU_r when m > k
+        and (I − V Vᵀ) dAᵀ U_r Σ_r⁻¹ in dV_r when n > k.
 
     Only pairs with a kept index i enter. Autodiff through the full SVD would also form
     1 / (σ_j² − σ_l²) for pairs of discarded values and 1/σ_j for discarded zeros. Those terms
@@ -193,9 +196,8 @@ def best_rank_approximation(
     top-r eigenspace of AᵀA, differentiated as that span (:func:`top_eigenspace`). At
     σ_r = σ_{r+1} the projection itself is not unique and the derivative is inf/NaN.
     """
-    A, rank = _svd_input(
-        A, rank, "best_rank_approximation"
-    )  # outside the rules: autodiff casts back
+    # outside the rules: autodiff casts back
+    A, rank = _svd_input(A, rank, "best_rank_approximation")
     if method == "exact":
         return _best_rank(A, rank)
     if method == "gram":
@@ -338,6 +340,7 @@ def randomized_svd(
     rank = _checks.check_rank(rank, (m if rows is None else rows, n))
     oversample = _checks.check_positive_int(oversample, "oversample", minimum=0)
     n_iter = _checks.check_positive_int(n_iter, "n_iter", minimum=0)
+    orth_rows: Callable[[jax.Array], tuple[jax.Array, jax.Array]]
     if axis_name is None:
         orth_rows, total = jnp.linalg.qr, (lambda x: x)
     else:
@@ -392,8 +395,8 @@ def tsqr(Y_local: jax.Array, axis_name: str) -> tuple[jax.Array, jax.Array]:
 
 
 def top_eigh(G: jax.Array, rank: int) -> tuple[jax.Array, jax.Array]:
-    """The ``rank`` largest eigenpairs of a symmetric G (n × n): (λ (rank,) decreasing, V (n,
-    rank)).
+    """The ``rank`` largest eigenpairs of a symmetric G (n × n):
+    (λ (rank,) decreasing, V (n, rank)).
 
     For a Gram matrix G = AᵀA these are the squared singular values and right singular vectors of A,
     so A V Vᵀ is A's rank-r Eckart–Young projection (:func:`gram_svd`, and the SDL solver that forms
@@ -508,8 +511,8 @@ def gram_svd(A: jax.Array, rank: int) -> SVDResult:
     Gram matrix: AᵀA = V Λ Vᵀ (n × n for m ≥ n), σ = √λ, U = A V / σ.
 
     One matrix product of A with itself (compute-bound, BLAS-3) and an n × n ``eigh``: for m ≫ n
-    this is several times cheaper than a QR of A on CPU (12 626 × 128, float64: 18 ms against 82
-    ms).
+    this is several times cheaper than a QR of A on CPU (12 626 × 128, float64: 18 ms against
+    82 ms).
     Squaring costs accuracy only below the kept spectrum: σ_j is accurate to ~ε σ₁²/σ_j, so the
     top-r triplets are exact to working precision unless σ_r < √ε σ₁. Columns of U for σ = 0 are 0.
     A is scaled by the power of two nearest its largest entry before it is squared (exact, undone on
@@ -581,9 +584,8 @@ def low_rank_factors(
     wherever σ_r > σ_{r+1}.
     """
     if method == "exact":
-        A, rank = _svd_input(
-            A, rank, "low_rank_factors"
-        )  # outside the custom rules: autodiff casts back
+        # outside the custom rules: autodiff casts back
+        A, rank = _svd_input(A, rank, "low_rank_factors")
         return balanced_factors(truncated_svd(A, rank))
     return projected_factors(A, rank, method, key, oversample, n_iter)
 
@@ -604,9 +606,8 @@ def projected_factors(
     σ_r > σ_{r+1}, also where kept singular values tie (σ₁ = σ₂: the kept-triplet derivative of
     ``low_rank_factors(method="exact")`` divides by σ₁² − σ₂² there and gave NaN in float32).
     No forward mode."""
-    A, rank = _svd_input(
-        A, rank, "projected_factors"
-    )  # outside the custom rules: autodiff casts back
+    # outside the custom rules: autodiff casts back
+    A, rank = _svd_input(A, rank, "projected_factors")
     if method not in ("exact", "gram", "randomized"):
         raise ValueError(f"method must be 'exact', 'gram' or 'randomized', got {method!r}")
     oversample = _checks.check_positive_int(oversample, "oversample", minimum=0)

@@ -38,12 +38,14 @@ _FULL = "highest"
 
 
 def chosen() -> str | None:
-    """The precision the caller set (``jax.default_matmul_precision`` or the config option), or None."""
-    return jax.config.jax_default_matmul_precision
+    """The precision the caller set (``jax.default_matmul_precision`` or the config option), or
+    None."""
+    return jax.config.jax_default_matmul_precision  # type: ignore[attr-defined]
 
 
 def full_precision_context():
-    """A context tracing float32 products at full precision, or no change if the caller chose one."""
+    """A context tracing float32 products at full precision, or no change if the caller chose
+    one."""
     if chosen() is not None:
         return contextlib.nullcontext()
     return jax.default_matmul_precision(_FULL)

@@ -136,7 +136,8 @@ class CompiledBar:
 
     @classmethod
     def reach(cls, done, channel: str = "default"):
-        """Show at least ``max(done)`` (idempotent: repeated or batched callbacks of one step agree)."""
+        """Show at least ``max(done)`` (idempotent: repeated or batched callbacks of one step
+        agree)."""
         with cls._lock:
             target = cls.current(channel)
             if target is not None:

@@ -37,9 +37,8 @@ def soft_threshold(x: jax.Array, t) -> jax.Array:
     """
     x = jnp.asarray(x)
     if _checks.is_concrete(t):
-        _checks.as_hyper(
-            t, "t", allow_inf=True
-        )  # validation only: a JAX t keeps its own dtype below
+        # validation only: a JAX t keeps its own dtype below
+        _checks.as_hyper(t, "t", allow_inf=True)
         if not isinstance(t, jax.Array) and type(t) is not float:  # (np.float64 subclasses float)
             # a NumPy t in x's dtype, as the other thresholds take it: an integer one went through
             # jnp's int32 (x64 off, 2**32 wrapped to 0), a float64 one promoted a float32 x (x64 on)
@@ -80,14 +79,14 @@ def group_soft_threshold(x: jax.Array, t, axis: int = 0) -> jax.Array:
         x_g ↦ max(1 − t/‖x_g‖₂, 0) · x_g,
 
     so a group with ‖x_g‖₂ ≤ t becomes 0 and every other keeps its direction and loses t in norm.
-    ``t`` ≥ 0, a scalar or broadcastable against the group norms (shape of x with ``axis`` kept as
-    1). Computed as x_g − t·u_g where ‖x_g‖₂ > t (0 elsewhere), with the unit direction u_g = y/‖y‖₂
-    of y = x_g/m, m = max|x_g|, and ‖x_g‖₂ = m‖y‖₂: everything at unit scale, so neither the value
-    nor the derivative (which involves 1/‖x_g‖, never 1/‖x_g‖²) under- or overflows for tiny groups
-    (float32 groups near 1e-20 had NaN gradients at t = 0). The derivative at a zero group is that
-    of the
-    operator there: 0 for t > 0, the identity for t = 0. A concrete negative or NaN ``t`` raises
-    ``ValueError`` naming it; a traced one (a sweep point) gives NaN entries.
+    ``t`` ≥ 0, a scalar or broadcastable against the group norms (shape of x with ``axis`` kept
+    as 1). Computed as x_g − t·u_g where ‖x_g‖₂ > t (0 elsewhere), with the unit direction
+    u_g = y/‖y‖₂ of y = x_g/m, m = max|x_g|, and ‖x_g‖₂ = m‖y‖₂: everything at unit scale, so
+    neither the value nor the derivative (which involves 1/‖x_g‖, never 1/‖x_g‖²) under- or
+    overflows for tiny groups (float32 groups near 1e-20 had NaN gradients at t = 0). The derivative
+    at a zero group is that of the operator there: 0 for t > 0, the identity for t = 0. A concrete
+    negative or NaN ``t`` raises ``ValueError`` naming it; a traced one (a sweep point) gives NaN
+    entries.
     """
     x = jnp.asarray(x)  # a list or a NumPy array (float64 ones: in JAX's default float)
     t = _checks.as_hyper(t, "t", dtype=jnp.result_type(x.dtype, float))
@@ -98,9 +97,8 @@ def group_soft_threshold(x: jax.Array, t, axis: int = 0) -> jax.Array:
     ss = jnp.sum(jnp.square(y), axis=axis, keepdims=True)
     nonzero = ss > 0
     root = jnp.sqrt(jnp.where(nonzero, ss, 1.0))  # ‖y‖ where non-zero (safe sqrt)
-    keep = jnp.where(
-        nonzero, m * root > t, jnp.asarray(t) <= 0
-    )  # a zero group is kept (as 0) at t = 0
+    # a zero group is kept (as 0) at t = 0
+    keep = jnp.where(nonzero, m * root > t, jnp.asarray(t) <= 0)
     # A traced invalid t arrives as NaN (as_hyper); every comparison with it is False, which zeroed
     # every group, a plausible answer. It gives NaN, as in soft_threshold and hard_threshold.
     return jnp.where(jnp.isnan(t), jnp.nan, jnp.where(keep, x - t * (y / root), 0.0))
@@ -147,9 +145,9 @@ def top_fraction_count(alpha, n: int) -> jax.Array:
 
 # A square M up to this many entries has its row and column cut-offs found by one selection over the
 # rows of [M; Mᵀ]: one compiled selection instead of two (ScaledGD's first call at 300 × 300 to
-# 700 × 700: 3.2-3.9 s against 5.0-6.4 s; its runs as fast or faster, 16 against 20 ms at 200 ×
-# 200). Above it the transposed copy costs more than it saves (1000 × 1000: 260-270 against 195-225
-# ms).
+# 700 × 700: 3.2-3.9 s against 5.0-6.4 s; its runs as fast or faster, 16 against 20 ms at
+# 200 × 200). Above it the transposed copy costs more than it saves (1000 × 1000: 260-270 against
+# 195-225 ms).
 _JOINT_SELECTION_MAX = 1 << 19
 
 

@@ -419,10 +419,10 @@ def _members_as_rows(x, axis, batched, k, guess):
 
 
 # On GPUs and TPUs, "auto" sorts a selection over fewer entries than this (all the members of a
-# vmapped batch together) and counts above it. One H200, float32, rows of n × n matrices, ms (count
-# / sort): one 1000²: 0.84 / 0.48; 64 × 200²: 0.44 / 0.19; 8 × 500²: 0.43 / 0.26; 2000²: 1.02 /
-# 1.08; 8 × 1000²: 0.58 / 0.67; 64 × 500²: 0.74 / 0.91; 64 × 1000²: 1.17 / 3.38; 64 × 2000²: 2.95 /
-# 15.0.
+# vmapped batch together) and counts above it. One H200, float32, rows of n × n matrices,
+# ms (count / sort): one 1000²: 0.84 / 0.48; 64 × 200²: 0.44 / 0.19; 8 × 500²: 0.43 / 0.26;
+# 2000²: 1.02 / 1.08; 8 × 1000²: 0.58 / 0.67; 64 × 500²: 0.74 / 0.91; 64 × 1000²: 1.17 / 3.38;
+# 64 × 2000²: 2.95 / 15.0.
 _SORT_MAX_ENTRIES = 1 << 22
 
 
@@ -568,7 +568,8 @@ def kth_largest(x, k, *, axis=-1, guess=None, method="auto", gather=True):
 
 
 def _broadcasts_to(shape, target) -> bool:
-    """Whether an array of ``shape`` broadcasts to ``target`` (NumPy's rule, and not to something larger)."""
+    """Whether an array of ``shape`` broadcasts to ``target`` (NumPy's rule, and not to something
+    larger)."""
     try:
         return np.broadcast_shapes(shape, target) == tuple(target)
     except ValueError:
@@ -602,7 +603,6 @@ def _kth_by_sort(x, k, axis):
     ascending = jnp.sort(x, axis=axis)
     place = jnp.expand_dims(jnp.clip(n - k, 0, n - 1), axis)
     v = jnp.squeeze(jnp.take_along_axis(ascending, place, axis=axis), axis)
-    v = jnp.where(
-        jnp.abs(v) < jnp.finfo(x.dtype).tiny, jnp.zeros((), x.dtype), v
-    )  # ±0, subnormals → +0.0
+    # ±0, subnormals → +0.0
+    v = jnp.where(jnp.abs(v) < jnp.finfo(x.dtype).tiny, jnp.zeros((), x.dtype), v)
     return jnp.where(k <= 0, inf, jnp.where(k > n, -inf, v))

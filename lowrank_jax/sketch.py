@@ -18,6 +18,7 @@ Cost O(nnz(A) · t + k d² + d³) instead of the O(n d²) of a QR of X.
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import jax
 import jax.numpy as jnp
@@ -39,6 +40,7 @@ def leverage_scores(A, row_weights=None):
     X = design.as_design(A)
     X = X.todense() if isinstance(X, design.RowSparse) else X
     if row_weights is not None:
+        # in A's dtype, as approx_leverage_scores
         X = (
             jnp.sqrt(
                 _checks.as_hyper(
@@ -46,7 +48,7 @@ def leverage_scores(A, row_weights=None):
                 )
             )[:, None]
             * X
-        )  # in A's dtype, as approx_leverage_scores
+        )
     Q, R = linalg.qr(X)  # Q finished before the SVD of R starts (see linalg.qr)
     U, s, _ = jnp.linalg.svd(R, full_matrices=False)
     W = Q @ (U * linalg.above_rounding(s, max(X.shape)))
@@ -112,7 +114,7 @@ def sketch_size(d: int, eps: float, delta: float = 0.01, beta: float = 1.0) -> i
     for name, value in (("eps", eps), ("delta", delta), ("beta", beta)):
         if _checks.as_real(value) is None:
             raise ValueError(f"{name} must be a real number, got {value!r}")
-    eps, delta, beta = (_checks.as_real(v) for v in (eps, delta, beta))
+    eps, delta, beta = (cast(float, _checks.as_real(v)) for v in (eps, delta, beta))  # checked
     if not (0 < eps < math.inf and 0 < delta < 1 and 0 < beta <= 1):
         raise ValueError(
             f"need 0 < eps < inf, 0 < delta < 1, 0 < beta <= 1; got {eps}, {delta}, {beta}"
@@ -175,8 +177,8 @@ def sampled_gram(key, A, D, m: int, *, method: str = "approx", scores=None, acti
         scores = (
             approx_leverage_scores(k_scores, A, D) if method == "approx" else leverage_scores(A, D)
         )
-    # one per row: JAX's gather clamps an index past the end, so a longer array sampled row n−1
     else:
+        # one per row: JAX's gather clamps an index past the end, so a longer array sampled row n−1
         scores = _checks.as_hyper(scores, "scores", ndim=1, length=A.shape[0], dtype=A.dtype)
     idx, weight, _ = sample_rows(k_draw, scores, m, active)
     return design.gram(design.take_rows(A, idx), D[idx] * weight)

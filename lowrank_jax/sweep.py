@@ -8,8 +8,7 @@ three things a sweep needs beyond that:
   :func:`seeds` for a key axis;
 * :func:`run` — ``out[i] = f(**point_i)`` for every point in one compiled program, optionally in
   chunks of ``chunk`` points (``lax.map(..., batch_size=chunk)``) to bound memory, with the point
-  axis
-  **sharded across devices** (``jax.sharding.Mesh`` / ``shard_map``; one device: no sharding).
+  axis **sharded across devices** (``jax.sharding.Mesh`` / ``shard_map``; one device: no sharding).
   The point count is padded to a multiple of the device count by repeating the last point, and the
   padding is dropped from the result;
 * compilation is cached on ``f`` itself: calling :func:`run` again with the same function object
@@ -24,8 +23,13 @@ Pattern (ScaledGD over step size η and sparsity α, 3 seeds — 48 runs, one ca
 
     pts = sweep.grid(eta=jnp.linspace(0.3, 0.9, 4), alpha=jnp.array([0.05, 0.1, 0.15, 0.2]),
                      key=sweep.seeds(0, 3))
-    err = sweep.run(lambda eta, alpha, key, Y: rpca.scaledgd(Y, r, alpha, eta=eta, max_iter=50, key=key).residual, pts,
-                    shared={"Y": Y})
+    err = sweep.run(
+        lambda eta, alpha, key, Y: rpca.scaledgd(
+            Y, r, alpha, eta=eta, max_iter=50, key=key
+        ).residual,
+        pts,
+        shared={"Y": Y},
+    )
     err.reshape(4, 4, 3)      # axes in the order given to grid
 
 Only what changes shapes stays static (rank, iteration counts, variant names); sweep those with a
@@ -41,7 +45,7 @@ import inspect
 import numbers
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -68,8 +72,8 @@ def _hint_one_cpu_device(devices) -> None:
     _hinted_one_cpu_device = True
     _checks.warn_caller(
         f"sweep.run: JAX has one CPU device, so this sweep runs on about one of the {cores} cores. "
-        f"jax.config.update('jax_num_cpu_devices', {cores}) before JAX's first computation (a fresh "
-        "process) gives one device per core, and sweep.run then splits the points over them "
+        f"jax.config.update('jax_num_cpu_devices', {cores}) before JAX's first computation (a "
+        "fresh process) gives one device per core, and sweep.run then splits the points over them "
         "(see the Sweeps guide). Pass devices=jax.devices() to silence this."
     )
 
@@ -89,17 +93,18 @@ def _length(name, v) -> int:
             f"sweep axis {name!r} needs a leading axis of one length on every leaf, "
             f"got shapes {[np.shape(x) for x in leaves]}"
         )
-    size = sizes.pop()
+    size = cast(int, sizes.pop())  # not None: refused above
     if size == 0:
         raise ValueError(f"sweep axis {name!r} is empty")
     return size
 
 
 def _number_or_nest(x) -> bool:
-    """Whether ``x`` is a single leaf (a number, a 0-d array, a key) or a plain list / tuple nest of them."""
+    """Whether ``x`` is a single leaf (a number, a 0-d array, a key) or a plain list / tuple nest of
+    them."""
     if type(x) in (list, tuple):
         return all(_number_or_nest(y) for y in x)
-    return jax.tree.structure(x).num_nodes == 1
+    return jax.tree.structure(x).num_nodes == 1  # type: ignore[attr-defined]  # not in JAX's stubs
 
 
 def _axis(v):
@@ -174,14 +179,16 @@ def shape_of(**axes) -> tuple[int, ...]:
 
 
 def _device_tuple(devices) -> tuple:
-    """``devices`` as a tuple of devices: None → all of ``jax.devices()``, one device → (device,)."""
+    """``devices`` as a tuple of devices: None → all of ``jax.devices()``,
+    one device → (device,)."""
     if devices is None:
         return tuple(jax.devices())
     if isinstance(devices, jax.Device):
         return (devices,)
     if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__"):
         raise ValueError(
-            f"devices must be a device or a sequence of devices (e.g. jax.devices()), got {devices!r}"
+            "devices must be a device or a sequence of devices (e.g. jax.devices()), got "
+            f"{devices!r}"
         )
     devices = tuple(devices)
     if not all(isinstance(d, jax.Device) for d in devices):
@@ -202,7 +209,8 @@ def _mesh(devices) -> Mesh | None:
 
 
 def _place(tree, where):
-    """The arrays of ``tree`` put on ``where`` (a device, or a sharding); other leaves as they are."""
+    """The arrays of ``tree`` put on ``where`` (a device, or a sharding); other leaves as they
+    are."""
     return jax.tree.map(
         lambda x: jax.device_put(x, where) if isinstance(x, (jax.Array, np.ndarray)) else x, tree
     )
@@ -371,9 +379,14 @@ def run(
 
         p = datasets.rpca_problem(jax.random.key(0), 100, 100, rank=3, alpha=0.1)
         pts = sweep.grid(alpha=[0.1, 0.2], eta=jnp.linspace(0.3, 0.9, 4))    # 8 points
-        err = sweep.run(lambda alpha, eta, Y, X: rpca.scaledgd(Y, 3, alpha, eta=eta, max_iter=30, X_star=X).error,
-                        pts, shared={"Y": p.Y, "X": p.X})                    # one jitted, vmapped call
-        print(err.reshape(2, 4))                                             # error per (α, η)
+        err = sweep.run(
+            lambda alpha, eta, Y, X: rpca.scaledgd(
+                Y, 3, alpha, eta=eta, max_iter=30, X_star=X
+            ).error,
+            pts,
+            shared={"Y": p.Y, "X": p.X},
+        )  # one jitted, vmapped call
+        print(err.reshape(2, 4))  # error per (α, η)
         ```
     """
     if not isinstance(points, dict) or not points:
@@ -424,7 +437,7 @@ def run(
     )
     with bar:
         out = _program(fn, chunk, mesh, progress)(points, shared)
-        if progress:
+        if isinstance(bar, progress_bar.CompiledBar):  # progress
             jax.block_until_ready(out)  # the bar closes when the points are done ...
             bar.finish()  # ... and shows them all, even where XLA dropped callbacks
     if mesh is not None and (-n % mesh.devices.size):

@@ -31,9 +31,9 @@ def scale_by_factored_preconditioner(axis_name: str | None = None) -> optax.Grad
     Shapes: L (n1, r), R (n2, r); ``updates`` = (G_L, G_R) of the same shapes. Stateless; needs
     ``params`` in ``update``. ``axis_name``: inside ``shard_map`` with L (and G_L) split by rows
     over that mesh axis and R, G_R replicated, the r × r Gram LᵀL is summed across devices
-    (``psum``) — the only communication the step needs. The update is invariant to the gauge (L, R)
-    → (LQ, RQ⁻ᵀ): it moves X = LRᵀ the same way whatever balanced or unbalanced factorisation
-    represents it.
+    (``psum``) — the only communication the step needs. The update is invariant to the gauge
+    (L, R) → (LQ, RQ⁻ᵀ): it moves X = LRᵀ the same way whatever balanced or unbalanced
+    factorisation represents it.
     """
 
     def init_fn(params):
@@ -101,8 +101,7 @@ def scaled_gradient_step(params, grads, learning_rate, axis_name: str | None = N
     return optax.apply_updates(params, updates)
 
 
-# -- proximal steps
-# ---------------------------------------------------------------------------------
+# -- proximal steps --------------------------------------------------------------------------------
 
 
 class ProximalState(NamedTuple):
@@ -110,7 +109,7 @@ class ProximalState(NamedTuple):
     scheduled strength)."""
 
     inner: optax.OptState
-    count: jax.Array
+    count: jax.Array  # type: ignore[assignment]  # shadows tuple.count, as in optax's states
 
 
 def proximal(
@@ -171,16 +170,14 @@ def proximal(
 
 def projected(optimizer: optax.GradientTransformation, project_fn) -> optax.GradientTransformation:
     """Projected steps: z⁺ = Π(z + u_t) with u_t the inner optimizer's update and
-    ``project_fn(params)
-    -> params`` a projection (onto a convex set, or a rank constraint as in lifted PGD). The
-    :func:`proximal` wrapper with a strength-free prox, since a projection is the prox of an
-    indicator. The new iterate is Π(z + u_t) up to one rounding (see :func:`proximal`): a box
-    constraint may be exceeded in the last bit."""
+    ``project_fn(params) -> params`` a projection (onto a convex set, or a rank constraint as in
+    lifted PGD). The :func:`proximal` wrapper with a strength-free prox, since a projection is the
+    prox of an indicator. The new iterate is Π(z + u_t) up to one rounding (see :func:`proximal`): a
+    box constraint may be exceeded in the last bit."""
     return proximal(optimizer, lambda params, _: project_fn(params), 0.0)
 
 
-# -- Newton steps
-# -----------------------------------------------------------------------------------
+# -- Newton steps ----------------------------------------------------------------------------------
 
 
 def newton_direction(H, g, damping=0.0, *, size=None):
@@ -361,8 +358,9 @@ def newton(
         ``ValueError`` naming ``damping`` here.
       solve: ``solve(curvature, g, damping)`` with g the flattened updates, (d,), returning Δ (d,)
         or a pair ``(Δ, aux)``; ``aux`` (any pytree, e.g. a product with Δ that the caller would
-        otherwise recompute) is kept in the state. Default :func:`newton_direction` (Cholesky; LU for
-        an indefinite H; the eigendecomposition's pseudo-inverse for a numerically singular one), no aux.
+        otherwise recompute) is kept in the state. Default :func:`newton_direction` (Cholesky; LU
+        for an indefinite H; the eigendecomposition's pseudo-inverse for a numerically singular
+        one), no aux.
       init_curvature, init_aux: ``params -> pytree``: the placeholders that ``init`` puts in the
         state. They must have the structure, shapes and dtypes of what ``hessian_fn`` and ``solve``
         return, so that the state can be the carry of ``lax.scan`` / ``while_loop``. Defaults:
@@ -385,7 +383,8 @@ def newton(
         f = lambda p: jax.nn.logsumexp(A @ p["w"] + p["b"]) + 0.5 * (p["w"] @ p["w"] + p["b"] ** 2)
         params = {"w": jnp.zeros(4), "b": jnp.zeros(())}
         _, unravel = ravel_pytree(params)
-        hess = lambda p: jax.hessian(lambda v: f(unravel(v)))(ravel_pytree(p)[0])   # (5, 5) on the flat params
+        # (5, 5) on the flat params
+        hess = lambda p: jax.hessian(lambda v: f(unravel(v)))(ravel_pytree(p)[0])
         opt = transforms.newton(hess)
         state = opt.init(params)
 
@@ -397,7 +396,7 @@ def newton(
 
         for _ in range(5):
             params, state, grad_norm = step(params, state)
-            print(grad_norm)                                                         # quadratic convergence
+            print(grad_norm)  # quadratic convergence
         ```
     """
     from jax.flatten_util import ravel_pytree

@@ -303,8 +303,8 @@ def test_svd_helpers_compute_half_precision_in_float32():
         for m in ("exact", "gram", "randomized")
     ]
     grads.append(jax.grad(lambda A: jnp.sum(linalg.low_rank_factors(A, 2)[0])))
-    for g in jax.jit(lambda A: [g(A) for g in grads])(A):
-        assert g.dtype == jnp.float16
+    for gradient in jax.jit(lambda A: [g(A) for g in grads])(A):
+        assert gradient.dtype == jnp.float16
     G = A32.T @ A32
     G20 = jnp.kron(jnp.eye(4), G)[:20, :20]  # r > 16: the LAPACK path
     for M in (G, G20):
@@ -364,8 +364,7 @@ def test_gram_factors_reverse_mode_is_exact_for_losses_of_the_product(x64, shape
     """low_rank_factors(method="gram") kept only the tangent-space part P_T(X̄) in reverse mode, off
     by O(σ_{r+1}/σ_r): 8 % here. It now differentiates X = A V_r V_rᵀ through the eigenspace, with
     every eigenpair of the Gram matrix: central differences of a nonlinear loss of X = L Rᵀ, tall
-      and
-    wide (through the transpose), at σ₄/σ₃ = 0.5 and with a zero column block (repeated zero σ
+    and wide (through the transpose), at σ₄/σ₃ = 0.5 and with a zero column block (repeated zero σ
     among the discarded ones, whose left vectors the Gram route cannot give)."""
     rng = np.random.default_rng(9)
     A = _with_spectrum(rng, (5.0, 4.0, 3.0, 1.5, 1.0, 0.7, 0.5, 0.3), shape)
@@ -467,7 +466,8 @@ def _product_rule(A, rank):
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
 def _derivatives(f, rank, A, dA, C):
-    """(jvp of f(·, rank) at A along dA, ⟨grad of ⟨C, f(·, rank)⟩, dA⟩, central difference along dA)."""
+    """(jvp of f(·, rank) at A along dA, ⟨grad of ⟨C, f(·, rank)⟩, dA⟩,
+    central difference along dA)."""
     _, jvp = jax.jvp(lambda A: f(A, rank), (A,), (dA,))
     g = jax.grad(lambda A: jnp.sum(C * f(A, rank)))(A)
     h = 1e-6
@@ -593,10 +593,9 @@ def test_top_eigenspace_projector_derivative_at_tied_eigenvalues(x64, rank):
 
 def _concurrent_lapack_kernels(hlo: str) -> list[tuple[str, str]]:
     """Pairs of batched LAPACK custom calls (a result of rank ≥ 3: a batch of matrices) of a
-    compiled
-    HLO module with no data path between them, within each computation: kernels that XLA's CPU
-    runtime may run at the same time, each blocking a pool thread while its batch is shared out.
-    (An unbatched kernel runs on its caller's thread and blocks none.)"""
+    compiled HLO module with no data path between them, within each computation: kernels that XLA's
+    CPU runtime may run at the same time, each blocking a pool thread while its batch is shared
+    out. (An unbatched kernel runs on its caller's thread and blocks none.)"""
     pairs = []
     for computation in re.split(r"\n(?=\S.*\{\n)", hlo):
         operands, kernels = {}, []
@@ -693,7 +692,6 @@ def test_no_two_lapack_kernels_of_a_vmapped_solver_can_run_at_once():
         )
     for name, (fn, args) in programs.items():
         hlo = jax.jit(fn).lower(*args).compile().as_text()
-        assert re.search(r"= \(?f32\[\d+,\d+,\d+\][^\n]*lapack_", hlo), (
-            name
-        )  # it has batched kernels to see
+        # it has batched kernels to see
+        assert re.search(r"= \(?f32\[\d+,\d+,\d+\][^\n]*lapack_", hlo), name
         assert not _concurrent_lapack_kernels(hlo), (name, _concurrent_lapack_kernels(hlo))

@@ -102,7 +102,9 @@ def test_run_until_forward_mode_with_none_int_and_key_in_the_state_and_vmap_of_j
     curvature has), an int and a key failed with a bare AssertionError; vmap of jvp with a batched
     primal or tolerance built (batch, batch) arrays that failed to compile."""
 
-    def run(a, tol, extra=(None, jnp.int32(3), jax.random.key(0))):
+    extra = (None, jnp.int32(3), jax.random.key(0))
+
+    def run(a, tol):
         step = lambda k, s: ((s[0] * a,) + s[1:], {"x": s[0] * a})  # noqa: E731
         return loop.run_until(
             step, (jnp.float32(1.0),) + extra, max_iter=60, stop=lambda s, d: d["x"] < tol

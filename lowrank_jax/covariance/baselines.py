@@ -95,8 +95,7 @@ def _safe_norm(x):
     return jnp.where(x > 0, x, 1.0)
 
 
-# --- augmented Lagrangian methods: PCP (IALM) and its γ-norm variant (NC-RPCA)
-# ---------------------
+# --- augmented Lagrangian methods: PCP (IALM) and its γ-norm variant (NC-RPCA) --------------------
 
 
 def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, invalid, *, sv_map, s_prox, l_first, max_iter):
@@ -238,9 +237,10 @@ def ialm(
         rng = np.random.default_rng(0)
         M0 = rng.normal(size=(20, 3))
         Sigma = M0 @ M0.T + np.diag(rng.uniform(0.5, 1.0, 20))
-        res = covariance.ialm(Sigma)                               # PCP with λ = 1/√n
-        print(res)                                                 # BaselineResult(status=CONVERGED, …)
-        print(covariance.rank_above(res.L), covariance.rel_error(res.L + res.S, Sigma))   # 3, ≈ 4e-7
+        res = covariance.ialm(Sigma)  # PCP with λ = 1/√n
+        print(res)                    # BaselineResult(status=CONVERGED, …)
+        # 3, ≈ 4e-7
+        print(covariance.rank_above(res.L), covariance.rel_error(res.L + res.S, Sigma))
         ```
     """
     Sigma, (lam, tol, rho, mu_factor), max_iter = _alm_arguments(
@@ -261,7 +261,8 @@ def ialm(
 def gamma_norm_shrink(s, mu, gamma, start=None, *, inner: int = 100, tol=1e-6):
     """NC-RPCA's L-step on the singular values s ≥ 0 (Kang, Peng, Cheng 2015): a local minimiser of
 
-        Σ_i f(σ_i) + (μ/2) ‖σ − s‖²,   f(σ) = (1 + γ) σ / (γ + σ)   (the γ-norm ‖L‖_γ = Σ f(σ_i(L))),
+        Σ_i f(σ_i) + (μ/2) ‖σ − s‖²,   f(σ) = (1 + γ) σ / (γ + σ)
+                                       (the γ-norm ‖L‖_γ = Σ f(σ_i(L))),
 
     by difference of convex functions: f is concave, so each step minimises its tangent majorant,
 
@@ -271,9 +272,8 @@ def gamma_norm_shrink(s, mu, gamma, start=None, *, inner: int = 100, tol=1e-6):
     until ‖Δσ‖² < tol (the reference code's 100 and 1e-6, an absolute test). The objective never
     increases along the steps, which end at a stationary point near the start: from 0 that can be
     σ = 0 although a far lower minimum exists (s = 5, μ = 1, γ = 0.01: 12.5 at σ = 0 against 1.008
-    at σ ≈ 5.0). f rises
-    from 0 to 1 within a few γ, so it interpolates between rank(L) (γ → 0) and the nuclear norm
-    (γ → ∞, f ≈ σ). Returns the new σ."""
+    at σ ≈ 5.0). f rises from 0 to 1 within a few γ, so it interpolates between rank(L) (γ → 0)
+    and the nuclear norm (γ → ∞, f ≈ σ). Returns the new σ."""
     s = jnp.asarray(s)
     if not jnp.issubdtype(s.dtype, jnp.inexact):
         s = s.astype(jnp.result_type(float))
@@ -355,9 +355,8 @@ def ncrpca(
 
     Args:
       Sigma: (n, n) symmetric. lam, tol, rho (> 1), mu0, gamma (> 0): arrays, may be traced;
-        tol=None
-      runs all ``max_iter`` iterations. max_iter: iteration budget (static). norm: "l21" or "l1"
-      (static).
+      tol=None runs all ``max_iter`` iterations. max_iter: iteration budget (static). norm: "l21"
+      or "l1" (static).
       throw: with a run that diverges (a non-finite or exploding iterate: μ = μ₀ρᵗ has no cap and
         overflows the dtype when ρ is too large for the budget, e.g. ρ^max_iter beyond 10³⁸ in
         float32; or a traced Σ out of its dtype's range), raise ``RuntimeError`` (True, default;
@@ -387,8 +386,7 @@ def ncrpca(
     )
 
 
-# --- fast PCP
-# ----------------------------------------------------------------------------------------
+# --- fast PCP -------------------------------------------------------------------------------------
 
 
 @functools.partial(jax.jit, static_argnames=("rank", "loops", "grow", "svd"))
@@ -398,7 +396,8 @@ def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, loops, grow, 
     idx = jnp.arange(rank)
 
     def partial_svd(A, r):
-        """Rank-r truncation of A from a static-width (k) SVD: singular values past r are dropped."""
+        """Rank-r truncation of A from a static-width (k) SVD: singular values past r are
+        dropped."""
         U, s, V = linalg.low_rank_svd(A, rank, method=svd, key=key)
         s_kept = jnp.where(idx < r, s, 0.0)
         return (U * s_kept) @ V.T, s
@@ -528,8 +527,7 @@ def fpcp(
     )
 
 
-# --- RPCA by gradient descent on a symmetric factor
-# -------------------------------------------------
+# --- RPCA by gradient descent on a symmetric factor -----------------------------------------------
 
 
 def _symmetric_cuts_sorted(magnitude, alpha):
@@ -624,7 +622,8 @@ def rpca_gd(
     """Robust PCA by gradient descent (Yi, Park, Chen, Caramanis 2016) on a symmetric factor,
     L = UUᵀ with U ∈ ℝ^{n×k} (so L is PSD of rank ≤ k):
 
-        S_init = T_α(Σ);  U₀ = V_k Λ_k^{1/2} from the top-k eigenpairs of Σ − S_init (λ clipped at 0)
+        S_init = T_α(Σ);  U₀ = V_k Λ_k^{1/2} from the top-k eigenpairs of Σ − S_init
+                          (λ clipped at 0)
         repeat:  S = T_{γα}(Σ − UUᵀ),  E = UUᵀ + S − Σ,  U ← U − (η/σ₁) E U
         until ‖E‖_F/‖Σ‖_F < tol or ``max_iter`` iterations (all of them for ``tol=None``).
 
@@ -669,9 +668,8 @@ def rpca_gd(
     step = _checks.as_hyper(step, "step", ndim=0, positive=True, dtype=dtype)
     tol = _checks.as_tolerance(tol, dtype)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
-    return_factor = _checks.check_flag(
-        return_factor, "return_factor"
-    )  # before the run, not after it
+    # before the run, not after it
+    return_factor = _checks.check_flag(return_factor, "return_factor")
     throw = _checks.check_flag(throw, "throw")
     out = _rpca_gd(Sigma, alpha, alpha_iter, step, tol, rank=rank, max_iter=max_iter)
     out = finish(

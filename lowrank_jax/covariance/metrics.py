@@ -1,5 +1,5 @@
-"""Metrics of a low-rank + sparse split Σ ≈ L + S of a symmetric matrix (Baes et al. 2021, Sec.
-III).
+"""Metrics of a low-rank + sparse split Σ ≈ L + S of a symmetric matrix
+(Baes et al. 2021, Sec. III).
 
 The paper's threshold ϵ = 0.01 (called ``tol`` here; not the smoothing ε of the loss nor a gradient
 tolerance) enters two of them:
@@ -59,8 +59,7 @@ def check_symmetric(Sigma, name: str = "Sigma", rtol: float = 1e-6) -> jax.Array
     matrix.
 
     Symmetry is relative: max_ij |Σ_ij − Σ_ji| ≤ ``rtol`` · max_ij |Σ_ij| (``rtol`` = 1e-6 by
-      default,
-    loose enough for float32 round-off of a product such as MMᵀ, tight enough to reject a
+    default, loose enough for float32 round-off of a product such as MMᵀ, tight enough to reject a
     non-symmetric input). Only shape and dtype are checked when ``Sigma`` is a tracer.
 
     Raises:
@@ -201,15 +200,12 @@ def is_shrunk(Sigma, L, S, t) -> jax.Array:
     traceable). True for FPCP's S at its default λ = t = 1/√n.
 
     The test is max_ij |S_ij − shrink(Σ − L, t)_ij| ≤ 8 ε (max|Σ| + max|L|), ε the machine epsilon
-    of
-    the least precise of Σ, L, S: forming Σ − L and subtracting t round by ε·max(|Σ|, |L|) per
-      entry,
-    also when the caller recomputed Σ, L or t in another precision than the method did. It only
-    decides anything when shrinking matters: otherwise shrink(S, t) = S to that tolerance. An S = Σ
-      − L
-    (the network's, IALM's up to its tolerance) differs from shrink(Σ − L, t) by min(|Σ − L|, t) per
-    entry, so it is taken as shrunk only when Σ − L is itself round-off, where S and shrink(S, t)
-    agree. NaN anywhere gives False.
+    of the least precise of Σ, L, S: forming Σ − L and subtracting t round by ε·max(|Σ|, |L|) per
+    entry, also when the caller recomputed Σ, L or t in another precision than the method did. It
+    only decides anything when shrinking matters: otherwise shrink(S, t) = S to that tolerance. An
+    S = Σ − L (the network's, IALM's up to its tolerance) differs from shrink(Σ − L, t) by
+    min(|Σ − L|, t) per entry, so it is taken as shrunk only when Σ − L is itself round-off, where S
+    and shrink(S, t) agree. NaN anywhere gives False.
     """
     Sigma, L, S = (_checks.as_floating(a) for a in (Sigma, L, S))
     eps = max(float(jnp.finfo(a.dtype).eps) for a in (Sigma, L, S))
@@ -224,10 +220,10 @@ def real_data_errors(Sigma, L, S, shrink_t=None, tol=EPSILON, *, S_shrunk=None) 
 
     The shrunk part is S̃ = shrink(S, t), except for an S that is already shrunk:
 
-        S_shrunk=None (default)  S̃ = S when S = shrink(Σ − L, t) to round-off (:func:`is_shrunk`; FPCP's
-                                 S at its default λ = 1/√n), else shrink(S, t)
-        S_shrunk=True            S̃ = S (e.g. FPCP run with another λ, whose S the caller takes as its
-                                 sparse part as it is)
+        S_shrunk=None (default)  S̃ = S when S = shrink(Σ − L, t) to round-off (:func:`is_shrunk`;
+                                 FPCP's S at its default λ = 1/√n), else shrink(S, t)
+        S_shrunk=True            S̃ = S (e.g. FPCP run with another λ, whose S the caller takes as
+                                 its sparse part as it is)
         S_shrunk=False           S̃ = shrink(S, t) always
 
     Shrinking FPCP's S again gave S̃ = shrink(Σ − L, 2t): on ``datasets.sp500_demo_matrix()`` with
@@ -235,9 +231,9 @@ def real_data_errors(Sigma, L, S, shrink_t=None, tol=EPSILON, *, S_shrunk=None) 
 
     ``shrink_t`` and ``tol`` must be ≥ 0 (``ValueError`` naming them for a negative or NaN value: a
     negative shrinkage inflated S and gave a wrong fit_shrunk and sparsity_shrunk = 0). Σ is checked
-    as :func:`report` checks it (:func:`check_symmetric`: square, finite, symmetric to 1e-6 ·
-    max|Σ|; only its shape under ``jit``). Raises ``ValueError`` naming ``Sigma`` unless it is a
-    square matrix, and ``L`` or ``S`` unless of its shape."""
+    as :func:`report` checks it (:func:`check_symmetric`: square, finite, symmetric to
+    1e-6 · max|Σ|; only its shape under ``jit``). Raises ``ValueError`` naming ``Sigma`` unless it
+    is a square matrix, and ``L`` or ``S`` unless of its shape."""
     tol = _threshold(tol, "tol")
     if shrink_t is not None:
         shrink_t = _threshold(shrink_t, "shrink_t", scalar=False)

@@ -3,7 +3,7 @@ low-rank factor (Baes, Herrera, Neufeld, Ruyssen 2021).
 
     Σ = L + S,   L = MMᵀ (PSD, rank ≤ k),   M = g(N_Θ(h(Σ))),   S := Σ − L,
 
-    φ(Θ) = Σ_{i,j=1}^n μ([MMᵀ − Σ]_ij)                                        (eq. 9; all n² entries)
+    φ(Θ) = Σ_{i,j=1}^n μ([MMᵀ − Σ]_ij)                                       (eq. 9; all n² entries)
 
 h is the half-vectorisation (upper triangle row by row, eq. 8; the authors' code uses the lower
 triangle), g the row-major reshape ℝ^{nk} → ℝ^{n×k}, N_Θ a fully connected network evaluated at the
@@ -12,8 +12,7 @@ one fixed input h(Σ). μ is |t| (the authors' code), the Huber-type μ(t) = t²
 ∇_M φ = 2 μ'(ω) M (Lemma IV.2).
 
 **The fixed input.** The first layer only ever acts through z₀ = A⁽⁰⁾x + b⁽⁰⁾ with x = h(Σ) fixed,
-and
-its gradient is rank one: ∇_{A⁽⁰⁾}φ = δ xᵀ, ∇_{b⁽⁰⁾}φ = δ with δ = ∂φ/∂z₀. With ``first_layer=
+and its gradient is rank one: ∇_{A⁽⁰⁾}φ = δ xᵀ, ∇_{b⁽⁰⁾}φ = δ with δ = ∂φ/∂z₀. With ``first_layer=
 "fixed-input"`` (default) the solver never stores A⁽⁰⁾ (ℓ₁ × n(n+1)/2: 20 M weights at n = 200, 320
 M at n = 800) and updates z₀ directly, exactly as the dense layer would move it:
 
@@ -31,8 +30,8 @@ Optimisers: ``"adam"`` (optax; the code's lr 1e-4), ``"gd"`` (constant step), ``
 ≤ β t‖∇φ‖², bracketing from twice the last accepted step; the run stops, with step 0 recorded, when
 no step passes Armijo in 40 trials — the required decrease is then below the rounding of φ, which in
 float32 happens far from a stationary point: use float64 for the theory's diagnostics). Stopping:
-  ``max_iter``, the code's
-relative change |φ_j − mean(φ_{j−w..j−1})| / mean(…) < ``rel_tol`` (w = 10), or ‖∇φ‖ ≤ ``grad_tol``.
+``max_iter``, the code's relative change |φ_j − mean(φ_{j−w..j−1})| / mean(…) < ``rel_tol``
+(w = 10), or ‖∇φ‖ ≤ ``grad_tol``.
 """
 
 from __future__ import annotations
@@ -112,7 +111,7 @@ def half_vec(Sigma, order: str = "triu"):
     return Sigma[i, j]
 
 
-def _check_factor(M, Sigma):
+def _check_factor(M, Sigma) -> tuple[jax.Array, jax.Array]:
     """(M, Σ) after checking M is (n, k) and Σ an (n, n) symmetric matrix, by name. A 1-D M made
     MMᵀ the scalar ‖m‖², broadcast against Σ into a plausible φ; a non-symmetric Σ gave a
     ``grad_of_M`` that is not the gradient of ``loss_of_M`` (its formula uses Σ's symmetry)."""
@@ -209,7 +208,8 @@ def init_network(key, x, n: int, k: int, hidden, act: str, dtype):
 
 
 def dense_first_weight(key, r: int, width: int, dtype):
-    """The A⁽⁰⁾ that :func:`init_network` draws with the same key, materialised (``"dense"`` mode)."""
+    """The A⁽⁰⁾ that :func:`init_network` draws with the same key, materialised (``"dense"``
+    mode)."""
     k_first = jax.random.split(key, 2)[0]
     rows, chunks = first_weight_rows(k_first, r, width, dtype)
     return jax.lax.map(rows, jnp.arange(chunks)).reshape(-1, r)[:width]
@@ -280,14 +280,14 @@ def decompose(
 ) -> Decomposition:
     """Σ ≈ MMᵀ + S with M from an MLP at the fixed input h(Σ) (Baes, Herrera, Neufeld, Ruyssen
     2021): minimises φ(Θ) = Σ_{i,j} μ([MMᵀ − Σ]_ij) over the network's weights Θ, M = g(N_Θ(h(Σ)))
-    (n, k), μ = |·| (``loss="l1"``) or its smoothing (module docstring); returns L = MMᵀ and S = Σ −
-    L.
+    (n, k), μ = |·| (``loss="l1"``) or its smoothing (module docstring); returns L = MMᵀ and
+    S = Σ − L.
 
     Args:
       Sigma: (n, n) symmetric (checked to 1e-6 · max|Σ|); rank: k, 1 ≤ k ≤ n.
       hidden: widths ℓ₁…ℓ_m (the authors' code: 1000, 200, 200, 200; an int is one layer);
         activation: relu | tanh | logistic | arctan; loss: l1 | huber | logcosh with smoothing
-          ``eps``.
+        ``eps``.
       optimizer: adam (lr 1e-4 in the code) | gd (step ``lr``) | gd-sqrt (lr/√(j+1)) | armijo
         (Goldstein–Armijo with constants ``armijo`` = (α, β), first trial ``lr``).
       lr_end: "adam" and "gd": decay the step geometrically from ``lr`` to ``lr_end`` over
@@ -331,10 +331,13 @@ def decompose(
         rng = np.random.default_rng(0)
         M0 = rng.normal(size=(20, 3))
         L0, S0 = M0 @ M0.T, np.diag(rng.uniform(0.5, 1.0, 20))   # rank 3 + a sparse (diagonal) part
-        res = covariance.decompose(L0 + S0, 3, hidden=(100, 50), lr=1e-3, lr_end=1e-5, max_iter=3000, rel_tol=None)
+        res = covariance.decompose(
+            L0 + S0, 3, hidden=(100, 50), lr=1e-3, lr_end=1e-5, max_iter=3000, rel_tol=None
+        )
         r = covariance.report(L0 + S0, res.L, res.S, L0, S0)
-        print(Status.describe(res.status), res.n_iter, res.loss)   # MAX_ITER (no tolerance), 3000, ≈ 15
-        print(r["r_L"], r["rel_error_L"], r["rel_error_S"])      # 3, ≈ 1e-4, ≈ 1e-3
+        # MAX_ITER (no tolerance), 3000, ≈ 15
+        print(Status.describe(res.status), res.n_iter, res.loss)
+        print(r["r_L"], r["rel_error_L"], r["rel_error_S"])  # 3, ≈ 1e-4, ≈ 1e-3
         ```
     """
     Sigma = metrics.check_symmetric(Sigma)

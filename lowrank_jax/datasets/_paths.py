@@ -7,6 +7,7 @@ import pathlib
 
 
 def data_dir() -> pathlib.Path:
-    """``$LOWRANK_JAX_DATA`` if set, else ``data/`` at the repository root (where ``make data`` writes)."""
+    """``$LOWRANK_JAX_DATA`` if set, else ``data/`` at the repository root (where ``make data``
+    writes)."""
     env = os.environ.get("LOWRANK_JAX_DATA")
     return pathlib.Path(env) if env else pathlib.Path(__file__).resolve().parents[2] / "data"

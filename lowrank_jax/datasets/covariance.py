@@ -44,7 +44,7 @@ import gzip
 import importlib.util
 import io
 import pathlib
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -79,8 +79,7 @@ class CorrelationData(NamedTuple):
     name: str
 
 
-# --- synthetic
-# ---------------------------------------------------------------------------------------
+# --- synthetic ------------------------------------------------------------------------------------
 
 
 def as_generator(key, name: str = "key") -> np.random.Generator:
@@ -181,10 +180,10 @@ def sparse_psd_blocks(
         order = rng.permutation(n_pairs)
         # pair index p -> (i, j), i < j, row-major over the strict upper triangle
         iu, ju = np.triu_indices(n, 1)
-    batch, pos = None, 1024
-    max_blocks = (
-        50 * n * n
-    )  # the code's process draws with replacement: guard against s0 it cannot reach
+    batch: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+    pos = 1024
+    # the code's process draws with replacement: guard against s0 it cannot reach
+    max_blocks = 50 * n * n
     # The authors' test, sparsity = zeros / n² > s₀, in that arithmetic: the algebraically equal
     # nonzeros < n²(1 − s₀) rounds 1 − s₀ (100²·(1 − 0.95) = 500.00000000000045), so it went on
     # past exactly s₀ and added one block too many in about half the instances.
@@ -204,7 +203,8 @@ def sparse_psd_blocks(
             b_b = rng.uniform(-1.0, 1.0, size=1024)
             a_b = np.abs(b_b) + (1.0 - np.abs(b_b)) * rng.random(1024)  # U[|b|, 1]
             batch, pos = (i_b, j_b, b_b, a_b), 0
-        i_b, j_b, b_b, a_b = batch
+        # filled at pos == 1024, as it is before the first block
+        i_b, j_b, b_b, a_b = cast(tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], batch)
         if pos >= len(i_b):  # the paper variant ran out of pairs
             raise ValueError(f"s0 = {s0} cannot be reached with distinct pairs at n = {n}")
         i, j, b, a = int(i_b[pos]), int(j_b[pos]), float(b_b[pos]), float(a_b[pos])
@@ -244,12 +244,12 @@ def lrs_problem(key, n: int, k0: int, s0: float, variant: str = "code") -> LRSPr
     return LRSProblem(L0 + S0, L0, S0)
 
 
-# --- real data
-# ---------------------------------------------------------------------------------------
+# --- real data ------------------------------------------------------------------------------------
 
 
 def _package_file(package: str, relative: str) -> pathlib.Path | None:
-    """``relative`` inside the installed ``package`` without importing it (None when not installed)."""
+    """``relative`` inside the installed ``package`` without importing it (None when not
+    installed)."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         return None

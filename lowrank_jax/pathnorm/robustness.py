@@ -47,8 +47,9 @@ def _check_attack(X, eps, steps, step_size, key, bounds):
                 x_min, x_max = float(jnp.min(X)), float(jnp.max(X))
             if x_min < lo or x_max > hi:
                 raise ValueError(
-                    f"X has values in [{x_min:.3g}, {x_max:.3g}], outside bounds = ({lo:g}, {hi:g}), the "
-                    "input range the attack clips to: pass the range of your inputs as bounds=(lo, hi), "
+                    f"X has values in [{x_min:.3g}, {x_max:.3g}], "
+                    f"outside bounds = ({lo:g}, {hi:g}), the input range the attack clips to: "
+                    "pass the range of your inputs as bounds=(lo, hi), "
                     "or bounds=None for unbounded inputs (standardised features)"
                 )
     return eps, steps, step_size, _checks.as_key(key), (lo, hi)

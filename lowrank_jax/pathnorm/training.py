@@ -152,12 +152,19 @@ def train(
 
         d = load_digits()
         X, y = jnp.asarray(d.data / 16, jnp.float32), jnp.asarray(d.target)
-        res = pathnorm.train(jax.random.key(0), X[:1400], y[:1400], reg="path", method="prox", lr=0.1, lam=3e-3,
-                             epochs=5, hidden=64)
-        print(res.status, res.n_iter, res.loss)   # 1 (Status.MAX_ITER: all epochs ran), 5, CE + λ g ≈ 2.2
-        print(pathnorm.error_rate(res.model, X[1400:], y[1400:]),   # clean test error ≈ 0.26
-              res.nonzero,                                          # ≈ 0.94: Prox-SGD sets exact zeros
-              pathnorm.robust_error(res.model, X[1400:], y[1400:], eps=0.05, key=jax.random.key(1)))   # ≈ 0.38
+        res = pathnorm.train(
+            jax.random.key(0), X[:1400], y[:1400], reg="path", method="prox", lr=0.1, lam=3e-3,
+            epochs=5, hidden=64,
+        )
+        # 1 (Status.MAX_ITER: all epochs ran), 5, CE + λ g ≈ 2.2
+        print(res.status, res.n_iter, res.loss)
+        print(
+            pathnorm.error_rate(res.model, X[1400:], y[1400:]),  # clean test error ≈ 0.26
+            res.nonzero,  # ≈ 0.94: Prox-SGD sets exact zeros
+            pathnorm.robust_error(
+                res.model, X[1400:], y[1400:], eps=0.05, key=jax.random.key(1)
+            ),  # ≈ 0.38
+        )
         ```
     """
     X, y, outputs, batch, logs_per_epoch = _check_data(
@@ -227,7 +234,8 @@ def _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model=None):
         )
     if X.shape[0] // batch < logs_per_epoch:
         raise ValueError(
-            f"need at least {logs_per_epoch} minibatches of {batch} per epoch, got {X.shape[0]} examples"
+            f"need at least {logs_per_epoch} minibatches of {batch} per epoch, got {X.shape[0]} "
+            "examples"
         )
     return X, y, outputs, batch, logs_per_epoch
 
@@ -236,9 +244,8 @@ def _logit_bound(model, x_max):
     """B = max_k (|b_out,k| + Σ_j |W_out,kj| (‖W_in,j‖₁ x_max + |b_in,j|)): no logit of ``model``
     exceeds B in magnitude on inputs with ‖x‖_∞ ≤ x_max (|elu(z)| ≤ |z|). NaN or inf for a model
     with a non-finite parameter."""
-    unit = jnp.sum(jnp.abs(model.hidden.weight), axis=1) * x_max + jnp.abs(
-        model.hidden.bias
-    )  # (hidden,)
+    # (hidden,)
+    unit = jnp.sum(jnp.abs(model.hidden.weight), axis=1) * x_max + jnp.abs(model.hidden.bias)
     return jnp.max(jnp.abs(model.out.bias) + jnp.abs(model.out.weight) @ unit)
 
 
@@ -343,8 +350,8 @@ def sweep(
     """Train one network per (seed, lr, λ) in one ``vmap``ped, jitted call: ``lrs`` and ``lams`` are
     non-empty 1-D arrays of equal length (one configuration each; use ``jnp.meshgrid`` for a grid);
     the other arguments as :func:`train`. Seed s trains from ``jax.random.split(key, seeds)[s]``, so
-    even ``seeds=1`` differs from ``train(key, …)``: it equals ``train(jax.random.split(key, 1)[0],
-    …)``.
+    even ``seeds=1`` differs from ``train(key, …)``: it equals
+    ``train(jax.random.split(key, 1)[0], …)``.
 
     Nothing is raised for a configuration whose training diverges (a learning rate too large): its
     ``status`` is ``Status.DIVERGED`` and the other networks are unaffected (:func:`train` with

@@ -10,11 +10,11 @@ entrywise, with v = u′ (exp → exp, cosh → sinh, sinh → cosh; u″ = u):
 
 The Hessian is assembled without any n × n matrix, in O(n d²) (dense A) or O(nnz · q) (row-sparse):
 
-    H = Aᵀ diag(s) A − r pᵀ − p rᵀ + ‖b‖² p pᵀ,   s = v∘v + c∘u − ⟨c,b⟩u + w²,  p = Aᵀv,  r = Aᵀ(v∘b).
+    H = Aᵀ diag(s) A − r pᵀ − p rᵀ + ‖b‖² p pᵀ,
+    s = v∘v + c∘u − ⟨c,b⟩u + w²,   p = Aᵀv,   r = Aᵀ(v∘b).
 
 Erratum pinned by the tests: the paper's Def. C.2 prints the rank-one terms of B with u instead of
-  v;
-that is exact for exp only (v = u) and off by O(1) for cosh and sinh. B = B_rank + B_diag with
+v; that is exact for exp only (v = u) and off by O(1) for cosh and sinh. B = B_rank + B_diag with
 B_rank = −v(v∘b)ᵀ − (v∘b)vᵀ + ‖b‖² vvᵀ and B_diag = diag(v∘v + c∘u − ⟨c,b⟩u)
 (:func:`curvature_split`).
 
@@ -24,10 +24,10 @@ whose u-term vanishes can leave other minimisers); cosh's loss is even, L(x) = L
 x = 0 is always stationary (v(0) = sinh 0 = 0). Only exp has a non-trivial x* in general.
 
 Overflow: exp/cosh/sinh of |Ax| beyond ~88 (float32) or ~709 (float64) overflow, and the loss
-  squares
-them (α² ~ n² e^{2‖Ax‖_∞}). These are plain functions, not iterative solvers: an overflow comes back
-as inf/NaN, the same called directly and under ``jit``/``vmap``/:func:`lowrank_jax.sweep.run` (a
-``vmap`` over x values that overflows at some of them keeps the others). Nothing maps a non-finite
+squares them (α² ~ n² e^{2‖Ax‖_∞}). These are plain functions, not iterative solvers: an overflow
+comes back as inf/NaN, the same called directly and under
+``jit``/``vmap``/:func:`lowrank_jax.sweep.run` (a ``vmap`` over x values that overflows at some of
+them keeps the others). Nothing maps a non-finite
 value to a finite one: :func:`psd_certificate` of an overflowed Hessian is NaN, not 0, and
 :func:`icl_shift` returns the non-finite shift instead of judging an overflowed α. Compare ‖Ax‖_∞
 with :func:`overflow_limit` to stay in range; :func:`lowrank_jax.regression.newton_solve` refuses a
@@ -101,18 +101,19 @@ def _refuse_overflow(out, z, what: str):
         rows = np.nonzero(zz > limit)[-1]
         if not rows.size:  # Ax is within range: the size of A (in AᵀDA), b or w overflowed
             raise ValueError(
-                f"{what} overflows in {zz.dtype} although |Ax| ≤ {zz.max():.1f} is within the safe {limit:.1f}: "
-                "the entries of A, b or w are too large for the dtype (rescale them"
+                f"{what} overflows in {zz.dtype} although |Ax| ≤ {zz.max():.1f} is within the safe "
+                f"{limit:.1f}: the entries of A, b or w are too large for the dtype (rescale them"
                 + (")" if zz.dtype == np.float64 else ", or use float64)")
             )
         raise ValueError(
-            f"{what} overflows in {zz.dtype}: |Ax| reaches {zz.max():.1f}, beyond the safe {limit:.1f} at rows "
-            f"{rows[:10].tolist()}{' …' if rows.size > 10 else ''} ({rows.size} rows). "
+            f"{what} overflows in {zz.dtype}: |Ax| reaches {zz.max():.1f}, beyond the safe "
+            f"{limit:.1f} at rows {rows[:10].tolist()}{' …' if rows.size > 10 else ''} "
+            f"({rows.size} rows). "
             + (
                 "Rescale A or x."
                 if zz.dtype == np.float64
                 else "Pass A, b and x as float64 (x64 is on) or rescale A or x."
-                if jax.config.jax_enable_x64
+                if jax.config.jax_enable_x64  # type: ignore[attr-defined]
                 else "Use float64 (jax.config.update('jax_enable_x64', True)) or rescale A or x."
             )
         )
@@ -163,7 +164,7 @@ def _gradient_at(p: Parts, A, b, w):
     return design.rmatvec(A, p.c * p.v - jnp.dot(b, p.c) * p.v + w * w * p.z)
 
 
-def _loss(x, A, b, w, kind):
+def _loss(x, A, b, w, kind) -> tuple[jax.Array, jax.Array]:
     p = parts(x, A, b, kind)
     return _loss_at(p, w), p.z
 
@@ -207,8 +208,8 @@ def _hessian_at(p: Parts, A, b, w):
 
 def loss(x, A, b, w, kind: str = "exp"):
     """The rescaled hyperbolic regression loss L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w) A x‖²
-    (a scalar): the regularised problem of Gao, Song, Yin, Eq. (2), L_u (Def. 3.3) + L_reg (Def.
-    3.6).
+    (a scalar): the regularised problem of Gao, Song, Yin, Eq. (2),
+    L_u (Def. 3.3) + L_reg (Def. 3.6).
 
     Args:
       x: (d,) point (the other functions of this module take the same arguments). A: (n, d) design,
@@ -342,12 +343,12 @@ def psd_certificate(x, A, b, w, kind: str = "exp"):
     """λ_min(∇²L(x)) (x, A, b, w, kind as in :func:`loss`): a positive value certifies strong
     convexity at x (compare with the l of the weight rule). Refuses n < d (``ValueError``): then
     ∇²L = Aᵀ(B + W²)A has rank ≤ n < d, its λ_min is 0 and only rounding decides the sign, so the
-    value could never certify anything. The
-    same holds for a tall A without full column rank, which the shape cannot show: a λ_min within
-    rounding of 0 is returned as 0 (it certified a singular H as +5e-16). H is formed from sums over
-    A's n rows, so rounding reaches about d·√n·ε·max|λ| (``linalg.gram_rounding_size``); with
-    the cut-off d·ε·max|λ| of a matrix known to working precision, a singular H with n = 1000, d = 2
-    was still "certified" as +1.2e-14. An overflowed Hessian (inf/NaN entries) gives NaN."""
+    value could never certify anything. The same holds for a tall A without full column rank, which
+    the shape cannot show: a λ_min within rounding of 0 is returned as 0 (it certified a singular H
+    as +5e-16). H is formed from sums over A's n rows, so rounding reaches about d·√n·ε·max|λ|
+    (``linalg.gram_rounding_size``); with the cut-off d·ε·max|λ| of a matrix known to working
+    precision, a singular H with n = 1000, d = 2 was still "certified" as +1.2e-14. An overflowed
+    Hessian (inf/NaN entries) gives NaN."""
     A, b, w, x = check_problem(A, b, w, x, kind=kind)
     _require_full_column_rank_shape(A, "psd_certificate")
     H, _ = _hessian(x, A, b, w, kind)
@@ -370,7 +371,8 @@ def relative_spectrum(H_approx, H):
         H_approx, H = jnp.asarray(H_approx), jnp.asarray(H)
     if H.ndim != 2 or H.shape[0] != H.shape[1] or H_approx.shape != H.shape:
         raise ValueError(
-            f"H and H_approx must be square matrices of one shape, got {H.shape} and {H_approx.shape}"
+            f"H and H_approx must be square matrices of one shape, got {H.shape} and "
+            f"{H_approx.shape}"
         )
     with _checks.eager_if_concrete(H):
         L = jnp.linalg.cholesky(H)
@@ -391,7 +393,8 @@ def approximation_error(H_approx, H):
 
 
 def _icl_step(x_t, x_next, A, b, A_next, kind):
-    """Validated (A, b, x_t, x_next, A_next) of a step (x_t, A) → (x_next, A_next); A_next defaults to A."""
+    """Validated (A, b, x_t, x_next, A_next) of a step (x_t, A) → (x_next, A_next); A_next defaults
+    to A."""
     A, b, _, x_t = check_problem(A, b, 0.0, x_t, kind=kind)
     x_next = _checks.as_hyper(x_next, "x_next", ndim=1, nonnegative=False, dtype=A.dtype)
     if x_next.shape != x_t.shape:
@@ -407,8 +410,8 @@ def _icl_step(x_t, x_next, A, b, A_next, kind):
 def icl_shift(x_t, x_next, A, b, kind: str = "exp", *, A_next=None):
     """δ_b with u(A_{t+1}x_{t+1}) − α(A_{t+1}x_{t+1}) b = u(A_t x_t) − α(A_t x_t)(b − δ_b): a step
     in x (Lemma E.2) or in A (Lemma E.5, read as "x fixed, A_t → A_{t+1}"; pass ``A_next``), or
-    both, equals a step in b, δ_b = α_t⁻¹ (c_{t+1} − c_t) with c = u − α b. x_t, x_next: (d,); A,
-    A_next: (n, d); b: (n,); kind as in :func:`loss`; returns δ_b (n,).
+    both, equals a step in b, δ_b = α_t⁻¹ (c_{t+1} − c_t) with c = u − α b. x_t, x_next: (d,);
+    A, A_next: (n, d); b: (n,); kind as in :func:`loss`; returns δ_b (n,).
 
     Raises when α(A_t x_t) = Σ u_i is zero to working precision, |α| ≤ n · eps · Σ|u_i| (sinh at or
     near x = 0, where the sum cancels and its sign is rounding): δ_b is then undefined or rounding
@@ -426,19 +429,20 @@ def icl_shift(x_t, x_next, A, b, kind: str = "exp", *, A_next=None):
         if np.all(np.isfinite(u)) and abs(float(p0.alpha)) <= noise:
             raise ValueError(
                 f"α(x_t) = ⟨u(Ax_t), 1⟩ = {float(p0.alpha):.3g} is zero to working precision "
-                f"(|α| ≤ n·eps·Σ|u| = {noise:.3g}): the shift δ_b is undefined (sinh at or near x = 0)"
+                f"(|α| ≤ n·eps·Σ|u| = {noise:.3g}): the shift δ_b is undefined "
+                "(sinh at or near x = 0)"
             )
     return (p1.c - p0.c) / p0.alpha
 
 
 def icl_bound(x_t, x_next, A, b, R=None, *, A_next=None):
     """The explicit constant of Corollary F.2 (exp): ‖δ_b‖ ≤ e^{R²} (1 + √n ‖b‖) 2√n e^{R²} ‖Δz‖
-    with ‖Δz‖ = ‖A_{t+1}x_{t+1} − A_t x_t‖ ≤ R ‖x_{t+1} − x_t‖ + ‖A_{t+1} − A_t‖₂ ‖x_{t+1}‖, so part
-    1 (x case) reads e^{R²} (1 + √n ‖b‖) 2√n R e^{R²} ‖x_{t+1} − x_t‖ and part 2 (A case, x fixed,
-    ``A_next``) the same with ‖x‖ ‖A_{t+1} − A_t‖₂ in place of R ‖x_{t+1} − x_t‖. R = max(‖A_t‖,
-    ‖x_t‖, ‖b‖, 4) by default; valid when ‖A_t(x_{t+1} − x_t)‖_∞ < 0.01 and ‖(A_{t+1} − A_t)x‖_∞ <
-    0.01. The constant grows as e^{2R²}: beyond R ≈ 6.6 (float32) or 18.8 (float64) it is not
-    representable and the bound is inf (an honest "no useful bound")."""
+    with ‖Δz‖ = ‖A_{t+1}x_{t+1} − A_t x_t‖ ≤ R ‖x_{t+1} − x_t‖ + ‖A_{t+1} − A_t‖₂ ‖x_{t+1}‖, so
+    part 1 (x case) reads e^{R²} (1 + √n ‖b‖) 2√n R e^{R²} ‖x_{t+1} − x_t‖ and part 2 (A case,
+    x fixed, ``A_next``) the same with ‖x‖ ‖A_{t+1} − A_t‖₂ in place of R ‖x_{t+1} − x_t‖.
+    R = max(‖A_t‖, ‖x_t‖, ‖b‖, 4) by default; valid when ‖A_t(x_{t+1} − x_t)‖_∞ < 0.01 and
+    ‖(A_{t+1} − A_t)x‖_∞ < 0.01. The constant grows as e^{2R²}: beyond R ≈ 6.6 (float32) or 18.8
+    (float64) it is not representable and the bound is inf (an honest "no useful bound")."""
     a_step = A_next is not None
     A, b, x_t, x_next, A_next = _icl_step(x_t, x_next, A, b, A_next, "exp")
     dense = A.todense() if isinstance(A, design.RowSparse) else A

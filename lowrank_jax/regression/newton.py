@@ -126,14 +126,14 @@ def newton_solve(
         uses ``jax.random.fold_in(key, k)``); sketch_size: rows m
         (default :func:`lowrank_jax.sketch.sketch_size` for ε = 0.5, δ = 0.01); sketch_rows: traced
         number of those rows actually used (1 ≤ sketch_rows ≤ sketch_size; default all) — the first
-        sketch_rows of the i.i.d. draws, so ``vmap`` can sweep the sample size at the static capacity
-        ``sketch_size``; leverage: "approx"
-        (CountSketch) or "exact" scores.
+        sketch_rows of the i.i.d. draws, so ``vmap`` can sweep the sample size at the static
+        capacity ``sketch_size``; leverage: "approx" (CountSketch) or "exact" scores.
       refine: "sketch" only: k ≥ 0 preconditioned conjugate-gradient steps from 0 on Aᵀ D A Δ = ∇L
         with the sampled H̃ as preconditioner (sketch-and-precondition; k steps cost k products with
-        A and k − 1 with Aᵀ, O(nnz) each). k = 0 is the paper's Algorithm 1 (Δ = H̃⁻¹∇L, contraction
-        ≈ ε₀ ~ √(d log d / m)); k = 1 the same direction with its optimal length; k = 2 or 3 give the
-        diagonal method's direction to a few digits, hence its iteration count, at the sketch's cost.
+        A and k − 1 with Aᵀ, O(nnz) each). k = 0 is the paper's Algorithm 1 (Δ = H̃⁻¹∇L,
+        contraction ≈ ε₀ ~ √(d log d / m)); k = 1 the same direction with its optimal length;
+        k = 2 or 3 give the diagonal method's direction to a few digits, hence its iteration count,
+        at the sketch's cost.
       rescore: "sketch" only: recompute the leverage scores every ``rescore`` iterations (1: every
         iteration, as Algorithm 1). Sampling with scores from an earlier D stays unbiased; it costs
         variance by the factor max_i D_i/D_i^old, which is ≈ 1 once the iterates settle, and saves
@@ -151,19 +151,20 @@ def newton_solve(
       damping: λ ≥ 0 added to H̃ (traced); line_search: Armijo backtracking, reversing an uphill
         direction (module docstring).
       measure_eps: also record ε₀ of H̃ against the exact Hessian each step (costs the exact
-        Hessian). ε₀ is defined for a positive definite exact Hessian only (Def. 6.2): a step whose exact
-        Hessian is not (outside the region where the paper's lemma makes it so, or a rank-deficient
-        A) records inf.
+        Hessian). ε₀ is defined for a positive definite exact Hessian only (Def. 6.2): a step whose
+        exact Hessian is not (outside the region where the paper's lemma makes it so, or a
+        rank-deficient A) records inf.
       differentiable: with ``tol``, stop by a ``lax.scan`` of ``max_iter`` steps that skips the work
-        once converged (:func:`lowrank_jax.loop.run_until`), so reverse-mode ``grad`` through the solve works
-        (a ``while_loop``, the default, has no reverse mode). Without ``tol`` every solve is a scan.
+        once converged (:func:`lowrank_jax.loop.run_until`), so reverse-mode ``grad`` through the
+        solve works (a ``while_loop``, the default, has no reverse mode). Without ``tol`` every
+        solve is a scan.
 
       throw: with a run that diverges (DIVERGED: the iterate x or Ax became non-finite, |Ax| reached
         the overflow of u, where the loss is infinite, or a diagnostic became NaN), raise a
         ``RuntimeError`` naming the usual causes, called directly and inside ``jit``/``vmap``/
-        :func:`lowrank_jax.sweep.run` alike; also for INVALID (a traced ``damping`` < 0 or ``tol`` ≤ 0:
-        the iterate is NaN). False: return the result, whose ``status`` says so (a sweep keeps its
-        other points).
+        :func:`lowrank_jax.sweep.run` alike; also for INVALID (a traced ``damping`` < 0 or
+        ``tol`` ≤ 0: the iterate is NaN). False: return the result, whose ``status`` says so (a
+        sweep keeps its other points).
 
     Returns:
       :class:`NewtonResult`: ``status``, ``n_iter``, the last step's ``loss``, ``grad_norm``,
@@ -182,8 +183,9 @@ def newton_solve(
         A = jax.random.normal(jax.random.key(0), (n, d)) / jnp.sqrt(n)
         b = jax.random.dirichlet(jax.random.key(1), jnp.ones(n))       # b on the simplex
         res = regression.newton_solve(A, b, 5.0, jnp.zeros(d), "exp", "exact", tol=1e-5)
-        print(res.converged, res.n_iter, res.grad_norm)   # True, 3 steps, ‖∇L‖ ≈ 2e-6 before the last
-        print(res)                                        # NewtonResult(status=CONVERGED, n_iter=3, ...)
+        # True, 3 steps, ‖∇L‖ ≈ 2e-6 before the last
+        print(res.converged, res.n_iter, res.grad_norm)
+        print(res)  # NewtonResult(status=CONVERGED, n_iter=3, ...)
         ```
     """
     if method not in METHODS:
@@ -214,15 +216,17 @@ def newton_solve(
     )
     if method == "sketch" and m < d and _checks.is_concrete(damping) and float(damping) == 0.0:
         raise ValueError(
-            f"sketch_size = {m} rows cannot span d = {d} columns: the sketched Hessian is singular; "
-            "use sketch_size >= d (default: the Chernoff bound at ε = 0.5) or damping > 0"
+            f"sketch_size = {m} rows cannot span d = {d} columns: the sketched Hessian is "
+            "singular; use sketch_size >= d (default: the Chernoff bound at ε = 0.5) "
+            "or damping > 0"
         )
     key = _checks.as_key(key)
     if sketch_rows is not None:
         sketch_rows = jnp.asarray(sketch_rows)
         if not jnp.issubdtype(sketch_rows.dtype, jnp.integer) or sketch_rows.ndim:
             raise ValueError(
-                f"sketch_rows must be an integer scalar, got {sketch_rows.dtype} {sketch_rows.shape}"
+                f"sketch_rows must be an integer scalar, got {sketch_rows.dtype} "
+                f"{sketch_rows.shape}"
             )
         if not isinstance(sketch_rows, jax.core.Tracer) and not 1 <= int(sketch_rows) <= m:
             raise ValueError(
@@ -277,9 +281,9 @@ def newton_solve(
     return finish(
         out,
         throw,
-        diverged="newton_solve diverged (non-finite Newton iterate: overflow of exp/cosh at |Ax| too "
-        "large, an indefinite H̃, or a singular one: A without full column rank, or fewer sketch rows "
-        "than columns): use "
+        diverged="newton_solve diverged (non-finite Newton iterate: overflow of exp/cosh at |Ax| "
+        "too large, an indefinite H̃, or a singular one: A without full column rank, or fewer "
+        "sketch rows than columns): use "
         + (
             "float64, damping or a closer start"
             if line_search
@@ -460,9 +464,9 @@ def _solve(
             # only when ‖a_j‖² > size·ε·max‖a‖²: a column in other units (float32, n = 2000, d = 5,
             # ‖a_j‖ = 3e-3 of the others) was dropped as rounding and the run stalled. So the solve
             # runs in units where A's columns have norm 1, (SHS + λS²)(S⁻¹Δ) = Sg with
-            # S = design.equilibrator(A, √(size·ε)): a column then counts when ‖a_j‖ >
-            # size·ε·max‖a‖, and one below (what rounding leaves of a centred constant column) is
-            # still dropped.
+            # S = design.equilibrator(A, √(size·ε)): a column then counts when
+            # ‖a_j‖ > size·ε·max‖a‖, and one below (what rounding leaves of a centred constant
+            # column) is still dropped.
             Hl = curv.H + lam * jnp.eye(d, dtype=curv.H.dtype)
             dx = unit * transforms.newton_direction(
                 unit[:, None] * Hl * unit[None, :], unit * g, size=linalg.gram_rounding_size(d, n)

@@ -14,8 +14,8 @@ from lowrank_jax.sdl import model as sm
 
 class MFLR(NamedTuple):
     """The MF-LR baseline (:func:`mf_lr`): orthonormal gene groups ``U`` (p, r) from an SVD of X and
-    a logistic regression on the codes Uᵀx; ``predict`` / ``predict_proba`` take X_new (p,
-    n_new)."""
+    a logistic regression on the codes Uᵀx; ``predict`` / ``predict_proba`` take
+    X_new (p, n_new)."""
 
     U: np.ndarray  # (p, r) orthonormal gene groups
     classifier: Any  # fitted sklearn LogisticRegression on Uᵀx

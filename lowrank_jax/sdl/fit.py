@@ -2,8 +2,7 @@
 ``predict`` / ``predict_proba``, and cross-validation of (ξ, λ) as one ``vmap``ped program.
 
 Prediction (App. A): SDL-W is a forward pass, a = βᵀWᵀx + γᵀx' = Aᵀx + γᵀx'. SDL-H needs a code h
-for
-a new x: ``coding="lstsq"`` takes h = argmin ‖x − Wh‖² (the paper's cheap heuristic), and
+for a new x: ``coding="lstsq"`` takes h = argmin ‖x − Wh‖² (the paper's cheap heuristic), and
 ``coding="supervised"`` solves eq. (6) — for every candidate label c,
 
     J_c(x) = min_h ℓ(c, βᵀh + γᵀx') + ξ‖x − Wh‖²           (convex in h, solved by damped Newton)
@@ -69,8 +68,8 @@ class SDLModel(Result):
 
 @full_precision
 def initial_point(data: sm.SDLData, rank: int, model: str, key, init: str = "svd"):
-    """(θ₀, γ₀, factors₀). ``init="svd"``: W₀ = U_rΣ_r, H₀ = V_rᵀ from the rank-r SVD of X; β₀ ~
-    U[−1, 1] scaled down so that the initial activations lie in [−1, 1];
+    """(θ₀, γ₀, factors₀). ``init="svd"``: W₀ = U_rΣ_r, H₀ = V_rᵀ from the rank-r SVD of X;
+    β₀ ~ U[−1, 1] scaled down so that the initial activations lie in [−1, 1];
     ``init="random"``: W₀, H₀ with i.i.d. N(0, s²) entries, s² = ‖X‖_F/√(r(p + n)), so that
     E(‖W₀‖²_F + ‖H₀‖²_F) = ‖X‖_F √(r(p + n)); the product is larger than X, E‖W₀H₀‖_F ≈
     ‖X‖_F √(pn/(p + n)) (3.5x at p, n = 30, 20; 11x at 12625, 128), a start farther from the data
@@ -80,7 +79,8 @@ def initial_point(data: sm.SDLData, rank: int, model: str, key, init: str = "svd
     sm._check_model(model)
     if init not in ("svd", "random"):
         raise ValueError(f"init must be 'svd' or 'random', got {init!r}")
-    rank = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)  # static below: a Python int
+    p, n = data.X.shape
+    rank = sm.check_rank_for(rank, model, p, n, data.kappa)  # static below: a Python int
     return _initial_point(data, _checks.as_key(key), rank=rank, model=model, init=init)
 
 
@@ -157,8 +157,8 @@ def fit(
         ``loss`` is NaN after them; with ``tol`` the loop is a ``while_loop``, which ``jax.grad``
         cannot pass: set ``differentiable=True`` for a masked ``scan`` instead, or fit without
         ``tol``); solver: "lpgd" (Algorithm 1) or "bcd" (the block-coordinate
-        baseline, from the same start; it runs exactly ``max_iter`` sweeps, so ``tol``, ``project`` and
-        ``svd`` are LPGD-only and rejected with it); svd: rank projection, "gram" | "exact" |
+        baseline, from the same start; it runs exactly ``max_iter`` sweeps, so ``tol``, ``project``
+        and ``svd`` are LPGD-only and rejected with it); svd: rank projection, "gram" | "exact" |
         "randomized" (:func:`lowrank_jax.sdl.solvers.lpgd`); project: optional convex projection
         Π_Θ(θ) → θ applied before the rank projection, a pure hashable function (static under
         ``jit``) of θ in this model's layout, (κ + p, n) for SDL-H and (p, κ + n) for SDL-W;
@@ -188,12 +188,13 @@ def fit(
         y = (H[0] > 0).astype(int)                                    # the label follows group 1
         X = (W @ H + 0.1 * rng.normal(size=(50, 80))) / np.sqrt(50)   # (p, n): samples in columns
         m = sdl.fit(X[:, :60], y[:60], rank=2, model="H", xi=1.0, lam=0.01)
-        print(m)             # SDLModel(status=MAX_ITER, n_iter=1000, loss=…, W=f32[50,2], …, history={…})
+        print(m)  # SDLModel(status=MAX_ITER, n_iter=1000, loss=…, W=f32[50,2], …, history={…})
         print(np.mean(sdl.predict(m, X[:, 60:]) == y[60:]))           # held-out accuracy: 1.0
         ```
     """
     data = sm.prepare(X, y, X_aux, intercept=intercept, num_classes=num_classes)
-    rank = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)
+    p, n = data.X.shape
+    rank = sm.check_rank_for(rank, model, p, n, data.kappa)
     step_given = step is not None
     if solver not in ("lpgd", "bcd"):
         raise ValueError(f"solver must be 'lpgd' or 'bcd', got {solver!r}")
@@ -328,8 +329,8 @@ def predict_proba(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq", 
         J = _supervised_costs(m.W, m.beta, m.gamma, m.xi, X_new, Xa)
         P = jax.nn.softmax(-J, axis=1)
         overflow = (
-            "supervised coding gave non-finite class costs (overflow in the data or the model): use "
-            "coding='lstsq'"
+            "supervised coding gave non-finite class costs (overflow in the data or the model): "
+            "use coding='lstsq'"
         )
     else:
         P = sm.class_probs(activations(m, X_new, X_aux_new)).T
@@ -399,8 +400,9 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
     (up to 7·ε·max for p = 7129, r = 3) counted as range, and those costs fell to 1e-10.
 
     The Newton iterations run in the r-dimensional code space: the least-squares residual
-    x − W h_ls is orthogonal to the range of W, so ‖x − Wh‖² = ‖x − W h_ls‖² + (h − h_ls)ᵀ WᵀW (h −
-    h_ls) exactly, and only the r × r Gram matrix WᵀW enters the loop (no product with the p × r W).
+    x − W h_ls is orthogonal to the range of W, so
+    ‖x − Wh‖² = ‖x − W h_ls‖² + (h − h_ls)ᵀ WᵀW (h − h_ls) exactly, and only the r × r Gram matrix
+    WᵀW enters the loop (no product with the p × r W).
     The per-sample constant ξ‖x_s − W h_ls‖² is left out: it changes neither the argmin over c nor
     the softmax, and kept in, it is as large as ξ‖x‖² (here ~1e8 for raw intensities), so float32
     rounded the O(1) differences between the classes away and every class read alike."""
@@ -522,10 +524,10 @@ def cross_validate(
     if X_aux is not None:
         X_aux = np.asarray(X_aux)
     num_classes = sm.infer_num_classes(y_np, num_classes)
-    _checks.as_hyper(
-        xis, "xis", ndim=1
-    )  # checked as given (strings, complex, 2-D refused by name);
-    _checks.as_hyper(lams, "lams", ndim=1)  # the best pair is returned as given, not rounded
+    # checked as given (strings, complex, 2-D refused by name); the best pair is returned as given,
+    # not rounded
+    _checks.as_hyper(xis, "xis", ndim=1)
+    _checks.as_hyper(lams, "lams", ndim=1)
     xis, lams = np.asarray(xis, float), np.asarray(lams, float)
     if not xis.size or not lams.size:
         raise ValueError(
@@ -535,7 +537,8 @@ def cross_validate(
     folds = _checks.check_positive_int(folds, "folds", minimum=2)
     if folds > y_np.size:
         raise ValueError(
-            f"folds = {folds} is more than the {y_np.size} samples: every fold needs a validation sample"
+            f"folds = {folds} is more than the {y_np.size} samples: every fold needs a validation "
+            "sample"
         )
     grid_xi, grid_lam = (g.ravel() for g in np.meshgrid(xis, lams, indexing="ij"))
     key = _checks.as_key(key)
@@ -555,12 +558,13 @@ def cross_validate(
                 intercept=intercept,
                 num_classes=num_classes,
             )
+            p, n = data.X.shape
             try:
-                rank_f = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)
+                rank_f = sm.check_rank_for(rank, model, p, n, data.kappa)
             except ValueError as err:
                 raise ValueError(
-                    f"{err}: with {folds} folds each fit sees {data.X.shape[1]} of the {y_np.size} samples "
-                    "(use fewer folds or a lower rank)"
+                    f"{err}: with {folds} folds each fit sees {data.X.shape[1]} of the {y_np.size} "
+                    "samples (use fewer folds or a lower rank)"
                 ) from None
             theta0, gamma0, _ = initial_point(data, rank_f, model, key)
             X_val = jnp.asarray(X[:, val], data.X.dtype)

@@ -57,7 +57,8 @@ class SDLData(eqx.Module):
 
 
 def check_labels(y, n: int | None = None, num_classes: int | None = None) -> np.ndarray:
-    """Labels as an int array in {0, …, κ} (samples are X's columns): :func:`lowrank_jax._checks.class_labels`."""
+    """Labels as an int array in {0, …, κ} (samples are X's columns):
+    :func:`lowrank_jax._checks.class_labels`."""
     return _checks.class_labels(
         y, n, num_classes, what="X has n = {n} columns (samples are columns)"
     )
@@ -122,15 +123,15 @@ def given_aux(X_aux, n: int, name: str = "X_aux"):
     """A user's covariates checked: None, or a finite (q, n) matrix, one column per sample, at a
     scale whose sums of squares its dtype holds (:func:`lowrank_jax._checks.check_scale`, the check
     X gets: float32 covariates of 1e20 made ‖X_aux‖²₂ overflow, the step bound 0 or NaN and the fit
-      diverge
-    "at the safe step bound"). q = 0 (an empty (0, n) matrix) is the same as None, and returned as
-    None: every solver, the step bound and prediction handle a γ with no rows."""
+    diverge "at the safe step bound"). q = 0 (an empty (0, n) matrix) is the same as None, and
+    returned as None: every solver, the step bound and prediction handle a γ with no rows."""
     if X_aux is None:
         return None
     X_aux = _checks.as_matrix(X_aux, name, min_rows=0)
     if X_aux.shape[1] != n:
         raise ValueError(
-            f"{name} must have one column per sample, shape (q, {n}), got shape {tuple(X_aux.shape)}"
+            f"{name} must have one column per sample, shape (q, {n}), got shape "
+            f"{tuple(X_aux.shape)}"
         )
     if X_aux.shape[0] == 0:
         return None
@@ -152,7 +153,8 @@ def aux_matrix(X_aux, n: int, intercept: bool, dtype, name: str = "X_aux"):
 
 
 def theta_shape(model: str, p: int, n: int, kappa: int) -> tuple[int, int]:
-    """Shape of the lifted θ: (κ + p, n) for SDL-H, θ = [βᵀH; WH]; (p, κ + n) for SDL-W, θ = [Wβ, WH]."""
+    """Shape of the lifted θ: (κ + p, n) for SDL-H, θ = [βᵀH; WH]; (p, κ + n) for SDL-W,
+    θ = [Wβ, WH]."""
     _check_model(model)
     return (kappa + p, n) if model == "H" else (p, kappa + n)
 
@@ -163,8 +165,8 @@ def split(theta, model: str, kappa: int):
 
 
 def join(A, B, model: str):
-    """θ from its blocks, the inverse of :func:`split`: [A; B] stacked by rows (SDL-H, A (κ, n), B
-    (p, n)) or [A, B] side by side (SDL-W, A (p, κ), B (p, n))."""
+    """θ from its blocks, the inverse of :func:`split`: [A; B] stacked by rows
+    (SDL-H, A (κ, n), B (p, n)) or [A, B] side by side (SDL-W, A (p, κ), B (p, n))."""
     return jnp.concatenate([A, B], axis=0 if model == "H" else 1)
 
 
@@ -213,8 +215,7 @@ def value_and_gradients(theta, gamma, data: SDLData, xi, lam, model: str, XT=Non
     """(F, (∇_θ F, ∇_γ F)) in closed form (module docstring), sharing the activations and X − B.
 
     With model "W" and ``XT`` = Xᵀ, θ is taken in the transposed layout θᵀ = [Aᵀ ∥ Bᵀ] ((κ+n) × p)
-    and
-    its gradient is returned in that layout too: the blocks are then contiguous rows, and the
+    and its gradient is returned in that layout too: the blocks are then contiguous rows, and the
     solver's SDL-W step is ~20 % faster on CPU than with column blocks.
     Raises ``ValueError`` for a ``model`` other than "H" or "W".
     """
@@ -276,9 +277,8 @@ def factors(theta, rank: int, model: str, kappa: int) -> Factors:
     )
 
 
-@functools.partial(
-    jax.jit, static_argnames=("rank", "model", "kappa")
-)  # one program, not one per op
+# one program, not one per op
+@functools.partial(jax.jit, static_argnames=("rank", "model", "kappa"))
 def _factors(theta, *, rank: int, model: str, kappa: int) -> Factors:
     svd = linalg.truncated_svd(theta, rank)
     if model == "H":
@@ -357,10 +357,10 @@ def softmax_curvature(M: float, kappa: int) -> tuple[float, float]:
     curvature σ(M)σ(−M) (the largest is ¼, at a = 0) and its α⁻ = 1/(1 + e^M) exceeds σ(M)σ(−M).
     Used here instead:
       κ = 1: α⁻ = e^M/(1 + e^M)², α⁺ = ¼ (exact);
-      κ ≥ 2: α⁻ = g₀,min · g_min with g₀,min = 1/(1 + κe^M), g_min = e^{−M}/(1 + e^{−M} + (κ −
-      1)e^M)
-             (vᵀḦv = Σg_jv_j² − (Σg_jv_j)² ≥ g₀ Σ g_jv_j² by Cauchy–Schwarz), and α⁺ = ½ (the variance
-             of v_Y for a categorical Y and ‖v‖ = 1 is at most ½).
+      κ ≥ 2: α⁻ = g₀,min · g_min with g₀,min = 1/(1 + κe^M),
+                                       g_min = e^{−M}/(1 + e^{−M} + (κ − 1)e^M)
+             (vᵀḦv = Σg_jv_j² − (Σg_jv_j)² ≥ g₀ Σ g_jv_j² by Cauchy–Schwarz), and α⁺ = ½
+             (the variance of v_Y for a categorical Y and ‖v‖ = 1 is at most ½).
     """
     em = math.exp(-M)  # written with e^{−M} only: no overflow for large M
     if kappa == 1:
@@ -429,8 +429,9 @@ def theory(
         mu, L = min(2 * xi, 2 * lam + a_minus), max(2 * xi, 2 * lam + a_plus)
     if L == 0:  # SDL-W only (SDL-H's L ≥ α⁺ > 0): ξ = λ = 0 and Φ = 0
         raise ValueError(
-            "theory: L = 0, so eq. (16) gives no condition number, step or rate: with xi = lam = 0 and "
-            "an all-zero X (and X_aux) SDL-W's F is constant; give xi > 0 or lam > 0"
+            "theory: L = 0, so eq. (16) gives no condition number, step or rate: "
+            "with xi = lam = 0 and an all-zero X (and X_aux) SDL-W's F is constant; "
+            "give xi > 0 or lam > 0"
         )
     cond = L / mu if mu > 0 else math.inf
     best = 2.0 / (mu + L)
@@ -500,9 +501,9 @@ def check_step(step, data: SDLData, xi, lam, model: str):
             bound = step_bound(data, xi, lam, model)
         if _checks.is_concrete(bound) and not np.isfinite(float(bound)):
             raise ValueError(
-                f"step=None: the safe step 1/L̄ is undefined, L̄ = max(2ξ, 2λ + α⁺‖Φ‖²₂) overflows "
-                f"{data.X.dtype} (ξ = {float(xi):.3g}, λ = {float(lam):.3g}, X and X_aux as given): "
-                "rescale X or X_aux, lower ξ or λ, or compute in float64"
+                "step=None: the safe step 1/L̄ is undefined, L̄ = max(2ξ, 2λ + α⁺‖Φ‖²₂) overflows "
+                f"{data.X.dtype} (ξ = {float(xi):.3g}, λ = {float(lam):.3g}, X and X_aux as "
+                "given): rescale X or X_aux, lower ξ or λ, or compute in float64"
             )
         return bound
     return _checks.as_hyper(step, "step", ndim=0, positive=True, dtype=data.X.dtype)
@@ -523,14 +524,15 @@ def check_start(theta0, gamma0, data: SDLData, model: str):
             else ""
         )
         raise ValueError(
-            f"theta0 must have shape {expected} for SDL-{model} (p = {p}, n = {n}, κ = {data.kappa}), "
-            f"got {tuple(theta0.shape)}{hint}"
+            f"theta0 must have shape {expected} for SDL-{model} "
+            f"(p = {p}, n = {n}, κ = {data.kappa}), got {tuple(theta0.shape)}{hint}"
         )
     return theta0, check_gamma(gamma0, data)
 
 
 def check_gamma(gamma0, data: SDLData):
-    """γ₀ of shape (q, κ) (q = rows of ``data.X_aux``, the intercept included; q = 0 allowed), finite."""
+    """γ₀ of shape (q, κ) (q = rows of ``data.X_aux``, the intercept included; q = 0 allowed),
+    finite."""
     expected = (data.X_aux.shape[0], data.kappa)
     shape = tuple(np.shape(gamma0))
     if shape != expected:

@@ -107,8 +107,8 @@ def lpgd(
     it); each differentiable wherever σ_r > σ_{r+1}
     (:func:`lowrank_jax.linalg.best_rank_approximation`). ``span``: take every step after the first
     in the span of [X, U₁] (:mod:`lowrank_jax.sdl.span`: the same iterates, O((n + κ)³) per step
-    instead of O(p n²)); needs ``svd="gram"`` and no ``project``. Default: on when those hold and p
-    ≥ 2(n + κ) (where it pays). ``step``: τ, or None for the safe bound 1/L̄ of
+    instead of O(p n²)); needs ``svd="gram"`` and no ``project``. Default: on when those hold and
+    p ≥ 2(n + κ) (where it pays). ``step``: τ, or None for the safe bound 1/L̄ of
     :func:`lowrank_jax.sdl.model.step_bound` (as in :func:`lowrank_jax.sdl.fit`). ξ, λ ≥ 0, τ > 0
     and ``tol`` > 0 are scalars (traced under ``vmap``); θ₀ has
     :func:`lowrank_jax.sdl.model.theta_shape` in this model's layout and γ₀ shape (q, κ). ``throw``:
@@ -137,7 +137,8 @@ def lpgd(
         ```
     """
     step_given = step is not None
-    rank = sm.check_rank_for(rank, model, *data.X.shape, data.kappa)
+    p, n = data.X.shape
+    rank = sm.check_rank_for(rank, model, p, n, data.kappa)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
     if svd not in ("gram", "exact", "randomized"):
         raise ValueError(f"svd must be 'gram', 'exact' or 'randomized', got {svd!r}")
@@ -156,8 +157,8 @@ def lpgd(
             or getattr(out, "dtype", None) != theta0.dtype
         ):
             raise ValueError(
-                f"project must return θ's shape and dtype {theta0.shape} {theta0.dtype} (the model's own "
-                f"layout), got {getattr(out, 'shape', out)} {getattr(out, 'dtype', '')}"
+                f"project must return θ's shape and dtype {theta0.shape} {theta0.dtype} (the "
+                f"model's own layout), got {getattr(out, 'shape', out)} {getattr(out, 'dtype', '')}"
             )
     xi, lam = sm.check_hypers(data, xi, lam)
     step = sm.check_step(step, data, xi, lam, model)
@@ -199,11 +200,14 @@ def _diverged_message(model: str, solver: str, step_given: bool = False) -> str:
     rescale = "rescale X (e.g. lowrank_jax.datasets.standardize)"
     if solver == "bcd":
         return (
-            f"{head} with solver='bcd', whose per-block steps 1/L_b follow the data's scale: {rescale}, "
-            "or use solver='lpgd'"
+            f"{head} with solver='bcd', whose per-block steps 1/L_b follow the data's scale: "
+            f"{rescale}, or use solver='lpgd'"
         )
     if step_given:
-        return f"{head}: the step is too large for these data; leave step=None for the safe bound or lower it"
+        return (
+            f"{head}: the step is too large for these data; "
+            "leave step=None for the safe bound or lower it"
+        )
     return f"{head} at the safe step bound: {rescale}"
 
 
@@ -372,9 +376,8 @@ def _lpgd_span(
     """LPGD with the first step on the dense θ, kept as its factors θ₁ = U₁V₁ᵀ, and the rest in the
     span of [X, U₁] (:mod:`lowrank_jax.sdl.span`) through the same loop as the dense solver."""
     f0, grads0 = sm.value_and_gradients(theta0, gamma0, data, xi, lam, model)
-    U1, V1 = linalg.gram_rank_factors(
-        theta0 - step * grads0[0], rank
-    )  # the dense step, Π_r by svd="gram"
+    # the dense step, Π_r by svd="gram"
+    U1, V1 = linalg.gram_rank_factors(theta0 - step * grads0[0], rank)
     theta1, gamma1 = U1 @ V1.T, gamma0 - step * grads0[1]
     diag0 = {
         "loss": f0,

@@ -45,7 +45,8 @@ class Basis(NamedTuple):
 
 
 def basis(X, U) -> Basis:
-    """The :class:`Basis` of E = [X, U] for X (p, n) and U (p, r): its Gram blocks and the R of E = QR."""
+    """The :class:`Basis` of E = [X, U] for X (p, n) and U (p, r): its Gram blocks and the R of
+    E = QR."""
     return Basis(
         X.T @ X, U.T @ X, U.T @ U, jnp.linalg.qr(jnp.concatenate([X, U], axis=1), mode="r")
     )
@@ -119,9 +120,8 @@ def value_and_gradients(coords, gamma, K: Basis, data: sm.SDLData, xi, lam, mode
     value = fit + xi * sq_norm(K, DM, DN) + lam * a_sq
     if model == "H":
         return value, ((R + 2 * lam * A, 2 * xi * DM, 2 * xi * DN), g_gamma)
-    gM = jnp.concatenate(
-        [R.T + 2 * lam * MA, 2 * xi * DM], axis=1
-    )  # X(P − Y)ᵀ + 2λA = X(Rᵀ + 2λM_A) + U·2λN_A
+    # X(P − Y)ᵀ + 2λA = X(Rᵀ + 2λM_A) + U·2λN_A
+    gM = jnp.concatenate([R.T + 2 * lam * MA, 2 * xi * DM], axis=1)
     gN = jnp.concatenate([2 * lam * NA, 2 * xi * DN], axis=1)
     return value, ((gM, gN), g_gamma)
 
