@@ -55,7 +55,8 @@ def main(argv=None):
         PYTHONPATH=os.pathsep.join([str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")]),
     )
     print(
-        "first call of the public solver (fresh process) against later calls at other hyperparameter values"
+        "first call of the public solver (fresh process) against later calls at other "
+        "hyperparameter values"
     )
     print(
         f"{'family (problem)':46s} {'first (s)':>9s} {'later (ms)':>10s} {'first − later (s)':>18s}"
@@ -72,7 +73,8 @@ def main(argv=None):
             continue
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print(
-            f"{name:46s} {r['first']:9.2f} {1e3 * r['later']:10.1f} {r['first'] - r['later']:18.2f}",
+            f"{name:46s} {r['first']:9.2f} {1e3 * r['later']:10.1f} "
+            f"{r['first'] - r['later']:18.2f}",
             flush=True,
         )
 

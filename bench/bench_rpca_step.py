@@ -3,9 +3,8 @@
 Prints medians and ratios; asserts nothing. Both sides run 20 consecutive steps per timed call
 (a jitted ``lax.scan`` here, a Python loop for NumPy) and the time is divided by 20: the
 per-iteration cost inside a solver, as in the paper's Figure 4. The NumPy steps are written here
-with care: the LRPCA one uses E = L Rᵀ + S − Y = −clip(Y − L Rᵀ, −ζ, ζ) in place and small r × r
-  solves; the
-ScaledGD one finds the row/column cut-offs of T_α with ``np.partition``.
+with care: the LRPCA one uses E = L Rᵀ + S − Y = −clip(Y − L Rᵀ, −ζ, ζ) in place and small
+r × r solves; the ScaledGD one finds the row/column cut-offs of T_α with ``np.partition``.
 """
 
 from __future__ import annotations

@@ -85,8 +85,8 @@ def main(sizes=(1000, 3000), reps=3):
                 [n, name, iters, f"{err:.1e}", f"{secs:.3f}", f"{ref / secs:.1f}x" if ref else "-"]
             )
     print(
-        f"\n== Total time to ‖Y−X−S‖_F/‖Y‖_F < {TOL:g}, r = {RANK}, α = {ALPHA}, float32 (peer float64), "
-        f"{jax.devices()[0].platform} =="
+        f"\n== Total time to ‖Y−X−S‖_F/‖Y‖_F < {TOL:g}, r = {RANK}, α = {ALPHA}, "
+        f"float32 (peer float64), {jax.devices()[0].platform} =="
     )
     table(rows, ["n", "solver", "iterations", "‖X−X⋆‖/‖X⋆‖", "seconds", "speed-up vs AccAltProj"])
 

@@ -63,7 +63,8 @@ def main(argv=None):
         rows += [[name, k + 1, v] for k, v in enumerate(mean)]
         ax.semilogy(np.arange(1, len(mean) + 1), mean, style, ms=3, label=name)
         print(
-            f"{name:15s}: error at 10 = {mean[min(9, len(mean) - 1)]:.2e}, at the end ({len(mean)}) = {mean[-1]:.2e}"
+            f"{name:15s}: error at 10 = {mean[min(9, len(mean) - 1)]:.2e}, "
+            f"at the end ({len(mean)}) = {mean[-1]:.2e}"
         )
     write_csv("fig2_unfolding.csv", ["model", "iteration", "mean_error"], rows)
     ax.set_xlabel("iteration k")

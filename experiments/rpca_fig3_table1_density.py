@@ -108,8 +108,9 @@ def main(argv=None):
             (alpha, np.exp(np.mean(np.log(el), axis=0)), np.exp(np.mean(np.log(es), axis=0)))
         )
         print(
-            f"alpha={alpha:.2f}: LRPCA {ok_l}/{args.instances} (paper {PAPER_LRPCA.get(key, '-')}), "
-            f"ScaledGD {ok_s}/{args.instances} (paper {PAPER_SCALEDGD.get(key, '-')})",
+            f"alpha={alpha:.2f}: LRPCA {ok_l}/{args.instances} "
+            f"(paper {PAPER_LRPCA.get(key, '-')}), ScaledGD {ok_s}/{args.instances} "
+            f"(paper {PAPER_SCALEDGD.get(key, '-')})",
             flush=True,
         )
         # Drop this α's compiled programs: after six α's in one process, XLA:CPU's JIT ran out of

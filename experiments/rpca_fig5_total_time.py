@@ -5,10 +5,8 @@ ScaledGD runs twice: with its reference sparsification level α̃ = 2α ("Scaled
 α̃ = 1.1α that the Table 1 script's tuning found best at α ≥ 0.4 ("ScaledGD (α̃ = 1.1α)"); the paper
 says its baselines were hand-tuned. Neither suits every α: 1.1α is 8–12x faster at α = 0.25–0.3 but
 stalls above the 1e-4 residual at α = 0.05 and 0.1 (docs/rpca.md). ``--solvers`` and ``--alphas``
-run a
-subset: its rows replace those of the same (n, α, solver) in the CSV and the others stay, so a
-  partial
-re-run does not erase the rest of the sweep (``--fresh`` starts the CSV over).
+run a subset: its rows replace those of the same (n, α, solver) in the CSV and the others stay, so
+a partial re-run does not erase the rest of the sweep (``--fresh`` starts the CSV over).
 
 LRPCA uses the pretrained model whose α is nearest, moved from n = 1000 to n by the paper's
 generalisation rule (ζ × 1000/n). Times exclude compilation (each solver is warmed up on the
@@ -71,7 +69,8 @@ def earlier_rows() -> list:
 
 
 def merged(new: list, old: list) -> list:
-    """``old`` with the rows of the same (n, α, solver) replaced by ``new``'s, sorted by n, α, solver."""
+    """``old`` with the rows of the same (n, α, solver) replaced by ``new``'s, sorted by n, α,
+    solver."""
     key = lambda r: (int(r[0]), round(float(r[1]), 6), r[2])
     fresh = {key(r) for r in new}
     return sorted([r for r in old if key(r) not in fresh] + new, key=key)
@@ -96,7 +95,8 @@ def main(argv=None):
         rows = [r for r in earlier_rows() if int(r[0]) == args.n]
         if not rows:  # it drew an empty figure and exited 0
             ap.error(
-                f"--plot-only: the CSV holds no rows for n = {args.n}; run without --plot-only first"
+                f"--plot-only: the CSV holds no rows for n = {args.n}; "
+                "run without --plot-only first"
             )
         plot(rows, args.n)
         return

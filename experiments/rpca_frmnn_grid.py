@@ -145,9 +145,9 @@ def main(argv=None):
         mean = E.mean(0)
         start = mean[:, params.num_layers - 1].min()
         print(
-            f"\nn = {n}, alpha = {alpha} (model trained at n = {params.n}; {args.instances} instances, "
-            f"{len(B)} grid points); mean error after the {params.num_layers} learned "
-            f"layers: {start:.1e}"
+            f"\nn = {n}, alpha = {alpha} (model trained at n = {params.n}; "
+            f"{args.instances} instances, {len(B)} grid points); mean error after the "
+            f"{params.num_layers} learned layers: {start:.1e}"
         )
         print(
             f"  {'objective':30s} {'beta':>4s} {'phi':>4s} "
@@ -156,10 +156,8 @@ def main(argv=None):
         )
         seen = set()
         for name, g in choices(params, E):
-            b, f = (
-                round(float(B[g]), 6),
-                round(float(P[g]), 6),
-            )  # float32 grid points: 1.7, not 1.6999999
+            # float32 grid points: 1.7, not 1.6999999
+            b, f = round(float(B[g]), 6), round(float(P[g]), 6)
             at = [mean[g, k - 1] for k in shown]
             worst, peak = E[:, g, -1].max(), mean[g, 10:20].max()
             print(
@@ -178,7 +176,8 @@ def main(argv=None):
                 )
         for name, e in base.items():
             print(
-                f"  baseline {name:40s} mean {e.mean():.1e}  median {np.median(e):.1e}  worst {e.max():.1e}"
+                f"  baseline {name:40s} mean {e.mean():.1e}  median {np.median(e):.1e}  "
+                f"worst {e.max():.1e}"
             )
             base_rows.append([n, alpha, args.instances, name, e.mean(), np.median(e), e.max()])
         ax.axvline(params.num_layers, color="grey", ls=":", lw=1)

@@ -4,11 +4,11 @@ well each does at its own size, and how the models carry over to other sizes.
 Three tables, the sources of the Robust PCA guide's tables of shipped models:
 
 1. ``shipped_models.csv`` — each model at its training size, on the 50 test instances that
-   ``rpca_train.py`` evaluates after training (same key, so the same instances): the mean error after
-   4 and 8 layers and the lowest mean error over 40 FRMNN layers, the first layer whose mean error is
-   ≤ 1e-6, and the model's (β, φ).
-2. ``model_sizes_n1000.csv`` — the α = 0.1 model trained at n = 1000, moved to n = 300 … 2000 by the
-   paper's rescaling rule: mean error after 4, 10 and 40 layers over fresh instances.
+   ``rpca_train.py`` evaluates after training (same key, so the same instances): the mean error
+   after 4 and 8 layers and the lowest mean error over 40 FRMNN layers, the first layer whose mean
+   error is ≤ 1e-6, and the model's (β, φ).
+2. ``model_sizes_n1000.csv`` — the α = 0.1 model trained at n = 1000, moved to n = 300 … 2000 by
+   the paper's rescaling rule: mean error after 4, 10 and 40 layers over fresh instances.
 3. ``model_sizes_small.csv`` — each smaller model against the next larger one on the sizes between
    them (error after 10 / 40 layers, the same instances for both), and ScaledGD (defaults, 40
    iterations) below n = 300.
@@ -35,7 +35,8 @@ SIZES = (1000, 300, 100)
 
 
 def _curves(model, n: int, alpha: float, seeds, layers: int = 40):
-    """Error per layer (FRMNN past the learned ones) on the instances of ``seeds``: (len(seeds), layers)."""
+    """Error per layer (FRMNN past the learned ones) on the instances of ``seeds``:
+    (len(seeds), layers)."""
     run = jax.jit(lambda Y, X: model(Y, max_iter=layers, X_star=X).history["error"])
     out = []
     for s in seeds:
@@ -58,13 +59,15 @@ def shipped(rows_out):
                 mean[7],
                 mean.min(),
                 first_below(mean, 1e-6),
+                # stored in float32: 1.7, not 1.6999999284744263
                 round(float(model.beta), 6),
                 round(float(model.phi), 6),
-            ]  # stored in float32: 1.7, not 1.6999999284744263
+            ]
             rows_out.append(row)
             print(
-                f"n={n:5d} α={alpha}: after 4 {mean[3]:.1e}, after 8 {mean[7]:.1e}, best {mean.min():.1e} "
-                f"(≤ 1e-6 from layer {row[5]}), (β, φ) = ({row[6]:.1f}, {row[7]:.1f})"
+                f"n={n:5d} α={alpha}: after 4 {mean[3]:.1e}, after 8 {mean[7]:.1e}, "
+                f"best {mean.min():.1e} (≤ 1e-6 from layer {row[5]}), "
+                f"(β, φ) = ({row[6]:.1f}, {row[7]:.1f})"
             )
 
 
@@ -76,7 +79,8 @@ def sizes_n1000(rows_out, instances: int):
             mean = _curves(model, n, 0.1, range(100, 100 + instances)).mean(axis=0)
         rows_out.append([n, mean[3], mean[9], mean[39]])
         print(
-            f"n = 1000 model at n={n:5d}: after 4 {mean[3]:.1e}, 10 {mean[9]:.1e}, 40 {mean[39]:.1e}"
+            f"n = 1000 model at n={n:5d}: after 4 {mean[3]:.1e}, 10 {mean[9]:.1e}, "
+            f"40 {mean[39]:.1e}"
         )
 
 
@@ -122,7 +126,8 @@ def sizes_small(rows_out, instances: int, small_instances: int):
                     ]
                 )
                 print(
-                    f"α={alpha} n={n:4d}: n = {large} model {errs[large][9]:.1e} / {errs[large][39]:.1e}, "
+                    f"α={alpha} n={n:4d}: "
+                    f"n = {large} model {errs[large][9]:.1e} / {errs[large][39]:.1e}, "
                     f"n = {small} model {errs[small][9]:.1e} / {errs[small][39]:.1e}"
                     + (f", ScaledGD {sgd:.1e}" if n < 300 else "")
                 )

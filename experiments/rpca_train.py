@@ -4,12 +4,11 @@ and evaluate them.
 For each α: layer-wise training (checkpointed under results/train_lrpca/, so an interrupted run
 resumes), FRMNN (β, φ) grid search on 20 instances at K̄ = K + ``--extra-layers`` (the paper's 5 for
 n = 1000; 30 for n = 300 and 100: at n = 300 and K̄ = 15 the grid chose a continuation that climbed
-back from
-3.6e-6 to 1e-4 two layers later), then evaluation on 50 fresh test
-instances (float32): mean ‖X_k − X⋆‖_F/‖X⋆‖_F per layer for the K learned layers and for the
-FRMNN continuation. Writes the parameter files, summary_n<n>_alpha<α>.json, a CSV of the error
-curves and a PNG under results/train_lrpca/; with ``--install`` the parameter files also replace the
-shipped ones in the package (lowrank_jax/rpca/pretrained/), which is how those were made.
+back from 3.6e-6 to 1e-4 two layers later), then evaluation on 50 fresh test instances (float32):
+mean ‖X_k − X⋆‖_F/‖X⋆‖_F per layer for the K learned layers and for the FRMNN continuation.
+Writes the parameter files, summary_n<n>_alpha<α>.json, a CSV of the error curves and a PNG under
+results/train_lrpca/; with ``--install`` the parameter files also replace the shipped ones in the
+package (lowrank_jax/rpca/pretrained/), which is how those were made.
 
     python experiments/rpca_train.py [--alpha 0.1 0.2 0.3] [--n 1000 300 100] [--install]
 """
@@ -41,7 +40,8 @@ EXTRA_LAYERS_BY_SIZE = {300: 30, 100: 30}
 
 
 def evaluate(p, cfg, key, count=TEST_INSTANCES, total=FRMNN_LAYERS):
-    """Per-layer mean errors of the FNN (K layers) and of FRMNN (``total`` layers) on fresh instances."""
+    """Per-layer mean errors of the FNN (K layers) and of FRMNN (``total`` layers) on fresh
+    instances."""
     Y, X = training._instances(key, cfg, count)
 
     @jax.jit
@@ -115,8 +115,9 @@ def run(alpha, n, extra_layers, args):
     if args.install:
         params_mod.save_params(PACKAGE_DIR / name, p, meta)
     print(
-        f"alpha={alpha}: trained in {t_train:.0f} s (+ grid {t_grid:.0f} s); beta={float(p.beta):.1f} "
-        f"phi={float(p.phi):.1f}; mean error at layer 8 = {rnn_mean[7]:.2e}; "
+        f"alpha={alpha}: trained in {t_train:.0f} s (+ grid {t_grid:.0f} s); "
+        f"beta={float(p.beta):.1f} phi={float(p.phi):.1f}; "
+        f"mean error at layer 8 = {rnn_mean[7]:.2e}; "
         f"layers to 1e-4: {summary['layers_to_1e-4']}, to 1e-6: {summary['layers_to_1e-6']}; "
         f"best {rnn_mean.min():.2e}"
     )

@@ -71,7 +71,8 @@ def main(argv=None):
     M = jnp.asarray(v.M)
     train, test = M[:, :SPLIT], M[:, SPLIT:]
     print(
-        f"vtest.avi: {v.M.shape[1]} frames of {v.frame_shape}; train {train.shape}, test {test.shape}"
+        f"vtest.avi: {v.M.shape[1]} frames of {v.frame_shape}; "
+        f"train {train.shape}, test {test.shape}"
     )
 
     t0 = time.perf_counter()
@@ -80,7 +81,8 @@ def main(argv=None):
     )
     print(
         f"AltProj pseudo ground truth on the training part: {int(gt_train.n_iter)} iterations, "
-        f"{time.perf_counter() - t0:.1f} s, {float(jnp.mean(gt_train.S != 0)):.1%} foreground pixels"
+        f"{time.perf_counter() - t0:.1f} s, "
+        f"{float(jnp.mean(gt_train.S != 0)):.1%} foreground pixels"
     )
     sampler = make_sampler(train, gt_train.X, WINDOW)
     cfg = training.TrainConfig(

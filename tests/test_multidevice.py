@@ -38,7 +38,12 @@ SCRIPT = textwrap.dedent(r"""
     assert len(padded.sharding.device_set) == 8, padded.sharding     # really spread over 8 devices
     # One chosen device (in a list, or bare) runs the sweep there, not on the default device.
     for chosen in ([jax.devices()[5]], jax.devices()[5]):
-        there = sweep.run(lambda a, b: a * b, {"a": jnp.arange(3.0)}, shared={"b": jnp.float32(2.0)}, devices=chosen)
+        there = sweep.run(
+            lambda a, b: a * b,
+            {"a": jnp.arange(3.0)},
+            shared={"b": jnp.float32(2.0)},
+            devices=chosen,
+        )
         assert there.devices() == {jax.devices()[5]}, there.devices()
         # with nothing shared to pull it there: the points themselves go to the chosen device
         alone = sweep.run(lambda a: a * 2.0, {"a": jnp.arange(3.0)}, devices=chosen)
@@ -51,11 +56,14 @@ SCRIPT = textwrap.dedent(r"""
     # solver with a per-point trip count: equal to the per-point results.
     sweep._MAP_PER_POINT_ON.clear()
     def halvings(x0, tol):
-        return jax.lax.while_loop(lambda c: c[0] > tol, lambda c: (c[0] * 0.5, c[1] + 1), (x0, 0))[1]
+        return jax.lax.while_loop(
+            lambda c: c[0] > tol, lambda c: (c[0] * 0.5, c[1] + 1), (x0, 0)
+        )[1]
     hp = {"x0": jnp.linspace(1.0, 100.0, 13), "tol": jnp.linspace(1e-3, 1e-1, 13)}
     got = sweep.run(halvings, hp)
     want = [halvings(a, b) for a, b in zip(hp["x0"], hp["tol"])]
-    assert len(got.sharding.device_set) == 8 and [int(v) for v in got] == [int(v) for v in want], got
+    assert len(got.sharding.device_set) == 8, got
+    assert [int(v) for v in got] == [int(v) for v in want], got
     sweep._MAP_PER_POINT_ON.add("cpu")
 
     # 2. LRPCA with Y split by rows equals the single-device solver (n1 divisible and not).
@@ -67,8 +75,9 @@ SCRIPT = textwrap.dedent(r"""
         scale = float(jnp.abs(ref.X).max())
         assert float(jnp.abs(out.X - ref.X).max()) < 1e-5 * scale, n1
         assert float(jnp.abs(out.S - ref.S).max()) < 1e-5 * scale, n1
-        np.testing.assert_allclose(np.asarray(out.history["residual"]), np.asarray(ref.history["residual"]),
-                                   rtol=1e-3)
+        np.testing.assert_allclose(
+            np.asarray(out.history["residual"]), np.asarray(ref.history["residual"]), rtol=1e-3
+        )
         np.testing.assert_allclose(float(out.residual), float(ref.residual), rtol=1e-3)
         assert int(out.status) == int(ref.status) == Status.MAX_ITER
         if n1 == 400:
@@ -85,14 +94,17 @@ SCRIPT = textwrap.dedent(r"""
         raise AssertionError("a diverging sharded run did not raise")
     except RuntimeError as err:
         assert "diverged" in str(err), err
-    bad = sharded.lrpca_sharded(prob.Y, 5, p.zeta, p.eta, beta=10.0, phi=0.9, max_iter=20, throw=False)
+    bad = sharded.lrpca_sharded(
+        prob.Y, 5, p.zeta, p.eta, beta=10.0, phi=0.9, max_iter=20, throw=False
+    )
     assert int(bad.status) == Status.DIVERGED
     ref = rpca.lrpca(prob.Y, 5, p.zeta, p.eta, beta=0.95, phi=0.9, tol=1e-4, max_iter=60)
     out = sharded.lrpca_sharded(prob.Y, 5, p.zeta, p.eta, beta=0.95, phi=0.9, tol=1e-4, max_iter=60)
     k = int(ref.n_iter)
     assert int(out.n_iter) == k and k < 60, (int(out.n_iter), k)
     assert int(out.status) == int(ref.status) == Status.CONVERGED
-    assert float(out.residual) < 1e-4 and float(out.history["residual"][k - 1]) == float(out.residual)
+    assert float(out.residual) < 1e-4
+    assert float(out.history["residual"][k - 1]) == float(out.residual)
     assert not bool(jnp.isfinite(out.history["residual"][k]))
     assert float(jnp.abs(out.X - ref.X).max()) < 1e-5 * float(jnp.abs(ref.X).max())
     print("MULTIDEVICE OK")
@@ -125,7 +137,7 @@ TWO_CPU_DEVICES = textwrap.dedent(r"""
     f = lambda alpha, eta, Y: rpca.scaledgd(Y, 3, alpha, eta=eta, max_iter=5, svd="exact").X
     pts = sweep.grid(alpha=jnp.linspace(0.05, 0.2, 4), eta=jnp.linspace(0.3, 0.9, 4))
     two = sweep.run(f, pts, shared={"Y": Y})
-    two = sweep.run(f, pts, shared={"Y": Y})                     # and again, from the cached program
+    two = sweep.run(f, pts, shared={"Y": Y})  # and again, from the cached program
     one = sweep.run(f, pts, shared={"Y": Y}, devices=jax.devices()[:1])
     assert len(two.sharding.device_set) == 2, two.sharding
     np.testing.assert_allclose(np.asarray(two), np.asarray(one), rtol=1e-4, atol=1e-5)
@@ -156,17 +168,25 @@ TWO_CPU_DEVICES = textwrap.dedent(r"""
     sweep.run(lambda alpha, eta: jnp.zeros((0,)), pts15, progress=True)
     assert sum(moves) == 15, moves
 
-    # The row-sharded scaled-gradient step in an eager (un-jitted) shard_map: the small SPD inverse's
-    # 0-size first products failed inside XLA ("'func.call' op expected at least one operand …").
+    # The row-sharded scaled-gradient step in an eager (un-jitted) shard_map: the small SPD
+    # inverse's 0-size first products failed inside XLA ("'func.call' op expected at least one
+    # operand …").
     from jax.sharding import Mesh, PartitionSpec as P
     from lowrank_jax import transforms
     rng = np.random.default_rng(0)
     L, GL = rng.standard_normal((40, 3)), rng.standard_normal((40, 3))
     R, GR = rng.standard_normal((12, 3)), rng.standard_normal((12, 3))
-    step = lambda L, R, GL, GR: transforms.scaled_gradient_step((L, R), (GL, GR), 0.3, axis_name="x")
+    step = lambda L, R, GL, GR: transforms.scaled_gradient_step(
+        (L, R), (GL, GR), 0.3, axis_name="x"
+    )
     mesh = Mesh(np.array(jax.devices()), ("x",))
-    out = jax.shard_map(step, mesh=mesh, in_specs=(P("x"), P(), P("x"), P()), out_specs=(P("x"), P()),
-                        check_vma=False)(L, R, GL, GR)
+    out = jax.shard_map(
+        step,
+        mesh=mesh,
+        in_specs=(P("x"), P(), P("x"), P()),
+        out_specs=(P("x"), P()),
+        check_vma=False,
+    )(L, R, GL, GR)
     ref = transforms.scaled_gradient_step((L, R), (GL, GR), 0.3)
     for a, b in zip(out, ref):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
@@ -251,9 +271,8 @@ def test_sharded_lrpca_raises_on_divergence_like_lrpca():
     ref = rpca.lrpca(prob.Y, 3, zeta, eta, tol=1e-30, throw=False, **kw)
     out = sharded.lrpca_sharded(prob.Y, 3, zeta, eta, mesh=mesh, tol=1e-30, throw=False, **kw)
     assert int(ref.status) == int(out.status) == Status.DIVERGED
-    assert (
-        8 < int(out.n_iter) == int(ref.n_iter) < 60
-    )  # stopped where it blew up, past the K layers
+    # stopped where it blew up, past the K layers
+    assert 8 < int(out.n_iter) == int(ref.n_iter) < 60
     assert np.all(np.isnan(np.asarray(out.history["residual"][int(out.n_iter) :])))
 
 
@@ -272,9 +291,8 @@ def test_sharded_lrpca_rejects_bad_input():
         sharded.lrpca_sharded(Y, 2, z, e, mesh=Mesh(np.array(jax.devices()[:1]), ("x",)))
     with pytest.raises(ValueError, match="max_iter"):
         sharded.lrpca_sharded(Y, 2, z, e, max_iter=5)
-    with pytest.raises(
-        ValueError, match="max_iter must be an integer"
-    ):  # a TypeError from '>' before
+    # a TypeError from '>' before
+    with pytest.raises(ValueError, match="max_iter must be an integer"):
         sharded.lrpca_sharded(Y, 2, z, e, max_iter="3")
 
 

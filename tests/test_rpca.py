@@ -48,7 +48,8 @@ def test_oracle_lrpca_recovers_with_no_false_positives(problem64, x64):
 
 
 def test_oracle_thresholds_reproduce_the_oracle_run(problem64, x64):
-    """ζ from oracle_thresholds drives lrpca to exactly the theorem's schedule ζ_k = ‖X_{k−1} − X⋆‖_∞."""
+    """ζ from oracle_thresholds drives lrpca to exactly the theorem's schedule
+    ζ_k = ‖X_{k−1} − X⋆‖_∞."""
     p = problem64
     zeta = rpca.oracle_thresholds(p.Y, 5, p.X, 8, 0.5)
     np.testing.assert_allclose(zeta[0], jnp.max(jnp.abs(p.X)))
@@ -417,11 +418,9 @@ def test_a_diverging_point_of_a_sweep_stops_there_and_leaves_the_others():
 
 def test_a_traced_first_threshold_at_zero_is_invalid_not_the_best_residual():
     """A traced ζ₀ = 0 (a sweep over ζ's scale that reaches 0) starts from S₀ = Y, L₀ = R₀ = 0, a
-    fixed
-    point: X = 0 with residual 0, which a sweep ranking its points by the residual took for the
-      best.
-    That point is INVALID with NaN residual and X; the point beside it is unchanged; a concrete ζ₀ =
-    0 is refused (ValueError) and a traced one raises under the default throw=True."""
+    fixed point: X = 0 with residual 0, which a sweep ranking its points by the residual took for
+    the best. That point is INVALID with NaN residual and X; the point beside it is unchanged; a
+    concrete ζ₀ = 0 is refused (ValueError) and a traced one raises under the default throw=True."""
     p = datasets.rpca_problem(jax.random.key(5), 40, 30, 2, 0.1)
     zeta, eta = rpca.oracle_thresholds(p.Y, 2, p.X, 3), jnp.full(3, 0.5)
     for solver in (rpca.lrpca, rpca.lrpca_sharded):
@@ -485,7 +484,8 @@ def test_hyperparameters_closed_over_in_a_callers_jit(solver):
 
 
 def _brute_change(runs):
-    """max(‖X_k − X_{k−1}‖/‖X_{k−1}‖, ‖S_k − S_{k−1}‖/‖S_{k−1}‖) from separate runs of 0..k iterations."""
+    """max(‖X_k − X_{k−1}‖/‖X_{k−1}‖, ‖S_k − S_{k−1}‖/‖S_{k−1}‖) from separate runs of 0..k
+    iterations."""
     out = []
     for a, b in zip(runs[:-1], runs[1:]):
         out.append(
@@ -551,13 +551,12 @@ def test_relative_change_halting_rule_matches_brute_force(x64):
 
 
 def test_altproj_change_rule_waits_for_the_outliers():
-    """With stop="change", AltProj stopped in its last stage while the threshold β(σ_{r+1} + 0.5^t
-    σ_r)
-    was still above every outlier: S stayed 0, so ‖ΔS‖/‖S‖ = 0/0 = 0 and X stood still, and the rule
-    fired (200 × 200, r = 5: 6 iterations, error 3e-2, no outlier found). It now applies once S
-    holds an entry (or the threshold has settled, or the residual is below tol), and reaches the
-    residual rule's accuracy; data without outliers still stop at once (a first version of the fix,
-    which waited for the threshold to settle, ran them to max_iter)."""
+    """With stop="change", AltProj stopped in its last stage while the threshold
+    β(σ_{r+1} + 0.5^t σ_r) was still above every outlier: S stayed 0, so ‖ΔS‖/‖S‖ = 0/0 = 0 and X
+    stood still, and the rule fired (200 × 200, r = 5: 6 iterations, error 3e-2, no outlier found).
+    It now applies once S holds an entry (or the threshold has settled, or the residual is below
+    tol), and reaches the residual rule's accuracy; data without outliers still stop at once (a
+    first version of the fix, which waited for the threshold to settle, ran them to max_iter)."""
     p = datasets.rpca_problem(jax.random.key(1), 200, 200, 5, 0.1)
     by_residual = rpca.altproj(p.Y, 5, tol=1e-4, max_iter=200, X_star=p.X)
     by_change = rpca.altproj(p.Y, 5, tol=1e-4, max_iter=200, X_star=p.X, stop="change")
@@ -675,8 +674,8 @@ def test_oracle_starts_at_the_largest_magnitude_and_is_odd_symmetric():
 
 def test_lrpca_without_layers_is_the_first_threshold_and_stops_strictly_below_tol():
     """max_iter = 0: S = S_{ζ₀}(Y), the initial sparse estimate (a ζ_K start gave S_{0.1}); and the
-    residual stop is strict: tol equal to a fixed run's residual after layer 2 stops after layer
-      3."""
+    residual stop is strict: tol equal to a fixed run's residual after layer 2 stops after
+    layer 3."""
     Y = jnp.array([[3.0, 0.5], [0.2, -2.0]])
     out = rpca.lrpca(Y, 1, jnp.array([1.0, 0.1]), jnp.array([0.5]), max_iter=0, svd="exact")
     np.testing.assert_allclose(out.S, prox.soft_threshold(Y, 1.0), rtol=1e-6)
@@ -690,9 +689,8 @@ def test_lrpca_without_layers_is_the_first_threshold_and_stops_strictly_below_to
 
 def test_frmnn_gradients_stay_finite_where_beta_power_overflows():
     """β = 1e30, φ = 1e-30: the continued layers' ζ underflows to 0 and β^p overflows. The values
-    are
-    guarded, and the gradient too: without the guard on β^p (frozen layers use p = 0) the gradient
-    over η was NaN in the last layer."""
+    are guarded, and the gradient too: without the guard on β^p (frozen layers use p = 0) the
+    gradient over η was NaN in the last layer."""
     p = datasets.rpca_problem(jax.random.key(0), 30, 20, 2, 0.1)
     z = rpca.oracle_thresholds(p.Y, 2, p.X, 3, 0.5)
     g = jax.grad(lambda e: rpca.lrpca(p.Y, 2, z, e, beta=1e30, phi=1e-30, max_iter=6).X.sum())(
@@ -859,9 +857,9 @@ def test_altproj_says_when_its_budget_ends_before_the_last_stage():
     """AltProj raises the rank one stage at a time; a max_iter that runs out first returned an X of
     lower rank than asked for, with nothing said (100 × 100, r = 5, max_iter = 3: rank 3, error
     0.49). A direct call now warns with the rank X has, for every budget (also one whose last
-    iteration
-    moved into stage r: X was still formed at r − 1); a budget that reaches the last stage does not,
-    nor does a run that stopped by tol before it (a Y of lower rank than asked for)."""
+    iteration moved into stage r: X was still formed at r − 1); a budget that reaches the last
+    stage does not, nor does a run that stopped by tol before it (a Y of lower rank than asked
+    for)."""
     import re
     import warnings
 

@@ -27,7 +27,10 @@ TINY = training.TrainConfig(
 )
 
 
-def _mean_loss(p, cfg, layers, key=jax.random.key(99), count=8):
+LOSS_KEY = jax.random.key(99)
+
+
+def _mean_loss(p, cfg, layers, key=LOSS_KEY, count=8):
     Y, X = training._instances(key, cfg, count)
     return float(jnp.mean(jax.vmap(lambda y, x: training.stage_loss(p, y, x, layers))(Y, X)))
 
@@ -253,7 +256,8 @@ def test_bad_training_configuration_is_refused():
 
 
 def test_initial_schedule_follows_the_configured_oracle():
-    """initial_params = geometric mean of the configured oracle's ζ over the init instances, η = init_eta."""
+    """initial_params = geometric mean of the configured oracle's ζ over the init instances,
+    η = init_eta."""
     cfg = dataclasses.replace(TINY, init_rule="rms", init_scale=2.0, init_eta=1.5)
     key = jax.random.key(3)
     p = training.initial_params(key, cfg)

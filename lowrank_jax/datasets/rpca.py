@@ -1,5 +1,5 @@
-"""Synthetic robust-PCA instances: the generator of the LRPCA paper (Cai, Liu, Yin 2021, App.
-C.1)."""
+"""Synthetic robust-PCA instances: the generator of the LRPCA paper
+(Cai, Liu, Yin 2021, App. C.1)."""
 
 from __future__ import annotations
 
@@ -71,8 +71,8 @@ def random_support(
 
     ``exact=True``: exactly m = ⌊α n1 n2⌋ positions drawn uniformly without replacement (the
     authors' ``randperm(n1*n2)[:m]``), as the m smallest of i.i.d. uniform keys; the rare exact ties
-    at the cut-off are broken by position. This avoids ``jax.random.permutation``, which costs ~0.8
-    s for 10⁶ entries on CPU, and finds the m-th smallest key by bisection (about 30 counting
+    at the cut-off are broken by position. This avoids ``jax.random.permutation``, which costs
+    ~0.8 s for 10⁶ entries on CPU, and finds the m-th smallest key by bisection (about 30 counting
     passes). m is exact for a concrete α; for a traced one see the rounding note of
     ``_outlier_count``. ``exact=False``: every entry independently with probability α (the count is
     Binomial(n1 n2, α)); cheapest inside training loops.

@@ -122,7 +122,8 @@ def residual_step(Y, L, R, eta, fn, row_args=(), axis_name=None):
 
 
 def residual_stats(S, E, support_rows=None):
-    """Per-panel statistics summed by the solvers: ‖E‖² and, with a support mask, false positives."""
+    """Per-panel statistics summed by the solvers: ‖E‖² and, with a support mask, false
+    positives."""
     stats = {"sq": jnp.sum(jnp.square(E))}
     if support_rows is not None:
         stats["false_positives"] = jnp.sum((S != 0) & ~support_rows).astype(jnp.int32)
@@ -147,8 +148,7 @@ def factor_change(L, R, L_prev, R_prev):
     """‖L Rᵀ − L_p R_pᵀ‖_F / ‖L_p R_pᵀ‖_F from the factors, O((n1 + n2) r²).
 
     The difference is [L, L_p] [R, −R_p]ᵀ = Q_1 T_1 T_2ᵀ Q_2ᵀ with thin QRs, so its norm is that of
-    the
-    small T_1 T_2ᵀ: accurate to working precision even when the factors' gauge jumps between
+    the small T_1 T_2ᵀ: accurate to working precision even when the factors' gauge jumps between
     iterations (AltProj's SVD factors), where Gram-matrix formulas lose half the digits."""
     T1 = jnp.linalg.qr(jnp.concatenate([L, L_prev], axis=1), mode="r")
     T2 = jnp.linalg.qr(jnp.concatenate([R, -R_prev], axis=1), mode="r")

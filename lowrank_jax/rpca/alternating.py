@@ -112,8 +112,8 @@ def _altproj(
         ready = d["ready"] if stop == "change" else True
         return (s[0] == rank) & (d[stop] < tol) & ready
 
-    # a traced β or β_0 that broke its rule arrives as NaN (_checks.as_hyper): INVALID, not a NaN
-    # run
+    # a traced β or β_0 that broke its rule arrives as NaN (_checks.as_hyper): INVALID, not a
+    # NaN run
     invalid = jnp.isnan(tol) | jnp.isnan(beta) | jnp.isnan(beta_init)
     out = loop.run_until(
         step,
@@ -159,12 +159,11 @@ def altproj(
       beta: threshold constant β (array), default 1/(2 (n1 n2)^{1/4}); beta_init: β_0 of the first
         threshold β_0 σ_1(Y), default 4β.
       tol: stop (in the last stage) when ‖Y − L − S‖_F/‖Y‖_F < tol, or with ``stop="change"``
-        when the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol, the latter only once S
-        holds an entry, the stage's threshold has settled (0.5^{t+1} σ_r ≤ σ_{r+1}) or the residual is
-        below tol: while the threshold is above every outlier S stands still at 0, and so does X.
-          With
-        a tol below the noise floor, entries at the threshold enter and leave S and the change rule
-        may take many iterations. None runs all ``max_iter`` iterations.
+        when the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol, the latter only
+        once S holds an entry, the stage's threshold has settled (0.5^{t+1} σ_r ≤ σ_{r+1}) or the
+        residual is below tol: while the threshold is above every outlier S stands still at 0, and
+        so does X. With a tol below the noise floor, entries at the threshold enter and leave S and
+        the change rule may take many iterations. None runs all ``max_iter`` iterations.
       max_iter: total iteration budget over all stages (static). inner_iters: iterations of each
         stage k < r (static).
       X_star, support, key: diagnostics and the key of the first randomized SVD, as in ``lrpca``.
@@ -185,8 +184,8 @@ def altproj(
         from lowrank_jax import datasets, rpca
 
         p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)
-        out = rpca.altproj(p.Y, 5, tol=1e-5, X_star=p.X)   # stages of rank 1, 2, …, 5
-        print(out)                                         # status=CONVERGED, n_iter=17, error ≈ 4e-6
+        out = rpca.altproj(p.Y, 5, tol=1e-5, X_star=p.X)  # stages of rank 1, 2, …, 5
+        print(out)  # status=CONVERGED, n_iter=17, error ≈ 4e-6
         ```
     """
     Y, rank, X_star, support, key, oversample, n_iter = check_common(
@@ -239,12 +238,12 @@ def altproj(
         invalid="AltProj: tol must be >= 0 and beta, beta_init > 0 (the result is NaN)",
     )
     # Only a run that used its whole budget: one stopped by tol may have formed X at a lower rank in
-    # its last iteration (the one that moved into stage r) because Y is fit to tol there (rank Y <
-    # r, or Y = 0); raising max_iter would change nothing, and the warning said to.
+    # its last iteration (the one that moved into stage r) because Y is fit to tol there
+    # (rank Y < r, or Y = 0); raising max_iter would change nothing, and the warning said to.
     if _checks.is_concrete(reached) and int(reached) < rank and int(out.n_iter) == max_iter:
         _checks.warn_caller(
-            f"altproj's budget max_iter = {max_iter} ran out in stage {int(reached)} of {rank}: X has "
-            f"rank {int(reached)}, not {rank}. Each stage k < r takes up to inner_iters = "
+            f"altproj's budget max_iter = {max_iter} ran out in stage {int(reached)} of {rank}: "
+            f"X has rank {int(reached)}, not {rank}. Each stage k < r takes up to inner_iters = "
             f"{inner_iters} iterations; raise max_iter (or lower inner_iters)"
         )
     return out

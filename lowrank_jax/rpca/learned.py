@@ -2,7 +2,8 @@
 
 Algorithm 1 of the paper (the box's garbled line 9 restored as in eq. 9; project note §2.2):
 
-    S_0 = S_{ζ_0}(Y);   [U_0, Σ_0, V_0] = SVD_r(Y − S_0);   L_0 = U_0 Σ_0^{1/2},  R_0 = V_0 Σ_0^{1/2}
+    S_0     = S_{ζ_0}(Y);   [U_0, Σ_0, V_0] = SVD_r(Y − S_0);
+    L_0     = U_0 Σ_0^{1/2},   R_0 = V_0 Σ_0^{1/2}
     for k = 0, 1, ...:
         S_{k+1} = S_{ζ_{k+1}}(Y − L_k R_kᵀ)                                  (eq. 7)
         E       = L_k R_kᵀ + S_{k+1} − Y          (= −clip(Y − L_k R_kᵀ, −ζ, ζ))
@@ -55,10 +56,8 @@ def lrpca_step(Y, L, R, zeta, eta, support=None, prev=None, axis_name=None):
     per entry). ``axis_name``: rows split over a ``shard_map`` mesh axis (see
     :func:`~lowrank_jax.rpca._common.residual_step`).
     """
-    zeta, eta = (
-        jnp.asarray(zeta).astype(Y.dtype),
-        jnp.asarray(eta).astype(Y.dtype),
-    )  # as lrpca: in Y's dtype
+    # as lrpca: in Y's dtype
+    zeta, eta = jnp.asarray(zeta).astype(Y.dtype), jnp.asarray(eta).astype(Y.dtype)
 
     def fn(D, *rows):
         S = soft_threshold(D, zeta)
@@ -297,9 +296,11 @@ def lrpca(
         from lowrank_jax import datasets, rpca
 
         p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)
-        zeta = rpca.oracle_thresholds(p.Y, 5, p.X, num_layers=10)   # ζ_0 … ζ_10 from the truth (Theorem 1)
+        # ζ_0 … ζ_10 from the truth (Theorem 1)
+        zeta = rpca.oracle_thresholds(p.Y, 5, p.X, num_layers=10)
         out = rpca.lrpca(p.Y, 5, zeta, jnp.full(10, 0.5), beta=1.0, phi=0.7, tol=1e-5, X_star=p.X)
-        print(out)   # status=CONVERGED, n_iter=29 (10 layers, then FRMNN ones, eq. 14), error ≈ 3e-6
+        # status=CONVERGED, n_iter=29 (10 layers, then FRMNN ones, eq. 14), error ≈ 3e-6
+        print(out)
         ```
     """
     Y, rank, X_star, support, key, oversample, n_iter = check_common(

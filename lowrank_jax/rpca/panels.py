@@ -54,11 +54,8 @@ def residual_map_products(Y: jax.Array, L: jax.Array, R: jax.Array, fn, row_args
     stored between the forward and backward passes, and the backward costs about two forward
     passes, where plain autodiff of the panel scan stores every panel's D and E.
     """
-    Y, L, R = (
-        jnp.asarray(Y),
-        jnp.asarray(L),
-        jnp.asarray(R),
-    )  # NumPy bfloat16 products came back float32
+    # NumPy bfloat16 products came back float32
+    Y, L, R = jnp.asarray(Y), jnp.asarray(L), jnp.asarray(R)
     if (
         Y.ndim != 2
         or L.ndim != 2

@@ -44,14 +44,15 @@ class LRPCAParams(eqx.Module):
     for. Call the module on an observation to run LRPCA with them.
     """
 
-    log_zeta: jax.Array
-    log_eta: jax.Array
-    beta: jax.Array
-    phi: jax.Array
+    # JAX arrays in use; NumPy arrays in the structure a file is read into (_template) and in the
+    # copy save_params writes
+    log_zeta: jax.Array | np.ndarray
+    log_eta: jax.Array | np.ndarray
+    beta: jax.Array | np.ndarray
+    phi: jax.Array | np.ndarray
     rank: int = eqx.field(static=True)
-    n: int | float = eqx.field(
-        static=True
-    )  # √(n1 n2); fractional after for_problem on a non-square Y
+    # √(n1 n2); fractional after for_problem on a non-square Y
+    n: int | float = eqx.field(static=True)
 
     def __check_init__(self):
         if (
@@ -63,9 +64,8 @@ class LRPCAParams(eqx.Module):
                 f"log_zeta must have one more entry than log_eta: got {self.log_zeta.shape} "
                 f"and {self.log_eta.shape}"
             )
-        _checks.check_positive_int(
-            self.rank, "rank"
-        )  # static fields: checked however the object is built
+        # static fields: checked however the object is built
+        _checks.check_positive_int(self.rank, "rank")
         _problem_size(self.n)
 
     @property
@@ -115,9 +115,10 @@ class LRPCAParams(eqx.Module):
             _checks.warn_caller(
                 f"these LRPCA parameters were trained at n = {self.n}; rescaled to n = {n:.0f} the "
                 "error stalls early (the n = 1000 model at α = 0.1: about 8e-5 at n = 500, 1e-3 at "
-                "n = 300, against 7e-8 at n ≥ 1000). rpca.pretrained(alpha, n=...) picks the shipped "
-                f"model for a size (trained at n = {', '.join(map(str, PRETRAINED_SIZES))}); for "
-                "smaller problems train for the size with rpca.train_lrpca (Robust PCA guide)."
+                "n = 300, against 7e-8 at n ≥ 1000). rpca.pretrained(alpha, n=...) picks the "
+                "shipped model for a size (trained at "
+                f"n = {', '.join(map(str, PRETRAINED_SIZES))}); for smaller problems train for the "
+                "size with rpca.train_lrpca (Robust PCA guide)."
             )
         scale = (self.n / n) * (rank / self.rank)
         return LRPCAParams(
@@ -174,15 +175,15 @@ def _problem_size(n) -> int | float:
     return int(value) if value.is_integer() else value
 
 
-def _template(num_layers: int, rank: int, n: int, dtype: str = "float32") -> LRPCAParams:
+def _template(num_layers: int, rank: int, n: int | float, dtype: str = "float32") -> LRPCAParams:
     """The structure to read a file into: NumPy leaves of the file's dtype, so that reading does not
     depend on whether 64-bit floats are enabled (jnp.zeros would follow the flag)."""
-    dtype = np.dtype(dtype)
+    np_dtype = np.dtype(dtype)
     return LRPCAParams(
-        np.zeros(num_layers + 1, dtype),
-        np.zeros(num_layers, dtype),
-        np.ones((), dtype),
-        np.ones((), dtype),
+        np.zeros(num_layers + 1, np_dtype),
+        np.zeros(num_layers, np_dtype),
+        np.ones((), np_dtype),
+        np.ones((), np_dtype),
         rank=rank,
         n=n,
     )
@@ -245,8 +246,8 @@ def read_params(data: bytes, *, source: str = "parameter file", rank: int | None
             int(header["num_layers"]),
             int(header["rank"]),
             int(n) if n.is_integer() else n,
-            header.get("dtype", "float32"),
-        )  # files before the dtype field: float32
+            header.get("dtype", "float32"),  # files before the dtype field: float32
+        )
         params = jax.tree.map(jnp.asarray, eqx.tree_deserialise_leaves(io.BytesIO(body), like))
     except Exception as err:  # truncated or edited files
         raise ValueError(f"{source} is corrupt: {err}") from None
@@ -269,7 +270,8 @@ PRETRAINED_SIZES = (100, 300, 1000)  # n of the shipped models (square n × n tr
 
 
 def pretrained_name(alpha: float, n: int = 1000, rank: int = 5) -> str:
-    """File name of a shipped model inside ``rpca/pretrained/``, e.g. ``lrpca_n1000_r5_alpha0.1.eqx``."""
+    """File name of a shipped model inside ``rpca/pretrained/``, e.g.
+    ``lrpca_n1000_r5_alpha0.1.eqx``."""
     return f"lrpca_n{n}_r{rank}_alpha{alpha:g}.eqx"
 
 
@@ -313,9 +315,11 @@ def pretrained(alpha: float = 0.1, *, n=None, rank: int | None = None) -> LRPCAP
         from lowrank_jax import Status, datasets, rpca
 
         p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)
-        model = rpca.pretrained(alpha=0.1, n=300)      # the shipped n = 300 model
-        out = model(p.Y, tol=1e-5, X_star=p.X)         # its 10 learned layers, then FRMNN layers until tol
-        print(Status.describe(out.status), out.n_iter, out.error)   # CONVERGED 30 9.7e-05: error ≈ 1e-4
+        model = rpca.pretrained(alpha=0.1, n=300)  # the shipped n = 300 model
+        # its 10 learned layers, then FRMNN layers until tol
+        out = model(p.Y, tol=1e-5, X_star=p.X)
+        # CONVERGED 30 9.7e-05: error ≈ 1e-4
+        print(Status.describe(out.status), out.n_iter, out.error)
         ```
     """
     value = _checks.as_real(alpha)  # also a 0-d NumPy or JAX number (jnp.float32(0.2))

@@ -57,9 +57,8 @@ def scaledgd_step(Y, L, R, alpha, eta, cuts=None, support=None, prev=None):
         stats = residual_stats(S, E, rows[0] if support is not None else None)
         if prev is not None:
             y, l_prev, prev_row_cut = rows[-3:]
-            D_prev = (
-                y - l_prev @ prev[1].T
-            )  # as the previous step formed it: same entries at the cut-offs
+            # as the previous step formed it: same entries at the cut-offs
+            D_prev = y - l_prev @ prev[1].T
             stats.update(
                 change_stats(
                     S, apply_top_fraction(D_prev, jnp.abs(D_prev), prev_row_cut, col_guess)
@@ -168,10 +167,10 @@ def _warn_if_ties_flooded_the_support(S, alpha_init, alpha_iter) -> None:
         kept = int(jnp.count_nonzero(S))
     if kept > alpha * n1 * n2 + n1:
         _checks.warn_caller(
-            f"ScaledGD's sparsifier kept {kept / (n1 * n2):.0%} of Y's entries at alpha = {alpha:.3g}: "
-            "values tied at its cut-offs (repeated values such as binary or saturated data) are all "
-            "kept, so S absorbs the low-rank part. Use altproj or lrpca, or break the ties (add noise "
-            "far below the outliers' size)."
+            f"ScaledGD's sparsifier kept {kept / (n1 * n2):.0%} of Y's entries at "
+            f"alpha = {alpha:.3g}: values tied at its cut-offs (repeated values such as binary "
+            "or saturated data) are all kept, so S absorbs the low-rank part. Use altproj or "
+            "lrpca, or break the ties (add noise far below the outliers' size)."
         )
 
 
@@ -242,9 +241,10 @@ def scaledgd(
         import jax
         from lowrank_jax import datasets, rpca
 
-        p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)   # Y = X⋆ + S⋆
+        p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)  # Y = X⋆ + S⋆
         out = rpca.scaledgd(p.Y, 5, alpha=0.1, tol=1e-5, X_star=p.X)
-        print(out)   # RPCAResult(status=CONVERGED, n_iter=66, ..., error=2e-05, ...): ‖X − X⋆‖_F/‖X⋆‖_F
+        # RPCAResult(status=CONVERGED, n_iter=66, ..., error=2e-05, ...): ‖X − X⋆‖_F/‖X⋆‖_F
+        print(out)
         ```
     """
     Y, rank, X_star, support, key, oversample, n_iter = check_common(
@@ -253,9 +253,8 @@ def scaledgd(
     alpha = _checks.as_hyper(alpha, "alpha", ndim=0, dtype=Y.dtype)
     alpha_iter_given = alpha_iter is not None
     if alpha_iter is None:
-        with _checks.eager_if_concrete(
-            alpha
-        ):  # 2α of a closed-over α stays checkable in a caller's jit
+        # 2α of a closed-over α stays checkable in a caller's jit
+        with _checks.eager_if_concrete(alpha):
             alpha_iter = 2 * alpha
     else:
         alpha_iter = _checks.as_hyper(alpha_iter, "alpha_iter", ndim=0, dtype=Y.dtype)

@@ -11,8 +11,8 @@ replicated. One layer (LRPCA eq. 7 + 9) is then
 — the same :func:`lowrank_jax.rpca.lrpca_step` as the single-device solver, with its reductions
 named by the mesh axis. The spectral initialisation is :func:`lowrank_jax.linalg.randomized_svd`
 with ``axis_name`` (TSQR for the row-split orthonormalisations, ``psum`` for the column-side
-products). Nothing of
-size n1 × n2 crosses devices; per layer the traffic is O(n2 r + r²) per device.
+products). Nothing of size n1 × n2 crosses devices; per layer the traffic is O(n2 r + r²) per
+device.
 
 The result equals the single-device :func:`~lowrank_jax.rpca.lrpca` with the same key up to
 floating-point rounding (sums are taken in a different order), which the tests check on 8

@@ -141,9 +141,9 @@ def layer_error(params: LRPCAParams, Y, X_star, layers: int, *, throw: bool = Tr
 
 
 def stage_loss(params: LRPCAParams, Y, X_star, layers: int, *, throw: bool = True):
-    """One instance's loss of stage j = ``layers``: mean of log e_k over k = 1..j (log e_0 for j =
-    0), the e_k from ``history["error"]`` of the j-layer run. ``throw``: as in :func:`layer_error`;
-    the training step passes False (see :func:`train_lrpca`)."""
+    """One instance's loss of stage j = ``layers``: mean of log e_k over k = 1..j (log e_0 for
+    j = 0), the e_k from ``history["error"]`` of the j-layer run. ``throw``: as in
+    :func:`layer_error`; the training step passes False (see :func:`train_lrpca`)."""
     if layers == 0:
         return jnp.log(layer_error(params, Y, X_star, 0, throw=throw))
     out = lrpca(
