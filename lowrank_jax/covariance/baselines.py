@@ -211,9 +211,11 @@ def ialm(
     necessarily PSD.
 
     Args:
-      Sigma: (n, n) symmetric. lam: λ (array), default 1/√n. tol: relative residual tolerance
-      (array; None runs all ``max_iter`` iterations). max_iter: iteration budget (static). rho: μ
-      growth factor > 1 (array).
+      Sigma: (n, n) symmetric.
+      lam: λ (array), default 1/√n.
+      tol: relative residual tolerance (array; None runs all ``max_iter`` iterations).
+      max_iter: iteration budget (static).
+      rho: μ growth factor > 1 (array).
       mu_factor: μ̄/μ₀ (array).
       throw: with a run that diverges (a non-finite or exploding iterate: Σ's scale overflows its
         dtype, which a direct call refuses, so only a traced Σ gets here), raise ``RuntimeError``
@@ -354,9 +356,11 @@ def ncrpca(
     μ has grown or a singular value of Σ − S + Y/μ exceeds that. L is not necessarily PSD.
 
     Args:
-      Sigma: (n, n) symmetric. lam, tol, rho (> 1), mu0, gamma (> 0): arrays, may be traced;
-      tol=None runs all ``max_iter`` iterations. max_iter: iteration budget (static). norm: "l21"
-      or "l1" (static).
+      Sigma: (n, n) symmetric.
+      lam, tol, rho (> 1), mu0, gamma (> 0): arrays, may be traced; tol=None runs all
+        ``max_iter`` iterations.
+      max_iter: iteration budget (static).
+      norm: "l21" or "l1" (static).
       throw: with a run that diverges (a non-finite or exploding iterate: μ = μ₀ρᵗ has no cap and
         overflows the dtype when ρ is too large for the budget, e.g. ρ^max_iter beyond 10³⁸ in
         float32; or a traced Σ out of its dtype's range), raise ``RuntimeError`` (True, default;
