@@ -34,7 +34,7 @@ def main(argv=None):
 
 def run(n, d, reps, refine, m):
     from lowrank_jax import regression as rg
-    from lowrank_jax import sketch
+    from lowrank_jax.regression import sketch
 
     k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
     A = jax.random.normal(k1, (n, d), jnp.float64) / jnp.sqrt(n)

@@ -164,7 +164,8 @@ def lemma_bound(rg, n, d, plt):
 
 
 def sketch_size(rg, n, d, plt):
-    from lowrank_jax import Status, sketch
+    from lowrank_jax import Status
+    from lowrank_jax.regression import sketch
 
     A, b, w = problem(n, d)
     x_star = reference(rg, A, b, w, "exp")

@@ -1,15 +1,15 @@
 """lowrank_jax: functional JAX solvers for low-rank, sparse and proximal problems.
 
-Shared building blocks: :mod:`lowrank_jax.linalg`, :mod:`lowrank_jax.prox`, :mod:`lowrank_jax.loop`,
-:mod:`lowrank_jax.transforms`, :mod:`lowrank_jax.sweep`. Families: :mod:`lowrank_jax.rpca`,
-:mod:`lowrank_jax.regression`, :mod:`lowrank_jax.pathnorm`, :mod:`lowrank_jax.sdl`,
-:mod:`lowrank_jax.covariance`. Data: :mod:`lowrank_jax.datasets`.
+Shared building blocks: :mod:`lowrank_jax.result`, :mod:`lowrank_jax.linalg`,
+:mod:`lowrank_jax.prox`, :mod:`lowrank_jax.loop`, :mod:`lowrank_jax.transforms`,
+:mod:`lowrank_jax.sweep`. Families: :mod:`lowrank_jax.rpca`, :mod:`lowrank_jax.regression`,
+:mod:`lowrank_jax.pathnorm`, :mod:`lowrank_jax.sdl`, :mod:`lowrank_jax.covariance`. Data:
+:mod:`lowrank_jax.datasets`.
 """
 
 from lowrank_jax import (
     covariance,
     datasets,
-    design,
     linalg,
     loop,
     pathnorm,
@@ -20,7 +20,6 @@ from lowrank_jax import (
     rpca,
     sdl,
     selection,
-    sketch,
     sweep,
     transforms,
 )
@@ -32,7 +31,6 @@ __all__ = [
     "Status",
     "covariance",
     "datasets",
-    "design",
     "linalg",
     "loop",
     "pathnorm",
@@ -43,7 +41,6 @@ __all__ = [
     "rpca",
     "sdl",
     "selection",
-    "sketch",
     "sweep",
     "transforms",
 ]

@@ -18,10 +18,10 @@ precision**, which is then kept::
 (``jax.config.update("jax_default_matmul_precision", ...)`` sets it for the whole process.) The
 precision is part of what JAX traces, so it also holds inside a caller's ``jit``, ``vmap``,
 ``grad`` (custom derivative rules, which JAX traces after the solver has returned, carry the same
-decorator) and :func:`lowrank_jax.sweep.run`. So do the leverage scores and the sampled Gram
-matrix (:mod:`lowrank_jax.sketch`), SDL's initial point, which users compute to pass to a solver,
-and the factorisations of :mod:`lowrank_jax.linalg` that stand in for ``jnp.linalg.svd`` (Gram,
-randomized, best rank-r approximation, balanced factors; ``prox.project_rank`` through them).
+decorator) and :func:`lowrank_jax.sweep.run`. So do the leverage scores and the sampled Gram matrix
+(:mod:`lowrank_jax.regression.sketch`), SDL's initial point, which users compute to pass to a
+solver, and the factorisations of :mod:`lowrank_jax.linalg` that stand in for ``jnp.linalg.svd``
+(Gram, randomized, best rank-r approximation, balanced factors; ``prox.project_rank`` through them).
 Building blocks (losses, gradients, Hessians, prox operators) follow the caller's setting as any
 ``jnp`` code does. On a CPU the setting changes no number and no speed: XLA's CPU products are
 full float32 either way.

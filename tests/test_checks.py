@@ -52,7 +52,7 @@ def test_what_is_neither_a_key_nor_a_seed_is_refused_by_name():
             _checks.as_key(bad)
     raw = jax.random.PRNGKey(4)  # raw uint32 keys pass as they are
     assert _checks.as_key(raw) is raw
-    from lowrank_jax import sketch
+    from lowrank_jax.regression import sketch
 
     A = jnp.asarray(np.random.default_rng(0).normal(size=(40, 3)), jnp.float32)
     # the same draw: another seed moves every score by O(1); a GPU rounded the two (differently
@@ -472,7 +472,8 @@ def test_float32_data_stays_float32_beside_float64_values_under_x64(x64):
     terms into a float32 buffer where the dense one promoted)."""
     import scipy.sparse as sp
 
-    from lowrank_jax import design, pathnorm, prox, rpca, sketch
+    from lowrank_jax import pathnorm, prox, rpca
+    from lowrank_jax.regression import design, sketch
 
     rng = np.random.default_rng(0)
     x32 = jnp.asarray(rng.standard_normal((5, 4)), jnp.float32)

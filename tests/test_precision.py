@@ -17,9 +17,10 @@ import pytest
 from jax import lax
 
 from lowrank_jax import covariance as cv
-from lowrank_jax import linalg, pathnorm, precision, prox, rpca, sdl, sketch
+from lowrank_jax import linalg, pathnorm, precision, prox, rpca, sdl
 from lowrank_jax import regression as rg
 from lowrank_jax.datasets import rpca as rdata
+from lowrank_jax.regression import sketch
 
 HIGHEST = (lax.Precision.HIGHEST, lax.Precision.HIGHEST)
 

@@ -11,8 +11,9 @@ import optax
 import pytest
 from jax.experimental import sparse
 
-from lowrank_jax import Status, sketch, transforms
+from lowrank_jax import Status, transforms
 from lowrank_jax import regression as rg
+from lowrank_jax.regression import sketch
 
 
 def make_problem(n=400, d=6, seed=0, w=3.0, density=None):
@@ -926,7 +927,7 @@ def test_approximate_scores_follow_no_choice_of_lapack(x64):
     differed from single ones by 116 %. Checked against NumPy with R replaced by a random rotation
     of itself (the same RᵀR), with and without a zero column, and under vmap against single
     calls."""
-    from lowrank_jax import design
+    from lowrank_jax.regression import design
 
     rng = np.random.default_rng(3)
     key, k, t = jax.random.key(5), 56, 16
@@ -1046,7 +1047,7 @@ def test_the_design_layer_refuses_what_it_would_misread():
     import scipy.sparse as sp
     from jax.experimental import sparse as jsp
 
-    from lowrank_jax import design
+    from lowrank_jax.regression import design
 
     A = np.random.default_rng(0).normal(size=(6, 3))
     R = design.as_design(sp.csr_matrix(A))
@@ -1087,7 +1088,7 @@ def test_design_products_refuse_vectors_of_the_wrong_length():
     Aᵀ y and Aᵀ diag(s) A, also under jit."""
     import scipy.sparse as sp
 
-    from lowrank_jax import design
+    from lowrank_jax.regression import design
 
     A = np.random.default_rng(1).normal(size=(5, 3))
     y = np.arange(1.0, 6.0)
@@ -1492,7 +1493,7 @@ def test_row_sparse_column_indices_must_lie_below_num_cols():
     refused like any larger one: matvec's gather would clamp it onto the last column while rmatvec's
     scatter dropped it, so the two products would disagree. The last valid column (num_cols − 1)
     passes."""
-    from lowrank_jax import design
+    from lowrank_jax.regression import design
 
     cols = jnp.array([[0, 2], [1, 2]], jnp.int32)
     vals = jnp.array([[1.0, 2.0], [3.0, 4.0]])

@@ -19,7 +19,7 @@ import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 
-from lowrank_jax import design  # noqa: E402
+from lowrank_jax.regression import design  # noqa: E402
 from lowrank_jax.regression import hyperbolic as hb  # noqa: E402
 
 

@@ -8,7 +8,7 @@ import numpy as np
 jax.config.update("jax_enable_x64", True)
 # The package is imported only once x64 is on, so that nothing in it is set up in float32.
 from lowrank_jax import regression as rg  # noqa: E402
-from lowrank_jax import sketch  # noqa: E402
+from lowrank_jax.regression import sketch  # noqa: E402
 
 k1, k2 = jax.random.split(jax.random.key(4))
 A = jax.random.normal(k1, (400, 6), jnp.float64) / 20

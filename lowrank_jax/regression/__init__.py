@@ -5,7 +5,8 @@ in-context-learning shift; ``newton_solve`` with exact, diagonal and sketched He
 matrices may be dense or sparse (``as_design`` converts a ``BCOO``).
 """
 
-from lowrank_jax.design import RowSparse, as_design
+from lowrank_jax.regression import design, sketch
+from lowrank_jax.regression.design import RowSparse, as_design
 from lowrank_jax.regression.hyperbolic import (
     KINDS,
     Parts,
@@ -38,6 +39,7 @@ __all__ = [
     "as_design",
     "check_problem",
     "curvature_split",
+    "design",
     "diagonal_curvature",
     "gradient",
     "hessian",
@@ -51,5 +53,6 @@ __all__ = [
     "radius_R0",
     "relative_spectrum",
     "sigma_min",
+    "sketch",
     "weight_rule",
 ]

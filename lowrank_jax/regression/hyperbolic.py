@@ -43,7 +43,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lowrank_jax import _checks, design, linalg
+from lowrank_jax import _checks, linalg
+from lowrank_jax.regression import design
 
 KINDS = ("exp", "cosh", "sinh")
 
@@ -213,7 +214,7 @@ def loss(x, A, b, w, kind: str = "exp"):
 
     Args:
       x: (d,) point (the other functions of this module take the same arguments). A: (n, d) design,
-        dense, ``BCOO`` or :class:`lowrank_jax.design.RowSparse`.
+        dense, ``BCOO`` or :class:`lowrank_jax.regression.design.RowSparse`.
       b: (n,) target (the paper's b on the simplex). w: (n,) weights of the regulariser, or a
         scalar.
       kind: "exp" | "cosh" | "sinh", the function u applied entrywise to z = Ax (Gao, Song, Yin).

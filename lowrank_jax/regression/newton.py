@@ -7,7 +7,7 @@ and sketched (Algorithm 1 with leverage-score SubSample).
     "sketch":   H̃ = Aᵀ D̃ A,  D̃ = SubSample(D, A)         (Alg. 1 lines 6, 8; linear)
 
 SubSample draws m rows of diag(√D) A i.i.d. by leverage scores (exact, or approximate through a
-CountSketch, :mod:`lowrank_jax.sketch`): with approximate scores one iteration costs
+CountSketch, :mod:`lowrank_jax.regression.sketch`): with approximate scores one iteration costs
 O((nnz(A) + d^ω) polylog) plus O(m d²), the paper's claim, instead of O(n d²) for the exact Hessian.
 It needs D > 0 (Lemma 6.4's precondition, note G14): a non-positive D makes the run's iterate NaN
 and its status DIVERGED (with ``throw=True``, the default, the call raises, also under ``jit``).
@@ -47,8 +47,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from lowrank_jax import _checks, design, linalg, loop, sketch, transforms
+from lowrank_jax import _checks, linalg, loop, transforms
 from lowrank_jax.precision import full_precision
+from lowrank_jax.regression import design, sketch
 from lowrank_jax.regression import hyperbolic as hb
 from lowrank_jax.result import Result, finish
 
@@ -114,8 +115,8 @@ def newton_solve(
     with D̃ a leverage-score row sample of D (Lemma 6.4) for "sketch".
 
     Args:
-      A: (n, d) dense, ``BCOO`` or :class:`lowrank_jax.design.RowSparse`; b, w: (n,) (w may be a
-        scalar); x0: (d,) start; kind: "exp" | "cosh" | "sinh".
+      A: (n, d) dense, ``BCOO`` or :class:`lowrank_jax.regression.design.RowSparse`; b, w: (n,)
+        (w may be a scalar); x0: (d,) start; kind: "exp" | "cosh" | "sinh".
       method: "exact" | "diagonal" | "sketch" (module docstring).
       max_iter: number of steps, or the cap when ``tol`` is given; tol: stop once ‖∇L(x_t)‖ ≤ tol.
         Step t measures ‖∇L(x_t)‖ (``history["grad_norm"][t]``) and then steps, so the returned x is
@@ -123,11 +124,11 @@ def newton_solve(
         gives ``n_iter`` = 1), and ``grad_norm`` is the gradient before that last step.
       x_star: reference solution, to record ‖x_t − x*‖.
       key: ``jax.random`` key of the sampling ("sketch"; default ``key(0)``; the draw of iteration k
-        uses ``jax.random.fold_in(key, k)``); sketch_size: rows m
-        (default :func:`lowrank_jax.sketch.sketch_size` for ε = 0.5, δ = 0.01); sketch_rows: traced
-        number of those rows actually used (1 ≤ sketch_rows ≤ sketch_size; default all) — the first
-        sketch_rows of the i.i.d. draws, so ``vmap`` can sweep the sample size at the static
-        capacity ``sketch_size``; leverage: "approx" (CountSketch) or "exact" scores.
+        uses ``jax.random.fold_in(key, k)``); sketch_size: rows m (default
+        :func:`lowrank_jax.regression.sketch.sketch_size` for ε = 0.5, δ = 0.01); sketch_rows:
+        traced number of those rows actually used (1 ≤ sketch_rows ≤ sketch_size; default all) —
+        the first sketch_rows of the i.i.d. draws, so ``vmap`` can sweep the sample size at the
+        static capacity ``sketch_size``; leverage: "approx" (CountSketch) or "exact" scores.
       refine: "sketch" only: k ≥ 0 preconditioned conjugate-gradient steps from 0 on Aᵀ D A Δ = ∇L
         with the sampled H̃ as preconditioner (sketch-and-precondition; k steps cost k products with
         A and k − 1 with Aᵀ, O(nnz) each). k = 0 is the paper's Algorithm 1 (Δ = H̃⁻¹∇L,
@@ -139,10 +140,11 @@ def newton_solve(
         variance by the factor max_i D_i/D_i^old, which is ≈ 1 once the iterates settle, and saves
         the scores' pass over A and their scatter (the dominant cost of a sketched step).
       scores: "sketch" only: leverage scores τ(A) of the unweighted A, shape (n,), e.g. from
-        :func:`lowrank_jax.sketch.approx_leverage_scores` — they depend on A alone, so compute them
-        once per design and share them across solves (and a ``vmap`` over b, w). Each step then
-        samples by p_i ∝ D_i τ_i(A), which is β-approximate for diag(√D)A with β = min D / max D
-        (τ_i(√D A) ≤ (D_i / min D) τ_i(A)), and no step makes a pass over A for scores.
+        :func:`lowrank_jax.regression.sketch.approx_leverage_scores` — they depend on A alone, so
+        compute them once per design and share them across solves (and a ``vmap`` over b, w).
+        Each step then samples by p_i ∝ D_i τ_i(A), which is β-approximate for diag(√D)A with
+        β = min D / max D (τ_i(√D A) ≤ (D_i / min D) τ_i(A)), and no step makes a pass over A for
+        scores.
       resample: "sketch" only: draw a new H̃ every ``resample`` iterations and keep it in between
         (``rescore`` must be a multiple). With ``refine`` ≥ 2, H̃ is only a preconditioner: a stale
         one slows the conjugate gradients a little and leaves the fixed point alone, so one large

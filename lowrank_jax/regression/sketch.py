@@ -23,8 +23,9 @@ from typing import cast
 import jax
 import jax.numpy as jnp
 
-from lowrank_jax import _checks, design, linalg
+from lowrank_jax import _checks, linalg
 from lowrank_jax.precision import full_precision
+from lowrank_jax.regression import design
 
 
 @full_precision
@@ -66,7 +67,7 @@ def approx_leverage_scores(
     ``sketch_rows`` k of the CountSketch (default 8d), ``jl_cols`` t of the Gaussian projection
     (default 16: constant-factor scores suffice, they only shape the sampling distribution; with
     t columns each score carries a χ²_t/t factor, 1 % quantile 0.36 at t = 16).
-    ``A`` dense or :class:`lowrank_jax.design.RowSparse`.
+    ``A`` dense or :class:`lowrank_jax.regression.design.RowSparse`.
 
     With SX = Q'R' and R' = U Σ Vᵀ: τ_i ≈ ‖e_iᵀ X V Σ⁺ Vᵀ G‖², where V Σ⁺ Vᵀ = ((SX)ᵀ SX)^{+1/2}.
     Its expectation over G is e_iᵀ X ((SX)ᵀ SX)⁺ Xᵀ e_i, the score the sketch estimates. Σ⁺ keeps
