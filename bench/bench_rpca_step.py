@@ -83,7 +83,12 @@ def main(steps: int = STEPS):
     Y = p.Y
     # Start where the solvers start: the spectral initialisation after T_α (ScaledGD's own).
     L, R_ = spectral_init(
-        Y - sparsify_top_fraction(Y, ALPHA), R, svd="randomized", key=None, oversample=10, n_iter=4
+        Y - sparsify_top_fraction(Y, ALPHA),
+        R,
+        svd="randomized",
+        key=None,
+        oversample=10,
+        power_iters=4,
     )
     zeta, eta, a2 = jnp.float32(1e-3), jnp.float32(0.5), jnp.float32(2 * ALPHA)
     Yn, Ln, Rn = (np.asarray(a) for a in (Y, L, R_))

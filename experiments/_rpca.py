@@ -10,7 +10,6 @@ import pathlib
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from lowrank_jax import datasets
@@ -76,7 +75,3 @@ def nearest_pretrained_alpha(alpha: float) -> float:
     from lowrank_jax.rpca.params import PRETRAINED_ALPHAS
 
     return min(PRETRAINED_ALPHAS, key=lambda a: abs(a - alpha))
-
-
-def rel_error(X, X_star) -> float:
-    return float(jnp.linalg.norm(X - X_star) / jnp.linalg.norm(X_star))

@@ -18,10 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 from _rpca import figure, instance, out_dir, write_csv
 
-from lowrank_jax.prox import sparsify_top_fraction
+from lowrank_jax.prox import clip_symmetric, sparsify_top_fraction
 from lowrank_jax.rpca import lrpca_step, scaledgd_step
 from lowrank_jax.rpca._common import spectral_init
-from lowrank_jax.rpca.learned import soft_threshold_complement
 
 ITERS = 100
 
@@ -68,7 +67,7 @@ def main(argv=None):
                 jnp.abs(p.X)
             )  # any schedule costs the same; the oracle ζ_0 keeps it sane
             L, R = spectral_init(
-                soft_threshold_complement(p.Y, zeta0), 5, svd="randomized", key=jax.random.key(0)
+                clip_symmetric(p.Y, zeta0), 5, svd="randomized", key=jax.random.key(0)
             )
             t_l.append(per_iteration(lrpca_loop, p.Y, L, R, zeta0 * 1e-2, jnp.float32(0.5)))
             Ls, Rs = spectral_init(

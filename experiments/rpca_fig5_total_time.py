@@ -23,9 +23,9 @@ import csv
 
 import jax
 import numpy as np
-from _rpca import figure, instance, nearest_pretrained_alpha, out_dir, rel_error, timed, write_csv
+from _rpca import figure, instance, nearest_pretrained_alpha, out_dir, timed, write_csv
 
-from lowrank_jax import rpca
+from lowrank_jax import linalg, rpca
 
 TOL = 1e-4
 TUNED = "ScaledGD (α̃ = 1.1α)"
@@ -112,7 +112,7 @@ def main(argv=None):
                 out, sec = timed(solve, p.Y)
                 times.append(sec)
                 iters.append(int(out.n_iter))
-                errs.append(rel_error(out.X, p.X))
+                errs.append(float(linalg.relative_error(out.X, p.X)))
                 res.append(float(out.residual))
             rows.append(
                 [

@@ -1,4 +1,5 @@
-"""Dense linear algebra shared by every family: truncated SVDs, balanced factors, small SPD solves.
+"""Dense linear algebra shared by every family: truncated SVDs, balanced factors, small SPD solves,
+the Frobenius norm and the relative error.
 
 Conventions: a truncated SVD returns ``(U, s, V)`` with ``U`` of shape (m, r), ``s`` of shape (r,)
 in decreasing order and ``V`` of shape (n, r), so that ``A ≈ U @ diag(s) @ V.T``. ``V`` (not
@@ -169,13 +170,13 @@ def best_rank_approximation(
     method: str = "exact",
     key: jax.Array | None = None,
     oversample: int = 10,
-    n_iter: int = 4,
+    power_iters: int = 4,
 ) -> jax.Array:
     """The best rank-``rank`` approximation P_r(A) = U_r Σ_r V_rᵀ of ``A`` (m, n) (Eckart–Young).
     ``rank`` is static. ``method``: ``"exact"`` (the thin SVD), ``"gram"`` (the eigendecomposition
     of the small Gram matrix, :func:`gram_svd`; for thin or wide A) or ``"randomized"``
     (:func:`randomized_svd` with ``key``, default ``jax.random.key(0)``, ``oversample``,
-    ``n_iter``).
+    ``power_iters``).
 
     Its derivative exists wherever σ_r > σ_{r+1}, ties among the kept values included, and each
     method carries it in that form, not through its singular vectors (which have no derivative
@@ -206,8 +207,8 @@ def best_rank_approximation(
     if method == "randomized":
         key = _sketch_key(key)
         oversample = _checks.check_positive_int(oversample, "oversample", minimum=0)
-        n_iter = _checks.check_positive_int(n_iter, "n_iter", minimum=0)
-        return _best_rank_sketched(A, key, rank, oversample, n_iter)
+        power_iters = _checks.check_positive_int(power_iters, "power_iters", minimum=0)
+        return _best_rank_sketched(A, key, rank, oversample, power_iters)
     raise ValueError(f"method must be 'exact', 'gram' or 'randomized', got {method!r}")
 
 
@@ -261,15 +262,15 @@ def _best_rank_jvp(rank, primals, tangents):
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(2, 3, 4))
-def _best_rank_sketched(A, key, rank, oversample, n_iter):
-    return _rank_product(*_sketched_svd(A, key, rank, oversample, n_iter), rank)
+def _best_rank_sketched(A, key, rank, oversample, power_iters):
+    return _rank_product(*_sketched_svd(A, key, rank, oversample, power_iters), rank)
 
 
 @_best_rank_sketched.defjvp
 @full_precision
-def _best_rank_sketched_jvp(rank, oversample, n_iter, primals, tangents):
+def _best_rank_sketched_jvp(rank, oversample, power_iters, primals, tangents):
     (A, key), (dA, _) = primals, tangents
-    U, s, V = _sketched_svd(A, key, rank, oversample, n_iter)
+    U, s, V = _sketched_svd(A, key, rank, oversample, power_iters)
     return _rank_product(U, s, V, rank), _projection_tangent(U, s, V, rank, dA)
 
 
@@ -280,10 +281,10 @@ def _sketch_key(key):
     return jax.random.key(0) if key is None else _checks.as_key(key)
 
 
-def _sketched_svd(A, key, rank, oversample, n_iter) -> SVDResult:
+def _sketched_svd(A, key, rank, oversample, power_iters) -> SVDResult:
     """All k = min(rank + oversample, m, n) triplets of :func:`randomized_svd`'s sketch."""
     k = min(rank + oversample, *A.shape)
-    return randomized_svd(A, k, key, oversample=rank + oversample - k, n_iter=n_iter)
+    return randomized_svd(A, k, key, oversample=rank + oversample - k, power_iters=power_iters)
 
 
 @full_precision
@@ -293,7 +294,7 @@ def randomized_svd(
     key: jax.Array | None = None,
     *,
     oversample: int = 10,
-    n_iter: int = 4,
+    power_iters: int = 4,
     start: jax.Array | None = None,
     axis_name: str | None = None,
     rows: int | None = None,
@@ -301,7 +302,7 @@ def randomized_svd(
     """Randomized truncated SVD (Halko, Martinsson, Tropp 2011, Alg. 4.4 + 5.1).
 
     With l = rank + oversample and a Gaussian test matrix Ω (n, l):
-    Q = orth(A Ω); repeat ``n_iter`` times: Q = orth(A orth(Aᵀ Q)); then B = Qᵀ A (l, n) is
+    Q = orth(A Ω); repeat ``power_iters`` times: Q = orth(A orth(Aᵀ Q)); then B = Qᵀ A (l, n) is
     factorised through a QR of Bᵀ and an (l, l) SVD. Each power iteration sharpens the spectrum by
     (σ_j/σ_{l+1})², so the top ``rank`` triplets agree with the exact ones to working precision
     when the spectrum has a gap after ``rank`` (as a rank-r matrix plus sparse noise has).
@@ -312,7 +313,7 @@ def randomized_svd(
       key: ``jax.random`` key for Ω (an integer is taken as a seed); required unless ``start`` is
         given (there is no default draw: a ``ValueError`` says so).
       oversample: extra columns p of the sketch (static).
-      n_iter: power iterations q (static).
+      power_iters: power iterations q (static).
       start: optional (n, l) block replacing Ω — a warm start such as the ``V`` of the previous
         call of an iterative solver whose matrix changes slowly (subspace iteration); then ``key``
         is not used.
@@ -339,7 +340,7 @@ def randomized_svd(
     m, n = A.shape
     rank = _checks.check_rank(rank, (m if rows is None else rows, n))
     oversample = _checks.check_positive_int(oversample, "oversample", minimum=0)
-    n_iter = _checks.check_positive_int(n_iter, "n_iter", minimum=0)
+    power_iters = _checks.check_positive_int(power_iters, "power_iters", minimum=0)
     orth_rows: Callable[[jax.Array], tuple[jax.Array, jax.Array]]
     if axis_name is None:
         orth_rows, total = jnp.linalg.qr, (lambda x: x)
@@ -366,7 +367,7 @@ def randomized_svd(
         omega = jax.random.normal(key, (n, min(rank + oversample, m, n)), A.dtype)
     # Products with Aᵀ are written (Qᵀ A)ᵀ: XLA's CPU dot transposes A for Aᵀ Q (~4x slower).
     Q, _ = orth_rows(A @ omega)
-    for _ in range(n_iter):
+    for _ in range(power_iters):
         W, _ = jnp.linalg.qr(total((Q.T @ A).T))
         Q, _ = orth_rows(A @ W)
     Bt = total((Q.T @ A).T)  # (n, l)
@@ -539,14 +540,14 @@ def low_rank_svd(
     method: str = "randomized",
     key: jax.Array | None = None,
     oversample: int = 10,
-    n_iter: int = 4,
+    power_iters: int = 4,
 ) -> SVDResult:
     """Dispatch to :func:`truncated_svd` (``method="exact"``), :func:`gram_svd` (``"gram"``, for
     thin matrices) or :func:`randomized_svd`.
 
     ``key`` defaults to ``jax.random.key(0)``: the sketch is a numerical device whose outcome does
     not depend on the key beyond working precision when the spectrum has a gap. ``oversample`` and
-    ``n_iter`` (power iterations) as in :func:`randomized_svd`, used by it only. Returns the
+    ``power_iters`` (power iterations) as in :func:`randomized_svd`, used by it only. Returns the
     :class:`SVDResult` U (m, r), s (r,), V (n, r) of A (m, n).
     """
     if method == "exact":
@@ -554,7 +555,9 @@ def low_rank_svd(
     if method == "gram":
         return gram_svd(A, rank)
     if method == "randomized":
-        return randomized_svd(A, rank, _sketch_key(key), oversample=oversample, n_iter=n_iter)
+        return randomized_svd(
+            A, rank, _sketch_key(key), oversample=oversample, power_iters=power_iters
+        )
     raise ValueError(f"method must be 'exact', 'gram' or 'randomized', got {method!r}")
 
 
@@ -571,7 +574,7 @@ def low_rank_factors(
     method: str = "randomized",
     key: jax.Array | None = None,
     oversample: int = 10,
-    n_iter: int = 4,
+    power_iters: int = 4,
 ) -> tuple[jax.Array, jax.Array]:
     """Balanced factors (L, R) = (UΣ^{1/2}, VΣ^{1/2}) of the best rank-r approximation of A.
 
@@ -587,7 +590,7 @@ def low_rank_factors(
         # outside the custom rules: autodiff casts back
         A, rank = _svd_input(A, rank, "low_rank_factors")
         return balanced_factors(truncated_svd(A, rank))
-    return projected_factors(A, rank, method, key, oversample, n_iter)
+    return projected_factors(A, rank, method, key, oversample, power_iters)
 
 
 @full_precision
@@ -597,7 +600,7 @@ def projected_factors(
     method: str = "randomized",
     key: jax.Array | None = None,
     oversample: int = 10,
-    n_iter: int = 4,
+    power_iters: int = 4,
 ) -> tuple[jax.Array, jax.Array]:
     """:func:`low_rank_factors` with the rank-r projection's derivative in reverse mode for every
     ``method`` (see :func:`_projected_factors`), ``"exact"`` included: for callers whose loss
@@ -611,26 +614,28 @@ def projected_factors(
     if method not in ("exact", "gram", "randomized"):
         raise ValueError(f"method must be 'exact', 'gram' or 'randomized', got {method!r}")
     oversample = _checks.check_positive_int(oversample, "oversample", minimum=0)
-    n_iter = _checks.check_positive_int(n_iter, "n_iter", minimum=0)
-    return _projected_factors(A, rank, method, key, oversample, n_iter)
+    power_iters = _checks.check_positive_int(power_iters, "power_iters", minimum=0)
+    return _projected_factors(A, rank, method, key, oversample, power_iters)
 
 
-def _factor_svd(A, rank, method, key, oversample, n_iter, *, for_gradient=False) -> SVDResult:
+def _factor_svd(A, rank, method, key, oversample, power_iters, *, for_gradient=False) -> SVDResult:
     """The triplets behind :func:`_projected_factors`: the sketch's k = min(rank + oversample, m, n)
     for ``"randomized"`` (its first ``rank`` are :func:`randomized_svd`'s); for ``"gram"`` and
     ``"exact"`` all min(m, n) when ``for_gradient`` (the eigendecomposition has them all; the
     reverse rule needs them), else ``rank``."""
     if method == "randomized":
-        return _sketched_svd(A, _sketch_key(key), rank, oversample, n_iter)
+        return _sketched_svd(A, _sketch_key(key), rank, oversample, power_iters)
     if method == "gram" and for_gradient:
         return gram_svd(A, min(A.shape))
     if method == "exact" and for_gradient:
         return _thin_svd(A)
-    return low_rank_svd(A, rank, method=method, key=key, oversample=oversample, n_iter=n_iter)
+    return low_rank_svd(
+        A, rank, method=method, key=key, oversample=oversample, power_iters=power_iters
+    )
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 4, 5))
-def _projected_factors(A, rank, method, key, oversample, n_iter):
+def _projected_factors(A, rank, method, key, oversample, power_iters):
     """Balanced rank-r factors whose reverse mode is the rank-r projection's derivative.
 
     For methods whose later steps depend on (L, R) only through X = L Rᵀ (such as scaled
@@ -652,14 +657,14 @@ def _projected_factors(A, rank, method, key, oversample, n_iter):
     (:func:`_gram_projection_cotangent`), where the left vectors only enter as A V. Do not use it
     where a loss depends on the gauge of L and R.
     """
-    U, s, V = _factor_svd(A, rank, method, key, oversample, n_iter)
+    U, s, V = _factor_svd(A, rank, method, key, oversample, power_iters)
     return balanced_factors(SVDResult(U[:, :rank], s[:rank], V[:, :rank]))
 
 
 # traced when a caller's jit is differentiated, after the solver's context has closed
 @full_precision
-def _projected_factors_fwd(A, rank, method, key, oversample, n_iter):
-    svd = _factor_svd(A, rank, method, key, oversample, n_iter, for_gradient=True)
+def _projected_factors_fwd(A, rank, method, key, oversample, power_iters):
+    svd = _factor_svd(A, rank, method, key, oversample, power_iters, for_gradient=True)
     U, s, V = svd
     return balanced_factors(SVDResult(U[:, :rank], s[:rank], V[:, :rank])), svd
 
@@ -697,7 +702,7 @@ def _gram_projection_cotangent(U, s, V, rank, L_bar, R_bar):
 
 
 @full_precision  # traced when the gradient is taken, after the solver's context has closed
-def _projected_factors_bwd(rank, method, oversample, n_iter, svd, cts):
+def _projected_factors_bwd(rank, method, oversample, power_iters, svd, cts):
     U, s, V = svd
     L_bar, R_bar = cts
     if method == "gram":
@@ -769,3 +774,34 @@ def spd_solve(G: jax.Array, B: jax.Array, *, right: bool = False) -> jax.Array:
     if right:
         return jax.scipy.linalg.cho_solve(chol, B.T).T
     return jax.scipy.linalg.cho_solve(chol, B)
+
+
+def frob(X) -> jax.Array:
+    """‖X‖_F, computed as m·‖X/m‖_F with m = max|X_ij| so that squaring neither underflows nor
+    overflows (a plain sum of squares of float32 entries near 1e-20 or 1e20 is 0 or inf); inf and
+    NaN entries propagate.
+    Complex X gives the real ‖X‖_F; the gradient at X = 0 is 0 (a subgradient)."""
+    X = jnp.asarray(X)
+    if X.size == 0:
+        return jnp.zeros((), X.dtype if jnp.issubdtype(X.dtype, jnp.inexact) else jnp.float32)
+    m = jnp.max(jnp.abs(X))
+    safe = jnp.where((m > 0) & jnp.isfinite(m), m, 1.0)
+    ss = jnp.sum(jnp.square(jnp.abs(X / safe)))  # |·|²: real for complex X too
+    norm = safe * jnp.sqrt(jnp.where(ss > 0, ss, 1.0))  # safe sqrt: a zero gradient at X = 0
+    return jnp.where(jnp.isfinite(m), jnp.where(ss > 0, norm, 0.0), m)
+
+
+def relative_error(X, X0) -> jax.Array:
+    """‖X − X₀‖_F / ‖X₀‖_F, the relative error of ``X`` against the reference ``X0`` (a 0-d array;
+    traceable and differentiable).
+
+    Zero reference (X₀ = 0): 0 when X = 0 too, +inf otherwise (no relative scale exists; an
+    absolute error there would read as a relative one). NaN in X or X₀ gives NaN. Both norms are
+    :func:`frob`'s scaled ones, exact at float32's extremes. Raises ``ValueError`` naming ``X0``
+    when its shape is not X's (shapes are static: also under ``jit``)."""
+    X, X0 = jnp.asarray(X), jnp.asarray(X0)
+    _checks.check_same_shape(X, X0, "X", "X0")
+    num, den = frob(X - X0), frob(X0)
+    safe = jnp.where(den > 0, den, 1.0)
+    out = jnp.where(den > 0, num / safe, jnp.where(num > 0, jnp.inf, 0.0))
+    return jnp.where(jnp.isnan(num) | jnp.isnan(den), jnp.nan, out)

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lowrank_jax import Status, prox
+from lowrank_jax import Status, linalg, prox
 from lowrank_jax.covariance import baselines, metrics
 from lowrank_jax.datasets import covariance as cov
 
@@ -62,20 +62,23 @@ def test_rank_above_counts_eigenvalues_strictly_above_the_threshold(x64):
 
 
 def test_frobenius_metrics_survive_extreme_scales():
-    """In float32 ‖X‖_F of entries near 1e-25 squared to 0 (rel_error 0/0 → 0 for a 100 % error) and
-    near 1e25 to inf; the scaled norm is exact there, and inf / NaN entries still propagate."""
+    """In float32 ‖X‖_F of entries near 1e-25 squared to 0 (relative_error 0/0 → 0 for a 100 %
+    error) and near 1e25 to inf; the scaled norm is exact there, and inf / NaN entries still
+    propagate."""
     X0 = jnp.ones((10, 10), jnp.float32)
     for scale in (1e-25, 1.0, 1e25):
-        np.testing.assert_allclose(metrics.frob(scale * X0), 10 * scale, rtol=1e-6)
-        np.testing.assert_allclose(metrics.rel_error(2 * scale * X0, scale * X0), 1.0, rtol=1e-6)
-    assert float(metrics.frob(X0.at[0, 0].set(jnp.inf))) == np.inf
-    assert np.isnan(float(metrics.frob(X0.at[0, 0].set(jnp.nan))))
-    assert float(metrics.frob(jnp.zeros((3, 3)))) == 0.0
+        np.testing.assert_allclose(linalg.frob(scale * X0), 10 * scale, rtol=1e-6)
+        np.testing.assert_allclose(
+            metrics.relative_error(2 * scale * X0, scale * X0), 1.0, rtol=1e-6
+        )
+    assert float(linalg.frob(X0.at[0, 0].set(jnp.inf))) == np.inf
+    assert np.isnan(float(linalg.frob(X0.at[0, 0].set(jnp.nan))))
+    assert float(linalg.frob(jnp.zeros((3, 3)))) == 0.0
     # complex input has a real norm; the derivative at 0 is a finite subgradient (0), not NaN
-    assert float(metrics.frob(jnp.array([3 + 4j]))) == pytest.approx(5.0)
-    np.testing.assert_array_equal(jax.grad(metrics.frob)(jnp.zeros((2, 2))), np.zeros((2, 2)))
+    assert float(linalg.frob(jnp.array([3 + 4j]))) == pytest.approx(5.0)
+    np.testing.assert_array_equal(jax.grad(linalg.frob)(jnp.zeros((2, 2))), np.zeros((2, 2)))
     X = jnp.array([[1.0, -2.0], [2.0, 4.0]])
-    np.testing.assert_allclose(jax.grad(metrics.frob)(X), X / 5.0, rtol=1e-6)
+    np.testing.assert_allclose(jax.grad(linalg.frob)(X), X / 5.0, rtol=1e-6)
 
 
 def test_sparsity_uses_a_strict_threshold(x64):
@@ -87,16 +90,16 @@ def test_sparsity_uses_a_strict_threshold(x64):
     assert float(metrics.sparsity(np.zeros((3, 3)))) == 1.0
 
 
-def test_shrink_and_relative_errors_closed_forms(x64):
+def test_soft_threshold_and_relative_errors_closed_forms(x64):
     S = np.array([[3.0, -0.05], [-0.2, 0.1]])
-    np.testing.assert_allclose(metrics.shrink(S, 0.1), [[2.9, 0.0], [-0.1, 0.0]], atol=1e-15)
+    np.testing.assert_allclose(prox.soft_threshold(S, 0.1), [[2.9, 0.0], [-0.1, 0.0]], atol=1e-15)
     assert metrics.default_shrink(100) == pytest.approx(0.1)
     X0 = np.array([[3.0, 0.0], [0.0, 4.0]])
-    assert float(metrics.rel_error(X0 + np.array([[0.0, 1.0], [0.0, 0.0]]), X0)) == pytest.approx(
-        0.2
-    )
-    assert float(metrics.rel_error(np.zeros((2, 2)), np.zeros((2, 2)))) == 0.0
-    assert float(metrics.rel_error(np.ones((2, 2)), np.zeros((2, 2)))) == np.inf
+    assert float(
+        metrics.relative_error(X0 + np.array([[0.0, 1.0], [0.0, 0.0]]), X0)
+    ) == pytest.approx(0.2)
+    assert float(metrics.relative_error(np.zeros((2, 2)), np.zeros((2, 2)))) == 0.0
+    assert float(metrics.relative_error(np.ones((2, 2)), np.zeros((2, 2)))) == np.inf
 
 
 def test_real_data_errors_and_report_by_hand(x64):
@@ -131,7 +134,7 @@ def test_real_data_errors_and_report_by_hand(x64):
         with pytest.raises(ValueError, match=match):
             metrics.report(**args)
     assert np.isnan(metrics.real_data_errors(Sigma, np.full((2, 2), np.nan), S).fit_L)
-    assert np.isnan(metrics.rel_error(np.full((2, 2), np.nan), np.full((2, 2), np.nan)))
+    assert np.isnan(metrics.relative_error(np.full((2, 2), np.nan), np.full((2, 2), np.nan)))
 
 
 _SIGMA_2, _L_2, _S_2 = (
@@ -160,8 +163,8 @@ _MISMATCHED = {
             ),
         ],
     ),
-    "rel_error": (
-        metrics.rel_error,
+    "relative_error": (
+        metrics.relative_error,
         [
             ((np.ones((3, 3)), np.ones(3)), r"X0 must have the shape of X \(3, 3\), got \(3,\)"),
             ((np.ones(3), np.ones((3, 3))), r"X0 must have the shape of X \(3,\), got \(3, 3\)"),
@@ -176,10 +179,10 @@ _MISMATCHED = {
 
 
 @pytest.mark.parametrize("name", _MISMATCHED)
-def test_real_data_errors_and_rel_error_refuse_mismatched_shapes(name):
-    """real_data_errors broadcast an (n, 1) L or a scalar S into plausible numbers, and
-    rel_error(ones((3, 3)), ones(3)) returned 0.0, where report already refused such shapes. Both
-    now raise report's ValueError naming the argument, also under jit (shapes are static)."""
+def test_real_data_errors_and_relative_error_refuse_mismatched_shapes(name):
+    """Shapes that would broadcast into plausible numbers (an (n, 1) L or a scalar S in
+    real_data_errors, ones((3, 3)) against ones(3) in relative_error) raise report's ValueError
+    naming the argument, also under jit (shapes are static)."""
     fn, cases = _MISMATCHED[name]
     for args, match in cases:
         with pytest.raises(ValueError, match=match):
@@ -188,15 +191,15 @@ def test_real_data_errors_and_rel_error_refuse_mismatched_shapes(name):
             jax.jit(fn)(*args)
 
 
-def test_real_data_errors_and_rel_error_keep_their_values_for_matching_shapes(x64):
-    """With the shape checks added, matching shapes give the values they gave (the by-hand ones of
-    test_real_data_errors_and_report_by_hand), for any shape rel_error's two arguments share."""
+def test_real_data_errors_and_relative_error_keep_their_values_for_matching_shapes(x64):
+    """Matching shapes give the by-hand values of test_real_data_errors_and_report_by_hand, for any
+    shape relative_error's two arguments share."""
     X0 = np.array([[3.0, 0.0], [0.0, 4.0]])
     e, r2, r1 = jax.jit(
         lambda: (
             metrics.real_data_errors(_SIGMA_2, _L_2, _S_2, 0.5),  # one compiled program
-            metrics.rel_error(X0 + np.array([[0.0, 1.0], [0.0, 0.0]]), X0),
-            metrics.rel_error(np.ones(3), 2 * np.ones(3)),
+            metrics.relative_error(X0 + np.array([[0.0, 1.0], [0.0, 0.0]]), X0),
+            metrics.relative_error(np.ones(3), 2 * np.ones(3)),
         )
     )()
     np.testing.assert_allclose(e, [np.sqrt(2) / 2, 1 / np.sqrt(10), 0.75], rtol=1e-12)
@@ -220,7 +223,7 @@ def test_real_data_errors_and_rel_error_keep_their_values_for_matching_shapes(x6
         (lambda A, L, S: metrics.rank_above(L, tol=-1.0), "tol must be non-negative"),
         (lambda A, L, S: metrics.rank_above(L, tol=np.nan), "tol"),
         (lambda A, L, S: metrics.sparsity(S, tol=-1.0), "tol must be non-negative"),
-        (lambda A, L, S: metrics.shrink(S, -0.5), "t must be non-negative"),
+        (lambda A, L, S: prox.soft_threshold(S, -0.5), "t must be non-negative"),
         (lambda A, L, S: metrics.check_symmetric(A, rtol=-1.0), "rtol must be non-negative"),
         (
             lambda A, L, S: metrics.check_symmetric(
@@ -268,7 +271,9 @@ def test_metric_thresholds_zero_inf_and_traced_still_work(x64):
     np.testing.assert_array_equal(zeros, [float(metrics.sparsity(S, float(t))) for t in tols])
     # monotone in tol
     assert np.all(np.diff(np.asarray(ranks)) <= 0) and np.all(np.diff(np.asarray(zeros)) >= 0)
-    assert float(metrics.shrink(S, np.array([[0.0, 0.0], [0.0, 0.5]]))[1, 1]) == 0.0  # an array t
+    assert (
+        float(prox.soft_threshold(S, np.array([[0.0, 0.0], [0.0, 0.5]]))[1, 1]) == 0.0
+    )  # an array t
 
 
 def test_check_symmetric_rejects_bad_input():
@@ -451,10 +456,10 @@ def test_ialm_recovers_planted_pair_and_meets_its_residual_tolerance(x64):
     out = baselines.ialm(Sigma, tol=tol)
     k = int(out.n_iter)
     assert 0 < k < 100
-    assert float(metrics.rel_error(out.L, L0)) < 1e-5
-    assert float(metrics.rel_error(out.S, S0)) < 1e-5
+    assert float(metrics.relative_error(out.L, L0)) < 1e-5
+    assert float(metrics.relative_error(out.S, S0)) < 1e-5
     # exit criterion, recomputed from the returned pair: ‖Σ − L − S‖_F/‖Σ‖_F ≤ tol
-    assert float(metrics.rel_error(out.L + out.S, Sigma)) <= tol
+    assert float(metrics.relative_error(out.L + out.S, Sigma)) <= tol
     hist = np.asarray(out.history["residual"])
     assert int(out.status) == Status.CONVERGED and float(out.residual) == hist[k - 1]
     assert float(out.residual) <= tol and np.all(np.isnan(hist[k:]))
@@ -486,14 +491,16 @@ def test_fpcp_rank_and_recovery(x64):
             out.history["residual"][-1]
         )
         np.testing.assert_allclose(
-            out.residual, metrics.rel_error(out.L + out.S, Sigma), rtol=1e-10
+            out.residual, metrics.relative_error(out.L + out.S, Sigma), rtol=1e-10
         )
         # the method's S is the 1/√n shrinkage of Σ − L (λ = 1/√n)
-        np.testing.assert_allclose(out.S, metrics.shrink(Sigma - out.L, 1 / np.sqrt(n)), atol=1e-12)
-    err_two, err_many = (float(metrics.rel_error(o.L, L0)) for o in (two, many))
+        np.testing.assert_allclose(
+            out.S, prox.soft_threshold(Sigma - out.L, 1 / np.sqrt(n)), atol=1e-12
+        )
+    err_two, err_many = (float(metrics.relative_error(o.L, L0)) for o in (two, many))
     # the fixed point is close to L0 (λ-bias only)
     assert err_many < 0.02 and err_many < err_two / 10
-    assert float(metrics.rel_error(many.S, S0)) < 0.05
+    assert float(metrics.relative_error(many.S, S0)) < 0.05
     # rank growth (LRSLibrary's rule) with k as the maximum: rank0 ≤ rank ≤ k, one step per loop
     grown = baselines.fpcp(Sigma, 5, loops=3, grow=True)
     assert int(grown.rank) == 3  # 1 → 2 → 3
@@ -557,8 +564,8 @@ def test_rpca_gd_recovers_planted_pair_with_psd_factor(x64):
     out, U = baselines.rpca_gd(Sigma, 2, alpha=0.1, max_iter=300, return_factor=True)
     assert U.shape == (60, 2)
     np.testing.assert_allclose(out.L, U @ U.T, atol=1e-12)  # L = UUᵀ: PSD, rank ≤ k
-    assert float(metrics.rel_error(out.L, L0)) < 1e-6
-    assert float(metrics.rel_error(out.S, S0)) < 1e-6
+    assert float(metrics.relative_error(out.L, L0)) < 1e-6
+    assert float(metrics.relative_error(out.S, S0)) < 1e-6
     np.testing.assert_array_equal(out.L, out.L.T)
     # T_{γα}(Σ − L)
     np.testing.assert_array_equal(out.S, top_fraction_numpy(Sigma - np.asarray(out.L), 0.2))
@@ -567,7 +574,7 @@ def test_rpca_gd_recovers_planted_pair_with_psd_factor(x64):
     np.testing.assert_array_equal(out.U, U)
     # too small an α misses the rows with more spikes: a much worse fit
     low = baselines.rpca_gd(Sigma, 2, alpha=0.03, max_iter=300)
-    assert float(metrics.rel_error(low.L, L0)) > 1e-3
+    assert float(metrics.relative_error(low.L, L0)) > 1e-3
 
 
 def test_rpca_gd_on_the_papers_generator(x64):
@@ -719,7 +726,7 @@ def test_ncrpca_stops_at_its_tolerance(x64):
     hist = np.asarray(out.history["residual"])
     assert 1 < k < 500 and float(out.residual) == hist[k - 1] < 1e-8 <= float(np.min(hist[: k - 1]))
     assert int(out.status) == Status.CONVERGED
-    assert float(metrics.rel_error(out.L + out.S, Sigma)) < 1e-8
+    assert float(metrics.relative_error(out.L + out.S, Sigma)) < 1e-8
 
 
 @pytest.mark.parametrize("method", ["ialm", "ncrpca", "fpcp", "rpca_gd"])

@@ -39,7 +39,7 @@ def test_randomized_svd_recovers_known_spectrum(x64):
     rng = np.random.default_rng(1)
     s = np.concatenate([[10.0, 7.0, 5.0, 3.0, 2.0], 1e-3 * 0.5 ** np.arange(35)])
     A, U, V = known_spectrum(rng, 300, 200, s)
-    out = linalg.randomized_svd(jnp.asarray(A), 5, jax.random.key(3), oversample=10, n_iter=4)
+    out = linalg.randomized_svd(jnp.asarray(A), 5, jax.random.key(3), oversample=10, power_iters=4)
     np.testing.assert_allclose(out.s, s[:5], rtol=1e-10)
     assert subspace_gap(np.asarray(out.U), U[:, :5]) < 1e-8
     assert subspace_gap(np.asarray(out.V), V[:, :5]) < 1e-8
@@ -50,7 +50,7 @@ def test_randomized_svd_warm_start_equals_exact_on_exact_low_rank(x64):
     A, _, _ = known_spectrum(rng, 120, 90, np.array([4.0, 3.0, 1.0]))
     exact = linalg.truncated_svd(jnp.asarray(A), 3)
     start = jnp.asarray(rng.standard_normal((90, 6)))
-    warm = linalg.randomized_svd(jnp.asarray(A), 3, start=start, n_iter=0)
+    warm = linalg.randomized_svd(jnp.asarray(A), 3, start=start, power_iters=0)
     np.testing.assert_allclose(warm.s, exact.s, rtol=1e-12)
     with pytest.raises(ValueError, match="key"):
         linalg.randomized_svd(jnp.asarray(A), 3)
@@ -237,7 +237,7 @@ def test_core_helpers_name_bad_arguments(x64):
         ValueError, match="method must be 'exact', 'gram' or 'randomized', got 'svd'"
     ):
         linalg.best_rank_approximation(jnp.ones((6, 5)), 2, method="svd")
-    for bad in (dict(oversample=-1), dict(n_iter=-2), dict(n_iter=1.5)):
+    for bad in (dict(oversample=-1), dict(power_iters=-2), dict(power_iters=1.5)):
         name = next(iter(bad))
         with pytest.raises(ValueError, match=f"{name} must be an integer >= 0"):
             linalg.randomized_svd(jnp.ones((6, 5)), 2, 0, **bad)
@@ -322,7 +322,9 @@ def test_randomized_svd_triplets_pair_up_without_power_iterations(x64):
     Vᵀ kept s exact and turned V into another basis)."""
     rng = np.random.default_rng(0)
     A = jnp.asarray(rng.standard_normal((60, 4)) @ rng.standard_normal((4, 40)))
-    out = linalg.randomized_svd(A, 3, start=jnp.asarray(rng.standard_normal((40, 8))), n_iter=0)
+    out = linalg.randomized_svd(
+        A, 3, start=jnp.asarray(rng.standard_normal((40, 8))), power_iters=0
+    )
     np.testing.assert_allclose(A @ out.V, out.U * out.s, atol=1e-10)
     np.testing.assert_allclose(A.T @ out.U, out.V * out.s, atol=1e-10)
 
@@ -638,8 +640,9 @@ def test_no_two_lapack_kernels_of_a_vmapped_solver_can_run_at_once():
     Checked on the compiled programs: every two batched LAPACK kernels of each are joined by a data
     path."""
     from lowrank_jax import regression as rg
-    from lowrank_jax import rpca, sdl, sketch, transforms
+    from lowrank_jax import rpca, sdl, transforms
     from lowrank_jax.datasets import rpca as rdata
+    from lowrank_jax.regression import sketch
 
     Y = rdata.rpca_problem(jax.random.key(0), 40, 40, 2, 0.1).Y
     zeta, eta = jnp.full(4, 0.5), jnp.full(3, 0.5)
@@ -695,3 +698,24 @@ def test_no_two_lapack_kernels_of_a_vmapped_solver_can_run_at_once():
         # it has batched kernels to see
         assert re.search(r"= \(?f32\[\d+,\d+,\d+\][^\n]*lapack_", hlo), name
         assert not _concurrent_lapack_kernels(hlo), (name, _concurrent_lapack_kernels(hlo))
+
+
+def test_relative_error_ordinary_case_and_zero_reference(x64):
+    """‖X − X₀‖_F/‖X₀‖_F; against X₀ = 0 it is 0 for X = 0 and +inf otherwise (not the absolute
+    error ‖X‖_F); NaN stays NaN; jit gives the same values, the gradient is the closed form (0 at
+    X = X₀), and a shape mismatch is refused."""
+    X0 = np.array([[3.0, 0.0], [0.0, 4.0]])
+    X = X0 + np.array([[0.0, 1.0], [0.0, 0.0]])
+    assert float(linalg.relative_error(X, X0)) == pytest.approx(0.2)  # ‖[[0, 1], [0, 0]]‖ / 5
+    assert float(jax.jit(linalg.relative_error)(X, X0)) == pytest.approx(0.2)
+    zero = np.zeros((2, 2))
+    assert float(linalg.relative_error(zero, zero)) == 0.0
+    assert float(linalg.relative_error(X, zero)) == np.inf
+    assert float(jax.jit(linalg.relative_error)(X, zero)) == np.inf
+    assert np.isnan(float(linalg.relative_error(np.full((2, 2), np.nan), X0)))
+    # d/dX ‖X − X₀‖/‖X₀‖ = (X − X₀)/(‖X − X₀‖ ‖X₀‖), and 0 (finite) at X = X₀
+    g = jax.grad(linalg.relative_error)(X, X0)
+    np.testing.assert_allclose(g, (X - X0) / 5.0, rtol=1e-12)
+    np.testing.assert_array_equal(jax.grad(linalg.relative_error)(X0, X0), zero)
+    with pytest.raises(ValueError, match=r"X0 must have the shape of X \(2, 2\), got \(2,\)"):
+        linalg.relative_error(X, np.ones(2))

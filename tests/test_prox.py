@@ -37,7 +37,7 @@ def test_soft_threshold_matches_numpy_with_broadcast_thresholds():
 
 def test_soft_threshold_refuses_a_negative_or_nan_concrete_threshold():
     """soft_threshold([1, -2, 0], -1) returned [2, -1, 1] (a zero became 1) where the path-norm
-    prox step and covariance.shrink refuse t < 0. A concrete t (scalar or per-row array) with a
+    prox step refuses t < 0. A concrete t (scalar or per-row array) with a
     negative or NaN entry is refused by name; +inf zeroes everything; valid thresholds, concrete or
     traced under jit and vmap, give the values they gave before."""
     x = jnp.array([1.0, -2.0, 0.0])

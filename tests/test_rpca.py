@@ -348,7 +348,7 @@ def test_lrpca_rejects_bad_input_before_computing(change, name):
         (lambda Y: rpca.scaledgd(Y, 2, 0.6, max_iter=5), r"alpha_iter \(default 2·alpha"),
         (lambda Y: rpca.altproj(Y, 2, oversample=-4), "oversample"),
         (lambda Y: rpca.lrpca(Y, 2, jnp.ones(3), jnp.ones(2), oversample=-3), "oversample"),
-        (lambda Y: rpca.scaledgd(Y, 2, 0.1, max_iter=5, n_iter=-1), "n_iter"),
+        (lambda Y: rpca.scaledgd(Y, 2, 0.1, max_iter=5, power_iters=-1), "power_iters"),
         (
             lambda Y: rpca.lrpca_sharded(Y, 2, jnp.ones(3), jnp.ones(2), beta=1.0, phi=0.8),
             "needs tol or max_iter",
@@ -752,17 +752,22 @@ def test_the_call_rescales_for_sqrt_n1_n2_and_for_the_rank(monkeypatch):
 
 def test_counts_given_as_0d_arrays_run_as_their_integers():
     """Ranks and counts read back from a file or a NumPy computation are 0-d arrays. oversample and
-    n_iter passed the check and then reached jit as unhashable static arguments; a rank was refused.
-    Each now runs as its Python integer, with the same result."""
+    power_iters passed the check and then reached jit as unhashable static arguments; a rank was
+    refused. Each now runs as its Python integer, with the same result."""
     p = datasets.rpca_problem(jax.random.key(0), 30, 30, 2, 0.1)
     as_arrays = rpca.scaledgd(
-        p.Y, np.array(2), 0.1, max_iter=jnp.int32(3), oversample=np.array(4), n_iter=np.int64(1)
+        p.Y,
+        np.array(2),
+        0.1,
+        max_iter=jnp.int32(3),
+        oversample=np.array(4),
+        power_iters=np.int64(1),
     )
-    as_ints = rpca.scaledgd(p.Y, 2, 0.1, max_iter=3, oversample=4, n_iter=1)
+    as_ints = rpca.scaledgd(p.Y, 2, 0.1, max_iter=3, oversample=4, power_iters=1)
     np.testing.assert_array_equal(np.asarray(as_arrays.X), np.asarray(as_ints.X))
-    z = rpca.oracle_thresholds(p.Y, np.array(2), p.X, np.array(3), n_iter=jnp.int32(2))
+    z = rpca.oracle_thresholds(p.Y, np.array(2), p.X, np.array(3), power_iters=jnp.int32(2))
     np.testing.assert_array_equal(
-        np.asarray(z), np.asarray(rpca.oracle_thresholds(p.Y, 2, p.X, 3, n_iter=2))
+        np.asarray(z), np.asarray(rpca.oracle_thresholds(p.Y, 2, p.X, 3, power_iters=2))
     )
     eta = jnp.full(3, 0.5)
     np.testing.assert_array_equal(
@@ -775,6 +780,27 @@ def test_counts_given_as_0d_arrays_run_as_their_integers():
     )
     with pytest.raises(ValueError, match="rank must be an integer"):
         rpca.scaledgd(p.Y, np.array(2.0), 0.1, max_iter=3)
+
+
+def test_power_iterations_are_power_iters_and_n_iter_is_refused():
+    """The power iterations of the randomized SVD are the argument ``power_iters``; ``n_iter`` is
+    only the result's count of iterations run, and as an argument it is an unknown keyword (no
+    alias of the old name)."""
+    from lowrank_jax import linalg
+
+    p = datasets.rpca_problem(jax.random.key(0), 30, 30, 2, 0.1)
+    with pytest.raises(TypeError, match="n_iter"):
+        linalg.randomized_svd(p.Y, 2, 0, n_iter=2)
+    zeta, eta = jnp.full(4, 0.1), jnp.full(3, 0.5)
+    with pytest.raises(TypeError, match="n_iter"):
+        rpca.lrpca(p.Y, 2, zeta, eta, n_iter=2)
+    default = linalg.randomized_svd(p.Y, 2, 0)
+    same = linalg.randomized_svd(p.Y, 2, 0, power_iters=4)  # 4 is the default
+    np.testing.assert_array_equal(np.asarray(same.s), np.asarray(default.s))
+    none = linalg.randomized_svd(p.Y, 2, 0, oversample=0, power_iters=0)
+    assert not np.array_equal(np.asarray(none.s), np.asarray(default.s))  # the count is used
+    out = rpca.lrpca(p.Y, 2, zeta, eta, power_iters=1)
+    assert int(out.n_iter) == 3 and np.all(np.isfinite(np.asarray(out.X)))  # n_iter: layers run
 
 
 def _altproj_numpy(Y, rank, beta, beta_init, iters, inner_iters):

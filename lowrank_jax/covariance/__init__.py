@@ -17,9 +17,8 @@ from lowrank_jax.covariance.metrics import (
     is_shrunk,
     rank_above,
     real_data_errors,
-    rel_error,
+    relative_error,
     report,
-    shrink,
     sparsity,
 )
 from lowrank_jax.covariance.nn import (
@@ -61,10 +60,9 @@ __all__ = [
     "ncrpca",
     "rank_above",
     "real_data_errors",
-    "rel_error",
+    "relative_error",
     "report",
     "rpca_gd",
-    "shrink",
     "smooth_abs",
     "smooth_abs_grad",
     "sparsity",

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from lowrank_jax import _checks, linalg, loop
-from lowrank_jax.covariance.metrics import check_symmetric, frob
+from lowrank_jax.covariance.metrics import check_symmetric
 from lowrank_jax.precision import full_precision
 from lowrank_jax.prox import (
     apply_top_fraction,
@@ -110,7 +110,7 @@ def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, invalid, *, sv_map, s_prox, l_first,
     number of non-zero values. ``invalid``: a traced hyperparameter broke its rule (the status says
     INVALID)."""
     n1, n2 = D.shape
-    d_norm = _safe_norm(frob(D))
+    d_norm = _safe_norm(linalg.frob(D))
     full = min(n1, n2)
 
     def l_step(S, Y, mu, kept):
@@ -128,7 +128,7 @@ def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, invalid, *, sv_map, s_prox, l_first,
             L, kept = l_step(S, Y, mu, kept)
         Z = D - L - S
         Y = Y + mu * Z
-        return (L, S, Y, jnp.minimum(mu * rho, mu_bar), kept), {"residual": frob(Z) / d_norm}
+        return (L, S, Y, jnp.minimum(mu * rho, mu_bar), kept), {"residual": linalg.frob(Z) / d_norm}
 
     zeros = jnp.zeros_like(D)
     state = (zeros, zeros, Y0, mu0, jnp.zeros(full, D.dtype))
@@ -137,7 +137,7 @@ def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, invalid, *, sv_map, s_prox, l_first,
         state,
         max_iter=max_iter,
         stop=lambda s, d: d["residual"] < tol,
-        diverged=lambda s, d: _diverged(d_norm, frob(s[0]), *s[:4]),
+        diverged=lambda s, d: _diverged(d_norm, linalg.frob(s[0]), *s[:4]),
         invalid=invalid,
     )
     L, S, _, _, kept = out.state
@@ -242,7 +242,7 @@ def ialm(
         res = covariance.ialm(Sigma)  # PCP with λ = 1/√n
         print(res)                    # BaselineResult(status=CONVERGED, …)
         # 3, ≈ 4e-7
-        print(covariance.rank_above(res.L), covariance.rel_error(res.L + res.S, Sigma))
+        print(covariance.rank_above(res.L), covariance.relative_error(res.L + res.S, Sigma))
         ```
     """
     Sigma, (lam, tol, rho, mu_factor), max_iter = _alm_arguments(
@@ -395,7 +395,7 @@ def ncrpca(
 
 @functools.partial(jax.jit, static_argnames=("rank", "loops", "grow", "svd"))
 def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, loops, grow, svd):
-    d_norm = _safe_norm(frob(D))
+    d_norm = _safe_norm(linalg.frob(D))
     invalid = jnp.isnan(lam) | jnp.isnan(lam_factor) | jnp.isnan(rank_threshold)
     idx = jnp.arange(rank)
 
@@ -424,7 +424,7 @@ def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, loops, grow, 
             # LRSLibrary starts with inc_rank = 1 (no test after the first loop); later the test is
             # taken afresh every loop: a failed test pauses the growth, not ends it
             inc = (k == 0) | grows(s, r)
-        return (L, S, r, lam_t, inc), {"residual": frob(D - L - S) / d_norm}
+        return (L, S, r, lam_t, inc), {"residual": linalg.frob(D - L - S) / d_norm}
 
     r0 = rank0 if grow else jnp.asarray(rank, jnp.int32)
     zeros = jnp.zeros_like(D)
@@ -434,7 +434,7 @@ def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, loops, grow, 
         state,
         loops,
         invalid=invalid,
-        diverged=lambda s, d: _diverged(d_norm, frob(s[0]), s[0], s[1]),
+        diverged=lambda s, d: _diverged(d_norm, linalg.frob(s[0]), s[0], s[1]),
     )
     L, S, r, _, _ = out.state
     return _result(out, L, S, r)
@@ -560,7 +560,7 @@ def _symmetric_sparsify(R, alpha, cuts=None):
 
 @functools.partial(jax.jit, static_argnames=("rank", "max_iter"))
 def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, max_iter):
-    d_norm = _safe_norm(frob(D))
+    d_norm = _safe_norm(linalg.frob(D))
     D = 0.5 * (D + D.T)
     S_init, _ = _symmetric_sparsify(D, alpha)
     lam_all, Q = jnp.linalg.eigh(D - S_init)
@@ -594,7 +594,7 @@ def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, max_iter):
         U, _, E, cut = state
         U = U - eta * (E @ U)
         S, E, cut = sparse_part(U, cut)
-        return (U, S, E, cut), {"residual": frob(E) / d_norm}
+        return (U, S, E, cut), {"residual": linalg.frob(E) / d_norm}
 
     # ‖UUᵀ‖_F ≤ ‖U‖_F²: the growth rule on L without forming it
     blown_up = lambda s, d: _diverged(d_norm, jnp.sum(jnp.square(s[0])), s[0], s[1])  # noqa: E731

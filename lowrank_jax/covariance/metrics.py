@@ -8,8 +8,10 @@ tolerance) enters two of them:
     s(S)          = #{ (i, j) : |S_ij| < ϵ } / n²             fraction of (numerically) zero entries
     rel.error(X)  = ‖X − X₀‖_F / ‖X₀‖_F                       against the planted L₀ or S₀
 
-On real data there is no ground truth; the figure captions use instead (with the 1/√n shrinkage
-shrink(S)_ij = sign(S_ij) max(|S_ij| − 1/√n, 0) that the paper applies to S before plotting)
+(rel.error is :func:`lowrank_jax.linalg.relative_error`, also exported here). On real data there
+is no ground truth; the figure captions use instead (with the 1/√n shrinkage
+shrink(S)_ij = sign(S_ij) max(|S_ij| − 1/√n, 0) that the paper applies to S before plotting, the
+soft thresholding :func:`lowrank_jax.prox.soft_threshold` at t = 1/√n)
 
     ‖Σ − L‖_F / ‖L‖_F,   ‖Σ − (L + shrink(S))‖_F / ‖Σ‖_F,   s(shrink(S)).
 
@@ -37,6 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lowrank_jax import _checks
+from lowrank_jax.linalg import relative_error
 from lowrank_jax.precision import full_precision
 from lowrank_jax.prox import soft_threshold
 
@@ -122,48 +125,6 @@ def sparsity(S, tol=EPSILON, *, strict: bool = True) -> jax.Array:
     return jnp.mean(zero.astype(mag.dtype))
 
 
-def frob(X) -> jax.Array:
-    """‖X‖_F, computed as m·‖X/m‖_F with m = max|X_ij| so that squaring neither underflows nor
-    overflows (float32 entries near 1e-20 or 1e20 gave 0 or inf); inf and NaN entries propagate.
-    Complex X gives the real ‖X‖_F; the gradient at X = 0 is 0 (a subgradient)."""
-    X = jnp.asarray(X)
-    if X.size == 0:
-        return jnp.zeros((), X.dtype if jnp.issubdtype(X.dtype, jnp.inexact) else jnp.float32)
-    m = jnp.max(jnp.abs(X))
-    safe = jnp.where((m > 0) & jnp.isfinite(m), m, 1.0)
-    ss = jnp.sum(jnp.square(jnp.abs(X / safe)))  # |·|²: real for complex X too
-    norm = safe * jnp.sqrt(jnp.where(ss > 0, ss, 1.0))  # safe sqrt: a zero gradient at X = 0
-    return jnp.where(jnp.isfinite(m), jnp.where(ss > 0, norm, 0.0), m)
-
-
-def _ratio(num, den):
-    """num/den with 0/0 = 0 and x/0 = inf (x > 0); NaN in either stays NaN (it read as 0 before)."""
-    safe = jnp.where(den > 0, den, 1.0)
-    out = jnp.where(den > 0, num / safe, jnp.where(num > 0, jnp.inf, 0.0))
-    return jnp.where(jnp.isnan(num) | jnp.isnan(den), jnp.nan, out)
-
-
-def rel_error(X, X0) -> jax.Array:
-    """rel.error(X) = ‖X − X₀‖_F / ‖X₀‖_F (0 when both are 0, inf when only X₀ is 0).
-    Raises ``ValueError`` naming ``X0`` when its shape is not X's (a broadcast gave a plausible
-    number)."""
-    X, X0 = jnp.asarray(X), jnp.asarray(X0)
-    _checks.check_same_shape(X, X0, "X", "X0")
-    return _ratio(frob(X - X0), frob(X0))
-
-
-def shrink(S, t) -> jax.Array:
-    """Soft thresholding shrink(S, t)_ij = sign(S_ij) · max(|S_ij| − t, 0).
-
-    The paper post-processes S with t = 1/√n (FPCP's λ) for its figures; callers pass
-    ``t = 1/jnp.sqrt(n)`` (see :func:`default_shrink`). Same operator as
-    :func:`lowrank_jax.prox.soft_threshold`. ``t`` (a scalar or an array broadcasting against S)
-    must be ≥ 0: a negative t grew every entry by |t| instead (``ValueError``, as for NaN).
-    """
-    t = _threshold(t, "t", scalar=False)
-    return soft_threshold(jnp.asarray(S), t)
-
-
 def default_shrink(n: int) -> float:
     """The paper's shrinkage level 1/√n for an n × n matrix (n a positive integer)."""
     n = _checks.check_positive_int(n, "n")
@@ -209,7 +170,8 @@ def is_shrunk(Sigma, L, S, t) -> jax.Array:
     """
     Sigma, L, S = (_checks.as_floating(a) for a in (Sigma, L, S))
     eps = max(float(jnp.finfo(a.dtype).eps) for a in (Sigma, L, S))
-    gap = jnp.max(jnp.abs(S - shrink(Sigma - L, t)))
+    t = _threshold(t, "t", scalar=False)
+    gap = jnp.max(jnp.abs(S - soft_threshold(Sigma - L, t)))
     scale = jnp.max(jnp.abs(Sigma)) + jnp.max(jnp.abs(L))
     return gap <= 8 * eps * scale
 
@@ -245,14 +207,14 @@ def real_data_errors(Sigma, L, S, shrink_t=None, tol=EPSILON, *, S_shrunk=None) 
     _checks.check_same_shape(Sigma, L, "Sigma", "L")
     _checks.check_same_shape(Sigma, S, "Sigma", "S")
     t = default_shrink(Sigma.shape[0]) if shrink_t is None else shrink_t
-    S_t = shrink(S, t)
+    S_t = soft_threshold(S, t)
     if S_shrunk is None:
         S_t = jnp.where(is_shrunk(Sigma, L, S, t), S, S_t)
     elif S_shrunk:
         S_t = S
     return RealDataErrors(
-        fit_L=_ratio(frob(Sigma - L), frob(L)),
-        fit_shrunk=_ratio(frob(Sigma - L - S_t), frob(Sigma)),
+        fit_L=relative_error(Sigma, L),
+        fit_shrunk=relative_error(L + S_t, Sigma),
         sparsity_shrunk=sparsity(S_t, tol),
     )
 
@@ -300,13 +262,13 @@ def report(
         "r_L_code": int(np.sum(np.abs(lam) > tol)),
         "s_S": float(sparsity(S, tol)),
         "min_eig_L": float(lam[0]),
-        "residual": float(rel_error(L + S, Sigma)),
+        "residual": float(relative_error(L + S, Sigma)),
     }
     errors = real_data_errors(Sigma, L, S, shrink_t, tol, S_shrunk=S_shrunk)
     out.update({k: float(v) for k, v in errors._asdict().items()})
     out["S_shrunk"] = S_shrunk
     if L0 is not None:
-        out["rel_error_L"] = float(rel_error(L, np.asarray(L0)))
+        out["rel_error_L"] = float(relative_error(L, np.asarray(L0)))
     if S0 is not None:
-        out["rel_error_S"] = float(rel_error(S, np.asarray(S0)))
+        out["rel_error_S"] = float(relative_error(S, np.asarray(S0)))
     return out

@@ -19,7 +19,8 @@ class RPCAResult(Result):
       L: (n1, r) and R: (n2, r): the factors, X = L Rᵀ.
       X: (n1, n2) the low-rank estimate. S: (n1, n2) the sparse estimate.
       residual: final ‖Y − X − S‖_F/‖Y‖_F (each solver says which X and S it pairs).
-      error: final ‖X − X⋆‖_F/‖X⋆‖_F when ``X_star`` was given, else None.
+      error: final ‖X − X⋆‖_F/‖X⋆‖_F (:func:`lowrank_jax.linalg.relative_error`) when ``X_star``
+        was given, else None.
       false_positives: final #{S ≠ 0 outside ``support``} when ``support`` was given, else None.
       change: final relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) with ``stop="change"``, else
         None.
@@ -53,13 +54,7 @@ def frob(x):
     return jnp.sqrt(jnp.sum(jnp.square(x)))
 
 
-def relative_error(X, X_star):
-    """‖X − X⋆‖_F / ‖X⋆‖_F; for X⋆ = 0 the absolute error ‖X‖_F (so 0 when X = 0 too)."""
-    den = frob(X_star)
-    return frob(X - X_star) / jnp.where(den > 0, den, 1.0)
-
-
-def spectral_init(A, rank, *, svd, key, oversample=10, n_iter=4):
+def spectral_init(A, rank, *, svd, key, oversample=10, power_iters=4):
     """Balanced factors of the best rank-r approximation of A: L = UΣ^{1/2}, R = VΣ^{1/2}.
 
     Reverse mode: with ``svd="randomized"`` through :func:`lowrank_jax.linalg.low_rank_factors`'s
@@ -68,18 +63,18 @@ def spectral_init(A, rank, *, svd, key, oversample=10, n_iter=4):
     are equivariant under (L, R) → (LQ, RQ⁻ᵀ)); with ``svd="exact"`` the same rule on all the
     triplets of the thin SVD: the exact derivative of P_r(A) wherever σ_r > σ_{r+1}, also for a
     rank-deficient A and where kept singular values tie (slow at large n)."""
-    return linalg.projected_factors(A, rank, svd, key, oversample, n_iter)
+    return linalg.projected_factors(A, rank, svd, key, oversample, power_iters)
 
 
-def check_common(Y, rank, X_star, support, key, svd, *, oversample=0, n_iter=0):
+def check_common(Y, rank, X_star, support, key, svd, *, oversample=0, power_iters=0):
     """Boundary checks shared by all solvers; returns (Y, rank, X_star, support, key, oversample,
-    n_iter), the counts as Python ints (they are static arguments of the jitted solvers). A
+    power_iters), the counts as Python ints (they are static arguments of the jitted solvers). A
     half-precision Y (float16, bfloat16) is computed in float32 (see
     :func:`lowrank_jax._checks.as_matrix`); an integer key is a seed."""
     Y = _checks.as_matrix(Y, "Y")
     _checks.check_scale(Y, "Y")
     oversample = _checks.check_positive_int(oversample, "oversample", minimum=0)
-    n_iter = _checks.check_positive_int(n_iter, "n_iter", minimum=0)
+    power_iters = _checks.check_positive_int(power_iters, "power_iters", minimum=0)
     rank = _checks.check_rank(rank, Y.shape)
     if X_star is not None:
         X_star = _checks.as_matrix(X_star, "X_star").astype(Y.dtype)
@@ -90,7 +85,7 @@ def check_common(Y, rank, X_star, support, key, svd, *, oversample=0, n_iter=0):
         support = support.astype(bool)
     if svd not in ("exact", "randomized"):
         raise ValueError(f"svd must be 'exact' or 'randomized', got {svd!r}")
-    return Y, rank, X_star, support, _checks.as_key(key), oversample, n_iter
+    return Y, rank, X_star, support, _checks.as_key(key), oversample, power_iters
 
 
 def check_tol(tol):
@@ -176,7 +171,7 @@ def diagnostics(stats, y_norm, L_new, R_new, X_star, prev=None):
     if prev is not None:
         diag["change"] = relative_change(L_new, R_new, prev[0], prev[1], stats["ds"], stats["sp"])
     if X_star is not None:
-        diag["error"] = relative_error(L_new @ R_new.T, X_star)
+        diag["error"] = linalg.relative_error(L_new @ R_new.T, X_star)
     if "false_positives" in stats:
         diag["false_positives"] = stats["false_positives"]
     return diag

@@ -16,7 +16,7 @@ starting from S = H_{β_0 σ_1(Y)}(Y). Constants chosen here (the paper's are pr
 * The last stage (k = r) runs until ‖Y − L − S‖_F/‖Y‖_F < ``tol`` or ``max_iter`` iterations in all.
 * P_k and σ_{k+1} come from one randomized SVD of width r + 1 + ``oversample`` per iteration,
   warm-started from the previous iteration's right singular block (subspace iteration) with
-  ``n_iter`` power steps, so its accuracy keeps improving while Y − S settles.
+  ``power_iters`` power steps, so its accuracy keeps improving while Y − S settles.
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ from lowrank_jax.rpca._common import (
     frob,
     make_result,
     relative_change,
-    relative_error,
 )
 
 
 @functools.partial(
-    jax.jit, static_argnames=("rank", "max_iter", "inner_iters", "oversample", "n_iter", "stop")
+    jax.jit,
+    static_argnames=("rank", "max_iter", "inner_iters", "oversample", "power_iters", "stop"),
 )
 def _altproj(
     Y,
@@ -58,20 +58,20 @@ def _altproj(
     max_iter,
     inner_iters,
     oversample,
-    n_iter,
+    power_iters,
     stop="residual",
 ):
     n1, n2 = Y.shape
     width = min(rank + 1 + oversample, n1, n2)
     y_norm = frob(Y)
     y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
-    first = linalg.randomized_svd(Y, width, key, oversample=0, n_iter=4)
+    first = linalg.randomized_svd(Y, width, key, oversample=0, power_iters=4)
     S0 = hard_threshold(Y, beta_init * first.s[0])
     idx = jnp.arange(width)
 
     def step(_, state):
         stage, t, S, V, L_p, R_p = state
-        svd = linalg.randomized_svd(Y - S, width, start=V, n_iter=n_iter)
+        svd = linalg.randomized_svd(Y - S, width, start=V, power_iters=power_iters)
         keep = (idx < stage).astype(Y.dtype)
         sigma_next = (
             svd.s[jnp.minimum(stage, width - 1)] if width > rank else jnp.zeros((), Y.dtype)
@@ -94,7 +94,7 @@ def _altproj(
             # settled, or the pair already fits Y to tol (no outliers: S rightly stays 0).
             diag["ready"] = (s_sq > 0) | settled | (diag["residual"] < tol)
         if X_star is not None:
-            diag["error"] = relative_error(Y - D, X_star)
+            diag["error"] = linalg.relative_error(Y - D, X_star)
         if support is not None:
             diag["false_positives"] = jnp.sum((S_new != 0) & ~support).astype(jnp.int32)
         # Leave stage k once the decaying part of the threshold has reached the (k+1)-th singular
@@ -142,7 +142,7 @@ def altproj(
     support=None,
     key=None,
     oversample=3,
-    n_iter=1,
+    power_iters=1,
     stop="residual",
     throw=True,
 ) -> RPCAResult:
@@ -167,7 +167,7 @@ def altproj(
       max_iter: total iteration budget over all stages (static). inner_iters: iterations of each
         stage k < r (static).
       X_star, support, key: diagnostics and the key of the first randomized SVD, as in ``lrpca``.
-      oversample, n_iter: sketch oversampling and power steps per iteration (static).
+      oversample, power_iters: sketch oversampling and power steps per iteration (static).
       throw: with a non-finite or exploding iterate (Y's scale overflowing its dtype), raise
         ``RuntimeError`` (True, default; also inside ``jit``/``vmap``) or only report
         ``status == Status.DIVERGED`` (False).
@@ -188,8 +188,8 @@ def altproj(
         print(out)  # status=CONVERGED, n_iter=17, error ≈ 4e-6
         ```
     """
-    Y, rank, X_star, support, key, oversample, n_iter = check_common(
-        Y, rank, X_star, support, key, "randomized", oversample=oversample, n_iter=n_iter
+    Y, rank, X_star, support, key, oversample, power_iters = check_common(
+        Y, rank, X_star, support, key, "randomized", oversample=oversample, power_iters=power_iters
     )
     n1, n2 = Y.shape
     if rank >= min(n1, n2):
@@ -227,7 +227,7 @@ def altproj(
         max_iter=max_iter,
         inner_iters=inner_iters,
         oversample=oversample,
-        n_iter=n_iter,
+        power_iters=power_iters,
         stop=stop,
     )
     out = finish(

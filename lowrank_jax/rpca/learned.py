@@ -24,7 +24,7 @@ import numpy as np
 
 from lowrank_jax import _checks, loop
 from lowrank_jax.precision import full_precision
-from lowrank_jax.prox import soft_threshold
+from lowrank_jax.prox import clip_symmetric, soft_threshold
 from lowrank_jax.result import ensure_finite, finish
 from lowrank_jax.rpca._common import (
     RPCAResult,
@@ -155,7 +155,7 @@ def check_schedule(Y, zeta, eta, beta, phi, tol, max_iter):
         "differentiable",
         "svd",
         "oversample",
-        "n_iter",
+        "power_iters",
         "stop",
     ),
 )
@@ -177,19 +177,19 @@ def _lrpca(
     differentiable,
     svd,
     oversample,
-    n_iter,
+    power_iters,
     stop="residual",
 ):
     num_layers = eta.shape[0]
     y_norm = frob(Y)
     y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
     L0, R0 = spectral_init(
-        soft_threshold_complement(Y, zeta[0]),
+        clip_symmetric(Y, zeta[0]),  # Y − S_0 = Y − S_{ζ_0}(Y) = clip(Y, −ζ_0, ζ_0)
         rank,
         svd=svd,
         key=key,
         oversample=oversample,
-        n_iter=n_iter,
+        power_iters=power_iters,
     )
 
     track = stop == "change"
@@ -225,11 +225,6 @@ def _lrpca(
     return make_result(L, R, jnp.where(invalid, jnp.nan, S), out)
 
 
-def soft_threshold_complement(Y, zeta0):
-    """Y − S_{ζ_0}(Y) = clip(Y, −ζ_0, ζ_0): the matrix whose top-r SVD initialises LRPCA."""
-    return Y - soft_threshold(Y, zeta0)
-
-
 @full_precision
 def lrpca(
     Y,
@@ -246,7 +241,7 @@ def lrpca(
     key=None,
     svd="randomized",
     oversample=10,
-    n_iter=4,
+    power_iters=4,
     differentiable=False,
     stop="residual",
     throw=True,
@@ -270,9 +265,9 @@ def lrpca(
       X_star: ground truth, to record ‖X_k − X⋆‖_F/‖X⋆‖_F after every layer (costs one pass).
       support: boolean (n1, n2) mask of supp(S⋆), to record #{S_k ≠ 0 outside it} per layer.
       key: ``jax.random`` key of the randomized initial SVD (default ``jax.random.key(0)``).
-      svd: ``"randomized"`` (default; oversampling ``oversample`` and ``n_iter`` power iterations,
-        the authors' training code's power iterations, which use no oversampling) or ``"exact"``
-        (their MATLAB ``svds``).
+      svd: ``"randomized"`` (default; oversampling ``oversample`` and ``power_iters`` power
+        iterations, the authors' training code's power iterations, which use no oversampling) or
+        ``"exact"`` (their MATLAB ``svds``).
       differentiable: with ``tol``, run a masked ``scan`` so that reverse-mode ``grad`` works.
       stop: what ``tol`` bounds: ``"residual"`` (above) or ``"change"``, the paper's video halting
         rule max(‖X_k − X_{k−1}‖_F/‖X_{k−1}‖_F, ‖S_k − S_{k−1}‖_F/‖S_{k−1}‖_F) (recorded in
@@ -303,8 +298,8 @@ def lrpca(
         print(out)
         ```
     """
-    Y, rank, X_star, support, key, oversample, n_iter = check_common(
-        Y, rank, X_star, support, key, svd, oversample=oversample, n_iter=n_iter
+    Y, rank, X_star, support, key, oversample, power_iters = check_common(
+        Y, rank, X_star, support, key, svd, oversample=oversample, power_iters=power_iters
     )
     zeta, eta, beta, phi, tol, frmnn, budget = check_schedule(
         Y, zeta, eta, beta, phi, tol, max_iter
@@ -332,7 +327,7 @@ def lrpca(
         differentiable=differentiable,
         svd=svd,
         oversample=oversample,
-        n_iter=n_iter,
+        power_iters=power_iters,
         stop=stop,
     )
     return finish(
@@ -346,17 +341,17 @@ def lrpca(
 
 
 @functools.partial(
-    jax.jit, static_argnames=("rank", "num_layers", "rule", "svd", "oversample", "n_iter")
+    jax.jit, static_argnames=("rank", "num_layers", "rule", "svd", "oversample", "power_iters")
 )
-def _oracle(Y, X_star, eta, scale, key, *, rank, num_layers, rule, svd, oversample, n_iter):
+def _oracle(Y, X_star, eta, scale, key, *, rank, num_layers, rule, svd, oversample, power_iters):
     zeta0 = jnp.max(jnp.abs(X_star))
     L0, R0 = spectral_init(
-        soft_threshold_complement(Y, zeta0),
+        clip_symmetric(Y, zeta0),
         rank,
         svd=svd,
         key=key,
         oversample=oversample,
-        n_iter=n_iter,
+        power_iters=power_iters,
     )
     gap = Y - X_star  # X_{k−1} − X⋆ = (Y − X⋆) − (Y − L Rᵀ)
 
@@ -391,7 +386,7 @@ def oracle_thresholds(
     key=None,
     svd="randomized",
     oversample=10,
-    n_iter=4,
+    power_iters=4,
 ):
     """Oracle threshold schedules: ζ_0 = ‖X⋆‖_∞ and, along the LRPCA run, for layer k ≥ 1
 
@@ -401,9 +396,9 @@ def oracle_thresholds(
     with c = ``scale`` (default 1), for the observation Y (n1, n2) and the truth X_star (n1, n2) of
     rank ``rank`` (Cai, Liu, Yin 2021, Theorem 1). Runs ``num_layers`` layers with step(s) ``eta``
     (scalar or (K,)) and returns ζ of shape (K+1,). Passing the result to :func:`lrpca` with the
-    same ``eta``, ``key``, ``svd``, ``oversample`` and ``n_iter`` reproduces the oracle run exactly,
-    so the schedule works as an ordinary hyperparameter array (ablations, initial values for
-    learning). Under Theorem 1's assumptions the "max" rule creates no false-positive outlier:
+    same ``eta``, ``key``, ``svd``, ``oversample`` and ``power_iters`` reproduces the oracle run
+    exactly, so the schedule works as an ordinary hyperparameter array (ablations, initial values
+    for learning). Under Theorem 1's assumptions the "max" rule creates no false-positive outlier:
     supp(S_k) ⊆ supp(S⋆).
 
     Why "rms": at convergence E_k = −clip(Y − X_{k−1}, ζ_k) carries a bias ±ζ_k on every outlier
@@ -413,8 +408,8 @@ def oracle_thresholds(
     rms, the clean entries keep most of their pull (clip only trims their tails) and the bias is
     2.5× smaller: with η ≈ 1/(1 − α) the paper's instances converge to 1e-6 up to α = 0.65.
     """
-    Y, rank, X_star, _, key, oversample, n_iter = check_common(
-        Y, rank, X_star, None, key, svd, oversample=oversample, n_iter=n_iter
+    Y, rank, X_star, _, key, oversample, power_iters = check_common(
+        Y, rank, X_star, None, key, svd, oversample=oversample, power_iters=power_iters
     )
     if X_star is None:
         raise ValueError("X_star is required for the oracle thresholds")
@@ -440,7 +435,7 @@ def oracle_thresholds(
         rule=rule,
         svd=svd,
         oversample=oversample,
-        n_iter=n_iter,
+        power_iters=power_iters,
     )
     return ensure_finite(
         zeta,

@@ -81,7 +81,7 @@ def scaledgd_step(Y, L, R, alpha, eta, cuts=None, support=None, prev=None):
         "use_tol",
         "svd",
         "oversample",
-        "n_iter",
+        "power_iters",
         "stop",
         "differentiable",
     ),
@@ -101,14 +101,16 @@ def _scaledgd(
     use_tol,
     svd,
     oversample,
-    n_iter,
+    power_iters,
     stop="residual",
     differentiable=False,
 ):
     y_norm = frob(Y)
     y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
     S0 = sparsify_top_fraction(Y, alpha_init, gather=False)  # once per run: the smaller program
-    L0, R0 = spectral_init(Y - S0, rank, svd=svd, key=key, oversample=oversample, n_iter=n_iter)
+    L0, R0 = spectral_init(
+        Y - S0, rank, svd=svd, key=key, oversample=oversample, power_iters=power_iters
+    )
     # A traced α_iter outside [0, 1] (a sweep point; concrete ones raise) makes the run NaN, as
     # T_α does for α_init. With α_iter > 1 the iterations' T_α kept every entry, so S = Y − X and X
     # never moved: a frozen, finite, wrong run (a vmap over α up to 0.6 with the default 2α).
@@ -190,7 +192,7 @@ def scaledgd(
     key=None,
     svd="randomized",
     oversample=10,
-    n_iter=4,
+    power_iters=4,
     stop="residual",
     differentiable=False,
     throw=True,
@@ -220,7 +222,7 @@ def scaledgd(
         fixed number of iterations (``max_iter`` without ``tol``). Forward mode (``jax.jvp``,
         ``jacfwd``) is refused with or without ``tol``: the step kernel and the rank-r projection
         carry custom reverse-mode rules (see the Robust PCA guide).
-      X_star, support, key, svd, oversample, n_iter: as in :func:`lowrank_jax.rpca.lrpca`.
+      X_star, support, key, svd, oversample, power_iters: as in :func:`lowrank_jax.rpca.lrpca`.
 
       throw: with a run that diverges (non-finite factors, or ‖L‖_F‖R‖_F beyond 10⁴ ‖Y‖_F), raise
         ``RuntimeError`` (True, default; also inside ``jit``/``vmap``) or only report
@@ -247,8 +249,8 @@ def scaledgd(
         print(out)
         ```
     """
-    Y, rank, X_star, support, key, oversample, n_iter = check_common(
-        Y, rank, X_star, support, key, svd, oversample=oversample, n_iter=n_iter
+    Y, rank, X_star, support, key, oversample, power_iters = check_common(
+        Y, rank, X_star, support, key, svd, oversample=oversample, power_iters=power_iters
     )
     alpha = _checks.as_hyper(alpha, "alpha", ndim=0, dtype=Y.dtype)
     alpha_iter_given = alpha_iter is not None
@@ -294,7 +296,7 @@ def scaledgd(
         use_tol=use_tol,
         svd=svd,
         oversample=oversample,
-        n_iter=n_iter,
+        power_iters=power_iters,
         stop=stop,
         differentiable=differentiable,
     )

@@ -36,14 +36,13 @@ from jax.sharding import PartitionSpec as P
 
 from lowrank_jax import _checks, linalg, loop
 from lowrank_jax.precision import full_precision
-from lowrank_jax.prox import soft_threshold
+from lowrank_jax.prox import clip_symmetric, soft_threshold
 from lowrank_jax.result import finish
 from lowrank_jax.rpca._common import RPCAResult, check_common, diverged, frob
 from lowrank_jax.rpca.learned import (
     _layer_params,
     check_schedule,
     lrpca_step,
-    soft_threshold_complement,
 )
 
 AXIS = "rows"
@@ -69,7 +68,7 @@ def lrpca_sharded(
     max_iter=None,
     key=None,
     oversample: int = 10,
-    n_iter: int = 4,
+    power_iters: int = 4,
     throw=True,
 ) -> RPCAResult:
     """:func:`lowrank_jax.rpca.lrpca` with Y and L split by rows over ``mesh``'s axis ``"rows"``.
@@ -94,8 +93,8 @@ def lrpca_sharded(
     results come back whole on every device. For a Y too large for one device, make n1 a multiple
     of the device count (pad it yourself and drop the rows after).
     """
-    Y, rank, _, _, key, oversample, n_iter = check_common(
-        Y, rank, None, None, key, "randomized", oversample=oversample, n_iter=n_iter
+    Y, rank, _, _, key, oversample, power_iters = check_common(
+        Y, rank, None, None, key, "randomized", oversample=oversample, power_iters=power_iters
     )
     zeta, eta, beta, phi, tol, frmnn, budget = check_schedule(
         Y, zeta, eta, beta, phi, tol, max_iter
@@ -133,7 +132,7 @@ def lrpca_sharded(
         frmnn=frmnn,
         use_tol=use_tol,
         oversample=oversample,
-        n_iter=n_iter,
+        power_iters=power_iters,
     )
     if pad:
         L, S = L[:n1], S[:n1]
@@ -158,7 +157,16 @@ def lrpca_sharded(
 
 @functools.partial(
     jax.jit,
-    static_argnames=("mesh", "rank", "rows", "budget", "frmnn", "use_tol", "oversample", "n_iter"),
+    static_argnames=(
+        "mesh",
+        "rank",
+        "rows",
+        "budget",
+        "frmnn",
+        "use_tol",
+        "oversample",
+        "power_iters",
+    ),
 )
 def _run(
     Y,
@@ -176,7 +184,7 @@ def _run(
     frmnn,
     use_tol,
     oversample,
-    n_iter,
+    power_iters,
 ):
     num_layers = eta.shape[0]
 
@@ -184,13 +192,13 @@ def _run(
         y_norm = jnp.sqrt(jax.lax.psum(jnp.sum(Y_i * Y_i), AXIS))
         y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
         svd = linalg.randomized_svd(
-            soft_threshold_complement(Y_i, zeta[0]),
+            clip_symmetric(Y_i, zeta[0]),
             rank,
             key,
             axis_name=AXIS,
             rows=rows,
             oversample=oversample,
-            n_iter=n_iter,
+            power_iters=power_iters,
         )
         L0, R0 = linalg.balanced_factors(svd)
 

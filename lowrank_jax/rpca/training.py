@@ -49,11 +49,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from lowrank_jax import _checks, datasets, loop
+from lowrank_jax import _checks, datasets, linalg, loop
 from lowrank_jax import progress as progress_bar
 from lowrank_jax.precision import full_precision
 from lowrank_jax.result import Status
-from lowrank_jax.rpca._common import diverged, frob, relative_error
+from lowrank_jax.rpca._common import diverged, frob
 from lowrank_jax.rpca.learned import (
     ORACLE_RULES,
     _layer_params,
@@ -137,7 +137,7 @@ def layer_error(params: LRPCAParams, Y, X_star, layers: int, *, throw: bool = Tr
     :func:`~lowrank_jax.rpca.lrpca` (a diverging run raises ``RuntimeError``; False returns its
     error)."""
     out = lrpca(Y, params.rank, params.zeta[: layers + 1], params.eta[:layers], throw=throw)
-    return relative_error(out.X, X_star)
+    return linalg.relative_error(out.X, X_star)
 
 
 def stage_loss(params: LRPCAParams, Y, X_star, layers: int, *, throw: bool = True):
@@ -505,7 +505,7 @@ def _grid_errors(params, Y, X, betas, phis, extra_layers, progress=None):
 
         def one(bp):
             L, R, blown_up = _continue(params, y, base.L, base.R, bp[0], bp[1], extra_layers)
-            return jnp.where(base_diverged | blown_up, jnp.inf, relative_error(L @ R.T, x))
+            return jnp.where(base_diverged | blown_up, jnp.inf, linalg.relative_error(L @ R.T, x))
 
         errs = jax.lax.map(one, (B.ravel(), P.ravel()), batch_size=GRID_CHUNK)
         if progress is not None:  # the errors as an argument: the report waits for them
