@@ -120,7 +120,6 @@ def cases():
     out["path-norm Prox-SGD (lr, λ), 400×64, 2 epochs"] = (
         lambda lr, lam, X, y: (
             pathnorm.train(
-                jax.random.key(0),
                 X,
                 y,
                 reg="path",
@@ -131,6 +130,7 @@ def cases():
                 batch=40,
                 hidden=32,
                 outputs=2,
+                key=jax.random.key(0),
             ).model.out.weight
         ),
         sweep.grid(lr=jnp.geomspace(0.01, 0.3, 8), lam=jnp.geomspace(1e-4, 1e-2, 8)),

@@ -97,7 +97,6 @@ def main(argv=None):
             for method in pathnorm.METHODS:
                 t0 = time.perf_counter()
                 res = pathnorm.sweep(
-                    jax.random.key(0),
                     X,
                     y,
                     reg=reg,
@@ -107,6 +106,7 @@ def main(argv=None):
                     seeds=args.seeds,
                     epochs=args.epochs,
                     progress=True,
+                    key=jax.random.key(0),
                 )
                 jax.block_until_ready(res)
                 t_train = time.perf_counter() - t0

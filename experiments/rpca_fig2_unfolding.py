@@ -32,8 +32,8 @@ def rnn_model(n: int):
         return rpca.load_params(path)
     cfg = training.TrainConfig(n=n, rank=5, alpha=0.1, num_layers=1)
     key = jax.random.key(11)
-    p = training.train_lrpca(key, cfg)
-    p, _ = training.frmnn_grid_search(jax.random.fold_in(key, 1), p, cfg, extra_layers=14)
+    p = training.train_lrpca(cfg, key=key)
+    p, _ = training.frmnn_grid_search(p, cfg, extra_layers=14, key=jax.random.fold_in(key, 1))
     rpca.save_params(path, p, {"config": dataclasses.asdict(cfg), "model": "pure RNN (K = 1)"})
     return p
 

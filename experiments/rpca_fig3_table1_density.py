@@ -52,10 +52,16 @@ def model_for(alpha: float, n: int):
     )
     key = jax.random.key(7)
     p = training.train_lrpca(
-        key, cfg, checkpoint=checkpoint(out_dir() / "models", f"checkpoint_rms_alpha{alpha:g}", cfg)
+        cfg,
+        checkpoint=checkpoint(out_dir() / "models", f"checkpoint_rms_alpha{alpha:g}", cfg),
+        key=key,
     )
     p, _ = training.frmnn_grid_search(
-        jax.random.fold_in(key, 1), p, cfg, num_instances=GRID_INSTANCES, extra_layers=GRID_EXTRA
+        p,
+        cfg,
+        num_instances=GRID_INSTANCES,
+        extra_layers=GRID_EXTRA,
+        key=jax.random.fold_in(key, 1),
     )
     rpca.save_params(
         path,

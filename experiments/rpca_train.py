@@ -69,11 +69,11 @@ def run(alpha, n, extra_layers, args):
     key = jax.random.key(2021)
     log = []
     t0 = time.perf_counter()
-    p = training.train_lrpca(key, cfg, checkpoint=ckpt, log=log)
+    p = training.train_lrpca(cfg, checkpoint=ckpt, log=log, key=key)
     t_train = time.perf_counter() - t0
     t1 = time.perf_counter()
     p, grid = training.frmnn_grid_search(
-        jax.random.fold_in(key, 1000), p, cfg, extra_layers=extra_layers
+        p, cfg, extra_layers=extra_layers, key=jax.random.fold_in(key, 1000)
     )
     t_grid = time.perf_counter() - t1
     fnn, rnn = evaluate(p, cfg, jax.random.fold_in(key, 2000))

@@ -98,10 +98,15 @@ def main(argv=None):
     key = jax.random.key(2)
     t0 = time.perf_counter()
     params = training.train_lrpca(
-        key, cfg, sampler=sampler, checkpoint=checkpoint(out_dir(), "video_checkpoint", cfg)
+        cfg, sampler=sampler, checkpoint=checkpoint(out_dir(), "video_checkpoint", cfg), key=key
     )
     params, _ = training.frmnn_grid_search(
-        jax.random.fold_in(key, 1), params, cfg, num_instances=8, extra_layers=5, sampler=sampler
+        params,
+        cfg,
+        num_instances=8,
+        extra_layers=5,
+        sampler=sampler,
+        key=jax.random.fold_in(key, 1),
     )
     t_learn = time.perf_counter() - t0
     rpca.save_params(

@@ -128,7 +128,6 @@ def path_norm(epochs: int = 10, outdir: pathlib.Path | None = None):
     for method in ("sgd", "prox"):
         t0 = time.perf_counter()
         res = pathnorm.sweep(
-            jax.random.key(0),
             X,
             y,
             reg="path",
@@ -136,6 +135,7 @@ def path_norm(epochs: int = 10, outdir: pathlib.Path | None = None):
             lrs=jnp.full(4, 0.1),
             lams=lams,
             epochs=epochs,
+            key=jax.random.key(0),
         )
         jax.block_until_ready(res)
         secs = time.perf_counter() - t0

@@ -172,7 +172,6 @@ def test_half_precision_inputs_run_in_float32_in_every_family(family):
         _half_vs_single(
             lambda X: (
                 pathnorm.train(
-                    key,
                     X,
                     y,
                     reg="path",
@@ -183,6 +182,7 @@ def test_half_precision_inputs_run_in_float32_in_every_family(family):
                     batch=10,
                     hidden=8,
                     logs_per_epoch=1,
+                    key=key,
                 ).model
             ),
             jnp.abs(grid((40, 6))) / 8,
@@ -455,8 +455,8 @@ def test_host_functions_name_themselves_on_traced_input_and_run_when_closed_over
         "sdl.theory": lambda s: sdl.theory(X * s, 1.0, 0.1, model="H"),
         "sdl.mf_lr": lambda s: sdl.mf_lr(X * s, y, 2),
         "sdl.stratified_folds": lambda s: sdl.stratified_folds(y * s, 2),
-        "rpca.train_lrpca": lambda s: rpca.train_lrpca(s),
-        "rpca.frmnn_grid_search": lambda s: rpca.frmnn_grid_search(s, None, None),
+        "rpca.train_lrpca": lambda s: rpca.train_lrpca(key=s),
+        "rpca.frmnn_grid_search": lambda s: rpca.frmnn_grid_search(None, None, key=s),
         "datasets.standardize": lambda s: datasets.standardize(X * s),
     }
     for name, call in calls.items():
@@ -491,7 +491,6 @@ def test_float32_data_stays_float32_beside_float64_values_under_x64(x64):
     X = rng.random((100, 6)).astype(np.float32)
     y = (X[:, :3].sum(1) > X[:, 3:].sum(1)).astype(np.int32)
     net = pathnorm.train(
-        0,
         X,
         y,
         reg="path",
@@ -502,6 +501,7 @@ def test_float32_data_stays_float32_beside_float64_values_under_x64(x64):
         batch=10,
         hidden=4,
         outputs=2,
+        key=0,
     ).model
     assert {w.dtype for w in jax.tree.leaves(net)} == {jnp.dtype(jnp.float32)}
     A = rng.standard_normal((30, 5)).astype(np.float32) * (rng.random((30, 5)) < 0.5)

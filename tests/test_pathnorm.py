@@ -188,7 +188,6 @@ def test_a_network_with_a_non_finite_parameter_has_nan_metrics():
 def test_pgd_stays_in_the_ball_and_hurts(digits):
     X, y = digits
     res = pathnorm.train(
-        jax.random.key(0),
         X[:1000],
         y[:1000],
         reg="l1",
@@ -197,6 +196,7 @@ def test_pgd_stays_in_the_ball_and_hurts(digits):
         lam=0.0,
         epochs=5,
         hidden=32,
+        key=jax.random.key(0),
     )
     model = res.model
     Xs, ys = X[1000:1400], y[1000:1400]
@@ -234,8 +234,8 @@ def test_pgd_stays_in_the_ball_and_hurts(digits):
 def test_prox_sgd_gives_exact_zeros_sgd_does_not(digits):
     X, y = digits
     kw = dict(reg="path", lr=0.5, lam=3e-3, epochs=15, hidden=32)
-    prox_run = pathnorm.train(jax.random.key(3), X, y, method="prox", **kw)
-    sgd_run = pathnorm.train(jax.random.key(3), X, y, method="sgd", **kw)
+    prox_run = pathnorm.train(X, y, method="prox", **kw, key=jax.random.key(3))
+    sgd_run = pathnorm.train(X, y, method="sgd", **kw, key=jax.random.key(3))
     assert float(prox_run.nonzero) < 0.7
     assert float(sgd_run.nonzero) == 1.0
     # The regularised loss decreases, to no more than SGD's, and the sparse network still
@@ -250,10 +250,26 @@ def test_layerwise_projection_keeps_the_constraint(digits):
     X, y = digits
     lam = 0.3
     res = pathnorm.train(
-        jax.random.key(4), X, y, reg="layer", method="prox", lr=0.5, lam=lam, epochs=2, hidden=16
+        X,
+        y,
+        reg="layer",
+        method="prox",
+        lr=0.5,
+        lam=lam,
+        epochs=2,
+        hidden=16,
+        key=jax.random.key(4),
     )
     free = pathnorm.train(
-        jax.random.key(4), X, y, reg="layer", method="prox", lr=0.5, lam=0.0, epochs=2, hidden=16
+        X,
+        y,
+        reg="layer",
+        method="prox",
+        lr=0.5,
+        lam=0.0,
+        epochs=2,
+        hidden=16,
+        key=jax.random.key(4),
     )
     row_norms = lambda W: float(jnp.max(jnp.sum(jnp.abs(W), axis=1)))  # noqa: E731
     # The ball binds: without it (λ = 0, an infinite ball) both layers end with a row outside it.
@@ -262,7 +278,6 @@ def test_layerwise_projection_keeps_the_constraint(digits):
         assert row_norms(W) <= 1 / lam * (1 + 1e-5)
     # The progress bar (a callback from inside the compiled program) changes nothing.
     shown = pathnorm.train(
-        jax.random.key(4),
         X,
         y,
         reg="layer",
@@ -272,6 +287,7 @@ def test_layerwise_projection_keeps_the_constraint(digits):
         epochs=2,
         hidden=16,
         progress=True,
+        key=jax.random.key(4),
     )
     np.testing.assert_array_equal(shown.model.hidden.weight, res.model.hidden.weight)
 
@@ -325,13 +341,13 @@ def test_sweep_equals_separate_runs(digits):
     lrs = jnp.array([0.1, 0.2, 0.2])
     lams = jnp.array([0.0, 0.01, 0.05])
     kw = dict(reg="path", method="prox", epochs=1, hidden=16, logs_per_epoch=2)
-    out = pathnorm.sweep(jax.random.key(5), X[:800], y[:800], lrs=lrs, lams=lams, seeds=2, **kw)
+    out = pathnorm.sweep(X[:800], y[:800], lrs=lrs, lams=lams, seeds=2, **kw, key=jax.random.key(5))
     assert out.history["loss"].shape == out.history["nonzero"].shape == (2, 3, 1, 2)
     assert out.loss.shape == out.nonzero.shape == out.status.shape == out.n_iter.shape == (2, 3)
     keys = jax.random.split(jax.random.key(5), 2)
     for s in range(2):
         for c in range(3):
-            one = pathnorm.train(keys[s], X[:800], y[:800], lr=lrs[c], lam=lams[c], **kw)
+            one = pathnorm.train(X[:800], y[:800], lr=lrs[c], lam=lams[c], **kw, key=keys[s])
             np.testing.assert_allclose(
                 out.model.hidden.weight[s, c], one.model.hidden.weight, atol=2e-5
             )
@@ -344,17 +360,19 @@ def test_sweep_equals_separate_runs(digits):
 def test_bad_choices_are_refused(digits):
     X, y = digits
     with pytest.raises(ValueError, match="reg"):
-        pathnorm.train(jax.random.key(0), X, y, reg="l2", method="sgd", lr=0.1, lam=0.1)
+        pathnorm.train(X, y, reg="l2", method="sgd", lr=0.1, lam=0.1, key=jax.random.key(0))
     with pytest.raises(ValueError, match="method"):
         pathnorm.optimizer("path", "adam", 0.1, 0.1)
     with pytest.raises(ValueError, match="y has 10 labels but X has"):
-        pathnorm.train(jax.random.key(0), X, y[:10], reg="l1", method="sgd", lr=0.1, lam=0.1)
+        pathnorm.train(X, y[:10], reg="l1", method="sgd", lr=0.1, lam=0.1, key=jax.random.key(0))
     with pytest.raises(ValueError, match="minibatches"):
         pathnorm.sweep(
-            jax.random.key(0), X[:500], y[:500], reg="l1", method="sgd", lrs=[0.1], lams=[0.1]
+            X[:500], y[:500], reg="l1", method="sgd", lrs=[0.1], lams=[0.1], key=jax.random.key(0)
         )
     with pytest.raises(ValueError, match="lrs and lams"):
-        pathnorm.sweep(jax.random.key(0), X, y, reg="l1", method="sgd", lrs=[0.1, 0.2], lams=[0.1])
+        pathnorm.sweep(
+            X, y, reg="l1", method="sgd", lrs=[0.1, 0.2], lams=[0.1], key=jax.random.key(0)
+        )
 
 
 @pytest.mark.parametrize(
@@ -395,7 +413,7 @@ def test_bad_training_input_is_named(digits, change, match):
         kw[name] = value
     X_, y_ = kw.pop("X", X), kw.pop("y", y)
     with pytest.raises(ValueError, match=match):
-        pathnorm.train(jax.random.key(0), X_, y_, **kw)
+        pathnorm.train(X_, y_, **kw, key=jax.random.key(0))
 
 
 def test_evaluation_input_is_named_and_an_integer_key_is_a_seed(digits):
@@ -419,8 +437,8 @@ def test_evaluation_input_is_named_and_an_integer_key_is_a_seed(digits):
         reg="l1", method="prox", lr=0.1, lam=1e-3, epochs=1, batch=50, hidden=4, logs_per_epoch=2
     )
     np.testing.assert_array_equal(
-        pathnorm.train(3, X, y, **kw).history["loss"],
-        pathnorm.train(key, X, y, **kw).history["loss"],
+        pathnorm.train(X, y, **kw, key=3).history["loss"],
+        pathnorm.train(X, y, **kw, key=key).history["loss"],
     )
     for call, match in [
         (lambda: pathnorm.error_rate(model, X, y[:, None]), "1-D"),
@@ -482,8 +500,8 @@ def test_integer_pixels_train_like_their_float_values(digits):
     kw = dict(
         reg="path", method="prox", lr=0.1, lam=1e-3, epochs=1, batch=50, hidden=8, logs_per_epoch=2
     )
-    ints = pathnorm.train(jax.random.key(0), Xb, y, **kw)
-    floats = pathnorm.train(jax.random.key(0), Xb.astype(np.float32), y, **kw)
+    ints = pathnorm.train(Xb, y, **kw, key=jax.random.key(0))
+    floats = pathnorm.train(Xb.astype(np.float32), y, **kw, key=jax.random.key(0))
     np.testing.assert_allclose(
         ints.model.hidden.weight, floats.model.hidden.weight, rtol=1e-6, atol=1e-7
     )
@@ -513,11 +531,10 @@ def test_counts_given_as_0d_arrays_train_like_ints(digits):
     X, y = digits[0][:200], digits[1][:200]
     kw = dict(reg="path", method="prox", lr=0.1, lam=1e-3, hidden=8)
     want = pathnorm.train(
-        jax.random.key(0), X, y, epochs=1, batch=20, logs_per_epoch=2, outputs=10, **kw
+        X, y, epochs=1, batch=20, logs_per_epoch=2, outputs=10, **kw, key=jax.random.key(0)
     )
     for as_count in (np.int64, np.array, jnp.asarray):
         got = pathnorm.train(
-            jax.random.key(0),
             X,
             y,
             epochs=as_count(1),
@@ -525,11 +542,11 @@ def test_counts_given_as_0d_arrays_train_like_ints(digits):
             logs_per_epoch=as_count(2),
             outputs=as_count(10),
             **kw,
+            key=jax.random.key(0),
         )
         np.testing.assert_array_equal(got.model.hidden.weight, want.model.hidden.weight)
         assert got.history["loss"].shape == want.history["loss"].shape == (1, 2)
     swept = pathnorm.sweep(
-        jax.random.key(0),
         X,
         y,
         reg="path",
@@ -541,6 +558,7 @@ def test_counts_given_as_0d_arrays_train_like_ints(digits):
         logs_per_epoch=np.int64(2),
         hidden=8,
         seeds=np.array(1),
+        key=jax.random.key(0),
     )
     assert swept.history["loss"].shape == (1, 1, 1, 2)
 
@@ -556,8 +574,8 @@ def test_logged_loss_carries_lambda_times_the_penalty(reg, method):
     y = jnp.asarray(rng.integers(0, 3, 60))
     model = pathnorm.ShallowNet(6, 5, 3, key=jax.random.key(1))
     kw = dict(reg=reg, method=method, lr=1e-9, epochs=2, batch=10, logs_per_epoch=2, model=model)
-    low = pathnorm.train(jax.random.key(0), X, y, lam=0.0, **kw).history["loss"]
-    high = pathnorm.train(jax.random.key(0), X, y, lam=2.0, **kw).history["loss"]
+    low = pathnorm.train(X, y, lam=0.0, **kw, key=jax.random.key(0)).history["loss"]
+    high = pathnorm.train(X, y, lam=2.0, **kw, key=jax.random.key(0)).history["loss"]
     np.testing.assert_allclose(high - low, 2.0 * float(pathnorm.penalty(model, reg)), rtol=1e-4)
 
 
@@ -651,7 +669,7 @@ def test_logs_are_the_last_minibatch_of_each_log_point_and_epochs_reshuffle():
     y = jnp.asarray(rng.integers(0, 3, 40))
     model = pathnorm.ShallowNet(5, 4, 3, key=jax.random.key(1))
     kw = dict(reg="path", method="prox", lr=1e-9, lam=0.5, epochs=2, batch=5, model=model)
-    every = pathnorm.train(jax.random.key(0), X, y, logs_per_epoch=8, **kw).history["loss"]
+    every = pathnorm.train(X, y, logs_per_epoch=8, **kw, key=jax.random.key(0)).history["loss"]
     # (train's products are full float32; so must the reference's be: on a GPU the building blocks'
     # default TF32 moved it by 1.1e-5)
     with jax.default_matmul_precision("highest"):
@@ -661,7 +679,7 @@ def test_logs_are_the_last_minibatch_of_each_log_point_and_epochs_reshuffle():
     np.testing.assert_allclose(np.asarray(every).mean(axis=1), [full, full], rtol=1e-5)
     assert np.ptp(np.asarray(every[0])) > 1e-3  # the minibatches differ
     assert not np.allclose(every[0], every[1], rtol=1e-4)
-    half = pathnorm.train(jax.random.key(0), X, y, logs_per_epoch=4, **kw)
+    half = pathnorm.train(X, y, logs_per_epoch=4, **kw, key=jax.random.key(0))
     np.testing.assert_allclose(half.history["loss"], every[:, 1::2], rtol=1e-5)
     assert float(half.loss) == float(half.history["loss"][-1, -1])  # the final value: the last log
 
@@ -671,7 +689,6 @@ def test_progress_bar_reaches_the_number_of_epochs(recorded_bars):
     rng = np.random.default_rng(3)
     X, y = jnp.asarray(rng.random((30, 3)), jnp.float32), jnp.asarray(rng.integers(0, 2, 30))
     pathnorm.train(
-        jax.random.key(0),
         X,
         y,
         reg="l1",
@@ -683,6 +700,7 @@ def test_progress_bar_reaches_the_number_of_epochs(recorded_bars):
         hidden=3,
         logs_per_epoch=1,
         progress=True,
+        key=jax.random.key(0),
     )
     (rec,) = recorded_bars
     assert rec.total == 3 and rec.n == 3
@@ -702,12 +720,12 @@ def test_progress_bar_of_a_traced_training_warns_and_a_sweep_bar_still_counts_it
     kw = dict(reg="l1", method="prox", lam=0.01, epochs=2, batch=10, hidden=3, logs_per_epoch=1)
     with pytest.warns(UserWarning, match="progress=True has no effect on a traced call"):
         traced = jax.jit(
-            lambda lr: pathnorm.train(jax.random.key(0), X, y, lr=lr, progress=True, **kw).history[
-                "loss"
-            ]
+            lambda lr: pathnorm.train(
+                X, y, lr=lr, progress=True, **kw, key=jax.random.key(0)
+            ).history["loss"]
         )(0.1)
     np.testing.assert_allclose(
-        traced, pathnorm.train(jax.random.key(0), X, y, lr=0.1, **kw).history["loss"], rtol=1e-6
+        traced, pathnorm.train(X, y, lr=0.1, **kw, key=jax.random.key(0)).history["loss"], rtol=1e-6
     )
     assert not [b for b in recorded_bars if not isinstance(b, progress.NoBar)]
     seen = []
@@ -716,7 +734,7 @@ def test_progress_bar_of_a_traced_training_warns_and_a_sweep_bar_still_counts_it
     progress.CompiledBar.finish = lambda self: (seen.append(self.bar.n), finish(self))
     try:
         sweep.run(
-            lambda lr: pathnorm.train(jax.random.key(0), X, y, lr=lr, **kw).loss,
+            lambda lr: pathnorm.train(X, y, lr=lr, **kw, key=jax.random.key(0)).loss,
             {"lr": jnp.array([0.05, 0.1, 0.2, 0.4])},
             devices=jax.devices()[:1],
             progress=True,
@@ -736,9 +754,9 @@ def test_exactly_logs_per_epoch_minibatches_are_enough_and_inputs_below_the_boun
     kw = dict(
         reg="l1", method="prox", lr=0.1, lam=0.01, epochs=1, batch=10, hidden=3, logs_per_epoch=2
     )
-    assert pathnorm.train(jax.random.key(0), X, y, **kw).history["loss"].shape == (1, 2)
+    assert pathnorm.train(X, y, **kw, key=jax.random.key(0)).history["loss"].shape == (1, 2)
     with pytest.raises(ValueError, match="minibatches"):
-        pathnorm.train(jax.random.key(0), X[:19], y[:19], **kw)
+        pathnorm.train(X[:19], y[:19], **kw, key=jax.random.key(0))
     model = pathnorm.ShallowNet(3, 4, 2, key=jax.random.key(0))
     for shifted in (X - 1.0, X + 1.0):
         with pytest.raises(ValueError, match="outside bounds"):
@@ -751,18 +769,18 @@ def test_exactly_logs_per_epoch_minibatches_are_enough_and_inputs_below_the_boun
 
 
 def test_the_initial_network_comes_from_the_first_half_of_the_key():
-    """train(key) builds its network from jax.random.split(key)[0] and shuffles with the other half:
-    passing that network explicitly gives the same run (the initialisation key is not reused for the
-    minibatch order)."""
+    """train(key=key) builds its network from jax.random.split(key)[0] and shuffles with the other
+    half: passing that network explicitly gives the same run (the initialisation key is not reused
+    for the minibatch order)."""
     rng = np.random.default_rng(5)
     X, y = jnp.asarray(rng.random((30, 4)), jnp.float32), jnp.asarray(rng.integers(0, 3, 30))
     kw = dict(
         reg="path", method="prox", lr=0.1, lam=0.01, epochs=2, batch=10, logs_per_epoch=1, outputs=3
     )
     key = jax.random.key(6)
-    built = pathnorm.train(key, X, y, hidden=5, **kw)
+    built = pathnorm.train(X, y, hidden=5, **kw, key=key)
     given = pathnorm.train(
-        key, X, y, model=pathnorm.ShallowNet(4, 5, 3, key=jax.random.split(key)[0]), **kw
+        X, y, model=pathnorm.ShallowNet(4, 5, 3, key=jax.random.split(key)[0]), **kw, key=key
     )
     np.testing.assert_array_equal(built.history["loss"], given.history["loss"])
     np.testing.assert_array_equal(built.model.hidden.weight, given.model.hidden.weight)
@@ -779,7 +797,6 @@ def test_train_returns_a_result_with_its_epochs_final_logs_and_history():
     final loss and share of non-zeros are the last log point of the history, which is per epoch."""
     X, y = _two_class_problem()
     res = pathnorm.train(
-        jax.random.key(0),
         X,
         y,
         reg="path",
@@ -790,6 +807,7 @@ def test_train_returns_a_result_with_its_epochs_final_logs_and_history():
         batch=10,
         hidden=4,
         logs_per_epoch=2,
+        key=jax.random.key(0),
     )
     assert isinstance(res, pathnorm.TrainResult) and isinstance(res, Result)
     assert int(res.status) == Status.MAX_ITER and int(res.n_iter) == 3
@@ -818,21 +836,21 @@ def test_a_learning_rate_far_too_large_diverges_also_with_finite_weights():
     X, y = _two_class_problem()
     kw = dict(lam=1e-2, epochs=3, batch=10, hidden=4, logs_per_epoch=2)
     out = pathnorm.train(
-        jax.random.key(0), X, y, reg="path", method="prox", lr=1e6, throw=False, **kw
+        X, y, reg="path", method="prox", lr=1e6, throw=False, **kw, key=jax.random.key(0)
     )
     assert int(out.status) == Status.DIVERGED
     assert all(bool(jnp.all(jnp.isfinite(w))) for w in jax.tree.leaves(out.model))
     assert max(float(jnp.max(jnp.abs(w))) for w in jax.tree.leaves(out.model)) > 1e20
     nan = pathnorm.train(
-        jax.random.key(0), X, y, reg="path", method="sgd", lr=1e6, throw=False, **kw
+        X, y, reg="path", method="sgd", lr=1e6, throw=False, **kw, key=jax.random.key(0)
     )
     assert int(nan.status) == Status.DIVERGED and not np.all(np.isfinite(nan.model.out.weight))
     with pytest.raises(RuntimeError, match="diverged.*lower lr"):
-        pathnorm.train(jax.random.key(0), X, y, reg="path", method="prox", lr=1e6, **kw)
+        pathnorm.train(X, y, reg="path", method="prox", lr=1e6, **kw, key=jax.random.key(0))
     run = jax.jit(
         lambda lr: (
             pathnorm.train(
-                jax.random.key(0), X, y, reg="path", method="prox", lr=lr, outputs=2, **kw
+                X, y, reg="path", method="prox", lr=lr, outputs=2, **kw, key=jax.random.key(0)
             ).model.out.weight
         )
     )
@@ -848,7 +866,7 @@ def test_a_traced_invalid_learning_rate_or_lambda_is_invalid_not_diverged():
     kw = dict(reg="l1", method="prox", epochs=1, batch=10, hidden=4, logs_per_epoch=2, outputs=2)
 
     def status(lr, lam):
-        out = pathnorm.train(jax.random.key(0), X, y, lr=lr, lam=lam, throw=False, **kw)
+        out = pathnorm.train(X, y, lr=lr, lam=lam, throw=False, **kw, key=jax.random.key(0))
         return out.status, out.model.hidden.weight
 
     codes, W = jax.vmap(status)(jnp.array([0.1, -0.1, 0.1]), jnp.array([1e-3, 1e-3, -1.0]))
@@ -856,9 +874,9 @@ def test_a_traced_invalid_learning_rate_or_lambda_is_invalid_not_diverged():
     assert np.all(np.isfinite(W[0])) and np.all(np.isnan(W[1:]))
     with pytest.raises(RuntimeError, match="lr must be > 0 and lam >= 0"):
         jax.block_until_ready(
-            jax.jit(lambda lr: pathnorm.train(jax.random.key(0), X, y, lr=lr, lam=1e-3, **kw).loss)(
-                -0.1
-            )
+            jax.jit(
+                lambda lr: pathnorm.train(X, y, lr=lr, lam=1e-3, **kw, key=jax.random.key(0)).loss
+            )(-0.1)
         )
 
 
@@ -868,12 +886,12 @@ def test_sweep_reports_a_diverging_configuration_and_keeps_the_others():
     X, y = _two_class_problem()
     kw = dict(reg="path", method="prox", epochs=3, batch=10, hidden=4, logs_per_epoch=2)
     out = pathnorm.sweep(
-        jax.random.key(1), X, y, lrs=jnp.array([0.1, 1e6, 0.2]), lams=jnp.full(3, 1e-2), **kw
+        X, y, lrs=jnp.array([0.1, 1e6, 0.2]), lams=jnp.full(3, 1e-2), **kw, key=jax.random.key(1)
     )
     assert np.asarray(out.status).tolist() == [[Status.MAX_ITER, Status.DIVERGED, Status.MAX_ITER]]
     key = jax.random.split(jax.random.key(1), 1)[0]
     for c, lr in ((0, 0.1), (2, 0.2)):
-        one = pathnorm.train(key, X, y, lr=lr, lam=1e-2, **kw)
+        one = pathnorm.train(X, y, lr=lr, lam=1e-2, **kw, key=key)
         np.testing.assert_allclose(
             out.model.out.weight[0, c], one.model.out.weight, rtol=1e-5, atol=1e-6
         )
@@ -895,10 +913,9 @@ def test_labels_of_a_single_class_need_the_number_of_classes():
         (zeros, {"model": pathnorm.ShallowNet(6, 4, 1, key=jax.random.key(0))}),
     ):
         with pytest.raises(ValueError, match="at least two classes"):
-            pathnorm.train(jax.random.key(0), X, labels, **kw, **extra)
+            pathnorm.train(X, labels, **kw, **extra, key=jax.random.key(0))
     with pytest.raises(ValueError, match="at least two classes"):
         pathnorm.sweep(
-            jax.random.key(0),
             X,
             zeros,
             reg="path",
@@ -909,8 +926,9 @@ def test_labels_of_a_single_class_need_the_number_of_classes():
             batch=10,
             hidden=4,
             logs_per_epoch=2,
+            key=jax.random.key(0),
         )
-    one_class = pathnorm.train(jax.random.key(0), X, zeros, outputs=2, **kw)
+    one_class = pathnorm.train(X, zeros, outputs=2, **kw, key=jax.random.key(0))
     assert one_class.model.out.weight.shape == (2, 4) and int(one_class.status) == Status.MAX_ITER
     assert float(one_class.loss) > 0
 
@@ -921,11 +939,11 @@ def test_an_empty_grid_is_refused_by_name():
     X, y = _two_class_problem()
     kw = dict(reg="path", method="prox", epochs=1, batch=10, hidden=4, logs_per_epoch=2)
     with pytest.raises(ValueError, match="lrs is empty"):
-        pathnorm.sweep(jax.random.key(0), X, y, lrs=[], lams=[], **kw)
+        pathnorm.sweep(X, y, lrs=[], lams=[], **kw, key=jax.random.key(0))
     with pytest.raises(ValueError, match="lams is empty"):
-        pathnorm.sweep(jax.random.key(0), X, y, lrs=[0.1], lams=jnp.zeros(0), **kw)
+        pathnorm.sweep(X, y, lrs=[0.1], lams=jnp.zeros(0), **kw, key=jax.random.key(0))
     with pytest.raises(ValueError, match="lrs is empty"):
-        pathnorm.sweep(jax.random.key(0), X, y, lrs=np.zeros(0), lams=[1e-3], **kw)
+        pathnorm.sweep(X, y, lrs=np.zeros(0), lams=[1e-3], **kw, key=jax.random.key(0))
 
 
 def test_the_package_keeps_every_public_name():

@@ -76,7 +76,6 @@ def _other_cases():
     Xp = rng.random((100, 6)).astype(np.float32)
     yp = (Xp[:, :3].sum(1) > Xp[:, 3:].sum(1)).astype(np.int32)
     net = pathnorm.train(
-        jax.random.key(0),
         Xp,
         yp,
         reg="path",
@@ -87,6 +86,7 @@ def _other_cases():
         batch=10,
         hidden=4,
         outputs=2,
+        key=jax.random.key(0),
     ).model
     m = sdl.fit(Xs, ys, 2, max_iter=5)
     return {
@@ -123,7 +123,6 @@ def _other_cases():
         "covariance.rpca_gd": lambda: cv.rpca_gd(Sigma, 2, max_iter=3).L,
         "pathnorm.train": lambda: (
             pathnorm.train(
-                jax.random.key(0),
                 Xp,
                 yp,
                 reg="path",
@@ -134,6 +133,7 @@ def _other_cases():
                 batch=10,
                 hidden=4,
                 outputs=2,
+                key=jax.random.key(0),
             ).model.out.weight
         ),
         "pathnorm.robust_error": lambda: pathnorm.robust_error(

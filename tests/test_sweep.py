@@ -281,7 +281,6 @@ def test_sweep_pathnorm_lambda_lr(x64):
 
     def f(lr, lam):
         r = pathnorm.train(
-            jax.random.key(0),
             X,
             y,
             reg="path",
@@ -293,6 +292,7 @@ def test_sweep_pathnorm_lambda_lr(x64):
             hidden=8,
             logs_per_epoch=2,
             outputs=2,
+            key=jax.random.key(0),
         )
         return r.loss, r.model.hidden.weight, r.model.out.weight
 
@@ -414,7 +414,6 @@ def test_a_diverging_point_reports_diverged_in_the_sweep_and_raises_with_throw(
 
         def f(lr, throw=True):
             return pathnorm.train(
-                jax.random.key(0),
                 X,
                 y,
                 reg="path",
@@ -426,6 +425,7 @@ def test_a_diverging_point_reports_diverged_in_the_sweep_and_raises_with_throw(
                 hidden=4,
                 outputs=2,
                 throw=throw,
+                key=jax.random.key(0),
             )
 
         field, match = "model.out.weight", "lower lr"

@@ -39,7 +39,7 @@ def _mean_loss(p, cfg, layers, key=LOSS_KEY, count=8):
 def tiny_run(tmp_path_factory):
     ckpt = tmp_path_factory.mktemp("train") / "full.eqx"
     log = []
-    p = training.train_lrpca(jax.random.key(0), TINY, checkpoint=ckpt, progress=False, log=log)
+    p = training.train_lrpca(TINY, checkpoint=ckpt, progress=False, log=log, key=jax.random.key(0))
     return p, log, ckpt
 
 
@@ -69,11 +69,11 @@ def test_interrupted_training_resumes_to_the_same_parameters(tiny_run, tmp_path,
 
     with pytest.raises(Interrupt):
         training.train_lrpca(
-            jax.random.key(0), TINY, checkpoint=ckpt, progress=False, callback=stop_after_two
+            TINY, checkpoint=ckpt, progress=False, callback=stop_after_two, key=jax.random.key(0)
         )
     log = []
     p_resumed = training.train_lrpca(
-        jax.random.key(0), TINY, checkpoint=ckpt, progress=False, log=log
+        TINY, checkpoint=ckpt, progress=False, log=log, key=jax.random.key(0)
     )
     assert [e["stage"] for e in log] == [3]  # only the stage after the checkpoint ran again
     for a, b in zip(jax.tree.leaves(p_full), jax.tree.leaves(p_resumed)):
@@ -81,7 +81,9 @@ def test_interrupted_training_resumes_to_the_same_parameters(tiny_run, tmp_path,
     # A complete checkpoint: nothing runs, and no empty progress bar is printed.
     capsys.readouterr()
     log = []
-    p_again = training.train_lrpca(jax.random.key(0), TINY, checkpoint=ckpt, progress=True, log=log)
+    p_again = training.train_lrpca(
+        TINY, checkpoint=ckpt, progress=True, log=log, key=jax.random.key(0)
+    )
     assert log == [] and capsys.readouterr().err == ""
     for a, b in zip(jax.tree.leaves(p_full), jax.tree.leaves(p_again)):
         np.testing.assert_array_equal(a, b)
@@ -112,10 +114,10 @@ def test_checkpoint_of_another_configuration_is_refused(tiny_run):
     _, _, ckpt = tiny_run
     other = dataclasses.replace(TINY, lr=0.01)
     with pytest.raises(ValueError, match="another configuration"):
-        training.train_lrpca(jax.random.key(0), other, checkpoint=ckpt, progress=False)
+        training.train_lrpca(other, checkpoint=ckpt, progress=False, key=jax.random.key(0))
     # Another key trained the remaining stages on other instances: a mix of two runs.
     with pytest.raises(ValueError, match="another key"):
-        training.train_lrpca(jax.random.key(7), TINY, checkpoint=ckpt, progress=False)
+        training.train_lrpca(TINY, checkpoint=ckpt, progress=False, key=jax.random.key(7))
 
 
 def test_train_config_takes_numpy_numbers_and_refuses_fractions():
@@ -143,24 +145,24 @@ def test_grid_search_refuses_to_choose_when_every_point_diverges():
     p = training.initial_params(jax.random.key(0), cfg)
     with pytest.raises(RuntimeError, match="every .beta, phi. of the grid diverged"):
         training.frmnn_grid_search(
-            jax.random.key(1),
             p,
             cfg,
             num_instances=2,
             extra_layers=30,
             betas=jnp.array([20.0, 40.0]),
             phis=jnp.array([5.0, 9.0]),
+            key=jax.random.key(1),
         )
     # A grid with one diverging row: its errors are +inf, never NaN (argmin would pick a NaN), and
     # the search chooses among the finite ones.
     chosen, errors = training.frmnn_grid_search(
-        jax.random.key(1),
         p,
         cfg,
         num_instances=2,
         extra_layers=30,
         betas=jnp.array([1.0, 40.0]),
         phis=jnp.array([0.5, 9.0]),
+        key=jax.random.key(1),
     )
     errors = np.asarray(errors)
     assert (
@@ -177,7 +179,7 @@ def test_frmnn_grid_search_returns_the_argmin_of_its_grid(tiny_run):
     p, _, _ = tiny_run
     betas, phis = jnp.array([0.8, 1.0, 1.2]), jnp.array([0.3, 0.6, 0.9])
     chosen, errors = training.frmnn_grid_search(
-        jax.random.key(5), p, TINY, num_instances=4, extra_layers=3, betas=betas, phis=phis
+        p, TINY, num_instances=4, extra_layers=3, betas=betas, phis=phis, key=jax.random.key(5)
     )
     assert errors.shape == (3, 3)
     i, j = np.unravel_index(np.argmin(np.asarray(errors)), errors.shape)
@@ -380,7 +382,7 @@ def test_frmnn_grid_search_refuses_bad_arguments_by_name():
     for kwargs, match in bad:
         with pytest.raises(ValueError, match=match):
             training.frmnn_grid_search(
-                jax.random.key(0), p, TINY, **(dict(num_instances=1, extra_layers=1) | kwargs)
+                p, TINY, **(dict(num_instances=1, extra_layers=1) | kwargs), key=jax.random.key(0)
             )
 
 
@@ -395,7 +397,9 @@ def test_frmnn_grid_is_the_papers_step_tenth_grid_and_the_search_default():
     p = params_mod.LRPCAParams.from_schedule(
         jnp.array([1.0, 0.5, 0.25, 0.1]), jnp.array([0.6, 0.5, 0.5]), rank=TINY.rank, n=TINY.n
     )
-    result = training.frmnn_grid_search(jax.random.key(3), p, TINY, num_instances=1, extra_layers=1)
+    result = training.frmnn_grid_search(
+        p, TINY, num_instances=1, extra_layers=1, key=jax.random.key(3)
+    )
     chosen, errors = result  # an FRMNNSearch unpacks as (params, errors)
     assert (
         isinstance(result, rpca.FRMNNSearch) and result.params is chosen and result.errors is errors
@@ -473,7 +477,7 @@ def test_stage_zero_takes_both_phases_steps(monkeypatch, tiny_run):
 
     monkeypatch.setattr(training.progress_bar, "bar", lambda *a, **k: Counter())
     with pytest.raises(Stop):
-        training.train_lrpca(jax.random.key(0), TINY, callback=stop)
+        training.train_lrpca(TINY, callback=stop, key=jax.random.key(0))
     assert sum(ticks) == TINY.pre_steps + TINY.full_steps
 
 
@@ -516,7 +520,7 @@ def test_curriculum_order_fresh_instances_and_optimiser_restarts(monkeypatch):
     calls = []
     _fake_phases(monkeypatch, calls)
     log = []
-    training.train_lrpca(jax.random.key(0), cfg, progress=False, log=log)
+    training.train_lrpca(cfg, progress=False, log=log, key=jax.random.key(0))
     assert [e["stage"] for e in log] == list(range(K + 1))
 
     def only(j):
@@ -546,7 +550,7 @@ def test_a_non_finite_loss_stops_training_and_keeps_the_last_finished_stage(monk
     _fake_phases(monkeypatch, calls, loss_at=lambda stage, i: np.nan if stage == 2 else 0.0)
     ckpt = tmp_path / "nan.eqx"
     with pytest.raises(RuntimeError, match="stage 2.*lower cfg.lr"):
-        training.train_lrpca(jax.random.key(0), TINY, checkpoint=ckpt, progress=False)
+        training.train_lrpca(TINY, checkpoint=ckpt, progress=False, key=jax.random.key(0))
     assert max(c["stage"] for c in calls) == 2 and sum(c["stage"] == 2 for c in calls) == 1
     _, header = params_mod.read_params(ckpt.read_bytes())
     assert header["meta"]["stage"] == 1
@@ -610,9 +614,11 @@ def test_a_schedule_is_stored_as_logs_and_its_lengths_are_checked():
 def test_frmnn_grid_search_progress_bar_counts_the_instances(tiny_run, recorded_bars):
     p, _, _ = tiny_run
     grid = dict(num_instances=3, extra_layers=2, betas=jnp.array([0.8, 1.2]), phis=jnp.array([0.5]))
-    chosen, errors = training.frmnn_grid_search(jax.random.key(5), p, TINY, progress=True, **grid)
+    chosen, errors = training.frmnn_grid_search(
+        p, TINY, progress=True, **grid, key=jax.random.key(5)
+    )
     (bar,) = recorded_bars
     assert bar.total == 3 and bar.n == 3 and bar.closed
     np.testing.assert_array_equal(
-        errors, training.frmnn_grid_search(jax.random.key(5), p, TINY, **grid)[1]
+        errors, training.frmnn_grid_search(p, TINY, **grid, key=jax.random.key(5))[1]
     )

@@ -16,7 +16,6 @@ _Y = (_X[:, :3].sum(1) > _X[:, 3:].sum(1)).astype(np.int32)
 
 def _train(h, throw):
     return pathnorm.train(
-        jax.random.key(0),
         _X,
         _Y,
         reg="path",
@@ -29,6 +28,7 @@ def _train(h, throw):
         logs_per_epoch=2,
         outputs=2,
         throw=throw,
+        key=jax.random.key(0),
     )
 
 

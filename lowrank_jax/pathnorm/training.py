@@ -86,7 +86,6 @@ def optimizer(reg: str, method: str, learning_rate, lam) -> optax.GradientTransf
 
 @full_precision
 def train(
-    key,
     X,
     y,
     *,
@@ -100,6 +99,7 @@ def train(
     logs_per_epoch: int = 10,
     model: ShallowNet | None = None,
     outputs: int | None = None,
+    key=None,
     progress: bool = False,
     throw: bool = True,
 ) -> TrainResult:
@@ -108,8 +108,9 @@ def train(
     reshuffled every epoch.
     An integer X is converted to float, not rescaled: divide raw pixels by 255 first. An epoch runs
     ⌊⌊N/batch⌋/logs_per_epoch⌋ · logs_per_epoch minibatches; the few examples left over are a
-    different random set each epoch. One jitted program; ``key``, ``lr`` and ``lam`` are traced, so
-    a ``vmap`` over them trains many networks in one call (:func:`sweep`).
+    different random set each epoch. ``key`` (a ``jax.random`` key or integer seed, default key(0))
+    draws the starting network and the shuffles. One jitted program; ``key``, ``lr`` and ``lam``
+    are traced, so a ``vmap`` over them trains many networks in one call (:func:`sweep`).
 
     The objective is CE(W) + λ g(W) (Latorre, Rolland, Hallak, Cevher 2020: §3 and the experiments
     of §7):
@@ -153,8 +154,8 @@ def train(
         d = load_digits()
         X, y = jnp.asarray(d.data / 16, jnp.float32), jnp.asarray(d.target)
         res = pathnorm.train(
-            jax.random.key(0), X[:1400], y[:1400], reg="path", method="prox", lr=0.1, lam=3e-3,
-            epochs=5, hidden=64,
+            X[:1400], y[:1400], reg="path", method="prox", lr=0.1, lam=3e-3, epochs=5, hidden=64,
+            key=jax.random.key(0),
         )
         # 1 (Status.MAX_ITER: all epochs ran), 5, CE + λ g ≈ 2.2
         print(res.status, res.n_iter, res.loss)
@@ -330,7 +331,6 @@ def _train(
 
 @full_precision
 def sweep(
-    key,
     X,
     y,
     *,
@@ -345,13 +345,14 @@ def sweep(
     logs_per_epoch: int = 10,
     model: ShallowNet | None = None,
     outputs: int | None = None,
+    key=None,
     progress: bool = False,
 ) -> TrainResult:
     """Train one network per (seed, lr, λ) in one ``vmap``ped, jitted call: ``lrs`` and ``lams`` are
     non-empty 1-D arrays of equal length (one configuration each; use ``jnp.meshgrid`` for a grid);
     the other arguments as :func:`train`. Seed s trains from ``jax.random.split(key, seeds)[s]``, so
-    even ``seeds=1`` differs from ``train(key, …)``: it equals
-    ``train(jax.random.split(key, 1)[0], …)``.
+    even ``seeds=1`` differs from ``train(…, key=key)``: it equals
+    ``train(…, key=jax.random.split(key, 1)[0])``.
 
     Nothing is raised for a configuration whose training diverges (a learning rate too large): its
     ``status`` is ``Status.DIVERGED`` and the other networks are unaffected (:func:`train` with

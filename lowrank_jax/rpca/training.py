@@ -241,9 +241,9 @@ def _phase_steps(cfg: TrainConfig, layers: int):
 @_checks.host_function("rpca.train_lrpca")
 @full_precision
 def train_lrpca(
-    key,
     cfg: TrainConfig = TrainConfig(),
     *,
+    key=None,
     checkpoint=None,
     progress: bool = True,
     callback=None,
@@ -254,8 +254,9 @@ def train_lrpca(
     :func:`frmnn_grid_search`).
 
     Args:
-      key: ``jax.random`` key; the whole run is a deterministic function of it and ``cfg``.
       cfg: :class:`TrainConfig`.
+      key: ``jax.random`` key or integer seed (default key(0)); the whole run is a deterministic
+        function of it and ``cfg``.
       checkpoint: path of the checkpoint file, written after every stage; if it exists and was
         written for the same ``cfg``, training resumes after its last finished stage.
       progress: show a tqdm progress bar (one tick per optimiser step).
@@ -400,7 +401,6 @@ class FRMNNSearch(NamedTuple):
 @_checks.host_function("rpca.frmnn_grid_search")
 @full_precision
 def frmnn_grid_search(
-    key,
     params: LRPCAParams,
     cfg: TrainConfig,
     *,
@@ -409,6 +409,7 @@ def frmnn_grid_search(
     betas=None,
     phis=None,
     sampler=None,
+    key=None,
     progress: bool = False,
 ):
     """Choose FRMNN's (β, φ) (eq. 14) by grid search with the K learned layers frozen.
@@ -427,12 +428,12 @@ def frmnn_grid_search(
     inside the same single jitted call.
 
     Args:
-      key: ``jax.random`` key (or integer seed) of the instances.
       params: the trained K-layer model (:func:`train_lrpca`); its ζ, η stay frozen.
       cfg: the :class:`TrainConfig` whose generator (n, rank, α) draws the instances.
       num_instances, extra_layers: as above; betas, phis: 1-D grids (default :func:`frmnn_grid`).
       sampler: instead of the generator, a function ``sampler(key, count) -> (Y, X⋆)`` returning
         ``count`` stacked instances ((count, n1, n2) each), e.g. patches of real data.
+      key: ``jax.random`` key or integer seed (default key(0)) of the instances.
       progress: show a tqdm bar of the instances done.
 
     Returns :class:`FRMNNSearch` ``(params with the chosen β, φ, errors)``, ``errors`` of shape
