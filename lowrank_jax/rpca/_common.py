@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from lowrank_jax import _checks, linalg
+from lowrank_jax import _checks, linalg, loop
 from lowrank_jax.result import Result
 from lowrank_jax.rpca.panels import residual_map_products
 from lowrank_jax.transforms import scaled_gradient_step
@@ -175,6 +175,28 @@ def diagnostics(stats, y_norm, L_new, R_new, X_star, prev=None):
     if "false_positives" in stats:
         diag["false_positives"] = stats["false_positives"]
     return diag
+
+
+def run_layers(step, state, *, budget, y_norm, tol, use_tol, stop, differentiable, invalid):
+    """Run an RPCA solver's ``step`` (state starting with the factors L, R) by the loop driver:
+    until ``diag[stop] < tol`` within ``budget`` iterations when ``use_tol``, else exactly
+    ``budget``; divergence judged by :func:`diverged` on the factors, ``invalid`` (and a traced
+    tol that broke its rule) giving INVALID."""
+
+    def blown_up(s, d):
+        return diverged(s[0], s[1], y_norm)
+
+    if use_tol:
+        return loop.run_until(
+            step,
+            state,
+            max_iter=budget,
+            stop=lambda s, d: d[stop] < tol,
+            diverged=blown_up,
+            differentiable=differentiable,
+            invalid=jnp.isnan(tol) | invalid,
+        )
+    return loop.run_fixed(step, state, budget, diverged=blown_up, invalid=invalid)
 
 
 def make_result(L, R, S, loop_result):

@@ -33,11 +33,11 @@ from lowrank_jax.rpca._common import (
     check_stop,
     check_tol,
     diagnostics,
-    diverged,
     frob,
     make_result,
     residual_stats,
     residual_step,
+    run_layers,
     spectral_init,
 )
 
@@ -207,19 +207,17 @@ def _lrpca(
     # A traced ζ₀ ≤ 0 (a sweep over ζ's scale; a concrete one is refused) would return X = 0 with a
     # residual of 0, the best point of the sweep by that residual: INVALID instead.
     invalid = ~(zeta[0] > 0)
-    blown_up = lambda s, d: diverged(s[0], s[1], y_norm)  # noqa: E731
-    if use_tol:
-        out = loop.run_until(
-            step,
-            state,
-            max_iter=budget,
-            stop=lambda s, d: d[stop] < tol,
-            diverged=blown_up,
-            differentiable=differentiable,
-            invalid=jnp.isnan(tol) | invalid,
-        )
-    else:
-        out = loop.run_fixed(step, state, budget, diverged=blown_up, invalid=invalid)
+    out = run_layers(
+        step,
+        state,
+        budget=budget,
+        y_norm=y_norm,
+        tol=tol,
+        use_tol=use_tol,
+        stop=stop,
+        differentiable=differentiable,
+        invalid=invalid,
+    )
     L, R, L_prev, R_prev, z_last = out.state
     S = soft_threshold(Y - L_prev @ R_prev.T, z_last)
     return make_result(L, R, jnp.where(invalid, jnp.nan, S), out)

@@ -15,7 +15,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from lowrank_jax import _checks, loop
+from lowrank_jax import _checks
 from lowrank_jax.precision import full_precision
 from lowrank_jax.prox import apply_top_fraction, sparsify_top_fraction, top_fraction_thresholds
 from lowrank_jax.result import finish
@@ -25,11 +25,11 @@ from lowrank_jax.rpca._common import (
     check_common,
     check_stop,
     diagnostics,
-    diverged,
     frob,
     make_result,
     residual_stats,
     residual_step,
+    run_layers,
     spectral_init,
 )
 
@@ -132,19 +132,17 @@ def _scaledgd(
     # Initial cut-offs: the first step starts its selection cold (the guesses are only hints).
     cuts0 = (jnp.zeros((n1,), Y.dtype), jnp.zeros((n2,), Y.dtype))
     state = (L0, R0, L0, R0, cuts0)
-    blown_up = lambda s, d: diverged(s[0], s[1], y_norm)  # noqa: E731
-    if use_tol:
-        out = loop.run_until(
-            step,
-            state,
-            max_iter=budget,
-            stop=lambda s, d: d[stop] < tol,
-            diverged=blown_up,
-            differentiable=differentiable,
-            invalid=jnp.isnan(tol) | invalid,
-        )
-    else:
-        out = loop.run_fixed(step, state, budget, diverged=blown_up, invalid=invalid)
+    out = run_layers(
+        step,
+        state,
+        budget=budget,
+        y_norm=y_norm,
+        tol=tol,
+        use_tol=use_tol,
+        stop=stop,
+        differentiable=differentiable,
+        invalid=invalid,
+    )
     L, R, L_prev, R_prev, (row_cut, col_cut) = out.state
     D = Y - L_prev @ R_prev.T
     S = jnp.where(out.n_iter > 0, apply_top_fraction(D, jnp.abs(D), row_cut, col_cut), S0)
