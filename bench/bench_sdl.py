@@ -66,14 +66,14 @@ def main(argv=None):
         row = {}
         for dtype in ("float64", "float32"):
             with jax.enable_x64(dtype == "float64"):
-                data = sm.prepare(X.astype(dtype), y, intercept=True)
+                data = sm.prepare(X.T.astype(dtype), y, intercept=True)  # samples in rows
                 theta0, gamma0, _ = sdl.initial_point(data, r, model, jax.random.key(0))
                 xi, lam = jnp.asarray(1.0, dtype), jnp.asarray(0.1, dtype)
                 tau = sm.step_bound(data, xi, lam, model)
 
                 def lpgd(th, g, data, xi, lam, tau, k):
-                    out = sdl.lpgd(th, g, data, xi, lam, tau, r, model=model, max_iter=k)
-                    return out.theta, out.gamma
+                    out = sdl.lpgd(th, g, data, xi, lam, tau, r, model=model, max_iter=k, tol=None)
+                    return out.theta, out.aux_coef
 
                 run = {k: jax.jit(functools.partial(lpgd, k=k)) for k in (1, 2, 12)}
                 t = interleaved_ms(

@@ -120,10 +120,10 @@ def run(
         X, y = data.X, data.y
         Z = standardize(X)
         r, s = scree_rank(Z), np.linalg.svd(Z, compute_uv=False)[:20]
-        scale_v = np.sqrt(X.shape[0]) if scale == "sqrtp" else float(scale)
+        scale_v = np.sqrt(X.shape[1]) if scale == "sqrtp" else float(scale)
         screes[name] = (s, r)
         print(
-            f"{name}: p = {X.shape[0]}, n = {X.shape[1]}, {len(data.classes)} classes, "
+            f"{name}: p = {X.shape[1]}, n = {X.shape[0]}, {len(data.classes)} classes, "
             f"scree rank r = {r}; SDL on "
             f"z-scores / {'√p' if scale == 'sqrtp' else f'{scale_v:g}'}, "
             f"CV over ξ ∈ {_listed(xi_grid)}, λ ∈ {_listed(lam_grid)}",
@@ -132,7 +132,7 @@ def run(
         for rep in range(repeats):
             t0 = time.perf_counter()
             tr, te = stratified_half(y, rep)
-            Ztr, Zte = standardize(X[:, tr], X[:, te])  # z-scores (baselines)
+            Ztr, Zte = standardize(X[tr], X[te])  # z-scores (baselines)
             Xtr, Xte = Ztr / scale_v, Zte / scale_v  # SDL's normalisation
             ytr, yte = y[tr], y[te]
             k = len(data.classes)
@@ -156,7 +156,7 @@ def run(
                     model=model,
                     folds=folds,
                     max_iter=cv_iters,
-                    seed=rep,
+                    key=jax.random.key(rep),
                     num_classes=k,
                 )
                 for solver in solvers:
@@ -168,6 +168,7 @@ def run(
                         xi=xi,
                         lam=lam,
                         max_iter=iters,
+                        tol=None,
                         solver=solver,
                         num_classes=k,
                         key=jax.random.key(rep),
@@ -191,7 +192,7 @@ def run(
                     ("RF", RandomForestClassifier(n_estimators=500, random_state=rep)),
                     ("LR", LogisticRegression(max_iter=5000)),
                 ):
-                    score(label, clf.fit(Ztr.T, ytr).predict(Zte.T))
+                    score(label, clf.fit(Ztr, ytr).predict(Zte))
             acc["single-class predictors"] = "; ".join(single) or "none"
             for label, a in acc.items():
                 rows.append([name, rep, label, a])

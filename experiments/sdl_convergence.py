@@ -48,8 +48,8 @@ OUT = pathlib.Path(__file__).resolve().parents[1] / "results" / "sdl"
 
 
 def load_normalised(name: str):
-    """(GeneData, X) with X the per-gene z-scores of all samples divided by 100 (note §4.1,
-    [EXT])."""
+    """(GeneData, X) with X (samples, genes) the per-gene z-scores of all samples divided by 100
+    (note §4.1, [EXT])."""
     from lowrank_jax.datasets import load_all_leukemia, load_golub, standardize
 
     loaders = {"golub": load_golub, "ALL": load_all_leukemia}
@@ -101,7 +101,8 @@ def write_csv(name, header, rows):
 def sample_eq20(model: str, p: int, n: int, r: int, sigma: float, seed: int, spectral_norm=None):
     """Eq. (20) with κ = 1, q = 0: X = B* + σE with B* = W*H*/√r of rank r; SDL-H a* = β*ᵀH*,
     SDL-W a* = A*ᵀx with A* = W*β* (so [A*, B*] has rank r), scaled to a standard deviation of 2;
-    y ~ Bernoulli(σ(a*)). ``spectral_norm``: rescale X to that ‖X‖₂ first (before labelling)."""
+    y ~ Bernoulli(σ(a*)). ``spectral_norm``: rescale X to that ‖X‖₂ first (before labelling).
+    Returns X (n, p), samples in rows, and y (n,)."""
     rng = np.random.default_rng(seed)
     W, H = rng.normal(size=(p, r)), rng.normal(size=(r, n))
     X = W @ H / np.sqrt(r) + sigma * rng.normal(size=(p, n))
@@ -111,7 +112,7 @@ def sample_eq20(model: str, p: int, n: int, r: int, sigma: float, seed: int, spe
     a = (beta.T @ H if model == "H" else (W @ beta).T @ X)[0]
     a = 2.0 * a / a.std()
     y = (rng.uniform(size=n) < 1 / (1 + np.exp(-a))).astype(np.int64)
-    return X, y
+    return X.T, y
 
 
 def lpgd_path(data, theta0, gamma0, xi, lam, tau, r, model, T, theta_star, gamma_star):
@@ -121,8 +122,8 @@ def lpgd_path(data, theta0, gamma0, xi, lam, tau, r, model, T, theta_star, gamma
     from lowrank_jax.sdl import model as sm
 
     def step(th, g):
-        out = sdl.lpgd(th, g, data, xi, lam, tau, r, model=model, max_iter=1)
-        return out.theta, out.gamma
+        out = sdl.lpgd(th, g, data, xi, lam, tau, r, model=model, max_iter=1, tol=None)
+        return out.theta, out.aux_coef
 
     step = jax.jit(step)
 
@@ -148,8 +149,9 @@ def synthetic_case(model, p, n, r, xi, lam, sigma, seed, spectral_norm, T, gap_i
     data = sm.prepare(jnp.asarray(X), y)
     theta0, gamma0, f0 = sdl.initial_point(data, r, model, jax.random.key(seed))
     safe = float(sm.step_bound(data, xi, lam, model))
-    pre = sdl.lpgd(theta0, gamma0, data, xi, lam, safe, r, model=model, max_iter=star_iters)
-    a_star = sm.activations(pre.theta, pre.gamma, data.X, data.X_aux, model, 1)
+    fixed = dict(model=model, tol=None)  # every run takes exactly max_iter steps
+    pre = sdl.lpgd(theta0, gamma0, data, xi, lam, safe, r, max_iter=star_iters, **fixed)
+    a_star = sm.activations(pre.theta, pre.aux_coef, data.X, data.X_aux, model, 1)
     M = float(jnp.max(jnp.abs(a_star))) + 0.5
     for _ in range(6):  # the constants must hold on the whole path: grow M until it covers it
         th = sdl.theory(X, xi, lam, model=model, M=M)
@@ -159,45 +161,42 @@ def synthetic_case(model, p, n, r, xi, lam, sigma, seed, spectral_norm, T, gap_i
                 "apply to these settings"
             )
         star = sdl.lpgd(
-            theta0, gamma0, data, xi, lam, th.best_step, r, model=model, max_iter=star_iters
+            theta0, gamma0, data, xi, lam, th.best_step, r, max_iter=star_iters, **fixed
         )
         path = lpgd_path(
-            data, theta0, gamma0, xi, lam, th.best_step, r, model, T, star.theta, star.gamma
+            data, theta0, gamma0, xi, lam, th.best_step, r, model, T, star.theta, star.aux_coef
         )
-        reach = max(
-            float(path[:, 2].max()),
-            float(
-                jnp.max(
-                    jnp.abs(sm.activations(star.theta, star.gamma, data.X, data.X_aux, model, 1))
-                )
-            ),
-        )
+        a_path = sm.activations(star.theta, star.aux_coef, data.X, data.X_aux, model, 1)
+        reach = max(float(path[:, 2].max()), float(jnp.max(jnp.abs(a_path))))
         if reach <= M:
             break
         M = reach + 0.5
     tau = th.best_step
-    lp = sdl.lpgd(theta0, gamma0, data, xi, lam, tau, r, model=model, max_iter=gap_iters)
-    lp_safe = sdl.lpgd(theta0, gamma0, data, xi, lam, safe, r, model=model, max_iter=gap_iters)
+    lp = sdl.lpgd(theta0, gamma0, data, xi, lam, tau, r, max_iter=gap_iters, **fixed)
+    lp_safe = sdl.lpgd(theta0, gamma0, data, xi, lam, safe, r, max_iter=gap_iters, **fixed)
     bc = sdl.bcd(f0, gamma0, data, xi, lam, model=model, max_iter=gap_iters)
-    bc_long = sdl.bcd(bc.factors, bc.gamma, data, xi, lam, model=model, max_iter=star_iters)
+    bc_long = sdl.bcd(bc.factors, bc.aux_coef, data, xi, lam, model=model, max_iter=star_iters)
 
     def with_final(hist, final):
         return np.append(np.asarray(hist), float(final))
 
     curves = {
         f"LPGD τ = 2/(μ+L) = {tau:.3g}": with_final(
-            lp.history["loss"], sm.objective(lp.theta, lp.gamma, data, xi, lam, model)
+            lp.history["loss"], sm.objective(lp.theta, lp.aux_coef, data, xi, lam, model)
         ),
         f"LPGD τ = 1/L̄ = {safe:.3g} (default)": with_final(
             lp_safe.history["loss"],
-            sm.objective(lp_safe.theta, lp_safe.gamma, data, xi, lam, model),
+            sm.objective(lp_safe.theta, lp_safe.aux_coef, data, xi, lam, model),
         ),
         "BCD": with_final(
-            bc.history["loss"], sdl.factored_objective(bc.factors, bc.gamma, data, xi, lam, model)
+            bc.history["loss"],
+            sdl.factored_objective(bc.factors, bc.aux_coef, data, xi, lam, model),
         ),
     }
-    F_star = float(sm.objective(star.theta, star.gamma, data, xi, lam, model))
-    F_bcd_long = float(sdl.factored_objective(bc_long.factors, bc_long.gamma, data, xi, lam, model))
+    F_star = float(sm.objective(star.theta, star.aux_coef, data, xi, lam, model))
+    F_bcd_long = float(
+        sdl.factored_objective(bc_long.factors, bc_long.aux_coef, data, xi, lam, model)
+    )
     F_ref = min(F_star, F_bcd_long, *(float(c.min()) for c in curves.values()))
     return dict(
         model=model,
@@ -216,7 +215,7 @@ def synthetic_case(model, p, n, r, xi, lam, sigma, seed, spectral_norm, T, gap_i
         F_star=F_star,
         F_ref=F_ref,
         F_bcd_long=F_bcd_long,
-        star_step=float(star.step_norm[-1]),
+        star_step=float(star.step_norm),  # ‖Z_T − Z_{T−1}‖ of the last step
         B_rel=float(
             jnp.linalg.norm(sm.split(star.theta, model, 1)[1] - data.X) / jnp.linalg.norm(data.X)
         ),
@@ -414,13 +413,15 @@ def real_case(dataset, model, xi, lam, ks, reps, ref_extra, rank=None, quarter=T
     data = sm.prepare(jnp.asarray(X), g.y, intercept=True)
     theta0, gamma0, f0 = sdl.initial_point(data, r, model, jax.random.key(0))
     tau = float(sm.step_bound(data, xi, lam, model))
-    th_int = sdl.theory(X, xi, lam, model=model, X_aux=np.ones((1, X.shape[1])), M=5.0)
+    th_int = sdl.theory(X, xi, lam, model=model, X_aux=np.ones((X.shape[0], 1)), M=5.0)
     th_plain = sdl.theory(X, xi, lam, model=model, M=5.0)
     th_half = sdl.theory(X, xi, 0.5, model=model, M=5.0)
 
     def lpgd_k(k):
         return jax.jit(
-            lambda th, gm, d: sdl.lpgd(th, gm, d, xi, lam, tau, r, model=model, max_iter=k)
+            lambda th, gm, d: sdl.lpgd(
+                th, gm, d, xi, lam, tau, r, model=model, max_iter=k, tol=None
+            )
         ).lower(theta0, gamma0, data)
 
     def bcd_k(k):
@@ -449,8 +450,8 @@ def real_case(dataset, model, xi, lam, ks, reps, ref_extra, rank=None, quarter=T
 
     def final_loss(name, out):
         if name == "LPGD":
-            return float(sm.objective(out.theta, out.gamma, data, xi, lam, model))
-        return float(sdl.factored_objective(out.factors, out.gamma, data, xi, lam, model))
+            return float(sm.objective(out.theta, out.aux_coef, data, xi, lam, model))
+        return float(sdl.factored_objective(out.factors, out.aux_coef, data, xi, lam, model))
 
     kmax = max(ks)
     hist = {
@@ -477,10 +478,19 @@ def real_case(dataset, model, xi, lam, ks, reps, ref_extra, rank=None, quarter=T
     refs = [float(np.min(h)) for h in hist.values()]
     if ref_extra:
         lp_more = sdl.lpgd(
-            lp_end.theta, lp_end.gamma, data, xi, lam, tau, r, model=model, max_iter=ref_extra
+            lp_end.theta,
+            lp_end.aux_coef,
+            data,
+            xi,
+            lam,
+            tau,
+            r,
+            model=model,
+            max_iter=ref_extra,
+            tol=None,
         )
         bc_more = sdl.bcd(
-            bc_end.factors, bc_end.gamma, data, xi, lam, model=model, max_iter=ref_extra
+            bc_end.factors, bc_end.aux_coef, data, xi, lam, model=model, max_iter=ref_extra
         )
         refs += [
             final_loss("LPGD", lp_more),
@@ -499,7 +509,9 @@ def real_case(dataset, model, xi, lam, ks, reps, ref_extra, rank=None, quarter=T
         # repeat LPGD's, so it is drawn only where the two steps differ (κ ≥ 2, where step_bound
         # uses ½).
         if abs(tau_q - tau) > 1e-9 * tau:
-            q = sdl.lpgd(theta0, gamma0, data, xi, lam, tau_q, r, model=model, max_iter=kmax)
+            q = sdl.lpgd(
+                theta0, gamma0, data, xi, lam, tau_q, r, model=model, max_iter=kmax, tol=None
+            )
             hist[f"LPGD τ' = {tau_q:.3g}"] = np.append(
                 np.asarray(q.history["loss"]), final_loss("LPGD", q)
             )
@@ -509,8 +521,8 @@ def real_case(dataset, model, xi, lam, ks, reps, ref_extra, rank=None, quarter=T
     return dict(
         dataset=dataset,
         model=model,
-        p=X.shape[0],
-        n=X.shape[1],
+        p=X.shape[1],
+        n=X.shape[0],
         r=r,
         xi=xi,
         lam=lam,

@@ -14,7 +14,8 @@ Factors are recovered as in Algorithm 1 (SDL-W: W = U, [β, H] = ΣVᵀ; SDL-H: 
 Each atom's sign is flipped, with its β, so that β ≥ 0 (the model is unchanged): a positive gene
 weight then points toward class 1 (AML for Golub, T-cell for ALL). The atoms with the largest |β|
 are shown; within an atom the weights are divided by the atom's max |weight| (so in [−1, 1]) and the
-5 largest and 5 most negative are listed. The SVD baseline: U of the rank-r SVD of X, β from
+5 largest and 5 most negative are listed. The SVD baseline: the gene loadings U (p, r) of the
+rank-r SVD of X, β from
 sdl.mf_lr's logistic regression on Uᵀx (scikit-learn, C = 1; its accuracy with C = 10⁴ is printed
 too because the /100 scaling makes Uᵀx small and C = 1 shrinks hard).
 
@@ -100,7 +101,7 @@ def fit_dataset(name, args):
             ranks.append(r)
     models = [m for m in args.models.split(",")]
     print(
-        f"\n{name}: {X.shape[0]} probes × {X.shape[1]} samples, "
+        f"\n{name}: {X.shape[1]} probes × {X.shape[0]} samples, "
         f"classes {g.classes} = {np.bincount(y).tolist()} "
         f"(majority rate {np.bincount(y).max() / y.size:.3f}); "
         f"ranks {ranks} (scree elbow {scree_rank(X)})"
@@ -120,9 +121,11 @@ def fit_dataset(name, args):
             else:
                 acc_grid, (xi, lam), how = None, (args.all_xi, args.all_lam), "fixed"
             iters = args.iters if name == "golub" else args.all_iters
-            m = sdl.fit(Xj, y, r, model=model, xi=xi, lam=lam, max_iter=iters, intercept=True)
+            m = sdl.fit(
+                Xj, y, r, model=model, xi=xi, lam=lam, max_iter=iters, tol=None, intercept=True
+            )
             train_acc = float(np.mean(np.asarray(sdl.predict(m, Xj)) == y))
-            W, beta = oriented(m.W, m.beta)
+            W, beta = oriented(m.W, m.coef)
             loss = m.history["loss"]
             rel_step = float(jnp.abs(loss[-1] - loss[-2]) / jnp.abs(loss[-1]))
             results.append(

@@ -30,9 +30,9 @@ def main():
     args = parser.parse_args()
     if not args.source.is_file():
         raise SystemExit(f"{args.source} not found: run `make data` first")
-    X, y, genes, descriptions = read_golub_rdata(args.source)
-    X_1e5 = np.rint(X * 1e5)
-    if not np.array_equal(X_1e5 / 1e5, X):
+    X, y, genes, descriptions = read_golub_rdata(args.source)  # X: samples × genes
+    X_1e5 = np.rint(X.T * 1e5)  # stored genes × samples, as in the source file
+    if not np.array_equal(X_1e5 / 1e5, X.T):
         raise SystemExit(
             f"{args.source}: values are not multiples of 1e-5; the fixture would not be exact"
         )
@@ -51,7 +51,7 @@ def main():
     )
     print(
         f"wrote {args.out} ({args.out.stat().st_size} bytes): "
-        f"{X.shape[0]} genes x {X.shape[1]} samples"
+        f"{X.shape[1]} genes x {X.shape[0]} samples"
     )
 
 

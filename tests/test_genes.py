@@ -22,12 +22,12 @@ def _affymetrix(ids):  # Affymetrix probe set ids end in _at or _st (e.g. 1000_a
 def test_golub_fixture_is_the_documented_data_set():
     d = datasets.load_golub()
     assert d.name == "golub" and d.classes == ("ALL", "AML")
-    assert d.X.shape == (3051, 38) and d.X.dtype == np.float64 and np.isfinite(d.X).all()
+    assert d.X.shape == (38, 3051) and d.X.dtype == np.float64 and np.isfinite(d.X).all()
     assert d.y.dtype == np.int64 and np.bincount(d.y).tolist() == [27, 11]
     assert len(d.genes) == 3051 == len(set(d.genes)) and _affymetrix(d.genes)
-    # multtest standardised each sample (array) across genes: mean 0, sd 1.
-    np.testing.assert_allclose(d.X.mean(axis=0), 0, atol=1e-5)
-    np.testing.assert_allclose(d.X.std(axis=0, ddof=1), 1, atol=1e-5)
+    # multtest standardised each sample (array, a row) across genes: mean 0, sd 1.
+    np.testing.assert_allclose(d.X.mean(axis=1), 0, atol=1e-5)
+    np.testing.assert_allclose(d.X.std(axis=1, ddof=1), 1, atol=1e-5)
     # golub.gnames column 2, aligned with the probe ids: every Affymetrix control probe's
     # description names that probe ("AFFX-… (endogenous control)"), and the two AML markers of the
     # docs.
@@ -54,17 +54,17 @@ def test_standardize_uses_training_statistics_only():
             [5.0, 5.0, 5.0, 5.0],  # constant gene: std taken as 1
             [-2.0, 0.0, 2.0, 4.0],
         ]
-    )
-    X_test = np.array([[100.0, 3.0], [7.0, 5.0], [1.0, -1.0]])
+    ).T  # 4 samples × 3 genes
+    X_test = np.array([[100.0, 3.0], [7.0, 5.0], [1.0, -1.0]]).T
     Xtr, Xte = datasets.standardize(X_train, X_test)
-    np.testing.assert_allclose(Xtr[[0, 2]].mean(axis=1), 0, atol=1e-12)
-    np.testing.assert_allclose(Xtr[[0, 2]].std(axis=1), 1)
-    np.testing.assert_array_equal(Xtr[1], 0)
-    mean, std = X_train.mean(axis=1, keepdims=True), X_train.std(axis=1, keepdims=True)
-    std[1] = 1
+    np.testing.assert_allclose(Xtr[:, [0, 2]].mean(axis=0), 0, atol=1e-12)
+    np.testing.assert_allclose(Xtr[:, [0, 2]].std(axis=0), 1)
+    np.testing.assert_array_equal(Xtr[:, 1], 0)
+    mean, std = X_train.mean(axis=0, keepdims=True), X_train.std(axis=0, keepdims=True)
+    std[:, 1] = 1
     np.testing.assert_allclose(Xte, (X_test - mean) / std)
-    assert Xte[1].tolist() == [2.0, 0.0]  # constant gene: only shifted by its training mean
-    # The test columns never influence the result; `scale` divides both parts.
+    assert Xte[:, 1].tolist() == [2.0, 0.0]  # constant gene: only shifted by its training mean
+    # The test samples never influence the result; `scale` divides both parts.
     Xtr2, Xte2 = datasets.standardize(X_train, 10 * X_test, scale=4.0)
     np.testing.assert_allclose(Xtr2, Xtr / 4)
     np.testing.assert_allclose(Xte2, (10 * X_test - mean) / (4 * std))
@@ -78,20 +78,20 @@ def test_standardize_a_constant_gene_whose_mean_rounds():
     out 8.9e-16, not 0, and the gene was blown up to ±1 in training and ~1e13 for a test value 0.01
     off."""
     floor = np.log2(20.0)
-    X_train = np.vstack([np.full(38, floor), np.arange(38.0)])
-    assert X_train[0].std() > 0  # the case: numerically not constant
-    Xtr, Xte = datasets.standardize(X_train, np.array([[floor + 0.01], [1.0]]))
-    np.testing.assert_array_equal(Xtr[0], 0)
-    np.testing.assert_allclose(Xte[0], 0.01, rtol=1e-12)
+    X_train = np.column_stack([np.full(38, floor), np.arange(38.0)])  # 38 samples × 2 genes
+    assert X_train[:, 0].std() > 0  # the case: numerically not constant
+    Xtr, Xte = datasets.standardize(X_train, np.array([[floor + 0.01, 1.0]]))
+    np.testing.assert_array_equal(Xtr[:, 0], 0)
+    np.testing.assert_allclose(Xte[:, 0], 0.01, rtol=1e-12)
 
 
 def test_standardize_rejects_bad_arguments():
-    X = np.ones((3, 4))
-    for bad_train in (np.ones(4), np.ones((3, 0))):
+    X = np.ones((4, 3))
+    for bad_train in (np.ones(4), np.ones((0, 3))):
         with pytest.raises(ValueError, match="X_train"):
             datasets.standardize(bad_train)
-    with pytest.raises(ValueError, match="X_test .*3 rows"):
-        datasets.standardize(X, np.ones((2, 4)))
+    with pytest.raises(ValueError, match="X_test .*3 columns"):
+        datasets.standardize(X, np.ones((4, 2)))
     for scale in (0.0, -1.0, np.inf, np.nan):
         with pytest.raises(ValueError, match="scale"):
             datasets.standardize(X, scale=scale)
@@ -99,17 +99,17 @@ def test_standardize_rejects_bad_arguments():
 
 def test_standardize_refuses_non_finite_values():
     """A NaN (a missing measurement) passed through: its gene's training mean and std became NaN and
-    the whole row, training and test, came back NaN without a word. NaN and inf are refused, naming
-    X_train or X_test and the gene rows."""
-    X = np.arange(12.0).reshape(3, 4)
+    the whole column, training and test, came back NaN without a word. NaN and inf are refused,
+    naming X_train or X_test and the gene columns."""
+    X = np.arange(12.0).reshape(4, 3)
     for bad in (np.nan, np.inf):
         broken = X.copy()
-        broken[1, 2] = bad
-        with pytest.raises(ValueError, match="X_train has 1 non-finite.*rows 1"):
+        broken[2, 1] = bad
+        with pytest.raises(ValueError, match="X_train has 1 non-finite.*columns 1"):
             datasets.standardize(broken)
         with pytest.raises(ValueError, match="X_train"):
             datasets.standardize(broken, X)
-        with pytest.raises(ValueError, match="X_test has 1 non-finite.*rows 1"):
+        with pytest.raises(ValueError, match="X_test has 1 non-finite.*columns 1"):
             datasets.standardize(X, broken)
     assert np.isfinite(datasets.standardize(X, X)[1]).all()
 
@@ -138,7 +138,7 @@ def test_all_labels_and_cache_keyed_by_the_source_hash(tmp_path, monkeypatch):
     rda = tmp_path / "ALL.rda"
     rda.write_bytes(b"version 1")
     monkeypatch.setattr(genes, "all_rda_path", lambda: rda)
-    X = np.arange(12.0).reshape(3, 4)
+    X = np.arange(12.0).reshape(4, 3)  # 4 patients × 3 probes
     calls = []
 
     def fake_read(path, bt=("B2", "T", "B", "T3")):
@@ -160,6 +160,10 @@ def test_all_labels_and_cache_keyed_by_the_source_hash(tmp_path, monkeypatch):
     (tmp_path / "ALL.npz").write_bytes(b"truncated")  # so does a broken cache
     datasets.load_all_leukemia()
     assert len(calls) == 3
+    with np.load(tmp_path / "ALL.npz") as f:  # ... and one that holds probes × patients
+        stale = {k: f[k] for k in f.files}
+    np.savez(tmp_path / "ALL.npz", **(stale | {"X": stale["X"].T}))
+    assert datasets.load_all_leukemia().X.shape == (4, 3) and len(calls) == 4
     rda.write_bytes(b"version 3")
     monkeypatch.setattr(genes, "read_all_rda", lambda p: fake_read(p, ("B1", "nan", "T", "T")))
     with pytest.raises(ValueError, match=r"\['nan'\] are neither B-cell nor T-cell"):
@@ -195,7 +199,7 @@ def test_golub_fixture_equals_the_debian_file():
 )
 def test_real_all_leukemia():
     d = datasets.load_all_leukemia()  # from data/ALL.npz once `make data` has converted it
-    assert d.X.shape == (12625, 128) and np.isfinite(d.X).all()
+    assert d.X.shape == (128, 12625) and np.isfinite(d.X).all()
     assert d.classes == ("B", "T") and np.bincount(d.y).tolist() == [95, 33]
     assert len(set(d.genes)) == 12625 and _affymetrix(d.genes)
     assert 0 < d.X.min() and d.X.max() < 16  # RMA log2 intensities
@@ -212,7 +216,7 @@ def test_real_all_leukemia():
 )
 def test_real_nci60():
     d = datasets.load_nci60()
-    assert d.X.shape == (6830, 64) and np.isfinite(d.X).all() and len(set(d.genes)) == 6830
+    assert d.X.shape == (64, 6830) and np.isfinite(d.X).all() and len(set(d.genes)) == 6830
     assert d.descriptions is None  # ISLR's matrix has no gene names
     assert len(d.classes) == 14 and list(d.classes) == sorted(d.classes)
     counts = dict(zip(d.classes, np.bincount(d.y, minlength=14).tolist()))

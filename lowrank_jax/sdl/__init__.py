@@ -3,6 +3,10 @@
 ``fit`` / ``predict`` / ``predict_proba`` / ``cross_validate`` (:mod:`.fit`), the lifted objective,
 gradients, factor recovery and Theorem 2.1's constants (:mod:`.model`), LPGD and the BCD baseline
 (:mod:`.solvers`; LPGD's steps in the span of the data, :mod:`.span`), MF-LR (:mod:`.baselines`).
+
+Data are samples in rows at every entry point — X (n, p), X_aux (n, q) — and transposed once into
+the paper's layout (columns are samples) by :func:`prepare`; the fitted factors keep that layout:
+W (p, r) the dictionary, H (r, n) the codes, ``coef`` β (r, κ), ``aux_coef`` γ (q, κ).
 """
 
 from lowrank_jax.sdl.baselines import MFLR, mf_lr

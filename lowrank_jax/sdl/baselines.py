@@ -1,5 +1,5 @@
-"""MF-LR: the unsupervised two-stage baseline — rank-r SVD X_train ≈ UΣVᵀ, features Uᵀx, then
-logistic regression (scikit-learn, the ``experiments`` extra)."""
+"""MF-LR: the unsupervised two-stage baseline — rank-r SVD of the training data (samples in rows,
+X ≈ VΣUᵀ), features Uᵀx, then logistic regression (scikit-learn, the ``experiments`` extra)."""
 
 from __future__ import annotations
 
@@ -13,28 +13,53 @@ from lowrank_jax.sdl import model as sm
 
 
 class MFLR(NamedTuple):
-    """The MF-LR baseline (:func:`mf_lr`): orthonormal gene groups ``U`` (p, r) from an SVD of X and
-    a logistic regression on the codes Uᵀx; ``predict`` / ``predict_proba`` take
-    X_new (p, n_new)."""
+    """The MF-LR baseline, as :func:`mf_lr` fits it.
 
-    U: np.ndarray  # (p, r) orthonormal gene groups
-    classifier: Any  # fitted sklearn LogisticRegression on Uᵀx
+    Attributes:
+      U: (p, r) orthonormal feature (gene) groups, the top right singular vectors of X (n, p).
+      classifier: the fitted scikit-learn ``LogisticRegression`` on the codes Uᵀx.
+    """
+
+    U: np.ndarray
+    classifier: Any
 
     def codes(self, X_new) -> np.ndarray:
-        """Uᵀx of every column of X_new (p, n_new), as rows (n_new, r): the classifier's features.
-        ``ValueError`` naming X_new when it is not a finite (p, n_new) matrix."""
+        """The classifier's features Uᵀx of new samples.
+
+        Args:
+          X_new: (n_new, p) samples in rows, finite (``ValueError`` naming X_new otherwise).
+
+        Returns:
+          (n_new, r), one row per sample.
+        """
         X_new = _checks.as_matrix(X_new, "X_new")
-        if X_new.shape[0] != self.U.shape[0]:
+        if X_new.shape[1] != self.U.shape[0]:
             raise ValueError(
-                f"X_new must have p = {self.U.shape[0]} rows (features, as the training X), shape "
-                f"({self.U.shape[0]}, n_new); got shape {tuple(X_new.shape)}"
+                f"X_new must have p = {self.U.shape[0]} columns (features, as the training X), "
+                f"shape (n_new, {self.U.shape[0]}); got shape {tuple(X_new.shape)}"
             )
-        return (self.U.T @ np.asarray(X_new)).T
+        return np.asarray(X_new) @ self.U
 
     def predict(self, X_new):
+        """Predicted labels of new samples.
+
+        Args:
+          X_new: (n_new, p) samples in rows.
+
+        Returns:
+          (n_new,) labels.
+        """
         return self.classifier.predict(self.codes(X_new))
 
     def predict_proba(self, X_new):
+        """Class probabilities of new samples.
+
+        Args:
+          X_new: (n_new, p) samples in rows.
+
+        Returns:
+          (n_new, κ + 1) probabilities, column c for label c.
+        """
         return self.classifier.predict_proba(self.codes(X_new))
 
 
@@ -42,17 +67,26 @@ class MFLR(NamedTuple):
 @full_precision
 def mf_lr(X, y, rank: int, *, C: float = 1.0) -> MFLR:
     """Fit MF-LR, the two-stage baseline of the SDL paper: unsupervised factors first, then the
-    classifier. U (p, r) = the top-``rank`` left singular vectors of X (p, n), then a scikit-learn
-    logistic regression (inverse regularisation strength ``C``) on the codes Uᵀx of the samples
-    (columns); y (n,) labels 0, …, max(y), each of which must occur, as :func:`lowrank_jax.sdl.fit`
-    requires by default (labels {0, 2} are refused by both, so that the two are compared on the same
-    classes)."""
+    classifier. With the rank-r SVD Xᵀ ≈ UΣVᵀ (U (p, r) the feature groups), a scikit-learn
+    logistic regression is fitted on the codes Uᵀx of the samples.
+
+    Args:
+      X: (n, p) training data, samples in rows.
+      y: (n,) labels 0, …, max(y), each of which must occur, as :func:`lowrank_jax.sdl.fit`
+        requires by default (labels {0, 2} are refused by both, so that the two are compared on
+        the same classes).
+      rank: r, 1 ≤ r ≤ min(n, p).
+      C: the logistic regression's inverse regularisation strength (default 1).
+
+    Returns:
+      :class:`MFLR` (U (p, r), the fitted classifier).
+    """
     from sklearn.linear_model import LogisticRegression
 
     X = _checks.as_matrix(X, "X")
-    y = sm.check_labels(y, X.shape[1])
+    y = sm.check_labels(y, X.shape[0])
     sm.infer_num_classes(y)
     rank = _checks.check_rank(rank, X.shape)
-    U = np.asarray(linalg.truncated_svd(X, rank).U)
-    clf = LogisticRegression(C=C, max_iter=5000).fit((U.T @ np.asarray(X)).T, y)
+    U = np.asarray(linalg.truncated_svd(X.T, rank).U)
+    clf = LogisticRegression(C=C, max_iter=5000).fit(np.asarray(X) @ U, y)
     return MFLR(U, clf)

@@ -1,6 +1,9 @@
 """Fitting and prediction for supervised dictionary learning: ``fit`` → :class:`SDLModel`,
 ``predict`` / ``predict_proba``, and cross-validation of (ξ, λ) as one ``vmap``ped program.
 
+Every function here takes samples in rows: X (n, p), X_aux (n, q), X_new (n_new, p); the model's
+factors keep the paper's layout (W (p, r), H (r, n)).
+
 Prediction (App. A): SDL-W is a forward pass, a = βᵀWᵀx + γᵀx' = Aᵀx + γᵀx'. SDL-H needs a code h
 for a new x: ``coding="lstsq"`` takes h = argmin ‖x − Wh‖² (the paper's cheap heuristic), and
 ``coding="supervised"`` solves eq. (6) — for every candidate label c,
@@ -34,32 +37,44 @@ class SDLModel(Result):
     ``status``, ``n_iter``, ``history``): :func:`predict` and :func:`predict_proba` take it as is.
 
     Attributes:
-      loss: F at the iterate before the last step (or sweep); ``history["loss"]`` per step.
-      step_norm: ‖Z_{t+1} − Z_t‖_F of LPGD's last step (``history["step_norm"]``); None for
-        ``solver="bcd"``.
-      W (p, r), H (r, n_train), beta (r, κ): the factors; gamma (q, κ) (its last row the intercept
-        when ``intercept``); theta: the lifted θ.
-      xi, lam, step: the hyperparameters (``step``: LPGD's τ; NaN for ``solver="bcd"``, which takes
-        per-block steps 1/L_b recomputed every sweep).
-      model: "H" or "W"; intercept: whether γ's last row is the intercept.
+      status: CONVERGED when ``tol`` stopped LPGD, MAX_ITER after ``max_iter`` steps (always for
+        ``solver="bcd"``), DIVERGED or INVALID (fits with ``throw=False``).
+      n_iter: the steps (or sweeps) taken.
+      history: ``history["loss"]`` per step (and ``history["step_norm"]`` for LPGD), NaN after
+        ``n_iter``.
+      loss: F at the iterate before the last step (or sweep).
+      step_norm: ‖Z_{t+1} − Z_t‖_F of LPGD's last step; None for ``solver="bcd"``.
+      W: (p, r) the dictionary, one atom (a feature group) per column.
+      H: (r, n_train) the codes of the training samples.
+      coef: β (r, κ), the classifier on the codes.
+      aux_coef: γ (q, κ), the covariates' coefficients (the last row the intercept when
+        ``intercept``).
+      theta: the lifted θ, in the model's layout.
+      xi, lam: ξ, λ.
+      lr: LPGD's step size τ; NaN for ``solver="bcd"``, which takes per-block steps 1/L_b
+        recomputed every sweep.
+      model: "H" or "W".
+      intercept: whether γ's last row is the intercept.
+      kappa: κ, the number of classes less one (a property).
+      rank: r (a property).
     """
 
     loss: jax.Array
     step_norm: jax.Array | None
     W: jax.Array
     H: jax.Array
-    beta: jax.Array
-    gamma: jax.Array
+    coef: jax.Array
+    aux_coef: jax.Array
     theta: jax.Array
     xi: jax.Array
     lam: jax.Array
-    step: jax.Array
+    lr: jax.Array
     model: str = eqx.field(static=True)
     intercept: bool = eqx.field(static=True)
 
     @property
     def kappa(self) -> int:
-        return self.beta.shape[1]
+        return self.coef.shape[1]
 
     @property
     def rank(self) -> int:
@@ -68,14 +83,27 @@ class SDLModel(Result):
 
 @full_precision
 def initial_point(data: sm.SDLData, rank: int, model: str, key, init: str = "svd"):
-    """(θ₀, γ₀, factors₀). ``init="svd"``: W₀ = U_rΣ_r, H₀ = V_rᵀ from the rank-r SVD of X;
-    β₀ ~ U[−1, 1] scaled down so that the initial activations lie in [−1, 1];
-    ``init="random"``: W₀, H₀ with i.i.d. N(0, s²) entries, s² = ‖X‖_F/√(r(p + n)), so that
+    """The starting point of :func:`fit`: θ₀ = lift(W₀, H₀, β₀) and γ₀ = 0.
+
+    ``init="svd"``: W₀ = U_rΣ_r, H₀ = V_rᵀ from the rank-r SVD of X (p, n). ``init="random"``:
+    W₀, H₀ with i.i.d. N(0, s²) entries, s² = ‖X‖_F/√(r(p + n)), so that
     E(‖W₀‖²_F + ‖H₀‖²_F) = ‖X‖_F √(r(p + n)); the product is larger than X, E‖W₀H₀‖_F ≈
     ‖X‖_F √(pn/(p + n)) (3.5x at p, n = 30, 20; 11x at 12625, 128), a start farther from the data
-    that the first steps shrink. γ₀ = 0. ``key``: a ``jax.random`` key or an integer seed (None:
-    key(0)). Raises ``ValueError`` for a ``model`` other than "H" or "W" (``TypeError`` for a
-    ``key`` that is neither)."""
+    that the first steps shrink. Both: β₀ ~ U[−1, 1], scaled down so that the initial activations
+    lie in [−1, 1].
+
+    Args:
+      data: the training data, from :func:`lowrank_jax.sdl.prepare`.
+      rank: r, 1 ≤ r ≤ min(p, n).
+      model: "H" or "W" (anything else is a ``ValueError``).
+      key: a ``jax.random`` key or an integer seed (None: key(0)); anything else is a
+        ``TypeError``.
+      init: "svd" (default) or "random".
+
+    Returns:
+      (θ₀ in the model's layout, γ₀ (q, κ) of zeros, the :class:`lowrank_jax.sdl.model.Factors`
+      (W₀, H₀, β₀)).
+    """
     sm._check_model(model)
     if init not in ("svd", "random"):
         raise ValueError(f"init must be 'svd' or 'random', got {init!r}")
@@ -117,9 +145,9 @@ def fit(
     model: str = "H",
     xi=1.0,
     lam=0.1,
-    step=None,
+    lr=None,
     max_iter: int = 1000,
-    tol=None,
+    tol=1e-6,
     X_aux=None,
     intercept: bool = True,
     key=None,
@@ -144,28 +172,39 @@ def fit(
     guide has both models in full).
 
     Args:
-      X: (p, n) data, columns are samples; y: (n,) labels in {0, …, κ} (0 = reference class);
+      X: (n, p) data, samples in rows; finite.
+      y: (n,) labels in {0, …, κ} (0 = reference class).
+      rank: r, 1 ≤ r ≤ min(p, n).
+      model: "H" (SDL-H, default) or "W" (SDL-W).
+      xi, lam: ξ, λ ≥ 0 of F (traced under ``vmap``; defaults 1.0, 0.1).
+      lr: the step size τ > 0 (default None: the safe bound of
+        :func:`lowrank_jax.sdl.model.step_bound`); LPGD only, the model records NaN for
+        ``solver="bcd"``.
+      max_iter: the iteration cap, ≥ 1 (default 1000).
+      tol: LPGD's relative step tolerance (> 0, default 1e-6): it stops after the first step with
+        ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F), Z = (θ, γ); ``n_iter`` counts the steps taken
+        and ``history`` is NaN after them. ``tol=None`` runs exactly ``max_iter`` steps. With a
+        ``tol`` the loop is a ``while_loop``, which ``jax.grad`` cannot pass: set
+        ``differentiable=True`` for a masked ``scan`` instead, or pass ``tol=None``.
+      X_aux: optional (n, q) covariates, one row per sample (an empty (n, 0) matrix is the same as
+        None).
+      intercept: append an unpenalised constant covariate (default True; beyond the paper, whose
+        model has none; the authors' code adds one).
+      key: ``jax.random`` key or integer seed (default key(0)) of the random parts of the start
+        (β₀; W₀ and H₀ too with ``init="random"``) and of ``svd="randomized"``.
+      init: "svd" (default) or "random" (:func:`initial_point`).
+      solver: "lpgd" (Algorithm 1, default) or "bcd" (the block-coordinate baseline, from the same
+        start). BCD runs exactly ``max_iter`` sweeps with its own per-block steps: ``lr``,
+        ``project`` and ``svd`` are LPGD-only and refused with it, and ``tol`` must stay at its
+        default or None.
+      svd: the rank projection, "gram" (default), "exact" or "randomized"
+        (:func:`lowrank_jax.sdl.solvers.lpgd`).
       num_classes: κ + 1 (default max(y) + 1, and then every label 0, …, max(y) must occur: labels
-        {0, 5} raise a ValueError naming the empty classes 1–4; pass num_classes to allow them);
-      X_aux: optional (q, n) covariates (an empty (0, n) matrix is the same as None); intercept:
-        append an unpenalised constant covariate (beyond the paper, whose model has none; the
-        authors' code adds one);
-      xi, lam: ξ, λ of F (traced); step: τ (default :func:`lowrank_jax.sdl.model.step_bound`; LPGD
-        only, the model records NaN for solver="bcd");
-      max_iter, tol: iteration cap and relative step tolerance (LPGD stops after the first step with
-        ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F), Z = (θ, γ); ``n_iter`` counts the steps taken and
-        ``loss`` is NaN after them; with ``tol`` the loop is a ``while_loop``, which ``jax.grad``
-        cannot pass: set ``differentiable=True`` for a masked ``scan`` instead, or fit without
-        ``tol``); solver: "lpgd" (Algorithm 1) or "bcd" (the block-coordinate
-        baseline, from the same start; it runs exactly ``max_iter`` sweeps, so ``tol``, ``project``
-        and ``svd`` are LPGD-only and rejected with it); svd: rank projection, "gram" | "exact" |
-        "randomized" (:func:`lowrank_jax.sdl.solvers.lpgd`); project: optional convex projection
-        Π_Θ(θ) → θ applied before the rank projection, a pure hashable function (static under
-        ``jit``) of θ in this model's layout, (κ + p, n) for SDL-H and (p, κ + n) for SDL-W;
-        key: ``jax.random`` key or integer seed (default key(0)) of the random parts of the start
-        (β₀; W₀ and H₀ too with ``init="random"``) and of ``svd="randomized"``;
-        init: "svd" | "random" (:func:`initial_point`).
-      rank: r, at most min(p, n) (SDL-H: also ≤ κ + p; SDL-W: ≤ κ + n).
+        {0, 5} raise a ``ValueError`` naming the empty classes 1–4; pass num_classes to allow them).
+      project: optional convex projection Π_Θ(θ) → θ applied before the rank projection, a pure
+        hashable function (static under ``jit``) of θ in this model's layout, (κ + p, n) for SDL-H
+        and (p, κ + n) for SDL-W.
+      differentiable: with ``tol``, a masked ``scan`` instead of a ``while_loop`` (default False).
       throw: a fit that diverges (a non-finite iterate or F, or F grown 10⁴-fold: a step too large,
         or data whose scale BCD's block steps cannot follow) raises ``RuntimeError`` (True, default;
         also inside ``jit``/``vmap``) or only reports ``status == Status.DIVERGED`` (False: a sweep
@@ -175,8 +214,8 @@ def fit(
     Returns:
       :class:`SDLModel`, the fitted model and its run: ``status`` (CONVERGED when ``tol`` stopped
       LPGD, MAX_ITER after ``max_iter`` steps), ``n_iter``, the final ``loss`` (and ``step_norm``
-      for LPGD) with their ``history``, θ, γ, the factors W (p, r), H (r, n), β (r, κ);
-      :func:`predict` and :func:`predict_proba` apply it to new samples.
+      for LPGD) with their ``history``, θ, the factors W (p, r), H (r, n), ``coef`` β (r, κ) and
+      ``aux_coef`` γ (q, κ); :func:`predict` and :func:`predict_proba` apply it to new samples.
 
     Example:
         ```python
@@ -186,31 +225,32 @@ def fit(
         rng = np.random.default_rng(0)
         W, H = rng.normal(size=(50, 2)), rng.normal(size=(2, 80))     # 2 feature groups, 80 samples
         y = (H[0] > 0).astype(int)                                    # the label follows group 1
-        X = (W @ H + 0.1 * rng.normal(size=(50, 80))) / np.sqrt(50)   # (p, n): samples in columns
-        m = sdl.fit(X[:, :60], y[:60], rank=2, model="H", xi=1.0, lam=0.01)
-        print(m)  # SDLModel(status=MAX_ITER, n_iter=1000, loss=…, W=f32[50,2], …, history={…})
-        print(np.mean(sdl.predict(m, X[:, 60:]) == y[60:]))           # held-out accuracy: 1.0
+        X = ((W @ H + 0.1 * rng.normal(size=(50, 80))) / np.sqrt(50)).T  # (n, p): samples in rows
+        m = sdl.fit(X[:60], y[:60], rank=2, model="H", xi=1.0, lam=0.01)
+        print(m)  # SDLModel(status=MAX_ITER, n_iter=1000, loss=13.75, W=f32[50,2], …)
+        print(np.mean(sdl.predict(m, X[60:]) == y[60:]))              # held-out accuracy: 1.0
         ```
     """
     data = sm.prepare(X, y, X_aux, intercept=intercept, num_classes=num_classes)
     p, n = data.X.shape
     rank = sm.check_rank_for(rank, model, p, n, data.kappa)
-    step_given = step is not None
+    lr_given = lr is not None
     if solver not in ("lpgd", "bcd"):
         raise ValueError(f"solver must be 'lpgd' or 'bcd', got {solver!r}")
     if solver == "bcd" and (
-        tol is not None or project is not None or svd != "gram" or step is not None
+        not _default_tol(tol) or project is not None or svd != "gram" or lr is not None
     ):
         raise ValueError(
-            "step, tol, project and svd apply to solver='lpgd' only; solver='bcd' runs `max_iter` "
-            "sweeps of the factored problem with its own per-block steps"
+            "lr, tol, project and svd apply to solver='lpgd' only; solver='bcd' runs `max_iter` "
+            "sweeps of the factored problem with its own per-block steps (leave tol at its "
+            "default or None)"
         )
     # max_iter, tol, project and the starting point are checked by the solver itself.
     xi, lam = sm.check_hypers(data, xi, lam)
     # BCD has no single step (1/L_b per block, recomputed every sweep): the model records NaN for
     # it.
-    step = (
-        sm.check_step(step, data, xi, lam, model)
+    lr = (
+        sm.check_lr(lr, data, xi, lam, model)
         if solver == "lpgd"
         else jnp.asarray(jnp.nan, data.X.dtype)
     )
@@ -218,7 +258,7 @@ def fit(
     throw = _checks.check_flag(throw, "throw")
     theta0, gamma0, f0 = initial_point(data, rank, model, key, init)
     # The solvers report; the model is checked once, below. The safe bound is passed on as
-    # step=None, so that the message does not advise leaving step at None.
+    # lr=None, so that the message does not advise leaving lr at None.
     if solver == "lpgd":
         res = solvers.lpgd(
             theta0,
@@ -226,7 +266,7 @@ def fit(
             data,
             xi,
             lam,
-            step if step_given else None,
+            lr if lr_given else None,
             rank,
             model=model,
             max_iter=max_iter,
@@ -237,11 +277,11 @@ def fit(
             differentiable=differentiable,
             throw=False,
         )
-        theta, gamma, step_norm = res.theta, res.gamma, res.step_norm
+        theta, gamma, step_norm = res.theta, res.aux_coef, res.step_norm
         f = sm.factors(theta, rank, model, data.kappa)
     else:
         res = solvers.bcd(f0, gamma0, data, xi, lam, model=model, max_iter=max_iter, throw=False)
-        f, gamma, step_norm = res.factors, res.gamma, None
+        f, gamma, step_norm = res.factors, res.aux_coef, None
         theta = sm.lift(f, model)
     m = SDLModel(
         n_iter=res.n_iter,
@@ -251,21 +291,27 @@ def fit(
         step_norm=step_norm,
         W=f.W,
         H=f.H,
-        beta=f.beta,
-        gamma=gamma,
+        coef=f.coef,
+        aux_coef=gamma,
         theta=theta,
         xi=xi,
         lam=lam,
-        step=step,
+        lr=lr,
         model=model,
         intercept=intercept,
     )
     return finish(
         m,
         throw,
-        diverged=solvers._diverged_message(model, solver, step_given),
+        diverged=solvers._diverged_message(model, solver, lr_given),
         invalid=solvers._invalid_message(model, solver),
     )
+
+
+def _default_tol(tol) -> bool:
+    """Whether ``tol`` is None or fit's default 1e-6, the values that ``solver="bcd"`` (no stopping
+    rule) accepts."""
+    return tol is None or _checks.as_real(tol) == 1e-6
 
 
 def _check_coding(coding: str, model: str, xi=None) -> None:
@@ -289,51 +335,73 @@ def _check_coding(coding: str, model: str, xi=None) -> None:
 
 @full_precision
 def activations(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
-    """Activations a (κ, n_new): SDL-W a = Aᵀ X_new + Γᵀ X_aux_new; SDL-H a = βᵀ h + Γᵀ X_aux_new
-    with the least-squares code h = argmin_h ‖x − W h‖ of each column x of X_new.
-    ``coding`` must be "lstsq": the supervised code of SDL-H is a per-class minimisation with no
-    single activation (use :func:`predict_proba`)."""
+    """The activations of new samples: SDL-W a = Aᵀx + γᵀx' (a forward pass), SDL-H a = βᵀh + γᵀx'
+    with the least-squares code h = argmin_h ‖x − Wh‖ of each sample x.
+
+    Args:
+      m: a fitted :class:`SDLModel`.
+      X_new: (n_new, p) new samples, in rows.
+      X_aux_new: their (n_new, q) covariates, required when the model was fitted with some.
+      coding: "lstsq" only: SDL-H's supervised code is a per-class minimisation with no single
+        activation (use :func:`predict_proba`).
+
+    Returns:
+      a (n_new, κ), one row per sample (class 0, the reference, has activation 0).
+    """
     _check_coding(coding, m.model)
     if coding != "lstsq":
         raise ValueError(
             "activations use the least-squares code; supervised coding has one code per class "
             "(use predict_proba(..., coding='supervised'))"
         )
-    X_new, Xa = _new_data(m, X_new, X_aux_new)
+    return _activations(m, *_new_data(m, X_new, X_aux_new)).T
+
+
+def _activations(m: SDLModel, X, Xa):
+    """a (κ, n) of the samples X (p, n) with covariates Xa (q, n), the paper's layout."""
     if m.model == "W":
-        return sm.split(m.theta, "W", m.kappa)[0].T @ X_new + m.gamma.T @ Xa
-    h = jnp.linalg.lstsq(m.W, X_new)[0]
-    return m.beta.T @ h + m.gamma.T @ Xa
+        return sm.split(m.theta, "W", m.kappa)[0].T @ X + m.aux_coef.T @ Xa
+    h = jnp.linalg.lstsq(m.W, X)[0]
+    return m.coef.T @ h + m.aux_coef.T @ Xa
 
 
 @full_precision
 def predict_proba(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq", throw: bool = True):
-    """Class probabilities, shape (n_new, κ + 1) (column 0 the reference class), of the new samples
-    ``X_new`` (p, n_new) (and their covariates ``X_aux_new`` (q, n_new) when the model has some).
+    """Class probabilities of new samples: the softmax of the activations (with class 0's ≡ 0), or
+    for SDL-H's supervised coding the softmax of −J with
 
-    ``coding``: "lstsq" (default) — softmax of the activations of :func:`activations` (SDL-H codes
-    each sample by least squares, h = argmin ‖x − W h‖); "supervised" (SDL-H with ξ > 0 only) —
-    softmax of −J, J_c = min_h [ℓ(c, βᵀh + Γᵀx_aux) + ξ‖x − W h‖²] the cost of class c with a code
-    chosen for that class, as in the paper's prediction for SDL-H.
-    ``X_new`` (and ``X_aux_new``) are computed in the model's dtype: a float32 model casts float64
-    data down, so fit in float64 (x64 on, float64 X) for float64 predictions.
+        J_c(x) = min_h ℓ(c, βᵀh + γᵀx') + ξ‖x − Wh‖²,
 
-    ``throw``: with a model whose fit diverged or was invalid (``m.status`` DIVERGED or INVALID: a
-    fit with ``throw=False``), or probabilities that come out non-finite (overflow in the model or
-    in supervised coding's costs), raise ``RuntimeError`` (True, default; eagerly and inside
-    ``jit``/``vmap``, as the solvers do) or return them as they are (False)."""
+    the cost of class c with a code chosen for that class (the paper's prediction for SDL-H,
+    eq. 6).
+
+    Args:
+      m: a fitted :class:`SDLModel`.
+      X_new: (n_new, p) new samples, in rows; computed in the model's dtype (a float32 model casts
+        float64 data down: fit in float64 for float64 predictions).
+      X_aux_new: their (n_new, q) covariates, required when the model was fitted with some.
+      coding: "lstsq" (default; the activations of :func:`activations`, SDL-H coding each sample
+        by least squares) or "supervised" (SDL-H with ξ > 0 only).
+      throw: with a model whose fit diverged or was invalid (``m.status`` DIVERGED or INVALID: a
+        fit with ``throw=False``), or probabilities that come out non-finite (overflow in the model
+        or in supervised coding's costs), raise ``RuntimeError`` (True, default; eagerly and inside
+        ``jit``/``vmap``) or return them as they are (False).
+
+    Returns:
+      (n_new, κ + 1) probabilities, column 0 the reference class.
+    """
     _check_coding(coding, m.model, m.xi)
     throw = _checks.check_flag(throw, "throw")
+    X_new, Xa = _new_data(m, X_new, X_aux_new)
     if coding == "supervised":
-        X_new, Xa = _new_data(m, X_new, X_aux_new)
-        J = _supervised_costs(m.W, m.beta, m.gamma, m.xi, X_new, Xa)
+        J = _supervised_costs(m.W, m.coef, m.aux_coef, m.xi, X_new, Xa)
         P = jax.nn.softmax(-J, axis=1)
         overflow = (
             "supervised coding gave non-finite class costs (overflow in the data or the model): "
             "use coding='lstsq'"
         )
     else:
-        P = sm.class_probs(activations(m, X_new, X_aux_new)).T
+        P = sm.class_probs(_activations(m, X_new, Xa)).T
         overflow = (
             "non-finite class probabilities: the activations overflow (rescale X_new, or refit)"
         )
@@ -350,40 +418,54 @@ def _refuse_failed(P, status, overflow):
     bad = failed | ~jnp.all(jnp.isfinite(P))
     fit_failed = (
         "the model's fit diverged or was invalid (status DIVERGED or INVALID, fitted with "
-        "throw=False): refit it (a lower step, rescaled X) before predicting"
+        "throw=False): refit it (a lower lr, rescaled X) before predicting"
     )
     return eqx.branched_error_if(P, bad, jnp.where(failed, 0, 1), [fit_failed, overflow])
 
 
 @full_precision
 def predict(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq", throw: bool = True):
-    """Predicted labels (n_new,) of the new samples ``X_new`` (p, n_new): the argmax of
-    :func:`predict_proba` (same ``X_aux_new``, ``coding`` and ``throw``)."""
+    """Predicted labels of new samples: the argmax over classes of :func:`predict_proba`.
+
+    Args:
+      m: a fitted :class:`SDLModel`.
+      X_new: (n_new, p) new samples, in rows.
+      X_aux_new: their (n_new, q) covariates, required when the model was fitted with some.
+      coding: "lstsq" (default) or "supervised" (:func:`predict_proba`).
+      throw: as in :func:`predict_proba`.
+
+    Returns:
+      (n_new,) integer labels in {0, …, κ}.
+    """
     return jnp.argmax(predict_proba(m, X_new, X_aux_new, coding=coding, throw=throw), axis=1)
 
 
 def _new_data(m: SDLModel, X_new, X_aux_new):
+    """(X_new (p, n_new), X_aux_new (q, n_new) with the intercept's row): the new samples checked
+    against the model and transposed into the paper's layout."""
     X_new = _checks.as_matrix(X_new, "X_new").astype(m.W.dtype)
-    if X_new.shape[0] != m.W.shape[0]:
+    p, n_new = m.W.shape[0], X_new.shape[0]
+    if X_new.shape[1] != p:
         raise ValueError(
-            f"X_new must have p = {m.W.shape[0]} rows (features), got {X_new.shape[0]}"
+            f"X_new must have p = {p} columns (features, as the training X), shape (n_new, {p}); "
+            f"got shape {tuple(X_new.shape)}"
         )
-    q_user = m.gamma.shape[0] - int(m.intercept)
-    # checked once, in aux_matrix (None and an empty (0, n) matrix both give q = 0)
-    Xa, _ = sm.aux_matrix(X_aux_new, X_new.shape[1], m.intercept, X_new.dtype, "X_aux_new")
+    q_user = m.aux_coef.shape[0] - int(m.intercept)
+    # checked once, in aux_matrix (None and an empty (n, 0) matrix both give q = 0)
+    Xa, _ = sm.aux_matrix(X_aux_new, n_new, m.intercept, X_new.dtype, "X_aux_new")
     q_given = Xa.shape[0] - int(m.intercept)
     if q_given == 0 and q_user > 0:
         raise ValueError(
             f"X_aux_new is required: the model was fitted with q = {q_user} auxiliary covariates "
-            f"(X_aux); pass their values for the new samples, shape ({q_user}, {X_new.shape[1]})"
+            f"(X_aux); pass their values for the new samples, shape ({n_new}, {q_user})"
         )
     if q_given > 0 and q_user == 0:
         raise ValueError(
             "X_aux_new must be None: the model was fitted without auxiliary covariates (X_aux)"
         )
     if q_given != q_user:
-        raise ValueError(f"X_aux_new must have {q_user} rows, got {q_given}")
-    return X_new, Xa
+        raise ValueError(f"X_aux_new must have {q_user} columns (covariates), got {q_given}")
+    return X_new.T, Xa
 
 
 @functools.partial(jax.jit, static_argnames=("newton_iters",))
@@ -468,7 +550,6 @@ def cross_validate(
     model: str = "H",
     folds: int = 5,
     max_iter: int = 300,
-    seed: int = 0,
     X_aux=None,
     intercept: bool = True,
     coding: str = "lstsq",
@@ -476,21 +557,26 @@ def cross_validate(
     num_classes: int | None = None,
     progress: bool = False,
 ):
-    """Mean validation accuracy over stratified ``folds`` for every (ξ, λ) in xis × lams.
+    """Mean validation accuracy over stratified folds for every (ξ, λ) in xis × lams.
 
     Each fold fits the whole grid in one compiled, ``vmap``ped LPGD program (no Python loop over
-    the grid), with the step τ of :func:`lowrank_jax.sdl.model.step_bound` for each point.
+    the grid), with the step size τ of :func:`lowrank_jax.sdl.model.step_bound` for each point.
 
     Args:
-      X, y, rank, model, X_aux, intercept: as in :func:`fit` (X (p, n), samples in columns).
-      xis, lams: 1-D grids of ξ and λ (every pair is fitted).
-      folds: number of stratified folds (≥ 2, at most the number of samples); seed: the integer
-        seed of their shuffle (:func:`stratified_folds`).
-      max_iter: LPGD steps of each fit (no tolerance: every fit runs them all).
+      X: (n, p) data, samples in rows.
+      y: (n,) labels in {0, …, κ}.
+      rank: r, at most min(p, n_train) of every fold's training part.
+      xis, lams: 1-D grids of ξ and λ ≥ 0 (every pair is fitted).
+      model: "H" (default) or "W".
+      folds: number of stratified folds (≥ 2, at most the number of samples; default 5).
+      max_iter: LPGD steps of each fit (default 300; no tolerance: every fit runs them all).
+      X_aux, intercept: as in :func:`fit` (X_aux (n, q), one row per sample).
       coding: how the validation samples are predicted (:func:`predict_proba`);
         ``"supervised"`` needs every ξ > 0.
-      key: ``jax.random`` key or integer seed of the fits' starting point (:func:`initial_point`),
-        the same for every fold and grid point.
+      key: ``jax.random`` key or integer seed (default key(0)). The fits start from
+        :func:`initial_point` with ``key`` itself, as :func:`fit` with that key does, the same for
+        every fold and grid point; the folds are shuffled with ``jax.random.fold_in(key, 1)``
+        (:func:`stratified_folds` with that key gives them).
       num_classes: as in :func:`fit` (by default max(y) + 1, every class present in ``y``; a fold's
         training part may then still miss a rare class, which is allowed there).
       progress: show a tqdm bar of the folds done.
@@ -509,18 +595,17 @@ def cross_validate(
         rng = np.random.default_rng(0)
         W, H = rng.normal(size=(50, 2)), rng.normal(size=(2, 80))
         y = (H[0] > 0).astype(int)
-        X = (W @ H + 0.1 * rng.normal(size=(50, 80))) / np.sqrt(50)
+        X = ((W @ H + 0.1 * rng.normal(size=(50, 80))) / np.sqrt(50)).T   # (n, p)
         acc, (xi, lam) = sdl.cross_validate(X, y, 2, [0.1, 1.0], [1e-3, 1e-2], folds=3)
         print(acc.shape, xi, lam)   # (2, 2): mean validation accuracy per (ξ, λ); the best pair
         ```
     """
     X = np.asarray(_checks.as_matrix(X, "X"))
-    y_np = sm.check_labels(y, X.shape[1], num_classes)
+    y_np = sm.check_labels(y, X.shape[0], num_classes)
     sm._check_model(model)
     rank = sm.as_rank(rank)  # its range depends on the fold size, checked (with a hint) per fold
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
-    seed = _checks.check_positive_int(seed, "seed", minimum=0)
-    X_aux = sm.given_aux(X_aux, X.shape[1])
+    X_aux = sm.given_aux(X_aux, X.shape[0])  # (n, q) or None
     if X_aux is not None:
         X_aux = np.asarray(X_aux)
     num_classes = sm.infer_num_classes(y_np, num_classes)
@@ -550,11 +635,11 @@ def cross_validate(
         _checks.check_flag(progress, "progress"),
     )
     try:
-        for train, val in stratified_folds(y_np, folds, seed):
+        for train, val in stratified_folds(y_np, folds, key=jax.random.fold_in(key, 1)):
             data = sm.prepare(
-                X[:, train],
+                X[train],
                 y_np[train],
-                None if X_aux is None else np.asarray(X_aux)[:, train],
+                None if X_aux is None else X_aux[train],
                 intercept=intercept,
                 num_classes=num_classes,
             )
@@ -567,9 +652,9 @@ def cross_validate(
                     "samples (use fewer folds or a lower rank)"
                 ) from None
             theta0, gamma0, _ = initial_point(data, rank_f, model, key)
-            X_val = jnp.asarray(X[:, val], data.X.dtype)
+            X_val = jnp.asarray(X[val].T, data.X.dtype)  # (p, n_val), the paper's layout
             Xa_val, _ = sm.aux_matrix(
-                None if X_aux is None else np.asarray(X_aux)[:, val],
+                None if X_aux is None else X_aux[val],
                 len(val),
                 intercept,
                 data.X.dtype,
@@ -607,9 +692,9 @@ def cross_validate(
 def _grid_predict(
     theta0, gamma0, data, xis, lams, X_val, Xa_val, *, rank, model, max_iter, coding, span
 ):
-    """Predicted labels (grid, n_val) of the validation samples, and for each grid point whether its
-    fit ran without failing (a diverged fit reports, ``throw=False``, and the other points go
-    on)."""
+    """Predicted labels (grid, n_val) of the validation samples X_val (p, n_val), and for each grid
+    point whether its fit ran without failing (a diverged fit reports, ``throw=False``, and the
+    other points go on)."""
 
     def one(xi, lam):
         res = solvers.lpgd(
@@ -622,31 +707,42 @@ def _grid_predict(
             rank,
             model=model,
             max_iter=max_iter,
+            tol=None,
             span=span,
             throw=False,
         )
         ok = res.status < Status.DIVERGED
         if model == "W":
-            a = sm.split(res.theta, "W", data.kappa)[0].T @ X_val + res.gamma.T @ Xa_val
+            a = sm.split(res.theta, "W", data.kappa)[0].T @ X_val + res.aux_coef.T @ Xa_val
             return jnp.argmax(sm.class_probs(a), axis=0), ok
         f = sm.factors(res.theta, rank, model, data.kappa)
         if coding == "supervised":
-            J = _supervised_costs(f.W, f.beta, res.gamma, xi, X_val, Xa_val)
+            J = _supervised_costs(f.W, f.coef, res.aux_coef, xi, X_val, Xa_val)
             return jnp.argmin(J, axis=1), ok & jnp.all(jnp.isfinite(J))
         h = jnp.linalg.lstsq(f.W, X_val)[0]
-        return jnp.argmax(sm.class_probs(f.beta.T @ h + res.gamma.T @ Xa_val), axis=0), ok
+        return jnp.argmax(sm.class_probs(f.coef.T @ h + res.aux_coef.T @ Xa_val), axis=0), ok
 
     return jax.vmap(one)(xis, lams)
 
 
 @_checks.host_function("sdl.stratified_folds")
-def stratified_folds(y, folds: int, seed: int = 0):
-    """Stratified k-fold split of the labels y (n,): a list of ``folds`` pairs (train_idx, val_idx)
-    of index arrays, every class spread evenly over the folds (``seed``: an integer seeding NumPy's
-    shuffle)."""
+def stratified_folds(y, folds: int, *, key=None):
+    """Stratified k-fold split: each class's samples, shuffled, are dealt to the folds in turn, each
+    class starting where the previous one stopped, so that every class is spread over the folds to
+    within one sample and the fold sizes differ by at most one.
+
+    Args:
+      y: (n,) labels.
+      folds: the number of folds, ≥ 2.
+      key: ``jax.random`` key or integer seed of the shuffle (default key(0)).
+
+    Returns:
+      A list of ``folds`` pairs (train_idx, val_idx) of index arrays; the validation parts
+      partition 0, …, n − 1.
+    """
     y = np.asarray(y)
     folds = _checks.check_positive_int(folds, "folds", minimum=2)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(_checks.as_key(key))))
     assign = np.empty(y.size, int)
     start = 0
     for c in np.unique(y):

@@ -1,9 +1,11 @@
 """Supervised dictionary learning (SDL) lifted to low-rank estimation: data, objective, gradients,
 factor recovery and the constants of the convergence theorem.
 
-Shapes follow the paper (columns are samples): X (p, n) data, X_aux (q, n) auxiliary covariates,
-labels y ∈ {0, …, κ} with class 0 the reference of the softmax (κ = 1: binary logistic). Y (κ, n) is
-the one-hot matrix with an all-zero column for class 0. For an activation a_s ∈ ℝ^κ,
+The public entry points take samples in rows: X (n, p), X_aux (n, q). :func:`prepare` (and
+:func:`theory`) transpose them once; everything after works in the paper's layout, columns are
+samples: X (p, n) data, X_aux (q, n) auxiliary covariates, labels y ∈ {0, …, κ} with class 0 the
+reference of the softmax (κ = 1: binary logistic). Y (κ, n) is the one-hot matrix with an all-zero
+column for class 0. For an activation a_s ∈ ℝ^κ,
 
     ℓ(y, a) = log(1 + Σ_c e^{a_c}) − a_y,   a_0 ≡ 0          (eq. 90; the main text drops the "1 +")
 
@@ -14,6 +16,8 @@ and P (κ, n) holds P[j, s] = e^{a_sj}/(1 + Σ_c e^{a_sc}). The two models and t
     SDL-W  a_s = Aᵀx_s + γᵀx'_s,    θ = [A, B]  (p × (κ+n)),  A = Wβ,   B = WH
 
     F(θ, γ) = Σ_s ℓ(y_s, a_s) + ξ‖X − B‖²_F + λ(‖A‖²_F + ‖γ‖²_F)       (a sum over samples)
+
+with β the classifier (``coef``) and γ the covariates' coefficients (``aux_coef``),
 
 with gradients (eqs. 100, 107 — eq. (11) of the paper swaps the two models' labels)
 
@@ -43,8 +47,16 @@ MODELS = ("H", "W")
 
 
 class SDLData(eqx.Module):
-    """Validated training data: X (p, n), X_aux (q, n) (q may be 0), Y (κ, n) one-hot without class
-    0, ``penalized`` (q,) 1 for covariates whose γ row is penalised, 0 for the intercept."""
+    """Validated training data in the paper's layout (columns are samples), as :func:`prepare`
+    builds it from samples in rows.
+
+    Attributes:
+      X: (p, n) data, the transpose of the (n, p) matrix given to :func:`prepare`.
+      X_aux: (q, n) covariates, the intercept's ones row last when there is one (q may be 0).
+      Y: (κ, n) one-hot labels without class 0 (the reference class is an all-zero column).
+      penalized: (q,) 1 for covariates whose γ row is penalised, 0 for the intercept.
+      kappa: κ, the number of classes less the reference (a property).
+    """
 
     X: jax.Array
     X_aux: jax.Array
@@ -57,20 +69,33 @@ class SDLData(eqx.Module):
 
 
 def check_labels(y, n: int | None = None, num_classes: int | None = None) -> np.ndarray:
-    """Labels as an int array in {0, …, κ} (samples are X's columns):
-    :func:`lowrank_jax._checks.class_labels`."""
-    return _checks.class_labels(
-        y, n, num_classes, what="X has n = {n} columns (samples are columns)"
-    )
+    """Labels checked by :func:`lowrank_jax._checks.class_labels`: integers in {0, …, κ}, one per
+    sample (a row of X).
+
+    Args:
+      y: (n,) labels.
+      n: the number of samples they must match (None: any).
+      num_classes: κ + 1, the label range (None: inferred later, :func:`infer_num_classes`).
+
+    Returns:
+      The labels as a NumPy int array (n,); ``ValueError`` naming y otherwise.
+    """
+    return _checks.class_labels(y, n, num_classes, what="X has n = {n} rows (samples are rows)")
 
 
 def one_hot(y, kappa: int, dtype=jnp.float32) -> jax.Array:
-    """Y (κ, n): Y[c − 1, s] = 1 if y_s = c ≥ 1; class 0 is the all-zero column.
+    """One-hot labels without the reference class: Y[c − 1, s] = 1 if y_s = c ≥ 1.
 
-    ``y`` (n,) holds labels in {0, …, κ} and ``kappa`` = κ ≥ 1. A label outside that range (κ + 1 or
-    more, negative, non-integer) has no row and was read as the reference class 0 (an all-zero
-    column); it is a ``ValueError`` naming the range (:func:`check_labels`). Traced labels (inside
-    ``jit``) are checked for their shape only."""
+    Args:
+      y: (n,) labels in {0, …, κ}; a label outside that range (κ + 1 or more, negative,
+        non-integer) is a ``ValueError`` naming the range (:func:`check_labels`). Traced labels
+        (inside ``jit``) are checked for their shape only.
+      kappa: κ ≥ 1.
+      dtype: the dtype of Y (default float32).
+
+    Returns:
+      Y (κ, n); class 0 is the all-zero column.
+    """
     kappa = _checks.check_positive_int(kappa, "kappa")
     if _checks.is_concrete(y):
         y = check_labels(y, num_classes=kappa + 1)
@@ -80,10 +105,18 @@ def one_hot(y, kappa: int, dtype=jnp.float32) -> jax.Array:
 
 
 def infer_num_classes(y_np: np.ndarray, num_classes: int | None = None) -> int:
-    """κ + 1, the number of classes: ``num_classes`` when given (classes without a sample are then
-    allowed, e.g. a training fold that misses a rare class), else max(y) + 1 — and then every class
-    0, …, max(y) must occur, because a gap such as labels {0, 5} would silently create four empty
-    classes with their own logits. Raises ``ValueError`` naming the missing classes."""
+    """κ + 1, the number of classes.
+
+    Args:
+      y_np: (n,) checked labels (:func:`check_labels`).
+      num_classes: when given, the answer (classes without a sample are then allowed, e.g. a
+        training fold that misses a rare class).
+
+    Returns:
+      ``num_classes``, else max(y) + 1 — and then every class 0, …, max(y) must occur, because a gap
+      such as labels {0, 5} would silently create four empty classes with their own logits: a
+      ``ValueError`` names the missing classes.
+    """
     if num_classes is not None:
         return int(num_classes)  # validated by check_labels
     k = int(y_np.max()) + 1 if y_np.size else 0
@@ -101,50 +134,78 @@ def infer_num_classes(y_np: np.ndarray, num_classes: int | None = None) -> int:
 def prepare(
     X, y, X_aux=None, *, intercept: bool = False, num_classes: int | None = None
 ) -> SDLData:
-    """Validate and bundle training data: X (p, n), samples in columns; y (n,) labels in {0, …, κ};
-    X_aux optional (q, n) covariates. κ = num_classes − 1; by default κ = max(y), and then every
-    label 0, …, max(y) must occur (:func:`infer_num_classes`). ``intercept``: append a ones row to
-    the covariates whose coefficient is not penalised. Its default here is False, the paper's model,
-    while :func:`lowrank_jax.sdl.fit` defaults to True (the authors' code): pass it explicitly when
-    you build the data for :func:`lowrank_jax.sdl.lpgd` or :func:`lowrank_jax.sdl.bcd` to match
-    a ``fit``."""
+    """Validate and bundle training data for :func:`lowrank_jax.sdl.lpgd` and
+    :func:`lowrank_jax.sdl.bcd`, transposed once into the paper's layout (columns are samples).
+
+    Args:
+      X: (n, p) data, samples in rows; finite, at a scale whose sums of squares its dtype holds.
+      y: (n,) labels in {0, …, κ}, class 0 the reference.
+      X_aux: optional (n, q) covariates, one row per sample (an empty (n, 0) matrix is the same as
+        None).
+      intercept: append a constant covariate whose coefficient is not penalised. The default here
+        is False, the paper's model, while :func:`lowrank_jax.sdl.fit` defaults to True (the
+        authors' code): pass it explicitly to match a ``fit``.
+      num_classes: κ + 1; by default max(y) + 1, and then every label 0, …, max(y) must occur
+        (:func:`infer_num_classes`).
+
+    Returns:
+      :class:`SDLData` with X (p, n), X_aux (q, n) (the intercept's ones row last), Y (κ, n).
+    """
     X = _checks.as_matrix(X, "X")
     _checks.check_scale(X, "X")
-    p, n = X.shape
+    n = X.shape[0]
     y_np = check_labels(y, n, num_classes)
     kappa = infer_num_classes(y_np, num_classes) - 1
     if kappa < 1:
         raise ValueError("need at least two classes (labels 0 and 1)")
     X_aux, pen = aux_matrix(X_aux, n, intercept, X.dtype)
-    return SDLData(X, X_aux, one_hot(y_np, kappa, X.dtype), pen)
+    return SDLData(X.T, X_aux, one_hot(y_np, kappa, X.dtype), pen)
 
 
 def given_aux(X_aux, n: int, name: str = "X_aux"):
-    """A user's covariates checked: None, or a finite (q, n) matrix, one column per sample, at a
-    scale whose sums of squares its dtype holds (:func:`lowrank_jax._checks.check_scale`, the check
-    X gets: float32 covariates of 1e20 made ‖X_aux‖²₂ overflow, the step bound 0 or NaN and the fit
-    diverge "at the safe step bound"). q = 0 (an empty (0, n) matrix) is the same as None, and
-    returned as None: every solver, the step bound and prediction handle a γ with no rows."""
+    """A user's covariates checked, in the user's layout (samples in rows).
+
+    Args:
+      X_aux: None, or a finite (n, q) matrix, one row per sample, at a scale whose sums of squares
+        its dtype holds (:func:`lowrank_jax._checks.check_scale`, the check X gets: covariates
+        whose ‖X_aux‖²₂ overflows would make the step bound 0 or NaN).
+      n: the number of samples.
+      name: the argument's name in error messages.
+
+    Returns:
+      None for None or q = 0 (an empty (n, 0) matrix: every solver, the step bound and prediction
+      handle a γ with no rows), else the (n, q) matrix.
+    """
     if X_aux is None:
         return None
-    X_aux = _checks.as_matrix(X_aux, name, min_rows=0)
-    if X_aux.shape[1] != n:
-        raise ValueError(
-            f"{name} must have one column per sample, shape (q, {n}), got shape "
-            f"{tuple(X_aux.shape)}"
-        )
-    if X_aux.shape[0] == 0:
+    shape = tuple(np.shape(X_aux))
+    if len(shape) != 2 or shape[1] > 0:  # else q = 0: no covariates, checked for its height only
+        X_aux = _checks.as_matrix(X_aux, name)
+    if shape[0] != n:
+        raise ValueError(f"{name} must have one row per sample, shape ({n}, q), got shape {shape}")
+    if shape[1] == 0:
         return None
     _checks.check_scale(X_aux, name)
     return X_aux
 
 
 def aux_matrix(X_aux, n: int, intercept: bool, dtype, name: str = "X_aux"):
-    """(X_aux with a ones row appended when ``intercept``, penalty mask); ``X_aux`` as
-    :func:`given_aux` takes it (None or an empty (0, n) matrix for q = 0)."""
+    """The covariate block of :class:`SDLData`, transposed into the paper's layout.
+
+    Args:
+      X_aux: as :func:`given_aux` takes it: None, or (n, q) with samples in rows.
+      n: the number of samples.
+      intercept: append a ones row, unpenalised.
+      dtype: the dtype of the result.
+      name: the argument's name in error messages.
+
+    Returns:
+      (X_aux (q, n) with the ones row last when ``intercept``, penalty mask (q,): 1 for a penalised
+      row, 0 for the intercept).
+    """
     intercept = _checks.check_flag(intercept, "intercept")
     X_aux = given_aux(X_aux, n, name)
-    X_aux = jnp.zeros((0, n), dtype) if X_aux is None else X_aux.astype(dtype)
+    X_aux = jnp.zeros((0, n), dtype) if X_aux is None else X_aux.T.astype(dtype)
     pen = jnp.ones(X_aux.shape[0], dtype)
     if intercept:
         X_aux = jnp.concatenate([X_aux, jnp.ones((1, n), dtype)])
@@ -154,56 +215,128 @@ def aux_matrix(X_aux, n: int, intercept: bool, dtype, name: str = "X_aux"):
 
 def theta_shape(model: str, p: int, n: int, kappa: int) -> tuple[int, int]:
     """Shape of the lifted θ: (κ + p, n) for SDL-H, θ = [βᵀH; WH]; (p, κ + n) for SDL-W,
-    θ = [Wβ, WH]."""
+    θ = [Wβ, WH].
+
+    Args:
+      model: "H" or "W".
+      p, n: features and samples.
+      kappa: κ.
+
+    Returns:
+      The shape, a tuple of two ints.
+    """
     _check_model(model)
     return (kappa + p, n) if model == "H" else (p, kappa + n)
 
 
 def split(theta, model: str, kappa: int):
-    """(A, B) blocks of the lifted θ."""
+    """The blocks of the lifted θ.
+
+    Args:
+      theta: θ in the model's layout (:func:`theta_shape`).
+      model: "H" or "W".
+      kappa: κ.
+
+    Returns:
+      (A, B): A (κ, n), B (p, n) for SDL-H; A (p, κ), B (p, n) for SDL-W.
+    """
     return (theta[:kappa], theta[kappa:]) if model == "H" else (theta[:, :kappa], theta[:, kappa:])
 
 
 def join(A, B, model: str):
-    """θ from its blocks, the inverse of :func:`split`: [A; B] stacked by rows
-    (SDL-H, A (κ, n), B (p, n)) or [A, B] side by side (SDL-W, A (p, κ), B (p, n))."""
+    """θ from its blocks, the inverse of :func:`split`.
+
+    Args:
+      A: (κ, n) for SDL-H, (p, κ) for SDL-W.
+      B: (p, n).
+      model: "H" or "W".
+
+    Returns:
+      θ = [A; B] stacked by rows (SDL-H) or [A, B] side by side (SDL-W).
+    """
     return jnp.concatenate([A, B], axis=0 if model == "H" else 1)
 
 
-def activations(theta, gamma, X, X_aux, model: str, kappa: int):
-    """a (κ, n) of every sample."""
+def activations(theta, aux_coef, X, X_aux, model: str, kappa: int):
+    """The activations of the training samples: a = A + γᵀX_aux (SDL-H), AᵀX + γᵀX_aux (SDL-W).
+
+    Args:
+      theta: θ in the model's layout.
+      aux_coef: γ (q, κ).
+      X: (p, n) data in the paper's layout (``SDLData.X``).
+      X_aux: (q, n) covariates (``SDLData.X_aux``).
+      model: "H" or "W".
+      kappa: κ.
+
+    Returns:
+      a (κ, n).
+    """
     A, _ = split(theta, model, kappa)
     lin = A if model == "H" else A.T @ X
-    return lin + gamma.T @ X_aux
+    return lin + aux_coef.T @ X_aux
 
 
 def log_partition(a):
-    """log(1 + Σ_c e^{a_c}) per column of a (κ, n), stable."""
+    """log(1 + Σ_c e^{a_c}) per column, computed stably (a log-sum-exp with a zero row).
+
+    Args:
+      a: activations (κ, n).
+
+    Returns:
+      (n,).
+    """
     zero = jnp.zeros((1,) + a.shape[1:], a.dtype)
     return jax.nn.logsumexp(jnp.concatenate([zero, a]), axis=0)
 
 
 def nll(a, Y):
-    """Σ_s ℓ(y_s, a_s) = Σ_s log(1 + Σ_c e^{a_cs}) − ⟨Y_s, a_s⟩ for activations a (κ, n) and one-hot
-    labels Y (κ, n) (class 0, the reference, is the all-zero column); a scalar."""
+    """The multinomial negative log-likelihood Σ_s ℓ(y_s, a_s) = Σ_s log(1 + Σ_c e^{a_cs}) −
+    ⟨Y_s, a_s⟩ (eq. 90).
+
+    Args:
+      a: activations (κ, n).
+      Y: one-hot labels (κ, n) (class 0, the reference, is the all-zero column).
+
+    Returns:
+      A scalar.
+    """
     return jnp.sum(log_partition(a)) - jnp.sum(Y * a)
 
 
 def class_probs(a):
-    """(κ + 1, n) class probabilities, row 0 the reference class."""
+    """Class probabilities P[c, s] = e^{a_cs}/(1 + Σ_j e^{a_js}), with a_0 ≡ 0.
+
+    Args:
+      a: activations (κ, n).
+
+    Returns:
+      (κ + 1, n), row 0 the reference class.
+    """
     zero = jnp.zeros((1,) + a.shape[1:], a.dtype)
     return jax.nn.softmax(jnp.concatenate([zero, a]), axis=0)
 
 
-def objective(theta, gamma, data: SDLData, xi, lam, model: str):
-    """F(θ, γ) = Σ_s ℓ(y_s, a_s) + ξ‖X − B‖²_F + λ(‖A‖²_F + ‖γ_pen‖²_F), a scalar, eq. (9) (SDL-H)
-    or (10) (SDL-W), for θ = [A ∥ B] (κ + p, n) or [A, B] (p, κ + n), γ (q, κ) and ``data`` from
-    :func:`prepare`; γ_pen leaves the intercept's row out. Raises ``ValueError`` for a ``model``
-    other than "H" or "W"."""
+def objective(theta, aux_coef, data: SDLData, xi, lam, model: str):
+    """The lifted objective of eq. (9) (SDL-H) or (10) (SDL-W),
+
+        F(θ, γ) = Σ_s ℓ(y_s, a_s) + ξ‖X − B‖²_F + λ(‖A‖²_F + ‖γ_pen‖²_F),
+
+    γ_pen leaving the intercept's row out.
+
+    Args:
+      theta: θ = [A ∥ B] (κ + p, n) for SDL-H or [A, B] (p, κ + n) for SDL-W.
+      aux_coef: γ (q, κ).
+      data: from :func:`prepare`.
+      xi, lam: ξ, λ ≥ 0.
+      model: "H" or "W" (anything else is a ``ValueError``).
+
+    Returns:
+      F, a scalar.
+    """
     _check_model(model)
     A, B = split(theta, model, data.kappa)
-    a = activations(theta, gamma, data.X, data.X_aux, model, data.kappa)
-    g_pen = gamma * data.penalized[:, None]
+    a = activations(theta, aux_coef, data.X, data.X_aux, model, data.kappa)
+    g_pen = aux_coef * data.penalized[:, None]
     return (
         nll(a, data.Y)
         + xi * jnp.sum((data.X - B) ** 2)
@@ -211,13 +344,20 @@ def objective(theta, gamma, data: SDLData, xi, lam, model: str):
     )
 
 
-def value_and_gradients(theta, gamma, data: SDLData, xi, lam, model: str, XT=None):
-    """(F, (∇_θ F, ∇_γ F)) in closed form (module docstring), sharing the activations and X − B.
+def value_and_gradients(theta, aux_coef, data: SDLData, xi, lam, model: str, XT=None):
+    """F and its closed-form gradients (module docstring), sharing the activations and X − B.
 
-    With model "W" and ``XT`` = Xᵀ, θ is taken in the transposed layout θᵀ = [Aᵀ ∥ Bᵀ] ((κ+n) × p)
-    and its gradient is returned in that layout too: the blocks are then contiguous rows, and the
-    solver's SDL-W step is ~20 % faster on CPU than with column blocks.
-    Raises ``ValueError`` for a ``model`` other than "H" or "W".
+    Args:
+      theta: θ in the model's layout, or for model "W" with ``XT`` the transposed layout
+        θᵀ = [Aᵀ ∥ Bᵀ] ((κ + n) × p), whose blocks are contiguous rows (the solver's SDL-W step).
+      aux_coef: γ (q, κ).
+      data: from :func:`prepare`.
+      xi, lam: ξ, λ ≥ 0.
+      model: "H" or "W" (anything else is a ``ValueError``).
+      XT: None, or Xᵀ (n, p) for the transposed SDL-W layout.
+
+    Returns:
+      (F, (∇_θF, ∇_γF)), ∇_θF in the layout θ was given in.
     """
     _check_model(model)
     k = data.kappa
@@ -227,7 +367,7 @@ def value_and_gradients(theta, gamma, data: SDLData, xi, lam, model: str, XT=Non
         a = A
     else:
         a = A @ data.X if rows else A.T @ data.X
-    fit, R, g_gamma = label_terms(a, gamma, data, lam)
+    fit, R, g_gamma = label_terms(a, aux_coef, data, lam)
     D = B - (data.X if XT is None else XT)
     value = fit + xi * jnp.sum(D * D) + lam * jnp.sum(A * A)
     if model == "H":
@@ -238,39 +378,73 @@ def value_and_gradients(theta, gamma, data: SDLData, xi, lam, model: str, XT=Non
     return value, (g_theta, g_gamma)
 
 
-def label_terms(lin, gamma, data: SDLData, lam):
-    """The γ- and label-dependent part of F from the θ part of the activations, ``lin`` (κ, n)
-    (A for SDL-H, AᵀX for SDL-W): (Σ_s ℓ(y_s, a_s) + λ‖γ_pen‖², R = P − Y (κ, n), ∇_γF) with
-    a = lin + γᵀX_aux. Shared by the dense step and the one in :mod:`lowrank_jax.sdl.span`."""
-    a = lin + gamma.T @ data.X_aux
+def label_terms(lin, aux_coef, data: SDLData, lam):
+    """The γ- and label-dependent part of F, with a = lin + γᵀX_aux. Shared by the dense step and
+    the one in :mod:`lowrank_jax.sdl.span`.
+
+    Args:
+      lin: the θ part of the activations (κ, n): A for SDL-H, AᵀX for SDL-W.
+      aux_coef: γ (q, κ).
+      data: from :func:`prepare`.
+      lam: λ ≥ 0.
+
+    Returns:
+      (Σ_s ℓ(y_s, a_s) + λ‖γ_pen‖²_F, R = P − Y (κ, n), ∇_γF (q, κ)).
+    """
+    a = lin + aux_coef.T @ data.X_aux
     R = class_probs(a)[1:] - data.Y
-    g_pen = gamma * data.penalized[:, None]
+    g_pen = aux_coef * data.penalized[:, None]
     return nll(a, data.Y) + lam * jnp.sum(g_pen * g_pen), R, data.X_aux @ R.T + 2 * lam * g_pen
 
 
-def gradients(theta, gamma, data: SDLData, xi, lam, model: str):
-    """Closed-form (∇_θ F, ∇_γ F), shaped like θ ((κ + p, n) for SDL-H, (p, κ + n) for SDL-W) and
-    γ (q, κ), of the F of :func:`objective` (module docstring; eqs. 100 and 107, which eq. 11 of the
-    paper prints with the two models' labels swapped). Raises ``ValueError`` for a ``model`` other
-    than "H" or "W"."""
-    return value_and_gradients(theta, gamma, data, xi, lam, model)[1]
+def gradients(theta, aux_coef, data: SDLData, xi, lam, model: str):
+    """The closed-form gradients of the F of :func:`objective` (module docstring; eqs. 100 and 107,
+    which eq. 11 of the paper prints with the two models' labels swapped).
+
+    Args:
+      theta: θ, (κ + p, n) for SDL-H or (p, κ + n) for SDL-W.
+      aux_coef: γ (q, κ).
+      data: from :func:`prepare`.
+      xi, lam: ξ, λ ≥ 0.
+      model: "H" or "W" (anything else is a ``ValueError``).
+
+    Returns:
+      (∇_θF, ∇_γF), shaped like θ and γ.
+    """
+    return value_and_gradients(theta, aux_coef, data, xi, lam, model)[1]
 
 
 class Factors(NamedTuple):
-    """The factored SDL parameters behind a lifted θ: W (p, r) the dictionary, H (r, n) the codes,
-    β (r, κ) the classifier, with A = βᵀH (SDL-H) or Wβ (SDL-W) and B = WH."""
+    """The factored SDL parameters behind a lifted θ, with A = βᵀH (SDL-H) or Wβ (SDL-W) and
+    B = WH.
+
+    Attributes:
+      W: (p, r) the dictionary (one atom, a gene group, per column).
+      H: (r, n) the codes of the training samples.
+      coef: β (r, κ), the classifier on the codes.
+    """
 
     W: jax.Array
     H: jax.Array
-    beta: jax.Array
+    coef: jax.Array
 
 
 def factors(theta, rank: int, model: str, kappa: int) -> Factors:
-    """Algorithm 1's last lines: θ = UΣVᵀ (rank r);
-    SDL-H: [βᵀ ∥ W] = UΣ^{1/2}, H = Σ^{1/2}Vᵀ;   SDL-W: W = U, [β, H] = ΣVᵀ.
-    Unique up to an invertible r × r transform (the paper's conventions fix it). ``rank`` and
-    ``kappa`` are integers (static).
-    Raises ``ValueError`` for a ``model`` other than "H" or "W"."""
+    """The factors behind θ, Algorithm 1's last lines: θ = UΣVᵀ (rank r),
+
+        SDL-H: [βᵀ ∥ W] = UΣ^{1/2}, H = Σ^{1/2}Vᵀ;   SDL-W: W = U, [β, H] = ΣVᵀ,
+
+    unique up to an invertible r × r transform (the paper's conventions fix it).
+
+    Args:
+      theta: θ in the model's layout.
+      rank: r, a Python integer (static).
+      model: "H" or "W" (anything else is a ``ValueError``).
+      kappa: κ, a Python integer (static).
+
+    Returns:
+      :class:`Factors` (W (p, r), H (r, n), coef (r, κ)).
+    """
     _check_model(model)
     return _factors(
         theta, rank=as_rank(rank), model=model, kappa=_checks.check_positive_int(kappa, "kappa")
@@ -289,22 +463,39 @@ def _factors(theta, *, rank: int, model: str, kappa: int) -> Factors:
 
 
 def lift(f: Factors, model: str) -> jax.Array:
-    """θ from factors: [βᵀH ∥ WH] (SDL-H) or [Wβ, WH] (SDL-W). Raises ``ValueError`` for a ``model``
-    other than "H" or "W"."""
+    """θ from factors: [βᵀH ∥ WH] (SDL-H) or [Wβ, WH] (SDL-W), the inverse of :func:`factors`.
+
+    Args:
+      f: :class:`Factors` (W (p, r), H (r, n), coef (r, κ)).
+      model: "H" or "W" (anything else is a ``ValueError``).
+
+    Returns:
+      θ, (κ + p, n) for SDL-H or (p, κ + n) for SDL-W.
+    """
     _check_model(model)
-    A = f.beta.T @ f.H if model == "H" else f.W @ f.beta
+    A = f.coef.T @ f.H if model == "H" else f.W @ f.coef
     return join(A, f.W @ f.H, model)
 
 
 def step_bound(data: SDLData, xi, lam, model: str):
-    """A safe fixed step 1/L̄ for the gradient step on F (traced in ξ, λ): L̄ bounds the Hessian of
-    F, max(2ξ, 2λ + α⁺‖Φ‖²₂) (SDL-W, Φ = [X ∥ X_aux]) or max(2ξ, 2λ + α⁺(1 + ‖X_aux‖²₂)) (SDL-H),
+    """A safe fixed step size 1/L̄ for the gradient step on F (LPGD's default ``lr``): L̄ bounds
+    the Hessian of F,
+
+        SDL-W  L̄ = max(2ξ, 2λ + α⁺‖Φ‖²₂),  Φ = [X ∥ X_aux]
+        SDL-H  L̄ = max(2ξ, 2λ + α⁺(1 + ‖X_aux‖²₂)),
+
     with α⁺ ≥ λ_max(∇²ℓ): ¼ for binary labels, ½ for the softmax (:func:`softmax_curvature`).
 
-    L̄ = 0 (F flat: X = 0, no covariates, ξ = λ = 0) gives step 1, any step being safe. A non-finite
-    L̄ (‖Φ‖²₂ or 2ξ overflowing the dtype) gives NaN: not 0 (1/inf, which made LPGD stand still) nor
-    1 (a NaN bound failed ``bound > 0`` and read as flat). :func:`check_step` refuses it by name.
-    Raises ``ValueError`` for a ``model`` other than "H" or "W"."""
+    Args:
+      data: from :func:`prepare`.
+      xi, lam: ξ, λ ≥ 0 (traced under ``vmap``).
+      model: "H" or "W" (anything else is a ``ValueError``).
+
+    Returns:
+      1/L̄, a scalar; 1 where L̄ = 0 (F flat: X = 0, no covariates, ξ = λ = 0: any step is safe),
+      NaN where L̄ is not finite (‖Φ‖²₂ or 2ξ overflowing the dtype), which :func:`check_lr`
+      refuses by name.
+    """
     _check_model(model)
     if model == "W":
         s = _spectral_sq(jnp.concatenate([data.X, data.X_aux]))
@@ -323,9 +514,19 @@ def _spectral_sq(M):
 
 
 class Theory(NamedTuple):
-    """Theorem 2.1 / E.2 quantities: μ, L of eq. (16), whether L/μ < 3, the admissible step interval
-    (1/(2μ), 3/(2L)), the step 2/(μ + L) that minimises ρ and ρ(τ) = 2·max(|1 − τμ|, |1 − τL|) at
-    that step (Theorem E.2's ρ; Theorem 2.1 prints 2(1 − τμ), App. I drops the 2)."""
+    """Theorem 2.1 / E.2 quantities, as :func:`theory` computes them.
+
+    Attributes:
+      mu, L: μ and L of eq. (16).
+      condition: L/μ (inf where μ = 0).
+      holds: whether L/μ < 3, the theorem's condition.
+      step_interval: the admissible step sizes (1/(2μ), 3/(2L)).
+      best_step: 2/(μ + L), the step size that minimises ρ.
+      rho: ρ(τ) = 2·max(|1 − τμ|, |1 − τL|) at ``best_step`` (Theorem E.2's ρ; Theorem 2.1 prints
+        2(1 − τμ), App. I drops the 2).
+      delta_minus, delta_plus: δ⁻, δ⁺, the extreme eigenvalues of n⁻¹ΦΦᵀ.
+      alpha_minus, alpha_plus: α⁻, α⁺, the curvature bounds of :func:`softmax_curvature`.
+    """
 
     mu: float
     L: float
@@ -339,10 +540,18 @@ class Theory(NamedTuple):
     alpha_minus: float
     alpha_plus: float
 
-    def rate(self, step: float) -> float:
-        """ρ(τ) = 2·max(|1 − τμ|, |1 − τL|), Theorem E.2's contraction factor at step τ (below 1
-        inside ``step_interval`` when ``holds``; ``rho`` is its value at ``best_step``)."""
-        return _contraction(self.mu, self.L, float(step))
+    def rate(self, lr: float) -> float:
+        """ρ(τ) = 2·max(|1 − τμ|, |1 − τL|), Theorem E.2's contraction factor at the step size
+        τ = ``lr`` (below 1 inside ``step_interval`` when ``holds``; ``rho`` is its value at
+        ``best_step``).
+
+        Args:
+          lr: τ > 0.
+
+        Returns:
+          ρ(τ), a Python float.
+        """
+        return _contraction(self.mu, self.L, float(lr))
 
 
 def _contraction(mu: float, L: float, step: float) -> float:
@@ -356,11 +565,19 @@ def softmax_curvature(M: float, kappa: int) -> tuple[float, float]:
     Remark D.3's printed values are not bounds: for κ = 1 its α⁺ = e^M/(1 + e^M)² is the *smallest*
     curvature σ(M)σ(−M) (the largest is ¼, at a = 0) and its α⁻ = 1/(1 + e^M) exceeds σ(M)σ(−M).
     Used here instead:
+
       κ = 1: α⁻ = e^M/(1 + e^M)², α⁺ = ¼ (exact);
       κ ≥ 2: α⁻ = g₀,min · g_min with g₀,min = 1/(1 + κe^M),
                                        g_min = e^{−M}/(1 + e^{−M} + (κ − 1)e^M)
              (vᵀḦv = Σg_jv_j² − (Σg_jv_j)² ≥ g₀ Σ g_jv_j² by Cauchy–Schwarz), and α⁺ = ½
              (the variance of v_Y for a categorical Y and ‖v‖ = 1 is at most ½).
+
+    Args:
+      M: the activation bound, ≥ 0.
+      kappa: κ ≥ 1.
+
+    Returns:
+      (α⁻, α⁺), Python floats.
     """
     em = math.exp(-M)  # written with e^{−M} only: no overflow for large M
     if kappa == 1:
@@ -369,7 +586,15 @@ def softmax_curvature(M: float, kappa: int) -> tuple[float, float]:
 
 
 def softmax_curvature_printed(M: float, kappa: int) -> tuple[float, float]:
-    """Remark D.3's (α⁻, α⁺) as printed (kept to document the erratum; not valid bounds)."""
+    """Remark D.3's (α⁻, α⁺) as printed, which are not valid bounds (:func:`softmax_curvature`).
+
+    Args:
+      M: the activation bound, ≥ 0.
+      kappa: κ ≥ 1.
+
+    Returns:
+      (α⁻, α⁺) as the remark prints them, Python floats.
+    """
     em, ep = math.exp(-M), math.exp(M)
     return em / (1 + em + (kappa - 1) * ep), ep * (1 + 2 * (kappa - 1) * ep) / (
         1 + ep + (kappa - 1) * em
@@ -380,12 +605,14 @@ def softmax_curvature_printed(M: float, kappa: int) -> tuple[float, float]:
 def theory(
     X, xi: float, lam: float, *, model: str, kappa: int = 1, X_aux=None, M: float = 1.0
 ) -> Theory:
-    """μ, L of eq. (16) from the data. δ± are the extreme eigenvalues of n⁻¹ΦΦᵀ (Assumption C.2;
+    """The constants of Theorem 2.1 / E.2 from the data: μ, L of eq. (16), the condition L/μ < 3,
+    the admissible step sizes and the contraction factor ρ.
+
+    δ± are the extreme eigenvalues of n⁻¹ΦΦᵀ, Φ = [X ∥ X_aux] in the paper's layout (Assumption C.2;
     δ⁻ = 0 whenever p + q > n, as for every microarray — Assumption C.2 fails there, yet the
     constants below can still certify L/μ < 3 through the ridge: μ ≥ min(2ξ, 2λ)), λ⁺ that of
     n⁻¹X_aux X_auxᵀ, α± from :func:`softmax_curvature` with the activation bound M (valid bounds;
-    Remark D.3's printed α± are not, see there). Every row of ``X_aux`` counts as penalised here; an
-    intercept row is not penalised by the model, so leave it out of ``X_aux`` for these constants.
+    Remark D.3's printed α± are not, see there).
 
         SDL-W  μ = min(2ξ, 2λ + nδ⁻α⁻),  L = max(2ξ, 2λ + nδ⁺α⁺)
         SDL-H  μ = min(2ξ, 2λ + α⁻),     L = max(2ξ, 2λ + α⁺)                 (no covariates, q = 0)
@@ -398,16 +625,29 @@ def theory(
     1 + ‖X_aux‖²₂ = 1 + λ⁺n, not max(1, λ⁺n). Both printed constants overstate the conditioning,
     so ``holds`` could say True where the theorem's L/μ < 3 fails. With α⁺ = ¼ (κ = 1) both
     corrected constants are the extreme Hessian eigenvalues of F at a = 0 (tested).
+
+    Args:
+      X: (n, p) data, samples in rows.
+      xi, lam: ξ, λ ≥ 0, finite.
+      model: "H" or "W".
+      kappa: κ ≥ 1 (default 1, binary labels).
+      X_aux: optional (n, q) covariates. Every column counts as penalised here; the model does not
+        penalise an intercept, so leave it out of ``X_aux`` for these constants.
+      M: the activation bound of α± (≥ 0, finite; default 1).
+
+    Returns:
+      :class:`Theory`. ``ValueError`` where L = 0 (SDL-W with ξ = λ = 0 and all-zero data: F is
+      constant).
     """
     _check_model(model)
     for v, name in ((xi, "xi"), (lam, "lam"), (M, "M")):
         _checks.as_hyper(v, name, ndim=0)  # finite, >= 0; the value itself stays float64
     xi, lam, M = float(xi), float(lam), float(M)
     kappa = _checks.check_positive_int(kappa, "kappa")
-    X = np.asarray(_checks.as_matrix(X, "X"), np.float64)
+    X = np.asarray(_checks.as_matrix(X, "X"), np.float64).T  # (p, n), the paper's layout
     n = X.shape[1]
-    X_aux = given_aux(X_aux, n)  # (q, n): one column per sample, as X
-    Xa = np.zeros((0, n)) if X_aux is None else np.asarray(X_aux, np.float64)
+    X_aux = given_aux(X_aux, n)  # (n, q): one row per sample, as X
+    Xa = np.zeros((0, n)) if X_aux is None else np.asarray(X_aux, np.float64).T
     Phi = np.concatenate([X, Xa])
     ev = (
         np.linalg.eigvalsh(Phi @ Phi.T / n)
@@ -458,9 +698,15 @@ def _check_model(model):
 
 
 def as_rank(rank) -> int:
-    """``rank`` as a Python int — a Python or NumPy integer or a concrete 0-d integer array
-    (``np.array(2)``, ``jnp.int32(2)``) — or ``ValueError`` naming rank; the range is
-    :func:`check_rank_for`'s."""
+    """The rank as a Python int (its range is :func:`check_rank_for`'s).
+
+    Args:
+      rank: a Python or NumPy integer or a concrete 0-d integer array (``np.array(2)``,
+        ``jnp.int32(2)``).
+
+    Returns:
+      The int; ``ValueError`` naming rank for anything else.
+    """
     as_integer = _checks.as_int(rank)
     if as_integer is None:
         raise ValueError(f"rank must be an integer, got {rank!r}")
@@ -468,8 +714,18 @@ def as_rank(rank) -> int:
 
 
 def check_rank_for(rank, model: str, p: int, n: int, kappa: int) -> int:
-    """``rank`` as a Python int with 1 ≤ r ≤ min(p, n) for X of shape (p, n), or a ``ValueError``
-    naming the bound and θ's shape (:func:`theta_shape`)."""
+    """The rank checked against the data: 1 ≤ r ≤ min(p, n).
+
+    Args:
+      rank: as :func:`as_rank` takes it.
+      model: "H" or "W".
+      p, n: features and samples.
+      kappa: κ.
+
+    Returns:
+      r as a Python int; a ``ValueError`` naming the bound and θ's shape (:func:`theta_shape`)
+      otherwise.
+    """
     rank = as_rank(rank)
     shape = theta_shape(model, p, n, kappa)
     limit = min(p, n)
@@ -481,38 +737,64 @@ def check_rank_for(rank, model: str, p: int, n: int, kappa: int) -> int:
 
 
 def check_hypers(data: SDLData, xi, lam):
-    """(ξ, λ) for the solvers, in X's dtype: finite scalars ≥ 0 (a negative ξ or λ makes F unbounded
-    below). Tracers (a ``vmap`` over ξ, λ) are checked for shape only."""
+    """ξ and λ checked for the solvers: finite scalars ≥ 0 (a negative ξ or λ makes F unbounded
+    below). Tracers (a ``vmap`` over ξ, λ) are checked for shape only, and out of range become NaN.
+
+    Args:
+      data: from :func:`prepare` (its dtype is used).
+      xi, lam: ξ, λ.
+
+    Returns:
+      (ξ, λ) as 0-d arrays in X's dtype.
+    """
     return (
         _checks.as_hyper(xi, "xi", ndim=0, dtype=data.X.dtype),
         _checks.as_hyper(lam, "lam", ndim=0, dtype=data.X.dtype),
     )
 
 
-def check_step(step, data: SDLData, xi, lam, model: str):
-    """LPGD's τ in X's dtype: a finite positive scalar, or for ``step=None`` the safe
-    :func:`step_bound` at (ξ, λ) (checked ones, :func:`check_hypers`). A concrete bound that is not
-    finite (L̄ overflows X's dtype) is a ``ValueError``; a traced one (a ``vmap`` over ξ, λ) stays
-    NaN at that point, whose run then reports ``Status.INVALID``."""
-    if step is None:
+def check_lr(lr, data: SDLData, xi, lam, model: str):
+    """LPGD's step size τ checked.
+
+    Args:
+      lr: a finite positive scalar, or None for the safe :func:`step_bound` at (ξ, λ).
+      data: from :func:`prepare`.
+      xi, lam: checked ξ, λ (:func:`check_hypers`).
+      model: "H" or "W".
+
+    Returns:
+      τ as a 0-d array in X's dtype. A concrete bound that is not finite (L̄ overflows X's dtype)
+      is a ``ValueError``; a traced one (a ``vmap`` over ξ, λ) stays NaN at that point, whose run
+      then reports ``Status.INVALID``.
+    """
+    if lr is None:
         with _checks.eager_if_concrete(
             data, xi, lam
         ):  # checkable when closed over in a caller's jit
             bound = step_bound(data, xi, lam, model)
         if _checks.is_concrete(bound) and not np.isfinite(float(bound)):
             raise ValueError(
-                "step=None: the safe step 1/L̄ is undefined, L̄ = max(2ξ, 2λ + α⁺‖Φ‖²₂) overflows "
+                "lr=None: the safe step 1/L̄ is undefined, L̄ = max(2ξ, 2λ + α⁺‖Φ‖²₂) overflows "
                 f"{data.X.dtype} (ξ = {float(xi):.3g}, λ = {float(lam):.3g}, X and X_aux as "
                 "given): rescale X or X_aux, lower ξ or λ, or compute in float64"
             )
         return bound
-    return _checks.as_hyper(step, "step", ndim=0, positive=True, dtype=data.X.dtype)
+    return _checks.as_hyper(lr, "lr", ndim=0, positive=True, dtype=data.X.dtype)
 
 
-def check_start(theta0, gamma0, data: SDLData, model: str):
-    """LPGD's start (θ₀, γ₀): θ₀ finite of :func:`theta_shape` (the model's layout; the other
-    model's layout is named as such), γ₀ finite of shape (q, κ). Returns them as floating JAX
-    arrays."""
+def check_start(theta0, aux_coef0, data: SDLData, model: str):
+    """LPGD's start (θ₀, γ₀) checked.
+
+    Args:
+      theta0: θ₀, finite, of :func:`theta_shape` in the model's layout (the other model's layout
+        is named as such in the error).
+      aux_coef0: γ₀, finite, (q, κ).
+      data: from :func:`prepare`.
+      model: "H" or "W".
+
+    Returns:
+      (θ₀, γ₀) as floating JAX arrays.
+    """
     p, n = data.X.shape
     expected = theta_shape(model, p, n, data.kappa)
     theta0 = _checks.as_matrix(theta0, "theta0")
@@ -527,39 +809,57 @@ def check_start(theta0, gamma0, data: SDLData, model: str):
             f"theta0 must have shape {expected} for SDL-{model} "
             f"(p = {p}, n = {n}, κ = {data.kappa}), got {tuple(theta0.shape)}{hint}"
         )
-    return theta0, check_gamma(gamma0, data)
+    return theta0, check_aux_coef(aux_coef0, data)
 
 
-def check_gamma(gamma0, data: SDLData):
-    """γ₀ of shape (q, κ) (q = rows of ``data.X_aux``, the intercept included; q = 0 allowed),
-    finite."""
+def check_aux_coef(aux_coef0, data: SDLData):
+    """A starting γ₀ checked.
+
+    Args:
+      aux_coef0: γ₀, finite, of shape (q, κ) (q covariates, the intercept included; q = 0
+        allowed).
+      data: from :func:`prepare`.
+
+    Returns:
+      γ₀ as a JAX array; a ``ValueError`` naming aux_coef0 otherwise.
+    """
     expected = (data.X_aux.shape[0], data.kappa)
-    shape = tuple(np.shape(gamma0))
+    shape = tuple(np.shape(aux_coef0))
     if shape != expected:
         raise ValueError(
-            f"gamma0 must have shape (q, κ) = {expected} (q = {expected[0]} covariate rows of "
+            f"aux_coef0 must have shape (q, κ) = {expected} (q = {expected[0]} covariates of "
             f"X_aux, the intercept included), got {shape}"
         )
-    return _checks.as_matrix(gamma0, "gamma0") if expected[0] else jnp.asarray(gamma0, data.X.dtype)
+    if expected[0]:
+        return _checks.as_matrix(aux_coef0, "aux_coef0")
+    return jnp.asarray(aux_coef0, data.X.dtype)
 
 
 def check_factors(factors0, data: SDLData) -> Factors:
-    """BCD's start: (W, H, β) of shapes (p, r), (r, n), (r, κ) with one r ≥ 1, finite."""
+    """BCD's start checked.
+
+    Args:
+      factors0: (W, H, β) of shapes (p, r), (r, n), (r, κ) with one r ≥ 1, finite.
+      data: from :func:`prepare`.
+
+    Returns:
+      :class:`Factors` of JAX arrays; a ``ValueError`` naming factors0 otherwise.
+    """
     if not isinstance(factors0, (tuple, list)) or len(factors0) != 3:
         raise ValueError(
-            f"factors0 must be Factors(W, H, beta) (three matrices), got {type(factors0).__name__}"
+            f"factors0 must be Factors(W, H, coef) (three matrices), got {type(factors0).__name__}"
         )
-    W, H, beta = (
+    W, H, coef = (
         _checks.as_matrix(M, f"factors0.{name}") for M, name in zip(factors0, Factors._fields)
     )
     p, n = data.X.shape
     r = W.shape[1]
-    expected = {"W": (p, r), "H": (r, n), "beta": (r, data.kappa)}
-    for name, M in zip(Factors._fields, (W, H, beta)):
+    expected = {"W": (p, r), "H": (r, n), "coef": (r, data.kappa)}
+    for name, M in zip(Factors._fields, (W, H, coef)):
         if tuple(M.shape) != expected[name]:
             raise ValueError(
-                f"factors0 must have W (p, r) = ({p}, r), H (r, n) = (r, {n}) and beta (r, κ) = "
+                f"factors0 must have W (p, r) = ({p}, r), H (r, n) = (r, {n}) and coef (r, κ) = "
                 f"(r, {data.kappa}) with one rank r; got W {tuple(W.shape)}, H {tuple(H.shape)}, "
-                f"beta {tuple(beta.shape)}"
+                f"coef {tuple(coef.shape)}"
             )
-    return Factors(W, H, beta)
+    return Factors(W, H, coef)

@@ -42,17 +42,21 @@ class SolveResult(Result):
     ``n_iter``, ``history``).
 
     Attributes:
+      status: CONVERGED when ``tol`` stopped the run, MAX_ITER after ``max_iter`` steps, DIVERGED
+        or INVALID.
+      n_iter: the steps taken.
       loss: F(Z_t) at the last step's start (the iterate before the final step).
       step_norm: ‖Z_{t+1} − Z_t‖_F of the last step (the gradient mapping times τ).
       history: ``history["loss"]`` and ``history["step_norm"]`` per step, length ``max_iter``, NaN
         after ``n_iter``.
-      theta: the final θ, in the model's layout. gamma: the final γ (q, κ).
+      theta: the final θ, in the model's layout.
+      aux_coef: the final γ (q, κ).
     """
 
     loss: jax.Array
     step_norm: jax.Array
     theta: jax.Array
-    gamma: jax.Array
+    aux_coef: jax.Array
 
 
 # Divergence: a non-finite iterate or objective, or the objective beyond this many times its value
@@ -63,9 +67,17 @@ GROWTH_LIMIT = 1e4
 
 
 def diverged(iterate, loss, loss0) -> jax.Array:
-    """The SDL solvers' divergence rule: any entry of ``iterate`` (a pytree) non-finite, or the
-    objective ``loss`` = F(Z_t) non-finite (data whose squares overflow) or above
-    :data:`GROWTH_LIMIT` · ``loss0`` = F(Z_0)."""
+    """The SDL solvers' divergence rule: a non-finite iterate, a non-finite F(Z_t) (data whose
+    squares overflow), or F(Z_t) > :data:`GROWTH_LIMIT` · F(Z_0).
+
+    Args:
+      iterate: the current iterate, a pytree.
+      loss: F(Z_t).
+      loss0: F(Z_0).
+
+    Returns:
+      A boolean scalar.
+    """
     return loop.non_finite(iterate) | ~jnp.isfinite(loss) | (loss > GROWTH_LIMIT * loss0)
 
 
@@ -74,23 +86,23 @@ def _invalid_message(model: str, solver: str) -> str:
     hyperparameter that breaks its rule (concrete ones are refused by name)."""
     rules = "xi or lam negative or NaN"
     if solver == "lpgd":
-        rules += "; the step or tol not positive, or the safe step bound overflowing the dtype"
+        rules += "; lr or tol not positive, or the safe step bound overflowing the dtype"
     return f"SDL-{model}: a traced hyperparameter is out of range ({rules}); the result is NaN"
 
 
 @full_precision
 def lpgd(
     theta0,
-    gamma0,
+    aux_coef0,
     data: sm.SDLData,
     xi,
     lam,
-    step,
+    lr,
     rank: int,
     *,
     model: str,
     max_iter: int = 1000,
-    tol=None,
+    tol=1e-6,
     svd: str = "gram",
     project=None,
     key=None,
@@ -98,30 +110,47 @@ def lpgd(
     differentiable: bool = False,
     throw: bool = True,
 ) -> SolveResult:
-    """Algorithm 1 from (θ₀, γ₀). ``tol``: stop once ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F).
-    ``differentiable``: with ``tol``, run a masked ``scan`` of ``max_iter`` steps (the steps after
-    the stop skipped) instead of a ``while_loop``, so that ``jax.grad`` passes it.
-    ``project``: optional convex projection Π_Θ(θ) applied before the rank projection.
-    ``svd``: "gram" (the default: θ is thin, so the eigendecomposition of its small Gram matrix,
-    :func:`lowrank_jax.linalg.gram_rank_factors`), "exact" (QR + SVD) or "randomized" (``key`` seeds
-    it); each differentiable wherever σ_r > σ_{r+1}
-    (:func:`lowrank_jax.linalg.best_rank_approximation`). ``span``: take every step after the first
-    in the span of [X, U₁] (:mod:`lowrank_jax.sdl.span`: the same iterates, O((n + κ)³) per step
-    instead of O(p n²)); needs ``svd="gram"`` and no ``project``. Default: on when those hold and
-    p ≥ 2(n + κ) (where it pays). ``step``: τ, or None for the safe bound 1/L̄ of
-    :func:`lowrank_jax.sdl.model.step_bound` (as in :func:`lowrank_jax.sdl.fit`). ξ, λ ≥ 0, τ > 0
-    and ``tol`` > 0 are scalars (traced under ``vmap``); θ₀ has
-    :func:`lowrank_jax.sdl.model.theta_shape` in this model's layout and γ₀ shape (q, κ). ``throw``:
-    a run that diverges (a non-finite iterate or F, or F(Z_t) > 10⁴ F(Z_0): a step too large for the
-    data) raises ``RuntimeError`` (True, default; also inside ``jit``/``vmap``), as
-    :func:`lowrank_jax.sdl.fit` does, or only reports ``status == Status.DIVERGED`` (False: a sweep
-    over τ, ξ, λ keeps its other points). A traced ξ, λ, τ or ``tol`` outside its range gives
-    ``Status.INVALID`` and a NaN (θ, γ).
+    """Lifted projected gradient descent, Algorithm 1 (Lee, Lyu, Yao 2023), from (θ₀, γ₀):
+
+        θ⁺ = Π_r(Π_Θ(θ − τ∇_θF(θ, γ))),   γ⁺ = γ − τ∇_γF(θ, γ)
+
+    with F the lifted objective (:func:`lowrank_jax.sdl.model.objective`), Π_r the best rank-r
+    approximation and Π_Θ an optional convex projection.
+
+    Args:
+      theta0: θ₀ of :func:`lowrank_jax.sdl.model.theta_shape` in this model's layout, finite.
+      aux_coef0: γ₀ (q, κ), finite.
+      data: the training data, from :func:`lowrank_jax.sdl.prepare`.
+      xi, lam: ξ, λ ≥ 0, scalars (traced under ``vmap``).
+      lr: the step size τ > 0, or None for the safe bound 1/L̄ of
+        :func:`lowrank_jax.sdl.model.step_bound` (as in :func:`lowrank_jax.sdl.fit`).
+      rank: r, 1 ≤ r ≤ min(p, n).
+      model: "H" (SDL-H) or "W" (SDL-W).
+      max_iter: the step budget, ≥ 1 (default 1000).
+      tol: stop after the first step with ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F), Z = (θ, γ)
+        (> 0, default 1e-6); None runs exactly ``max_iter`` steps.
+      svd: the rank projection: "gram" (default; θ is thin, so the eigendecomposition of its small
+        Gram matrix, :func:`lowrank_jax.linalg.gram_rank_factors`), "exact" (QR + SVD) or
+        "randomized" (``key`` seeds it); each differentiable wherever σ_r > σ_{r+1}
+        (:func:`lowrank_jax.linalg.best_rank_approximation`).
+      project: optional convex projection Π_Θ(θ) → θ applied before the rank projection, a pure
+        function of θ in the model's layout returning its shape and dtype.
+      key: ``jax.random`` key or integer seed of ``svd="randomized"`` (default key(0)).
+      span: take every step after the first in the span of [X, U₁] (:mod:`lowrank_jax.sdl.span`:
+        the same iterates, O((n + κ)³) per step instead of O(p n²)); needs ``svd="gram"`` and no
+        ``project``. Default (None): on when those hold and p ≥ 2(n + κ), where it pays.
+      differentiable: with ``tol``, run a masked ``scan`` of ``max_iter`` steps (the steps after
+        the stop skipped) instead of a ``while_loop``, so that ``jax.grad`` passes it.
+      throw: a run that diverges (a non-finite iterate or F, or F(Z_t) > 10⁴ F(Z_0): a step too
+        large for the data) raises ``RuntimeError`` (True, default; also inside ``jit``/``vmap``),
+        or only reports ``status == Status.DIVERGED`` (False: a sweep over τ, ξ, λ keeps its other
+        points). A traced ξ, λ, τ or ``tol`` outside its range gives ``Status.INVALID`` and a NaN
+        (θ, γ).
 
     Returns:
-      :class:`SolveResult`: ``status``, ``n_iter``, the final ``loss`` and ``step_norm``, their
-      ``history``, and the final ``theta``, ``gamma``. ``status`` is CONVERGED when ``tol`` stopped
-      the run, MAX_ITER after ``max_iter`` steps.
+      :class:`SolveResult`: ``status`` (CONVERGED when ``tol`` stopped the run, MAX_ITER after
+      ``max_iter`` steps), ``n_iter``, the final ``loss`` and ``step_norm``, their ``history``, and
+      the final ``theta`` and ``aux_coef``.
 
     Example:
         ```python
@@ -129,14 +158,14 @@ def lpgd(
         from lowrank_jax import sdl
 
         rng = np.random.default_rng(0)
-        X, y = rng.normal(size=(30, 20)) / 5, np.arange(20) % 2
+        X, y = rng.normal(size=(20, 30)) / 5, np.arange(20) % 2     # (n, p): samples in rows
         data = sdl.prepare(X, y, intercept=True)
-        theta0, gamma0, _ = sdl.initial_point(data, 2, "H", 0)
-        out = sdl.lpgd(theta0, gamma0, data, 1.0, 0.1, None, 2, model="H", tol=1e-6)
-        print(out)     # SolveResult(status=CONVERGED, n_iter=326, loss=27.07, step_norm=…, …)
+        theta0, aux_coef0, _ = sdl.initial_point(data, 2, "H", 0)
+        out = sdl.lpgd(theta0, aux_coef0, data, 1.0, 0.1, None, 2, model="H")
+        print(out)     # SolveResult(status=CONVERGED, n_iter=268, loss=26.38, step_norm=…, …)
         ```
     """
-    step_given = step is not None
+    lr_given = lr is not None
     p, n = data.X.shape
     rank = sm.check_rank_for(rank, model, p, n, data.kappa)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
@@ -146,7 +175,7 @@ def lpgd(
         raise ValueError(
             f"project must be a function θ -> θ (a convex projection) or None, got {project!r}"
         )
-    theta0, gamma0 = sm.check_start(theta0, gamma0, data, model)
+    theta0, aux_coef0 = sm.check_start(theta0, aux_coef0, data, model)
     if project is not None:
         # Traced abstractly, nothing computed: a projection that changes θ's shape failed deep in
         # the loop ("sub got incompatible shapes for broadcasting"), one that changes its dtype in
@@ -161,7 +190,7 @@ def lpgd(
                 f"model's own layout), got {getattr(out, 'shape', out)} {getattr(out, 'dtype', '')}"
             )
     xi, lam = sm.check_hypers(data, xi, lam)
-    step = sm.check_step(step, data, xi, lam, model)
+    lr = sm.check_lr(lr, data, xi, lam, model)
     if tol is not None:
         tol = _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=data.X.dtype)
     span = resolve_span(span, data, svd, project)
@@ -169,11 +198,11 @@ def lpgd(
     throw = _checks.check_flag(throw, "throw")
     res = _lpgd(
         theta0,
-        gamma0,
+        aux_coef0,
         data,
         xi,
         lam,
-        step,
+        lr,
         tol,
         key,
         rank=rank,
@@ -187,15 +216,15 @@ def lpgd(
     return finish(
         res,
         throw,
-        diverged=_diverged_message(model, "lpgd", step_given),
+        diverged=_diverged_message(model, "lpgd", lr_given),
         invalid=_invalid_message(model, "lpgd"),
     )
 
 
-def _diverged_message(model: str, solver: str, step_given: bool = False) -> str:
+def _diverged_message(model: str, solver: str, lr_given: bool = False) -> str:
     """What :func:`lpgd`, :func:`bcd` and :func:`lowrank_jax.sdl.fit` say when a run diverges: only
-    advice that applies to the solver and the step that ran (BCD takes no ``step``; the safe bound
-    cannot be lowered by leaving ``step=None``). A static string: the step may be traced."""
+    advice that applies to the solver and the step that ran (BCD takes no ``lr``; the safe bound
+    cannot be lowered by leaving ``lr=None``). A static string: the step size may be traced."""
     head = f"SDL-{model} diverged (non-finite iterate or F, or F grew 10⁴-fold)"
     rescale = "rescale X (e.g. lowrank_jax.datasets.standardize)"
     if solver == "bcd":
@@ -203,17 +232,28 @@ def _diverged_message(model: str, solver: str, step_given: bool = False) -> str:
             f"{head} with solver='bcd', whose per-block steps 1/L_b follow the data's scale: "
             f"{rescale}, or use solver='lpgd'"
         )
-    if step_given:
+    if lr_given:
         return (
-            f"{head}: the step is too large for these data; "
-            "leave step=None for the safe bound or lower it"
+            f"{head}: the step size lr is too large for these data; "
+            "leave lr=None for the safe bound or lower it"
         )
     return f"{head} at the safe step bound: {rescale}"
 
 
 def resolve_span(span: bool | None, data: sm.SDLData, svd: str = "gram", project=None) -> bool:
-    """:func:`lpgd`'s ``span`` choice: by default on for ``svd="gram"`` without ``project`` when
-    p ≥ 2(n + κ); ``span=True`` otherwise is an error."""
+    """:func:`lpgd`'s choice of the span steps (:mod:`lowrank_jax.sdl.span`).
+
+    Args:
+      span: True, False, or None for the default: on for ``svd="gram"`` without ``project`` when
+        p ≥ 2(n + κ).
+      data: from :func:`lowrank_jax.sdl.prepare`.
+      svd: :func:`lpgd`'s ``svd``.
+      project: :func:`lpgd`'s ``project``.
+
+    Returns:
+      Whether the span steps run; ``span=True`` with another ``svd`` or a ``project`` is a
+      ``ValueError``.
+    """
     p, n = data.X.shape
     if span is None:
         return svd == "gram" and project is None and p >= 2 * (n + data.kappa)
@@ -284,7 +324,7 @@ def _solve_result(res: loop.LoopResult, theta, gamma) -> SolveResult:
         loss=res.final["loss"],
         step_norm=res.final["step_norm"],
         theta=theta,
-        gamma=gamma,
+        aux_coef=gamma,
     )
 
 
@@ -435,66 +475,92 @@ class BCDResult(Result):
     ``n_iter``, ``history``).
 
     Attributes:
+      status: MAX_ITER (BCD has no stopping rule), DIVERGED or INVALID.
+      n_iter: the sweeps run, ``max_iter``.
       loss: F at the iterate before the last sweep; ``history["loss"]`` per sweep.
-      factors: the final (W, H, β) (:class:`lowrank_jax.sdl.model.Factors`). gamma: the final γ.
+      factors: the final (W, H, coef) (:class:`lowrank_jax.sdl.model.Factors`).
+      aux_coef: the final γ (q, κ).
     """
 
     loss: jax.Array
     factors: sm.Factors
-    gamma: jax.Array
+    aux_coef: jax.Array
 
 
-def factored_objective(f: sm.Factors, gamma, data, xi, lam, model):
-    """F at the factors ``f``: the objective of eq. (9)/(10) at θ = lift(f) (what BCD decreases)."""
-    return sm.objective(sm.lift(f, model), gamma, data, xi, lam, model)
+def factored_objective(f: sm.Factors, aux_coef, data, xi, lam, model):
+    """The objective BCD decreases: G(W, H, β, γ) = F(lift(W, H, β), γ), eq. (9)/(10) at the
+    factors.
+
+    Args:
+      f: :class:`lowrank_jax.sdl.model.Factors` (W (p, r), H (r, n), coef (r, κ)).
+      aux_coef: γ (q, κ).
+      data: from :func:`lowrank_jax.sdl.prepare`.
+      xi, lam: ξ, λ ≥ 0.
+      model: "H" or "W".
+
+    Returns:
+      G, a scalar.
+    """
+    return sm.objective(sm.lift(f, model), aux_coef, data, xi, lam, model)
 
 
 @full_precision
 def bcd(
     factors0: sm.Factors,
-    gamma0,
+    aux_coef0,
     data: sm.SDLData,
     xi,
     lam,
     *,
     model: str,
     max_iter: int = 1000,
-    inner: int = 1,
+    inner_iters: int = 1,
     throw: bool = True,
 ) -> BCDResult:
-    """Cyclic block coordinate descent on (W, H, β, γ): ``inner`` gradient steps per block per
-    sweep, step 1/L_b with the block Lipschitz bounds (½ bounds the softmax curvature):
+    """Cyclic block coordinate descent on the factored problem (W, H, β, γ) (Xu & Yin 2013), the
+    paper's baseline: ``inner_iters`` gradient steps per block per sweep, each of length 1/L_b with
+    the block Lipschitz bounds (½ bounds the softmax curvature)
 
         SDL-H  L_W = 2ξ‖H‖²,  L_H = (½ + 2λ)‖β‖² + 2ξ‖W‖²,  L_β = (½ + 2λ)‖H‖²
         SDL-W  L_W = (½‖X‖² + 2λ)‖β‖² + 2ξ‖H‖²,  L_H = 2ξ‖W‖²,  L_β = (½‖X‖² + 2λ)‖W‖²
         both   L_γ = ½‖X_aux‖² + 2λ
 
-    ``factors0`` = (W (p, r), H (r, n), β (r, κ)), ``gamma0`` (q, κ); ξ, λ ≥ 0 scalars;
-    ``max_iter``, ``inner`` ≥ 1. ``throw``: a run that diverges (non-finite factors or γ, or F grown
-    10⁴-fold: data whose scale overflows the block bounds) raises ``RuntimeError`` (True, default;
-    also inside ``jit``/``vmap``), as :func:`lowrank_jax.sdl.fit` does, or only reports
-    ``status == Status.DIVERGED`` (False). A traced ξ or λ outside its range gives
-    ``Status.INVALID``.
+    recomputed at the current point.
+
+    Args:
+      factors0: the start, :class:`lowrank_jax.sdl.model.Factors` (W (p, r), H (r, n),
+        coef (r, κ)), finite.
+      aux_coef0: γ₀ (q, κ), finite.
+      data: the training data, from :func:`lowrank_jax.sdl.prepare`.
+      xi, lam: ξ, λ ≥ 0, scalars (traced under ``vmap``; out of range: ``Status.INVALID``).
+      model: "H" (SDL-H) or "W" (SDL-W).
+      max_iter: the sweeps, ≥ 1 (default 1000); BCD has no stopping rule and runs them all.
+      inner_iters: gradient steps per block per sweep, ≥ 1 (default 1).
+      throw: a run that diverges (non-finite factors or γ, or F grown 10⁴-fold: data whose scale
+        overflows the block bounds) raises ``RuntimeError`` (True, default; also inside
+        ``jit``/``vmap``), or only reports ``status == Status.DIVERGED`` (False).
 
     Returns:
-      :class:`BCDResult`: ``status`` (MAX_ITER: BCD has no stopping rule), ``n_iter`` =
-      ``max_iter``, the final ``loss`` and its ``history``, ``factors`` and ``gamma``.
+      :class:`BCDResult`: ``status`` (MAX_ITER), ``n_iter`` = ``max_iter``, the final ``loss`` and
+      its ``history``, ``factors`` and ``aux_coef``.
     """
     sm._check_model(model)
     max_iter = _checks.check_positive_int(max_iter, "max_iter")
-    inner = _checks.check_positive_int(inner, "inner")
+    inner_iters = _checks.check_positive_int(inner_iters, "inner_iters")
     factors0 = sm.check_factors(factors0, data)
-    gamma0 = sm.check_gamma(gamma0, data)
+    aux_coef0 = sm.check_aux_coef(aux_coef0, data)
     xi, lam = sm.check_hypers(data, xi, lam)
     throw = _checks.check_flag(throw, "throw")
-    res = _bcd(factors0, gamma0, data, xi, lam, model=model, max_iter=max_iter, inner=inner)
+    res = _bcd(
+        factors0, aux_coef0, data, xi, lam, model=model, max_iter=max_iter, inner_iters=inner_iters
+    )
     return finish(
         res, throw, diverged=_diverged_message(model, "bcd"), invalid=_invalid_message(model, "bcd")
     )
 
 
-@functools.partial(jax.jit, static_argnames=("model", "max_iter", "inner"))
-def _bcd(factors0, gamma0, data, xi, lam, *, model, max_iter, inner):
+@functools.partial(jax.jit, static_argnames=("model", "max_iter", "inner_iters"))
+def _bcd(factors0, gamma0, data, xi, lam, *, model, max_iter, inner_iters):
     def sq(*Ms, last=()):
         """‖M‖₂² of each M (an SVD each), one after another and after ``last`` (the previous
         ones): under vmap on a CPU two batched SVDs side by side can hang jaxlib's thread pool
@@ -515,18 +581,18 @@ def _bcd(factors0, gamma0, data, xi, lam, *, model, max_iter, inner):
         """(L_b of block ``name``, the last norm computed); the norms come after ``last``."""
         if model == "H":
             if name == "H":
-                beta_sq, w_sq = sq(f.beta, f.W, last=last)
+                beta_sq, w_sq = sq(f.coef, f.W, last=last)
                 return (0.5 + 2 * lam) * beta_sq + 2 * xi * w_sq, w_sq
             (h_sq,) = sq(f.H, last=last)
-            return {"W": 2 * xi, "beta": 0.5 + 2 * lam}[name] * h_sq, h_sq
+            return {"W": 2 * xi, "coef": 0.5 + 2 * lam}[name] * h_sq, h_sq
         if name == "W":
-            beta_sq, h_sq = sq(f.beta, f.H, last=last)
+            beta_sq, h_sq = sq(f.coef, f.H, last=last)
             return (0.5 * x_sq + 2 * lam) * beta_sq + 2 * xi * h_sq, h_sq
         (w_sq,) = sq(f.W, last=last)
-        return {"H": 2 * xi, "beta": 0.5 * x_sq + 2 * lam}[name] * w_sq, w_sq
+        return {"H": 2 * xi, "coef": 0.5 * x_sq + 2 * lam}[name] * w_sq, w_sq
 
     def block_step(name, f, g, last):
-        for _ in range(inner):
+        for _ in range(inner_iters):
             if name == "gamma":
                 if g.size == 0:
                     return f, g, last
@@ -543,7 +609,7 @@ def _bcd(factors0, gamma0, data, xi, lam, *, model, max_iter, inner):
         f, g = state
         val = obj(f, g)
         last = ()
-        for name in ("W", "H", "beta", "gamma"):
+        for name in ("W", "H", "coef", "gamma"):
             f, g, last = block_step(name, f, g, last)
         return (f, g), {"loss": val}
 
@@ -562,5 +628,5 @@ def _bcd(factors0, gamma0, data, xi, lam, *, model, max_iter, inner):
         history=res.history,
         loss=res.final["loss"],
         factors=f,
-        gamma=g,
+        aux_coef=g,
     )

@@ -1,7 +1,8 @@
 """LPGD steps in the span of the data: every iterate after the first, in O((n + κ)³) per step.
 
-After LPGD's first step θ₁ = U₁V₁ᵀ has rank r (U₁ of p-rows, V₁ the kept right singular vectors).
-Every later gradient step moves θ's p-rows only along the columns of X and U₁,
+X is the data in the paper's layout, p × n (``SDLData.X``). After LPGD's first step θ₁ = U₁V₁ᵀ
+has rank r (U₁ of p-rows, V₁ the kept right singular vectors). Every later gradient step moves
+θ's p-rows only along the columns of X and U₁,
 
     SDL-H  B ← B − 2τξ(B − X)                                 θ = [A ∥ B], B the p rows
     SDL-W  A ← A − τ(X(P − Y)ᵀ + 2λA),  B ← B − 2τξ(B − X)    θ = [A, B], all p rows
@@ -35,8 +36,14 @@ from lowrank_jax.sdl import model as sm
 
 
 class Basis(NamedTuple):
-    """Gram blocks of E = [X, U]: XᵀX (n, n), UᵀX (r, n), UᵀU (r, r); and R (≤ n + r, n + r), the
-    triangular factor of E = QR, for norms."""
+    """The fixed basis E = [X, U] of the span steps, through its Gram blocks and QR factor.
+
+    Attributes:
+      XtX: XᵀX (n, n).
+      UtX: UᵀX (r, n).
+      UtU: UᵀU (r, r).
+      R: (≤ n + r, n + r), the triangular factor of E = QR, for norms.
+    """
 
     XtX: jax.Array
     UtX: jax.Array
@@ -45,8 +52,15 @@ class Basis(NamedTuple):
 
 
 def basis(X, U) -> Basis:
-    """The :class:`Basis` of E = [X, U] for X (p, n) and U (p, r): its Gram blocks and the R of
-    E = QR."""
+    """The basis E = [X, U] of the span steps.
+
+    Args:
+      X: (p, n) data in the paper's layout (``SDLData.X``).
+      U: (p, r) the p rows of the first step's left factor.
+
+    Returns:
+      :class:`Basis`: E's Gram blocks and the R of E = QR.
+    """
     return Basis(
         X.T @ X, U.T @ X, U.T @ U, jnp.linalg.qr(jnp.concatenate([X, U], axis=1), mode="r")
     )
@@ -58,7 +72,16 @@ def _images(K: Basis, M, N):
 
 
 def gram(K: Basis, M, N):
-    """YᵀY for Y = XM + UN (symmetrised)."""
+    """YᵀY for Y = XM + UN, from the Gram blocks (symmetrised).
+
+    Args:
+      K: the :class:`Basis`.
+      M: (n, c) coordinates along X.
+      N: (r, c) coordinates along U.
+
+    Returns:
+      (c, c).
+    """
     XtY, UtY = _images(K, M, N)
     G = M.T @ XtY + N.T @ UtY
     return 0.5 * (G + G.T)
@@ -69,16 +92,34 @@ def sq_norm(K: Basis, M, N):
 
     Not the Gram form Σ M∘(XᵀXM + XᵀUN) + Σ N∘(UᵀXM + UᵀUN): its terms are of size ‖X‖²‖[M; N]‖²
     and cancel when XM + UN is small against them (the fit residual X − B, a step; U nearly in
-    the span of X). In float32 on unscaled data (entries ~1e3) that form kept a few digits of the
-    loss (off by 0.1 %, rising at half the steps) and came out negative, a NaN step norm. Through R
-    the error is of size eps·‖E‖‖[M; N]‖ before squaring, the square root of the Gram form's."""
+    the span of X), which in float32 on unscaled data (entries ~1e3) leaves a few digits or a
+    negative value. Through R the error is of size eps·‖E‖‖[M; N]‖ before squaring, the square
+    root of the Gram form's.
+
+    Args:
+      K: the :class:`Basis`.
+      M: (n, c) coordinates along X.
+      N: (r, c) coordinates along U.
+
+    Returns:
+      A scalar.
+    """
     n = M.shape[0]
     Y = K.R[:, :n] @ M + K.R[:, n:] @ N
     return jnp.sum(Y * Y)
 
 
 def coords_sq_norm(coords, K: Basis, model: str):
-    """‖θ‖²_F of θ given by its coordinates."""
+    """‖θ‖²_F of θ given by its coordinates.
+
+    Args:
+      coords: (A, M, N) for SDL-H, (M, N) for SDL-W (module docstring).
+      K: the :class:`Basis`.
+      model: "H" or "W".
+
+    Returns:
+      A scalar.
+    """
     if model == "H":
         A, M, N = coords
         return jnp.sum(A * A) + sq_norm(K, M, N)
@@ -86,7 +127,18 @@ def coords_sq_norm(coords, K: Basis, model: str):
 
 
 def from_first_step(U1, V1, kappa: int, model: str, dtype):
-    """Coordinates of θ₁ = U₁V₁ᵀ and the p-rows U of the basis: ``(coords, U)``."""
+    """The coordinates of LPGD's first iterate θ₁ = U₁V₁ᵀ, and the p rows U of the basis.
+
+    Args:
+      U1: θ₁'s left factor, in θ's layout ((κ + p, r) for SDL-H, (p, r) for SDL-W).
+      V1: θ₁'s right factor ((n, r) for SDL-H, (κ + n, r) for SDL-W).
+      kappa: κ.
+      model: "H" or "W".
+      dtype: the dtype of the zero coordinates.
+
+    Returns:
+      ``(coords, U)``: (A, M, N) or (M, N) (module docstring), and U (p, r).
+    """
     c = V1.shape[0]
     if model == "H":
         return (U1[:kappa] @ V1.T, jnp.zeros((c, c), dtype), V1.T), U1[kappa:]
@@ -95,7 +147,17 @@ def from_first_step(U1, V1, kappa: int, model: str, dtype):
 
 
 def expand(coords, X, U, model: str):
-    """θ (dense) from its coordinates: [A ∥ XM + UN] (SDL-H) or XM + UN (SDL-W)."""
+    """The dense θ from its coordinates: [A ∥ XM + UN] (SDL-H) or XM + UN (SDL-W).
+
+    Args:
+      coords: (A, M, N) for SDL-H, (M, N) for SDL-W.
+      X: (p, n) data in the paper's layout.
+      U: (p, r) the basis's other columns.
+      model: "H" or "W".
+
+    Returns:
+      θ in the model's layout.
+    """
     if model == "H":
         A, M, N = coords
         return jnp.concatenate([A, X @ M + U @ N], axis=0)
@@ -103,9 +165,21 @@ def expand(coords, X, U, model: str):
     return X @ M + U @ N
 
 
-def value_and_gradients(coords, gamma, K: Basis, data: sm.SDLData, xi, lam, model: str):
-    """(F, (coordinates of ∇_θF, ∇_γF)): :func:`lowrank_jax.sdl.model.value_and_gradients` with θ in
-    the coordinates of the module docstring."""
+def value_and_gradients(coords, aux_coef, K: Basis, data: sm.SDLData, xi, lam, model: str):
+    """F and its gradients with θ in the coordinates of the module docstring:
+    :func:`lowrank_jax.sdl.model.value_and_gradients` in the span.
+
+    Args:
+      coords: (A, M, N) for SDL-H, (M, N) for SDL-W.
+      aux_coef: γ (q, κ).
+      K: the :class:`Basis`.
+      data: from :func:`lowrank_jax.sdl.prepare`.
+      xi, lam: ξ, λ ≥ 0.
+      model: "H" or "W".
+
+    Returns:
+      (F, (the coordinates of ∇_θF, ∇_γF)).
+    """
     k = data.kappa
     eye = jnp.eye(data.X.shape[1], dtype=data.X.dtype)
     if model == "H":
@@ -115,7 +189,7 @@ def value_and_gradients(coords, gamma, K: Basis, data: sm.SDLData, xi, lam, mode
         M, N = coords
         MA, MB, NA, NB = M[:, :k], M[:, k:], N[:, :k], N[:, k:]
         lin, a_sq = MA.T @ K.XtX + NA.T @ K.UtX, sq_norm(K, MA, NA)  # AᵀX (κ, n), ‖A‖²
-    fit, R, g_gamma = sm.label_terms(lin, gamma, data, lam)
+    fit, R, g_gamma = sm.label_terms(lin, aux_coef, data, lam)
     DM, DN = MB - eye, NB  # B − X = X DM + U DN
     value = fit + xi * sq_norm(K, DM, DN) + lam * a_sq
     if model == "H":
@@ -127,8 +201,18 @@ def value_and_gradients(coords, gamma, K: Basis, data: sm.SDLData, xi, lam, mode
 
 
 def project_rank(coords, K: Basis, rank: int, model: str):
-    """Coordinates of Π_r(θ) = θ V_r V_rᵀ, V_r a basis of the top-r eigenspace of θᵀθ
-    (:func:`lowrank_jax.linalg.top_eigenspace`: differentiable at tied eigenvalues too)."""
+    """The coordinates of Π_r(θ) = θ V_r V_rᵀ, V_r a basis of the top-r eigenspace of θᵀθ
+    (:func:`lowrank_jax.linalg.top_eigenspace`: differentiable at tied eigenvalues too).
+
+    Args:
+      coords: (A, M, N) for SDL-H, (M, N) for SDL-W.
+      K: the :class:`Basis`.
+      rank: r.
+      model: "H" or "W".
+
+    Returns:
+      The projected coordinates, shaped as ``coords``.
+    """
     if model == "H":
         A, M, N = coords
         G = A.T @ A + gram(K, M, N)
