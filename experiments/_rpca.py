@@ -52,9 +52,10 @@ def figure():
     return plt
 
 
-def instance(seed: int, n: int, rank: int, alpha: float):
-    """The paper's generator (Appendix C.1, outliers U[−mean|X⋆|, mean|X⋆|]), float32."""
-    return datasets.rpca_problem(jax.random.key(seed), n, n, rank, alpha)
+def instance(key, n: int, rank: int, alpha: float):
+    """The paper's generator (Appendix C.1, outliers U[−mean|X⋆|, mean|X⋆|]), float32, from ``key``
+    (a ``jax.random`` key or an integer seed)."""
+    return datasets.rpca_problem(key, n, n, rank, alpha)
 
 
 def timed(fn, *args):

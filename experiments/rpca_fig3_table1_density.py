@@ -95,6 +95,7 @@ def main(argv=None):
                 5,
                 alpha,
                 alpha_iter=min(1.1 * alpha, 1.0),
+                tol=None,
                 max_iter=SGD_ITERS,
                 X_star=X,
                 throw=False,

@@ -62,18 +62,19 @@ def baselines(params, alpha, Y, X) -> dict[str, float]:
             rpca.lrpca(Y, r, zeta, jnp.full(40, 0.5), X_star=X).error
         ),
         "ScaledGD (defaults, 100 iterations)": float(
-            rpca.scaledgd(Y, r, alpha, max_iter=100, X_star=X).error
+            rpca.scaledgd(Y, r, alpha, tol=None, max_iter=100, X_star=X).error
         ),
         "shipped model (40 layers)": float(params(Y, max_iter=40, X_star=X).error),
     }
 
 
-def study(n: int, alpha: float, instances: int, layers: int, seed: int):
-    """Errors (instances, grid, layers) of the model ``pretrained(alpha, n=n)`` on fresh instances,
-    and the baselines' final errors on the same instances (name → (instances,))."""
+def study(n: int, alpha: float, instances: int, layers: int, key):
+    """Errors (instances, grid, layers) of the model ``pretrained(alpha, n=n)`` on fresh instances
+    drawn from ``key`` (a ``jax.random`` key or an integer seed), and the baselines' final errors
+    on the same instances (name → (instances,))."""
     params = rpca.pretrained(alpha, n=n)
     betas, phis = (jnp.asarray(v, jnp.float32) for v in grid_points())
-    keys = jax.random.split(jax.random.key(seed), instances)
+    keys = jax.random.split(jax.random.key(key) if isinstance(key, int) else key, instances)
     errors, base = [], {}
     for k in keys:
         p = datasets.rpca_problem(k, n, n, params.rank, alpha)
@@ -122,7 +123,7 @@ def main(argv=None):
     )
     ap.add_argument("--instances", type=int, default=16)
     ap.add_argument("--layers", type=int, default=80)
-    ap.add_argument("--seed", type=int, default=123)
+    ap.add_argument("--key", type=int, default=123, help="integer seed of the instances' key")
     args = ap.parse_args(argv)
     if args.layers < 20:
         ap.error("--layers must be at least 20 (the objectives look at layers 11-20 and beyond)")
@@ -141,7 +142,7 @@ def main(argv=None):
     rows, base_rows = [], []
     for ax, spec in zip(axes[0], args.models):
         n, alpha = int(spec.split(":")[0]), float(spec.split(":")[1])
-        params, E, base = study(n, alpha, args.instances, args.layers, args.seed)
+        params, E, base = study(n, alpha, args.instances, args.layers, args.key)
         mean = E.mean(0)
         start = mean[:, params.num_layers - 1].min()
         print(

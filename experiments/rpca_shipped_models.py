@@ -101,7 +101,9 @@ def sizes_small(rows_out, instances: int, small_instances: int):
                 sgd = ""  # ScaledGD runs at n < 300 only; empty: not run
                 if n < 300:
                     run = jax.jit(
-                        lambda Y, X: rpca.scaledgd(Y, 5, alpha, max_iter=40, X_star=X).error
+                        lambda Y, X: (
+                            rpca.scaledgd(Y, 5, alpha, tol=None, max_iter=40, X_star=X).error
+                        )
                     )
                     sgd = float(
                         np.mean(

@@ -2,9 +2,9 @@
 
 The clip (795 grey frames, down-sampled by 4 to 144 × 192, as the paper's "down-sample by 4") is
 split in time: frames 0–499 for learning, 500–794 (one 27 648 × 295 matrix, not cut) for testing.
-- Pseudo ground truth for learning: AltProj (rank 2, β hand-tuned, see ALTPROJ_BETA_FACTOR) run
-  to a relative change of 1e-5 as in the paper, or 300 iterations (its change levels off near 1e-3:
-  pixels at the threshold enter and leave S).
+- Pseudo ground truth for learning: AltProj (rank 2, threshold_scale hand-tuned, see
+  ALTPROJ_SCALE_FACTOR) run to a relative change of 1e-5 as in the paper, or 300 iterations (its
+  change levels off near 1e-3: pixels at the threshold enter and leave S).
 - Learning: K = 5 layers, r = 2, on random 100-frame windows of the training part (each with the
   matching window of the AltProj background), same recipe as the synthetic models; FRMNN (β, φ) by
   the grid search at K̄ = 10 on 8 windows. ζ is not rescaled between the 100-frame windows and the
@@ -34,18 +34,18 @@ from lowrank_jax import datasets, rpca
 from lowrank_jax.rpca import training
 
 RANK, K, WINDOW, SPLIT, HALT = 2, 5, 100, 500, 1e-3
-# AltProj's default β = 1/(2 (n1 n2)^{1/4}) is made for square matrices: on this tall clip every
-# threshold stays above the pixel range and S stays 0 (a plain rank-2 SVD, walkers left as ghosts in
-# the background). Hand-tuned (as the paper did): half of it gives ~5 % foreground pixels; a
-# quarter, 74 %.
-ALTPROJ_BETA_FACTOR = 0.5
+# AltProj's default threshold_scale β = 1/(2 (n1 n2)^{1/4}) is made for square matrices: on this
+# tall clip every threshold stays above the pixel range and S stays 0 (a plain rank-2 SVD, walkers
+# left as ghosts in the background). Hand-tuned (as the paper did): half of it gives ~5 %
+# foreground pixels; a quarter, 74 %.
+ALTPROJ_SCALE_FACTOR = 0.5
 VISIBLE = (
     0.05  # |S| above this counts as foreground in the summary (soft thresholds leave small S dense)
 )
 
 
-def altproj_beta(shape):
-    return ALTPROJ_BETA_FACTOR / (2.0 * (shape[0] * shape[1]) ** 0.25)
+def altproj_threshold_scale(shape):
+    return ALTPROJ_SCALE_FACTOR / (2.0 * (shape[0] * shape[1]) ** 0.25)
 
 
 def make_sampler(Y, X, window):
@@ -77,7 +77,12 @@ def main(argv=None):
 
     t0 = time.perf_counter()
     gt_train = rpca.altproj(
-        train, RANK, beta=altproj_beta(train.shape), tol=1e-5, stop="change", max_iter=300
+        train,
+        RANK,
+        threshold_scale=altproj_threshold_scale(train.shape),
+        tol=1e-5,
+        stop="change",
+        max_iter=300,
     )
     print(
         f"AltProj pseudo ground truth on the training part: {int(gt_train.n_iter)} iterations, "
@@ -120,13 +125,18 @@ def main(argv=None):
     )
 
     reference = rpca.altproj(
-        test, RANK, beta=altproj_beta(test.shape), tol=1e-5, stop="change", max_iter=300
+        test,
+        RANK,
+        threshold_scale=altproj_threshold_scale(test.shape),
+        tol=1e-5,
+        stop="change",
+        max_iter=300,
     )
     solvers = {
         "LRPCA": lambda Y: params(Y, rescale=False, tol=HALT, stop="change", max_iter=200),
         "ScaledGD": lambda Y: rpca.scaledgd(Y, RANK, 0.1, tol=HALT, stop="change", max_iter=1000),
         "AltProj": lambda Y: rpca.altproj(
-            Y, RANK, beta=altproj_beta(Y.shape), tol=HALT, stop="change"
+            Y, RANK, threshold_scale=altproj_threshold_scale(Y.shape), tol=HALT, stop="change"
         ),
     }
     rows, results = [], {}

@@ -134,7 +134,9 @@ TWO_CPU_DEVICES = textwrap.dedent(r"""
     # 16 ScaledGD points, 8 per device: a vmapped batch per device ran batched LAPACK calls that
     # blocked both threads of the intra-op pool (a deadlock before sweeps mapped per CPU device).
     Y = data.rpca_problem(jax.random.key(0), 96, 64, 3, 0.1).Y
-    f = lambda alpha, eta, Y: rpca.scaledgd(Y, 3, alpha, eta=eta, max_iter=5, svd="exact").X
+    f = lambda alpha, eta, Y: rpca.scaledgd(
+        Y, 3, alpha, eta=eta, tol=None, max_iter=5, svd="exact"
+    ).X
     pts = sweep.grid(alpha=jnp.linspace(0.05, 0.2, 4), eta=jnp.linspace(0.3, 0.9, 4))
     two = sweep.run(f, pts, shared={"Y": Y})
     two = sweep.run(f, pts, shared={"Y": Y})  # and again, from the cached program

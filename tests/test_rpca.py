@@ -81,7 +81,7 @@ def test_rms_oracle_recovers_where_the_theorem_oracle_stalls():
 
 def test_scaledgd_and_altproj_recover_the_same_instance(problem64, x64):
     p = problem64
-    sgd = rpca.scaledgd(p.Y, 5, 0.1, max_iter=150, X_star=p.X)
+    sgd = rpca.scaledgd(p.Y, 5, 0.1, tol=None, max_iter=150, X_star=p.X)
     assert float(sgd.error) <= 1e-6
     alt = rpca.altproj(p.Y, 5, X_star=p.X, tol=1e-9)
     assert int(alt.n_iter) < 500 and int(alt.status) == Status.CONVERGED
@@ -238,9 +238,9 @@ def test_grad_wrt_zeta_and_eta_matches_finite_differences(x64):
 
 
 def test_scaledgd_gradient_in_eta_with_fixed_iterations_and_no_forward_mode(x64):
-    """What scaledgd's docstring promises: jax.grad in η through a fixed iteration count matches
-    central differences; forward mode is refused (custom reverse rules), with or without tol. The
-    docstring used to say forward mode passed a tolerance stop."""
+    """What scaledgd's docstring promises: jax.grad in η through a fixed iteration count (tol=None)
+    matches central differences; forward mode is refused (custom reverse rules), with or without
+    tol."""
     p = datasets.rpca_problem(
         jax.random.key(6), 60, 50, 2, 0.1, dtype=jnp.float64
     )  # the instance above
@@ -249,14 +249,16 @@ def test_scaledgd_gradient_in_eta_with_fixed_iterations_and_no_forward_mode(x64)
     # One compiled program gives the values for the central difference and the gradient.
     value_and_grad = jax.jit(
         jax.value_and_grad(
-            lambda e: jnp.sum((rpca.scaledgd(p.Y, 2, 0.1, eta=e, max_iter=4).X - p.X) ** 2)
+            lambda e: jnp.sum(
+                (rpca.scaledgd(p.Y, 2, 0.1, eta=e, tol=None, max_iter=4).X - p.X) ** 2
+            )
         )
     )
     g = value_and_grad(0.5)[1]
     fd = (value_and_grad(0.5 + 1e-6)[0] - value_and_grad(0.5 - 1e-6)[0]) / 2e-6
     assert abs(float(g)) > 0
     np.testing.assert_allclose(g, fd, rtol=1e-5)
-    for kw in ({"max_iter": 4}, {"max_iter": 50, "tol": 1e-3}):
+    for kw in ({"max_iter": 4, "tol": None}, {"max_iter": 50, "tol": 1e-3}):
         with pytest.raises(TypeError, match="forward-mode"):
             jax.jvp(lambda e: rpca.scaledgd(p.Y, 2, 0.1, eta=e, **kw).X.sum(), (0.5,), (1.0,))
 
@@ -333,10 +335,11 @@ def test_lrpca_rejects_bad_input_before_computing(change, name):
         (lambda Y: rpca.scaledgd(Y, 2, -0.1, max_iter=5), "alpha"),
         (lambda Y: rpca.scaledgd(Y, 2, 1.5, max_iter=5), "alpha"),
         (lambda Y: rpca.scaledgd(Y, 2, 0.1, eta=-1.0, max_iter=5), "eta"),
-        (lambda Y: rpca.scaledgd(Y, 2, 0.1), "max_iter"),
+        (lambda Y: rpca.scaledgd(Y, 2, 0.1, max_iter=None), "max_iter"),
         (lambda Y: rpca.scaledgd(Y[0], 2, 0.1, max_iter=5), "Y"),
         (lambda Y: rpca.altproj(Y, 0), "rank"),
-        (lambda Y: rpca.altproj(Y, 2, beta=0.0), "beta"),
+        (lambda Y: rpca.altproj(Y, 2, threshold_scale=0.0), "threshold_scale"),
+        (lambda Y: rpca.altproj(Y, 2, threshold_scale_init=-1.0), "threshold_scale_init"),
         (lambda Y: rpca.altproj(Y.at[0, 0].set(jnp.inf), 2), "Y"),
         (
             lambda Y: rpca.altproj(Y[:, :4], 4),
@@ -803,17 +806,17 @@ def test_power_iterations_are_power_iters_and_n_iter_is_refused():
     assert int(out.n_iter) == 3 and np.all(np.isfinite(np.asarray(out.X)))  # n_iter: layers run
 
 
-def _altproj_numpy(Y, rank, beta, beta_init, iters, inner_iters):
+def _altproj_numpy(Y, rank, scale, scale_init, iters, inner_iters):
     """AltProj (Netrapalli et al., Alg. 1) in NumPy with full SVDs: stage k keeps k singular
     triplets, threshold ζ = β(σ_{k+1} + ½ᵗσ_k) on the SVD of Y − S, and the stage advances once
     ½ᵗ⁺¹σ_k ≤ σ_{k+1} or after ``inner_iters`` iterations. Returns X, S and the residual after each
     iteration."""
     hard = lambda M, z: np.where(np.abs(M) > z, M, 0.0)  # noqa: E731
-    S = hard(Y, beta_init * np.linalg.svd(Y, compute_uv=False)[0])
+    S = hard(Y, scale_init * np.linalg.svd(Y, compute_uv=False)[0])
     stage, t, residuals = 1, 0, []
     for _ in range(iters):
         U, s, Vt = np.linalg.svd(Y - S, full_matrices=False)
-        zeta = beta * (s[stage] + 0.5**t * s[stage - 1])
+        zeta = scale * (s[stage] + 0.5**t * s[stage - 1])
         X = (U[:, :stage] * s[:stage]) @ Vt[:stage]
         S = hard(Y - X, zeta)
         residuals.append(np.linalg.norm(Y - X - S) / np.linalg.norm(Y))
@@ -829,13 +832,13 @@ def test_altproj_iterates_equal_a_numpy_port_of_the_algorithm(x64):
     oversample) covers all its columns, so the randomized SVDs are exact: pins the threshold's ½ᵗ
     schedule, the stage advance and the hard threshold, which recovery alone tolerates (a threshold
     ½ᵗ⁺¹σ_k still recovers, a few iterations later)."""
-    beta = 1.0 / (2.0 * (14 * 10) ** 0.25)
+    scale = 1.0 / (2.0 * (14 * 10) ** 0.25)  # threshold_scale's default
     # seed 4: stages 1, 2 settle at once, stage 3 after a few iterations; seed 3: stage 1 does not
     # settle at its first iteration, so inner_iters = 1 is what moves it on.
     for seed, alpha, inner, iters in ((4, 0.15, 3, 4), (4, 0.15, 3, 9), (3, 0.1, 1, 6)):
         p = datasets.rpca_problem(jax.random.key(seed), 14, 10, 3, alpha, dtype=jnp.float64)
         out = rpca.altproj(p.Y, 3, tol=None, max_iter=iters, inner_iters=inner, oversample=8)
-        X, S, residuals = _altproj_numpy(np.asarray(p.Y), 3, beta, 4 * beta, iters, inner)
+        X, S, residuals = _altproj_numpy(np.asarray(p.Y), 3, scale, 4 * scale, iters, inner)
         assert np.any(S != 0)
         np.testing.assert_array_equal(np.asarray(out.S) != 0, S != 0)
         np.testing.assert_allclose(out.S, S, atol=1e-10)
@@ -939,7 +942,34 @@ def test_scaledgd_with_tol_is_differentiable_on_request():
         return jnp.sum((rpca.scaledgd(p.Y, 2, 0.1, eta=eta, **kw).X - p.X) ** 2)
 
     g = jax.grad(lambda e: loss(e, tol=1e-4, max_iter=50, differentiable=True))(0.5)
-    np.testing.assert_allclose(g, jax.grad(lambda e: loss(e, max_iter=n))(0.5), rtol=1e-5)
+    np.testing.assert_allclose(g, jax.grad(lambda e: loss(e, tol=None, max_iter=n))(0.5), rtol=1e-5)
     assert float(g) != 0.0
     with pytest.raises(TypeError, match="differentiable must be True or False"):
         rpca.scaledgd(p.Y, 2, 0.1, tol=1e-4, differentiable="yes")
+
+
+def test_iteration_budgets_follow_the_one_policy():
+    """scaledgd and altproj stop at tol = 1e-6 within max_iter = 500 by default and tol=None runs
+    exactly max_iter iterations; lrpca, a learned schedule, runs its K layers by default. AltProj's
+    threshold constants are threshold_scale and threshold_scale_init, with no other name."""
+    import inspect
+
+    for solver in (rpca.scaledgd, rpca.altproj):
+        params = inspect.signature(solver).parameters
+        assert (params["tol"].default, params["max_iter"].default) == (1e-6, 500), solver
+    p = datasets.rpca_problem(jax.random.key(0), 60, 60, 2, 0.1)
+    out = rpca.scaledgd(p.Y, 2, 0.1)
+    assert int(out.status) == Status.CONVERGED and float(out.residual) < 1e-6
+    assert 0 < int(out.n_iter) < 500 and out.history["residual"].shape == (500,)
+    fixed = rpca.scaledgd(p.Y, 2, 0.1, tol=None, max_iter=7)
+    assert int(fixed.status) == Status.MAX_ITER and int(fixed.n_iter) == 7
+    zeta, eta = rpca.oracle_thresholds(p.Y, 2, p.X, 3), jnp.full(3, 0.5)
+    assert int(rpca.lrpca(p.Y, 2, zeta, eta).n_iter) == 3
+    for old in ("beta", "beta_init"):
+        with pytest.raises(TypeError, match=old):
+            rpca.altproj(p.Y, 2, **{old: 0.1})
+    scale = 1.0 / (2.0 * (60 * 60) ** 0.25)
+    np.testing.assert_array_equal(
+        rpca.altproj(p.Y, 2, threshold_scale=scale, threshold_scale_init=4 * scale).X,
+        rpca.altproj(p.Y, 2).X,
+    )

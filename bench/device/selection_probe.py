@@ -74,7 +74,7 @@ def main(argv=None):
 
     Y = rdata.rpca_problem(jax.random.key(0), 200, 200, 5, 0.1).Y
     f = lambda alpha, eta, Y: (
-        rpca.scaledgd(Y, 5, alpha, eta=eta, max_iter=40, key=jax.random.key(0)).X
+        rpca.scaledgd(Y, 5, alpha, eta=eta, tol=None, max_iter=40, key=jax.random.key(0)).X
     )  # noqa: E731
     pts = sweep.grid(alpha=jnp.linspace(0.08, 0.2, 8), eta=jnp.linspace(0.3, 0.9, 8))
     single = jax.jit(f)

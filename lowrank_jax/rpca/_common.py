@@ -12,8 +12,9 @@ from lowrank_jax.transforms import scaled_gradient_step
 
 
 class RPCAResult(Result):
-    """Solution of Y ≈ X + S, X = L Rᵀ low-rank, S sparse (the :class:`~lowrank_jax.result.Result`
-    core: ``status``, ``n_iter``, ``history``).
+    """Result of a robust PCA solver: Y ≈ X + S with X = L Rᵀ of rank r and S sparse.
+
+    The :class:`~lowrank_jax.result.Result` core (``status``, ``n_iter``, ``history``) and:
 
     Attributes:
       L: (n1, r) and R: (n2, r): the factors, X = L Rᵀ.

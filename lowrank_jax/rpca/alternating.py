@@ -8,8 +8,9 @@ Stage-wise in the rank. Stage k = 1..r alternates
 
 starting from S = H_{β_0 σ_1(Y)}(Y). Constants chosen here (the paper's are proof artefacts):
 
-* ``beta`` = 1/(2 (n1 n2)^{1/4}) by default (as in the AccAltProj reference implementation; the
-  theory's 4μ²r/n needs the unknown incoherence μ), ``beta_init`` = 4 β.
+* β = ``threshold_scale`` = 1/(2 (n1 n2)^{1/4}) by default (as in the AccAltProj reference
+  implementation; the theory's 4μ²r/n needs the unknown incoherence μ), β_0 =
+  ``threshold_scale_init`` = 4β.
 * A stage k < r ends when the decaying term of its threshold has fallen to the next singular value,
   (1/2)^{t+1} σ_k ≤ σ_{k+1}, or after ``inner_iters`` = 10 iterations, instead of the proof's
   T = 10 log(nβ‖Y‖₂/ε): with the rank given, the early stages only peel off the largest outliers.
@@ -47,8 +48,8 @@ from lowrank_jax.rpca._common import (
 )
 def _altproj(
     Y,
-    beta,
-    beta_init,
+    threshold_scale,
+    threshold_scale_init,
     tol,
     X_star,
     support,
@@ -66,7 +67,7 @@ def _altproj(
     y_norm = frob(Y)
     y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
     first = linalg.randomized_svd(Y, width, key, oversample=0, power_iters=4)
-    S0 = hard_threshold(Y, beta_init * first.s[0])
+    S0 = hard_threshold(Y, threshold_scale_init * first.s[0])
     idx = jnp.arange(width)
 
     def step(_, state):
@@ -76,7 +77,7 @@ def _altproj(
         sigma_next = (
             svd.s[jnp.minimum(stage, width - 1)] if width > rank else jnp.zeros((), Y.dtype)
         )
-        zeta = beta * (sigma_next + 0.5**t * svd.s[stage - 1])
+        zeta = threshold_scale * (sigma_next + 0.5**t * svd.s[stage - 1])
         root = jnp.sqrt(svd.s * keep)
         L_f, R_f = (svd.U * root)[:, :rank], (svd.V * root)[:, :rank]
         D = Y - L_f @ R_f.T
@@ -114,7 +115,7 @@ def _altproj(
 
     # a traced β or β_0 that broke its rule arrives as NaN (_checks.as_hyper): INVALID, not a
     # NaN run
-    invalid = jnp.isnan(tol) | jnp.isnan(beta) | jnp.isnan(beta_init)
+    invalid = jnp.isnan(tol) | jnp.isnan(threshold_scale) | jnp.isnan(threshold_scale_init)
     out = loop.run_until(
         step,
         state,
@@ -133,8 +134,8 @@ def altproj(
     Y,
     rank,
     *,
-    beta=None,
-    beta_init=None,
+    threshold_scale=None,
+    threshold_scale_init=None,
     tol=1e-6,
     max_iter=500,
     inner_iters=10,
@@ -146,37 +147,49 @@ def altproj(
     stop="residual",
     throw=True,
 ) -> RPCAResult:
-    """AltProj robust PCA (Netrapalli et al. 2014), stage-wise in the rank, hard thresholding.
-    Stage k = 1, …, r alternates, from S = H_{β_0 σ_1(Y)}(Y),
+    """Robust PCA by alternating projections: AltProj, stage-wise in the rank, hard thresholding.
+
+    Stage k = 1, …, r alternates, from S = H_{β_0 σ_1(Y)}(Y) (Netrapalli et al., NeurIPS 2014),
 
         L ← P_k(Y − S),   ζ ← β (σ_{k+1}(Y − S) + (1/2)^t σ_k(Y − S)),   S ← H_ζ(Y − L),
 
-    P_k the best rank-k approximation, H_ζ the hard threshold (keep |·| > ζ), t the iteration
-    within the stage (the module docstring says when a stage ends).
+    with P_k the best rank-k approximation, H_ζ the hard threshold (keep |·| > ζ) and t the
+    iteration within the stage. A stage k < r ends once (1/2)^{t+1} σ_k ≤ σ_{k+1} or after
+    ``inner_iters`` iterations; the last stage (k = r) runs until ``tol``.
 
     Args:
-      Y: (n1, n2) observation. rank: target rank r < min(n1, n2) (static).
-      beta: threshold constant β (array), default 1/(2 (n1 n2)^{1/4}); beta_init: β_0 of the first
-        threshold β_0 σ_1(Y), default 4β.
-      tol: stop (in the last stage) when ‖Y − L − S‖_F/‖Y‖_F < tol, or with ``stop="change"``
-        when the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol, the latter only
-        once S holds an entry, the stage's threshold has settled (0.5^{t+1} σ_r ≤ σ_{r+1}) or the
-        residual is below tol: while the threshold is above every outlier S stands still at 0, and
-        so does X. With a tol below the noise floor, entries at the threshold enter and leave S and
-        the change rule may take many iterations. None runs all ``max_iter`` iterations.
-      max_iter: total iteration budget over all stages (static). inner_iters: iterations of each
-        stage k < r (static).
-      X_star, support, key: diagnostics and the key of the first randomized SVD, as in ``lrpca``.
-      oversample, power_iters: sketch oversampling and power steps per iteration (static).
+      Y: (n1, n2) observation.
+      rank: target rank r, 1 ≤ r < min(n1, n2) (static): the threshold needs a σ_{r+1}.
+      threshold_scale: β, the threshold's constant (scalar, > 0; may be traced); default
+        1/(2 (n1 n2)^{1/4}).
+      threshold_scale_init: β_0 of the first threshold β_0 σ_1(Y) (scalar, > 0); default 4β.
+      tol: stop, in the last stage, once ‖Y − L − S‖_F/‖Y‖_F < tol (default 1e-6), or with
+        ``stop="change"`` once the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol.
+        The change rule applies only once S holds an entry, the stage's threshold has settled
+        (0.5^{t+1} σ_r ≤ σ_{r+1}) or the residual is below tol: while the threshold is above every
+        outlier, S stands still at 0 and so does X. With a tol below the noise floor, entries at
+        the threshold enter and leave S and the change rule may take many iterations. None runs
+        exactly ``max_iter`` iterations.
+      max_iter: total iteration budget over all stages (static, ≥ 1; default 500).
+      inner_iters: the most iterations of each stage k < r (static, ≥ 1; default 10).
+      X_star: (n1, n2) ground truth, to record ‖X_k − X⋆‖_F/‖X⋆‖_F per iteration (default None).
+      support: boolean (n1, n2) mask of supp(S⋆), to record #{S_k ≠ 0 outside it} (default None).
+      key: ``jax.random`` key or integer seed of the first randomized SVD (default key(0)).
+      oversample: sketch oversampling of each iteration's SVD (static, ≥ 0; default 3).
+      power_iters: power steps of each iteration's SVD (static, ≥ 0; default 1).
+      stop: what ``tol`` bounds, ``"residual"`` (default) or ``"change"``.
       throw: with a non-finite or exploding iterate (Y's scale overflowing its dtype), raise
         ``RuntimeError`` (True, default; also inside ``jit``/``vmap``) or only report
         ``status == Status.DIVERGED`` (False).
 
-    Returns an :class:`RPCAResult`; ``residual`` is that of the pair (L, S) after each iteration.
-    AltProj always stops by tolerance (a ``while_loop``), so ``jax.grad`` cannot pass it; for
-    gradients use ``lrpca`` or ``scaledgd`` with a fixed number of iterations. Called directly, a
-    ``max_iter`` that runs out before the last stage warns: X then has the rank of the stage
-    reached, below r (under a transformation nothing is said; ``status == Status.MAX_ITER`` tells).
+    Returns:
+      :class:`RPCAResult`: ``status``, ``n_iter``, L, R, X = L Rᵀ, S, the final ``residual`` of
+      the pair (L, S) after the last iteration (and ``error``, ``false_positives``, ``change`` when
+      asked for) and their ``history``. AltProj always stops by tolerance (a ``while_loop``), so
+      ``jax.grad`` cannot pass it: for gradients use ``lrpca`` or ``scaledgd`` with a fixed number
+      of iterations. Called directly, a ``max_iter`` that runs out before the last stage warns: X
+      then has the rank of the stage reached, below r (under a transformation nothing is said;
+      ``status == Status.MAX_ITER`` tells).
 
     Example:
         ```python
@@ -196,16 +209,18 @@ def altproj(
         raise ValueError(
             f"altproj needs rank < min(n1, n2) = {min(n1, n2)}, got rank = {rank}: its threshold "
             "β(σ_{r+1} + ½ᵗσ_r) needs a σ_{r+1}, and at full rank Y − S is rank r for every S, so "
-            "any S is a fixed point (a 30 × 12 rank-12 Y gave error 0.84 with residual 0). "
-            "lrpca and scaledgd take rank = min(n1, n2)"
+            "any S is a fixed point. lrpca and scaledgd take rank = min(n1, n2)"
         )
-    default_beta = 1.0 / (2.0 * (n1 * n2) ** 0.25)
-    beta = _checks.as_hyper(
-        default_beta if beta is None else beta, "beta", ndim=0, positive=True, dtype=Y.dtype
+    threshold_scale = _checks.as_hyper(
+        1.0 / (2.0 * (n1 * n2) ** 0.25) if threshold_scale is None else threshold_scale,
+        "threshold_scale",
+        ndim=0,
+        positive=True,
+        dtype=Y.dtype,
     )
-    beta_init = _checks.as_hyper(
-        4 * beta if beta_init is None else beta_init,
-        "beta_init",
+    threshold_scale_init = _checks.as_hyper(
+        4 * threshold_scale if threshold_scale_init is None else threshold_scale_init,
+        "threshold_scale_init",
         ndim=0,
         positive=True,
         dtype=Y.dtype,
@@ -217,8 +232,8 @@ def altproj(
     throw = _checks.check_flag(throw, "throw")
     out, reached = _altproj(
         Y,
-        beta,
-        beta_init,
+        threshold_scale,
+        threshold_scale_init,
         tol,
         X_star,
         support,
@@ -235,7 +250,8 @@ def altproj(
         throw,
         diverged="AltProj produced a non-finite iterate: Y's scale overflows its dtype "
         "(rescale Y or use float64)",
-        invalid="AltProj: tol must be >= 0 and beta, beta_init > 0 (the result is NaN)",
+        invalid="AltProj: tol must be >= 0 and threshold_scale, threshold_scale_init > 0 "
+        "(the result is NaN)",
     )
     # Only a run that used its whole budget: one stopped by tol may have formed X at a lower rank in
     # its last iteration (the one that moved into stage r) because Y is fit to tol there

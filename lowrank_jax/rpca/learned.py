@@ -1,6 +1,6 @@
 """LRPCA: ScaledGD unfolded with per-layer thresholds and step sizes (Cai, Liu, Yin, NeurIPS 2021).
 
-Algorithm 1 of the paper (the box's garbled line 9 restored as in eq. 9; project note §2.2):
+Algorithm 1 of the paper (the box's garbled line 9 restored as in eq. 9):
 
     S_0     = S_{ζ_0}(Y);   [U_0, Σ_0, V_0] = SVD_r(Y − S_0);
     L_0     = U_0 Σ_0^{1/2},   R_0 = V_0 Σ_0^{1/2}
@@ -44,17 +44,31 @@ from lowrank_jax.rpca._common import (
 
 @full_precision
 def lrpca_step(Y, L, R, zeta, eta, support=None, prev=None, axis_name=None):
-    """One LRPCA layer (eq. 7 + 9): returns (L⁺, R⁺, stats).
+    """One LRPCA layer (Cai, Liu, Yin 2021, eq. 7 + 9): soft threshold, then a scaled-gradient step.
 
-    Shapes: Y (n1, n2), L (n1, r), R (n2, r); ζ, η scalars. With D = Y − L Rᵀ,
-    S⁺ = S_ζ(D) and E = L Rᵀ + S⁺ − Y = −clip(D, −ζ, ζ); ``stats["sq"]`` = ‖E‖_F², the squared
-    residual of the pair (L Rᵀ, S⁺), and with a boolean ``support`` (n1, n2) mask
-    ``stats["false_positives"]`` = #{S⁺ ≠ 0 outside it}. S⁺ itself is not formed (see
-    :func:`lrpca` for the final S). With ``prev`` = (L_p, R_p, ζ_p), the factors and threshold
-    that made the current S = S_{ζ_p}(Y − L_p R_pᵀ), ``stats`` also holds the sums of
-    :func:`~lowrank_jax.rpca._common.change_stats` for ‖S⁺ − S‖_F/‖S‖_F (one more rank-r product
-    per entry). ``axis_name``: rows split over a ``shard_map`` mesh axis (see
-    :func:`~lowrank_jax.rpca._common.residual_step`).
+    With D = Y − L Rᵀ,
+
+        S⁺ = S_ζ(D),   E = L Rᵀ + S⁺ − Y = −clip(D, −ζ, ζ),
+        L⁺ = L − η E R (RᵀR)⁻¹,   R⁺ = R − η Eᵀ L (LᵀL)⁻¹,
+
+    both factors from the old (L, R). S⁺ itself is not formed (:func:`lrpca` rebuilds the final S).
+
+    Args:
+      Y: (n1, n2) observation.
+      L: (n1, r) and R: (n2, r), the current factors.
+      zeta: threshold ζ ≥ 0 (scalar).
+      eta: step size η (scalar).
+      support: boolean (n1, n2) mask of supp(S⋆), to count #{S⁺ ≠ 0 outside it}; default None.
+      prev: (L_p, R_p, ζ_p), the factors and threshold that made the current
+        S = S_{ζ_p}(Y − L_p R_pᵀ), to also sum ‖S⁺ − S‖_F² and ‖S‖_F² (one more rank-r product per
+        entry); default None.
+      axis_name: the ``shard_map`` mesh axis over which Y and L are split by rows (R replicated):
+        the column-side sums are taken across devices; default None, one device.
+
+    Returns:
+      ``(L⁺, R⁺, stats)``: the new factors and a dict of sums, ``"sq"`` = ‖E‖_F², the squared
+      residual of the pair (L Rᵀ, S⁺) (and ``"false_positives"`` with ``support``, ``"ds"`` and
+      ``"sp"`` with ``prev``).
     """
     # as lrpca: in Y's dtype
     zeta, eta = jnp.asarray(zeta).astype(Y.dtype), jnp.asarray(eta).astype(Y.dtype)
@@ -95,12 +109,26 @@ def _layer_params(k, zeta, eta, beta, phi, num_layers, frmnn):
 
 
 def check_schedule(Y, zeta, eta, beta, phi, tol, max_iter):
-    """LRPCA's layer schedule checked (for :func:`lrpca` and the sharded solver): returns
-    ``(zeta, eta, beta, phi, tol, frmnn, budget)`` with the hyperparameters as arrays of Y's dtype,
-    ``tol`` checked (or None), ``frmnn`` whether (β, φ) continue past the K learned layers, and
-    ``budget`` the number of layers to run (≤ K without FRMNN; FRMNN's default 1000 with ``tol``).
-    With no learned layer (K = 0, initialisation only) ζ and η get a placeholder layer, which the
-    budget of 0 never runs, so that the loop stays traceable."""
+    """Check LRPCA's layer schedule (for :func:`lrpca` and :func:`~lowrank_jax.rpca.lrpca_sharded`).
+
+    A K-layer schedule runs ζ_0 (initialisation) and (ζ_k, η_k), k = 1..K; with the FRMNN factors
+    (β, φ) it continues past layer K with ζ_k = φ^{k−K} ζ_K and η_k = β^{k−K} η_K (eq. 13).
+
+    Args:
+      Y: the (n1, n2) observation, whose dtype the hyperparameters take.
+      zeta: (K+1,) thresholds, ``zeta[0] > 0``.
+      eta: (K,) step sizes.
+      beta, phi: FRMNN factors (scalars > 0), both or neither (None).
+      tol: tolerance (scalar > 0) or None.
+      max_iter: number of layers (≥ 0) or None: without FRMNN at most K (None: K); with FRMNN
+        required unless ``tol`` is given (then None means 1000).
+
+    Returns:
+      ``(zeta, eta, beta, phi, tol, frmnn, budget)``: the hyperparameters as arrays of Y's dtype
+      (β = φ = 1 without FRMNN), ``tol`` checked (or None), ``frmnn`` whether (β, φ) continue past
+      layer K, and ``budget`` the number of layers to run. With no learned layer (K = 0) ζ and η
+      get a placeholder layer, which the budget of 0 never runs, so that the loop stays traceable.
+    """
     zeta = _checks.as_hyper(zeta, "zeta", ndim=1, dtype=Y.dtype)
     eta = _checks.as_hyper(eta, "eta", ndim=1, dtype=Y.dtype)
     if zeta.shape[0] != eta.shape[0] + 1:
@@ -244,31 +272,46 @@ def lrpca(
     stop="residual",
     throw=True,
 ) -> RPCAResult:
-    """Learned Robust PCA (Cai, Liu, Yin, NeurIPS 2021, Algorithm 1), as a K-layer feed-forward net
-    or with FRMNN continuation: ScaledGD unfolded with a learned soft threshold ζ_k and step η_k per
-    layer, S_{k+1} = S_{ζ_{k+1}}(Y − L_k R_kᵀ) and the scaled-gradient step of :func:`scaledgd`
-    with η_k; past layer K (FRMNN, eq. 13) ζ_k = φ^{k−K} ζ_K and η_k = β^{k−K} η_K.
+    """Learned Robust PCA: ScaledGD unfolded with a learned threshold ζ_k and step η_k per layer.
+
+    Algorithm 1 of Cai, Liu, Yin (NeurIPS 2021), as a K-layer feed-forward net or with FRMNN
+    continuation. From S_0 = S_{ζ_0}(Y) and the balanced factors L_0, R_0 of SVD_r(Y − S_0),
+    layer k + 1 is
+
+        S_{k+1} = S_{ζ_{k+1}}(Y − L_k R_kᵀ),   E = L_k R_kᵀ + S_{k+1} − Y,
+        L_{k+1} = L_k − η_{k+1} E R_k (R_kᵀR_k)⁻¹,   R_{k+1} = R_k − η_{k+1} Eᵀ L_k (L_kᵀL_k)⁻¹,
+
+    with S_ζ the soft threshold; past layer K (FRMNN, eq. 13) ζ_k = φ^{k−K} ζ_K and
+    η_k = β^{k−K} η_K. A learned schedule runs its layers: ``tol=None`` and ``max_iter=None`` run
+    the K layers of ``eta`` (LRPCA is the one solver whose budget defaults to its schedule's
+    length).
 
     Args:
       Y: (n1, n2) observation Y = X⋆ + S⋆.
-      rank: target rank r (static), 1 ≤ r ≤ min(n1, n2).
-      zeta: (K+1,) thresholds; ``zeta[0]`` initialises (S_0 = S_{ζ_0}(Y)), ``zeta[k]`` is layer k's.
+      rank: target rank r, 1 ≤ r ≤ min(n1, n2) (static).
+      zeta: (K+1,) thresholds; ``zeta[0] > 0`` initialises (S_0 = S_{ζ_0}(Y)), ``zeta[k]`` is
+        layer k's.
       eta: (K,) step sizes of layers 1..K (there is no η_0).
-      beta, phi: FRMNN factors (eq. 13): past layer K, η_k = β η_{k−1} and ζ_k = φ ζ_{k−1}. Give
-        both or neither. With them the solver runs until ``tol`` or ``max_iter`` layers in total.
+      beta, phi: FRMNN factors (scalars > 0, eq. 13): past layer K, η_k = β η_{k−1} and
+        ζ_k = φ ζ_{k−1}. Give both or neither (default None: the K layers only).
       tol: stop once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (the residual of layer k's scaled-gradient
-        step, free to compute). It may stop before layer K, with FRMNN or without.
-      max_iter: total number of layers to run: ≤ K without FRMNN (default K); with FRMNN required
-        unless ``tol`` is given (then default 1000).
-      X_star: ground truth, to record ‖X_k − X⋆‖_F/‖X⋆‖_F after every layer (costs one pass).
-      support: boolean (n1, n2) mask of supp(S⋆), to record #{S_k ≠ 0 outside it} per layer.
-      key: ``jax.random`` key of the randomized initial SVD (default ``jax.random.key(0)``).
-      svd: ``"randomized"`` (default; oversampling ``oversample`` and ``power_iters`` power
-        iterations, the authors' training code's power iterations, which use no oversampling) or
-        ``"exact"`` (their MATLAB ``svds``).
-      differentiable: with ``tol``, run a masked ``scan`` so that reverse-mode ``grad`` works.
-      stop: what ``tol`` bounds: ``"residual"`` (above) or ``"change"``, the paper's video halting
-        rule max(‖X_k − X_{k−1}‖_F/‖X_{k−1}‖_F, ‖S_k − S_{k−1}‖_F/‖S_{k−1}‖_F) (recorded in
+        step, free to compute), before layer K too; default None, the whole budget.
+      max_iter: total number of layers (static, ≥ 0): without FRMNN at most K, default K; with
+        FRMNN required unless ``tol`` is given (then default 1000).
+      X_star: (n1, n2) ground truth, to record ‖X_k − X⋆‖_F/‖X⋆‖_F after every layer (costs one
+        pass); default None.
+      support: boolean (n1, n2) mask of supp(S⋆), to record #{S_k ≠ 0 outside it} per layer;
+        default None.
+      key: ``jax.random`` key or integer seed of the randomized initial SVD (default key(0)).
+      svd: ``"randomized"`` (default; ``oversample`` extra columns and ``power_iters`` power
+        iterations, as the authors' training code, which uses no oversampling) or ``"exact"``
+        (their MATLAB ``svds``).
+      oversample: the randomized SVD's oversampling (static, ≥ 0; default 10).
+      power_iters: the randomized SVD's power iterations (static, ≥ 0; default 4).
+      differentiable: with ``tol``, run a masked ``scan`` so that reverse-mode ``jax.grad`` works
+        (default False: a ``while_loop``).
+      stop: what ``tol`` bounds: ``"residual"`` (above, default) or ``"change"``, the paper's video
+        halting rule max(‖X_k − X_{k−1}‖_F/‖X_{k−1}‖_F, ‖S_k − S_{k−1}‖_F/‖S_{k−1}‖_F) (recorded in
         ``change``; costs one more rank-r product per entry and iteration).
       throw: with a run that diverges (non-finite factors, or ‖L‖_F‖R‖_F beyond 10⁴ ‖Y‖_F), raise
         ``RuntimeError`` (True, default; also inside ``jit``/``vmap``) or only report
@@ -276,12 +319,10 @@ def lrpca(
 
     Returns:
       :class:`RPCAResult`: ``status``, ``n_iter``, L, R, X = L Rᵀ, S = S_{ζ_k}(Y − X_{k−1}), the
-      final ``residual`` (and ``error`` with X_star, ``false_positives`` with support) and their
-      ``history``.
-
-    ``zeta``, ``eta``, ``beta``, ``phi``, ``tol`` are traced arrays: new values never recompile,
-    and ``jax.vmap``/``jax.grad`` apply to them (``grad`` needs the fixed-length path or
-    ``differentiable=True``).
+      final ``residual`` (and ``error`` with X_star, ``false_positives`` with support, ``change``
+      with ``stop="change"``) and their ``history``. ``zeta``, ``eta``, ``beta``, ``phi``, ``tol``
+      are traced: new values never recompile, and ``jax.vmap``/``jax.grad`` apply to them
+      (``grad`` needs the fixed-length path or ``differentiable=True``).
 
     Example:
         ```python
@@ -386,18 +427,17 @@ def oracle_thresholds(
     oversample=10,
     power_iters=4,
 ):
-    """Oracle threshold schedules: ζ_0 = ‖X⋆‖_∞ and, along the LRPCA run, for layer k ≥ 1
+    """Oracle threshold schedules for LRPCA, from the ground truth (Cai, Liu, Yin 2021, Thm. 1).
+
+    ζ_0 = ‖X⋆‖_∞ and, along the LRPCA run, for layer k ≥ 1
 
         rule="max" (Theorem 1):  ζ_k = c ‖X_{k−1} − X⋆‖_∞
         rule="rms":              ζ_k = c ‖X_{k−1} − X⋆‖_F / √(n1 n2)
 
-    with c = ``scale`` (default 1), for the observation Y (n1, n2) and the truth X_star (n1, n2) of
-    rank ``rank`` (Cai, Liu, Yin 2021, Theorem 1). Runs ``num_layers`` layers with step(s) ``eta``
-    (scalar or (K,)) and returns ζ of shape (K+1,). Passing the result to :func:`lrpca` with the
-    same ``eta``, ``key``, ``svd``, ``oversample`` and ``power_iters`` reproduces the oracle run
-    exactly, so the schedule works as an ordinary hyperparameter array (ablations, initial values
-    for learning). Under Theorem 1's assumptions the "max" rule creates no false-positive outlier:
-    supp(S_k) ⊆ supp(S⋆).
+    with c = ``scale``. Passing the result to :func:`lrpca` with the same ``eta``, ``key``,
+    ``svd``, ``oversample`` and ``power_iters`` reproduces the oracle run exactly, so the schedule
+    works as an ordinary hyperparameter array (ablations, initial values for learning). Under
+    Theorem 1's assumptions the "max" rule creates no false-positive outlier: supp(S_k) ⊆ supp(S⋆).
 
     Why "rms": at convergence E_k = −clip(Y − X_{k−1}, ζ_k) carries a bias ±ζ_k on every outlier
     entry, ‖P_T(bias)‖_F ≈ ζ_k √(2 α r n) for n × n, against a pull of (1 − α)‖X_{k−1} − X⋆‖_F
@@ -405,6 +445,20 @@ def oracle_thresholds(
     errors) the bias wins once α ≳ 0.45 (n = 1000, r = 5) and the run stalls; with c ≈ 2 times the
     rms, the clean entries keep most of their pull (clip only trims their tails) and the bias is
     2.5× smaller: with η ≈ 1/(1 − α) the paper's instances converge to 1e-6 up to α = 0.65.
+
+    Args:
+      Y: (n1, n2) observation.
+      rank: target rank r, 1 ≤ r ≤ min(n1, n2) (static).
+      X_star: (n1, n2) ground truth X⋆ (required).
+      num_layers: K, the number of layers to run (≥ 1).
+      eta: step size(s) of the run, a scalar or (K,) (default 0.5).
+      rule: ``"max"`` (default) or ``"rms"``, as above.
+      scale: the factor c > 0 (default 1).
+      key, svd, oversample, power_iters: the initial SVD's, as in :func:`lrpca`.
+
+    Returns:
+      (K+1,) array of thresholds ζ_0, …, ζ_K. A schedule that becomes non-finite (η too large for
+      the problem) raises ``RuntimeError``, also under ``jit``.
     """
     Y, rank, X_star, _, key, oversample, power_iters = check_common(
         Y, rank, X_star, None, key, svd, oversample=oversample, power_iters=power_iters

@@ -20,9 +20,8 @@ from lowrank_jax.precision import full_precision
 def _panel_rows(n1: int, n2: int, itemsize: int) -> int:
     """Rows per panel on CPU: about 6 MiB of rows and at least two panels, so the panel's
     temporaries (D, E) stay in the last-level cache instead of round-tripping to memory, while the
-    panel products stay large enough for efficient dots (measured at n = 1000 and 3000, r = 5:
-    2-8 MiB panels beat 0.5-1 MiB ones by 20-40 % and the unpanelled step by 1.7-3x). The whole
-    matrix on accelerators, where one large fused kernel is best."""
+    panel products stay large enough for efficient dots. The whole matrix on accelerators, where
+    one large fused kernel is best."""
     if jax.default_backend() != "cpu":
         return n1
     target = min(n1, max(8, min(n1 // 2 if n1 >= 16 else n1, (6 << 20) // max(1, n2 * itemsize))))
@@ -36,11 +35,7 @@ def _panel_rows(n1: int, n2: int, itemsize: int) -> int:
 def residual_map_products(Y: jax.Array, L: jax.Array, R: jax.Array, fn, row_args=()):
     """Contract a pointwise map of the low-rank residual with the factors, panel by panel.
 
-    With D = Y − L Rᵀ (n1, n2) and (E, stats) = fn(D, *row_args) computed on row panels,
-    returns ``(E R, Eᵀ L, stats)`` — shapes (n1, r), (n2, r) and ``stats`` summed over panels
-    (a pytree of scalars such as ‖E‖² or counts). ``row_args`` are arrays whose leading axis has
-    length n1 and is split with the rows (per-row thresholds, masks). ``fn`` may close over
-    traced values (thresholds, column cut-offs); gradients flow to them.
+        D = Y − L Rᵀ,   (E, stats) = fn(D, *row_args),   return (E R, Eᵀ L, Σ_panels stats)
 
     This is the inner kernel of ScaledGD-type steps (E = L Rᵀ + S − Y with S a function of D).
     On CPU the rows are processed in panels of a few MiB, so D and E never leave the cache: the
@@ -53,6 +48,18 @@ def residual_map_products(Y: jax.Array, L: jax.Array, R: jax.Array, fn, row_args
     through it (``jax.vjp`` of the panel), again panel by panel: nothing of size n1 × n2 is
     stored between the forward and backward passes, and the backward costs about two forward
     passes, where plain autodiff of the panel scan stores every panel's D and E.
+
+    Args:
+      Y: (n1, n2) observation.
+      L: (n1, r) and R: (n2, r), the factors.
+      fn: ``fn(D_panel, *row_args_panel) -> (E_panel, stats)``, acting row-wise; it may close over
+        traced values (thresholds, column cut-offs), and gradients flow to them.
+      row_args: arrays whose leading axis has length n1, split with the rows (per-row thresholds,
+        masks); default none.
+
+    Returns:
+      ``(E R, Eᵀ L, stats)``: shapes (n1, r), (n2, r), and ``stats`` (a pytree of scalars such as
+      ‖E‖² or counts) summed over the panels.
     """
     # NumPy bfloat16 products came back float32
     Y, L, R = jnp.asarray(Y), jnp.asarray(L), jnp.asarray(R)

@@ -37,11 +37,24 @@ _MAGIC = b"lowrank_jax.LRPCAParams v1\n"
 
 
 class LRPCAParams(eqx.Module):
-    """Parameters of a K-layer LRPCA network with FRMNN continuation.
+    """Parameters of a K-layer LRPCA network with FRMNN continuation (an ``equinox.Module``).
 
-    Fields: ``log_zeta`` (K+1,), ``log_eta`` (K,), ``beta`` and ``phi`` (scalars; β = φ = 1 until a
-    grid search sets them), and the static ``rank`` and ``n`` (problem size) they were trained
-    for. Call the module on an observation to run LRPCA with them.
+    Layer k runs with ζ_k = exp(log_zeta[k]) and η_k = exp(log_eta[k − 1]); past layer K the FRMNN
+    factors continue the schedule, ζ_k = φ^{k−K} ζ_K and η_k = β^{k−K} η_K (Cai, Liu, Yin 2021,
+    eq. 13). Call the module on an observation to run :func:`~lowrank_jax.rpca.lrpca` with them.
+
+    Attributes:
+      log_zeta: (K+1,) log thresholds, log ζ_0 … log ζ_K.
+      log_eta: (K,) log step sizes, log η_1 … log η_K.
+      beta: FRMNN's step factor β (scalar; 1 until :func:`~lowrank_jax.rpca.frmnn_grid_search`
+        sets it).
+      phi: FRMNN's threshold factor φ (scalar; 1 until the grid search sets it).
+      rank: the rank r they were trained for (static).
+      n: the problem size √(n1 n2) they were trained for (static; fractional for a non-square
+        problem).
+      zeta: (K+1,) the thresholds exp(log_zeta) (property).
+      eta: (K,) the step sizes exp(log_eta) (property).
+      num_layers: K (property).
     """
 
     # JAX arrays in use; NumPy arrays in the structure a file is read into (_template) and in the
@@ -84,13 +97,21 @@ class LRPCAParams(eqx.Module):
     def from_schedule(
         cls, zeta, eta, *, rank: int, n: int | float, beta=1.0, phi=1.0
     ) -> LRPCAParams:
-        """From thresholds ζ (K+1,) and steps η (K,), all finite and > 0, the FRMNN factors β, φ
-        (finite scalars > 0), the ``rank`` (an integer ≥ 1) and the size ``n`` = √(n1 n2) (finite,
-        > 0; fractional for a non-square problem) they are for. Anything else raises a
-        ``ValueError`` naming the argument (``rank`` = 2.7 was truncated to 2, ``n`` = 0 failed
-        later with "math domain error", a NaN β or an infinite ζ was stored). Traced ζ, η, β, φ are
-        checked for shape only. Stored in the schedule's float dtype (float32 unless x64 is on and ζ
-        or η is float64; the shipped parameters are float32)."""
+        """Parameters from a threshold and step schedule, stored as log ζ and log η.
+
+        Args:
+          zeta: (K+1,) thresholds ζ_0 … ζ_K, finite and > 0.
+          eta: (K,) step sizes η_1 … η_K, finite and > 0.
+          rank: the rank r they are for (an integer ≥ 1).
+          n: the problem size √(n1 n2) they are for (finite, > 0; fractional for a non-square
+            problem).
+          beta, phi: the FRMNN factors β, φ (finite scalars > 0; default 1).
+
+        Returns:
+          :class:`LRPCAParams` in the schedule's float dtype (float32 unless x64 is on and ζ or η
+          is float64). A value outside its range raises ``ValueError`` naming the argument;
+          traced ζ, η, β, φ are checked for shape only.
+        """
         dtype = jnp.result_type(zeta, eta, float)
         zeta = _checks.as_hyper(zeta, "zeta", ndim=1, positive=True, dtype=dtype)
         eta = _checks.as_hyper(eta, "eta", ndim=1, positive=True, dtype=dtype)
@@ -100,12 +121,20 @@ class LRPCAParams(eqx.Module):
         return cls(jnp.log(zeta), jnp.log(eta), beta, phi, rank=rank, n=_problem_size(n))
 
     def for_problem(self, n: float, rank: int) -> LRPCAParams:
-        """The paper's generalisation rule: η as is, ζ scaled by (self.n / n)(rank / self.rank).
+        """The parameters moved to another size and rank by the paper's generalisation rule.
 
-        The result records the new ``n`` and ``rank``: calling it on a problem of that size runs it
-        as it is (it kept the old ones, so the call rescaled ζ a second time, and a saved copy
-        claimed the old size). The rule serves larger problems, not smaller: below 0.9 n_train a
-        ``UserWarning`` says the error will stall early."""
+        η stays; ζ is scaled by (n_train / n)(r / r_train) (Cai, Liu, Yin 2021, Appendix C.4).
+        The rule serves larger problems, not smaller: below 0.9 n_train a ``UserWarning`` says the
+        error will stall early.
+
+        Args:
+          n: the new problem size √(n1 n2) (finite, > 0).
+          rank: the new rank r (≥ 1).
+
+        Returns:
+          :class:`LRPCAParams` that record the new ``n`` and ``rank``: called on a problem of that
+          size, they run as they are.
+        """
         return self._rescaled(n, rank)
 
     def _rescaled(self, n, rank) -> LRPCAParams:
@@ -136,16 +165,24 @@ class LRPCAParams(eqx.Module):
         rescale: bool = True,
         **kwargs,
     ):
-        """Run :func:`lowrank_jax.rpca.lrpca` on Y (n1, n2) with these parameters.
+        """Run :func:`lowrank_jax.rpca.lrpca` on Y with these parameters.
 
-        If Y's size √(n1 n2) or ``rank`` differ from the training setting, ζ is rescaled by the
-        generalisation rule first (``rescale=False`` skips it: the rule assumes the paper's
-        generator, whose entries scale like r/n; pixels of a video do not). The rule serves larger
-        problems, not smaller: below 0.9 n_train a ``UserWarning`` says the error will stall early.
-        ``frmnn=True`` continues past layer K with (β, φ) until ``tol`` or ``max_iter`` (default:
-        K + 5 layers without ``tol``); ``frmnn=False`` runs the K layers.
-        Other keyword arguments go to ``lrpca`` (``X_star``, ``support``, ``key``, ``throw``, ...);
-        it returns ``lrpca``'s :class:`~lowrank_jax.rpca.RPCAResult`.
+        If Y's size √(n1 n2) or ``rank`` differ from the training setting, ζ is first rescaled by
+        the generalisation rule (:meth:`for_problem`).
+
+        Args:
+          Y: (n1, n2) observation.
+          frmnn: continue past layer K with (β, φ) until ``tol`` or ``max_iter`` (True, default),
+            or run the K layers (False).
+          tol: as in ``lrpca`` (default None).
+          max_iter: as in ``lrpca``; with ``frmnn`` and no ``tol`` the default is K + 5 layers.
+          rank: the rank r to solve for (default: the trained one).
+          rescale: apply the generalisation rule (True, default); False skips it (the rule assumes
+            the paper's generator, whose entries scale like r/n; pixels of a video do not).
+          **kwargs: further arguments of ``lrpca`` (``X_star``, ``support``, ``key``, ``throw``, …).
+
+        Returns:
+          ``lrpca``'s :class:`~lowrank_jax.rpca.RPCAResult`.
         """
         Y = _checks.as_matrix(Y, "Y")
         frmnn, rescale = _checks.check_flag(frmnn, "frmnn"), _checks.check_flag(rescale, "rescale")
@@ -190,12 +227,19 @@ def _template(num_layers: int, rank: int, n: int | float, dtype: str = "float32"
 
 
 def save_params(path, params: LRPCAParams, meta: dict | None = None) -> None:
-    """Write ``params`` to ``path`` atomically (temporary file in the same folder, then rename).
+    """Write LRPCA parameters to a file, atomically (a temporary file in the same folder, renamed).
 
     Format: a magic line, a JSON line (rank, n, num_layers, dtype and ``meta``), then the leaves as
     written by ``equinox.tree_serialise_leaves``, all in the header's one dtype (the widest of the
-    leaves': under x64, float32 ζ with float64 β, φ were written as they were and read back as
-    "corrupt").
+    leaves').
+
+    Args:
+      path: the file to write (its folder is created if missing).
+      params: the :class:`LRPCAParams`.
+      meta: a JSON-serialisable dict stored in the header (default None: empty).
+
+    Returns:
+      None.
     """
     dtype = np.result_type(*(np.asarray(leaf).dtype for leaf in jax.tree.leaves(params)))
     params = jax.tree.map(lambda leaf: np.asarray(leaf, dtype), params)
@@ -234,7 +278,18 @@ def _atomic_write(path, data: bytes) -> None:
 
 
 def read_params(data: bytes, *, source: str = "parameter file", rank: int | None = None):
-    """Parse the bytes written by :func:`save_params`; returns (params, header)."""
+    """Parse the bytes of a parameter file written by :func:`save_params`.
+
+    Args:
+      data: the file's bytes.
+      source: the name used in error messages (default ``"parameter file"``).
+      rank: if given, the rank the parameters must have been trained for.
+
+    Returns:
+      ``(params, header)``: the :class:`LRPCAParams` and the header dict (rank, n, num_layers,
+      dtype, meta). A file that is not a parameter file, is corrupt, holds non-finite values or
+      another rank raises ``ValueError``.
+    """
     if not data.startswith(_MAGIC):
         raise ValueError(f"{source} is not an LRPCA parameter file (bad header)")
     rest = data[len(_MAGIC) :]
@@ -259,7 +314,15 @@ def read_params(data: bytes, *, source: str = "parameter file", rank: int | None
 
 
 def load_params(path, *, rank: int | None = None) -> LRPCAParams:
-    """Read a file written by :func:`save_params`; with ``rank``, check it was trained for it."""
+    """Read LRPCA parameters from a file written by :func:`save_params`.
+
+    Args:
+      path: the file.
+      rank: if given, the rank the parameters must have been trained for (else ``ValueError``).
+
+    Returns:
+      :class:`LRPCAParams`.
+    """
     with open(path, "rb") as f:
         data = f.read()
     return read_params(data, source=os.fspath(path), rank=rank)[0]
@@ -270,15 +333,29 @@ PRETRAINED_SIZES = (100, 300, 1000)  # n of the shipped models (square n × n tr
 
 
 def pretrained_name(alpha: float, n: int = 1000, rank: int = 5) -> str:
-    """File name of a shipped model inside ``rpca/pretrained/``, e.g.
-    ``lrpca_n1000_r5_alpha0.1.eqx``."""
+    """File name of a shipped model inside ``rpca/pretrained/``.
+
+    Args:
+      alpha: the outlier density it was trained at.
+      n: its training size (default 1000).
+      rank: its rank (default 5).
+
+    Returns:
+      The name, e.g. ``lrpca_n1000_r5_alpha0.1.eqx``.
+    """
     return f"lrpca_n{n}_r{rank}_alpha{alpha:g}.eqx"
 
 
 def pretrained_size(n) -> int:
-    """The training size of the shipped model for problems of size n (√(n1 n2)): the largest one
-    that ζ's rescaling serves (n ≥ 0.9 n_train, see :meth:`LRPCAParams.for_problem`), or the
-    smallest when n is below all of them."""
+    """The training size of the shipped model for problems of size n.
+
+    Args:
+      n: the problem size √(n1 n2) (finite, > 0).
+
+    Returns:
+      The largest training size that ζ's rescaling serves (n ≥ 0.9 n_train, see
+      :meth:`LRPCAParams.for_problem`), or the smallest when n is below all of them (an int).
+    """
     value = _checks.as_real(n)
     if value is None or not math.isfinite(value) or value <= 0:
         raise ValueError(f"n must be a positive problem size (√(n1 n2)), got {n!r}")
@@ -287,14 +364,13 @@ def pretrained_size(n) -> int:
 
 
 def pretrained(alpha: float = 0.1, *, n=None, rank: int | None = None) -> LRPCAParams:
-    """Parameters shipped with the package, trained by ``experiments/rpca_train.py`` on the
-    paper's generator at r = 5 (K = 10 layers, β and φ from the FRMNN grid search), one model per
-    outlier density ``alpha`` ∈ {0.1, 0.2, 0.3} and training size n ∈ {100, 300, 1000}.
+    """LRPCA parameters shipped with the package, for the paper's generator at rank 5.
 
-    ``n``: the size √(n1 n2) of the problems the model is for; it picks the training size with
-    :func:`pretrained_size` (the largest that is at most n / 0.9). Without it, the n = 1000 model.
-    Calling a model on another size rescales ζ (:meth:`LRPCAParams.for_problem`). That serves larger
-    problems and not smaller ones. At α = 0.1, after 40 layers (FRMNN), mean of 3 float32 instances:
+    Trained by ``experiments/rpca_train.py`` (K = 10 layers, β and φ from the FRMNN grid search),
+    one model per outlier density α ∈ {0.1, 0.2, 0.3} and training size n ∈ {100, 300, 1000}.
+    Calling a model on another size rescales ζ by (n_train / n)(r / 5)
+    (:meth:`LRPCAParams.for_problem`), which serves larger problems and not smaller ones. Relative
+    error at α = 0.1 after 40 layers (FRMNN), mean of 3 float32 instances:
 
     | problem n | n = 1000 model   | n = 300 model   | n = 100 model |
     |-----------|------------------|-----------------|---------------|
@@ -308,6 +384,16 @@ def pretrained(alpha: float = 0.1, *, n=None, rank: int | None = None) -> LRPCAP
     (n = 100 and 200: 5 instances.) The small models are weaker at higher outlier density: at
     n = 100 the α = 0.3 model's 50-instance mean is 7e-4 after 40 layers. Below n = 90 no shipped
     model serves; train for the size (:func:`lowrank_jax.rpca.train_lrpca`).
+
+    Args:
+      alpha: the outlier density, one of 0.1, 0.2, 0.3 (default 0.1).
+      n: the size √(n1 n2) of the problems the model is for; it picks the training size with
+        :func:`pretrained_size` (the largest that is at most n / 0.9). Default None: the n = 1000
+        model.
+      rank: if given, check that the model was trained for this rank (5).
+
+    Returns:
+      :class:`LRPCAParams` (float32).
 
     Example:
         ```python

@@ -36,14 +36,29 @@ from lowrank_jax.rpca._common import (
 
 @full_precision
 def scaledgd_step(Y, L, R, alpha, eta, cuts=None, support=None, prev=None):
-    """One ScaledGD iteration on Y (n1, n2) from the factors L (n1, r), R (n2, r), with outlier
-    fraction ``alpha`` and step ``eta``; returns (L⁺, R⁺, stats, cuts⁺).
+    """One ScaledGD iteration: the sparsifier T_α, then one scaled-gradient step on (L, R).
 
-    S⁺ = T_α(Y − L Rᵀ) and E = L Rᵀ + S⁺ − Y; ``stats`` as in :func:`lrpca_step`. ``cuts`` =
-    (row_cut, col_cut) of the previous iteration are warm starts of the exact selection only (they
-    never change the result); the new cut-offs are returned for the next call. With ``prev`` =
-    (L_p, R_p), the factors whose residual the cut-offs ``cuts`` sparsified into the current S,
-    ``stats`` also holds the sums for ‖S⁺ − S‖_F/‖S‖_F.
+        S⁺ = T_α(Y − L Rᵀ),   E = L Rᵀ + S⁺ − Y,
+        L⁺ = L − η E R (RᵀR)⁻¹,   R⁺ = R − η Eᵀ L (LᵀL)⁻¹
+
+    (Tong, Ma, Chi, JMLR 2021), both factors from the old (L, R). T_α keeps the entries among the
+    α-fraction largest in magnitude of both their row and their column (ties at the cut-off kept).
+
+    Args:
+      Y: (n1, n2) observation.
+      L: (n1, r) and R: (n2, r), the current factors.
+      alpha: the fraction α ∈ [0, 1] of T_α (scalar).
+      eta: step size η (scalar).
+      cuts: (row_cut (n1,), col_cut (n2,)) of the previous iteration, warm starts of the exact
+        selection only (they never change the result); default None, a cold start.
+      support: boolean (n1, n2) mask of supp(S⋆), to count #{S⁺ ≠ 0 outside it}; default None.
+      prev: (L_p, R_p), the factors whose residual the cut-offs ``cuts`` sparsified into the
+        current S, to also sum ‖S⁺ − S‖_F² and ‖S‖_F²; default None.
+
+    Returns:
+      ``(L⁺, R⁺, stats, cuts⁺)``: the new factors; ``stats`` a dict of sums, ``"sq"`` = ‖E‖_F²
+      (and ``"false_positives"`` with ``support``, ``"ds"`` and ``"sp"`` with ``prev``); the new
+      cut-offs (row_cut, col_cut) for the next call.
     """
     D = Y - L @ R.T
     row_guess, col_guess = (None, None) if cuts is None else cuts
@@ -181,10 +196,10 @@ def scaledgd(
     alpha,
     *,
     eta=0.5,
-    max_iter=None,
+    tol=1e-6,
+    max_iter=500,
     alpha_iter=None,
     alpha_init=None,
-    tol=None,
     X_star=None,
     support=None,
     key=None,
@@ -195,33 +210,41 @@ def scaledgd(
     differentiable=False,
     throw=True,
 ) -> RPCAResult:
-    """ScaledGD for RPCA (Tong, Ma, Chi, JMLR 2021): S by the top-fraction sparsifier T_α, (L, R)
-    by scaled gradient steps. From S_0 = T_{α_init}(Y) and the balanced factors L_0, R_0 of
-    SVD_r(Y − S_0), iteration k is
+    """Robust PCA by ScaledGD: S by the top-fraction sparsifier T_α, (L, R) by scaled gradients.
+
+    From S_0 = T_{α_init}(Y) and the balanced factors L_0, R_0 of SVD_r(Y − S_0), iteration k is
 
         S_{k+1} = T_{α̃}(Y − L_k R_kᵀ),   E = L_k R_kᵀ + S_{k+1} − Y,
         L_{k+1} = L_k − η E R_k (R_kᵀR_k)⁻¹,   R_{k+1} = R_k − η Eᵀ L_k (L_kᵀL_k)⁻¹,
 
-    with T_α keeping the entries among the α-fraction largest in magnitude of both their row and
-    their column (eq. 4 of Cai, Liu, Yin 2021) and α̃ = ``alpha_iter``.
+    (Tong, Ma, Chi, JMLR 2021) with T_α keeping the entries among the α-fraction largest in
+    magnitude of both their row and their column (eq. 4 of Cai, Liu, Yin 2021; ties at the cut-off
+    are kept; the exact cut-offs come from :func:`lowrank_jax.selection.kth_largest`) and
+    α̃ = ``alpha_iter``. Defaults follow the authors' reference code.
 
     Args:
       Y: (n1, n2) observation.
-      rank: target rank r (static).
-      alpha: outlier fraction estimate α ∈ [0, 1] (array; ``vmap`` over it works).
-      eta: step size (array), 0.5 by default (theory: ≤ 2/3).
-      max_iter: number of iterations (static); with ``tol`` the maximum (default 1000).
-      alpha_iter: fraction used in the iterations, default 2α (reference code); alpha_init: at the
-        initialisation, default α.
-      tol: stop when ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (or, with ``stop="change"``, when the
-        paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol; see ``lrpca``). A
-        tolerance stop is a ``while_loop``, which ``jax.grad`` cannot pass: for gradients pass
-        ``differentiable=True`` (a masked ``scan`` of ``max_iter`` steps, as in ``lrpca``), or run a
-        fixed number of iterations (``max_iter`` without ``tol``). Forward mode (``jax.jvp``,
-        ``jacfwd``) is refused with or without ``tol``: the step kernel and the rank-r projection
-        carry custom reverse-mode rules (see the Robust PCA guide).
-      X_star, support, key, svd, oversample, power_iters: as in :func:`lowrank_jax.rpca.lrpca`.
-
+      rank: target rank r, 1 ≤ r ≤ min(n1, n2) (static).
+      alpha: outlier fraction estimate α ∈ [0, 1] (scalar; may be traced, ``vmap`` over it works).
+      eta: step size η (scalar), default 0.5 (theory: ≤ 2/3).
+      tol: stop once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (default 1e-6), or, with
+        ``stop="change"``, once the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol.
+        None runs exactly ``max_iter`` iterations. A tolerance stop is a ``while_loop``, which
+        ``jax.grad`` cannot pass: for gradients pass ``differentiable=True`` (a masked ``scan`` of
+        ``max_iter`` steps) or ``tol=None``. Forward mode (``jax.jvp``, ``jacfwd``) is refused
+        either way: the step kernel and the rank-r projection carry custom reverse-mode rules.
+      max_iter: the iteration budget (static, ≥ 0; default 500).
+      alpha_iter: the fraction α̃ ∈ [0, 1] of the iterations, default 2α (the reference code).
+      alpha_init: the fraction α_0 ∈ [0, 1] of the initialisation, default α.
+      X_star: (n1, n2) ground truth, to record ‖X_k − X⋆‖_F/‖X⋆‖_F per iteration (default None).
+      support: boolean (n1, n2) mask of supp(S⋆), to record #{S_k ≠ 0 outside it} (default None).
+      key: ``jax.random`` key or integer seed of the randomized initial SVD (default key(0)).
+      svd: ``"randomized"`` (default) or ``"exact"``, the initial SVD.
+      oversample: the randomized SVD's oversampling (static, ≥ 0; default 10).
+      power_iters: the randomized SVD's power iterations (static, ≥ 0; default 4).
+      stop: what ``tol`` bounds, ``"residual"`` (default) or ``"change"``.
+      differentiable: with ``tol``, run a masked ``scan`` that ``jax.grad`` can pass (default
+        False).
       throw: with a run that diverges (non-finite factors, or ‖L‖_F‖R‖_F beyond 10⁴ ‖Y‖_F), raise
         ``RuntimeError`` (True, default; also inside ``jit``/``vmap``) or only report
         ``status == Status.DIVERGED`` (False: a sweep keeps its other points).
@@ -229,12 +252,9 @@ def scaledgd(
     Returns:
       :class:`RPCAResult`: ``status``, ``n_iter``, L, R, X = L Rᵀ, S = T_α̃(Y − X_{k−1}), the final
       ``residual`` (and ``error``, ``false_positives``, ``change`` when asked for) and their
-      ``history``.
-
-    T_α is exact (ties at the cut-off are kept). On CPU it uses counting selection warm-started from
-    the previous iteration's cut-offs, not a sort (XLA's CPU sort and large-k ``top_k`` are slow);
-    on GPUs and TPUs it sorts below 2²² entries, a vmapped batch counted whole, and counts above
-    (:func:`lowrank_jax.selection.kth_largest`).
+      ``history``. Because T_α keeps ties, data with many repeated values (binary, saturated)
+      can put most of Y into S; a ``UserWarning`` says so when the final S holds more entries than
+      T_α keeps without ties.
 
     Example:
         ```python
@@ -275,10 +295,6 @@ def scaledgd(
     stop = check_stop(stop)
     differentiable = _checks.check_flag(differentiable, "differentiable")
     throw = _checks.check_flag(throw, "throw")
-    if max_iter is None:
-        if not use_tol:
-            raise ValueError("scaledgd needs max_iter (or tol, then max_iter defaults to 1000)")
-        max_iter = 1000
     max_iter = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
     out = _scaledgd(
         Y,

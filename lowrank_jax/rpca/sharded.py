@@ -49,7 +49,14 @@ AXIS = "rows"
 
 
 def row_mesh(devices=None) -> Mesh:
-    """A 1-D mesh named ``"rows"`` over ``devices`` (default: all of ``jax.devices()``)."""
+    """A 1-D device mesh with the axis name ``"rows"``, for :func:`lrpca_sharded`.
+
+    Args:
+      devices: the devices, in order (default None: all of ``jax.devices()``).
+
+    Returns:
+      ``jax.sharding.Mesh`` of shape (len(devices),) and axis names ``("rows",)``.
+    """
     devices = jax.devices() if devices is None else list(devices)
     return Mesh(np.array(devices), (AXIS,))
 
@@ -71,27 +78,49 @@ def lrpca_sharded(
     power_iters: int = 4,
     throw=True,
 ) -> RPCAResult:
-    """:func:`lowrank_jax.rpca.lrpca` with Y and L split by rows over ``mesh``'s axis ``"rows"``.
+    """LRPCA with Y and L split by rows over the devices of a mesh (``jax.shard_map``).
 
-    Args as :func:`~lowrank_jax.rpca.lrpca`: K layers, or with the FRMNN factors ``beta``, ``phi``
-    up to ``max_iter`` layers (FRMNN needs ``tol`` or ``max_iter``; ``max_iter = 0`` runs no layer).
-    ``tol`` stops once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (the residual is summed across devices, so
-    every device stops at the same layer). ``mesh``: a 1-D mesh with axis name ``"rows"`` (default
-    :func:`row_mesh` over every device). n1 need not divide by the device count: Y is padded with
-    zero rows, which stay exactly zero in L and S (their residual is 0), and trimmed after. Not
-    taken here: ``lrpca``'s diagnostics (``X_star``, ``support``), its ``svd`` choice (the first
-    SVD is randomized), ``stop="change"`` and ``differentiable``. ``throw``: as in ``lrpca``; a
-    direct call judges the status on the host. Inside a caller's ``jit`` or ``vmap`` on a mesh of
-    several devices pass ``throw=False`` and read ``status``: there the check is an
-    ``equinox.error_if`` in the program, which gathers the result onto every device, and whose
-    error, raised while the other devices wait in a collective, stops the process (XLA:CPU).
+    The layers of :func:`lowrank_jax.rpca.lrpca` (Cai, Liu, Yin 2021, eq. 7 + 9), device i holding
+    the rows Y_i and L_i and every device R:
 
-    Returns an :class:`~lowrank_jax.rpca.RPCAResult` whose L, X and S stay split by rows
-    (``NamedSharding``) and whose R is replicated; ``residual`` is the final ‖E_k‖_F/‖Y‖_F and
-    ``history["residual"]`` holds it per layer.
-    Only when n1 divides by the device count: JAX splits an axis in equal blocks only, so trimmed
-    results come back whole on every device. For a Y too large for one device, make n1 a multiple
-    of the device count (pad it yourself and drop the rows after).
+        E_i = −clip(Y_i − L_i Rᵀ, −ζ, ζ),   L_i⁺ = L_i − η E_i R (RᵀR)⁻¹,
+        R⁺ = R − η (Σ_i E_iᵀ L_i)(Σ_i L_iᵀ L_i)⁻¹,
+
+    with FRMNN continuation past layer K as in ``lrpca``. The result equals ``lrpca``'s with the
+    same key up to rounding. n1 need not divide by the device count: Y is padded with zero rows,
+    which stay exactly zero in L and S, and trimmed after. As in ``lrpca``, a learned schedule runs
+    its layers: ``tol=None`` and ``max_iter=None`` run the K layers.
+
+    Args:
+      Y: (n1, n2) observation.
+      rank: target rank r (static).
+      zeta: (K+1,) thresholds, ``zeta[0] > 0``.
+      eta: (K,) step sizes.
+      mesh: a 1-D mesh with axis name ``"rows"`` (default None: :func:`row_mesh` over every
+        device).
+      beta, phi: FRMNN factors (scalars > 0), both or neither (default None).
+      tol: stop once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (the residual is summed across devices, so
+        every device stops at the same layer); default None.
+      max_iter: total number of layers (≥ 0; ``max_iter = 0`` runs none): without FRMNN at most
+        K, default K; with FRMNN required unless ``tol`` is given (then default 1000).
+      key: ``jax.random`` key or integer seed of the randomized initial SVD (default key(0)).
+      oversample: the randomized SVD's oversampling (static, ≥ 0; default 10); each device must
+        hold at least rank + oversample rows.
+      power_iters: the randomized SVD's power iterations (static, ≥ 0; default 4).
+      throw: as in ``lrpca``; a direct call judges the status on the host. Inside a caller's
+        ``jit`` or ``vmap`` on a mesh of several devices pass ``throw=False`` and read ``status``:
+        there the check is an ``equinox.error_if`` in the program, which gathers the result onto
+        every device, and whose error, raised while the other devices wait in a collective, stops
+        the process (XLA:CPU).
+
+    Returns:
+      :class:`~lowrank_jax.rpca.RPCAResult` whose L, X and S stay split by rows
+      (``NamedSharding``) and whose R is replicated; ``residual`` is the final ‖E_k‖_F/‖Y‖_F and
+      ``history["residual"]`` holds it per layer. Not computed here: ``lrpca``'s diagnostics
+      (``X_star``, ``support``), its ``svd`` choice (the first SVD is randomized),
+      ``stop="change"`` and ``differentiable``. Results stay split only when n1 divides by the
+      device count (JAX splits an axis in equal blocks only); trimmed results come back whole on
+      every device, so for a Y too large for one device make n1 a multiple of the device count.
     """
     Y, rank, _, _, key, oversample, power_iters = check_common(
         Y, rank, None, None, key, "randomized", oversample=oversample, power_iters=power_iters

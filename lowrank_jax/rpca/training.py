@@ -1,4 +1,4 @@
-"""Learning LRPCA's parameters by deep unfolding (paper §3 and Appendix C.1; project note §4).
+"""Learning LRPCA's parameters by deep unfolding (paper §3 and Appendix C.1).
 
 Loss of a stage j (0 ≤ j ≤ K), on a mini-batch of B fresh instances (Y, X⋆) of the paper's
 generator drawn inside the jitted step:
@@ -9,7 +9,7 @@ with X_k the output of layer k (ℓ_0 = mean log e_0). Curriculum (the paper's l
 schedule as in the authors' code): stage 0 trains ζ_0; stage j ≥ 1 first trains the new layer's
 (ζ_j, η_j) alone ("pre-training"), then all layers 0..j together ("full training").
 
-Choices, and why (numbers in the project's issue notes and docs/rpca.md):
+Choices, and why (numbers in docs/rpca.md):
 - log ζ and log η instead of ζ, η: the thresholds span five decades (1e-2 … 1e-7), one learning
   rate fits all, and both stay positive (the authors' code restores a backup when a ζ turns
   negative; with η free, training drove some steps negative and the last one to ≈ 0, which left
@@ -66,14 +66,29 @@ from lowrank_jax.rpca.params import LRPCAParams, read_params, save_params
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """What to train on and how. ``n``, ``rank``, ``alpha``: the generator's setting (square n × n,
-    float32); ``num_layers`` K; ``pre_steps``/``full_steps``: optimiser steps per phase;
-    ``batch``: instances per step; ``lr``: Adam's learning rate (log ζ and η alike);
-    ``init_instances``: instances whose oracle schedule initialises ζ; ``init_rule``,
-    ``init_scale``, ``init_eta``: that oracle's rule, factor c and step (see
-    :func:`~lowrank_jax.rpca.oracle_thresholds`); the initial η is ``init_eta`` too.
-    Theorem 1's ("max", 1, 0.5) suits α ≤ 0.3; at higher outlier density ("rms", 2, 1/(1 − α))
-    starts from a schedule that converges (Table 1 experiment)."""
+    """What :func:`train_lrpca` trains on and how (a frozen dataclass, checked on creation).
+
+    Stage j = 0..K trains layer j's (ζ_j, η_j) alone for ``pre_steps`` Adam steps, then layers
+    0..j together for ``full_steps`` (stage 0: ζ_0 for both counts together), each step on
+    ``batch`` fresh instances of the paper's generator. Theorem 1's oracle start
+    (``init_rule``, ``init_scale``, ``init_eta``) = ("max", 1, 0.5) suits α ≤ 0.3; at higher
+    outlier density ("rms", 2, 1/(1 − α)) starts from a schedule that converges.
+
+    Attributes:
+      n: the generator's size, square n × n, float32 (≥ 1; default 1000).
+      rank: the generator's rank r (1 ≤ r ≤ n; default 5).
+      alpha: the generator's outlier density α ∈ [0, 1) (default 0.1).
+      num_layers: K, the number of learned layers (≥ 1; default 10).
+      pre_steps: optimiser steps of each stage's pre-training phase (≥ 0; default 20).
+      full_steps: optimiser steps of each stage's full-training phase (≥ 0; default 40).
+      batch: instances per optimiser step (≥ 1; default 2).
+      lr: Adam's learning rate, for log ζ and log η alike (> 0; default 0.03).
+      init_instances: instances whose oracle schedule initialises ζ (≥ 1; default 4).
+      init_rule: that oracle's rule, ``"max"`` (default) or ``"rms"`` (see
+        :func:`~lowrank_jax.rpca.oracle_thresholds`).
+      init_scale: that oracle's factor c (> 0; default 1).
+      init_eta: that oracle's step, and the initial η (> 0; default 0.5).
+    """
 
     n: int = 1000
     rank: int = 5
@@ -133,17 +148,38 @@ def _instances(key, cfg: TrainConfig, count: int, sampler=None):
 
 
 def layer_error(params: LRPCAParams, Y, X_star, layers: int, *, throw: bool = True):
-    """‖X_j − X⋆‖_F/‖X⋆‖_F after ``layers`` = j layers (j = 0: the initialisation). ``throw``: as in
-    :func:`~lowrank_jax.rpca.lrpca` (a diverging run raises ``RuntimeError``; False returns its
-    error)."""
+    """Relative error ‖X_j − X⋆‖_F/‖X⋆‖_F of LRPCA after its first j layers.
+
+    Args:
+      params: the :class:`LRPCAParams`.
+      Y: (n1, n2) observation.
+      X_star: (n1, n2) ground truth.
+      layers: j, the number of layers to run (0: the initialisation).
+      throw: as in :func:`~lowrank_jax.rpca.lrpca` (True, default: a diverging run raises
+        ``RuntimeError``; False returns its error).
+
+    Returns:
+      The relative error, a scalar array.
+    """
     out = lrpca(Y, params.rank, params.zeta[: layers + 1], params.eta[:layers], throw=throw)
     return linalg.relative_error(out.X, X_star)
 
 
 def stage_loss(params: LRPCAParams, Y, X_star, layers: int, *, throw: bool = True):
-    """One instance's loss of stage j = ``layers``: mean of log e_k over k = 1..j (log e_0 for
-    j = 0), the e_k from ``history["error"]`` of the j-layer run. ``throw``: as in
-    :func:`layer_error`; the training step passes False (see :func:`train_lrpca`)."""
+    """One instance's training loss of stage j, the mean log relative error over layers 1..j.
+
+        ℓ_j = (1/j) Σ_{k=1..j} log e_k,   e_k = ‖X_k − X⋆‖_F/‖X⋆‖_F   (ℓ_0 = log e_0)
+
+    Args:
+      params: the :class:`LRPCAParams`.
+      Y: (n1, n2) observation.
+      X_star: (n1, n2) ground truth.
+      layers: j ≥ 0.
+      throw: as in :func:`layer_error`; the training step passes False (see :func:`train_lrpca`).
+
+    Returns:
+      ℓ_j, a scalar array.
+    """
     if layers == 0:
         return jnp.log(layer_error(params, Y, X_star, 0, throw=throw))
     out = lrpca(
@@ -153,8 +189,21 @@ def stage_loss(params: LRPCAParams, Y, X_star, layers: int, *, throw: bool = Tru
 
 
 def initial_params(key, cfg: TrainConfig, sampler=None) -> LRPCAParams:
-    """ζ from the geometric mean of the oracle schedule (``cfg.init_rule``, ``cfg.init_scale``, step
-    ``cfg.init_eta``) on ``cfg.init_instances`` instances; η = ``cfg.init_eta``."""
+    """The starting point of training: the geometric mean of oracle threshold schedules.
+
+        log ζ = mean_b log ζ^{oracle}(Y_b, X⋆_b),   η_k = ``cfg.init_eta``
+
+    over ``cfg.init_instances`` instances, the oracle with ``cfg.init_rule``, ``cfg.init_scale``
+    and step ``cfg.init_eta`` (:func:`~lowrank_jax.rpca.oracle_thresholds`).
+
+    Args:
+      key: ``jax.random`` key of the instances.
+      cfg: the :class:`TrainConfig`.
+      sampler: as in :func:`train_lrpca` (default None: the paper's generator).
+
+    Returns:
+      :class:`LRPCAParams` with K = ``cfg.num_layers`` layers and β = φ = 1.
+    """
     Y, X = _instances(key, cfg, cfg.init_instances, sampler)
     K = cfg.num_layers
     # One instance after the other, each a direct call whose schedule is checked on the host: inside
@@ -250,8 +299,14 @@ def train_lrpca(
     log=None,
     sampler=None,
 ) -> LRPCAParams:
-    """Layer-wise training of a K-layer LRPCA network (FRMNN factors stay β = φ = 1; see
-    :func:`frmnn_grid_search`).
+    """Learn a K-layer LRPCA network layer by layer (Cai, Liu, Yin 2021, §3; deep unfolding).
+
+    Stage j = 0..K minimises, over mini-batches of fresh instances (Y, X⋆),
+
+        ℓ_j(Θ) = (1/B) Σ_b (1/j) Σ_{k=1..j} log ‖X_k(Y_b; Θ) − X⋆_b‖_F/‖X⋆_b‖_F
+
+    with Adam on (log ζ, log η): first layer j's (ζ_j, η_j) alone, then layers 0..j together. The
+    FRMNN factors stay β = φ = 1; :func:`frmnn_grid_search` chooses them after.
 
     Args:
       cfg: :class:`TrainConfig`.
@@ -267,13 +322,12 @@ def train_lrpca(
         then ``cfg.alpha`` is unused and ``cfg.n`` should be √(n1 n2).
 
     Returns:
-      :class:`LRPCAParams` with ζ, η trained and β = φ = 1.
-
-    Divergence: the loss runs :func:`~lowrank_jax.rpca.lrpca` with ``throw=False``, so an instance
-    whose run diverges does not abort the compiled step; while its error stays finite (factors past
-    the growth bound) the loss is large and Adam steps away from it. A non-finite batch loss raises
-    ``RuntimeError`` naming the stage and step (lower ``cfg.lr``); the checkpoint then holds the
-    last finished stage.
+      :class:`LRPCAParams` with ζ, η trained and β = φ = 1. The loss runs
+      :func:`~lowrank_jax.rpca.lrpca` with ``throw=False``, so an instance whose run diverges
+      does not abort the compiled step; while its error stays finite (factors past the growth
+      bound) the loss is large and Adam steps away from it. A non-finite batch loss raises
+      ``RuntimeError`` naming the stage and step (lower ``cfg.lr``); the checkpoint then holds the
+      last finished stage.
     """
     K = cfg.num_layers
     key = _checks.as_key(key)
@@ -381,8 +435,11 @@ def _continue(params: LRPCAParams, Y, L, R, beta, phi, extra: int):
 
 
 def frmnn_grid() -> tuple[jax.Array, jax.Array]:
-    """:func:`frmnn_grid_search`'s default grid (step 0.1, as the paper): β ∈ {0.5, …, 2.0} (16
-    values) and φ ∈ {0.1, …, 1.0} (10), float32."""
+    """The default grid of :func:`frmnn_grid_search` (step 0.1, as the paper).
+
+    Returns:
+      ``(betas, phis)``: float32 arrays β ∈ {0.5, …, 2.0} (16 values) and φ ∈ {0.1, …, 1.0} (10).
+    """
     return jnp.round(jnp.arange(0.5, 2.01, 0.1), 2), jnp.round(jnp.arange(0.1, 1.01, 0.1), 2)
 
 
@@ -392,7 +449,8 @@ class FRMNNSearch(NamedTuple):
     Attributes:
       params: the trained model (:class:`LRPCAParams`) with the chosen β, φ.
       errors: (len(betas), len(phis)), the grid's mean relative errors at layer K̄ (+inf where a
-        point diverged)."""
+        point diverged).
+    """
 
     params: LRPCAParams
     errors: jax.Array
@@ -412,36 +470,36 @@ def frmnn_grid_search(
     key=None,
     progress: bool = False,
 ):
-    """Choose FRMNN's (β, φ) (eq. 14) by grid search with the K learned layers frozen.
+    """Choose FRMNN's continuation (β, φ) by grid search, the K learned layers frozen (eq. 14).
 
-    Minimises the mean relative error at layer K̄ = K + ``extra_layers`` over ``num_instances``
-    fresh instances. Grid (:func:`frmnn_grid`; step 0.1, as the paper):
-    β ∈ {0.5, …, 2.0}, φ ∈ {0.1, …, 1.0}. Learned schedules end with small steps (η_K ≈ 0.1 in
-    the shipped models), and the best continuations
-    grow them back quickly (the shipped α = 0.2 model: β = 1.8, φ = 0.4; with a first grid of
-    β ≤ 1.3 it could not get below 9e-6); at n = 1000, once φ^p ζ_K is below the residual's
-    resolution S absorbs the rest and the iterates stop moving, so a large β does not diverge.
-    The objective sees layer K̄ only: a model trained at n = 300 (α = 0.1) got β = 1.9, φ = 0.5,
-    3.6e-6 at K̄ = 15 and 1e-4 again two layers later; with ``extra_layers=30`` the grid chose
-    β = 1.1, φ = 0.8 and reached 1.7e-6 at layer 40. The K frozen layers run once
-    per instance; the continuation over the whole grid is vmapped (in chunks of ``GRID_CHUNK``)
-    inside the same single jitted call.
+        (β, φ) = argmin over the grid of mean_b ‖X_K̄(Y_b; ζ, η, β, φ) − X⋆_b‖_F/‖X⋆_b‖_F,
+        K̄ = K + ``extra_layers``,
+
+    over ``num_instances`` fresh instances, past layer K with ζ_k = φ^{k−K} ζ_K and
+    η_k = β^{k−K} η_K. The K frozen layers run once per instance; the continuation over the whole
+    grid is vmapped (in chunks of ``GRID_CHUNK``) inside one jitted call. The objective sees layer
+    K̄ only: a continuation chosen at K̄ = K + 5 may do worse a few layers later, and a larger
+    ``extra_layers`` (30 for the shipped n = 300 and 100 models) favours continuations that keep
+    descending.
 
     Args:
       params: the trained K-layer model (:func:`train_lrpca`); its ζ, η stay frozen.
       cfg: the :class:`TrainConfig` whose generator (n, rank, α) draws the instances.
-      num_instances, extra_layers: as above; betas, phis: 1-D grids (default :func:`frmnn_grid`).
+      num_instances: instances averaged (≥ 1; default 20).
+      extra_layers: K̄ − K (≥ 0; default 5, as the paper).
+      betas, phis: 1-D grids of values > 0 (default None: :func:`frmnn_grid`, β ∈ {0.5, …, 2.0},
+        φ ∈ {0.1, …, 1.0}).
       sampler: instead of the generator, a function ``sampler(key, count) -> (Y, X⋆)`` returning
         ``count`` stacked instances ((count, n1, n2) each), e.g. patches of real data.
       key: ``jax.random`` key or integer seed (default key(0)) of the instances.
-      progress: show a tqdm bar of the instances done.
+      progress: show a tqdm bar of the instances done (default False).
 
-    Returns :class:`FRMNNSearch` ``(params with the chosen β, φ, errors)``, ``errors`` of shape
-    (len(betas), len(phis)): the grid's mean errors, +inf at a point that diverged on some instance
-    (by :func:`~lowrank_jax.rpca.lrpca`'s rule: non-finite factors, or ‖L‖_F‖R‖_F beyond 10⁴ ‖Y‖_F,
-    in the K frozen layers or the continuation). If every point diverges, ``RuntimeError`` (argmin
-    over all-inf picked the first point, a diverging one).
-    ``progress=True`` shows a tqdm bar of the instances done, moved from inside the compiled call.
+    Returns:
+      :class:`FRMNNSearch` ``(params with the chosen β, φ, errors)``, ``errors`` of shape
+      (len(betas), len(phis)): the grid's mean errors, +inf at a point that diverged on some
+      instance (by :func:`~lowrank_jax.rpca.lrpca`'s rule: non-finite factors, or ‖L‖_F‖R‖_F
+      beyond 10⁴ ‖Y‖_F, in the K frozen layers or the continuation). If every point diverges,
+      ``RuntimeError``.
     """
     # Checked here, by name: num_instances = 0 ended in "every (beta, phi) of the grid diverged",
     # extra_layers = -1 in "num_steps must be an integer >= 0", and a φ ≤ 0 could be chosen.
