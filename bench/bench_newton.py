@@ -41,7 +41,7 @@ def run(n, d, reps, refine, m):
     b = jax.random.dirichlet(k2, jnp.ones(n, jnp.float64))
     w = jnp.full(n, 5.0, jnp.float64)  # D = B_diag + W² > 0 needs w² > max_i n b_i ≈ 12 here
     t0 = time.perf_counter()
-    x_star = rg.newton_solve(A, b, w, jnp.zeros(d), "exp", "exact", max_iter=12).x
+    x_star = rg.newton_solve(A, b, w, jnp.zeros(d), "exp", "exact", max_iter=12, tol=None).x
     print(
         f"rescaled exp regression, n = {n}, d = {d}, float64 "
         f"(reference solve {time.perf_counter() - t0:.1f} s)"
@@ -70,7 +70,9 @@ def run(n, d, reps, refine, m):
     # the program and time a different (pre-transposed) layout.
     fns = {
         name: jax.jit(
-            lambda A, b, w, x, kw=kw: rg.newton_solve(A, b, w, x, "exp", max_iter=steps, **kw).x
+            lambda A, b, w, x, kw=kw: (
+                rg.newton_solve(A, b, w, x, "exp", max_iter=steps, tol=None, **kw).x
+            )
         )
         for name, kw in configs.items()
     }
@@ -79,7 +81,7 @@ def run(n, d, reps, refine, m):
     )
     iters = {}
     for name, kw in configs.items():
-        res = rg.newton_solve(A, b, w, x0, "exp", max_iter=40, x_star=x_star, **kw)
+        res = rg.newton_solve(A, b, w, x0, "exp", max_iter=40, tol=None, x_star=x_star, **kw)
         err = np.asarray(res.history["error"])
         hit = np.nonzero(err <= 1e-10)[0]
         iters[name] = int(hit[0]) if hit.size else None
@@ -88,7 +90,7 @@ def run(n, d, reps, refine, m):
     solve = {
         name: jax.jit(
             lambda A, b, w, x, kw=kw, k=iters[name]: (
-                rg.newton_solve(A, b, w, x, "exp", max_iter=k, **kw).x
+                rg.newton_solve(A, b, w, x, "exp", max_iter=k, tol=None, **kw).x
             )
         )
         for name, kw in configs.items()

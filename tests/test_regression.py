@@ -93,8 +93,8 @@ def test_exact_and_diagonal_newton_stay_put_along_the_null_space_of_a(x64, n, d,
     x0 = jnp.asarray(0.1 * rng.standard_normal(d))
     m = jnp.sum(A * A, axis=0) * null  # the null direction in unit-column units, in x
     for method in ("exact", "diagonal"):
-        short = rg.newton_solve(A, b, 1.0, x0, "exp", method, max_iter=10)
-        long = rg.newton_solve(A, b, 1.0, x0, "exp", method, max_iter=200)
+        short = rg.newton_solve(A, b, 1.0, x0, "exp", method, max_iter=10, tol=None)
+        long = rg.newton_solve(A, b, 1.0, x0, "exp", method, max_iter=200, tol=None)
         for out in (short, long):
             np.testing.assert_allclose(out.x @ m, x0 @ m, atol=1e-12)
         assert float(long.grad_norm) < 1e-12
@@ -140,7 +140,7 @@ def test_paper_printed_hessian_is_wrong_for_cosh_and_sinh(x64):
 def exp_instance():
     with jax.enable_x64(True):
         A, b, w = make_problem(n=2000, d=10)
-        x_star = rg.newton_solve(A, b, w, jnp.zeros(10), "exp", "exact", max_iter=30).x
+        x_star = rg.newton_solve(A, b, w, jnp.zeros(10), "exp", "exact", max_iter=30, tol=None).x
         x0 = x_star + 0.05 * jax.random.normal(jax.random.key(3), (10,), jnp.float64)
         yield A, b, w, x_star, x0
 
@@ -154,7 +154,7 @@ def test_exact_newton_is_quadratic_diagonal_and_sketch_linear(exp_instance, x64)
         float(rg.psd_certificate(x_star, A, b, w)) > 0
         and float(rg.psd_certificate(x0, A, b, w)) > 0
     )
-    run = functools.partial(rg.newton_solve, A, b, w, x0, "exp", x_star=x_star)
+    run = functools.partial(rg.newton_solve, A, b, w, x0, "exp", tol=None, x_star=x_star)
     exact = np.asarray(run("exact", max_iter=6).history["error"])
     # r_{t+1} ≤ C r_t²: the exponent of the error doubles (until the float64 floor).
     assert exact[2] < 1e-10 and exact[2] <= 10 * exact[1] ** 2 and exact[1] <= 10 * exact[0] ** 2
@@ -174,6 +174,7 @@ def test_exact_newton_is_quadratic_diagonal_and_sketch_linear(exp_instance, x64)
             "exp",
             "sketch",
             max_iter=25,
+            tol=None,
             x_star=x_star,
             key=jax.random.key(1),
             rescore=100,
@@ -211,6 +212,7 @@ def test_pcg_refinement_reaches_the_diagonal_direction(exp_instance, x64):
             "exp",
             "sketch",
             max_iter=8,
+            tol=None,
             x_star=x_star,
             scores=tau,
             refine=2,
@@ -230,9 +232,9 @@ def test_carried_Ax_does_not_drift(exp_instance, x64):
         dict(method="sketch", refine=3),
         dict(method="sketch", line_search=True),
     ):
-        run = rg.newton_solve(A, b, w, 3 * x0, "exp", max_iter=7, **kw)
+        run = rg.newton_solve(A, b, w, 3 * x0, "exp", max_iter=7, tol=None, **kw)
         for t in (2, 6):
-            xt = rg.newton_solve(A, b, w, 3 * x0, "exp", max_iter=t, **kw).x
+            xt = rg.newton_solve(A, b, w, 3 * x0, "exp", max_iter=t, tol=None, **kw).x
             np.testing.assert_allclose(run.history["loss"][t], rg.loss(xt, A, b, w), rtol=1e-12)
             np.testing.assert_allclose(
                 run.history["grad_norm"][t],
@@ -333,6 +335,7 @@ def _check_lemma_6_5(A, b, w, x_star, x0, m):
             "exp",
             "sketch",
             max_iter=4,
+            tol=None,
             x_star=x_star,
             measure_eps=True,
             sketch_size=m,
@@ -367,7 +370,7 @@ def test_lemma_6_5_contraction_when_the_sample_is_a_tenth_of_the_rows(x64):
     w = 3 left one row with D = B_diag + W² < 0, which the sketched method refuses, Lemma 6.4.)"""
     n, d = 200_000, 4
     A, b, w = make_problem(n=n, d=d, w=4.0)
-    x_star = rg.newton_solve(A, b, w, jnp.zeros(d), "exp", "exact", max_iter=30).x
+    x_star = rg.newton_solve(A, b, w, jnp.zeros(d), "exp", "exact", max_iter=30, tol=None).x
     x0 = x_star + 0.05 * jax.random.normal(jax.random.key(3), (d,), jnp.float64)
     m = sketch.sketch_size(d, 0.05, 0.1)
     assert m < n / 10
@@ -735,7 +738,18 @@ def test_newton_solve_steps_are_transforms_newton_updates(x64):
             if method == "sketch":  # the kept draw: the same H̃ at the new gradient
                 upd, _ = opt.update(grad(want), state, want)
                 x2 = rg.newton_solve(
-                    A, b, w, x0, "exp", method, max_iter=2, damping=lam, resample=2, rescore=2, **kw
+                    A,
+                    b,
+                    w,
+                    x0,
+                    "exp",
+                    method,
+                    max_iter=2,
+                    tol=None,
+                    damping=lam,
+                    resample=2,
+                    rescore=2,
+                    **kw,
                 ).x
                 np.testing.assert_allclose(
                     x2, optax.apply_updates(want, upd), rtol=1e-12, atol=1e-12
@@ -1243,7 +1257,9 @@ def test_sketched_newton_with_refinement_stays_at_a_zero_gradient(kind, x64):
     indefinite H̃; exact, diagonal and refine = 0 stayed at 0, as refine ≥ 1 now does."""
     A, b, w = make_problem(n=200, d=5)
     for refine in (0, 1, 2):
-        out = rg.newton_solve(A, b, w, jnp.zeros(5), kind, "sketch", max_iter=3, refine=refine)
+        out = rg.newton_solve(
+            A, b, w, jnp.zeros(5), kind, "sketch", max_iter=3, tol=None, refine=refine
+        )
         np.testing.assert_array_equal(out.x, np.zeros(5))
 
 
@@ -1317,7 +1333,7 @@ def test_rescored_sketch_draws_its_first_sample_by_leverage_scores(x64):
     rescore = 1 does and rescore = r skips."""
     A, b, w = make_problem(n=400, d=6, w=3.0)
     x0 = 0.1 * jax.random.normal(jax.random.key(5), (6,), jnp.float64)
-    kw = dict(max_iter=2, key=jax.random.key(3), sketch_size=40)
+    kw = dict(max_iter=2, tol=None, key=jax.random.key(3), sketch_size=40)
     every = rg.newton_solve(A, b, w, x0, "exp", "sketch", rescore=1, **kw)
     for r in (2, 3):
         kept = rg.newton_solve(A, b, w, x0, "exp", "sketch", rescore=r, resample=1, **kw)
@@ -1614,7 +1630,16 @@ def test_the_result_carries_the_last_steps_diagnostics_and_their_history(x64):
         )
     assert float(out.grad_norm) <= 1e-10 < float(out.history["grad_norm"][n - 2])
     full = rg.newton_solve(
-        A, b, w, jnp.zeros(5), "exp", "diagonal", max_iter=4, x_star=out.x, measure_eps=True
+        A,
+        b,
+        w,
+        jnp.zeros(5),
+        "exp",
+        "diagonal",
+        max_iter=4,
+        tol=None,
+        x_star=out.x,
+        measure_eps=True,
     )
     assert int(full.status) == Status.MAX_ITER and int(full.n_iter) == 4
     assert set(full.history) == {"loss", "grad_norm", "step", "error", "eps0"}
@@ -1622,6 +1647,18 @@ def test_the_result_carries_the_last_steps_diagnostics_and_their_history(x64):
     np.testing.assert_array_equal(full.eps0, full.history["eps0"][3])
     text = repr(full)
     assert text.startswith("NewtonResult(status=MAX_ITER, n_iter=4") and len(text) < 400, text
+
+
+def test_the_default_tol_stops_at_a_gradient_of_1e_6_and_none_runs_max_iter(x64):
+    """The toolkit's budget rule: ``max_iter`` (20) caps the steps, ``tol`` defaults to 1e-6 on
+    ‖∇L(x_t)‖, and ``tol=None`` runs exactly ``max_iter`` steps."""
+    A, b, w = make_problem(n=200, d=5)
+    out = rg.newton_solve(A, b, w, jnp.zeros(5), "exp", "exact")
+    n = int(out.n_iter)
+    assert int(out.status) == Status.CONVERGED and 1 < n < 20
+    assert float(out.grad_norm) <= 1e-6 < float(out.history["grad_norm"][n - 2])
+    full = rg.newton_solve(A, b, w, jnp.zeros(5), "exp", "exact", max_iter=6, tol=None)
+    assert int(full.status) == Status.MAX_ITER and int(full.n_iter) == 6
 
 
 def test_a_traced_negative_damping_or_tol_is_invalid(x64):
@@ -1651,7 +1688,9 @@ def test_a_traced_negative_damping_or_tol_is_invalid(x64):
         with pytest.raises(ValueError, match=name):
             solve(lam, tol)
     fixed = jax.jit(
-        lambda lam: rg.newton_solve(A, b, w, jnp.zeros(4), max_iter=3, damping=lam, throw=False)
+        lambda lam: rg.newton_solve(
+            A, b, w, jnp.zeros(4), max_iter=3, tol=None, damping=lam, throw=False
+        )
     )(-1.0)
     assert int(fixed.status) == Status.INVALID and np.all(np.isnan(fixed.x))  # without tol too
 

@@ -23,6 +23,7 @@ f = lambda w, r: (
         "exp",
         "sketch",
         max_iter=4,
+        tol=None,
         sketch_size=200,
         sketch_rows=r,
         key=jax.random.key(1),

@@ -25,8 +25,19 @@ from lowrank_jax import _checks
 
 
 class RowSparse(eqx.Module):
-    """A (n, num_cols) sparse matrix: row i has values ``vals[i]`` at columns ``cols[i]`` (padding:
-    value 0 at column 0)."""
+    """A sparse (n, num_cols) design stored by rows, each padded to the longest row's q entries.
+
+    Row i has the values ``vals[i]`` at the columns ``cols[i]``; a row with fewer than q non-zeros
+    is padded with value 0 at column 0. Aᵀ diag(s) A is then one scatter of the n q² row outer
+    products, O(nnz · q), and a subset of rows is a gather. Build one with :func:`as_design`.
+
+    Attributes:
+      cols: (n, q) int32 column indices, in [0, num_cols).
+      vals: (n, q) values (0 in the padding).
+      num_cols: the number of columns (static).
+      shape: (n, num_cols), as for a dense array.
+      dtype: the dtype of ``vals``.
+    """
 
     cols: jax.Array  # (n, q) int32
     vals: jax.Array  # (n, q)
@@ -41,6 +52,7 @@ class RowSparse(eqx.Module):
         return self.vals.dtype
 
     def todense(self):
+        """The (n, num_cols) dense array of the same matrix."""
         n = self.cols.shape[0]
         return (
             jnp.zeros(self.shape, self.vals.dtype)
@@ -50,9 +62,21 @@ class RowSparse(eqx.Module):
 
 
 def as_design(A, name: str = "A"):
-    """A dense 2-D float array, or a :class:`RowSparse` from a ``BCOO``, a ``scipy.sparse`` matrix
-    or a ``RowSparse`` (checked: real, finite, column indices in range; half precision and integers
-    become float32 / the default float, as for dense input)."""
+    """A design in the form the solvers take: a checked dense array or a :class:`RowSparse`.
+
+    A ``BCOO``, a ``scipy.sparse`` matrix or a ``RowSparse`` becomes a :class:`RowSparse`, anything
+    else a dense 2-D float array. Checked: real, finite, column indices in range; half precision and
+    integers become float32 / the default float, for sparse input as for dense. Convert a ``BCOO``
+    outside ``jit``: its row layout needs concrete indices.
+
+    Args:
+      A: (n, d) dense array, ``jax.experimental.sparse.BCOO`` (2-D, without batch or dense
+        dimensions), ``scipy.sparse`` matrix or :class:`RowSparse`.
+      name: the argument's name in error messages (default "A").
+
+    Returns:
+      The (n, d) dense array or :class:`RowSparse`.
+    """
     if isinstance(A, RowSparse):
         if A.cols.shape != A.vals.shape or A.cols.ndim != 2:
             raise ValueError(
@@ -109,13 +133,27 @@ def as_design(A, name: str = "A"):
 
 
 def shape(A):
-    """(n, d) of a dense, ``BCOO`` or :class:`RowSparse` design."""
+    """The shape (n, d) of a design.
+
+    Args:
+      A: dense, ``BCOO`` or :class:`RowSparse` design.
+
+    Returns:
+      (n, d), a tuple of ints.
+    """
     return A.shape
 
 
 def nnz(A) -> int:
-    """Stored non-zeros of a :class:`RowSparse` design (explicit zeros in its buffer not counted);
-    n·d for any other design, dense or ``BCOO``."""
+    """The number of stored non-zeros of a design.
+
+    Args:
+      A: dense, ``BCOO`` or :class:`RowSparse` design (concrete).
+
+    Returns:
+      int: the non-zeros of a :class:`RowSparse` (explicit zeros in its buffer not counted); n·d for
+      any other design, dense or ``BCOO``.
+    """
     return (
         int(np.count_nonzero(np.asarray(A.vals)))
         if isinstance(A, RowSparse)
@@ -141,7 +179,15 @@ def _check_outer(A, v, what: str, name: str) -> None:
 
 
 def matvec(A, x):
-    """A x (n,) for a dense (n, d) A or a :class:`RowSparse` one; x (d,)."""
+    """The product A x.
+
+    Args:
+      A: (n, d) dense or :class:`RowSparse` design.
+      x: (d,) vector.
+
+    Returns:
+      (n,) array A x.
+    """
     _check_inner(A, x, "matvec")
     if isinstance(A, RowSparse):
         return jnp.sum(A.vals * x[A.cols], axis=1)
@@ -149,7 +195,15 @@ def matvec(A, x):
 
 
 def matmat(A, X):
-    """A X for X (d, t)."""
+    """The product A X.
+
+    Args:
+      A: (n, d) dense or :class:`RowSparse` design.
+      X: (d, t) matrix.
+
+    Returns:
+      (n, t) array A X.
+    """
     _check_inner(A, X, "matmat")
     if isinstance(A, RowSparse):
         return jnp.einsum("nq,nqt->nt", A.vals, X[A.cols])
@@ -157,7 +211,15 @@ def matmat(A, X):
 
 
 def rmatvec(A, y):
-    """Aᵀ y (d,) for a dense (n, d) A or a :class:`RowSparse` one; y (n,)."""
+    """The product Aᵀ y.
+
+    Args:
+      A: (n, d) dense or :class:`RowSparse` design.
+      y: (n,) vector.
+
+    Returns:
+      (d,) array Aᵀ y.
+    """
     _check_outer(A, y, "rmatvec", "y")
     if isinstance(A, RowSparse):
         terms = A.vals * y[:, None]  # the buffer in the promoted dtype, as the dense product's
@@ -168,7 +230,15 @@ def rmatvec(A, y):
 
 
 def gram(A, s):
-    """Aᵀ diag(s) A (d, d); s (n,)."""
+    """The weighted Gram matrix Aᵀ diag(s) A = Σ_i s_i a_i a_iᵀ over the rows a_i of A.
+
+    Args:
+      A: (n, d) dense or :class:`RowSparse` design.
+      s: (n,) row weights.
+
+    Returns:
+      (d, d) array Aᵀ diag(s) A.
+    """
     _check_outer(A, s, "gram", "s")
     if isinstance(A, RowSparse):
         outer = (s[:, None, None] * A.vals[:, :, None]) * A.vals[:, None, :]
@@ -178,32 +248,69 @@ def gram(A, s):
 
 
 def column_norms(A):
-    """‖a_j‖ for each column j of A (d,): one pass over A (dense or :class:`RowSparse`)."""
+    """The Euclidean norm ‖a_j‖ of each column j of A, in one pass over A.
+
+    Args:
+      A: (n, d) dense or :class:`RowSparse` design.
+
+    Returns:
+      (d,) array of the column norms.
+    """
     if isinstance(A, RowSparse):
         return jnp.sqrt(jnp.zeros(A.num_cols, A.vals.dtype).at[A.cols].add(A.vals * A.vals))
     return jnp.sqrt(jnp.sum(A * A, axis=0))
 
 
 def equilibrator(A, floor: float = 0.0):
-    """s (d,) with s_j = 1/max(‖a_j‖, floor·max_k ‖a_k‖) (1 for an all-zero A): A diag(s) has unit
-    columns, except that columns below ``floor`` relative to the largest are scaled up only as far
-    as that floor."""
+    """Column scales s that give A diag(s) unit columns, scaling tiny columns up only to a floor.
+
+        s_j = 1 / max(‖a_j‖, floor · max_k ‖a_k‖)     (s = 1 for an all-zero A),
+
+    so a column below ``floor`` relative to the largest is scaled up only as far as that floor.
+
+    Args:
+      A: (n, d) dense or :class:`RowSparse` design.
+      floor: relative floor, ≥ 0 (default 0: every non-zero column to norm 1).
+
+    Returns:
+      (d,) array s.
+    """
     norms = column_norms(A)
     least = jnp.maximum(floor * jnp.max(norms), jnp.finfo(norms.dtype).tiny)
     return 1 / jnp.maximum(norms, jnp.where(jnp.max(norms) > 0, least, 1))
 
 
 def take_rows(A, idx):
-    """The rows ``idx`` of A, in A's own format (dense or :class:`RowSparse`)."""
+    """The rows ``idx`` of A, in A's own format.
+
+    Args:
+      A: (n, d) dense or :class:`RowSparse` design.
+      idx: (m,) integer row indices (repeats allowed).
+
+    Returns:
+      (m, d) design of the same format as A.
+    """
     if isinstance(A, RowSparse):
         return RowSparse(A.cols[idx], A.vals[idx], A.num_cols)
     return A[idx]
 
 
 def count_sketch(key, A, row_scale, k: int):
-    """S diag(row_scale) A (k, d) for a CountSketch S (k × n): every row goes to one uniformly
-    random bucket of k with a random sign; one scatter-add, O(nnz). (A random permutation plus a
-    reshape-sum was 5x slower on XLA:CPU: the permutation is a sort.)"""
+    """A CountSketch S diag(row_scale) A of the rows of A, in O(nnz(A)).
+
+    S (k × n) sends every row to one uniformly random bucket of k with a random sign (Clarkson,
+    Woodruff 2013), so the product is one scatter-add.
+
+    Args:
+      key: ``jax.random`` key of the buckets and signs.
+      A: (n, d) dense or :class:`RowSparse` design.
+      row_scale: (n,) factor applied to each row.
+      k: number of buckets, the rows of the sketch (static, ≥ 1).
+
+    Returns:
+      (k, d) array S diag(row_scale) A.
+    """
+    # One scatter-add: on XLA:CPU a random permutation plus a reshape-sum is slower (a sort).
     n = A.shape[0]
     k_bucket, k_sign = jax.random.split(key)
     buckets = jax.random.randint(k_bucket, (n,), 0, k)

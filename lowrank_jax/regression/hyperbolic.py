@@ -1,8 +1,8 @@
 """Rescaled hyperbolic regression: loss, closed-form gradient and Hessian, the theorem's helpers.
 
-Gao, Song, Yin, "An Iterative Algorithm for Rescaled Hyperbolic Functions Regression" (project note
-``rescaled_hyperbolic_regression.md``). For A (n × d), b, w ∈ Rⁿ and u ∈ {exp, cosh, sinh} of z = Ax
-entrywise, with v = u′ (exp → exp, cosh → sinh, sinh → cosh; u″ = u):
+Gao, Song, Yin, "An Iterative Algorithm for Rescaled Hyperbolic Functions Regression". For
+A (n × d), b, w ∈ Rⁿ and u ∈ {exp, cosh, sinh} of z = Ax entrywise, with v = u′ (exp → exp,
+cosh → sinh, sinh → cosh; u″ = u):
 
     α = ⟨u, 1⟩,   c = u − α b,   L(x) = ½‖c‖² + ½‖diag(w) A x‖²,
     ∇L = Aᵀ(c∘v − ⟨b, c⟩ v + w²∘z),
@@ -18,7 +18,7 @@ v; that is exact for exp only (v = u) and off by O(1) for cosh and sinh. B = B_r
 B_rank = −v(v∘b)ᵀ − (v∘b)vᵀ + ‖b‖² vvᵀ and B_diag = diag(v∘v + c∘u − ⟨c,b⟩u)
 (:func:`curvature_split`).
 
-Trivial minimisers (note G9, G10): for sinh, x = 0 gives u = 0, α = 0, c = 0 and L = 0 ≤ L(x), so
+Trivial minimisers: for sinh, x = 0 gives u = 0, α = 0, c = 0 and L = 0 ≤ L(x), so
 x* = 0 always (unique when every w_i > 0 and A has full column rank: with some w_i = 0 a row
 whose u-term vanishes can leave other minimisers); cosh's loss is even, L(x) = L(−x), and
 x = 0 is always stationary (v(0) = sinh 0 = 0). Only exp has a non-trivial x* in general.
@@ -61,8 +61,25 @@ def _uv(kind: str, z):
 
 
 def check_problem(A, b, w, x=None, *, kind: str = "exp", x_name: str = "x"):
-    """Validate (A, b, w[, x]) at the public boundary: shapes, finiteness, w ≥ 0, kind. ``x_name``:
-    the caller's name for x in the messages (``newton_solve``'s start is ``x0``)."""
+    """Validate a problem (A, b, w[, x]) at the public boundary and bring it to one form.
+
+    Checks the shapes (b and w of length n, x of length d), finiteness, w ≥ 0 and ``kind``, and
+    raises ``ValueError`` naming the argument otherwise.
+
+    Args:
+      A: (n, d) design: dense, ``BCOO``, ``scipy.sparse`` or
+        :class:`lowrank_jax.regression.design.RowSparse`.
+      b: (n,) target.
+      w: (n,) non-negative weights, or a scalar for every row.
+      x: (d,) point (default None: not checked).
+      kind: "exp" (default), "cosh" or "sinh".
+      x_name: the caller's name for x in the messages (default "x"; ``newton_solve``'s start is
+        ``x0``).
+
+    Returns:
+      (A, b, w, x): A from :func:`lowrank_jax.regression.design.as_design`, b (n,), w broadcast to
+      (n,), and x (d,) or None, all in A's float dtype.
+    """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     A = design.as_design(A, "A")
@@ -83,8 +100,19 @@ def check_problem(A, b, w, x=None, *, kind: str = "exp", x_name: str = "x"):
 
 
 def overflow_limit(dtype, n: int) -> float:
-    """Largest ‖Ax‖_∞ for which the loss, gradient and Hessian stay finite (with margin):
-    ½ log(max float) − log(n + 1) — the loss squares α = Σu ≤ n e^{‖Ax‖_∞}."""
+    """The largest ‖Ax‖_∞ at which the loss, gradient and Hessian stay finite (with margin).
+
+        limit = ½ log(max float) − log(n + 1),
+
+    since the loss squares α = Σu ≤ n e^{‖Ax‖_∞}.
+
+    Args:
+      dtype: the float dtype of the computation.
+      n: rows of A.
+
+    Returns:
+      float, the limit.
+    """
     return 0.5 * math.log(float(jnp.finfo(dtype).max)) - math.log(n + 1.0)
 
 
@@ -122,7 +150,15 @@ def _refuse_overflow(out, z, what: str):
 
 
 class Parts(eqx.Module):
-    """z = Ax, u, v, α = ⟨u, 1⟩ and c = u − α b at one x."""
+    """The pieces of the loss at one x, shared by the loss, gradient and Hessian.
+
+    Attributes:
+      z: (n,) z = Ax.
+      u: (n,) u(z), entrywise.
+      v: (n,) v(z) = u′(z), entrywise.
+      alpha: scalar α = ⟨u, 1⟩.
+      c: (n,) c = u − α b.
+    """
 
     z: jax.Array
     u: jax.Array
@@ -132,13 +168,33 @@ class Parts(eqx.Module):
 
 
 def parts(x, A, b, kind: str = "exp") -> Parts:
-    """The pieces of the loss at x (:class:`Parts`): z = Ax, u, v of the ``kind``, α = ⟨u, 1⟩ and
-    c = u − α b. No argument checks (the public functions make them)."""
+    """The pieces of the loss at x: z = Ax, u(z), v(z) = u′(z), α = ⟨u, 1⟩ and c = u − α b.
+
+    No argument checks (the functions that take a problem make them; see :func:`check_problem`).
+
+    Args:
+      x: (d,) point.
+      A: (n, d) design, dense or :class:`lowrank_jax.regression.design.RowSparse`.
+      b: (n,) target.
+      kind: "exp" (default), "cosh" or "sinh".
+
+    Returns:
+      :class:`Parts` at x.
+    """
     return parts_from_z(design.matvec(A, x), b, kind)
 
 
 def parts_from_z(z, b, kind: str = "exp") -> Parts:
-    """The pieces from z = Ax (elementwise, no pass over A)."""
+    """The pieces of the loss from z = Ax, entrywise (no pass over A).
+
+    Args:
+      z: (n,) z = Ax.
+      b: (n,) target.
+      kind: "exp" (default), "cosh" or "sinh".
+
+    Returns:
+      :class:`Parts` with u = u(z), v = u′(z), α = ⟨u, 1⟩ and c = u − α b.
+    """
     u, v = _uv(kind, z)
     alpha = jnp.sum(u)
     return Parts(z, u, v, alpha, u - alpha * b)
@@ -208,32 +264,65 @@ def _hessian_at(p: Parts, A, b, w):
 
 
 def loss(x, A, b, w, kind: str = "exp"):
-    """The rescaled hyperbolic regression loss L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w) A x‖²
-    (a scalar): the regularised problem of Gao, Song, Yin, Eq. (2),
-    L_u (Def. 3.3) + L_reg (Def. 3.6).
+    """The rescaled hyperbolic regression loss at x.
+
+        L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w) A x‖²,
+
+    the regularised problem of Gao, Song, Yin, Eq. (2): L_u (Def. 3.3) + L_reg (Def. 3.6).
 
     Args:
-      x: (d,) point (the other functions of this module take the same arguments). A: (n, d) design,
-        dense, ``BCOO`` or :class:`lowrank_jax.regression.design.RowSparse`.
-      b: (n,) target (the paper's b on the simplex). w: (n,) weights of the regulariser, or a
-        scalar.
-      kind: "exp" | "cosh" | "sinh", the function u applied entrywise to z = Ax (Gao, Song, Yin).
+      x: (d,) point (the other functions of this module take the same arguments).
+      A: (n, d) design: dense, ``BCOO``, ``scipy.sparse`` or
+        :class:`lowrank_jax.regression.design.RowSparse`.
+      b: (n,) target (the paper's b lies on the simplex).
+      w: (n,) non-negative weights of the regulariser, or a scalar for every row.
+      kind: the function u applied entrywise to z = Ax: "exp" (default), "cosh" or "sinh".
+
+    Returns:
+      Scalar L(x) (inf/NaN where u(Ax) overflows; see :func:`overflow_limit`).
     """
     A, b, w, x = check_problem(A, b, w, x, kind=kind)
     return _loss(x, A, b, w, kind)[0]
 
 
 def gradient(x, A, b, w, kind: str = "exp"):
-    """The closed-form gradient ∇L(x) = Aᵀ(c∘v − ⟨b, c⟩ v + w²∘Ax), shape (d,), with u = u(Ax),
-    v = u′(Ax), c = u − ⟨u, 1⟩ b (module docstring). x, A, b, w, kind as in :func:`loss`."""
+    """The closed-form gradient of the loss at x.
+
+        ∇L(x) = Aᵀ(c∘v − ⟨b, c⟩ v + w²∘Ax),   u = u(Ax), v = u′(Ax), c = u − ⟨u, 1⟩ b
+
+    (module docstring), one pass over A.
+
+    Args:
+      x: (d,) point.
+      A: (n, d) design, as in :func:`loss`.
+      b: (n,) target.
+      w: (n,) non-negative weights, or a scalar.
+      kind: "exp" (default), "cosh" or "sinh".
+
+    Returns:
+      (d,) array ∇L(x).
+    """
     A, b, w, x = check_problem(A, b, w, x, kind=kind)
     return _gradient(x, A, b, w, kind)[0]
 
 
 def hessian(x, A, b, w, kind: str = "exp"):
-    """The closed-form Hessian ∇²L(x) = Aᵀ(B + W²)A, shape (d, d), assembled in O(n d²) without
-    n × n matrices as Aᵀ diag(s) A − r pᵀ − p rᵀ + ‖b‖² p pᵀ (module docstring; B with v in its
-    rank-one terms, the erratum to Def. C.2). x, A, b, w, kind as in :func:`loss`.
+    """The closed-form Hessian of the loss at x, assembled in O(n d²) without n × n matrices.
+
+        ∇²L(x) = Aᵀ(B + W²)A = Aᵀ diag(s) A − r pᵀ − p rᵀ + ‖b‖² p pᵀ,
+        s = v∘v + c∘u − ⟨c, b⟩u + w²,   p = Aᵀv,   r = Aᵀ(v∘b)
+
+    (module docstring; B with v in its rank-one terms, the erratum to Def. C.2).
+
+    Args:
+      x: (d,) point.
+      A: (n, d) design, as in :func:`loss`.
+      b: (n,) target.
+      w: (n,) non-negative weights, or a scalar.
+      kind: "exp" (default), "cosh" or "sinh".
+
+    Returns:
+      (d, d) array ∇²L(x).
 
     Example:
         ```python
@@ -253,16 +342,44 @@ def hessian(x, A, b, w, kind: str = "exp"):
 
 
 def diagonal_curvature(x, A, b, w, kind: str = "exp"):
-    """D = B_diag + W² as a vector of shape (n,) (Algorithm 1, line 5): v∘v + c∘u − ⟨c, b⟩u + w².
-    x, A, b, w, kind as in :func:`loss`."""
+    """The diagonal curvature D = B_diag + W² of Algorithm 1, line 5, at x.
+
+        D = v∘v + c∘u − ⟨c, b⟩u + w²,
+
+    so that Aᵀ diag(D) A is the Hessian with the rank-one terms of B dropped.
+
+    Args:
+      x: (d,) point.
+      A: (n, d) design, as in :func:`loss`.
+      b: (n,) target.
+      w: (n,) non-negative weights, or a scalar.
+      kind: "exp" (default), "cosh" or "sinh".
+
+    Returns:
+      (n,) array D.
+    """
     A, b, w, x = check_problem(A, b, w, x, kind=kind)
     p = parts(x, A, b, kind)
     return _b_diag(p, b) + w * w
 
 
 def curvature_split(x, A, b, kind: str = "exp"):
-    """(B_rank (n, n), B_diag (n,)) with B = B_rank + diag(B_diag) (Def. C.2 with the v-based rank
-    terms; forms n × n matrices: for checks on small problems). x, A, b, kind as in :func:`loss`."""
+    """The split B = B_rank + diag(B_diag) of the loss's curvature at x (Def. C.2, v-based).
+
+        B_rank = −v(v∘b)ᵀ − (v∘b)vᵀ + ‖b‖² vvᵀ,   B_diag = v∘v + c∘u − ⟨c, b⟩u,
+
+    with v in the rank-one terms (the erratum to Def. C.2). Forms n × n matrices: for checks on
+    small problems.
+
+    Args:
+      x: (d,) point.
+      A: (n, d) design, as in :func:`loss`.
+      b: (n,) target.
+      kind: "exp" (default), "cosh" or "sinh".
+
+    Returns:
+      (B_rank, B_diag): an (n, n) and an (n,) array.
+    """
     A, b, _, x = check_problem(A, b, 0.0, x, kind=kind)
     p = parts(x, A, b, kind)
     vb = p.v * b
@@ -284,12 +401,23 @@ def _require_full_column_rank_shape(A, what: str):
 
 
 def radius_R0(x, A, b, kind: str = "exp"):
-    """R₀ = max{‖u‖, ‖v‖, ‖b‖, ‖c‖, 1} at x (Lemma C.3), the radius in the weight rule of Lemma C.4;
-    x, A, b, kind as in :func:`loss`.
+    """The radius R₀ of Lemma C.3 at x, which enters the weight rule of Lemma C.4.
+
+        R₀ = max{‖u‖, ‖v‖, ‖b‖, ‖c‖, 1}.
 
     The norms exist for any shape, but R₀ only enters the theorem's w (:func:`weight_rule`), which
     also needs σ_min(A) > 0: like :func:`sigma_min` and :func:`psd_certificate`, it refuses n < d
-    (``ValueError``)."""
+    (``ValueError``).
+
+    Args:
+      x: (d,) point.
+      A: (n, d) design with n ≥ d, as in :func:`loss`.
+      b: (n,) target.
+      kind: "exp" (default), "cosh" or "sinh".
+
+    Returns:
+      Scalar R₀ ≥ 1.
+    """
     A, b, _, x = check_problem(A, b, 0.0, x, kind=kind)
     _require_full_column_rank_shape(A, "radius_R0")
     p = parts(x, A, b, kind)
@@ -307,10 +435,19 @@ def radius_R0(x, A, b, kind: str = "exp"):
 
 
 def sigma_min(A):
-    """σ_min(A) (needs n ≥ d: the theorem requires full column rank). A value within rounding of 0,
-    σ_min ≤ max(n, d)·ε·σ_max (the rank rule of ``numpy.linalg.matrix_rank``), is returned as 0: A
-    is rank-deficient to working precision, and :func:`weight_rule` then refuses it rather than
-    build w² ≈ l/σ² from rounding."""
+    """The smallest singular value σ_min(A), 0 where A is rank-deficient to working precision.
+
+    A value within rounding of 0, σ_min ≤ max(n, d)·ε·σ_max (the rank rule of
+    ``numpy.linalg.matrix_rank``), is returned as 0, and :func:`weight_rule` then refuses it rather
+    than build w² ≈ l/σ² from rounding. The theorem requires full column rank: n < d is refused
+    (``ValueError``).
+
+    Args:
+      A: (n, d) design with n ≥ d, as in :func:`loss` (densified).
+
+    Returns:
+      Scalar σ_min(A) ≥ 0.
+    """
     A = design.as_design(A, "A")
     _require_full_column_rank_shape(A, "sigma_min")
     dense = A.todense() if isinstance(A, design.RowSparse) else A
@@ -319,14 +456,25 @@ def sigma_min(A):
 
 
 def weight_rule(R0, l, sigma, *, part: int = 1):
-    """The w of Lemma C.4: w_i² = 10 R₀⁴ + l/σ_min² (part 1: H ⪰ l I) or 200 R₀⁴ + l/σ_min² (part 2:
-    0.9(B + W²) ⪯ W² ⪯ 1.1(B + W²)). Returns the scalar w (use it for every row). The paper's other
-    versions of the condition (note G3: w_i instead of w_i², or 100 + l/σ²) are not used.
+    """The regularisation weight w of Lemma C.4, which makes the loss l-strongly convex.
 
-    Args: R0 ≥ 1 (:func:`radius_R0`), l > 0 (the curvature to certify), sigma > 0 (σ_min(A),
-    :func:`sigma_min`); scalars or arrays that broadcast (traced under ``vmap``: then unchecked).
-    The rule takes no A, so it cannot see n < d itself; there σ_min(A) = 0, ``sigma = 0`` is refused
-    here and :func:`sigma_min` refuses the wide A."""
+        part 1:  w² = 10 R₀⁴ + l/σ_min²    (∇²L ⪰ l I),
+        part 2:  w² = 200 R₀⁴ + l/σ_min²   (0.9(B + W²) ⪯ W² ⪯ 1.1(B + W²)).
+
+    The paper's other printed versions of the condition (w_i instead of w_i², or 100 + l/σ²) are
+    not used. The rule takes no A, so it cannot see n < d itself; there σ_min(A) = 0, ``sigma = 0``
+    is refused here and :func:`sigma_min` refuses the wide A. R0, l and sigma may be scalars or
+    arrays that broadcast; traced (under ``vmap``) they are not checked.
+
+    Args:
+      R0: R₀ ≥ 1 (:func:`radius_R0`).
+      l: the curvature to certify, > 0.
+      sigma: σ_min(A) > 0 (:func:`sigma_min`).
+      part: 1 (default) or 2, the part of Lemma C.4.
+
+    Returns:
+      The weight w (scalar, or the broadcast shape), the same for every row.
+    """
     c = {1: 10.0, 2: 200.0}.get(part)
     if c is None:
         raise ValueError(f"part must be 1 or 2, got {part}")
@@ -341,15 +489,26 @@ def weight_rule(R0, l, sigma, *, part: int = 1):
 
 
 def psd_certificate(x, A, b, w, kind: str = "exp"):
-    """λ_min(∇²L(x)) (x, A, b, w, kind as in :func:`loss`): a positive value certifies strong
-    convexity at x (compare with the l of the weight rule). Refuses n < d (``ValueError``): then
-    ∇²L = Aᵀ(B + W²)A has rank ≤ n < d, its λ_min is 0 and only rounding decides the sign, so the
-    value could never certify anything. The same holds for a tall A without full column rank, which
-    the shape cannot show: a λ_min within rounding of 0 is returned as 0 (it certified a singular H
-    as +5e-16). H is formed from sums over A's n rows, so rounding reaches about d·√n·ε·max|λ|
-    (``linalg.gram_rounding_size``); with the cut-off d·ε·max|λ| of a matrix known to working
-    precision, a singular H with n = 1000, d = 2 was still "certified" as +1.2e-14. An overflowed
-    Hessian (inf/NaN entries) gives NaN."""
+    """The smallest eigenvalue λ_min(∇²L(x)) of the Hessian, 0 where it is within rounding of 0.
+
+    A positive value certifies strong convexity at x (compare with the l of :func:`weight_rule`).
+    n < d is refused (``ValueError``): then ∇²L = Aᵀ(B + W²)A has rank ≤ n < d, its λ_min is 0 and
+    only rounding decides the sign, so the value could never certify anything. The same holds for a
+    tall A without full column rank, which the shape cannot show. H is formed from sums over A's n
+    rows, so its rounding reaches about d·√n·ε·max|λ| (``linalg.gram_rounding_size``), not the
+    d·ε·max|λ| of a matrix known to working precision: a λ_min below that cut-off is returned as 0,
+    so that a singular H is not certified. An overflowed Hessian (inf/NaN entries) gives NaN.
+
+    Args:
+      x: (d,) point.
+      A: (n, d) design with n ≥ d, as in :func:`loss`.
+      b: (n,) target.
+      w: (n,) non-negative weights, or a scalar.
+      kind: "exp" (default), "cosh" or "sinh".
+
+    Returns:
+      Scalar λ_min(∇²L(x)) (0 within rounding of 0, NaN for an overflowed Hessian).
+    """
     A, b, w, x = check_problem(A, b, w, x, kind=kind)
     _require_full_column_rank_shape(A, "psd_certificate")
     H, _ = _hessian(x, A, b, w, kind)
@@ -363,9 +522,19 @@ def psd_certificate(x, A, b, w, kind: str = "exp"):
 
 
 def relative_spectrum(H_approx, H):
-    """The eigenvalues of H^{-1/2} H̃ H^{-1/2} (H ≻ 0): H̃ is an ε₀-approximation of H iff they lie
-    in [1 − ε₀, 1 + ε₀] (Def. 6.2). Both (d, d); with H^{-1/2} = L⁻¹ from H = L Lᵀ. An H that is not
-    positive definite (its Cholesky factor NaN) is refused by name when concrete."""
+    """The eigenvalues of H^{-1/2} H̃ H^{-1/2}: the spectrum of H̃ measured in H's metric.
+
+    H̃ is an ε₀-approximation of H ≻ 0, (1 − ε₀) H ⪯ H̃ ⪯ (1 + ε₀) H (Def. 6.2), iff they lie in
+    [1 − ε₀, 1 + ε₀]. Computed as the eigenvalues of L⁻¹ H̃ L⁻ᵀ with H = L Lᵀ. An H that is not
+    positive definite (its Cholesky factor NaN) is refused by name when concrete.
+
+    Args:
+      H_approx: (d, d) symmetric approximation H̃.
+      H: (d, d) symmetric positive definite matrix.
+
+    Returns:
+      (d,) array of the eigenvalues, ascending.
+    """
     with _checks.eager_if_concrete(
         H_approx, H
     ):  # closed-over NumPy H stays checkable in a caller's jit
@@ -386,7 +555,19 @@ def relative_spectrum(H_approx, H):
 
 
 def approximation_error(H_approx, H):
-    """ε₀ = max |λ − 1| over :func:`relative_spectrum`."""
+    """The ε₀ of Def. 6.2: the least ε₀ with (1 − ε₀) H ⪯ H̃ ⪯ (1 + ε₀) H.
+
+        ε₀ = max_i |λ_i − 1|,
+
+    with λ the eigenvalues of H^{-1/2} H̃ H^{-1/2} (:func:`relative_spectrum`).
+
+    Args:
+      H_approx: (d, d) symmetric approximation H̃.
+      H: (d, d) symmetric positive definite matrix.
+
+    Returns:
+      Scalar ε₀ ≥ 0.
+    """
     return jnp.max(jnp.abs(relative_spectrum(H_approx, H) - 1.0))
 
 
@@ -409,17 +590,32 @@ def _icl_step(x_t, x_next, A, b, A_next, kind):
 
 
 def icl_shift(x_t, x_next, A, b, kind: str = "exp", *, A_next=None):
-    """δ_b with u(A_{t+1}x_{t+1}) − α(A_{t+1}x_{t+1}) b = u(A_t x_t) − α(A_t x_t)(b − δ_b): a step
-    in x (Lemma E.2) or in A (Lemma E.5, read as "x fixed, A_t → A_{t+1}"; pass ``A_next``), or
-    both, equals a step in b, δ_b = α_t⁻¹ (c_{t+1} − c_t) with c = u − α b. x_t, x_next: (d,);
-    A, A_next: (n, d); b: (n,); kind as in :func:`loss`; returns δ_b (n,).
+    """The shift δ_b of the target b that reproduces a step in x or in A (in-context learning).
+
+        u(A_{t+1}x_{t+1}) − α(A_{t+1}x_{t+1}) b = u(A_t x_t) − α(A_t x_t)(b − δ_b),
+        δ_b = α_t⁻¹ (c_{t+1} − c_t),   c = u − α b:
+
+    a step in x (Lemma E.2), in A (Lemma E.5, read as "x fixed, A_t → A_{t+1}"; pass ``A_next``),
+    or both, equals a step in b.
 
     Raises when α(A_t x_t) = Σ u_i is zero to working precision, |α| ≤ n · eps · Σ|u_i| (sinh at or
     near x = 0, where the sum cancels and its sign is rounding): δ_b is then undefined or rounding
     noise. The bound is the worst case of the summation's rounding, so an α that cancels exactly to
     a tiny accurate value (rows in exact ± pairs plus a tiny one) is refused too. Traced (under
     jit/vmap) no check is made. Where u(A_t x_t) overflows, α is not judged and the shift comes back
-    non-finite (module docstring)."""
+    non-finite (module docstring).
+
+    Args:
+      x_t: (d,) point before the step.
+      x_next: (d,) point after the step (``x_t`` again for a step in A alone).
+      A: (n, d) design A_t before the step, as in :func:`loss`.
+      b: (n,) target.
+      kind: "exp" (default), "cosh" or "sinh".
+      A_next: (n, d) design A_{t+1} after the step (default None: A).
+
+    Returns:
+      (n,) array δ_b.
+    """
     A, b, x_t, x_next, A_next = _icl_step(x_t, x_next, A, b, A_next, kind)
     with _checks.eager_if_concrete(x_t, x_next, A, b, A_next):
         p0, p1 = parts(x_t, A, b, kind), parts(x_next, A_next, b, kind)
@@ -437,13 +633,28 @@ def icl_shift(x_t, x_next, A, b, kind: str = "exp", *, A_next=None):
 
 
 def icl_bound(x_t, x_next, A, b, R=None, *, A_next=None):
-    """The explicit constant of Corollary F.2 (exp): ‖δ_b‖ ≤ e^{R²} (1 + √n ‖b‖) 2√n e^{R²} ‖Δz‖
-    with ‖Δz‖ = ‖A_{t+1}x_{t+1} − A_t x_t‖ ≤ R ‖x_{t+1} − x_t‖ + ‖A_{t+1} − A_t‖₂ ‖x_{t+1}‖, so
-    part 1 (x case) reads e^{R²} (1 + √n ‖b‖) 2√n R e^{R²} ‖x_{t+1} − x_t‖ and part 2 (A case,
-    x fixed, ``A_next``) the same with ‖x‖ ‖A_{t+1} − A_t‖₂ in place of R ‖x_{t+1} − x_t‖.
-    R = max(‖A_t‖, ‖x_t‖, ‖b‖, 4) by default; valid when ‖A_t(x_{t+1} − x_t)‖_∞ < 0.01 and
-    ‖(A_{t+1} − A_t)x‖_∞ < 0.01. The constant grows as e^{2R²}: beyond R ≈ 6.6 (float32) or 18.8
-    (float64) it is not representable and the bound is inf (an honest "no useful bound")."""
+    """The explicit bound of Corollary F.2 (exp) on the shift ‖δ_b‖ of :func:`icl_shift`.
+
+        ‖δ_b‖ ≤ e^{R²} (1 + √n ‖b‖) 2√n e^{R²} ‖Δz‖,
+        ‖Δz‖ = ‖A_{t+1}x_{t+1} − A_t x_t‖ ≤ R ‖x_{t+1} − x_t‖ + ‖A_{t+1} − A_t‖₂ ‖x_{t+1}‖,
+
+    so part 1 (x case) reads e^{R²} (1 + √n ‖b‖) 2√n R e^{R²} ‖x_{t+1} − x_t‖ and part 2 (A case,
+    x fixed, ``A_next``) the same with ‖x‖ ‖A_{t+1} − A_t‖₂ in place of R ‖x_{t+1} − x_t‖. Valid
+    when ‖A_t(x_{t+1} − x_t)‖_∞ < 0.01 and ‖(A_{t+1} − A_t)x‖_∞ < 0.01. The constant grows as
+    e^{2R²}: beyond R ≈ 6.6 (float32) or 18.8 (float64) it is not representable and the bound is
+    inf (no useful bound).
+
+    Args:
+      x_t: (d,) point before the step.
+      x_next: (d,) point after the step (``x_t`` again for a step in A alone).
+      A: (n, d) design A_t before the step, as in :func:`loss`.
+      b: (n,) target.
+      R: the radius, > 0 (default None: max(‖A_t‖₂, ‖x_t‖, ‖b‖, 4)).
+      A_next: (n, d) design A_{t+1} after the step (default None: A).
+
+    Returns:
+      Scalar bound on ‖δ_b‖ (inf where the constant overflows).
+    """
     a_step = A_next is not None
     A, b, x_t, x_next, A_next = _icl_step(x_t, x_next, A, b, A_next, "exp")
     dense = A.todense() if isinstance(A, design.RowSparse) else A

@@ -9,11 +9,11 @@ and sketched (Algorithm 1 with leverage-score SubSample).
 SubSample draws m rows of diag(√D) A i.i.d. by leverage scores (exact, or approximate through a
 CountSketch, :mod:`lowrank_jax.regression.sketch`): with approximate scores one iteration costs
 O((nnz(A) + d^ω) polylog) plus O(m d²), the paper's claim, instead of O(n d²) for the exact Hessian.
-It needs D > 0 (Lemma 6.4's precondition, note G14): a non-positive D makes the run's iterate NaN
+It needs D > 0 (Lemma 6.4's precondition): a non-positive D makes the run's iterate NaN
 and its status DIVERGED (with ``throw=True``, the default, the call raises, also under ``jit``).
 
 Beyond the paper (its theorem assumes a start within 0.1 l / M of x*, a radius far below float64
-resolution for any realistic R, note G12), for starts outside the basin; with both off the step is
+resolution for any realistic R), for starts outside the basin; with both off the step is
 the paper's full Newton step:
 
 * ``damping`` λ ≥ 0: Δ = (H̃ + λI)⁻¹ ∇L. The fixed points stay those of ∇L = 0; for λ > −λ_min(H̃),
@@ -57,18 +57,23 @@ METHODS = ("exact", "diagonal", "sketch")
 
 
 class NewtonResult(Result):
-    """What :func:`newton_solve` returns (the :class:`~lowrank_jax.result.Result` core: ``status``,
-    ``n_iter``, ``history``).
+    """The outcome of :func:`newton_solve`: its status, the last step's diagnostics and the iterate.
 
-    The diagnostics are measured at the iterate *before* step t; each field holds the value of the
-    last step run (t = ``n_iter`` − 1), ``history`` the same per step (key = field name, length
+    The :class:`~lowrank_jax.result.Result` core (``status``, ``n_iter``, ``history``) plus the
+    diagnostics, measured at the iterate *before* step t: each field holds the value of the last
+    step run (t = ``n_iter`` − 1), ``history`` the same per step (key = field name, length
     ``max_iter``, NaN after ``n_iter``).
 
     Attributes:
-      loss: L(x_t).
-      grad_norm: ‖∇L(x_t)‖ (what ``tol`` bounds).
-      step: the line-search step length t (1 without line search; −t where the direction pointed
-        uphill and the line search reversed it).
+      status: int32 :class:`~lowrank_jax.result.Status`: CONVERGED (‖∇L(x_t)‖ ≤ ``tol``),
+        MAX_ITER, DIVERGED or INVALID.
+      n_iter: int32, the steps run.
+      history: dict of the fields below per step (``"loss"``, ``"grad_norm"``, ``"step"``, and
+        ``"error"``, ``"eps0"`` when recorded), each of length ``max_iter``.
+      loss: L(x_t), scalar.
+      grad_norm: ‖∇L(x_t)‖, scalar (what ``tol`` bounds).
+      step: the line-search step length t, scalar (1 without line search; −t where the direction
+        pointed uphill and the line search reversed it).
       error: ‖x_t − x*‖ with ``x_star``, else None (and no ``history["error"]``).
       eps0: with ``measure_eps``, ε₀ of H̃ against the exact Hessian (inf where the exact Hessian is
         not positive definite, so that no ε₀ is defined, Def. 6.2), else None.
@@ -93,7 +98,7 @@ def newton_solve(
     method: str = "exact",
     *,
     max_iter: int = 20,
-    tol=None,
+    tol=1e-6,
     x_star=None,
     key=None,
     sketch_size: int | None = None,
@@ -109,72 +114,89 @@ def newton_solve(
     differentiable: bool = False,
     throw: bool = True,
 ) -> NewtonResult:
-    """Minimise L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w)Ax‖² by (approximate) Newton steps
-    x ← x − H̃(x)⁻¹∇L(x) (Gao, Song, Yin, Algorithm 1): H̃ = ∇²L for "exact", Aᵀ diag(D) A with
-    D = B_diag + w² (the diagonal of B, its rank-one terms dropped) for "diagonal", and Aᵀ D̃ A
-    with D̃ a leverage-score row sample of D (Lemma 6.4) for "sketch".
+    """Minimise the rescaled hyperbolic regression loss by exact, diagonal or sketched Newton steps.
+
+    Gao, Song, Yin, Algorithm 1: from x0, for t = 0, 1, …
+
+        x_{t+1} = x_t − s_t (H̃(x_t) + λI)⁻¹ ∇L(x_t),
+        L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w) A x‖²,
+
+    with H̃ = ∇²L for "exact", Aᵀ diag(D) A with D = B_diag + w² (the diagonal of B, its rank-one
+    terms dropped) for "diagonal", and Aᵀ D̃ A with D̃ a leverage-score row sample of D (Lemma 6.4)
+    for "sketch"; λ = ``damping`` (0: the paper's step) and s_t = 1 unless ``line_search`` (module
+    docstring). Step t measures ‖∇L(x_t)‖ (``history["grad_norm"][t]``) and then steps, so with
+    ``tol`` the returned x is one Newton step past the first x_t with ‖∇L(x_t)‖ ≤ tol (a start at
+    x* gives ``n_iter`` = 1), and ``grad_norm`` is the gradient before that last step.
+
+    A concrete start whose loss overflows is refused (``ValueError`` naming the rows of Ax beyond
+    the safe limit). ``b``, ``w``, ``x0``, ``x_star``, ``damping`` and ``tol`` are traced: ``vmap``
+    over them (or over instances) works without recompiling.
 
     Args:
-      A: (n, d) dense, ``BCOO`` or :class:`lowrank_jax.regression.design.RowSparse`; b, w: (n,)
-        (w may be a scalar); x0: (d,) start; kind: "exp" | "cosh" | "sinh".
-      method: "exact" | "diagonal" | "sketch" (module docstring).
-      max_iter: number of steps, or the cap when ``tol`` is given; tol: stop once ‖∇L(x_t)‖ ≤ tol.
-        Step t measures ‖∇L(x_t)‖ (``history["grad_norm"][t]``) and then steps, so the returned x is
-        x_t plus the step taken there (one Newton step past a point that met ``tol``; a start at x*
-        gives ``n_iter`` = 1), and ``grad_norm`` is the gradient before that last step.
-      x_star: reference solution, to record ‖x_t − x*‖.
-      key: ``jax.random`` key of the sampling ("sketch"; default ``key(0)``; the draw of iteration k
-        uses ``jax.random.fold_in(key, k)``); sketch_size: rows m (default
-        :func:`lowrank_jax.regression.sketch.sketch_size` for ε = 0.5, δ = 0.01); sketch_rows:
-        traced number of those rows actually used (1 ≤ sketch_rows ≤ sketch_size; default all) —
-        the first sketch_rows of the i.i.d. draws, so ``vmap`` can sweep the sample size at the
-        static capacity ``sketch_size``; leverage: "approx" (CountSketch) or "exact" scores.
-      refine: "sketch" only: k ≥ 0 preconditioned conjugate-gradient steps from 0 on Aᵀ D A Δ = ∇L
-        with the sampled H̃ as preconditioner (sketch-and-precondition; k steps cost k products with
-        A and k − 1 with Aᵀ, O(nnz) each). k = 0 is the paper's Algorithm 1 (Δ = H̃⁻¹∇L,
-        contraction ≈ ε₀ ~ √(d log d / m)); k = 1 the same direction with its optimal length;
-        k = 2 or 3 give the diagonal method's direction to a few digits, hence its iteration count,
-        at the sketch's cost.
-      rescore: "sketch" only: recompute the leverage scores every ``rescore`` iterations (1: every
-        iteration, as Algorithm 1). Sampling with scores from an earlier D stays unbiased; it costs
-        variance by the factor max_i D_i/D_i^old, which is ≈ 1 once the iterates settle, and saves
-        the scores' pass over A and their scatter (the dominant cost of a sketched step).
-      scores: "sketch" only: leverage scores τ(A) of the unweighted A, shape (n,), e.g. from
-        :func:`lowrank_jax.regression.sketch.approx_leverage_scores` — they depend on A alone, so
-        compute them once per design and share them across solves (and a ``vmap`` over b, w).
-        Each step then samples by p_i ∝ D_i τ_i(A), which is β-approximate for diag(√D)A with
-        β = min D / max D (τ_i(√D A) ≤ (D_i / min D) τ_i(A)), and no step makes a pass over A for
-        scores.
+      A: (n, d) design: dense, ``BCOO``, ``scipy.sparse`` or
+        :class:`lowrank_jax.regression.design.RowSparse`.
+      b: (n,) target (the paper's b lies on the simplex).
+      w: (n,) non-negative weights of the regulariser ½‖diag(w) A x‖², or a scalar for every row.
+      x0: (d,) start.
+      kind: u applied entrywise to Ax, "exp" (default), "cosh" or "sinh".
+      method: "exact" (default), "diagonal" or "sketch" (module docstring).
+      max_iter: the most steps (static, ≥ 1; default 20).
+      tol: stop once ‖∇L(x_t)‖ ≤ tol (absolute; > 0; default 1e-6). None runs exactly
+        ``max_iter`` steps.
+      x_star: (d,) reference solution, to record ‖x_t − x*‖ per step (default None).
+      key: ``jax.random`` key or integer seed of the sampling ("sketch"; default key(0)); the draw
+        of iteration k uses ``jax.random.fold_in(key, k)``.
+      sketch_size: sampled rows m ("sketch"; static, ≥ 1; default
+        :func:`lowrank_jax.regression.sketch.sketch_size` at ε = 0.5, δ = 0.01). Below d the
+        sampled Hessian is singular and ``damping`` > 0 is required.
+      sketch_rows: traced integer, how many of the m draws are used (1 ≤ sketch_rows ≤
+        ``sketch_size``; default all): the first ``sketch_rows`` of the i.i.d. draws, so that
+        ``vmap`` can sweep the sample size at the static capacity ``sketch_size``.
+      leverage: "approx" (CountSketch, default) or "exact" (QR) leverage scores ("sketch").
+      refine: "sketch" only: k ≥ 0 preconditioned conjugate-gradient steps from 0 on
+        Aᵀ D A Δ = ∇L with the sampled H̃ as preconditioner (sketch-and-precondition; k steps cost
+        k products with A and k − 1 with Aᵀ, O(nnz) each). k = 0 (default) is the paper's
+        Algorithm 1 (Δ = H̃⁻¹∇L, contraction ≈ ε₀ ~ √(d log d / m)); k = 1 the same direction with
+        its optimal length; k = 2 or 3 give the diagonal method's direction to a few digits, hence
+        its iteration count, at the sketch's cost.
+      rescore: "sketch" only: recompute the leverage scores every ``rescore`` iterations (≥ 1;
+        default 1, every iteration, as Algorithm 1). Sampling with scores from an earlier D stays
+        unbiased; it costs variance by the factor max_i D_i/D_i^old, which is ≈ 1 once the iterates
+        settle, and saves the scores' pass over A and their scatter (the dominant cost of a
+        sketched step).
       resample: "sketch" only: draw a new H̃ every ``resample`` iterations and keep it in between
-        (``rescore`` must be a multiple). With ``refine`` ≥ 2, H̃ is only a preconditioner: a stale
-        one slows the conjugate gradients a little and leaves the fixed point alone, so one large
-        sample (small ε₀) per solve beats a fresh small one per step. With ``refine`` = 0 the kept H̃
-        misses the change of D and the contraction degrades accordingly.
-      damping: λ ≥ 0 added to H̃ (traced); line_search: Armijo backtracking, reversing an uphill
-        direction (module docstring).
-      measure_eps: also record ε₀ of H̃ against the exact Hessian each step (costs the exact
-        Hessian). ε₀ is defined for a positive definite exact Hessian only (Def. 6.2): a step whose
-        exact Hessian is not (outside the region where the paper's lemma makes it so, or a
-        rank-deficient A) records inf.
-      differentiable: with ``tol``, stop by a ``lax.scan`` of ``max_iter`` steps that skips the work
-        once converged (:func:`lowrank_jax.loop.run_until`), so reverse-mode ``grad`` through the
-        solve works (a ``while_loop``, the default, has no reverse mode). Without ``tol`` every
-        solve is a scan.
-
-      throw: with a run that diverges (DIVERGED: the iterate x or Ax became non-finite, |Ax| reached
-        the overflow of u, where the loss is infinite, or a diagnostic became NaN), raise a
+        (≥ 1; default 1; ``rescore`` must be a multiple). With ``refine`` ≥ 2, H̃ is only a
+        preconditioner: a stale one slows the conjugate gradients a little and leaves the fixed
+        point alone, so one large sample (small ε₀) per solve beats a fresh small one per step.
+        With ``refine`` = 0 the kept H̃ misses the change of D and the contraction degrades
+        accordingly.
+      scores: "sketch" only: (n,) leverage scores τ(A) of the unweighted A, e.g. from
+        :func:`lowrank_jax.regression.sketch.approx_leverage_scores` (default None: computed at
+        each rescore). They depend on A alone, so compute them once per design and share them
+        across solves (and a ``vmap`` over b, w). Each step then samples by p_i ∝ D_i τ_i(A),
+        which is β-approximate for diag(√D)A with β = min D / max D (τ_i(√D A) ≤ (D_i / min D)
+        τ_i(A)), and no step makes a pass over A for scores.
+      damping: λ ≥ 0 added to H̃ (scalar, traced; default 0).
+      line_search: Armijo backtracking, reversing an uphill direction (default False; module
+        docstring).
+      measure_eps: also record ε₀ of H̃ against the exact Hessian each step (default False; costs
+        the exact Hessian). ε₀ is defined for a positive definite exact Hessian only (Def. 6.2): a
+        step whose exact Hessian is not (outside the region where the paper's lemma makes it so,
+        or a rank-deficient A) records inf.
+      differentiable: with ``tol``, stop by a ``lax.scan`` of ``max_iter`` steps that skips the
+        work once converged (:func:`lowrank_jax.loop.run_until`), so that reverse-mode ``grad``
+        passes the solve (default False: a ``while_loop``, which has no reverse mode). With
+        ``tol=None`` every solve is a scan.
+      throw: with a run that diverges (DIVERGED: the iterate x or Ax became non-finite, |Ax|
+        reached the overflow of u, where the loss is infinite, or a diagnostic became NaN), raise a
         ``RuntimeError`` naming the usual causes, called directly and inside ``jit``/``vmap``/
         :func:`lowrank_jax.sweep.run` alike; also for INVALID (a traced ``damping`` < 0 or
         ``tol`` ≤ 0: the iterate is NaN). False: return the result, whose ``status`` says so (a
-        sweep keeps its other points).
+        sweep keeps its other points). Default True.
 
     Returns:
       :class:`NewtonResult`: ``status``, ``n_iter``, the last step's ``loss``, ``grad_norm``,
-      ``step``, ``error``, ``eps0``, their ``history``, and the final iterate ``x``.
-
-    A concrete start whose loss overflows is refused (``ValueError`` naming the rows of Ax beyond
-    the safe limit). ``b``, ``w``, ``x0``, ``x_star``, ``damping`` are traced: ``vmap`` over them
-    (or over instances) works without recompiling.
+      ``step``, ``error``, ``eps0``, their ``history``, and the final iterate ``x`` (d,).
 
     Example:
         ```python
@@ -311,7 +333,7 @@ def _pcg_from_zero(A, D, damping, precond, g, steps: int):
     One step is the sketched direction H̃⁻¹g with its optimal length.
 
     A zero residual (g = 0 at a converged iterate, or ⟨r, Pr⟩ underflowed, as for cosh/sinh whose
-    minimiser is x = 0) ends the iteration with step 0; it was 0/0 = NaN.
+    minimiser is x = 0) ends the iteration with step 0 (not the 0/0 = NaN of the plain recursion).
     """
 
     def ratio(num, den, rz):
@@ -409,7 +431,7 @@ def _solve(
     def inverse(H):
         """(H̃ + λI)⁻¹, formed once per draw: applying it is then a d × d product, not a LAPACK
         call per iteration (on CPU each LAPACK call leaves OpenBLAS's worker threads spinning, which
-        measured 1.6x slower passes over A for the next few milliseconds)."""
+        slows the passes over A that follow it)."""
         eye = jnp.eye(H.shape[0], dtype=H.dtype)
         chol = jax.scipy.linalg.cho_factor(H + damping * eye, lower=True)
         P = jax.scipy.linalg.cho_solve(chol, eye)

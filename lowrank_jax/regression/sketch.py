@@ -30,13 +30,22 @@ from lowrank_jax.regression import design
 
 @full_precision
 def leverage_scores(A, row_weights=None):
-    """Exact leverage scores τ (n,) of X = diag(√row_weights) A for A (n, d) (dense; O(n d²)).
+    """Exact leverage scores of X = diag(√row_weights) A, in O(n d²).
 
-    τ_i = ‖e_iᵀ U_k‖² with U_k the left singular vectors of X for its k = rank(X) non-negligible
-    singular values (computed as X = QR, R = U_R Σ Vᵀ, U = Q U_R), so Σ τ_i = rank(X). A plain QR
-    would be wrong for a rank-deficient X: its Q still has d columns, and the d − k that span no
-    direction of X are arbitrary and add spurious scores (close to 1 for a row they happen to
-    favour).
+        τ_i = ‖e_iᵀ U_k‖²,   Σ_i τ_i = rank(X),
+
+    with U_k the left singular vectors of X for its k = rank(X) non-negligible singular values
+    (computed as X = QR, R = U_R Σ Vᵀ, U = Q U_R). A plain QR would be wrong for a rank-deficient
+    X: its Q still has d columns, and the d − k that span no direction of X are arbitrary and add
+    spurious scores (close to 1 for a row they happen to favour).
+
+    Args:
+      A: (n, d) design: dense, ``BCOO``, ``scipy.sparse`` or
+        :class:`lowrank_jax.regression.design.RowSparse` (densified).
+      row_weights: (n,) non-negative weights D of the rows (default None: all 1).
+
+    Returns:
+      (n,) array τ.
     """
     X = design.as_design(A)
     X = X.todense() if isinstance(X, design.RowSparse) else X
@@ -60,24 +69,32 @@ def leverage_scores(A, row_weights=None):
 def approx_leverage_scores(
     key, A, row_weights=None, *, sketch_rows: int | None = None, jl_cols: int | None = None
 ):
-    """Leverage scores (n,) of diag(√row_weights) A, A (n, d), up to a constant factor, in
-    O(nnz(A) · t + k d²) (a CountSketch, Clarkson–Woodruff 2013, then a Gaussian JL projection, as
-    in Drineas et al. 2012).
+    """Leverage scores of X = diag(√row_weights) A up to a constant factor, in O(nnz(A) · t + k d²).
 
-    ``sketch_rows`` k of the CountSketch (default 8d), ``jl_cols`` t of the Gaussian projection
-    (default 16: constant-factor scores suffice, they only shape the sampling distribution; with
-    t columns each score carries a χ²_t/t factor, 1 % quantile 0.36 at t = 16).
-    ``A`` dense or :class:`lowrank_jax.regression.design.RowSparse`.
+    A CountSketch S (k × n; Clarkson, Woodruff 2013) then a Gaussian JL projection G (d × t)/√t
+    (Drineas, Magdon-Ismail, Mahoney, Woodruff 2012): with SX = Q'R' and R' = U Σ Vᵀ,
 
-    With SX = Q'R' and R' = U Σ Vᵀ: τ_i ≈ ‖e_iᵀ X V Σ⁺ Vᵀ G‖², where V Σ⁺ Vᵀ = ((SX)ᵀ SX)^{+1/2}.
-    Its expectation over G is e_iᵀ X ((SX)ᵀ SX)⁺ Xᵀ e_i, the score the sketch estimates. Σ⁺ keeps
+        τ_i ≈ ‖e_iᵀ X V Σ⁺ Vᵀ G‖²,   V Σ⁺ Vᵀ = ((SX)ᵀ SX)^{+1/2},
+
+    whose expectation over G is e_iᵀ X ((SX)ᵀ SX)⁺ Xᵀ e_i, the score the sketch estimates. Σ⁺ keeps
     only the non-negligible singular values: for a rank-deficient X (a zero or repeated column) it
     drops the directions that X lacks, whose near-zero pivots would otherwise inflate every score.
     The matrix depends on (SX)ᵀ SX alone, not on which QR factor or which singular vectors LAPACK
-    returns. Those choices (signs, and rotations where a pivot is zero) differ between builds and
-    between a batched (``vmap``) and a single factorisation. With the earlier ``V Σ⁻¹ G``, the
-    Gaussian draw met the data differently for each choice. That was the likely cause of a vmapped
-    sketched Newton run parting from its single runs by 2e-2 on a GPU (see the scaling guide).
+    returns (signs, and rotations where a pivot is zero, differ between builds and between a
+    batched and a single factorisation), so the scores do not depend on those choices.
+
+    Args:
+      key: ``jax.random`` key or integer seed of the CountSketch and the Gaussian projection.
+      A: (n, d) design: dense, ``BCOO``, ``scipy.sparse`` or
+        :class:`lowrank_jax.regression.design.RowSparse`.
+      row_weights: (n,) non-negative weights D of the rows (default None: all 1).
+      sketch_rows: k, the rows of the CountSketch (static, ≥ d; default 8d).
+      jl_cols: t, the columns of the Gaussian projection (static, ≥ 1; default 16). Constant-factor
+        scores suffice, they only shape the sampling distribution; with t columns each score
+        carries a χ²_t/t factor (1 % quantile 0.36 at t = 16).
+
+    Returns:
+      (n,) array of the approximate scores.
     """
     A = design.as_design(A)
     n, d = A.shape
@@ -107,10 +124,25 @@ def approx_leverage_scores(
 
 
 def sketch_size(d: int, eps: float, delta: float = 0.01, beta: float = 1.0) -> int:
-    """Rows m for (1 ± ε) with probability ≥ 1 − δ by the matrix Chernoff (Bernstein) bound, with
-    scores that are β-approximate (p_i ≥ β τ_i / d): m = ⌈2(1 + ε/3)(d/β) log(2d/δ)/ε²⌉, with the
-    factor 2(1 + ε/3) taken at its ε = 1 value 8/3 for every ε ≤ 1 (the usual statement) and as is
-    above, where 8/3 would fall short."""
+    """Sampled rows m for a (1 ± ε) Gram matrix with probability ≥ 1 − δ (matrix Chernoff bound).
+
+    With scores that are β-approximate (p_i ≥ β τ_i / d), the matrix Bernstein bound gives
+    (1 − ε) AᵀDA ⪯ AᵀD̃A ⪯ (1 + ε) AᵀDA once
+
+        m = ⌈2(1 + ε/3) (d/β) log(2d/δ) / ε²⌉,
+
+    with the factor 2(1 + ε/3) taken at its ε = 1 value 8/3 for every ε ≤ 1 (the usual statement)
+    and as is above, where 8/3 would fall short.
+
+    Args:
+      d: columns of A (≥ 1).
+      eps: the relative accuracy ε, > 0.
+      delta: the failure probability δ, in (0, 1) (default 0.01).
+      beta: the scores' approximation factor β, in (0, 1] (default 1: exact scores).
+
+    Returns:
+      int m.
+    """
     d = _checks.check_positive_int(d, "d")
     for name, value in (("eps", eps), ("delta", delta), ("beta", beta)):
         if _checks.as_real(value) is None:
@@ -125,16 +157,25 @@ def sketch_size(d: int, eps: float, delta: float = 0.01, beta: float = 1.0) -> i
 
 
 def sample_rows(key, scores, m: int, active=None):
-    """m row indices drawn i.i.d. with p ∝ scores, and their weights 1/(m p_i) (a row drawn twice
-    appears twice). Returns (idx (m,), weight (m,), p (n,)).
+    """m row indices drawn i.i.d. with p ∝ scores, and their unbiased weights 1/(m p_i).
 
-    ``active`` (traced int, 1 ≤ active ≤ m): use only the first ``active`` draws — weights
-    1/(active p_i) there and 0 after. The first ``active`` of m i.i.d. draws are an i.i.d. sample of
-    that size, so a sweep over sample sizes runs as one program with the static capacity m; an
-    ``active`` above m is refused (concrete) or read as m (traced), since only m draws exist. Scores
-    that are all 0 (a zero matrix, or D = 0) sample uniformly instead of dividing by 0; negative or
-    non-finite scores are refused (concrete). ``m`` is a static positive integer, ``active`` an
-    integer."""
+    A row drawn twice appears twice, so Σ_j weight_j f(idx_j) is an unbiased estimate of Σ_i f(i).
+    Scores that are all 0 (a zero matrix, or D = 0) sample uniformly instead of dividing by 0;
+    negative or non-finite scores are refused (concrete).
+
+    Args:
+      key: ``jax.random`` key or integer seed of the draws.
+      scores: (n,) non-negative sampling scores, n ≥ 1.
+      m: number of draws (static, ≥ 1).
+      active: integer, 1 ≤ active ≤ m (may be traced; default None: all m): use only the first
+        ``active`` draws, with weights 1/(active p_i) there and 0 after. The first ``active`` of m
+        i.i.d. draws are an i.i.d. sample of that size, so a sweep over sample sizes runs as one
+        program with the static capacity m. An ``active`` above m is refused when concrete and read
+        as m when traced, since only m draws exist.
+
+    Returns:
+      (idx, weight, p): the (m,) row indices, their (m,) weights and the (n,) probabilities.
+    """
     m = _checks.check_positive_int(m, "m")
     key = _checks.as_key(key)
     scores = _checks.as_hyper(scores, "scores", ndim=1)
@@ -162,12 +203,25 @@ def sample_rows(key, scores, m: int, active=None):
 
 @full_precision
 def sampled_gram(key, A, D, m: int, *, method: str = "approx", scores=None, active=None):
-    """Aᵀ D̃ A with D̃ from leverage-score row sampling of diag(√D) A (D > 0): O(m d²) after the
-    scores.
+    """The sampled Gram matrix Aᵀ D̃ A of leverage-score row sampling of diag(√D) A, in O(m d²).
 
-    ``method``: "approx" (CountSketch route), "exact" (QR), or pass ``scores``; ``active``: see
-    :func:`sample_rows`. A: dense (n, d), ``BCOO``, ``scipy.sparse`` or ``RowSparse`` (as
-    :func:`leverage_scores`); D: (n,) non-negative. Returns the (d, d) matrix; nnz(D̃) ≤ m.
+    The SubSample of Gao, Song, Yin (Lemma 6.4): m rows i drawn i.i.d. with p ∝ τ_i (the leverage
+    scores of diag(√D) A) and weighted D̃_i = D_i · count_i / (m p_i), so E[Aᵀ D̃ A] = Aᵀ D A and
+    nnz(D̃) ≤ m; :func:`sketch_size` gives the m for a (1 ± ε) approximation.
+
+    Args:
+      key: ``jax.random`` key or integer seed of the scores and the draws.
+      A: (n, d) design: dense, ``BCOO``, ``scipy.sparse`` or
+        :class:`lowrank_jax.regression.design.RowSparse`.
+      D: (n,) non-negative row weights (> 0 for Lemma 6.4).
+      m: number of draws (static, ≥ 1).
+      method: the scores, "approx" (:func:`approx_leverage_scores`, default) or "exact"
+        (:func:`leverage_scores`); ignored when ``scores`` is given.
+      scores: (n,) sampling scores to use instead (default None).
+      active: the number of draws used, as in :func:`sample_rows` (default None: all m).
+
+    Returns:
+      (d, d) array Aᵀ D̃ A.
     """
     A = design.as_design(A)
     D = _checks.as_hyper(D, "D", ndim=1, length=A.shape[0], dtype=A.dtype)
