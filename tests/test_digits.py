@@ -4,6 +4,7 @@ errors, the stratified split; the real files' class counts when `make data` has 
 import gzip
 import struct
 
+import jax
 import numpy as np
 import pytest
 
@@ -130,8 +131,8 @@ def test_stratified_split_is_deterministic_and_stratified(tmp_path):
     table = np.column_stack([np.tile(np.arange(200)[:, None] % 256, 784), labels])
     path = tmp_path / "digits.csv.gz"
     write_csv(path, table)
-    train = datasets.load_mnist_5k("train", path=path, test_size=40, seed=3)
-    test = datasets.load_mnist_5k("test", path=path, test_size=40, seed=3)
+    train = datasets.load_mnist_5k("train", path=path, test_size=40, key=3)
+    test = datasets.load_mnist_5k("test", path=path, test_size=40, key=3)
     assert len(train.labels) == 160 and len(test.labels) == 40
     assert (
         np.bincount(test.labels).tolist() == [4] * 10
@@ -143,9 +144,12 @@ def test_stratified_split_is_deterministic_and_stratified(tmp_path):
 
     assert rows(train).isdisjoint(rows(test)) and rows(train) | rows(test) == set(range(200))
     data = datasets.load_mnist_5k(path=path)
-    again = datasets.stratified_split(data, 40, seed=3)
+    again = datasets.stratified_split(data, 40, key=3)
     np.testing.assert_array_equal(again[1].images, test.images)
-    other = datasets.stratified_split(data, 40, seed=4)[1]
+    # an integer seed and its key give the same split
+    as_key = datasets.stratified_split(data, 40, key=jax.random.key(3))
+    np.testing.assert_array_equal(as_key[1].images, test.images)
+    other = datasets.stratified_split(data, 40, key=4)[1]
     assert not np.array_equal(other.images, test.images)
     # Uneven classes: largest remainders keep the total exact.
     uneven = digits.ImageData(
@@ -157,14 +161,14 @@ def test_stratified_split_is_deterministic_and_stratified(tmp_path):
         datasets.stratified_split(uneven, 8)
     # A fraction, as in scikit-learn, is ⌈f n⌉ rows (it crashed with "slice indices must be
     # integers").
-    frac = datasets.stratified_split(data, 0.2, seed=3)
+    frac = datasets.stratified_split(data, 0.2, key=3)
     np.testing.assert_array_equal(frac[1].images, test.images)
     for bad in (True, 1000.0, 1.5, -1, "40"):
         with pytest.raises(ValueError, match="test_size"):
             datasets.stratified_split(data, bad)
-    for bad in (None, -1, 1.5, True):
-        with pytest.raises(ValueError, match="seed"):
-            datasets.stratified_split(data, 40, seed=bad)
+    for bad in (1.5, True, "3", np.zeros(3)):
+        with pytest.raises(TypeError, match="key"):
+            datasets.stratified_split(data, 40, key=bad)
 
 
 # Run only where `make data` has run (the files are not in the repository; CI does not fetch them).
@@ -229,7 +233,7 @@ def test_stratified_split_apportions_by_largest_remainders_and_rounds_fractions_
         data = digits.ImageData(
             np.zeros((len(labels), 1), np.float32), labels, tuple("abcdef"[: len(counts)])
         )
-        train, test = datasets.stratified_split(data, min(size, len(labels)), seed=1)
+        train, test = datasets.stratified_split(data, min(size, len(labels)), key=1)
         want = _hamilton(counts, min(size, len(labels)))
         assert np.bincount(test.labels, minlength=len(counts)).tolist() == want, (counts, size)
         assert (

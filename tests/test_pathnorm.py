@@ -216,11 +216,11 @@ def test_pgd_stays_in_the_ball_and_hurts(digits):
     np.testing.assert_allclose(
         pathnorm.robust_error(model, Xs, ys, 0.0, key=jax.random.key(1)), clean
     )
-    # step_size is the ascent step: 0 leaves the random start where it is, whatever the step count
+    # lr is the ascent step: 0 leaves the random start where it is, whatever the step count
     start = pathnorm.pgd_attack(model, Xs, ys, eps, key=jax.random.key(2), steps=0)
-    still = pathnorm.pgd_attack(model, Xs, ys, eps, key=jax.random.key(2), steps=3, step_size=0.0)
+    still = pathnorm.pgd_attack(model, Xs, ys, eps, key=jax.random.key(2), steps=3, lr=0.0)
     np.testing.assert_array_equal(still, start)
-    one = pathnorm.pgd_attack(model, Xs, ys, eps, key=jax.random.key(2), steps=1, step_size=2 * eps)
+    one = pathnorm.pgd_attack(model, Xs, ys, eps, key=jax.random.key(2), steps=1, lr=2 * eps)
     # a step of 2ε lands every moved pixel on the ball or the box
     moved = np.abs(np.asarray(one - Xs))
     on_edge = (
@@ -432,6 +432,21 @@ def test_evaluation_input_is_named_and_an_integer_key_is_a_seed(digits):
     np.testing.assert_array_equal(
         pathnorm.pgd_attack(model, X, y, 0.1, key=3, steps=2),
         pathnorm.pgd_attack(model, X, y, 0.1, key=key, steps=2),
+    )
+    # the default key is key(0), for the attack and for a new network
+    np.testing.assert_array_equal(
+        pathnorm.pgd_attack(model, X, y, 0.1, steps=2),
+        pathnorm.pgd_attack(model, X, y, 0.1, key=jax.random.key(0), steps=2),
+    )
+    np.testing.assert_array_equal(
+        pathnorm.robust_error(model, X, y, 0.1, steps=2),
+        pathnorm.robust_error(model, X, y, 0.1, key=0, steps=2),
+    )
+    np.testing.assert_array_equal(
+        pathnorm.ShallowNet(X.shape[1], 8, 10).hidden.weight, model.hidden.weight
+    )
+    np.testing.assert_array_equal(
+        pathnorm.ShallowNet(X.shape[1], 8, 10, key=0).out.weight, model.out.weight
     )
     kw = dict(
         reg="l1", method="prox", lr=0.1, lam=1e-3, epochs=1, batch=50, hidden=4, logs_per_epoch=2

@@ -51,7 +51,7 @@ def brute_force(x, y, lam):
 
 
 def one_d_reference(x, y, lam, grid=20001):
-    """Global minimum by the 1-D reduction (project note §3.7): fix t = Σv; then
+    """Global minimum by the 1-D reduction: fix t = Σv; then
     w = max(|y| − λt, 0) and v is the projection of |x| onto {v ≥ 0, Σv = t}; minimise over
     t ∈ [0, Σ|x|] on a grid, then refine around the best grid points by golden section."""
     a, b = np.abs(x), np.abs(y)

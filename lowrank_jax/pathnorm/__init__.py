@@ -1,6 +1,6 @@
 """Shallow networks regularised by the 1-path-norm, ℓ1, or a layer-wise constraint; Prox-SGD; PGD.
 
-Latorre, Rolland, Hallak, Cevher, ICML 2020 (project note ``path_norm_prox.md``). The network is
+Latorre, Rolland, Hallak, Cevher, ICML 2020. The network is
 
     h(x) = W_out · elu(W_in x + b_in) + b_out,   W_in (hidden, inputs), W_out (outputs, hidden),
 

@@ -2,7 +2,7 @@
 projection of the layer-wise baseline.
 
 Latorre, Rolland, Hallak, Cevher, "Efficient Proximal Mapping of the 1-path-norm of Shallow
-Networks", ICML 2020 (project note ``path_norm_prox.md``). For a network h(x) = W_out σ(W_in x)
+Networks", ICML 2020. For a network h(x) = W_out σ(W_in x)
 with the layouts of ``equinox.nn.Linear`` weights, W_in (hidden, inputs) and W_out
 (outputs, hidden),
 
@@ -36,14 +36,13 @@ selects. Entries within their rounding error of 0 are returned as exact zeros.
 
 Rounding. With the tails in (27) each candidate's h has its own size (the optimum's is exactly 0 at
 λ = 0), so a block whose squared norm is below float32 resolution of the other's still decides.
-Written relative to ½‖a‖² + ½‖b‖² (minus the kept heads), every candidate's value sat near −½‖b‖²,
-where it did not: float32 zeroed output weights of 1e-4 against input weights of 1/28, even at
-λ = 0.
+Relative to ½‖a‖² + ½‖b‖² (minus the kept heads) every candidate's value would sit near −½‖b‖²,
+where such a block is lost.
 
 The paper's own procedure (Algorithm 5, the walk along the maximal feasibility boundary, then
 Algorithm 3) is implemented in the tests (``tests/oracles.py``; argsort, explicit vectors, a
-``while_loop`` per unit) as a cross-check. The printed single-output Algorithm 2 is wrong (it can
-loop forever and never compares with the trivial solution; project note §3.3): the single-output
+``while_loop`` per unit) as a cross-check. The printed single-output Algorithm 2 is not used (it
+can loop forever and never compares with the trivial solution v = 0, w = |y|): the single-output
 prox is the p = 1 case of the multi-output one here.
 """
 
@@ -68,10 +67,18 @@ _INT_OF = {
 def sort_magnitudes(x: jax.Array) -> jax.Array:
     """|x| sorted in decreasing order along the last axis.
 
+        sorted_k = |x_π(k)|,   |x_π(1)| ≥ |x_π(2)| ≥ …,   d(sorted)_k = sign(x_π(k)) dx_π(k)
+
     Sorts the integer bit patterns: for non-negative IEEE floats they order exactly as the values,
-    and XLA:CPU sorts integers several times faster than floats (whose comparator handles NaN and
-    −0). NaN must not occur (the public functions reject it). Differentiable: the derivative is that
-    of a permutation, d(sorted)_k = sign(x_π(k)) dx_π(k) (the bit casts alone would cut it to 0).
+    and an integer sort needs no comparator for NaN and −0. Differentiable: the derivative is that
+    of the permutation π (a custom JVP; the bit casts alone would cut it to 0).
+
+    Args:
+      x: a real floating-point array (float16, bfloat16, float32 or float64) without NaN (the
+        public functions that call it reject NaN).
+
+    Returns:
+      The array of |x| sorted decreasingly along the last axis, x's shape and dtype.
     """
     mag = jnp.abs(x)
     if jnp.dtype(mag.dtype) not in _INT_OF:
@@ -141,9 +148,8 @@ def _rounding_of_entries(lam, sv, sw, A, B, d):
 
     The second term grows as 1/d² near the singular pair (d → 0) but only with |N_v|, which is
     small there when the data are tied: 1 × 1 and 2 × 2 units of ones at λ = (1 − 10⁻⁴)/√(s_v s_w)
-    have N_v ≈ 10⁻⁴ against M_v ≈ 2. (Bounding |N_v| by M_v, as a first version did, made e_v exceed
-    the entries, 0.5 there: the unit came back all zero, with twice the trivial candidate's
-    objective.)
+    have N_v ≈ 10⁻⁴ against M_v ≈ 2. (Bounding |N_v| by M_v instead would make e_v exceed the
+    entries, 0.5 there, and return the unit all zero, at twice the trivial candidate's objective.)
 
     An entry within its bound of 0 is 0 up to rounding: where it is 0 in exact arithmetic (b_j = λΣv
     on the nose, tied data) the computed one is ±ε-noise, a non-zero that the exact prox does not
@@ -233,8 +239,8 @@ _prox_units = jax.jit(jax.vmap(_prox_unit, in_axes=(0, 0, None)))
 def _check_layouts(W_in, W_out):
     """Refuse weights that are not W_in (hidden, inputs) and W_out (outputs, hidden) by name: P's
     column sums of W_out and row sums of W_in broadcast silently otherwise (a W_out of layout
-    (hidden, outputs) = (4, 1) against a W_in of 4 hidden units gave 4 × 4 "units", 4x the norm; a
-    1-D W_out gave a sum over all of it times every row)."""
+    (hidden, outputs) = (4, 1) against a W_in of 4 hidden units would give 4 × 4 "units", 4x the
+    norm; a 1-D W_out a sum over all of it times every row)."""
     if W_in.ndim != 2 or W_out.ndim != 2:
         raise ValueError(
             f"need 2-D W_in (hidden, inputs) and W_out (outputs, hidden), got W_in "
@@ -260,23 +266,31 @@ def _check_pair(W_in, W_out, strength):
 
 
 def path_norm_prox(W_in, W_out, strength):
-    """Exact global prox of λ·P at (W_in, W_out), λ = ``strength`` ≥ 0: returns (W_in⁺, W_out⁺) =
-    argmin_{(V_in, V_out)} ½‖V_in − W_in‖²_F + ½‖V_out − W_out‖²_F + λ P(V_in, V_out), with the
-    1-path-norm P(V_in, V_out) = Σ_{k,j,i} |V_out[k, j]| |V_in[j, i]| (Latorre, Rolland, Hallak,
-    Cevher, ICML 2020; the multi-output prox of their §5, made exact per unit as in the module
-    docstring).
+    """The exact global proximal map of λ times the 1-path-norm of a shallow network.
 
-    Shapes: W_in (hidden, inputs), W_out (outputs, hidden) (``equinox.nn.Linear`` weights); the
-    result has the same shapes, in the wider of the two dtypes (float16/bfloat16 are computed and
-    returned in float32; cast back if needed). Any number of outputs, ``outputs = 1`` included.
-    Units with all-zero weights, ties, and λ ≥ 1 (then each unit keeps the block with the larger ℓ2
-    norm and zeroes the other) are handled. ``strength`` is a traced scalar: ``vmap``/``jit`` over
-    it never recompile. For Prox-SGD the strength is (learning rate) × (regularisation weight).
+        (W_in⁺, W_out⁺) = argmin_{(V_in, V_out)} ½‖V_in − W_in‖²_F + ½‖V_out − W_out‖²_F
+                                                  + λ P(V_in, V_out),
+        P(V_in, V_out) = Σ_{k,j,i} |V_out[k, j]| |V_in[j, i]|
 
-    Sparsity it guarantees (Lemma 8): a unit that keeps both blocks has s_v · s_w < λ⁻² non-zeros.
-    An entry that is 0 in exact arithmetic (tied data, |y_j| = λΣv on the nose) is exactly 0, not
-    rounding noise that would count against that bound. Where the prox is set-valued (exact ties of
-    the objective) one minimiser is returned. λ = 0 returns the input bit for bit, in float32 too.
+    (Latorre, Rolland, Hallak, Cevher, ICML 2020: the multi-output prox of their §5, made exact
+    per hidden unit as in the module docstring). Any number of outputs, one included. Units with
+    all-zero weights, ties, and λ ≥ 1 (each unit then keeps the block with the larger ℓ2 norm and
+    zeroes the other) are handled. Sparsity (Lemma 8): a unit that keeps both blocks has
+    s_v · s_w < λ⁻² non-zeros; an entry that is 0 in exact arithmetic (tied data, |y_j| = λΣv on
+    the nose) comes back exactly 0, not as rounding noise. Where the prox is set-valued (exact ties
+    of the objective) one minimiser is returned. λ = 0 returns the input bit for bit, in float32
+    too.
+
+    Args:
+      W_in: (hidden, inputs) input weights (``equinox.nn.Linear`` layout), finite.
+      W_out: (outputs, hidden) output weights, finite.
+      strength: λ ≥ 0, a scalar; it may be traced, so ``vmap``/``jit`` over it never recompile
+        (a traced negative or NaN λ gives NaN weights). For Prox-SGD, λ = lr × (the regularisation
+        weight).
+
+    Returns:
+      (W_in⁺, W_out⁺) of the input shapes, in the wider of the two dtypes (float16/bfloat16 are
+      computed and returned in float32; cast back if needed).
 
     Example:
         ```python
@@ -320,17 +334,40 @@ def _finish_prox(lam, W_in, W_out, W_in_new, W_out_new):
 
 
 def path_norm(W_in, W_out) -> jax.Array:
-    """P(W_in, W_out) = Σ_i ‖W_out[:, i]‖₁ ‖W_in[i, :]‖₁, in O(hidden · (inputs + outputs)).
-    W_in (hidden, inputs) and W_out (outputs, hidden); other shapes raise ``ValueError``."""
+    """The 1-path-norm of a shallow network, in O(hidden · (inputs + outputs)).
+
+        P(W_in, W_out) = Σ_{k,j,i} |W_out[k, j]| |W_in[j, i]| = Σ_j ‖W_out[:, j]‖₁ ‖W_in[j, :]‖₁
+
+    (Latorre, Rolland, Hallak, Cevher 2020; an upper bound on the ℓ∞ → ℓ1 Lipschitz constant,
+    Theorem 1).
+
+    Args:
+      W_in: (hidden, inputs) input weights; other shapes raise ``ValueError``.
+      W_out: (outputs, hidden) output weights.
+
+    Returns:
+      The scalar P.
+    """
     W_in, W_out = jnp.asarray(W_in), jnp.asarray(W_out)
     _check_layouts(W_in, W_out)
     return jnp.sum(jnp.sum(jnp.abs(W_out), axis=0) * jnp.sum(jnp.abs(W_in), axis=1))
 
 
 def path_norm_objective(W_in, W_out, W_in_bar, W_out_bar, strength) -> jax.Array:
-    """½‖W_in − W̄_in‖² + ½‖W_out − W̄_out‖² + λ P(W_in, W_out): what ``path_norm_prox`` minimises.
-    W_in and W̄_in (hidden, inputs), W_out and W̄_out (outputs, hidden); ``strength`` λ a scalar
-    ≥ 0, as for the prox (a negative or vector λ gave a negative or vector "objective")."""
+    """The objective that :func:`path_norm_prox` minimises, at (W_in, W_out).
+
+        ½‖W_in − W̄_in‖²_F + ½‖W_out − W̄_out‖²_F + λ P(W_in, W_out)
+
+    Args:
+      W_in: (hidden, inputs) input weights where it is evaluated.
+      W_out: (outputs, hidden) output weights where it is evaluated.
+      W_in_bar: W̄_in, the prox's input point, W_in's shape.
+      W_out_bar: W̄_out, W_out's shape.
+      strength: λ ≥ 0, a scalar (as for the prox).
+
+    Returns:
+      The scalar objective.
+    """
     W_in, W_out, W_in_bar, W_out_bar = (jnp.asarray(w) for w in (W_in, W_out, W_in_bar, W_out_bar))
     _check_layouts(W_in, W_out)
     _checks.check_same_shape(W_in, W_in_bar, "W_in", "W_in_bar")
@@ -347,18 +384,26 @@ def path_norm_objective(W_in, W_out, W_in_bar, W_out_bar, strength) -> jax.Array
 
 
 def project_l1_ball_rows(W, radius):
-    """Project every row of W onto {u : ‖u‖₁ ≤ radius} (sort-based, Duchi et al. 2008).
+    """The Euclidean projection of every row of W onto the ℓ1 ball {u : ‖u‖₁ ≤ radius}.
 
-    With a = |W_i| sorted decreasingly and ρ = max{j : a_j > (Σ_{l≤j} a_l − radius)/j}, the
-    projection is sign(W_i) · max(|W_i| − θ, 0), θ = (Σ_{l≤ρ} a_l − radius)/ρ, for rows outside the
-    ball; rows inside are unchanged. Keeping ‖W‖_∞ (the max row ℓ1 norm, the ℓ∞ operator norm)
-    ≤ 1/λ by projecting after every step is the paper's layer-wise baseline. ``radius = inf``
-    (λ = 0) returns W.
+    Sort-based (Duchi, Shalev-Shwartz, Singer, Chandra 2008): with a = |W_i| sorted decreasingly,
 
-    Evaluated in gaps to the ρ-th magnitude, |W_ij| − θ = (|W_ij| − a_ρ) + (radius − s)/ρ with
-    s = Σ_{l≤ρ} (a_l − a_ρ) ≥ 0: the direct |W_ij| − θ cancels to an error of eps·a_1, which in
-    float32 swamps a radius far below the row's largest entry (ρ = 1 returned radius ± eps·a_1); the
-    gap form's error is of order eps·(|W_ij| + radius), and the kept entries sum to the radius.
+        ρ = max{j : a_j > (Σ_{l≤j} a_l − radius)/j},   θ = (Σ_{l≤ρ} a_l − radius)/ρ,
+        W_i⁺ = sign(W_i) · max(|W_i| − θ, 0)      (rows outside the ball; rows inside unchanged).
+
+    Keeping ‖W‖_∞ (the max row ℓ1 norm, the ℓ∞ operator norm) ≤ 1/λ by projecting after every step
+    is the paper's layer-wise baseline. It is evaluated in gaps to the ρ-th magnitude,
+    |W_ij| − θ = (|W_ij| − a_ρ) + (radius − s)/ρ with s = Σ_{l≤ρ} (a_l − a_ρ) ≥ 0: the direct
+    |W_ij| − θ cancels to an error of eps·a_1, which in float32 swamps a radius far below the row's
+    largest entry; the gap form's error is of order eps·(|W_ij| + radius), and the kept entries sum
+    to the radius.
+
+    Args:
+      W: (rows, columns) matrix, finite.
+      radius: the ball's radius ≥ 0, a scalar (may be traced); ``inf`` (λ = 0) returns W.
+
+    Returns:
+      The projected matrix, W's shape and dtype.
     """
     W = _checks.as_matrix(W, "W")
     # inf: W itself

@@ -23,16 +23,12 @@ def _check_eval(model, X, y):
     return X, _labels(y, X.shape[0], outputs)[0]
 
 
-def _check_attack(X, eps, steps, step_size, key, bounds):
-    """(eps, steps, step_size, key, (lo, hi)) in X's dtype; a concrete X outside ``bounds`` is
-    refused (the clip would move it even at ε = 0, so the "attack" would not start from X)."""
+def _check_attack(X, eps, steps, lr, key, bounds):
+    """(eps, steps, lr, key, (lo, hi)) in X's dtype; a concrete X outside ``bounds`` is refused (the
+    clip would move it even at ε = 0, so the "attack" would not start from X)."""
     eps = _checks.as_hyper(eps, "eps", ndim=0, dtype=X.dtype)
     steps = _checks.check_positive_int(steps, "steps", minimum=0)
-    step_size = (
-        None
-        if step_size is None
-        else _checks.as_hyper(step_size, "step_size", ndim=0, dtype=X.dtype)
-    )
+    lr = None if lr is None else _checks.as_hyper(lr, "lr", ndim=0, dtype=X.dtype)
     if bounds is None:
         lo = hi = None
     else:
@@ -52,27 +48,43 @@ def _check_attack(X, eps, steps, step_size, key, bounds):
                     "pass the range of your inputs as bounds=(lo, hi), "
                     "or bounds=None for unbounded inputs (standardised features)"
                 )
-    return eps, steps, step_size, _checks.as_key(key), (lo, hi)
+    return eps, steps, lr, _checks.as_key(key), (lo, hi)
 
 
 @full_precision
 def pgd_attack(
-    model: ShallowNet, X, y, eps, *, key, steps: int = 40, step_size=None, bounds=(0.0, 1.0)
+    model: ShallowNet, X, y, eps, *, key=None, steps: int = 40, lr=None, bounds=(0.0, 1.0)
 ):
-    """Untargeted PGD in the ℓ∞ ball (Madry et al. 2018) as in the paper's evaluation: a uniform
-    random start in [−ε, ε], ``steps`` ascent steps x ← Π(x + a · sign ∇_x CE) of size a
-    (``step_size``, by default ε/20),
-    projected back on the ball around X and clipped to the input range ``bounds`` (the pixel range
-    [0, 1] by default; ``None``: no clipping). X (N, inputs) inside ``bounds`` (checked when X is
-    concrete; under ``jit``/``vmap`` over X it is clipped unchecked), y (N,) labels below the
-    model's outputs, ε ≥ 0; ``key`` a PRNG key or an integer seed. Returns the examples (N, inputs)
-    in X's dtype (half precision is computed and returned in float32)."""
+    """Adversarial examples of ``model`` by untargeted PGD in the ℓ∞ ball of radius ε.
+
+        x⁰ = clip(x + u),  u ~ Uniform[−ε, ε]^inputs,
+        x^{t+1} = clip(Π_{‖z − x‖_∞ ≤ ε}(x^t + a · sign ∇_x CE(model(x^t), y))),
+
+    with a = ``lr`` and clip the clipping to the input range ``bounds`` (Madry et al. 2018, as in
+    the evaluation of Latorre, Rolland, Hallak, Cevher 2020).
+
+    Args:
+      model: a :class:`~lowrank_jax.pathnorm.ShallowNet`.
+      X: (samples, inputs) examples, one per row, inside ``bounds`` (checked when X is concrete;
+        under ``jit``/``vmap`` over X it is clipped unchecked).
+      y: (samples,) integer labels below the model's number of outputs.
+      eps: the radius ε ≥ 0 (scalar; may be traced).
+      key: ``jax.random`` key or integer seed of the random start (default key(0)).
+      steps: the number of ascent steps (≥ 0; default 40).
+      lr: the ascent step a ≥ 0 (scalar); default None, ε/20.
+      bounds: the input range (lo, hi) to clip to, lo < hi (default (0, 1), pixels); None: no
+        clipping (unbounded inputs, standardised features).
+
+    Returns:
+      The (samples, inputs) adversarial examples, in X's dtype (half precision is computed and
+      returned in float32).
+    """
     X, y = _check_eval(model, X, y)
-    return _pgd(model, X, y, *_check_attack(X, eps, steps, step_size, key, bounds))
+    return _pgd(model, X, y, *_check_attack(X, eps, steps, lr, key, bounds))
 
 
-def _pgd(model, X, y, eps, steps, step_size, key, bounds):
-    a = eps / 20 if step_size is None else step_size
+def _pgd(model, X, y, eps, steps, lr, key, bounds):
+    a = eps / 20 if lr is None else lr
     grad_x = jax.grad(
         lambda Z: jnp.sum(optax.softmax_cross_entropy_with_integer_labels(model(Z), y))
     )
@@ -88,8 +100,19 @@ def _pgd(model, X, y, eps, steps, step_size, key, bounds):
 
 @full_precision
 def error_rate(model: ShallowNet, X, y) -> jax.Array:
-    """Share of the rows of X (N, inputs) whose predicted class differs from y (N,). NaN for a
-    model with a non-finite parameter (a diverged run), not the share of labels that are not 0."""
+    """The share of examples that ``model`` misclassifies.
+
+        err = (1/N) #{n : argmax_k h(x_n)_k ≠ y_n}
+
+    Args:
+      model: a :class:`~lowrank_jax.pathnorm.ShallowNet`.
+      X: (samples, inputs) examples, one per row.
+      y: (samples,) integer labels below the model's number of outputs.
+
+    Returns:
+      The scalar error rate in [0, 1]; NaN for a model with a non-finite parameter (a diverged
+      run), whose NaN logits would otherwise all predict class 0.
+    """
     X, y = _check_eval(model, X, y)
     return _error_rate(model, X, y)
 
@@ -100,13 +123,25 @@ def _error_rate(model, X, y):
 
 @full_precision
 def robust_error(
-    model: ShallowNet, X, y, eps, *, key, steps: int = 40, bounds=(0.0, 1.0)
+    model: ShallowNet, X, y, eps, *, key=None, steps: int = 40, bounds=(0.0, 1.0)
 ) -> jax.Array:
-    """Error on PGD-ℓ∞ examples (ε = 0 gives the clean error); arguments as :func:`pgd_attack`. NaN
-    for a model with a non-finite parameter, as :func:`error_rate`."""
+    """The error rate of ``model`` on its PGD-ℓ∞ adversarial examples.
+
+        err_ε = error_rate(model, pgd_attack(model, X, y, ε), y)      (ε = 0: the clean error)
+
+    with the attack's default step ε/20.
+
+    Args:
+      model, X, y, eps, key, steps, bounds: as in :func:`pgd_attack` (``key`` default key(0),
+        ``steps`` default 40, ``bounds`` default (0, 1)).
+
+    Returns:
+      The scalar robust error in [0, 1]; NaN for a model with a non-finite parameter, as
+      :func:`error_rate`, or for a traced invalid ε.
+    """
     X, y = _check_eval(model, X, y)
-    eps, steps, step_size, key, bounds = _check_attack(X, eps, steps, None, key, bounds)
-    err = _error_rate(model, _pgd(model, X, y, eps, steps, step_size, key, bounds), y)
+    eps, steps, lr, key, bounds = _check_attack(X, eps, steps, None, key, bounds)
+    err = _error_rate(model, _pgd(model, X, y, eps, steps, lr, key, bounds), y)
     # a traced invalid ε is NaN here (as_hyper): the error rate of NaN examples would read as a
     # number
     return jnp.where(jnp.isnan(eps), jnp.nan, err)

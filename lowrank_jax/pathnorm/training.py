@@ -48,9 +48,11 @@ _INVALID_MESSAGE = (
 
 
 class TrainResult(Result):
-    """What :func:`train` and :func:`sweep` return (the :class:`~lowrank_jax.result.Result` core:
-    ``status``, ``n_iter``, ``history``); :func:`sweep` adds its leading (seeds, configurations)
-    axes to every leaf.
+    """The result of :func:`train` and :func:`sweep`: the trained network and its training record.
+
+    The :class:`~lowrank_jax.result.Result` core (``status``, ``n_iter``, ``history``) plus the
+    final loss, the share of non-zero weights and the model; :func:`sweep` adds its leading
+    (seeds, configurations) axes to every leaf.
 
     Attributes:
       n_iter: epochs run (all of them: training has no stopping rule).
@@ -69,19 +71,36 @@ class TrainResult(Result):
     model: ShallowNet
 
 
-def optimizer(reg: str, method: str, learning_rate, lam) -> optax.GradientTransformation:
-    """The training rule: "sgd" → ``optax.sgd(lr)`` (the penalty goes into the loss, see
-    :func:`~lowrank_jax.pathnorm.loss_fn`); "prox" → ``proximal(optax.sgd(lr), prox, lr·λ)``
-    ("layer": strength λ)."""
+def optimizer(reg: str, method: str, lr, lam) -> optax.GradientTransformation:
+    """The optax training rule of (``reg``, ``method``): SGD, or SGD followed by the prox.
+
+        "sgd":  W ← W − lr ∇(CE + λ g)(W)
+        "prox": W ← prox_{s g}(W − lr ∇CE(W)),   s = lr·λ ("path", "l1") or λ ("layer")
+
+    ``optax.sgd(lr)`` for ``"sgd"`` (the penalty is in the loss,
+    :func:`~lowrank_jax.pathnorm.loss_fn`); ``transforms.proximal(optax.sgd(lr), prox_step, s)``
+    for ``"prox"`` (:func:`~lowrank_jax.pathnorm.prox_step`; for ``"layer"`` the projection on the
+    ℓ1 balls of radius 1/λ).
+
+    Args:
+      reg: ``"path"``, ``"l1"`` or ``"layer"`` (:data:`~lowrank_jax.pathnorm.REGULARIZERS`).
+      method: ``"sgd"`` or ``"prox"`` (:data:`~lowrank_jax.pathnorm.METHODS`).
+      lr: the learning rate > 0 (scalar; may be traced).
+      lam: the regularisation weight λ ≥ 0 (scalar; may be traced).
+
+    Returns:
+      An ``optax.GradientTransformation`` whose ``update`` takes the params (a
+      :class:`~lowrank_jax.pathnorm.ShallowNet`).
+    """
     _check_choice(reg, method)
     if method == "sgd":
-        return optax.sgd(learning_rate)
-    strength = lam if reg == "layer" else learning_rate * lam
+        return optax.sgd(lr)
+    strength = lam if reg == "layer" else lr * lam
 
     def prox_fn(params, s):
         return prox_step(params, s, reg)
 
-    return transforms.proximal(optax.sgd(learning_rate), prox_fn, strength)
+    return transforms.proximal(optax.sgd(lr), prox_fn, strength)
 
 
 @full_precision
@@ -103,47 +122,59 @@ def train(
     progress: bool = False,
     throw: bool = True,
 ) -> TrainResult:
-    """Train a :class:`~lowrank_jax.pathnorm.ShallowNet` on (X (N, inputs) in [0, 1], y (N,)
-    integer labels 0, 1, …) with minibatch SGD or Prox-SGD, constant learning rate (lr > 0, λ ≥ 0),
-    reshuffled every epoch.
-    An integer X is converted to float, not rescaled: divide raw pixels by 255 first. An epoch runs
-    ⌊⌊N/batch⌋/logs_per_epoch⌋ · logs_per_epoch minibatches; the few examples left over are a
-    different random set each epoch. ``key`` (a ``jax.random`` key or integer seed, default key(0))
-    draws the starting network and the shuffles. One jitted program; ``key``, ``lr`` and ``lam``
-    are traced, so a ``vmap`` over them trains many networks in one call (:func:`sweep`).
+    """Train a :class:`~lowrank_jax.pathnorm.ShallowNet` by minibatch SGD or Prox-SGD on CE + λ g.
 
-    The objective is CE(W) + λ g(W) (Latorre, Rolland, Hallak, Cevher 2020: §3 and the experiments
-    of §7):
+        min_W  CE(W) + λ g(W),   CE the mean softmax cross-entropy on (X, y),
+        "sgd":  W ← W − lr ∇(CE + λ g)(W)                 (g's subgradient, by autodiff)
+        "prox": W ← prox_{lr·λ·g}(W − lr ∇CE(W))           (Prox-SGD: exact zeros)
 
-      ``reg``: g, one of "path" (the 1-path-norm Σ_{k,j,i} |W_out[k, j]| |W_in[j, i]|), "l1"
-        (Σ|W_in| + Σ|W_out|) or "layer" (layer-wise: each row of W_in and W_out in the ℓ1 ball of
-        radius 1/λ for "prox"; Σ_layers max-row-ℓ1 as a penalty for "sgd";
-        :func:`~lowrank_jax.pathnorm.penalty`).
-      ``method``: "sgd" — W ← W − lr ∇(CE + λ g) with g's subgradient; "prox" (Prox-SGD) —
-        W ← prox_{lr·λ·g}(W − lr ∇CE) with the exact prox (:func:`~lowrank_jax.pathnorm.prox_step`;
-        for "path" the global prox of :func:`~lowrank_jax.pathnorm.path_norm_prox`; for "layer" the
-        projection onto the balls), which sets weights exactly to zero.
-      ``hidden``: width of the hidden layer of a new network; ``model``: a ShallowNet to
-        start from instead (its sizes then rule, and ``hidden`` is not used).
-
-    ``outputs`` (classes, at least 2) defaults to max(y) + 1 (needs a concrete y); labels of a
-    single class need ``outputs`` given, since a one-output network's cross-entropy is 0 whatever
-    its weights. Logs, ``logs_per_epoch`` times per epoch, the minibatch regularised loss CE + λ g
-    and the share of non-zero weights. ``progress=True`` shows a tqdm bar of epochs (from inside the
-    compiled program, through ``jax.debug.callback``).
+    (Latorre, Rolland, Hallak, Cevher 2020: §3 and the experiments of §7), with the minibatches
+    reshuffled every epoch and a constant learning rate. An epoch runs
+    ⌊⌊samples/batch⌋/logs_per_epoch⌋ · logs_per_epoch minibatches; the few examples left over are
+    a different random set each epoch. One jitted program; ``key``, ``lr`` and ``lam`` are traced,
+    so a ``vmap`` over them trains many networks in one call (:func:`sweep`).
 
     Divergence: after every epoch the weights are checked. With B(θ) = max_k (|b_out,k| +
     Σ_j |W_out,kj| (‖W_in,j‖₁ max|X| + |b_in,j|)), a bound on every logit over the data's range
     (|elu(z)| ≤ |z|), the run has diverged when a weight is not finite or B(θ) > 10⁴ · max(B(θ₀), 1)
-    for the starting network θ₀ (:data:`GROWTH_LIMIT`). ``throw``: then raise ``RuntimeError``
-    (True, default; also inside ``jit``/``vmap``/:func:`lowrank_jax.sweep.run`), or only report
-    ``status == Status.DIVERGED`` (False). A traced lr ≤ 0 or λ < 0 (a sweep point) is
-    ``Status.INVALID`` with NaN weights; concrete ones are refused with a ``ValueError``.
+    for the starting network θ₀ (:data:`GROWTH_LIMIT`).
+
+    Args:
+      X: (samples, inputs) examples in [0, 1], one per row. An integer X is converted to float,
+        not rescaled: divide raw pixels by 255 first.
+      y: (samples,) integer labels 0, 1, … below ``outputs``.
+      reg: the regulariser g: ``"path"`` (the 1-path-norm Σ_{k,j,i} |W_out[k, j]| |W_in[j, i]|),
+        ``"l1"`` (Σ|W_in| + Σ|W_out|) or ``"layer"`` (each row of W_in and W_out in the ℓ1 ball of
+        radius 1/λ for ``"prox"``; the penalty Σ_layers max-row-ℓ1 for ``"sgd"``;
+        :func:`~lowrank_jax.pathnorm.penalty`).
+      method: ``"sgd"`` (subgradient steps on CE + λ g) or ``"prox"`` (Prox-SGD with the exact prox,
+        :func:`~lowrank_jax.pathnorm.prox_step`: for ``"path"`` the global prox of
+        :func:`~lowrank_jax.pathnorm.path_norm_prox`, for ``"layer"`` the projection on the balls).
+      lr: the learning rate > 0 (scalar; may be traced).
+      lam: the regularisation weight λ ≥ 0 (scalar; may be traced).
+      epochs: passes over the data (≥ 1, static; default 20). Training has no stopping rule.
+      batch: minibatch size (≥ 1; default 100).
+      hidden: width of the hidden layer of a new network (≥ 1; default 200).
+      logs_per_epoch: how many times per epoch the loss and the share of non-zero weights are
+        logged (≥ 1, at most the number of minibatches per epoch; default 10).
+      model: a :class:`~lowrank_jax.pathnorm.ShallowNet` to start from instead of a new one (its
+        sizes then rule, and ``hidden`` is not used); default None.
+      outputs: the number of classes (≥ 2); default max(y) + 1 (needs a concrete y). Labels of a
+        single class need it given, since a one-output network's cross-entropy is 0 whatever its
+        weights.
+      key: ``jax.random`` key or integer seed of the starting network and the shuffles (default
+        key(0)).
+      progress: show a tqdm bar of epochs, moved from inside the compiled program through
+        ``jax.debug.callback`` (default False).
+      throw: with a run that diverges, raise ``RuntimeError`` (True, default; also inside
+        ``jit``/``vmap``/:func:`lowrank_jax.sweep.run`), or only report
+        ``status == Status.DIVERGED`` (False). A traced lr ≤ 0 or λ < 0 (a sweep point) is
+        ``Status.INVALID`` with NaN weights; concrete ones are refused with a ``ValueError``.
 
     Returns:
       :class:`TrainResult`: ``status`` (``Status.MAX_ITER`` for a run that trained all its epochs),
-      ``n_iter`` = epochs, the final ``loss`` and ``nonzero``, their ``history``
-      (epochs, logs_per_epoch), and the trained ``model``.
+      ``n_iter`` = epochs, the final ``loss`` (the minibatch CE + λ g) and ``nonzero`` (the share
+      of non-zero weights), their ``history`` (epochs, logs_per_epoch), and the trained ``model``.
 
     Example:
         ```python
@@ -348,20 +379,44 @@ def sweep(
     key=None,
     progress: bool = False,
 ) -> TrainResult:
-    """Train one network per (seed, lr, λ) in one ``vmap``ped, jitted call: ``lrs`` and ``lams`` are
-    non-empty 1-D arrays of equal length (one configuration each; use ``jnp.meshgrid`` for a grid);
-    the other arguments as :func:`train`. Seed s trains from ``jax.random.split(key, seeds)[s]``, so
-    even ``seeds=1`` differs from ``train(…, key=key)``: it equals
-    ``train(…, key=jax.random.split(key, 1)[0])``.
+    """Train one network per (seed, lr, λ) with :func:`train`, all in one ``vmap``ped, jitted call.
 
-    Nothing is raised for a configuration whose training diverges (a learning rate too large): its
-    ``status`` is ``Status.DIVERGED`` and the other networks are unaffected (:func:`train` with
-    ``throw=False``). Select the networks that trained with ``res.status == Status.MAX_ITER``.
+        res[s, c] = train(X, y, lr=lrs[c], lam=lams[c], key=jax.random.split(key, seeds)[s], …)
+
+    so even ``seeds=1`` differs from ``train(…, key=key)``: it equals
+    ``train(…, key=jax.random.split(key, 1)[0])``. Nothing is raised for a configuration whose
+    training diverges (a learning rate too large): its ``status`` is ``Status.DIVERGED`` and the
+    other networks are unaffected (:func:`train` with ``throw=False``). Select the networks that
+    trained with ``res.status == Status.MAX_ITER``.
+
+    Args:
+      X, y, reg, method, epochs, batch, hidden, logs_per_epoch, model, outputs, progress: as in
+        :func:`train`.
+      lrs: (configurations,) learning rates > 0, non-empty.
+      lams: (configurations,) regularisation weights λ ≥ 0, ``lrs``'s length (one configuration
+        per pair; use ``jnp.meshgrid`` for a grid).
+      seeds: how many networks per configuration, each from its own key (≥ 1; default 1).
+      key: ``jax.random`` key or integer seed split into the ``seeds`` keys (default key(0)).
 
     Returns:
       :class:`TrainResult` whose leaves carry leading axes (seeds, configurations): ``status``,
       ``n_iter``, ``loss`` and ``nonzero`` (seeds, configurations), ``history["loss"]`` (seeds,
       configurations, epochs, logs_per_epoch), and the ``model``'s weights.
+
+    Example:
+        ```python
+        import jax.numpy as jnp
+        from sklearn.datasets import load_digits
+        from lowrank_jax import pathnorm
+
+        d = load_digits()
+        X, y = jnp.asarray(d.data[:400] / 16, jnp.float32), jnp.asarray(d.target[:400])
+        res = pathnorm.sweep(
+            X, y, reg="path", method="prox", lrs=jnp.full(2, 0.1), lams=jnp.array([0.0, 3e-3]),
+            seeds=2, epochs=2, hidden=16, logs_per_epoch=2,
+        )
+        print(res.status.shape, res.loss.mean(axis=0), res.nonzero.mean(axis=0))   # (2, 2)
+        ```
     """
     X, y, outputs, batch, logs_per_epoch = _check_data(
         X, y, reg, method, batch, logs_per_epoch, outputs, model
