@@ -86,7 +86,7 @@ def main(argv=None):
         runs = {
             it: jax.jit(
                 lambda S, it=it: (
-                    cv.decompose(S, k, hidden=hidden, max_iter=it, rel_tol=None, first_layer=mode).M
+                    cv.decompose(S, k, hidden=hidden, max_iter=it, tol=None, first_layer=mode).M
                 )
             )
             for it in (1, 11)

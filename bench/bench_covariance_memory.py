@@ -48,7 +48,7 @@ def worker(n: int, k: int, mode: str, steps: int, reps: int) -> dict:
     runs = {
         it: jax.jit(
             lambda S, it=it: (
-                cv.decompose(S, k, hidden=HIDDEN, max_iter=it, rel_tol=None, first_layer=mode).M
+                cv.decompose(S, k, hidden=HIDDEN, max_iter=it, tol=None, first_layer=mode).M
             )
         )
         for it in (1, 1 + steps)

@@ -11,26 +11,26 @@ Data (the paper's 500-stock S&P 500 matrix and 44/88-country real-estate matrix 
 
 Methods, k = 3 everywhere a rank is forced:
   NN-authors     ReLU, l1 loss, Adam lr 1e-4, hidden (1000, 200, 200, 200), max_iter 4000,
-                 rel_tol 1e-6, float32 (the authors' code, note §2.2).
+                 tol 1e-6 (relative change), float32 (the authors' code).
   NN-theory      scaled arctan (2/π)tan⁻¹, log-cosh μ_ε with ε = 0.01, Goldstein–Armijo gradient
                  descent (α, β) = (0.1, 0.9), first trial step 1e-3, same widths, float64 (Theorem
                  II.1's assumptions), at most 8000 iterations, stopped once φ is frozen at working
-                 precision (rel_tol 1e-14): when the decrease α t‖∇φ‖² falls below the rounding of φ
+                 precision (tol 1e-14): when the decrease α t‖∇φ‖² falls below the rounding of φ
                  the library's line search can accept no step, the step length underflows to ~0 and
                  every later iteration would still cost 40 trial evaluations of φ.
-  NN-theory-f32  the same in float32 (rel_tol 1e-7): the line search stalls far earlier, at
+  NN-theory-f32  the same in float32 (tol 1e-7): the line search stalls far earlier, at
                  ‖∇φ‖ ~ 0.5–3, which is why NN-theory runs in float64.
   NN-gd          the theory configuration with a constant step h (GD_STEP, chosen so that φ
                  decreases monotonically on each data set), 8000 iterations, no early stop, float64.
-  FPCP           fixed rank 3, λ = 1/√n, 2 loops (LRSLibrary's default); its S is already
+  FPCP           fixed rank 3, λ = 1/√n, max_iter 2 loops (LRSLibrary's default); its S is already
                  shrink(Σ − L, 1/√n).
   IALM           λ = 1/√n, tol 1e-7, ρ = 1.5 (LRSLibrary's defaults; k is not an input), float64.
   NC-RPCA        the γ-norm ALM with its reference code's settings (μ₀ 0.9, ρ 1.1, γ 0.01,
                  ℓ2,1 sparse term, tol 1e-6; k is not an input), float64.
-  RPCA-GD        rank 3, α = 0.1 (corrupted fraction per row/column, γα = 0.2 in the iterations),
-                 step 0.5, 200 iterations, float64.
+  RPCA-GD        rank 3, α = 0.1 (corrupted fraction per row/column, alpha_iter = 2α = 0.2 in the
+                 iterations), lr 0.5, at most 200 iterations, tol 1e-9, float64.
 
-Metrics (note §4.4–4.5, ϵ = 0.01): r(L) = #λ(L) > 0.01; s(S) = fraction |S_ij| < 0.01 of the
+Metrics (ϵ = 0.01): r(L) = #λ(L) > 0.01; s(S) = fraction |S_ij| < 0.01 of the
 method's S (NN: Σ − L); the figure S̃ = shrink(S, 1/√n) (FPCP: its own S, which is that shrinkage
 already — not shrunk twice) and s(S̃); ‖Σ − L‖_F/‖L‖_F; ‖Σ − (L + S̃)‖_F/‖Σ‖_F; λ_min(L) (float64
 eigvalsh of the returned L; "PSD" means λ_min ≥ −1e-5 λ_max, i.e. up to round-off); wall time of the
@@ -149,7 +149,7 @@ def run_methods(cv, name, Sigma64):
         optimizer="adam",
         lr=1e-4,
         max_iter=4000,
-        rel_tol=1e-6,
+        tol=1e-6,
     )
     theory = dict(
         hidden=HIDDEN,
@@ -159,9 +159,9 @@ def run_methods(cv, name, Sigma64):
         optimizer="armijo",
         lr=1e-3,
         max_iter=8000,
-        rel_tol=1e-14,
+        tol=1e-14,
     )
-    gd = dict(theory, optimizer="gd", lr=GD_STEP[name], rel_tol=None)
+    gd = dict(theory, optimizer="gd", lr=GD_STEP[name], tol=None)
 
     def nn(label, S, cfg, dtype, **extra):
         d, first, warm = timed(lambda: cv.decompose(S, RANK, **cfg))
@@ -195,7 +195,7 @@ def run_methods(cv, name, Sigma64):
         for f in ("loss", "grad_norm", "grad_norm_min", "param_norm_max", "step")
     }
     runs["NN-authors"]["dense_check"] = (kd, float(dense.loss))
-    nn("NN-theory-f32", S32, dict(theory, rel_tol=1e-7), "float32")
+    nn("NN-theory-f32", S32, dict(theory, tol=1e-7), "float32")
 
     with jax.enable_x64(True):
         S64 = jnp.asarray(Sigma64, jnp.float64)
@@ -211,7 +211,7 @@ def run_methods(cv, name, Sigma64):
             n_iter=int(res.n_iter),
             shrunk_already=True,
         )
-        res, first, warm = timed(lambda: cv.ialm(S64))
+        res, first, warm = timed(lambda: cv.ialm(S64, tol=1e-7))  # LRSLibrary's tolerance
         runs["IALM"] = dict(
             L=np.asarray(res.L),
             S=np.asarray(res.S),
@@ -229,7 +229,7 @@ def run_methods(cv, name, Sigma64):
             wall=warm,
             n_iter=int(res.n_iter),
         )
-        res, first, warm = timed(lambda: cv.rpca_gd(S64, RANK, alpha=RPCA_ALPHA))
+        res, first, warm = timed(lambda: cv.rpca_gd(S64, RANK, alpha=RPCA_ALPHA, tol=1e-9))
         runs["RPCA-GD"] = dict(
             L=np.asarray(res.L),
             S=np.asarray(res.S),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import numbers
 import operator
 import os
@@ -459,3 +460,323 @@ def check_same_shape(a, b, name_a: str, name_b: str) -> None:
         raise ValueError(
             f"{name_b} must have the shape of {name_a} {tuple(a.shape)}, got {tuple(b.shape)}"
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# Declared validation: a public function states what each argument accepts, and one decorator
+# converts and checks them before the body runs. A rule on a value is checked where the value is
+# known: a concrete value that breaks it raises a ValueError naming the argument and the valid
+# range; a traced one (under jit, vmap or a sweep) cannot raise, so its offending entries become
+# NaN and the solver reports Status.INVALID (see :func:`any_nan`). Family code declares; it does
+# not branch on "concrete or traced" itself.
+
+
+def _resolve(ref, args: dict):
+    """A spec's reference to another argument: ``"Y"`` → that argument's value, ``("A", 1)`` → the
+    length of its axis 1, a callable → its value on the arguments, anything else as it is."""
+    if isinstance(ref, str):
+        return args[ref]
+    if isinstance(ref, tuple):
+        return args[ref[0]].shape[ref[1]]
+    if callable(ref):
+        return ref(args)
+    return ref
+
+
+def _dtype_of(ref, args: dict):
+    return None if ref is None else jnp.dtype(_resolve(ref, args).dtype)
+
+
+class Arg:
+    """What one argument accepts. Subclasses implement ``convert(value, name, args)``, returning
+    the value the body receives; ``args`` holds the arguments converted so far (in declaration
+    order) and the rest as given. ``optional=True`` lets ``None`` through unchanged."""
+
+    optional: bool = False
+
+    def check(self, value, name: str, args: dict):
+        if value is None and self.optional:
+            return None
+        return self.convert(value, name, args)
+
+    def convert(self, value, name: str, args: dict):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class Matrix(Arg):
+    """A real 2-D array (:func:`as_matrix`): integer and half-precision data are computed in float.
+
+    ``scale``: also refuse entries whose sums of squares over/underflow (:func:`check_scale`).
+    ``like``: must have the shape of that argument, and takes its dtype. ``min_rows``: 0 allows an
+    empty block."""
+
+    def __init__(self, *, scale=False, like=None, min_rows=1, optional=False):
+        self.scale, self.like, self.min_rows, self.optional = scale, like, min_rows, optional
+
+    def convert(self, value, name, args):
+        out = as_matrix(value, name, min_rows=self.min_rows)
+        if self.like is not None:
+            ref = args[self.like]
+            check_same_shape(ref, out, self.like, name)
+            if out.dtype != ref.dtype:
+                with eager_if_concrete(out):
+                    out = out.astype(ref.dtype)
+        if self.scale:
+            check_scale(out, name)
+        return out
+
+
+class Mask(Arg):
+    """A boolean array with the shape of the argument ``like`` (nonzero entries are True)."""
+
+    def __init__(self, *, like, optional=True):
+        self.like, self.optional = like, optional
+
+    def convert(self, value, name, args):
+        with eager_if_concrete(value):
+            out = jnp.asarray(value)
+        check_same_shape(args[self.like], out, self.like, name)
+        with eager_if_concrete(out):
+            return out.astype(bool)
+
+
+class Rank(Arg):
+    """A static Python integer 1 ≤ r ≤ min(shape of the argument ``of``) (:func:`check_rank`)."""
+
+    def __init__(self, *, of):
+        self.of = of
+
+    def convert(self, value, name, args):
+        return check_rank(value, args[self.of].shape, name)
+
+
+class Count(Arg):
+    """A static Python integer ≥ ``minimum`` (iteration budgets, sizes, power iterations)."""
+
+    def __init__(self, *, minimum=1, optional=False):
+        self.minimum, self.optional = minimum, optional
+
+    def convert(self, value, name, args):
+        return check_positive_int(value, name, minimum=self.minimum)
+
+
+class Flag(Arg):
+    """``True`` or ``False`` only (:func:`check_flag`)."""
+
+    def convert(self, value, name, args):
+        return check_flag(value, name)
+
+
+class Choice(Arg):
+    """One of a fixed set of strings (static)."""
+
+    def __init__(self, *options, optional=False):
+        self.options, self.optional = options, optional
+
+    def convert(self, value, name, args):
+        if not isinstance(value, str) or value not in self.options:
+            allowed = ", ".join(repr(o) for o in self.options)
+            raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+        return value
+
+
+class Key(Arg):
+    """A ``jax.random`` key or an integer seed; ``None`` is key(0) (:func:`as_key`)."""
+
+    def check(self, value, name, args):
+        return as_key(value)
+
+
+class Hyper(Arg):
+    """A real hyperparameter array that may be traced (swept, vmapped): NaN is refused, ±inf unless
+    ``allow_inf``, and its entries must lie in [``low``, ``high``] (open ends with ``low_open``,
+    ``high_open``); ``low=0`` by default. ``ndim``/``length`` fix its shape (``length`` may name
+    another argument's axis, ``("A", 1)``). ``dtype_of`` names the argument whose dtype it takes.
+    ``default``: a callable of the converted arguments giving the value for ``None``, then checked
+    under ``label`` (the name used in messages) when one is given.
+
+    A concrete value out of range raises ``ValueError`` naming the argument and the range; a traced
+    one has its offending entries replaced by NaN (:func:`any_nan` then flags the run INVALID)."""
+
+    def __init__(
+        self,
+        *,
+        ndim=None,
+        length=None,
+        low=0.0,
+        high=None,
+        low_open=False,
+        high_open=False,
+        allow_inf=False,
+        dtype_of=None,
+        default=None,
+        label=None,
+        optional=False,
+    ):
+        self.ndim, self.length = ndim, length
+        self.low, self.high, self.low_open, self.high_open = low, high, low_open, high_open
+        self.allow_inf, self.dtype_of = allow_inf, dtype_of
+        self.default, self.label, self.optional = default, label, optional
+
+    def check(self, value, name, args):
+        if value is None and self.default is not None:
+            with eager_if_concrete(*[v for v in args.values() if hasattr(v, "dtype")]):
+                value = self.default(args)
+            name = self.label or name
+        return super().check(value, name, args)
+
+    def convert(self, value, name, args):
+        dtype = _dtype_of(self.dtype_of, args)
+        length = None if self.length is None else int(_resolve(self.length, args))
+        positive = self.low == 0 and self.low_open
+        arr = as_hyper(
+            value,
+            name,
+            ndim=self.ndim,
+            length=length,
+            nonnegative=self.low == 0,
+            positive=positive,
+            dtype=dtype,
+            allow_inf=self.allow_inf,
+        )
+        lower = None if self.low in (None, 0) else self.low
+        if lower is None and self.high is None:
+            return arr
+        ok_low = (lambda v: v > lower) if self.low_open else (lambda v: v >= lower)
+        ok_high = (lambda v: v < self.high) if self.high_open else (lambda v: v <= self.high)
+
+        def ok(v):
+            good = ok_low(v) if lower is not None else v == v
+            return good & ok_high(v) if self.high is not None else good
+
+        if is_concrete(arr):
+            val = np.asarray(arr)
+            if not np.all(ok(val)):
+                raise ValueError(f"{name} must {self._range()} (in {arr.dtype}), got {val}")
+            return arr
+        return jnp.where(ok(arr), arr, jnp.nan)
+
+    def _range(self) -> str:
+        lo = "-inf" if self.low is None else f"{self.low:g}"
+        hi = "inf" if self.high is None else f"{self.high:g}"
+        if self.high is None:
+            return f"be {'>' if self.low_open else '>='} {lo}"
+        if self.low is None:
+            return f"be {'<' if self.high_open else '<='} {hi}"
+        left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+        return f"lie in {left}{lo}, {hi}{right}"
+
+
+class Tol(Arg):
+    """A stopping tolerance: a positive scalar (maybe traced) in the dtype of ``dtype_of``, or
+    ``None`` (run the whole budget), passed through as ``None``."""
+
+    def __init__(self, *, dtype_of=None):
+        self.dtype_of = dtype_of
+
+    def check(self, value, name, args):
+        if value is None:
+            return None
+        return as_hyper(value, name, ndim=0, positive=True, dtype=_dtype_of(self.dtype_of, args))
+
+
+class Labels(Arg):
+    """Concrete class labels in {0, …, num_classes − 1}, ``n`` of them where ``n`` names an
+    argument's axis (:func:`class_labels`)."""
+
+    def __init__(self, *, n=None, what="the data have {n} samples"):
+        self.n, self.what = n, what
+
+    def convert(self, value, name, args):
+        n = None if self.n is None else int(_resolve(self.n, args))
+        return class_labels(value, n, what=self.what)
+
+
+class Convert(Arg):
+    """A family's own conversion ``fn(value, name, args) -> value`` for a structured argument (a
+    design object, a model), declared here like the others."""
+
+    def __init__(self, fn, *, optional=False):
+        self.fn, self.optional = fn, optional
+
+    def convert(self, value, name, args):
+        return self.fn(value, name, args)
+
+
+class Rule:
+    """A condition on several arguments, ``pred(args) -> bool array``, written with ``jnp`` so that
+    it evaluates on concrete and traced values alike. When every argument in ``uses`` is concrete a
+    failure raises ``ValueError(message.format(**args))``; otherwise the argument ``poison`` (a
+    floating array) becomes NaN where the rule fails, so the run reports INVALID. A rule whose
+    ``poison`` is None must only use static arguments."""
+
+    def __init__(self, pred, message: str, *, uses: tuple[str, ...], poison: str | None = None):
+        self.pred, self.message, self.uses, self.poison = pred, message, uses, poison
+
+    def apply(self, args: dict) -> None:
+        leaves = jax.tree.leaves([args[u] for u in self.uses])
+        if all(is_concrete(x) for x in leaves):
+            with jax.ensure_compile_time_eval():
+                holds = bool(np.all(np.asarray(self.pred(args))))
+            if not holds:
+                raise ValueError(self.message.format(**args))
+        elif self.poison is not None:
+            args[self.poison] = jnp.where(self.pred(args), args[self.poison], jnp.nan)
+
+
+def validate(*rules: Rule, **specs: Arg):
+    """Decorator: convert and check the named arguments of a public function by their declared
+    ``specs`` (in order, so a spec may refer to an argument declared before it), then check the
+    ``rules``, then call the function with the converted values. Undeclared arguments pass as
+    given. The declaration is kept as ``fn.__signature_specs__`` for documentation and tests."""
+
+    def decorate(fn):
+        sig = inspect.signature(fn)
+        unknown = [n for n in specs if n not in sig.parameters]
+        if unknown:
+            raise TypeError(f"{fn.__qualname__}: unknown arguments declared: {unknown}")
+
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            try:
+                bound = sig.bind(*args, **kwargs)
+            except TypeError:
+                # Python's own message: it names the function and an unknown keyword first, where
+                # inspect's binding reports a surplus positional argument. Binding fails before the
+                # body runs.
+                fn(*args, **kwargs)
+                raise
+            bound.apply_defaults()
+            values = bound.arguments
+            for name, spec in specs.items():
+                values[name] = spec.check(values[name], name, values)
+            for rule in rules:
+                rule.apply(values)
+            return fn(*bound.args, **bound.kwargs)
+
+        wrapped.__signature_specs__ = specs  # type: ignore[attr-defined]
+        return wrapped
+
+    return decorate
+
+
+def any_nan(*hypers) -> jax.Array:
+    """True when a (traced) hyperparameter broke its declared rule: :class:`Hyper` and :class:`Rule`
+    turn such entries into NaN. The solvers pass this as the loop's ``invalid`` flag."""
+    leaves = [jnp.any(jnp.isnan(h)) for h in jax.tree.leaves(hypers) if h is not None]
+    return jnp.any(jnp.stack(leaves)) if leaves else jnp.zeros((), bool)
+
+
+class Message(str):
+    """A :class:`Rule` message computed from the arguments, ``fn(args) -> str``, for a message that
+    reports a measured quantity (the asymmetry of a matrix, say). A rule formats its message by
+    ``message.format(**args)`` once it has failed on concrete values; this one calls ``fn`` there
+    instead. As a string it reads as ``fn``'s docstring."""
+
+    def __new__(cls, fn):
+        message = super().__new__(cls, fn.__doc__ or "")
+        message.fn = fn
+        return message
+
+    def format(self, *args, **kwargs):
+        return self.fn(kwargs)

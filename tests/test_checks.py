@@ -148,7 +148,7 @@ def test_half_precision_inputs_run_in_float32_in_every_family(family):
 
         y = np.arange(30) % 2
         _half_vs_single(
-            lambda X: (sdl.fit(X, y, rank=2, model="H", xi=0.1, lam=0.01).W,), grid((12, 30))
+            lambda X: (sdl.fit(X, y, rank=2, model="H", xi=0.1, lam=0.01).W,), grid((30, 12))
         )
     elif family == "covariance":
         from lowrank_jax import covariance
@@ -205,7 +205,7 @@ def test_a_scale_whose_sums_of_squares_overflow_or_underflow_is_refused_in_every
 
     p = datasets.rpca_problem(jax.random.key(0), 60, 50, 3, 0.1)
     Sigma = jnp.eye(10) + 0.2
-    X, y = np.random.default_rng(0).normal(size=(20, 16)), np.array([0, 1] * 8)
+    X, y = np.random.default_rng(0).normal(size=(20, 16)).T, np.array([0, 1] * 8)
     for s in (1e-20, 1e20):
         for call in (
             lambda: rpca.scaledgd(p.Y * s, 3, 0.1, tol=1e-5),
@@ -386,19 +386,19 @@ def _closure_cases():
     X64 = rng.standard_normal((8, 6))  # float64 NumPy, narrowed with x64 off
     X = jnp.asarray(X64, jnp.float32)
     S = np.cov(rng.standard_normal((10, 40)))
-    Xs, ys = rng.standard_normal((8, 12)).astype(np.float32) / 3, np.arange(12) % 2
+    Xs, ys = rng.standard_normal((8, 12)).astype(np.float32).T / 3, np.arange(12) % 2
     runs = {
         "rpca.altproj, float64 NumPy Y": lambda: rpca.altproj(X64, 2, max_iter=2).X,
         "covariance.ialm, float64 NumPy Σ": lambda: cv.ialm(S, max_iter=2).L,
         "oracles.sparsify_top_fraction_topk": lambda: sparsify_top_fraction_topk(X, 0.3),
-        "sdl.fit, step=None": lambda: sdl.fit(Xs, ys, 2, max_iter=2).theta,
+        "sdl.fit, lr=None": lambda: sdl.fit(Xs, ys, 2, max_iter=2).theta,
     }
     refusals = {
         "t must be non-negative": lambda: prox.soft_threshold(X, -1.0),
         r"alpha must lie in \[0, 1\]": lambda: rpca.scaledgd(X, 2, 1.5, max_iter=2).X,
         r"alpha_iter \(default 2·alpha": lambda: rpca.scaledgd(X, 2, 0.6, max_iter=2).X,
         "rho must be > 1": lambda: cv.ialm(S, rho=0.5).L,
-        r"gamma \* alpha must lie": lambda: cv.rpca_gd(S, 2, alpha=0.6, gamma=2.0, max_iter=2).L,
+        r"alpha_iter must lie": lambda: cv.rpca_gd(S, 2, alpha_iter=1.2, max_iter=2).L,
         "Y overflows float32": lambda: rpca.altproj(X64 * 1e300, 2, max_iter=2).X,
         "H must be symmetric positive definite": lambda: rg.relative_spectrum(
             np.eye(2), np.diag([1.0, -1.0])
@@ -449,7 +449,7 @@ def test_host_functions_name_themselves_on_traced_input_and_run_when_closed_over
 
     jax.jit(inside)(0.0)
     assert box["report"] == direct
-    X, y = rng.standard_normal((6, 10)), np.arange(10) % 2
+    X, y = rng.standard_normal((6, 10)).T, np.arange(10) % 2  # 10 samples × 6 features
     calls = {
         "covariance.report": lambda s: cv.report(s, L, Sigma - L),
         "sdl.theory": lambda s: sdl.theory(X * s, 1.0, 0.1, model="H"),
@@ -566,7 +566,7 @@ def test_the_budget_is_max_iter_and_the_old_name_is_refused():
     runs = {  # (result, its estimate)
         "scaledgd": lambda **kw: (lambda r: (r, r.X))(rpca.scaledgd(p.Y, 2, 0.1, **kw)),
         "newton_solve": lambda **kw: (lambda r: (r, r.x))(
-            regression.newton_solve(A, b, 1.0, jnp.zeros(3), **kw)
+            regression.newton_solve(A, b, 1.0, jnp.zeros(3), tol=None, **kw)
         ),
         "rpca_gd": lambda **kw: (lambda r: (r, r.L))(baselines.rpca_gd(S, 2, tol=None, **kw)),
     }
@@ -590,7 +590,7 @@ def test_flags_take_only_true_or_false_by_name():
     rng = np.random.default_rng(0)
     M = rng.normal(size=(8, 2))
     S = M @ M.T + np.eye(8)
-    X, y = rng.normal(size=(6, 12)), np.arange(12) % 2
+    X, y = rng.normal(size=(6, 12)).T, np.arange(12) % 2
     calls = {
         "line_search": lambda v: regression.newton_solve(
             A, b, 1.0, jnp.zeros(3), max_iter=1, line_search=v
@@ -629,7 +629,7 @@ def test_newton_solve_names_its_start_x0():
 
 
 def test_invalid_traced_hyperparameters_give_nan_in_the_baselines_and_the_attack_too():
-    """rpca_gd returned L = 0 with a residual of 0 (looking converged) for a traced α > 1 or γα > 1,
+    """rpca_gd returned L = 0 with a residual of 0 (looking converged) for a traced α > 1 or α̃ > 1,
     altproj a finite 5 % error for a traced β < 0 (its hard threshold at NaN kept nothing), and
     robust_error 0.81 for a traced ε < 0. Each is NaN now, as every other solver's is (the solvers
     with status INVALID)."""
@@ -640,13 +640,13 @@ def test_invalid_traced_hyperparameters_give_nan_in_the_baselines_and_the_attack
     rng = np.random.default_rng(0)
     M = rng.normal(size=(12, 2))
     S = M @ M.T + np.diag(rng.uniform(0.5, 1.0, 12))
-    for kw in ({"alpha": 1.5}, {"alpha": 0.6}, {"gamma": 20.0}):
+    for kw in ({"alpha": 1.5}, {"alpha": 0.6}, {"alpha_iter": 2.0}):
         ((name, value),) = kw.items()
         out = jax.jit(lambda v: cv.rpca_gd(S, 2, **{name: v}, throw=False).L)(value)
         assert np.all(np.isnan(out)), kw
     assert np.all(np.isfinite(jax.jit(lambda a: cv.rpca_gd(S, 2, alpha=a, throw=False).L)(0.1)))
     p = rdata.rpca_problem(jax.random.key(0), 30, 30, 2, 0.1)
-    out = jax.jit(lambda b: rpca.altproj(p.Y, 2, beta=b, max_iter=40, throw=False))(-1.0)
+    out = jax.jit(lambda b: rpca.altproj(p.Y, 2, threshold_scale=b, max_iter=40, throw=False))(-1.0)
     assert np.all(np.isnan(out.X)) and int(out.status) == Status.INVALID
     model = pathnorm.ShallowNet(4, 3, 2, key=jax.random.key(0))
     X, y = jnp.full((5, 4), 0.5), jnp.array([0, 1, 0, 1, 0])
@@ -668,7 +668,7 @@ def test_a_traced_invalid_tolerance_or_first_threshold_is_invalid_in_every_solve
     p = rdata.rpca_problem(jax.random.key(0), 24, 20, 2, 0.1)
     zeta, eta = rpca.oracle_thresholds(p.Y, 2, p.X, 3, 0.5), jnp.full(3, 0.5)
     A, b = jax.random.normal(jax.random.key(1), (30, 3)) / 4, jnp.full(30, 1 / 30)
-    X, y = jax.random.normal(jax.random.key(2), (8, 20)), jnp.arange(20) % 2
+    X, y = jax.random.normal(jax.random.key(2), (8, 20)).T, jnp.arange(20) % 2
     Sigma = jnp.eye(6) + 0.1
     solvers = {
         "lrpca": (lambda t, throw: rpca.lrpca(p.Y, 2, zeta, eta, tol=t, throw=throw), "X"),
@@ -688,15 +688,15 @@ def test_a_traced_invalid_tolerance_or_first_threshold_is_invalid_in_every_solve
             "x",
         ),
         "sdl.fit": (lambda t, throw: sdl.fit(X, y, 2, tol=t, max_iter=10, throw=throw), "theta"),
-        "decompose rel_tol": (
+        "decompose tol": (
             lambda t, throw: cv.decompose(
-                Sigma, 2, rel_tol=t, max_iter=15, window=3, key=0, throw=throw
+                Sigma, 2, tol=t, max_iter=15, window=3, key=0, throw=throw
             ),
             "M",
         ),
         "decompose grad_tol": (
             lambda t, throw: cv.decompose(
-                Sigma, 2, rel_tol=None, grad_tol=t, max_iter=15, key=0, throw=throw
+                Sigma, 2, tol=None, grad_tol=t, max_iter=15, key=0, throw=throw
             ),
             "M",
         ),
@@ -752,7 +752,7 @@ def test_cross_validate_checks_its_grids_as_fit_checks_xi():
     from lowrank_jax import sdl
 
     rng = np.random.default_rng(1)
-    X, y = rng.normal(size=(10, 12)), np.array([0, 1] * 6)
+    X, y = rng.normal(size=(10, 12)).T, np.array([0, 1] * 6)
     for bad, match in (
         (["1"], "xis"),
         ([1 + 0j], "xis"),
@@ -780,3 +780,141 @@ def test_seeds_of_2_to_the_32_and_more_do_not_collide_with_small_ones(x64):
             _checks.as_key(2**64)
         with pytest.raises(ValueError, match="out of range"):
             _checks.as_key(-(2**40))
+
+
+# --- declared validation (_checks.validate) -----------------------------------------------------
+
+
+@_checks.validate(
+    _checks.Rule(
+        lambda a: a["step"] * a["alpha"] <= 1,
+        "step · alpha must be at most 1, got {step} · {alpha}",
+        uses=("step", "alpha"),
+        poison="step",
+    ),
+    Y=_checks.Matrix(scale=True),
+    rank=_checks.Rank(of="Y"),
+    alpha=_checks.Hyper(ndim=0, high=1, dtype_of="Y"),
+    alpha_iter=_checks.Hyper(
+        ndim=0, high=1, dtype_of="Y", default=lambda a: 2 * a["alpha"], label="alpha_iter (2·alpha)"
+    ),
+    step=_checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="Y"),
+    w=_checks.Hyper(ndim=1, length=("Y", 1), low=None, dtype_of="Y", optional=True),
+    tol=_checks.Tol(dtype_of="Y"),
+    max_iter=_checks.Count(),
+    method=_checks.Choice("a", "b"),
+    throw=_checks.Flag(),
+    key=_checks.Key(),
+)
+def _declared(
+    Y,
+    rank,
+    alpha,
+    *,
+    alpha_iter=None,
+    step=0.5,
+    w=None,
+    tol=None,
+    max_iter=10,
+    method="a",
+    throw=True,
+    key=None,
+):
+    return dict(
+        Y=Y,
+        rank=rank,
+        alpha=alpha,
+        alpha_iter=alpha_iter,
+        step=step,
+        w=w,
+        tol=tol,
+        max_iter=max_iter,
+        key=key,
+    )
+
+
+def test_declared_arguments_are_converted_before_the_body_runs():
+    Y = np.arange(12, dtype=np.int64).reshape(3, 4)
+    out = _declared(Y, np.int64(2), 0.25, w=[1, -2, 3, 4], key=3)
+    assert out["Y"].dtype == jnp.result_type(float) and out["rank"] == 2
+    assert type(out["rank"]) is int and out["tol"] is None and out["max_iter"] == 10
+    np.testing.assert_allclose(out["alpha_iter"], 0.5)  # the default, from the converted alpha
+    assert out["w"].shape == (4,) and float(out["w"][1]) == -2.0  # low=None: negatives pass
+    assert jnp.issubdtype(out["key"].dtype, jax.dtypes.prng_key)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(rank=4), r"rank must satisfy 1 <= rank <= 3"),
+        (dict(alpha=1.5), r"alpha must lie in \[0, 1\]"),
+        (dict(alpha=0.75), r"alpha_iter \(2·alpha\) must lie in \[0, 1\]"),
+        (dict(step=0.0), r"step must be positive"),
+        (dict(step=3.0, alpha=0.5, alpha_iter=0.5), r"step · alpha must be at most 1"),
+        (dict(w=[1.0, 2.0]), r"w must have length 4"),
+        (dict(tol=-1.0), r"tol must be positive"),
+        (dict(max_iter=0), r"max_iter must be an integer >= 1"),
+        (dict(method="c"), r"method must be one of 'a', 'b'"),
+        (dict(throw="no"), r"throw must be True or False"),
+    ],
+)
+def test_declared_rules_refuse_concrete_values_by_name(kwargs, match):
+    args = dict(Y=np.ones((3, 4)), rank=1, alpha=0.1) | kwargs
+    with pytest.raises((ValueError, TypeError), match=match):
+        _declared(args.pop("Y"), args.pop("rank"), args.pop("alpha"), **args)
+
+
+def test_declared_rules_poison_traced_values_instead_of_raising():
+    Y = jnp.ones((3, 4))
+
+    def run(alpha, step):
+        out = _declared(Y, 1, alpha, step=step)
+        return out["alpha"], out["step"], _checks.any_nan(out["alpha"], out["step"])
+
+    alpha, step, bad = jax.jit(run)(1.5, 0.5)  # out of range: NaN, flagged
+    assert np.isnan(alpha) and bool(bad)
+    alpha, step, bad = jax.jit(run)(0.5, 3.0)  # the cross rule fails: its poison is NaN
+    assert np.isnan(step) and bool(bad)
+    alpha, step, bad = jax.jit(run)(0.1, 0.5)
+    assert float(alpha) == pytest.approx(0.1) and not bool(bad)
+
+
+def test_a_declaration_must_name_arguments_of_the_function():
+    with pytest.raises(TypeError, match="unknown arguments declared"):
+        _checks.validate(nope=_checks.Flag())(lambda x: x)
+
+
+def test_a_computed_message_reports_what_it_measured_and_a_traced_value_is_poisoned():
+    def largest(a):
+        return f"x must be at most 1, its largest entry is {float(np.max(a['x'])):g}"
+
+    @_checks.validate(
+        _checks.Rule(
+            lambda a: jnp.max(a["x"]) <= 1, _checks.Message(largest), uses=("x",), poison="x"
+        ),
+        x=_checks.Hyper(ndim=1),
+    )
+    def clipped(x):
+        return x
+
+    with pytest.raises(ValueError, match="its largest entry is 3"):
+        clipped([0.5, 3.0])
+    assert np.all(np.isnan(jax.jit(clipped)(jnp.array([0.5, 3.0]))))
+    np.testing.assert_allclose(clipped([0.5, 1.0]), [0.5, 1.0])
+
+
+def test_a_call_that_does_not_bind_raises_pythons_own_error():
+    """inspect's binding said "too many positional arguments" for f(1, 2, 3, iters=3), hiding the
+    unknown keyword that Python's own call names first."""
+
+    @_checks.validate(max_iter=_checks.Count())
+    def solve(a, b, *, max_iter=1):
+        return max_iter
+
+    with pytest.raises(TypeError, match="unexpected keyword argument 'iters'"):
+        solve(1, 2, 3, iters=3)
+    with pytest.raises(TypeError, match=r"solve\(\) takes 2 positional arguments but 3 were"):
+        solve(1, 2, 3)
+    assert solve(1, 2, max_iter=np.int64(4)) == 4
+    with pytest.raises(ValueError, match="max_iter must be an integer >= 1"):
+        solve(1, 2, max_iter=0)

@@ -471,18 +471,20 @@ def test_ialm_recovers_planted_pair_and_meets_its_residual_tolerance(x64):
 
 
 def test_ialm_on_the_papers_generator(x64):
+    """With LRSLibrary's tolerance 1e-7, as the Table II experiment passes it, and the default."""
     Sigma, L0, S0 = cov.lrs_problem(0, 100, 10, 0.95, "code")
-    out = baselines.ialm(Sigma)
-    rep = metrics.report(Sigma, out.L, out.S, L0, S0)
-    assert rep["r_L"] == 10 and rep["rel_error_L"] < 1e-4 and rep["rel_error_S"] < 1e-3
-    assert rep["residual"] < 1e-7
+    for tol in (1e-7, None):
+        out = baselines.ialm(Sigma) if tol is None else baselines.ialm(Sigma, tol=tol)
+        rep = metrics.report(Sigma, out.L, out.S, L0, S0)
+        assert rep["r_L"] == 10 and rep["rel_error_L"] < 1e-4 and rep["rel_error_S"] < 1e-3
+        assert rep["residual"] < (tol or 1e-6) and int(out.status) == Status.CONVERGED
 
 
 def test_fpcp_rank_and_recovery(x64):
     Sigma, L0, S0 = planted(1)
     n = Sigma.shape[0]
     two = baselines.fpcp(Sigma, 2)
-    many = baselines.fpcp(Sigma, 2, loops=60)
+    many = baselines.fpcp(Sigma, 2, max_iter=60)
     for out, loops in ((two, 2), (many, 60)):
         s = np.linalg.svd(np.asarray(out.L), compute_uv=False)
         assert s[2] <= 1e-10 * s[0]  # rank L <= k
@@ -502,12 +504,12 @@ def test_fpcp_rank_and_recovery(x64):
     assert err_many < 0.02 and err_many < err_two / 10
     assert float(metrics.relative_error(many.S, S0)) < 0.05
     # rank growth (LRSLibrary's rule) with k as the maximum: rank0 ≤ rank ≤ k, one step per loop
-    grown = baselines.fpcp(Sigma, 5, loops=3, grow=True)
+    grown = baselines.fpcp(Sigma, 5, max_iter=3, grow=True)
     assert int(grown.rank) == 3  # 1 → 2 → 3
     assert np.linalg.matrix_rank(np.asarray(grown.L), tol=1e-8 * np.abs(Sigma).max()) <= 3
-    capped = baselines.fpcp(Sigma, 2, loops=10, grow=True)
+    capped = baselines.fpcp(Sigma, 2, max_iter=10, grow=True)
     assert int(capped.rank) == 2
-    rnd = baselines.fpcp(Sigma, 2, loops=60, svd="randomized")
+    rnd = baselines.fpcp(Sigma, 2, max_iter=60, svd="randomized")
     np.testing.assert_allclose(rnd.L, many.L, atol=1e-7 * np.abs(Sigma).max())
 
 
@@ -544,7 +546,7 @@ def test_fpcp_growth_resumes_after_a_failed_test_as_lrslibrary(x64):
     L_ref, rank_ref, flags, _ = _fastpcp_growth_numpy(np.asarray(Sigma), lam, 10, 10)
     first_fail = flags.index(False)
     assert True in flags[first_fail:]  # this instance does fail, then pass again
-    out = baselines.fpcp(Sigma, 10, loops=10, grow=True)
+    out = baselines.fpcp(Sigma, 10, max_iter=10, grow=True)
     assert int(out.rank) == rank_ref == 9
     np.testing.assert_allclose(out.L, L_ref, atol=1e-8 * np.abs(np.asarray(Sigma)).max())
 
@@ -552,22 +554,22 @@ def test_fpcp_growth_resumes_after_a_failed_test_as_lrslibrary(x64):
 def test_fpcp_hyperparameters_are_arrays(x64):
     Sigma, _, _ = planted(2, n=30)
     lams = jnp.array([0.1, 0.3])
-    batched = jax.vmap(lambda lam: baselines.fpcp(Sigma, 2, lam=lam, loops=5).L)(lams)
+    batched = jax.vmap(lambda lam: baselines.fpcp(Sigma, 2, lam=lam, max_iter=5).L)(lams)
     for i, lam in enumerate([0.1, 0.3]):
         np.testing.assert_allclose(
-            batched[i], baselines.fpcp(Sigma, 2, lam=lam, loops=5).L, atol=1e-10
+            batched[i], baselines.fpcp(Sigma, 2, lam=lam, max_iter=5).L, atol=1e-10
         )
 
 
 def test_rpca_gd_recovers_planted_pair_with_psd_factor(x64):
     Sigma, L0, S0 = planted(0)
-    out, U = baselines.rpca_gd(Sigma, 2, alpha=0.1, max_iter=300, return_factor=True)
+    out, U = baselines.rpca_gd(Sigma, 2, alpha=0.1, max_iter=300, tol=1e-9, return_factor=True)
     assert U.shape == (60, 2)
     np.testing.assert_allclose(out.L, U @ U.T, atol=1e-12)  # L = UUᵀ: PSD, rank ≤ k
     assert float(metrics.relative_error(out.L, L0)) < 1e-6
     assert float(metrics.relative_error(out.S, S0)) < 1e-6
     np.testing.assert_array_equal(out.L, out.L.T)
-    # T_{γα}(Σ − L)
+    # T_α̃(Σ − L), α̃ = 2α
     np.testing.assert_array_equal(out.S, top_fraction_numpy(Sigma - np.asarray(out.L), 0.2))
     hist = np.asarray(out.history["residual"][: int(out.n_iter)])
     assert hist[-1] < 1e-7 and hist[-1] < 1e-5 * hist[0]
@@ -598,13 +600,13 @@ def test_rpca_gd_on_a_far_from_psd_sigma_stays_finite_and_raises_when_it_diverge
     assert np.all(np.isfinite(res)) and res[-1] < 0.5 * res[0]
     assert int(out.status) in (Status.CONVERGED, Status.MAX_ITER)
     Sigma_pos = -Sigma
-    with pytest.raises(RuntimeError, match="RPCA-GD diverged.*lower step"):
-        baselines.rpca_gd(Sigma_pos, 3, step=50.0, max_iter=300)
-    with pytest.raises(RuntimeError, match="RPCA-GD diverged.*lower step"):
+    with pytest.raises(RuntimeError, match="RPCA-GD diverged.*lower lr"):
+        baselines.rpca_gd(Sigma_pos, 3, lr=50.0, max_iter=300)
+    with pytest.raises(RuntimeError, match="RPCA-GD diverged.*lower lr"):
         jax.block_until_ready(
-            jax.jit(lambda s: baselines.rpca_gd(Sigma_pos, 3, step=s, max_iter=300).L)(50.0)
+            jax.jit(lambda s: baselines.rpca_gd(Sigma_pos, 3, lr=s, max_iter=300).L)(50.0)
         )
-    quiet = jax.jit(lambda s: baselines.rpca_gd(Sigma_pos, 3, step=s, max_iter=300, throw=False))(
+    quiet = jax.jit(lambda s: baselines.rpca_gd(Sigma_pos, 3, lr=s, max_iter=300, throw=False))(
         50.0
     )
     assert int(quiet.status) == Status.DIVERGED and int(quiet.n_iter) < 300
@@ -644,9 +646,9 @@ def test_gamma_norm_shrink_descends_to_a_stationary_point_and_tends_to_svt(x64):
     )
 
 
-def test_gamma_norm_shrink_takes_exactly_inner_dc_steps(x64):
-    """With tol = 0 the loop runs ``inner`` DC steps σ ← max(s − f'(σ)/μ, 0), each kept (NumPy steps
-    from σ = 0 and from a given start); with a huge tol it stops after the first."""
+def test_gamma_norm_shrink_takes_exactly_inner_iters_dc_steps(x64):
+    """With tol = 0 the loop runs ``inner_iters`` DC steps σ ← max(s − f'(σ)/μ, 0), each kept
+    (NumPy steps from σ = 0 and from a given start); with a huge tol it stops after the first."""
     s = np.array([4.0, 2.5, 1.2, 0.4])
     mu, gamma = 1.5, 0.8
 
@@ -657,17 +659,17 @@ def test_gamma_norm_shrink_takes_exactly_inner_dc_steps(x64):
 
     for start in (None, 0.5 * s):
         sig0 = np.zeros_like(s) if start is None else start
-        for inner in (1, 2, 3):
+        for inner_iters in (1, 2, 3):
             out = baselines.gamma_norm_shrink(
                 jnp.asarray(s),
                 mu,
                 gamma,
                 None if start is None else jnp.asarray(start),
-                inner=inner,
+                inner_iters=inner_iters,
                 tol=0.0,
             )
-            np.testing.assert_allclose(out, steps(inner, sig0), rtol=1e-13)
-            assert not np.allclose(steps(inner, sig0), steps(inner - 1, sig0))
+            np.testing.assert_allclose(out, steps(inner_iters, sig0), rtol=1e-13)
+            assert not np.allclose(steps(inner_iters, sig0), steps(inner_iters - 1, sig0))
         np.testing.assert_allclose(
             baselines.gamma_norm_shrink(jnp.asarray(s), mu, gamma, None, tol=1e30),
             steps(1, np.zeros_like(s)),
@@ -776,7 +778,9 @@ def test_baselines_reject_bad_input(method):
         )
     if method == "rpca_gd":
         with pytest.raises(ValueError, match="alpha"):
-            call(good, alpha=0.6)  # γα = 1.2 > 1
+            call(good, alpha=0.6)  # α̃ = 2α = 1.2 > 1
+        with pytest.raises(ValueError, match="alpha_iter must lie"):
+            call(good, alpha_iter=1.5)
 
 
 # --- real data ------------------------------------------------------------------------------------
@@ -922,7 +926,7 @@ def test_fpcp_growth_stops_at_the_first_rank_whose_test_fails(x64):
             expected == 1 or s[expected - 1] / s[: expected - 1].sum() > threshold
         ):
             expected += 1
-        out = baselines.fpcp(Sigma, 8, lam=100.0, loops=10, grow=True, rank_threshold=threshold)
+        out = baselines.fpcp(Sigma, 8, lam=100.0, max_iter=10, grow=True, rank_threshold=threshold)
         assert int(out.rank) == expected, (threshold, int(out.rank), expected)
         np.testing.assert_array_equal(out.S, 0.0)
 
@@ -995,15 +999,45 @@ def test_fpcp_growth_scales_lambda_while_the_rank_grows(x64):
     Sigma = planted(1, n=40)[0]
     for lam_factor, k in ((1.5, 3), (0.5, 2)):
         L, rank, _, lam = _fastpcp_growth_numpy(Sigma, 1 / np.sqrt(40), 6, k, lam_factor=lam_factor)
-        out = baselines.fpcp(Sigma, k, loops=6, grow=True, lam_factor=lam_factor)
+        out = baselines.fpcp(Sigma, k, max_iter=6, grow=True, lam_factor=lam_factor)
         assert int(out.rank) == rank == k
         np.testing.assert_allclose(out.L, L, atol=1e-8 * np.abs(Sigma).max())
         np.testing.assert_allclose(out.S, _soft_numpy(Sigma - out.L, lam), atol=1e-12)
 
 
+def test_rpca_gd_alpha_iter_is_the_fraction_kept_in_the_iterations(x64):
+    """alpha_iter = α̃ is the fraction itself: None is 2α (the same run as alpha_iter=0.2 at
+    α = 0.1), and another value is the fraction of the returned S = T_α̃(Σ − L)."""
+    Sigma = planted(0, n=30)[0]
+    default = baselines.rpca_gd(Sigma, 2, alpha=0.1, max_iter=20, tol=None)
+    explicit = baselines.rpca_gd(Sigma, 2, alpha=0.1, alpha_iter=0.2, max_iter=20, tol=None)
+    np.testing.assert_array_equal(default.L, explicit.L)
+    other = baselines.rpca_gd(Sigma, 2, alpha=0.1, alpha_iter=0.1, max_iter=20, tol=None)
+    np.testing.assert_array_equal(other.S, top_fraction_numpy(Sigma - np.asarray(other.L), 0.1))
+    assert not np.array_equal(other.L, default.L)
+
+
+def test_tolerances_and_budgets_follow_the_one_policy():
+    """Every covariance solver that stops on a tolerance takes ``tol``, default 1e-6; FPCP has none
+    and runs ``max_iter`` loops (default 2); the γ-norm step's inner loop is ``inner_iters``."""
+    import inspect
+
+    from lowrank_jax.covariance import nn
+
+    for fn in (baselines.ialm, baselines.ncrpca, baselines.rpca_gd, nn.decompose):
+        params = inspect.signature(fn).parameters
+        assert params["tol"].default == 1e-6, fn.__name__
+        assert isinstance(params["max_iter"].default, int), fn.__name__
+    fpcp = inspect.signature(baselines.fpcp).parameters
+    assert "tol" not in fpcp and "loops" not in fpcp and fpcp["max_iter"].default == 2
+    assert "inner" not in inspect.signature(baselines.gamma_norm_shrink).parameters
+    with pytest.raises(ValueError, match="inner_iters"):
+        baselines.gamma_norm_shrink(jnp.ones(3), 1.0, 1.0, inner_iters=0)
+
+
 def test_rpca_gd_symmetrises_a_slightly_asymmetric_sigma(x64):
     """Σ symmetric only to round-off (accepted by check_symmetric) is replaced by ½(Σ + Σᵀ): the run
-    is the one of the symmetric part, and S = T_{γα}(Σ − L) is exactly symmetric."""
+    is the one of the symmetric part, and S = T_α̃(Σ − L) is exactly symmetric."""
     Sigma = planted(0, n=30)[0]
     E = np.random.default_rng(3).standard_normal(Sigma.shape)
     # within check_symmetric's 1e-6
@@ -1038,19 +1072,19 @@ def test_rpca_gd_records_and_stops_on_the_pair_it_returns(x64):
 
 
 def test_rpca_gd_initial_factor_by_hand(x64):
-    """U₀U₀ᵀ = V_k max(Λ_k, 0) V_kᵀ from the k largest eigenpairs of Σ − T_α(Σ) (α, not γα),
+    """U₀U₀ᵀ = V_k max(Λ_k, 0) V_kᵀ from the k largest eigenpairs of Σ − T_α(Σ) (α, not α̃),
     negative ones clipped to 0. A step of 1e-12 leaves U ≈ U₀ after one iteration."""
     Sigma = planted(0, n=30)[0]
     R = Sigma - top_fraction_numpy(Sigma, 0.1)
     lam, Q = np.linalg.eigh(R)
     L0 = (Q[:, -3:] * np.maximum(lam[-3:], 0)) @ Q[:, -3:].T
-    out = baselines.rpca_gd(Sigma, 3, alpha=0.1, step=1e-12, max_iter=1)
+    out = baselines.rpca_gd(Sigma, 3, alpha=0.1, lr=1e-12, max_iter=1)
     np.testing.assert_allclose(out.L, L0, atol=1e-9 * np.abs(Sigma).max())
     # an indefinite Σ (α = 0: nothing removed) with k above its number of positive eigenvalues (same
     # shape and k: one compiled program)
     A = rotated(np.r_[3.0, 1.0, -np.linspace(2.0, 5.0, 28)], seed=1)
     Q = np.linalg.eigh(A)[1]
-    out = baselines.rpca_gd(A, 3, alpha=0.0, step=1e-12, max_iter=1)
+    out = baselines.rpca_gd(A, 3, alpha=0.0, lr=1e-12, max_iter=1)
     np.testing.assert_allclose(
         out.L, 3 * np.outer(Q[:, -1], Q[:, -1]) + np.outer(Q[:, -2], Q[:, -2]), atol=1e-9
     )
@@ -1296,7 +1330,7 @@ def test_baselines_report_their_status_and_a_traced_invalid_hyperparameter():
     valid point; with throw=True they raise inside jit."""
     Sigma = jnp.asarray(cov.lrs_problem(0, 12, 2, 0.9).Sigma, jnp.float32)
     assert int(baselines.ialm(Sigma, tol=1e-5).status) == Status.CONVERGED
-    assert int(baselines.fpcp(Sigma, 2, loops=3).status) == Status.MAX_ITER
+    assert int(baselines.fpcp(Sigma, 2, max_iter=3).status) == Status.MAX_ITER
     nc = jax.jit(lambda rho: baselines.ncrpca(Sigma, rho=rho, tol=1e-5, norm="l1", throw=False))
     assert int(nc(1.1).status) == Status.CONVERGED
     over = nc(1e30)
@@ -1313,7 +1347,7 @@ def test_baselines_report_their_status_and_a_traced_invalid_hyperparameter():
             np.isfinite(np.asarray(out.L[0]))
         ), name
         np.testing.assert_allclose(out.L[0], solve(1.5).L, rtol=1e-5, atol=1e-5)
-    fp = jax.vmap(lambda lam: baselines.fpcp(Sigma, 2, lam=lam, loops=3, throw=False))(
+    fp = jax.vmap(lambda lam: baselines.fpcp(Sigma, 2, lam=lam, max_iter=3, throw=False))(
         jnp.array([0.1, -1.0])
     )
     assert np.asarray(fp.status).tolist() == [Status.MAX_ITER, Status.INVALID]

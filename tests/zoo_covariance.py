@@ -29,7 +29,7 @@ def _decompose(h, throw):
         optimizer="adam",
         lr=h["lr"],
         max_iter=300,
-        rel_tol=1e-4,
+        tol=1e-4,
         key=0,
         throw=throw,
     )
@@ -49,15 +49,13 @@ def _ncrpca(h, throw):
 
 
 def _fpcp(h, throw):
-    # FPCP has no step size and no tolerance (a fixed loop count): only a Σ beyond float32's range
-    # (entries of inf) makes it diverge.
-    return covariance.fpcp(_SIGMA * h["scale"], 2, loops=5, throw=throw)
+    # FPCP has no step size and no tolerance (it runs max_iter loops): only a Σ beyond float32's
+    # range (entries of inf) makes it diverge.
+    return covariance.fpcp(_SIGMA * h["scale"], 2, max_iter=5, throw=throw)
 
 
 def _rpca_gd(h, throw):
-    return covariance.rpca_gd(
-        _SIGMA, 2, alpha=0.1, step=h["step"], tol=1e-4, max_iter=300, throw=throw
-    )
+    return covariance.rpca_gd(_SIGMA, 2, alpha=0.1, lr=h["lr"], tol=1e-4, max_iter=300, throw=throw)
 
 
 CASES = [
@@ -75,5 +73,5 @@ CASES = [
         refused_eagerly=True,
         done=Status.MAX_ITER,
     ),
-    ZooCase("covariance.rpca_gd", _rpca_gd, {"step": 1.0}, {"step": 1e8}, ("L", "S")),
+    ZooCase("covariance.rpca_gd", _rpca_gd, {"lr": 1.0}, {"lr": 1e8}, ("L", "S")),
 ]

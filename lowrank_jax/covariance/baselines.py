@@ -3,15 +3,17 @@ PCP by inexact ALM, its non-convex γ-norm variant (NC-RPCA), fast PCP (FPCP) an
 descent on a symmetric factor (RPCA-GD). IALM and NC-RPCA share one augmented Lagrangian loop.
 
 Each runs under one ``jit`` with its iterations in :mod:`lowrank_jax.loop` (``lax`` loops);
-hyperparameters (λ, tolerances, ρ, α, step) are arrays, so they may be traced or ``vmap``-ed,
+hyperparameters (λ, tolerances, ρ, α, ``lr``) are arrays, so they may be traced or ``vmap``-ed,
 while sizes, ranks and iteration budgets are static. They are keyword-only after Σ (and the rank
-of :func:`fpcp` and :func:`rpca_gd`): positional, ``ialm(S, 1e-6)`` set λ where a tolerance was
-meant, as the other families' solvers would read it. Each returns a :class:`BaselineResult`
-(a :class:`lowrank_jax.result.Result`: ``status``, ``n_iter``, the final ``residual``, and
-``history["residual"]``, NaN after ``n_iter``) and takes ``throw``: a run that diverges raises
-``RuntimeError`` (also inside ``jit``/``vmap``) unless ``throw=False``.
+of :func:`fpcp` and :func:`rpca_gd`), so ``ialm(S, 1e-6)`` is a ``TypeError``, not λ = 1e-6. Each
+returns a :class:`BaselineResult` (a :class:`lowrank_jax.result.Result`: ``status``, ``n_iter``,
+the final ``residual``, and ``history["residual"]``, NaN after ``n_iter``) and takes ``throw``: a
+run that diverges raises ``RuntimeError`` (also inside ``jit``/``vmap``) unless ``throw=False``.
+The solvers that stop on a tolerance (:func:`ialm`, :func:`ncrpca`, :func:`rpca_gd`) take ``tol``,
+default 1e-6 on the relative residual ‖Σ − L − S‖_F/‖Σ‖_F; ``tol=None`` runs exactly ``max_iter``
+iterations. :func:`fpcp` has no tolerance and always runs ``max_iter`` loops.
 
-How the forced rank k reaches each method (the paper does not say; the note's gotcha 7):
+How the forced rank k reaches each method (the paper does not say):
 
 * :func:`ialm` ignores k — PCP picks the rank through the nuclear norm (Table II's IALM rows do not
   depend on k either). So does :func:`ncrpca`, through the γ-norm.
@@ -32,7 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from lowrank_jax import _checks, linalg, loop
-from lowrank_jax.covariance.metrics import check_symmetric
+from lowrank_jax.covariance._common import SIGMA, SYMMETRIC
 from lowrank_jax.precision import full_precision
 from lowrank_jax.prox import (
     apply_top_fraction,
@@ -45,17 +47,20 @@ from lowrank_jax.selection import kth_largest
 
 
 class BaselineResult(Result):
-    """Σ ≈ L + S from a baseline (the :class:`~lowrank_jax.result.Result` core: ``status``,
-    ``n_iter``, ``history``).
+    """The split Σ ≈ L + S returned by a baseline, with its run's status and residual history.
 
     Attributes:
-      residual: final ‖Σ − L − S‖_F / ‖Σ‖_F, of the pair (L, S) returned.
-      L: (n, n) the low-rank part. S: (n, n) the method's sparse part (see each method).
-      rank: int32, the rank the method used for L (IALM: the number of singular values above its
-        last threshold 1/μ).
-      U: (n, k) the factor of L = UUᵀ (:func:`rpca_gd`); None for the other methods.
-      history: ``history["residual"]``, shape (budget,): the residual after each iteration (NaN
+      status: a :class:`~lowrank_jax.result.Status` code (int32): CONVERGED, MAX_ITER, DIVERGED or
+        INVALID.
+      n_iter: int32, the iterations run.
+      history: ``history["residual"]``, shape (max_iter,): the residual after each iteration (NaN
         past ``n_iter``).
+      residual: final ‖Σ − L − S‖_F / ‖Σ‖_F, of the pair (L, S) returned.
+      L: (n, n) the low-rank part.
+      S: (n, n) the method's sparse part (see each method).
+      rank: int32, the rank the method used for L (IALM, NC-RPCA: the number of non-zero singular
+        values of the last L-step; FPCP: the final partial-SVD rank; RPCA-GD: k).
+      U: (n, k) the factor of L = UUᵀ (:func:`rpca_gd`); None for the other methods.
     """
 
     residual: jax.Array
@@ -95,6 +100,22 @@ def _safe_norm(x):
     return jnp.where(x > 0, x, 1.0)
 
 
+def _below(residual, tol):
+    """The stopping rule residual < tol; never for ``tol=None``, which runs the whole budget."""
+    return jnp.zeros((), bool) if tol is None else residual < tol
+
+
+# Hyperparameters in Σ's dtype, arrays that may be traced: a traced value that breaks its rule is
+# NaN (the run reports INVALID, _checks.any_nan).
+_POSITIVE = _checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="Sigma")
+_NONNEGATIVE = _checks.Hyper(ndim=0, dtype_of="Sigma")
+
+
+def _inverse_sqrt_n(args) -> float:
+    """The default λ = 1/√n of every baseline."""
+    return 1.0 / args["Sigma"].shape[0] ** 0.5
+
+
 # --- augmented Lagrangian methods: PCP (IALM) and its γ-norm variant (NC-RPCA) --------------------
 
 
@@ -107,8 +128,8 @@ def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, invalid, *, sv_map, s_prox, l_first,
 
     (the L-step first when ``l_first``), until ‖Z‖_F/‖D‖_F < tol. The loop carries the last σ'
     (0 at the start): NC-RPCA's DC steps start from it, IALM's SVT ignores it, and ``rank`` is its
-    number of non-zero values. ``invalid``: a traced hyperparameter broke its rule (the status says
-    INVALID)."""
+    number of non-zero values; ``tol=None`` never stops early. ``invalid``: a traced hyperparameter
+    broke its rule (the status says INVALID)."""
     n1, n2 = D.shape
     d_norm = _safe_norm(linalg.frob(D))
     full = min(n1, n2)
@@ -136,7 +157,7 @@ def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, invalid, *, sv_map, s_prox, l_first,
         step,
         state,
         max_iter=max_iter,
-        stop=lambda s, d: d["residual"] < tol,
+        stop=lambda s, d: _below(d["residual"], tol),
         diverged=lambda s, d: _diverged(d_norm, linalg.frob(s[0]), *s[:4]),
         invalid=invalid,
     )
@@ -144,30 +165,14 @@ def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, invalid, *, sv_map, s_prox, l_first,
     return _result(out, L, S, jnp.sum(kept > 0).astype(jnp.int32))
 
 
-def _alm_arguments(Sigma, lam, max_iter, **positive):
-    """Checks shared by :func:`ialm` and :func:`ncrpca`: Σ symmetric, λ (default 1/√n) and the named
-    hyperparameters positive scalars of Σ's dtype, ρ > 1, an integer budget. Returns (Σ, (λ, *the
-    named values in order)), max_iter)."""
-    Sigma = check_symmetric(Sigma)
-    dtype = Sigma.dtype
-    lam = 1.0 / Sigma.shape[0] ** 0.5 if lam is None else lam
-    names = ("lam", *positive)
-    values = [
-        _checks.as_tolerance(v, dtype)
-        if name == "tol"
-        else _checks.as_hyper(v, name, ndim=0, positive=True, dtype=dtype)
-        for name, v in zip(names, (lam, *positive.values()))
-    ]
-    rho = values[names.index("rho")]  # in Σ's dtype: 1 + 1e-8 is 1 in float32
-    if _checks.is_concrete(rho) and float(rho) <= 1:
-        raise ValueError(f"rho must be > 1 in {dtype}, got {float(rho)}")
-    return Sigma, tuple(values), _checks.check_positive_int(max_iter, "max_iter")
-
-
-def _alm_invalid(values, rho):
-    """The traced hyperparameters that broke their rule: NaN (:func:`lowrank_jax._checks.as_hyper`),
-    or ρ ≤ 1 (μ would shrink to 0 and Y/μ overflow)."""
-    return jnp.any(jnp.isnan(jnp.stack(values))) | ~(rho > 1)
+# The arguments shared by ialm and ncrpca: Σ, λ > 0 (default 1/√n), the tolerance and ρ > 1 (in Σ's
+# dtype: 1 + 1e-8 is 1 in float32; a smaller ρ shrinks μ to 0 and Y/μ overflows).
+_ALM = {
+    **SIGMA,
+    "lam": _checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="Sigma", default=_inverse_sqrt_n),
+    "tol": _checks.Tol(dtype_of="Sigma"),
+    "rho": _checks.Hyper(ndim=0, low=1, low_open=True, dtype_of="Sigma"),
+}
 
 
 @functools.partial(jax.jit, static_argnames=("max_iter",))
@@ -175,7 +180,7 @@ def _ialm(D, lam, tol, rho, mu_factor, *, max_iter):
     norm_two = _safe_norm(jnp.linalg.norm(D, 2))
     norm_inf = jnp.max(jnp.abs(D)) / lam
     mu0 = 1.25 / norm_two
-    invalid = _alm_invalid((lam, tol, rho, mu_factor), rho)
+    invalid = _checks.any_nan(lam, tol, rho, mu_factor)
     return _alm(
         D,
         lam,
@@ -193,11 +198,19 @@ def _ialm(D, lam, tol, rho, mu_factor, *, max_iter):
 
 
 @full_precision
+@_checks.validate(
+    SYMMETRIC,
+    **_ALM,
+    mu_factor=_POSITIVE,
+    max_iter=_checks.Count(),
+    throw=_checks.Flag(),
+)
 def ialm(
-    Sigma, *, lam=None, tol=1e-7, max_iter: int = 1000, rho=1.5, mu_factor=1e7, throw: bool = True
+    Sigma, *, lam=None, tol=1e-6, max_iter: int = 1000, rho=1.5, mu_factor=1e7, throw: bool = True
 ) -> BaselineResult:
-    """Principal component pursuit min ‖L‖_* + λ‖S‖₁ s.t. Σ = L + S by the inexact ALM
-    (Lin, Chen, Ma 2010, Alg. 5) with the defaults of LRSLibrary's ``inexact_alm_rpca``:
+    """Principal component pursuit min ‖L‖_* + λ‖S‖₁ s.t. Σ = L + S by the inexact ALM.
+
+    Lin, Chen, Ma 2010, Alg. 5, with the defaults of LRSLibrary's ``inexact_alm_rpca``:
 
         λ = 1/√n,  Y₀ = Σ / max(‖Σ‖₂, ‖Σ‖_∞/λ),  μ₀ = 1.25/‖Σ‖₂,  μ̄ = 10⁷ μ₀,  L₀ = S₀ = 0
         repeat:  S ← shrink(Σ − L + Y/μ, λ/μ)                    (soft thresholding)
@@ -211,25 +224,24 @@ def ialm(
     necessarily PSD.
 
     Args:
-      Sigma: (n, n) symmetric.
-      lam: λ (array), default 1/√n.
-      tol: relative residual tolerance (array; None runs all ``max_iter`` iterations).
-      max_iter: iteration budget (static).
-      rho: μ growth factor > 1 (array).
-      mu_factor: μ̄/μ₀ (array).
+      Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), finite.
+      lam: λ > 0 (array, may be traced), default 1/√n.
+      tol: stop when ‖Σ − L − S‖_F/‖Σ‖_F < tol (array, > 0), default 1e-6; None runs exactly
+        ``max_iter`` iterations. LRSLibrary's default is 1e-7, which float32 does not reach (the
+        loop then runs all ``max_iter`` iterations): pass it with float64 (``jax.enable_x64``).
+      max_iter: iteration budget, a positive integer (static), default 1000.
+      rho: μ growth factor > 1 (array), default 1.5.
+      mu_factor: μ̄/μ₀ > 0 (array), default 10⁷.
       throw: with a run that diverges (a non-finite or exploding iterate: Σ's scale overflows its
         dtype, which a direct call refuses, so only a traced Σ gets here), raise ``RuntimeError``
         (True, default; also inside ``jit``/``vmap``) or only report ``status ==
         Status.DIVERGED`` (False). A traced λ, tol, ρ or ``mu_factor`` that breaks its rule (ρ ≤ 1,
         say) gives ``Status.INVALID`` and NaN L and S, raised the same way.
 
-    The default tol = 1e-7 (LRSLibrary's, for double precision) is below what float32 reaches: in
-    float32 the loop then runs all ``max_iter`` iterations (and ends less accurate than with
-    tol = 1e-6, once μ has hit μ̄); use float64 (``jax.enable_x64``) or tol ≥ 1e-6 there.
-
     Returns:
-      :class:`BaselineResult`; ``status`` CONVERGED when ``residual`` = ‖Σ − L − S‖_F/‖Σ‖_F < tol,
-      else MAX_ITER (``history["residual"]`` per iteration).
+      :class:`BaselineResult`: ``status`` CONVERGED when ``residual`` = ‖Σ − L − S‖_F/‖Σ‖_F < tol,
+      else MAX_ITER; ``history["residual"]`` per iteration; L, S (n, n); ``rank`` the number of
+      singular values above the last threshold 1/μ.
 
     Example:
         ```python
@@ -241,14 +253,10 @@ def ialm(
         Sigma = M0 @ M0.T + np.diag(rng.uniform(0.5, 1.0, 20))
         res = covariance.ialm(Sigma)  # PCP with λ = 1/√n
         print(res)                    # BaselineResult(status=CONVERGED, …)
-        # 3, ≈ 4e-7
+        # 3, < 1e-6
         print(covariance.rank_above(res.L), covariance.relative_error(res.L + res.S, Sigma))
         ```
     """
-    Sigma, (lam, tol, rho, mu_factor), max_iter = _alm_arguments(
-        Sigma, lam, max_iter, tol=tol, rho=rho, mu_factor=mu_factor
-    )
-    throw = _checks.check_flag(throw, "throw")
     out = _ialm(Sigma, lam, tol, rho, mu_factor, max_iter=max_iter)
     return finish(
         out,
@@ -260,8 +268,17 @@ def ialm(
     )
 
 
-def gamma_norm_shrink(s, mu, gamma, start=None, *, inner: int = 100, tol=1e-6):
-    """NC-RPCA's L-step on the singular values s ≥ 0 (Kang, Peng, Cheng 2015): a local minimiser of
+@_checks.validate(
+    inner_iters=_checks.Count(),
+    s=_checks.Convert(lambda x, name, args: _checks.as_floating(x)),
+    gamma=_checks.Hyper(low=0, low_open=True, dtype_of="s"),
+    mu=_checks.Hyper(low=0, low_open=True, dtype_of="s"),
+    start=_checks.Convert(lambda x, name, args: jnp.asarray(x, args["s"].dtype), optional=True),
+)
+def gamma_norm_shrink(s, mu, gamma, start=None, *, inner_iters: int = 100, tol=1e-6):
+    """NC-RPCA's L-step on the singular values: a local minimiser of the γ-norm's proximal problem.
+
+    Kang, Peng, Cheng 2015. For singular values s ≥ 0 it minimises, locally,
 
         Σ_i f(σ_i) + (μ/2) ‖σ − s‖²,   f(σ) = (1 + γ) σ / (γ + σ)
                                        (the γ-norm ‖L‖_γ = Σ f(σ_i(L))),
@@ -270,18 +287,24 @@ def gamma_norm_shrink(s, mu, gamma, start=None, *, inner: int = 100, tol=1e-6):
 
         σ ← max(s − w/μ, 0),   w_i = f'(σ_i) = (1 + γ) γ / (γ + σ_i)²,
 
-    from ``start`` (default 0: w = (1 + γ)/γ, the strongest shrink), for at most ``inner`` steps or
-    until ‖Δσ‖² < tol (the reference code's 100 and 1e-6, an absolute test). The objective never
-    increases along the steps, which end at a stationary point near the start: from 0 that can be
-    σ = 0 although a far lower minimum exists (s = 5, μ = 1, γ = 0.01: 12.5 at σ = 0 against 1.008
-    at σ ≈ 5.0). f rises from 0 to 1 within a few γ, so it interpolates between rank(L) (γ → 0)
-    and the nuclear norm (γ → ∞, f ≈ σ). Returns the new σ."""
-    s = jnp.asarray(s)
-    if not jnp.issubdtype(s.dtype, jnp.inexact):
-        s = s.astype(jnp.result_type(float))
-    gamma = _checks.as_hyper(gamma, "gamma", positive=True, dtype=s.dtype)
-    mu = _checks.as_hyper(mu, "mu", positive=True, dtype=s.dtype)
-    sigma = jnp.zeros_like(s) if start is None else jnp.asarray(start, s.dtype)
+    from ``start``, for at most ``inner_iters`` steps or until ‖Δσ‖² < tol (the reference code's
+    100 and 1e-6, an absolute test). The objective never increases along the steps, which end at a
+    stationary point near the start: from 0 that can be σ = 0 although a far lower minimum exists
+    (s = 5, μ = 1, γ = 0.01: 12.5 at σ = 0 against 1.008 at σ ≈ 5.0). f rises from 0 to 1 within a
+    few γ, so it interpolates between rank(L) (γ → 0) and the nuclear norm (γ → ∞, f ≈ σ).
+
+    Args:
+      s: (m,) singular values ≥ 0 (an integer array is taken as floating).
+      mu: μ > 0, the proximal weight (array, may be traced).
+      gamma: γ > 0, the γ-norm's parameter (array, may be traced).
+      start: (m,) the first σ; default None, σ = 0 (w = (1 + γ)/γ, the strongest shrink).
+      inner_iters: the most DC steps, a positive integer, default 100.
+      tol: stop once ‖Δσ‖² < tol (absolute), default 1e-6.
+
+    Returns:
+      (m,) the new σ, in s's dtype.
+    """
+    sigma = jnp.zeros_like(s) if start is None else start
 
     def body(c):
         t, prev, _ = c
@@ -289,7 +312,7 @@ def gamma_norm_shrink(s, mu, gamma, start=None, *, inner: int = 100, tol=1e-6):
         return t + 1, new, jnp.sum(jnp.square(new - prev))
 
     _, sigma, _ = jax.lax.while_loop(
-        lambda c: (c[0] < inner) & (c[2] >= tol),
+        lambda c: (c[0] < inner_iters) & (c[2] >= tol),
         body,
         (jnp.asarray(0), sigma, jnp.asarray(jnp.inf, s.dtype)),
     )
@@ -300,7 +323,7 @@ def gamma_norm_shrink(s, mu, gamma, start=None, *, inner: int = 100, tol=1e-6):
 def _ncrpca(D, lam, tol, rho, mu0, gamma, *, max_iter, norm):
     s_prox = soft_threshold if norm == "l1" else (lambda x, t: group_soft_threshold(x, t, axis=0))
 
-    invalid = _alm_invalid((lam, tol, rho, mu0, gamma), rho)
+    invalid = _checks.any_nan(lam, tol, rho, mu0, gamma)
     mu0, no_cap = jnp.asarray(mu0, D.dtype), jnp.asarray(jnp.inf, D.dtype)
     return _alm(
         D,
@@ -322,6 +345,15 @@ NORMS = ("l1", "l21")
 
 
 @full_precision
+@_checks.validate(
+    SYMMETRIC,
+    norm=_checks.Choice(*NORMS),
+    **_ALM,
+    mu0=_POSITIVE,
+    gamma=_POSITIVE,
+    max_iter=_checks.Count(),
+    throw=_checks.Flag(),
+)
 def ncrpca(
     Sigma,
     *,
@@ -334,33 +366,36 @@ def ncrpca(
     norm: str = "l21",
     throw: bool = True,
 ) -> BaselineResult:
-    """NC-RPCA: robust PCA with the non-convex γ-norm (Kang, Peng, Cheng 2015, "Robust PCA via
-    nonconvex rank approximation"), min ‖L‖_γ + λ‖S‖ s.t. Σ = L + S, by the augmented Lagrangian
-    method with the reference code's settings (the ones the paper's Table II ran):
+    """Robust PCA with the non-convex γ-norm (NC-RPCA) by the augmented Lagrangian method.
+
+    Kang, Peng, Cheng 2015, "Robust PCA via nonconvex rank approximation": min ‖L‖_γ + λ‖S‖
+    s.t. Σ = L + S, with the reference code's settings (the ones the paper's Table II ran):
 
         λ = 1/√n,  μ₀ = 0.9,  L₀ = S₀ = Y₀ = 0,  σ₀ = 0
         repeat:  L ← U diag(σ) Vᵀ,  σ = gamma_norm_shrink(Σ_sv, μ, γ, start = previous σ),
                         U Σ_sv Vᵀ = SVD(Σ − S + Y/μ)
                  S ← prox_{(λ/μ)‖·‖}(Σ − L + Y/μ)
                  Z = Σ − L − S;  Y ← Y + μZ;  μ ← ρμ   (ρ = 1.1, no cap)
-        until ‖Z‖_F/‖Σ‖_F < tol (1e-6) or max_iter (500) iterations.
+        until ‖Z‖_F/‖Σ‖_F < tol or max_iter iterations.
 
-    ``norm``: the sparse term. "l21" (default, the reference code's ``type = 21``): the sum of the
-    columns' Euclidean norms, so S is column-sparse and its prox is
-    :func:`lowrank_jax.prox.group_soft_threshold`; "l1": entrywise, as in the covariance paper's
-    description (the same scheme as :func:`ialm` with ‖L‖_* replaced by ‖L‖_γ). γ = 1e-2 makes
-    ‖L‖_γ close to the rank. The forced rank k is not an argument: like PCP the method picks the
-    rank.
-
-    Because σ starts at 0, the first L-steps shrink by up to (1 + γ)/(γμ₀) ≈ 112: L stays 0 until
-    μ has grown or a singular value of Σ − S + Y/μ exceeds that. L is not necessarily PSD.
+    The sparse term ‖·‖ is the ℓ2,1 norm (the sum of the columns' Euclidean norms, the reference
+    code's ``type = 21``: S is column-sparse and its prox is
+    :func:`lowrank_jax.prox.group_soft_threshold`) or the entrywise ℓ1 norm, as in the covariance
+    paper's description (then the scheme is :func:`ialm`'s with ‖L‖_* replaced by ‖L‖_γ). γ = 1e-2
+    makes ‖L‖_γ close to the rank. The forced rank k is not an argument: like PCP the method picks
+    the rank. Because σ starts at 0, the first L-steps shrink by up to (1 + γ)/(γμ₀) ≈ 112: L stays
+    0 until μ has grown or a singular value of Σ − S + Y/μ exceeds that. L is not necessarily PSD.
 
     Args:
-      Sigma: (n, n) symmetric.
-      lam, tol, rho (> 1), mu0, gamma (> 0): arrays, may be traced; tol=None runs all
-        ``max_iter`` iterations.
-      max_iter: iteration budget (static).
-      norm: "l21" or "l1" (static).
+      Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), finite.
+      lam: λ > 0 (array, may be traced), default 1/√n.
+      tol: stop when ‖Σ − L − S‖_F/‖Σ‖_F < tol (array, > 0), default 1e-6 (the reference code's);
+        None runs exactly ``max_iter`` iterations.
+      max_iter: iteration budget, a positive integer (static), default 500.
+      rho: μ growth factor > 1 (array), default 1.1.
+      mu0: μ₀ > 0 (array), default 0.9.
+      gamma: γ > 0 of the γ-norm (array), default 1e-2.
+      norm: the sparse term, "l21" (default) or "l1" (static).
       throw: with a run that diverges (a non-finite or exploding iterate: μ = μ₀ρᵗ has no cap and
         overflows the dtype when ρ is too large for the budget, e.g. ρ^max_iter beyond 10³⁸ in
         float32; or a traced Σ out of its dtype's range), raise ``RuntimeError`` (True, default;
@@ -369,15 +404,24 @@ def ncrpca(
         and S, raised the same way.
 
     Returns:
-      :class:`BaselineResult`; ``status`` CONVERGED when ``residual`` < tol, else MAX_ITER;
-      ``rank`` = the number of non-zero σ of the last L-step.
+      :class:`BaselineResult`: ``status`` CONVERGED when ``residual`` < tol, else MAX_ITER;
+      ``history["residual"]`` per iteration; L, S (n, n); ``rank`` the number of non-zero σ of the
+      last L-step.
+
+    Example:
+        ```python
+        import numpy as np
+        from lowrank_jax import covariance
+
+        rng = np.random.default_rng(0)
+        M0 = 5 * rng.normal(size=(20, 2))  # singular values above (1 + γ)/(γμ₀) ≈ 112
+        L0 = M0 @ M0.T
+        Sigma = L0 + np.diag(rng.uniform(0.5, 1.0, 20))
+        res = covariance.ncrpca(Sigma, norm="l1")
+        print(res)  # BaselineResult(status=CONVERGED, n_iter=24, …)
+        print(covariance.rank_above(res.L), covariance.relative_error(res.L, L0))  # 2, ≈ 1e-6
+        ```
     """
-    if norm not in NORMS:
-        raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
-    Sigma, (lam, tol, rho, mu0, gamma), max_iter = _alm_arguments(
-        Sigma, lam, max_iter, tol=tol, rho=rho, mu0=mu0, gamma=gamma
-    )
-    throw = _checks.check_flag(throw, "throw")
     out = _ncrpca(Sigma, lam, tol, rho, mu0, gamma, max_iter=max_iter, norm=norm)
     return finish(
         out,
@@ -393,10 +437,10 @@ def ncrpca(
 # --- fast PCP -------------------------------------------------------------------------------------
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "loops", "grow", "svd"))
-def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, loops, grow, svd):
+@functools.partial(jax.jit, static_argnames=("rank", "max_iter", "grow", "svd"))
+def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, max_iter, grow, svd):
     d_norm = _safe_norm(linalg.frob(D))
-    invalid = jnp.isnan(lam) | jnp.isnan(lam_factor) | jnp.isnan(rank_threshold)
+    invalid = _checks.any_nan(lam, lam_factor, rank_threshold)
     idx = jnp.arange(rank)
 
     def partial_svd(A, r):
@@ -432,7 +476,7 @@ def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, loops, grow, 
     out = loop.run_fixed(
         step,
         state,
-        loops,
+        max_iter,
         invalid=invalid,
         diverged=lambda s, d: _diverged(d_norm, linalg.frob(s[0]), s[0], s[1]),
     )
@@ -441,12 +485,26 @@ def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, loops, grow, 
 
 
 @full_precision
+@_checks.validate(
+    SYMMETRIC,
+    **SIGMA,
+    rank=_checks.Rank(of="Sigma"),
+    lam=_checks.Hyper(ndim=0, dtype_of="Sigma", default=_inverse_sqrt_n),
+    max_iter=_checks.Count(),
+    rank0=_checks.Convert(lambda v, name, args: _checks.check_rank(v, (args["rank"],), name)),
+    grow=_checks.Flag(),
+    rank_threshold=_NONNEGATIVE,
+    lam_factor=_POSITIVE,
+    svd=_checks.Choice("exact", "randomized"),
+    key=_checks.Key(),
+    throw=_checks.Flag(),
+)
 def fpcp(
     Sigma,
     rank: int,
     *,
     lam=None,
-    loops: int = 2,
+    max_iter: int = 2,
     grow: bool = False,
     rank0: int = 1,
     rank_threshold=0.01,
@@ -455,13 +513,16 @@ def fpcp(
     key=None,
     throw: bool = True,
 ) -> BaselineResult:
-    """Fast principal component pursuit (Rodriguez & Wohlberg 2013) for
-    min_{L,S} λ‖S‖₁ + ½‖Σ − L − S‖_F²  s.t.  rank L = k   (the paper's (5)–(7)):
+    """Fast principal component pursuit (FPCP): alternating rank-k partial SVD and shrinkage.
+
+    Rodriguez & Wohlberg 2013, for min_{L,S} λ‖S‖₁ + ½‖Σ − L − S‖_F²  s.t.  rank L = k (the
+    covariance paper's (5)–(7)):
 
         L₁ = P_k(Σ),  S₁ = shrink(Σ − L₁, λ)
-        for t = 2..loops:  L_t = P_k(Σ − S_{t−1})  (partial SVD, top k),  S_t = shrink(Σ − L_t, λ)
+        for t = 2..max_iter:  L_t = P_k(Σ − S_{t−1})   (partial SVD, top k)
+                              S_t = shrink(Σ − L_t, λ)
 
-    with λ = 1/√n (LRSLibrary's ``1/sqrt(max(size))``) and ``loops`` = 2 (its default). The returned
+    with λ = 1/√n (LRSLibrary's ``1/sqrt(max(size))``) and two loops (its default). The returned
     S is shrink(Σ − L, λ): with the default λ this is exactly the paper's 1/√n post-shrinkage of
     FPCP's output (so S ≠ Σ − L; use ``Sigma - L`` for the unshrunk residual), and
     :func:`lowrank_jax.covariance.report` / ``real_data_errors`` recognise it and do not shrink it
@@ -471,44 +532,50 @@ def fpcp(
     ``grow=True`` — LRSLibrary's rank growth with k as the maximum: start at ``rank0``; before each
     later loop, if the previous loop's growth test passed, rank ← rank + 1 (≤ k) and λ ← λ ·
     ``lam_factor`` (while the rank is below k); the test is σ_r / Σ_{i<r} σ_i > ``rank_threshold``
-    (0.01) on that loop's partial SVD, taken afresh every loop, so a failed test skips one growth
-    and a later pass resumes it (LRSLibrary's ``fastpcp.m`` resets its flag each loop). With the
-    default two loops the rank reaches at most ``rank0`` + 1, as in LRSLibrary; raise ``loops``.
-    Measured on the paper's generator (n = 100, k₀ = 10, s₀ = 0.95, ``"code"`` pairs), ``grow=True``
-    with ``loops`` = k reproduces Table II's FPCP rows closely (k = 10, 10 seeds: r(L) 9.0, s(S)
-    0.07, rel.error(S) 5.96, rel.error(L) 0.74 against the paper's 9, 0.07, 5.64, 0.74), whereas the
-    fixed rank recovers L₀ far better (rel.error(L) 0.03 with 2 loops, 0.004 with 50): growing the
-    rank after S has absorbed the unexplained part of Σ stalls it below k₀.
+    on that loop's partial SVD, taken afresh every loop, so a failed test skips one growth and a
+    later pass resumes it (as LRSLibrary's ``fastpcp.m`` resets its flag each loop). With two loops
+    the rank reaches at most ``rank0`` + 1, as in LRSLibrary; raise ``max_iter`` to grow further.
+    ``grow=True`` with ``max_iter`` = k is the variant that reproduces Table II's FPCP rows (see
+    the covariance guide); the fixed rank recovers L₀ far better, since growing the rank after S
+    has absorbed the unexplained part of Σ stalls it below k₀.
 
-    The partial SVD is :func:`lowrank_jax.linalg.low_rank_svd` at width k (``svd="exact"``: thin
-    SVD; ``"randomized"``: randomized range finder with ``key``); L is symmetric only up to
-    round-off and may have negative eigenvalues (top singular values of Σ − S, not eigenvalues).
+    The partial SVD is :func:`lowrank_jax.linalg.low_rank_svd` at width k; L is symmetric only up
+    to round-off and may have negative eigenvalues (top singular values of Σ − S, not
+    eigenvalues). FPCP has no step size and no tolerance: it runs exactly ``max_iter`` loops and
+    ends in ``Status.MAX_ITER``.
 
-    FPCP has no step size and no tolerance: it runs its ``loops`` and ends in ``Status.MAX_ITER``
-    with ``n_iter`` = ``loops``. It can only diverge on a Σ whose scale overflows its dtype, which a
-    direct call refuses (``ValueError``); a traced Σ reports ``Status.DIVERGED`` (non-finite or
-    exploding L or S), and with ``throw=True`` (default) raises ``RuntimeError`` (also inside
-    ``jit``/``vmap``); ``throw=False`` only reports it. A traced λ, ``lam_factor`` or
-    ``rank_threshold`` that is negative or NaN gives ``Status.INVALID`` and NaN L and S.
+    Args:
+      Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), finite.
+      rank: k, 1 ≤ k ≤ n (static): the fixed partial-SVD rank, or the maximum with ``grow``.
+      lam: λ ≥ 0 of the shrinkage (array, may be traced), default 1/√n.
+      max_iter: the number of loops, a positive integer (static), default 2.
+      grow: LRSLibrary's rank growth (True) or the fixed rank k (False, default).
+      rank0: the starting rank with ``grow``, 1 ≤ rank0 ≤ k, default 1.
+      rank_threshold: the growth test's threshold ≥ 0 (array), default 0.01.
+      lam_factor: λ's factor per rank increase, > 0 (array), default 1.
+      svd: "exact" (thin SVD, default) or "randomized" (randomized range finder with ``key``).
+      key: ``jax.random`` key or int seed of the randomized SVD, default key(0).
+      throw: FPCP can only diverge on a Σ whose scale overflows its dtype, which a direct call
+        refuses (``ValueError``); a traced Σ reports ``Status.DIVERGED`` (non-finite or exploding
+        L or S), and with ``throw=True`` (default) raises ``RuntimeError`` (also inside
+        ``jit``/``vmap``); ``throw=False`` only reports it. A traced λ, ``lam_factor`` or
+        ``rank_threshold`` that is negative or NaN gives ``Status.INVALID`` and NaN L and S.
 
     Returns:
-      :class:`BaselineResult` with ``rank`` the final partial-SVD rank, the last loop's ``residual``
-      and ``history["residual"]`` per loop.
+      :class:`BaselineResult`: ``status`` MAX_ITER, ``n_iter`` = ``max_iter``, the last loop's
+      ``residual`` and ``history["residual"]`` per loop, L, S = shrink(Σ − L, λ) (n, n) and
+      ``rank`` the final partial-SVD rank.
+
+    Example:
+        ```python
+        from lowrank_jax import covariance, datasets
+
+        p = datasets.lrs_problem(0, 40, 3, 0.95)  # Σ = L₀ + S₀, rank 3
+        res = covariance.fpcp(p.Sigma, 3, max_iter=10)
+        print(res)  # BaselineResult(status=MAX_ITER, n_iter=10, …)
+        print(covariance.report(p.Sigma, res.L, res.S, p.L0, p.S0)["rel_error_L"])  # ≈ 0.01
+        ```
     """
-    Sigma = check_symmetric(Sigma)
-    rank = _checks.check_rank(rank, Sigma.shape)
-    dtype = Sigma.dtype
-    n = Sigma.shape[0]
-    lam = _checks.as_hyper(1.0 / n**0.5 if lam is None else lam, "lam", ndim=0, dtype=dtype)
-    loops = _checks.check_positive_int(loops, "loops")
-    rank0 = _checks.check_rank(rank0, (rank,), "rank0")  # 1 <= rank0 <= rank
-    grow = _checks.check_flag(grow, "grow")
-    rank_threshold = _checks.as_hyper(rank_threshold, "rank_threshold", ndim=0, dtype=dtype)
-    lam_factor = _checks.as_hyper(lam_factor, "lam_factor", ndim=0, positive=True, dtype=dtype)
-    if svd not in ("exact", "randomized"):
-        raise ValueError(f"svd must be 'exact' or 'randomized', got {svd!r}")
-    key = _checks.as_key(key)
-    throw = _checks.check_flag(throw, "throw")
     out = _fpcp(
         Sigma,
         lam,
@@ -517,8 +584,8 @@ def fpcp(
         jnp.asarray(rank0, jnp.int32),
         key,
         rank=rank,
-        loops=loops,
-        grow=bool(grow),
+        max_iter=max_iter,
+        grow=grow,
         svd=svd,
     )
     return finish(
@@ -559,29 +626,29 @@ def _symmetric_sparsify(R, alpha, cuts=None):
 
 
 @functools.partial(jax.jit, static_argnames=("rank", "max_iter"))
-def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, max_iter):
+def _rpca_gd(D, alpha, alpha_iter, lr, tol, *, rank, max_iter):
     d_norm = _safe_norm(linalg.frob(D))
     D = 0.5 * (D + D.T)
     S_init, _ = _symmetric_sparsify(D, alpha)
     lam_all, Q = jnp.linalg.eigh(D - S_init)
     lam, Q = lam_all[::-1][:rank], Q[:, ::-1][:, :rank]
     U0 = Q * jnp.sqrt(jnp.maximum(lam, 0.0))
-    # A traced fraction outside [0, 1] (a sweep point; a concrete one was refused) is INVALID, not
-    # the L = 0 that an empty or full selection returned with a residual of 0, as if converged; a
-    # NaN start makes that run stop after one iteration. NaN: a traced value that broke its rule.
-    invalid = ~((alpha <= 1) & (alpha_iter <= 1)) | jnp.isnan(step) | jnp.isnan(tol)
+    # A traced fraction outside [0, 1] (a sweep point; a concrete one was refused) arrives as NaN
+    # and is INVALID, not the L = 0 that an empty or full selection returned with a residual of 0,
+    # as if converged; a NaN start makes that run stop after one iteration.
+    invalid = _checks.any_nan(alpha, alpha_iter, lr, tol)
     U0 = jnp.where(invalid, jnp.nan, U0)
     # σ₁ = ‖Σ − S_init‖₂, the largest |λ| (Yi et al.'s top singular value). Not the largest λ: for a
     # Σ far from PSD that is much smaller than the curvature and the step diverges.
     sigma1 = _safe_norm(jnp.max(jnp.abs(lam_all)))
-    eta = step / sigma1
+    eta = lr / sigma1
 
     def low_rank(U):
         L = U @ U.T
         return 0.5 * (L + L.T)  # exactly symmetric, so Σ − L is too: row cut-offs = column cut-offs
 
     def sparse_part(U, cut=None):
-        """S = T_{γα}(Σ − UUᵀ) and E = UUᵀ + S − Σ (symmetric; E U is the gradient of
+        """S = T_α̃(Σ − UUᵀ) and E = UUᵀ + S − Σ (symmetric; E U is the gradient of
         ¼‖UUᵀ + S − Σ‖_F² in U), with the new cut-offs."""
         R = D - low_rank(U)
         S, cut = _symmetric_sparsify(R, alpha_iter, cut)
@@ -589,8 +656,7 @@ def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, max_iter):
 
     def body(_, state):
         # The step, then the new iterate's S and residual: the history entry and the stop test are
-        # those of the (L, S) that the run returns after this iteration (they were the previous
-        # iterate's, one step behind, while ialm and fpcp record the pair they return).
+        # those of the (L, S) that the run returns after this iteration, as in ialm and fpcp.
         U, _, E, cut = state
         U = U - eta * (E @ U)
         S, E, cut = sparse_part(U, cut)
@@ -602,7 +668,7 @@ def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, max_iter):
         body,
         (U0, *sparse_part(U0)),
         max_iter=max_iter,
-        stop=lambda s, d: d["residual"] < tol,
+        stop=lambda s, d: _below(d["residual"], tol),
         diverged=blown_up,
         invalid=invalid,
     )
@@ -610,77 +676,101 @@ def _rpca_gd(D, alpha, alpha_iter, step, tol, *, rank, max_iter):
     return _result(out, low_rank(U), S, jnp.asarray(rank, jnp.int32), U)
 
 
+_FRACTION = _checks.Hyper(ndim=0, high=1, dtype_of="Sigma")  # α ∈ [0, 1]
+
+
 @full_precision
+@_checks.validate(
+    SYMMETRIC,
+    **SIGMA,
+    rank=_checks.Rank(of="Sigma"),
+    alpha=_FRACTION,
+    alpha_iter=_checks.Hyper(
+        ndim=0,
+        high=1,
+        dtype_of="Sigma",
+        default=lambda a: 2 * a["alpha"],
+        label="alpha_iter (default 2·alpha: pass alpha_iter ≤ 1)",
+    ),
+    lr=_POSITIVE,
+    tol=_checks.Tol(dtype_of="Sigma"),
+    max_iter=_checks.Count(),
+    return_factor=_checks.Flag(),
+    throw=_checks.Flag(),
+)
 def rpca_gd(
     Sigma,
     rank: int,
     *,
     alpha=0.1,
-    step=0.5,
+    lr=0.5,
     max_iter: int = 200,
-    gamma=2.0,
-    tol=1e-9,
+    alpha_iter=None,
+    tol=1e-6,
     return_factor: bool = False,
     throw: bool = True,
 ):
-    """Robust PCA by gradient descent (Yi, Park, Chen, Caramanis 2016) on a symmetric factor,
-    L = UUᵀ with U ∈ ℝ^{n×k} (so L is PSD of rank ≤ k):
+    """Robust PCA by gradient descent on a symmetric factor (RPCA-GD): L = UUᵀ, PSD of rank ≤ k.
+
+    Yi, Park, Chen, Caramanis 2016, with U ∈ ℝ^{n×k}:
 
         S_init = T_α(Σ);  U₀ = V_k Λ_k^{1/2} from the top-k eigenpairs of Σ − S_init
                           (λ clipped at 0)
-        repeat:  S = T_{γα}(Σ − UUᵀ),  E = UUᵀ + S − Σ,  U ← U − (η/σ₁) E U
+        repeat:  S = T_α̃(Σ − UUᵀ),  E = UUᵀ + S − Σ,  U ← U − (η/σ₁) E U
         until ‖E‖_F/‖Σ‖_F < tol or ``max_iter`` iterations (all of them for ``tol=None``).
 
     T_α is the sparsifier keeping the entries that are among the ⌊α n⌋ largest in magnitude of
     both their row and their column (:func:`lowrank_jax.prox.sparsify_top_fraction`, shared with
-    ScaledGD). Σ is symmetrised, ½(Σ + Σᵀ), and L = UUᵀ is formed exactly symmetric, so the residual
-    is symmetric and only the row cut-offs are computed (they are the column cut-offs): in the
-    iterations by the shared selection (on CPU counting, warm-started from the previous cut-offs),
-    before and after them by a sort (same values; much quicker to compile). E U is the gradient of
-    ¼‖UUᵀ + S − Σ‖_F² in U for symmetric E;
-    σ₁ = ‖Σ − S_init‖₂ (the largest |λ|: Yi et al.'s top singular value, which for a far-from-PSD Σ
-    exceeds λ₁ and keeps the step stable) and η = ``step`` (0.5, Yi et al.'s ``step_const``). γ = 2
-    as in their analysis (and ScaledGD's reference code). The projection onto an incoherence ball of
-    the paper's analysis is omitted (it needs the unknown incoherence μ).
+    ScaledGD), α̃ = ``alpha_iter`` (2α by default, as in Yi et al.'s analysis and ScaledGD's
+    reference code). Σ is symmetrised, ½(Σ + Σᵀ), and L = UUᵀ is formed exactly symmetric, so the
+    residual is symmetric and only the row cut-offs are computed (they are the column cut-offs): in
+    the iterations by the shared selection (on CPU counting, warm-started from the previous
+    cut-offs), before and after them by a sort (same values). E U is the gradient of
+    ¼‖UUᵀ + S − Σ‖_F² in U for symmetric E; σ₁ = ‖Σ − S_init‖₂ (the largest |λ|: Yi et al.'s top
+    singular value, which for a far-from-PSD Σ exceeds λ₁ and keeps the step stable) and η =
+    ``lr`` (Yi et al.'s ``step_const``). The projection onto an incoherence ball of the paper's
+    analysis is omitted (it needs the unknown incoherence μ).
 
-    α — the corruption fraction per row/column — must be given "by inspection of Σ" (the paper);
-    the default 0.1 is a documented constant: twice the average 5 % of non-zeros per row of the
-    s₀ = 0.95 generator (whose ``"code"`` variant piles more non-zeros onto low indices).
-
-    ``throw``: with a run that diverges (a non-finite factor U, or ‖U‖_F² ≥ ‖UUᵀ‖_F beyond 10⁴
-    ‖Σ‖_F: too large a ``step``), raise ``RuntimeError`` (True, default; also inside
-    ``jit``/``vmap``) or only report ``status == Status.DIVERGED`` (False: a sweep keeps its other
-    points). A traced α or γα outside [0, 1], or a traced ``step``, γ or ``tol`` that breaks its
-    rule, gives ``Status.INVALID`` and NaN L and S, raised the same way.
+    Args:
+      Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), finite.
+      rank: k, 1 ≤ k ≤ n (static): the width of U.
+      alpha: α ∈ [0, 1], the corruption fraction per row/column (array, may be traced), default
+        0.1. The paper picks it "by inspection of Σ"; 0.1 is twice the average 5 % of non-zeros per
+        row of the s₀ = 0.95 generator.
+      lr: η > 0, the step in units of 1/σ₁ (array), default 0.5 (Yi et al.'s ``step_const``).
+      max_iter: iteration budget, a positive integer (static), default 200.
+      alpha_iter: α̃ ∈ [0, 1], the fraction kept in the iterations (array); default None, 2α.
+      tol: stop when ‖E‖_F/‖Σ‖_F < tol (array, > 0), default 1e-6; None runs exactly
+        ``max_iter`` iterations.
+      return_factor: also return U, as the pair (result, U); default False.
+      throw: with a run that diverges (a non-finite factor U, or ‖U‖_F² ≥ ‖UUᵀ‖_F beyond 10⁴
+        ‖Σ‖_F: too large an ``lr``), raise ``RuntimeError`` (True, default; also inside
+        ``jit``/``vmap``) or only report ``status == Status.DIVERGED`` (False: a sweep keeps its
+        other points). A traced α or α̃ outside [0, 1], or a traced ``lr`` or ``tol`` that breaks
+        its rule, gives ``Status.INVALID`` and NaN L and S, raised the same way.
 
     Returns:
-      :class:`BaselineResult`; ``status`` CONVERGED when ``residual`` = ‖E‖_F/‖Σ‖_F < tol, else
-      MAX_ITER; ``S`` is the method's sparse estimate T_{γα}(Σ − L) (use ``Sigma - L`` for the
-      paper's DNN-style dense residual); ``U`` the factor. With ``return_factor=True`` the pair
-      (result, U).
+      :class:`BaselineResult`: ``status`` CONVERGED when ``residual`` = ‖E‖_F/‖Σ‖_F < tol, else
+      MAX_ITER; ``history["residual"]`` per iteration; L = UUᵀ (n, n); ``S`` the method's sparse
+      estimate T_α̃(Σ − L) (use ``Sigma - L`` for the paper's DNN-style dense residual); ``rank``
+      = k; ``U`` (n, k) the factor. With ``return_factor=True`` the pair (result, U).
+
+    Example:
+        ```python
+        from lowrank_jax import covariance, datasets
+
+        p = datasets.lrs_problem(0, 40, 3, 0.95)  # Σ = L₀ + S₀, rank 3
+        res = covariance.rpca_gd(p.Sigma, 3, alpha=0.1, max_iter=500)
+        print(res)  # BaselineResult(status=CONVERGED, n_iter=336, …)
+        print(covariance.relative_error(res.L, p.L0))  # ≈ 4e-6
+        ```
     """
-    Sigma = check_symmetric(Sigma)
-    rank = _checks.check_rank(rank, Sigma.shape)
-    dtype = Sigma.dtype
-    alpha = _checks.as_hyper(alpha, "alpha", ndim=0, dtype=dtype)
-    gamma = _checks.as_hyper(gamma, "gamma", ndim=0, positive=True, dtype=dtype)
-    with _checks.eager_if_concrete(alpha, gamma):  # checkable when closed over in a caller's jit
-        alpha_iter = gamma * alpha
-    for name, a in (("alpha", alpha), ("gamma * alpha", alpha_iter)):
-        if _checks.is_concrete(a) and float(a) > 1:
-            raise ValueError(f"{name} must lie in [0, 1], got {float(a)}")
-    step = _checks.as_hyper(step, "step", ndim=0, positive=True, dtype=dtype)
-    tol = _checks.as_tolerance(tol, dtype)
-    max_iter = _checks.check_positive_int(max_iter, "max_iter")
-    # before the run, not after it
-    return_factor = _checks.check_flag(return_factor, "return_factor")
-    throw = _checks.check_flag(throw, "throw")
-    out = _rpca_gd(Sigma, alpha, alpha_iter, step, tol, rank=rank, max_iter=max_iter)
+    out = _rpca_gd(Sigma, alpha, alpha_iter, lr, tol, rank=rank, max_iter=max_iter)
     out = finish(
         out,
         throw,
-        diverged="RPCA-GD diverged (non-finite or exploding factor U): lower step",
-        invalid="RPCA-GD: a traced alpha or gamma * alpha lies outside [0, 1], or step, "
-        "gamma or tol is not positive (the result is NaN)",
+        diverged="RPCA-GD diverged (non-finite or exploding factor U): lower lr",
+        invalid="RPCA-GD: a traced alpha or alpha_iter lies outside [0, 1], or lr or tol is not "
+        "positive (the result is NaN)",
     )
     return (out, out.U) if return_factor else out

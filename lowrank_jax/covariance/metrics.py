@@ -39,6 +39,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from lowrank_jax import _checks
+from lowrank_jax.covariance._common import (
+    SIGMA,
+    SYMMETRIC,
+    THRESHOLD,
+    THRESHOLDS,
+    sigma,
+    square_matrix,
+    symmetric,
+)
 from lowrank_jax.linalg import relative_error
 from lowrank_jax.precision import full_precision
 from lowrank_jax.prox import soft_threshold
@@ -46,98 +55,125 @@ from lowrank_jax.prox import soft_threshold
 EPSILON = 0.01  # the paper's metric threshold ϵ
 
 
-def _threshold(x, name: str, *, scalar: bool = True):
-    """Check a threshold (``tol``, ``rtol``, a shrinkage level): a real number (or, with ``scalar``
-    False, an array) ≥ 0, not NaN; +inf is allowed (everything counts as zero, or is shrunk to 0).
-    A negative or NaN threshold gave wrong counts and fits without an error (a negative ``tol`` made
-    r(L) = n and s(S) = 0). Raises ``ValueError``/``TypeError`` naming ``name``; only the shape and
-    dtype of a tracer are checked. Returns ``x`` itself, so that a Python float keeps its weak type
-    and its exact value (0.01 must not become float32's 0.0099999998)."""
-    _checks.as_hyper(x, name, ndim=0 if scalar else None, allow_inf=True)
-    return x
-
-
+@_checks.validate(
+    symmetric(rtol="rtol", label="name"),
+    rtol=THRESHOLD,
+    Sigma=_checks.Convert(lambda x, _, args: sigma(x, args["name"])),
+)
 def check_symmetric(Sigma, name: str = "Sigma", rtol: float = 1e-6) -> jax.Array:
-    """Return ``Sigma`` as a floating JAX array after checking it is a square, finite, symmetric
-    matrix.
+    """``Sigma`` as a floating JAX array, after checking it is a square, finite, symmetric matrix.
 
-    Symmetry is relative: max_ij |Σ_ij − Σ_ji| ≤ ``rtol`` · max_ij |Σ_ij| (``rtol`` = 1e-6 by
-    default, loose enough for float32 round-off of a product such as MMᵀ, tight enough to reject a
-    non-symmetric input). Only shape and dtype are checked when ``Sigma`` is a tracer.
+    Symmetry is relative: max_ij |Σ_ij − Σ_ji| ≤ ``rtol`` · max_ij |Σ_ij|, loose enough for float32
+    round-off of a product such as MMᵀ, tight enough to reject a non-symmetric input. Only shape
+    and dtype are checked when ``Sigma`` is a tracer. A matrix that is not 2-D, empty, not square,
+    not finite, not symmetric, or at a scale whose sums of squares overflow or underflow
+    (:func:`lowrank_jax._checks.check_scale`) is a ``ValueError`` naming ``name``.
 
-    Raises:
-      ValueError: not 2-D, empty, not square, non-finite entries, not symmetric, or at a scale whose
-        sums of squares overflow or underflow (:func:`lowrank_jax._checks.check_scale`); ``rtol``
-        negative or NaN.
+    Args:
+      Sigma: the (n, n) matrix (array-like).
+      name: the argument's name in the errors, default "Sigma".
+      rtol: the relative symmetry tolerance ≥ 0, default 1e-6.
+
+    Returns:
+      Σ, an (n, n) floating ``jax.Array``.
     """
-    rtol = _threshold(rtol, "rtol")
-    Sigma = _checks.as_matrix(Sigma, name)
-    _checks.check_scale(Sigma, name)
-    if Sigma.shape[0] != Sigma.shape[1]:
-        raise ValueError(f"{name} must be square, got shape {tuple(Sigma.shape)}")
-    if _checks.is_concrete(Sigma):
-        a = np.asarray(Sigma)
-        gap = float(np.max(np.abs(a - a.T)))
-        scale = float(np.max(np.abs(a)))
-        if gap > rtol * scale:
-            raise ValueError(
-                f"{name} must be symmetric: max|Σ − Σᵀ| = {gap:.3g} exceeds "
-                f"{rtol:g} · max|Σ| = {rtol * scale:.3g}"
-            )
     return Sigma
 
 
+_SQUARE = _checks.Convert(square_matrix)
+
+
+@_checks.validate(L=_SQUARE)
 def eigenvalues(L) -> jax.Array:
-    """Eigenvalues (ascending) of the symmetric part (L + Lᵀ)/2 of a square ``L`` (``ValueError``
-    naming ``L`` for another shape)."""
-    L = _checks.as_matrix(L, "L")
-    if L.shape[0] != L.shape[1]:
-        raise ValueError(f"L must be square, got shape {tuple(L.shape)}")
+    """The eigenvalues of the symmetric part (L + Lᵀ)/2 of a square L, ascending.
+
+    Args:
+      L: (n, n) matrix; another shape is a ``ValueError`` naming ``L``.
+
+    Returns:
+      (n,) the eigenvalues λ_1 ≤ … ≤ λ_n.
+    """
+    return _eigenvalues(L)
+
+
+def _eigenvalues(L) -> jax.Array:
     return jnp.linalg.eigvalsh(0.5 * (L + L.T))
 
 
+@_checks.validate(tol=THRESHOLD, signed=_checks.Flag(), L=_SQUARE)
 def rank_above(L, tol=EPSILON, *, signed: bool = True) -> jax.Array:
-    """r(L) = #{i : λ_i(L) > tol}, the paper's rank of a symmetric L (int32 scalar).
+    """The paper's rank of a symmetric L: r(L) = #{i : λ_i(L) > tol}.
 
     λ_i are the eigenvalues of (L + Lᵀ)/2 (the outputs of the baselines are symmetric only up to
-    round-off). With ``signed=False`` counts |λ_i| > tol instead, i.e. the singular values of the
-    symmetric matrix: the authors' ``np.linalg.matrix_rank(L, tol=0.01)``. ``tol`` must be a scalar
-    ≥ 0 (``ValueError`` for a negative or NaN one).
+    round-off). With ``signed=False`` it counts |λ_i| > tol instead, i.e. the singular values of
+    the symmetric matrix: the authors' ``np.linalg.matrix_rank(L, tol=0.01)``.
+
+    Args:
+      L: (n, n) matrix.
+      tol: the threshold ϵ, a scalar ≥ 0 (``ValueError`` for a negative or NaN one), default 0.01.
+      signed: count λ_i > tol (True, default, the paper) or |λ_i| > tol (False, the code).
+
+    Returns:
+      int32 scalar, the count.
     """
-    tol = _threshold(tol, "tol")
-    signed = _checks.check_flag(signed, "signed")
-    lam = eigenvalues(L)
+    lam = _eigenvalues(L)
     lam = lam if signed else jnp.abs(lam)
     return jnp.sum(lam > tol).astype(jnp.int32)
 
 
+@_checks.validate(tol=THRESHOLD, strict=_checks.Flag())
 def sparsity(S, tol=EPSILON, *, strict: bool = True) -> jax.Array:
-    """s(S) = #{(i, j) : |S_ij| < tol} / (number of entries): the fraction of zeros at threshold
-    ``tol``.
+    """The paper's sparsity: the fraction of (numerically) zero entries of S.
+
+        s(S) = #{(i, j) : |S_ij| < tol} / (number of entries)
 
     Strict ``<`` as in the paper's text ("smaller than 0.01"); ``strict=False`` uses the authors'
-    code's |S_ij| ≤ tol. s = 0.95 means 95 % zeros. ``tol`` must be a scalar ≥ 0 (``ValueError`` for
-    a negative or NaN one).
+    code's |S_ij| ≤ tol. s = 0.95 means 95 % zeros.
+
+    Args:
+      S: array (any shape).
+      tol: the threshold ϵ, a scalar ≥ 0 (``ValueError`` for a negative or NaN one), default 0.01.
+      strict: count |S_ij| < tol (True, default) or |S_ij| ≤ tol (False).
+
+    Returns:
+      A scalar in [0, 1], in S's floating dtype.
     """
-    tol = _threshold(tol, "tol")
+    return _sparsity(S, tol, strict)
+
+
+def _sparsity(S, tol, strict: bool = True) -> jax.Array:
     mag = jnp.abs(jnp.asarray(S))
-    zero = mag < tol if _checks.check_flag(strict, "strict") else mag <= tol
+    zero = mag < tol if strict else mag <= tol
     return jnp.mean(zero.astype(mag.dtype))
 
 
+@_checks.validate(n=_checks.Count())
 def default_shrink(n: int) -> float:
-    """The paper's shrinkage level 1/√n for an n × n matrix (n a positive integer)."""
-    n = _checks.check_positive_int(n, "n")
+    """The paper's shrinkage level 1/√n for an n × n matrix.
+
+    Args:
+      n: the matrix size, a positive integer.
+
+    Returns:
+      1/√n, a Python float.
+    """
+    return _shrink_level(n)
+
+
+def _shrink_level(n: int) -> float:
     return 1.0 / float(np.sqrt(n))
 
 
 class RealDataErrors(NamedTuple):
-    """Figure-caption metrics of a split of a real Σ (no ground truth), with S̃ the shrunk sparse
-    part (S̃ = shrink(S, t), or S itself when S is already shrunk: :func:`real_data_errors`):
+    """The figure-caption metrics of a split (L, S) of a real Σ, which has no ground truth.
 
-    fit_L        = ‖Σ − L‖_F / ‖L‖_F           (Fig. 1: "‖Σ − L‖/‖L‖"; the denominator is ‖L‖)
-    fit_shrunk   = ‖Σ − (L + S̃)‖_F / ‖Σ‖_F    ("relative error of L + S vs Σ", S shrunk)
-    sparsity_shrunk = s(S̃) at threshold ϵ = 0.01
+    S̃ is the shrunk sparse part: shrink(S, t), or S itself when S is already shrunk
+    (:func:`real_data_errors`).
+
+    Attributes:
+      fit_L: ‖Σ − L‖_F / ‖L‖_F (Fig. 1's "‖Σ − L‖/‖L‖"; the denominator is ‖L‖).
+      fit_shrunk: ‖Σ − (L + S̃)‖_F / ‖Σ‖_F ("relative error of L + S vs Σ", S shrunk).
+      sparsity_shrunk: s(S̃) at the threshold ϵ (0.01 by default).
     """
 
     fit_L: jax.Array
@@ -145,40 +181,94 @@ class RealDataErrors(NamedTuple):
     sparsity_shrunk: jax.Array
 
 
-def _check_shrunk_flag(S_shrunk):
+def _shrunk_flag(S_shrunk, name: str, args=None):
     """``S_shrunk`` is None (recognise), True or False; anything else is a ``ValueError`` naming it
     (a truthy string or array must not pick a branch)."""
     if S_shrunk is None or isinstance(S_shrunk, (bool, np.bool_)):
         return None if S_shrunk is None else bool(S_shrunk)
     raise ValueError(
-        f"S_shrunk must be None (recognise an S that is already shrink(Σ − L, t)), True or False, "
+        f"{name} must be None (recognise an S that is already shrink(Σ − L, t)), True or False, "
         f"got {S_shrunk!r}"
     )
 
 
-def is_shrunk(Sigma, L, S, t) -> jax.Array:
-    """Whether S already is the shrunk residual shrink(Σ − L, t), up to round-off (a bool scalar;
-    traceable). True for FPCP's S at its default λ = t = 1/√n.
+def _like_sigma(x, name: str, args) -> jax.Array:
+    """``x`` as an array of Σ's shape (any values: a NaN part gives NaN metrics)."""
+    x = jnp.asarray(x)
+    _checks.check_same_shape(args["Sigma"], x, "Sigma", name)
+    return x
 
-    The test is max_ij |S_ij − shrink(Σ − L, t)_ij| ≤ 8 ε (max|Σ| + max|L|), ε the machine epsilon
-    of the least precise of Σ, L, S: forming Σ − L and subtracting t round by ε·max(|Σ|, |L|) per
-    entry, also when the caller recomputed Σ, L or t in another precision than the method did. It
-    only decides anything when shrinking matters: otherwise shrink(S, t) = S to that tolerance. An
-    S = Σ − L (the network's, IALM's up to its tolerance) differs from shrink(Σ − L, t) by
-    min(|Σ − L|, t) per entry, so it is taken as shrunk only when Σ − L is itself round-off, where S
-    and shrink(S, t) agree. NaN anywhere gives False.
+
+def _matrix_like_sigma(x, name: str, args) -> jax.Array:
+    """``x`` as a finite matrix (:func:`lowrank_jax._checks.as_matrix`) of Σ's shape."""
+    x = _checks.as_matrix(x, name)
+    _checks.check_same_shape(args["Sigma"], x, "Sigma", name)
+    return x
+
+
+def _square_sigma(x, name: str, args=None) -> jax.Array:
+    """Σ as :func:`lowrank_jax.covariance._common.sigma` makes it, first refusing any shape that is
+    not a square matrix by that fact (not by the first rule it breaks)."""
+    shape = tuple(jnp.shape(x))
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise ValueError(f"{name} must be a square matrix, got shape {shape}")
+    return sigma(x, name)
+
+
+_SHRUNK_FLAG = _checks.Convert(_shrunk_flag)
+_SHRINK_T = _checks.Convert(THRESHOLDS.fn, optional=True)  # None: 1/√n
+_LIKE_SIGMA = _checks.Convert(_like_sigma)
+
+
+@_checks.validate(t=THRESHOLDS)
+def is_shrunk(Sigma, L, S, t) -> jax.Array:
+    """Whether S already is the shrunk residual shrink(Σ − L, t), up to round-off.
+
+    True for FPCP's S at its default λ = t = 1/√n. The test is
+
+        max_ij |S_ij − shrink(Σ − L, t)_ij| ≤ 8 ε (max|Σ| + max|L|),
+
+    ε the machine epsilon of the least precise of Σ, L, S: forming Σ − L and subtracting t round by
+    ε·max(|Σ|, |L|) per entry, also when the caller recomputed Σ, L or t in another precision than
+    the method did. It only decides anything when shrinking matters: otherwise shrink(S, t) = S to
+    that tolerance. An S = Σ − L (the network's, IALM's up to its tolerance) differs from
+    shrink(Σ − L, t) by min(|Σ − L|, t) per entry, so it is taken as shrunk only when Σ − L is
+    itself round-off, where S and shrink(S, t) agree. NaN anywhere gives False.
+
+    Args:
+      Sigma: (n, n) the matrix split.
+      L: (n, n) the low-rank part.
+      S: (n, n) the sparse part.
+      t: the shrinkage level ≥ 0 (a scalar or an array broadcasting against S).
+
+    Returns:
+      A bool scalar (traceable).
     """
+    return _is_shrunk(Sigma, L, S, t)
+
+
+def _is_shrunk(Sigma, L, S, t) -> jax.Array:
     Sigma, L, S = (_checks.as_floating(a) for a in (Sigma, L, S))
     eps = max(float(jnp.finfo(a.dtype).eps) for a in (Sigma, L, S))
-    t = _threshold(t, "t", scalar=False)
     gap = jnp.max(jnp.abs(S - soft_threshold(Sigma - L, t)))
     scale = jnp.max(jnp.abs(Sigma)) + jnp.max(jnp.abs(L))
     return gap <= 8 * eps * scale
 
 
 @full_precision
+@_checks.validate(
+    SYMMETRIC,
+    tol=THRESHOLD,
+    shrink_t=_SHRINK_T,
+    S_shrunk=_SHRUNK_FLAG,
+    Sigma=_checks.Convert(_square_sigma),
+    L=_LIKE_SIGMA,
+    S=_LIKE_SIGMA,
+)
 def real_data_errors(Sigma, L, S, shrink_t=None, tol=EPSILON, *, S_shrunk=None) -> RealDataErrors:
-    """:class:`RealDataErrors` of (L, S) for Σ; ``shrink_t`` (t) defaults to 1/√n.
+    """The real-data metrics of a split (L, S) of Σ (:class:`RealDataErrors`).
+
+        fit_L = ‖Σ − L‖_F / ‖L‖_F,   fit_shrunk = ‖Σ − (L + S̃)‖_F / ‖Σ‖_F,   sparsity_shrunk = s(S̃)
 
     The shrunk part is S̃ = shrink(S, t), except for an S that is already shrunk:
 
@@ -188,83 +278,113 @@ def real_data_errors(Sigma, L, S, shrink_t=None, tol=EPSILON, *, S_shrunk=None) 
                                  its sparse part as it is)
         S_shrunk=False           S̃ = shrink(S, t) always
 
-    Shrinking FPCP's S again gave S̃ = shrink(Σ − L, 2t): on ``datasets.sp500_demo_matrix()`` with
-    rank 3, fit_shrunk 0.216 and sparsity_shrunk 0.985 instead of its (L, S)'s 0.158 and 0.95.
+    Shrinking FPCP's S again would score shrink(Σ − L, 2t) instead of FPCP's own pair.
 
-    ``shrink_t`` and ``tol`` must be ≥ 0 (``ValueError`` naming them for a negative or NaN value: a
-    negative shrinkage inflated S and gave a wrong fit_shrunk and sparsity_shrunk = 0). Σ is checked
-    as :func:`report` checks it (:func:`check_symmetric`: square, finite, symmetric to
-    1e-6 · max|Σ|; only its shape under ``jit``). Raises ``ValueError`` naming ``Sigma`` unless it
-    is a square matrix, and ``L`` or ``S`` unless of its shape."""
-    tol = _threshold(tol, "tol")
-    if shrink_t is not None:
-        shrink_t = _threshold(shrink_t, "shrink_t", scalar=False)
-    S_shrunk = _check_shrunk_flag(S_shrunk)
-    Sigma, L, S = jnp.asarray(Sigma), jnp.asarray(L), jnp.asarray(S)
-    if Sigma.ndim != 2 or Sigma.shape[0] != Sigma.shape[1]:
-        raise ValueError(f"Sigma must be a square matrix, got shape {tuple(Sigma.shape)}")
-    Sigma = check_symmetric(Sigma)
-    _checks.check_same_shape(Sigma, L, "Sigma", "L")
-    _checks.check_same_shape(Sigma, S, "Sigma", "S")
-    t = default_shrink(Sigma.shape[0]) if shrink_t is None else shrink_t
+    Args:
+      Sigma: (n, n) symmetric, checked as :func:`report` checks it (:func:`check_symmetric`:
+        square, finite, symmetric to 1e-6 · max|Σ|; only its shape under ``jit``).
+      L: (n, n) the low-rank part.
+      S: (n, n) the sparse part.
+      shrink_t: t ≥ 0 of the shrinkage (a scalar or an array broadcasting against S); default
+        None, 1/√n.
+      tol: the sparsity threshold ϵ ≥ 0, default 0.01.
+      S_shrunk: None, True or False, as above.
+
+    Returns:
+      :class:`RealDataErrors` (fit_L, fit_shrunk, sparsity_shrunk), scalars. A negative or NaN
+      ``shrink_t`` or ``tol``, or an ``L`` or ``S`` not of Σ's shape, is a ``ValueError`` naming
+      it.
+    """
+    return _real_data_errors(Sigma, L, S, shrink_t, tol, S_shrunk)
+
+
+def _real_data_errors(Sigma, L, S, shrink_t, tol, S_shrunk) -> RealDataErrors:
+    t = _shrink_level(Sigma.shape[0]) if shrink_t is None else shrink_t
     S_t = soft_threshold(S, t)
     if S_shrunk is None:
-        S_t = jnp.where(is_shrunk(Sigma, L, S, t), S, S_t)
+        S_t = jnp.where(_is_shrunk(Sigma, L, S, t), S, S_t)
     elif S_shrunk:
         S_t = S
     return RealDataErrors(
         fit_L=relative_error(Sigma, L),
         fit_shrunk=relative_error(L + S_t, Sigma),
-        sparsity_shrunk=sparsity(S_t, tol),
+        sparsity_shrunk=_sparsity(S_t, tol),
     )
+
+
+_MATRIX_LIKE_SIGMA = _checks.Convert(_matrix_like_sigma)
 
 
 @_checks.host_function("covariance.report")
 @full_precision
+@_checks.validate(
+    SYMMETRIC,
+    tol=THRESHOLD,
+    shrink_t=_SHRINK_T,
+    S_shrunk=_SHRUNK_FLAG,
+    **SIGMA,
+    L=_MATRIX_LIKE_SIGMA,
+    S=_MATRIX_LIKE_SIGMA,
+    L0=_checks.Convert(_matrix_like_sigma, optional=True),
+    S0=_checks.Convert(_matrix_like_sigma, optional=True),
+)
 def report(
     Sigma, L, S, L0=None, S0=None, *, tol=EPSILON, shrink_t=None, S_shrunk=None
 ) -> dict[str, float]:
-    """Table II metrics of a split (L, S) of Σ as a dict of Python numbers.
+    """The paper's Table II metrics of a split (L, S) of Σ, as a dict of Python numbers.
 
-    Keys (always): ``r_L`` = r(L) (paper: #λ > ϵ), ``r_L_code`` (#|λ| > ϵ, the code's
-    ``matrix_rank``), ``s_S`` = s(S) (strict < ϵ), ``min_eig_L`` (λ_min(L): < 0 means L is not PSD),
-    ``residual`` = ‖Σ − L − S‖_F/‖Σ‖_F, the :class:`RealDataErrors` fields ``fit_L``,
-    ``fit_shrunk``, ``sparsity_shrunk`` (shrinkage ``shrink_t``, default 1/√n), and ``S_shrunk``
-    (bool): whether S was used as the shrunk part S̃ as it is instead of being shrunk again.
-    With ground truth: ``rel_error_L`` = ‖L − L₀‖_F/‖L₀‖_F, ``rel_error_S`` = ‖S − S₀‖_F/‖S₀‖_F.
-    ``tol`` = ϵ, an absolute threshold: the paper's 0.01 suits correlation matrices (entries ≤ 1);
-    for a Σ at another scale pass ϵ at that scale (0.01 · max_i Σ_ii, say), or r(L) and s(S)
-    count rounding as rank (or everything as zero).
+        r(L) = #{i : λ_i(L) > ϵ},   s(S) = #{(i, j) : |S_ij| < ϵ} / n²,
+        rel.error(X) = ‖X − X₀‖_F / ‖X₀‖_F
 
-    Works with any (L, S) pair: a ``Decomposition`` of :mod:`lowrank_jax.covariance.nn` (pass
+    Works with any (L, S) pair: a :class:`~lowrank_jax.covariance.nn.Decomposition` (pass
     ``d.L, d.S``) or a baseline result (``r.L, r.S``). FPCP's S is already shrink(Σ − L, 1/√n); it
-    is recognised and not shrunk twice (``S_shrunk`` as in :func:`real_data_errors`: None recognises
-    it, True or False forces either reading). Every matrix must be finite and of Σ's (square) shape;
-    ``tol`` a scalar ≥ 0 and ``shrink_t`` ≥ 0 (``ValueError`` naming them otherwise, NaN included).
+    is recognised and not shrunk twice (``S_shrunk`` as in :func:`real_data_errors`). ϵ = ``tol``
+    is an absolute threshold: the paper's 0.01 suits correlation matrices (entries ≤ 1); for a Σ at
+    another scale pass ϵ at that scale (0.01 · max_i Σ_ii, say), or r(L) and s(S) count rounding
+    as rank (or everything as zero).
+
+    Args:
+      Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), finite.
+      L: (n, n) the low-rank part, finite.
+      S: (n, n) the sparse part, finite.
+      L0: (n, n) the planted low-rank part, or None (default) without ground truth.
+      S0: (n, n) the planted sparse part, or None (default).
+      tol: ϵ, a scalar ≥ 0, default 0.01.
+      shrink_t: t ≥ 0 of the shrinkage in the real-data metrics; default None, 1/√n.
+      S_shrunk: None (recognise an already shrunk S, default), True or False (force either
+        reading).
+
+    Returns:
+      dict with ``r_L`` = r(L), ``r_L_code`` (#|λ| > ϵ, the code's ``matrix_rank``), ``s_S`` =
+      s(S) (strict < ϵ), ``min_eig_L`` (λ_min(L): < 0 means L is not PSD), ``residual`` =
+      ‖Σ − L − S‖_F/‖Σ‖_F, the :class:`RealDataErrors` fields ``fit_L``, ``fit_shrunk``,
+      ``sparsity_shrunk``, and ``S_shrunk`` (bool: whether S was used as the shrunk part as it is);
+      with ground truth also ``rel_error_L`` and ``rel_error_S``. A matrix of another shape, a
+      non-finite one, or a negative or NaN ``tol``/``shrink_t`` is a ``ValueError`` naming it.
+
+    Example:
+        ```python
+        from lowrank_jax import covariance, datasets
+
+        p = datasets.lrs_problem(0, 30, 3, 0.95)  # Σ = L₀ + S₀
+        res = covariance.fpcp(p.Sigma, 3, max_iter=5)
+        rep = covariance.report(p.Sigma, res.L, res.S, p.L0, p.S0)
+        print(rep["r_L"], rep["s_S"], rep["rel_error_L"], rep["S_shrunk"])  # 3, 0.95, 0.017, True
+        ```
     """
-    tol = _threshold(tol, "tol")
-    if shrink_t is not None:
-        shrink_t = _threshold(shrink_t, "shrink_t", scalar=False)
-    S_shrunk = _check_shrunk_flag(S_shrunk)
-    Sigma = np.asarray(check_symmetric(Sigma))
-    named = {"L": L, "S": S, "L0": L0, "S0": S0}
-    for name, a in named.items():
-        if a is not None:
-            named[name] = np.asarray(_checks.as_matrix(a, name))
-            _checks.check_same_shape(Sigma, named[name], "Sigma", name)
-    L, S, L0, S0 = named.values()
+    Sigma, L, S = np.asarray(Sigma), np.asarray(L), np.asarray(S)
     if S_shrunk is None:
-        t = default_shrink(Sigma.shape[0]) if shrink_t is None else shrink_t
-        S_shrunk = bool(is_shrunk(Sigma, L, S, t))
-    lam = np.asarray(eigenvalues(L))
+        t = _shrink_level(Sigma.shape[0]) if shrink_t is None else shrink_t
+        S_shrunk = bool(_is_shrunk(Sigma, L, S, t))
+    lam = np.asarray(_eigenvalues(L))
     out = {
         "r_L": int(np.sum(lam > tol)),
         "r_L_code": int(np.sum(np.abs(lam) > tol)),
-        "s_S": float(sparsity(S, tol)),
+        "s_S": float(_sparsity(S, tol)),
         "min_eig_L": float(lam[0]),
         "residual": float(relative_error(L + S, Sigma)),
     }
-    errors = real_data_errors(Sigma, L, S, shrink_t, tol, S_shrunk=S_shrunk)
+    errors = _real_data_errors(Sigma, L, S, shrink_t, tol, S_shrunk)
     out.update({k: float(v) for k, v in errors._asdict().items()})
     out["S_shrunk"] = S_shrunk
     if L0 is not None:

@@ -30,7 +30,7 @@ Optimisers: ``"adam"`` (optax; the code's lr 1e-4), ``"gd"`` (constant step), ``
 ≤ β t‖∇φ‖², bracketing from twice the last accepted step; the run stops, with step 0 recorded, when
 no step passes Armijo in 40 trials — the required decrease is then below the rounding of φ, which in
 float32 happens far from a stationary point: use float64 for the theory's diagnostics). Stopping:
-``max_iter``, the code's relative change |φ_j − mean(φ_{j−w..j−1})| / mean(…) < ``rel_tol``
+``max_iter``, the code's relative change |φ_j − mean(φ_{j−w..j−1})| / mean(…) ≤ ``tol``
 (w = 10), or ‖∇φ‖ ≤ ``grad_tol``.
 """
 
@@ -47,7 +47,7 @@ import optax
 
 from lowrank_jax import _checks, loop
 from lowrank_jax import progress as progress_bar
-from lowrank_jax.covariance import metrics
+from lowrank_jax.covariance._common import SIGMA, SYMMETRIC
 from lowrank_jax.precision import full_precision
 from lowrank_jax.result import Result, finish
 
@@ -55,20 +55,29 @@ ACTIVATIONS = ("relu", "tanh", "logistic", "arctan")
 LOSSES = ("l1", "huber", "logcosh")
 OPTIMIZERS = ("adam", "gd", "gd-sqrt", "armijo")
 ORDERS = ("triu", "tril")
+FIRST_LAYERS = ("fixed-input", "dense")
 _CHUNK = 64  # rows of the first weight matrix generated at a time (its full size is never needed)
 
-
-def _check_option(name: str, value, allowed) -> None:
-    """Refuse a string option outside ``allowed`` with a ``ValueError`` naming it and the allowed
-    values. The options are static Python values, so this runs at trace time under ``jit`` too."""
-    if not isinstance(value, str) or value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+# The options are static Python values: they are checked at trace time under ``jit`` too.
+_LOSS = _checks.Choice(*LOSSES)
+_ACTIVATION = _checks.Choice(*ACTIVATIONS)
 
 
+@_checks.validate(
+    name=_checks.Convert(lambda v, _, args: _ACTIVATION.convert(v, "activation", args))
+)
 def activation(name: str):
-    """relu (the authors' code), tanh, logistic, or the theory's scaled arctan (2/π) tan⁻¹.
-    Raises ``ValueError`` for any other name."""
-    _check_option("activation", name, ACTIVATIONS)
+    """The activation function of a name: relu, tanh, logistic or the scaled arctan.
+
+    relu is the authors' code's; (2/π) tan⁻¹ the theory's.
+
+    Args:
+      name: one of :data:`ACTIVATIONS` ("relu", "tanh", "logistic", "arctan"); any other name is a
+        ``ValueError``.
+
+    Returns:
+      The elementwise function, array → array.
+    """
     return {
         "relu": jax.nn.relu,
         "tanh": jnp.tanh,
@@ -77,10 +86,22 @@ def activation(name: str):
     }[name]
 
 
+@_checks.validate(loss=_LOSS)
 def smooth_abs(t, loss: str, eps):
-    """μ(t): |t|, Huber-type (≥ |t|, C¹) or log-cosh (stable form ε·logaddexp(t/ε, −t/ε)).
-    Raises ``ValueError`` for a ``loss`` not in :data:`LOSSES`."""
-    _check_option("loss", loss, LOSSES)
+    """μ(t), the entrywise loss: |t| or one of its smoothings.
+
+        l1:       μ(t) = |t|              (derivative sign(t), 0 at 0)
+        huber:    μ(t) = t²/(2ε) + ε/2 for |t| ≤ ε, else |t|       (≥ |t|, C¹)
+        logcosh:  μ(t) = ε log(2 cosh(t/ε))   (in the stable form ε·logaddexp(t/ε, −t/ε))
+
+    Args:
+      t: array of residual entries.
+      loss: one of :data:`LOSSES` ("l1", "huber", "logcosh"); any other is a ``ValueError``.
+      eps: ε > 0, the smoothing width (unused by "l1").
+
+    Returns:
+      μ(t), an array of t's shape.
+    """
     if loss == "l1":
         # |t| with derivative sign(t), 0 at 0 like the authors' torch.abs: jnp.abs's own rule gives
         # +1 there, which pushed an exact fit ω_ij = 0 away and disagreed with grad_of_M.
@@ -90,10 +111,20 @@ def smooth_abs(t, loss: str, eps):
     return eps * jnp.logaddexp(t / eps, -t / eps)
 
 
+@_checks.validate(loss=_LOSS)
 def smooth_abs_grad(t, loss: str, eps):
-    """μ'(t): sign(t) (0 at 0, as the authors' torch.abs and :func:`smooth_abs`'s derivative),
-    clip(t/ε, ±1), tanh(t/ε). Raises ``ValueError`` for a ``loss`` not in :data:`LOSSES`."""
-    _check_option("loss", loss, LOSSES)
+    """μ'(t), the derivative of :func:`smooth_abs`.
+
+        l1: sign(t) (0 at 0, as the authors' torch.abs),  huber: clip(t/ε, ±1),  logcosh: tanh(t/ε)
+
+    Args:
+      t: array of residual entries.
+      loss: one of :data:`LOSSES`; any other is a ``ValueError``.
+      eps: ε > 0, the smoothing width (unused by "l1").
+
+    Returns:
+      μ'(t), an array of t's shape.
+    """
     if loss == "l1":
         return jnp.sign(t)
     if loss == "huber":
@@ -101,54 +132,87 @@ def smooth_abs_grad(t, loss: str, eps):
     return jnp.tanh(t / eps)
 
 
+@_checks.validate(order=_checks.Choice(*ORDERS))
 def half_vec(Sigma, order: str = "triu"):
-    """h(Σ), shape (n(n+1)/2,): the upper triangle of Σ (n, n) row by row (eq. 8), or the code's
-    lower triangle ("tril").
-    Raises ``ValueError`` for an ``order`` other than "triu" or "tril"."""
-    _check_option("order", order, ORDERS)
+    """h(Σ), the half-vectorisation of Σ: the network's fixed input (eq. 8).
+
+    Args:
+      Sigma: (n, n) matrix.
+      order: "triu" (default, the paper's: the upper triangle row by row) or "tril" (the authors'
+        code's lower triangle); any other is a ``ValueError``.
+
+    Returns:
+      (n(n+1)/2,) the triangle's entries.
+    """
     n = Sigma.shape[0]
     i, j = jnp.triu_indices(n) if order == "triu" else jnp.tril_indices(n)
     return Sigma[i, j]
 
 
-def _check_factor(M, Sigma) -> tuple[jax.Array, jax.Array]:
-    """(M, Σ) after checking M is (n, k) and Σ an (n, n) symmetric matrix, by name. A 1-D M made
-    MMᵀ the scalar ‖m‖², broadcast against Σ into a plausible φ; a non-symmetric Σ gave a
-    ``grad_of_M`` that is not the gradient of ``loss_of_M`` (its formula uses Σ's symmetry)."""
-    M = _checks.as_matrix(M, "M")
-    Sigma = metrics.check_symmetric(Sigma)
-    if M.shape[0] != Sigma.shape[0]:
-        raise ValueError(
-            f"M (n, k) must have as many rows as Sigma (n, n), got M {tuple(M.shape)} and Sigma "
-            f"{tuple(Sigma.shape)}"
-        )
-    return M, Sigma
+# M is (n, k) and Σ an (n, n) symmetric matrix. A 1-D M made MMᵀ the scalar ‖m‖², broadcast
+# against Σ into a plausible φ; a non-symmetric Σ gave a ``grad_of_M`` that is not the gradient of
+# ``loss_of_M`` (its formula uses Σ's symmetry).
+_FACTOR = (
+    SYMMETRIC,
+    _checks.Rule(  # shapes only: checked on traced arguments too
+        lambda a: a["M"].shape[0] == a["Sigma"].shape[0],
+        "M (n, k) must have as many rows as Sigma (n, n), got M {M.shape} and Sigma {Sigma.shape}",
+        uses=(),
+    ),
+)
 
 
+@_checks.validate(*_FACTOR, M=_checks.Matrix(), **SIGMA, loss=_LOSS)
 def loss_of_M(M, Sigma, loss: str = "l1", eps=1e-2):
-    """φ as a function of M (n, k): Σ_ij μ([MMᵀ − Σ]_ij) for a symmetric Σ (n, n), a scalar. Raises
-    ``ValueError`` for other shapes, a non-symmetric Σ (as :func:`decompose` does) or a ``loss`` not
-    in :data:`LOSSES` (through :func:`smooth_abs`)."""
-    return _loss_of_M(*_check_factor(M, Sigma), loss, eps)
+    """φ as a function of the factor: φ(M) = Σ_{i,j} μ([MMᵀ − Σ]_ij) over all n² entries (eq. 9).
+
+    Args:
+      M: (n, k) the factor.
+      Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), as :func:`decompose` checks it.
+      loss: one of :data:`LOSSES`, default "l1" (μ, :func:`smooth_abs`).
+      eps: ε > 0 of the smoothing, default 1e-2.
+
+    Returns:
+      φ(M), a scalar. Other shapes, a non-symmetric Σ or an unknown ``loss`` are a ``ValueError``.
+    """
+    return _loss_of_M(M, Sigma, loss, eps)
 
 
 def _loss_of_M(M, Sigma, loss, eps):
     return jnp.sum(smooth_abs(M @ M.T - Sigma, loss, eps))
 
 
+@_checks.validate(*_FACTOR, M=_checks.Matrix(), **SIGMA, loss=_LOSS)
 def grad_of_M(M, Sigma, loss: str = "l1", eps=1e-2):
-    """∇_M φ = 2 μ'(MMᵀ − Σ) M, shape (n, k) (Lemma IV.2 with the symmetry of ω, which needs a
-    symmetric Σ). Raises ``ValueError`` as :func:`loss_of_M` does (through :func:`smooth_abs_grad`
-    for ``loss``)."""
-    M, Sigma = _check_factor(M, Sigma)
+    """The gradient of :func:`loss_of_M` in M, in closed form: ∇_M φ = 2 μ'(MMᵀ − Σ) M.
+
+    Lemma IV.2, with the symmetry of ω = MMᵀ − Σ (which needs a symmetric Σ).
+
+    Args:
+      M: (n, k) the factor.
+      Sigma: (n, n) symmetric (to 1e-6 · max|Σ|).
+      loss: one of :data:`LOSSES`, default "l1" (μ', :func:`smooth_abs_grad`).
+      eps: ε > 0 of the smoothing, default 1e-2.
+
+    Returns:
+      (n, k) ∇_M φ. ``ValueError`` as :func:`loss_of_M`.
+    """
     return 2 * smooth_abs_grad(M @ M.T - Sigma, loss, eps) @ M
 
 
 class CovNet(eqx.Module):
-    """The MLP N_Θ without its first layer's weight: ``z0`` = A⁽⁰⁾h(Σ) + b⁽⁰⁾ (ℓ₁,) stands for it
-    (the input never changes), ``layers`` the later ``eqx.nn.Linear`` layers. M = g(N_Θ(h(Σ))).
-    ``act``: the activation's name (:data:`ACTIVATIONS`); ``n``, ``k``: M's shape (n, k). Calling
-    the module returns M."""
+    """The MLP N_Θ at its fixed input, stored without its first layer's weight; calling it gives M.
+
+    M = g(N_Θ(h(Σ))): the first layer only acts through z₀ = A⁽⁰⁾h(Σ) + b⁽⁰⁾, which stands for it
+    (the input never changes); g is the row-major reshape to (n, k).
+
+    Attributes:
+      z0: (ℓ₁,) the first layer's pre-activation A⁽⁰⁾h(Σ) + b⁽⁰⁾.
+      layers: the later layers, a tuple of ``eqx.nn.Linear`` (the last has n·k outputs).
+      act: the activation's name (:data:`ACTIVATIONS`), static.
+      n: rows of M (Σ's size), static.
+      k: columns of M (the rank), static.
+    """
 
     z0: jax.Array
     layers: tuple
@@ -171,8 +235,21 @@ def _xavier_linear(key, fan_in, fan_out, dtype, bias=0.01):
 
 
 def first_weight_rows(key, r: int, width: int, dtype):
-    """The first layer's Xavier-uniform weight, generated in row chunks: f(chunk) -> rows. Returns a
-    function of the chunk index and the number of chunks (the same matrix for both layer modes)."""
+    """The first layer's Xavier-uniform weight A⁽⁰⁾, generated in row chunks of 64.
+
+    Entries U[−a, a] with a = √(6/(r + width)); chunk c comes from ``fold_in(key, c)``, so both
+    layer modes ("fixed-input", "dense") see the same matrix without the first storing it.
+
+    Args:
+      key: ``jax.random`` key.
+      r: the input width n(n+1)/2.
+      width: ℓ₁, the rows of A⁽⁰⁾.
+      dtype: of the weights.
+
+    Returns:
+      (rows, chunks): ``rows(c)`` gives chunk c, (64, r), and ``chunks`` = ⌈width/64⌉; the rows past
+      ``width`` in the last chunk are not part of A⁽⁰⁾.
+    """
     a = math.sqrt(6.0 / (r + width))
     chunks = -(-width // _CHUNK)
 
@@ -183,13 +260,24 @@ def first_weight_rows(key, r: int, width: int, dtype):
 
 
 def init_network(key, x, n: int, k: int, hidden, act: str, dtype):
-    """The starting network for Σ of size n and rank k: (CovNet with z₀ = A⁽⁰⁾x + b⁽⁰⁾, ‖A⁽⁰⁾‖²_F,
-    A⁽⁰⁾x), the first layer's dense weight A⁽⁰⁾ (ℓ₁, n(n+1)/2) drawn row block by row block and
-    never kept. Xavier-uniform weights, biases 0.01 (the authors' initialisation).
+    """The starting network for Σ of size n and rank k, with the first layer folded into z₀.
 
-    Args: key (``jax.random`` key); x: the fixed input h(Σ), shape (n(n+1)/2,); n, k: Σ's size
-    and the rank (the last layer has n·k outputs); hidden: the widths ℓ₁, …, ℓ_m; act: the
-    activation's name (:data:`ACTIVATIONS`); dtype: of the weights."""
+    Xavier-uniform weights and biases 0.01 (the authors' initialisation). The first layer's dense
+    weight A⁽⁰⁾ (ℓ₁, n(n+1)/2) is drawn row block by row block (:func:`first_weight_rows`) and never
+    kept: only z₀ = A⁽⁰⁾x + b⁽⁰⁾, ‖A⁽⁰⁾‖²_F and A⁽⁰⁾x are.
+
+    Args:
+      key: ``jax.random`` key.
+      x: the fixed input h(Σ), shape (n(n+1)/2,).
+      n: Σ's size.
+      k: the rank (the last layer has n·k outputs).
+      hidden: the widths ℓ₁, …, ℓ_m of the hidden layers.
+      act: the activation's name (:data:`ACTIVATIONS`).
+      dtype: of the weights.
+
+    Returns:
+      (net, ‖A⁽⁰⁾‖²_F, A⁽⁰⁾x): the :class:`CovNet` with z₀ = A⁽⁰⁾x + b⁽⁰⁾, a scalar, and (ℓ₁,).
+    """
     widths = (x.shape[0],) + tuple(hidden) + (n * k,)
     k_first, k_layers = jax.random.split(key)
     k_rest = jax.random.split(k_layers, len(widths) - 2)
@@ -208,18 +296,37 @@ def init_network(key, x, n: int, k: int, hidden, act: str, dtype):
 
 
 def dense_first_weight(key, r: int, width: int, dtype):
-    """The A⁽⁰⁾ that :func:`init_network` draws with the same key, materialised (``"dense"``
-    mode)."""
+    """The first layer's weight A⁽⁰⁾ that :func:`init_network` draws with the same key, stored.
+
+    Used by ``first_layer="dense"``.
+
+    Args:
+      key: the ``jax.random`` key given to :func:`init_network`.
+      r: the input width n(n+1)/2.
+      width: ℓ₁.
+      dtype: of the weights.
+
+    Returns:
+      (width, r) A⁽⁰⁾.
+    """
     k_first = jax.random.split(key, 2)[0]
     rows, chunks = first_weight_rows(k_first, r, width, dtype)
     return jax.lax.map(rows, jnp.arange(chunks)).reshape(-1, r)[:width]
 
 
 class Decomposition(Result):
-    """Σ ≈ MMᵀ + S from :func:`decompose` (the :class:`~lowrank_jax.result.Result` core: ``status``,
-    ``n_iter``, ``history``).
+    """The split Σ ≈ MMᵀ + S found by :func:`decompose`, with its run's diagnostics.
+
+    The diagnostics are taken before each step, M, L, S and ``net`` after the last one: ‖S‖₁ is not
+    ``loss`` but the loss one step later (the authors' code returns the L and S of its last forward
+    pass instead, before its last optimiser step).
 
     Attributes:
+      status: a :class:`~lowrank_jax.result.Status` code (int32).
+      n_iter: int32, the steps run.
+      history: the five diagnostics below per step (``history["loss"]`` etc.), length ``max_iter``,
+        NaN after ``n_iter``; ``grad_norm_min`` and ``param_norm_max`` there are the running minimum
+        and maximum.
       loss: final φ(Θ_{n_iter − 1}), the loss before the last step.
       grad_norm: final ‖∇φ(Θ_{n_iter − 1})‖.
       grad_norm_min: min_{j < n_iter} ‖∇φ(Θ_j)‖.
@@ -227,15 +334,10 @@ class Decomposition(Result):
         not stored).
       step: the last step length (the learning rate for Adam; 0 where the Goldstein–Armijo search
         found no decrease above φ's rounding).
-      M: (n, k) the factor; L = MMᵀ (n, n); S = Σ − L (n, n).
+      M: (n, k) the factor.
+      L: (n, n) MMᵀ, PSD of rank ≤ k.
+      S: (n, n) Σ − L.
       net: the trained :class:`CovNet` (M = ``net()``).
-      history: the same five diagnostics per step (``history["loss"]`` etc.), length ``max_iter``,
-        NaN after ``n_iter``; ``grad_norm_min`` and ``param_norm_max`` there are the running minimum
-        and maximum.
-
-    The diagnostics are taken before each step, M, L, S and ``net`` after the last one: ‖S‖₁ is not
-    ``loss`` but the loss one step later (the authors' code returns the L and S of its last forward
-    pass instead, before its last optimiser step).
     """
 
     loss: jax.Array
@@ -255,7 +357,54 @@ class Decomposition(Result):
 GROWTH_LIMIT = 1e8
 
 
+def _hidden_widths(hidden, name: str, args=None) -> tuple[int, ...]:
+    """``hidden`` as a tuple of positive Python integers: one width (an int or a 0-d array) is one
+    layer; anything else must be a non-empty sequence of widths. ``ValueError`` naming it."""
+    if isinstance(hidden, numbers.Number) or getattr(hidden, "ndim", None) == 0:
+        hidden = (hidden,)  # one hidden layer of that width (checked below, 0-d arrays too)
+    if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__"):
+        raise ValueError(
+            f"{name} must be a width or a sequence of widths (positive integers), got {hidden!r}"
+        )
+    widths = tuple(_checks.check_positive_int(h, f"{name} width") for h in hidden)
+    if not widths:
+        raise ValueError(f"{name} needs at least one layer (the first layer is the one fed h(Σ))")
+    return widths
+
+
+# A step size or smoothing width > 0, and a tolerance ≥ 0 or None, in Σ's dtype (may be traced).
+_POSITIVE = _checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="Sigma")
+_TOLERANCE = _checks.Hyper(ndim=0, dtype_of="Sigma", optional=True)
+
+
 @full_precision
+@_checks.validate(
+    SYMMETRIC,
+    _checks.Rule(
+        lambda a: a["lr_end"] is None or a["optimizer"] in ("adam", "gd"),
+        "lr_end applies to optimizer 'adam' or 'gd', not {optimizer!r}",
+        uses=("optimizer",),  # and whether lr_end is None: static
+    ),
+    **SIGMA,
+    rank=_checks.Rank(of="Sigma"),
+    activation=_ACTIVATION,
+    loss=_LOSS,
+    optimizer=_checks.Choice(*OPTIMIZERS),
+    order=_checks.Choice(*ORDERS),
+    first_layer=_checks.Choice(*FIRST_LAYERS),
+    hidden=_checks.Convert(_hidden_widths),
+    max_iter=_checks.Count(),
+    window=_checks.Count(),
+    lr=_POSITIVE,
+    lr_end=_checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="Sigma", optional=True),
+    eps=_POSITIVE,
+    tol=_TOLERANCE,
+    grad_tol=_TOLERANCE,
+    armijo=_checks.Convert(lambda v, name, args: _armijo_pair(v)),
+    key=_checks.Key(),
+    throw=_checks.Flag(),
+    progress=_checks.Flag(),
+)
 def decompose(
     Sigma,
     rank: int,
@@ -268,7 +417,7 @@ def decompose(
     lr=1e-4,
     lr_end=None,
     max_iter: int = 4000,
-    rel_tol=1e-6,
+    tol=1e-6,
     grad_tol=None,
     window: int = 10,
     armijo=(0.1, 0.9),
@@ -278,50 +427,65 @@ def decompose(
     progress: bool = False,
     throw: bool = True,
 ) -> Decomposition:
-    """Σ ≈ MMᵀ + S with M from an MLP at the fixed input h(Σ) (Baes, Herrera, Neufeld, Ruyssen
-    2021): minimises φ(Θ) = Σ_{i,j} μ([MMᵀ − Σ]_ij) over the network's weights Θ, M = g(N_Θ(h(Σ)))
-    (n, k), μ = |·| (``loss="l1"``) or its smoothing (module docstring); returns L = MMᵀ and
-    S = Σ − L.
+    """Σ ≈ MMᵀ + S with the factor M produced by an MLP at the fixed input h(Σ).
+
+    Baes, Herrera, Neufeld, Ruyssen 2021: minimises over the network's weights Θ
+
+        φ(Θ) = Σ_{i,j} μ([MMᵀ − Σ]_ij),   M = g(N_Θ(h(Σ))) ∈ ℝ^{n×k},
+
+    μ = |·| (``loss="l1"``) or its smoothing (:func:`smooth_abs`), and returns L = MMᵀ (PSD, rank
+    ≤ k) and S = Σ − L. The run stops after ``max_iter`` steps, when the loss's relative change
+    against the mean of the previous ``window`` losses is small, |φ_j − mean(φ_{j−w..j−1})| ≤
+    ``tol`` · |mean(…)| (the authors' code's rule), or when ‖∇φ‖ ≤ ``grad_tol``.
+
+    Scale: the defaults (Xavier initialisation, ``lr``, ``eps``) suit the paper's data —
+    correlation matrices and its synthetic Σ, entries up to about 30 — and the network must grow
+    its output to Σ's scale in steps of about ``lr``. Far from that scale the fit of L degrades
+    without an error (n = 12, rank 2, one hidden layer of 32, lr 1e-3 → 1e-5, 2000 steps: relative
+    error 4e-5 at max|Σ| ≈ 3.6, 0.46 at 360): pass Σ/c (c = max_i Σ_ii, say) and multiply the
+    returned L and S by c.
 
     Args:
-      Sigma: (n, n) symmetric (checked to 1e-6 · max|Σ|); rank: k, 1 ≤ k ≤ n.
-      hidden: widths ℓ₁…ℓ_m (the authors' code: 1000, 200, 200, 200; an int is one layer);
-        activation: relu | tanh | logistic | arctan; loss: l1 | huber | logcosh with smoothing
-        ``eps``.
-      optimizer: adam (lr 1e-4 in the code) | gd (step ``lr``) | gd-sqrt (lr/√(j+1)) | armijo
-        (Goldstein–Armijo with constants ``armijo`` = (α, β), first trial ``lr``).
-      lr_end: "adam" and "gd": decay the step geometrically from ``lr`` to ``lr_end`` over
+      Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), finite; traced (``vmap`` over matrices of one
+        size works).
+      rank: k, 1 ≤ k ≤ n (static).
+      hidden: the hidden widths ℓ₁, …, ℓ_m, positive integers (an int is one layer); default the
+        authors' (1000, 200, 200, 200).
+      activation: "relu" (default, the authors'), "tanh", "logistic" or "arctan" (the theory's).
+      loss: "l1" (default), "huber" or "logcosh".
+      eps: ε > 0, the smoothing width of "huber" and "logcosh" (array, traced), default 1e-2.
+      optimizer: "adam" (default; the authors' lr 1e-4), "gd" (constant step ``lr``), "gd-sqrt"
+        (lr/√(j+1)) or "armijo" (Goldstein–Armijo with constants ``armijo``, first trial ``lr``).
+      lr: the step size > 0 (array, traced), default 1e-4.
+      lr_end: with "adam" or "gd", decay the step geometrically from ``lr`` to ``lr_end`` > 0 over
         ``max_iter`` steps (beyond the paper: the ℓ1 loss has no vanishing gradient, so a constant
-        step hovers at a distance ∝ lr from the minimiser).
-      max_iter: step budget; rel_tol: stop on the relative change against the mean of the previous
-        ``window`` losses (None to disable); grad_tol: stop once ‖∇φ‖ ≤ grad_tol (None to disable).
-      order: "triu" (the paper's h) or "tril" (the code's); first_layer: "fixed-input" | "dense".
-      key: ``jax.random`` key of the initialisation (default key(0)).
+        step hovers at a distance ∝ lr from the minimiser); default None, a constant step.
+      max_iter: step budget, a positive integer (static), default 4000.
+      tol: the relative-change tolerance ≥ 0 above, default 1e-6; None disables the rule (with
+        ``grad_tol=None`` the run takes exactly ``max_iter`` steps).
+      grad_tol: stop once ‖∇φ‖ ≤ grad_tol (≥ 0); default None, disabled.
+      window: w, the number of previous losses averaged by the ``tol`` rule, default 10.
+      armijo: (α, β) with 0 < α < β < 1 of the Goldstein–Armijo test α t‖∇φ‖² ≤ φ_j − φ_{j+1} ≤
+        β t‖∇φ‖², default (0.1, 0.9).
+      order: "triu" (default, the paper's h) or "tril" (the authors' code's).
+      first_layer: "fixed-input" (default: A⁽⁰⁾ never stored, z₀ updated directly) or "dense".
+      key: ``jax.random`` key or int seed of the initialisation (traced), default key(0).
       progress: show a tqdm bar of the steps, moved from inside the compiled run (about a hundred
-        updates; a run stopped by ``rel_tol``/``grad_tol`` ends the bar at its ``n_iter``). Under
-        ``jit``/``vmap`` it is switched off with a warning.
+        updates; a run stopped by ``tol``/``grad_tol`` ends the bar at its ``n_iter``). Under
+        ``jit``/``vmap`` it is switched off with a warning. Default False.
       throw: with a run that diverges (non-finite parameters or loss, or φ beyond 10⁸ times
         max(φ(Θ₀), Σ_ij |Σ_ij|): too large an ``lr``), raise ``RuntimeError`` (True, default; also
         inside ``jit``/``vmap``/:func:`lowrank_jax.sweep.run`), or only report ``status ==
         Status.DIVERGED`` (False: an ``lr`` sweep keeps its other points). A traced ``lr``,
-        ``lr_end`` or ``eps`` that is not positive, or a negative ``rel_tol``/``grad_tol``, gives
+        ``lr_end`` or ``eps`` that is not positive, or a negative ``tol``/``grad_tol``, gives
         ``Status.INVALID`` and NaN M, L, S (raised the same way with ``throw=True``).
 
     Returns:
-      :class:`Decomposition`: ``status`` (CONVERGED when ``rel_tol`` or ``grad_tol`` stopped the run
-      or the Goldstein–Armijo search found no decrease above φ's rounding; MAX_ITER when the budget
-      ran out), ``n_iter``, the final ``loss``, ``grad_norm``, ``grad_norm_min``,
-      ``param_norm_max``, ``step`` and their ``history``, then M, L = MMᵀ, S = Σ − L and the trained
+      :class:`Decomposition`: ``status`` (CONVERGED when ``tol`` or ``grad_tol`` stopped the run or
+      the Goldstein–Armijo search found no decrease above φ's rounding; MAX_ITER when the budget ran
+      out), ``n_iter``, the final ``loss``, ``grad_norm``, ``grad_norm_min``, ``param_norm_max``,
+      ``step`` and their ``history``, then M (n, k), L = MMᵀ and S = Σ − L (n, n) and the trained
       ``net``.
-
-    ``Sigma``, ``lr``, ``eps`` and ``key`` are traced: ``vmap`` over seeds or over matrices of one
-    size.
-    Scale: the defaults (Xavier initialisation, ``lr``, ``eps``) were set for the paper's data —
-    correlation matrices and its synthetic Σ, entries up to about 30 — and the network must grow
-    its output to Σ's scale in steps of about ``lr``. Far from that scale the fit of L degrades
-    without an error (n = 12, rank 2, one hidden layer of 32, lr 1e-3 → 1e-5, 2000 steps: relative
-    error 4e-5 at max|Σ| ≈ 3.6, 1e-4 at 36, 0.09 at 110, 0.46 at 360): pass Σ/c (c = max_i Σ_ii,
-    say) and multiply the returned L and S by c.
 
     Example:
         ```python
@@ -332,7 +496,7 @@ def decompose(
         M0 = rng.normal(size=(20, 3))
         L0, S0 = M0 @ M0.T, np.diag(rng.uniform(0.5, 1.0, 20))   # rank 3 + a sparse (diagonal) part
         res = covariance.decompose(
-            L0 + S0, 3, hidden=(100, 50), lr=1e-3, lr_end=1e-5, max_iter=3000, rel_tol=None
+            L0 + S0, 3, hidden=(100, 50), lr=1e-3, lr_end=1e-5, max_iter=3000, tol=None
         )
         r = covariance.report(L0 + S0, res.L, res.S, L0, S0)
         # MAX_ITER (no tolerance), 3000, ≈ 15
@@ -340,48 +504,8 @@ def decompose(
         print(r["r_L"], r["rel_error_L"], r["rel_error_S"])  # 3, ≈ 1e-4, ≈ 1e-3
         ```
     """
-    Sigma = metrics.check_symmetric(Sigma)
-    n = Sigma.shape[0]
-    rank = _checks.check_rank(rank, (n, n), "rank")
-    for name, val, allowed in (
-        ("activation", activation, ACTIVATIONS),
-        ("loss", loss, LOSSES),
-        ("optimizer", optimizer, OPTIMIZERS),
-        ("order", order, ORDERS),
-        ("first_layer", first_layer, ("fixed-input", "dense")),
-    ):
-        _check_option(name, val, allowed)
-    if isinstance(hidden, numbers.Number) or getattr(hidden, "ndim", None) == 0:
-        hidden = (hidden,)  # one hidden layer of that width (checked below, 0-d arrays too)
-    if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__"):
-        raise ValueError(
-            f"hidden must be a width or a sequence of widths (positive integers), got {hidden!r}"
-        )
-    hidden = tuple(_checks.check_positive_int(h, "hidden width") for h in hidden)
-    if not hidden:
-        raise ValueError("hidden needs at least one layer (the first layer is the one fed h(Σ))")
-    max_iter = _checks.check_positive_int(max_iter, "max_iter")
-    window = _checks.check_positive_int(window, "window")
-    lr = _checks.as_hyper(lr, "lr", ndim=0, positive=True, dtype=Sigma.dtype)
-    if lr_end is not None:
-        if optimizer not in ("adam", "gd"):
-            raise ValueError(f"lr_end applies to optimizer 'adam' or 'gd', not {optimizer!r}")
-        lr_end = _checks.as_hyper(lr_end, "lr_end", ndim=0, positive=True, dtype=Sigma.dtype)
-    eps = _checks.as_hyper(eps, "eps", ndim=0, positive=True, dtype=Sigma.dtype)
-    rel_tol = (
-        None if rel_tol is None else _checks.as_hyper(rel_tol, "rel_tol", ndim=0, dtype=Sigma.dtype)
-    )
-    grad_tol = (
-        None
-        if grad_tol is None
-        else _checks.as_hyper(grad_tol, "grad_tol", ndim=0, dtype=Sigma.dtype)
-    )
-    alpha, beta = _armijo_pair(armijo)
-    if not 0 < alpha < beta < 1:
-        raise ValueError(f"armijo = (α, β) needs 0 < α < β < 1, got {armijo}")
-    key = _checks.as_key(key)
-    throw = _checks.check_flag(throw, "throw")
-    progress = progress_bar.wanted(progress, Sigma, lr, lr_end, eps, rel_tol, grad_tol, key)
+    alpha, beta = armijo
+    progress = progress_bar.wanted(progress, Sigma, lr, lr_end, eps, tol, grad_tol, key)
     with progress_bar.CompiledBar(
         max_iter, f"covariance NN ({loss}, {optimizer})", "step", progress, channel=_CHANNEL
     ) as bar:
@@ -390,7 +514,7 @@ def decompose(
             lr,
             lr_end,
             eps,
-            rel_tol,
+            tol,
             grad_tol,
             key,
             rank=rank,
@@ -413,15 +537,15 @@ def decompose(
         throw,
         diverged="covariance.decompose diverged (the network's parameters or loss became "
         "non-finite or grew without bound): lower lr (or use optimizer='armijo')",
-        invalid="covariance.decompose: a traced lr, lr_end or eps is not positive, or rel_tol "
-        "or grad_tol is negative (the result is NaN)",
+        invalid="covariance.decompose: a traced lr, lr_end or eps is not positive, or tol or "
+        "grad_tol is negative (the result is NaN)",
     )
 
 
 def _armijo_pair(armijo) -> tuple[float, float]:
-    """``armijo`` as two Python floats (α, β), or ``ValueError``/``TypeError`` naming it: a scalar
-    or a triple failed inside the unpacking ("'float' object is not iterable", "too many values to
-    unpack"). The order 0 < α < β < 1 is checked by the caller."""
+    """``armijo`` as two Python floats (α, β) with 0 < α < β < 1, or ``ValueError``/``TypeError``
+    naming it: a scalar or a triple failed inside the unpacking ("'float' object is not iterable",
+    "too many values to unpack")."""
     if (
         isinstance(armijo, (str, bytes))
         or not hasattr(armijo, "__iter__")
@@ -433,7 +557,10 @@ def _armijo_pair(armijo) -> tuple[float, float]:
         v
     ) in pair:  # real finite scalars (signs: the caller's order check); Python values kept below
         _checks.as_hyper(v, "armijo", ndim=0, nonnegative=False)
-    return float(pair[0]), float(pair[1])
+    alpha, beta = float(pair[0]), float(pair[1])
+    if not 0 < alpha < beta < 1:
+        raise ValueError(f"armijo = (α, β) needs 0 < α < β < 1, got {armijo}")
+    return alpha, beta
 
 
 def _tree_sq(t):
@@ -465,7 +592,7 @@ def _decompose(
     lr,
     lr_end,
     eps,
-    rel_tol,
+    tol,
     grad_tol,
     key,
     *,
@@ -532,7 +659,7 @@ def _decompose(
         f, g = value_and_grad(p)
         gn = jnp.sqrt(grad_sq(g))
         # j is an int32 counter, and int32 / int is float32 in JAX: the exponent in Σ's dtype keeps
-        # a float64 schedule exact (it was off by ~1e-7).
+        # a float64 schedule exact (float32 would put it off by ~1e-7).
         lr_j = (
             lr if lr_end is None else lr * (lr_end / lr) ** (j.astype(dtype) / max(max_iter - 1, 1))
         )
@@ -581,8 +708,8 @@ def _decompose(
     def stop(state, diag):
         f, mean_prev = diag["loss"], diag["mean_prev"]
         done = diag["step"] <= 0  # the line search found no decrease above φ's rounding
-        if rel_tol is not None:
-            done |= (diag["j"] >= window) & (jnp.abs(f - mean_prev) <= rel_tol * jnp.abs(mean_prev))
+        if tol is not None:
+            done |= (diag["j"] >= window) & (jnp.abs(f - mean_prev) <= tol * jnp.abs(mean_prev))
         if grad_tol is not None:
             done |= diag["grad_norm"] <= grad_tol
         return done
@@ -603,11 +730,8 @@ def _decompose(
         jnp.zeros(window, dtype),
     )
 
-    # Traced hyperparameters that broke their rule arrive as NaN (_checks.as_hyper).
-    invalid = jnp.isnan(lr) | jnp.isnan(eps)
-    for value in (lr_end, rel_tol, grad_tol):
-        if value is not None:
-            invalid |= jnp.isnan(value)
+    # Traced hyperparameters that broke their rule arrive as NaN (declared in decompose).
+    invalid = _checks.any_nan(lr, lr_end, eps, tol, grad_tol)
     res = loop.run_until(
         step,
         state0,
@@ -711,9 +835,9 @@ def _goldstein_armijo(phi_at, f0, g_sq, t0, alpha, beta, max_trials: int = 40):
     """A step t with α t‖g‖² ≤ φ(0) − φ(t) ≤ β t‖g‖² (Goldstein–Armijo), by bracketing from t0:
     too long (Armijo fails) halves towards the lower end, too short (Goldstein fails) doubles or
     bisects. Until some step passes Armijo (lo = 0) the halving goes on past ``max_trials`` as long
-    as the last trial changed φ by more than its rounding (or made it non-finite): a first lr far
-    too large (1e12) used to run out of trials, return 0 and stop the solver on its untrained start.
-    Where every trial's change is rounding, 0 is still returned and the solver stops."""
+    as the last trial changed φ by more than its rounding (or made it non-finite), so a first lr far
+    too large (1e12) does not end the search at 0 and stop the solver on its untrained start.
+    Where every trial's change is rounding, 0 is returned and the solver stops."""
     rounding = 32 * jnp.finfo(f0.dtype).eps * jnp.abs(f0)
 
     def cond(s):

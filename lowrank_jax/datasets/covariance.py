@@ -7,7 +7,7 @@
   A_ii = A_jj = a ~ U[|b|, 1] (so A ⪰ 0), added while the sparsity of S₀ — the fraction of entries
   with |S₀_ij| < 0.01 — is still above s₀. S₀ is symmetric PSD, and so is Σ.
 
-Two pair processes (the note's §4.1 / gotcha 5):
+Two pair processes:
 
 * ``variant="code"`` (the authors' code; it reproduces Table II's baseline numbers best): pairs are
   drawn **with replacement** and non-uniformly, j ~ U{1, …, n−1} and then i ~ U{0, …, j−1}
@@ -27,7 +27,7 @@ the packages are located with ``importlib.util.find_spec`` and never imported):
 * :func:`load_sp500_correlation`: skfolio 1.12.2 ``datasets/data/sp500_dataset.csv.gz`` (BSD-3):
   daily adjusted closes of 20 S&P 500 stocks, 1990-01-02 … 2022-12-28 (8 313 days). Σ is the
   correlation of daily simple returns P_t/P_{t−1} − 1 over the full period or a date window (the
-  paper used 500 stocks and 250 days, a file that is not available; see the note §4.4).
+  paper used 500 stocks and 250 days, a file that is not publicly available).
 * :func:`load_french_correlation`: linearmodels 7.1 ``datasets/french/french.csv.bz2`` (NCSA):
   Ken French's monthly returns 1949-01 … 2017-03 (819 months) of 30 portfolios — 12 industries,
   9 size × book-to-market and 9 size × momentum (3 × 3 sorts) — whose correlation is close to low
@@ -56,7 +56,13 @@ VARIANTS = ("code", "paper")
 
 
 class LRSProblem(NamedTuple):
-    """Σ = L₀ + S₀ (all (n, n) float64 NumPy arrays, symmetric PSD)."""
+    """A synthetic problem Σ = L₀ + S₀ of :func:`lrs_problem`.
+
+    Attributes:
+      Sigma: (n, n) float64 NumPy array, Σ = L₀ + S₀, symmetric PSD.
+      L0: (n, n) float64, the planted low-rank part MMᵀ (PSD, rank k₀).
+      S0: (n, n) float64, the planted sparse part (a sum of PSD 2 × 2 blocks).
+    """
 
     Sigma: np.ndarray
     L0: np.ndarray
@@ -64,11 +70,15 @@ class LRSProblem(NamedTuple):
 
 
 class CorrelationData(NamedTuple):
-    """A correlation matrix of asset returns.
+    """A correlation matrix of asset returns, with the returns it was computed from.
 
-    ``Sigma`` (n, n) float64, exactly symmetric with unit diagonal; ``names`` the n assets (column
-    order); ``dates`` (T,) ``datetime64[D]`` of the T returns used; ``returns`` (T, n) float64 those
-    returns; ``groups`` the group of each asset (sector sort); ``name`` the data set.
+    Attributes:
+      Sigma: (n, n) float64, exactly symmetric with unit diagonal.
+      names: the n assets, in column order.
+      dates: (T,) ``datetime64[D]``, the dates of the T returns used.
+      returns: (T, n) float64, those returns.
+      groups: the group of each asset (for a sector sort), n strings.
+      name: the data set's name.
     """
 
     Sigma: np.ndarray
@@ -83,9 +93,18 @@ class CorrelationData(NamedTuple):
 
 
 def as_generator(key, name: str = "key") -> np.random.Generator:
-    """A ``numpy.random.Generator`` from an int seed (a Python or NumPy integer, or a concrete 0-d
-    integer array such as ``np.array(3)``), a Generator (used as is) or a JAX PRNG key (its raw key
-    data seed the generator). ``name`` is the argument's name in the errors."""
+    """A ``numpy.random.Generator`` from a seed, a Generator or a JAX PRNG key.
+
+    Args:
+      key: an int seed ≥ 0 (a Python or NumPy integer, or a concrete 0-d integer array such as
+        ``np.array(3)``: ``numpy.random.default_rng(seed)``), a Generator (used as is) or a JAX
+        PRNG key, typed or raw uint32 (all its key data seed the generator). Anything else is a
+        ``TypeError``, a negative seed a ``ValueError``.
+      name: the argument's name in the errors, default "key".
+
+    Returns:
+      ``numpy.random.Generator``.
+    """
     if isinstance(key, np.random.Generator):
         return key
     seed = _checks.as_int(key)  # None for bools, floats, keys and arrays of several entries
@@ -135,8 +154,7 @@ def _check_pairs(n, s0, variant) -> tuple[int, float]:
 
 def _check_size(n, k0, s0, variant) -> tuple[int, int, float]:
     """(n, k0, s0) as Python numbers after the checks of :func:`lrs_problem`. Counts may be Python
-    or NumPy integers or concrete 0-d integer arrays, s0 also a 0-d float array (both were refused,
-    s0 with the misleading "must lie in [0, 1], got array(0.9)")."""
+    or NumPy integers or concrete 0-d integer arrays, s0 also a 0-d float array."""
     n, s0 = _check_pairs(n, s0, variant)
     k0 = _checks.check_positive_int(k0, "k0")
     if k0 > n:
@@ -151,18 +169,26 @@ def sparse_psd_blocks(
     variant: str = "code",
     threshold: float = _THRESHOLD,
 ) -> tuple[np.ndarray, int]:
-    """S₀ (n, n) of the generator and the number of 2 × 2 blocks added (see the module docstring).
+    """The generator's sparse part S₀: random PSD 2 × 2 blocks added until its sparsity is ≤ s₀.
 
-    The sparsity is tracked incrementally: each block touches the four entries (i, i), (j, j),
-    (i, j), (j, i), whose zero/non-zero status (|x| < ``threshold``) is updated before and after, so
-    a block costs O(1) and n = 800 takes a fraction of a second. Raises ``ValueError`` when s₀
-    cannot be reached (the paper variant runs out of distinct pairs; the code variant gives up after
-    50 n² blocks). Draws are made in batches of 1 024
-    (pair, b, a) tuples for speed; the stream is a fixed function of the generator's state.
+    Each block, on a pair i < j, adds A_ij = A_ji = b ~ U[−1, 1] and A_ii = A_jj = a ~ U[|b|, 1]
+    (the pair processes are in the module docstring). The sparsity is tracked incrementally: each
+    block touches the four entries (i, i), (j, j), (i, j), (j, i), whose zero/non-zero status
+    (|x| < ``threshold``) is updated before and after, so a block costs O(1). Draws are made in
+    batches of 1 024 (pair, b, a) tuples; the stream is a fixed function of the generator's state.
 
-    ``rng`` is anything :func:`as_generator` takes; ``n`` an integer >= 2, ``s0`` a real in [0, 1]
-    and ``threshold`` a finite real > 0 (NumPy scalars and 0-d arrays too), ``variant`` ``"code"``
-    or ``"paper"``: ``ValueError`` naming the argument otherwise.
+    Args:
+      rng: anything :func:`as_generator` takes.
+      n: the size, an integer ≥ 2.
+      s0: the target sparsity, a real in [0, 1] (the fraction of entries below ``threshold``).
+      variant: "code" (default, the authors' pairs with replacement) or "paper" (distinct pairs).
+      threshold: the magnitude below which an entry counts as zero, a finite real > 0, default
+        0.01.
+
+    Returns:
+      (S₀, blocks): S₀ (n, n) float64 symmetric PSD and the number of blocks added. A bad argument
+      is a ``ValueError`` naming it; so is an s₀ that cannot be reached (the paper variant runs out
+      of distinct pairs; the code variant gives up after 50 n² blocks).
     """
     rng = as_generator(rng, "rng")
     n, s0 = _check_pairs(n, s0, variant)
@@ -219,21 +245,35 @@ def sparse_psd_blocks(
 
 
 def lrs_problem(key, n: int, k0: int, s0: float, variant: str = "code") -> LRSProblem:
-    """The paper's synthetic Σ = L₀ + S₀ (float64 NumPy arrays; see the module docstring).
+    """The covariance paper's synthetic problem Σ = L₀ + S₀ (Sec. III-A).
+
+        L₀ = MMᵀ,  M ∈ ℝ^{n×k₀} i.i.d. N(0, 1);   S₀ = Σ_blocks A,  A ⪰ 0 a random 2 × 2 block
+
+    (see the module docstring and :func:`sparse_psd_blocks`). At n = 100, k₀ = 10, s₀ = 0.95,
+    ‖S₀‖_F/‖L₀‖_F ≈ 0.12 (code) and ≈ 0.11 (paper), with about 210 blocks: the rel.error(L) of a
+    method that returns L ≈ Σ.
 
     Args:
-      key: int seed, ``numpy.random.Generator`` or JAX PRNG key.
-      n: size of Σ. k0: rank of L₀ (1 ≤ k0 ≤ n).
-      s0: target sparsity of S₀ (fraction of entries with |S₀_ij| < 0.01), e.g. 0.95 = 5 %
-        non-zeros.
-      variant: ``"code"`` (authors' code: pairs with replacement, j ~ U{1..n−1}, i ~ U{0..j−1}) or
-        ``"paper"`` (distinct, uniformly drawn pairs).
+      key: int seed, ``numpy.random.Generator`` or JAX PRNG key (:func:`as_generator`).
+      n: size of Σ, an integer ≥ 2.
+      k0: rank of L₀, 1 ≤ k0 ≤ n.
+      s0: target sparsity of S₀ in [0, 1] (fraction of entries with |S₀_ij| < 0.01), e.g. 0.95 =
+        5 % non-zeros.
+      variant: ``"code"`` (default; the authors' code: pairs with replacement, j ~ U{1..n−1},
+        i ~ U{0..j−1}) or ``"paper"`` (distinct, uniformly drawn pairs).
 
     Returns:
-      :class:`LRSProblem` (Sigma, L0, S0). The sparsity of S0 ends in (s0 − 4/n², s0].
+      :class:`LRSProblem` (Sigma, L0, S0), float64 NumPy arrays. The sparsity of S0 ends in
+      (s0 − 4/n², s0].
 
-    [CHECK] n = 100, k0 = 10, s0 = 0.95: ‖S₀‖_F/‖L₀‖_F ≈ 0.12 (code) and ≈ 0.11 (paper), with about
-    210 blocks; these ratios are what the baselines' rel.error(L) equals when they return L ≈ Σ.
+    Example:
+        ```python
+        import numpy as np
+        from lowrank_jax import covariance, datasets
+
+        p = datasets.lrs_problem(0, 30, 3, 0.9)
+        print(np.linalg.matrix_rank(p.L0), covariance.sparsity(p.S0))  # 3, ≈ 0.9
+        ```
     """
     n, k0, s0 = _check_size(n, k0, s0, variant)
     rng = as_generator(key)
@@ -257,12 +297,20 @@ def _package_file(package: str, relative: str) -> pathlib.Path | None:
 
 
 def sp500_path() -> pathlib.Path | None:
-    """skfolio's ``sp500_dataset.csv.gz`` (None when skfolio is not installed)."""
+    """The path of skfolio's ``sp500_dataset.csv.gz``, found without importing skfolio.
+
+    Returns:
+      ``pathlib.Path``, or None when skfolio is not installed.
+    """
     return _package_file("skfolio", "datasets/data/sp500_dataset.csv.gz")
 
 
 def french_path() -> pathlib.Path | None:
-    """linearmodels' ``french.csv.bz2`` (None when linearmodels is not installed)."""
+    """The path of linearmodels' ``french.csv.bz2``, found without importing linearmodels.
+
+    Returns:
+      ``pathlib.Path``, or None when linearmodels is not installed.
+    """
     return _package_file("linearmodels", "datasets/french/french.csv.bz2")
 
 
@@ -300,11 +348,20 @@ def _read_csv(path: pathlib.Path, opener) -> tuple[list[str], np.ndarray, np.nda
 
 
 def correlation(returns: np.ndarray, names=None) -> np.ndarray:
-    """Pearson correlation of the columns of ``returns`` (T, n), made exactly symmetric with an
-    exact unit diagonal (np.corrcoef leaves round-off of order 1e-16 in both).
+    """The Pearson correlation of the columns of ``returns``, exactly symmetric with unit diagonal.
 
-    Raises ValueError naming the columns (``names``, else their indices) that do not move in the
-    window: their correlations are 0/0, and the forced unit diagonal would hide the NaN rows."""
+    np.corrcoef leaves round-off of order 1e-16 in both; this symmetrises ½(C + Cᵀ) and sets the
+    diagonal to 1.
+
+    Args:
+      returns: (T, n) the returns, one column per asset.
+      names: the n column names used in the errors; default None, their indices.
+
+    Returns:
+      (n, n) float64 NumPy array. Columns that do not move in the window are a ``ValueError``
+      naming them: their correlations are 0/0, and the forced unit diagonal would hide the NaN
+      rows.
+    """
     returns = np.asarray(returns, dtype=np.float64)
     flat = np.flatnonzero(np.ptp(returns, axis=0) == 0)
     if flat.size:
@@ -353,16 +410,19 @@ SP500_SECTORS = {  # GICS sector of each ticker in skfolio's file (for ordering 
 
 
 def load_sp500_correlation(*, start: str | None = None, end: str | None = None) -> CorrelationData:
-    """Correlation of the daily simple returns of skfolio's 20 S&P 500 stocks (20 × 20, float64).
+    """The correlation of the daily simple returns of skfolio's 20 S&P 500 stocks (20 × 20).
 
-    Returns r_t = P_t / P_{t−1} − 1 of the adjusted closes, dated by day t; ``start`` / ``end``
-    (ISO dates, inclusive) restrict the return dates — e.g. 250 trading days as in the paper —
-    and by default the full period 1990-01-03 … 2022-12-28 (8 312 returns) is used. ``groups`` are
-    the stocks' GICS sectors. Columns keep the file's (alphabetical) ticker order.
+    Returns r_t = P_t / P_{t−1} − 1 of the adjusted closes, dated by day t; by default the full
+    period 1990-01-03 … 2022-12-28 (8 312 returns). Columns keep the file's (alphabetical) ticker
+    order. Without skfolio installed it raises ``FileNotFoundError`` (run ``make data``).
 
-    Raises:
-      FileNotFoundError: skfolio is not installed (run ``make data``).
-      ValueError: fewer than 3 returns in the window.
+    Args:
+      start: the first return date, ISO, inclusive; default None, the file's first.
+      end: the last return date, ISO, inclusive; default None, the file's last (e.g. 250 trading
+        days as in the paper). Fewer than 3 returns in the window is a ``ValueError``.
+
+    Returns:
+      :class:`CorrelationData` with ``groups`` the stocks' GICS sectors.
     """
     path = _require(sp500_path(), "skfolio", "skfolio==1.12.2")
     names, dates, prices = _read_csv(path, gzip.open)
@@ -399,17 +459,21 @@ FRENCH_PORTFOLIOS = FRENCH_INDUSTRIES + FRENCH_SIZE_VALUE + FRENCH_SIZE_MOMENTUM
 
 
 def load_french_correlation(*, start: str | None = None, end: str | None = None) -> CorrelationData:
-    """Correlation of the monthly returns of Ken French's 30 portfolios in linearmodels (30 × 30).
+    """The correlation of the monthly returns of Ken French's 30 portfolios (30 × 30).
 
-    The portfolios, in this order: 12 industries (``NoDur`` … ``Other``), 9 size × book-to-market
-    (``S1V1`` … ``S5V5``: size quintile 1/3/5 × value quintile 1/3/5) and 9 size × momentum
-    (``S1M1`` … ``S5M5``); ``groups`` says which. The five factor columns (MktRF, SMB, HML, Mom, RF)
-    are dropped. Dates 1949-01-01 … 2017-03-01 (819 months) unless ``start`` / ``end`` restrict
-    them.
+    The portfolios of linearmodels' file, in this order: 12 industries (``NoDur`` … ``Other``), 9
+    size × book-to-market (``S1V1`` … ``S5V5``: size quintile 1/3/5 × value quintile 1/3/5) and 9
+    size × momentum (``S1M1`` … ``S5M5``). The five factor columns (MktRF, SMB, HML, Mom, RF) are
+    dropped. Without linearmodels installed it raises ``FileNotFoundError`` (run ``make data``); a
+    file that lacks one of the 30 portfolio columns is a ``ValueError``.
 
-    Raises:
-      FileNotFoundError: linearmodels is not installed (run ``make data``).
-      ValueError: the file lacks one of the 30 portfolio columns, or fewer than 3 months remain.
+    Args:
+      start: the first month, ISO date, inclusive; default None, 1949-01-01.
+      end: the last month, ISO date, inclusive; default None, 2017-03-01 (819 months in all).
+        Fewer than 3 months in the window is a ``ValueError``.
+
+    Returns:
+      :class:`CorrelationData` with ``groups`` "industry", "size-value" or "size-momentum".
     """
     path = _require(french_path(), "linearmodels", "linearmodels==7.1")
     header, dates, values = _read_csv(path, bz2.open)
@@ -436,10 +500,14 @@ def load_french_correlation(*, start: str | None = None, end: str | None = None)
 
 
 def sp500_demo_matrix() -> CorrelationData:
-    """The committed 20 × 20 fixture (last 250 trading days of skfolio's file, made by
-    ``scripts/make_sp500_fixture.py``): no ``make data`` needed. The fixture keeps no returns:
-    ``returns`` is empty and ``dates`` holds only the window's first and last day, (2,)
-    ``datetime64[D]``."""
+    """The committed 20 × 20 S&P 500 correlation fixture: no ``make data`` needed.
+
+    The last 250 trading days of skfolio's file (made by ``scripts/make_sp500_fixture.py``).
+
+    Returns:
+      :class:`CorrelationData`; the fixture keeps no returns: ``returns`` is empty, (0, 20), and
+      ``dates`` holds only the window's first and last day, (2,) ``datetime64[D]``.
+    """
     path = pathlib.Path(__file__).resolve().parent / "fixtures" / "sp500_20_corr.npz"
     with np.load(path) as f:
         dates = np.array([str(f["first"]), str(f["last"])], dtype="datetime64[D]")
