@@ -46,7 +46,7 @@ def cases():
     Y = rdata.rpca_problem(jax.random.key(0), 200, 200, 5, 0.1).Y
     out["ScaledGD (α, η), 200×200, 40 its"] = (
         lambda alpha, eta, Y: (
-            rpca.scaledgd(Y, 5, alpha, eta=eta, max_iter=40, key=jax.random.key(0)).X
+            rpca.scaledgd(Y, 5, alpha, eta=eta, tol=None, max_iter=40, key=jax.random.key(0)).X
         ),
         sweep.grid(alpha=jnp.linspace(0.08, 0.2, 8), eta=jnp.linspace(0.3, 0.9, 8)),
         {"Y": Y},
@@ -72,6 +72,7 @@ def cases():
                 "exp",
                 "sketch",
                 max_iter=6,
+                tol=None,
                 sketch_size=800,
                 sketch_rows=rows,
                 key=jax.random.key(2),
@@ -81,17 +82,19 @@ def cases():
         {"A": A, "b": b},
     )
     g = load_golub()
-    Xg = (
-        (g.X - g.X.mean(1, keepdims=True))
-        / (g.X.std(1, keepdims=True) + 1e-8)
-        / np.sqrt(g.X.shape[0])
+    Xg = (  # per-gene z-scores of the (samples, genes) matrix, / √p
+        (g.X - g.X.mean(0, keepdims=True))
+        / (g.X.std(0, keepdims=True) + 1e-8)
+        / np.sqrt(g.X.shape[1])
     )
     out["SDL-H (ξ, λ, τ), Golub, 100 its"] = (
-        lambda xi, lam, step, X: sdl.fit(X, g.y, 5, xi=xi, lam=lam, step=step, max_iter=100).theta,
+        lambda xi, lam, lr, X: (
+            sdl.fit(X, g.y, 5, xi=xi, lam=lam, lr=lr, max_iter=100, tol=None).theta
+        ),
         sweep.grid(
             xi=jnp.array([0.1, 0.3, 1.0, 3.0]),
             lam=jnp.array([1e-3, 3e-3, 1e-2, 3e-2]),
-            step=jnp.array([0.05, 0.1, 0.2, 0.4]),
+            lr=jnp.array([0.05, 0.1, 0.2, 0.4]),
         ),
         {"X": jnp.asarray(Xg, jnp.float32)},
     )
@@ -108,7 +111,7 @@ def cases():
                 eps=eps,
                 lr=lr,
                 max_iter=200,
-                rel_tol=None,
+                tol=None,
                 key=jax.random.key(0),
             ).M
         ),

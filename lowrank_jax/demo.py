@@ -39,7 +39,21 @@ def _print_table(title, rows, header):
 def robust_pca(
     n: int = 1000, rank: int = 5, alpha: float = 0.1, outdir: pathlib.Path | None = None
 ):
-    """LRPCA, ScaledGD and AltProj on the LRPCA paper's synthetic instance (App. C.1)."""
+    """LRPCA, ScaledGD and AltProj on the LRPCA paper's synthetic instance (App. C.1).
+
+    Y = X⋆ + S⋆ with X⋆ of rank ``rank`` and an ``alpha`` fraction of outliers; each solver runs to
+    a relative residual of 1e-4 and is scored by ‖X − X⋆‖_F/‖X⋆‖_F.
+
+    Args:
+      n: the matrix is n × n.
+      rank: the rank r of X⋆.
+      alpha: the outlier fraction α.
+      outdir: folder for the convergence figure (None: no figure).
+
+    Returns:
+      (summary row, panel): the family's line of the closing summary, and its curves (each
+      solver's error per iteration) with their plot labels.
+    """
     p = datasets.rpca_problem(jax.random.key(0), n, n, rank, alpha)
     tol = 1e-4
     # The shipped trained model (nearest α, the training size for n), and the theorem's oracle
@@ -121,7 +135,16 @@ def _digits():
 
 
 def path_norm(epochs: int = 10, outdir: pathlib.Path | None = None):
-    """Prox-SGD with the exact 1-path-norm prox vs plain SGD on the penalised loss, real digits."""
+    """Prox-SGD with the exact 1-path-norm prox vs plain SGD on the penalised loss, real digits.
+
+    Args:
+      epochs: training epochs per run.
+      outdir: folder for the sparsity figure (None: no figure).
+
+    Returns:
+      (summary row, panel): the family's line of the closing summary, and its curves (each
+      method's share of nonzero weights) with their plot labels.
+    """
     X, y, Xt, yt, what = _digits()
     lams = jnp.array([0.0, 3e-4, 1e-3, 3e-3], jnp.float32)
     rows, curves = [], {}
@@ -189,14 +212,26 @@ def path_norm(epochs: int = 10, outdir: pathlib.Path | None = None):
 
 
 def hyperbolic_regression(n: int = 20000, d: int = 50, outdir: pathlib.Path | None = None):
-    """exp-rescaled regression: exact, diagonal and sketched Newton from the same start
-    (float64)."""
+    """exp-rescaled softmax regression: exact, diagonal and sketched Newton from the same start
+    (float64).
+
+    Args:
+      n: rows of the design A (n × d).
+      d: columns of A.
+      outdir: folder for the convergence figure (None: no figure).
+
+    Returns:
+      (summary row, panel): the family's line of the closing summary, and its curves (each
+      method's ‖x_t − x*‖ per iteration) with their plot labels.
+    """
     with jax.enable_x64(True):
         k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
         A = jax.random.normal(k1, (n, d), jnp.float64) / jnp.sqrt(n)
         b = jax.random.dirichlet(k2, jnp.ones(n, jnp.float64))
         w = jnp.full(n, 3.0, jnp.float64)
-        x_star = regression.newton_solve(A, b, w, jnp.zeros(d), "exp", "exact", max_iter=12).x
+        x_star = regression.newton_solve(
+            A, b, w, jnp.zeros(d), "exp", "exact", max_iter=12, tol=None
+        ).x
         x0 = x_star + 0.05 * jax.random.normal(k3, (d,), jnp.float64)
         rows, curves = [], {}
         for name, kw in (
@@ -210,7 +245,7 @@ def hyperbolic_regression(n: int = 20000, d: int = 50, outdir: pathlib.Path | No
         ):
             run = jax.jit(
                 lambda x, kw=kw: regression.newton_solve(
-                    A, b, w, x, "exp", max_iter=15, x_star=x_star, **kw
+                    A, b, w, x, "exp", max_iter=15, tol=None, x_star=x_star, **kw
                 )
             )
             out, secs, _ = _timed(lambda: run(x0))
@@ -246,7 +281,17 @@ def hyperbolic_regression(n: int = 20000, d: int = 50, outdir: pathlib.Path | No
 
 
 def dictionary_learning(rank: int = 2, max_iter: int = 300, outdir: pathlib.Path | None = None):
-    """SDL-H and SDL-W on the Golub leukaemia microarray (ALL vs AML), LPGD against BCD."""
+    """SDL-H and SDL-W on the Golub leukaemia microarray (ALL vs AML), LPGD against BCD.
+
+    Args:
+      rank: the dictionary's rank r.
+      max_iter: LPGD iterations (BCD runs four times as many).
+      outdir: folder for the loss figure (None: no figure).
+
+    Returns:
+      (summary row, panel): the family's line of the closing summary, and its curves (each
+      solver's F(θ_t) − F* per iteration) with their plot labels.
+    """
     g = datasets.load_golub()
     rng = np.random.default_rng(0)
     train = np.sort(
@@ -258,7 +303,7 @@ def dictionary_learning(rank: int = 2, max_iter: int = 300, outdir: pathlib.Path
         )
     )
     test = np.setdiff1d(np.arange(g.y.size), train)
-    Xtr, Xte = datasets.standardize(g.X[:, train], g.X[:, test], scale=np.sqrt(g.X.shape[0]))
+    Xtr, Xte = datasets.standardize(g.X[train], g.X[test], scale=np.sqrt(g.X.shape[1]))
     rows, curves = [], {}
     for model in ("H", "W"):
         for solver in ("lpgd", "bcd"):
@@ -271,6 +316,7 @@ def dictionary_learning(rank: int = 2, max_iter: int = 300, outdir: pathlib.Path
                     xi=0.1,
                     lam=0.01,
                     max_iter=max_iter,
+                    tol=None,
                     solver=solver,
                 )
             )
@@ -280,8 +326,8 @@ def dictionary_learning(rank: int = 2, max_iter: int = 300, outdir: pathlib.Path
             rows.append([name, f"{float(m.loss):.4f}", f"{acc:.2f}", f"{secs:.2f}"])
             curves[name] = np.asarray(m.history["loss"], np.float64)
             if model == "W" and solver == "lpgd":
-                atom = int(np.argmax(np.abs(np.asarray(m.beta[:, 0]))))
-                w = np.asarray(m.W[:, atom]) * np.sign(float(m.beta[atom, 0]))
+                atom = int(np.argmax(np.abs(np.asarray(m.coef[:, 0]))))
+                w = np.asarray(m.W[:, atom]) * np.sign(float(m.coef[atom, 0]))
                 order = np.argsort(w)[::-1][:5]
                 top = [g.genes[i] for i in order]
                 short = lambda t: t if len(t) <= 40 else t[:40].rsplit(" ", 1)[0] + " …"
@@ -341,8 +387,22 @@ def dictionary_learning(rank: int = 2, max_iter: int = 300, outdir: pathlib.Path
 def covariance_decomposition(
     rank: int = 3, max_iter: int = 4000, outdir: pathlib.Path | None = None
 ):
-    """Σ = MMᵀ + S for the correlation of 20 S&P 500 stocks (last 250 trading days to 2022-12-28; a
-    committed fixture of skfolio's data), the network against FPCP and IALM."""
+    """Σ = MMᵀ + S for the correlation of 20 S&P 500 stocks: the network against FPCP and IALM.
+
+    Σ is the committed fixture of skfolio's data (the last 250 trading days to 2022-12-28). Prints
+    a table of r(L), λ_min(L), ‖Σ − L‖/‖L‖, ‖Σ − L − shrink(S)‖/‖Σ‖, the sparsity of shrink(S)
+    and the seconds of each method.
+
+    Args:
+      rank: k of the network and FPCP, default 3.
+      max_iter: the network's step budget, default 4000.
+      outdir: a folder to write ``covariance_sp500.png`` (heat maps of Σ and each L) into; default
+        None, no figure.
+
+    Returns:
+      (summary, panel): the summary row of the tour (a list of strings) and the heat maps of the
+      decayed-step network, a dict of (n, n) arrays Σ, L and S = Σ − L.
+    """
     d = datasets.covariance.sp500_demo_matrix()
     Sigma = jnp.asarray(d.Sigma, jnp.float32)
     t = 1 / np.sqrt(Sigma.shape[0])
@@ -355,11 +415,11 @@ def covariance_decomposition(
         (
             "network, step decay 1e-3 → 1e-5",
             lambda: covariance.decompose(
-                Sigma, rank, lr=1e-3, lr_end=1e-5, max_iter=max_iter, rel_tol=None
+                Sigma, rank, lr=1e-3, lr_end=1e-5, max_iter=max_iter, tol=None
             ),
         ),
         ("FPCP (rank 3)", lambda: covariance.fpcp(Sigma, rank)),
-        ("IALM (no rank)", lambda: covariance.ialm(Sigma, tol=1e-6)),
+        ("IALM (no rank)", lambda: covariance.ialm(Sigma)),
     )
     for name, call in runs:
         res, secs, _ = _timed(call)
@@ -462,8 +522,16 @@ def _plot(outdir, name, curves, xlabel, ylabel, title, log=True):
 
 
 def main(argv=None):
-    """Run the tour; returns the summary rows and each family's panel (curves, or the covariance
-    matrices) for callers that check them."""
+    """Run the tour of the five families and print their tables and a summary.
+
+    Args:
+      argv: command-line arguments (``--out`` folder, ``--small`` for a quick run); None reads
+        ``sys.argv``.
+
+    Returns:
+      (summary rows, panels): each family's curves (or the covariance matrices) for callers that
+      check them.
+    """
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default="results/demo", help="folder for figures ('' for none)")
     parser.add_argument("--small", action="store_true", help="smaller problems (quick smoke run)")

@@ -5,15 +5,15 @@ Conventions: a truncated SVD returns ``(U, s, V)`` with ``U`` of shape (m, r), `
 in decreasing order and ``V`` of shape (n, r), so that ``A ≈ U @ diag(s) @ V.T``. ``V`` (not
 ``V.T``) is returned because the low-rank solvers work with the factor pair (L, R), A ≈ L Rᵀ.
 
-Speed notes for XLA on CPU (see the project's performance notes): a full ``jnp.linalg.svd`` of a
-1000 x 1000 matrix costs ~300 ms, while the randomized range finder below needs a handful of
-thin matrix products and QR factorisations of (n, r + p) blocks and costs a few milliseconds.
+Cost: a full ``jnp.linalg.svd`` of an n × n matrix is O(n³) work inside one LAPACK call, while the
+randomized range finder (:func:`randomized_svd`) needs a handful of thin matrix products and QR
+factorisations of (n, r + p) blocks, O(n² (r + p)) work.
 
 Precision: the factorisations built from matrix products (:func:`gram_svd`,
 :func:`gram_rank_factors`, :func:`randomized_svd`, :func:`best_rank_approximation`,
-:func:`low_rank_factors`) trace them at full float32 precision unless the caller chose one
-(:mod:`lowrank_jax.precision`), as ``jnp.linalg.svd`` is full precision on every backend: on a GPU's
-default TF32 products the Gram route moved σ₁ by 1.5e-4 (relative) between A and 10⁻³⁰ A.
+:func:`low_rank_factors`, :func:`projected_factors`) trace them at full float32 precision unless the
+caller chose one (:mod:`lowrank_jax.precision`), as ``jnp.linalg.svd`` is full precision on every
+backend; a GPU's default TF32 products (relative error ~1e-3) would carry into σ and the vectors.
 """
 
 from __future__ import annotations
@@ -31,7 +31,13 @@ from lowrank_jax.precision import full_precision
 
 
 class SVDResult(NamedTuple):
-    """Thin truncated SVD: ``A ≈ U @ diag(s) @ V.T`` with ``s`` decreasing."""
+    """Thin truncated SVD ``A ≈ U @ diag(s) @ V.T`` with ``s`` decreasing.
+
+    Attributes:
+      U: (m, r) left singular vectors (orthonormal columns).
+      s: (r,) singular values, non-negative and decreasing.
+      V: (n, r) right singular vectors (orthonormal columns).
+    """
 
     U: jax.Array  # (m, r)
     s: jax.Array  # (r,)
@@ -54,19 +60,27 @@ def _svd_input(A, rank, name: str):
 
 
 def after(x: jax.Array, *deps) -> jax.Array:
-    """``x`` with a data dependency on every array in ``deps``: x + Σ 0·d₀ (d₀ one entry of each d,
-    taken as 0 where it is not finite, and without derivative), so whatever consumes the result
-    cannot start before ``deps`` are computed. Same values as ``x`` (a −0.0 becomes +0.0), same
-    derivative.
+    """``x`` with a data dependency on every array in ``deps``: same values, same derivative.
+
+    The result is x + Σ_d 0·d₀, with d₀ one entry of each d (taken as 0 where it is not finite, and
+    without derivative), so whatever consumes it cannot start before ``deps`` are computed. Its
+    values are those of ``x`` (a −0.0 becomes +0.0). XLA does not fold 0·d for floats (0·NaN is
+    NaN), so the dependency survives compilation.
 
     Why: XLA's CPU backend runs independent kernels of one program at the same time, and under
     ``vmap`` jaxlib (0.10) splits each batched LAPACK kernel (SVD, QR, eigh, Cholesky, LU,
     triangular solves) over the process's intra-op thread pool and blocks a pool thread until its
-    part is done. Two such kernels at once on a 2-thread pool (a 2-core machine) blocked both
-    threads and the program hung (a 64-point ``vmap`` of ScaledGD on one CPU device, now and then).
-    A factorisation that reads ``after(M, previous_result)`` waits for the previous one instead. XLA
-    does not fold 0·d for floats (0·NaN is NaN), and ``lax.optimization_barrier`` did not do this:
+    part is done. Two such kernels at once can block every thread of a small pool (two threads on a
+    2-core machine) and hang the program. A factorisation that reads ``after(M, previous_result)``
+    waits for the previous one instead. ``lax.optimization_barrier`` does not give this ordering:
     XLA expands it before the CPU runtime orders its kernels.
+
+    Args:
+      x: the array passed through (any array-like).
+      *deps: arrays that must be computed before the result is used, each with at least one entry.
+
+    Returns:
+      ``jnp.asarray(x)`` plus a zero that depends on ``deps``: x's shape, dtype and values.
     """
     x = jnp.asarray(x)
     tie = jnp.zeros((), x.dtype)
@@ -77,11 +91,18 @@ def after(x: jax.Array, *deps) -> jax.Array:
 
 
 def qr(A: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``jnp.linalg.qr(A)`` (reduced) whose Q is finished before R can be used.
+    """Reduced QR factorisation ``jnp.linalg.qr(A)`` whose R cannot be used before Q is finished.
 
     A QR's R comes from LAPACK's ``geqrf`` and its Q from a second kernel (``orgqr``), so an SVD of
-    R, the usual next step, ran beside that kernel and could hang a ``vmap``ped solver on a CPU
-    (see :func:`after`). The returned R is ``after(R, Q)``.
+    R, the usual next step, could run beside that kernel and hang a ``vmap``ped solver on a CPU (see
+    :func:`after`). The returned R is ``after(R, Q)``.
+
+    Args:
+      A: (m, n) matrix.
+
+    Returns:
+      ``(Q, R)`` with A = Q R, k = min(m, n): Q (m, k) with orthonormal columns, R (k, n) upper
+      triangular.
     """
     Q, R = jnp.linalg.qr(A)
     return Q, after(R, Q)
@@ -106,11 +127,12 @@ def _thin_svd(A: jax.Array) -> SVDResult:
 
 
 def truncated_svd(A: jax.Array, rank: int) -> SVDResult:
-    """Exact top-``rank`` singular triplets of ``A`` (shape (m, n); any array-like), from its thin
-    SVD (:func:`_thin_svd`). ``rank`` is static.
+    """Exact top-``rank`` singular triplets of ``A``, differentiated through the kept triplets only.
 
-    Derivatives (forward and reverse mode) are those of the kept triplets alone. With the thin SVD
-    A = U Σ Vᵀ (k = min(m, n) triplets, the first r kept), P = Uᵀ dA V_r and Q = Vᵀ dAᵀ U_r (k × r):
+    The triplets come from the thin SVD A = U Σ Vᵀ (k = min(m, n) triplets; the long side is first
+    reduced by a QR factorisation, A = Q B, when it is at least twice the short one). Derivatives
+    (forward and reverse mode) are those of the first r triplets alone. With P = Uᵀ dA V_r and
+    Q = Vᵀ dAᵀ U_r (k × r):
 
         dσ_i = P_ii,
         Uᵀ dU_r = F ∘ (P Σ_r + Σ Q),   Vᵀ dV_r = F ∘ (Q Σ_r + Σ P),
@@ -123,6 +145,14 @@ def truncated_svd(A: jax.Array, rank: int) -> SVDResult:
     multiply zero cotangents, but a tie or a zero among the discarded values, as in any matrix of
     rank below min(m, n), makes them NaN. Here the derivative is finite wherever it exists: the kept
     values distinct and positive, and σ_r > σ_{r+1}.
+
+    Args:
+      A: (m, n) matrix, any array-like; integer and bool data are factored in the default float,
+        float16 and bfloat16 in float32.
+      rank: the number r of triplets kept, an integer with 1 ≤ r ≤ min(m, n) (static).
+
+    Returns:
+      :class:`SVDResult` ``(U (m, r), s (r,), V (n, r))``, s decreasing, A ≈ U diag(s) Vᵀ.
     """
     # An array first: the rule's function takes A as a pytree, and a list reached it as numbers.
     return _truncated_svd(_lapack_float(A), rank)
@@ -172,11 +202,7 @@ def best_rank_approximation(
     oversample: int = 10,
     power_iters: int = 4,
 ) -> jax.Array:
-    """The best rank-``rank`` approximation P_r(A) = U_r Σ_r V_rᵀ of ``A`` (m, n) (Eckart–Young).
-    ``rank`` is static. ``method``: ``"exact"`` (the thin SVD), ``"gram"`` (the eigendecomposition
-    of the small Gram matrix, :func:`gram_svd`; for thin or wide A) or ``"randomized"``
-    (:func:`randomized_svd` with ``key``, default ``jax.random.key(0)``, ``oversample``,
-    ``power_iters``).
+    """The best rank-``rank`` approximation P_r(A) = U_r Σ_r V_rᵀ of ``A`` (Eckart–Young).
 
     Its derivative exists wherever σ_r > σ_{r+1}, ties among the kept values included, and each
     method carries it in that form, not through its singular vectors (which have no derivative
@@ -189,13 +215,28 @@ def best_rank_approximation(
         D_ij = σ_p (σ_p T_ij + σ_q T_ji) / (σ_p² − σ_q²)   one kept index p, the other q,
         D_ij = 0                                           i, j ≥ r (both discarded).
 
-    Only pairs across the gap enter a denominator. ``"exact"`` applies it to the thin SVD (k =
-    min(m, n); the last two terms vanish where U or V is square). ``"randomized"`` applies it to
-    the sketch's k = min(r + oversample, m, n) triplets, i.e. differentiates the projection of
+    Only pairs across the gap enter a denominator. ``"exact"`` applies it to the thin SVD
+    (k = min(m, n); the last two terms vanish where U or V is square). ``"randomized"`` applies it
+    to the sketch's k = min(r + oversample, m, n) triplets, i.e. differentiates the projection of
     Q Qᵀ A (Q the sketch's range): exact when rank A ≤ k, otherwise as accurate as the sketch.
     ``"gram"`` writes P_r(A) = A V_r V_rᵀ (m ≥ n; transposed otherwise) with V_r a basis of the
-    top-r eigenspace of AᵀA, differentiated as that span (:func:`top_eigenspace`). At
-    σ_r = σ_{r+1} the projection itself is not unique and the derivative is inf/NaN.
+    top-r eigenspace of AᵀA, differentiated as that span (:func:`top_eigenspace`). At σ_r = σ_{r+1}
+    the projection itself is not unique and the derivative is inf/NaN.
+
+    Args:
+      A: (m, n) matrix, any array-like (integer and half-precision data as in
+        :func:`truncated_svd`).
+      rank: the rank r, an integer with 1 ≤ r ≤ min(m, n) (static).
+      method: ``"exact"`` (default: the thin SVD), ``"gram"`` (the eigendecomposition of the small
+        Gram matrix, :func:`gram_rank_factors`; for thin or wide A) or ``"randomized"``
+        (:func:`randomized_svd`); anything else raises ``ValueError``.
+      key: ``"randomized"`` only: a ``jax.random`` key or an integer seed for the sketch; default
+        ``jax.random.key(0)``.
+      oversample: ``"randomized"`` only: extra sketch columns p, an integer ≥ 0 (default 10).
+      power_iters: ``"randomized"`` only: power iterations q, an integer ≥ 0 (default 4).
+
+    Returns:
+      P_r(A), an (m, n) array in A's floating dtype.
     """
     # outside the rules: autodiff casts back
     A, rank = _svd_input(A, rank, "best_rank_approximation")
@@ -301,27 +342,32 @@ def randomized_svd(
 ) -> SVDResult:
     """Randomized truncated SVD (Halko, Martinsson, Tropp 2011, Alg. 4.4 + 5.1).
 
-    With l = rank + oversample and a Gaussian test matrix Ω (n, l):
-    Q = orth(A Ω); repeat ``power_iters`` times: Q = orth(A orth(Aᵀ Q)); then B = Qᵀ A (l, n) is
-    factorised through a QR of Bᵀ and an (l, l) SVD. Each power iteration sharpens the spectrum by
-    (σ_j/σ_{l+1})², so the top ``rank`` triplets agree with the exact ones to working precision
-    when the spectrum has a gap after ``rank`` (as a rank-r matrix plus sparse noise has).
+    With l = rank + oversample and a Gaussian test matrix Ω (n, l): Q = orth(A Ω); repeat
+    ``power_iters`` times: Q = orth(A orth(Aᵀ Q)); then B = Qᵀ A (l, n) is factorised through a QR
+    of Bᵀ and an (l, l) SVD. Each power iteration sharpens the spectrum by (σ_j/σ_{l+1})², so the
+    top ``rank`` triplets agree with the exact ones to working precision when the spectrum has a gap
+    after ``rank`` (as a rank-r matrix plus sparse noise has).
 
     Args:
-      A: (m, n) matrix.
-      rank: number of triplets returned (static).
+      A: (m, n) matrix (under ``axis_name``: this device's rows of it).
+      rank: the number of triplets returned, an integer with 1 ≤ rank ≤ min(m, n) (static).
       key: ``jax.random`` key for Ω (an integer is taken as a seed); required unless ``start`` is
         given (there is no default draw: a ``ValueError`` says so).
-      oversample: extra columns p of the sketch (static).
-      power_iters: power iterations q (static).
-      start: optional (n, l) block replacing Ω — a warm start such as the ``V`` of the previous
-        call of an iterative solver whose matrix changes slowly (subspace iteration); then ``key``
-        is not used.
-      axis_name: inside ``shard_map`` with A split by rows over that mesh axis (``rows`` = the
-        global m, static): the row-split products A Ω, A W stay local and are orthonormalised by
-        :func:`tsqr`; the column-side products Aᵀ Q = Σ_i A_iᵀ Q_i and B = Qᵀ A are summed across
-        devices. Same Ω, hence the same subspace up to rounding; U comes back split by rows like A,
-        s and V replicated.
+      oversample: extra columns p of the sketch, an integer ≥ 0 (static; default 10). The sketch has
+        min(rank + p, m, n) columns.
+      power_iters: power iterations q, an integer ≥ 0 (static; default 4).
+      start: optional (n, l) block with l ≥ rank replacing Ω — a warm start such as the ``V`` of the
+        previous call of an iterative solver whose matrix changes slowly (subspace iteration); then
+        ``key`` is not used.
+      axis_name: inside ``shard_map`` with A split by rows over that mesh axis: the row-split
+        products A Ω, A W stay local and are orthonormalised by :func:`tsqr`; the column-side
+        products Aᵀ Q = Σ_i A_iᵀ Q_i and B = Qᵀ A are summed across devices. Same Ω, hence the same
+        subspace up to rounding. Default None: no sharding.
+      rows: with ``axis_name``, the global number of rows m (static; required there).
+
+    Returns:
+      :class:`SVDResult` ``(U (m, rank), s (rank,), V (n, rank))``, s decreasing. Under
+      ``axis_name`` U comes back split by rows like A, s and V replicated.
 
     Example:
         ```python
@@ -331,7 +377,7 @@ def randomized_svd(
         k1, k2 = jax.random.split(jax.random.key(0))
         A = jax.random.normal(k1, (500, 10)) @ jax.random.normal(k2, (10, 300))   # rank 10
         U, s, V = linalg.randomized_svd(A, 10, jax.random.key(1))                 # A ≈ U diag(s) Vᵀ
-        print(jnp.linalg.norm(A - (U * s) @ V.T) / jnp.linalg.norm(A))            # ≈ 6e-7 (float32)
+        print(jnp.linalg.norm(A - (U * s) @ V.T) / jnp.linalg.norm(A))            # ≈ 1e-6 (float32)
         ```
     """
     A = _lapack_float(A)
@@ -377,12 +423,20 @@ def randomized_svd(
 
 
 def tsqr(Y_local: jax.Array, axis_name: str) -> tuple[jax.Array, jax.Array]:
-    """QR of a tall matrix split by rows over a ``shard_map`` mesh axis (TSQR, one reduction).
+    """QR factorisation of a tall matrix split by rows over a ``shard_map`` mesh axis (TSQR).
 
-    Each device factors its block Y_i = Q_i R_i (n_i ≥ l rows), the l × l R_i are gathered
-    (D l² numbers: the only communication), [R_1; …; R_D] = Q̂ R is factored on every device, and
-    device i returns its rows Q_i Q̂_i of Q. Householder-stable, unlike Cholesky-QR of the summed
-    Gram. Returns (Q_local (n_i, l), R (l, l), replicated).
+    Each device factors its block Y_i = Q_i R_i (n_i ≥ l rows), the l × l R_i are gathered (D l²
+    numbers for D devices: the only communication), [R_1; …; R_D] = Q̂ R is factored on every
+    device, and device i returns its rows Q_i Q̂_i of Q. Householder-stable, unlike Cholesky-QR of
+    the summed Gram matrix.
+
+    Args:
+      Y_local: (n_i, l) this device's rows of Y, n_i ≥ l (else ``ValueError``: use fewer devices).
+      axis_name: the mesh axis that splits Y's rows.
+
+    Returns:
+      ``(Q_local, R)`` with Y = Q R: Q_local (n_i, l) this device's rows of Q (orthonormal columns
+      across devices), R (l, l) upper triangular, replicated.
     """
     n_i, l = Y_local.shape
     if n_i < l:
@@ -396,33 +450,45 @@ def tsqr(Y_local: jax.Array, axis_name: str) -> tuple[jax.Array, jax.Array]:
 
 
 def top_eigh(G: jax.Array, rank: int) -> tuple[jax.Array, jax.Array]:
-    """The ``rank`` largest eigenpairs of a symmetric G (n × n):
-    (λ (rank,) decreasing, V (n, rank)).
+    """The ``rank`` largest eigenpairs of a symmetric matrix ``G``.
 
     For a Gram matrix G = AᵀA these are the squared singular values and right singular vectors of A,
     so A V Vᵀ is A's rank-r Eckart–Young projection (:func:`gram_svd`, and the SDL solver that forms
     G without A).
+
+    Args:
+      G: (n, n) symmetric matrix.
+      rank: the number of eigenpairs, an integer with 1 ≤ rank ≤ n (static).
+
+    Returns:
+      ``(λ, V)``: λ (rank,) decreasing eigenvalues, V (n, rank) orthonormal eigenvectors.
     """
     lam, V = jnp.linalg.eigh(G)
     return lam[::-1][:rank], V[:, ::-1][:, :rank]
 
 
 def top_eigenspace(G: jax.Array, rank: int) -> jax.Array:
-    """An orthonormal basis V_r (n, rank) of the span of the ``rank`` top eigenvectors of a
-    symmetric G (n × n), as :func:`top_eigh`'s, carrying the derivative of the span rather than of
-    the vectors.
+    """Orthonormal basis of the top-``rank`` eigenspace of a symmetric G, differentiated as a span.
 
-    The span (the projector Π = V_r V_rᵀ) is differentiable wherever λ_r > λ_{r+1}, ties among the
-    kept eigenvalues included; the eigenvectors within a tie are not (``eigh``'s derivative is NaN
-    there, and reverse mode through it is NaN whenever two eigenvalues tie, kept or not, e.g. the
-    zeros of a rank-deficient Gram matrix). The tangent given here is the part of dV_r outside the
-    span, with T = V_dᵀ dG V_r (V_d the other eigenvectors):
+    The basis is :func:`top_eigh`'s vectors V_r. The span (the projector Π = V_r V_rᵀ) is
+    differentiable wherever λ_r > λ_{r+1}, ties among the kept eigenvalues included; the
+    eigenvectors within a tie are not (``eigh``'s derivative is NaN there, and reverse mode through
+    it is NaN whenever two eigenvalues tie, kept or not, e.g. the zeros of a rank-deficient Gram
+    matrix). The tangent given here is the part of dV_r outside the span, with T = V_dᵀ dG V_r (V_d
+    the other eigenvectors):
 
         dV_r[:, p] = Σ_q v_q T_qp / (λ_p − λ_q)    (p kept, q not),
 
-    which drops the rotation within the span (a gauge term). So it is exact for any function of V_r
-    V_rᵀ — dΠ = dV_r V_rᵀ + V_r dV_rᵀ — such as C ↦ C V_r V_rᵀ, and must not be used where a result
-    depends on the individual vectors.
+    which drops the rotation within the span (a gauge term). So it is exact for any function of
+    V_r V_rᵀ — dΠ = dV_r V_rᵀ + V_r dV_rᵀ — such as C ↦ C V_r V_rᵀ, and must not be used where a
+    result depends on the individual vectors.
+
+    Args:
+      G: (n, n) symmetric matrix (other shapes raise ``ValueError``).
+      rank: the dimension r of the eigenspace, an integer with 1 ≤ r ≤ n (static).
+
+    Returns:
+      V_r, an (n, r) array with orthonormal columns.
     """
     G = jnp.asarray(G)
     if G.ndim != 2 or G.shape[0] != G.shape[1]:
@@ -449,12 +515,23 @@ def _top_eigenspace_jvp(rank, primals, tangents):
 
 @full_precision
 def gram_rank_factors(A: jax.Array, rank: int) -> tuple[jax.Array, jax.Array]:
-    """(A V_r, V_r) for A (m, n) with m ≥ n, V_r a basis of the top-r eigenspace of AᵀA (the right
-    singular vectors of A): A V_r V_rᵀ = U_r Σ_r V_rᵀ is A's best rank-r approximation, from one
-    product AᵀA and an n × n ``eigh`` as in :func:`gram_svd`. For m < n: (U_r, Aᵀ U_r) with
-    U_r U_rᵀ A the same projection. Differentiated as the span (:func:`top_eigenspace`): the
-    derivative of the product is exact wherever σ_r > σ_{r+1}, at tied singular values too.
-    A is scaled by a power of two before it is squared, as in :func:`gram_svd`.
+    """Factors (L, R) with L Rᵀ = A's best rank-r approximation, from the Gram of A's short side.
+
+    For A (m, n) with m ≥ n: (A V_r, V_r) with V_r a basis of the top-r eigenspace of AᵀA (the right
+    singular vectors of A), so that A V_r V_rᵀ = U_r Σ_r V_rᵀ, from one product AᵀA and an n × n
+    ``eigh`` as in :func:`gram_svd`. For m < n: (U_r, Aᵀ U_r) with U_r U_rᵀ A the same projection.
+    Differentiated as the span (:func:`top_eigenspace`): the derivative of the product is exact
+    wherever σ_r > σ_{r+1}, at tied singular values too. A is scaled by a power of two before it is
+    squared, as in :func:`gram_svd`.
+
+    Args:
+      A: (m, n) matrix, any array-like (integer and half-precision data as in
+        :func:`truncated_svd`).
+      rank: the rank r, an integer with 1 ≤ r ≤ min(m, n) (static).
+
+    Returns:
+      ``(L, R)``, L (m, r) and R (n, r), with L Rᵀ = P_r(A): (A V_r, V_r) for m ≥ n, (U_r, Aᵀ U_r)
+      for m < n.
     """
     A, rank = _svd_input(A, rank, "gram_rank_factors")
     if A.shape[0] < A.shape[1]:
@@ -466,36 +543,61 @@ def gram_rank_factors(A: jax.Array, rank: int) -> tuple[jax.Array, jax.Array]:
 
 
 def above_rounding(values: jax.Array, size: float) -> jax.Array:
-    """Mask of the singular values or eigenvalues that are not rounding: |v| > size·ε·max|v|, the
-    numerical-rank cut-off of ``numpy.linalg.matrix_rank`` (``size`` = the matrix's larger
-    dimension) for a matrix known to working precision; for a Gram matrix formed from sums, see
-    :func:`gram_rounding_size`. All False when every value is 0."""
+    """Mask of the singular values or eigenvalues that are not rounding: |v| > size·ε·max|v|.
+
+    With ``size`` the matrix's larger dimension this is the numerical-rank cut-off of
+    ``numpy.linalg.matrix_rank``, for a matrix known to working precision; for a Gram matrix formed
+    from sums, take ``size`` from :func:`gram_rounding_size`.
+
+    Args:
+      values: array of singular values or eigenvalues (the maximum is taken over all its entries).
+      size: the cut-off's multiple of ε, a positive number.
+
+    Returns:
+      Boolean array of ``values``' shape; all False when every value is 0.
+    """
     mag = jnp.abs(values)
     return mag > size * jnp.finfo(mag.dtype).eps * jnp.max(mag)
 
 
 def gram_rounding_size(d: int, n: int) -> float:
-    """``size`` for :func:`above_rounding` (and ``transforms.newton_direction``) on the eigenvalues
-    of a d × d matrix formed from n-term sums, such as G = AᵀDA for an A of n rows: d·√n.
+    """The ``size`` of :func:`above_rounding` for a d × d matrix formed from n-term sums: d·√n.
 
-    Each entry of the formed G carries rounding of about √n·ε·‖G‖ (the typical error of an n-term
-    sum), so its eigenvalues about d·√n·ε·‖G‖. The zero eigenvalue of G for an A without full column
-    rank came out at up to 7·ε·max|μ| (float64, d = 3, n = 7129, this CPU) and 4.2·ε·max|μ| (an
-    H200), above the d·ε·max|μ| of ``matrix_rank``; counted as signal, it let Newton iterates drift
-    along null(A) and let SDL's supervised codes run off to infinity."""
+    Each entry of a formed G = AᵀDA (A with n rows) carries rounding of about √n·ε·‖G‖, the typical
+    error of an n-term sum, so its eigenvalues carry about d·√n·ε·‖G‖: more than the d·ε·max|μ| of
+    ``numpy.linalg.matrix_rank``. The zero eigenvalues of G for an A without full column rank can
+    exceed that smaller cut-off; counted as signal, they let Newton iterates
+    (``transforms.newton_direction``) drift along null(A) and SDL's supervised codes grow without
+    bound.
+
+    Args:
+      d: the dimension of G, an integer ≥ 1.
+      n: the number of terms in each sum (the rows of A), an integer ≥ 1.
+
+    Returns:
+      d·√n, a Python float.
+    """
     return d * math.sqrt(n)
 
 
 def power_of_two_scale(x: jax.Array) -> jax.Array:
-    """c = 2ᵉ with 2ᵉ⁻¹ ≤ max|x| < 2ᵉ (1 when x is all zero or not finite), held constant for
-    autodiff. Dividing by c is exact, so a positively homogeneous map f (f(cx) = c f(x): singular
-    values, the path-norm prox) can be computed as c·f(x/c) at unit scale, where squares neither
-    underflow nor overflow, with the same derivative (Euler's identity: none flows through c).
+    """A power of two c near max|x|, so that f(x) = c·f(x/c) can be computed at unit scale.
+
+    c = 2ᵉ with 2ᵉ⁻¹ ≤ max|x| < 2ᵉ (1 when x is all zero or not finite), held constant for autodiff.
+    Dividing by c is exact, so a positively homogeneous map f (f(cx) = c f(x): singular values, the
+    path-norm prox) can be computed as c·f(x/c), where squares neither underflow nor overflow, with
+    the same derivative (Euler's identity: none flows through c).
 
     e is at most the dtype's largest exponent less 3 (2¹²⁵ in float32), so that 1/c is a normal
-    number: XLA:CPU divides by multiplying with the reciprocal, and a subnormal one is flushed to 0
-    (float32 weights of 1e38 came back as zeros from the path-norm prox, and c = 2¹²⁸ = inf gave
-    NaN from 1.7e38 up). Near the top of the range x/c is then below 8 instead of 1."""
+    number: XLA:CPU divides by multiplying with the reciprocal and flushes a subnormal one to 0, and
+    2¹²⁸ is inf in float32. Near the top of the range x/c is then below 8 instead of 1.
+
+    Args:
+      x: floating-point array of any shape.
+
+    Returns:
+      c, a 0-d array of x's dtype, without derivative.
+    """
     top = jnp.max(jnp.abs(x))
     usable = (top > 0) & jnp.isfinite(top)
     _, exponent = jnp.frexp(jnp.where(usable, top, jnp.ones_like(top)))
@@ -508,16 +610,23 @@ def power_of_two_scale(x: jax.Array) -> jax.Array:
 
 @full_precision
 def gram_svd(A: jax.Array, rank: int) -> SVDResult:
-    """Top-``rank`` singular triplets of a thin (or wide) A from the eigendecomposition of its small
-    Gram matrix: AᵀA = V Λ Vᵀ (n × n for m ≥ n), σ = √λ, U = A V / σ.
+    """Top-``rank`` singular triplets of a thin (or wide) ``A`` from its small Gram matrix.
 
-    One matrix product of A with itself (compute-bound, BLAS-3) and an n × n ``eigh``: for m ≫ n
-    this is several times cheaper than a QR of A on CPU (12 626 × 128, float64: 18 ms against
-    82 ms).
-    Squaring costs accuracy only below the kept spectrum: σ_j is accurate to ~ε σ₁²/σ_j, so the
-    top-r triplets are exact to working precision unless σ_r < √ε σ₁. Columns of U for σ = 0 are 0.
-    A is scaled by the power of two nearest its largest entry before it is squared (exact, undone on
-    σ), so AᵀA neither underflows nor overflows (float32 A of 1e-30 gave σ = 0, of 1e30 NaN).
+    AᵀA = V Λ Vᵀ (n × n for m ≥ n; A Aᵀ for m < n), σ = √λ, U = A V / σ: one matrix product of A
+    with itself (compute-bound, BLAS-3) and an n × n ``eigh``, cheaper on a CPU than a QR of A when
+    m ≫ n. Squaring costs accuracy only below the kept spectrum: σ_j is accurate to ~ε σ₁²/σ_j, so
+    the top-r triplets are exact to working precision unless σ_r < √ε σ₁. Columns of U for σ = 0 are
+    0. A is scaled by the power of two nearest its largest entry before it is squared (exact, undone
+    on σ, :func:`power_of_two_scale`), so AᵀA neither underflows nor overflows where the squares of
+    A's entries would (float32 entries of 1e-30 or 1e30).
+
+    Args:
+      A: (m, n) matrix, any array-like (integer and half-precision data as in
+        :func:`truncated_svd`).
+      rank: the number r of triplets, an integer with 1 ≤ r ≤ min(m, n) (static).
+
+    Returns:
+      :class:`SVDResult` ``(U (m, r), s (r,), V (n, r))``, s decreasing.
     """
     A, rank = _svd_input(A, rank, "gram_svd")
     m, n = A.shape
@@ -542,13 +651,24 @@ def low_rank_svd(
     oversample: int = 10,
     power_iters: int = 4,
 ) -> SVDResult:
-    """Dispatch to :func:`truncated_svd` (``method="exact"``), :func:`gram_svd` (``"gram"``, for
-    thin matrices) or :func:`randomized_svd`.
+    """Top-``rank`` singular triplets of ``A`` by an exact, Gram or randomized method.
 
-    ``key`` defaults to ``jax.random.key(0)``: the sketch is a numerical device whose outcome does
-    not depend on the key beyond working precision when the spectrum has a gap. ``oversample`` and
-    ``power_iters`` (power iterations) as in :func:`randomized_svd`, used by it only. Returns the
-    :class:`SVDResult` U (m, r), s (r,), V (n, r) of A (m, n).
+    Dispatches to :func:`truncated_svd` (``method="exact"``), :func:`gram_svd` (``"gram"``, for thin
+    or wide matrices) or :func:`randomized_svd` (``"randomized"``).
+
+    Args:
+      A: (m, n) matrix.
+      rank: the number r of triplets, an integer with 1 ≤ r ≤ min(m, n) (static).
+      method: ``"randomized"`` (default), ``"exact"`` or ``"gram"``; anything else raises
+        ``ValueError``.
+      key: ``"randomized"`` only: a ``jax.random`` key or an integer seed; default
+        ``jax.random.key(0)`` (the sketch is a numerical device whose outcome does not depend on the
+        key beyond working precision when the spectrum has a gap).
+      oversample: ``"randomized"`` only: extra sketch columns, an integer ≥ 0 (default 10).
+      power_iters: ``"randomized"`` only: power iterations, an integer ≥ 0 (default 4).
+
+    Returns:
+      :class:`SVDResult` ``(U (m, r), s (r,), V (n, r))``, s decreasing.
     """
     if method == "exact":
         return truncated_svd(A, rank)
@@ -562,7 +682,16 @@ def low_rank_svd(
 
 
 def balanced_factors(svd: SVDResult) -> tuple[jax.Array, jax.Array]:
-    """Balanced factors L = U Σ^{1/2}, R = V Σ^{1/2}, so that L Rᵀ = U Σ Vᵀ and LᵀL = RᵀR = Σ."""
+    """Balanced factors L = U Σ^{1/2}, R = V Σ^{1/2} of a truncated SVD.
+
+    Then L Rᵀ = U Σ Vᵀ and LᵀL = RᵀR = Σ.
+
+    Args:
+      svd: an :class:`SVDResult` ``(U (m, r), s (r,), V (n, r))``.
+
+    Returns:
+      ``(L, R)``: L (m, r) and R (n, r).
+    """
     root = jnp.sqrt(svd.s)
     return svd.U * root, svd.V * root
 
@@ -576,15 +705,29 @@ def low_rank_factors(
     oversample: int = 10,
     power_iters: int = 4,
 ) -> tuple[jax.Array, jax.Array]:
-    """Balanced factors (L, R) = (UΣ^{1/2}, VΣ^{1/2}) of the best rank-r approximation of A.
+    """Balanced factors (L, R) = (U_r Σ_r^{1/2}, V_r Σ_r^{1/2}) of A's best rank-r approximation.
 
-    ``method="exact"``: the exact truncated SVD with the kept-triplet derivative of
-    :func:`truncated_svd` (exact gradient wherever it exists, slow at large n).
-    ``method="randomized"`` (``"gram"``): the randomized SVD (Gram eigendecomposition) with the
-    projection rule of :func:`_projected_factors` in reverse mode: for losses of X = L Rᵀ, the
-    derivative of the projection of the sketch Q Qᵀ A (exact when rank A ≤ rank + oversample, and
-    as accurate as the sketch otherwise); ``"gram"``: the derivative of P_r(A) itself, exact
-    wherever σ_r > σ_{r+1}.
+    ``method="exact"``: the exact truncated SVD, differentiated through the kept triplets
+    (:func:`truncated_svd`: exact wherever that derivative exists, forward and reverse mode).
+    ``"randomized"`` and ``"gram"``: as :func:`projected_factors`, whose reverse mode is the
+    derivative of the rank-r projection, for losses of X = L Rᵀ: of the projection of the sketch
+    Q Qᵀ A for ``"randomized"`` (exact when rank A ≤ rank + oversample, as accurate as the sketch
+    otherwise), of P_r(A) itself for ``"gram"`` (exact wherever σ_r > σ_{r+1}); no forward mode.
+
+    Args:
+      A: (m, n) matrix, any array-like (integer and half-precision data as in
+        :func:`truncated_svd`).
+      rank: the rank r, an integer with 1 ≤ r ≤ min(m, n) (static).
+      method: ``"randomized"`` (default), ``"exact"`` or ``"gram"``; anything else raises
+        ``ValueError``.
+      key: ``"randomized"`` only: a ``jax.random`` key or an integer seed; default
+        ``jax.random.key(0)``.
+      oversample: ``"randomized"`` only: extra sketch columns, an integer ≥ 0 (default 10).
+      power_iters: ``"randomized"`` only: power iterations, an integer ≥ 0 (default 4).
+
+    Returns:
+      ``(L, R)``: L (m, r) and R (n, r) with L Rᵀ = P_r(A) (up to the sketch for ``"randomized"``)
+      and LᵀL = RᵀR = Σ_r.
     """
     if method == "exact":
         # outside the custom rules: autodiff casts back
@@ -602,13 +745,41 @@ def projected_factors(
     oversample: int = 10,
     power_iters: int = 4,
 ) -> tuple[jax.Array, jax.Array]:
-    """:func:`low_rank_factors` with the rank-r projection's derivative in reverse mode for every
-    ``method`` (see :func:`_projected_factors`), ``"exact"`` included: for callers whose loss
-    depends on (L, R) only through X = L Rᵀ (the RPCA solvers). With ``"exact"`` the rule takes all
-    min(m, n) triplets of the thin SVD and is the exact derivative of P_r(A) wherever
-    σ_r > σ_{r+1}, also where kept singular values tie (σ₁ = σ₂: the kept-triplet derivative of
-    ``low_rank_factors(method="exact")`` divides by σ₁² − σ₂² there and gave NaN in float32).
-    No forward mode."""
+    """Balanced rank-r factors of A whose reverse mode is the rank-r projection's derivative.
+
+    For callers whose loss depends on (L, R) only through X = L Rᵀ (the RPCA solvers: scaled
+    gradient descent is equivariant under (L, R) → (LQ, RQ⁻ᵀ)). Reverse mode uses the derivative of
+    X = P_r(A) (:func:`best_rank_approximation`'s rule) instead of differentiating the SVD routine.
+    The cotangents (L̄, R̄) = (X̄ R, X̄ᵀ L) give X̄ V_r = L̄ Σ_r^{-1/2} and
+    U_rᵀ X̄ = (R̄ Σ_r^{-1/2})ᵀ, which hold every entry of M = Uᵀ X̄ V the rule needs, so with the k
+    triplets (U, s, V) of the factorisation
+
+        Ā = U D(M) Vᵀ + (I − U Uᵀ) X̄ V_r V_rᵀ + U_r U_rᵀ X̄ (I − V Vᵀ),
+
+    D the rule's gap map. ``"exact"`` takes all k = min(m, n) triplets of the thin SVD: the exact
+    derivative of P_r(A) wherever σ_r > σ_{r+1}, also where kept singular values tie (where the
+    kept-triplet derivative of ``low_rank_factors(method="exact")`` divides by σ₁² − σ₂² and is not
+    finite). ``"randomized"`` takes the sketch's k = min(r + oversample, m, n) triplets: the
+    derivative of the projection of Q Qᵀ A, exact when rank A ≤ k. ``"gram"`` has all the triplets
+    but not accurate left vectors for small σ (A V / σ after squaring), so it differentiates
+    X = A V_r V_rᵀ through the span of the top-r eigenspace of AᵀA, where the left vectors only
+    enter as A V. Reverse mode only (no ``jvp``); do not use it where a loss depends on the gauge of
+    L and R.
+
+    Args:
+      A: (m, n) matrix, any array-like (integer and half-precision data as in
+        :func:`truncated_svd`).
+      rank: the rank r, an integer with 1 ≤ r ≤ min(m, n) (static).
+      method: ``"randomized"`` (default), ``"exact"`` or ``"gram"``; anything else raises
+        ``ValueError``.
+      key: ``"randomized"`` only: a ``jax.random`` key or an integer seed; default
+        ``jax.random.key(0)``.
+      oversample: ``"randomized"`` only: extra sketch columns, an integer ≥ 0 (default 10).
+      power_iters: ``"randomized"`` only: power iterations, an integer ≥ 0 (default 4).
+
+    Returns:
+      ``(L, R)``: L (m, r) and R (n, r), balanced as in :func:`low_rank_factors`.
+    """
     # outside the custom rules: autodiff casts back
     A, rank = _svd_input(A, rank, "projected_factors")
     if method not in ("exact", "gram", "randomized"):
@@ -651,8 +822,8 @@ def _projected_factors(A, rank, method, key, oversample, power_iters):
     D the rule's gap map (its own transpose). With the randomized sketch's k = rank + oversample
     triplets this is the derivative of the projection of Q Qᵀ A, exact when rank A ≤ k. It costs
     a few thin products and avoids the 1/(σ_i² − σ_j²) factors between all pairs and the QR
-    adjoints of autodiff through a randomized SVD (about 100 ms and erratic in float32 at
-    n = 1000). ``"gram"`` has all the triplets but not accurate left vectors for small σ (A V / σ
+    adjoints of autodiff through a randomized SVD (costly, and erratic in float32).
+    ``"gram"`` has all the triplets but not accurate left vectors for small σ (A V / σ
     after squaring), so it differentiates X = A V_r V_rᵀ through the span instead
     (:func:`_gram_projection_cotangent`), where the left vectors only enter as A V. Do not use it
     where a loss depends on the gauge of L and R.
@@ -729,12 +900,20 @@ SMALL_SPD = 16
 
 
 def small_spd_inverse(G: jax.Array) -> jax.Array:
-    """G⁻¹ for a small SPD (r, r) G (r ≤ :data:`SMALL_SPD`, static) by an unrolled Cholesky
-    G = CCᵀ and C⁻¹ by forward substitution, G⁻¹ = C⁻ᵀC⁻¹, in plain array operations.
+    """G⁻¹ of a small symmetric positive definite G by an unrolled Cholesky factorisation.
 
-    Why not LAPACK: on CPU each LAPACK call is an opaque custom call (under ``vmap`` a loop of tiny
-    calls, 1–2 ms for 64 batched 5 × 5 solves) and leaves OpenBLAS's threads spinning, which slows
-    the XLA operations that follow; r ≤ 16 costs O(r³) flops in a few fused kernels instead."""
+    G = CCᵀ column by column and C⁻¹ by forward substitution, G⁻¹ = C⁻ᵀC⁻¹, in plain array
+    operations. Why not LAPACK: on a CPU each LAPACK call is an opaque custom call (under ``vmap`` a
+    loop of tiny calls) and leaves OpenBLAS's threads spinning, which slows the XLA operations that
+    follow; for r ≤ 16 the O(r³) flops run in a few fused kernels instead.
+
+    Args:
+      G: (r, r) symmetric positive definite matrix, r ≤ :data:`SMALL_SPD` (r is static and
+        unrolled). A G that is not positive definite gives NaN or inf entries.
+
+    Returns:
+      G⁻¹, an (r, r) array of G's dtype.
+    """
     r = G.shape[-1]
     # The first column and row have no products (0-size ones, which add nothing, failed inside XLA
     # in an eager shard_map: "'func.call' op expected at least one operand … GlobalToLocalShape").
@@ -750,15 +929,22 @@ def small_spd_inverse(G: jax.Array) -> jax.Array:
 
 
 def spd_solve(G: jax.Array, B: jax.Array, *, right: bool = False) -> jax.Array:
-    """Solve with a small symmetric positive (semi-)definite Gram matrix ``G`` (r, r).
-
-    ``right=False`` returns G⁻¹ B for B of shape (r, k); ``right=True`` returns B G⁻¹ for B of shape
-    (k, r) — the form of ScaledGD's preconditioned gradients ∇_L f (RᵀR)⁻¹.
+    """Solve with a small symmetric positive (semi-)definite Gram matrix ``G``.
 
     A Cholesky factorisation is used with a ridge δ = 16·eps·(tr G / r) added to the diagonal (the
-    authors' MATLAB code adds eps·I for the same reason): it changes a well-conditioned solve by a
-    relative ~16·eps/λ_min(G/(tr G / r)) (2e-6 in float32 for G = I), and keeps a rank-deficient G
-    (a collapsed factor) from producing inf/NaN.
+    authors' MATLAB code of ScaledGD adds eps·I for the same reason): it changes a well-conditioned
+    solve by a relative ~16·eps/λ_min(G/(tr G / r)) (2e-6 in float32 for G = I), and keeps a
+    rank-deficient G (a collapsed factor) from producing inf/NaN. For r ≤ :data:`SMALL_SPD` the
+    inverse comes from :func:`small_spd_inverse`, otherwise from ``jax.scipy.linalg.cho_solve``.
+
+    Args:
+      G: (r, r) symmetric positive semi-definite matrix.
+      B: (r, k) right-hand side, or (k, r) with ``right=True``.
+      right: False (default) for G⁻¹ B, True for B G⁻¹ — the form of ScaledGD's preconditioned
+        gradients ∇_L f (RᵀR)⁻¹.
+
+    Returns:
+      (G + δI)⁻¹ B (shape (r, k)) or B (G + δI)⁻¹ (shape (k, r)), in the floating dtype of G and B.
     """
     right = _checks.check_flag(right, "right")
     G, B = _lapack_float(G), _lapack_float(B)
@@ -777,10 +963,17 @@ def spd_solve(G: jax.Array, B: jax.Array, *, right: bool = False) -> jax.Array:
 
 
 def frob(X) -> jax.Array:
-    """‖X‖_F, computed as m·‖X/m‖_F with m = max|X_ij| so that squaring neither underflows nor
-    overflows (a plain sum of squares of float32 entries near 1e-20 or 1e20 is 0 or inf); inf and
-    NaN entries propagate.
-    Complex X gives the real ‖X‖_F; the gradient at X = 0 is 0 (a subgradient)."""
+    """‖X‖_F, computed at unit scale so that squaring neither underflows nor overflows.
+
+    ‖X‖_F = m·‖X/m‖_F with m = max|X_ij|: a plain sum of squares of float32 entries near 1e-20 or
+    1e20 is 0 or inf. inf and NaN entries propagate. The gradient at X = 0 is 0 (a subgradient).
+
+    Args:
+      X: array-like of any shape, real or complex.
+
+    Returns:
+      A 0-d real array (0 for an empty X).
+    """
     X = jnp.asarray(X)
     if X.size == 0:
         return jnp.zeros((), X.dtype if jnp.issubdtype(X.dtype, jnp.inexact) else jnp.float32)
@@ -792,13 +985,20 @@ def frob(X) -> jax.Array:
 
 
 def relative_error(X, X0) -> jax.Array:
-    """‖X − X₀‖_F / ‖X₀‖_F, the relative error of ``X`` against the reference ``X0`` (a 0-d array;
-    traceable and differentiable).
+    """‖X − X₀‖_F / ‖X₀‖_F, the relative error of ``X`` against the reference ``X0``.
 
-    Zero reference (X₀ = 0): 0 when X = 0 too, +inf otherwise (no relative scale exists; an
-    absolute error there would read as a relative one). NaN in X or X₀ gives NaN. Both norms are
-    :func:`frob`'s scaled ones, exact at float32's extremes. Raises ``ValueError`` naming ``X0``
-    when its shape is not X's (shapes are static: also under ``jit``)."""
+    Traceable and differentiable. For a zero reference (X₀ = 0) it is 0 when X = 0 too and +inf
+    otherwise (no relative scale exists; an absolute error there would read as a relative one). NaN
+    in X or X₀ gives NaN. Both norms are :func:`frob`'s scaled ones, exact at float32's extremes.
+
+    Args:
+      X: array-like, the estimate.
+      X0: array-like of X's shape, the reference; another shape raises ``ValueError`` naming ``X0``
+        (shapes are static: also under ``jit``).
+
+    Returns:
+      A 0-d array.
+    """
     X, X0 = jnp.asarray(X), jnp.asarray(X0)
     _checks.check_same_shape(X, X0, "X", "X0")
     num, den = frob(X - X0), frob(X0)

@@ -1,18 +1,18 @@
 """The one place that runs an update rule: a fixed number of times, or until a tolerance.
 
 An update rule is a pure function ``step(k, state) -> (state, diag)`` where ``k`` is the 0-based
-iteration index (an int32 scalar; rules with per-iteration hyperparameters index their arrays
-with it) and ``diag`` is a pytree of per-iteration diagnostics (usually scalars). Both drivers run
-inside ``jit`` and return a :class:`LoopResult` whose ``history`` stacks ``diag`` along a leading
-axis of length ``num_steps`` / ``max_iter``.
+iteration index (an int32 scalar; rules with per-iteration hyperparameters index their arrays with
+it) and ``diag`` is a pytree of per-iteration diagnostics (usually scalars). Both drivers run inside
+``jit`` and return a :class:`LoopResult` whose ``history`` stacks ``diag`` along a leading axis of
+length ``num_steps`` / ``max_iter``.
 
 Under ``vmap`` an early-stopping loop runs until its last point stops. JAX's own batching of a
-``while_loop`` whose predicate differs per point re-selects every carried array each iteration,
-the whole ``(max_iter, ...)`` history buffer included, and turns the history write into a scatter
-at a per-point index: O(max_iter) work per iteration, O(max_iter²) per run. :func:`run_until`
-instead keeps one shared iteration counter and loop predicate ("some point still runs") and
-freezes the points that have stopped itself (one select of the state per iteration), so an
-iteration's cost no longer grows with ``max_iter``; a single run pays nothing for it.
+``while_loop`` whose predicate differs per point re-selects every carried array each iteration, the
+whole ``(max_iter, ...)`` history buffer included, and turns the history write into a scatter at a
+per-point index: O(max_iter) work per iteration, O(max_iter²) per run. :func:`run_until` instead
+keeps one shared iteration counter and loop predicate ("some point still runs") and freezes the
+points that have stopped itself (one select of the state per iteration), so an iteration's cost does
+not grow with ``max_iter``; a single run pays nothing for it.
 """
 
 from __future__ import annotations
@@ -35,8 +35,17 @@ Predicate = Callable[[Any, Any], jax.Array]
 
 
 def non_finite(state, diag=None) -> jax.Array:
-    """True when any floating-point leaf of ``state`` holds a NaN or an infinity: the default
-    divergence rule (pass it as ``diverged=loop.non_finite``)."""
+    """Whether any floating-point leaf of ``state`` holds a NaN or an infinity.
+
+    The default divergence rule of the drivers: pass it as ``diverged=loop.non_finite``.
+
+    Args:
+      state: any pytree; leaves that are not floating point are ignored.
+      diag: the step's diagnostics (unused; the signature of a ``diverged`` rule).
+
+    Returns:
+      A boolean 0-d array (False when ``state`` has no floating-point leaf).
+    """
     leaves = [x for x in jax.tree.leaves(state) if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
     if not leaves:
         return jnp.asarray(False)
@@ -184,15 +193,26 @@ def run_fixed(
     diverged: Predicate | None = None,
     invalid=None,
 ) -> LoopResult:
-    """Run ``step`` exactly ``num_steps`` (an int ≥ 0) times with ``lax.scan`` (reverse-mode
-    differentiable), from ``state`` (any pytree the step takes and returns). The iteration index
-    passed to ``step`` runs from ``start`` (a solver resuming a run, or whose first step was taken
-    apart, passes where it is) to ``start + num_steps − 1``; the history has ``num_steps`` rows.
+    """Run ``step`` exactly ``num_steps`` times with ``lax.scan`` (reverse-mode differentiable).
 
-    ``diverged(state, diag) -> bool``: checked after every step, together with a NaN in any
-    floating-point entry of ``diag``; once true the status is DIVERGED (the scan still runs its
-    fixed length). ``None``: never checked (status MAX_ITER).
-    ``invalid``: as in :func:`run_until`."""
+    The iteration index passed to ``step`` runs from ``start`` to ``start + num_steps − 1``; the
+    history has ``num_steps`` rows. ``diverged`` is checked after every step, together with a NaN in
+    any floating-point entry of ``diag``; once true the status is DIVERGED (the scan still runs its
+    fixed length).
+
+    Args:
+      step: the update rule ``step(k, state) -> (state, diag)``, k an int32 scalar.
+      state: the initial state, any pytree the step takes and returns.
+      num_steps: the number of steps, an integer ≥ 0.
+      start: the index passed to the first step, default 0 (a solver resuming a run, or whose first
+        step was taken apart, passes where it is); may be traced.
+      diverged: ``diverged(state, diag) -> bool``, e.g. :func:`non_finite`. None (default): no
+        divergence check, the status is MAX_ITER.
+      invalid: a boolean scalar, as in :func:`run_until`; None (default): no such check.
+
+    Returns:
+      A :class:`LoopResult` with ``n_iter = num_steps`` and status MAX_ITER, DIVERGED or INVALID.
+    """
     num_steps = _checks.check_positive_int(num_steps, "num_steps", minimum=0)
     _, diag_shape = jax.eval_shape(lambda s: step(jnp.asarray(start, jnp.int32), s), state)
     blank = _blank_like(jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), diag_shape))
@@ -220,27 +240,53 @@ def run_until(
     progress: str | None = None,
     invalid=None,
 ) -> LoopResult:
-    """Run ``step`` until ``stop(state, diag)`` or ``diverged(state, diag)`` (or'ed with a NaN in
-    ``diag``, as in :func:`run_fixed`) is true, or ``max_iter`` steps were taken; the status says
-    which (DIVERGED wins over CONVERGED: a residual that a blown-up iterate drove to 0 is no
-    convergence).
+    """Run ``step`` until ``stop`` or ``diverged`` is true, or ``max_iter`` steps were taken.
+
+    After every step ``stop(state, diag)`` and ``diverged(state, diag)`` (or'ed with a NaN in any
+    floating-point entry of ``diag``, as in :func:`run_fixed`) are evaluated; the status says which
+    ended the run. DIVERGED wins over CONVERGED: a residual that a blown-up iterate drove to 0 is no
+    convergence.
 
     ``differentiable=False`` uses ``lax.while_loop``: steps after the stop are never executed;
     forward mode (``jvp``, ``jacfwd``, and ``vmap`` of them) works, reverse mode does not (``grad``
     raises JAX's "Reverse-mode differentiation does not work for lax.while_loop …").
     ``differentiable=True`` uses a ``lax.scan`` of length ``max_iter`` whose body is a ``lax.cond``
     that skips the work once stopped, so ``grad`` works. Either way the history rows after the last
-    step are padding (NaN / -1). ``start``: the index passed to the first step, as in
-    :func:`run_fixed`.
+    step are padding (NaN / -1 / False).
 
-    ``progress``: a channel name of :class:`lowrank_jax.progress.CompiledBar`; the loop then reports
-    the iterations done to the bar open on that channel, about a hundred times per ``max_iter``
-    (never per iteration: each report is a trip to the host). ``None`` (default) compiles no report.
+    Args:
+      step: the update rule ``step(k, state) -> (state, diag)``, k an int32 scalar.
+      state: the initial state, any pytree the step takes and returns.
+      max_iter: the iteration budget, an integer ≥ 0 (keyword-only).
+      stop: ``stop(state, diag) -> bool scalar``, the convergence rule (e.g.
+        ``lambda s, d: d["residual"] < tol``); anything but a boolean scalar raises ``TypeError``.
+      diverged: ``diverged(state, diag) -> bool``, e.g. :func:`non_finite`. None (default): no
+        divergence check.
+      start: the index passed to the first step, as in :func:`run_fixed` (default 0).
+      differentiable: False (default) for a ``while_loop``, True for a ``scan`` that ``grad`` can
+        differentiate.
+      progress: a channel name of :class:`lowrank_jax.progress.CompiledBar`; the loop then reports
+        the iterations done to the bar open on that channel, about a hundred times per ``max_iter``
+        (never per iteration: each report is a trip to the host). None (default) compiles no report.
+      invalid: a boolean scalar, typically ``jnp.isnan(tol)`` for the tolerance that ``stop``
+        compares with (a traced tolerance that breaks its rule arrives as NaN). Where it is true the
+        status is INVALID, the floating-point leaves of the final state are NaN and the diagnostics
+        are blank (NaN, −1, False). None (default): no such check.
 
-    ``invalid``: a boolean scalar, typically ``jnp.isnan(tol)`` for the tolerance that ``stop``
-    compares with (a traced tolerance that breaks its rule arrives as NaN,
-    :func:`lowrank_jax._checks.as_tolerance`). Where it is true the status is INVALID, the
-    floating-point leaves of the final state are NaN and the diagnostics are blank (NaN, −1, False).
+    Returns:
+      A :class:`LoopResult`: the final state, the history (``max_iter`` rows), ``n_iter``, the last
+      diagnostics and the status (CONVERGED, MAX_ITER, DIVERGED or INVALID).
+
+    Example:
+        ```python
+        import jax.numpy as jnp
+        from lowrank_jax import loop
+
+        step = lambda k, x: (x / 2, {"size": jnp.abs(x / 2)})   # diag: the new |x|
+        stop = lambda x, diag: diag["size"] < 1e-3
+        out = loop.run_until(step, jnp.float32(1.0), max_iter=50, stop=stop)
+        print(out.n_iter, out.status, out.state)   # 10 0 0.0009765625: 10 steps, CONVERGED
+        ```
     """
     max_iter = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
     out = _run_until(step, state, max_iter, stop, diverged, start, differentiable, progress)

@@ -21,23 +21,47 @@ from lowrank_jax import _checks
 
 
 class NoBar:
-    """The silent stand-in of a tqdm bar (same methods, does nothing)."""
+    """The silent stand-in of a tqdm bar: the same methods, doing nothing.
+
+    Attributes:
+      n: the count shown, always 0.
+    """
 
     n = 0
 
     def update(self, n=1):
+        """Do nothing (a tqdm bar would advance by ``n``).
+
+        Args:
+          n: the increment, ignored.
+        """
         pass
 
     def set_postfix(self, **kwargs):
+        """Do nothing (a tqdm bar would show ``kwargs`` after the count).
+
+        Args:
+          **kwargs: ignored.
+        """
         pass
 
     def close(self):
+        """Do nothing (a tqdm bar would close)."""
         pass
 
 
 def bar(total: int, desc: str, unit: str, show: bool = True):
-    """A ``tqdm.auto`` bar of ``total`` ``unit``s, or :class:`NoBar` when ``show`` is False or tqdm
-    is not installed."""
+    """A ``tqdm.auto`` bar, or :class:`NoBar` when it is switched off or tqdm is not installed.
+
+    Args:
+      total: the number of units at 100 %.
+      desc: the bar's label.
+      unit: the name of one unit (``"point"``, ``"epoch"``, ...).
+      show: False for a :class:`NoBar` (default True).
+
+    Returns:
+      A ``tqdm.auto.tqdm`` bar or a :class:`NoBar`.
+    """
     if not show:
         return NoBar()
     try:
@@ -48,11 +72,20 @@ def bar(total: int, desc: str, unit: str, show: bool = True):
 
 
 def wanted(progress, *args) -> bool:
-    """``progress`` as a checked flag, switched off with a warning when the call is being traced
-    (one of ``args``, a pytree, is a tracer: inside the user's ``jit``/``vmap`` or a
-    :func:`lowrank_jax.sweep.run`). A :class:`CompiledBar` opened there would open and close while
-    the program is traced and stay at 0 while it runs; the enclosing sweep's own bar shows
-    instead."""
+    """``progress`` as a checked flag, switched off with a warning when the call is being traced.
+
+    A call is traced when one of ``args`` holds a tracer: inside the user's ``jit``/``vmap`` or a
+    :func:`lowrank_jax.sweep.run`. A :class:`CompiledBar` opened there would open and close while
+    the program is traced and stay at 0 while it runs; the enclosing sweep's own bar shows instead.
+
+    Args:
+      progress: the caller's ``progress`` argument, a bool (anything else raises ``TypeError``
+        naming it).
+      *args: the call's array arguments (pytrees), inspected for tracers.
+
+    Returns:
+      True when a bar should be shown, else False.
+    """
     progress = _checks.check_flag(progress, "progress")
     if progress and not all(_checks.is_concrete(a) for a in jax.tree.leaves(args)):
         warnings.warn(
@@ -65,18 +98,27 @@ def wanted(progress, *args) -> bool:
 
 
 class CompiledBar:
-    """A bar that a compiled program moves with ``jax.debug.callback(CompiledBar.advance, count)``
-    or ``jax.debug.callback(CompiledBar.reach, done)`` (``functools.partial(..., channel=name)`` for
-    a named channel).
+    """A progress bar that a compiled program moves through ``jax.debug.callback``.
 
-    Open it around the call of the program (``with CompiledBar(total, desc, unit, show, channel):
-    f(...)``); callbacks go to the innermost open bar of their channel and are ignored while none is
-    open. Channels keep bars apart: a sweep's bar of points ("sweep") and a training loop's bar of
-    epochs ("training") inside the swept function do not move each other, and a bar that closes
-    (one opened while the sweep was traced, say) leaves the bars around it open. A bar with
-    ``show=False`` takes no callbacks. Callbacks may come from several devices at once (a sharded
-    program), so updates take a lock. The count never passes ``total`` (a sweep padded to a multiple
-    of the device count evaluates a few points twice).
+    The program calls ``jax.debug.callback(CompiledBar.advance, count)`` or
+    ``jax.debug.callback(CompiledBar.reach, done)`` (``functools.partial(..., channel=name)`` for a
+    named channel). Open the bar around the call of the program (``with CompiledBar(total, desc,
+    unit, show, channel): f(...)``); callbacks go to the innermost open bar of their channel and are
+    ignored while none is open. Channels keep bars apart: a sweep's bar of points ("sweep") and a
+    training loop's bar of epochs ("training") inside the swept function do not move each other, and
+    a bar that closes (one opened while the sweep was traced, say) leaves the bars around it open. A
+    bar with ``show=False`` takes no callbacks. Callbacks may come from several devices at once (a
+    sharded program), so updates take a lock. The count never passes ``total`` (a sweep padded to a
+    multiple of the device count evaluates a few points twice).
+
+    ``CompiledBar(total, desc, unit, show=True, channel="default")``: ``total``, ``desc``, ``unit``
+    and ``show`` as in :func:`bar` (``show=False``: a silent bar), ``channel`` the name of the
+    channel the bar listens on.
+
+    Attributes:
+      total: the number of units at 100 % (lowered by :meth:`finish` for a run that ends early).
+      channel: the channel's name.
+      bar: the underlying ``tqdm`` bar or :class:`NoBar`.
     """
 
     _active: dict[str, list[CompiledBar]] = {}
@@ -104,7 +146,14 @@ class CompiledBar:
 
     @classmethod
     def current(cls, channel: str = "default") -> CompiledBar | None:
-        """The innermost open bar of ``channel`` (None when none is open)."""
+        """The innermost open bar of ``channel``.
+
+        Args:
+          channel: the channel's name (default ``"default"``).
+
+        Returns:
+          The :class:`CompiledBar`, or None when none is open.
+        """
         stack = cls._active.get(channel)
         return stack[-1] if stack else None
 
@@ -114,10 +163,16 @@ class CompiledBar:
             self.bar.update(done - self.bar.n)
 
     def finish(self, done: int | None = None):
-        """Show the work as done: for a caller that knows it is (a sweep whose outputs are ready),
-        since XLA may drop the callbacks of a program whose outputs are all empty (dead code: seen
-        on several CPU devices). ``done`` below the total (a loop that met its tolerance early)
-        becomes the bar's total, so it ends at done/done rather than stalled part way."""
+        """Show the work as done, for a caller that knows it is (a sweep whose outputs are ready).
+
+        XLA may drop the callbacks of a program whose outputs are all empty (dead code), so a bar
+        can stall short of its total while the work is done.
+
+        Args:
+          done: the units actually done, or None (default) for ``total``. A value below the total (a
+            loop that met its tolerance early) becomes the bar's total, so it ends at done/done
+            rather than stalled part way.
+        """
         with CompiledBar._lock:
             if done is not None and 0 <= int(done) < self.total and not isinstance(self.bar, NoBar):
                 self.total = self.bar.total = int(done)
@@ -127,8 +182,13 @@ class CompiledBar:
 
     @classmethod
     def advance(cls, count, channel: str = "default"):
-        """Add the sum of ``count`` (an array: under ``vmap`` the callback may receive the counts of
-        a whole batch at once, or fire once per member)."""
+        """Add the sum of ``count`` to the innermost open bar of ``channel`` (a program's callback).
+
+        Args:
+          count: an array of counts: under ``vmap`` the callback may receive the counts of a whole
+            batch at once, or fire once per member.
+          channel: the channel's name (default ``"default"``).
+        """
         with cls._lock:
             target = cls.current(channel)
             if target is not None:
@@ -136,8 +196,14 @@ class CompiledBar:
 
     @classmethod
     def reach(cls, done, channel: str = "default"):
-        """Show at least ``max(done)`` (idempotent: repeated or batched callbacks of one step
-        agree)."""
+        """Show at least ``max(done)`` on the innermost open bar of ``channel`` (a callback).
+
+        Idempotent: repeated or batched callbacks of one step agree.
+
+        Args:
+          done: an array of the units done so far.
+          channel: the channel's name (default ``"default"``).
+        """
         with cls._lock:
             target = cls.current(channel)
             if target is not None:

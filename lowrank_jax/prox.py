@@ -18,22 +18,26 @@ from lowrank_jax.selection import kth_largest
 
 
 def soft_threshold(x: jax.Array, t) -> jax.Array:
-    """Soft thresholding (shrinkage), the prox of t‖·‖₁:
+    """Soft thresholding (shrinkage), the prox of t‖·‖₁.
 
         [S_t(x)]_i = sign(x_i) · max(|x_i| − t, 0)  =  x_i − clip(x_i, −t, t).
 
     Written with ``clip`` so that XLA fuses it and so that E = S_t(D) − D = −clip(D, −t, t) costs
     one pass. ∂/∂t = −sign(x) on |x| ≥ t and 0 elsewhere (:func:`clip_symmetric`'s rule, which takes
-    the t-branch at the tie |x| = t). ``t`` must be ≥ 0 (+inf allowed: every entry 0) and
-    broadcastable.
+    the t-branch at the tie |x| = t). On a pytree of weights (the prox of t Σ_leaves ‖·‖₁):
+    ``jax.tree.map(lambda w: soft_threshold(w, t), params)``.
 
-    A concrete ``t`` (a number or array) with a negative or NaN entry raises ``ValueError`` naming
-    ``t``: x − clip(x, −t, t) at t < 0 shifts every entry away from 0 by |t| (a zero became |t|).
-    A traced ``t`` is used as it is: this is the inner step of the solvers, whose thresholds are
-    validated at their public boundary (:func:`lowrank_jax._checks.as_hyper` maps a traced invalid
-    one to NaN). On a pytree of weights (the prox of t Σ_leaves ‖·‖₁):
-    ``jax.tree.map(lambda w: soft_threshold(w, t), params)``. Integer and bool ``x`` are shrunk in
-    the default float; a floating ``x`` keeps its dtype under a Python-number ``t``.
+    Args:
+      x: array of any shape. Integer and bool ``x`` are shrunk in the default float; a floating
+        ``x`` keeps its dtype under a Python-number ``t``.
+      t: the threshold, ≥ 0 (+inf allowed: every entry 0), a number or an array broadcastable
+        against ``x``. A concrete ``t`` with a negative or NaN entry raises ``ValueError`` naming
+        ``t`` (x − clip(x, −t, t) at t < 0 would shift every entry away from 0 by |t|). A traced
+        ``t`` is used as it is: this is the inner step of the solvers, which validate their
+        thresholds at their public boundary (a traced invalid one reaches this step as NaN).
+
+    Returns:
+      S_t(x), an array of the broadcast shape of ``x`` and ``t``.
     """
     x = jnp.asarray(x)
     if _checks.is_concrete(t):
@@ -48,12 +52,19 @@ def soft_threshold(x: jax.Array, t) -> jax.Array:
 
 @jax.custom_jvp
 def clip_symmetric(x: jax.Array, t) -> jax.Array:
-    """clip(x, −t, t) = x − S_t(x), with the derivative written out:
+    """clip(x, −t, t) = x − S_t(x), with its derivative written out.
 
         ∂/∂x = 1[|x| < t],   ∂/∂t = sign(x) · 1[|x| ≥ t]   (one fused pass).
 
     ``jnp.clip``'s own rule splits ties between its ``max`` and ``min`` and costs several passes
     over x in reverse mode; at |x| = t exactly (measure zero) this rule takes the t-branch.
+
+    Args:
+      x: array of any shape.
+      t: the bound, ≥ 0, a number or an array broadcastable against ``x`` (not checked).
+
+    Returns:
+      clip(x, −t, t), an array of the broadcast shape of ``x`` and ``t``.
     """
     return jnp.clip(x, -t, t)
 
@@ -73,20 +84,26 @@ def _clip_symmetric_jvp(primals, tangents):
 
 
 def group_soft_threshold(x: jax.Array, t, axis: int = 0) -> jax.Array:
-    """Group soft thresholding, the prox of t Σ_g ‖x_g‖₂ over the slices along ``axis`` (columns of
-    a matrix for ``axis=0``: the ℓ2,1 norm):
+    """Group soft thresholding, the prox of t Σ_g ‖x_g‖₂ over the slices x_g along ``axis``.
 
         x_g ↦ max(1 − t/‖x_g‖₂, 0) · x_g,
 
     so a group with ‖x_g‖₂ ≤ t becomes 0 and every other keeps its direction and loses t in norm.
-    ``t`` ≥ 0, a scalar or broadcastable against the group norms (shape of x with ``axis`` kept
-    as 1). Computed as x_g − t·u_g where ‖x_g‖₂ > t (0 elsewhere), with the unit direction
-    u_g = y/‖y‖₂ of y = x_g/m, m = max|x_g|, and ‖x_g‖₂ = m‖y‖₂: everything at unit scale, so
-    neither the value nor the derivative (which involves 1/‖x_g‖, never 1/‖x_g‖²) under- or
-    overflows for tiny groups (float32 groups near 1e-20 had NaN gradients at t = 0). The derivative
-    at a zero group is that of the operator there: 0 for t > 0, the identity for t = 0. A concrete
-    negative or NaN ``t`` raises ``ValueError`` naming it; a traced one (a sweep point) gives NaN
-    entries.
+    For a matrix and ``axis=0`` the groups are the columns (the ℓ2,1 norm). Computed as x_g − t·u_g
+    where ‖x_g‖₂ > t (0 elsewhere), with the unit direction u_g = y/‖y‖₂ of y = x_g/m, m = max|x_g|,
+    and ‖x_g‖₂ = m‖y‖₂: everything at unit scale, so neither the value nor the derivative (which
+    involves 1/‖x_g‖, never 1/‖x_g‖²) under- or overflows, also for float32 groups near 1e-20. The
+    derivative at a zero group is that of the operator there: 0 for t > 0, the identity for t = 0.
+
+    Args:
+      x: array of any shape (a list or a NumPy array is taken in JAX's default float).
+      t: the threshold, ≥ 0, a scalar or an array broadcastable against the group norms (the shape
+        of ``x`` with ``axis`` kept as 1). A concrete negative or NaN ``t`` raises ``ValueError``
+        naming it; a traced one (a sweep point) gives NaN entries.
+      axis: the axis along which each group lies (default 0).
+
+    Returns:
+      An array of the shape of ``x``, in its floating dtype.
     """
     x = jnp.asarray(x)  # a list or a NumPy array (float64 ones: in JAX's default float)
     t = _checks.as_hyper(t, "t", dtype=jnp.result_type(x.dtype, float))
@@ -105,12 +122,18 @@ def group_soft_threshold(x: jax.Array, t, axis: int = 0) -> jax.Array:
 
 
 def hard_threshold(x: jax.Array, t) -> jax.Array:
-    """Hard thresholding: keep x_i where |x_i| > t, zero elsewhere (prox of t²/2 · ‖·‖₀).
+    """Hard thresholding, the prox of t²/2 · ‖·‖₀: keep x_i where |x_i| > t, zero elsewhere.
 
-    ``t`` ≥ 0, a scalar or broadcastable against x (+inf allowed: every entry 0). A concrete
-    negative or NaN ``t`` raises ``ValueError`` naming it (a negative one kept every entry,
-    silently); a traced NaN ``t`` (a solver's threshold from an invalid traced hyperparameter) gives
-    NaN entries, not the all-zero result a comparison with NaN would."""
+    Args:
+      x: array of any shape.
+      t: the threshold, ≥ 0 (+inf allowed: every entry 0), a scalar or an array broadcastable
+        against ``x``. A concrete negative or NaN ``t`` raises ``ValueError`` naming it (a negative
+        one would keep every entry); a traced NaN ``t`` (a solver's threshold from an invalid traced
+        hyperparameter) gives NaN entries, not the all-zero result a comparison with NaN would.
+
+    Returns:
+      An array of the broadcast shape of ``x`` and ``t``.
+    """
     x = jnp.asarray(x)
     if _checks.is_concrete(t):
         _checks.as_hyper(t, "t", allow_inf=True)  # validation only, as in soft_threshold
@@ -118,19 +141,41 @@ def hard_threshold(x: jax.Array, t) -> jax.Array:
 
 
 def project_rank(x: jax.Array, rank: int, *, method: str = "exact", key=None) -> jax.Array:
-    """Euclidean projection onto matrices of rank ≤ ``rank`` (Eckart–Young): U_r Σ_r V_rᵀ, by
-    :func:`lowrank_jax.linalg.best_rank_approximation` with ``method`` ``"exact"``, ``"gram"`` (thin
-    or wide x) or ``"randomized"`` (``key``).
+    """Euclidean projection onto the matrices of rank ≤ ``rank`` (Eckart–Young): U_r Σ_r V_rᵀ.
 
-    Every method carries the projection's own derivative, finite wherever σ_r > σ_{r+1}, also where
-    singular values tie (a multiple of the identity, diag(3, 3, 1), the repeated zeros of a
-    rank-deficient x), where differentiating the singular vectors would give NaN; ``"randomized"``
-    differentiates the projection of its sketch Q Qᵀx (exact when rank x ≤ rank + 10)."""
+    Computed by :func:`lowrank_jax.linalg.best_rank_approximation`. Every method carries the
+    projection's own derivative, finite wherever σ_r > σ_{r+1}, also where singular values tie (a
+    multiple of the identity, diag(3, 3, 1), the repeated zeros of a rank-deficient x), where
+    differentiating the singular vectors would give NaN; ``"randomized"`` differentiates the
+    projection of its sketch Q Qᵀx (exact when rank x ≤ rank + 10).
+
+    Args:
+      x: (m, n) matrix.
+      rank: the rank r, an integer with 1 ≤ r ≤ min(m, n) (static).
+      method: ``"exact"`` (default: the thin SVD), ``"gram"`` (thin or wide x) or ``"randomized"``.
+      key: ``"randomized"`` only: a ``jax.random`` key or an integer seed for the sketch; default
+        ``jax.random.key(0)``.
+
+    Returns:
+      The projection, an (m, n) array.
+    """
     return linalg.best_rank_approximation(x, rank, method=method, key=key)
 
 
 def top_fraction_count(alpha, n: int) -> jax.Array:
-    """k = ⌊α n⌋, robust to the rounding of α (0.1 · 1000 must give 100, not 99)."""
+    """k = ⌊α n⌋, robust to the rounding of α (0.1 · 1000 gives 100, not 99).
+
+    α n is rounded down after a relative slack of 8 ulp of α's precision (at least float32):
+    relative to α n, so that α = 0 gives 0 for any n, and at least float32, so that a bfloat16 α
+    does not gain whole entries.
+
+    Args:
+      alpha: the fraction α in [0, 1], a number or a (traced) array.
+      n: the number of entries, a Python integer.
+
+    Returns:
+      ⌊α n⌋ as an int32 array of ``alpha``'s shape.
+    """
     alpha = jnp.asarray(alpha)
     # At least float32: the slack is relative to α's precision, and bfloat16's eps (2⁻⁷) times n
     # would add whole entries (0.25 · 100 gave 31).
@@ -156,14 +201,22 @@ def top_fraction_thresholds(
 ):
     """Per-row and per-column cut-offs of ScaledGD's sparsifier T_α.
 
-    Returns ``(row_cut, col_cut)`` with row_cut[i] the ⌊α n2⌋-th largest entry of row i of
-    ``magnitude`` (shape (n1, n2), non-negative) and col_cut[j] the ⌊α n1⌋-th largest of column j
-    (+inf when that count is 0). Exact; uses :func:`lowrank_jax.selection.kth_largest`: on CPU its
-    counting selection (no sort), which takes the previous iteration's cut-offs as warm starts; on
-    GPUs and TPUs a sort, which ignores them. ``alpha`` may be a traced array (``vmap`` over α).
-    ``gather`` as in ``kth_largest``: ``False`` for a one-off call inside a larger program. A square
-    ``magnitude`` of at most 2¹⁹ entries is selected as the rows of [M; Mᵀ] in one call (half the
-    compiled program; the guesses are used when both are given).
+    row_cut[i] is the ⌊α n2⌋-th largest entry of row i of ``magnitude`` and col_cut[j] the ⌊α n1⌋-th
+    largest of column j (+inf when that count is 0). Exact; computed by
+    :func:`lowrank_jax.selection.kth_largest`: on a CPU its counting selection (no sort), which
+    takes the previous iteration's cut-offs as warm starts; on GPUs and TPUs a sort, which ignores
+    them. A square ``magnitude`` of at most 2¹⁹ entries is selected as the rows of [M; Mᵀ] in one
+    call (half the compiled program; the guesses are used when both are given).
+
+    Args:
+      magnitude: (n1, n2) non-negative matrix (typically |M|).
+      alpha: the fraction α in [0, 1]; may be a traced array (``vmap`` over α).
+      row_guess: optional warm start for the row cut-offs, broadcastable to (n1,).
+      col_guess: optional warm start for the column cut-offs, broadcastable to (n2,).
+      gather: as in ``kth_largest``: ``False`` for a one-off call inside a larger program.
+
+    Returns:
+      ``(row_cut, col_cut)``: arrays of shapes (n1,) and (n2,) in ``magnitude``'s dtype.
     """
     n1, n2 = magnitude.shape
     if n1 == n2 and n1 * n2 <= _JOINT_SELECTION_MAX:
@@ -207,20 +260,25 @@ def _check_fraction(alpha, name: str = "alpha") -> None:
 
 
 def sparsify_top_fraction(x: jax.Array, alpha, *, gather: bool = True) -> jax.Array:
-    """ScaledGD's sparsification operator T_α (Tong, Ma, Chi 2021; LRPCA paper eq. 4):
+    """ScaledGD's sparsification operator T_α (Tong, Ma, Chi 2021; LRPCA paper eq. 4).
 
         [T_α(M)]_ij = M_ij  if |M_ij| ≥ |M_{i,:}|^{(⌊α n2⌋)} and |M_ij| ≥ |M_{:,j}|^{(⌊α n1⌋)},
                       0     otherwise,
 
     where |v|^{(k)} is the k-th largest magnitude of v: an entry survives only if it is among the
     largest α-fraction of both its row and its column (ties at the cut-off are kept).
-    ``x`` has shape (n1, n2); integer and bool ``x`` are ranked and returned in the default float.
-    ``alpha`` in [0, 1] may be a traced scalar. A concrete α outside [0, 1] (or NaN) raises
-    ``ValueError`` naming ``alpha`` (α < 0 zeroed everything, α > 1 kept everything); a traced one
-    gives an all-NaN result, as :func:`lowrank_jax._checks.as_hyper` does for invalid traced values.
-    ``gather=False`` compiles a program half the size and runs about twice as long on a CPU (see
-    :func:`lowrank_jax.selection.kth_largest`): for a one-off call inside a larger program, such as
-    ScaledGD's initialisation. The result is the same.
+
+    Args:
+      x: (n1, n2) matrix; integer and bool ``x`` are ranked and returned in the default float.
+      alpha: the fraction α in [0, 1], a number or a traced scalar. A concrete α outside [0, 1] (or
+        NaN) raises ``ValueError`` naming ``alpha`` (α < 0 would zero everything, α > 1 keep
+        everything); a traced one outside it gives an all-NaN result.
+      gather: ``False`` compiles a smaller program that runs longer on a CPU (see
+        :func:`lowrank_jax.selection.kth_largest`): for a one-off call inside a larger program, such
+        as ScaledGD's initialisation. The result is the same. Default True.
+
+    Returns:
+      T_α(x), an (n1, n2) array in x's floating dtype.
     """
     _check_fraction(alpha)
     x = _checks.as_floating(x)
@@ -238,6 +296,18 @@ def _sparsify_top_fraction(x, alpha, gather=True):
 
 
 def apply_top_fraction(x, magnitude, row_cut, col_cut):
-    """Zero the entries of ``x`` below either cut-off (the masking half of T_α)."""
+    """Zero the entries of ``x`` below either cut-off: the masking half of T_α.
+
+    Entry (i, j) is kept where magnitude[i, j] ≥ row_cut[i] and magnitude[i, j] ≥ col_cut[j].
+
+    Args:
+      x: (n1, n2) matrix.
+      magnitude: (n1, n2) magnitudes the cut-offs refer to (typically |x|).
+      row_cut: (n1,) per-row cut-offs, as from :func:`top_fraction_thresholds`.
+      col_cut: (n2,) per-column cut-offs.
+
+    Returns:
+      An (n1, n2) array: ``x`` where kept, 0 elsewhere.
+    """
     keep = (magnitude >= row_cut[:, None]) & (magnitude >= col_cut[None, :])
     return jnp.where(keep, x, jnp.zeros_like(x))

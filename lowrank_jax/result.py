@@ -34,14 +34,17 @@ import numpy as np
 
 
 class Status(enum.IntEnum):
-    """Why an iterative solver stopped. The codes are plain integers: compare ``out.status`` with
-    them (``out.status == Status.CONVERGED``) also on a vmapped batch of results.
+    """Why an iterative solver stopped.
 
-    - ``CONVERGED`` (0): the stopping rule met ``tol``.
-    - ``MAX_ITER`` (1): ``max_iter`` iterations ran; with no ``tol`` that is the requested run.
-    - ``DIVERGED`` (2): the iterate became non-finite or grew without bound; the run stopped there.
-    - ``INVALID`` (3): a traced hyperparameter broke its rule (a sweep point with a negative
-      ``tol``, say), which cannot raise at the boundary; the solution fields are NaN.
+    The codes are plain integers: compare ``out.status`` with them
+    (``out.status == Status.CONVERGED``), also on a vmapped batch of results.
+
+    Attributes:
+      CONVERGED: 0, the stopping rule met ``tol``.
+      MAX_ITER: 1, ``max_iter`` iterations ran; with ``tol=None`` that is the requested run.
+      DIVERGED: 2, the iterate became non-finite or grew without bound; the run stopped there.
+      INVALID: 3, a traced hyperparameter broke its rule (a sweep point with a negative ``tol``,
+        say), which cannot raise at the boundary; the solution fields are NaN.
     """
 
     CONVERGED = 0
@@ -51,18 +54,28 @@ class Status(enum.IntEnum):
 
     @classmethod
     def describe(cls, code) -> str:
-        """The name of a concrete status code (an int or a 0-d array), e.g. ``"CONVERGED"``."""
+        """The name of a concrete status code, e.g. ``"CONVERGED"``.
+
+        Args:
+          code: a status code, an int or a 0-d array holding a value (not a tracer).
+
+        Returns:
+          The member's name, a string.
+        """
         return cls(int(code)).name
 
 
 class Result(eqx.Module):
     """The core every solver's result shares (see the module docstring).
 
+    A family's result subclasses it with the final value of each diagnostic and the solution fields.
+    ``out.converged`` is ``status == Status.CONVERGED``.
+
     Attributes:
       n_iter: int32, iterations run.
       status: int32, a :class:`Status` code.
-      history: dict of per-iteration diagnostics, leading axis ``max_iter`` (padded past
-        ``n_iter``).
+      history: dict of per-iteration diagnostics, leading axis ``max_iter`` (padded past ``n_iter``:
+        NaN for floats, -1 for integers, False for booleans).
     """
 
     n_iter: jax.Array
@@ -71,7 +84,11 @@ class Result(eqx.Module):
 
     @property
     def converged(self) -> jax.Array:
-        """``status == Status.CONVERGED`` (a boolean array, batched like ``status``)."""
+        """Whether the run converged: ``status == Status.CONVERGED``.
+
+        Returns:
+          A boolean array, batched like ``status``.
+        """
         return jnp.asarray(self.status) == Status.CONVERGED
 
     def __repr__(self) -> str:
@@ -143,15 +160,26 @@ R = TypeVar("R", bound=Result)
 
 
 def finish(result: R, throw: bool, *, diverged: str, invalid: str | None = None) -> R:
-    """Apply the failure semantics to a solver's ``result``: with ``throw`` true, raise a
-    ``RuntimeError`` when ``status`` is DIVERGED or INVALID, with the message ``diverged`` or
-    ``invalid`` (it should name the cause and what to change); with ``throw`` false, return it as
-    is.
+    """The failure semantics of a solver: raise on a DIVERGED or INVALID ``result`` when ``throw``.
 
     A concrete status (the solver called directly) is judged here, on the host. A traced one (the
     caller's ``jit``, ``vmap``, ``grad`` or a sweep) is judged in the compiled program by
     ``equinox.error_if`` on the whole result, so that the check runs whenever any field is used;
     under ``vmap`` one failing point raises for the batch (pass ``throw=False`` to keep the others).
+
+    Args:
+      result: the solver's :class:`Result`.
+      throw: True to raise on failure, False to return ``result`` as it is.
+      diverged: the message for a DIVERGED status; it should name the cause and what to change.
+      invalid: the message for an INVALID status; default None, a generic one (a traced
+        hyperparameter outside its valid range).
+
+    Returns:
+      ``result`` (under tracing, with the check attached to its fields).
+
+    Raises:
+      RuntimeError: with ``throw`` true, when ``status`` is DIVERGED or INVALID (any entry of a
+        batch).
     """
     if not throw:
         return result
@@ -172,10 +200,22 @@ def finish(result: R, throw: bool, *, diverged: str, invalid: str | None = None)
 
 
 def ensure_finite(values, message: str):
-    """The failure semantics of :func:`finish` for a function that returns plain arrays (no status):
-    raise ``RuntimeError(message)`` when a floating-point entry of ``values`` (an array or pytree)
-    is NaN or infinite; else return ``values``. Judged on the host for concrete values, by
-    ``equinox.error_if`` in the compiled program for traced ones."""
+    """Raise ``RuntimeError(message)`` when a floating-point entry of ``values`` is NaN or infinite.
+
+    The failure semantics of :func:`finish` for a function that returns plain arrays (no status).
+    Judged on the host for concrete values, by ``equinox.error_if`` in the compiled program for
+    traced ones.
+
+    Args:
+      values: an array or pytree; its floating-point leaves are checked.
+      message: the error message, naming the cause.
+
+    Returns:
+      ``values`` (under tracing, with the check attached).
+
+    Raises:
+      RuntimeError: when a floating-point entry of ``values`` is NaN or infinite.
+    """
     leaves = [x for x in jax.tree.leaves(values) if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
     if not leaves:
         return values

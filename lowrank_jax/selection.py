@@ -381,10 +381,9 @@ def _selector(axis, gather=True):
     A batch of arrays is one bigger problem: its members' rows are more rows. The
     rule moves the batch axis in front and selects along ``axis + 1``, so one loop
     serves all members, and the gathering of unfinished rows (``_finish``) keeps
-    slow rows of one member from costing full passes over the others. (64 ScaledGD
-    residuals of 200 x 200: 5.5 ms, against 10.9 ms for the members one after
-    another.) When only k or the guess is batched, ``x`` would have to be copied
-    once per member; then the members run one after another (``lax.map``)."""
+    slow rows of one member from costing full passes over the others. When only k
+    or the guess is batched, ``x`` would have to be copied once per member; then
+    the members run one after another (``lax.map``)."""
 
     @custom_vmap
     def select(x, k, *guess):
@@ -464,73 +463,65 @@ def _auto_selector(axis, gather=True):
 def kth_largest(x, k, *, axis=-1, guess=None, method="auto", gather=True):
     """Exact k-th largest entry of ``x`` along ``axis`` (k = 1 is the maximum).
 
-    Semantics: the result has ``x.shape`` without ``axis`` and equals
-    ``np.sort(x, axis=axis)`` taken at index ``-k`` along ``axis``, exactly (the
-    value is an entry of ``x``; a zero result is returned as ``+0.0``, since
-    ``-0.0 == +0.0`` and ``np.sort`` may return either). Ties count with
+    Semantics: the result has ``x.shape`` without ``axis`` and equals ``np.sort(x, axis=axis)``
+    taken at index ``-k`` along ``axis``, exactly (the value is an entry of ``x``; a zero result is
+    returned as ``+0.0``, since ``-0.0 == +0.0`` and ``np.sort`` may return either). Ties count with
     multiplicity. ``k <= 0`` gives ``+inf`` and ``k > n`` gives ``-inf``, so that
-    ``x >= kth_largest(x, k)`` keeps nothing resp. everything; for 1 <= k <= n that
-    mask keeps the top k entries plus any ties with the k-th.
+    ``x >= kth_largest(x, k)`` keeps nothing resp. everything; for 1 <= k <= n that mask keeps the
+    top k entries plus any ties with the k-th.
+
+    Algorithm (no sort): per row, keep a bracket ``lo < hi`` with ``#{x >= lo} >= k > #{x >= hi}``,
+    i.e. ``lo <= v_k < hi``, where thresholds are points of the order-preserving integer image of
+    the floats (the bit pattern, negatives reflected: one integer per representable value). Each
+    iteration of a ``lax.while_loop`` is one sweep over the data that counts, per row, the entries
+    ``>=`` 4 thresholds (4 packed 8-bit counters in one uint32 accumulator) and keeps the tightest
+    bracket. Thresholds come from regula falsi -- the count taken as linear in value across the
+    bracket, aiming at count ``k - 1/2`` with a spread for sampling noise and the model error seen
+    in the previous pass -- and one of them is the bisection point of the integer range whenever a
+    pass failed to halve it, which bounds the number of passes (at most ~2 per bit of the float).
+    When a pass leaves the bracket's population unchanged (ties or gaps) a snap pass moves both ends
+    onto the nearest data values, and the next pass probes those values for ties. A row is finished
+    when some threshold has exactly ``k`` entries at or above it (then ``v_k = min{x >= lo}``) or
+    ``k - 1`` (then ``v_k = max{x < hi}``), or when the bracket holds one representable value; a
+    final masked min/max sweep reads off the exact entry. Once at most 1/8 of many rows (at least
+    32, with 2¹⁶ entries in all) are unfinished, those rows are gathered into a small block and
+    finished there. Start: one min/max sweep and a first pass hedging between value-linear,
+    value-halved and integer-linear interpolation and bisection; or, with ``guess``, 4 thresholds
+    within about +-1% of it (expanding geometrically if it misses); or, for axes longer than 2**14,
+    4 order statistics of a 1/64 strided sample (found the same way). A selection typically takes a
+    handful of full sweeps, fewer from a good guess.
+
+    Notes: XLA:CPU flushes subnormal floats to zero in comparisons, so subnormal entries are treated
+    as zeros (a subnormal k-th value is returned as 0.0, by either method, so that every device
+    gives the same value). Under ``jax.vmap`` the loop itself is never batched: a custom batching
+    rule treats a batch of arrays as one array whose rows are all the members' rows (one loop for
+    the batch), and runs the members one after another (``lax.map``) when only ``k`` or ``guess`` is
+    batched.
 
     Args:
-      x: real float array (float32 or float64; float16/bfloat16 are handled in
-        float32), any rank. NaN entries are not supported.
-      k: integer scalar or integer array broadcastable to the result shape; may be
-        traced (jit / vmap), it is never needed statically.
-      axis: the axis to select along.
-      guess: optional warm start, broadcastable to the result shape (e.g. the
-        value returned at the previous iteration of an outer solver). It only
-        affects speed, never the result (the sort ignores it).
-      method: ``"count"`` (the counting selection below), ``"sort"`` (``jnp.sort``
-        along the axis, then an index: fully batched under ``vmap``, no loop) or
-        ``"auto"`` (default): counting when the program is lowered for a CPU; for
-        GPUs and TPUs sorting below 2²² entries (under ``vmap``, all the members
-        of the batch together) and counting from there (one H200, the rows of
-        one 1000 × 1000 matrix: sorting 0.48 ms, counting 0.84; of 64 such
-        matrices: 3.4 against 1.2). ``lax.platform_dependent``, resolved at
-        compile time, so only the chosen one is compiled. The value is the same.
-      gather: counting only: once few rows are left unfinished, gather them into a small block
-        and finish them there (below). About halves the time of a selection over many rows,
-        but doubles the size of its compiled program (~1.5 s more to compile on a 2-core CPU).
-        ``False`` suits a selection made once inside a larger program, such as a solver's
-        initialisation; the value is the same. Blocks under 2¹⁶ entries (200 × 200) never
-        gather: a pass over them is too cheap for it to pay.
+      x: real float array (float32 or float64; float16/bfloat16 are handled in float32), at least
+        one axis. NaN entries are not supported.
+      k: integer scalar or integer array broadcastable to the result shape; may be traced (jit /
+        vmap), it is never needed statically.
+      axis: the axis to select along (default -1).
+      guess: optional warm start, broadcastable to the result shape (e.g. the value returned at the
+        previous iteration of an outer solver). It only affects speed, never the result (the sort
+        ignores it).
+      method: ``"count"`` (the counting selection above), ``"sort"`` (``jnp.sort`` along the axis,
+        then an index: fully batched under ``vmap``, no loop) or ``"auto"`` (default): counting when
+        the program is lowered for a CPU; for GPUs and TPUs sorting below 2²² entries (under
+        ``vmap``, all the members of the batch together) and counting from there.
+        ``lax.platform_dependent``, resolved at compile time, so only the chosen one is compiled.
+        The value is the same.
+      gather: counting only: once few rows are left unfinished, gather them into a small block and
+        finish them there (above). Faster over many rows, at the price of a second loop in the
+        compiled program; ``False`` suits a selection made once inside a larger program, such as a
+        solver's initialisation. The value is the same. Blocks under 2¹⁶ entries (200 × 200) never
+        gather: a pass over them is too cheap for it to pay. Default True.
 
     Returns:
-      Array of ``x.dtype``; no gradient flows through it (``lax.stop_gradient``).
-
-    Algorithm (no sort): per row, keep a bracket ``lo < hi`` with
-    ``#{x >= lo} >= k > #{x >= hi}``, i.e. ``lo <= v_k < hi``, where thresholds are
-    points of the order-preserving integer image of the floats (the bit pattern,
-    negatives reflected: one integer per representable value). Each iteration of a
-    ``lax.while_loop`` is one sweep over the data that counts, per row, the entries
-    ``>=`` 4 thresholds (4 packed 8-bit counters in one uint32 accumulator) and
-    keeps the tightest bracket. Thresholds come from regula falsi -- the count taken
-    as linear in value across the bracket, aiming at count ``k - 1/2`` with a spread
-    for sampling noise and the model error seen in the previous pass -- and one of
-    them is the bisection point of the integer range whenever a pass failed to
-    halve it, which bounds the number of passes (at most ~2 per bit of the float).
-    When a pass leaves the bracket's population unchanged (ties or gaps) a snap
-    pass moves both ends onto the nearest data values, and the next pass probes
-    those values for ties. A row is finished when some threshold has exactly ``k``
-    entries at or above it (then ``v_k = min{x >= lo}``) or ``k - 1`` (then
-    ``v_k = max{x < hi}``), or when the bracket holds one representable value;
-    a final masked min/max sweep reads off the exact entry. Once at most 1/8 of
-    many rows (at least 32, with 2¹⁶ entries in all) are unfinished, those rows are
-    gathered into a small block and finished there. Start: one min/max sweep and a first pass
-    hedging between value-linear, value-halved and integer-linear interpolation and bisection; or,
-    with ``guess``, 4 thresholds within about +-1% of it (expanding geometrically
-    if it misses); or, for axes longer than 2**14, 4 order statistics of a 1/64
-    strided sample (found the same way). Typical cost for 1000 x 1000, k = 200:
-    6 full sweeps cold, 3 warm, plus a few on the gathered rows.
-
-    Notes: XLA:CPU flushes subnormal floats to zero in comparisons, so subnormal
-    entries are treated as zeros (a subnormal k-th value is returned as 0.0, by
-    either method, so that every device gives the same value).
-    Under ``jax.vmap`` the loop itself is never batched: a custom batching rule
-    treats a batch of arrays as one array whose rows are all the members' rows
-    (one loop for the batch), and runs the members one after another
-    (``lax.map``) when only ``k`` or ``guess`` is batched.
+      An array of ``x.dtype`` and of ``x.shape`` without ``axis``; no gradient flows through it
+      (``lax.stop_gradient``).
     """
     x = lax.stop_gradient(jnp.asarray(x))
     if not jnp.issubdtype(x.dtype, jnp.floating):

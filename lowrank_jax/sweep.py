@@ -5,7 +5,7 @@ as traced arrays, so a sweep is ``jax.jit(jax.vmap(f))`` over stacked points. Th
 three things a sweep needs beyond that:
 
 * :func:`grid` — the Cartesian product of named axes as stacked arrays (keys included), and
-  :func:`seeds` for a key axis;
+  :func:`keys` for a key axis;
 * :func:`run` — ``out[i] = f(**point_i)`` for every point in one compiled program, optionally in
   chunks of ``chunk`` points (``lax.map(..., batch_size=chunk)``) to bound memory, with the point
   axis **sharded across devices** (``jax.sharding.Mesh`` / ``shard_map``; one device: no sharding).
@@ -22,7 +22,7 @@ three things a sweep needs beyond that:
 Pattern (ScaledGD over step size η and sparsity α, 3 seeds — 48 runs, one call)::
 
     pts = sweep.grid(eta=jnp.linspace(0.3, 0.9, 4), alpha=jnp.array([0.05, 0.1, 0.15, 0.2]),
-                     key=sweep.seeds(0, 3))
+                     key=sweep.keys(0, 3))
     err = sweep.run(
         lambda eta, alpha, key, Y: rpca.scaledgd(
             Y, r, alpha, eta=eta, max_iter=50, key=key
@@ -148,22 +148,36 @@ def _axis(v):
     return jax.tree.map(jnp.asarray, v)
 
 
-def seeds(seed: int, count: int) -> jax.Array:
-    """``count`` (an integer >= 1) independent keys from ``jax.random.key(seed)``: a key axis for
-    :func:`grid`. ``seed`` is an integer (a traced integer too) or a key
-    (:func:`lowrank_jax._checks.as_key`; anything else is a ``TypeError`` naming it)."""
+def keys(key, count: int) -> jax.Array:
+    """``count`` independent keys split from ``key``: a key axis for :func:`grid`.
+
+    Args:
+      key: a ``jax.random`` key or an integer seed (a traced integer too); anything else raises
+        ``TypeError`` naming it.
+      count: the number of keys, an integer ≥ 1.
+
+    Returns:
+      A key array of shape (count,): ``jax.random.split`` of ``key``
+      (``jax.random.key(key)`` for an integer).
+    """
     count = _checks.check_positive_int(count, "count")
-    return jax.random.split(_checks.as_key(seed), count)
+    return jax.random.split(_checks.as_key(key), count)
 
 
 def grid(**axes) -> dict[str, Any]:
     """Cartesian product of named axes, first axis slowest (as ``itertools.product``).
 
-    Each value is a 1-D array-like, a list of per-point values (arrays or pytrees of one shape,
-    which are stacked), or a pytree whose leaves share a leading axis (e.g. a key array from
-    :func:`seeds`, or a tuple of stacked parameter arrays). Returns a dict of the same names whose
-    leaves have the leading axis N = Π len(axis); ``result.reshape(*lengths)`` recovers the grid's
-    shape.
+    ``result.reshape(*lengths)`` (see :func:`shape_of`) recovers the grid's shape from a flat result
+    of :func:`run`.
+
+    Args:
+      **axes: name → values. Each value is a 1-D array-like, a list of per-point values (arrays or
+        pytrees of one shape, which are stacked), or a pytree whose leaves share a leading axis
+        (e.g. a key array from :func:`keys`, or a tuple of stacked parameter arrays). At least one
+        axis; an empty or ``None`` axis raises ``ValueError`` naming it.
+
+    Returns:
+      A dict of the same names whose leaves have the leading axis N = Π len(axis).
     """
     if not axes:
         raise ValueError("grid needs at least one axis")
@@ -174,7 +188,14 @@ def grid(**axes) -> dict[str, Any]:
 
 
 def shape_of(**axes) -> tuple[int, ...]:
-    """The grid's shape (one length per axis), to reshape :func:`run`'s flat results."""
+    """The grid's shape (one length per axis), to reshape :func:`run`'s flat results.
+
+    Args:
+      **axes: the axes given to :func:`grid`.
+
+    Returns:
+      A tuple of ints, the length of each axis in the order given.
+    """
     return tuple(_length(k, _axis(v)) for k, v in axes.items())
 
 
@@ -341,20 +362,26 @@ def run(
     devices=None,
     progress: bool = False,
 ):
-    """Evaluate ``fn(**point, **shared)`` at every point in one jitted call; returns ``fn``'s output
-    pytree with a leading axis of length N (the number of points).
+    """Evaluate ``fn(**point, **shared)`` at every point in one jitted call.
+
+    On a CPU, JAX starts with one device whatever the core count, and one device runs a sweep on
+    about one core. ``jax.config.update("jax_num_cpu_devices", os.cpu_count())`` before the first
+    JAX computation makes one device per core, and the sweep then runs on all of them (see the
+    Sweeps guide).
 
     Args:
       fn: a pure function of the point's named values and the ``shared`` ones. It must be traceable
         (the toolkit's solvers are).
       points: dict name → values with one shared leading axis N (e.g. from :func:`grid`).
-      shared: dict name → values common to every point (the data), passed to the compiled program
-        as arguments and replicated on every device. Pass large arrays here rather than closing over
+      shared: dict name → values common to every point (the data), passed to the compiled program as
+        arguments and replicated on every device. Pass large arrays here rather than closing over
         them: a closed-over array becomes a constant of the program, which XLA may spend seconds
-        constant-folding and which is recompiled for new data.
+        constant-folding and which is recompiled for new data. A name both swept and shared raises
+        ``ValueError``.
       chunk: evaluate ``chunk`` points at a time (``lax.map`` with ``batch_size``) instead of all N
-        at once — same results, bounded memory. None: one ``vmap`` over all points. (On several
-        CPU devices every device takes its points one at a time and ``chunk`` has no effect.)
+        at once — same results, bounded memory. None (default): one ``vmap`` over all points. (On
+        several CPU devices every device takes its points one at a time and ``chunk`` has no
+        effect.)
       devices: devices to shard the point axis over (default ``jax.devices()``; one device may be
         passed bare). With several, N is padded to a multiple of their count by repeating the last
         point, then trimmed, and each device evaluates its block under ``shard_map``. With one, the
@@ -364,13 +391,11 @@ def run(
       progress: show a tqdm bar of points done, advanced from inside the compiled program (one
         ``jax.debug.callback`` per point). Where each device takes its points one at a time (CPU
         devices, ``chunk``) it moves as points finish; a single ``vmap`` finishes them all at once.
-        Compiled separately from the silent program (the first call with it compiles again).
+        Compiled separately from the silent program (the first call with it compiles again). Default
+        False.
 
-    On a CPU, JAX starts with one device whatever the core count, and one device runs a sweep on
-    about one core. ``jax.config.update("jax_num_cpu_devices", os.cpu_count())`` before the first
-    JAX computation makes one device per core, and the sweep then runs on all of them
-    (``make bench``: 1.7–3.5x over 64 separate jitted calls on 2 cores, against 1.0–2.5x with one
-    device; see the Sweeps guide).
+    Returns:
+      ``fn``'s output pytree with a leading axis of length N on every leaf (point i at index i).
 
     Example:
         ```python
@@ -445,4 +470,4 @@ def run(
     return out
 
 
-__all__ = ["AXIS", "grid", "run", "seeds", "shape_of"]
+__all__ = ["AXIS", "grid", "keys", "run", "shape_of"]

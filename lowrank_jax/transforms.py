@@ -28,12 +28,21 @@ from lowrank_jax.linalg import above_rounding, after, spd_solve
 def scale_by_factored_preconditioner(axis_name: str | None = None) -> optax.GradientTransformation:
     """Precondition the gradients of a factor pair ``params = (L, R)`` by the other factor's Gram.
 
-    Shapes: L (n1, r), R (n2, r); ``updates`` = (G_L, G_R) of the same shapes. Stateless; needs
-    ``params`` in ``update``. ``axis_name``: inside ``shard_map`` with L (and G_L) split by rows
-    over that mesh axis and R, G_R replicated, the r × r Gram LᵀL is summed across devices
-    (``psum``) — the only communication the step needs. The update is invariant to the gauge
-    (L, R) → (LQ, RQ⁻ᵀ): it moves X = LRᵀ the same way whatever balanced or unbalanced
-    factorisation represents it.
+        (G_L, G_R) ↦ (G_L (RᵀR)⁻¹,  G_R (LᵀL)⁻¹),
+
+    both from the current factors (simultaneous updates; Tong, Ma, Chi 2021). The update is
+    invariant to the gauge (L, R) → (LQ, RQ⁻ᵀ): it moves X = L Rᵀ the same way whatever balanced or
+    unbalanced factorisation represents it. The solves are :func:`lowrank_jax.linalg.spd_solve`'s.
+
+    Args:
+      axis_name: inside ``shard_map`` with L (and G_L) split by rows over that mesh axis and R, G_R
+        replicated, the r × r Gram LᵀL is summed across devices (``psum``) — the only communication
+        the step needs. Default None: no sharding.
+
+    Returns:
+      A stateless ``optax.GradientTransformation``. Its ``update(updates, state, params)`` takes
+      ``updates`` = (G_L (n1, r), G_R (n2, r)) and needs ``params`` = (L (n1, r), R (n2, r))
+      (without them it raises ``ValueError``).
     """
 
     def init_fn(params):
@@ -53,13 +62,22 @@ def scale_by_factored_preconditioner(axis_name: str | None = None) -> optax.Grad
 
 
 def scaled_gradient(
-    learning_rate: optax.ScalarOrSchedule, axis_name: str | None = None
+    lr: optax.ScalarOrSchedule, axis_name: str | None = None
 ) -> optax.GradientTransformation:
-    """ScaledGD (Tong, Ma, Chi 2021) as an optax optimizer on ``params = (L, R)``:
-    −η · (G_L (RᵀR)⁻¹, G_R (LᵀL)⁻¹).
+    """ScaledGD (Tong, Ma, Chi 2021) as an optax optimizer on ``params = (L, R)``.
 
-    ``learning_rate`` is a number, a (traced) array or an optax schedule. ``axis_name``: see
-    :func:`scale_by_factored_preconditioner` (row-sharded L under ``shard_map``).
+    The update is
+
+        −η · (G_L (RᵀR)⁻¹,  G_R (LᵀL)⁻¹),
+
+    :func:`scale_by_factored_preconditioner` chained with ``optax.scale_by_learning_rate``.
+
+    Args:
+      lr: the step size η: a number, a (traced) array or an optax schedule.
+      axis_name: see :func:`scale_by_factored_preconditioner` (row-sharded L under ``shard_map``).
+
+    Returns:
+      An ``optax.GradientTransformation``; ``update`` needs ``params``.
 
     Example:
         ```python
@@ -84,19 +102,28 @@ def scaled_gradient(
         ```
     """
     return optax.chain(
-        scale_by_factored_preconditioner(axis_name), optax.scale_by_learning_rate(learning_rate)
+        scale_by_factored_preconditioner(axis_name), optax.scale_by_learning_rate(lr)
     )
 
 
-def scaled_gradient_step(params, grads, learning_rate, axis_name: str | None = None):
+def scaled_gradient_step(params, grads, lr, axis_name: str | None = None):
     """One stateless ScaledGD step on (L, R): the building block of the unrolled solvers.
 
-    ``params`` = (L (n1, r), R (n2, r)), ``grads`` = (G_L, G_R) of the same shapes; returns the new
-    (L − η G_L (RᵀR)⁻¹, R − η G_R (LᵀL)⁻¹). Equivalent to ``scaled_gradient(learning_rate)`` with a
-    fresh state; convenient inside ``lax.scan`` where the step size changes from iteration to
-    iteration. ``axis_name``: as in :func:`scale_by_factored_preconditioner`.
+        (L, R) ↦ (L − η G_L (RᵀR)⁻¹,  R − η G_R (LᵀL)⁻¹).
+
+    Equivalent to ``scaled_gradient(lr)`` with a fresh state; convenient inside
+    ``lax.scan`` where the step size changes from iteration to iteration.
+
+    Args:
+      params: the factors (L (n1, r), R (n2, r)).
+      grads: their gradients (G_L, G_R), of the same shapes.
+      lr: the step size η, a number or a (traced) array.
+      axis_name: as in :func:`scale_by_factored_preconditioner`.
+
+    Returns:
+      The new factors (L, R).
     """
-    opt = scaled_gradient(learning_rate, axis_name)
+    opt = scaled_gradient(lr, axis_name)
     updates, _ = opt.update(grads, opt.init(params), params)
     return optax.apply_updates(params, updates)
 
@@ -105,8 +132,12 @@ def scaled_gradient_step(params, grads, learning_rate, axis_name: str | None = N
 
 
 class ProximalState(NamedTuple):
-    """State of :func:`proximal`: the ``inner`` optimizer's state and the step ``count`` (for a
-    scheduled strength)."""
+    """State of :func:`proximal`.
+
+    Attributes:
+      inner: the inner optimizer's state.
+      count: int32 scalar, the number of steps taken (the argument of a scheduled strength).
+    """
 
     inner: optax.OptState
     count: jax.Array  # type: ignore[assignment]  # shadows tuple.count, as in optax's states
@@ -119,25 +150,22 @@ def proximal(
 
         z⁺ = prox_{s_t · g}(z + u_t),   returned as the update z⁺ − z,
 
-    with u_t the inner optimizer's update and s_t = ``strength`` (a number, a traced array — so a
-    ``vmap`` over it sweeps regularisation weights — or an optax schedule of the step count). For
-    the prox-gradient method (Prox-SGD) of F = f + λ g the strength is learning rate × λ::
+    with u_t the inner optimizer's update and s_t = ``strength``. For the prox-gradient method
+    (Prox-SGD) of F = f + λ g the strength is learning rate × λ::
 
         path_prox = lambda model, s: pathnorm.prox_step(model, s, "path")   # lowrank_jax.pathnorm
         opt = proximal(optax.sgd(lr), path_prox, lr * lam)
         opt = proximal(optax.sgd(schedule), path_prox, lambda t: schedule(t) * lam)
 
-    ``prox_fn(params, strength) -> params`` acts on the whole parameter pytree (so it can couple
-    leaves, as the path-norm prox couples two layers). Any inner optimizer works (momentum, Adam —
-    then the prox is a heuristic, the paper's theory covers plain SGD). Exact zeros of the prox stay
-    exact: z + (0 − z) = 0 in floating point. Other values are the prox's up to one rounding
-    (optax's updates are additive: z + (p − z) may differ from p in the last bit), so apply the
-    prox or projection once more where a constraint must hold to the bit. Needs ``params`` in
-    ``update``.
+    Any inner optimizer works (momentum, Adam — then the prox is a heuristic, the paper's theory
+    covers plain SGD). Exact zeros of the prox stay exact: z + (0 − z) = 0 in floating point. Other
+    values are the prox's up to one rounding (optax's updates are additive: z + (p − z) may differ
+    from p in the last bit), so apply the prox or projection once more where a constraint must hold
+    to the bit.
 
-    Returns an ``optax.GradientTransformationExtraArgs``: keyword arguments of ``update`` beyond
-    ``params`` go to the inner optimizer, so one that needs them works too, such as
-    ``optax.polyak_sgd()``, whose step size (f(z) − f*)/‖∇f(z)‖² needs ``value=f(z)``::
+    Keyword arguments of ``update`` beyond ``params`` go to the inner optimizer, so one that needs
+    them works too, such as ``optax.polyak_sgd()``, whose step size (f(z) − f*)/‖∇f(z)‖² needs
+    ``value=f(z)``::
 
         opt = proximal(optax.polyak_sgd(), path_prox, lam)
         updates, state = opt.update(grads, state, params, value=loss)
@@ -147,6 +175,17 @@ def proximal(
     heuristic.) An inner optimizer without extra arguments ignores them
     (``optax.with_extra_args_support``), so ``proximal`` can sit in an ``optax.chain`` next to one
     that takes them.
+
+    Args:
+      optimizer: the inner ``optax.GradientTransformation``.
+      prox_fn: ``prox_fn(params, strength) -> params``, acting on the whole parameter pytree (so it
+        can couple leaves, as the path-norm prox couples two layers).
+      strength: s_t: a number, a traced array (so a ``vmap`` over it sweeps regularisation weights)
+        or an optax schedule of the step count.
+
+    Returns:
+      An ``optax.GradientTransformationExtraArgs`` with state :class:`ProximalState`; ``update``
+      needs ``params`` (without them it raises ``ValueError``).
     """
     inner = optax.with_extra_args_support(optimizer)
 
@@ -169,11 +208,21 @@ def proximal(
 
 
 def projected(optimizer: optax.GradientTransformation, project_fn) -> optax.GradientTransformation:
-    """Projected steps: z⁺ = Π(z + u_t) with u_t the inner optimizer's update and
-    ``project_fn(params) -> params`` a projection (onto a convex set, or a rank constraint as in
-    lifted PGD). The :func:`proximal` wrapper with a strength-free prox, since a projection is the
-    prox of an indicator. The new iterate is Π(z + u_t) up to one rounding (see :func:`proximal`): a
-    box constraint may be exceeded in the last bit."""
+    """Projected steps z⁺ = Π(z + u_t), u_t the inner optimizer's update.
+
+    The :func:`proximal` wrapper with a strength-free prox, since a projection is the prox of an
+    indicator. The new iterate is Π(z + u_t) up to one rounding (see :func:`proximal`): a box
+    constraint may be exceeded in the last bit.
+
+    Args:
+      optimizer: the inner ``optax.GradientTransformation``.
+      project_fn: ``project_fn(params) -> params``, a projection (onto a convex set, or a rank
+        constraint as in lifted PGD).
+
+    Returns:
+      An ``optax.GradientTransformationExtraArgs`` as :func:`proximal`'s; ``update`` needs
+      ``params``.
+    """
     return proximal(optimizer, lambda params, _: project_fn(params), 0.0)
 
 
@@ -181,16 +230,18 @@ def projected(optimizer: optax.GradientTransformation, project_fn) -> optax.Grad
 
 
 def newton_direction(H, g, damping=0.0, *, size=None):
-    """(H + damping·I)⁻¹ g for a symmetric (d, d) H: Cholesky when it is positive definite, LU when
-    it is indefinite and non-singular, else the pseudo-inverse from the eigendecomposition
-    H + damping·I = V diag(μ) Vᵀ, Σ_{|μ_i| > τ} v_i v_iᵀ g / μ_i with τ = size·ε·max|μ| (the
-    minimum-norm least-squares direction of a numerically singular H).
+    """(H + damping·I)⁻¹ g for a symmetric H, with a pseudo-inverse where H is numerically singular.
 
-    ``size`` (a number; default d) sets how much rounding H may carry. d·ε is the cut-off
-    of ``numpy.linalg.matrix_rank`` for a matrix known to working precision. An H formed by sums of
-    n terms, such as AᵀDA for an A of n rows, carries more: about √n·ε·‖H‖ per entry (the typical
-    error of an n-term sum), so up to d·√n·ε·‖H‖ in its eigenvalues, and a caller that formed it
-    should pass ``size = linalg.gram_rounding_size(d, n)`` = d·√n.
+    Cholesky when H + damping·I is positive definite, LU when it is indefinite and non-singular,
+    else the pseudo-inverse from the eigendecomposition H + damping·I = V diag(μ) Vᵀ,
+    Σ_{|μ_i| > τ} v_i v_iᵀ g / μ_i with τ = size·ε·max|μ| (the minimum-norm least-squares direction
+    of a numerically singular H).
+
+    ``size`` sets how much rounding H may carry. d·ε is the cut-off of ``numpy.linalg.matrix_rank``
+    for a matrix known to working precision. An H formed by sums of n terms, such as AᵀDA for an A
+    of n rows, carries more: about √n·ε·‖H‖ per entry (the typical error of an n-term sum), so up to
+    d·√n·ε·‖H‖ in its eigenvalues, and a caller that formed it should pass
+    ``size = linalg.gram_rounding_size(d, n)`` = d·√n.
 
     A positive semi-definite but numerically singular H — the Hessian of ½(p₁ + p₂)², or AᵀDA for an
     A without full column rank — may pass Cholesky with a pivot of rounding size or fail it by a
@@ -220,12 +271,15 @@ def newton_direction(H, g, damping=0.0, *, size=None):
     it), so an iteration built on it sees the failure in its iterate.
 
     Args:
-      H: (d, d) symmetric. g: (d,). damping: λ ≥ 0, a number or traced scalar; a concrete negative
-        or NaN λ raises ``ValueError`` naming ``damping``, a traced one gives a NaN direction.
-      size: the rounding allowance above; a Python number or array, not differentiated.
+      H: (d, d) symmetric matrix; another shape raises ``ValueError`` naming ``H``.
+      g: (d,) vector; another shape raises ``ValueError`` naming ``g``.
+      damping: λ ≥ 0, a number or traced scalar (default 0); a concrete negative or NaN λ raises
+        ``ValueError`` naming ``damping``, a traced one gives a NaN direction.
+      size: the rounding allowance above, a Python number or array, not differentiated; default d.
+
     Returns:
-      (d,) the direction, in the result dtype of H and g (integers in the default float, half
-      precision in float32). Other shapes raise ``ValueError`` naming H or g.
+      The direction, a (d,) array in the result dtype of H and g (integers in the default float,
+      half precision in float32).
 
     Example:
         ```python
@@ -237,7 +291,8 @@ def newton_direction(H, g, damping=0.0, *, size=None):
         print(transforms.newton_direction(H, g, 0.5))     # [0.4, -2.0]: (H + 0.5 I)⁻¹ g
         bad = H.at[0, 1].set(jnp.nan)
         print(jnp.isnan(transforms.newton_direction(bad, g)).all())   # True: the NaN shows
-        ```"""
+        ```
+    """
     H, g = jnp.asarray(H), jnp.asarray(g)
     if H.ndim != 2 or H.shape[0] != H.shape[1]:
         raise ValueError(f"H must be a square (d, d) matrix, got shape {tuple(H.shape)}")
@@ -327,9 +382,15 @@ def _direction_jvp(primals, tangents):
 
 
 class NewtonState(NamedTuple):
-    """State of :func:`newton`: the curvature returned by the last ``hessian_fn`` call and the
-    auxiliary output of the last ``solve`` (None when the solve returns Δ alone). Before the first
-    update both are the placeholders that ``init`` builds (same structure, shapes and dtypes)."""
+    """State of :func:`newton`.
+
+    Before the first update both fields are the placeholders that ``init`` builds (same structure,
+    shapes and dtypes as later).
+
+    Attributes:
+      curvature: the curvature returned by the last ``hessian_fn`` call.
+      aux: the auxiliary output of the last ``solve`` (None when the solve returns Δ alone).
+    """
 
     curvature: Any
     aux: Any
@@ -338,15 +399,23 @@ class NewtonState(NamedTuple):
 def newton(
     hessian_fn, damping=0.0, *, solve=None, init_curvature=None, init_aux=None
 ) -> optax.GradientTransformationExtraArgs:
-    """Newton's method as an optax transformation: the update is −Δ with
+    """Newton's method as an optax transformation: the update is −Δ, where (H + damping·I) Δ = g.
 
         (H + damping·I) Δ = g,   H = hessian_fn(params, **extra_args),  g = the incoming updates,
 
-    i.e. −(∇²f(x) + λI)⁻¹ ∇f(x) when g = ∇f(x) and H = ∇²f(x).
+    i.e. −(∇²f(x) + λI)⁻¹ ∇f(x) when g = ∇f(x) and H = ∇²f(x). ``update`` writes the state and does
+    not read it (to reuse the curvature, pass ``state.curvature`` back as an extra argument). Chain
+    with ``optax.scale`` (or a line search) for damped steps. To refresh the Hessian only every
+    other step, pass the step count and the previous curvature to ``hessian_fn``::
+
+        hessian_fn = lambda p, *, k, previous: jax.lax.cond(
+            k % 2 == 0, lambda: hessian_at(p), lambda: previous
+        )
+        updates, state = opt.update(g, state, params, k=k, previous=state.curvature)
 
     Args:
-      hessian_fn: ``hessian_fn(params, **extra_args) -> curvature``. By default the curvature is
-        the (d, d) Hessian of the parameters flattened with ``jax.flatten_util.ravel_pytree`` (any
+      hessian_fn: ``hessian_fn(params, **extra_args) -> curvature``. By default the curvature is the
+        (d, d) Hessian of the parameters flattened with ``jax.flatten_util.ravel_pytree`` (any
         pytree of d numbers), e.g. ``jax.hessian`` of the flattened loss or a closed form. With a
         custom ``solve`` it is any pytree that ``solve`` understands (a factorisation, a sketch, the
         pieces of a structured Hessian). The keyword arguments given to ``update`` (optax's
@@ -361,17 +430,15 @@ def newton(
         otherwise recompute) is kept in the state. Default :func:`newton_direction` (Cholesky; LU
         for an indefinite H; the eigendecomposition's pseudo-inverse for a numerically singular
         one), no aux.
-      init_curvature, init_aux: ``params -> pytree``: the placeholders that ``init`` puts in the
-        state. They must have the structure, shapes and dtypes of what ``hessian_fn`` and ``solve``
-        return, so that the state can be the carry of ``lax.scan`` / ``while_loop``. Defaults:
-        zeros (d, d) in the parameters' dtype, and None.
+      init_curvature: ``params -> pytree``: the curvature placeholder that ``init`` puts in the
+        state, with the structure, shapes and dtypes of what ``hessian_fn`` returns, so that the
+        state can be the carry of ``lax.scan`` / ``while_loop``. Default: zeros (d, d) in the
+        parameters' dtype.
+      init_aux: ``params -> pytree``: the same for ``solve``'s aux. Default: None.
 
-    State: :class:`NewtonState` ``(curvature, aux)`` of the last update; ``update`` only writes it
-    (to reuse the curvature, pass ``state.curvature`` back as an extra argument). Needs ``params``
-    in ``update``. Chain with ``optax.scale`` (or a line search) for damped steps. To refresh the
-    Hessian only every other step, give ``hessian_fn(p, *, k, previous)`` returning
-    ``jax.lax.cond(k % 2 == 0, lambda: <the Hessian at p>, lambda: previous)`` and call
-    ``opt.update(g, state, params, k=k, previous=state.curvature)``.
+    Returns:
+      An ``optax.GradientTransformationExtraArgs`` with state :class:`NewtonState`; ``update`` needs
+      ``params`` (without them it raises ``ValueError``).
 
     Example:
         ```python

@@ -82,3 +82,32 @@ def test_the_example_runs_and_prints_finite_numbers(name, i, src):
     assert not re.search(r"\b(nan|inf)\b", printed, re.I), (
         f"the example of {name} printed:\n{printed}"
     )
+
+
+# Words that tell a story about earlier versions or past measurements rather than what is true now.
+HISTORY = re.compile(
+    r"\b(first version|earlier version|used to|no longer|re-?run on|as before|previously|"
+    r"was slower|replaces? an? (?:earlier|old))\b",
+    re.I,
+)
+
+
+def _sections(doc: str) -> set[str]:
+    return set(re.findall(r"^(Args|Returns|Attributes|Yields|Raises|Example):\s*$", doc, re.M))
+
+
+@pytest.mark.parametrize("name, obj", _public_objects(), ids=[n for n, _ in _public_objects()])
+def test_the_docstring_has_the_one_form(name, obj):
+    """Summary line, then sections: ``Args:`` for a function with parameters and ``Returns:``,
+    ``Attributes:`` or ``Args:`` for a class; no narration of history."""
+    doc = inspect.getdoc(obj)
+    assert doc and doc.strip().splitlines()[0].strip(), f"{name} has no docstring"
+    sections = _sections(doc)
+    if inspect.isclass(obj):
+        assert sections & {"Attributes", "Args"}, f"{name}: no Attributes: or Args: section"
+    else:
+        params = [p for p in inspect.signature(obj).parameters if p not in ("self", "cls")]
+        if params:
+            assert "Args" in sections, f"{name}: no Args: section"
+        assert sections & {"Returns", "Yields"}, f"{name}: no Returns: section"
+    assert not HISTORY.search(doc), f"{name} narrates history: {HISTORY.search(doc).group(0)!r}"

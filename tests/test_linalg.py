@@ -647,13 +647,16 @@ def test_no_two_lapack_kernels_of_a_vmapped_solver_can_run_at_once():
     Y = rdata.rpca_problem(jax.random.key(0), 40, 40, 2, 0.1).Y
     zeta, eta = jnp.full(4, 0.5), jnp.full(3, 0.5)
     rng = np.random.default_rng(0)
-    Xs, ys = jnp.asarray(rng.standard_normal((60, 12)), jnp.float32), jnp.arange(12) % 2
+    Xs, ys = jnp.asarray(rng.standard_normal((60, 12)).T, jnp.float32), jnp.arange(12) % 2
     A = jnp.asarray(rng.standard_normal((4, 80, 6)), jnp.float32)
     programs = {
-        "scaledgd": (jax.vmap(lambda a: rpca.scaledgd(Y, 2, a, max_iter=3).X), (jnp.full(4, 0.1),)),
+        "scaledgd": (
+            jax.vmap(lambda a: rpca.scaledgd(Y, 2, a, tol=None, max_iter=3).X),
+            (jnp.full(4, 0.1),),
+        ),
         "lrpca": (jax.vmap(lambda s: rpca.lrpca(Y, 2, s * zeta, eta).X), (jnp.ones(4),)),
         "sdl.fit": (
-            jax.vmap(lambda lam: sdl.fit(Xs, ys, 2, lam=lam, max_iter=3).theta),
+            jax.vmap(lambda lam: sdl.fit(Xs, ys, 2, lam=lam, max_iter=3, tol=None).theta),
             (jnp.full(4, 1e-2),),
         ),
         "truncated_svd": (jax.vmap(lambda a: linalg.truncated_svd(a, 2)), (A,)),
@@ -687,7 +690,14 @@ def test_no_two_lapack_kernels_of_a_vmapped_solver_can_run_at_once():
             jax.vmap(
                 lambda w: (
                     rg.newton_solve(
-                        A[0] / 10, jnp.full(80, 1 / 80), w, jnp.zeros(6), "exp", method, max_iter=2
+                        A[0] / 10,
+                        jnp.full(80, 1 / 80),
+                        w,
+                        jnp.zeros(6),
+                        "exp",
+                        method,
+                        max_iter=2,
+                        tol=None,
                     ).x
                 )
             ),

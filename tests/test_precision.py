@@ -69,7 +69,7 @@ def _other_cases():
     rng = np.random.default_rng(0)
     A = jnp.asarray(rng.standard_normal((60, 4)) / 8, jnp.float32)
     b = jnp.asarray(rng.dirichlet(np.ones(60)), jnp.float32)
-    Xs = rng.standard_normal((30, 12)).astype(np.float32) / 5
+    Xs = rng.standard_normal((30, 12)).astype(np.float32).T / 5  # 12 samples × 30 features
     ys = np.arange(12) % 2
     M = rng.standard_normal((10, 2))
     Sigma = (M @ M.T + np.eye(10)).astype(np.float32)
@@ -117,7 +117,7 @@ def _other_cases():
         "sdl.fit (BCD)": lambda: sdl.fit(Xs, ys, 2, max_iter=3, solver="bcd").theta,
         "sdl.predict_proba (supervised)": lambda: sdl.predict_proba(m, Xs, coding="supervised"),
         "covariance.decompose": lambda: (
-            cv.decompose(Sigma, 2, hidden=(8,), max_iter=3, rel_tol=None, key=jax.random.key(0)).M
+            cv.decompose(Sigma, 2, hidden=(8,), max_iter=3, tol=None, key=jax.random.key(0)).M
         ),
         "covariance.ialm": lambda: cv.ialm(Sigma, max_iter=3).L,
         "covariance.rpca_gd": lambda: cv.rpca_gd(Sigma, 2, max_iter=3).L,

@@ -28,7 +28,7 @@ def test_grid_is_the_cartesian_product_first_axis_slowest():
     got = np.stack([np.asarray(pts["a"]), np.asarray(pts["b"]), np.asarray(pts["c"])], 1)
     np.testing.assert_allclose(got, expect)
     assert sweep.shape_of(a=a, b=b, c=c) == (3, 2, 2)
-    keys = sweep.grid(x=[1.0, 2.0], key=sweep.seeds(0, 3))["key"]
+    keys = sweep.grid(x=[1.0, 2.0], key=sweep.keys(0, 3))["key"]
     assert keys.shape == (6,)
     # the key axis cycles fastest: points 0 and 3 share the first key
     assert np.array_equal(jax.random.key_data(keys[0]), jax.random.key_data(keys[3]))
@@ -60,7 +60,7 @@ def test_one_cpu_device_hint_is_given_once_and_only_when_devices_is_left_out(mon
 
 
 def test_run_equals_loop_chunked_or_not():
-    pts = sweep.grid(a=jnp.linspace(0, 1, 5), key=sweep.seeds(1, 3))
+    pts = sweep.grid(a=jnp.linspace(0, 1, 5), key=sweep.keys(1, 3))
 
     def f(a, key):
         return {"v": a * jax.random.normal(key, (4,)), "s": jnp.sin(a)}
@@ -301,18 +301,18 @@ def test_sweep_pathnorm_lambda_lr(x64):
     _assert_close(out, _loop(f, pts), 1e-10, 1e-14)
 
 
-def test_sweep_sdl_xi_lambda_step():
+def test_sweep_sdl_xi_lambda_lr():
     from lowrank_jax import sdl
 
     rng = np.random.default_rng(1)
-    X = rng.standard_normal((40, 24)).astype(np.float32) / 6
+    X = rng.standard_normal((40, 24)).astype(np.float32).T / 6  # 24 samples × 40 features
     y = np.arange(24) % 2
     pts = sweep.grid(
-        xi=jnp.array([0.1, 1.0]), lam=jnp.array([1e-3, 1e-2]), step=jnp.array([0.2, 0.4])
+        xi=jnp.array([0.1, 1.0]), lam=jnp.array([1e-3, 1e-2]), lr=jnp.array([0.2, 0.4])
     )
 
-    def f(xi, lam, step):
-        return sdl.fit(X, y, 2, xi=xi, lam=lam, step=step, max_iter=30).theta
+    def f(xi, lam, lr):
+        return sdl.fit(X, y, 2, xi=xi, lam=lam, lr=lr, max_iter=30, tol=None).theta
 
     # θ's entries reach 1.8; a batched float32 program on a GPU rounds differently from the single
     # runs, up to 5.6e-6 on entries near 0 (an H200), hence the absolute tolerance.
@@ -338,7 +338,7 @@ def test_sweep_covariance_lr_eps(x64):
             eps=eps,
             lr=lr,
             max_iter=40,
-            rel_tol=None,
+            tol=None,
             key=jax.random.key(0),
         )
         return r.M, r.loss
@@ -374,7 +374,7 @@ def test_a_diverging_point_reports_diverged_in_the_sweep_and_raises_with_throw(
                 optimizer="gd",
                 lr=lr,
                 max_iter=30,
-                rel_tol=None,
+                tol=None,
                 key=jax.random.key(0),
                 throw=throw,
             )
@@ -396,14 +396,14 @@ def test_a_diverging_point_reports_diverged_in_the_sweep_and_raises_with_throw(
         from lowrank_jax import sdl
 
         rng = np.random.default_rng(1)
-        X = rng.standard_normal((40, 12)).astype(np.float32)
+        X = rng.standard_normal((40, 12)).astype(np.float32).T  # 12 samples × 40 features
         y = np.arange(12) % 2
-        pts = {"step": jnp.array([0.2, 100.0])}
+        pts = {"lr": jnp.array([0.2, 100.0])}
 
-        def f(step, throw=True):
-            return sdl.fit(X / 6, y, 2, step=step, max_iter=20, throw=throw)
+        def f(lr, throw=True):
+            return sdl.fit(X / 6, y, 2, lr=lr, max_iter=20, tol=None, throw=throw)
 
-        field, match = "theta", "step"
+        field, match = "theta", "lr is too large"
     elif family == "pathnorm":
         from lowrank_jax import pathnorm
 
@@ -588,23 +588,22 @@ def test_a_list_of_numpy_scalars_or_single_keys_is_one_axis():
     np.testing.assert_allclose(draws, [jax.random.normal(k) for k in keys], rtol=1e-6)
 
 
-def test_seeds_refuses_a_bad_count_or_seed_by_name():
-    """seeds(0, -1) failed with "MLIRError: invalid tensor dimension size"; a count or seed that is
-    not an integer is now refused by name. Valid ones give count distinct keys, a traced seed
-    too."""
-    keys = sweep.seeds(np.int64(0), 3)
+def test_keys_refuses_a_bad_count_or_key_by_name():
+    """A count that is not an integer ≥ 1, or a key that is neither a key nor an integer seed, is
+    refused by name. Valid ones give count distinct keys, a traced seed too."""
+    keys = sweep.keys(np.int64(0), 3)
     assert keys.shape == (3,)
-    np.testing.assert_array_equal(jax.random.key_data(keys), jax.random.key_data(sweep.seeds(0, 3)))
+    np.testing.assert_array_equal(jax.random.key_data(keys), jax.random.key_data(sweep.keys(0, 3)))
     assert len({tuple(np.asarray(jax.random.key_data(k))) for k in keys}) == 3
     np.testing.assert_array_equal(
-        jax.random.key_data(jax.jit(lambda s: sweep.seeds(s, 3))(0)), jax.random.key_data(keys)
+        jax.random.key_data(jax.jit(lambda s: sweep.keys(s, 3))(0)), jax.random.key_data(keys)
     )
     for count in (-1, 0, 2.0, True):
         with pytest.raises(ValueError, match="count"):
-            sweep.seeds(0, count)
+            sweep.keys(0, count)
     for seed in (1.5, "0", True):
         with pytest.raises(TypeError, match="seed"):
-            sweep.seeds(seed, 2)
+            sweep.keys(seed, 2)
 
 
 def test_compiled_bar_sums_counts_takes_the_largest_done_and_stops_at_the_total(recorded_bars):

@@ -7,7 +7,12 @@ import pathlib
 
 
 def data_dir() -> pathlib.Path:
-    """``$LOWRANK_JAX_DATA`` if set, else ``data/`` at the repository root (where ``make data``
-    writes)."""
+    """The folder the real-data loaders read: ``$LOWRANK_JAX_DATA`` if set, else ``data/``.
+
+    ``make data`` writes to ``data/`` at the repository root.
+
+    Returns:
+      A ``pathlib.Path`` (the folder may not exist).
+    """
     env = os.environ.get("LOWRANK_JAX_DATA")
     return pathlib.Path(env) if env else pathlib.Path(__file__).resolve().parents[2] / "data"

@@ -17,7 +17,15 @@ from lowrank_jax.prox import top_fraction_count
 
 
 class RPCAProblem(NamedTuple):
-    """Y = X + S with X = L Rᵀ of rank r and S sparse."""
+    """A robust-PCA instance Y = X + S with X = L Rᵀ of rank r and S sparse.
+
+    Attributes:
+      Y: (n1, n2) observation.
+      X: (n1, n2) low-rank ground truth X⋆ = L Rᵀ.
+      S: (n1, n2) sparse outliers S⋆.
+      L: (n1, r) left factor L⋆.
+      R: (n2, r) right factor R⋆.
+    """
 
     Y: jax.Array  # (n1, n2) observation
     X: jax.Array  # (n1, n2) low-rank ground truth X⋆
@@ -66,16 +74,28 @@ def _outlier_count(alpha, size: int, dtype):
 def random_support(
     key: jax.Array | int, shape: tuple[int, int], alpha, *, exact: bool = True, dtype=jnp.float32
 ) -> jax.Array:
-    """Boolean mask of outlier positions, a fraction ``alpha`` ∈ [0, 1] of all entries of a 2-D
-    shape.
+    """Boolean mask of outlier positions, a fraction ``alpha`` of all entries of a 2-D shape.
 
     ``exact=True``: exactly m = ⌊α n1 n2⌋ positions drawn uniformly without replacement (the
     authors' ``randperm(n1*n2)[:m]``), as the m smallest of i.i.d. uniform keys; the rare exact ties
-    at the cut-off are broken by position. This avoids ``jax.random.permutation``, which costs
-    ~0.8 s for 10⁶ entries on CPU, and finds the m-th smallest key by bisection (about 30 counting
-    passes). m is exact for a concrete α; for a traced one see the rounding note of
-    ``_outlier_count``. ``exact=False``: every entry independently with probability α (the count is
-    Binomial(n1 n2, α)); cheapest inside training loops.
+    at the cut-off are broken by position. The m-th smallest key is found by bisection (about 30
+    counting passes), without ``jax.random.permutation``, which is slow on a CPU for large shapes. m
+    is exact for a concrete α; a traced α is counted by :func:`lowrank_jax.prox.top_fraction_count`,
+    which in float32 can exceed ⌊α n1 n2⌋ by one when α n1 n2 is above about 10⁵ and its fractional
+    part is within 8 ulp · α n1 n2 of the next integer. ``exact=False``: every entry independently
+    with probability α (the count is Binomial(n1 n2, α)); cheapest inside training loops.
+
+    Args:
+      key: a ``jax.random`` key or an integer seed.
+      shape: (n1, n2), two positive integers (anything else raises ``ValueError``).
+      alpha: the fraction α ∈ [0, 1], a Python, NumPy or JAX scalar (traced under ``vmap``). A
+        concrete value outside [0, 1], NaN or an array raises ``ValueError`` naming ``alpha``.
+      exact: True (default) for exactly ⌊α n1 n2⌋ positions, False for independent draws.
+      dtype: the floating dtype of the uniform keys (at least float32 is drawn) and of a traced α's
+        count; default float32.
+
+    Returns:
+      A boolean (n1, n2) array.
     """
     if len(shape) != 2 or any(
         isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1 for d in shape
@@ -93,8 +113,8 @@ def _draw_support(key, level, *, shape, exact, dtype):
     """random_support's draw as one program; ``level`` is the count m (exact) or α (Bernoulli).
 
     The keys are drawn in at least float32 whatever ``dtype``: bfloat16 keys take 128 values in
-    [0, 1), ties at the cut-off were the rule, and breaking them by position put 91 % of a 0.2 %
-    support into the first quarter of the rows (float16 keys: 24 % there, against 25 %)."""
+    [0, 1), so ties at the cut-off would be the rule, and breaking them by position would crowd the
+    support into the first rows."""
     u = jax.random.uniform(key, shape, jnp.promote_types(dtype, jnp.float32))
     if not exact:
         return u < level
@@ -109,8 +129,7 @@ def _smallest(u, m):
     as their values: ``c`` = the least pattern with #{bits(u) <= c} >= m, the bracket lo < c <= hi
     halving per counting pass (about 30 passes for uniform float32 keys in [0, 1)). The general
     ``kth_largest`` needs fewer passes but a much larger program, whose compilation a generator
-    called once per size pays every time (``rpca_problem`` at 1000 × 1000 compiled in 2.9 s with it,
-    1.0 s with this, on a 2-core CPU).
+    called once per size pays every time.
     """
     itype = {2: jnp.int16, 4: jnp.int32, 8: jnp.int64}[u.dtype.itemsize]
     bits = jax.lax.bitcast_convert_type(u, itype)
@@ -141,21 +160,29 @@ def rpca_problem(
     exact_support: bool = True,
     dtype=jnp.float32,
 ) -> RPCAProblem:
-    """The LRPCA paper's synthetic instance (Appendix C.1), with the outlier scale of its code.
+    """The LRPCA paper's synthetic instance (Cai, Liu, Yin 2021, App. C.1), outliers as in its code.
 
     X⋆ = L⋆R⋆ᵀ with L⋆ ∈ R^{n1×r}, R⋆ ∈ R^{n2×r} i.i.d. N(0, 1/n1) and N(0, 1/n2) (the paper's
     N(0, 1/n) for square problems); the support of S⋆ is a uniformly drawn fraction ``alpha`` of all
     entries (see :func:`random_support`); its values are i.i.d. U[−c, c] with
     c = ``outlier_scale`` · mean|X⋆_ij|. The printed paper says U[−E[X⋆_ij], E[X⋆_ij]], which is
-    zero-width for centred factors; the authors' code uses mean|X⋆| (the project's LRPCA note
-    §11.2), which makes the outliers small (≈ ‖X⋆‖_∞/10). Raise ``outlier_scale`` for larger
-    outliers.
+    zero-width for centred factors; the authors' code uses mean|X⋆|, which makes the outliers small
+    (≈ ‖X⋆‖_∞/10). Raise ``outlier_scale`` for larger outliers.
 
-    ``alpha`` and ``outlier_scale`` may be traced (``vmap`` over them); sizes are static.
-    ``exact_support``: exactly ⌊α n1 n2⌋ outliers (the code's ``randperm``), else each entry
-    independently with probability α (:func:`random_support`'s ``exact``). ``dtype`` of the arrays.
+    Args:
+      key: a ``jax.random`` key or an integer seed.
+      n1: the number of rows, an integer ≥ 1 (static).
+      n2: the number of columns, an integer ≥ 1 (static).
+      rank: r, an integer with 1 ≤ r ≤ min(n1, n2) (static).
+      alpha: the outlier fraction α ∈ [0, 1], a scalar; may be traced (``vmap`` over it).
+      outlier_scale: the multiple of mean|X⋆_ij| that bounds the outliers, finite and ≥ 0 (default
+        1.0); may be traced.
+      exact_support: True (default) for exactly ⌊α n1 n2⌋ outliers (the code's ``randperm``), False
+        for each entry independently with probability α (:func:`random_support`'s ``exact``).
+      dtype: the floating dtype of the arrays (default float32).
 
-    Returns an :class:`RPCAProblem` (Y, X, S, L, R).
+    Returns:
+      An :class:`RPCAProblem` (Y, X, S, L, R).
     """
     # Sizes as Python ints: a concrete 0-d integer array (jnp.int32(5)) is an integer too.
     n1, n2, rank = (

@@ -23,23 +23,35 @@ VTEST_SHA256 = "45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf
 class Video(NamedTuple):
     """A grey-scale video as a matrix, for background/foreground separation by Robust PCA.
 
-    ``M`` (pixels, frames) float32 in [0, 1], column j = frame j raster-scanned;
-    ``frame_shape`` (height, width); ``fps`` of the kept frames."""
+    Attributes:
+      M: (pixels, frames) float32 array in [0, 1]; column j is frame j, raster-scanned.
+      frame_shape: (height, width) of a frame.
+      fps: frames per second of the kept frames.
+    """
 
     M: np.ndarray
     frame_shape: tuple[int, int]
     fps: float
 
     def frames(self, X=None) -> np.ndarray:
-        """(frames, height, width) view of ``X`` (default ``M``), e.g. a background X or outliers
-        S."""
+        """The frames of ``X`` as images, e.g. of a background X or of outliers S.
+
+        Args:
+          X: a (pixels, frames) array; default ``M``.
+
+        Returns:
+          A (frames, height, width) NumPy array.
+        """
         X = self.M if X is None else np.asarray(X)
         return X.T.reshape((X.shape[1],) + self.frame_shape)
 
 
 def vtest_path() -> pathlib.Path:
-    """OpenCV's ``vtest.avi`` in the data folder, as ``make data`` extracts it from Debian
-    opencv-doc (it may be absent)."""
+    """Where OpenCV's ``vtest.avi`` lies in the data folder (as ``make data`` extracts it).
+
+    Returns:
+      The path ``data_dir() / "vtest.avi"``; the file may be absent.
+    """
     return data_dir() / "vtest.avi"
 
 
@@ -68,15 +80,24 @@ def load_vtest(
 ) -> Video:
     """Grey, down-sampled frames of ``vtest.avi`` as a (pixels, frames) matrix.
 
+    Frames start, start + step, start + 2·step, ... are kept, ``frames`` of them (all by default).
+
     Args:
-      scale: resize factor per side (area averaging); 0.25 gives 144 × 192 frames (27 648 pixels),
-        the paper's "down-sample by 4" (Table 2 setting).
-      start, frames, step: keep frames start, start + step, ... (``frames`` of them; all by
-        default).
+      scale: resize factor per side (area averaging), a number in (0, 1]; 0.25 (default) gives
+        144 × 192 frames (27 648 pixels), the paper's "down-sample by 4" (Table 2 setting).
+      start: the first frame kept, an integer ≥ 0 (default 0).
+      frames: the number of frames kept, an integer ≥ 1, or None (default) for all to the end.
+      step: keep every ``step``-th frame, an integer ≥ 1 (default 1).
       path: the clip (default :func:`vtest_path`).
-      check_hash: verify the file's SHA-256 against the Debian package's copy.
+      check_hash: verify the file's SHA-256 against the Debian package's copy (default True).
+
+    Returns:
+      A :class:`Video` with M of shape (height · width, kept frames) and
+      fps = the clip's fps / step.
 
     Raises:
+      ValueError: an argument outside its range, a file that is not the expected clip, or no frame
+        decoded (``start`` past the end).
       FileNotFoundError: the clip is absent (run ``make data``).
       ImportError: the decoder (``opencv-python-headless``) is not installed (run ``make data``).
     """
