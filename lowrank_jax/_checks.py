@@ -642,12 +642,15 @@ class Hyper(Arg):
         lower = None if self.low in (None, 0) else self.low
         if lower is None and self.high is None:
             return arr
-        ok_low = (lambda v: v > lower) if self.low_open else (lambda v: v >= lower)
-        ok_high = (lambda v: v < self.high) if self.high_open else (lambda v: v <= self.high)
 
         def ok(v):
-            good = ok_low(v) if lower is not None else v == v
-            return good & ok_high(v) if self.high is not None else good
+            """True where v lies in the range (NaN and the sign at 0 were checked by as_hyper)."""
+            good = True
+            if lower is not None:
+                good = (v > lower) if self.low_open else (v >= lower)
+            if self.high is not None:
+                good = good & ((v < self.high) if self.high_open else (v <= self.high))
+            return good
 
         if is_concrete(arr):
             val = np.asarray(arr)
