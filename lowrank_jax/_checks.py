@@ -711,7 +711,8 @@ class Rule:
     it evaluates on concrete and traced values alike. When every argument in ``uses`` is concrete a
     failure raises ``ValueError(message.format(**args))``; otherwise the argument ``poison`` (a
     floating array) becomes NaN where the rule fails, so the run reports INVALID. A rule whose
-    ``poison`` is None must only use static arguments."""
+    ``poison`` is None holds for concrete arguments only: where one is traced nothing is checked,
+    and the function's docstring says what such a value does."""
 
     def __init__(self, pred, message: str, *, uses: tuple[str, ...], poison: str | None = None):
         self.pred, self.message, self.uses, self.poison = pred, message, uses, poison
@@ -768,6 +769,17 @@ def any_nan(*hypers) -> jax.Array:
     turn such entries into NaN. The solvers pass this as the loop's ``invalid`` flag."""
     leaves = [jnp.any(jnp.isnan(h)) for h in jax.tree.leaves(hypers) if h is not None]
     return jnp.any(jnp.stack(leaves)) if leaves else jnp.zeros((), bool)
+
+
+def when_concrete(fn, *xs):
+    """``fn(*xs)`` evaluated eagerly when every leaf of ``xs`` holds values, else ``None``: for a
+    check that can only be made on a result (a warning about what a run returned, say), which a
+    traced result cannot support. The one place, with :class:`Rule` and :class:`Hyper`, where
+    "concrete or traced" is decided; family code calls this instead of branching itself."""
+    if not all(is_concrete(x) for x in jax.tree.leaves(xs)):
+        return None
+    with jax.ensure_compile_time_eval():
+        return fn(*xs)
 
 
 class Message(str):

@@ -918,3 +918,19 @@ def test_a_call_that_does_not_bind_raises_pythons_own_error():
     assert solve(1, 2, max_iter=np.int64(4)) == 4
     with pytest.raises(ValueError, match="max_iter must be an integer >= 1"):
         solve(1, 2, max_iter=0)
+
+
+def test_when_concrete_runs_on_values_and_skips_tracers():
+    seen = []
+
+    def count(x):
+        seen.append(int(jnp.count_nonzero(x)))
+        return seen[-1]
+
+    x = jnp.array([0.0, 1.0, 2.0])
+    assert _checks.when_concrete(count, x) == 2
+    # under jit the argument is a tracer: fn is not called, nothing is returned
+    assert jax.jit(lambda v: jnp.asarray(_checks.when_concrete(count, v) is None))(x)
+    # a concrete value closed over inside a caller's jit is still evaluated, eagerly
+    jax.jit(lambda v: v + (_checks.when_concrete(count, x) or 0))(x)
+    assert seen == [2, 2]

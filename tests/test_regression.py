@@ -1560,7 +1560,7 @@ def test_sampled_gram_refuses_scores_of_the_wrong_length_and_an_unknown_method()
     scores = jnp.concatenate([jnp.zeros(200), jnp.ones(50)])
     with pytest.raises(ValueError, match="scores must have length 200"):
         sketch.sampled_gram(0, A, jnp.ones(200), 100, scores=scores)
-    with pytest.raises(ValueError, match="method must be 'approx' or 'exact'"):
+    with pytest.raises(ValueError, match="method must be one of 'approx', 'exact'"):
         sketch.sampled_gram(0, A, jnp.ones(200), 100, method="qr", scores=jnp.ones(200))
 
 

@@ -61,6 +61,97 @@ class RowSparse(eqx.Module):
         )
 
 
+def _row_sparse(A: RowSparse, name: str) -> RowSparse:
+    """A :class:`RowSparse` checked and in its compute dtype: cols and vals of one (n, q) shape,
+    real finite values (:func:`lowrank_jax._checks.as_matrix`: half precision and integers become
+    float32 / the default float), column indices in [0, num_cols) (:data:`_COLUMNS`)."""
+    if A.cols.shape != A.vals.shape or A.cols.ndim != 2:
+        raise ValueError(
+            f"{name}: RowSparse cols and vals must be (n, q) arrays of one shape, got "
+            f"{A.cols.shape} and {A.vals.shape}"
+        )
+    vals = _checks.as_matrix(A.vals, name, min_rows=0)
+    _COLUMNS.apply({"cols": A.cols, "num_cols": A.num_cols, "name": name})
+    return A if vals is A.vals else RowSparse(A.cols, vals, A.num_cols)
+
+
+def _columns_message(a) -> str:
+    """The column indices of a RowSparse lie outside [0, num_cols)."""
+    cols = np.asarray(a["cols"])
+    return (
+        f"{a['name']}: RowSparse column indices must lie in [0, {a['num_cols']}), got "
+        f"{cols.min()}..{cols.max()}"
+    )
+
+
+# matvec's gather clamps a column index past the end onto the last column while rmatvec's scatter
+# drops it: the two products of one matrix would disagree. Checked where the indices are concrete.
+_COLUMNS = _checks.Rule(
+    lambda a: (
+        (jnp.min(a["cols"], initial=0) >= 0) & (jnp.max(a["cols"], initial=0) < a["num_cols"])
+    ),
+    _checks.Message(_columns_message),
+    uses=("cols",),
+)
+
+
+def _row_layout(A, name: str) -> RowSparse:
+    """The :class:`RowSparse` of a concrete 2-D ``BCOO``: its non-zeros sorted by row, each row
+    padded to the longest."""
+    idx, val = np.asarray(A.indices), np.asarray(A.data)
+    _checks._require_real_numbers(val.dtype, name)  # a complex matrix lost its imaginary part
+    if not np.all(np.isfinite(val)):
+        raise ValueError(f"{name} has non-finite entries (NaN or inf)")
+    n, d = A.shape
+    keep = (idx[:, 0] < n) & (idx[:, 1] < d)  # BCOO pads with out-of-range indices
+    idx, val = idx[keep], val[keep]
+    order = np.lexsort((idx[:, 1], idx[:, 0]))
+    idx, val = idx[order], val[order]
+    counts = np.bincount(idx[:, 0], minlength=n)
+    q = max(int(counts.max(initial=0)), 1)
+    slot = np.arange(len(idx)) - np.repeat(np.cumsum(counts) - counts, counts)
+    cols = np.zeros((n, q), np.int32)
+    vals = np.zeros((n, q), _checks.compute_dtype(val.dtype))
+    cols[idx[:, 0], slot] = idx[:, 1]
+    vals[idx[:, 0], slot] = val
+    return RowSparse(jnp.asarray(cols), jnp.asarray(vals), d)
+
+
+def convert(A, name: str = "A", args=None):
+    """A design in the form the solvers take (the conversion of :func:`as_design`, usable as
+    ``_checks.Convert(convert)``): a :class:`RowSparse` checked, a ``BCOO`` or ``scipy.sparse``
+    matrix as a :class:`RowSparse`, anything else a checked dense 2-D float array. ``args`` (the
+    arguments of a declared function) is not used."""
+    del args
+    if isinstance(A, RowSparse):
+        return _row_sparse(A, name)
+    sparse: types.ModuleType | None
+    try:
+        from jax.experimental import sparse
+    except ImportError:  # pragma: no cover
+        sparse = None
+    if (
+        sparse is not None and hasattr(A, "tocoo") and hasattr(A, "toarray")
+    ):  # scipy.sparse: its BCOO
+        A = sparse.BCOO.from_scipy_sparse(A)
+    if sparse is not None and isinstance(A, sparse.BCOO):
+        if A.ndim != 2 or A.n_batch or A.n_dense:
+            raise ValueError(f"{name} must be a 2-D BCOO matrix without batch or dense dimensions")
+        layout = _checks.when_concrete(lambda B: _row_layout(B, name), A)
+        if layout is None:
+            raise ValueError(
+                f"convert {name} with regression.as_design(A) outside jit: the row layout "
+                "needs concrete indices"
+            )
+        return layout
+    return _checks.as_matrix(A, name)
+
+
+# The design argument ``A`` of every public function of the family.
+DESIGN = _checks.Convert(convert)
+
+
+@_checks.validate(A=_checks.Convert(lambda v, _, args: convert(v, args["name"])))
 def as_design(A, name: str = "A"):
     """A design in the form the solvers take: a checked dense array or a :class:`RowSparse`.
 
@@ -77,59 +168,7 @@ def as_design(A, name: str = "A"):
     Returns:
       The (n, d) dense array or :class:`RowSparse`.
     """
-    if isinstance(A, RowSparse):
-        if A.cols.shape != A.vals.shape or A.cols.ndim != 2:
-            raise ValueError(
-                f"{name}: RowSparse cols and vals must be (n, q) arrays of one shape, got "
-                f"{A.cols.shape} and {A.vals.shape}"
-            )
-        _checks._require_real_numbers(A.vals.dtype, name)
-        if _checks.is_concrete(A.vals) and _checks.is_concrete(A.cols):
-            cols, vals = np.asarray(A.cols), np.asarray(A.vals)
-            if not np.all(np.isfinite(vals)):
-                raise ValueError(f"{name} has non-finite entries (NaN or inf)")
-            if cols.size and (cols.min() < 0 or cols.max() >= A.num_cols):
-                raise ValueError(
-                    f"{name}: RowSparse column indices must lie in [0, {A.num_cols}), got "
-                    f"{cols.min()}..{cols.max()}"
-                )
-        dtype = _checks.compute_dtype(A.vals.dtype)  # float16 reached LAPACK and failed there
-        return A if dtype == A.vals.dtype else RowSparse(A.cols, A.vals.astype(dtype), A.num_cols)
-    sparse: types.ModuleType | None
-    try:
-        from jax.experimental import sparse
-    except ImportError:  # pragma: no cover
-        sparse = None
-    if (
-        sparse is not None and hasattr(A, "tocoo") and hasattr(A, "toarray")
-    ):  # scipy.sparse: its BCOO
-        A = sparse.BCOO.from_scipy_sparse(A)
-    if sparse is not None and isinstance(A, sparse.BCOO):
-        if A.ndim != 2 or A.n_batch or A.n_dense:
-            raise ValueError(f"{name} must be a 2-D BCOO matrix without batch or dense dimensions")
-        if not _checks.is_concrete(A.data):
-            raise ValueError(
-                f"convert {name} with regression.as_design(A) outside jit: the row layout "
-                "needs concrete indices"
-            )
-        idx, val = np.asarray(A.indices), np.asarray(A.data)
-        _checks._require_real_numbers(val.dtype, name)  # a complex matrix lost its imaginary part
-        if not np.all(np.isfinite(val)):
-            raise ValueError(f"{name} has non-finite entries (NaN or inf)")
-        n, d = A.shape
-        keep = (idx[:, 0] < n) & (idx[:, 1] < d)  # BCOO pads with out-of-range indices
-        idx, val = idx[keep], val[keep]
-        order = np.lexsort((idx[:, 1], idx[:, 0]))
-        idx, val = idx[order], val[order]
-        counts = np.bincount(idx[:, 0], minlength=n)
-        q = max(int(counts.max(initial=0)), 1)
-        slot = np.arange(len(idx)) - np.repeat(np.cumsum(counts) - counts, counts)
-        cols = np.zeros((n, q), np.int32)
-        vals = np.zeros((n, q), _checks.compute_dtype(val.dtype))
-        cols[idx[:, 0], slot] = idx[:, 1]
-        vals[idx[:, 0], slot] = val
-        return RowSparse(jnp.asarray(cols), jnp.asarray(vals), d)
-    return _checks.as_matrix(A, name)
+    return A
 
 
 def shape(A):
@@ -161,23 +200,36 @@ def nnz(A) -> int:
     )
 
 
-def _check_inner(A, x, what: str) -> None:
-    if x.ndim < 1 or x.shape[0] != A.shape[1]:
-        raise ValueError(
-            f"{what}: A has {A.shape[1]} columns but the vector/matrix has shape {tuple(x.shape)}"
-        )
+def _inner(what: str, arg: str) -> _checks.Rule:
+    """The rule that ``arg`` has one row per column of ``A`` (its first axis; shapes only)."""
+    return _checks.Rule(
+        lambda a: jnp.ndim(a[arg]) >= 1 and jnp.shape(a[arg])[0] == a["A"].shape[1],
+        _checks.Message(
+            lambda a: (
+                f"{what}: A has {a['A'].shape[1]} columns but the vector/matrix has shape "
+                f"{tuple(jnp.shape(a[arg]))}"
+            )
+        ),
+        uses=(),
+    )
 
 
-def _check_outer(A, v, what: str, name: str) -> None:
-    """``v`` must be a vector with one entry per row of A (a length-1 vector broadcast silently)."""
-    shape = tuple(jnp.shape(v))
-    if len(shape) != 1 or shape[0] != A.shape[0]:
-        raise ValueError(
-            f"{what}: A has {A.shape[0]} rows but {name} has shape {shape} (a vector of length "
-            f"{A.shape[0]} is needed)"
-        )
+def _outer(what: str, arg: str) -> _checks.Rule:
+    """The rule that ``arg`` is a vector with one entry per row of ``A`` (a length-1 vector would
+    broadcast silently; shapes only)."""
+    return _checks.Rule(
+        lambda a: jnp.shape(a[arg]) == (a["A"].shape[0],),
+        _checks.Message(
+            lambda a: (
+                f"{what}: A has {a['A'].shape[0]} rows but {arg} has shape "
+                f"{tuple(jnp.shape(a[arg]))} (a vector of length {a['A'].shape[0]} is needed)"
+            )
+        ),
+        uses=(),
+    )
 
 
+@_checks.validate(_inner("matvec", "x"))
 def matvec(A, x):
     """The product A x.
 
@@ -188,12 +240,12 @@ def matvec(A, x):
     Returns:
       (n,) array A x.
     """
-    _check_inner(A, x, "matvec")
     if isinstance(A, RowSparse):
         return jnp.sum(A.vals * x[A.cols], axis=1)
     return A @ x
 
 
+@_checks.validate(_inner("matmat", "X"))
 def matmat(A, X):
     """The product A X.
 
@@ -204,12 +256,12 @@ def matmat(A, X):
     Returns:
       (n, t) array A X.
     """
-    _check_inner(A, X, "matmat")
     if isinstance(A, RowSparse):
         return jnp.einsum("nq,nqt->nt", A.vals, X[A.cols])
     return A @ X
 
 
+@_checks.validate(_outer("rmatvec", "y"))
 def rmatvec(A, y):
     """The product Aᵀ y.
 
@@ -220,7 +272,6 @@ def rmatvec(A, y):
     Returns:
       (d,) array Aᵀ y.
     """
-    _check_outer(A, y, "rmatvec", "y")
     if isinstance(A, RowSparse):
         terms = A.vals * y[:, None]  # the buffer in the promoted dtype, as the dense product's
         return jnp.zeros(A.num_cols, terms.dtype).at[A.cols].add(terms)
@@ -229,6 +280,7 @@ def rmatvec(A, y):
     return jnp.sum(A * y[:, None], axis=0)
 
 
+@_checks.validate(_outer("gram", "s"))
 def gram(A, s):
     """The weighted Gram matrix Aᵀ diag(s) A = Σ_i s_i a_i a_iᵀ over the rows a_i of A.
 
@@ -239,7 +291,6 @@ def gram(A, s):
     Returns:
       (d, d) array Aᵀ diag(s) A.
     """
-    _check_outer(A, s, "gram", "s")
     if isinstance(A, RowSparse):
         outer = (s[:, None, None] * A.vals[:, :, None]) * A.vals[:, None, :]
         d = A.num_cols
@@ -295,6 +346,7 @@ def take_rows(A, idx):
     return A[idx]
 
 
+@_checks.validate(key=_checks.Key(), k=_checks.Count())
 def count_sketch(key, A, row_scale, k: int):
     """A CountSketch S diag(row_scale) A of the rows of A, in O(nnz(A)).
 

@@ -60,6 +60,76 @@ def _uv(kind: str, z):
     raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
 
+# The arguments of a problem (A, b, w, x), declared once for every public function that takes one
+# (:func:`lowrank_jax._checks.validate`): ``kind`` one of :data:`KINDS`, A a design
+# (:func:`lowrank_jax.regression.design.as_design`), b and x real vectors in A's dtype whose lengths
+# are the rules of :func:`length`, w non-negative (:func:`weights`).
+KIND = _checks.Choice(*KINDS)
+VECTOR = _checks.Hyper(ndim=1, low=None, dtype_of="A")
+
+
+def weights(value, name: str, args: dict) -> jax.Array:
+    """The regulariser's weights w ≥ 0 in A's dtype: a scalar for every row, or one per row of A
+    (``args["A"]``). A scalar stays a scalar: every formula takes w through w∘z and w², which
+    broadcast, and a concrete w stays concrete for the rules that follow."""
+    n = args["A"].shape[0]
+    w = _checks.as_hyper(value, name, dtype=args["A"].dtype)
+    if w.shape not in ((), (n,)):
+        raise ValueError(
+            f"{name} must be a scalar or have length n = {n}, got shape {tuple(w.shape)}"
+        )
+    return w
+
+
+WEIGHTS = _checks.Convert(weights)
+
+
+def length(arg: str, axis: int, label: str | None = None) -> _checks.Rule:
+    """The rule that the vector ``arg`` (when given) has one entry per row (``axis`` 0) or column
+    (``axis`` 1) of A, named in its message as ``arg`` or as the argument ``label`` holds. Shapes
+    only: checked on traced arguments too."""
+    size, of = ("n", "rows") if axis == 0 else ("d", "columns")
+
+    def message(a) -> str:
+        name = a[label] if label else arg
+        return (
+            f"{name} must have length {size} = {a['A'].shape[axis]} ({of} of A), got "
+            f"{a[arg].shape[0]}"
+        )
+
+    return _checks.Rule(
+        lambda a: a[arg] is None or a[arg].shape[0] == a["A"].shape[axis],
+        _checks.Message(message),
+        uses=(),
+    )
+
+
+def problem(x: str | None = "x", *, with_w: bool = True):
+    """The declaration of a problem's arguments: (rules, specs) for ``kind``, ``A``, ``b``, ``w``
+    (unless ``with_w`` is False) and the point named ``x`` (None: no point)."""
+    specs: dict[str, _checks.Arg] = {"kind": KIND, "A": design.DESIGN, "b": VECTOR}
+    if with_w:
+        specs["w"] = WEIGHTS
+    rules = [length("b", 0)]
+    if x is not None:
+        specs[x] = VECTOR
+        rules.append(length(x, 1))
+    return tuple(rules), specs
+
+
+_PROBLEM_RULES, _PROBLEM = problem()
+_CURVE_RULES, _CURVE = problem(with_w=False)
+
+
+@_checks.validate(
+    length("b", 0),
+    length("x", 1, label="x_name"),
+    kind=KIND,
+    A=design.DESIGN,
+    b=VECTOR,
+    w=WEIGHTS,
+    x=_checks.Convert(lambda v, _, a: VECTOR.check(v, a["x_name"], a), optional=True),
+)
 def check_problem(A, b, w, x=None, *, kind: str = "exp", x_name: str = "x"):
     """Validate a problem (A, b, w[, x]) at the public boundary and bring it to one form.
 
@@ -73,32 +143,16 @@ def check_problem(A, b, w, x=None, *, kind: str = "exp", x_name: str = "x"):
       w: (n,) non-negative weights, or a scalar for every row.
       x: (d,) point (default None: not checked).
       kind: "exp" (default), "cosh" or "sinh".
-      x_name: the caller's name for x in the messages (default "x"; ``newton_solve``'s start is
-        ``x0``).
+      x_name: the caller's name for x in the messages (default "x").
 
     Returns:
       (A, b, w, x): A from :func:`lowrank_jax.regression.design.as_design`, b (n,), w broadcast to
       (n,), and x (d,) or None, all in A's float dtype.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    A = design.as_design(A, "A")
-    n, d = A.shape
-    b = _checks.as_hyper(b, "b", ndim=1, nonnegative=False, dtype=A.dtype)
-    if b.shape[0] != n:
-        raise ValueError(f"b must have length n = {n} (rows of A), got {b.shape[0]}")
-    w = _checks.as_hyper(w, "w", dtype=A.dtype)
-    if w.ndim == 0:
-        w = jnp.full((n,), w)
-    if w.shape != (n,):
-        raise ValueError(f"w must be a scalar or have length n = {n}, got shape {tuple(w.shape)}")
-    if x is not None:
-        x = _checks.as_hyper(x, x_name, ndim=1, nonnegative=False, dtype=A.dtype)
-        if x.shape[0] != d:
-            raise ValueError(f"{x_name} must have length d = {d} (columns of A), got {x.shape[0]}")
-    return A, b, w, x
+    return A, b, jnp.broadcast_to(w, (A.shape[0],)), x
 
 
+@_checks.validate(n=_checks.Count())
 def overflow_limit(dtype, n: int) -> float:
     """The largest ‖Ax‖_∞ at which the loss, gradient and Hessian stay finite (with margin).
 
@@ -116,37 +170,55 @@ def overflow_limit(dtype, n: int) -> float:
     return 0.5 * math.log(float(jnp.finfo(dtype).max)) - math.log(n + 1.0)
 
 
-def _refuse_overflow(out, z, what: str):
-    """Raise ``ValueError`` naming the rows of Ax (or, where Ax is in range, the scale of A, b or w)
-    when ``out`` and ``z`` = Ax are concrete and ``out`` is not finite; return ``out`` otherwise. A
-    boundary check of a solver's input (``newton_solve``'s start); the plain functions of this
-    module return the inf/NaN instead (module docstring)."""
-    leaves = jax.tree.leaves(out)
-    if all(_checks.is_concrete(o) for o in leaves) and _checks.is_concrete(z):
-        if all(np.all(np.isfinite(np.asarray(o))) for o in leaves):
-            return out
-        zz = np.abs(np.asarray(z))
-        limit = overflow_limit(zz.dtype, zz.shape[-1])
-        rows = np.nonzero(zz > limit)[-1]
-        if not rows.size:  # Ax is within range: the size of A (in AᵀDA), b or w overflowed
-            raise ValueError(
-                f"{what} overflows in {zz.dtype} although |Ax| ≤ {zz.max():.1f} is within the safe "
-                f"{limit:.1f}: the entries of A, b or w are too large for the dtype (rescale them"
-                + (")" if zz.dtype == np.float64 else ", or use float64)")
-            )
-        raise ValueError(
-            f"{what} overflows in {zz.dtype}: |Ax| reaches {zz.max():.1f}, beyond the safe "
-            f"{limit:.1f} at rows {rows[:10].tolist()}{' …' if rows.size > 10 else ''} "
-            f"({rows.size} rows). "
-            + (
-                "Rescale A or x."
-                if zz.dtype == np.float64
-                else "Pass A, b and x as float64 (x64 is on) or rescale A or x."
-                if jax.config.jax_enable_x64  # type: ignore[attr-defined]
-                else "Use float64 (jax.config.update('jax_enable_x64', True)) or rescale A or x."
-            )
+def _numpy_matvec(A, x) -> np.ndarray:
+    """A x in NumPy, for the messages of rules (formatted outside any trace, from concrete
+    arguments)."""
+    x = np.asarray(x)
+    if isinstance(A, design.RowSparse):
+        return np.sum(np.asarray(A.vals) * x[np.asarray(A.cols)], axis=1)
+    return np.asarray(A) @ x
+
+
+def _overflow_message(z, what: str) -> str:
+    """Why ``what`` is not finite: the rows of z = Ax beyond :func:`overflow_limit` or, where Ax is
+    in range, the scale of A, b or w."""
+    zz = np.abs(np.asarray(z))
+    limit = overflow_limit(zz.dtype, zz.shape[-1])
+    rows = np.nonzero(zz > limit)[-1]
+    if not rows.size:  # Ax is within range: the size of A (in AᵀDA), b or w overflowed
+        return (
+            f"{what} overflows in {zz.dtype} although |Ax| ≤ {zz.max():.1f} is within the safe "
+            f"{limit:.1f}: the entries of A, b or w are too large for the dtype (rescale them"
+            + (")" if zz.dtype == np.float64 else ", or use float64)")
         )
-    return out
+    return (
+        f"{what} overflows in {zz.dtype}: |Ax| reaches {zz.max():.1f}, beyond the safe "
+        f"{limit:.1f} at rows {rows[:10].tolist()}{' …' if rows.size > 10 else ''} "
+        f"({rows.size} rows). "
+        + (
+            "Rescale A or x."
+            if zz.dtype == np.float64
+            else "Pass A, b and x as float64 (x64 is on) or rescale A or x."
+            if jax.config.jax_enable_x64  # type: ignore[attr-defined]
+            else "Use float64 (jax.config.update('jax_enable_x64', True)) or rescale A or x."
+        )
+    )
+
+
+def finite_loss(x: str) -> _checks.Rule:
+    """The rule that the loss at the point ``x`` (with the arguments ``A``, ``b``, ``w``, ``kind``)
+    is finite: a solver's start. Concrete, a start whose loss overflows raises ``ValueError`` naming
+    the rows of Ax beyond the safe limit (or the scale of A, b or w); traced, the start becomes NaN
+    and the run reports DIVERGED at its first step. The plain functions of this module return the
+    inf/NaN instead (module docstring)."""
+    return _checks.Rule(
+        lambda a: jnp.isfinite(_loss(a[x], a["A"], a["b"], a["w"], a["kind"])[0]),
+        _checks.Message(
+            lambda a: _overflow_message(_numpy_matvec(a["A"], a[x]), f"the loss at {x}")
+        ),
+        uses=("A", "b", "w", x),
+        poison=x,
+    )
 
 
 class Parts(eqx.Module):
@@ -167,10 +239,9 @@ class Parts(eqx.Module):
     c: jax.Array
 
 
+@_checks.validate(*_CURVE_RULES, **_CURVE)
 def parts(x, A, b, kind: str = "exp") -> Parts:
     """The pieces of the loss at x: z = Ax, u(z), v(z) = u′(z), α = ⟨u, 1⟩ and c = u − α b.
-
-    No argument checks (the functions that take a problem make them; see :func:`check_problem`).
 
     Args:
       x: (d,) point.
@@ -181,6 +252,10 @@ def parts(x, A, b, kind: str = "exp") -> Parts:
     Returns:
       :class:`Parts` at x.
     """
+    return _parts(x, A, b, kind)
+
+
+def _parts(x, A, b, kind: str) -> Parts:
     return parts_from_z(design.matvec(A, x), b, kind)
 
 
@@ -222,17 +297,17 @@ def _gradient_at(p: Parts, A, b, w):
 
 
 def _loss(x, A, b, w, kind) -> tuple[jax.Array, jax.Array]:
-    p = parts(x, A, b, kind)
+    p = _parts(x, A, b, kind)
     return _loss_at(p, w), p.z
 
 
 def _gradient(x, A, b, w, kind):
-    p = parts(x, A, b, kind)
+    p = _parts(x, A, b, kind)
     return _gradient_at(p, A, b, w), p.z
 
 
 def _hessian(x, A, b, w, kind):
-    p = parts(x, A, b, kind)
+    p = _parts(x, A, b, kind)
     return _hessian_at(p, A, b, w), p.z
 
 
@@ -263,6 +338,7 @@ def _hessian_at(p: Parts, A, b, w):
     )
 
 
+@_checks.validate(*_PROBLEM_RULES, **_PROBLEM)
 def loss(x, A, b, w, kind: str = "exp"):
     """The rescaled hyperbolic regression loss at x.
 
@@ -281,10 +357,10 @@ def loss(x, A, b, w, kind: str = "exp"):
     Returns:
       Scalar L(x) (inf/NaN where u(Ax) overflows; see :func:`overflow_limit`).
     """
-    A, b, w, x = check_problem(A, b, w, x, kind=kind)
     return _loss(x, A, b, w, kind)[0]
 
 
+@_checks.validate(*_PROBLEM_RULES, **_PROBLEM)
 def gradient(x, A, b, w, kind: str = "exp"):
     """The closed-form gradient of the loss at x.
 
@@ -302,10 +378,10 @@ def gradient(x, A, b, w, kind: str = "exp"):
     Returns:
       (d,) array ∇L(x).
     """
-    A, b, w, x = check_problem(A, b, w, x, kind=kind)
     return _gradient(x, A, b, w, kind)[0]
 
 
+@_checks.validate(*_PROBLEM_RULES, **_PROBLEM)
 def hessian(x, A, b, w, kind: str = "exp"):
     """The closed-form Hessian of the loss at x, assembled in O(n d²) without n × n matrices.
 
@@ -337,10 +413,10 @@ def hessian(x, A, b, w, kind: str = "exp"):
         print(jnp.max(jnp.abs(H - H_ad)) / jnp.max(jnp.abs(H)))   # ≈ 1e-7: float32 rounding
         ```
     """
-    A, b, w, x = check_problem(A, b, w, x, kind=kind)
     return _hessian(x, A, b, w, kind)[0]
 
 
+@_checks.validate(*_PROBLEM_RULES, **_PROBLEM)
 def diagonal_curvature(x, A, b, w, kind: str = "exp"):
     """The diagonal curvature D = B_diag + W² of Algorithm 1, line 5, at x.
 
@@ -358,11 +434,11 @@ def diagonal_curvature(x, A, b, w, kind: str = "exp"):
     Returns:
       (n,) array D.
     """
-    A, b, w, x = check_problem(A, b, w, x, kind=kind)
-    p = parts(x, A, b, kind)
+    p = _parts(x, A, b, kind)
     return _b_diag(p, b) + w * w
 
 
+@_checks.validate(*_CURVE_RULES, **_CURVE)
 def curvature_split(x, A, b, kind: str = "exp"):
     """The split B = B_rank + diag(B_diag) of the loss's curvature at x (Def. C.2, v-based).
 
@@ -380,8 +456,7 @@ def curvature_split(x, A, b, kind: str = "exp"):
     Returns:
       (B_rank, B_diag): an (n, n) and an (n,) array.
     """
-    A, b, _, x = check_problem(A, b, 0.0, x, kind=kind)
-    p = parts(x, A, b, kind)
+    p = _parts(x, A, b, kind)
     vb = p.v * b
     B_rank = -jnp.outer(p.v, vb) - jnp.outer(vb, p.v) + jnp.dot(b, b) * jnp.outer(p.v, p.v)
     return B_rank, _b_diag(p, b)
@@ -390,16 +465,18 @@ def curvature_split(x, A, b, kind: str = "exp"):
 # -- the theorem's quantities ---------------------------------------------------------------------
 
 
-def _require_full_column_rank_shape(A, what: str):
-    """The theorem (Lemma C.4) needs σ_min(A) > 0, hence n ≥ d: refuse a wide A by name."""
-    n, d = A.shape
-    if n < d:
-        raise ValueError(
-            f"{what}: the theorem needs n >= d (A of full column rank, σ_min(A) > 0), got A of "
-            f"shape {(n, d)}"
-        )
+def full_column_rank(what: str) -> _checks.Rule:
+    """The theorem (Lemma C.4) needs σ_min(A) > 0, hence n ≥ d: the rule that refuses a wide A by
+    name (shapes only)."""
+    return _checks.Rule(
+        lambda a: a["A"].shape[0] >= a["A"].shape[1],
+        what + ": the theorem needs n >= d (A of full column rank, σ_min(A) > 0), got A of "
+        "shape {A.shape}",
+        uses=(),
+    )
 
 
+@_checks.validate(*_CURVE_RULES, full_column_rank("radius_R0"), **_CURVE)
 def radius_R0(x, A, b, kind: str = "exp"):
     """The radius R₀ of Lemma C.3 at x, which enters the weight rule of Lemma C.4.
 
@@ -418,9 +495,7 @@ def radius_R0(x, A, b, kind: str = "exp"):
     Returns:
       Scalar R₀ ≥ 1.
     """
-    A, b, _, x = check_problem(A, b, 0.0, x, kind=kind)
-    _require_full_column_rank_shape(A, "radius_R0")
-    p = parts(x, A, b, kind)
+    p = _parts(x, A, b, kind)
     return jnp.max(
         jnp.stack(
             [
@@ -434,6 +509,7 @@ def radius_R0(x, A, b, kind: str = "exp"):
     )
 
 
+@_checks.validate(full_column_rank("sigma_min"), A=design.DESIGN)
 def sigma_min(A):
     """The smallest singular value σ_min(A), 0 where A is rank-deficient to working precision.
 
@@ -448,13 +524,17 @@ def sigma_min(A):
     Returns:
       Scalar σ_min(A) ≥ 0.
     """
-    A = design.as_design(A, "A")
-    _require_full_column_rank_shape(A, "sigma_min")
     dense = A.todense() if isinstance(A, design.RowSparse) else A
     s = jnp.linalg.svd(dense, compute_uv=False)
     return jnp.where(linalg.above_rounding(s, max(dense.shape))[-1], s[-1], 0.0)
 
 
+@_checks.validate(
+    _checks.Rule(lambda a: a["part"] in (1, 2), "part must be 1 or 2, got {part}", uses=()),
+    R0=_checks.Hyper(low=1),
+    l=_checks.Hyper(low=0, low_open=True),
+    sigma=_checks.Hyper(low=0, low_open=True),
+)
 def weight_rule(R0, l, sigma, *, part: int = 1):
     """The regularisation weight w of Lemma C.4, which makes the loss l-strongly convex.
 
@@ -464,7 +544,7 @@ def weight_rule(R0, l, sigma, *, part: int = 1):
     The paper's other printed versions of the condition (w_i instead of w_i², or 100 + l/σ²) are
     not used. The rule takes no A, so it cannot see n < d itself; there σ_min(A) = 0, ``sigma = 0``
     is refused here and :func:`sigma_min` refuses the wide A. R0, l and sigma may be scalars or
-    arrays that broadcast; traced (under ``vmap``) they are not checked.
+    arrays that broadcast; traced (under ``vmap``), an entry out of range makes its w NaN.
 
     Args:
       R0: R₀ ≥ 1 (:func:`radius_R0`).
@@ -475,19 +555,11 @@ def weight_rule(R0, l, sigma, *, part: int = 1):
     Returns:
       The weight w (scalar, or the broadcast shape), the same for every row.
     """
-    c = {1: 10.0, 2: 200.0}.get(part)
-    if c is None:
-        raise ValueError(f"part must be 1 or 2, got {part}")
-    R0 = _checks.as_hyper(R0, "R0")
-    if _checks.is_concrete(R0) and not np.all(np.asarray(R0) >= 1):
-        raise ValueError(
-            f"R0 must be >= 1 (R₀ = max{{‖u‖, ‖v‖, ‖b‖, ‖c‖, 1}}, Lemma C.3), got {np.asarray(R0)}"
-        )
-    l = _checks.as_hyper(l, "l", positive=True)
-    sigma = _checks.as_hyper(sigma, "sigma", positive=True)
+    c = {1: 10.0, 2: 200.0}[part]
     return jnp.sqrt(c * R0**4 + l / sigma**2)
 
 
+@_checks.validate(*_PROBLEM_RULES, full_column_rank("psd_certificate"), **_PROBLEM)
 def psd_certificate(x, A, b, w, kind: str = "exp"):
     """The smallest eigenvalue λ_min(∇²L(x)) of the Hessian, 0 where it is within rounding of 0.
 
@@ -509,8 +581,6 @@ def psd_certificate(x, A, b, w, kind: str = "exp"):
     Returns:
       Scalar λ_min(∇²L(x)) (0 within rounding of 0, NaN for an overflowed Hessian).
     """
-    A, b, w, x = check_problem(A, b, w, x, kind=kind)
-    _require_full_column_rank_shape(A, "psd_certificate")
     H, _ = _hessian(x, A, b, w, kind)
     lam = jnp.linalg.eigvalsh(H)
     n, d = A.shape
@@ -521,12 +591,32 @@ def psd_certificate(x, A, b, w, kind: str = "exp"):
     return jnp.where(jnp.all(jnp.isfinite(H)), certified, jnp.nan)
 
 
+# H̃ and H of the relative spectrum: real square matrices of one shape, H positive definite (a
+# concrete H that is not is refused by name; a traced one becomes NaN, and so does the spectrum).
+_SPECTRUM_RULES = (
+    _checks.Rule(
+        lambda a: a["H"].shape[0] == a["H"].shape[1] and a["H_approx"].shape == a["H"].shape,
+        "H and H_approx must be square matrices of one shape, got {H.shape} and {H_approx.shape}",
+        uses=(),
+    ),
+    _checks.Rule(
+        lambda a: jnp.all(jnp.isfinite(jnp.linalg.cholesky(a["H"]))),
+        "H must be symmetric positive definite (its Cholesky factorisation failed)",
+        uses=("H",),
+        poison="H",
+    ),
+)
+_SPECTRUM = {"H_approx": _checks.Matrix(), "H": _checks.Matrix()}
+
+
+@_checks.validate(*_SPECTRUM_RULES, **_SPECTRUM)
 def relative_spectrum(H_approx, H):
     """The eigenvalues of H^{-1/2} H̃ H^{-1/2}: the spectrum of H̃ measured in H's metric.
 
     H̃ is an ε₀-approximation of H ≻ 0, (1 − ε₀) H ⪯ H̃ ⪯ (1 + ε₀) H (Def. 6.2), iff they lie in
     [1 − ε₀, 1 + ε₀]. Computed as the eigenvalues of L⁻¹ H̃ L⁻ᵀ with H = L Lᵀ. An H that is not
-    positive definite (its Cholesky factor NaN) is refused by name when concrete.
+    positive definite (its Cholesky factor NaN) is refused by name when concrete, and gives NaN
+    when traced.
 
     Args:
       H_approx: (d, d) symmetric approximation H̃.
@@ -535,25 +625,16 @@ def relative_spectrum(H_approx, H):
     Returns:
       (d,) array of the eigenvalues, ascending.
     """
-    with _checks.eager_if_concrete(
-        H_approx, H
-    ):  # closed-over NumPy H stays checkable in a caller's jit
-        H_approx, H = jnp.asarray(H_approx), jnp.asarray(H)
-    if H.ndim != 2 or H.shape[0] != H.shape[1] or H_approx.shape != H.shape:
-        raise ValueError(
-            f"H and H_approx must be square matrices of one shape, got {H.shape} and "
-            f"{H_approx.shape}"
-        )
-    with _checks.eager_if_concrete(H):
-        L = jnp.linalg.cholesky(H)
-    if _checks.is_concrete(L) and not np.all(np.isfinite(np.asarray(L))):
-        raise ValueError(
-            "H must be symmetric positive definite (its Cholesky factorisation failed)"
-        )
+    return _relative_spectrum(H_approx, H)
+
+
+def _relative_spectrum(H_approx, H):
+    L = jnp.linalg.cholesky(H)
     Li = jax.scipy.linalg.solve_triangular(L, jnp.eye(H.shape[0], dtype=H.dtype), lower=True)
     return jnp.linalg.eigvalsh(Li @ H_approx @ Li.T)
 
 
+@_checks.validate(*_SPECTRUM_RULES, **_SPECTRUM)
 def approximation_error(H_approx, H):
     """The ε₀ of Def. 6.2: the least ε₀ with (1 − ε₀) H ⪯ H̃ ⪯ (1 + ε₀) H.
 
@@ -568,27 +649,72 @@ def approximation_error(H_approx, H):
     Returns:
       Scalar ε₀ ≥ 0.
     """
-    return jnp.max(jnp.abs(relative_spectrum(H_approx, H) - 1.0))
+    return _approximation_error(H_approx, H)
+
+
+def _approximation_error(H_approx, H):
+    """ε₀ without argument checks (NaN for an H that is not positive definite)."""
+    return jnp.max(jnp.abs(_relative_spectrum(H_approx, H) - 1.0))
 
 
 # -- the in-context-learning corollary (Appendix E, Corollary F.2) --------------------------------
 
 
-def _icl_step(x_t, x_next, A, b, A_next, kind):
-    """Validated (A, b, x_t, x_next, A_next) of a step (x_t, A) → (x_next, A_next); A_next defaults
-    to A."""
-    A, b, _, x_t = check_problem(A, b, 0.0, x_t, kind=kind)
-    x_next = _checks.as_hyper(x_next, "x_next", ndim=1, nonnegative=False, dtype=A.dtype)
-    if x_next.shape != x_t.shape:
-        raise ValueError(f"x_next must have the shape of x_t {x_t.shape}, got {x_next.shape}")
-    if A_next is None:
-        return A, b, x_t, x_next, A
-    A_next = design.as_design(A_next, "A_next")
-    if A_next.shape != A.shape:
-        raise ValueError(f"A_next must have the shape of A {A.shape}, got {A_next.shape}")
-    return A, b, x_t, x_next, A_next
+# A step (x_t, A) → (x_next, A_next): x_next of x_t's shape, A_next (default None: A) of A's.
+_STEP_RULES = (
+    length("b", 0),
+    length("x_t", 1),
+    _checks.Rule(
+        lambda a: a["x_next"].shape == a["x_t"].shape,
+        "x_next must have the shape of x_t {x_t.shape}, got {x_next.shape}",
+        uses=(),
+    ),
+    _checks.Rule(
+        lambda a: a["A_next"] is None or a["A_next"].shape == a["A"].shape,
+        "A_next must have the shape of A {A.shape}, got {A_next.shape}",
+        uses=(),
+    ),
+)
+_STEP = {
+    "A": design.DESIGN,
+    "b": VECTOR,
+    "x_t": VECTOR,
+    "x_next": VECTOR,
+    "A_next": _checks.Convert(design.convert, optional=True),
+}
 
 
+def _alpha_is_defined(a) -> jax.Array:
+    """False where α(x_t) = Σ u_i is zero to working precision, |α| ≤ n · eps · Σ|u_i|, for a finite
+    u (an overflowed u is no cancellation: its shift comes back non-finite)."""
+    u = _parts(a["x_t"], a["A"], a["b"], a["kind"]).u
+    noise = u.size * jnp.finfo(u.dtype).eps * jnp.sum(jnp.abs(u))
+    return ~(jnp.all(jnp.isfinite(u)) & (jnp.abs(jnp.sum(u)) <= noise))
+
+
+def _alpha_message(a) -> str:
+    """α(x_t) is zero to working precision."""
+    u = {"exp": np.exp, "cosh": np.cosh, "sinh": np.sinh}[a["kind"]](
+        _numpy_matvec(a["A"], a["x_t"])
+    )
+    noise = u.size * np.finfo(u.dtype).eps * float(np.sum(np.abs(u)))
+    return (
+        f"α(x_t) = ⟨u(Ax_t), 1⟩ = {float(np.sum(u)):.3g} is zero to working precision "
+        f"(|α| ≤ n·eps·Σ|u| = {noise:.3g}): the shift δ_b is undefined (sinh at or near x = 0)"
+    )
+
+
+@_checks.validate(
+    *_STEP_RULES,
+    _checks.Rule(
+        _alpha_is_defined,
+        _checks.Message(_alpha_message),
+        uses=("x_t", "A", "b"),
+        poison="x_t",
+    ),
+    kind=KIND,
+    **_STEP,
+)
 def icl_shift(x_t, x_next, A, b, kind: str = "exp", *, A_next=None):
     """The shift δ_b of the target b that reproduces a step in x or in A (in-context learning).
 
@@ -602,8 +728,8 @@ def icl_shift(x_t, x_next, A, b, kind: str = "exp", *, A_next=None):
     near x = 0, where the sum cancels and its sign is rounding): δ_b is then undefined or rounding
     noise. The bound is the worst case of the summation's rounding, so an α that cancels exactly to
     a tiny accurate value (rows in exact ± pairs plus a tiny one) is refused too. Traced (under
-    jit/vmap) no check is made. Where u(A_t x_t) overflows, α is not judged and the shift comes back
-    non-finite (module docstring).
+    jit/vmap), such a shift comes back NaN. Where u(A_t x_t) overflows, α is not judged and the
+    shift comes back non-finite (module docstring).
 
     Args:
       x_t: (d,) point before the step.
@@ -616,22 +742,16 @@ def icl_shift(x_t, x_next, A, b, kind: str = "exp", *, A_next=None):
     Returns:
       (n,) array δ_b.
     """
-    A, b, x_t, x_next, A_next = _icl_step(x_t, x_next, A, b, A_next, kind)
-    with _checks.eager_if_concrete(x_t, x_next, A, b, A_next):
-        p0, p1 = parts(x_t, A, b, kind), parts(x_next, A_next, b, kind)
-    if _checks.is_concrete(p0.alpha) and _checks.is_concrete(p0.u):
-        u = np.asarray(p0.u)
-        noise = u.size * np.finfo(u.dtype).eps * float(np.sum(np.abs(u)))
-        # an overflowed u makes α and its noise bound inf: no cancellation (the shift is non-finite)
-        if np.all(np.isfinite(u)) and abs(float(p0.alpha)) <= noise:
-            raise ValueError(
-                f"α(x_t) = ⟨u(Ax_t), 1⟩ = {float(p0.alpha):.3g} is zero to working precision "
-                f"(|α| ≤ n·eps·Σ|u| = {noise:.3g}): the shift δ_b is undefined "
-                "(sinh at or near x = 0)"
-            )
+    p0 = _parts(x_t, A, b, kind)
+    p1 = _parts(x_next, A if A_next is None else A_next, b, kind)
     return (p1.c - p0.c) / p0.alpha
 
 
+@_checks.validate(
+    *_STEP_RULES,
+    **_STEP,
+    R=_checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="A", optional=True),
+)
 def icl_bound(x_t, x_next, A, b, R=None, *, A_next=None):
     """The explicit bound of Corollary F.2 (exp) on the shift ‖δ_b‖ of :func:`icl_shift`.
 
@@ -655,8 +775,6 @@ def icl_bound(x_t, x_next, A, b, R=None, *, A_next=None):
     Returns:
       Scalar bound on ‖δ_b‖ (inf where the constant overflows).
     """
-    a_step = A_next is not None
-    A, b, x_t, x_next, A_next = _icl_step(x_t, x_next, A, b, A_next, "exp")
     dense = A.todense() if isinstance(A, design.RowSparse) else A
     n = dense.shape[0]
     if R is None:
@@ -670,10 +788,8 @@ def icl_bound(x_t, x_next, A, b, R=None, *, A_next=None):
                 ]
             )
         )
-    else:
-        R = _checks.as_hyper(R, "R", ndim=0, positive=True, dtype=dense.dtype)
     step = R * jnp.linalg.norm(x_next - x_t)
-    if a_step:
+    if A_next is not None:
         dense_next = A_next.todense() if isinstance(A_next, design.RowSparse) else A_next
         step = step + jnp.linalg.norm(dense_next - dense, 2) * jnp.linalg.norm(x_next)
     return (

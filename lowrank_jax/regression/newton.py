@@ -88,7 +88,81 @@ class NewtonResult(Result):
     x: jax.Array
 
 
+def _sketch_size(value, name: str, args: dict) -> int:
+    """m, the sampled rows: a static integer ≥ 1, by default
+    :func:`lowrank_jax.regression.sketch.sketch_size` at ε = 0.5, δ = 0.01 for A's d columns."""
+    if value is None:
+        return sketch.sketch_size(args["A"].shape[1], 0.5)
+    return _checks.check_positive_int(value, name)
+
+
+def _draw_count(value, name: str, args: dict):
+    """``sketch_rows``: an integer scalar, maybe traced, returned as given (its range is a rule)."""
+    dtype = jnp.result_type(value)
+    if not jnp.issubdtype(dtype, jnp.integer) or jnp.ndim(value):
+        raise ValueError(f"{name} must be an integer scalar, got {dtype} {jnp.shape(value)}")
+    return value
+
+
+_PROBLEM_RULES, _PROBLEM = hb.problem("x0")
+
+
 @full_precision
+@_checks.validate(
+    *_PROBLEM_RULES,
+    hb.length("x_star", 1),
+    hb.length("scores", 0),
+    _checks.Rule(
+        lambda a: a["rescore"] % a["resample"] == 0,
+        "rescore ({rescore}) must be a multiple of resample ({resample}): scores are "
+        "recomputed only at iterations that draw a new sample",
+        uses=(),
+    ),
+    _checks.Rule(
+        lambda a: a["scores"] is None or jnp.sum(a["scores"]) > 0,
+        "scores must have a positive sum (rows are sampled with p ∝ scores)",
+        uses=("scores",),
+        poison="scores",
+    ),
+    _checks.Rule(
+        lambda a: (
+            a["sketch_rows"] is None
+            or ((1 <= a["sketch_rows"]) & (a["sketch_rows"] <= a["sketch_size"]))
+        ),
+        "sketch_rows must lie in [1, sketch_size = {sketch_size}], got {sketch_rows}",
+        uses=("sketch_rows",),
+        poison="damping",
+    ),
+    _checks.Rule(
+        lambda a: (
+            a["method"] != "sketch" or a["sketch_size"] >= a["A"].shape[1] or a["damping"] > 0
+        ),
+        "sketch_size = {sketch_size} rows cannot span d = {A.shape[1]} columns: the sketched "
+        "Hessian is singular; use sketch_size >= d (default: the Chernoff bound at ε = 0.5) "
+        "or damping > 0",
+        uses=("damping",),
+        poison="damping",
+    ),
+    hb.finite_loss("x0"),
+    method=_checks.Choice(*METHODS),
+    leverage=_checks.Choice("approx", "exact"),
+    **_PROBLEM,
+    line_search=_checks.Flag(),
+    measure_eps=_checks.Flag(),
+    differentiable=_checks.Flag(),
+    throw=_checks.Flag(),
+    max_iter=_checks.Count(),
+    x_star=_checks.Hyper(ndim=1, low=None, dtype_of="A", optional=True),
+    damping=_checks.Hyper(ndim=0, dtype_of="A"),
+    tol=_checks.Tol(dtype_of="A"),
+    sketch_size=_checks.Convert(_sketch_size),
+    key=_checks.Key(),
+    sketch_rows=_checks.Convert(_draw_count, optional=True),
+    refine=_checks.Count(minimum=0),
+    rescore=_checks.Count(),
+    resample=_checks.Count(),
+    scores=_checks.Hyper(ndim=1, dtype_of="A", optional=True),
+)
 def newton_solve(
     A,
     b,
@@ -129,8 +203,9 @@ def newton_solve(
     x* gives ``n_iter`` = 1), and ``grad_norm`` is the gradient before that last step.
 
     A concrete start whose loss overflows is refused (``ValueError`` naming the rows of Ax beyond
-    the safe limit). ``b``, ``w``, ``x0``, ``x_star``, ``damping`` and ``tol`` are traced: ``vmap``
-    over them (or over instances) works without recompiling.
+    the safe limit); a traced one reports DIVERGED at its first step. ``b``, ``w``, ``x0``,
+    ``x_star``, ``damping`` and ``tol`` are traced: ``vmap`` over them (or over instances) works
+    without recompiling.
 
     Args:
       A: (n, d) design: dense, ``BCOO``, ``scipy.sparse`` or
@@ -190,9 +265,10 @@ def newton_solve(
       throw: with a run that diverges (DIVERGED: the iterate x or Ax became non-finite, |Ax|
         reached the overflow of u, where the loss is infinite, or a diagnostic became NaN), raise a
         ``RuntimeError`` naming the usual causes, called directly and inside ``jit``/``vmap``/
-        :func:`lowrank_jax.sweep.run` alike; also for INVALID (a traced ``damping`` < 0 or
-        ``tol`` ≤ 0: the iterate is NaN). False: return the result, whose ``status`` says so (a
-        sweep keeps its other points). Default True.
+        :func:`lowrank_jax.sweep.run` alike; also for INVALID (a traced ``damping`` < 0, ``tol``
+        ≤ 0, ``scores`` negative or summing to 0, ``sketch_rows`` outside [1, ``sketch_size``], or
+        ``damping`` = 0 with fewer sketch rows than columns: the iterate is NaN). False: return
+        the result, whose ``status`` says so (a sweep keeps its other points). Default True.
 
     Returns:
       :class:`NewtonResult`: ``status``, ``n_iter``, the last step's ``loss``, ``grad_norm``,
@@ -212,73 +288,6 @@ def newton_solve(
         print(res)  # NewtonResult(status=CONVERGED, n_iter=3, ...)
         ```
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if leverage not in ("approx", "exact"):
-        raise ValueError(f"leverage must be 'approx' or 'exact', got {leverage!r}")
-    A, b, w, x0 = hb.check_problem(A, b, w, x0, kind=kind, x_name="x0")
-    line_search = _checks.check_flag(line_search, "line_search")
-    measure_eps = _checks.check_flag(measure_eps, "measure_eps")
-    differentiable = _checks.check_flag(differentiable, "differentiable")
-    throw = _checks.check_flag(throw, "throw")
-    n, d = A.shape
-    max_iter = _checks.check_positive_int(max_iter, "max_iter")
-    if x_star is not None:
-        x_star = _checks.as_hyper(x_star, "x_star", ndim=1, nonnegative=False, dtype=A.dtype)
-        if x_star.shape[0] != d:
-            raise ValueError(
-                f"x_star must have length d = {d} (columns of A), got {x_star.shape[0]}"
-            )
-    damping = _checks.as_hyper(damping, "damping", ndim=0, dtype=A.dtype)
-    tol = (
-        None if tol is None else _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=A.dtype)
-    )
-    m = (
-        sketch.sketch_size(d, 0.5)
-        if sketch_size is None
-        else _checks.check_positive_int(sketch_size, "sketch_size")
-    )
-    if method == "sketch" and m < d and _checks.is_concrete(damping) and float(damping) == 0.0:
-        raise ValueError(
-            f"sketch_size = {m} rows cannot span d = {d} columns: the sketched Hessian is "
-            "singular; use sketch_size >= d (default: the Chernoff bound at ε = 0.5) "
-            "or damping > 0"
-        )
-    key = _checks.as_key(key)
-    if sketch_rows is not None:
-        sketch_rows = jnp.asarray(sketch_rows)
-        if not jnp.issubdtype(sketch_rows.dtype, jnp.integer) or sketch_rows.ndim:
-            raise ValueError(
-                f"sketch_rows must be an integer scalar, got {sketch_rows.dtype} "
-                f"{sketch_rows.shape}"
-            )
-        if not isinstance(sketch_rows, jax.core.Tracer) and not 1 <= int(sketch_rows) <= m:
-            raise ValueError(
-                f"sketch_rows must lie in [1, sketch_size = {m}], got {int(sketch_rows)}"
-            )
-    refine = _checks.check_positive_int(refine, "refine", minimum=0)
-    rescore = _checks.check_positive_int(rescore, "rescore")
-    resample = _checks.check_positive_int(resample, "resample")
-    if rescore % resample:
-        raise ValueError(
-            f"rescore ({rescore}) must be a multiple of resample ({resample}): scores are "
-            "recomputed only at iterations that draw a new sample"
-        )
-    if scores is not None:
-        scores = _checks.as_hyper(scores, "scores", ndim=1, dtype=A.dtype)
-        if scores.shape[0] != n:
-            raise ValueError(f"scores must have length n = {n} (rows of A), got {scores.shape[0]}")
-        if _checks.is_concrete(scores):
-            with jax.ensure_compile_time_eval():  # also when closed over inside the caller's jit
-                if not float(jnp.sum(scores)) > 0:
-                    raise ValueError(
-                        "scores must have a positive sum (rows are sampled with p ∝ scores)"
-                    )
-    if all(_checks.is_concrete(a) for a in jax.tree.leaves((A, b, w, x0))):
-        # A start whose loss overflows is named as such (rows of Ax, the limit); inputs already
-        # checked.
-        with jax.ensure_compile_time_eval():
-            hb._refuse_overflow(*hb._loss(x0, A, b, w, kind), "the loss at x0")
     out = _solve(
         A,
         b,
@@ -293,7 +302,7 @@ def newton_solve(
         kind=kind,
         method=method,
         max_iter=max_iter,
-        m=m,
+        m=sketch_size,
         leverage=leverage,
         refine=refine,
         rescore=rescore,
@@ -319,8 +328,9 @@ def newton_solve(
             if method == "sketch"
             else ""
         ),
-        invalid="newton_solve: a traced damping must be >= 0 and a traced tol > 0 (the result "
-        "is NaN)",
+        invalid="newton_solve: a traced damping must be >= 0 (> 0 with method='sketch' and "
+        "sketch_size < d), a traced tol > 0, traced scores non-negative with a positive sum and a "
+        "traced sketch_rows in [1, sketch_size] (the result is NaN)",
     )
 
 
@@ -557,7 +567,7 @@ def _solve(
         if measure_eps:
             H_tilde = nstate.curvature.H
             H_exact = H_tilde if method == "exact" else hb._hessian_at(p, A, b, w)
-            eps0 = hb.approximation_error(H_tilde, H_exact)
+            eps0 = hb._approximation_error(H_tilde, H_exact)
             # NaN from a finite H̃ and H means "H not positive definite": no ε₀ (inf). A NaN in the
             # history counts as divergence, which a finite but indefinite Hessian is not.
             finite = jnp.all(jnp.isfinite(H_tilde)) & jnp.all(jnp.isfinite(H_exact))
@@ -576,7 +586,7 @@ def _solve(
         return loop.non_finite((x, z)) | (jnp.max(jnp.abs(z)) > overflow)
 
     state0 = (x0, design.matvec(A, x0), opt.init(x0))
-    invalid = jnp.isnan(damping) if tol is None else jnp.isnan(damping) | jnp.isnan(tol)
+    invalid = _checks.any_nan(damping, tol, base_scores)
     if tol is None:
         res = loop.run_fixed(step, state0, max_iter, diverged=diverged, invalid=invalid)
     else:

@@ -18,7 +18,6 @@ Cost O(nnz(A) · t + k d² + d³) instead of the O(n d²) of a QR of X.
 from __future__ import annotations
 
 import math
-from typing import cast
 
 import jax
 import jax.numpy as jnp
@@ -27,8 +26,12 @@ from lowrank_jax import _checks, linalg
 from lowrank_jax.precision import full_precision
 from lowrank_jax.regression import design
 
+# Non-negative row weights D, one per row of A, in A's dtype (maybe traced).
+_ROW_WEIGHTS = _checks.Hyper(ndim=1, length=("A", 0), dtype_of="A", optional=True)
+
 
 @full_precision
+@_checks.validate(A=design.DESIGN, row_weights=_ROW_WEIGHTS)
 def leverage_scores(A, row_weights=None):
     """Exact leverage scores of X = diag(√row_weights) A, in O(n d²).
 
@@ -47,25 +50,36 @@ def leverage_scores(A, row_weights=None):
     Returns:
       (n,) array τ.
     """
-    X = design.as_design(A)
-    X = X.todense() if isinstance(X, design.RowSparse) else X
+    X = A.todense() if isinstance(A, design.RowSparse) else A
     if row_weights is not None:
-        # in A's dtype, as approx_leverage_scores
-        X = (
-            jnp.sqrt(
-                _checks.as_hyper(
-                    row_weights, "row_weights", ndim=1, length=X.shape[0], dtype=X.dtype
-                )
-            )[:, None]
-            * X
-        )
+        X = jnp.sqrt(row_weights)[:, None] * X
     Q, R = linalg.qr(X)  # Q finished before the SVD of R starts (see linalg.qr)
     U, s, _ = jnp.linalg.svd(R, full_matrices=False)
     W = Q @ (U * linalg.above_rounding(s, max(X.shape)))
     return jnp.sum(W * W, axis=1)
 
 
+def _sketch_rows(value, name: str, args: dict) -> int:
+    """k, the rows of the CountSketch: a static integer ≥ 1, by default 8d."""
+    if value is None:
+        return 8 * args["A"].shape[1]
+    return _checks.check_positive_int(value, name)
+
+
 @full_precision
+@_checks.validate(
+    _checks.Rule(
+        lambda a: a["sketch_rows"] >= a["A"].shape[1],
+        "sketch_rows = {sketch_rows} < d = {A.shape[1]}: a CountSketch needs at least d rows to "
+        "keep the column space (default 8d)",
+        uses=(),
+    ),
+    key=_checks.Key(),
+    A=design.DESIGN,
+    row_weights=_ROW_WEIGHTS,
+    sketch_rows=_checks.Convert(_sketch_rows),
+    jl_cols=_checks.Count(optional=True),
+)
 def approx_leverage_scores(
     key, A, row_weights=None, *, sketch_rows: int | None = None, jl_cols: int | None = None
 ):
@@ -96,23 +110,12 @@ def approx_leverage_scores(
     Returns:
       (n,) array of the approximate scores.
     """
-    A = design.as_design(A)
-    n, d = A.shape
-    k = 8 * d if sketch_rows is None else _checks.check_positive_int(sketch_rows, "sketch_rows")
-    if k < d:
-        raise ValueError(
-            f"sketch_rows = {k} < d = {d}: a CountSketch needs at least d rows to keep the "
-            "column space (default 8d)"
-        )
-    t = 16 if jl_cols is None else _checks.check_positive_int(jl_cols, "jl_cols")
+    n = A.shape[0]
+    t = 16 if jl_cols is None else jl_cols
     dtype = A.dtype
-    scale = (
-        jnp.ones(n, dtype)
-        if row_weights is None
-        else jnp.sqrt(_checks.as_hyper(row_weights, "row_weights", ndim=1, length=n, dtype=dtype))
-    )
-    k_sketch, kg = jax.random.split(_checks.as_key(key))
-    SX = design.count_sketch(k_sketch, A, scale, k)
+    scale = jnp.ones(n, dtype) if row_weights is None else jnp.sqrt(row_weights)
+    k_sketch, kg = jax.random.split(key)
+    SX = design.count_sketch(k_sketch, A, scale, sketch_rows)
     R = jnp.linalg.qr(SX, mode="r")
     _, s, Vt = jnp.linalg.svd(R, full_matrices=False)
     keep = linalg.above_rounding(s, max(SX.shape))
@@ -123,6 +126,28 @@ def approx_leverage_scores(
     return jnp.sum(Z * Z, axis=1)
 
 
+def _real(value, name: str, args: dict) -> float:
+    """A real number (Python, NumPy or a concrete 0-d array) as a Python float."""
+    real = _checks.as_real(value)
+    if real is None:
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    return real
+
+
+_REAL = _checks.Convert(_real)
+
+
+@_checks.validate(
+    _checks.Rule(
+        lambda a: 0 < a["eps"] < math.inf and 0 < a["delta"] < 1 and 0 < a["beta"] <= 1,
+        "need 0 < eps < inf, 0 < delta < 1, 0 < beta <= 1; got {eps}, {delta}, {beta}",
+        uses=(),
+    ),
+    d=_checks.Count(),
+    eps=_REAL,
+    delta=_REAL,
+    beta=_REAL,
+)
 def sketch_size(d: int, eps: float, delta: float = 0.01, beta: float = 1.0) -> int:
     """Sampled rows m for a (1 ± ε) Gram matrix with probability ≥ 1 − δ (matrix Chernoff bound).
 
@@ -143,19 +168,35 @@ def sketch_size(d: int, eps: float, delta: float = 0.01, beta: float = 1.0) -> i
     Returns:
       int m.
     """
-    d = _checks.check_positive_int(d, "d")
-    for name, value in (("eps", eps), ("delta", delta), ("beta", beta)):
-        if _checks.as_real(value) is None:
-            raise ValueError(f"{name} must be a real number, got {value!r}")
-    eps, delta, beta = (cast(float, _checks.as_real(v)) for v in (eps, delta, beta))  # checked
-    if not (0 < eps < math.inf and 0 < delta < 1 and 0 < beta <= 1):
-        raise ValueError(
-            f"need 0 < eps < inf, 0 < delta < 1, 0 < beta <= 1; got {eps}, {delta}, {beta}"
-        )
     factor = 2 * (1 + max(eps, 1.0) / 3)
     return math.ceil(factor * d / beta * math.log(2 * d / delta) / eps**2)
 
 
+def _active(value, name: str, args: dict):
+    """``active``: an integer, maybe traced, returned as given (its range is a rule)."""
+    if not jnp.issubdtype(jnp.result_type(value), jnp.integer):
+        raise ValueError(f"{name} must be an integer (a number of draws), got {value!r}")
+    return value
+
+
+@_checks.validate(
+    _checks.Rule(
+        lambda a: a["scores"].shape[0] > 0,
+        "scores must have at least one entry (one per row to sample from), got none",
+        uses=(),
+    ),
+    # Concrete only: a traced active above m is read as m (only m draws exist), and one below 1
+    # uses no draw; there is no floating argument whose NaN would stand for it.
+    _checks.Rule(
+        lambda a: a["active"] is None or ((1 <= a["active"]) & (a["active"] <= a["m"])),
+        "active must satisfy 1 <= active <= m = {m} (the draws there are), got {active}",
+        uses=("active",),
+    ),
+    m=_checks.Count(),
+    key=_checks.Key(),
+    scores=_checks.Hyper(ndim=1),
+    active=_checks.Convert(_active, optional=True),
+)
 def sample_rows(key, scores, m: int, active=None):
     """m row indices drawn i.i.d. with p ∝ scores, and their unbiased weights 1/(m p_i).
 
@@ -176,15 +217,6 @@ def sample_rows(key, scores, m: int, active=None):
     Returns:
       (idx, weight, p): the (m,) row indices, their (m,) weights and the (n,) probabilities.
     """
-    m = _checks.check_positive_int(m, "m")
-    key = _checks.as_key(key)
-    scores = _checks.as_hyper(scores, "scores", ndim=1)
-    if scores.shape[0] == 0:
-        raise ValueError(
-            "scores must have at least one entry (one per row to sample from), got none"
-        )
-    if active is not None and not jnp.issubdtype(jnp.result_type(active), jnp.integer):
-        raise ValueError(f"active must be an integer (a number of draws), got {active!r}")
     top = jnp.max(scores)
     scaled = scores / jnp.where(top > 0, top, 1.0)  # no overflow of the sum (float32 scores ~1e38)
     total = jnp.sum(scaled)
@@ -192,16 +224,21 @@ def sample_rows(key, scores, m: int, active=None):
     idx = jax.random.choice(key, scores.shape[0], (m,), p=p)
     if active is None:
         return idx, 1.0 / (m * p[idx]), p
-    if _checks.is_concrete(active) and not 1 <= int(active) <= m:
-        raise ValueError(
-            f"active must satisfy 1 <= active <= m = {m} (the draws there are), got {int(active)}"
-        )
     active = jnp.minimum(active, m)
     used = jnp.arange(m) < active
     return idx, jnp.where(used, 1.0 / (active * p[idx]), 0.0), p
 
 
 @full_precision
+@_checks.validate(
+    key=_checks.Key(),
+    A=design.DESIGN,
+    D=_checks.Hyper(ndim=1, length=("A", 0), dtype_of="A"),
+    m=_checks.Count(),
+    method=_checks.Choice("approx", "exact"),
+    # one per row: JAX's gather clamps an index past the end, so a longer array sampled row n−1
+    scores=_checks.Hyper(ndim=1, length=("A", 0), dtype_of="A", optional=True),
+)
 def sampled_gram(key, A, D, m: int, *, method: str = "approx", scores=None, active=None):
     """The sampled Gram matrix Aᵀ D̃ A of leverage-score row sampling of diag(√D) A, in O(m d²).
 
@@ -223,18 +260,11 @@ def sampled_gram(key, A, D, m: int, *, method: str = "approx", scores=None, acti
     Returns:
       (d, d) array Aᵀ D̃ A.
     """
-    A = design.as_design(A)
-    D = _checks.as_hyper(D, "D", ndim=1, length=A.shape[0], dtype=A.dtype)
-    k_scores, k_draw = jax.random.split(_checks.as_key(key))
-    if method not in ("approx", "exact"):
-        raise ValueError(f"method must be 'approx' or 'exact', got {method!r}")
+    k_scores, k_draw = jax.random.split(key)
     if scores is None:
         scores = (
             approx_leverage_scores(k_scores, A, D) if method == "approx" else leverage_scores(A, D)
         )
-    else:
-        # one per row: JAX's gather clamps an index past the end, so a longer array sampled row n−1
-        scores = _checks.as_hyper(scores, "scores", ndim=1, length=A.shape[0], dtype=A.dtype)
     idx, weight, _ = sample_rows(k_draw, scores, m, active)
     return design.gram(design.take_rows(A, idx), D[idx] * weight)
 
