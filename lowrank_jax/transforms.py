@@ -226,6 +226,56 @@ def projected(optimizer: optax.GradientTransformation, project_fn) -> optax.Grad
     return proximal(optimizer, lambda params, _: project_fn(params), 0.0)
 
 
+# -- Line search -----------------------------------------------------------------------------------
+
+
+def backtracking(phi, phi0, slope, *, c=1e-4, shrink=0.5, t_min=1e-10, slack=0.0):
+    """Armijo backtracking along a descent direction: the first t = shrinkᵏ (k = 0, 1, …) with
+
+        φ(t) ≤ φ(0) − c · t · slope + slack,
+
+    where φ(t) is the objective at the trial point x − tΔ and slope = ⟨∇f(x), Δ⟩ ≥ 0 (Nocedal &
+    Wright, Alg. 3.1, from t = 1). The test is written as "not sufficient decrease" so that a trial
+    whose φ is NaN (an overflowed trial point) is rejected, never taken. The search stops at the
+    first t ≤ ``t_min`` whatever φ says; ``slack`` (≥ 0, e.g. a few ulp of |φ(0)|) accepts a step
+    whose change of φ is below its rounding, where the strict test fails for every t near a
+    minimiser. One ``while_loop``: it runs under ``jit`` and ``vmap``; it has no reverse mode.
+
+    The families' Newton solvers use it with a φ of their own making (regression evaluates trial
+    losses from z − tAΔ without a pass over A), which is why it takes φ as a function of t rather
+    than of the parameters (optax's ``scale_by_backtracking_linesearch`` takes the latter).
+
+    Args:
+      phi: ``t -> φ(t)``, a scalar function of the step length.
+      phi0: φ(0), a scalar.
+      slope: ⟨∇f(x), Δ⟩ for the step x − tΔ (non-negative for a descent direction).
+      c: the sufficient-decrease constant in (0, 1) (default 1e-4).
+      shrink: the factor in (0, 1) between trials (default 0.5).
+      t_min: the smallest step tried (default 1e-10).
+      slack: the tolerated increase of φ (default 0).
+
+    Returns:
+      The step length t, a scalar in ``phi0``'s dtype.
+
+    Example:
+        ```python
+        import jax.numpy as jnp
+        from lowrank_jax import transforms
+
+        f = lambda x: (x - 1.0) ** 2                  # from x = 3 along Δ = f'(3) = 4
+        t = transforms.backtracking(lambda t: f(3.0 - 4.0 * t), f(3.0), 16.0)
+        print(t)                                      # 0.5: x − tΔ = 1, the minimiser
+        ```
+    """
+    phi0 = jnp.asarray(phi0)
+    dtype = jnp.result_type(phi0, float)
+
+    def reject(t):
+        return ~(phi(t) <= phi0 - c * t * slope + slack) & (t > t_min)
+
+    return jax.lax.while_loop(reject, lambda t: shrink * t, jnp.ones((), dtype))
+
+
 # -- Newton steps ----------------------------------------------------------------------------------
 
 
@@ -496,6 +546,7 @@ def newton(
 __all__ = [
     "NewtonState",
     "ProximalState",
+    "backtracking",
     "newton",
     "newton_direction",
     "projected",

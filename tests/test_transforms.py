@@ -400,3 +400,31 @@ def test_a_vmapped_newton_direction_on_one_cpu_device_does_not_hang():
     assert proc.returncode == 0 and "NEWTON OK" in proc.stdout, (
         proc.stdout[-3000:] + proc.stderr[-3000:]
     )
+
+
+def test_backtracking_returns_the_first_halving_with_sufficient_decrease():
+    """Against a Python loop over t = 1, 1/2, 1/4, … on random quadratics and steps."""
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        a, x0, d = rng.uniform(0.1, 10), rng.normal(), rng.normal() * rng.uniform(0.1, 50)
+        f = lambda x, a=a: a * x**2  # noqa: E731
+        g = 2 * a * x0
+        slope = g * d
+        if slope <= 0:
+            d, slope = -d, -slope
+        t_ref = 1.0
+        while not f(x0 - t_ref * d) <= f(x0) - 1e-4 * t_ref * slope and t_ref > 1e-10:
+            t_ref *= 0.5
+        with jax.enable_x64(True):
+            t = transforms.backtracking(lambda t: f(x0 - t * d), f(x0), slope)
+        assert float(t) == t_ref
+
+
+def test_backtracking_rejects_a_nan_trial_and_accepts_within_the_slack():
+    # φ is NaN for t > 0.3: the first halving below it, 0.25, is taken, never a NaN step
+    phi = lambda t: jnp.where(t > 0.3, jnp.nan, -t)  # noqa: E731
+    assert float(transforms.backtracking(phi, 0.0, 1.0)) == 0.25
+    # a flat φ fails the strict test at every t down to t_min; a slack above c·slope accepts t = 1
+    flat = lambda t: jnp.zeros(())  # noqa: E731
+    assert float(transforms.backtracking(flat, 0.0, 1.0, t_min=1e-3)) < 1e-3
+    assert float(transforms.backtracking(flat, 0.0, 1.0, slack=1e-3)) == 1.0

@@ -550,14 +550,9 @@ def _solve(
             # strict test then fails for every t and the search stalls at t = 1e-10 with ‖∇L‖ ≈
             # √(l·eps·L) (1e-7 – 1e-10 measured) instead of reaching tol. A step that raises L by no
             # more than its rounding is accepted.
+            # A trial whose loss is NaN (an overflowed exp/cosh/sinh gives inf − inf) is rejected.
             slack = 16 * jnp.finfo(x.dtype).eps * jnp.abs(fx)
-
-            # Written as "not sufficient decrease" so that a trial whose loss is NaN (an overflowed
-            # exp/cosh/sinh gives inf − inf) is rejected: "f > bound" is False for NaN and took it.
-            def shrink(t):
-                return ~(f(z - t * Adx) <= fx - 1e-4 * t * slope + slack) & (t > 1e-10)
-
-            t = jax.lax.while_loop(shrink, lambda t: 0.5 * t, jnp.ones((), x.dtype))
+            t = transforms.backtracking(lambda t: f(z - t * Adx), fx, slope, slack=slack)
             t_rec = sign * t
         else:
             t = t_rec = jnp.ones((), x.dtype)
