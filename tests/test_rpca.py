@@ -462,8 +462,9 @@ def test_a_traced_first_threshold_at_zero_is_invalid_not_the_best_residual():
     ],
 )
 def test_lrpca_and_its_sharded_form_check_the_schedule_alike(solver, kw, message):
-    """One check of the layer schedule (rpca.learned.check_schedule) for both solvers: the sharded
-    one had its own copy, with other messages and without the FRMNN-needs-a-layer check."""
+    """One check of the layer schedule (the declarations rpca.learned.SCHEDULE and SCHEDULE_RULES)
+    for both solvers: the sharded one had its own copy, with other messages and without the
+    FRMNN-needs-a-layer check."""
     args = dict(zeta=jnp.ones(3), eta=jnp.ones(2)) | kw
     with pytest.raises(ValueError, match=message):
         getattr(rpca, solver)(jnp.ones((10, 10)), 2, **args)

@@ -1,4 +1,4 @@
-"""Pieces shared by the robust-PCA solvers: the result type, diagnostics, argument checks."""
+"""Pieces shared by the robust-PCA solvers: the result type, diagnostics, argument declarations."""
 
 from __future__ import annotations
 
@@ -67,33 +67,35 @@ def spectral_init(A, rank, *, svd, key, oversample=10, power_iters=4):
     return linalg.projected_factors(A, rank, svd, key, oversample, power_iters)
 
 
-def check_common(Y, rank, X_star, support, key, svd, *, oversample=0, power_iters=0):
-    """Boundary checks shared by all solvers; returns (Y, rank, X_star, support, key, oversample,
-    power_iters), the counts as Python ints (they are static arguments of the jitted solvers). A
-    half-precision Y (float16, bfloat16) is computed in float32 (see
-    :func:`lowrank_jax._checks.as_matrix`); an integer key is a seed."""
-    Y = _checks.as_matrix(Y, "Y")
-    _checks.check_scale(Y, "Y")
-    oversample = _checks.check_positive_int(oversample, "oversample", minimum=0)
-    power_iters = _checks.check_positive_int(power_iters, "power_iters", minimum=0)
-    rank = _checks.check_rank(rank, Y.shape)
-    if X_star is not None:
-        X_star = _checks.as_matrix(X_star, "X_star").astype(Y.dtype)
-        _checks.check_same_shape(Y, X_star, "Y", "X_star")
-    if support is not None:
-        support = jnp.asarray(support)
-        _checks.check_same_shape(Y, support, "Y", "support")
-        support = support.astype(bool)
-    if svd not in ("exact", "randomized"):
-        raise ValueError(f"svd must be 'exact' or 'randomized', got {svd!r}")
-    return Y, rank, X_star, support, _checks.as_key(key), oversample, power_iters
+# The arguments every solver shares, declared for :func:`lowrank_jax._checks.validate`: Y as a
+# finite real matrix at a scale whose sums of squares its dtype holds (half precision computed in
+# float32), the static rank, the optional diagnostics' X⋆ and supp(S⋆), and the initial SVD's
+# choices (the counts are static arguments of the jitted solvers).
+MATRIX = _checks.Matrix(scale=True)
+RANK = _checks.Rank(of="Y")
+X_STAR = _checks.Matrix(like="Y", optional=True)
+SUPPORT = _checks.Mask(like="Y")
+SVD = _checks.Choice("exact", "randomized")
+COUNT = _checks.Count(minimum=0)  # oversample, power_iters
+COMMON = {
+    "Y": MATRIX,
+    "oversample": COUNT,
+    "power_iters": COUNT,
+    "rank": RANK,
+    "X_star": X_STAR,
+    "support": SUPPORT,
+    "svd": SVD,
+}
+# Declared after the hyperparameters: inside a caller's trace the default key(0) is staged, and a
+# default computed while a staged argument is at hand (alpha_iter = 2·alpha) is staged too, so a
+# closed-over alpha = 0.6 would no longer be refused by name.
+KEY = _checks.Key()
 
 
-def check_tol(tol):
-    if tol is None:
-        return None
-    tol_arr = _checks.as_hyper(tol, "tol", ndim=0, positive=True)
-    return tol_arr
+def declared(*names: str) -> dict:
+    """The entries of :data:`COMMON` named, in its order (a solver without ``X_star`` or ``svd``
+    declares the others)."""
+    return {name: spec for name, spec in COMMON.items() if name in names}
 
 
 def residual_step(Y, L, R, eta, fn, row_args=(), axis_name=None):
@@ -127,12 +129,7 @@ def residual_stats(S, E, support_rows=None):
 
 
 STOP_RULES = ("residual", "change")
-
-
-def check_stop(stop):
-    if stop not in STOP_RULES:
-        raise ValueError(f"stop must be one of {STOP_RULES}, got {stop!r}")
-    return stop
+STOP = _checks.Choice(*STOP_RULES)
 
 
 def change_stats(S, S_prev):
@@ -178,11 +175,18 @@ def diagnostics(stats, y_norm, L_new, R_new, X_star, prev=None):
     return diag
 
 
+def stopping(tol, dtype):
+    """``(use_tol, tol)`` for the loop: a declared tolerance as it is, or for ``None`` 0 in
+    ``dtype`` with ``use_tol`` False (the whole budget runs)."""
+    return tol is not None, (jnp.zeros((), dtype) if tol is None else tol)
+
+
 def run_layers(step, state, *, budget, y_norm, tol, use_tol, stop, differentiable, invalid):
     """Run an RPCA solver's ``step`` (state starting with the factors L, R) by the loop driver:
     until ``diag[stop] < tol`` within ``budget`` iterations when ``use_tol``, else exactly
-    ``budget``; divergence judged by :func:`diverged` on the factors, ``invalid`` (and a traced
-    tol that broke its rule) giving INVALID."""
+    ``budget``; divergence judged by :func:`diverged` on the factors, ``invalid`` giving INVALID
+    (the solvers pass :func:`lowrank_jax._checks.any_nan` of their hyperparameters, ``tol`` among
+    them: a traced value that broke its declared rule is NaN)."""
 
     def blown_up(s, d):
         return diverged(s[0], s[1], y_norm)
@@ -195,7 +199,7 @@ def run_layers(step, state, *, budget, y_norm, tol, use_tol, stop, differentiabl
             stop=lambda s, d: d[stop] < tol,
             diverged=blown_up,
             differentiable=differentiable,
-            invalid=jnp.isnan(tol) | invalid,
+            invalid=invalid,
         )
     return loop.run_fixed(step, state, budget, diverged=blown_up, invalid=invalid)
 

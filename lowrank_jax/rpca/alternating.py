@@ -32,13 +32,15 @@ from lowrank_jax.precision import full_precision
 from lowrank_jax.prox import hard_threshold
 from lowrank_jax.result import finish
 from lowrank_jax.rpca._common import (
+    KEY,
+    STOP,
     RPCAResult,
-    check_common,
-    check_stop,
+    declared,
     diverged,
     frob,
     make_result,
     relative_change,
+    stopping,
 )
 
 
@@ -113,9 +115,8 @@ def _altproj(
         ready = d["ready"] if stop == "change" else True
         return (s[0] == rank) & (d[stop] < tol) & ready
 
-    # a traced β or β_0 that broke its rule arrives as NaN (_checks.as_hyper): INVALID, not a
-    # NaN run
-    invalid = jnp.isnan(tol) | jnp.isnan(threshold_scale) | jnp.isnan(threshold_scale_init)
+    # a traced β, β_0 or tol that broke its declared rule arrives as NaN: INVALID, not a NaN run
+    invalid = _checks.any_nan(tol, threshold_scale, threshold_scale_init)
     out = loop.run_until(
         step,
         state,
@@ -129,7 +130,54 @@ def _altproj(
     return make_result(L, R, S, out), stage - (t == 0)
 
 
+def _below_full_rank(a) -> str:
+    """The message of :data:`_BELOW_FULL_RANK`."""
+    n1, n2 = a["Y"].shape
+    return (
+        f"altproj needs rank < min(n1, n2) = {min(n1, n2)}, got rank = {a['rank']}: its threshold "
+        "β(σ_{r+1} + ½ᵗσ_r) needs a σ_{r+1}, and at full rank Y − S is rank r for every S, so "
+        "any S is a fixed point. lrpca and scaledgd take rank = min(n1, n2)"
+    )
+
+
+# AltProj's rank leaves a σ_{r+1} (static: the rank and Y's shape).
+_BELOW_FULL_RANK = _checks.Rule(
+    lambda a: a["rank"] < min(a["Y"].shape), _checks.Message(_below_full_rank), uses=()
+)
+
+
+def _default_threshold_scale(a) -> float:
+    """β = 1/(2 (n1 n2)^{1/4}), as in the AccAltProj reference implementation."""
+    n1, n2 = a["Y"].shape
+    return 1.0 / (2.0 * (n1 * n2) ** 0.25)
+
+
+# β, β_0 > 0 in Y's dtype, arrays that may be traced
+_SCALE = {"ndim": 0, "low": 0, "low_open": True, "dtype_of": "Y"}
+
+
+def _stage_short_of(reached, n_iter, rank: int, max_iter: int) -> int | None:
+    """The stage a run ended in when it used its whole budget before the last stage, else None.
+    Only a run that used its whole budget: one stopped by tol may have formed X at a lower rank in
+    its last iteration (the one that moved into stage r) because Y is fit to tol there (rank Y < r,
+    or Y = 0); raising max_iter would change nothing."""
+    stage = int(reached)
+    return stage if stage < rank and int(n_iter) == max_iter else None
+
+
 @full_precision
+@_checks.validate(
+    _BELOW_FULL_RANK,
+    **declared("Y", "oversample", "power_iters", "rank", "X_star", "support"),
+    threshold_scale=_checks.Hyper(**_SCALE, default=_default_threshold_scale),
+    threshold_scale_init=_checks.Hyper(**_SCALE, default=lambda a: 4 * a["threshold_scale"]),
+    tol=_checks.Tol(dtype_of="Y"),
+    stop=STOP,
+    max_iter=_checks.Count(),
+    inner_iters=_checks.Count(),
+    throw=_checks.Flag(),
+    key=KEY,
+)
 def altproj(
     Y,
     rank,
@@ -201,35 +249,7 @@ def altproj(
         print(out)  # status=CONVERGED, n_iter=17, error ≈ 4e-6
         ```
     """
-    Y, rank, X_star, support, key, oversample, power_iters = check_common(
-        Y, rank, X_star, support, key, "randomized", oversample=oversample, power_iters=power_iters
-    )
-    n1, n2 = Y.shape
-    if rank >= min(n1, n2):
-        raise ValueError(
-            f"altproj needs rank < min(n1, n2) = {min(n1, n2)}, got rank = {rank}: its threshold "
-            "β(σ_{r+1} + ½ᵗσ_r) needs a σ_{r+1}, and at full rank Y − S is rank r for every S, so "
-            "any S is a fixed point. lrpca and scaledgd take rank = min(n1, n2)"
-        )
-    threshold_scale = _checks.as_hyper(
-        1.0 / (2.0 * (n1 * n2) ** 0.25) if threshold_scale is None else threshold_scale,
-        "threshold_scale",
-        ndim=0,
-        positive=True,
-        dtype=Y.dtype,
-    )
-    threshold_scale_init = _checks.as_hyper(
-        4 * threshold_scale if threshold_scale_init is None else threshold_scale_init,
-        "threshold_scale_init",
-        ndim=0,
-        positive=True,
-        dtype=Y.dtype,
-    )
-    tol = _checks.as_tolerance(tol, Y.dtype)  # None: all max_iter iterations
-    stop = check_stop(stop)
-    max_iter = _checks.check_positive_int(max_iter, "max_iter")
-    inner_iters = _checks.check_positive_int(inner_iters, "inner_iters")
-    throw = _checks.check_flag(throw, "throw")
+    _, tol = stopping(tol, Y.dtype)  # None: all max_iter iterations (no residual is below 0)
     out, reached = _altproj(
         Y,
         threshold_scale,
@@ -253,13 +273,13 @@ def altproj(
         invalid="AltProj: tol must be >= 0 and threshold_scale, threshold_scale_init > 0 "
         "(the result is NaN)",
     )
-    # Only a run that used its whole budget: one stopped by tol may have formed X at a lower rank in
-    # its last iteration (the one that moved into stage r) because Y is fit to tol there
-    # (rank Y < r, or Y = 0); raising max_iter would change nothing, and the warning said to.
-    if _checks.is_concrete(reached) and int(reached) < rank and int(out.n_iter) == max_iter:
+    stage = _checks.when_concrete(
+        lambda r, n: _stage_short_of(r, n, rank, max_iter), reached, out.n_iter
+    )
+    if stage is not None:
         _checks.warn_caller(
-            f"altproj's budget max_iter = {max_iter} ran out in stage {int(reached)} of {rank}: "
-            f"X has rank {int(reached)}, not {rank}. Each stage k < r takes up to inner_iters = "
+            f"altproj's budget max_iter = {max_iter} ran out in stage {stage} of {rank}: "
+            f"X has rank {stage}, not {rank}. Each stage k < r takes up to inner_iters = "
             f"{inner_iters} iterations; raise max_iter (or lower inner_iters)"
         )
     return out

@@ -27,11 +27,12 @@ from lowrank_jax.precision import full_precision
 from lowrank_jax.prox import clip_symmetric, soft_threshold
 from lowrank_jax.result import ensure_finite, finish
 from lowrank_jax.rpca._common import (
+    COMMON,
+    KEY,
+    STOP,
     RPCAResult,
     change_stats,
-    check_common,
-    check_stop,
-    check_tol,
+    declared,
     diagnostics,
     frob,
     make_result,
@@ -39,10 +40,15 @@ from lowrank_jax.rpca._common import (
     residual_step,
     run_layers,
     spectral_init,
+    stopping,
 )
 
 
 @full_precision
+@_checks.validate(
+    zeta=_checks.Hyper(ndim=0, dtype_of="Y"),  # as lrpca: in Y's dtype
+    eta=_checks.Hyper(ndim=0, dtype_of="Y"),
+)
 def lrpca_step(Y, L, R, zeta, eta, support=None, prev=None, axis_name=None):
     """One LRPCA layer (Cai, Liu, Yin 2021, eq. 7 + 9): soft threshold, then a scaled-gradient step.
 
@@ -56,8 +62,9 @@ def lrpca_step(Y, L, R, zeta, eta, support=None, prev=None, axis_name=None):
     Args:
       Y: (n1, n2) observation.
       L: (n1, r) and R: (n2, r), the current factors.
-      zeta: threshold ζ ≥ 0 (scalar).
-      eta: step size η (scalar).
+      zeta: threshold ζ ≥ 0 (scalar, in Y's dtype; may be traced: a traced one that breaks its
+        rule is NaN, and so is the step).
+      eta: step size η ≥ 0 (scalar, likewise).
       support: boolean (n1, n2) mask of supp(S⋆), to count #{S⁺ ≠ 0 outside it}; default None.
       prev: (L_p, R_p, ζ_p), the factors and threshold that made the current
         S = S_{ζ_p}(Y − L_p R_pᵀ), to also sum ‖S⁺ − S‖_F² and ‖S‖_F² (one more rank-r product per
@@ -70,8 +77,6 @@ def lrpca_step(Y, L, R, zeta, eta, support=None, prev=None, axis_name=None):
       residual of the pair (L Rᵀ, S⁺) (and ``"false_positives"`` with ``support``, ``"ds"`` and
       ``"sp"`` with ``prev``).
     """
-    # as lrpca: in Y's dtype
-    zeta, eta = jnp.asarray(zeta).astype(Y.dtype), jnp.asarray(eta).astype(Y.dtype)
 
     def fn(D, *rows):
         S = soft_threshold(D, zeta)
@@ -108,69 +113,98 @@ def _layer_params(k, zeta, eta, beta, phi, num_layers, frmnn):
     return z, jnp.where(frozen, jnp.zeros_like(e), e)
 
 
-def check_schedule(Y, zeta, eta, beta, phi, tol, max_iter):
-    """Check LRPCA's layer schedule (for :func:`lrpca` and :func:`~lowrank_jax.rpca.lrpca_sharded`).
+def _first_threshold(a) -> str:
+    """The message of the rule ζ_0 > 0 (read with NumPy: inside a caller's trace even ``zeta[0]``
+    of a closed-over concrete ζ is staged)."""
+    return (
+        f"zeta[0] must be > 0, got {float(np.asarray(a['zeta'])[0])}: at ζ₀ = 0 the initial "
+        "S₀ = Y and L₀ = R₀ = 0, a fixed point of every layer (X stays 0)"
+    )
+
+
+# LRPCA's layer schedule, for lrpca and lrpca_sharded alike: ζ (K+1,) and η (K,) in Y's dtype, the
+# FRMNN factors β, φ > 0 (both or neither), the tolerance and the number of layers. Values may be
+# traced: one that breaks its rule arrives as NaN and the run reports INVALID.
+SCHEDULE = {
+    "zeta": _checks.Hyper(ndim=1, dtype_of="Y"),
+    "eta": _checks.Hyper(ndim=1, dtype_of="Y"),
+    "beta": _checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="Y", optional=True),
+    "phi": _checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="Y", optional=True),
+    "tol": _checks.Tol(dtype_of="Y"),
+    "max_iter": _checks.Count(minimum=0, optional=True),
+}
+SCHEDULE_RULES = (
+    _checks.Rule(
+        lambda a: a["zeta"].shape[0] == a["eta"].shape[0] + 1,
+        "zeta must have one more entry than eta (zeta[0] initialises): got "
+        "len(zeta) = {zeta.shape[0]}, len(eta) = {eta.shape[0]}",
+        uses=(),
+    ),
+    # ζ₀ = 0 starts from S₀ = Y, L₀ = R₀ = 0, a fixed point with residual 0: a sweep ranking its
+    # points by the residual took it for the best.
+    _checks.Rule(
+        lambda a: a["zeta"][0] > 0,
+        _checks.Message(_first_threshold),
+        uses=("zeta",),
+        poison="zeta",
+    ),
+    _checks.Rule(
+        lambda a: (a["beta"] is None) == (a["phi"] is None),
+        "beta and phi (FRMNN continuation) must be given together",
+        uses=(),
+    ),
+    _checks.Rule(
+        lambda a: a["beta"] is None or a["eta"].shape[0] >= 1,
+        "FRMNN needs at least one learned layer (len(eta) >= 1)",
+        uses=(),
+    ),
+    _checks.Rule(
+        lambda a: a["beta"] is None or a["tol"] is not None or a["max_iter"] is not None,
+        "FRMNN (beta, phi) needs tol or max_iter to know when to stop",
+        uses=(),
+    ),
+    _checks.Rule(
+        lambda a: (
+            a["beta"] is not None or a["max_iter"] is None or a["max_iter"] <= a["eta"].shape[0]
+        ),
+        "max_iter must be <= the number of layers {eta.shape[0]} without FRMNN "
+        "(pass beta and phi to continue), got {max_iter}",
+        uses=(),
+    ),
+)
+
+
+def schedule(Y, zeta, eta, beta, phi, max_iter):
+    """LRPCA's layer schedule from its declared arguments (:data:`SCHEDULE`), for :func:`lrpca`
+    and :func:`~lowrank_jax.rpca.lrpca_sharded`.
 
     A K-layer schedule runs ζ_0 (initialisation) and (ζ_k, η_k), k = 1..K; with the FRMNN factors
     (β, φ) it continues past layer K with ζ_k = φ^{k−K} ζ_K and η_k = β^{k−K} η_K (eq. 13).
 
     Args:
-      Y: the (n1, n2) observation, whose dtype the hyperparameters take.
-      zeta: (K+1,) thresholds, ``zeta[0] > 0``.
+      Y: the (n1, n2) observation, whose dtype the hyperparameters have.
+      zeta: (K+1,) thresholds.
       eta: (K,) step sizes.
-      beta, phi: FRMNN factors (scalars > 0), both or neither (None).
-      tol: tolerance (scalar > 0) or None.
-      max_iter: number of layers (≥ 0) or None: without FRMNN at most K (None: K); with FRMNN
-        required unless ``tol`` is given (then None means 1000).
+      beta, phi: FRMNN factors (scalars), both or neither (None).
+      max_iter: number of layers or None: without FRMNN K, with FRMNN 1000 (``tol`` then stops).
 
     Returns:
-      ``(zeta, eta, beta, phi, tol, frmnn, budget)``: the hyperparameters as arrays of Y's dtype
-      (β = φ = 1 without FRMNN), ``tol`` checked (or None), ``frmnn`` whether (β, φ) continue past
-      layer K, and ``budget`` the number of layers to run. With no learned layer (K = 0) ζ and η
-      get a placeholder layer, which the budget of 0 never runs, so that the loop stays traceable.
+      ``(zeta, eta, beta, phi, frmnn, budget)``: β = φ = 1 without FRMNN, ``frmnn`` whether
+      (β, φ) continue past layer K, and ``budget`` the number of layers to run. With no learned
+      layer (K = 0) ζ and η get a placeholder layer, which the budget of 0 never runs, so that the
+      loop stays traceable.
     """
-    zeta = _checks.as_hyper(zeta, "zeta", ndim=1, dtype=Y.dtype)
-    eta = _checks.as_hyper(eta, "eta", ndim=1, dtype=Y.dtype)
-    if zeta.shape[0] != eta.shape[0] + 1:
-        raise ValueError(
-            f"zeta must have one more entry than eta (zeta[0] initialises): got "
-            f"len(zeta) = {zeta.shape[0]}, len(eta) = {eta.shape[0]}"
-        )
-    # NumPy: inside a caller's trace even zeta[0] of a closed-over concrete ζ is staged (a tracer)
-    if _checks.is_concrete(zeta):
-        if not (zeta0 := float(np.asarray(zeta)[0])) > 0:
-            raise ValueError(
-                f"zeta[0] must be > 0, got {zeta0}: at ζ₀ = 0 the initial S₀ = Y and "
-                "L₀ = R₀ = 0, a fixed point of every layer (X stays 0)"
-            )
     num_layers = eta.shape[0]
-    if (beta is None) != (phi is None):
-        raise ValueError("beta and phi (FRMNN continuation) must be given together")
     frmnn = beta is not None
-    tol = check_tol(tol)
-    max_iter = _checks.check_positive_int(max_iter, "max_iter", allow_none=True, minimum=0)
     if frmnn:
-        if num_layers < 1:
-            raise ValueError("FRMNN needs at least one learned layer (len(eta) >= 1)")
-        beta = _checks.as_hyper(beta, "beta", ndim=0, positive=True, dtype=Y.dtype)
-        phi = _checks.as_hyper(phi, "phi", ndim=0, positive=True, dtype=Y.dtype)
-        if max_iter is None:
-            if tol is None:
-                raise ValueError("FRMNN (beta, phi) needs tol or max_iter to know when to stop")
-            max_iter = 1000
-        budget = max_iter
+        budget = 1000 if max_iter is None else max_iter
     else:
-        if max_iter is not None and max_iter > num_layers:
-            raise ValueError(
-                f"max_iter must be <= the number of layers {num_layers} without FRMNN "
-                f"(pass beta and phi to continue), got {max_iter}"
-            )
         budget = num_layers if max_iter is None else max_iter
         beta = phi = jnp.ones((), Y.dtype)
     if num_layers == 0:
         eta = jnp.zeros((1,), Y.dtype)
         zeta = jnp.concatenate([zeta, zeta])
-    return zeta, eta, beta, phi, tol, frmnn, budget
+    return zeta, eta, beta, phi, frmnn, budget
 
 
 @functools.partial(
@@ -232,9 +266,10 @@ def _lrpca(
     # The previous factors and threshold are carried so that S is rebuilt once at the end instead of
     # being written every iteration; with no iteration they give S_0 = S_{ζ_0}(Y − 0).
     state = (L0, R0, jnp.zeros_like(L0), jnp.zeros_like(R0), zeta[0])
-    # A traced ζ₀ ≤ 0 (a sweep over ζ's scale; a concrete one is refused) would return X = 0 with a
-    # residual of 0, the best point of the sweep by that residual: INVALID instead.
-    invalid = ~(zeta[0] > 0)
+    # A traced hyperparameter that broke its declared rule (ζ₀ ≤ 0 in a sweep over ζ's scale, which
+    # would return X = 0 with a residual of 0, the best point by that residual) arrives as NaN:
+    # INVALID instead.
+    invalid = _checks.any_nan(zeta, eta, beta, phi, tol)
     out = run_layers(
         step,
         state,
@@ -252,6 +287,15 @@ def _lrpca(
 
 
 @full_precision
+@_checks.validate(
+    *SCHEDULE_RULES,
+    **COMMON,
+    **SCHEDULE,
+    stop=STOP,
+    differentiable=_checks.Flag(),
+    throw=_checks.Flag(),
+    key=KEY,
+)
 def lrpca(
     Y,
     rank,
@@ -315,7 +359,9 @@ def lrpca(
         ``change``; costs one more rank-r product per entry and iteration).
       throw: with a run that diverges (non-finite factors, or ‖L‖_F‖R‖_F beyond 10⁴ ‖Y‖_F), raise
         ``RuntimeError`` (True, default; also inside ``jit``/``vmap``) or only report
-        ``status == Status.DIVERGED`` (False: a sweep keeps its other points).
+        ``status == Status.DIVERGED`` (False: a sweep keeps its other points). A traced ζ, η, β, φ
+        or ``tol`` that breaks its rule (ζ₀ ≤ 0 among them; a concrete one raises ``ValueError``)
+        gives ``Status.INVALID`` and NaN X and S, raised the same way.
 
     Returns:
       :class:`RPCAResult`: ``status``, ``n_iter``, L, R, X = L Rᵀ, S = S_{ζ_k}(Y − X_{k−1}), the
@@ -337,25 +383,15 @@ def lrpca(
         print(out)
         ```
     """
-    Y, rank, X_star, support, key, oversample, power_iters = check_common(
-        Y, rank, X_star, support, key, svd, oversample=oversample, power_iters=power_iters
-    )
-    zeta, eta, beta, phi, tol, frmnn, budget = check_schedule(
-        Y, zeta, eta, beta, phi, tol, max_iter
-    )
-    stop = check_stop(stop)
-    use_tol = tol is not None
-    if not use_tol:
-        tol = jnp.zeros((), Y.dtype)
-    differentiable = _checks.check_flag(differentiable, "differentiable")
-    throw = _checks.check_flag(throw, "throw")
+    zeta, eta, beta, phi, frmnn, budget = schedule(Y, zeta, eta, beta, phi, max_iter)
+    use_tol, tol = stopping(tol, Y.dtype)
     out = _lrpca(
         Y,
         zeta,
         eta,
         beta,
         phi,
-        tol.astype(Y.dtype),
+        tol,
         X_star,
         support,
         key,
@@ -375,7 +411,8 @@ def lrpca(
         diverged="LRPCA diverged (non-finite or exploding factors): the step sizes eta are too "
         "large (or the thresholds zeta too small) for these data"
         + (", or beta > 1 grows the FRMNN steps without bound" if frmnn else ""),
-        invalid="LRPCA: zeta[0] must be > 0 and tol >= 0 (the result is NaN)",
+        invalid="LRPCA: zeta[0] must be > 0, zeta and eta >= 0, beta and phi > 0 and tol > 0 "
+        "(the result is NaN)",
     )
 
 
@@ -413,6 +450,24 @@ ORACLE_RULES = ("max", "rms")
 
 
 @full_precision
+@_checks.validate(
+    _checks.Rule(
+        lambda a: a["X_star"] is not None,
+        "X_star is required for the oracle thresholds",
+        uses=(),
+    ),
+    _checks.Rule(
+        lambda a: a["eta"].ndim == 0 or a["eta"].shape == (a["num_layers"],),
+        "eta must be a scalar or have shape ({num_layers},), got {eta.shape}",
+        uses=(),
+    ),
+    **declared("Y", "oversample", "power_iters", "rank", "X_star", "svd"),
+    rule=_checks.Choice(*ORACLE_RULES),
+    num_layers=_checks.Count(),
+    scale=_checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="Y"),
+    eta=_checks.Hyper(dtype_of="Y"),
+    key=KEY,
+)
 def oracle_thresholds(
     Y,
     rank,
@@ -460,22 +515,8 @@ def oracle_thresholds(
       (K+1,) array of thresholds ζ_0, …, ζ_K. A schedule that becomes non-finite (η too large for
       the problem) raises ``RuntimeError``, also under ``jit``.
     """
-    Y, rank, X_star, _, key, oversample, power_iters = check_common(
-        Y, rank, X_star, None, key, svd, oversample=oversample, power_iters=power_iters
-    )
-    if X_star is None:
-        raise ValueError("X_star is required for the oracle thresholds")
-    if rule not in ORACLE_RULES:
-        raise ValueError(f"rule must be one of {ORACLE_RULES}, got {rule!r}")
-    num_layers = _checks.check_positive_int(num_layers, "num_layers")
-    scale = _checks.as_hyper(scale, "scale", ndim=0, positive=True, dtype=Y.dtype)
-    eta = _checks.as_hyper(eta, "eta", dtype=Y.dtype)
     if eta.ndim == 0:
         eta = jnp.full((num_layers,), eta)
-    elif eta.shape != (num_layers,):
-        raise ValueError(
-            f"eta must be a scalar or have shape ({num_layers},), got {tuple(eta.shape)}"
-        )
     zeta = _oracle(
         Y,
         X_star,

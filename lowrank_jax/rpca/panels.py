@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lowrank_jax import _checks
 from lowrank_jax.precision import full_precision
 
 
@@ -32,6 +33,51 @@ def _panel_rows(n1: int, n2: int, itemsize: int) -> int:
     return target
 
 
+def _factor_shapes(a) -> bool:
+    """Y (n1, n2), L (n1, r) and R (n2, r)."""
+    Y, L, R = a["Y"], a["L"], a["R"]
+    return (
+        Y.ndim == L.ndim == R.ndim == 2
+        and L.shape[0] == Y.shape[0]
+        and R.shape[0] == Y.shape[1]
+        and L.shape[1] == R.shape[1]
+    )
+
+
+def _row_lengths(a) -> str:
+    """The message of the rule that every row argument has a leading axis of n1."""
+    n1 = a["Y"].shape[0]
+    bad = next(x for x in a["row_args"] if jnp.ndim(x) < 1 or jnp.shape(x)[0] != n1)
+    return (
+        f"residual_map_products: every row argument needs a leading axis of n1 = {n1}, "
+        f"got shape {jnp.shape(bad)}"
+    )
+
+
+def _as_array(x, name: str, args) -> jax.Array:
+    """``jnp.asarray(x)`` (NumPy bfloat16 products came back float32)."""
+    return jnp.asarray(x)
+
+
+@_checks.validate(
+    _checks.Rule(
+        _factor_shapes,
+        "residual_map_products needs Y (n1, n2), L (n1, r) and R (n2, r); got Y {Y.shape}, "
+        "L {L.shape}, R {R.shape}",
+        uses=(),
+    ),
+    _checks.Rule(
+        lambda a: all(
+            jnp.ndim(x) >= 1 and jnp.shape(x)[0] == a["Y"].shape[0] for x in a["row_args"]
+        ),
+        _checks.Message(_row_lengths),
+        uses=(),
+    ),
+    Y=_checks.Convert(_as_array),
+    L=_checks.Convert(_as_array),
+    R=_checks.Convert(_as_array),
+    row_args=_checks.Convert(lambda x, name, args: tuple(x)),
+)
 def residual_map_products(Y: jax.Array, L: jax.Array, R: jax.Array, fn, row_args=()):
     """Contract a pointwise map of the low-rank residual with the factors, panel by panel.
 
@@ -61,20 +107,6 @@ def residual_map_products(Y: jax.Array, L: jax.Array, R: jax.Array, fn, row_args
       ``(E R, Eᵀ L, stats)``: shapes (n1, r), (n2, r), and ``stats`` (a pytree of scalars such as
       ‖E‖² or counts) summed over the panels.
     """
-    # NumPy bfloat16 products came back float32
-    Y, L, R = jnp.asarray(Y), jnp.asarray(L), jnp.asarray(R)
-    if (
-        Y.ndim != 2
-        or L.ndim != 2
-        or R.ndim != 2
-        or L.shape[0] != Y.shape[0]
-        or R.shape[0] != Y.shape[1]
-        or L.shape[1] != R.shape[1]
-    ):
-        raise ValueError(
-            f"residual_map_products needs Y (n1, n2), L (n1, r) and R (n2, r); got Y {Y.shape}, "
-            f"L {L.shape}, R {R.shape}"
-        )
     n1, n2 = Y.shape
     # D = Y − L Rᵀ is computed in the promoted float dtype (integer frames, a float32 Y beside
     # float64 factors); the panels and accumulators must be typed like D, not like Y.
@@ -82,13 +114,6 @@ def residual_map_products(Y: jax.Array, L: jax.Array, R: jax.Array, fn, row_args
     if not jnp.issubdtype(dtype, jnp.inexact):
         dtype = jnp.result_type(float)
     Y, L, R = Y.astype(dtype), L.astype(dtype), R.astype(dtype)
-    row_args = tuple(row_args)
-    for a in row_args:
-        if jnp.ndim(a) < 1 or jnp.shape(a)[0] != n1:
-            raise ValueError(
-                f"residual_map_products: every row argument needs a leading axis of n1 = {n1}, "
-                f"got shape {jnp.shape(a)}"
-            )
     rows = _panel_rows(n1, n2, Y.dtype.itemsize)
 
     # The closed-over tracers of ``fn`` become explicit arguments (for the custom reverse rule);

@@ -36,6 +36,26 @@ SERVED_FRACTION = 0.9
 _MAGIC = b"lowrank_jax.LRPCAParams v1\n"
 
 
+def _problem_size(n, name: str = "n", args=None) -> int | float:
+    """A problem size √(n1 n2): a finite number > 0 (Python, NumPy or a concrete 0-d array),
+    returned as a Python int when integer-valued, else as a float (a non-square problem's size);
+    else a ``ValueError`` naming ``n``."""
+    value = _checks.as_real(n)
+    if value is None or not 0 < value < math.inf:  # NaN fails too
+        raise ValueError(f"{name} must be a finite positive size √(n1 n2), got {n!r}")
+    return int(value) if value.is_integer() else value
+
+
+def _schedule_dtype(args) -> jax.ShapeDtypeStruct:
+    """The float dtype of a schedule (ζ, η): float32 unless x64 is on and ζ or η is float64."""
+    return jax.ShapeDtypeStruct((), jnp.result_type(args["zeta"], args["eta"], float))
+
+
+def _model_rank(rank, name: str, args) -> int:
+    """The rank a model is called for: its trained rank for None, else 1 ≤ rank ≤ min(Y.shape)."""
+    return _checks.check_rank(args["self"].rank if rank is None else rank, args["Y"].shape, name)
+
+
 class LRPCAParams(eqx.Module):
     """Parameters of a K-layer LRPCA network with FRMNN continuation (an ``equinox.Module``).
 
@@ -94,6 +114,14 @@ class LRPCAParams(eqx.Module):
         return self.log_eta.shape[0]
 
     @classmethod
+    @_checks.validate(
+        zeta=_checks.Hyper(ndim=1, low=0, low_open=True, dtype_of=_schedule_dtype),
+        eta=_checks.Hyper(ndim=1, low=0, low_open=True, dtype_of=_schedule_dtype),
+        beta=_checks.Hyper(ndim=0, low=0, low_open=True, dtype_of=_schedule_dtype),
+        phi=_checks.Hyper(ndim=0, low=0, low_open=True, dtype_of=_schedule_dtype),
+        rank=_checks.Count(),
+        n=_checks.Convert(_problem_size),
+    )
     def from_schedule(
         cls, zeta, eta, *, rank: int, n: int | float, beta=1.0, phi=1.0
     ) -> LRPCAParams:
@@ -112,14 +140,9 @@ class LRPCAParams(eqx.Module):
           is float64). A value outside its range raises ``ValueError`` naming the argument;
           traced ζ, η, β, φ are checked for shape only.
         """
-        dtype = jnp.result_type(zeta, eta, float)
-        zeta = _checks.as_hyper(zeta, "zeta", ndim=1, positive=True, dtype=dtype)
-        eta = _checks.as_hyper(eta, "eta", ndim=1, positive=True, dtype=dtype)
-        beta = _checks.as_hyper(beta, "beta", ndim=0, positive=True, dtype=dtype)
-        phi = _checks.as_hyper(phi, "phi", ndim=0, positive=True, dtype=dtype)
-        rank = _checks.check_positive_int(rank, "rank")
-        return cls(jnp.log(zeta), jnp.log(eta), beta, phi, rank=rank, n=_problem_size(n))
+        return cls(jnp.log(zeta), jnp.log(eta), beta, phi, rank=rank, n=n)
 
+    @_checks.validate(n=_checks.Convert(_problem_size), rank=_checks.Count())
     def for_problem(self, n: float, rank: int) -> LRPCAParams:
         """The parameters moved to another size and rank by the paper's generalisation rule.
 
@@ -137,9 +160,8 @@ class LRPCAParams(eqx.Module):
         """
         return self._rescaled(n, rank)
 
-    def _rescaled(self, n, rank) -> LRPCAParams:
-        n = _problem_size(n)
-        rank = _checks.check_positive_int(rank, "rank")
+    def _rescaled(self, n: int | float, rank: int) -> LRPCAParams:
+        """:meth:`for_problem` of a checked size and rank."""
         if n < SERVED_FRACTION * self.n:
             _checks.warn_caller(
                 f"these LRPCA parameters were trained at n = {self.n}; rescaled to n = {n:.0f} the "
@@ -154,6 +176,12 @@ class LRPCAParams(eqx.Module):
             self.log_zeta + math.log(scale), self.log_eta, self.beta, self.phi, rank=rank, n=n
         )
 
+    @_checks.validate(
+        Y=_checks.Matrix(),
+        frmnn=_checks.Flag(),
+        rescale=_checks.Flag(),
+        rank=_checks.Convert(_model_rank),
+    )
     def __call__(
         self,
         Y,
@@ -161,7 +189,7 @@ class LRPCAParams(eqx.Module):
         frmnn: bool = True,
         tol=None,
         max_iter=None,
-        rank: int | None = None,
+        rank=None,
         rescale: bool = True,
         **kwargs,
     ):
@@ -184,9 +212,6 @@ class LRPCAParams(eqx.Module):
         Returns:
           ``lrpca``'s :class:`~lowrank_jax.rpca.RPCAResult`.
         """
-        Y = _checks.as_matrix(Y, "Y")
-        frmnn, rescale = _checks.check_flag(frmnn, "frmnn"), _checks.check_flag(rescale, "rescale")
-        rank = _checks.check_rank(self.rank if rank is None else rank, Y.shape)
         n = math.sqrt(Y.shape[0] * Y.shape[1])
         p = (
             self
@@ -200,16 +225,6 @@ class LRPCAParams(eqx.Module):
                 Y, rank, p.zeta, p.eta, beta=p.beta, phi=p.phi, tol=tol, max_iter=max_iter, **kwargs
             )
         return lrpca(Y, rank, p.zeta, p.eta, tol=tol, max_iter=max_iter, **kwargs)
-
-
-def _problem_size(n) -> int | float:
-    """A problem size √(n1 n2): a finite number > 0 (Python, NumPy or a concrete 0-d array),
-    returned as a Python int when integer-valued, else as a float (a non-square problem's size);
-    else a ``ValueError`` naming ``n``."""
-    value = _checks.as_real(n)
-    if value is None or not 0 < value < math.inf:  # NaN fails too
-        raise ValueError(f"n must be a finite positive size √(n1 n2), got {n!r}")
-    return int(value) if value.is_integer() else value
 
 
 def _template(num_layers: int, rank: int, n: int | float, dtype: str = "float32") -> LRPCAParams:
@@ -346,6 +361,28 @@ def pretrained_name(alpha: float, n: int = 1000, rank: int = 5) -> str:
     return f"lrpca_n{n}_r{rank}_alpha{alpha:g}.eqx"
 
 
+def _served_size(n, name: str = "n", args=None) -> float:
+    """A problem size √(n1 n2) to pick a shipped model for: a finite number > 0, as a float."""
+    value = _checks.as_real(n)
+    if value is None or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive problem size (√(n1 n2)), got {n!r}")
+    return value
+
+
+def _shipped_alpha(alpha, name: str, args) -> float:
+    """An outlier density of a shipped model (also a 0-d NumPy or JAX number, jnp.float32(0.2)),
+    as a Python float."""
+    value = _checks.as_real(alpha)
+    if value is None:
+        raise ValueError(f"{name} must be a number in {PRETRAINED_ALPHAS}, got {alpha!r}")
+    if not any(abs(value - a) < 1e-6 for a in PRETRAINED_ALPHAS):  # float32 0.3 is 0.30000001
+        raise ValueError(
+            f"pretrained parameters exist for {name} in {PRETRAINED_ALPHAS}, got {value}"
+        )
+    return value
+
+
+@_checks.validate(n=_checks.Convert(_served_size))
 def pretrained_size(n) -> int:
     """The training size of the shipped model for problems of size n.
 
@@ -356,13 +393,15 @@ def pretrained_size(n) -> int:
       The largest training size that ζ's rescaling serves (n ≥ 0.9 n_train, see
       :meth:`LRPCAParams.for_problem`), or the smallest when n is below all of them (an int).
     """
-    value = _checks.as_real(n)
-    if value is None or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"n must be a positive problem size (√(n1 n2)), got {n!r}")
-    served = [s for s in PRETRAINED_SIZES if value >= SERVED_FRACTION * s]
+    served = [s for s in PRETRAINED_SIZES if n >= SERVED_FRACTION * s]
     return max(served) if served else min(PRETRAINED_SIZES)
 
 
+@_checks.validate(
+    alpha=_checks.Convert(_shipped_alpha),
+    n=_checks.Convert(_served_size, optional=True),
+    rank=_checks.Count(optional=True),
+)
 def pretrained(alpha: float = 0.1, *, n=None, rank: int | None = None) -> LRPCAParams:
     """LRPCA parameters shipped with the package, for the paper's generator at rank 5.
 
@@ -408,14 +447,6 @@ def pretrained(alpha: float = 0.1, *, n=None, rank: int | None = None) -> LRPCAP
         print(Status.describe(out.status), out.n_iter, out.error)
         ```
     """
-    value = _checks.as_real(alpha)  # also a 0-d NumPy or JAX number (jnp.float32(0.2))
-    if value is None:
-        raise ValueError(f"alpha must be a number in {PRETRAINED_ALPHAS}, got {alpha!r}")
-    alpha = value
-    if not any(abs(alpha - a) < 1e-6 for a in PRETRAINED_ALPHAS):  # float32 0.3 is 0.30000001
-        raise ValueError(
-            f"pretrained parameters exist for alpha in {PRETRAINED_ALPHAS}, got {alpha}"
-        )
     name = pretrained_name(alpha, 1000 if n is None else pretrained_size(n))
     ref = resources.files("lowrank_jax.rpca").joinpath("pretrained", name)
     if not ref.is_file():

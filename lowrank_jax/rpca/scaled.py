@@ -20,10 +20,11 @@ from lowrank_jax.precision import full_precision
 from lowrank_jax.prox import apply_top_fraction, sparsify_top_fraction, top_fraction_thresholds
 from lowrank_jax.result import finish
 from lowrank_jax.rpca._common import (
+    COMMON,
+    KEY,
+    STOP,
     RPCAResult,
     change_stats,
-    check_common,
-    check_stop,
     diagnostics,
     frob,
     make_result,
@@ -31,10 +32,15 @@ from lowrank_jax.rpca._common import (
     residual_step,
     run_layers,
     spectral_init,
+    stopping,
 )
 
 
 @full_precision
+@_checks.validate(
+    alpha=_checks.Hyper(ndim=0, high=1, dtype_of="Y"),
+    eta=_checks.Hyper(ndim=0, dtype_of="Y"),
+)
 def scaledgd_step(Y, L, R, alpha, eta, cuts=None, support=None, prev=None):
     """One ScaledGD iteration: the sparsifier T_α, then one scaled-gradient step on (L, R).
 
@@ -47,8 +53,9 @@ def scaledgd_step(Y, L, R, alpha, eta, cuts=None, support=None, prev=None):
     Args:
       Y: (n1, n2) observation.
       L: (n1, r) and R: (n2, r), the current factors.
-      alpha: the fraction α ∈ [0, 1] of T_α (scalar).
-      eta: step size η (scalar).
+      alpha: the fraction α ∈ [0, 1] of T_α (scalar, in Y's dtype; may be traced: a traced one
+        outside [0, 1] is NaN, and so is the step).
+      eta: step size η ≥ 0 (scalar, likewise).
       cuts: (row_cut (n1,), col_cut (n2,)) of the previous iteration, warm starts of the exact
         selection only (they never change the result); default None, a cold start.
       support: boolean (n1, n2) mask of supp(S⋆), to count #{S⁺ ≠ 0 outside it}; default None.
@@ -126,10 +133,10 @@ def _scaledgd(
     L0, R0 = spectral_init(
         Y - S0, rank, svd=svd, key=key, oversample=oversample, power_iters=power_iters
     )
-    # A traced α_iter outside [0, 1] (a sweep point; concrete ones raise) makes the run NaN, as
-    # T_α does for α_init. With α_iter > 1 the iterations' T_α kept every entry, so S = Y − X and X
+    # A traced fraction outside [0, 1] (a sweep point; concrete ones raise) arrives as NaN and the
+    # run is INVALID. With α_iter > 1 the iterations' T_α kept every entry, so S = Y − X and X
     # never moved: a frozen, finite, wrong run (a vmap over α up to 0.6 with the default 2α).
-    invalid = ~((alpha_iter >= 0) & (alpha_iter <= 1))
+    invalid = _checks.any_nan(alpha_init, alpha_iter, eta, tol)
     n1, n2 = Y.shape
 
     track = stop == "change"
@@ -165,31 +172,50 @@ def _scaledgd(
     return make_result(L, R, S, out)
 
 
-def _warn_if_ties_flooded_the_support(S, alpha_init, alpha_iter) -> None:
+def _ties_flooded_the_support(S, alpha_init, alpha_iter) -> str | None:
     """T_α keeps at most ⌊α n2⌋ entries of a row unless values tie at its cut-off, and then keeps
     them all. On data with repeated values (binary, counts, saturated pixels) that can be most of Y:
-    S absorbs the low-rank part and X stays 0. Warn (concrete results and α only) when the final S
-    holds more entries than T_α can keep without ties (one count, not another T_α)."""
-    if not (
-        _checks.is_concrete(S)
-        and _checks.is_concrete(alpha_init)
-        and _checks.is_concrete(alpha_iter)
-    ):
-        return
+    S absorbs the low-rank part and X stays 0. The warning to give when the final S holds more
+    entries than T_α can keep without ties (one count, not another T_α), else None. Evaluated on
+    concrete results and α only (:func:`lowrank_jax._checks.when_concrete`)."""
     n1, n2 = S.shape
     alpha = max(float(alpha_init), float(alpha_iter))
-    with jax.ensure_compile_time_eval():
-        kept = int(jnp.count_nonzero(S))
-    if kept > alpha * n1 * n2 + n1:
-        _checks.warn_caller(
-            f"ScaledGD's sparsifier kept {kept / (n1 * n2):.0%} of Y's entries at "
-            f"alpha = {alpha:.3g}: values tied at its cut-offs (repeated values such as binary "
-            "or saturated data) are all kept, so S absorbs the low-rank part. Use altproj or "
-            "lrpca, or break the ties (add noise far below the outliers' size)."
-        )
+    kept = int(jnp.count_nonzero(S))
+    if kept <= alpha * n1 * n2 + n1:
+        return None
+    return (
+        f"ScaledGD's sparsifier kept {kept / (n1 * n2):.0%} of Y's entries at "
+        f"alpha = {alpha:.3g}: values tied at its cut-offs (repeated values such as binary "
+        "or saturated data) are all kept, so S absorbs the low-rank part. Use altproj or "
+        "lrpca, or break the ties (add noise far below the outliers' size)."
+    )
+
+
+# Fractions α ∈ [0, 1] in Y's dtype, arrays that may be traced (vmapped, swept): a traced value
+# outside the range is NaN and the run reports INVALID.
+_FRACTION = _checks.Hyper(ndim=0, high=1, dtype_of="Y")
 
 
 @full_precision
+@_checks.validate(
+    **COMMON,
+    alpha=_FRACTION,
+    alpha_iter=_checks.Hyper(
+        ndim=0,
+        high=1,
+        dtype_of="Y",
+        default=lambda a: 2 * a["alpha"],
+        label="alpha_iter (default 2·alpha: pass alpha_iter ≤ 1)",
+    ),
+    alpha_init=_checks.Hyper(ndim=0, high=1, dtype_of="Y", default=lambda a: a["alpha"]),
+    eta=_checks.Hyper(ndim=0, dtype_of="Y"),
+    tol=_checks.Tol(dtype_of="Y"),
+    stop=STOP,
+    differentiable=_checks.Flag(),
+    throw=_checks.Flag(),
+    max_iter=_checks.Count(minimum=0),
+    key=KEY,
+)
 def scaledgd(
     Y,
     rank,
@@ -226,8 +252,8 @@ def scaledgd(
       Y: (n1, n2) observation.
       rank: target rank r, 1 ≤ r ≤ min(n1, n2) (static).
       alpha: outlier fraction estimate α ∈ [0, 1] (scalar; may be traced, ``vmap`` over it works).
-      eta: step size η (scalar), default 0.5 (theory: ≤ 2/3).
-      tol: stop once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (default 1e-6), or, with
+      eta: step size η ≥ 0 (scalar; may be traced), default 0.5 (theory: ≤ 2/3).
+      tol: stop once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (> 0, default 1e-6), or, with
         ``stop="change"``, once the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol.
         None runs exactly ``max_iter`` iterations. A tolerance stop is a ``while_loop``, which
         ``jax.grad`` cannot pass: for gradients pass ``differentiable=True`` (a masked ``scan`` of
@@ -247,7 +273,9 @@ def scaledgd(
         False).
       throw: with a run that diverges (non-finite factors, or ‖L‖_F‖R‖_F beyond 10⁴ ‖Y‖_F), raise
         ``RuntimeError`` (True, default; also inside ``jit``/``vmap``) or only report
-        ``status == Status.DIVERGED`` (False: a sweep keeps its other points).
+        ``status == Status.DIVERGED`` (False: a sweep keeps its other points). A traced α, α̃,
+        α_0, η or ``tol`` that breaks its rule (a concrete one raises ``ValueError``) gives
+        ``Status.INVALID`` and NaN X and S, raised the same way.
 
     Returns:
       :class:`RPCAResult`: ``status``, ``n_iter``, L, R, X = L Rᵀ, S = T_α̃(Y − X_{k−1}), the final
@@ -267,35 +295,7 @@ def scaledgd(
         print(out)
         ```
     """
-    Y, rank, X_star, support, key, oversample, power_iters = check_common(
-        Y, rank, X_star, support, key, svd, oversample=oversample, power_iters=power_iters
-    )
-    alpha = _checks.as_hyper(alpha, "alpha", ndim=0, dtype=Y.dtype)
-    alpha_iter_given = alpha_iter is not None
-    if alpha_iter is None:
-        # 2α of a closed-over α stays checkable in a caller's jit
-        with _checks.eager_if_concrete(alpha):
-            alpha_iter = 2 * alpha
-    else:
-        alpha_iter = _checks.as_hyper(alpha_iter, "alpha_iter", ndim=0, dtype=Y.dtype)
-    alpha_init = (
-        alpha
-        if alpha_init is None
-        else _checks.as_hyper(alpha_init, "alpha_init", ndim=0, dtype=Y.dtype)
-    )
-    iter_name = (
-        "alpha_iter" if alpha_iter_given else "alpha_iter (default 2·alpha: pass alpha_iter ≤ 1)"
-    )
-    for name, a in (("alpha", alpha), (iter_name, alpha_iter), ("alpha_init", alpha_init)):
-        if _checks.is_concrete(a) and float(a) > 1:
-            raise ValueError(f"{name} must lie in [0, 1], got {float(a):.6g}")
-    eta = _checks.as_hyper(eta, "eta", ndim=0, dtype=Y.dtype)
-    use_tol = tol is not None
-    tol = _checks.as_tolerance(tol, Y.dtype)
-    stop = check_stop(stop)
-    differentiable = _checks.check_flag(differentiable, "differentiable")
-    throw = _checks.check_flag(throw, "throw")
-    max_iter = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
+    use_tol, tol = stopping(tol, Y.dtype)
     out = _scaledgd(
         Y,
         alpha_init,
@@ -319,7 +319,10 @@ def scaledgd(
         throw,
         diverged="ScaledGD diverged (non-finite or exploding factors): the step eta is too large "
         "for these data (theory: eta <= 2/3), or alpha_iter is too small to remove the outliers",
-        invalid="ScaledGD: alpha_iter must lie in [0, 1], and tol must be >= 0 (the result is NaN)",
+        invalid="ScaledGD: alpha_iter must lie in [0, 1] (as must alpha and alpha_init), eta must "
+        "be >= 0 and tol > 0 (the result is NaN)",
     )
-    _warn_if_ties_flooded_the_support(out.S, alpha_init, alpha_iter)
+    ties = _checks.when_concrete(_ties_flooded_the_support, out.S, alpha_init, alpha_iter)
+    if ties is not None:
+        _checks.warn_caller(ties)
     return out

@@ -38,11 +38,13 @@ from lowrank_jax import _checks, linalg, loop
 from lowrank_jax.precision import full_precision
 from lowrank_jax.prox import clip_symmetric, soft_threshold
 from lowrank_jax.result import finish
-from lowrank_jax.rpca._common import RPCAResult, check_common, diverged, frob
+from lowrank_jax.rpca._common import KEY, RPCAResult, declared, diverged, frob, stopping
 from lowrank_jax.rpca.learned import (
+    SCHEDULE,
+    SCHEDULE_RULES,
     _layer_params,
-    check_schedule,
     lrpca_step,
+    schedule,
 )
 
 AXIS = "rows"
@@ -61,14 +63,55 @@ def row_mesh(devices=None) -> Mesh:
     return Mesh(np.array(devices), (AXIS,))
 
 
+def _mesh(mesh, name: str, args) -> Mesh:
+    """The mesh of :func:`lrpca_sharded`: ``None`` is :func:`row_mesh` over every device; a given
+    one must be 1-D with the axis name ``"rows"``."""
+    mesh = row_mesh() if mesh is None else mesh
+    if mesh.axis_names != (AXIS,):
+        raise ValueError(f"{name} must be 1-D with axis name {AXIS!r}, got {mesh.axis_names}")
+    return mesh
+
+
+def _rows_per_device(a) -> str:
+    """The message of :data:`_ENOUGH_ROWS`."""
+    devices, rows, width = _split(a)
+    return (
+        f"{devices} devices leave {rows} rows each, fewer than the sketch "
+        f"width rank + oversample = {width}: use fewer devices or a smaller oversample"
+    )
+
+
+def _split(a) -> tuple[int, int, int]:
+    """(devices, rows per device after padding, the sketch's width) of the declared arguments."""
+    devices = a["mesh"].devices.size
+    n1, n2 = a["Y"].shape
+    width = min(a["rank"] + a["oversample"], n1, n2)
+    return devices, (n1 + (-n1 % devices)) // devices, width
+
+
+# Every device holds at least the sketch's width in rows (static: shapes and counts).
+_ENOUGH_ROWS = _checks.Rule(
+    lambda a: _split(a)[1] >= _split(a)[2], _checks.Message(_rows_per_device), uses=()
+)
+
+
 @full_precision
+@_checks.validate(
+    *SCHEDULE_RULES,
+    _ENOUGH_ROWS,
+    **declared("Y", "oversample", "power_iters", "rank"),
+    **SCHEDULE,
+    mesh=_checks.Convert(_mesh),
+    throw=_checks.Flag(),
+    key=KEY,
+)
 def lrpca_sharded(
     Y,
     rank,
     zeta,
     eta,
     *,
-    mesh: Mesh | None = None,
+    mesh=None,
     beta=None,
     phi=None,
     tol=None,
@@ -122,30 +165,14 @@ def lrpca_sharded(
       device count (JAX splits an axis in equal blocks only); trimmed results come back whole on
       every device, so for a Y too large for one device make n1 a multiple of the device count.
     """
-    Y, rank, _, _, key, oversample, power_iters = check_common(
-        Y, rank, None, None, key, "randomized", oversample=oversample, power_iters=power_iters
-    )
-    zeta, eta, beta, phi, tol, frmnn, budget = check_schedule(
-        Y, zeta, eta, beta, phi, tol, max_iter
-    )
-    mesh = row_mesh() if mesh is None else mesh
-    if mesh.axis_names != (AXIS,):
-        raise ValueError(f"mesh must be 1-D with axis name {AXIS!r}, got {mesh.axis_names}")
+    zeta, eta, beta, phi, frmnn, budget = schedule(Y, zeta, eta, beta, phi, max_iter)
     devices = mesh.devices.size
     n1, n2 = Y.shape
     pad = -n1 % devices
-    l = min(rank + oversample, n1, n2)
-    if (n1 + pad) // devices < l:
-        raise ValueError(
-            f"{devices} devices leave {(n1 + pad) // devices} rows each, fewer than the sketch "
-            f"width rank + oversample = {l}: use fewer devices or a smaller oversample"
-        )
     if pad:
         Y = jnp.concatenate([Y, jnp.zeros((pad, n2), Y.dtype)])
     Y = jax.device_put(Y, NamedSharding(mesh, P(AXIS, None)))
-    use_tol = tol is not None
-    tol = jnp.zeros((), Y.dtype) if tol is None else tol.astype(Y.dtype)
-    throw = _checks.check_flag(throw, "throw")
+    use_tol, tol = stopping(tol, Y.dtype)
     L, R, S, history, last, count, status = _run(
         Y,
         zeta,
@@ -180,7 +207,8 @@ def lrpca_sharded(
         throw,
         diverged="LRPCA (sharded) diverged (non-finite or exploding factors): the step sizes "
         "eta are too large (or FRMNN's beta, phi grow the thresholds too fast)",
-        invalid="LRPCA (sharded): zeta[0] must be > 0 and tol >= 0 (the result is NaN)",
+        invalid="LRPCA (sharded): zeta[0] must be > 0, zeta and eta >= 0, beta and phi > 0 and "
+        "tol > 0 (the result is NaN)",
     )
 
 
@@ -239,7 +267,8 @@ def _run(
 
         # (L, R, the previous L, R, ζ of the last layer): with no layer S = S_ζ₀(Y − X₋₁), X₋₁ = 0.
         state = (L0, R0, jnp.zeros_like(L0), jnp.zeros_like(R0), zeta[0])
-        invalid = ~(zeta[0] > 0)
+        # a traced hyperparameter that broke its declared rule arrives as NaN: INVALID
+        invalid = _checks.any_nan(zeta, eta, beta, phi, tol)
 
         def blown_up(s, _):
             l_sq = jax.lax.psum(jnp.sum(jnp.square(s[0])), AXIS)
@@ -252,7 +281,7 @@ def _run(
                 max_iter=budget,
                 stop=lambda s, res: res < tol,
                 diverged=blown_up,
-                invalid=jnp.isnan(tol) | invalid,
+                invalid=invalid,
             )
         else:
             out = loop.run_fixed(step, state, budget, diverged=blown_up, invalid=invalid)

@@ -106,34 +106,81 @@ class TrainConfig:
     def __post_init__(self):
         # Plain Python numbers: a NumPy integer made the checkpoint's JSON fail after stage 0 had
         # trained, and n = 40.5 passed here to fail inside the generator.
-        for name, minimum in (
-            ("n", 1),
-            ("rank", 1),
-            ("num_layers", 1),
-            ("batch", 1),
-            ("init_instances", 1),
-            ("pre_steps", 0),
-            ("full_steps", 0),
-        ):
-            object.__setattr__(
-                self, name, _checks.check_positive_int(getattr(self, name), name, minimum=minimum)
-            )
-        for name in ("alpha", "lr", "init_scale", "init_eta"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise ValueError(f"{name} must be a number, got {value!r}")
-            object.__setattr__(self, name, float(value))
-        if not 0 <= self.alpha < 1:
-            raise ValueError(f"alpha must be in [0, 1), got {self.alpha}")
-        if self.rank > self.n:
-            raise ValueError(f"rank must be <= n, got rank = {self.rank}, n = {self.n}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be positive, got {self.lr}")
-        if self.init_rule not in ORACLE_RULES:
-            raise ValueError(f"init_rule must be one of {ORACLE_RULES}, got {self.init_rule!r}")
-        for name in ("init_scale", "init_eta"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        for name, value in _config_fields(**fields).items():
+            object.__setattr__(self, name, value)
+
+
+def _number(value, name: str, args=None) -> float:
+    """A real Python or NumPy number (not a bool, not a string) as a Python float."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    return float(value)
+
+
+_NUMBER = _checks.Convert(_number)
+
+
+@_checks.validate(
+    _checks.Rule(
+        lambda a: 0 <= a["alpha"] < 1, "alpha must be in [0, 1), got {alpha}", uses=("alpha",)
+    ),
+    _checks.Rule(
+        lambda a: a["rank"] <= a["n"],
+        "rank must be <= n, got rank = {rank}, n = {n}",
+        uses=("rank", "n"),
+    ),
+    _checks.Rule(lambda a: a["lr"] > 0, "lr must be positive, got {lr}", uses=("lr",)),
+    _checks.Rule(
+        lambda a: a["init_scale"] > 0,
+        "init_scale must be positive, got {init_scale}",
+        uses=("init_scale",),
+    ),
+    _checks.Rule(
+        lambda a: a["init_eta"] > 0, "init_eta must be positive, got {init_eta}", uses=("init_eta",)
+    ),
+    n=_checks.Count(),
+    rank=_checks.Count(),
+    num_layers=_checks.Count(),
+    batch=_checks.Count(),
+    init_instances=_checks.Count(),
+    pre_steps=_checks.Count(minimum=0),
+    full_steps=_checks.Count(minimum=0),
+    alpha=_NUMBER,
+    lr=_NUMBER,
+    init_scale=_NUMBER,
+    init_eta=_NUMBER,
+    init_rule=_checks.Choice(*ORACLE_RULES),
+)
+def _config_fields(
+    n,
+    rank,
+    alpha,
+    num_layers,
+    pre_steps,
+    full_steps,
+    batch,
+    lr,
+    init_instances,
+    init_rule,
+    init_scale,
+    init_eta,
+) -> dict:
+    """The fields of a :class:`TrainConfig`, checked and as plain Python numbers."""
+    return dict(
+        n=n,
+        rank=rank,
+        alpha=alpha,
+        num_layers=num_layers,
+        pre_steps=pre_steps,
+        full_steps=full_steps,
+        batch=batch,
+        lr=lr,
+        init_instances=init_instances,
+        init_rule=init_rule,
+        init_scale=init_scale,
+        init_eta=init_eta,
+    )
 
 
 def _instances(key, cfg: TrainConfig, count: int, sampler=None):
@@ -207,8 +254,8 @@ def initial_params(key, cfg: TrainConfig, sampler=None) -> LRPCAParams:
     Y, X = _instances(key, cfg, cfg.init_instances, sampler)
     K = cfg.num_layers
     # One instance after the other, each a direct call whose schedule is checked on the host: inside
-    # train_lrpca (run under jax.ensure_compile_time_eval, as a host function) the finiteness check
-    # of a vmapped call, an equinox.error_if, raised whether or not the thresholds were finite.
+    # train_lrpca (a host function, whose JAX operations all run eagerly) the finiteness check of a
+    # vmapped call, an equinox.error_if, raised whether or not the thresholds were finite.
     zetas = jnp.stack(
         [
             oracle_thresholds(
@@ -289,6 +336,7 @@ def _phase_steps(cfg: TrainConfig, layers: int):
 
 @_checks.host_function("rpca.train_lrpca")
 @full_precision
+@_checks.validate(key=_checks.Key(), progress=_checks.Flag())
 def train_lrpca(
     cfg: TrainConfig = TrainConfig(),
     *,
@@ -330,7 +378,6 @@ def train_lrpca(
       last finished stage.
     """
     K = cfg.num_layers
-    key = _checks.as_key(key)
     k_init, k_train = jax.random.split(key)
     start = 0
     params = None
@@ -343,7 +390,7 @@ def train_lrpca(
     optimizer = _optimizer(cfg)
     total = sum(s for j in range(start, K + 1) for _, s in _phase_steps(cfg, j))
     # no bar for a checkpoint that is already complete (it printed an empty "0step" bar)
-    show = _checks.check_flag(progress, "progress") and total > 0
+    show = progress and total > 0
     bar = progress_bar.bar(total, "LRPCA layer-wise training", "step", show)
     try:
         for j in range(start, K + 1):
@@ -456,8 +503,26 @@ class FRMNNSearch(NamedTuple):
     errors: jax.Array
 
 
+# One axis of the FRMNN grid: a non-empty 1-D float32 array of finite values > 0.
+_GRID_AXIS = {
+    "ndim": 1,
+    "low": 0,
+    "low_open": True,
+    "dtype_of": jax.ShapeDtypeStruct((), jnp.float32),
+}
+
+
 @_checks.host_function("rpca.frmnn_grid_search")
 @full_precision
+@_checks.validate(
+    _checks.Rule(lambda a: a["betas"].shape[0] > 0, "betas must hold at least one value", uses=()),
+    _checks.Rule(lambda a: a["phis"].shape[0] > 0, "phis must hold at least one value", uses=()),
+    key=_checks.Key(),
+    num_instances=_checks.Count(),
+    extra_layers=_checks.Count(minimum=0),
+    betas=_checks.Hyper(**_GRID_AXIS, default=lambda a: frmnn_grid()[0]),
+    phis=_checks.Hyper(**_GRID_AXIS, default=lambda a: frmnn_grid()[1]),
+)
 def frmnn_grid_search(
     params: LRPCAParams,
     cfg: TrainConfig,
@@ -501,14 +566,6 @@ def frmnn_grid_search(
       beyond 10⁴ ‖Y‖_F, in the K frozen layers or the continuation). If every point diverges,
       ``RuntimeError``.
     """
-    # Checked here, by name: num_instances = 0 ended in "every (beta, phi) of the grid diverged",
-    # extra_layers = -1 in "num_steps must be an integer >= 0", and a φ ≤ 0 could be chosen.
-    key = _checks.as_key(key)
-    num_instances = _checks.check_positive_int(num_instances, "num_instances")
-    extra_layers = _checks.check_positive_int(extra_layers, "extra_layers", minimum=0)
-    default_betas, default_phis = frmnn_grid()
-    betas = _grid_axis(default_betas if betas is None else betas, "betas")
-    phis = _grid_axis(default_phis if phis is None else phis, "phis")
     Y, X = _instances(key, cfg, num_instances, sampler)
     progress = progress_bar.wanted(progress, params, Y, betas, phis)
     with progress_bar.CompiledBar(
@@ -529,14 +586,6 @@ def frmnn_grid_search(
     i, j = np.unravel_index(int(jnp.argmin(errors)), errors.shape)
     chosen = eqx.tree_at(lambda p: (p.beta, p.phi), params, (betas[i], phis[j]))
     return FRMNNSearch(chosen, errors)
-
-
-def _grid_axis(values, name: str) -> jax.Array:
-    """One axis of the FRMNN grid: a non-empty 1-D float32 array of finite values > 0."""
-    values = _checks.as_hyper(values, name, ndim=1, positive=True, dtype=jnp.float32)
-    if values.shape[0] == 0:
-        raise ValueError(f"{name} must hold at least one value")
-    return values
 
 
 # Grid points vmapped together (lax.map's batch_size): chunks of 8 run 1.4x faster than one point at
