@@ -40,10 +40,13 @@ class ShallowNet(eqx.Module):
     hidden: eqx.nn.Linear
     out: eqx.nn.Linear
 
+    @_checks.validate(
+        inputs=_checks.Count(), hidden=_checks.Count(), outputs=_checks.Count(), key=_checks.Key()
+    )
     def __init__(
         self, inputs: int = 784, hidden: int = 200, outputs: int = 10, *, key=None, dtype=None
     ):
-        k1, k2 = jax.random.split(_checks.as_key(key))
+        k1, k2 = jax.random.split(key)
         self.hidden = eqx.nn.Linear(inputs, hidden, key=k1, dtype=dtype)
         self.out = eqx.nn.Linear(hidden, outputs, key=k2, dtype=dtype)
 
@@ -69,6 +72,78 @@ def _with_weights(model: ShallowNet, W_in, W_out) -> ShallowNet:
     return eqx.tree_at(lambda m: (m.hidden.weight, m.out.weight), model, (W_in, W_out))
 
 
+# Argument declarations of the family (:func:`lowrank_jax._checks.validate`).
+REG = _checks.Choice(*REGULARIZERS)
+METHOD = _checks.Choice(*METHODS)
+
+
+def shallow_net(model, name: str, args=None) -> ShallowNet:
+    """``model`` itself when it is a :class:`ShallowNet`, else a ``ValueError`` naming ``name``."""
+    if not isinstance(model, ShallowNet):
+        raise ValueError(f"{name} must be a ShallowNet, got {type(model).__name__}")
+    return model
+
+
+MODEL = _checks.Convert(shallow_net)
+
+
+def check_inputs(model: ShallowNet, X) -> None:
+    """Refuse an X whose columns are not the inputs of ``model`` (examples are rows)."""
+    inputs = model.hidden.weight.shape[-1]
+    if X.shape[1] != inputs:
+        raise ValueError(
+            f"model takes {inputs} inputs but X has {X.shape[1]} columns (examples are rows)"
+        )
+
+
+def inputs_of(X, name: str, args) -> jax.Array:
+    """X (:func:`lowrank_jax._checks.as_matrix`) with the columns of the argument ``model``, which
+    is declared before it."""
+    X = _checks.as_matrix(X, name)
+    check_inputs(args["model"], X)
+    return X
+
+
+def outputs_of(model: ShallowNet) -> int:
+    """The number of outputs of ``model``."""
+    return model.out.weight.shape[-2]
+
+
+def _concrete_labels(y, n: int, outputs):
+    return _checks.class_labels(y, n, outputs, what="X has {n} rows (examples are rows)")
+
+
+def labels(y, n: int, outputs):
+    """(y as int32 labels, outputs): y (n,) below ``outputs`` (default max(y) + 1). Labels with
+    values are checked by :func:`lowrank_jax._checks.class_labels`; traced labels (inside
+    ``jit``/``vmap``) for their shape and dtype only, and they need ``outputs``."""
+    checked = _checks.when_concrete(lambda v: _concrete_labels(v, n, outputs), y)
+    if checked is not None:
+        count = int(checked.max()) + 1 if outputs is None else outputs
+        # converted eagerly: concrete also where the call is traced (labels closed over in a jit)
+        return _checks.when_concrete(lambda v: jnp.asarray(v, jnp.int32), checked), count
+    if outputs is None:
+        raise ValueError("pass outputs= (the number of classes) when y is traced")
+    if y.shape != (n,) or not jnp.issubdtype(y.dtype, jnp.integer):
+        raise ValueError(f"y must be ({n},) integer labels, got {y.shape} {y.dtype}")
+    return y, outputs
+
+
+def eval_labels(y, name: str, args) -> jax.Array:
+    """y as int32 labels, one per row of the argument ``X``, below the outputs of ``model``."""
+    return labels(y, args["X"].shape[0], outputs_of(args["model"]))[0]
+
+
+# What an evaluation of a network on labelled examples takes: a ShallowNet, examples X (rows) of its
+# inputs, and labels y below its outputs.
+EVAL = {
+    "model": MODEL,
+    "X": _checks.Convert(inputs_of),
+    "y": _checks.Convert(eval_labels),
+}
+
+
+@_checks.validate(model=MODEL)
 def cross_entropy(model: ShallowNet, X, y) -> jax.Array:
     """The mean softmax cross-entropy of ``model`` on labelled examples.
 
@@ -85,6 +160,7 @@ def cross_entropy(model: ShallowNet, X, y) -> jax.Array:
     return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(model(X), y))
 
 
+@_checks.validate(model=MODEL, reg=REG)
 def penalty(model: ShallowNet, reg: str) -> jax.Array:
     """The regulariser g(W_in, W_out) of ``model``'s weights (biases are not regularised).
 
@@ -107,11 +183,10 @@ def penalty(model: ShallowNet, reg: str) -> jax.Array:
         return path_norm(W_in, W_out)
     if reg == "l1":
         return jnp.sum(jnp.abs(W_in)) + jnp.sum(jnp.abs(W_out))
-    if reg == "layer":
-        return jnp.max(jnp.sum(jnp.abs(W_in), axis=1)) + jnp.max(jnp.sum(jnp.abs(W_out), axis=1))
-    raise ValueError(f"reg must be one of {REGULARIZERS}, got {reg!r}")
+    return jnp.max(jnp.sum(jnp.abs(W_in), axis=1)) + jnp.max(jnp.sum(jnp.abs(W_out), axis=1))
 
 
+@_checks.validate(model=MODEL, reg=REG, method=METHOD)
 def loss_fn(model, X, y, reg: str, method: str, lam):
     """The loss the optimizer differentiates: CE + λ g for ``"sgd"``, CE alone for ``"prox"``.
 
@@ -136,6 +211,7 @@ def loss_fn(model, X, y, reg: str, method: str, lam):
     return ce + lam * penalty(model, reg) if method == "sgd" else ce
 
 
+@_checks.validate(model=MODEL)
 def lipschitz_bounds(model: ShallowNet) -> dict:
     """Two upper bounds on the ℓ∞ → ℓ1 Lipschitz constant of ``model``'s logits.
 
@@ -157,6 +233,13 @@ def lipschitz_bounds(model: ShallowNet) -> dict:
     }
 
 
+def _strength(strength, name: str, args) -> jax.Array:
+    """s ≥ 0 in the weights' dtype; +inf only where the prox of ``reg`` allows it (not "path")."""
+    dtype = args["model"].hidden.weight.dtype
+    return _checks.as_hyper(strength, name, allow_inf=args["reg"] != "path", dtype=dtype)
+
+
+@_checks.validate(model=MODEL, reg=REG, strength=_checks.Convert(_strength))
 def prox_step(model: ShallowNet, strength, reg: str) -> ShallowNet:
     """The prox of the regulariser (for ``"layer"``, the projection) applied to the weights.
 
@@ -179,27 +262,17 @@ def prox_step(model: ShallowNet, strength, reg: str) -> ShallowNet:
       The :class:`ShallowNet` with the new weights.
     """
     W_in, W_out = model.weights
-    strength = _checks.as_hyper(strength, "strength", allow_inf=reg != "path", dtype=W_in.dtype)
     if reg == "path":
         W_in, W_out = path_norm_prox(W_in, W_out, strength)
     elif reg == "l1":
         W_in, W_out = prox.soft_threshold(W_in, strength), prox.soft_threshold(W_out, strength)
-    elif reg == "layer":
+    else:  # "layer"
         radius = 1.0 / jnp.asarray(strength)  # λ = 0: an infinite ball, no constraint
         W_in, W_out = project_l1_ball_rows(W_in, radius), project_l1_ball_rows(W_out, radius)
-    else:
-        raise ValueError(f"reg must be one of {REGULARIZERS}, got {reg!r}")
     return _with_weights(model, W_in, W_out)
 
 
-def _check_choice(reg, method):
-    """Refuse a ``reg`` outside :data:`REGULARIZERS` or a ``method`` outside :data:`METHODS`."""
-    if reg not in REGULARIZERS:
-        raise ValueError(f"reg must be one of {REGULARIZERS}, got {reg!r}")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-
-
+@_checks.validate(model=MODEL)
 def nonzero_fraction(model: ShallowNet) -> jax.Array:
     """The share of the weights that are non-zero, a dead hidden unit counted as all zero.
 
@@ -229,29 +302,3 @@ def _nan_unless_finite(model, value):
     plausible numbers unless they are made NaN."""
     finite = _checks._all_finite(jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array)))
     return jnp.where(finite, value, jnp.nan)
-
-
-def _model_outputs(model, X) -> int:
-    """The number of outputs of ``model``, after checking it is a ShallowNet that takes X's
-    columns."""
-    if not isinstance(model, ShallowNet):
-        raise ValueError(f"model must be a ShallowNet, got {type(model).__name__}")
-    inputs = model.hidden.weight.shape[-1]
-    if X.shape[1] != inputs:
-        raise ValueError(
-            f"model takes {inputs} inputs but X has {X.shape[1]} columns (examples are rows)"
-        )
-    return model.out.weight.shape[-2]
-
-
-def _labels(y, n: int, outputs):
-    """(y as int32 labels, outputs): y (n,) below ``outputs`` (default max(y) + 1). Traced labels
-    (inside ``jit``/``vmap``) are checked for shape and dtype only and need ``outputs``."""
-    if isinstance(y, jax.core.Tracer):
-        if outputs is None:
-            raise ValueError("pass outputs= (the number of classes) when y is traced")
-        if y.shape != (n,) or not jnp.issubdtype(y.dtype, jnp.integer):
-            raise ValueError(f"y must be ({n},) integer labels, got {y.shape} {y.dtype}")
-        return y, outputs
-    y_np = _checks.class_labels(y, n, outputs, what="X has {n} rows (examples are rows)")
-    return jnp.asarray(y_np, jnp.int32), int(y_np.max()) + 1 if outputs is None else outputs

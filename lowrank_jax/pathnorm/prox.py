@@ -253,6 +253,45 @@ def _check_layouts(W_in, W_out):
         )
 
 
+def _array(W, name: str, args=None) -> jax.Array:
+    """W as a JAX array, its layout checked by :func:`_layouts` (no value check: the norm of a
+    diverged network's NaN weights is NaN)."""
+    return jnp.asarray(W)
+
+
+def _layouts(W_out, name: str, args) -> jax.Array:
+    """W_out as a JAX array whose layout fits the argument ``W_in`` (:func:`_check_layouts`)."""
+    W_out = jnp.asarray(W_out)
+    _check_layouts(args["W_in"], W_out)
+    return W_out
+
+
+def _weights_out(W_out, name: str, args) -> jax.Array:
+    """W_out as a finite matrix (:func:`lowrank_jax._checks.as_matrix`) whose layout fits the
+    argument ``W_in``."""
+    W_out = _checks.as_matrix(W_out, name)
+    _check_layouts(args["W_in"], W_out)
+    return W_out
+
+
+def _pair_strength(strength, name: str, args) -> jax.Array:
+    """λ ≥ 0, a scalar in the wider dtype of ``W_in`` and ``W_out`` (maybe traced: NaN where it
+    breaks the rule)."""
+    dtype = jnp.result_type(args["W_in"].dtype, args["W_out"].dtype)
+    return _checks.as_hyper(strength, name, ndim=0, dtype=dtype)
+
+
+def _like(ref: str):
+    """The spec of a JAX array with the shape of the argument ``ref``."""
+
+    def convert(W, name: str, args) -> jax.Array:
+        W = jnp.asarray(W)
+        _checks.check_same_shape(args[ref], W, ref, name)
+        return W
+
+    return _checks.Convert(convert)
+
+
 def _check_pair(W_in, W_out, strength):
     W_in = _checks.as_matrix(W_in, "W_in")
     W_out = _checks.as_matrix(W_out, "W_out")
@@ -265,6 +304,11 @@ def _check_pair(W_in, W_out, strength):
     return W_in.astype(dtype), W_out.astype(dtype), jnp.minimum(strength, 1)
 
 
+@_checks.validate(
+    W_in=_checks.Matrix(),
+    W_out=_checks.Convert(_weights_out),
+    strength=_checks.Convert(_pair_strength),
+)
 def path_norm_prox(W_in, W_out, strength):
     """The exact global proximal map of λ times the 1-path-norm of a shallow network.
 
@@ -304,7 +348,11 @@ def path_norm_prox(W_in, W_out, strength):
         print(path(W_in, W_out), path(V_in, V_out), jnp.mean(V_in == 0))   # 421 → 52, 20 % zeros
         ```
     """
-    W_in, W_out, lam = _check_pair(W_in, W_out, strength)
+    dtype = strength.dtype
+    W_in, W_out = W_in.astype(dtype), W_out.astype(dtype)
+    # For λ ≥ 1 only pairs with s_v · s_w = 0 have d = 1 − λ² s_v s_w > 0, and their candidates do
+    # not depend on λ: λ = 1 gives the same prox, and a huge λ no longer overflows λ².
+    lam = jnp.minimum(strength, 1)
     x, y = W_out.T, W_in  # per unit: x ∈ R^p, y ∈ R^m
     if x.shape[1] <= y.shape[1]:
         v, w = _prox_units(x, y, lam)
@@ -333,6 +381,7 @@ def _finish_prox(lam, W_in, W_out, W_in_new, W_out_new):
     )
 
 
+@_checks.validate(W_in=_checks.Convert(_array), W_out=_checks.Convert(_layouts))
 def path_norm(W_in, W_out) -> jax.Array:
     """The 1-path-norm of a shallow network, in O(hidden · (inputs + outputs)).
 
@@ -348,11 +397,16 @@ def path_norm(W_in, W_out) -> jax.Array:
     Returns:
       The scalar P.
     """
-    W_in, W_out = jnp.asarray(W_in), jnp.asarray(W_out)
-    _check_layouts(W_in, W_out)
     return jnp.sum(jnp.sum(jnp.abs(W_out), axis=0) * jnp.sum(jnp.abs(W_in), axis=1))
 
 
+@_checks.validate(
+    W_in=_checks.Convert(_array),
+    W_out=_checks.Convert(_layouts),
+    W_in_bar=_like("W_in"),
+    W_out_bar=_like("W_out"),
+    strength=_checks.Convert(_pair_strength),
+)
 def path_norm_objective(W_in, W_out, W_in_bar, W_out_bar, strength) -> jax.Array:
     """The objective that :func:`path_norm_prox` minimises, at (W_in, W_out).
 
@@ -368,11 +422,6 @@ def path_norm_objective(W_in, W_out, W_in_bar, W_out_bar, strength) -> jax.Array
     Returns:
       The scalar objective.
     """
-    W_in, W_out, W_in_bar, W_out_bar = (jnp.asarray(w) for w in (W_in, W_out, W_in_bar, W_out_bar))
-    _check_layouts(W_in, W_out)
-    _checks.check_same_shape(W_in, W_in_bar, "W_in", "W_in_bar")
-    _checks.check_same_shape(W_out, W_out_bar, "W_out", "W_out_bar")
-    strength = _checks.as_hyper(strength, "strength", ndim=0, dtype=jnp.result_type(W_in, W_out))
     return (
         0.5 * jnp.sum((W_in - W_in_bar) ** 2)
         + 0.5 * jnp.sum((W_out - W_out_bar) ** 2)
@@ -383,6 +432,10 @@ def path_norm_objective(W_in, W_out, W_in_bar, W_out_bar, strength) -> jax.Array
 # -- the layer-wise baseline's projection ----------------------------------------------------------
 
 
+@_checks.validate(
+    W=_checks.Matrix(),
+    radius=_checks.Hyper(ndim=0, dtype_of="W", allow_inf=True),  # inf: W itself
+)
 def project_l1_ball_rows(W, radius):
     """The Euclidean projection of every row of W onto the ℓ1 ball {u : ‖u‖₁ ≤ radius}.
 
@@ -405,9 +458,6 @@ def project_l1_ball_rows(W, radius):
     Returns:
       The projected matrix, W's shape and dtype.
     """
-    W = _checks.as_matrix(W, "W")
-    # inf: W itself
-    radius = _checks.as_hyper(radius, "radius", ndim=0, dtype=W.dtype, allow_inf=True)
     a = sort_magnitudes(W)
     css = jnp.cumsum(a, axis=1)
     j = jnp.arange(1, W.shape[1] + 1, dtype=W.dtype)

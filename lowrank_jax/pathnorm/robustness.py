@@ -10,48 +10,62 @@ import numpy as np
 import optax
 
 from lowrank_jax import _checks
-from lowrank_jax.pathnorm.network import ShallowNet, _labels, _model_outputs, _nan_unless_finite
+from lowrank_jax.pathnorm.network import EVAL, ShallowNet, _nan_unless_finite
 from lowrank_jax.precision import full_precision
 
 
-def _check_eval(model, X, y):
-    """Validated (X, y) for evaluating ``model``: X (N, inputs) a finite float matrix (integers are
-    converted), y (N,) integer labels below the model's number of outputs. Labels that are traced
-    (inside ``jit``/``vmap``) are checked for shape and dtype only."""
-    X = _checks.as_matrix(X, "X")
-    outputs = _model_outputs(model, X)
-    return X, _labels(y, X.shape[0], outputs)[0]
-
-
-def _check_attack(X, eps, steps, lr, key, bounds):
-    """(eps, steps, lr, key, (lo, hi)) in X's dtype; a concrete X outside ``bounds`` is refused (the
-    clip would move it even at ε = 0, so the "attack" would not start from X)."""
-    eps = _checks.as_hyper(eps, "eps", ndim=0, dtype=X.dtype)
-    steps = _checks.check_positive_int(steps, "steps", minimum=0)
-    lr = None if lr is None else _checks.as_hyper(lr, "lr", ndim=0, dtype=X.dtype)
+def _bounds(bounds, name: str, args=None):
+    """``bounds`` as (lo, hi) floats with lo < hi, or (None, None) for None (no clipping)."""
     if bounds is None:
-        lo = hi = None
-    else:
-        arr = None if isinstance(bounds, (str, bytes)) else np.asarray(bounds)
-        if arr is None or arr.shape != (2,) or arr.dtype.kind not in "iuf":
-            raise ValueError(f"bounds must be None or a pair (lo, hi) of numbers, got {bounds!r}")
-        lo, hi = float(arr[0]), float(arr[1])
-        if not lo < hi:
-            raise ValueError(f"bounds must satisfy lo < hi, got {bounds!r}")
-        if _checks.is_concrete(X):
-            with jax.ensure_compile_time_eval():
-                x_min, x_max = float(jnp.min(X)), float(jnp.max(X))
-            if x_min < lo or x_max > hi:
-                raise ValueError(
-                    f"X has values in [{x_min:.3g}, {x_max:.3g}], "
-                    f"outside bounds = ({lo:g}, {hi:g}), the input range the attack clips to: "
-                    "pass the range of your inputs as bounds=(lo, hi), "
-                    "or bounds=None for unbounded inputs (standardised features)"
-                )
-    return eps, steps, lr, _checks.as_key(key), (lo, hi)
+        return None, None
+    arr = None if isinstance(bounds, (str, bytes)) else np.asarray(bounds)
+    if arr is None or arr.shape != (2,) or arr.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be None or a pair (lo, hi) of numbers, got {bounds!r}")
+    lo, hi = float(arr[0]), float(arr[1])
+    if not lo < hi:
+        raise ValueError(f"{name} must satisfy lo < hi, got {bounds!r}")
+    return lo, hi
+
+
+def _inside(args) -> jax.Array:
+    """Whether every entry of X lies in ``bounds`` (always, for no bounds)."""
+    lo, hi = args["bounds"]
+    if lo is None:
+        return jnp.asarray(True)
+    X = args["X"]
+    return (jnp.min(X) >= lo) & (jnp.max(X) <= hi)
+
+
+def _outside_message(args) -> str:
+    X = np.asarray(args["X"])
+    lo, hi = args["bounds"]
+    return (
+        f"X has values in [{float(X.min()):.3g}, {float(X.max()):.3g}], "
+        f"outside bounds = ({lo:g}, {hi:g}), the input range the attack clips to: "
+        "pass the range of your inputs as bounds=(lo, hi), "
+        "or bounds=None for unbounded inputs (standardised features)"
+    )
+
+
+# What the attack takes besides the evaluation's (model, X, y). A concrete X outside ``bounds`` is
+# refused: the clip would move it even at ε = 0, so the "attack" would not start from X. Under
+# jit/vmap over X it is clipped unchecked.
+_ATTACK = {
+    "eps": _checks.Hyper(ndim=0, dtype_of="X"),
+    "key": _checks.Key(),
+    "steps": _checks.Count(minimum=0),
+    "bounds": _checks.Convert(_bounds),
+}
+_INSIDE = _checks.Rule(_inside, _checks.Message(_outside_message), uses=("X",))
 
 
 @full_precision
+@_checks.validate(
+    _INSIDE,
+    **EVAL,
+    **_ATTACK,
+    lr=_checks.Hyper(ndim=0, dtype_of="X", optional=True),
+)
 def pgd_attack(
     model: ShallowNet, X, y, eps, *, key=None, steps: int = 40, lr=None, bounds=(0.0, 1.0)
 ):
@@ -79,8 +93,7 @@ def pgd_attack(
       The (samples, inputs) adversarial examples, in X's dtype (half precision is computed and
       returned in float32).
     """
-    X, y = _check_eval(model, X, y)
-    return _pgd(model, X, y, *_check_attack(X, eps, steps, lr, key, bounds))
+    return _pgd(model, X, y, eps, steps, lr, key, bounds)
 
 
 def _pgd(model, X, y, eps, steps, lr, key, bounds):
@@ -99,6 +112,7 @@ def _pgd(model, X, y, eps, steps, lr, key, bounds):
 
 
 @full_precision
+@_checks.validate(**EVAL)
 def error_rate(model: ShallowNet, X, y) -> jax.Array:
     """The share of examples that ``model`` misclassifies.
 
@@ -113,7 +127,6 @@ def error_rate(model: ShallowNet, X, y) -> jax.Array:
       The scalar error rate in [0, 1]; NaN for a model with a non-finite parameter (a diverged
       run), whose NaN logits would otherwise all predict class 0.
     """
-    X, y = _check_eval(model, X, y)
     return _error_rate(model, X, y)
 
 
@@ -122,6 +135,7 @@ def _error_rate(model, X, y):
 
 
 @full_precision
+@_checks.validate(_INSIDE, **EVAL, **_ATTACK)
 def robust_error(
     model: ShallowNet, X, y, eps, *, key=None, steps: int = 40, bounds=(0.0, 1.0)
 ) -> jax.Array:
@@ -139,9 +153,7 @@ def robust_error(
       The scalar robust error in [0, 1]; NaN for a model with a non-finite parameter, as
       :func:`error_rate`, or for a traced invalid ε.
     """
-    X, y = _check_eval(model, X, y)
-    eps, steps, lr, key, bounds = _check_attack(X, eps, steps, None, key, bounds)
-    err = _error_rate(model, _pgd(model, X, y, eps, steps, lr, key, bounds), y)
-    # a traced invalid ε is NaN here (as_hyper): the error rate of NaN examples would read as a
-    # number
-    return jnp.where(jnp.isnan(eps), jnp.nan, err)
+    err = _error_rate(model, _pgd(model, X, y, eps, steps, None, key, bounds), y)
+    # a traced invalid ε is NaN here (_checks.Hyper): the error rate of NaN examples would read as
+    # a number
+    return jnp.where(_checks.any_nan(eps), jnp.nan, err)

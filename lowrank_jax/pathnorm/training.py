@@ -14,19 +14,23 @@ import functools
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from lowrank_jax import _checks, loop, transforms
 from lowrank_jax import progress as progress_bar
 from lowrank_jax.pathnorm.network import (
+    METHOD,
+    REG,
     ShallowNet,
-    _check_choice,
-    _labels,
-    _model_outputs,
+    check_inputs,
+    labels,
     loss_fn,
     nonzero_fraction,
+    outputs_of,
     penalty,
     prox_step,
+    shallow_net,
 )
 from lowrank_jax.precision import full_precision
 from lowrank_jax.result import Result, finish
@@ -71,6 +75,7 @@ class TrainResult(Result):
     model: ShallowNet
 
 
+@_checks.validate(reg=REG, method=METHOD)
 def optimizer(reg: str, method: str, lr, lam) -> optax.GradientTransformation:
     """The optax training rule of (``reg``, ``method``): SGD, or SGD followed by the prox.
 
@@ -92,7 +97,6 @@ def optimizer(reg: str, method: str, lr, lam) -> optax.GradientTransformation:
       An ``optax.GradientTransformation`` whose ``update`` takes the params (a
       :class:`~lowrank_jax.pathnorm.ShallowNet`).
     """
-    _check_choice(reg, method)
     if method == "sgd":
         return optax.sgd(lr)
     strength = lam if reg == "layer" else lr * lam
@@ -103,7 +107,85 @@ def optimizer(reg: str, method: str, lr, lam) -> optax.GradientTransformation:
     return transforms.proximal(optax.sgd(lr), prox_fn, strength)
 
 
+def _start(model, name: str, args):
+    """The starting network: None, or a :class:`~lowrank_jax.pathnorm.ShallowNet` taking the
+    columns of the argument ``X`` as its inputs."""
+    model = shallow_net(model, name)
+    check_inputs(model, args["X"])
+    return model
+
+
+def _given_outputs(args) -> int | None:
+    """The number of outputs fixed by the arguments: ``outputs`` (a positive integer) or the
+    starting model's, which must agree; None when neither is given."""
+    outputs, model = args["outputs"], args["model"]
+    if outputs is not None:
+        outputs = _checks.check_positive_int(outputs, "outputs")
+    if model is None:
+        return outputs
+    if outputs is not None and outputs != outputs_of(model):
+        raise ValueError(f"outputs = {outputs} but model has {outputs_of(model)} outputs")
+    return outputs_of(model)
+
+
+def _training_labels(y, name: str, args) -> jax.Array:
+    """y as int32 labels, one per row of X, below the outputs fixed by :func:`_given_outputs`."""
+    return labels(y, args["X"].shape[0], _given_outputs(args))[0]
+
+
+def _outputs(outputs, name: str, args) -> int:
+    """The network's outputs: given, the starting model's, or max(y) + 1 of the (checked) labels;
+    at least two."""
+    outputs = _given_outputs(args)
+    if outputs is None:
+        outputs = int(np.max(np.asarray(args["y"]))) + 1
+    if outputs < 2:
+        raise ValueError(
+            f"need at least two classes (outputs >= 2), got {outputs}: the softmax "
+            "cross-entropy of a one-output network is 0 whatever its weights, so nothing "
+            "would train; for labels of one class pass outputs= the number of classes"
+        )
+    return outputs
+
+
+def _hidden(hidden, name: str, args):
+    """The hidden width, at least one unit when the network is built here (unused with a
+    ``model``)."""
+    return hidden if args["model"] is not None else _checks.check_positive_int(hidden, name)
+
+
+# What train and sweep take: X as a finite float matrix (integer pixels are converted, not
+# scaled), y integer labels below the number of outputs (that of ``model`` when one is given, else
+# ``outputs``, else max(y) + 1), at least two outputs, and the counts as Python ints (the compiled
+# training slices with them, so they must be static).
+_DATA = {
+    "reg": REG,
+    "method": METHOD,
+    "batch": _checks.Count(),
+    "logs_per_epoch": _checks.Count(),
+    "X": _checks.Matrix(),
+    "model": _checks.Convert(_start, optional=True),
+    "y": _checks.Convert(_training_labels),
+    "outputs": _checks.Convert(_outputs),
+    "key": _checks.Key(),
+    "epochs": _checks.Count(),
+    "hidden": _checks.Convert(_hidden),
+}
+_MINIBATCHES = _checks.Rule(  # shapes only
+    lambda a: a["X"].shape[0] // a["batch"] >= a["logs_per_epoch"],
+    "need at least {logs_per_epoch} minibatches of {batch} per epoch, got {X.shape[0]} examples",
+    uses=(),
+)
+
+
 @full_precision
+@_checks.validate(
+    _MINIBATCHES,
+    **_DATA,
+    lr=_checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="X"),
+    lam=_checks.Hyper(ndim=0, dtype_of="X"),
+    throw=_checks.Flag(),
+)
 def train(
     X,
     y,
@@ -199,13 +281,6 @@ def train(
         )
         ```
     """
-    X, y, outputs, batch, logs_per_epoch = _check_data(
-        X, y, reg, method, batch, logs_per_epoch, outputs, model
-    )
-    key, epochs, hidden = _check_run(key, epochs, hidden, model)
-    lr = _checks.as_hyper(lr, "lr", ndim=0, positive=True, dtype=X.dtype)
-    lam = _checks.as_hyper(lam, "lam", ndim=0, dtype=X.dtype)
-    throw = _checks.check_flag(throw, "throw")
     progress = progress_bar.wanted(progress, key, X, y, lr, lam)
     with progress_bar.CompiledBar(
         epochs, f"training ({reg}/{method})", "epoch", progress, channel="training"
@@ -229,47 +304,6 @@ def train(
         if progress:
             jax.block_until_ready(out)  # the bar closes when the epochs are done, not at dispatch
     return finish(out, throw, diverged=_DIVERGED_MESSAGE, invalid=_INVALID_MESSAGE)
-
-
-def _check_run(key, epochs, hidden, model):
-    """(key, epochs, hidden) for :func:`train` and :func:`sweep`: an integer key is a seed, at least
-    one epoch, and at least one hidden unit when the network is built here."""
-    epochs = _checks.check_positive_int(epochs, "epochs")
-    if model is None:
-        hidden = _checks.check_positive_int(hidden, "hidden")
-    return _checks.as_key(key), epochs, hidden
-
-
-def _check_data(X, y, reg, method, batch, logs_per_epoch, outputs, model=None):
-    """Validated (X, y, outputs, batch, logs_per_epoch) for :func:`train` and :func:`sweep`: X as a
-    finite float matrix (integer pixels are converted, not scaled), y integer labels below the
-    number of outputs (that of ``model`` when one is given, else ``outputs``, else max(y) + 1), at
-    least two outputs, and the counts as Python ints (the compiled training slices with them, so
-    they must be static)."""
-    _check_choice(reg, method)
-    batch = _checks.check_positive_int(batch, "batch")
-    logs_per_epoch = _checks.check_positive_int(logs_per_epoch, "logs_per_epoch")
-    X = _checks.as_matrix(X, "X")
-    if outputs is not None:
-        outputs = _checks.check_positive_int(outputs, "outputs")
-    if model is not None:
-        model_outputs = _model_outputs(model, X)
-        if outputs is not None and outputs != model_outputs:
-            raise ValueError(f"outputs = {outputs} but model has {model_outputs} outputs")
-        outputs = model_outputs
-    y, outputs = _labels(y, X.shape[0], outputs)
-    if outputs < 2:
-        raise ValueError(
-            f"need at least two classes (outputs >= 2), got {outputs}: the softmax "
-            "cross-entropy of a one-output network is 0 whatever its weights, so nothing "
-            "would train; for labels of one class pass outputs= the number of classes"
-        )
-    if X.shape[0] // batch < logs_per_epoch:
-        raise ValueError(
-            f"need at least {logs_per_epoch} minibatches of {batch} per epoch, got {X.shape[0]} "
-            "examples"
-        )
-    return X, y, outputs, batch, logs_per_epoch
 
 
 def _logit_bound(model, x_max):
@@ -348,7 +382,7 @@ def _train(
         (params, opt.init(params)),
         epochs,
         diverged=diverged,
-        invalid=jnp.isnan(lr) | jnp.isnan(lam),
+        invalid=_checks.any_nan(lr, lam),
     )
     return TrainResult(
         n_iter=out.n_iter,
@@ -360,7 +394,41 @@ def _train(
     )
 
 
+def _grid(values, name: str, args) -> jax.Array:
+    """A 1-D grid of hyperparameters as :class:`lowrank_jax._checks.Hyper` checks them (``lrs``
+    > 0, ``lams`` ≥ 0), a scalar taken as one configuration."""
+    spec = _checks.Hyper(low=0, low_open=name == "lrs", dtype_of="X")
+    return jnp.atleast_1d(spec.convert(values, name, args))
+
+
+def _not_empty(name: str) -> _checks.Rule:
+    return _checks.Rule(  # shapes only
+        lambda a: a[name].size > 0,
+        f"{name} is empty: pass at least one configuration (lrs and lams of equal length)",
+        uses=(),
+    )
+
+
+_GRID = (
+    _not_empty("lrs"),
+    _not_empty("lams"),
+    _checks.Rule(  # shapes only
+        lambda a: a["lrs"].shape == a["lams"].shape and a["lrs"].ndim == 1,
+        "lrs and lams must be 1-D of equal length, got {lrs.shape} and {lams.shape}",
+        uses=(),
+    ),
+)
+
+
 @full_precision
+@_checks.validate(
+    _MINIBATCHES,
+    *_GRID,
+    **_DATA,
+    lrs=_checks.Convert(_grid),
+    lams=_checks.Convert(_grid),
+    seeds=_checks.Count(),
+)
 def sweep(
     X,
     y,
@@ -418,23 +486,6 @@ def sweep(
         print(res.status.shape, res.loss.mean(axis=0), res.nonzero.mean(axis=0))   # (2, 2)
         ```
     """
-    X, y, outputs, batch, logs_per_epoch = _check_data(
-        X, y, reg, method, batch, logs_per_epoch, outputs, model
-    )
-    key, epochs, hidden = _check_run(key, epochs, hidden, model)
-    lrs = jnp.atleast_1d(_checks.as_hyper(lrs, "lrs", positive=True, dtype=X.dtype))
-    lams = jnp.atleast_1d(_checks.as_hyper(lams, "lams", dtype=X.dtype))
-    for name, values in (("lrs", lrs), ("lams", lams)):
-        if values.size == 0:
-            raise ValueError(
-                f"{name} is empty: pass at least one configuration (lrs and lams of equal length)"
-            )
-    if lrs.shape != lams.shape or lrs.ndim != 1:
-        raise ValueError(
-            f"lrs and lams must be 1-D of equal length, got {lrs.shape} and {lams.shape}"
-        )
-    seeds = _checks.check_positive_int(seeds, "seeds")
-
     progress = progress_bar.wanted(progress, key, X, y, lrs, lams)
 
     def one(k, lr, lam):

@@ -5,11 +5,32 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import jax
 import numpy as np
 
 from lowrank_jax import _checks, linalg
 from lowrank_jax.precision import full_precision
 from lowrank_jax.sdl import model as sm
+
+
+def _features(X_new, name: str, fitted) -> jax.Array:
+    """New samples (n_new, p) with the features of the fitted :class:`MFLR`."""
+    X_new = _checks.as_matrix(X_new, name)
+    p = fitted.U.shape[0]
+    if X_new.shape[1] != p:
+        raise ValueError(
+            f"{name} must have p = {p} columns (features, as the training X), "
+            f"shape (n_new, {p}); got shape {tuple(X_new.shape)}"
+        )
+    return X_new
+
+
+def _labels(y, name: str, args) -> np.ndarray:
+    """Labels of the rows of X, every class 0, …, max(y) present (as :func:`lowrank_jax.sdl.fit`
+    requires by default)."""
+    y = sm.check_labels(y, args["X"].shape[0])
+    sm.infer_num_classes(y)
+    return y
 
 
 class MFLR(NamedTuple):
@@ -23,6 +44,7 @@ class MFLR(NamedTuple):
     U: np.ndarray
     classifier: Any
 
+    @_checks.validate(X_new=_checks.Convert(lambda v, name, args: _features(v, name, args["self"])))
     def codes(self, X_new) -> np.ndarray:
         """The classifier's features Uᵀx of new samples.
 
@@ -32,12 +54,6 @@ class MFLR(NamedTuple):
         Returns:
           (n_new, r), one row per sample.
         """
-        X_new = _checks.as_matrix(X_new, "X_new")
-        if X_new.shape[1] != self.U.shape[0]:
-            raise ValueError(
-                f"X_new must have p = {self.U.shape[0]} columns (features, as the training X), "
-                f"shape (n_new, {self.U.shape[0]}); got shape {tuple(X_new.shape)}"
-            )
         return np.asarray(X_new) @ self.U
 
     def predict(self, X_new):
@@ -65,6 +81,7 @@ class MFLR(NamedTuple):
 
 @_checks.host_function("sdl.mf_lr")
 @full_precision
+@_checks.validate(X=_checks.Matrix(), y=_checks.Convert(_labels), rank=_checks.Rank(of="X"))
 def mf_lr(X, y, rank: int, *, C: float = 1.0) -> MFLR:
     """Fit MF-LR, the two-stage baseline of the SDL paper: unsupervised factors first, then the
     classifier. With the rank-r SVD Xᵀ ≈ UΣVᵀ (U (p, r) the feature groups), a scikit-learn
@@ -83,10 +100,6 @@ def mf_lr(X, y, rank: int, *, C: float = 1.0) -> MFLR:
     """
     from sklearn.linear_model import LogisticRegression
 
-    X = _checks.as_matrix(X, "X")
-    y = sm.check_labels(y, X.shape[0])
-    sm.infer_num_classes(y)
-    rank = _checks.check_rank(rank, X.shape)
     U = np.asarray(linalg.truncated_svd(X.T, rank).U)
     clf = LogisticRegression(C=C, max_iter=5000).fit(np.asarray(X) @ U, y)
     return MFLR(U, clf)

@@ -81,7 +81,13 @@ class SDLModel(Result):
         return self.W.shape[1]
 
 
+_INIT = _checks.Choice("svd", "random")
+
+
 @full_precision
+@_checks.validate(
+    model=sm.MODEL, rank=_checks.Convert(sm.rank_for_data), key=_checks.Key(), init=_INIT
+)
 def initial_point(data: sm.SDLData, rank: int, model: str, key, init: str = "svd"):
     """The starting point of :func:`fit`: θ₀ = lift(W₀, H₀, β₀) and γ₀ = 0.
 
@@ -104,12 +110,7 @@ def initial_point(data: sm.SDLData, rank: int, model: str, key, init: str = "svd
       (θ₀ in the model's layout, γ₀ (q, κ) of zeros, the :class:`lowrank_jax.sdl.model.Factors`
       (W₀, H₀, β₀)).
     """
-    sm._check_model(model)
-    if init not in ("svd", "random"):
-        raise ValueError(f"init must be 'svd' or 'random', got {init!r}")
-    p, n = data.X.shape
-    rank = sm.check_rank_for(rank, model, p, n, data.kappa)  # static below: a Python int
-    return _initial_point(data, _checks.as_key(key), rank=rank, model=model, init=init)
+    return _initial_point(data, key, rank=rank, model=model, init=init)
 
 
 # One program: run op by op, the SVD, draws and products compiled about 40 small programs of their
@@ -136,7 +137,54 @@ def _initial_point(data: sm.SDLData, key, *, rank: int, model: str, init: str):
     return sm.lift(f0, model), gamma0, f0
 
 
+def _default_tol(tol) -> bool:
+    """Whether ``tol`` is None or fit's default 1e-6, the values that ``solver="bcd"`` (no stopping
+    rule) accepts."""
+    return tol is None or _checks.as_real(tol) == 1e-6
+
+
+def _fit_rank(rank, name: str, args) -> int:
+    """:func:`lowrank_jax.sdl.model.check_rank_for` against the training data's arguments."""
+    n, p = args["X"].shape
+    return sm.check_rank_for(rank, args["model"], p, n, args["num_classes"] - 1)
+
+
+# lr, tol, project and svd are LPGD's; BCD runs its sweeps with its own per-block steps. A traced
+# tol or lr with solver="bcd" cannot raise: λ becomes NaN and the fit reports INVALID.
+_LPGD_ONLY = _checks.Rule(
+    lambda a: (
+        a["solver"] == "lpgd"
+        or (
+            _default_tol(a["tol"])
+            and a["project"] is None
+            and a["svd"] == "gram"
+            and a["lr"] is None
+        )
+    ),
+    "lr, tol, project and svd apply to solver='lpgd' only; solver='bcd' runs `max_iter` "
+    "sweeps of the factored problem with its own per-block steps (leave tol at its "
+    "default or None)",
+    uses=("solver", "tol", "project", "svd", "lr"),
+    poison="lam",
+)
+
+
 @full_precision
+@_checks.validate(
+    _LPGD_ONLY,
+    **sm.DATA,
+    model=sm.MODEL,
+    rank=_checks.Convert(_fit_rank),
+    solver=_checks.Choice("lpgd", "bcd"),
+    xi=_checks.Hyper(ndim=0, dtype_of="X"),
+    lam=_checks.Hyper(ndim=0, dtype_of="X"),
+    lr=_checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="X", optional=True),
+    max_iter=_checks.Count(),
+    svd=solvers.SVD,
+    key=_checks.Key(),
+    init=_INIT,
+    throw=_checks.Flag(),
+)
 def fit(
     X,
     y,
@@ -231,31 +279,14 @@ def fit(
         print(np.mean(sdl.predict(m, X[60:]) == y[60:]))              # held-out accuracy: 1.0
         ```
     """
-    data = sm.prepare(X, y, X_aux, intercept=intercept, num_classes=num_classes)
-    p, n = data.X.shape
-    rank = sm.check_rank_for(rank, model, p, n, data.kappa)
+    data = sm.bundle(X, y, X_aux, intercept, num_classes)
     lr_given = lr is not None
-    if solver not in ("lpgd", "bcd"):
-        raise ValueError(f"solver must be 'lpgd' or 'bcd', got {solver!r}")
-    if solver == "bcd" and (
-        not _default_tol(tol) or project is not None or svd != "gram" or lr is not None
-    ):
-        raise ValueError(
-            "lr, tol, project and svd apply to solver='lpgd' only; solver='bcd' runs `max_iter` "
-            "sweeps of the factored problem with its own per-block steps (leave tol at its "
-            "default or None)"
-        )
-    # max_iter, tol, project and the starting point are checked by the solver itself.
-    xi, lam = sm.check_hypers(data, xi, lam)
     # BCD has no single step (1/L_b per block, recomputed every sweep): the model records NaN for
-    # it.
-    lr = (
-        sm.check_lr(lr, data, xi, lam, model)
-        if solver == "lpgd"
-        else jnp.asarray(jnp.nan, data.X.dtype)
-    )
-    key = _checks.as_key(key)
-    throw = _checks.check_flag(throw, "throw")
+    # it. LPGD's safe bound (lr=None) is checked by lpgd itself.
+    if solver == "bcd":
+        lr = jnp.asarray(jnp.nan, data.X.dtype)
+    elif not lr_given:
+        lr = sm.step_bound(data, xi, lam, model)
     theta0, gamma0, f0 = initial_point(data, rank, model, key, init)
     # The solvers report; the model is checked once, below. The safe bound is passed on as
     # lr=None, so that the message does not advise leaving lr at None.
@@ -308,32 +339,72 @@ def fit(
     )
 
 
-def _default_tol(tol) -> bool:
-    """Whether ``tol`` is None or fit's default 1e-6, the values that ``solver="bcd"`` (no stopping
-    rule) accepts."""
-    return tol is None or _checks.as_real(tol) == 1e-6
-
-
-def _check_coding(coding: str, model: str, xi=None) -> None:
-    """``coding`` is "lstsq" or "supervised", and "supervised" only for SDL-H with ξ > 0 (at ξ = 0
-    the code h has no reconstruction term: every class's cost has infimum 0 and no minimiser)."""
-    if coding not in ("lstsq", "supervised"):
-        raise ValueError(f"coding must be 'lstsq' or 'supervised', got {coding!r}")
-    if coding == "supervised" and model != "H":
-        raise ValueError("supervised coding is for SDL-H; SDL-W predicts by a forward pass")
-    if (
-        coding == "supervised"
-        and xi is not None
-        and _checks.is_concrete(xi)
-        and np.any(np.asarray(xi) <= 0)
-    ):
+def _x_new(X_new, name: str, args) -> jax.Array:
+    """New samples (n_new, p) in rows with the features of the fitted model ``m``, in its dtype."""
+    m = args["m"]
+    X_new = _checks.as_matrix(X_new, name).astype(m.W.dtype)
+    p = m.W.shape[0]
+    if X_new.shape[1] != p:
         raise ValueError(
-            "supervised coding needs ξ > 0: at ξ = 0 min_h ℓ(c, βᵀh) is 0 for every class c "
-            "(use coding='lstsq')"
+            f"{name} must have p = {p} columns (features, as the training X), shape (n_new, {p}); "
+            f"got shape {tuple(X_new.shape)}"
         )
+    return X_new
+
+
+def _x_aux_new(X_aux_new, name: str, args) -> jax.Array:
+    """The new samples' covariates checked against the fitted model ``m`` (one row per row of
+    ``X_new``, its q covariates), as the (q, n_new) block of the paper's layout with the intercept's
+    row."""
+    m, n_new = args["m"], args["X_new"].shape[0]
+    q_user = m.aux_coef.shape[0] - int(m.intercept)
+    # None and an empty (n, 0) matrix both give q = 0
+    Xa, _ = sm.aux_matrix(X_aux_new, n_new, m.intercept, args["X_new"].dtype, name)
+    q_given = Xa.shape[0] - int(m.intercept)
+    if q_given == 0 and q_user > 0:
+        raise ValueError(
+            f"{name} is required: the model was fitted with q = {q_user} auxiliary covariates "
+            f"(X_aux); pass their values for the new samples, shape ({n_new}, {q_user})"
+        )
+    if q_given > 0 and q_user == 0:
+        raise ValueError(
+            f"{name} must be None: the model was fitted without auxiliary covariates (X_aux)"
+        )
+    if q_given != q_user:
+        raise ValueError(f"{name} must have {q_user} columns (covariates), got {q_given}")
+    return Xa
+
+
+_CODING = _checks.Choice("lstsq", "supervised")
+_SUPERVISED_IS_H = _checks.Rule(  # static: the coding and the model's kind
+    lambda a: a["coding"] != "supervised" or a["m"].model == "H",
+    "supervised coding is for SDL-H; SDL-W predicts by a forward pass",
+    uses=(),
+)
+# At ξ = 0 the code h has no reconstruction term: every class's cost has infimum 0 and no minimiser.
+_XI_MESSAGE = (
+    "supervised coding needs ξ > 0: at ξ = 0 min_h ℓ(c, βᵀh) is 0 for every class c "
+    "(use coding='lstsq')"
+)
+_SUPERVISED_XI = _checks.Rule(
+    lambda a: a["coding"] != "supervised" or jnp.all(a["m"].xi > 0), _XI_MESSAGE, uses=("m",)
+)
+# The new samples of a fitted model m: X_new (n_new, p), X_aux_new (n_new, q) or None.
+_NEW = {"X_new": _checks.Convert(_x_new), "X_aux_new": _checks.Convert(_x_aux_new)}
 
 
 @full_precision
+@_checks.validate(
+    _SUPERVISED_IS_H,
+    _checks.Rule(  # static
+        lambda a: a["coding"] == "lstsq",
+        "activations use the least-squares code; supervised coding has one code per class "
+        "(use predict_proba(..., coding='supervised'))",
+        uses=(),
+    ),
+    coding=_CODING,
+    **_NEW,
+)
 def activations(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
     """The activations of new samples: SDL-W a = Aᵀx + γᵀx' (a forward pass), SDL-H a = βᵀh + γᵀx'
     with the least-squares code h = argmin_h ‖x − Wh‖ of each sample x.
@@ -348,13 +419,7 @@ def activations(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
     Returns:
       a (n_new, κ), one row per sample (class 0, the reference, has activation 0).
     """
-    _check_coding(coding, m.model)
-    if coding != "lstsq":
-        raise ValueError(
-            "activations use the least-squares code; supervised coding has one code per class "
-            "(use predict_proba(..., coding='supervised'))"
-        )
-    return _activations(m, *_new_data(m, X_new, X_aux_new)).T
+    return _activations(m, X_new.T, X_aux_new).T
 
 
 def _activations(m: SDLModel, X, Xa):
@@ -365,7 +430,11 @@ def _activations(m: SDLModel, X, Xa):
     return m.coef.T @ h + m.aux_coef.T @ Xa
 
 
+_PREDICT = (_SUPERVISED_IS_H, _SUPERVISED_XI)
+
+
 @full_precision
+@_checks.validate(*_PREDICT, coding=_CODING, **_NEW, throw=_checks.Flag())
 def predict_proba(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq", throw: bool = True):
     """Class probabilities of new samples: the softmax of the activations (with class 0's ≡ 0), or
     for SDL-H's supervised coding the softmax of −J with
@@ -390,9 +459,11 @@ def predict_proba(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq", 
     Returns:
       (n_new, κ + 1) probabilities, column 0 the reference class.
     """
-    _check_coding(coding, m.model, m.xi)
-    throw = _checks.check_flag(throw, "throw")
-    X_new, Xa = _new_data(m, X_new, X_aux_new)
+    return _proba(m, X_new.T, X_aux_new, coding, throw)
+
+
+def _proba(m: SDLModel, X_new, Xa, coding: str, throw: bool):
+    """:func:`predict_proba` of checked samples X_new (p, n_new), covariates Xa (q, n_new)."""
     if coding == "supervised":
         J = _supervised_costs(m.W, m.coef, m.aux_coef, m.xi, X_new, Xa)
         P = jax.nn.softmax(-J, axis=1)
@@ -424,6 +495,7 @@ def _refuse_failed(P, status, overflow):
 
 
 @full_precision
+@_checks.validate(*_PREDICT, coding=_CODING, **_NEW, throw=_checks.Flag())
 def predict(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq", throw: bool = True):
     """Predicted labels of new samples: the argmax over classes of :func:`predict_proba`.
 
@@ -437,35 +509,7 @@ def predict(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq", throw:
     Returns:
       (n_new,) integer labels in {0, …, κ}.
     """
-    return jnp.argmax(predict_proba(m, X_new, X_aux_new, coding=coding, throw=throw), axis=1)
-
-
-def _new_data(m: SDLModel, X_new, X_aux_new):
-    """(X_new (p, n_new), X_aux_new (q, n_new) with the intercept's row): the new samples checked
-    against the model and transposed into the paper's layout."""
-    X_new = _checks.as_matrix(X_new, "X_new").astype(m.W.dtype)
-    p, n_new = m.W.shape[0], X_new.shape[0]
-    if X_new.shape[1] != p:
-        raise ValueError(
-            f"X_new must have p = {p} columns (features, as the training X), shape (n_new, {p}); "
-            f"got shape {tuple(X_new.shape)}"
-        )
-    q_user = m.aux_coef.shape[0] - int(m.intercept)
-    # checked once, in aux_matrix (None and an empty (n, 0) matrix both give q = 0)
-    Xa, _ = sm.aux_matrix(X_aux_new, n_new, m.intercept, X_new.dtype, "X_aux_new")
-    q_given = Xa.shape[0] - int(m.intercept)
-    if q_given == 0 and q_user > 0:
-        raise ValueError(
-            f"X_aux_new is required: the model was fitted with q = {q_user} auxiliary covariates "
-            f"(X_aux); pass their values for the new samples, shape ({n_new}, {q_user})"
-        )
-    if q_given > 0 and q_user == 0:
-        raise ValueError(
-            "X_aux_new must be None: the model was fitted without auxiliary covariates (X_aux)"
-        )
-    if q_given != q_user:
-        raise ValueError(f"X_aux_new must have {q_user} columns (covariates), got {q_given}")
-    return X_new.T, Xa
+    return jnp.argmax(_proba(m, X_new.T, X_aux_new, coding, throw), axis=1)
 
 
 @functools.partial(jax.jit, static_argnames=("newton_iters",))
@@ -526,6 +570,10 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
     return per_sample(h_ls.T, offset.T)
 
 
+def _as_numpy(x):
+    return None if x is None else np.asarray(x)
+
+
 class CrossValidation(NamedTuple):
     """What :func:`cross_validate` returns; it unpacks as ``accuracy, best``.
 
@@ -538,8 +586,59 @@ class CrossValidation(NamedTuple):
     best: tuple[float, float]
 
 
+def _grid(values, name: str, args=None) -> np.ndarray:
+    """A 1-D grid of ξ or λ ≥ 0, checked as given (strings, complex, 2-D refused by name) and
+    returned as float64 NumPy values, so that the best pair comes back as given, not rounded."""
+    _checks.as_hyper(values, name, ndim=1)
+    return np.asarray(values, float)
+
+
+_CV_RULES = (
+    _checks.Rule(  # shapes only
+        lambda a: a["xis"].size > 0 and a["lams"].size > 0,
+        "xis and lams need at least one value each, got {xis.size} and {lams.size}",
+        uses=(),
+    ),
+    _checks.Rule(  # static: the coding and the model
+        lambda a: a["coding"] != "supervised" or a["model"] == "H",
+        "supervised coding is for SDL-H; SDL-W predicts by a forward pass",
+        uses=(),
+    ),
+    _checks.Rule(
+        lambda a: a["coding"] != "supervised" or np.all(a["xis"] > 0), _XI_MESSAGE, uses=()
+    ),
+    _checks.Rule(  # shapes only
+        lambda a: a["folds"] <= a["y"].size,
+        "folds = {folds} is more than the {y.size} samples: every fold needs a validation sample",
+        uses=(),
+    ),
+)
+
+
 @_checks.host_function("sdl.cross_validate")
 @full_precision
+@_checks.validate(
+    *_CV_RULES,
+    X=_checks.Convert(lambda v, name, args: np.asarray(_checks.as_matrix(v, name))),
+    y=_checks.Convert(
+        lambda v, name, args: sm.check_labels(v, args["X"].shape[0], args["num_classes"])
+    ),
+    model=sm.MODEL,
+    # its range depends on the fold size, checked (with a hint) per fold
+    rank=_checks.Convert(lambda v, name, args: sm.as_rank(v)),
+    max_iter=_checks.Count(),
+    X_aux=_checks.Convert(
+        lambda v, name, args: _as_numpy(sm._rows_aux(v, name, args)), optional=True
+    ),
+    num_classes=_checks.Convert(lambda v, name, args: sm.infer_num_classes(args["y"], v)),
+    xis=_checks.Convert(_grid),
+    lams=_checks.Convert(_grid),
+    coding=_CODING,
+    folds=_checks.Count(minimum=2),
+    intercept=_checks.Flag(),
+    key=_checks.Key(),
+    progress=_checks.Flag(),
+)
 def cross_validate(
     X,
     y,
@@ -600,39 +699,11 @@ def cross_validate(
         print(acc.shape, xi, lam)   # (2, 2): mean validation accuracy per (ξ, λ); the best pair
         ```
     """
-    X = np.asarray(_checks.as_matrix(X, "X"))
-    y_np = sm.check_labels(y, X.shape[0], num_classes)
-    sm._check_model(model)
-    rank = sm.as_rank(rank)  # its range depends on the fold size, checked (with a hint) per fold
-    max_iter = _checks.check_positive_int(max_iter, "max_iter")
-    X_aux = sm.given_aux(X_aux, X.shape[0])  # (n, q) or None
-    if X_aux is not None:
-        X_aux = np.asarray(X_aux)
-    num_classes = sm.infer_num_classes(y_np, num_classes)
-    # checked as given (strings, complex, 2-D refused by name); the best pair is returned as given,
-    # not rounded
-    _checks.as_hyper(xis, "xis", ndim=1)
-    _checks.as_hyper(lams, "lams", ndim=1)
-    xis, lams = np.asarray(xis, float), np.asarray(lams, float)
-    if not xis.size or not lams.size:
-        raise ValueError(
-            f"xis and lams need at least one value each, got {xis.size} and {lams.size}"
-        )
-    _check_coding(coding, model, xis)
-    folds = _checks.check_positive_int(folds, "folds", minimum=2)
-    if folds > y_np.size:
-        raise ValueError(
-            f"folds = {folds} is more than the {y_np.size} samples: every fold needs a validation "
-            "sample"
-        )
+    y_np = y
     grid_xi, grid_lam = (g.ravel() for g in np.meshgrid(xis, lams, indexing="ij"))
-    key = _checks.as_key(key)
     acc = np.zeros(grid_xi.size)
     bar = progress_bar.bar(
-        folds,
-        f"cross-validation ({grid_xi.size} (ξ, λ) pairs)",
-        "fold",
-        _checks.check_flag(progress, "progress"),
+        folds, f"cross-validation ({grid_xi.size} (ξ, λ) pairs)", "fold", progress
     )
     try:
         for train, val in stratified_folds(y_np, folds, key=jax.random.fold_in(key, 1)):
@@ -726,6 +797,11 @@ def _grid_predict(
 
 
 @_checks.host_function("sdl.stratified_folds")
+@_checks.validate(
+    y=_checks.Convert(lambda v, name, args: np.asarray(v)),
+    folds=_checks.Count(minimum=2),
+    key=_checks.Key(),
+)
 def stratified_folds(y, folds: int, *, key=None):
     """Stratified k-fold split: each class's samples, shuffled, are dealt to the folds in turn, each
     class starting where the previous one stopped, so that every class is spread over the folds to
@@ -740,9 +816,7 @@ def stratified_folds(y, folds: int, *, key=None):
       A list of ``folds`` pairs (train_idx, val_idx) of index arrays; the validation parts
       partition 0, …, n − 1.
     """
-    y = np.asarray(y)
-    folds = _checks.check_positive_int(folds, "folds", minimum=2)
-    rng = np.random.default_rng(np.asarray(jax.random.key_data(_checks.as_key(key))))
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(key)))
     assign = np.empty(y.size, int)
     start = 0
     for c in np.unique(y):

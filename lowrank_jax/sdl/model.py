@@ -46,6 +46,36 @@ from lowrank_jax import _checks, linalg
 MODELS = ("H", "W")
 
 
+def _check_model(model):
+    if model not in MODELS:
+        raise ValueError(
+            f"model must be 'H' (SDL-H, feature-based) or 'W' (SDL-W, filter-based), got {model!r}"
+        )
+
+
+def _model(model, name: str, args=None) -> str:
+    _check_model(model)
+    return model
+
+
+# Argument declarations of the family (:func:`lowrank_jax._checks.validate`).
+MODEL = _checks.Convert(_model)
+KAPPA = _checks.Count()
+
+
+def _data_X(args) -> jax.Array:
+    """X of the argument ``data`` (its dtype is the solvers')."""
+    return args["data"].X
+
+
+# ξ, λ ≥ 0 of the solvers, in the dtype of ``data`` (a negative ξ or λ makes F unbounded below).
+# Traced ones (a vmap over ξ, λ) out of range become NaN (the run reports INVALID).
+HYPERS = {
+    "xi": _checks.Hyper(ndim=0, dtype_of=_data_X),
+    "lam": _checks.Hyper(ndim=0, dtype_of=_data_X),
+}
+
+
 class SDLData(eqx.Module):
     """Validated training data in the paper's layout (columns are samples), as :func:`prepare`
     builds it from samples in rows.
@@ -83,6 +113,18 @@ def check_labels(y, n: int | None = None, num_classes: int | None = None) -> np.
     return _checks.class_labels(y, n, num_classes, what="X has n = {n} rows (samples are rows)")
 
 
+def _code_labels(y, name: str, args):
+    """Labels in {0, …, κ} (:func:`check_labels`, ``kappa`` declared before); traced labels
+    (inside ``jit``) are checked for their shape only."""
+    checked = _checks.when_concrete(lambda v: check_labels(v, num_classes=args["kappa"] + 1), y)
+    if checked is not None:
+        return checked
+    if jnp.ndim(y) != 1:
+        raise ValueError(f"y must be a 1-D array of labels, got shape {tuple(jnp.shape(y))}")
+    return y
+
+
+@_checks.validate(kappa=KAPPA, y=_checks.Convert(_code_labels))
 def one_hot(y, kappa: int, dtype=jnp.float32) -> jax.Array:
     """One-hot labels without the reference class: Y[c − 1, s] = 1 if y_s = c ≥ 1.
 
@@ -96,11 +138,10 @@ def one_hot(y, kappa: int, dtype=jnp.float32) -> jax.Array:
     Returns:
       Y (κ, n); class 0 is the all-zero column.
     """
-    kappa = _checks.check_positive_int(kappa, "kappa")
-    if _checks.is_concrete(y):
-        y = check_labels(y, num_classes=kappa + 1)
-    elif jnp.ndim(y) != 1:
-        raise ValueError(f"y must be a 1-D array of labels, got shape {tuple(jnp.shape(y))}")
+    return _one_hot(y, kappa, dtype)
+
+
+def _one_hot(y, kappa: int, dtype) -> jax.Array:
     return (jnp.asarray(y)[None, :] == jnp.arange(1, kappa + 1)[:, None]).astype(dtype)
 
 
@@ -131,6 +172,53 @@ def infer_num_classes(y_np: np.ndarray, num_classes: int | None = None) -> int:
     return k
 
 
+def _training_labels(y, name: str, args) -> np.ndarray:
+    """Labels of the rows of the argument ``X``, below ``num_classes`` when it is given."""
+    return check_labels(y, args["X"].shape[0], args["num_classes"])
+
+
+def _num_classes(num_classes, name: str, args) -> int:
+    """κ + 1 (:func:`infer_num_classes` of the checked labels ``y``), at least two."""
+    count = infer_num_classes(args["y"], num_classes)
+    if count < 2:
+        raise ValueError("need at least two classes (labels 0 and 1)")
+    return count
+
+
+def _rows_aux(X_aux, name: str, args):
+    """:func:`given_aux` with one row per row of the argument ``X``."""
+    return given_aux(X_aux, args["X"].shape[0], name)
+
+
+# The training data of prepare and fit: X (n, p) finite at a scale its dtype holds, y (n,) labels,
+# num_classes (κ + 1, at least two), X_aux (n, q) or None (q = 0), intercept a flag.
+DATA = {
+    "X": _checks.Matrix(scale=True),
+    "y": _checks.Convert(_training_labels),
+    "num_classes": _checks.Convert(_num_classes),
+    "X_aux": _checks.Convert(_rows_aux, optional=True),
+    "intercept": _checks.Flag(),
+}
+
+
+def bundle(X, y, X_aux, intercept: bool, num_classes) -> SDLData:
+    """:class:`SDLData` of arguments checked as :data:`DATA` declares them.
+
+    Args:
+      X: (n, p) data, samples in rows.
+      y: (n,) checked labels.
+      X_aux: (n, q) covariates or None.
+      intercept: append the intercept's ones row.
+      num_classes: κ + 1.
+
+    Returns:
+      :class:`SDLData` in the paper's layout.
+    """
+    Xa, pen = _aux_block(X_aux, X.shape[0], intercept, X.dtype)
+    return SDLData(X.T, Xa, _one_hot(y, num_classes - 1, X.dtype), pen)
+
+
+@_checks.validate(**DATA)
 def prepare(
     X, y, X_aux=None, *, intercept: bool = False, num_classes: int | None = None
 ) -> SDLData:
@@ -151,15 +239,7 @@ def prepare(
     Returns:
       :class:`SDLData` with X (p, n), X_aux (q, n) (the intercept's ones row last), Y (κ, n).
     """
-    X = _checks.as_matrix(X, "X")
-    _checks.check_scale(X, "X")
-    n = X.shape[0]
-    y_np = check_labels(y, n, num_classes)
-    kappa = infer_num_classes(y_np, num_classes) - 1
-    if kappa < 1:
-        raise ValueError("need at least two classes (labels 0 and 1)")
-    X_aux, pen = aux_matrix(X_aux, n, intercept, X.dtype)
-    return SDLData(X.T, X_aux, one_hot(y_np, kappa, X.dtype), pen)
+    return bundle(X, y, X_aux, intercept, num_classes)
 
 
 def given_aux(X_aux, n: int, name: str = "X_aux"):
@@ -204,7 +284,11 @@ def aux_matrix(X_aux, n: int, intercept: bool, dtype, name: str = "X_aux"):
       row, 0 for the intercept).
     """
     intercept = _checks.check_flag(intercept, "intercept")
-    X_aux = given_aux(X_aux, n, name)
+    return _aux_block(given_aux(X_aux, n, name), n, intercept, dtype)
+
+
+def _aux_block(X_aux, n: int, intercept: bool, dtype):
+    """:func:`aux_matrix` of a checked X_aux (None or (n, q))."""
     X_aux = jnp.zeros((0, n), dtype) if X_aux is None else X_aux.T.astype(dtype)
     pen = jnp.ones(X_aux.shape[0], dtype)
     if intercept:
@@ -213,6 +297,7 @@ def aux_matrix(X_aux, n: int, intercept: bool, dtype, name: str = "X_aux"):
     return X_aux, pen
 
 
+@_checks.validate(model=MODEL)
 def theta_shape(model: str, p: int, n: int, kappa: int) -> tuple[int, int]:
     """Shape of the lifted θ: (κ + p, n) for SDL-H, θ = [βᵀH; WH]; (p, κ + n) for SDL-W,
     θ = [Wβ, WH].
@@ -225,7 +310,6 @@ def theta_shape(model: str, p: int, n: int, kappa: int) -> tuple[int, int]:
     Returns:
       The shape, a tuple of two ints.
     """
-    _check_model(model)
     return (kappa + p, n) if model == "H" else (p, kappa + n)
 
 
@@ -316,6 +400,7 @@ def class_probs(a):
     return jax.nn.softmax(jnp.concatenate([zero, a]), axis=0)
 
 
+@_checks.validate(model=MODEL)
 def objective(theta, aux_coef, data: SDLData, xi, lam, model: str):
     """The lifted objective of eq. (9) (SDL-H) or (10) (SDL-W),
 
@@ -333,7 +418,6 @@ def objective(theta, aux_coef, data: SDLData, xi, lam, model: str):
     Returns:
       F, a scalar.
     """
-    _check_model(model)
     A, B = split(theta, model, data.kappa)
     a = activations(theta, aux_coef, data.X, data.X_aux, model, data.kappa)
     g_pen = aux_coef * data.penalized[:, None]
@@ -344,6 +428,7 @@ def objective(theta, aux_coef, data: SDLData, xi, lam, model: str):
     )
 
 
+@_checks.validate(model=MODEL)
 def value_and_gradients(theta, aux_coef, data: SDLData, xi, lam, model: str, XT=None):
     """F and its closed-form gradients (module docstring), sharing the activations and X − B.
 
@@ -359,7 +444,6 @@ def value_and_gradients(theta, aux_coef, data: SDLData, xi, lam, model: str, XT=
     Returns:
       (F, (∇_θF, ∇_γF)), ∇_θF in the layout θ was given in.
     """
-    _check_model(model)
     k = data.kappa
     rows = model == "H" or XT is not None
     A, B = (theta[:k], theta[k:]) if rows else (theta[:, :k], theta[:, k:])
@@ -397,6 +481,7 @@ def label_terms(lin, aux_coef, data: SDLData, lam):
     return nll(a, data.Y) + lam * jnp.sum(g_pen * g_pen), R, data.X_aux @ R.T + 2 * lam * g_pen
 
 
+@_checks.validate(model=MODEL)
 def gradients(theta, aux_coef, data: SDLData, xi, lam, model: str):
     """The closed-form gradients of the F of :func:`objective` (module docstring; eqs. 100 and 107,
     which eq. 11 of the paper prints with the two models' labels swapped).
@@ -429,6 +514,7 @@ class Factors(NamedTuple):
     coef: jax.Array
 
 
+@_checks.validate(model=MODEL, rank=_checks.Convert(lambda v, name, args: as_rank(v)), kappa=KAPPA)
 def factors(theta, rank: int, model: str, kappa: int) -> Factors:
     """The factors behind θ, Algorithm 1's last lines: θ = UΣVᵀ (rank r),
 
@@ -445,10 +531,7 @@ def factors(theta, rank: int, model: str, kappa: int) -> Factors:
     Returns:
       :class:`Factors` (W (p, r), H (r, n), coef (r, κ)).
     """
-    _check_model(model)
-    return _factors(
-        theta, rank=as_rank(rank), model=model, kappa=_checks.check_positive_int(kappa, "kappa")
-    )
+    return _factors(theta, rank=rank, model=model, kappa=kappa)
 
 
 # one program, not one per op
@@ -462,6 +545,7 @@ def _factors(theta, *, rank: int, model: str, kappa: int) -> Factors:
     return Factors(svd.U, SVt[:, kappa:], SVt[:, :kappa])
 
 
+@_checks.validate(model=MODEL)
 def lift(f: Factors, model: str) -> jax.Array:
     """θ from factors: [βᵀH ∥ WH] (SDL-H) or [Wβ, WH] (SDL-W), the inverse of :func:`factors`.
 
@@ -472,11 +556,11 @@ def lift(f: Factors, model: str) -> jax.Array:
     Returns:
       θ, (κ + p, n) for SDL-H or (p, κ + n) for SDL-W.
     """
-    _check_model(model)
     A = f.coef.T @ f.H if model == "H" else f.W @ f.coef
     return join(A, f.W @ f.H, model)
 
 
+@_checks.validate(model=MODEL)
 def step_bound(data: SDLData, xi, lam, model: str):
     """A safe fixed step size 1/L̄ for the gradient step on F (LPGD's default ``lr``): L̄ bounds
     the Hessian of F,
@@ -493,10 +577,9 @@ def step_bound(data: SDLData, xi, lam, model: str):
 
     Returns:
       1/L̄, a scalar; 1 where L̄ = 0 (F flat: X = 0, no covariates, ξ = λ = 0: any step is safe),
-      NaN where L̄ is not finite (‖Φ‖²₂ or 2ξ overflowing the dtype), which :func:`check_lr`
-      refuses by name.
+      NaN where L̄ is not finite (‖Φ‖²₂ or 2ξ overflowing the dtype), which the rule
+      :data:`SAFE_STEP` refuses by name.
     """
-    _check_model(model)
     if model == "W":
         s = _spectral_sq(jnp.concatenate([data.X, data.X_aux]))
     else:
@@ -601,7 +684,26 @@ def softmax_curvature_printed(M: float, kappa: int) -> tuple[float, float]:
     ) ** 2
 
 
+def _float_hyper(value, name: str, args=None):
+    """A finite scalar ≥ 0 (:func:`lowrank_jax._checks.as_hyper`), returned as given so that a
+    float64 value keeps every bit."""
+    _checks.as_hyper(value, name, ndim=0)
+    return value
+
+
+_FLOAT_HYPER = _checks.Convert(_float_hyper)
+
+
 @_checks.host_function("sdl.theory")
+@_checks.validate(
+    model=MODEL,
+    xi=_FLOAT_HYPER,
+    lam=_FLOAT_HYPER,
+    M=_FLOAT_HYPER,
+    kappa=KAPPA,
+    X=_checks.Matrix(),
+    X_aux=_checks.Convert(_rows_aux, optional=True),
+)
 def theory(
     X, xi: float, lam: float, *, model: str, kappa: int = 1, X_aux=None, M: float = 1.0
 ) -> Theory:
@@ -639,14 +741,9 @@ def theory(
       :class:`Theory`. ``ValueError`` where L = 0 (SDL-W with ξ = λ = 0 and all-zero data: F is
       constant).
     """
-    _check_model(model)
-    for v, name in ((xi, "xi"), (lam, "lam"), (M, "M")):
-        _checks.as_hyper(v, name, ndim=0)  # finite, >= 0; the value itself stays float64
     xi, lam, M = float(xi), float(lam), float(M)
-    kappa = _checks.check_positive_int(kappa, "kappa")
-    X = np.asarray(_checks.as_matrix(X, "X"), np.float64).T  # (p, n), the paper's layout
+    X = np.asarray(X, np.float64).T  # (p, n), the paper's layout
     n = X.shape[1]
-    X_aux = given_aux(X_aux, n)  # (n, q): one row per sample, as X
     Xa = np.zeros((0, n)) if X_aux is None else np.asarray(X_aux, np.float64).T
     Phi = np.concatenate([X, Xa])
     ev = (
@@ -690,13 +787,6 @@ def theory(
     )
 
 
-def _check_model(model):
-    if model not in MODELS:
-        raise ValueError(
-            f"model must be 'H' (SDL-H, feature-based) or 'W' (SDL-W, filter-based), got {model!r}"
-        )
-
-
 def as_rank(rank) -> int:
     """The rank as a Python int (its range is :func:`check_rank_for`'s).
 
@@ -736,68 +826,47 @@ def check_rank_for(rank, model: str, p: int, n: int, kappa: int) -> int:
     return rank
 
 
-def check_hypers(data: SDLData, xi, lam):
-    """ξ and λ checked for the solvers: finite scalars ≥ 0 (a negative ξ or λ makes F unbounded
-    below). Tracers (a ``vmap`` over ξ, λ) are checked for shape only, and out of range become NaN.
-
-    Args:
-      data: from :func:`prepare` (its dtype is used).
-      xi, lam: ξ, λ.
-
-    Returns:
-      (ξ, λ) as 0-d arrays in X's dtype.
-    """
+def _bound_message(args) -> str:
+    data, xi, lam = args["data"], args["xi"], args["lam"]
     return (
-        _checks.as_hyper(xi, "xi", ndim=0, dtype=data.X.dtype),
-        _checks.as_hyper(lam, "lam", ndim=0, dtype=data.X.dtype),
+        "lr=None: the safe step 1/L̄ is undefined, L̄ = max(2ξ, 2λ + α⁺‖Φ‖²₂) overflows "
+        f"{data.X.dtype} (ξ = {float(xi):.3g}, λ = {float(lam):.3g}, X and X_aux as "
+        "given): rescale X or X_aux, lower ξ or λ, or compute in float64"
     )
 
 
-def check_lr(lr, data: SDLData, xi, lam, model: str):
-    """LPGD's step size τ checked.
+# lr=None takes the safe step bound (:func:`step_bound`) at (ξ, λ): a concrete bound that is not
+# finite (L̄ overflows X's dtype) is refused; a traced one (a vmap over ξ, λ) is NaN at that point,
+# whose run then reports Status.INVALID.
+SAFE_STEP = _checks.Rule(
+    lambda a: (
+        True
+        if a["lr"] is not None
+        else jnp.isfinite(step_bound(a["data"], a["xi"], a["lam"], a["model"]))
+    ),
+    _checks.Message(_bound_message),
+    uses=("data", "xi", "lam", "lr"),
+)
+LR = _checks.Hyper(ndim=0, low=0, low_open=True, dtype_of=_data_X, optional=True)
+
+
+def start_theta(theta0, name: str, args) -> jax.Array:
+    """LPGD's start θ₀ checked against the arguments ``data`` and ``model``: finite, of
+    :func:`theta_shape` in the model's layout (the other model's layout is named as such in the
+    error).
 
     Args:
-      lr: a finite positive scalar, or None for the safe :func:`step_bound` at (ξ, λ).
-      data: from :func:`prepare`.
-      xi, lam: checked ξ, λ (:func:`check_hypers`).
-      model: "H" or "W".
+      theta0: θ₀.
+      name: its name in messages.
+      args: the arguments (``data`` from :func:`prepare`, ``model`` "H" or "W", checked).
 
     Returns:
-      τ as a 0-d array in X's dtype. A concrete bound that is not finite (L̄ overflows X's dtype)
-      is a ``ValueError``; a traced one (a ``vmap`` over ξ, λ) stays NaN at that point, whose run
-      then reports ``Status.INVALID``.
+      θ₀ as a floating JAX array.
     """
-    if lr is None:
-        with _checks.eager_if_concrete(
-            data, xi, lam
-        ):  # checkable when closed over in a caller's jit
-            bound = step_bound(data, xi, lam, model)
-        if _checks.is_concrete(bound) and not np.isfinite(float(bound)):
-            raise ValueError(
-                "lr=None: the safe step 1/L̄ is undefined, L̄ = max(2ξ, 2λ + α⁺‖Φ‖²₂) overflows "
-                f"{data.X.dtype} (ξ = {float(xi):.3g}, λ = {float(lam):.3g}, X and X_aux as "
-                "given): rescale X or X_aux, lower ξ or λ, or compute in float64"
-            )
-        return bound
-    return _checks.as_hyper(lr, "lr", ndim=0, positive=True, dtype=data.X.dtype)
-
-
-def check_start(theta0, aux_coef0, data: SDLData, model: str):
-    """LPGD's start (θ₀, γ₀) checked.
-
-    Args:
-      theta0: θ₀, finite, of :func:`theta_shape` in the model's layout (the other model's layout
-        is named as such in the error).
-      aux_coef0: γ₀, finite, (q, κ).
-      data: from :func:`prepare`.
-      model: "H" or "W".
-
-    Returns:
-      (θ₀, γ₀) as floating JAX arrays.
-    """
+    data, model = args["data"], args["model"]
     p, n = data.X.shape
     expected = theta_shape(model, p, n, data.kappa)
-    theta0 = _checks.as_matrix(theta0, "theta0")
+    theta0 = _checks.as_matrix(theta0, name)
     if tuple(theta0.shape) != expected:
         other = "W" if model == "H" else "H"
         hint = (
@@ -806,60 +875,71 @@ def check_start(theta0, aux_coef0, data: SDLData, model: str):
             else ""
         )
         raise ValueError(
-            f"theta0 must have shape {expected} for SDL-{model} "
+            f"{name} must have shape {expected} for SDL-{model} "
             f"(p = {p}, n = {n}, κ = {data.kappa}), got {tuple(theta0.shape)}{hint}"
         )
-    return theta0, check_aux_coef(aux_coef0, data)
+    return theta0
 
 
-def check_aux_coef(aux_coef0, data: SDLData):
-    """A starting γ₀ checked.
+def start_aux_coef(aux_coef0, name: str, args) -> jax.Array:
+    """A starting γ₀ checked against the argument ``data``.
 
     Args:
       aux_coef0: γ₀, finite, of shape (q, κ) (q covariates, the intercept included; q = 0
         allowed).
-      data: from :func:`prepare`.
+      name: its name in messages.
+      args: the arguments (``data`` from :func:`prepare`).
 
     Returns:
-      γ₀ as a JAX array; a ``ValueError`` naming aux_coef0 otherwise.
+      γ₀ as a JAX array; a ``ValueError`` naming it otherwise.
     """
+    data = args["data"]
     expected = (data.X_aux.shape[0], data.kappa)
     shape = tuple(np.shape(aux_coef0))
     if shape != expected:
         raise ValueError(
-            f"aux_coef0 must have shape (q, κ) = {expected} (q = {expected[0]} covariates of "
+            f"{name} must have shape (q, κ) = {expected} (q = {expected[0]} covariates of "
             f"X_aux, the intercept included), got {shape}"
         )
     if expected[0]:
-        return _checks.as_matrix(aux_coef0, "aux_coef0")
+        return _checks.as_matrix(aux_coef0, name)
     return jnp.asarray(aux_coef0, data.X.dtype)
 
 
-def check_factors(factors0, data: SDLData) -> Factors:
-    """BCD's start checked.
+def start_factors(factors0, name: str, args) -> Factors:
+    """BCD's start checked against the argument ``data``.
 
     Args:
       factors0: (W, H, β) of shapes (p, r), (r, n), (r, κ) with one r ≥ 1, finite.
-      data: from :func:`prepare`.
+      name: its name in messages.
+      args: the arguments (``data`` from :func:`prepare`).
 
     Returns:
-      :class:`Factors` of JAX arrays; a ``ValueError`` naming factors0 otherwise.
+      :class:`Factors` of JAX arrays; a ``ValueError`` naming it otherwise.
     """
+    data = args["data"]
     if not isinstance(factors0, (tuple, list)) or len(factors0) != 3:
         raise ValueError(
-            f"factors0 must be Factors(W, H, coef) (three matrices), got {type(factors0).__name__}"
+            f"{name} must be Factors(W, H, coef) (three matrices), got {type(factors0).__name__}"
         )
     W, H, coef = (
-        _checks.as_matrix(M, f"factors0.{name}") for M, name in zip(factors0, Factors._fields)
+        _checks.as_matrix(M, f"{name}.{field}") for M, field in zip(factors0, Factors._fields)
     )
     p, n = data.X.shape
     r = W.shape[1]
     expected = {"W": (p, r), "H": (r, n), "coef": (r, data.kappa)}
-    for name, M in zip(Factors._fields, (W, H, coef)):
-        if tuple(M.shape) != expected[name]:
+    for field, M in zip(Factors._fields, (W, H, coef)):
+        if tuple(M.shape) != expected[field]:
             raise ValueError(
-                f"factors0 must have W (p, r) = ({p}, r), H (r, n) = (r, {n}) and coef (r, κ) = "
+                f"{name} must have W (p, r) = ({p}, r), H (r, n) = (r, {n}) and coef (r, κ) = "
                 f"(r, {data.kappa}) with one rank r; got W {tuple(W.shape)}, H {tuple(H.shape)}, "
                 f"coef {tuple(coef.shape)}"
             )
     return Factors(W, H, coef)
+
+
+def rank_for_data(rank, name: str, args) -> int:
+    """:func:`check_rank_for` against the arguments ``data`` and ``model``."""
+    data = args["data"]
+    p, n = data.X.shape
+    return check_rank_for(rank, args["model"], p, n, data.kappa)

@@ -90,7 +90,49 @@ def _invalid_message(model: str, solver: str) -> str:
     return f"SDL-{model}: a traced hyperparameter is out of range ({rules}); the result is NaN"
 
 
+def _project(project, name: str, args):
+    """None, or a function θ → θ keeping the shape and dtype of the argument ``theta0`` (traced
+    abstractly, nothing computed: a projection that changes θ's shape failed deep in the loop, one
+    that changes its dtype in the scan)."""
+    if not callable(project):
+        raise ValueError(
+            f"{name} must be a function θ -> θ (a convex projection) or None, got {project!r}"
+        )
+    theta0 = args["theta0"]
+    out = jax.eval_shape(project, jax.ShapeDtypeStruct(theta0.shape, theta0.dtype))
+    if getattr(out, "shape", None) != theta0.shape or getattr(out, "dtype", None) != theta0.dtype:
+        raise ValueError(
+            f"{name} must return θ's shape and dtype {theta0.shape} {theta0.dtype} (the "
+            f"model's own layout), got {getattr(out, 'shape', out)} {getattr(out, 'dtype', '')}"
+        )
+    return project
+
+
+def _span(span, name: str, args) -> bool:
+    return resolve_span(span, args["data"], args["svd"], args["project"])
+
+
+SVD = _checks.Choice("gram", "exact", "randomized")
+
+
 @full_precision
+@_checks.validate(
+    sm.SAFE_STEP,
+    model=sm.MODEL,
+    rank=_checks.Convert(sm.rank_for_data),
+    max_iter=_checks.Count(),
+    svd=SVD,
+    theta0=_checks.Convert(sm.start_theta),
+    aux_coef0=_checks.Convert(sm.start_aux_coef),
+    project=_checks.Convert(_project, optional=True),
+    **sm.HYPERS,
+    lr=sm.LR,
+    tol=_checks.Tol(dtype_of=sm._data_X),
+    key=_checks.Key(),
+    span=_checks.Convert(_span),
+    differentiable=_checks.Flag(),
+    throw=_checks.Flag(),
+)
 def lpgd(
     theta0,
     aux_coef0,
@@ -166,36 +208,8 @@ def lpgd(
         ```
     """
     lr_given = lr is not None
-    p, n = data.X.shape
-    rank = sm.check_rank_for(rank, model, p, n, data.kappa)
-    max_iter = _checks.check_positive_int(max_iter, "max_iter")
-    if svd not in ("gram", "exact", "randomized"):
-        raise ValueError(f"svd must be 'gram', 'exact' or 'randomized', got {svd!r}")
-    if project is not None and not callable(project):
-        raise ValueError(
-            f"project must be a function θ -> θ (a convex projection) or None, got {project!r}"
-        )
-    theta0, aux_coef0 = sm.check_start(theta0, aux_coef0, data, model)
-    if project is not None:
-        # Traced abstractly, nothing computed: a projection that changes θ's shape failed deep in
-        # the loop ("sub got incompatible shapes for broadcasting"), one that changes its dtype in
-        # the scan.
-        out = jax.eval_shape(project, jax.ShapeDtypeStruct(theta0.shape, theta0.dtype))
-        if (
-            getattr(out, "shape", None) != theta0.shape
-            or getattr(out, "dtype", None) != theta0.dtype
-        ):
-            raise ValueError(
-                f"project must return θ's shape and dtype {theta0.shape} {theta0.dtype} (the "
-                f"model's own layout), got {getattr(out, 'shape', out)} {getattr(out, 'dtype', '')}"
-            )
-    xi, lam = sm.check_hypers(data, xi, lam)
-    lr = sm.check_lr(lr, data, xi, lam, model)
-    if tol is not None:
-        tol = _checks.as_hyper(tol, "tol", ndim=0, positive=True, dtype=data.X.dtype)
-    span = resolve_span(span, data, svd, project)
-    differentiable = _checks.check_flag(differentiable, "differentiable")
-    throw = _checks.check_flag(throw, "throw")
+    if lr is None:
+        lr = sm.step_bound(data, xi, lam, model)
     res = _lpgd(
         theta0,
         aux_coef0,
@@ -240,6 +254,14 @@ def _diverged_message(model: str, solver: str, lr_given: bool = False) -> str:
     return f"{head} at the safe step bound: {rescale}"
 
 
+@_checks.validate(
+    _checks.Rule(
+        lambda a: not a["span"] or (a["svd"] == "gram" and a["project"] is None),
+        "span=True needs svd='gram' and project=None (a convex projection or another SVD "
+        "leaves the span of [X, U₁])",
+        uses=("span", "svd", "project"),
+    )
+)
 def resolve_span(span: bool | None, data: sm.SDLData, svd: str = "gram", project=None) -> bool:
     """:func:`lpgd`'s choice of the span steps (:mod:`lowrank_jax.sdl.span`).
 
@@ -257,11 +279,6 @@ def resolve_span(span: bool | None, data: sm.SDLData, svd: str = "gram", project
     p, n = data.X.shape
     if span is None:
         return svd == "gram" and project is None and p >= 2 * (n + data.kappa)
-    if span and (svd != "gram" or project is not None):
-        raise ValueError(
-            "span=True needs svd='gram' and project=None (a convex projection or another SVD "
-            "leaves the span of [X, U₁])"
-        )
     return bool(span)
 
 
@@ -311,7 +328,7 @@ def _run(
         diverged=blown_up,
         start=start,
         differentiable=differentiable,
-        invalid=invalid | jnp.isnan(tol),
+        invalid=invalid,
     )
 
 
@@ -350,9 +367,9 @@ def _lpgd(
     span=False,
     differentiable=False,
 ):
-    # Concrete values out of range were refused; traced ones arrive as NaN (_checks.as_hyper), and a
+    # Concrete values out of range were refused; traced ones arrive as NaN (_checks.Hyper), and a
     # traced safe bound that overflows is NaN too (model.step_bound).
-    invalid = jnp.isnan(xi) | jnp.isnan(lam) | jnp.isnan(step)
+    invalid = _checks.any_nan(xi, lam, step, tol)
     if span and max_iter > 1:
         return _lpgd_span(
             theta0,
@@ -487,6 +504,7 @@ class BCDResult(Result):
     aux_coef: jax.Array
 
 
+@_checks.validate(model=sm.MODEL)
 def factored_objective(f: sm.Factors, aux_coef, data, xi, lam, model):
     """The objective BCD decreases: G(W, H, β, γ) = F(lift(W, H, β), γ), eq. (9)/(10) at the
     factors.
@@ -505,6 +523,15 @@ def factored_objective(f: sm.Factors, aux_coef, data, xi, lam, model):
 
 
 @full_precision
+@_checks.validate(
+    model=sm.MODEL,
+    max_iter=_checks.Count(),
+    inner_iters=_checks.Count(),
+    factors0=_checks.Convert(sm.start_factors),
+    aux_coef0=_checks.Convert(sm.start_aux_coef),
+    **sm.HYPERS,
+    throw=_checks.Flag(),
+)
 def bcd(
     factors0: sm.Factors,
     aux_coef0,
@@ -544,13 +571,6 @@ def bcd(
       :class:`BCDResult`: ``status`` (MAX_ITER), ``n_iter`` = ``max_iter``, the final ``loss`` and
       its ``history``, ``factors`` and ``aux_coef``.
     """
-    sm._check_model(model)
-    max_iter = _checks.check_positive_int(max_iter, "max_iter")
-    inner_iters = _checks.check_positive_int(inner_iters, "inner_iters")
-    factors0 = sm.check_factors(factors0, data)
-    aux_coef0 = sm.check_aux_coef(aux_coef0, data)
-    xi, lam = sm.check_hypers(data, xi, lam)
-    throw = _checks.check_flag(throw, "throw")
     res = _bcd(
         factors0, aux_coef0, data, xi, lam, model=model, max_iter=max_iter, inner_iters=inner_iters
     )
@@ -619,7 +639,7 @@ def _bcd(factors0, gamma0, data, xi, lam, *, model, max_iter, inner_iters):
         (factors0, gamma0),
         max_iter,
         diverged=lambda s, d: diverged(s, d["loss"], loss0),
-        invalid=jnp.isnan(xi) | jnp.isnan(lam),
+        invalid=_checks.any_nan(xi, lam),
     )
     f, g = res.state
     return BCDResult(
