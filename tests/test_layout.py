@@ -74,3 +74,19 @@ def test_shared_modules_import_no_family():
             continue
         bad = sorted(d for d in deps if d.split(".")[1] in FAMILIES)
         assert not bad, f"shared module {m} imports family code {bad}"
+
+
+def test_family_code_declares_validation_and_never_branches_on_tracers():
+    """Whether a value is concrete or traced is decided in one module (lowrank_jax._checks: its
+    specs, rules and when_concrete); family code declares what it accepts and does not ask."""
+    asks = ("is_concrete", "core.Tracer", "ensure_compile_time_eval", "eager_if_concrete")
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for family in FAMILIES
+        for path in sorted((ROOT / family).rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if any(a in line for a in asks)
+    ]
+    assert not found, "\n".join(found)
+    # and the check is not vacuous: the mechanism does live in _checks
+    assert "ensure_compile_time_eval" in (ROOT / "_checks.py").read_text()
