@@ -27,6 +27,7 @@ from jax import lax
 from jax.custom_batching import custom_vmap
 
 from lowrank_jax import _checks
+from lowrank_jax.precision import full_precision
 from lowrank_jax.progress import CompiledBar
 from lowrank_jax.result import Status
 
@@ -291,6 +292,126 @@ def run_until(
     max_iter = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
     out = _run_until(step, state, max_iter, stop, diverged, start, differentiable, progress)
     return out if invalid is None else _poison(out, invalid)
+
+
+class Iteration(NamedTuple):
+    """An iterative solver opened up: its first state, its update rule and its rules for stopping,
+    as values a user can run, step by hand, warm-start or stop on a rule of their own.
+
+    Every solver ``f`` of the families has a companion ``f_iteration`` taking the same arguments
+    (less ``max_iter`` and ``throw``), and ``f`` is ``finish(it.result(run(it, max_iter=…)))``:
+
+        state₀ = it.state,   (state_{k+1}, diag_k) = it.step(k, state_k),
+        stop when it.stop(state_{k+1}, diag_k) or it.diverged(state_{k+1}, diag_k).
+
+    Attributes:
+      state: the initial state, a pytree (replace it to warm-start: ``it._replace(state=…)``).
+      step: the update rule ``step(k, state) -> (state, diag)``, k the 0-based iteration (int32).
+      stop: the solver's convergence rule ``stop(state, diag) -> bool`` (its ``tol`` applied), or
+        None when it runs a fixed number of iterations (``tol=None``, or no tolerance).
+      diverged: the solver's divergence rule ``diverged(state, diag) -> bool``, or None.
+      invalid: a boolean scalar, true when a traced hyperparameter broke its declared rule
+        (:func:`lowrank_jax._checks.any_nan`); the run then reports ``Status.INVALID``.
+      result: ``result(loop_result) -> Result``, the solver's result (status, ``n_iter``, final
+        diagnostics, history, solution fields) from what :func:`run` returns.
+
+    Example:
+        ```python
+        import jax
+        from lowrank_jax import datasets, loop, rpca
+
+        p = datasets.rpca_problem(jax.random.key(0), 200, 200, rank=3, alpha=0.1)
+        it = rpca.scaledgd_iteration(p.Y, 3, alpha=0.1)
+        step = jax.jit(it.step)
+        state = it.state
+        for k in range(5):                         # a loop of one's own: print, plot, stop
+            state, diag = step(k, state)
+            print(k, diag["residual"])
+        out = it.result(loop.run(it, max_iter=200, stop=lambda s, d: d["residual"] < 1e-4))
+        print(out.status, out.n_iter)              # 0 (CONVERGED), after fewer steps than 1e-6
+        ```
+    """
+
+    state: Any
+    step: Step
+    stop: Predicate | None
+    diverged: Predicate | None
+    invalid: Any
+    result: Callable[[LoopResult], Any]
+
+
+def iteration(state, step, *, stop=None, diverged=None, invalid=None, result) -> Iteration:
+    """An :class:`Iteration` whose ``step``, rules and ``result`` trace float32 matrix products at
+    full precision (:func:`lowrank_jax.precision.full_precision`), as the solver that built it does:
+    they are traced later, when the user runs them, outside the solver's own context.
+
+    Args:
+      state: the initial state.
+      step: the update rule ``(k, state) -> (state, diag)``.
+      stop: the convergence rule, or None (a fixed budget).
+      diverged: the divergence rule, or None.
+      invalid: a boolean scalar, or None (False).
+      result: ``LoopResult -> Result``.
+
+    Returns:
+      The :class:`Iteration`.
+    """
+    wrap = full_precision
+    return Iteration(
+        state=state,
+        step=wrap(step),
+        stop=None if stop is None else wrap(stop),
+        diverged=None if diverged is None else wrap(diverged),
+        invalid=jnp.asarray(False) if invalid is None else invalid,
+        result=wrap(result),
+    )
+
+
+def run(
+    it: Iteration,
+    *,
+    max_iter: int,
+    stop: Predicate | None = None,
+    start: int = 0,
+    differentiable: bool = False,
+    progress: str | None = None,
+) -> LoopResult:
+    """Run an :class:`Iteration`: :func:`run_until` with its ``stop`` rule, or :func:`run_fixed`
+    for exactly ``max_iter`` steps when it has none.
+
+    To go on from an earlier run's state (a warm start), pass its state and its iteration count:
+    ``run(it._replace(state=first.state), max_iter=m, start=int(first.n_iter))``; a solver whose
+    step depends on k (LRPCA's per-layer parameters) then takes the steps it would have taken.
+
+    Args:
+      it: the iteration, from a solver's ``*_iteration`` function.
+      max_iter: the iteration budget, an integer ≥ 0.
+      stop: a stopping rule ``stop(state, diag) -> bool`` replacing the iteration's own (default
+        None: the iteration's).
+      start: the index k of the first step (default 0).
+      differentiable: with a stopping rule, a masked ``scan`` that ``jax.grad`` can pass (default
+        False: a ``while_loop``).
+      progress: a progress channel, as in :func:`run_until` (default None).
+
+    Returns:
+      The :class:`LoopResult`; ``it.result`` of it is the solver's result.
+    """
+    stop = it.stop if stop is None else stop
+    if stop is None:
+        return run_fixed(
+            it.step, it.state, max_iter, start=start, diverged=it.diverged, invalid=it.invalid
+        )
+    return run_until(
+        it.step,
+        it.state,
+        max_iter=max_iter,
+        stop=stop,
+        start=start,
+        diverged=it.diverged,
+        differentiable=differentiable,
+        progress=progress,
+        invalid=it.invalid,
+    )
 
 
 def _poison(out: LoopResult, invalid) -> LoopResult:

@@ -119,3 +119,44 @@ def test_every_solver_of_the_contract_is_in_the_zoo():
         "regression.newton_solve.sketch",
     }
     assert expected <= names, expected - names
+
+
+ITERATED = [c for c in CASES if c.iterate is not None]
+
+
+@pytest.mark.parametrize("case", ITERATED, ids=lambda c: c.name)
+def test_the_iteration_is_the_solver_opened_up(case):
+    """``solver_iteration`` is what ``solver`` runs: the same answer through ``loop.run``; a run
+    cut in two (the second half warm-started from the first's state) ends where the whole run
+    does; a stopping rule of one's own ends the run earlier; stepping by hand under ``jax.jit``
+    gives the driver's states."""
+    from lowrank_jax import loop
+
+    good = _as_arrays(case.good)
+    it = case.iterate(good)
+    whole = loop.run(it, max_iter=case.max_iter)
+    out, ref = it.result(whole), case.solve(good, False)
+    assert int(out.status) == int(ref.status) == case.done
+    assert int(out.n_iter) == int(ref.n_iter)
+    for name in case.solution:
+        want = _field(ref, name)
+        np.testing.assert_allclose(
+            _field(out, name), want, rtol=case.rtol, atol=case.rtol * np.abs(want).max()
+        )
+
+    k = int(whole.n_iter) // 2
+    first = loop.run(it._replace(stop=None), max_iter=k)
+    rest = loop.run(it._replace(state=first.state), max_iter=case.max_iter - k, start=k)
+    assert int(rest.n_iter) + k == int(whole.n_iter)
+    for a, b in zip(jax.tree.leaves(rest.state), jax.tree.leaves(whole.state), strict=True):
+        np.testing.assert_allclose(a, b, rtol=case.rtol, atol=case.rtol * np.abs(b).max())
+
+    early = loop.run(it, max_iter=case.max_iter, stop=lambda s, d: jnp.asarray(True))
+    assert int(early.n_iter) == 1 and int(early.status) == Status.CONVERGED
+
+    step, state = jax.jit(it.step), it.state
+    for j in range(3):
+        state, _ = step(jnp.int32(j), state)
+    three = loop.run(it._replace(stop=None), max_iter=3)
+    for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(three.state), strict=True):
+        np.testing.assert_allclose(a, b, rtol=case.rtol, atol=case.rtol * np.abs(b).max())

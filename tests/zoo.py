@@ -22,6 +22,9 @@ class ZooCase(NamedTuple):
     rtol: tolerance of that comparison (compiled programs may round differently).
     done: the status a good run ends in: ``Status.CONVERGED`` for a solver with a tolerance;
       ``Status.MAX_ITER`` for one that runs a fixed count (epochs) and has no stopping rule.
+    iterate: ``iterate(hyper) -> loop.Iteration``, the solver's ``*_iteration`` companion on the
+      same problem and hyperparameters (``max_iter`` aside), or None where it has none yet.
+    max_iter: the budget ``solve`` passes, for running ``iterate``'s iteration to the same answer.
     refused_eagerly: the ``bad`` input is refused at the boundary (``ValueError``) when concrete: a
       solver with no step size diverges only on data out of its dtype's range, which a direct call
       checks; traced (jit, vmap) the run reports DIVERGED.
@@ -33,5 +36,7 @@ class ZooCase(NamedTuple):
     bad: dict
     solution: tuple[str, ...]
     rtol: float = 1e-4
+    iterate: Callable[[dict], Any] | None = None
+    max_iter: int = 0
     refused_eagerly: bool = False
     done: Status = Status.CONVERGED

@@ -43,6 +43,10 @@ def _scaledgd(h, throw):
     return rpca.scaledgd(_P.Y, 2, 0.1, eta=h["eta"], tol=1e-4, max_iter=300, throw=throw)
 
 
+def _scaledgd_iteration(h):
+    return rpca.scaledgd_iteration(_P.Y, 2, 0.1, eta=h["eta"], tol=1e-4)
+
+
 def _altproj(h, throw):
     # AltProj has no step size; a Y scaled to overflow float32 makes it diverge.
     return rpca.altproj(_P.Y * h["scale"], 2, tol=1e-4, max_iter=200, throw=throw)
@@ -51,7 +55,15 @@ def _altproj(h, throw):
 CASES = [
     ZooCase("rpca.lrpca", _lrpca, {"eta": 0.5}, {"eta": 1e8}, ("X", "S")),
     ZooCase("rpca.lrpca_sharded", _lrpca_sharded, {"eta": 0.5}, {"eta": 1e8}, ("X", "S")),
-    ZooCase("rpca.scaledgd", _scaledgd, {"eta": 0.5}, {"eta": 1e8}, ("X", "S")),
+    ZooCase(
+        "rpca.scaledgd",
+        _scaledgd,
+        {"eta": 0.5},
+        {"eta": 1e8},
+        ("X", "S"),
+        iterate=_scaledgd_iteration,
+        max_iter=300,
+    ),
     ZooCase(
         "rpca.altproj", _altproj, {"scale": 1.0}, {"scale": 1e30}, ("X", "S"), refused_eagerly=True
     ),

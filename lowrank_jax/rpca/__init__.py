@@ -8,7 +8,7 @@ from lowrank_jax.rpca._common import RPCAResult
 from lowrank_jax.rpca.alternating import altproj
 from lowrank_jax.rpca.learned import lrpca, lrpca_step, oracle_thresholds
 from lowrank_jax.rpca.params import LRPCAParams, load_params, pretrained, save_params
-from lowrank_jax.rpca.scaled import scaledgd, scaledgd_step
+from lowrank_jax.rpca.scaled import scaledgd, scaledgd_iteration, scaledgd_step
 from lowrank_jax.rpca.sharded import lrpca_sharded, row_mesh
 from lowrank_jax.rpca.training import FRMNNSearch, TrainConfig, frmnn_grid_search, train_lrpca
 
@@ -28,6 +28,7 @@ __all__ = [
     "row_mesh",
     "save_params",
     "scaledgd",
+    "scaledgd_iteration",
     "scaledgd_step",
     "train_lrpca",
 ]

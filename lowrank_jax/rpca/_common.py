@@ -181,6 +181,23 @@ def stopping(tol, dtype):
     return tol is not None, (jnp.zeros((), dtype) if tol is None else tol)
 
 
+def layer_iteration(step, state, *, y_norm, tol, use_tol, stop, invalid, result) -> loop.Iteration:
+    """An RPCA solver's :class:`lowrank_jax.loop.Iteration` (state starting with the factors L, R):
+    it stops once ``diag[stop] < tol`` when ``use_tol`` (else it has no stopping rule and runs its
+    budget), divergence is judged by :func:`diverged` on the factors, ``invalid`` gives INVALID
+    (the solvers pass :func:`lowrank_jax._checks.any_nan` of their hyperparameters, ``tol`` among
+    them: a traced value that broke its declared rule is NaN), and ``result`` reads the
+    :class:`RPCAResult` from the loop's output."""
+    return loop.iteration(
+        state,
+        step,
+        stop=(lambda s, d: d[stop] < tol) if use_tol else None,
+        diverged=lambda s, d: diverged(s[0], s[1], y_norm),
+        invalid=invalid,
+        result=result,
+    )
+
+
 def run_layers(step, state, *, budget, y_norm, tol, use_tol, stop, differentiable, invalid):
     """Run an RPCA solver's ``step`` (state starting with the factors L, R) by the loop driver:
     until ``diag[stop] < tol`` within ``budget`` iterations when ``use_tol``, else exactly

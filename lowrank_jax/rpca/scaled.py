@@ -15,7 +15,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from lowrank_jax import _checks
+from lowrank_jax import _checks, loop
 from lowrank_jax.precision import full_precision
 from lowrank_jax.prox import apply_top_fraction, sparsify_top_fraction, top_fraction_thresholds
 from lowrank_jax.result import finish
@@ -27,10 +27,10 @@ from lowrank_jax.rpca._common import (
     change_stats,
     diagnostics,
     frob,
+    layer_iteration,
     make_result,
     residual_stats,
     residual_step,
-    run_layers,
     spectral_init,
     stopping,
 )
@@ -95,20 +95,7 @@ def scaledgd_step(Y, L, R, alpha, eta, cuts=None, support=None, prev=None):
     return L_new, R_new, stats, (row_cut, col_cut)
 
 
-@functools.partial(
-    jax.jit,
-    static_argnames=(
-        "rank",
-        "budget",
-        "use_tol",
-        "svd",
-        "oversample",
-        "power_iters",
-        "stop",
-        "differentiable",
-    ),
-)
-def _scaledgd(
+def _scaledgd_iteration(
     Y,
     alpha_init,
     alpha_iter,
@@ -119,14 +106,12 @@ def _scaledgd(
     key,
     *,
     rank,
-    budget,
     use_tol,
     svd,
     oversample,
     power_iters,
     stop="residual",
-    differentiable=False,
-):
+) -> loop.Iteration:
     y_norm = frob(Y)
     y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
     S0 = sparsify_top_fraction(Y, alpha_init, gather=False)  # once per run: the smaller program
@@ -151,25 +136,43 @@ def _scaledgd(
             diag["change"] = jnp.where(k == 0, jnp.inf, diag["change"])
         return (L_new, R_new, L, R, cuts), diag
 
+    def result(out):
+        L, R, L_prev, R_prev, (row_cut, col_cut) = out.state
+        D = Y - L_prev @ R_prev.T
+        S = jnp.where(out.n_iter > 0, apply_top_fraction(D, jnp.abs(D), row_cut, col_cut), S0)
+        S = jnp.where(invalid, jnp.nan, S)
+        return make_result(L, R, S, out)
+
     # Initial cut-offs: the first step starts its selection cold (the guesses are only hints).
     cuts0 = (jnp.zeros((n1,), Y.dtype), jnp.zeros((n2,), Y.dtype))
-    state = (L0, R0, L0, R0, cuts0)
-    out = run_layers(
+    return layer_iteration(
         step,
-        state,
-        budget=budget,
+        (L0, R0, L0, R0, cuts0),
         y_norm=y_norm,
         tol=tol,
         use_tol=use_tol,
         stop=stop,
-        differentiable=differentiable,
         invalid=invalid,
+        result=result,
     )
-    L, R, L_prev, R_prev, (row_cut, col_cut) = out.state
-    D = Y - L_prev @ R_prev.T
-    S = jnp.where(out.n_iter > 0, apply_top_fraction(D, jnp.abs(D), row_cut, col_cut), S0)
-    S = jnp.where(invalid, jnp.nan, S)
-    return make_result(L, R, S, out)
+
+
+@functools.partial(
+    jax.jit,
+    static_argnames=(
+        "rank",
+        "budget",
+        "use_tol",
+        "svd",
+        "oversample",
+        "power_iters",
+        "stop",
+        "differentiable",
+    ),
+)
+def _scaledgd(Y, *args, budget, differentiable=False, **static):
+    it = _scaledgd_iteration(Y, *args, **static)
+    return it.result(loop.run(it, max_iter=budget, differentiable=differentiable))
 
 
 def _ties_flooded_the_support(S, alpha_init, alpha_iter) -> str | None:
@@ -196,8 +199,10 @@ def _ties_flooded_the_support(S, alpha_init, alpha_iter) -> str | None:
 _FRACTION = _checks.Hyper(ndim=0, high=1, dtype_of="Y")
 
 
-@full_precision
-@_checks.validate(
+# What ScaledGD and its iteration accept (key last: its default is staged inside a caller's jit,
+# and a default computed from the arguments, such as 2·alpha, is evaluated eagerly only when every
+# argument before it holds values).
+_ARGS = dict(
     **COMMON,
     alpha=_FRACTION,
     alpha_iter=_checks.Hyper(
@@ -211,6 +216,21 @@ _FRACTION = _checks.Hyper(ndim=0, high=1, dtype_of="Y")
     eta=_checks.Hyper(ndim=0, dtype_of="Y"),
     tol=_checks.Tol(dtype_of="Y"),
     stop=STOP,
+)
+
+_DIVERGED = (
+    "ScaledGD diverged (non-finite or exploding factors): the step eta is too large for these "
+    "data (theory: eta <= 2/3), or alpha_iter is too small to remove the outliers"
+)
+_INVALID = (
+    "ScaledGD: alpha_iter must lie in [0, 1] (as must alpha and alpha_init), eta must be >= 0 "
+    "and tol > 0 (the result is NaN)"
+)
+
+
+@full_precision
+@_checks.validate(
+    **_ARGS,
     differentiable=_checks.Flag(),
     throw=_checks.Flag(),
     max_iter=_checks.Count(minimum=0),
@@ -314,15 +334,88 @@ def scaledgd(
         stop=stop,
         differentiable=differentiable,
     )
-    out = finish(
-        out,
-        throw,
-        diverged="ScaledGD diverged (non-finite or exploding factors): the step eta is too large "
-        "for these data (theory: eta <= 2/3), or alpha_iter is too small to remove the outliers",
-        invalid="ScaledGD: alpha_iter must lie in [0, 1] (as must alpha and alpha_init), eta must "
-        "be >= 0 and tol > 0 (the result is NaN)",
-    )
+    out = finish(out, throw, diverged=_DIVERGED, invalid=_INVALID)
     ties = _checks.when_concrete(_ties_flooded_the_support, out.S, alpha_init, alpha_iter)
     if ties is not None:
         _checks.warn_caller(ties)
     return out
+
+
+@full_precision
+@_checks.validate(**_ARGS, key=KEY)
+def scaledgd_iteration(
+    Y,
+    rank,
+    alpha,
+    *,
+    eta=0.5,
+    tol=1e-6,
+    alpha_iter=None,
+    alpha_init=None,
+    X_star=None,
+    support=None,
+    key=None,
+    svd="randomized",
+    oversample=10,
+    power_iters=4,
+    stop="residual",
+) -> loop.Iteration:
+    """ScaledGD as an initial state and a step, to run, warm-start or stop as one wishes.
+
+    The iteration that :func:`scaledgd` runs (same arguments and equations): its state is
+    ``(L, R, L_prev, R_prev, cuts)``, the factors after and before the last step and T_α's cut-offs
+    (warm starts of the selection); its diagnostics those of :func:`scaledgd`'s history. So
+
+        it = scaledgd_iteration(Y, r, α, ...)
+        it.result(loop.run(it, max_iter=m))   ==   scaledgd(Y, r, α, ..., max_iter=m, throw=False)
+
+    Args:
+      Y: (n1, n2) observation.
+      rank: target rank r, 1 ≤ r ≤ min(n1, n2) (static).
+      alpha: outlier fraction estimate α ∈ [0, 1] (scalar; may be traced).
+      eta: step size η ≥ 0 (scalar; may be traced), default 0.5.
+      tol: ``it.stop`` is ``diag[stop] < tol`` (> 0, default 1e-6); None: no stopping rule.
+      alpha_iter: the fraction α̃ ∈ [0, 1] of the iterations, default 2α.
+      alpha_init: the fraction α_0 ∈ [0, 1] of the initialisation, default α.
+      X_star: (n1, n2) ground truth, to record the error per iteration (default None).
+      support: boolean (n1, n2) mask of supp(S⋆), to record false positives (default None).
+      key: ``jax.random`` key or integer seed of the randomized initial SVD (default key(0)).
+      svd: ``"randomized"`` (default) or ``"exact"``, the initial SVD.
+      oversample: the randomized SVD's oversampling (static, ≥ 0; default 10).
+      power_iters: the randomized SVD's power iterations (static, ≥ 0; default 4).
+      stop: what ``tol`` bounds, ``"residual"`` (default) or ``"change"``.
+
+    Returns:
+      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives an :class:`RPCAResult` (no
+      exception on failure: read its ``status``, or pass it to
+      :func:`lowrank_jax.result.finish`).
+
+    Example:
+        ```python
+        import jax
+        from lowrank_jax import datasets, loop, rpca
+
+        p = datasets.rpca_problem(jax.random.key(0), 200, 200, rank=3, alpha=0.1)
+        it = rpca.scaledgd_iteration(p.Y, 3, alpha=0.1, X_star=p.X)
+        first = loop.run(it, max_iter=10)                     # ten steps
+        warm = it._replace(state=first.state)                 # ... then on from there
+        print(it.result(loop.run(warm, max_iter=100)))        # RPCAResult(status=CONVERGED, …)
+        ```
+    """
+    use_tol, tol = stopping(tol, Y.dtype)
+    return _scaledgd_iteration(
+        Y,
+        alpha_init,
+        alpha_iter,
+        eta,
+        tol,
+        X_star,
+        support,
+        key,
+        rank=rank,
+        use_tol=use_tol,
+        svd=svd,
+        oversample=oversample,
+        power_iters=power_iters,
+        stop=stop,
+    )
