@@ -1354,3 +1354,43 @@ def test_baselines_report_their_status_and_a_traced_invalid_hyperparameter():
     assert np.all(np.isnan(np.asarray(fp.L[1])))
     with pytest.raises(RuntimeError, match="rho <= 1"):
         jax.block_until_ready(jax.jit(lambda rho: baselines.ialm(Sigma, rho=rho).L)(0.5))
+
+
+def test_the_iterations_take_the_solvers_arguments_and_refuse_what_they_refuse():
+    """ialm_iteration, ncrpca_iteration, fpcp_iteration and rpca_gd_iteration are the solvers'
+    runs opened up: with ``tol=None`` the stopping rule never holds (the whole budget runs, as the
+    solvers' ``tol=None`` does), an invalid argument is refused by the same message, and a traced
+    one that breaks its rule makes the run INVALID."""
+    from lowrank_jax import loop
+
+    Sigma = jnp.asarray(cov.lrs_problem(0, 12, 2, 0.9).Sigma, jnp.float32)
+    pairs = (
+        (baselines.ialm_iteration(Sigma, tol=None), baselines.ialm(Sigma, tol=None, max_iter=7)),
+        (
+            baselines.ncrpca_iteration(Sigma, tol=None, norm="l1"),
+            baselines.ncrpca(Sigma, tol=None, norm="l1", max_iter=7),
+        ),
+        (
+            baselines.fpcp_iteration(Sigma, 2, grow=True),
+            baselines.fpcp(Sigma, 2, grow=True, max_iter=7),
+        ),
+        (
+            baselines.rpca_gd_iteration(Sigma, 2, tol=None),
+            baselines.rpca_gd(Sigma, 2, tol=None, max_iter=7),
+        ),
+    )
+    for it, ref in pairs:
+        out = it.result(loop.run(it, max_iter=7))
+        assert int(out.status) == int(ref.status) == Status.MAX_ITER
+        assert int(out.n_iter) == 7 and int(out.rank) == int(ref.rank)
+        np.testing.assert_allclose(out.L, ref.L, rtol=1e-5, atol=1e-5 * float(jnp.abs(ref.L).max()))
+    with pytest.raises(ValueError, match="rho"):
+        baselines.ialm_iteration(Sigma, rho=0.5)
+    with pytest.raises(ValueError, match="norm"):
+        baselines.ncrpca_iteration(Sigma, norm="l3")
+    with pytest.raises(ValueError, match="rank0"):
+        baselines.fpcp_iteration(Sigma, 2, grow=True, rank0=3)
+    with pytest.raises(ValueError, match="alpha_iter"):
+        baselines.rpca_gd_iteration(Sigma, 2, alpha=0.6)
+    it = jax.jit(lambda lr: baselines.rpca_gd_iteration(Sigma, 2, lr=lr).invalid)
+    assert np.asarray(jax.vmap(it)(jnp.array([0.5, -1.0]))).tolist() == [False, True]

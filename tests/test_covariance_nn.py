@@ -752,3 +752,24 @@ def test_a_diverging_run_raises_or_reports_and_a_traced_invalid_lr_is_invalid():
     )
     with pytest.raises(RuntimeError, match="traced lr"):
         jax.block_until_ready(jax.jit(lambda lr: cv.decompose(Sigma, 2, lr=lr, **kw).M)(-1.0))
+
+
+def test_decompose_iteration_warm_start_continues_the_lr_schedule():
+    """With ``lr_end`` the step size decays over ``max_iter`` steps by the step index: a run cut in
+    two (the second part warm-started with ``start=k``) takes the steps of the whole run, which is
+    decompose's; an invalid argument is refused as decompose refuses it."""
+    from lowrank_jax import loop
+
+    Sigma, _, _ = planted(12, 2)
+    Sigma = jnp.asarray(Sigma, jnp.float32)
+    kw = dict(hidden=(8,), lr=1e-2, lr_end=1e-4, max_iter=40, tol=None, key=0)
+    it = cv.decompose_iteration(Sigma, 2, **kw)
+    whole = loop.run(it, max_iter=40)
+    first = loop.run(it, max_iter=15)
+    rest = loop.run(it._replace(state=first.state), max_iter=25, start=15)
+    np.testing.assert_allclose(rest.history["step"], whole.history["step"][15:], rtol=1e-6)
+    out, ref = it.result(rest), cv.decompose(Sigma, 2, **kw)
+    np.testing.assert_allclose(out.M, ref.M, rtol=1e-4, atol=1e-4 * float(jnp.abs(ref.M).max()))
+    assert int(it.result(whole).n_iter) == int(ref.n_iter) == 40
+    with pytest.raises(ValueError, match="lr_end applies to optimizer"):
+        cv.decompose_iteration(Sigma, 2, optimizer="armijo", lr_end=1e-4)

@@ -13,6 +13,11 @@ The solvers that stop on a tolerance (:func:`ialm`, :func:`ncrpca`, :func:`rpca_
 default 1e-6 on the relative residual ‖Σ − L − S‖_F/‖Σ‖_F; ``tol=None`` runs exactly ``max_iter``
 iterations. :func:`fpcp` has no tolerance and always runs ``max_iter`` loops.
 
+Each solver ``f`` has a companion ``f_iteration`` (same arguments less ``max_iter``, ``throw`` and
+``return_factor``) returning its :class:`lowrank_jax.loop.Iteration`: the initial state and the
+step that ``f`` runs by :func:`lowrank_jax.loop.run`, to step by hand, warm-start or stop on a rule
+of one's own.
+
 How the forced rank k reaches each method (the paper does not say):
 
 * :func:`ialm` ignores k — PCP picks the rank through the nuclear norm (Table II's IALM rows do not
@@ -119,17 +124,19 @@ def _inverse_sqrt_n(args) -> float:
 # --- augmented Lagrangian methods: PCP (IALM) and its γ-norm variant (NC-RPCA) --------------------
 
 
-def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, invalid, *, sv_map, s_prox, l_first, max_iter):
-    """The loop shared by :func:`ialm` and :func:`ncrpca`: min R(L) + λ‖S‖ s.t. D = L + S with
+def _alm_iteration(
+    D, lam, tol, rho, mu0, mu_bar, Y0, invalid, *, sv_map, s_prox, l_first
+) -> loop.Iteration:
+    """The iteration shared by :func:`ialm` and :func:`ncrpca`: min R(L) + λ‖S‖ s.t. D = L + S with
 
         S ← s_prox(D − L + Y/μ, λ/μ)
         L ← U diag(σ') Vᵀ,  σ' = sv_map(σ, μ, σ'_prev),  U diag(σ) Vᵀ = SVD(D − S + Y/μ)
         Z = D − L − S;  Y ← Y + μZ;  μ ← min(ρμ, μ̄)
 
-    (the L-step first when ``l_first``), until ‖Z‖_F/‖D‖_F < tol. The loop carries the last σ'
-    (0 at the start): NC-RPCA's DC steps start from it, IALM's SVT ignores it, and ``rank`` is its
-    number of non-zero values; ``tol=None`` never stops early. ``invalid``: a traced hyperparameter
-    broke its rule (the status says INVALID)."""
+    (the L-step first when ``l_first``), until ‖Z‖_F/‖D‖_F < tol. The state is (L, S, Y, μ, σ'),
+    σ' the last L-step's singular values (0 at the start): NC-RPCA's DC steps start from it, IALM's
+    SVT ignores it, and ``rank`` is its number of non-zero values; ``tol=None`` never stops early.
+    ``invalid``: a traced hyperparameter broke its rule (the status says INVALID)."""
     n1, n2 = D.shape
     d_norm = _safe_norm(linalg.frob(D))
     full = min(n1, n2)
@@ -151,18 +158,19 @@ def _alm(D, lam, tol, rho, mu0, mu_bar, Y0, invalid, *, sv_map, s_prox, l_first,
         Y = Y + mu * Z
         return (L, S, Y, jnp.minimum(mu * rho, mu_bar), kept), {"residual": linalg.frob(Z) / d_norm}
 
+    def result(out):
+        L, S, _, _, kept = out.state
+        return _result(out, L, S, jnp.sum(kept > 0).astype(jnp.int32))
+
     zeros = jnp.zeros_like(D)
-    state = (zeros, zeros, Y0, mu0, jnp.zeros(full, D.dtype))
-    out = loop.run_until(
+    return loop.iteration(
+        (zeros, zeros, Y0, mu0, jnp.zeros(full, D.dtype)),
         step,
-        state,
-        max_iter=max_iter,
         stop=lambda s, d: _below(d["residual"], tol),
         diverged=lambda s, d: _diverged(d_norm, linalg.frob(s[0]), *s[:4]),
         invalid=invalid,
+        result=result,
     )
-    L, S, _, _, kept = out.state
-    return _result(out, L, S, jnp.sum(kept > 0).astype(jnp.int32))
 
 
 # The arguments shared by ialm and ncrpca: Σ, λ > 0 (default 1/√n), the tolerance and ρ > 1 (in Σ's
@@ -175,13 +183,12 @@ _ALM = {
 }
 
 
-@functools.partial(jax.jit, static_argnames=("max_iter",))
-def _ialm(D, lam, tol, rho, mu_factor, *, max_iter):
+def _ialm_iteration(D, lam, tol, rho, mu_factor) -> loop.Iteration:
     norm_two = _safe_norm(jnp.linalg.norm(D, 2))
     norm_inf = jnp.max(jnp.abs(D)) / lam
     mu0 = 1.25 / norm_two
     invalid = _checks.any_nan(lam, tol, rho, mu_factor)
-    return _alm(
+    return _alm_iteration(
         D,
         lam,
         tol,
@@ -193,18 +200,28 @@ def _ialm(D, lam, tol, rho, mu_factor, *, max_iter):
         sv_map=lambda s, mu, _: soft_threshold(s, 1.0 / mu),  # SVT at 1/μ
         s_prox=soft_threshold,
         l_first=False,
-        max_iter=max_iter,
     )
 
 
-@full_precision
-@_checks.validate(
-    SYMMETRIC,
-    **_ALM,
-    mu_factor=_POSITIVE,
-    max_iter=_checks.Count(),
-    throw=_checks.Flag(),
+@functools.partial(jax.jit, static_argnames=("max_iter",))
+def _ialm(D, lam, tol, rho, mu_factor, *, max_iter):
+    it = _ialm_iteration(D, lam, tol, rho, mu_factor)
+    return it.result(loop.run(it, max_iter=max_iter))
+
+
+# What ialm and ialm_iteration accept.
+_IALM = dict(**_ALM, mu_factor=_POSITIVE)
+_IALM_DIVERGED = (
+    "IALM diverged (non-finite or exploding iterate): Sigma's scale overflows its dtype "
+    "(rescale Sigma or use float64)"
 )
+_IALM_INVALID = (
+    "IALM: a traced lam, mu_factor or tol is negative or NaN, or rho <= 1 (the result is NaN)"
+)
+
+
+@full_precision
+@_checks.validate(SYMMETRIC, **_IALM, max_iter=_checks.Count(), throw=_checks.Flag())
 def ialm(
     Sigma, *, lam=None, tol=1e-6, max_iter: int = 1000, rho=1.5, mu_factor=1e7, throw: bool = True
 ) -> BaselineResult:
@@ -258,14 +275,51 @@ def ialm(
         ```
     """
     out = _ialm(Sigma, lam, tol, rho, mu_factor, max_iter=max_iter)
-    return finish(
-        out,
-        throw,
-        diverged="IALM diverged (non-finite or exploding iterate): Sigma's scale overflows "
-        "its dtype (rescale Sigma or use float64)",
-        invalid="IALM: a traced lam, mu_factor or tol is negative or NaN, or rho <= 1 "
-        "(the result is NaN)",
-    )
+    return finish(out, throw, diverged=_IALM_DIVERGED, invalid=_IALM_INVALID)
+
+
+@full_precision
+@_checks.validate(SYMMETRIC, **_IALM)
+def ialm_iteration(Sigma, *, lam=None, tol=1e-6, rho=1.5, mu_factor=1e7) -> loop.Iteration:
+    """PCP by the inexact ALM (:func:`ialm`) as an initial state and a step, to run, warm-start or
+    stop as one wishes.
+
+    The iteration that :func:`ialm` runs (same arguments and equations): its state is
+    ``(L, S, Y, μ, σ')``, the two parts, the multiplier, the penalty and the singular values kept
+    by the last L-step (0 at the start); its diagnostics ``{"residual": ‖Σ − L − S‖_F/‖Σ‖_F}``. So
+
+        it = ialm_iteration(Σ, ...)
+        it.result(loop.run(it, max_iter=m))   ==   ialm(Σ, ..., max_iter=m, throw=False)
+
+    Args:
+      Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), finite.
+      lam: λ > 0 (array, may be traced), default 1/√n.
+      tol: ``it.stop`` is ‖Σ − L − S‖_F/‖Σ‖_F < tol (array, > 0), default 1e-6; None: a rule that
+        never holds (the run takes its whole budget unless it diverges).
+      rho: μ growth factor > 1 (array), default 1.5.
+      mu_factor: μ̄/μ₀ > 0 (array), default 10⁷.
+
+    Returns:
+      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`BaselineResult` (no
+      exception on failure: read its ``status``, or pass it to
+      :func:`lowrank_jax.result.finish`).
+
+    Example:
+        ```python
+        import numpy as np
+        from lowrank_jax import covariance, loop
+
+        rng = np.random.default_rng(0)
+        M0 = rng.normal(size=(20, 3))
+        Sigma = M0 @ M0.T + np.diag(rng.uniform(0.5, 1.0, 20))
+        it = covariance.ialm_iteration(Sigma)
+        first = loop.run(it, max_iter=10)          # ten steps
+        warm = it._replace(state=first.state)      # ... then on from there
+        out = it.result(loop.run(warm, max_iter=500, start=10))
+        print(out)                                 # BaselineResult(status=CONVERGED, …)
+        ```
+    """
+    return _ialm_iteration(Sigma, lam, tol, rho, mu_factor)
 
 
 @_checks.validate(
@@ -319,13 +373,12 @@ def gamma_norm_shrink(s, mu, gamma, start=None, *, inner_iters: int = 100, tol=1
     return sigma
 
 
-@functools.partial(jax.jit, static_argnames=("max_iter", "norm"))
-def _ncrpca(D, lam, tol, rho, mu0, gamma, *, max_iter, norm):
+def _ncrpca_iteration(D, lam, tol, rho, mu0, gamma, *, norm) -> loop.Iteration:
     s_prox = soft_threshold if norm == "l1" else (lambda x, t: group_soft_threshold(x, t, axis=0))
 
     invalid = _checks.any_nan(lam, tol, rho, mu0, gamma)
     mu0, no_cap = jnp.asarray(mu0, D.dtype), jnp.asarray(jnp.inf, D.dtype)
-    return _alm(
+    return _alm_iteration(
         D,
         lam,
         tol,
@@ -337,23 +390,30 @@ def _ncrpca(D, lam, tol, rho, mu0, gamma, *, max_iter, norm):
         sv_map=lambda s, mu, previous: gamma_norm_shrink(s, mu, gamma, previous),
         s_prox=s_prox,
         l_first=True,
-        max_iter=max_iter,
     )
+
+
+@functools.partial(jax.jit, static_argnames=("max_iter", "norm"))
+def _ncrpca(D, lam, tol, rho, mu0, gamma, *, max_iter, norm):
+    it = _ncrpca_iteration(D, lam, tol, rho, mu0, gamma, norm=norm)
+    return it.result(loop.run(it, max_iter=max_iter))
 
 
 NORMS = ("l1", "l21")
 
+# What ncrpca and ncrpca_iteration accept.
+_NCRPCA = dict(norm=_checks.Choice(*NORMS), **_ALM, mu0=_POSITIVE, gamma=_POSITIVE)
+_NCRPCA_DIVERGED = (
+    "NC-RPCA diverged (non-finite or exploding iterate): mu = mu0 * rho^t overflows its dtype "
+    "(lower rho or max_iter), or Sigma's scale does (rescale it or use float64)"
+)
+_NCRPCA_INVALID = (
+    "NC-RPCA: a traced lam, mu0, gamma or tol is negative or NaN, or rho <= 1 (the result is NaN)"
+)
+
 
 @full_precision
-@_checks.validate(
-    SYMMETRIC,
-    norm=_checks.Choice(*NORMS),
-    **_ALM,
-    mu0=_POSITIVE,
-    gamma=_POSITIVE,
-    max_iter=_checks.Count(),
-    throw=_checks.Flag(),
-)
+@_checks.validate(SYMMETRIC, **_NCRPCA, max_iter=_checks.Count(), throw=_checks.Flag())
 def ncrpca(
     Sigma,
     *,
@@ -423,22 +483,62 @@ def ncrpca(
         ```
     """
     out = _ncrpca(Sigma, lam, tol, rho, mu0, gamma, max_iter=max_iter, norm=norm)
-    return finish(
-        out,
-        throw,
-        diverged="NC-RPCA diverged (non-finite or exploding iterate): mu = mu0 * rho^t "
-        "overflows its dtype (lower rho or max_iter), or Sigma's scale does "
-        "(rescale it or use float64)",
-        invalid="NC-RPCA: a traced lam, mu0, gamma or tol is negative or NaN, or rho <= 1 "
-        "(the result is NaN)",
-    )
+    return finish(out, throw, diverged=_NCRPCA_DIVERGED, invalid=_NCRPCA_INVALID)
+
+
+@full_precision
+@_checks.validate(SYMMETRIC, **_NCRPCA)
+def ncrpca_iteration(
+    Sigma, *, lam=None, tol=1e-6, rho=1.1, mu0=0.9, gamma=1e-2, norm: str = "l21"
+) -> loop.Iteration:
+    """NC-RPCA (:func:`ncrpca`) as an initial state and a step, to run, warm-start or stop as one
+    wishes.
+
+    The iteration that :func:`ncrpca` runs (same arguments and equations): its state is
+    ``(L, S, Y, μ, σ)``, the two parts, the multiplier, the penalty and the singular values of the
+    last L-step (the start of the next one's DC steps; 0 at the start); its diagnostics
+    ``{"residual": ‖Σ − L − S‖_F/‖Σ‖_F}``. So
+
+        it = ncrpca_iteration(Σ, ...)
+        it.result(loop.run(it, max_iter=m))   ==   ncrpca(Σ, ..., max_iter=m, throw=False)
+
+    Args:
+      Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), finite.
+      lam: λ > 0 (array, may be traced), default 1/√n.
+      tol: ``it.stop`` is ‖Σ − L − S‖_F/‖Σ‖_F < tol (array, > 0), default 1e-6; None: a rule that
+        never holds (the run takes its whole budget unless it diverges).
+      rho: μ growth factor > 1 (array), default 1.1.
+      mu0: μ₀ > 0 (array), default 0.9.
+      gamma: γ > 0 of the γ-norm (array), default 1e-2.
+      norm: the sparse term, "l21" (default) or "l1" (static).
+
+    Returns:
+      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`BaselineResult` (no
+      exception on failure: read its ``status``, or pass it to
+      :func:`lowrank_jax.result.finish`).
+
+    Example:
+        ```python
+        import numpy as np
+        from lowrank_jax import covariance, loop
+
+        rng = np.random.default_rng(0)
+        M0 = 5 * rng.normal(size=(20, 2))
+        Sigma = M0 @ M0.T + np.diag(rng.uniform(0.5, 1.0, 20))
+        it = covariance.ncrpca_iteration(Sigma, norm="l1")
+        out = loop.run(it, max_iter=500, stop=lambda s, d: d["residual"] < 1e-3)  # a looser rule
+        print(it.result(out))  # BaselineResult(status=CONVERGED, …), fewer steps than 1e-6
+        ```
+    """
+    return _ncrpca_iteration(Sigma, lam, tol, rho, mu0, gamma, norm=norm)
 
 
 # --- fast PCP -------------------------------------------------------------------------------------
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "max_iter", "grow", "svd"))
-def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, max_iter, grow, svd):
+def _fpcp_iteration(
+    D, lam, lam_factor, rank_threshold, rank0, key, *, rank, grow, svd
+) -> loop.Iteration:
     d_norm = _safe_norm(linalg.frob(D))
     invalid = _checks.any_nan(lam, lam_factor, rank_threshold)
     idx = jnp.arange(rank)
@@ -470,35 +570,50 @@ def _fpcp(D, lam, lam_factor, rank_threshold, rank0, key, *, rank, max_iter, gro
             inc = (k == 0) | grows(s, r)
         return (L, S, r, lam_t, inc), {"residual": linalg.frob(D - L - S) / d_norm}
 
+    def result(out):
+        L, S, r, _, _ = out.state
+        return _result(out, L, S, r)
+
     r0 = rank0 if grow else jnp.asarray(rank, jnp.int32)
     zeros = jnp.zeros_like(D)
-    state = (zeros, zeros, jnp.asarray(r0, jnp.int32), lam, jnp.asarray(False))
-    out = loop.run_fixed(
+    return loop.iteration(
+        (zeros, zeros, jnp.asarray(r0, jnp.int32), lam, jnp.asarray(False)),
         step,
-        state,
-        max_iter,
-        invalid=invalid,
         diverged=lambda s, d: _diverged(d_norm, linalg.frob(s[0]), s[0], s[1]),
+        invalid=invalid,
+        result=result,
     )
-    L, S, r, _, _ = out.state
-    return _result(out, L, S, r)
 
 
-@full_precision
-@_checks.validate(
-    SYMMETRIC,
+@functools.partial(jax.jit, static_argnames=("rank", "max_iter", "grow", "svd"))
+def _fpcp(D, *args, max_iter, **static):
+    it = _fpcp_iteration(D, *args, **static)
+    return it.result(loop.run(it, max_iter=max_iter))
+
+
+# What fpcp and fpcp_iteration accept (fpcp checks its max_iter after these).
+_FPCP = dict(
     **SIGMA,
     rank=_checks.Rank(of="Sigma"),
     lam=_checks.Hyper(ndim=0, dtype_of="Sigma", default=_inverse_sqrt_n),
-    max_iter=_checks.Count(),
     rank0=_checks.Convert(lambda v, name, args: _checks.check_rank(v, (args["rank"],), name)),
     grow=_checks.Flag(),
     rank_threshold=_NONNEGATIVE,
     lam_factor=_POSITIVE,
     svd=_checks.Choice("exact", "randomized"),
     key=_checks.Key(),
-    throw=_checks.Flag(),
 )
+_FPCP_DIVERGED = (
+    "FPCP produced a non-finite iterate: Sigma's scale overflows its dtype (rescale Sigma or use "
+    "float64)"
+)
+_FPCP_INVALID = (
+    "FPCP: a traced lam, lam_factor or rank_threshold is negative or NaN (the result is NaN)"
+)
+
+
+@full_precision
+@_checks.validate(SYMMETRIC, **_FPCP, max_iter=_checks.Count(), throw=_checks.Flag())
 def fpcp(
     Sigma,
     rank: int,
@@ -588,13 +703,71 @@ def fpcp(
         grow=grow,
         svd=svd,
     )
-    return finish(
-        out,
-        throw,
-        diverged="FPCP produced a non-finite iterate: Sigma's scale overflows its dtype "
-        "(rescale Sigma or use float64)",
-        invalid="FPCP: a traced lam, lam_factor or rank_threshold is negative or NaN "
-        "(the result is NaN)",
+    return finish(out, throw, diverged=_FPCP_DIVERGED, invalid=_FPCP_INVALID)
+
+
+@full_precision
+@_checks.validate(SYMMETRIC, **_FPCP)
+def fpcp_iteration(
+    Sigma,
+    rank: int,
+    *,
+    lam=None,
+    grow: bool = False,
+    rank0: int = 1,
+    rank_threshold=0.01,
+    lam_factor=1.0,
+    svd: str = "exact",
+    key=None,
+) -> loop.Iteration:
+    """FPCP (:func:`fpcp`) as an initial state and a step, to run, warm-start or stop as one
+    wishes.
+
+    The iteration that :func:`fpcp` runs (same arguments and equations): its state is
+    ``(L, S, r, λ_t, grow_next)``, the two parts, the partial-SVD rank and the shrinkage level in
+    use, and whether the next loop grows the rank (``grow=True``); its diagnostics
+    ``{"residual": ‖Σ − L − S‖_F/‖Σ‖_F}``. FPCP has no tolerance: ``it.stop`` is None, and
+    :func:`lowrank_jax.loop.run` takes exactly ``max_iter`` loops unless given a rule. So
+
+        it = fpcp_iteration(Σ, k, ...)
+        it.result(loop.run(it, max_iter=m))   ==   fpcp(Σ, k, ..., max_iter=m, throw=False)
+
+    Args:
+      Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), finite.
+      rank: k, 1 ≤ k ≤ n (static): the fixed partial-SVD rank, or the maximum with ``grow``.
+      lam: λ ≥ 0 of the shrinkage (array, may be traced), default 1/√n.
+      grow: LRSLibrary's rank growth (True) or the fixed rank k (False, default).
+      rank0: the starting rank with ``grow``, 1 ≤ rank0 ≤ k, default 1.
+      rank_threshold: the growth test's threshold ≥ 0 (array), default 0.01.
+      lam_factor: λ's factor per rank increase, > 0 (array), default 1.
+      svd: "exact" (thin SVD, default) or "randomized" (randomized range finder with ``key``).
+      key: ``jax.random`` key or int seed of the randomized SVD, default key(0).
+
+    Returns:
+      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`BaselineResult` (no
+      exception on failure: read its ``status``, or pass it to
+      :func:`lowrank_jax.result.finish`).
+
+    Example:
+        ```python
+        from lowrank_jax import covariance, datasets, loop
+
+        p = datasets.lrs_problem(0, 40, 3, 0.95)  # Σ = L₀ + S₀, rank 3
+        it = covariance.fpcp_iteration(p.Sigma, 3)
+        out = it.result(loop.run(it, max_iter=10))  # = covariance.fpcp(p.Sigma, 3, max_iter=10)
+        print(out.status, out.n_iter, out.residual)  # 1 (MAX_ITER), 10, …
+        ```
+    """
+    return _fpcp_iteration(
+        Sigma,
+        lam,
+        lam_factor,
+        rank_threshold,
+        jnp.asarray(rank0, jnp.int32),
+        key,
+        rank=rank,
+        grow=grow,
+        svd=svd,
     )
 
 
@@ -625,8 +798,7 @@ def _symmetric_sparsify(R, alpha, cuts=None):
     return apply_top_fraction(R, mag, cut, cut), cut
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "max_iter"))
-def _rpca_gd(D, alpha, alpha_iter, lr, tol, *, rank, max_iter):
+def _rpca_gd_iteration(D, alpha, alpha_iter, lr, tol, *, rank) -> loop.Iteration:
     d_norm = _safe_norm(linalg.frob(D))
     D = 0.5 * (D + D.T)
     S_init, _ = _symmetric_sparsify(D, alpha)
@@ -662,26 +834,32 @@ def _rpca_gd(D, alpha, alpha_iter, lr, tol, *, rank, max_iter):
         S, E, cut = sparse_part(U, cut)
         return (U, S, E, cut), {"residual": linalg.frob(E) / d_norm}
 
+    def result(out):
+        U, S = out.state[:2]
+        return _result(out, low_rank(U), S, jnp.asarray(rank, jnp.int32), U)
+
     # ‖UUᵀ‖_F ≤ ‖U‖_F²: the growth rule on L without forming it
     blown_up = lambda s, d: _diverged(d_norm, jnp.sum(jnp.square(s[0])), s[0], s[1])  # noqa: E731
-    out = loop.run_until(
-        body,
+    return loop.iteration(
         (U0, *sparse_part(U0)),
-        max_iter=max_iter,
+        body,
         stop=lambda s, d: _below(d["residual"], tol),
         diverged=blown_up,
         invalid=invalid,
+        result=result,
     )
-    U, S = out.state[:2]
-    return _result(out, low_rank(U), S, jnp.asarray(rank, jnp.int32), U)
+
+
+@functools.partial(jax.jit, static_argnames=("rank", "max_iter"))
+def _rpca_gd(D, alpha, alpha_iter, lr, tol, *, rank, max_iter):
+    it = _rpca_gd_iteration(D, alpha, alpha_iter, lr, tol, rank=rank)
+    return it.result(loop.run(it, max_iter=max_iter))
 
 
 _FRACTION = _checks.Hyper(ndim=0, high=1, dtype_of="Sigma")  # α ∈ [0, 1]
 
-
-@full_precision
-@_checks.validate(
-    SYMMETRIC,
+# What rpca_gd and rpca_gd_iteration accept.
+_RPCA_GD = dict(
     **SIGMA,
     rank=_checks.Rank(of="Sigma"),
     alpha=_FRACTION,
@@ -694,6 +872,18 @@ _FRACTION = _checks.Hyper(ndim=0, high=1, dtype_of="Sigma")  # α ∈ [0, 1]
     ),
     lr=_POSITIVE,
     tol=_checks.Tol(dtype_of="Sigma"),
+)
+_RPCA_GD_DIVERGED = "RPCA-GD diverged (non-finite or exploding factor U): lower lr"
+_RPCA_GD_INVALID = (
+    "RPCA-GD: a traced alpha or alpha_iter lies outside [0, 1], or lr or tol is not positive "
+    "(the result is NaN)"
+)
+
+
+@full_precision
+@_checks.validate(
+    SYMMETRIC,
+    **_RPCA_GD,
     max_iter=_checks.Count(),
     return_factor=_checks.Flag(),
     throw=_checks.Flag(),
@@ -766,11 +956,50 @@ def rpca_gd(
         ```
     """
     out = _rpca_gd(Sigma, alpha, alpha_iter, lr, tol, rank=rank, max_iter=max_iter)
-    out = finish(
-        out,
-        throw,
-        diverged="RPCA-GD diverged (non-finite or exploding factor U): lower lr",
-        invalid="RPCA-GD: a traced alpha or alpha_iter lies outside [0, 1], or lr or tol is not "
-        "positive (the result is NaN)",
-    )
+    out = finish(out, throw, diverged=_RPCA_GD_DIVERGED, invalid=_RPCA_GD_INVALID)
     return (out, out.U) if return_factor else out
+
+
+@full_precision
+@_checks.validate(SYMMETRIC, **_RPCA_GD)
+def rpca_gd_iteration(Sigma, rank: int, *, alpha=0.1, lr=0.5, alpha_iter=None, tol=1e-6):
+    """RPCA-GD (:func:`rpca_gd`) as an initial state and a step, to run, warm-start or stop as one
+    wishes.
+
+    The iteration that :func:`rpca_gd` runs (same arguments and equations): its state is
+    ``(U, S, E, cuts)``, the factor, S = T_α̃(Σ − UUᵀ), E = UUᵀ + S − Σ and the row cut-offs of
+    T_α̃ (warm starts of the next selection); its diagnostics ``{"residual": ‖E‖_F/‖Σ‖_F}``. So
+
+        it = rpca_gd_iteration(Σ, k, ...)
+        it.result(loop.run(it, max_iter=m))   ==   rpca_gd(Σ, k, ..., max_iter=m, throw=False)
+
+    Args:
+      Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), finite.
+      rank: k, 1 ≤ k ≤ n (static): the width of U.
+      alpha: α ∈ [0, 1], the corruption fraction per row/column (array, may be traced), default
+        0.1.
+      lr: η > 0, the step in units of 1/σ₁ (array), default 0.5.
+      alpha_iter: α̃ ∈ [0, 1], the fraction kept in the iterations (array); default None, 2α.
+      tol: ``it.stop`` is ‖E‖_F/‖Σ‖_F < tol (array, > 0), default 1e-6; None: a rule that never
+        holds (the run takes its whole budget unless it diverges).
+
+    Returns:
+      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`BaselineResult` with
+      ``U`` (no exception on failure: read its ``status``, or pass it to
+      :func:`lowrank_jax.result.finish`).
+
+    Example:
+        ```python
+        import jax
+        from lowrank_jax import covariance, datasets, loop
+
+        p = datasets.lrs_problem(0, 40, 3, 0.95)  # Σ = L₀ + S₀, rank 3
+        it = covariance.rpca_gd_iteration(p.Sigma, 3, alpha=0.1)
+        step, state = jax.jit(it.step), it.state
+        for k in range(3):  # steps by hand
+            state, diag = step(k, state)
+            print(k, diag["residual"])
+        print(it.result(loop.run(it, max_iter=500)))  # BaselineResult(status=CONVERGED, …)
+        ```
+    """
+    return _rpca_gd_iteration(Sigma, alpha, alpha_iter, lr, tol, rank=rank)

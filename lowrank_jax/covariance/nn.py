@@ -31,7 +31,9 @@ Optimisers: ``"adam"`` (optax; the code's lr 1e-4), ``"gd"`` (constant step), ``
 no step passes Armijo in 40 trials — the required decrease is then below the rounding of φ, which in
 float32 happens far from a stationary point: use float64 for the theory's diagnostics). Stopping:
 ``max_iter``, the code's relative change |φ_j − mean(φ_{j−w..j−1})| / mean(…) ≤ ``tol``
-(w = 10), or ‖∇φ‖ ≤ ``grad_tol``.
+(w = 10), or ‖∇φ‖ ≤ ``grad_tol``. :func:`decompose_iteration` gives the same run as an initial state
+and a step (:class:`lowrank_jax.loop.Iteration`), to step by hand, warm-start or stop on a rule of
+one's own.
 """
 
 from __future__ import annotations
@@ -377,14 +379,16 @@ _POSITIVE = _checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="Sigma")
 _TOLERANCE = _checks.Hyper(ndim=0, dtype_of="Sigma", optional=True)
 
 
-@full_precision
-@_checks.validate(
+# What decompose and decompose_iteration accept (max_iter among them: the lr_end schedule spans it).
+_RULES = (
     SYMMETRIC,
     _checks.Rule(
         lambda a: a["lr_end"] is None or a["optimizer"] in ("adam", "gd"),
         "lr_end applies to optimizer 'adam' or 'gd', not {optimizer!r}",
         uses=("optimizer",),  # and whether lr_end is None: static
     ),
+)
+_ARGS = dict(
     **SIGMA,
     rank=_checks.Rank(of="Sigma"),
     activation=_ACTIVATION,
@@ -402,9 +406,19 @@ _TOLERANCE = _checks.Hyper(ndim=0, dtype_of="Sigma", optional=True)
     grad_tol=_TOLERANCE,
     armijo=_checks.Convert(lambda v, name, args: _armijo_pair(v)),
     key=_checks.Key(),
-    throw=_checks.Flag(),
-    progress=_checks.Flag(),
 )
+_DIVERGED = (
+    "covariance.decompose diverged (the network's parameters or loss became non-finite or grew "
+    "without bound): lower lr (or use optimizer='armijo')"
+)
+_INVALID = (
+    "covariance.decompose: a traced lr, lr_end or eps is not positive, or tol or grad_tol is "
+    "negative (the result is NaN)"
+)
+
+
+@full_precision
+@_checks.validate(*_RULES, **_ARGS, throw=_checks.Flag(), progress=_checks.Flag())
 def decompose(
     Sigma,
     rank: int,
@@ -532,13 +546,110 @@ def decompose(
         )
         if progress:
             bar.finish(int(out.n_iter))
-    return finish(
-        out,
-        throw,
-        diverged="covariance.decompose diverged (the network's parameters or loss became "
-        "non-finite or grew without bound): lower lr (or use optimizer='armijo')",
-        invalid="covariance.decompose: a traced lr, lr_end or eps is not positive, or tol or "
-        "grad_tol is negative (the result is NaN)",
+    return finish(out, throw, diverged=_DIVERGED, invalid=_INVALID)
+
+
+@full_precision
+@_checks.validate(*_RULES, **_ARGS)
+def decompose_iteration(
+    Sigma,
+    rank: int,
+    *,
+    hidden=(1000, 200, 200, 200),
+    activation: str = "relu",
+    loss: str = "l1",
+    eps=1e-2,
+    optimizer: str = "adam",
+    lr=1e-4,
+    lr_end=None,
+    max_iter: int = 4000,
+    tol=1e-6,
+    grad_tol=None,
+    window: int = 10,
+    armijo=(0.1, 0.9),
+    order: str = "triu",
+    first_layer: str = "fixed-input",
+    key=None,
+) -> loop.Iteration:
+    """The network fit of :func:`decompose` as an initial state and a step, to run, warm-start or
+    stop as one wishes.
+
+    The iteration that :func:`decompose` runs (same arguments and equations): its state is
+    ``(params, adam_state, m̃, ṽ, c, t, losses)``, the network's parameters (``(z₀, layers)`` with
+    the fixed-input first layer, ``(A⁽⁰⁾, b⁽⁰⁾, layers)`` with the dense one), optax's Adam state,
+    the first layer's own Adam moments, its accumulated gradient steps (for ‖Θ‖), the last step
+    length and the last ``window`` losses; its diagnostics ``loss``, ``grad_norm``, ``step``,
+    ``mean_prev`` (the mean the ``tol`` rule compares with), ``j`` (the step index) and, except
+    for Adam with the fixed-input layer, ``param_norm``, all taken before the step. So
+
+        it = decompose_iteration(Σ, k, ..., max_iter=m)
+        it.result(loop.run(it, max_iter=m))   ==   decompose(Σ, k, ..., max_iter=m, throw=False)
+
+    ``max_iter`` stays an argument: the ``lr_end`` schedule decays over it (give
+    :func:`lowrank_jax.loop.run` the same budget); without ``lr_end`` it is unused.
+
+    Args:
+      Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), finite.
+      rank: k, 1 ≤ k ≤ n (static).
+      hidden: the hidden widths ℓ₁, …, ℓ_m, positive integers (an int is one layer); default the
+        authors' (1000, 200, 200, 200).
+      activation: "relu" (default), "tanh", "logistic" or "arctan".
+      loss: "l1" (default), "huber" or "logcosh".
+      eps: ε > 0, the smoothing width of "huber" and "logcosh" (array, traced), default 1e-2.
+      optimizer: "adam" (default), "gd", "gd-sqrt" or "armijo".
+      lr: the step size > 0 (array, traced), default 1e-4.
+      lr_end: with "adam" or "gd", decay the step geometrically from ``lr`` to ``lr_end`` > 0 over
+        ``max_iter`` steps; default None, a constant step.
+      max_iter: the steps the ``lr_end`` schedule spans, a positive integer (static), default 4000.
+      tol: ``it.stop`` holds when |φ_j − mean(φ_{j−w..j−1})| ≤ tol · |mean(…)| (≥ 0), default
+        1e-6; None disables that part of the rule.
+      grad_tol: ``it.stop`` also holds once ‖∇φ‖ ≤ grad_tol (≥ 0); default None, disabled. The
+        rule holds too where the Goldstein–Armijo search found no step (a step of 0).
+      window: w, the number of previous losses averaged by the ``tol`` rule, default 10.
+      armijo: (α, β) with 0 < α < β < 1 of the Goldstein–Armijo test, default (0.1, 0.9).
+      order: "triu" (default, the paper's h) or "tril" (the authors' code's).
+      first_layer: "fixed-input" (default) or "dense".
+      key: ``jax.random`` key or int seed of the initialisation (traced), default key(0).
+
+    Returns:
+      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`Decomposition` (no
+      exception on failure: read its ``status``, or pass it to
+      :func:`lowrank_jax.result.finish`).
+
+    Example:
+        ```python
+        import numpy as np
+        from lowrank_jax import covariance, loop
+
+        rng = np.random.default_rng(0)
+        M0 = rng.normal(size=(20, 3))
+        Sigma = M0 @ M0.T + np.diag(rng.uniform(0.5, 1.0, 20))
+        it = covariance.decompose_iteration(Sigma, 3, hidden=(32,), lr=1e-2, tol=None)
+        first = loop.run(it, max_iter=200)                      # 200 steps
+        rest = loop.run(it._replace(state=first.state), max_iter=200, start=200)  # 200 more
+        print(first.final["loss"], rest.final["loss"])          # the loss falls
+        ```
+    """
+    alpha, beta = armijo
+    return _decompose_iteration(
+        Sigma,
+        lr,
+        lr_end,
+        eps,
+        tol,
+        grad_tol,
+        key,
+        rank=rank,
+        hidden=hidden,
+        act=activation,
+        loss=loss,
+        optimizer=optimizer,
+        max_iter=max_iter,
+        window=window,
+        alpha=alpha,
+        beta=beta,
+        order=order,
+        first_layer=first_layer,
     )
 
 
@@ -570,24 +681,7 @@ def _tree_sq(t):
 _CHANNEL = "covariance"  # progress channel of decompose's bar
 
 
-@functools.partial(
-    jax.jit,
-    static_argnames=(
-        "rank",
-        "hidden",
-        "act",
-        "loss",
-        "optimizer",
-        "max_iter",
-        "window",
-        "alpha",
-        "beta",
-        "order",
-        "first_layer",
-        "progress",
-    ),
-)
-def _decompose(
+def _decompose_iteration(
     Sigma,
     lr,
     lr_end,
@@ -607,8 +701,7 @@ def _decompose(
     beta,
     order,
     first_layer,
-    progress=None,
-):
+) -> loop.Iteration:
     n, dtype = Sigma.shape[0], Sigma.dtype
     x = half_vec(Sigma, order)
     net0, A0_sq, A0x = init_network(key, x, n, rank, hidden, act, dtype)
@@ -619,6 +712,7 @@ def _decompose(
     track_pnorm = dense or optimizer != "adam"
 
     # Parameters: dense (A0, b0, layers) or fixed-input (z0, layers); φ and its gradient for each.
+    params0: tuple
     if dense:
         params0 = (
             dense_first_weight(key, x.shape[0], hidden[0], dtype),
@@ -730,51 +824,70 @@ def _decompose(
         jnp.zeros(window, dtype),
     )
 
+    def result(res):
+        net = net_of(res.state[0])
+        M = net()
+        L = M @ M.T
+        budget = res.history["loss"].shape[0]  # the run's max_iter
+        valid = jnp.arange(budget) < res.n_iter
+        gn = res.history["grad_norm"]
+        grad_min = jnp.where(valid, jax.lax.cummin(jnp.where(jnp.isnan(gn), jnp.inf, gn)), jnp.nan)
+        if track_pnorm:
+            pn = res.history["param_norm"]
+            param_max = jax.lax.cummax(jnp.where(jnp.isnan(pn), -jnp.inf, pn))
+            param_max = jnp.where(valid & jnp.isfinite(param_max), param_max, jnp.nan)
+        else:
+            param_max = jnp.full(budget, jnp.nan, dtype)
+        history = {
+            "loss": res.history["loss"],
+            "grad_norm": gn,
+            "grad_norm_min": grad_min,
+            "param_norm_max": param_max,
+            "step": res.history["step"],
+        }
+        last = jnp.maximum(res.n_iter - 1, 0)
+        return Decomposition(
+            n_iter=res.n_iter,
+            status=res.status,
+            history=history,
+            loss=res.final["loss"],
+            grad_norm=res.final["grad_norm"],
+            grad_norm_min=grad_min[last],
+            param_norm_max=param_max[last],
+            step=res.final["step"],
+            M=M,
+            L=L,
+            S=Sigma - L,
+            net=net,
+        )
+
     # Traced hyperparameters that broke their rule arrive as NaN (declared in decompose).
     invalid = _checks.any_nan(lr, lr_end, eps, tol, grad_tol)
-    res = loop.run_until(
-        step,
-        state0,
-        max_iter=max_iter,
-        stop=stop,
-        diverged=diverged,
-        progress=progress,
-        invalid=invalid,
+    return loop.iteration(
+        state0, step, stop=stop, diverged=diverged, invalid=invalid, result=result
     )
-    net = net_of(res.state[0])
-    M = net()
-    L = M @ M.T
-    valid = jnp.arange(max_iter) < res.n_iter
-    gn = res.history["grad_norm"]
-    grad_min = jnp.where(valid, jax.lax.cummin(jnp.where(jnp.isnan(gn), jnp.inf, gn)), jnp.nan)
-    if track_pnorm:
-        pn = res.history["param_norm"]
-        param_max = jax.lax.cummax(jnp.where(jnp.isnan(pn), -jnp.inf, pn))
-        param_max = jnp.where(valid & jnp.isfinite(param_max), param_max, jnp.nan)
-    else:
-        param_max = jnp.full(max_iter, jnp.nan, dtype)
-    history = {
-        "loss": res.history["loss"],
-        "grad_norm": gn,
-        "grad_norm_min": grad_min,
-        "param_norm_max": param_max,
-        "step": res.history["step"],
-    }
-    last = jnp.maximum(res.n_iter - 1, 0)
-    return Decomposition(
-        n_iter=res.n_iter,
-        status=res.status,
-        history=history,
-        loss=res.final["loss"],
-        grad_norm=res.final["grad_norm"],
-        grad_norm_min=grad_min[last],
-        param_norm_max=param_max[last],
-        step=res.final["step"],
-        M=M,
-        L=L,
-        S=Sigma - L,
-        net=net,
-    )
+
+
+@functools.partial(
+    jax.jit,
+    static_argnames=(
+        "rank",
+        "hidden",
+        "act",
+        "loss",
+        "optimizer",
+        "max_iter",
+        "window",
+        "alpha",
+        "beta",
+        "order",
+        "first_layer",
+        "progress",
+    ),
+)
+def _decompose(Sigma, *args, max_iter, progress=None, **static):
+    it = _decompose_iteration(Sigma, *args, max_iter=max_iter, **static)
+    return it.result(loop.run(it, max_iter=max_iter, progress=progress))
 
 
 _ADAM_EPS = 1e-8
@@ -878,6 +991,7 @@ __all__ = [
     "OPTIMIZERS",
     "activation",
     "decompose",
+    "decompose_iteration",
     "grad_of_M",
     "half_vec",
     "init_network",
