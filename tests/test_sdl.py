@@ -1214,6 +1214,40 @@ def test_span_needs_the_gram_projection():
     assert not sdl.resolve_span(None, small) and sdl.resolve_span(None, data)
 
 
+@pytest.mark.parametrize("model", ["H", "W"])
+def test_the_span_iteration_starts_after_the_dense_first_step(model):
+    """On the span path lpgd_iteration takes the first (dense) step when it is built: its state is
+    Z₁ in span coordinates, and lpgd's budget k is the iteration run k − 1 times from start=1, its
+    result counting the first step (n_iter, the history's first row). A run cut in two ends where
+    the whole run does; with tol, the stop is lpgd's. (The iteration's first step runs eagerly,
+    lpgd's compiled: float32 rounding apart.)"""
+    from lowrank_jax import loop
+
+    def close(a, b):
+        b = np.asarray(b)
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * np.nanmax(np.abs(b)))
+
+    _, data, theta0, gamma0, _ = _small_problem(200, model=model)
+    assert sdl.resolve_span(None, data)
+    args = (theta0, gamma0, data, 1.0, 0.1, None, 2)
+    for tol, budget in ((None, 12), (1e-3, 400)):
+        ref = sdl.lpgd(*args, model=model, tol=tol, max_iter=budget)
+        it = sdl.lpgd_iteration(*args, model=model, tol=tol)
+        out = it.result(loop.run(it, max_iter=budget - 1, start=1))
+        assert int(out.status) == int(ref.status) and int(out.n_iter) == int(ref.n_iter)
+        assert (int(out.status) == Status.CONVERGED) == (tol is not None)
+        close(out.theta, ref.theta)
+        close(out.aux_coef, ref.aux_coef)
+        np.testing.assert_array_equal(np.isnan(out.history["loss"]), np.isnan(ref.history["loss"]))
+        close(np.nan_to_num(out.history["loss"]), np.nan_to_num(ref.history["loss"]))
+    k = int(ref.n_iter) // 2
+    first = loop.run(it._replace(stop=None), max_iter=k - 1, start=1)
+    rest = loop.run(it._replace(state=first.state), max_iter=budget - k, start=k)
+    whole = it.result(rest)
+    assert int(rest.n_iter) + k == int(ref.n_iter)
+    close(whole.theta, ref.theta)
+
+
 def test_span_steps_keep_the_loss_and_step_norms_in_float32_on_unscaled_data():
     """Entries ~1e3 in float32 (p ≥ 2(n + κ): the span path). Norms as Gram quadratic forms
     cancelled down to a few digits: the loss history was off by 0.1 % (rising at half the steps)

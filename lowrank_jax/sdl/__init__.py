@@ -2,7 +2,8 @@
 
 ``fit`` / ``predict`` / ``predict_proba`` / ``cross_validate`` (:mod:`.fit`), the lifted objective,
 gradients, factor recovery and Theorem 2.1's constants (:mod:`.model`), LPGD and the BCD baseline
-(:mod:`.solvers`; LPGD's steps in the span of the data, :mod:`.span`), MF-LR (:mod:`.baselines`).
+with their iterations ``lpgd_iteration`` / ``bcd_iteration`` (:mod:`.solvers`; LPGD's steps in the
+span of the data, :mod:`.span`), MF-LR (:mod:`.baselines`).
 
 Data are samples in rows at every entry point — X (n, p), X_aux (n, q) — and transposed once into
 the paper's layout (columns are samples) by :func:`prepare`; the fitted factors keep that layout:
@@ -42,8 +43,10 @@ from lowrank_jax.sdl.solvers import (
     BCDResult,
     SolveResult,
     bcd,
+    bcd_iteration,
     factored_objective,
     lpgd,
+    lpgd_iteration,
     resolve_span,
 )
 
@@ -59,6 +62,7 @@ __all__ = [
     "Theory",
     "activations",
     "bcd",
+    "bcd_iteration",
     "class_probs",
     "cross_validate",
     "factored_objective",
@@ -68,6 +72,7 @@ __all__ = [
     "initial_point",
     "lift",
     "lpgd",
+    "lpgd_iteration",
     "mf_lr",
     "nll",
     "objective",

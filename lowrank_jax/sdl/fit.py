@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lowrank_jax import _checks, linalg
+from lowrank_jax import _checks, linalg, transforms
 from lowrank_jax import progress as progress_bar
 from lowrank_jax.precision import full_precision
 from lowrank_jax.result import Result, Status, finish
@@ -218,6 +218,10 @@ def fit(
     ℓ the multinomial negative log-likelihood with class 0 as reference, a_s the activations
     (SDL-H: A[:, s] + γᵀx'_s; SDL-W: Aᵀx_s + γᵀx'_s) and Π_r the best rank-r approximation (the SDL
     guide has both models in full).
+
+    The fit is the solver's run on ``prepare(X, y, X_aux, intercept=…)`` from
+    :func:`initial_point`: to step it by hand, build :func:`lowrank_jax.sdl.lpgd_iteration` (or
+    :func:`lowrank_jax.sdl.bcd_iteration`) on those.
 
     Args:
       X: (n, p) data, samples in rows; finite.
@@ -551,14 +555,10 @@ def _supervised_costs(W, beta, gamma, xi, X, Xa, newton_iters: int = 30):
 
         def newton(_, z):
             g = jax.grad(f)(z)
-            Hm = jax.hessian(f)(z)
-            dz = jnp.linalg.lstsq(Hm, g)[0]  # minimum norm: no move in Q's zero columns
-            fz = f(z)
-            t = jax.lax.while_loop(
-                lambda t: (f(z - t * dz) > fz - 1e-4 * t * jnp.dot(g, dz)) & (t > 1e-8),
-                lambda t: 0.5 * t,
-                jnp.ones((), z.dtype),
-            )
+            # minimum norm (a pseudo-inverse where the Hessian is singular): no move in Q's zero
+            # columns
+            dz = transforms.newton_direction(jax.hessian(f)(z), g)
+            t = transforms.backtracking(lambda t: f(z - t * dz), f(z), jnp.dot(g, dz), t_min=1e-8)
             return z - t * dz
 
         z = jax.lax.fori_loop(0, newton_iters, newton, jnp.zeros_like(h0))

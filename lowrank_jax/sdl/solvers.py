@@ -19,7 +19,9 @@ Lipschitz bound recomputed at the current point (every block problem is convex).
 Both return a :class:`~lowrank_jax.result.Result` (``status``, ``n_iter``, the final diagnostics,
 their ``history``). A run diverges when its iterate or F(Z_t) becomes non-finite, or F(Z_t) exceeds
 :data:`GROWTH_LIMIT` · F(Z_0) (both methods descend at their safe steps); with ``throw=True`` it
-then raises ``RuntimeError``, else reports ``Status.DIVERGED``.
+then raises ``RuntimeError``, else reports ``Status.DIVERGED``. Each is its iteration run by
+:func:`lowrank_jax.loop.run`: :func:`lpgd_iteration` and :func:`bcd_iteration` give the initial
+state and the step, to step by hand, warm-start or stop on a rule of one's own.
 """
 
 from __future__ import annotations
@@ -114,13 +116,10 @@ def _span(span, name: str, args) -> bool:
 
 SVD = _checks.Choice("gram", "exact", "randomized")
 
-
-@full_precision
-@_checks.validate(
-    sm.SAFE_STEP,
+# What LPGD and its iteration accept (the span choice last: it reads svd, project and data).
+_LPGD_ARGS = dict(
     model=sm.MODEL,
     rank=_checks.Convert(sm.rank_for_data),
-    max_iter=_checks.Count(),
     svd=SVD,
     theta0=_checks.Convert(sm.start_theta),
     aux_coef0=_checks.Convert(sm.start_aux_coef),
@@ -130,6 +129,14 @@ SVD = _checks.Choice("gram", "exact", "randomized")
     tol=_checks.Tol(dtype_of=sm._data_X),
     key=_checks.Key(),
     span=_checks.Convert(_span),
+)
+
+
+@full_precision
+@_checks.validate(
+    sm.SAFE_STEP,
+    **_LPGD_ARGS,
+    max_iter=_checks.Count(),
     differentiable=_checks.Flag(),
     throw=_checks.Flag(),
 )
@@ -204,7 +211,7 @@ def lpgd(
         data = sdl.prepare(X, y, intercept=True)
         theta0, aux_coef0, _ = sdl.initial_point(data, 2, "H", 0)
         out = sdl.lpgd(theta0, aux_coef0, data, 1.0, 0.1, None, 2, model="H")
-        print(out)     # SolveResult(status=CONVERGED, n_iter=268, loss=26.38, step_norm=…, …)
+        print(out)     # SolveResult(status=CONVERGED, n_iter=269, loss=26.38, step_norm=…, …)
         ```
     """
     lr_given = lr is not None
@@ -233,6 +240,102 @@ def lpgd(
         diverged=_diverged_message(model, "lpgd", lr_given),
         invalid=_invalid_message(model, "lpgd"),
     )
+
+
+@full_precision
+@_checks.validate(sm.SAFE_STEP, **_LPGD_ARGS)
+def lpgd_iteration(
+    theta0,
+    aux_coef0,
+    data: sm.SDLData,
+    xi,
+    lam,
+    lr,
+    rank: int,
+    *,
+    model: str,
+    tol=1e-6,
+    svd: str = "gram",
+    project=None,
+    key=None,
+    span: bool | None = None,
+) -> loop.Iteration:
+    """LPGD as an initial state and a step, to run, warm-start or stop as one wishes.
+
+    The iteration that :func:`lpgd` runs (same arguments and equations). Its state is
+    ``((θ, γ), opt_state)``: θ in the model's layout for SDL-H and transposed for SDL-W
+    ((κ + n) × p, the layout the steps take), or with ``span`` its coordinates in the span of
+    [X, U₁] (:mod:`lowrank_jax.sdl.span`); ``opt_state`` the state of the projected SGD (it holds no
+    memory). Its diagnostics are those of :func:`lpgd`'s history, F(Z_t) (``"loss"``) and
+    ‖Z_{t+1} − Z_t‖_F (``"step_norm"``), with ‖Z_t‖_F (``"size"``) when ``tol`` is given. So
+
+        it = lpgd_iteration(θ₀, γ₀, data, ξ, λ, τ, r, model=m, ...)
+        it.result(loop.run(it, max_iter=k))   ==   lpgd(θ₀, γ₀, data, ξ, λ, τ, r, model=m, ...,
+                                                         max_iter=k, throw=False)
+
+    With ``span`` the first step, on the dense θ, is taken when the iteration is built: ``it.state``
+    is Z₁ and ``it.result`` counts that step (one more in ``n_iter``, its diagnostics first in the
+    history), so ``lpgd``'s budget k is ``loop.run(it, max_iter=k − 1, start=1)`` (which
+    :func:`lpgd` skips when the first step already met ``tol``).
+
+    Args:
+      theta0: θ₀ of :func:`lowrank_jax.sdl.model.theta_shape` in this model's layout, finite.
+      aux_coef0: γ₀ (q, κ), finite.
+      data: the training data, from :func:`lowrank_jax.sdl.prepare`.
+      xi, lam: ξ, λ ≥ 0, scalars (may be traced; out of range: ``Status.INVALID``).
+      lr: the step size τ > 0, or None for the safe bound 1/L̄ of
+        :func:`lowrank_jax.sdl.model.step_bound`.
+      rank: r, 1 ≤ r ≤ min(p, n).
+      model: "H" (SDL-H) or "W" (SDL-W).
+      tol: ``it.stop`` is ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F) (> 0, default 1e-6); None: no
+        stopping rule.
+      svd: the rank projection, "gram" (default), "exact" or "randomized" (as in :func:`lpgd`).
+      project: optional convex projection Π_Θ(θ) → θ applied before the rank projection, a pure
+        function of θ in the model's layout returning its shape and dtype.
+      key: ``jax.random`` key or integer seed of ``svd="randomized"`` (default key(0)).
+      span: the steps after the first in the span of [X, U₁], as in :func:`lpgd` (default None: on
+        for ``svd="gram"`` without ``project`` when p ≥ 2(n + κ)).
+
+    Returns:
+      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`SolveResult` (no
+      exception on failure: read its ``status``, or pass it to :func:`lowrank_jax.result.finish`).
+
+    Example:
+        ```python
+        import jax
+        import numpy as np
+        from lowrank_jax import loop, sdl
+
+        rng = np.random.default_rng(0)
+        X, y = rng.normal(size=(20, 30)) / 5, np.arange(20) % 2     # (n, p): samples in rows
+        data = sdl.prepare(X, y, intercept=True)
+        theta0, aux_coef0, _ = sdl.initial_point(data, 2, "H", 0)
+        it = sdl.lpgd_iteration(theta0, aux_coef0, data, 1.0, 0.1, None, 2, model="H")
+        step, state = jax.jit(it.step), it.state
+        for k in range(3):                                          # steps by hand
+            state, diag = step(k, state)
+            print(k, diag["loss"])                                  # F falls
+        print(it.result(loop.run(it, max_iter=1000)))   # as sdl.lpgd: CONVERGED, n_iter=269
+        ```
+    """
+    if lr is None:
+        lr = sm.step_bound(data, xi, lam, model)
+    it, _ = _lpgd_iteration(
+        theta0,
+        aux_coef0,
+        data,
+        xi,
+        lam,
+        lr,
+        tol,
+        key,
+        rank=rank,
+        model=model,
+        svd=svd,
+        project=project,
+        span=span,
+    )
+    return it
 
 
 def _diverged_message(model: str, solver: str, lr_given: bool = False) -> str:
@@ -286,25 +389,14 @@ def _stop(tol):
     return lambda s, d: d["step_norm"] <= tol * jnp.maximum(1.0, d["size"])
 
 
-def _run(
-    value_and_grads,
-    theta_sq,
-    opt,
-    params0,
-    tol,
-    max_iter: int,
-    loss0,
-    invalid,
-    start: int = 0,
-    differentiable: bool = False,
-):
-    """The LPGD loop shared by the dense and the span representation of θ: ``max_iter`` steps of
-    ``opt`` = ``transforms.projected(optax.sgd(τ), Π)`` from ``params0`` = (θ, γ), recording F,
+def _iteration(value_and_grads, theta_sq, opt, params0, tol, loss0, invalid, result):
+    """The LPGD iteration shared by the dense and the span representation of θ: steps of ``opt`` =
+    ``transforms.projected(optax.sgd(τ), Π)`` from ``params0`` = (θ, γ), recording F,
     ‖Z_{t+1} − Z_t‖ and (with ``tol``) ‖Z_t‖, ``theta_sq`` giving ‖θ‖²_F in the representation.
-    ``loss0`` = F(Z_0) for the divergence rule; ``invalid``: a traced hyperparameter out of
-    range."""
+    ``loss0`` = F(Z_0) for the divergence rule; ``invalid``: a traced hyperparameter out of range;
+    ``result`` reads the :class:`SolveResult` from the loop's output."""
 
-    def body(k, state):
+    def step(k, state):
         params, opt_state = state
         theta, gamma = params
         f, grads = value_and_grads(theta, gamma)
@@ -314,21 +406,13 @@ def _run(
             diag["size"] = jnp.sqrt(theta_sq(theta) + jnp.sum(gamma * gamma))
         return (optax.apply_updates(params, upd), opt_state), diag
 
-    state0 = (params0, opt.init(params0))
-    blown_up = lambda s, d: diverged(s[0], d["loss"], loss0)  # noqa: E731
-    if tol is None:
-        return loop.run_fixed(
-            body, state0, max_iter, start=start, diverged=blown_up, invalid=invalid
-        )
-    return loop.run_until(
-        body,
-        state0,
-        max_iter=max_iter,
-        stop=_stop(tol),
-        diverged=blown_up,
-        start=start,
-        differentiable=differentiable,
+    return loop.iteration(
+        (params0, opt.init(params0)),
+        step,
+        stop=None if tol is None else _stop(tol),
+        diverged=lambda s, d: diverged(s[0], d["loss"], loss0),
         invalid=invalid,
+        result=result,
     )
 
 
@@ -343,6 +427,50 @@ def _solve_result(res: loop.LoopResult, theta, gamma) -> SolveResult:
         theta=theta,
         aux_coef=gamma,
     )
+
+
+def _lpgd_iteration(
+    theta0, gamma0, data, xi, lam, step, tol, key, *, rank, model, svd, project, span
+) -> tuple[loop.Iteration, dict | None]:
+    """(LPGD's iteration, the diagnostics of its first step when the iteration took it on the dense
+    θ before the span steps (``span``), else None)."""
+    # Concrete values out of range were refused; traced ones arrive as NaN (_checks.Hyper), and a
+    # traced safe bound that overflows is NaN too (model.step_bound).
+    invalid = _checks.any_nan(xi, lam, step, tol)
+    if span:
+        return _lpgd_span_iteration(
+            theta0, gamma0, data, xi, lam, step, tol, invalid, rank=rank, model=model
+        )
+    # SDL-W runs on θᵀ = [Aᵀ ∥ Bᵀ] (contiguous row blocks; Π_r commutes with the transpose).
+    XT = data.X.T if model == "W" else None
+    if model == "W":
+        theta0 = theta0.T
+        if project is not None:
+            user_project = project
+            project = lambda t: user_project(t.T).T  # noqa: E731
+
+    def project_fn(params):
+        theta, gamma = params
+        theta = theta if project is None else project(theta)
+        return prox.project_rank(theta, rank, method=svd, key=key), gamma
+
+    def result(res):
+        (theta, gamma), _ = res.state
+        return _solve_result(res, theta.T if model == "W" else theta, gamma)
+
+    value_and_grads = lambda th, g: sm.value_and_gradients(th, g, data, xi, lam, model, XT)  # noqa: E731
+    loss0 = value_and_grads(theta0, gamma0)[0]  # the first step's loss; its gradient is dead code
+    it = _iteration(
+        value_and_grads,
+        lambda th: jnp.sum(th * th),
+        transforms.projected(optax.sgd(step), project_fn),
+        (theta0, gamma0),
+        tol,
+        loss0,
+        invalid,
+        result,
+    )
+    return it, None
 
 
 @functools.partial(
@@ -367,71 +495,51 @@ def _lpgd(
     span=False,
     differentiable=False,
 ):
-    # Concrete values out of range were refused; traced ones arrive as NaN (_checks.Hyper), and a
-    # traced safe bound that overflows is NaN too (model.step_bound).
-    invalid = _checks.any_nan(xi, lam, step, tol)
-    if span and max_iter > 1:
-        return _lpgd_span(
-            theta0,
-            gamma0,
-            data,
-            xi,
-            lam,
-            step,
-            tol,
-            invalid,
-            rank=rank,
-            model=model,
-            max_iter=max_iter,
-            differentiable=differentiable,
-        )
-    # SDL-W runs on θᵀ = [Aᵀ ∥ Bᵀ] (contiguous row blocks; Π_r commutes with the transpose).
-    XT = data.X.T if model == "W" else None
-    if model == "W":
-        theta0 = theta0.T
-        if project is not None:
-            user_project = project
-            project = lambda t: user_project(t.T).T  # noqa: E731
-
-    def project_fn(params):
-        theta, gamma = params
-        theta = theta if project is None else project(theta)
-        return prox.project_rank(theta, rank, method=svd, key=key), gamma
-
-    value_and_grads = lambda th, g: sm.value_and_gradients(th, g, data, xi, lam, model, XT)  # noqa: E731
-    loss0 = value_and_grads(theta0, gamma0)[0]  # the first step's loss; its gradient is dead code
-    res = _run(
-        value_and_grads,
-        lambda th: jnp.sum(th * th),
-        transforms.projected(optax.sgd(step), project_fn),
-        (theta0, gamma0),
+    it, first = _lpgd_iteration(
+        theta0,
+        gamma0,
+        data,
+        xi,
+        lam,
+        step,
         tol,
-        max_iter,
-        loss0,
-        invalid,
-        differentiable=differentiable,
+        key,
+        rank=rank,
+        model=model,
+        svd=svd,
+        project=project,
+        span=span and max_iter > 1,
     )
-    (theta, gamma), _ = res.state
-    return _solve_result(res, theta.T if model == "W" else theta, gamma)
+    if first is None:
+        return it.result(loop.run(it, max_iter=max_iter, differentiable=differentiable))
+
+    # The span iteration took the first step when it was built: the loop runs the others.
+    def rest():
+        return loop.run(it, max_iter=max_iter - 1, start=1, differentiable=differentiable)
+
+    if tol is None:
+        return it.result(rest())
+
+    def none():  # the first step met the tolerance
+        blank = jax.tree.map(lambda d: jnp.full((max_iter - 1,), jnp.nan, d.dtype), first)
+        return loop.LoopResult(
+            it.state,
+            blank,
+            jnp.asarray(0, jnp.int32),
+            jax.tree.map(lambda d: jnp.full_like(d, jnp.nan), first),
+            jnp.asarray(Status.CONVERGED, jnp.int32),
+        )
+
+    return it.result(jax.lax.cond(_stop(tol)(None, first), none, rest))
 
 
-def _lpgd_span(
-    theta0,
-    gamma0,
-    data,
-    xi,
-    lam,
-    step,
-    tol,
-    invalid,
-    *,
-    rank,
-    model,
-    max_iter,
-    differentiable=False,
-):
+def _lpgd_span_iteration(
+    theta0, gamma0, data, xi, lam, step, tol, invalid, *, rank, model
+) -> tuple[loop.Iteration, dict]:
     """LPGD with the first step on the dense θ, kept as its factors θ₁ = U₁V₁ᵀ, and the rest in the
-    span of [X, U₁] (:mod:`lowrank_jax.sdl.span`) through the same loop as the dense solver."""
+    span of [X, U₁] (:mod:`lowrank_jax.sdl.span`) by the same iteration as the dense solver: the
+    iteration starts from Z₁, and its ``result`` counts the first step (its diagnostics, also
+    returned, lead the history)."""
     f0, grads0 = sm.value_and_gradients(theta0, gamma0, data, xi, lam, model)
     # the dense step, Π_r by svd="gram"
     U1, V1 = linalg.gram_rank_factors(theta0 - step * grads0[0], rank)
@@ -448,43 +556,26 @@ def _lpgd_span(
     opt = transforms.projected(
         optax.sgd(step), lambda prm: (sp.project_rank(prm[0], K, rank, model), prm[1])
     )
-    params1 = (coords1, gamma1)
 
-    def rest():
-        return _run(
-            lambda c, g: sp.value_and_gradients(c, g, K, data, xi, lam, model),
-            lambda c: sp.coords_sq_norm(c, K, model),
-            opt,
-            params1,
-            tol,
-            max_iter - 1,
-            f0,
-            invalid,
-            start=1,
-            differentiable=differentiable,
-        )
+    def result(res):
+        (coords, gamma), _ = res.state
+        # The first step's row leads the history; it is the final one when the loop took no step.
+        history = jax.tree.map(lambda d, h: jnp.concatenate([d[None], h]), diag0, res.history)
+        final = jax.tree.map(lambda d, last: jnp.where(res.n_iter > 0, last, d), diag0, res.final)
+        res = res._replace(history=history, final=final, n_iter=res.n_iter + 1)
+        return _solve_result(res, sp.expand(coords, data.X, U, model), gamma)
 
-    if tol is None:
-        res = rest()
-    else:
-
-        def none():  # the first step met the tolerance
-            blank = jax.tree.map(lambda d: jnp.full((max_iter - 1,), jnp.nan, d.dtype), diag0)
-            return loop.LoopResult(
-                (params1, opt.init(params1)),
-                blank,
-                jnp.asarray(0, jnp.int32),
-                jax.tree.map(lambda d: jnp.full_like(d, jnp.nan), diag0),
-                jnp.asarray(Status.CONVERGED, jnp.int32),
-            )
-
-        res = jax.lax.cond(_stop(tol)(None, diag0), none, rest)
-    (coords, gamma), _ = res.state
-    # The first step's row leads the history; it is the final one when the loop took no step.
-    history = jax.tree.map(lambda d, h: jnp.concatenate([d[None], h]), diag0, res.history)
-    final = jax.tree.map(lambda d, last: jnp.where(res.n_iter > 0, last, d), diag0, res.final)
-    res = res._replace(history=history, final=final, n_iter=res.n_iter + 1)
-    return _solve_result(res, sp.expand(coords, data.X, U, model), gamma)
+    it = _iteration(
+        lambda c, g: sp.value_and_gradients(c, g, K, data, xi, lam, model),
+        lambda c: sp.coords_sq_norm(c, K, model),
+        opt,
+        (coords1, gamma1),
+        tol,
+        f0,
+        invalid,
+        result,
+    )
+    return it, diag0
 
 
 class BCDResult(Result):
@@ -522,16 +613,18 @@ def factored_objective(f: sm.Factors, aux_coef, data, xi, lam, model):
     return sm.objective(sm.lift(f, model), aux_coef, data, xi, lam, model)
 
 
-@full_precision
-@_checks.validate(
+# What BCD and its iteration accept.
+_BCD_ARGS = dict(
     model=sm.MODEL,
-    max_iter=_checks.Count(),
     inner_iters=_checks.Count(),
     factors0=_checks.Convert(sm.start_factors),
     aux_coef0=_checks.Convert(sm.start_aux_coef),
     **sm.HYPERS,
-    throw=_checks.Flag(),
 )
+
+
+@full_precision
+@_checks.validate(**_BCD_ARGS, max_iter=_checks.Count(), throw=_checks.Flag())
 def bcd(
     factors0: sm.Factors,
     aux_coef0,
@@ -579,8 +672,56 @@ def bcd(
     )
 
 
-@functools.partial(jax.jit, static_argnames=("model", "max_iter", "inner_iters"))
-def _bcd(factors0, gamma0, data, xi, lam, *, model, max_iter, inner_iters):
+@full_precision
+@_checks.validate(**_BCD_ARGS)
+def bcd_iteration(
+    factors0: sm.Factors, aux_coef0, data: sm.SDLData, xi, lam, *, model: str, inner_iters: int = 1
+) -> loop.Iteration:
+    """BCD as an initial state and a sweep, to run, warm-start or stop as one wishes.
+
+    The iteration that :func:`bcd` runs (same arguments and equations): its state is
+    ``(factors, γ)``, a :class:`lowrank_jax.sdl.model.Factors` (W, H, coef) and γ; one step is one
+    sweep over the blocks W, H, β, γ; its diagnostics ``{"loss": G}`` at the sweep's start, as in
+    :func:`bcd`'s history. It has no stopping rule (``it.stop`` is None: a run takes its whole
+    budget unless given a rule of one's own). So
+
+        it = bcd_iteration(f₀, γ₀, data, ξ, λ, model=m)
+        it.result(loop.run(it, max_iter=k))   ==   bcd(f₀, γ₀, data, ξ, λ, model=m, max_iter=k,
+                                                        throw=False)
+
+    Args:
+      factors0: the start, :class:`lowrank_jax.sdl.model.Factors` (W (p, r), H (r, n),
+        coef (r, κ)), finite.
+      aux_coef0: γ₀ (q, κ), finite.
+      data: the training data, from :func:`lowrank_jax.sdl.prepare`.
+      xi, lam: ξ, λ ≥ 0, scalars (may be traced; out of range: ``Status.INVALID``).
+      model: "H" (SDL-H) or "W" (SDL-W).
+      inner_iters: gradient steps per block per sweep, ≥ 1 (default 1).
+
+    Returns:
+      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`BCDResult` (no
+      exception on failure: read its ``status``, or pass it to :func:`lowrank_jax.result.finish`).
+
+    Example:
+        ```python
+        import numpy as np
+        from lowrank_jax import loop, sdl
+
+        rng = np.random.default_rng(0)
+        X, y = rng.normal(size=(20, 30)) / 5, np.arange(20) % 2     # (n, p): samples in rows
+        data = sdl.prepare(X, y, intercept=True)
+        _, aux_coef0, factors0 = sdl.initial_point(data, 2, "H", 0)
+        it = sdl.bcd_iteration(factors0, aux_coef0, data, 1.0, 0.1, model="H")
+        first = loop.run(it, max_iter=50)                           # fifty sweeps
+        warm = it._replace(state=first.state)                       # ... then fifty more
+        out = it.result(loop.run(warm, max_iter=50, start=50))
+        print(out.loss, out.history["loss"][-1] <= first.history["loss"][-1])   # G falls: True
+        ```
+    """
+    return _bcd_iteration(factors0, aux_coef0, data, xi, lam, model=model, inner_iters=inner_iters)
+
+
+def _bcd_iteration(factors0, gamma0, data, xi, lam, *, model, inner_iters) -> loop.Iteration:
     def sq(*Ms, last=()):
         """‖M‖₂² of each M (an SVD each), one after another and after ``last`` (the previous
         ones): under vmap on a CPU two batched SVDs side by side can hang jaxlib's thread pool
@@ -633,20 +774,28 @@ def _bcd(factors0, gamma0, data, xi, lam, *, model, max_iter, inner_iters):
             f, g, last = block_step(name, f, g, last)
         return (f, g), {"loss": val}
 
+    def result(res):
+        f, g = res.state
+        return BCDResult(
+            n_iter=res.n_iter,
+            status=res.status,
+            history=res.history,
+            loss=res.final["loss"],
+            factors=f,
+            aux_coef=g,
+        )
+
     loss0 = obj(factors0, gamma0)
-    res = loop.run_fixed(
-        body,
+    return loop.iteration(
         (factors0, gamma0),
-        max_iter,
+        body,
         diverged=lambda s, d: diverged(s, d["loss"], loss0),
         invalid=_checks.any_nan(xi, lam),
+        result=result,
     )
-    f, g = res.state
-    return BCDResult(
-        n_iter=res.n_iter,
-        status=res.status,
-        history=res.history,
-        loss=res.final["loss"],
-        factors=f,
-        aux_coef=g,
-    )
+
+
+@functools.partial(jax.jit, static_argnames=("model", "max_iter", "inner_iters"))
+def _bcd(factors0, gamma0, data, xi, lam, *, model, max_iter, inner_iters):
+    it = _bcd_iteration(factors0, gamma0, data, xi, lam, model=model, inner_iters=inner_iters)
+    return it.result(loop.run(it, max_iter=max_iter))
