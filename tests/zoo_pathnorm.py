@@ -14,22 +14,17 @@ _X = _rng.random((40, 6)).astype(np.float32)
 _Y = (_X[:, :3].sum(1) > _X[:, 3:].sum(1)).astype(np.int32)
 
 
+_SETUP = dict(reg="path", method="prox", lam=1e-2, batch=10, hidden=4, logs_per_epoch=2, outputs=2)
+
+
 def _train(h, throw):
     return pathnorm.train(
-        _X,
-        _Y,
-        reg="path",
-        method="prox",
-        lr=h["lr"],
-        lam=1e-2,
-        epochs=3,
-        batch=10,
-        hidden=4,
-        logs_per_epoch=2,
-        outputs=2,
-        throw=throw,
-        key=jax.random.key(0),
+        _X, _Y, lr=h["lr"], epochs=3, throw=throw, key=jax.random.key(0), **_SETUP
     )
+
+
+def _train_iteration(h):
+    return pathnorm.train_iteration(_X, _Y, lr=h["lr"], key=jax.random.key(0), **_SETUP)
 
 
 CASES = [
@@ -39,6 +34,8 @@ CASES = [
         {"lr": 0.1},
         {"lr": 1e6},
         ("model.hidden.weight", "model.out.weight", "loss"),
+        iterate=_train_iteration,
+        max_iter=3,
         done=Status.MAX_ITER,
     ),
 ]

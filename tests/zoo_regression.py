@@ -41,6 +41,10 @@ def _sketch(h, throw):
     )
 
 
+def _iteration(A, B, w, x0, method):
+    return regression.newton_solve_iteration(A, B, w, x0, "exp", method, tol=1e-4)
+
+
 CASES = [
     ZooCase(
         "regression.newton_solve.exact",
@@ -48,8 +52,26 @@ CASES = [
         {"scale": 0.0},
         {"scale": 1e3},
         ("x",),
+        iterate=lambda h: _iteration(_A, _B, 0.1, h["scale"] * _V, "exact"),
+        max_iter=30,
         refused_eagerly=True,
     ),
-    ZooCase("regression.newton_solve.diagonal", _diagonal, {"scale": 0.0}, {"scale": 2.0}, ("x",)),
-    ZooCase("regression.newton_solve.sketch", _sketch, {"w": 2.0}, {"w": 1.0}, ("x",)),
+    ZooCase(
+        "regression.newton_solve.diagonal",
+        _diagonal,
+        {"scale": 0.0},
+        {"scale": 2.0},
+        ("x",),
+        iterate=lambda h: _iteration(_A, _B, 0.1, h["scale"] * _V, "diagonal"),
+        max_iter=30,
+    ),
+    ZooCase(
+        "regression.newton_solve.sketch",
+        _sketch,
+        {"w": 2.0},
+        {"w": 1.0},
+        ("x",),
+        iterate=lambda h: _iteration(_A2, _B2, h["w"], jnp.zeros(5), "sketch"),
+        max_iter=30,
+    ),
 ]

@@ -44,7 +44,14 @@ from lowrank_jax.pathnorm.prox import (
     sort_magnitudes,
 )
 from lowrank_jax.pathnorm.robustness import error_rate, pgd_attack, robust_error
-from lowrank_jax.pathnorm.training import GROWTH_LIMIT, TrainResult, optimizer, sweep, train
+from lowrank_jax.pathnorm.training import (
+    GROWTH_LIMIT,
+    TrainResult,
+    optimizer,
+    sweep,
+    train,
+    train_iteration,
+)
 
 __all__ = [
     "GROWTH_LIMIT",
@@ -69,4 +76,5 @@ __all__ = [
     "sort_magnitudes",
     "sweep",
     "train",
+    "train_iteration",
 ]

@@ -78,7 +78,17 @@ METHOD = _checks.Choice(*METHODS)
 
 
 def shallow_net(model, name: str, args=None) -> ShallowNet:
-    """``model`` itself when it is a :class:`ShallowNet`, else a ``ValueError`` naming ``name``."""
+    """``model`` itself when it is a :class:`ShallowNet`, else a ``ValueError`` naming ``name``.
+
+    Args:
+      model: the value to check.
+      name: the argument's name, for the message.
+      args: the arguments of a declared function (not used; the signature of
+        ``_checks.Convert``).
+
+    Returns:
+      ``model``.
+    """
     if not isinstance(model, ShallowNet):
         raise ValueError(f"{name} must be a ShallowNet, got {type(model).__name__}")
     return model
@@ -88,7 +98,15 @@ MODEL = _checks.Convert(shallow_net)
 
 
 def check_inputs(model: ShallowNet, X) -> None:
-    """Refuse an X whose columns are not the inputs of ``model`` (examples are rows)."""
+    """Refuse an X whose columns are not the inputs of ``model`` (examples are rows).
+
+    Args:
+      model: the :class:`ShallowNet`.
+      X: (samples, inputs) examples, one per row.
+
+    Returns:
+      None; raises ``ValueError`` when X's columns are not ``model``'s inputs.
+    """
     inputs = model.hidden.weight.shape[-1]
     if X.shape[1] != inputs:
         raise ValueError(
@@ -98,14 +116,30 @@ def check_inputs(model: ShallowNet, X) -> None:
 
 def inputs_of(X, name: str, args) -> jax.Array:
     """X (:func:`lowrank_jax._checks.as_matrix`) with the columns of the argument ``model``, which
-    is declared before it."""
+    is declared before it.
+
+    Args:
+      X: (samples, inputs) examples, one per row.
+      name: the argument's name, for the messages.
+      args: the arguments of the declared function (``args["model"]`` the network).
+
+    Returns:
+      X as a checked float matrix.
+    """
     X = _checks.as_matrix(X, name)
     check_inputs(args["model"], X)
     return X
 
 
 def outputs_of(model: ShallowNet) -> int:
-    """The number of outputs of ``model``."""
+    """The number of outputs of ``model``.
+
+    Args:
+      model: the :class:`ShallowNet`.
+
+    Returns:
+      Its number of outputs (classes), an int.
+    """
     return model.out.weight.shape[-2]
 
 
@@ -116,7 +150,16 @@ def _concrete_labels(y, n: int, outputs):
 def labels(y, n: int, outputs):
     """(y as int32 labels, outputs): y (n,) below ``outputs`` (default max(y) + 1). Labels with
     values are checked by :func:`lowrank_jax._checks.class_labels`; traced labels (inside
-    ``jit``/``vmap``) for their shape and dtype only, and they need ``outputs``."""
+    ``jit``/``vmap``) for their shape and dtype only, and they need ``outputs``.
+
+    Args:
+      y: (n,) integer labels.
+      n: the number of examples.
+      outputs: the number of classes, or None (max(y) + 1; needs labels with values).
+
+    Returns:
+      ``(labels, outputs)``: y as int32 labels and the number of classes.
+    """
     checked = _checks.when_concrete(lambda v: _concrete_labels(v, n, outputs), y)
     if checked is not None:
         count = int(checked.max()) + 1 if outputs is None else outputs
@@ -130,7 +173,16 @@ def labels(y, n: int, outputs):
 
 
 def eval_labels(y, name: str, args) -> jax.Array:
-    """y as int32 labels, one per row of the argument ``X``, below the outputs of ``model``."""
+    """y as int32 labels, one per row of the argument ``X``, below the outputs of ``model``.
+
+    Args:
+      y: (samples,) integer labels.
+      name: the argument's name (the messages name y).
+      args: the arguments of the declared function (``X`` and ``model`` declared before y).
+
+    Returns:
+      y as int32 labels.
+    """
     return labels(y, args["X"].shape[0], outputs_of(args["model"]))[0]
 
 

@@ -1,10 +1,12 @@
 """Training a :class:`~lowrank_jax.pathnorm.ShallowNet` by SGD or Prox-SGD: the optimizer, one run
-(:func:`train`), and many in one ``vmap`` (:func:`sweep`).
+(:func:`train`), its epochs as an initial state and a step (:func:`train_iteration`), and many
+runs in one ``vmap`` (:func:`sweep`).
 
-An epoch is one step of :func:`lowrank_jax.loop.run_fixed`: training has no stopping rule, so a run
-that trains all its epochs ends in ``Status.MAX_ITER``. It ends in ``Status.DIVERGED`` when, after
-some epoch, the weights are not finite or the bound on the logits over the data (see
-:data:`GROWTH_LIMIT`) has grown more than 10⁴-fold: the sign of a learning rate far too large.
+An epoch is one step of :func:`train_iteration`, run by :func:`lowrank_jax.loop.run`: training has
+no stopping rule, so a run that trains all its epochs ends in ``Status.MAX_ITER``. It ends in
+``Status.DIVERGED`` when, after some epoch, the weights are not finite or the bound on the logits
+over the data (see :data:`GROWTH_LIMIT`) has grown more than 10⁴-fold: the sign of a learning rate
+far too large.
 """
 
 from __future__ import annotations
@@ -168,7 +170,6 @@ _DATA = {
     "y": _checks.Convert(_training_labels),
     "outputs": _checks.Convert(_outputs),
     "key": _checks.Key(),
-    "epochs": _checks.Count(),
     "hidden": _checks.Convert(_hidden),
 }
 _MINIBATCHES = _checks.Rule(  # shapes only
@@ -178,14 +179,16 @@ _MINIBATCHES = _checks.Rule(  # shapes only
 )
 
 
-@full_precision
-@_checks.validate(
-    _MINIBATCHES,
+# What train and its iteration accept: the data and model, one learning rate and one λ.
+_ARGS = dict(
     **_DATA,
     lr=_checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="X"),
     lam=_checks.Hyper(ndim=0, dtype_of="X"),
-    throw=_checks.Flag(),
 )
+
+
+@full_precision
+@_checks.validate(_MINIBATCHES, **_ARGS, epochs=_checks.Count(), throw=_checks.Flag())
 def train(
     X,
     y,
@@ -306,6 +309,93 @@ def train(
     return finish(out, throw, diverged=_DIVERGED_MESSAGE, invalid=_INVALID_MESSAGE)
 
 
+@full_precision
+@_checks.validate(_MINIBATCHES, **_ARGS)
+def train_iteration(
+    X,
+    y,
+    *,
+    reg: str,
+    method: str,
+    lr,
+    lam,
+    batch: int = 100,
+    hidden: int = 200,
+    logs_per_epoch: int = 10,
+    model: ShallowNet | None = None,
+    outputs: int | None = None,
+    key=None,
+) -> loop.Iteration:
+    """Path-norm training as an initial state and an epoch step, to run, warm-start or stop as one
+    wishes.
+
+    The iteration that :func:`train` runs (same arguments and equations), one step an epoch: its
+    state is ``(params, opt_state)``, the network's arrays (``eqx.partition(model,
+    eqx.is_array)[0]``, a :class:`~lowrank_jax.pathnorm.ShallowNet` with None in its other fields)
+    and the state of :func:`optimizer`'s rule; its diagnostics per epoch are ``{"loss": …,
+    "nonzero": …}``, each (logs_per_epoch,), as a row of :func:`train`'s history. Epoch k shuffles
+    with a key derived from ``key`` and k alone, so a run resumed with ``start=k`` trains as the
+    whole run does. It has no stopping rule (``it.stop`` is None); its divergence rule is
+    :func:`train`'s, against the starting network's logit bound. So
+
+        it = train_iteration(X, y, reg=…, method=…, lr=…, lam=…, ...)
+        it.result(loop.run(it, max_iter=e))   ==   train(X, y, ..., epochs=e, throw=False)
+
+    Args:
+      X: (samples, inputs) examples in [0, 1], one per row.
+      y: (samples,) integer labels 0, 1, … below ``outputs``.
+      reg: the regulariser g: ``"path"``, ``"l1"`` or ``"layer"``.
+      method: ``"sgd"`` or ``"prox"``.
+      lr: the learning rate > 0 (scalar; may be traced).
+      lam: the regularisation weight λ ≥ 0 (scalar; may be traced).
+      batch: minibatch size (≥ 1; default 100).
+      hidden: width of the hidden layer of a new network (≥ 1; default 200).
+      logs_per_epoch: how many times per epoch the loss and the share of non-zero weights are
+        logged (≥ 1, at most the number of minibatches per epoch; default 10).
+      model: a :class:`~lowrank_jax.pathnorm.ShallowNet` to start from instead of a new one
+        (default None).
+      outputs: the number of classes (≥ 2); default max(y) + 1.
+      key: ``jax.random`` key or integer seed of the starting network and the shuffles (default
+        key(0)).
+
+    Returns:
+      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`TrainResult` (no
+      exception on failure: read its ``status``, or pass it to
+      :func:`lowrank_jax.result.finish`).
+
+    Example:
+        ```python
+        import jax, jax.numpy as jnp
+        from sklearn.datasets import load_digits
+        from lowrank_jax import loop, pathnorm
+
+        d = load_digits()
+        X, y = jnp.asarray(d.data[:400] / 16, jnp.float32), jnp.asarray(d.target[:400])
+        it = pathnorm.train_iteration(
+            X, y, reg="path", method="prox", lr=0.1, lam=3e-3, hidden=16, logs_per_epoch=2
+        )
+        first = loop.run(it, max_iter=2)                      # two epochs
+        warm = it._replace(state=first.state)                 # ... then two more from there
+        out = it.result(loop.run(warm, max_iter=2, start=2))
+        print(out.n_iter, out.loss, out.nonzero)   # 2 2.4 0.97: train(…, epochs=4)'s loss, nonzero
+        ```
+    """
+    return _train_iteration(
+        key,
+        X,
+        y,
+        lr,
+        lam,
+        model,
+        reg=reg,
+        method=method,
+        batch=batch,
+        hidden=hidden,
+        logs_per_epoch=logs_per_epoch,
+        outputs=outputs,
+    )
+
+
 def _logit_bound(model, x_max):
     """B = max_k (|b_out,k| + Σ_j |W_out,kj| (‖W_in,j‖₁ x_max + |b_in,j|)): no logit of ``model``
     exceeds B in magnitude on inputs with ‖x‖_∞ ≤ x_max (|elu(z)| ≤ |z|). NaN or inf for a model
@@ -315,8 +405,7 @@ def _logit_bound(model, x_max):
     return jnp.max(jnp.abs(model.out.bias) + jnp.abs(model.out.weight) @ unit)
 
 
-@eqx.filter_jit
-def _train(
+def _train_iteration(
     key,
     X,
     y,
@@ -326,13 +415,12 @@ def _train(
     *,
     reg,
     method,
-    epochs,
     batch,
     hidden,
     logs_per_epoch,
     outputs,
     progress=False,
-):
+) -> loop.Iteration:
     k_init, k_data = jax.random.split(key)
     if model is None:
         # in X's dtype (as lr and λ are): with x64 on, float32 data trained a float64 network
@@ -341,7 +429,6 @@ def _train(
     opt = optimizer(reg, method, lr, lam)
     steps = X.shape[0] // batch
     per_log = steps // logs_per_epoch
-    epoch_keys = jax.random.split(k_data, epochs)
     x_max = jnp.max(jnp.abs(X))
     limit = GROWTH_LIMIT * jnp.maximum(_logit_bound(params, x_max), 1.0)
 
@@ -360,7 +447,10 @@ def _train(
 
     def epoch(e, carry):
         used = per_log * logs_per_epoch * batch
-        perm = jax.random.permutation(epoch_keys[e], X.shape[0])[:used]
+        # The shuffle of epoch e is drawn from fold_in(k_data, e) (with JAX's partitionable
+        # threefry the same key as split(k_data, epochs)[e]): known from e alone, so a run resumed
+        # at epoch e shuffles as the whole run does.
+        perm = jax.random.permutation(jax.random.fold_in(k_data, e), X.shape[0])[:used]
         perm = perm.reshape(logs_per_epoch, per_log, batch)
 
         def chunk(carry, idxs):
@@ -377,21 +467,29 @@ def _train(
     def diverged(carry, diag):
         return ~(_logit_bound(carry[0], x_max) <= limit)  # NaN (a non-finite weight) counts too
 
-    out = loop.run_fixed(
-        epoch,
+    def result(out):
+        return TrainResult(
+            n_iter=out.n_iter,
+            status=out.status,
+            history=out.history,
+            loss=out.final["loss"][-1],
+            nonzero=out.final["nonzero"][-1],
+            model=eqx.combine(out.state[0], static),
+        )
+
+    return loop.iteration(
         (params, opt.init(params)),
-        epochs,
+        epoch,
         diverged=diverged,
         invalid=_checks.any_nan(lr, lam),
+        result=result,
     )
-    return TrainResult(
-        n_iter=out.n_iter,
-        status=out.status,
-        history=out.history,
-        loss=out.final["loss"][-1],
-        nonzero=out.final["nonzero"][-1],
-        model=eqx.combine(out.state[0], static),
-    )
+
+
+@eqx.filter_jit
+def _train(key, X, y, lr, lam, model, *, epochs, **static):
+    it = _train_iteration(key, X, y, lr, lam, model, **static)
+    return it.result(loop.run(it, max_iter=epochs))
 
 
 def _grid(values, name: str, args) -> jax.Array:
@@ -428,6 +526,7 @@ _GRID = (
     lrs=_checks.Convert(_grid),
     lams=_checks.Convert(_grid),
     seeds=_checks.Count(),
+    epochs=_checks.Count(),
 )
 def sweep(
     X,

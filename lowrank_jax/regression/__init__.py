@@ -1,8 +1,9 @@
 """Rescaled hyperbolic regression (Gao, Song, Yin): closed-form curvature and (sketched) Newton.
 
 ``loss``, ``gradient``, ``hessian`` for u ∈ {exp, cosh, sinh}; the theorem's helpers; the
-in-context-learning shift; ``newton_solve`` with exact, diagonal and sketched Hessians. Design
-matrices may be dense or sparse (``as_design`` converts a ``BCOO``).
+in-context-learning shift; ``newton_solve`` with exact, diagonal and sketched Hessians, and its
+steps as ``newton_solve_iteration``. Design matrices may be dense or sparse (``as_design``
+converts a ``BCOO``).
 """
 
 from lowrank_jax.regression import design, sketch
@@ -27,7 +28,12 @@ from lowrank_jax.regression.hyperbolic import (
     sigma_min,
     weight_rule,
 )
-from lowrank_jax.regression.newton import METHODS, NewtonResult, newton_solve
+from lowrank_jax.regression.newton import (
+    METHODS,
+    NewtonResult,
+    newton_solve,
+    newton_solve_iteration,
+)
 
 __all__ = [
     "KINDS",
@@ -47,6 +53,7 @@ __all__ = [
     "icl_shift",
     "loss",
     "newton_solve",
+    "newton_solve_iteration",
     "overflow_limit",
     "parts",
     "psd_certificate",

@@ -121,7 +121,16 @@ def convert(A, name: str = "A", args=None):
     """A design in the form the solvers take (the conversion of :func:`as_design`, usable as
     ``_checks.Convert(convert)``): a :class:`RowSparse` checked, a ``BCOO`` or ``scipy.sparse``
     matrix as a :class:`RowSparse`, anything else a checked dense 2-D float array. ``args`` (the
-    arguments of a declared function) is not used."""
+    arguments of a declared function) is not used.
+
+    Args:
+      A: the design.
+      name: the argument's name, for the messages (default ``"A"``).
+      args: the arguments of a declared function (not used).
+
+    Returns:
+      A :class:`RowSparse` or a dense 2-D float array.
+    """
     del args
     if isinstance(A, RowSparse):
         return _row_sparse(A, name)

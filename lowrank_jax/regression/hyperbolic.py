@@ -71,7 +71,16 @@ VECTOR = _checks.Hyper(ndim=1, low=None, dtype_of="A")
 def weights(value, name: str, args: dict) -> jax.Array:
     """The regulariser's weights w ≥ 0 in A's dtype: a scalar for every row, or one per row of A
     (``args["A"]``). A scalar stays a scalar: every formula takes w through w∘z and w², which
-    broadcast, and a concrete w stays concrete for the rules that follow."""
+    broadcast, and a concrete w stays concrete for the rules that follow.
+
+    Args:
+      value: the weights, a scalar or (n,).
+      name: the argument's name, for the messages.
+      args: the arguments of the declared function (``args["A"]`` the design).
+
+    Returns:
+      w in A's dtype, a scalar or (n,).
+    """
     n = args["A"].shape[0]
     w = _checks.as_hyper(value, name, dtype=args["A"].dtype)
     if w.shape not in ((), (n,)):
@@ -87,7 +96,16 @@ WEIGHTS = _checks.Convert(weights)
 def length(arg: str, axis: int, label: str | None = None) -> _checks.Rule:
     """The rule that the vector ``arg`` (when given) has one entry per row (``axis`` 0) or column
     (``axis`` 1) of A, named in its message as ``arg`` or as the argument ``label`` holds. Shapes
-    only: checked on traced arguments too."""
+    only: checked on traced arguments too.
+
+    Args:
+      arg: the name of the vector argument.
+      axis: 0 (one entry per row of A) or 1 (one per column).
+      label: the name of the argument holding the name to report, or None (``arg``).
+
+    Returns:
+      The :class:`lowrank_jax._checks.Rule`.
+    """
     size, of = ("n", "rows") if axis == 0 else ("d", "columns")
 
     def message(a) -> str:
@@ -106,7 +124,15 @@ def length(arg: str, axis: int, label: str | None = None) -> _checks.Rule:
 
 def problem(x: str | None = "x", *, with_w: bool = True):
     """The declaration of a problem's arguments: (rules, specs) for ``kind``, ``A``, ``b``, ``w``
-    (unless ``with_w`` is False) and the point named ``x`` (None: no point)."""
+    (unless ``with_w`` is False) and the point named ``x`` (None: no point).
+
+    Args:
+      x: the name of the point argument, or None (default ``"x"``).
+      with_w: whether the weights ``w`` are declared (default True).
+
+    Returns:
+      ``(rules, specs)``: a tuple of rules and a dict of specs, for ``_checks.validate``.
+    """
     specs: dict[str, _checks.Arg] = {"kind": KIND, "A": design.DESIGN, "b": VECTOR}
     if with_w:
         specs["w"] = WEIGHTS
@@ -210,7 +236,14 @@ def finite_loss(x: str) -> _checks.Rule:
     is finite: a solver's start. Concrete, a start whose loss overflows raises ``ValueError`` naming
     the rows of Ax beyond the safe limit (or the scale of A, b or w); traced, the start becomes NaN
     and the run reports DIVERGED at its first step. The plain functions of this module return the
-    inf/NaN instead (module docstring)."""
+    inf/NaN instead (module docstring).
+
+    Args:
+      x: the name of the point argument.
+
+    Returns:
+      The :class:`lowrank_jax._checks.Rule`.
+    """
     return _checks.Rule(
         lambda a: jnp.isfinite(_loss(a[x], a["A"], a["b"], a["w"], a["kind"])[0]),
         _checks.Message(
@@ -467,7 +500,14 @@ def curvature_split(x, A, b, kind: str = "exp"):
 
 def full_column_rank(what: str) -> _checks.Rule:
     """The theorem (Lemma C.4) needs σ_min(A) > 0, hence n ≥ d: the rule that refuses a wide A by
-    name (shapes only)."""
+    name (shapes only).
+
+    Args:
+      what: the function's name, for the message.
+
+    Returns:
+      The :class:`lowrank_jax._checks.Rule`.
+    """
     return _checks.Rule(
         lambda a: a["A"].shape[0] >= a["A"].shape[1],
         what + ": the theorem needs n >= d (A of full column rank, σ_min(A) > 0), got A of "

@@ -107,8 +107,9 @@ def _draw_count(value, name: str, args: dict):
 _PROBLEM_RULES, _PROBLEM = hb.problem("x0")
 
 
-@full_precision
-@_checks.validate(
+# What newton_solve and its iteration accept: the problem, the method and its options, checked
+# in this order (a spec may refer to one declared before it), then the rules.
+_RULES = (
     *_PROBLEM_RULES,
     hb.length("x_star", 1),
     hb.length("scores", 0),
@@ -144,14 +145,13 @@ _PROBLEM_RULES, _PROBLEM = hb.problem("x0")
         poison="damping",
     ),
     hb.finite_loss("x0"),
+)
+_ARGS = dict(
     method=_checks.Choice(*METHODS),
     leverage=_checks.Choice("approx", "exact"),
     **_PROBLEM,
     line_search=_checks.Flag(),
     measure_eps=_checks.Flag(),
-    differentiable=_checks.Flag(),
-    throw=_checks.Flag(),
-    max_iter=_checks.Count(),
     x_star=_checks.Hyper(ndim=1, low=None, dtype_of="A", optional=True),
     damping=_checks.Hyper(ndim=0, dtype_of="A"),
     tol=_checks.Tol(dtype_of="A"),
@@ -162,6 +162,16 @@ _PROBLEM_RULES, _PROBLEM = hb.problem("x0")
     rescore=_checks.Count(),
     resample=_checks.Count(),
     scores=_checks.Hyper(ndim=1, dtype_of="A", optional=True),
+)
+
+
+@full_precision
+@_checks.validate(
+    *_RULES,
+    **_ARGS,
+    differentiable=_checks.Flag(),
+    throw=_checks.Flag(),
+    max_iter=_checks.Count(),
 )
 def newton_solve(
     A,
@@ -334,6 +344,117 @@ def newton_solve(
     )
 
 
+@full_precision
+@_checks.validate(*_RULES, **_ARGS)
+def newton_solve_iteration(
+    A,
+    b,
+    w,
+    x0,
+    kind: str = "exp",
+    method: str = "exact",
+    *,
+    tol=1e-6,
+    x_star=None,
+    key=None,
+    sketch_size: int | None = None,
+    sketch_rows=None,
+    leverage: str = "approx",
+    refine: int = 0,
+    rescore: int = 1,
+    resample: int = 1,
+    scores=None,
+    damping=0.0,
+    line_search: bool = False,
+    measure_eps: bool = False,
+) -> loop.Iteration:
+    """The Newton solver of rescaled hyperbolic regression as an initial state and a step, to run,
+    warm-start or stop as one wishes.
+
+    The iteration that :func:`newton_solve` runs (same arguments and equations): its state is
+    ``(x, z, opt_state)``, the iterate x_t, z = A x_t (carried, so that a step makes no pass over
+    A for the loss, the gradient and the line search) and the state of the ``transforms.newton``
+    transformation (the curvature H̃ of the last step, with the sketch's kept draw and scores, and
+    AΔ); its diagnostics are those of :func:`newton_solve`'s history. Step k draws the sketch with
+    ``jax.random.fold_in(key, k)`` and follows the ``rescore`` / ``resample`` schedule by k, so a
+    run resumed with ``start=k`` takes the steps the whole run takes. So
+
+        it = newton_solve_iteration(A, b, w, x0, kind, method, ...)
+        it.result(loop.run(it, max_iter=m))   ==   newton_solve(A, b, w, x0, ..., max_iter=m,
+                                                                throw=False)
+
+    Args:
+      A: (n, d) design: dense, ``BCOO``, ``scipy.sparse`` or
+        :class:`lowrank_jax.regression.design.RowSparse`.
+      b: (n,) target.
+      w: (n,) non-negative weights of the regulariser ½‖diag(w) A x‖², or a scalar for every row.
+      x0: (d,) start.
+      kind: u applied entrywise to Ax, "exp" (default), "cosh" or "sinh".
+      method: "exact" (default), "diagonal" or "sketch".
+      tol: ``it.stop`` is ‖∇L(x_t)‖ ≤ tol (> 0, default 1e-6); None: no stopping rule.
+      x_star: (d,) reference solution, to record ‖x_t − x*‖ per step (default None).
+      key: ``jax.random`` key or integer seed of the sampling ("sketch"; default key(0)).
+      sketch_size: sampled rows m ("sketch"; static, ≥ 1; default
+        :func:`lowrank_jax.regression.sketch.sketch_size` at ε = 0.5, δ = 0.01).
+      sketch_rows: traced integer, how many of the m draws are used (1 ≤ sketch_rows ≤
+        ``sketch_size``; default all).
+      leverage: "approx" (CountSketch, default) or "exact" (QR) leverage scores ("sketch").
+      refine: "sketch" only: preconditioned conjugate-gradient steps per Newton step (≥ 0;
+        default 0).
+      rescore: "sketch" only: recompute the leverage scores every ``rescore`` steps (≥ 1; default
+        1).
+      resample: "sketch" only: draw a new H̃ every ``resample`` steps (≥ 1; default 1; ``rescore``
+        must be a multiple).
+      scores: "sketch" only: (n,) leverage scores τ(A) of the unweighted A (default None).
+      damping: λ ≥ 0 added to H̃ (scalar, traced; default 0).
+      line_search: Armijo backtracking, reversing an uphill direction (default False).
+      measure_eps: also record ε₀ of H̃ against the exact Hessian each step (default False).
+
+    Returns:
+      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`NewtonResult` (no
+      exception on failure: read its ``status``, or pass it to
+      :func:`lowrank_jax.result.finish`).
+
+    Example:
+        ```python
+        import jax, jax.numpy as jnp
+        from lowrank_jax import loop, regression
+
+        n, d = 2000, 10
+        A = jax.random.normal(jax.random.key(0), (n, d)) / jnp.sqrt(n)
+        b = jax.random.dirichlet(jax.random.key(1), jnp.ones(n))
+        it = regression.newton_solve_iteration(A, b, 5.0, jnp.zeros(d), "exp", "diagonal")
+        step, state = jax.jit(it.step), it.state
+        for k in range(3):                              # steps by hand: ‖∇L‖ falls each step
+            state, diag = step(k, state)
+            print(k, diag["grad_norm"])
+        out = it.result(loop.run(it, max_iter=50, stop=lambda s, d: d["grad_norm"] < 1e-4))
+        print(out.status, out.n_iter)                   # 0 3: CONVERGED in three steps
+        ```
+    """
+    return _newton_iteration(
+        A,
+        b,
+        w,
+        x0,
+        x_star,
+        damping,
+        tol,
+        key,
+        scores,
+        sketch_rows,
+        kind=kind,
+        method=method,
+        m=sketch_size,
+        leverage=leverage,
+        refine=refine,
+        rescore=rescore,
+        resample=resample,
+        line_search=line_search,
+        measure_eps=measure_eps,
+    )
+
+
 def _pcg_from_zero(A, D, damping, precond, g, steps: int):
     """``steps`` ≥ 1 preconditioned conjugate-gradient iterations on (Aᵀ D A + λI) Δ = g from Δ = 0.
 
@@ -383,23 +504,7 @@ class _Curvature(NamedTuple):
     scores: jax.Array | None
 
 
-@functools.partial(
-    jax.jit,
-    static_argnames=(
-        "kind",
-        "method",
-        "max_iter",
-        "m",
-        "leverage",
-        "refine",
-        "rescore",
-        "resample",
-        "line_search",
-        "measure_eps",
-        "differentiable",
-    ),
-)
-def _solve(
+def _newton_iteration(
     A,
     b,
     w,
@@ -413,7 +518,6 @@ def _solve(
     *,
     kind,
     method,
-    max_iter,
     m,
     leverage,
     refine,
@@ -421,8 +525,7 @@ def _solve(
     resample,
     line_search,
     measure_eps,
-    differentiable=False,
-):
+) -> loop.Iteration:
     n, d = A.shape
     unit = (
         design.equilibrator(
@@ -580,32 +683,49 @@ def _solve(
         x, z, _ = state
         return loop.non_finite((x, z)) | (jnp.max(jnp.abs(z)) > overflow)
 
-    state0 = (x0, design.matvec(A, x0), opt.init(x0))
-    invalid = _checks.any_nan(damping, tol, base_scores)
-    if tol is None:
-        res = loop.run_fixed(step, state0, max_iter, diverged=diverged, invalid=invalid)
-    else:
-        res = loop.run_until(
-            step,
-            state0,
-            max_iter=max_iter,
-            stop=lambda s, diag: diag["grad_norm"] <= tol,
-            diverged=diverged,
-            differentiable=differentiable,
-            invalid=invalid,
+    def result(res):
+        last = res.final
+        return NewtonResult(
+            n_iter=res.n_iter,
+            status=res.status,
+            history=res.history,
+            loss=last["loss"],
+            grad_norm=last["grad_norm"],
+            step=last["step"],
+            error=last.get("error"),
+            eps0=last.get("eps0"),
+            x=res.state[0],
         )
-    last = res.final
-    return NewtonResult(
-        n_iter=res.n_iter,
-        status=res.status,
-        history=res.history,
-        loss=last["loss"],
-        grad_norm=last["grad_norm"],
-        step=last["step"],
-        error=last.get("error"),
-        eps0=last.get("eps0"),
-        x=res.state[0],
+
+    return loop.iteration(
+        (x0, design.matvec(A, x0), opt.init(x0)),
+        step,
+        stop=None if tol is None else (lambda s, diag: diag["grad_norm"] <= tol),
+        diverged=diverged,
+        invalid=_checks.any_nan(damping, tol, base_scores),
+        result=result,
     )
 
 
-__all__ = ["METHODS", "NewtonResult", "newton_solve"]
+@functools.partial(
+    jax.jit,
+    static_argnames=(
+        "kind",
+        "method",
+        "max_iter",
+        "m",
+        "leverage",
+        "refine",
+        "rescore",
+        "resample",
+        "line_search",
+        "measure_eps",
+        "differentiable",
+    ),
+)
+def _solve(A, *args, max_iter, differentiable=False, **static):
+    it = _newton_iteration(A, *args, **static)
+    return it.result(loop.run(it, max_iter=max_iter, differentiable=differentiable))
+
+
+__all__ = ["METHODS", "NewtonResult", "newton_solve", "newton_solve_iteration"]
