@@ -939,7 +939,16 @@ def start_factors(factors0, name: str, args) -> Factors:
 
 
 def rank_for_data(rank, name: str, args) -> int:
-    """:func:`check_rank_for` against the arguments ``data`` and ``model``."""
+    """The rank declared against the arguments ``data`` and ``model`` (:func:`check_rank_for`).
+
+    Args:
+      rank: as :func:`as_rank` takes it.
+      name: the argument's name (unused: the messages name ``rank``).
+      args: the converted arguments, holding ``data`` (an :class:`SDLData`) and ``model``.
+
+    Returns:
+      r as a Python int, 1 ≤ r ≤ min(p, n).
+    """
     data = args["data"]
     p, n = data.X.shape
     return check_rank_for(rank, args["model"], p, n, data.kappa)
