@@ -119,3 +119,25 @@ def recorded_bars(monkeypatch):
 
     monkeypatch.setattr(progress, "bar", bar)
     return bars
+
+
+# The test files that take longest (compiling most), first: xdist hands files to the two workers in
+# collection order, and a long file collected last (test_rpca, test_sdl come late alphabetically)
+# ran alone on one worker for the last quarter of the run while the other stood idle.
+_LONGEST_FIRST = (
+    "test_rpca.py",
+    "test_sdl.py",
+    "test_regression.py",
+    "test_contract.py",
+    "test_sweep.py",
+    "test_multidevice.py",
+    "test_covariance_baselines.py",
+    "test_notebooks.py",
+    "test_covariance_nn.py",
+    "test_demo.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(_LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

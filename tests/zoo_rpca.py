@@ -24,6 +24,10 @@ def _lrpca(h, throw):
     )
 
 
+def _lrpca_iteration(h):
+    return rpca.lrpca_iteration(_P.Y, 2, _ZETA, jnp.full(4, h["eta"]), beta=1.0, phi=0.7, tol=1e-4)
+
+
 def _lrpca_sharded(h, throw):
     return rpca.lrpca_sharded(
         _P.Y,
@@ -52,8 +56,20 @@ def _altproj(h, throw):
     return rpca.altproj(_P.Y * h["scale"], 2, tol=1e-4, max_iter=200, throw=throw)
 
 
+def _altproj_iteration(h):
+    return rpca.altproj_iteration(_P.Y * h["scale"], 2, tol=1e-4)
+
+
 CASES = [
-    ZooCase("rpca.lrpca", _lrpca, {"eta": 0.5}, {"eta": 1e8}, ("X", "S")),
+    ZooCase(
+        "rpca.lrpca",
+        _lrpca,
+        {"eta": 0.5},
+        {"eta": 1e8},
+        ("X", "S"),
+        iterate=_lrpca_iteration,
+        max_iter=200,
+    ),
     ZooCase("rpca.lrpca_sharded", _lrpca_sharded, {"eta": 0.5}, {"eta": 1e8}, ("X", "S")),
     ZooCase(
         "rpca.scaledgd",
@@ -65,6 +81,13 @@ CASES = [
         max_iter=300,
     ),
     ZooCase(
-        "rpca.altproj", _altproj, {"scale": 1.0}, {"scale": 1e30}, ("X", "S"), refused_eagerly=True
+        "rpca.altproj",
+        _altproj,
+        {"scale": 1.0},
+        {"scale": 1e30},
+        ("X", "S"),
+        iterate=_altproj_iteration,
+        max_iter=200,
+        refused_eagerly=True,
     ),
 ]

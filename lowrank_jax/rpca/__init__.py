@@ -5,8 +5,8 @@ Every solver decomposes Y ≈ X + S with X = L Rᵀ of rank r and S sparse, runs
 """
 
 from lowrank_jax.rpca._common import RPCAResult
-from lowrank_jax.rpca.alternating import altproj
-from lowrank_jax.rpca.learned import lrpca, lrpca_step, oracle_thresholds
+from lowrank_jax.rpca.alternating import altproj, altproj_iteration
+from lowrank_jax.rpca.learned import lrpca, lrpca_iteration, lrpca_step, oracle_thresholds
 from lowrank_jax.rpca.params import LRPCAParams, load_params, pretrained, save_params
 from lowrank_jax.rpca.scaled import scaledgd, scaledgd_iteration, scaledgd_step
 from lowrank_jax.rpca.sharded import lrpca_sharded, row_mesh
@@ -18,9 +18,11 @@ __all__ = [
     "RPCAResult",
     "TrainConfig",
     "altproj",
+    "altproj_iteration",
     "frmnn_grid_search",
     "load_params",
     "lrpca",
+    "lrpca_iteration",
     "lrpca_sharded",
     "lrpca_step",
     "oracle_thresholds",

@@ -44,18 +44,24 @@ class RPCAResult(Result):
 GROWTH_LIMIT = 1e4
 
 
-def diverged(L, R, y_norm):
+def diverged(L, R, y_norm, axis_name=None):
     """The RPCA solvers' divergence rule on the factors L, R (or on their Frobenius norms, as 0-d
-    arrays: a row-split L has its norm summed across devices first); see :data:`GROWTH_LIMIT`."""
-    size = frob(L) * frob(R)
+    arrays); see :data:`GROWTH_LIMIT`. ``axis_name``: L is split by rows over that ``shard_map``
+    mesh axis (its norm is summed across devices), R replicated."""
+    size = frob(L, axis_name) * frob(R)
     return ~jnp.isfinite(size) | (size > GROWTH_LIMIT * y_norm)
 
 
-def frob(x):
-    return jnp.sqrt(jnp.sum(jnp.square(x)))
+def frob(x, axis_name=None):
+    """‖x‖_F; with ``axis_name``, of the array whose blocks the devices of that ``shard_map`` mesh
+    axis hold (the sum of squares is summed across them)."""
+    sq = jnp.sum(jnp.square(x))
+    if axis_name is not None:
+        sq = jax.lax.psum(sq, axis_name)
+    return jnp.sqrt(sq)
 
 
-def spectral_init(A, rank, *, svd, key, oversample=10, power_iters=4):
+def spectral_init(A, rank, *, svd, key, oversample=10, power_iters=4, axis_name=None, rows=None):
     """Balanced factors of the best rank-r approximation of A: L = UΣ^{1/2}, R = VΣ^{1/2}.
 
     Reverse mode: with ``svd="randomized"`` through :func:`lowrank_jax.linalg.low_rank_factors`'s
@@ -63,7 +69,22 @@ def spectral_init(A, rank, *, svd, key, oversample=10, power_iters=4):
     derivative of the projection of the sketched Q Qᵀ A, valid here because the RPCA iterations
     are equivariant under (L, R) → (LQ, RQ⁻ᵀ)); with ``svd="exact"`` the same rule on all the
     triplets of the thin SVD: the exact derivative of P_r(A) wherever σ_r > σ_{r+1}, also for a
-    rank-deficient A and where kept singular values tie (slow at large n)."""
+    rank-deficient A and where kept singular values tie (slow at large n).
+
+    ``axis_name``: A is split by rows over that ``shard_map`` mesh axis (``rows`` rows in all), and
+    the factors are those of :func:`lowrank_jax.linalg.randomized_svd`'s row-split form (``svd`` is
+    not read there), L split like A and R replicated."""
+    if axis_name is not None:
+        factors = linalg.randomized_svd(
+            A,
+            rank,
+            key,
+            axis_name=axis_name,
+            rows=rows,
+            oversample=oversample,
+            power_iters=power_iters,
+        )
+        return linalg.balanced_factors(factors)
     return linalg.projected_factors(A, rank, svd, key, oversample, power_iters)
 
 
@@ -181,44 +202,24 @@ def stopping(tol, dtype):
     return tol is not None, (jnp.zeros((), dtype) if tol is None else tol)
 
 
-def layer_iteration(step, state, *, y_norm, tol, use_tol, stop, invalid, result) -> loop.Iteration:
+def layer_iteration(
+    step, state, *, y_norm, tol, use_tol, stop, invalid, result, axis_name=None
+) -> loop.Iteration:
     """An RPCA solver's :class:`lowrank_jax.loop.Iteration` (state starting with the factors L, R):
     it stops once ``diag[stop] < tol`` when ``use_tol`` (else it has no stopping rule and runs its
-    budget), divergence is judged by :func:`diverged` on the factors, ``invalid`` gives INVALID
-    (the solvers pass :func:`lowrank_jax._checks.any_nan` of their hyperparameters, ``tol`` among
-    them: a traced value that broke its declared rule is NaN), and ``result`` reads the
-    :class:`RPCAResult` from the loop's output."""
+    budget), divergence is judged by :func:`diverged` on the factors (L split by rows over the mesh
+    axis ``axis_name`` when given), ``invalid`` gives INVALID (the solvers pass
+    :func:`lowrank_jax._checks.any_nan` of their hyperparameters, ``tol`` among them: a traced
+    value that broke its declared rule is NaN), and ``result`` reads the :class:`RPCAResult` from
+    the loop's output."""
     return loop.iteration(
         state,
         step,
         stop=(lambda s, d: d[stop] < tol) if use_tol else None,
-        diverged=lambda s, d: diverged(s[0], s[1], y_norm),
+        diverged=lambda s, d: diverged(s[0], s[1], y_norm, axis_name),
         invalid=invalid,
         result=result,
     )
-
-
-def run_layers(step, state, *, budget, y_norm, tol, use_tol, stop, differentiable, invalid):
-    """Run an RPCA solver's ``step`` (state starting with the factors L, R) by the loop driver:
-    until ``diag[stop] < tol`` within ``budget`` iterations when ``use_tol``, else exactly
-    ``budget``; divergence judged by :func:`diverged` on the factors, ``invalid`` giving INVALID
-    (the solvers pass :func:`lowrank_jax._checks.any_nan` of their hyperparameters, ``tol`` among
-    them: a traced value that broke its declared rule is NaN)."""
-
-    def blown_up(s, d):
-        return diverged(s[0], s[1], y_norm)
-
-    if use_tol:
-        return loop.run_until(
-            step,
-            state,
-            max_iter=budget,
-            stop=lambda s, d: d[stop] < tol,
-            diverged=blown_up,
-            differentiable=differentiable,
-            invalid=invalid,
-        )
-    return loop.run_fixed(step, state, budget, diverged=blown_up, invalid=invalid)
 
 
 def make_result(L, R, S, loop_result):

@@ -44,11 +44,7 @@ from lowrank_jax.rpca._common import (
 )
 
 
-@functools.partial(
-    jax.jit,
-    static_argnames=("rank", "max_iter", "inner_iters", "oversample", "power_iters", "stop"),
-)
-def _altproj(
+def _altproj_iteration(
     Y,
     threshold_scale,
     threshold_scale_init,
@@ -58,12 +54,11 @@ def _altproj(
     key,
     *,
     rank,
-    max_iter,
     inner_iters,
     oversample,
     power_iters,
     stop="residual",
-):
+) -> loop.Iteration:
     n1, n2 = Y.shape
     width = min(rank + 1 + oversample, n1, n2)
     y_norm = frob(Y)
@@ -115,19 +110,32 @@ def _altproj(
         ready = d["ready"] if stop == "change" else True
         return (s[0] == rank) & (d[stop] < tol) & ready
 
+    def result(out):
+        _, _, S, _, L, R = out.state
+        return make_result(L, R, S, out)
+
     # a traced β, β_0 or tol that broke its declared rule arrives as NaN: INVALID, not a NaN run
     invalid = _checks.any_nan(tol, threshold_scale, threshold_scale_init)
-    out = loop.run_until(
-        step,
+    return loop.iteration(
         state,
-        max_iter=max_iter,
+        step,
         stop=done,
-        invalid=invalid,
         diverged=lambda s, d: diverged(s[4], s[5], y_norm) | ~jnp.all(jnp.isfinite(s[2])),
+        invalid=invalid,
+        result=result,
     )
-    stage, t, S, _, L, R = out.state
+
+
+@functools.partial(
+    jax.jit,
+    static_argnames=("rank", "max_iter", "inner_iters", "oversample", "power_iters", "stop"),
+)
+def _altproj(Y, *args, max_iter, **static):
+    it = _altproj_iteration(Y, *args, **static)
+    out = loop.run(it, max_iter=max_iter)
+    stage, t = out.state[:2]
     # the rank X was formed at: the last iteration's stage (t = 0 when that iteration advanced it)
-    return make_result(L, R, S, out), stage - (t == 0)
+    return it.result(out), stage - (t == 0)
 
 
 def _below_full_rank(a) -> str:
@@ -165,14 +173,20 @@ def _stage_short_of(reached, n_iter, rank: int, max_iter: int) -> int | None:
     return stage if stage < rank and int(n_iter) == max_iter else None
 
 
-@full_precision
-@_checks.validate(
-    _BELOW_FULL_RANK,
+# What AltProj and its iteration accept (key last: its default is staged inside a caller's jit).
+_ARGS = dict(
     **declared("Y", "oversample", "power_iters", "rank", "X_star", "support"),
     threshold_scale=_checks.Hyper(**_SCALE, default=_default_threshold_scale),
     threshold_scale_init=_checks.Hyper(**_SCALE, default=lambda a: 4 * a["threshold_scale"]),
     tol=_checks.Tol(dtype_of="Y"),
     stop=STOP,
+)
+
+
+@full_precision
+@_checks.validate(
+    _BELOW_FULL_RANK,
+    **_ARGS,
     max_iter=_checks.Count(),
     inner_iters=_checks.Count(),
     throw=_checks.Flag(),
@@ -283,3 +297,84 @@ def altproj(
             f"{inner_iters} iterations; raise max_iter (or lower inner_iters)"
         )
     return out
+
+
+@full_precision
+@_checks.validate(_BELOW_FULL_RANK, **_ARGS, inner_iters=_checks.Count(), key=KEY)
+def altproj_iteration(
+    Y,
+    rank,
+    *,
+    threshold_scale=None,
+    threshold_scale_init=None,
+    tol=1e-6,
+    inner_iters=10,
+    X_star=None,
+    support=None,
+    key=None,
+    oversample=3,
+    power_iters=1,
+    stop="residual",
+) -> loop.Iteration:
+    """AltProj as an initial state and a step, to run, warm-start or stop as one wishes.
+
+    The iteration that :func:`altproj` runs (same arguments and equations): its state is
+    ``(stage, t, S, V, L, R)``, the stage k (the rank of the current projection), the iteration t
+    within it, the sparse estimate S, the right singular block that warm-starts the next SVD, and
+    the factors of the last iteration (X = L Rᵀ); its diagnostics are those of :func:`altproj`'s
+    history. The step reads no iteration index: a run resumed from a state goes on as the whole
+    run would. So
+
+        it = altproj_iteration(Y, r, ...)
+        it.result(loop.run(it, max_iter=m))   ==   altproj(Y, r, ..., max_iter=m, throw=False)
+
+    Args:
+      Y: (n1, n2) observation.
+      rank: target rank r, 1 ≤ r < min(n1, n2) (static).
+      threshold_scale: β, the threshold's constant (scalar, > 0; may be traced); default
+        1/(2 (n1 n2)^{1/4}).
+      threshold_scale_init: β_0 of the first threshold β_0 σ_1(Y) (scalar, > 0); default 4β.
+      tol: ``it.stop`` holds in the last stage once ``diag[stop] < tol`` (with ``stop="change"``
+        only once S holds an entry, the threshold has settled or the residual is below tol, as in
+        :func:`altproj`); default 1e-6. None: a rule never met, so a run takes its whole budget
+        unless it diverges.
+      inner_iters: the most iterations of each stage k < r (static, ≥ 1; default 10).
+      X_star: (n1, n2) ground truth, to record the error per iteration (default None).
+      support: boolean (n1, n2) mask of supp(S⋆), to record false positives (default None).
+      key: ``jax.random`` key or integer seed of the first randomized SVD (default key(0)).
+      oversample: sketch oversampling of each iteration's SVD (static, ≥ 0; default 3).
+      power_iters: power steps of each iteration's SVD (static, ≥ 0; default 1).
+      stop: what ``tol`` bounds, ``"residual"`` (default) or ``"change"``.
+
+    Returns:
+      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives an :class:`RPCAResult` (no
+      exception on failure: read its ``status``, or pass it to
+      :func:`lowrank_jax.result.finish`); ``state[0]`` of the run's final state is the stage
+      reached.
+
+    Example:
+        ```python
+        import jax
+        from lowrank_jax import datasets, loop, rpca
+
+        p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)
+        it = rpca.altproj_iteration(p.Y, 5, tol=1e-5, X_star=p.X)
+        out = loop.run(it, max_iter=500)
+        print(out.state[0], it.result(out).n_iter)     # 5 17: stages of rank 1, 2, …, 5
+        ```
+    """
+    _, tol = stopping(tol, Y.dtype)  # None: a rule never met (no residual is below 0)
+    return _altproj_iteration(
+        Y,
+        threshold_scale,
+        threshold_scale_init,
+        tol,
+        X_star,
+        support,
+        key,
+        rank=rank,
+        inner_iters=inner_iters,
+        oversample=oversample,
+        power_iters=power_iters,
+        stop=stop,
+    )

@@ -35,10 +35,10 @@ from lowrank_jax.rpca._common import (
     declared,
     diagnostics,
     frob,
+    layer_iteration,
     make_result,
     residual_stats,
     residual_step,
-    run_layers,
     spectral_init,
     stopping,
 )
@@ -122,18 +122,17 @@ def _first_threshold(a) -> str:
     )
 
 
-# LRPCA's layer schedule, for lrpca and lrpca_sharded alike: ζ (K+1,) and η (K,) in Y's dtype, the
-# FRMNN factors β, φ > 0 (both or neither), the tolerance and the number of layers. Values may be
-# traced: one that breaks its rule arrives as NaN and the run reports INVALID.
-SCHEDULE = {
+# LRPCA's layers, for lrpca, its iteration and lrpca_sharded alike: ζ (K+1,) and η (K,) in Y's
+# dtype, the FRMNN factors β, φ > 0 (both or neither) and the tolerance. Values may be traced: one
+# that breaks its rule arrives as NaN and the run reports INVALID.
+LAYERS = {
     "zeta": _checks.Hyper(ndim=1, dtype_of="Y"),
     "eta": _checks.Hyper(ndim=1, dtype_of="Y"),
     "beta": _checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="Y", optional=True),
     "phi": _checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="Y", optional=True),
     "tol": _checks.Tol(dtype_of="Y"),
-    "max_iter": _checks.Count(minimum=0, optional=True),
 }
-SCHEDULE_RULES = (
+LAYER_RULES = (
     _checks.Rule(
         lambda a: a["zeta"].shape[0] == a["eta"].shape[0] + 1,
         "zeta must have one more entry than eta (zeta[0] initialises): got "
@@ -158,6 +157,11 @@ SCHEDULE_RULES = (
         "FRMNN needs at least one learned layer (len(eta) >= 1)",
         uses=(),
     ),
+)
+# The layer schedule of a run: the layers and the number of them (max_iter), which a K-layer
+# schedule without FRMNN cannot exceed.
+SCHEDULE = {**LAYERS, "max_iter": _checks.Count(minimum=0, optional=True)}
+SCHEDULE_RULES = LAYER_RULES + (
     _checks.Rule(
         lambda a: a["beta"] is None or a["tol"] is not None or a["max_iter"] is not None,
         "FRMNN (beta, phi) needs tol or max_iter to know when to stop",
@@ -175,8 +179,9 @@ SCHEDULE_RULES = (
 
 
 def schedule(Y, zeta, eta, beta, phi, max_iter):
-    """LRPCA's layer schedule from its declared arguments (:data:`SCHEDULE`), for :func:`lrpca`
-    and :func:`~lowrank_jax.rpca.lrpca_sharded`.
+    """LRPCA's layer schedule from its declared arguments (:data:`SCHEDULE`), for :func:`lrpca`,
+    :func:`lrpca_iteration` (``max_iter`` None; the budget is the caller's) and
+    :func:`~lowrank_jax.rpca.lrpca_sharded`.
 
     A K-layer schedule runs ζ_0 (initialisation) and (ζ_k, η_k), k = 1..K; with the FRMNN factors
     (β, φ) it continues past layer K with ζ_k = φ^{k−K} ζ_K and η_k = β^{k−K} η_K (eq. 13).
@@ -207,6 +212,80 @@ def schedule(Y, zeta, eta, beta, phi, max_iter):
     return zeta, eta, beta, phi, frmnn, budget
 
 
+def _lrpca_iteration(
+    Y,
+    zeta,
+    eta,
+    beta,
+    phi,
+    tol,
+    X_star,
+    support,
+    key,
+    *,
+    rank,
+    frmnn,
+    use_tol,
+    svd,
+    oversample,
+    power_iters,
+    stop="residual",
+    axis_name=None,
+    rows=None,
+) -> loop.Iteration:
+    """LRPCA's iteration on a whole Y, or with ``axis_name`` on the rows of Y held by one device
+    inside ``shard_map`` (``rows`` of them in all; R replicated): the norms and the step's column
+    sums are then taken across the mesh axis, the initial SVD is the row-split randomized one and
+    only the residual is recorded (X_star and support None, stop "residual")."""
+    num_layers = eta.shape[0]
+    y_norm = frob(Y, axis_name)
+    y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
+    L0, R0 = spectral_init(
+        clip_symmetric(Y, zeta[0]),  # Y − S_0 = Y − S_{ζ_0}(Y) = clip(Y, −ζ_0, ζ_0)
+        rank,
+        svd=svd,
+        key=key,
+        oversample=oversample,
+        power_iters=power_iters,
+        axis_name=axis_name,
+        rows=rows,
+    )
+
+    track = stop == "change"
+
+    def step(k, state):
+        L, R, L_p, R_p, z_p = state
+        z, e = _layer_params(k, zeta, eta, beta, phi, num_layers, frmnn)
+        prev = (L_p, R_p, z_p) if track else None
+        L_new, R_new, stats = lrpca_step(Y, L, R, z, e, support, prev, axis_name)
+        diag = diagnostics(stats, y_norm, L_new, R_new, X_star, (L, R) if track else None)
+        return (L_new, R_new, L, R, z), diag
+
+    # A traced hyperparameter that broke its declared rule (ζ₀ ≤ 0 in a sweep over ζ's scale, which
+    # would return X = 0 with a residual of 0, the best point by that residual) arrives as NaN:
+    # INVALID instead.
+    invalid = _checks.any_nan(zeta, eta, beta, phi, tol)
+
+    def result(out):
+        L, R, L_prev, R_prev, z_last = out.state
+        S = soft_threshold(Y - L_prev @ R_prev.T, z_last)
+        return make_result(L, R, jnp.where(invalid, jnp.nan, S), out)
+
+    # The previous factors and threshold are carried so that S is rebuilt once at the end instead of
+    # being written every iteration; with no iteration they give S_0 = S_{ζ_0}(Y − 0).
+    return layer_iteration(
+        step,
+        (L0, R0, jnp.zeros_like(L0), jnp.zeros_like(R0), zeta[0]),
+        y_norm=y_norm,
+        tol=tol,
+        use_tol=use_tol,
+        stop=stop,
+        invalid=invalid,
+        result=result,
+        axis_name=axis_name,
+    )
+
+
 @functools.partial(
     jax.jit,
     static_argnames=(
@@ -221,77 +300,21 @@ def schedule(Y, zeta, eta, beta, phi, max_iter):
         "stop",
     ),
 )
-def _lrpca(
-    Y,
-    zeta,
-    eta,
-    beta,
-    phi,
-    tol,
-    X_star,
-    support,
-    key,
-    *,
-    rank,
-    budget,
-    frmnn,
-    use_tol,
-    differentiable,
-    svd,
-    oversample,
-    power_iters,
-    stop="residual",
-):
-    num_layers = eta.shape[0]
-    y_norm = frob(Y)
-    y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
-    L0, R0 = spectral_init(
-        clip_symmetric(Y, zeta[0]),  # Y − S_0 = Y − S_{ζ_0}(Y) = clip(Y, −ζ_0, ζ_0)
-        rank,
-        svd=svd,
-        key=key,
-        oversample=oversample,
-        power_iters=power_iters,
-    )
+def _lrpca(Y, *args, budget, differentiable, **static):
+    it = _lrpca_iteration(Y, *args, **static)
+    return it.result(loop.run(it, max_iter=budget, differentiable=differentiable))
 
-    track = stop == "change"
 
-    def step(k, state):
-        L, R, L_p, R_p, z_p = state
-        z, e = _layer_params(k, zeta, eta, beta, phi, num_layers, frmnn)
-        L_new, R_new, stats = lrpca_step(Y, L, R, z, e, support, (L_p, R_p, z_p) if track else None)
-        diag = diagnostics(stats, y_norm, L_new, R_new, X_star, (L, R) if track else None)
-        return (L_new, R_new, L, R, z), diag
-
-    # The previous factors and threshold are carried so that S is rebuilt once at the end instead of
-    # being written every iteration; with no iteration they give S_0 = S_{ζ_0}(Y − 0).
-    state = (L0, R0, jnp.zeros_like(L0), jnp.zeros_like(R0), zeta[0])
-    # A traced hyperparameter that broke its declared rule (ζ₀ ≤ 0 in a sweep over ζ's scale, which
-    # would return X = 0 with a residual of 0, the best point by that residual) arrives as NaN:
-    # INVALID instead.
-    invalid = _checks.any_nan(zeta, eta, beta, phi, tol)
-    out = run_layers(
-        step,
-        state,
-        budget=budget,
-        y_norm=y_norm,
-        tol=tol,
-        use_tol=use_tol,
-        stop=stop,
-        differentiable=differentiable,
-        invalid=invalid,
-    )
-    L, R, L_prev, R_prev, z_last = out.state
-    S = soft_threshold(Y - L_prev @ R_prev.T, z_last)
-    return make_result(L, R, jnp.where(invalid, jnp.nan, S), out)
+# What LRPCA and its iteration accept (key last, as everywhere: its default is staged inside a
+# caller's jit).
+_ARGS = dict(**COMMON, **LAYERS, stop=STOP)
 
 
 @full_precision
 @_checks.validate(
     *SCHEDULE_RULES,
-    **COMMON,
-    **SCHEDULE,
-    stop=STOP,
+    **_ARGS,
+    max_iter=SCHEDULE["max_iter"],
     differentiable=_checks.Flag(),
     throw=_checks.Flag(),
     key=KEY,
@@ -413,6 +436,95 @@ def lrpca(
         + (", or beta > 1 grows the FRMNN steps without bound" if frmnn else ""),
         invalid="LRPCA: zeta[0] must be > 0, zeta and eta >= 0, beta and phi > 0 and tol > 0 "
         "(the result is NaN)",
+    )
+
+
+@full_precision
+@_checks.validate(*LAYER_RULES, **_ARGS, key=KEY)
+def lrpca_iteration(
+    Y,
+    rank,
+    zeta,
+    eta,
+    *,
+    beta=None,
+    phi=None,
+    tol=None,
+    X_star=None,
+    support=None,
+    key=None,
+    svd="randomized",
+    oversample=10,
+    power_iters=4,
+    stop="residual",
+) -> loop.Iteration:
+    """LRPCA as an initial state and a step, to run, warm-start or stop as one wishes.
+
+    The iteration that :func:`lrpca` runs (same arguments and equations): its state is
+    ``(L, R, L_prev, R_prev, zeta_last)``, the factors after and before the last layer and that
+    layer's threshold (S = S_ζ(Y − L_prev R_prevᵀ) is formed only by ``result``); step k applies
+    layer k + 1, whose (ζ, η) it reads from the schedule by k, so a run resumed with ``start=k``
+    takes the layers it would have taken. Its diagnostics are those of :func:`lrpca`'s history. So
+
+        it = lrpca_iteration(Y, r, ζ, η, ...)
+        it.result(loop.run(it, max_iter=m))   ==   lrpca(Y, r, ζ, η, ..., max_iter=m, throw=False)
+
+    Without β, φ the schedule has K = len(eta) layers: run it for at most K steps.
+
+    Args:
+      Y: (n1, n2) observation.
+      rank: target rank r, 1 ≤ r ≤ min(n1, n2) (static).
+      zeta: (K+1,) thresholds; ``zeta[0] > 0`` initialises, ``zeta[k]`` is layer k's.
+      eta: (K,) step sizes of layers 1..K.
+      beta, phi: FRMNN factors (scalars > 0, eq. 13) continuing the schedule past layer K; both or
+        neither (default None).
+      tol: ``it.stop`` is ``diag[stop] < tol`` (> 0); default None: no stopping rule.
+      X_star: (n1, n2) ground truth, to record the error per layer (default None).
+      support: boolean (n1, n2) mask of supp(S⋆), to record false positives (default None).
+      key: ``jax.random`` key or integer seed of the randomized initial SVD (default key(0)).
+      svd: ``"randomized"`` (default) or ``"exact"``, the initial SVD.
+      oversample: the randomized SVD's oversampling (static, ≥ 0; default 10).
+      power_iters: the randomized SVD's power iterations (static, ≥ 0; default 4).
+      stop: what ``tol`` bounds, ``"residual"`` (default) or ``"change"``.
+
+    Returns:
+      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives an :class:`RPCAResult` (no
+      exception on failure: read its ``status``, or pass it to
+      :func:`lowrank_jax.result.finish`).
+
+    Example:
+        ```python
+        import jax, jax.numpy as jnp
+        from lowrank_jax import datasets, loop, rpca
+
+        p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)
+        zeta = rpca.oracle_thresholds(p.Y, 5, p.X, num_layers=10)
+        it = rpca.lrpca_iteration(p.Y, 5, zeta, jnp.full(10, 0.5), beta=1.0, phi=0.7, tol=1e-5)
+        learned = loop.run(it._replace(stop=None), max_iter=10)       # the ten learned layers
+        frmnn = it._replace(state=learned.state)
+        out = it.result(loop.run(frmnn, max_iter=100, start=10))      # then FRMNN, from layer 11
+        print(out.status, out.n_iter)                                 # 0 (CONVERGED) 19
+        ```
+    """
+    zeta, eta, beta, phi, frmnn, _ = schedule(Y, zeta, eta, beta, phi, None)
+    use_tol, tol = stopping(tol, Y.dtype)
+    return _lrpca_iteration(
+        Y,
+        zeta,
+        eta,
+        beta,
+        phi,
+        tol,
+        X_star,
+        support,
+        key,
+        rank=rank,
+        frmnn=frmnn,
+        use_tol=use_tol,
+        svd=svd,
+        oversample=oversample,
+        power_iters=power_iters,
+        stop=stop,
     )
 
 

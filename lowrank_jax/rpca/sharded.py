@@ -8,9 +8,11 @@ replicated. One layer (LRPCA eq. 7 + 9) is then
     L_i⁺ = L_i − η E_i R (RᵀR)⁻¹                                     (local)
     R⁺  = R − η (Σ_i E_iᵀ L_i)(Σ_i L_iᵀ L_i)⁻¹                       (psum of (n2, r) and (r, r))
 
-— the same :func:`lowrank_jax.rpca.lrpca_step` as the single-device solver, with its reductions
-named by the mesh axis. The spectral initialisation is :func:`lowrank_jax.linalg.randomized_svd`
-with ``axis_name`` (TSQR for the row-split orthonormalisations, ``psum`` for the column-side
+— the iteration of the single-device solver (:func:`lowrank_jax.rpca.lrpca_iteration`: its
+step :func:`lowrank_jax.rpca.lrpca_step`, its schedule and its residual), built on each device's
+rows with its reductions named by the mesh axis and run by :func:`lowrank_jax.loop.run` inside
+``shard_map``. The spectral initialisation is :func:`lowrank_jax.linalg.randomized_svd` with
+``axis_name`` (TSQR for the row-split orthonormalisations, ``psum`` for the column-side
 products). Nothing of size n1 × n2 crosses devices; per layer the traffic is O(n2 r + r²) per
 device.
 
@@ -26,6 +28,7 @@ thresholds come from full singular values.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -34,18 +37,11 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from lowrank_jax import _checks, linalg, loop
+from lowrank_jax import _checks, loop
 from lowrank_jax.precision import full_precision
-from lowrank_jax.prox import clip_symmetric, soft_threshold
 from lowrank_jax.result import finish
-from lowrank_jax.rpca._common import KEY, RPCAResult, declared, diverged, frob, stopping
-from lowrank_jax.rpca.learned import (
-    SCHEDULE,
-    SCHEDULE_RULES,
-    _layer_params,
-    lrpca_step,
-    schedule,
-)
+from lowrank_jax.rpca._common import KEY, RPCAResult, declared, stopping
+from lowrank_jax.rpca.learned import SCHEDULE, SCHEDULE_RULES, _lrpca_iteration, schedule
 
 AXIS = "rows"
 
@@ -173,7 +169,7 @@ def lrpca_sharded(
         Y = jnp.concatenate([Y, jnp.zeros((pad, n2), Y.dtype)])
     Y = jax.device_put(Y, NamedSharding(mesh, P(AXIS, None)))
     use_tol, tol = stopping(tol, Y.dtype)
-    L, R, S, history, last, count, status = _run(
+    out = _run(
         Y,
         zeta,
         eta,
@@ -191,17 +187,7 @@ def lrpca_sharded(
         power_iters=power_iters,
     )
     if pad:
-        L, S = L[:n1], S[:n1]
-    out = RPCAResult(
-        n_iter=count,
-        status=status,
-        history={"residual": history},
-        L=L,
-        R=R,
-        X=L @ R.T,
-        S=S,
-        residual=last,
-    )
+        out = dataclasses.replace(out, L=out.L[:n1], X=out.X[:n1], S=out.S[:n1])
     return finish(
         out,
         throw,
@@ -225,79 +211,36 @@ def lrpca_sharded(
         "power_iters",
     ),
 )
-def _run(
-    Y,
-    zeta,
-    eta,
-    beta,
-    phi,
-    tol,
-    key,
-    *,
-    mesh,
-    rank,
-    rows,
-    budget,
-    frmnn,
-    use_tol,
-    oversample,
-    power_iters,
-):
-    num_layers = eta.shape[0]
-
+def _run(Y, zeta, eta, beta, phi, tol, key, *, mesh, rows, budget, **static):
     def local(Y_i, zeta, eta, beta, phi, tol, key):
-        y_norm = jnp.sqrt(jax.lax.psum(jnp.sum(Y_i * Y_i), AXIS))
-        y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
-        svd = linalg.randomized_svd(
-            clip_symmetric(Y_i, zeta[0]),
-            rank,
+        it = _lrpca_iteration(
+            Y_i,
+            zeta,
+            eta,
+            beta,
+            phi,
+            tol,
+            None,
+            None,
             key,
+            svd="randomized",
             axis_name=AXIS,
             rows=rows,
-            oversample=oversample,
-            power_iters=power_iters,
+            **static,
         )
-        L0, R0 = linalg.balanced_factors(svd)
-
-        def step(k, state):
-            L, R, _, _, _ = state
-            z, e = _layer_params(k, zeta, eta, beta, phi, num_layers, frmnn)
-            L_new, R_new, stats = lrpca_step(Y_i, L, R, z, e, axis_name=AXIS)
-            return (L_new, R_new, L, R, z), jnp.sqrt(stats["sq"]) / y_norm
-
-        # (L, R, the previous L, R, ζ of the last layer): with no layer S = S_ζ₀(Y − X₋₁), X₋₁ = 0.
-        state = (L0, R0, jnp.zeros_like(L0), jnp.zeros_like(R0), zeta[0])
-        # a traced hyperparameter that broke its declared rule arrives as NaN: INVALID
-        invalid = _checks.any_nan(zeta, eta, beta, phi, tol)
-
-        def blown_up(s, _):
-            l_sq = jax.lax.psum(jnp.sum(jnp.square(s[0])), AXIS)
-            return diverged(jnp.sqrt(l_sq), frob(s[1]), y_norm)
-
-        if use_tol:
-            out = loop.run_until(
-                step,
-                state,
-                max_iter=budget,
-                stop=lambda s, res: res < tol,
-                diverged=blown_up,
-                invalid=invalid,
-            )
-        else:
-            out = loop.run_fixed(step, state, budget, diverged=blown_up, invalid=invalid)
-        L, R, L_prev, R_prev, z_last = out.state
-        S_i = jnp.where(invalid, jnp.nan, soft_threshold(Y_i - L_prev @ R_prev.T, z_last))
-        return L, R, S_i, out.history, out.final, out.n_iter, out.status
+        return it.result(loop.run(it, max_iter=budget))
 
     # check_vma=False: the panel loop builds its accumulators from unsharded zeros, which the
     # varying-axes check rejects; R, the residual and the Grams are replicated by construction
     # (psum).
-    rep = P()
+    rep, split = P(), P(AXIS, None)
     return jax.shard_map(
         local,
         mesh=mesh,
-        in_specs=(P(AXIS, None), rep, rep, rep, rep, rep, rep),
-        out_specs=(P(AXIS, None), rep, P(AXIS, None), rep, rep, rep, rep),
+        in_specs=(split, rep, rep, rep, rep, rep, rep),
+        out_specs=RPCAResult(
+            n_iter=rep, status=rep, history=rep, L=split, R=rep, X=split, S=split, residual=rep
+        ),
         check_vma=False,
     )(Y, zeta, eta, beta, phi, tol, key)
 
