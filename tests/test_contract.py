@@ -160,3 +160,9 @@ def test_the_iteration_is_the_solver_opened_up(case):
     three = loop.run(it._replace(stop=None), max_iter=3)
     for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(three.state), strict=True):
         np.testing.assert_allclose(a, b, rtol=case.rtol, atol=case.rtol * np.abs(b).max())
+
+
+def test_every_solver_is_exposed_as_steps():
+    """Each solver of the contract has its iteration in the zoo; row-sharded LRPCA runs LRPCA's
+    own iteration over a mesh (its per-device rows exist only inside the sharded program)."""
+    assert {c.name for c in CASES if c.iterate is None} == {"rpca.lrpca_sharded"}
