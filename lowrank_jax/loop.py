@@ -314,6 +314,8 @@ class Iteration(NamedTuple):
         (:func:`lowrank_jax._checks.any_nan`); the run then reports ``Status.INVALID``.
       result: ``result(loop_result) -> Result``, the solver's result (status, ``n_iter``, final
         diagnostics, history, solution fields) from what :func:`run` returns.
+      max_steps: the number of steps the method defines, or None (no bound): LRPCA without its
+        FRMNN extension has exactly K learned layers; :func:`run` refuses to go past it.
 
     Example:
         ```python
@@ -338,9 +340,12 @@ class Iteration(NamedTuple):
     diverged: Predicate | None
     invalid: Any
     result: Callable[[LoopResult], Any]
+    max_steps: int | None = None
 
 
-def iteration(state, step, *, stop=None, diverged=None, invalid=None, result) -> Iteration:
+def iteration(
+    state, step, *, stop=None, diverged=None, invalid=None, result, max_steps=None
+) -> Iteration:
     """An :class:`Iteration` whose ``step``, rules and ``result`` trace float32 matrix products at
     full precision (:func:`lowrank_jax.precision.full_precision`), as the solver that built it does:
     they are traced later, when the user runs them, outside the solver's own context.
@@ -352,6 +357,7 @@ def iteration(state, step, *, stop=None, diverged=None, invalid=None, result) ->
       diverged: the divergence rule, or None.
       invalid: a boolean scalar, or None (False).
       result: ``LoopResult -> Result``.
+      max_steps: the number of steps the method defines, or None (default: no bound).
 
     Returns:
       The :class:`Iteration`.
@@ -364,6 +370,7 @@ def iteration(state, step, *, stop=None, diverged=None, invalid=None, result) ->
         diverged=None if diverged is None else wrap(diverged),
         invalid=jnp.asarray(False) if invalid is None else invalid,
         result=wrap(result),
+        max_steps=max_steps,
     )
 
 
@@ -395,7 +402,18 @@ def run(
 
     Returns:
       The :class:`LoopResult`; ``it.result`` of it is the solver's result.
+
+    Raises:
+      ValueError: when ``start + max_iter`` passes the iteration's ``max_steps``.
     """
+    max_iter = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
+    if it.max_steps is not None and _checks.as_int(start) is not None:
+        if int(start) + max_iter > it.max_steps:
+            raise ValueError(
+                f"this iteration defines {it.max_steps} steps, and start + max_iter = "
+                f"{int(start)} + {max_iter} goes past them (LRPCA without beta and phi has one "
+                "step per learned layer: pass beta and phi to continue by FRMNN)"
+            )
     stop = it.stop if stop is None else stop
     if stop is None:
         return run_fixed(

@@ -166,3 +166,19 @@ def test_every_solver_is_exposed_as_steps():
     """Each solver of the contract has its iteration in the zoo; row-sharded LRPCA runs LRPCA's
     own iteration over a mesh (its per-device rows exist only inside the sharded program)."""
     assert {c.name for c in CASES if c.iterate is None} == {"rpca.lrpca_sharded"}
+
+
+def test_an_iteration_with_a_defined_number_of_steps_refuses_to_run_past_it():
+    """LRPCA without FRMNN has K learned layers: no step K + 1 that silently reuses layer K."""
+    from lowrank_jax import datasets, loop, rpca
+
+    p = datasets.rpca_problem(jax.random.key(0), 40, 40, rank=2, alpha=0.1)
+    zeta = rpca.oracle_thresholds(p.Y, 2, p.X, num_layers=4)
+    it = rpca.lrpca_iteration(p.Y, 2, zeta, jnp.full(4, 0.5), tol=None)
+    assert it.max_steps == 4
+    assert int(loop.run(it, max_iter=4).n_iter) == 4
+    first = loop.run(it, max_iter=2)
+    with pytest.raises(ValueError, match="defines 4 steps"):
+        loop.run(it._replace(state=first.state), max_iter=3, start=2)
+    frmnn = rpca.lrpca_iteration(p.Y, 2, zeta, jnp.full(4, 0.5), beta=1.0, phi=0.9, tol=None)
+    assert frmnn.max_steps is None and int(loop.run(frmnn, max_iter=6).n_iter) == 6

@@ -203,7 +203,7 @@ def stopping(tol, dtype):
 
 
 def layer_iteration(
-    step, state, *, y_norm, tol, use_tol, stop, invalid, result, axis_name=None
+    step, state, *, y_norm, tol, use_tol, stop, invalid, result, axis_name=None, max_steps=None
 ) -> loop.Iteration:
     """An RPCA solver's :class:`lowrank_jax.loop.Iteration` (state starting with the factors L, R):
     it stops once ``diag[stop] < tol`` when ``use_tol`` (else it has no stopping rule and runs its
@@ -211,7 +211,8 @@ def layer_iteration(
     axis ``axis_name`` when given), ``invalid`` gives INVALID (the solvers pass
     :func:`lowrank_jax._checks.any_nan` of their hyperparameters, ``tol`` among them: a traced
     value that broke its declared rule is NaN), and ``result`` reads the :class:`RPCAResult` from
-    the loop's output."""
+    the loop's output; ``max_steps`` bounds the steps where the method defines a number (LRPCA's
+    K learned layers)."""
     return loop.iteration(
         state,
         step,
@@ -219,6 +220,7 @@ def layer_iteration(
         diverged=lambda s, d: diverged(s[0], s[1], y_norm, axis_name),
         invalid=invalid,
         result=result,
+        max_steps=max_steps,
     )
 
 

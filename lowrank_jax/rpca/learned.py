@@ -283,6 +283,7 @@ def _lrpca_iteration(
         invalid=invalid,
         result=result,
         axis_name=axis_name,
+        max_steps=None if frmnn else num_layers,
     )
 
 
@@ -469,7 +470,8 @@ def lrpca_iteration(
         it = lrpca_iteration(Y, r, ζ, η, ...)
         it.result(loop.run(it, max_iter=m))   ==   lrpca(Y, r, ζ, η, ..., max_iter=m, throw=False)
 
-    Without β, φ the schedule has K = len(eta) layers: run it for at most K steps.
+    Without β, φ the schedule has K = len(eta) layers, and :func:`lowrank_jax.loop.run` refuses to
+    run it past them (``it.max_steps`` is K).
 
     Args:
       Y: (n1, n2) observation.
