@@ -445,16 +445,6 @@ def class_labels(
     return y_np.astype(np.int64)
 
 
-def as_tolerance(tol, dtype) -> jax.Array:
-    """A stopping tolerance as a positive scalar of ``dtype`` (checked as :func:`as_hyper` does), or
-    0 for None: no residual is below 0, so a solver given None runs its whole iteration budget."""
-    return (
-        jnp.zeros((), dtype)
-        if tol is None
-        else as_hyper(tol, "tol", ndim=0, positive=True, dtype=dtype)
-    )
-
-
 def check_same_shape(a, b, name_a: str, name_b: str) -> None:
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(
