@@ -46,14 +46,14 @@ def test_every_name_in_the_examples_is_defined_before_use(page):
         missing = []
         for stmt in tree.body:
             # names bound inside the statement for its own use: lambda arguments, comprehension
-            # targets
+            # and for-loop targets
             local = {
                 a.arg for n in ast.walk(stmt) if isinstance(n, ast.Lambda) for a in n.args.args
             }
             local |= {
                 t.id
                 for n in ast.walk(stmt)
-                if isinstance(n, ast.comprehension)
+                if isinstance(n, (ast.comprehension, ast.For))
                 for t in ast.walk(n.target)
                 if isinstance(t, ast.Name)
             }
