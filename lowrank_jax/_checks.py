@@ -151,12 +151,27 @@ def compute_dtype(dtype):
     return dtype
 
 
+def to_jax(x, dtype=None) -> jax.Array:
+    """``x`` as a JAX array, in ``dtype`` when given (JAX's canonical form of it: float64 is float32
+    unless 64-bit floats are on).
+
+    A NumPy array is converted on the host and placed with ``jax.device_put``, which compiles
+    nothing; ``jnp.asarray`` compiles a copy program for every new shape and dtype, so each first
+    call on a user's new shape paid for one per argument. Anything else (JAX arrays, tracers, Python
+    scalars and lists) goes through ``jnp.asarray``."""
+    if isinstance(x, np.ndarray):
+        target = x.dtype if dtype is None else np.dtype(dtype)
+        return jax.device_put(np.asarray(x, jax.dtypes.canonicalize_dtype(target)))
+    out = jnp.asarray(x)
+    return out if dtype is None or out.dtype == dtype else out.astype(dtype)
+
+
 def as_floating(x) -> jax.Array:
     """``x`` as a JAX array that thresholds and ranks apply to: integer and bool data in the default
     float (so that a real-valued threshold is not truncated to the integers), floating data, half
     precision included, as they are (elementwise work needs no LAPACK)."""
-    x = jnp.asarray(x)
-    return x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(compute_dtype(x.dtype))
+    dtype = x.dtype if hasattr(x, "dtype") else jnp.asarray(x).dtype
+    return to_jax(x, None if jnp.issubdtype(dtype, jnp.inexact) else compute_dtype(dtype))
 
 
 def eager_if_concrete(*xs):
@@ -204,7 +219,7 @@ def as_matrix(x, name: str, *, min_rows: int = 1) -> jax.Array:
         raise ValueError(f"{name} must be non-empty, got shape {tuple(x.shape)}")
     if compute_dtype(x.dtype) != x.dtype:
         with eager_if_concrete(x):
-            x = jnp.asarray(x, dtype=compute_dtype(x.dtype))
+            x = to_jax(x, compute_dtype(x.dtype))
     if is_concrete(x):
         # On the device for JAX arrays: no host copy, and a sharded (even multi-host) Y is reduced
         # where it lives. Eagerly even when called while tracing (a closed-over concrete Y).
@@ -220,7 +235,7 @@ def as_matrix(x, name: str, *, min_rows: int = 1) -> jax.Array:
         eager_if_concrete(x),
     ):  # an overflowing cast is refused by name below
         warnings.simplefilter("ignore", RuntimeWarning)
-        out = jnp.asarray(x)
+        out = to_jax(x)
     if (
         is_concrete(x)
         and not isinstance(x, jax.Array)
@@ -366,11 +381,9 @@ def as_hyper(
         eager_if_concrete(x),
     ):  # a value beyond the dtype's range is refused below
         warnings.simplefilter("ignore", RuntimeWarning)
-        arr = jnp.asarray(x)
-        if dtype is not None:
-            arr = arr.astype(dtype)
-        elif not jnp.issubdtype(arr.dtype, jnp.floating):
-            arr = arr.astype(jnp.result_type(float))
+        if dtype is None and not jnp.issubdtype(x.dtype, jnp.floating):
+            dtype = jnp.result_type(float)
+        arr = to_jax(x, dtype)
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {tuple(arr.shape)}")
     if length is not None and (arr.ndim == 0 or arr.shape[0] != length):
@@ -524,10 +537,9 @@ class Mask(Arg):
 
     def convert(self, value, name, args):
         with eager_if_concrete(value):
-            out = jnp.asarray(value)
+            out = to_jax(value if hasattr(value, "shape") else np.asarray(value), bool)
         check_same_shape(args[self.like], out, self.like, name)
-        with eager_if_concrete(out):
-            return out.astype(bool)
+        return out
 
 
 class Rank(Arg):
@@ -702,20 +714,56 @@ class Rule:
     failure raises ``ValueError(message.format(**args))``; otherwise the argument ``poison`` (a
     floating array) becomes NaN where the rule fails, so the run reports INVALID. A rule whose
     ``poison`` is None holds for concrete arguments only: where one is traced nothing is checked,
-    and the function's docstring says what such a value does."""
+    and the function's docstring says what such a value does.
 
-    def __init__(self, pred, message: str, *, uses: tuple[str, ...], poison: str | None = None):
+    ``compiled=True`` evaluates a concrete check as one compiled program (arrays and Python numbers
+    traced, strings, flags and None static) instead of operation by operation, each of which XLA
+    compiles on its own for every new shape: for rules that compute on the data (a loss, a norm).
+    A predicate that needs one of its numbers as a Python value runs operation by operation."""
+
+    def __init__(
+        self,
+        pred,
+        message: str,
+        *,
+        uses: tuple[str, ...],
+        poison: str | None = None,
+        compiled: bool = False,
+    ):
         self.pred, self.message, self.uses, self.poison = pred, message, uses, poison
+        self._program = jax.jit(self._holds_at, static_argnums=1) if compiled else None
+
+    def _holds_at(self, dynamic: dict, static: tuple) -> jax.Array:
+        return jnp.all(jnp.asarray(self.pred({**dict(static), **dynamic})))
+
+    def _holds(self, args: dict) -> bool:
+        with jax.ensure_compile_time_eval():
+            if self._program is not None:
+                dynamic = {k: v for k, v in args.items() if _traceable(v)}
+                static = tuple(sorted((k, v) for k, v in args.items() if k not in dynamic))
+                try:
+                    return bool(self._program(dynamic, static))
+                except (TypeError, jax.errors.ConcretizationTypeError):
+                    pass  # an unhashable option, or a number used as a shape
+
+            return bool(np.all(np.asarray(self.pred(args))))
 
     def apply(self, args: dict) -> None:
         leaves = jax.tree.leaves([args[u] for u in self.uses])
         if all(is_concrete(x) for x in leaves):
-            with jax.ensure_compile_time_eval():
-                holds = bool(np.all(np.asarray(self.pred(args))))
-            if not holds:
+            if not self._holds(args):
                 raise ValueError(self.message.format(**args))
         elif self.poison is not None:
             args[self.poison] = jnp.where(self.pred(args), args[self.poison], jnp.nan)
+
+
+def _traceable(value) -> bool:
+    """Whether a compiled rule takes ``value`` as a traced argument: arrays, pytrees of arrays (a
+    design, a data bundle) and Python numbers; not bools, strings or None (options)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return True
+    leaves = jax.tree.leaves(value)
+    return bool(leaves) and all(isinstance(x, (jax.Array, np.ndarray)) for x in leaves)
 
 
 def validate(*rules: Rule, **specs: Arg):

@@ -251,6 +251,7 @@ def finite_loss(x: str) -> _checks.Rule:
         ),
         uses=("A", "b", "w", x),
         poison=x,
+        compiled=True,
     )
 
 

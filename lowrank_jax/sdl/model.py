@@ -846,6 +846,7 @@ SAFE_STEP = _checks.Rule(
     ),
     _checks.Message(_bound_message),
     uses=("data", "xi", "lam", "lr"),
+    compiled=True,
 )
 LR = _checks.Hyper(ndim=0, low=0, low_open=True, dtype_of=_data_X, optional=True)
 
