@@ -170,8 +170,9 @@ def as_floating(x) -> jax.Array:
     """``x`` as a JAX array that thresholds and ranks apply to: integer and bool data in the default
     float (so that a real-valued threshold is not truncated to the integers), floating data, half
     precision included, as they are (elementwise work needs no LAPACK)."""
-    dtype = x.dtype if hasattr(x, "dtype") else jnp.asarray(x).dtype
-    return to_jax(x, None if jnp.issubdtype(dtype, jnp.inexact) else compute_dtype(dtype))
+    if not isinstance(x, np.ndarray):
+        x = jnp.asarray(x)
+    return to_jax(x, None if jnp.issubdtype(x.dtype, jnp.inexact) else compute_dtype(x.dtype))
 
 
 def eager_if_concrete(*xs):
@@ -743,9 +744,8 @@ class Rule:
                 static = tuple(sorted((k, v) for k, v in args.items() if k not in dynamic))
                 try:
                     return bool(self._program(dynamic, static))
-                except (TypeError, jax.errors.ConcretizationTypeError):
-                    pass  # an unhashable option, or a number used as a shape
-
+                except TypeError:  # an unhashable option, or a number used as a shape (JAX's
+                    pass  # ConcretizationTypeError): checked operation by operation below
             return bool(np.all(np.asarray(self.pred(args))))
 
     def apply(self, args: dict) -> None:
