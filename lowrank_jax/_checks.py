@@ -186,15 +186,17 @@ def eager_if_concrete(*xs):
 
 
 # The boundary checks' reductions, each one compiled program per input shape (op by op, every check
-# compiled two: isfinite, then all), so a solver's first call compiles fewer programs.
+# compiled two: isfinite, then all), so a solver's first call compiles fewer programs. A matrix's
+# finiteness and its scale come from the one program, ``_summary``.
 @jax.jit
 def _all_finite(leaves) -> jax.Array:
     return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
 
 
 @jax.jit
-def _max_abs(x) -> jax.Array:
-    return jnp.max(jnp.abs(x))
+def _summary(x) -> tuple[jax.Array, jax.Array]:
+    """(all entries finite, max |x|) of an array."""
+    return jnp.all(jnp.isfinite(x)), jnp.max(jnp.abs(x), initial=0)
 
 
 def as_matrix(x, name: str, *, min_rows: int = 1) -> jax.Array:
@@ -226,7 +228,7 @@ def as_matrix(x, name: str, *, min_rows: int = 1) -> jax.Array:
         # where it lives. Eagerly even when called while tracing (a closed-over concrete Y).
         if isinstance(x, jax.Array):
             with jax.ensure_compile_time_eval():
-                finite = bool(_all_finite([x]))
+                finite = bool(_summary(x)[0])
         else:
             finite = bool(np.all(np.isfinite(x)))
         if not finite:
@@ -264,7 +266,7 @@ def check_scale(x, name: str) -> None:
         return
     if isinstance(x, jax.Array):
         with jax.ensure_compile_time_eval():
-            m = float(_max_abs(x))
+            m = float(_summary(x)[1])
     else:
         m = float(np.max(np.abs(x)))
     if m == 0.0:
@@ -766,17 +768,71 @@ def _traceable(value) -> bool:
     return bool(leaves) and all(isinstance(x, (jax.Array, np.ndarray)) for x in leaves)
 
 
+# Arguments whose declaration makes them static in a compiled call: they set shapes or choose code.
+_STATIC_SPECS = (Rank, Count, Choice, Flag)
+
+
+def _static_and_dynamic(values: dict, specs: dict):
+    """Split checked arguments for a compiled call: arrays, pytrees of arrays and Python floats
+    traced (so new values never recompile); Python integers (sizes, counts), the declared static
+    kinds and everything else (strings, flags, None, functions) static. None when a static value
+    cannot be hashed (an array inside a container of other things): the call then runs operation
+    by operation."""
+    dynamic, static = {}, []
+    for name, value in values.items():
+        if (
+            not isinstance(specs.get(name), _STATIC_SPECS)
+            and not isinstance(value, int)
+            and _traceable(value)
+        ):
+            dynamic[name] = value
+        else:
+            static.append((name, value))
+    try:
+        hash(tuple(static))
+    except TypeError:
+        return None
+    return dynamic, tuple(static)
+
+
+def compiled(fn):
+    """Mark a function whose :func:`validate` boundary runs its body as one ``jax.jit`` program
+    (inside a caller's trace it is traced like any other function), placed below ``validate``:
+
+        @_checks.validate(model=MODEL)
+        @_checks.compiled
+        def gradients(theta, aux_coef, data, xi, lam, model): ...
+
+    Arrays, pytrees of arrays and Python floats are traced; Python integers, the static kinds of
+    spec (:class:`Rank`, :class:`Count`, :class:`Choice`, :class:`Flag`) and every other value
+    (strings, None, functions) are static. Called outside ``jit``, the body then costs one
+    compilation per new shape or option instead of one per operation (XLA compiles every
+    operation run eagerly as a program of its own). For bodies that compute only: no Python branch
+    on an array's or a number's value, no warning, no raise."""
+    fn.__compiled_body__ = True
+    return fn
+
+
 def validate(*rules: Rule, **specs: Arg):
     """Decorator: convert and check the named arguments of a public function by their declared
     ``specs`` (in order, so a spec may refer to an argument declared before it), then check the
     ``rules``, then call the function with the converted values. Undeclared arguments pass as
-    given. The declaration is kept as ``fn.__signature_specs__`` for documentation and tests."""
+    given. The declaration is kept as ``fn.__signature_specs__`` for documentation and tests.
+    A function marked :func:`compiled` runs its body as one ``jax.jit`` program."""
 
     def decorate(fn):
         sig = inspect.signature(fn)
         unknown = [n for n in specs if n not in sig.parameters]
         if unknown:
             raise TypeError(f"{fn.__qualname__}: unknown arguments declared: {unknown}")
+        program = None
+        if getattr(fn, "__compiled_body__", False):
+            kinds = {p.kind for p in sig.parameters.values()}
+            if kinds - {inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY}:
+                raise TypeError(f"{fn.__qualname__}: a compiled body takes named arguments only")
+            program = jax.jit(
+                lambda dynamic, static: fn(**dynamic, **dict(static)), static_argnums=1
+            )
 
         @functools.wraps(fn)
         def wrapped(*args, **kwargs):
@@ -794,6 +850,9 @@ def validate(*rules: Rule, **specs: Arg):
                 values[name] = spec.check(values[name], name, values)
             for rule in rules:
                 rule.apply(values)
+            split = None if program is None else _static_and_dynamic(values, specs)
+            if split is not None:
+                return program(*split)
             return fn(*bound.args, **bound.kwargs)
 
         wrapped.__signature_specs__ = specs  # type: ignore[attr-defined]

@@ -15,6 +15,7 @@ and solve and a state that keeps both; ``regression.newton_solve`` is built on i
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -355,9 +356,14 @@ def newton_direction(H, g, damping=0.0, *, size=None):
     # float32, which lost digits under x64; half precision in float32 (no LAPACK routine takes it).
     dtype = _checks.compute_dtype(jnp.result_type(H, g))
     damping = _checks.as_hyper(damping, "damping", ndim=0, dtype=dtype)
-    d = H.shape[0]
-    Hd = H.astype(dtype) + damping * jnp.eye(d, dtype=dtype)
-    return _direction(Hd, g.astype(dtype), jnp.asarray(d if size is None else size, dtype))
+    return _damped_direction(H, g, damping, H.shape[0] if size is None else size, dtype)
+
+
+@functools.partial(jax.jit, static_argnames="dtype")
+def _damped_direction(H, g, damping, size, dtype):
+    """:func:`newton_direction` of checked arguments, as one program."""
+    Hd = H.astype(dtype) + damping * jnp.eye(H.shape[0], dtype=dtype)
+    return _direction(Hd, g.astype(dtype), jnp.asarray(size, dtype))
 
 
 def _solve_branches(Hd, g, size):

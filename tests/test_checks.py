@@ -934,3 +934,87 @@ def test_when_concrete_runs_on_values_and_skips_tracers():
     # a concrete value closed over inside a caller's jit is still evaluated, eagerly
     jax.jit(lambda v: v + (_checks.when_concrete(count, x) or 0))(x)
     assert seen == [2, 2]
+
+
+class _Lowerings:
+    """Counts the programs JAX lowers (each is then compiled or read from the on-disk cache)."""
+
+    def __enter__(self):
+        self.n = 0
+        from jax import monitoring
+
+        def listen(event, duration, **kwargs):
+            self.n += event == "/jax/core/compile/jaxpr_to_mlir_module_duration"
+
+        self._listen = listen
+        monitoring.register_event_duration_secs_listener(listen)
+        return self
+
+    def __exit__(self, *exc):
+        from jax import monitoring
+
+        monitoring.unregister_event_duration_listener(self._listen)
+
+
+@_checks.validate(X=_checks.Matrix(), how=_checks.Choice("sum", "max"))
+@_checks.compiled
+def _reduce(X, scale, how="sum", axis=0, offset=1.0):
+    Y = scale * jnp.abs(X) + jnp.asarray(offset)
+    return jnp.sum(Y, axis) if how == "sum" else jnp.max(Y, axis)
+
+
+def test_a_compiled_body_is_one_program_traced_in_its_numbers_static_in_its_options():
+    """A validated function marked ``compiled`` runs its body as one jit program (not one per
+    operation); new array values and Python floats reuse it, a new option (a Choice, an integer)
+    compiles once more, a value it cannot hash (a list) runs operation by operation, and the answer
+    is the same in each case, under grad too."""
+    rng = np.random.default_rng(0)
+    X1, X2 = rng.standard_normal((2, 23, 7))
+
+    def ref(X, s, how="sum", axis=0, offset=1.0):
+        return getattr(np, how)(s * np.abs(X) + np.asarray(offset), axis)
+
+    with _Lowerings() as count:
+        np.testing.assert_allclose(_reduce(X1, 2.0), ref(X1, 2.0), rtol=1e-5)
+    assert count.n <= 2  # the body, and the boundary's finiteness check of X
+    with _Lowerings() as count:
+        np.testing.assert_allclose(
+            _reduce(X2, 0.5, offset=3.0), ref(X2, 0.5, offset=3.0), rtol=1e-5
+        )
+    assert count.n == 0
+    with _Lowerings() as count:
+        np.testing.assert_allclose(_reduce(X2, 0.5, "max"), ref(X2, 0.5, "max"), rtol=1e-5)
+        np.testing.assert_allclose(_reduce(X2, 0.5, axis=1), ref(X2, 0.5, axis=1), rtol=1e-5)
+    assert count.n == 2
+    offset = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]  # a list: not hashable, not an array
+    np.testing.assert_allclose(
+        _reduce(X1, 2.0, offset=offset), ref(X1, 2.0, offset=offset), rtol=1e-5
+    )
+    slope = jax.grad(lambda s: jnp.sum(_reduce(X1, s)))(1.0)
+    np.testing.assert_allclose(slope, np.sum(np.abs(X1)), rtol=1e-5)
+
+
+def test_public_functions_called_eagerly_compile_a_few_programs_not_one_per_operation():
+    """The closed forms of the families, called outside jit on a new shape, compile their body as
+    one program (plus the boundary's checks), and nothing for new values of the same shape."""
+    from lowrank_jax import pathnorm, regression, sdl
+
+    A = jax.random.normal(jax.random.key(0), (37, 5))
+    b, x = jnp.full(37, 1 / 37), jnp.zeros(5)
+    W_in, W_out = jax.random.normal(jax.random.key(1), (13, 7)), jnp.ones((3, 13))
+    data = sdl.model.prepare(np.asarray(A), np.arange(37) % 3)
+    theta = jnp.zeros(sdl.model.theta_shape("H", 5, 37, 2))
+    gamma = jnp.zeros((data.X_aux.shape[0], data.kappa))
+    calls = {
+        "regression.hessian": lambda s: regression.hessian(x, A, b, s, "cosh"),
+        "regression.gradient": lambda s: regression.gradient(x, A, b, s, "sinh"),
+        "pathnorm.path_norm_prox": lambda s: pathnorm.path_norm_prox(W_in, W_out, s),
+        "sdl.model.gradients": lambda s: sdl.model.gradients(theta, gamma, data, s, 0.1, "H"),
+    }
+    for name, call in calls.items():
+        with _Lowerings() as count:
+            call(0.5)
+        assert count.n <= 3, name
+        with _Lowerings() as count:
+            call(0.25)
+        assert count.n == 0, name

@@ -135,6 +135,7 @@ def smooth_abs_grad(t, loss: str, eps):
 
 
 @_checks.validate(order=_checks.Choice(*ORDERS))
+@_checks.compiled
 def half_vec(Sigma, order: str = "triu"):
     """h(Σ), the half-vectorisation of Σ: the network's fixed input (eq. 8).
 

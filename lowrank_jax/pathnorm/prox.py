@@ -309,6 +309,7 @@ def _check_pair(W_in, W_out, strength):
     W_out=_checks.Convert(_weights_out),
     strength=_checks.Convert(_pair_strength),
 )
+@_checks.compiled
 def path_norm_prox(W_in, W_out, strength):
     """The exact global proximal map of λ times the 1-path-norm of a shallow network.
 
@@ -361,6 +362,7 @@ def path_norm_prox(W_in, W_out, strength):
     return _finish_prox(lam, W_in, W_out, w, v.T)
 
 
+@jax.jit
 def _finish_prox(lam, W_in, W_out, W_in_new, W_out_new):
     """(W_in⁺, W_out⁺): the input itself at λ = 0, NaN everywhere if λ is NaN and NaN across a unit
     whose weights are not all finite.
@@ -382,6 +384,7 @@ def _finish_prox(lam, W_in, W_out, W_in_new, W_out_new):
 
 
 @_checks.validate(W_in=_checks.Convert(_array), W_out=_checks.Convert(_layouts))
+@_checks.compiled
 def path_norm(W_in, W_out) -> jax.Array:
     """The 1-path-norm of a shallow network, in O(hidden · (inputs + outputs)).
 
@@ -407,6 +410,7 @@ def path_norm(W_in, W_out) -> jax.Array:
     W_out_bar=_like("W_out"),
     strength=_checks.Convert(_pair_strength),
 )
+@_checks.compiled
 def path_norm_objective(W_in, W_out, W_in_bar, W_out_bar, strength) -> jax.Array:
     """The objective that :func:`path_norm_prox` minimises, at (W_in, W_out).
 
@@ -436,6 +440,7 @@ def path_norm_objective(W_in, W_out, W_in_bar, W_out_bar, strength) -> jax.Array
     W=_checks.Matrix(),
     radius=_checks.Hyper(ndim=0, dtype_of="W", allow_inf=True),  # inf: W itself
 )
+@_checks.compiled
 def project_l1_ball_rows(W, radius):
     """The Euclidean projection of every row of W onto the ℓ1 ball {u : ‖u‖₁ ≤ radius}.
 

@@ -373,6 +373,7 @@ def _hessian_at(p: Parts, A, b, w):
 
 
 @_checks.validate(*_PROBLEM_RULES, **_PROBLEM)
+@_checks.compiled
 def loss(x, A, b, w, kind: str = "exp"):
     """The rescaled hyperbolic regression loss at x.
 
@@ -395,6 +396,7 @@ def loss(x, A, b, w, kind: str = "exp"):
 
 
 @_checks.validate(*_PROBLEM_RULES, **_PROBLEM)
+@_checks.compiled
 def gradient(x, A, b, w, kind: str = "exp"):
     """The closed-form gradient of the loss at x.
 
@@ -416,6 +418,7 @@ def gradient(x, A, b, w, kind: str = "exp"):
 
 
 @_checks.validate(*_PROBLEM_RULES, **_PROBLEM)
+@_checks.compiled
 def hessian(x, A, b, w, kind: str = "exp"):
     """The closed-form Hessian of the loss at x, assembled in O(n d²) without n × n matrices.
 
@@ -451,6 +454,7 @@ def hessian(x, A, b, w, kind: str = "exp"):
 
 
 @_checks.validate(*_PROBLEM_RULES, **_PROBLEM)
+@_checks.compiled
 def diagonal_curvature(x, A, b, w, kind: str = "exp"):
     """The diagonal curvature D = B_diag + W² of Algorithm 1, line 5, at x.
 
@@ -601,6 +605,7 @@ def weight_rule(R0, l, sigma, *, part: int = 1):
 
 
 @_checks.validate(*_PROBLEM_RULES, full_column_rank("psd_certificate"), **_PROBLEM)
+@_checks.compiled
 def psd_certificate(x, A, b, w, kind: str = "exp"):
     """The smallest eigenvalue λ_min(∇²L(x)) of the Hessian, 0 where it is within rounding of 0.
 
@@ -676,6 +681,7 @@ def _relative_spectrum(H_approx, H):
 
 
 @_checks.validate(*_SPECTRUM_RULES, **_SPECTRUM)
+@_checks.compiled
 def approximation_error(H_approx, H):
     """The ε₀ of Def. 6.2: the least ε₀ with (1 − ε₀) H ⪯ H̃ ⪯ (1 + ε₀) H.
 

@@ -32,6 +32,7 @@ _ROW_WEIGHTS = _checks.Hyper(ndim=1, length=("A", 0), dtype_of="A", optional=Tru
 
 @full_precision
 @_checks.validate(A=design.DESIGN, row_weights=_ROW_WEIGHTS)
+@_checks.compiled
 def leverage_scores(A, row_weights=None):
     """Exact leverage scores of X = diag(√row_weights) A, in O(n d²).
 
@@ -80,6 +81,7 @@ def _sketch_rows(value, name: str, args: dict) -> int:
     sketch_rows=_checks.Convert(_sketch_rows),
     jl_cols=_checks.Count(optional=True),
 )
+@_checks.compiled
 def approx_leverage_scores(
     key, A, row_weights=None, *, sketch_rows: int | None = None, jl_cols: int | None = None
 ):
@@ -197,6 +199,7 @@ def _active(value, name: str, args: dict):
     scores=_checks.Hyper(ndim=1),
     active=_checks.Convert(_active, optional=True),
 )
+@_checks.compiled
 def sample_rows(key, scores, m: int, active=None):
     """m row indices drawn i.i.d. with p ∝ scores, and their unbiased weights 1/(m p_i).
 
@@ -239,6 +242,7 @@ def sample_rows(key, scores, m: int, active=None):
     # one per row: JAX's gather clamps an index past the end, so a longer array sampled row n−1
     scores=_checks.Hyper(ndim=1, length=("A", 0), dtype_of="A", optional=True),
 )
+@_checks.compiled
 def sampled_gram(key, A, D, m: int, *, method: str = "approx", scores=None, active=None):
     """The sampled Gram matrix Aᵀ D̃ A of leverage-score row sampling of diag(√D) A, in O(m d²).
 

@@ -141,6 +141,7 @@ def one_hot(y, kappa: int, dtype=jnp.float32) -> jax.Array:
     return _one_hot(y, kappa, dtype)
 
 
+@functools.partial(jax.jit, static_argnames=("kappa", "dtype"))
 def _one_hot(y, kappa: int, dtype) -> jax.Array:
     return (jnp.asarray(y)[None, :] == jnp.arange(1, kappa + 1)[:, None]).astype(dtype)
 
@@ -201,8 +202,9 @@ DATA = {
 }
 
 
+@functools.partial(jax.jit, static_argnames=("intercept", "num_classes"))
 def bundle(X, y, X_aux, intercept: bool, num_classes) -> SDLData:
-    """:class:`SDLData` of arguments checked as :data:`DATA` declares them.
+    """:class:`SDLData` of arguments checked as :data:`DATA` declares them (one compiled program).
 
     Args:
       X: (n, p) data, samples in rows.
@@ -360,6 +362,7 @@ def activations(theta, aux_coef, X, X_aux, model: str, kappa: int):
     return lin + aux_coef.T @ X_aux
 
 
+@jax.jit
 def log_partition(a):
     """log(1 + Σ_c e^{a_c}) per column, computed stably (a log-sum-exp with a zero row).
 
@@ -373,6 +376,7 @@ def log_partition(a):
     return jax.nn.logsumexp(jnp.concatenate([zero, a]), axis=0)
 
 
+@jax.jit
 def nll(a, Y):
     """The multinomial negative log-likelihood Σ_s ℓ(y_s, a_s) = Σ_s log(1 + Σ_c e^{a_cs}) −
     ⟨Y_s, a_s⟩ (eq. 90).
@@ -387,6 +391,7 @@ def nll(a, Y):
     return jnp.sum(log_partition(a)) - jnp.sum(Y * a)
 
 
+@jax.jit
 def class_probs(a):
     """Class probabilities P[c, s] = e^{a_cs}/(1 + Σ_j e^{a_js}), with a_0 ≡ 0.
 
@@ -401,6 +406,7 @@ def class_probs(a):
 
 
 @_checks.validate(model=MODEL)
+@_checks.compiled
 def objective(theta, aux_coef, data: SDLData, xi, lam, model: str):
     """The lifted objective of eq. (9) (SDL-H) or (10) (SDL-W),
 
@@ -429,6 +435,7 @@ def objective(theta, aux_coef, data: SDLData, xi, lam, model: str):
 
 
 @_checks.validate(model=MODEL)
+@_checks.compiled
 def value_and_gradients(theta, aux_coef, data: SDLData, xi, lam, model: str, XT=None):
     """F and its closed-form gradients (module docstring), sharing the activations and X − B.
 
@@ -482,6 +489,7 @@ def label_terms(lin, aux_coef, data: SDLData, lam):
 
 
 @_checks.validate(model=MODEL)
+@_checks.compiled
 def gradients(theta, aux_coef, data: SDLData, xi, lam, model: str):
     """The closed-form gradients of the F of :func:`objective` (module docstring; eqs. 100 and 107,
     which eq. 11 of the paper prints with the two models' labels swapped).
@@ -546,6 +554,7 @@ def _factors(theta, *, rank: int, model: str, kappa: int) -> Factors:
 
 
 @_checks.validate(model=MODEL)
+@_checks.compiled
 def lift(f: Factors, model: str) -> jax.Array:
     """θ from factors: [βᵀH ∥ WH] (SDL-H) or [Wβ, WH] (SDL-W), the inverse of :func:`factors`.
 
@@ -561,6 +570,7 @@ def lift(f: Factors, model: str) -> jax.Array:
 
 
 @_checks.validate(model=MODEL)
+@_checks.compiled
 def step_bound(data: SDLData, xi, lam, model: str):
     """A safe fixed step size 1/L̄ for the gradient step on F (LPGD's default ``lr``): L̄ bounds
     the Hessian of F,
