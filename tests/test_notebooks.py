@@ -14,13 +14,29 @@ NOTEBOOKS = sorted(
 )
 
 
+# Smaller sizes for the test run, in papermill's convention: a cell setting these names is run right
+# after the notebook's cell tagged "parameters" (the notebook itself keeps the paper's sizes, which
+# cost most of its time here and test no more code).
+PARAMETERS = {"rpca": "n = 300"}
+
+
+def with_parameters(book, name):
+    """``book`` with ``PARAMETERS[name]`` run after its parameters cell (there must be one)."""
+    if name not in PARAMETERS:
+        return book
+    tagged = [i for i, c in enumerate(book.cells) if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, f"{name}.ipynb needs one cell tagged 'parameters'"
+    book.cells.insert(tagged[0] + 1, nbformat.v4.new_code_cell(PARAMETERS[name]))
+    return book
+
+
 def test_one_notebook_per_family():
     assert {p.stem for p in NOTEBOOKS} >= {"rpca", "regression", "pathnorm", "sdl", "covariance"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path):
-    book = nbformat.read(path, as_version=4)
+    book = with_parameters(nbformat.read(path, as_version=4), path.stem)
     t0 = time.perf_counter()
     nbclient.NotebookClient(
         book, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
