@@ -4,7 +4,7 @@ n = 1000, r = 5, α = 0.1, float32; mean over 10 test instances.
 - FNN: the shipped K = 10 model, its 10 layers only.
 - FRMNN: the same model continued by (β, φ) (eq. 13) for 40 iterations in all.
 - Pure RNN: tied parameters from the first iteration on. With K = 0 the continuation has no base
-  (η_0 does not exist; project note §11.7), so the RNN here is the smallest FRMNN: ζ_0 and one
+  (no learned step η_0 to continue from), so the RNN here is the smallest FRMNN: ζ_0 and one
   learned layer (ζ_1, η_1), then η_k = β^{k−1} η_1, ζ_k = φ^{k−1} ζ_1 with (β, φ) from the same
   grid search (K̄ = 15). Trained with the same recipe (cached in results/rpca/models/).
 

@@ -106,7 +106,7 @@ def path_norm_prox_mfb(W_in, W_out, strength):
     recording each boundary pair) and Algorithm 3 (keep the best recorded candidate, evaluated with
     explicit vectors). O(m + p) candidates per unit after an argsort; ``vmap``-ed over units.
 
-    Conventions the paper leaves open (project note §3.4): no entry to check when s_v = 0 or
+    Conventions the paper leaves open: no entry to check when s_v = 0 or
     s_w = 0; feasible means ≥ 0 and s_v s_w < λ⁻² strictly. Entries of the recorded candidates that
     are 0 up to rounding are returned as exact zeros (as ``path_norm_prox`` does).
     """
