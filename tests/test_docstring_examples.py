@@ -34,14 +34,15 @@ REQUIRED = [
 
 def _public_objects():
     """(dotted name, object) of every public function and class in the package's modules, once
-    each."""
+    each; a function wrapped by ``jax.jit`` (or any wrapper that sets ``__wrapped__``) counts."""
     seen, out = set(), []
     for info in pkgutil.walk_packages(lowrank_jax.__path__, "lowrank_jax."):
         if any(part.startswith("_") for part in info.name.split(".")):
             continue
         module = importlib.import_module(info.name)
         for name, obj in vars(module).items():
-            if name.startswith("_") or not (inspect.isfunction(obj) or inspect.isclass(obj)):
+            function = inspect.isfunction(inspect.unwrap(obj)) if callable(obj) else False
+            if name.startswith("_") or not (function or inspect.isclass(obj)):
                 continue
             if getattr(obj, "__module__", "") != info.name or id(obj) in seen:
                 continue
