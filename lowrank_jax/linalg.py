@@ -899,6 +899,7 @@ _projected_factors.defvjp(_projected_factors_fwd, _projected_factors_bwd)
 SMALL_SPD = 16
 
 
+@jax.jit
 def small_spd_inverse(G: jax.Array) -> jax.Array:
     """G⁻¹ of a small symmetric positive definite G by an unrolled Cholesky factorisation.
 
@@ -928,6 +929,7 @@ def small_spd_inverse(G: jax.Array) -> jax.Array:
     return X.T @ X
 
 
+@functools.partial(jax.jit, static_argnames="right")
 def spd_solve(G: jax.Array, B: jax.Array, *, right: bool = False) -> jax.Array:
     """Solve with a small symmetric positive (semi-)definite Gram matrix ``G``.
 
@@ -962,6 +964,7 @@ def spd_solve(G: jax.Array, B: jax.Array, *, right: bool = False) -> jax.Array:
     return jax.scipy.linalg.cho_solve(chol, B)
 
 
+@jax.jit
 def frob(X) -> jax.Array:
     """‖X‖_F, computed at unit scale so that squaring neither underflows nor overflows.
 
@@ -984,6 +987,7 @@ def frob(X) -> jax.Array:
     return jnp.where(jnp.isfinite(m), jnp.where(ss > 0, norm, 0.0), m)
 
 
+@jax.jit
 def relative_error(X, X0) -> jax.Array:
     """‖X − X₀‖_F / ‖X₀‖_F, the relative error of ``X`` against the reference ``X0``.
 
