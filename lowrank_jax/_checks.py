@@ -158,12 +158,17 @@ def to_jax(x, dtype=None) -> jax.Array:
     A NumPy array is converted on the host and placed with ``jax.device_put``, which compiles
     nothing; ``jnp.asarray`` compiles a copy program for every new shape and dtype, so each first
     call on a user's new shape paid for one per argument. Anything else (JAX arrays, tracers, Python
-    scalars and lists) goes through ``jnp.asarray``."""
+    scalars and lists) goes through ``jnp.asarray``.
+
+    The result is never weakly typed: ``jnp.full(k, 0.5)`` and ``np.full(k, 0.5, np.float32)`` give
+    the same array type, so a jitted solver does not compile once more for one of them."""
     if isinstance(x, np.ndarray):
         target = x.dtype if dtype is None else np.dtype(dtype)
         return jax.device_put(np.asarray(x, jax.dtypes.canonicalize_dtype(target)))
     out = jnp.asarray(x)
-    return out if dtype is None or out.dtype == dtype else out.astype(dtype)
+    target = out.dtype if dtype is None else jax.dtypes.canonicalize_dtype(dtype)
+    weak = getattr(getattr(out, "aval", out), "weak_type", False)
+    return out if out.dtype == target and not weak else jnp.asarray(out, dtype=target)
 
 
 def as_floating(x) -> jax.Array:
@@ -342,12 +347,21 @@ def check_flag(value, name: str) -> bool:
     return bool(value)
 
 
+# The largest count, size or iteration budget: JAX indexes and counts iterations in int32.
+INT32_MAX = 2**31 - 1
+
+
 def check_positive_int(value, name: str, *, allow_none: bool = False, minimum: int = 1):
     if value is None and allow_none:
         return None
     as_integer = as_int(value)
     if as_integer is None or as_integer < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if as_integer > INT32_MAX:
+        raise ValueError(
+            f"{name} = {as_integer} is past {INT32_MAX} (2**31 - 1), the largest count JAX's int32 "
+            "indices and iteration counters hold"
+        )
     return as_integer
 
 
@@ -427,8 +441,9 @@ def class_labels(
     Needs concrete labels (they decide the number of classes)."""
     if isinstance(y, jax.core.Tracer):
         raise ValueError(
-            "labels must be concrete (they fix the number of classes); pass them as an argument "
-            "outside jit/vmap"
+            "labels must be concrete (they fix the number of classes): not through jit/vmap "
+            "arguments or sweep.run's shared, but closed over, e.g. sweep.run(lambda xi, X: "
+            "sdl.fit(X, y, 2, xi=xi), points, shared={'X': X})"
         )
     if num_classes is not None:
         count = as_int(num_classes)
@@ -570,6 +585,45 @@ class Flag(Arg):
 
     def convert(self, value, name, args):
         return check_flag(value, name)
+
+
+class Function(Arg):
+    """A callable (``what`` describes its signature in the message), or None with ``optional``."""
+
+    def __init__(self, what: str = "a function", *, optional=False):
+        self.what, self.optional = what, optional
+
+    def convert(self, value, name, args):
+        if not callable(value):
+            raise TypeError(f"{name} must be {self.what}, got {type(value).__name__} {value!r}")
+        return value
+
+
+class FilePath(Arg):
+    """A file path, ``str`` or ``os.PathLike`` (returned as given), or None with ``optional``."""
+
+    def __init__(self, *, optional=False):
+        self.optional = optional
+
+    def convert(self, value, name, args):
+        if not isinstance(value, (str, os.PathLike)):
+            raise TypeError(f"{name} must be a file path (str or os.PathLike), got {value!r}")
+        return value
+
+
+class Instance(Arg):
+    """An instance of ``cls``; ``hint`` says how to build one (e.g. from a dict)."""
+
+    def __init__(self, cls, hint: str = "", *, optional=False):
+        self.cls, self.hint, self.optional = cls, hint, optional
+
+    def convert(self, value, name, args):
+        if not isinstance(value, self.cls):
+            raise TypeError(
+                f"{name} must be a {self.cls.__name__}, got {type(value).__name__}"
+                + (f" ({self.hint})" if self.hint else "")
+            )
+        return value
 
 
 class Choice(Arg):

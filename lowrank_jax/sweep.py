@@ -379,7 +379,10 @@ def run(
         constant-folding and which is recompiled for new data. A name both swept and shared raises
         ``ValueError``.
       chunk: evaluate ``chunk`` points at a time (``lax.map`` with ``batch_size``) instead of all N
-        at once — same results, bounded memory. None (default): one ``vmap`` over all points. (On
+        at once: bounded memory, the same results up to rounding (XLA may compile a batch of
+        ``chunk`` points and one of N points into different orders of the same floating-point
+        operations: differences of a few ulp, 1.6e-7 relative measured on a ScaledGD sweep; the same
+        holds between one device and several). None (default): one ``vmap`` over all points. (On
         several CPU devices every device takes its points one at a time and ``chunk`` has no
         effect.)
       devices: devices to shard the point axis over (default ``jax.devices()``; one device may be
@@ -414,6 +417,10 @@ def run(
         print(err.reshape(2, 4))  # error per (α, η)
         ```
     """
+    if not callable(fn):
+        raise TypeError(
+            f"fn must be a function of the swept and shared names, got {type(fn).__name__} {fn!r}"
+        )
     if not isinstance(points, dict) or not points:
         raise ValueError("points must be a non-empty dict name -> stacked values (see sweep.grid)")
     points = {k: _axis(v) for k, v in points.items()}

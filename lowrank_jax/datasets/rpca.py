@@ -190,7 +190,23 @@ def rpca_problem(
     )
     if rank > min(n1, n2):
         raise ValueError(f"rank must be <= min(n1, n2) = {min(n1, n2)}, got {rank}")
+    if n1 * n2 > _checks.INT32_MAX:
+        raise ValueError(
+            f"n1 * n2 = {n1 * n2} entries is past {_checks.INT32_MAX} (2**31 - 1), the most the "
+            "outlier support's int32 indices hold (the matrix alone would take "
+            f"{4 * n1 * n2 / 2**30:.0f} GiB in float32)"
+        )
     _check_alpha(alpha)
+    try:
+        dtype = jnp.dtype(dtype)
+    except TypeError:
+        raise TypeError(
+            f"dtype must be a floating dtype such as jnp.float32, got {dtype!r}"
+        ) from None
+    if not jnp.issubdtype(dtype, jnp.floating):
+        raise TypeError(f"dtype must be a floating dtype such as jnp.float32, got {dtype}")
+    if outlier_scale is None or np.ndim(outlier_scale) != 0:
+        raise ValueError(f"outlier_scale must be a scalar, got {outlier_scale!r}")
     scale = _concrete_value(outlier_scale)
     if scale is not None and not 0 <= scale < math.inf:  # NaN and inf fail too
         raise ValueError(f"outlier_scale must be a finite non-negative number, got {outlier_scale}")
@@ -205,7 +221,7 @@ def rpca_problem(
         n2=n2,
         rank=rank,
         exact=exact_support,
-        dtype=jnp.dtype(dtype),
+        dtype=dtype,
     )
 
 

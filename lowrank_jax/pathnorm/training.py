@@ -165,7 +165,7 @@ _DATA = {
     "method": METHOD,
     "batch": _checks.Count(),
     "logs_per_epoch": _checks.Count(),
-    "X": _checks.Matrix(),
+    "X": _checks.Matrix(scale=True),
     "model": _checks.Convert(_start, optional=True),
     "y": _checks.Convert(_training_labels),
     "outputs": _checks.Convert(_outputs),

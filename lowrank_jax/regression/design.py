@@ -71,6 +71,8 @@ def _row_sparse(A: RowSparse, name: str) -> RowSparse:
             f"{A.cols.shape} and {A.vals.shape}"
         )
     vals = _checks.as_matrix(A.vals, name, min_rows=0)
+    if vals.size:
+        _checks.check_scale(vals, name)  # the Gram AᵀDA sums squares of these
     _COLUMNS.apply({"cols": A.cols, "num_cols": A.num_cols, "name": name})
     return A if vals is A.vals else RowSparse(A.cols, vals, A.num_cols)
 
@@ -153,7 +155,9 @@ def convert(A, name: str = "A", args=None):
                 "needs concrete indices"
             )
         return layout
-    return _checks.as_matrix(A, name)
+    A = _checks.as_matrix(A, name)
+    _checks.check_scale(A, name)  # the Gram AᵀDA and the Hessian sum squares of its entries
+    return A
 
 
 # The design argument ``A`` of every public function of the family.
@@ -165,7 +169,8 @@ def as_design(A, name: str = "A"):
     """A design in the form the solvers take: a checked dense array or a :class:`RowSparse`.
 
     A ``BCOO``, a ``scipy.sparse`` matrix or a ``RowSparse`` becomes a :class:`RowSparse`, anything
-    else a dense 2-D float array. Checked: real, finite, column indices in range; half precision and
+    else a dense 2-D float array. Checked: real, finite, of a scale whose sums of squares its dtype
+    holds (:func:`lowrank_jax._checks.check_scale`), column indices in range; half precision and
     integers become float32 / the default float, for sparse input as for dense. Convert a ``BCOO``
     outside ``jit``: its row layout needs concrete indices.
 
