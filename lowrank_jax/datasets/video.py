@@ -8,14 +8,13 @@ extracts that one file into ``data/`` and installs the decoder (``opencv-python-
 
 from __future__ import annotations
 
-import hashlib
 import pathlib
 from typing import NamedTuple
 
 import numpy as np
 
 from lowrank_jax import _checks
-from lowrank_jax.datasets._paths import data_dir
+from lowrank_jax.datasets._paths import check_sha256, data_dir
 
 VTEST_SHA256 = "45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf"
 
@@ -115,11 +114,7 @@ def load_vtest(
             "Debian's opencv-doc package into data/)"
         )
     if _checks.check_flag(check_hash, "check_hash"):
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        if digest != VTEST_SHA256:
-            raise ValueError(
-                f"{path} is not the expected vtest.avi (sha256 {digest}); re-run `make data`"
-            )
+        check_sha256(path, VTEST_SHA256, "it is not the expected vtest.avi; re-run `make data`")
     try:
         import cv2
     except ImportError:
