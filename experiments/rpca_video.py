@@ -133,7 +133,7 @@ def main(argv=None):
         max_iter=300,
     )
     solvers = {
-        "LRPCA": lambda Y: params(Y, rescale=False, tol=HALT, stop="change", max_iter=200),
+        "LRPCA": lambda Y: params(Y, normalize=False, tol=HALT, stop="change", max_iter=200),
         "ScaledGD": lambda Y: rpca.scaledgd(Y, RANK, 0.1, tol=HALT, stop="change", max_iter=1000),
         "AltProj": lambda Y: rpca.altproj(
             Y, RANK, threshold_scale=altproj_threshold_scale(Y.shape), tol=HALT, stop="change"

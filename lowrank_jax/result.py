@@ -18,19 +18,24 @@ Failure: every solver takes ``throw`` (default True). With ``throw=True`` a run 
 :attr:`Status.DIVERGED` or :attr:`Status.INVALID` raises a ``RuntimeError`` naming the cause,
 called directly and inside ``jax.jit``/``jax.vmap``/:func:`lowrank_jax.sweep.run` alike (an
 ``equinox.error_if`` in the compiled program). With ``throw=False`` nothing is raised: the status
-says what happened, and in a sweep the other points are unaffected.
+says what happened, and in a sweep the other points are unaffected. A run whose answer fails its
+family's sanity check ends in :attr:`Status.UNRELIABLE`: never raised, warned about when the status
+is concrete.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Callable
 from typing import TypeVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from lowrank_jax import _checks
 
 
 class Status(enum.IntEnum):
@@ -45,12 +50,16 @@ class Status(enum.IntEnum):
       DIVERGED: 2, the iterate became non-finite or grew without bound; the run stopped there.
       INVALID: 3, a traced hyperparameter broke its rule (a sweep point with a negative ``tol``,
         say), which cannot raise at the boundary; the solution fields are NaN.
+      UNRELIABLE: 4, the run ended normally but its answer fails the family's sanity check (a
+        robust PCA whose sparse part S is dense: the method left the regime it assumes). Nothing
+        is raised; a direct call warns, naming what to do instead.
     """
 
     CONVERGED = 0
     MAX_ITER = 1
     DIVERGED = 2
     INVALID = 3
+    UNRELIABLE = 4
 
     @classmethod
     def describe(cls, code) -> str:
@@ -159,8 +168,16 @@ def _dtype_short(dtype) -> str:
 R = TypeVar("R", bound=Result)
 
 
-def finish(result: R, throw: bool, *, diverged: str, invalid: str | None = None) -> R:
-    """The failure semantics of a solver: raise on a DIVERGED or INVALID ``result`` when ``throw``.
+def finish(
+    result: R,
+    throw: bool,
+    *,
+    diverged: str,
+    invalid: str | None = None,
+    unreliable: Callable[[R], str] | None = None,
+) -> R:
+    """The failure semantics of a solver: raise on a DIVERGED or INVALID ``result`` when ``throw``,
+    warn on an UNRELIABLE one.
 
     A concrete status (the solver called directly) is judged here, on the host. A traced one (the
     caller's ``jit``, ``vmap``, ``grad`` or a sweep) is judged in the compiled program by
@@ -173,6 +190,9 @@ def finish(result: R, throw: bool, *, diverged: str, invalid: str | None = None)
       diverged: the message for a DIVERGED status; it should name the cause and what to change.
       invalid: the message for an INVALID status; default None, a generic one (a traced
         hyperparameter outside its valid range).
+      unreliable: ``unreliable(result) -> str``, the ``UserWarning`` for an UNRELIABLE status
+        (concrete statuses only, whatever ``throw``: the answer is returned); default None, a
+        generic one.
 
     Returns:
       ``result`` (under tracing, with the check attached to its fields).
@@ -181,6 +201,14 @@ def finish(result: R, throw: bool, *, diverged: str, invalid: str | None = None)
       RuntimeError: with ``throw`` true, when ``status`` is DIVERGED or INVALID (any entry of a
         batch).
     """
+    status = result.status
+    concrete = not isinstance(status, jax.core.Tracer)
+    if concrete and np.any(np.asarray(status) == Status.UNRELIABLE):
+        _checks.warn_caller(
+            unreliable(result)
+            if unreliable is not None
+            else "the answer failed its sanity check (status UNRELIABLE)"
+        )
     if not throw:
         return result
     if invalid is None:
@@ -188,8 +216,7 @@ def finish(result: R, throw: bool, *, diverged: str, invalid: str | None = None)
             "a traced hyperparameter is outside its valid range (negative or NaN tol, a "
             "fraction outside [0, 1], ...); the result is NaN"
         )
-    status = result.status
-    if not isinstance(status, jax.core.Tracer):
+    if concrete:
         code = np.asarray(status)
         if np.any(code == Status.DIVERGED):
             raise RuntimeError(diverged)
@@ -233,6 +260,6 @@ def ensure_finite(values, message: str):
 @eqx.filter_jit
 def _raise_on_failure(result, diverged, invalid):
     status = jnp.asarray(result.status)
-    bad = status >= Status.DIVERGED
+    bad = (status == Status.DIVERGED) | (status == Status.INVALID)
     index = jnp.clip(status - Status.DIVERGED, 0, 1)
     return eqx.branched_error_if(result, bad, index, [diverged, invalid])

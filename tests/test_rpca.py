@@ -591,8 +591,6 @@ def test_a_shipped_model_checks_what_it_is_called_with():
         (lambda: model(Y, rank=0), "rank must satisfy"),
         (lambda: model(Y, rank=2.5), "integer"),
         (lambda: model(Y, rank=True), "integer"),
-        (lambda: model.for_problem(0, 5), "n must be"),
-        (lambda: model.for_problem(100, 0), "rank must be"),
         (lambda: rpca.pretrained("0.1"), "alpha"),
     ]:
         with pytest.raises(ValueError, match=match):
@@ -704,7 +702,7 @@ def test_frmnn_gradients_stay_finite_where_beta_power_overflows():
 
 
 def test_the_shipped_model_warns_below_its_training_size(monkeypatch):
-    """The rescaling rule does not carry the n = 1000 models down (docs/rpca.md's table): below
+    """The n = 1000 models do not carry down to smaller problems (docs/rpca.md's table): below
     0.9 n they say so; at their size and above they stay quiet. (The solve itself is replaced by a
     recorder: only the call's size logic is under test, and the ζ it passes on.)"""
     import warnings
@@ -714,44 +712,28 @@ def test_the_shipped_model_warns_below_its_training_size(monkeypatch):
         rpca.params, "lrpca", lambda Y, rank, zeta, eta, **kw: calls.append((zeta, kw))
     )
     m = rpca.pretrained(0.1)
-    with pytest.warns(UserWarning, match="trained at n = 1000; rescaled to n = 300") as said:
-        m(jnp.ones((300, 300)))
-    assert said[0].filename == __file__  # the caller's line, through equinox's method wrapper
-    np.testing.assert_allclose(
-        calls[-1][0], m.zeta * 1000 / 300, rtol=1e-5
-    )  # rescaled all the same
+    Y = jnp.full((300, 300), 2.0)
+    with pytest.warns(UserWarning, match="trained at n = 1000; on a problem of size n = 300") as w:
+        m(Y)
+    assert w[0].filename == __file__  # the caller's line, through equinox's method wrapper
+    np.testing.assert_allclose(calls[-1][0], m.zeta * 2.0 / m.scale, rtol=1e-5)  # s(Y) = 2
     assert calls[-1][1]["max_iter"] == m.num_layers + 5  # FRMNN's default: K + 5 layers
-    with pytest.warns(UserWarning, match="rescaled to n = 300"):
-        m(jnp.ones((300, 300)), frmnn=False)  # the K layers, with the rescaled ζ too
-    np.testing.assert_allclose(calls[-1][0], m.zeta * 1000 / 300, rtol=1e-5)
+    with pytest.warns(UserWarning, match="n = 300"):
+        m(Y, frmnn=False)  # the K layers, with ζ in Y's units too
+    np.testing.assert_allclose(calls[-1][0], m.zeta * 2.0 / m.scale, rtol=1e-5)
     assert calls[-1][1]["max_iter"] is None and "beta" not in calls[-1][1]
+    with pytest.warns(UserWarning, match="n = 300"):
+        m(Y, normalize=False)  # the user took charge of ζ: the stored thresholds
+    np.testing.assert_array_equal(calls[-1][0], m.zeta)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        m(jnp.ones((300, 300)), rescale=False)  # the user took charge of ζ
-        np.testing.assert_array_equal(calls[-1][0], m.zeta)
         m(jnp.ones((1200, 1000)))  # √(n1 n2) ≈ 1095 ≥ 1000
         m(jnp.ones((950, 950)))  # within 0.9 n
-
-
-def test_the_call_rescales_for_sqrt_n1_n2_and_for_the_rank(monkeypatch):
-    """The ζ that a call passes on is for_problem(√(n1 n2), rank)'s: on a non-square Y (not the mean
-    of the sides) and when only the rank differs from the training rank (not skipped)."""
-    calls = []
-    monkeypatch.setattr(
-        rpca.params, "lrpca", lambda Y, rank, zeta, eta, **kw: calls.append((rank, zeta))
-    )
-    m = rpca.params.LRPCAParams.from_schedule(
-        jnp.array([1.0, 0.5]), jnp.array([0.5]), rank=5, n=1000
-    )
-    for shape, rank in (((1200, 1000), None), ((1000, 1000), 3), ((1000, 2000), 2)):
-        m(jnp.ones(shape), **({} if rank is None else {"rank": rank}), frmnn=False)
-        r = 5 if rank is None else rank
-        np.testing.assert_allclose(
-            calls[-1][1], m.zeta * (1000 / np.sqrt(shape[0] * shape[1])) * (r / 5), rtol=1e-6
-        )
-        np.testing.assert_allclose(
-            calls[-1][1], m.for_problem(np.sqrt(shape[0] * shape[1]), r).zeta, rtol=1e-6
-        )
+    bare = rpca.LRPCAParams.from_schedule(m.zeta, m.eta, rank=5, n=300)  # no training scale
+    with pytest.raises(ValueError, match="no training scale.*normalize=False"):
+        bare(Y)
+    bare(Y, normalize=False)
+    np.testing.assert_array_equal(calls[-1][0], m.zeta)
 
 
 def test_counts_given_as_0d_arrays_run_as_their_integers():
@@ -878,7 +860,7 @@ def test_lrpca_flags_must_be_booleans():
     model = rpca.LRPCAParams.from_schedule(
         jnp.ones(3), jnp.ones(2), beta=1.0, phi=0.8, rank=2, n=30
     )
-    for flag in ("frmnn", "rescale"):
+    for flag in ("frmnn", "normalize"):
         with pytest.raises(TypeError, match=f"{flag} must be True or False"):
             model(Y, **{flag: "False"})
 
@@ -974,3 +956,53 @@ def test_iteration_budgets_follow_the_one_policy():
         rpca.altproj(p.Y, 2, threshold_scale=scale, threshold_scale_init=4 * scale).X,
         rpca.altproj(p.Y, 2).X,
     )
+
+
+def test_a_shipped_model_gives_the_same_relative_answer_in_any_units():
+    """The learned thresholds were absolute numbers: the n = 300 model on its own kind of instance
+    scaled by 1e-3 took S = 0 (error 2e-2) and scaled by 1e3 a dense S (error 0.99). A call now
+    rescales ζ by the data's scale, and LRPCA is homogeneous: the same relative error at every
+    scale."""
+    p = datasets.rpca_problem(jax.random.key(11), 300, 300, 5, 0.1)
+    model = rpca.pretrained(0.1, n=300)
+    errors = []
+    for c in (1e-3, 1.0, 1e3):
+        out = model(p.Y * c, max_iter=30, X_star=p.X * c)
+        assert int(out.status) == Status.MAX_ITER
+        errors.append(float(out.error))
+    assert max(errors) <= 1e-4
+    np.testing.assert_allclose(errors, errors[1], rtol=0.05)  # float32 rounding of tiny errors
+
+
+def test_a_shipped_model_far_from_its_regime_says_so():
+    """A user's matrix (300 × 300, rank 3, O(1) entries, 5 % outliers): with outliers the size of
+    X's entries the shipped model (α = 0.05 served by the α = 0.1 one) recovers X; with outliers ten
+    times larger its thresholds fall below the error, S comes out dense and X wrong. That run
+    returned a 98 % error with a plausible residual; it is now UNRELIABLE, warns with what to do,
+    and is not raised (the answer is returned)."""
+    k1, k2, k3, k4 = jax.random.split(jax.random.key(1), 4)
+    X = jax.random.normal(k1, (300, 3)) @ jax.random.normal(k2, (3, 300)) / 3
+    mask = jax.random.uniform(k3, (300, 300)) < 0.05
+    noise = jax.random.uniform(k4, (300, 300), minval=-1.0, maxval=1.0)
+    model = rpca.pretrained(0.05, n=300)
+    assert model.alpha == 0.1
+    good = model(X + jnp.where(mask, noise, 0.0), rank=3, tol=1e-5, X_star=X)
+    assert int(good.status) == Status.CONVERGED and float(good.error) < 1e-3
+    assert abs(float(good.density) - float(jnp.mean(mask))) < 1e-2
+    with pytest.warns(UserWarning, match=r"S is dense .* UNRELIABLE.*rpca\.scaledgd") as said:
+        bad = model(X + jnp.where(mask, 10 * noise, 0.0), rank=3, tol=1e-5, X_star=X)
+    assert said[0].filename == __file__
+    assert int(bad.status) == Status.UNRELIABLE and float(bad.density) > 0.5
+    assert float(bad.error) > 1e-2  # what the status warns of
+
+
+def test_a_dense_sparse_part_is_unreliable_under_jit_and_vmap_too():
+    """The status is computed in the program: a traced run reports UNRELIABLE without a warning,
+    per point of a vmapped sweep, and throw=True does not raise for it."""
+    p = datasets.rpca_problem(jax.random.key(3), 40, 40, 2, 0.1)
+
+    def run(z):
+        return rpca.lrpca(p.Y, 2, jnp.full(4, 1.0) * z, jnp.full(3, 0.5)).status
+
+    statuses = jax.jit(jax.vmap(run))(jnp.array([1e-3, 0.1]))
+    assert [Status.describe(s) for s in statuses] == ["UNRELIABLE", "MAX_ITER"]

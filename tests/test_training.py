@@ -193,30 +193,33 @@ def test_frmnn_grid_search_returns_the_argmin_of_its_grid(tiny_run):
     np.testing.assert_allclose(errors[1, 2], np.mean(direct), rtol=1e-4)
 
 
-def test_generalisation_rule_scales_thresholds_only(tmp_path):
+def test_thresholds_follow_the_data_scale_and_the_rank(tmp_path):
+    """A call runs ζ_b · (s(Y)/s_b) · √(r/r_b) with s the median |Y_ij| (and η as stored); on the
+    paper's generator that is the paper's rule ζ_b (n_b/n)(r/r_b) up to the sampling of s; scale and
+    a fractional size survive a parameter file."""
     p = params_mod.LRPCAParams.from_schedule(
-        jnp.array([1.0, 0.5, 0.25]), jnp.array([0.6, 0.5]), rank=5, n=1000
+        jnp.array([1.0, 0.5, 0.25]), jnp.array([0.6, 0.5]), rank=5, n=1000, scale=0.05, alpha=0.1
     )
-    q = p.for_problem(3000, 10)
-    np.testing.assert_allclose(q.zeta, p.zeta * (1000 / 3000) * (10 / 5), rtol=1e-6)
-    np.testing.assert_array_equal(q.eta, p.eta)
-    # The result is for (3000, 10): it kept (1000, 5), so calling it on its problem rescaled ζ
-    # again.
-    assert (q.n, q.rank) == (3000, 10)
-    Y = datasets.rpca_problem(jax.random.key(0), 40, 40, 2, 0.1).Y
-    with pytest.warns(
-        UserWarning, match="trained at n = 1000"
-    ) as said:  # smaller than trained: said here too
-        small = p.for_problem(40, 2)
+    Y = datasets.rpca_problem(jax.random.key(0), 40, 50, 2, 0.1).Y
+    s = float(jnp.median(jnp.abs(Y)))
+    np.testing.assert_allclose(float(rpca.data_scale(Y)), s, rtol=1e-6)
+    np.testing.assert_allclose(p.thresholds(Y, 2), p.zeta * (s / 0.05) * np.sqrt(2 / 5), rtol=1e-5)
+    with pytest.warns(UserWarning, match="trained at n = 1000") as said:  # smaller than trained
+        out = p(Y, rank=2, frmnn=False)
     assert said[0].filename == __file__  # the caller's line, through equinox's method wrapper
-    once = rpca.lrpca(Y, 2, small.zeta, p.eta)
-    np.testing.assert_allclose(small(Y, frmnn=False).X, once.X, rtol=1e-6, atol=1e-7)
-    with pytest.warns(UserWarning, match="trained at n = 1000"):
-        np.testing.assert_allclose(p(Y, rank=2, frmnn=False).X, once.X, rtol=1e-6, atol=1e-7)
-    # A fractional size √(n1 n2) survives a parameter file.
-    r = p.for_problem(math.sqrt(3000 * 2000), 5)
+    once = rpca.lrpca(Y, 2, p.thresholds(Y, 2), p.eta)
+    np.testing.assert_allclose(out.X, once.X, rtol=1e-6, atol=1e-7)
+    # the generator at n = √(1500 · 6000) = 3000 against n = 1000: the paper's 1000/3000
+    big = rpca.data_scale(datasets.rpca_problem(jax.random.key(1), 1500, 6000, 5, 0.1).Y)
+    ref = rpca.data_scale(datasets.rpca_problem(jax.random.key(2), 1000, 1000, 5, 0.1).Y)
+    # (each instance's singular values spread by ±√(r/n), several per cent at n = 1000)
+    np.testing.assert_allclose(float(big / ref), 1000 / 3000, rtol=0.1)
+    r = params_mod.LRPCAParams.from_schedule(
+        p.zeta, p.eta, rank=5, n=math.sqrt(3000 * 2000), scale=0.25
+    )
     params_mod.save_params(tmp_path / "r.eqx", r)
-    assert params_mod.load_params(tmp_path / "r.eqx").n == r.n == math.sqrt(3000 * 2000)
+    back = params_mod.load_params(tmp_path / "r.eqx")
+    assert (back.n, back.scale, back.alpha) == (math.sqrt(3000 * 2000), 0.25, None)
 
 
 def test_parameter_files_round_trip_and_bad_files_are_refused(tmp_path, tiny_run):
@@ -286,8 +289,10 @@ def test_pretrained_parameters_recover_a_fresh_instance(alpha, size):
     assert float(out.error) <= (1e-3 if size >= 300 else 1e-2)  # the n = 100 models are weaker
     with pytest.raises(ValueError, match="rank"):
         rpca.pretrained(alpha=alpha, rank=3)
-    with pytest.raises(ValueError, match="alpha"):
-        rpca.pretrained(alpha=0.15)
+    # between the shipped densities: the model of the next larger one, which says so
+    assert rpca.pretrained(alpha=0.15).alpha == 0.2 and rpca.pretrained(0.0).alpha == 0.1
+    with pytest.raises(ValueError, match=r"outlier fraction in \[0, 0.3\]"):
+        rpca.pretrained(alpha=0.35)
 
 
 def test_pretrained_picks_the_model_for_the_size():
@@ -317,14 +322,13 @@ def test_pretrained_picks_the_model_for_the_size():
 
 def test_from_schedule_refuses_bad_values_by_name_and_keeps_a_fractional_n():
     """from_schedule truncated rank = 2.7 to 2 and n = 100.7 to 100 (the class keeps fractional
-    sizes: for_problem(123.4, 3) does), took rank = 0, n = 0 or -5 (the model then failed with "math
+    sizes), took rank = 0, n = 0 or -5 (the model then failed with "math
     domain error"), a NaN β and an infinite ζ. Each is now a ValueError naming the argument."""
     z, e = jnp.array([1.0, 0.5, 0.25]), jnp.array([0.6, 0.5])
     p = params_mod.LRPCAParams.from_schedule(
         z, e, rank=np.int64(2), n=100.7, beta=np.float32(1.2), phi=0.5
     )
     assert type(p.rank) is int and p.rank == 2 and p.n == 100.7
-    assert p.n == p.for_problem(100.7, 2).n
     np.testing.assert_allclose(p.zeta, z, rtol=1e-6)
     np.testing.assert_allclose([p.beta, p.phi], [1.2, 0.5], rtol=1e-6)
     assert params_mod.LRPCAParams.from_schedule(z, e, rank=2, n=100.0).n == 100
@@ -423,7 +427,7 @@ def test_pretrained_takes_concrete_numpy_and_jax_scalars():
         p = rpca.pretrained(alpha)
         for a, b in zip(jax.tree.leaves(p), jax.tree.leaves(ref)):
             np.testing.assert_array_equal(a, b)
-    for bad in ("0.2", True, jnp.array([0.2]), np.array(True), jnp.float32(0.25)):
+    for bad in ("0.2", True, jnp.array([0.2]), np.array(True), jnp.float32(0.35), -0.1, np.nan):
         with pytest.raises(ValueError, match="alpha"):
             rpca.pretrained(bad)
 

@@ -7,7 +7,7 @@ Every solver decomposes Y ≈ X + S with X = L Rᵀ of rank r and S sparse, runs
 from lowrank_jax.rpca._common import RPCAResult
 from lowrank_jax.rpca.alternating import altproj, altproj_iteration
 from lowrank_jax.rpca.learned import lrpca, lrpca_iteration, lrpca_step, oracle_thresholds
-from lowrank_jax.rpca.params import LRPCAParams, load_params, pretrained, save_params
+from lowrank_jax.rpca.params import LRPCAParams, data_scale, load_params, pretrained, save_params
 from lowrank_jax.rpca.scaled import scaledgd, scaledgd_iteration, scaledgd_step
 from lowrank_jax.rpca.sharded import lrpca_sharded, row_mesh
 from lowrank_jax.rpca.training import FRMNNSearch, TrainConfig, frmnn_grid_search, train_lrpca
@@ -19,6 +19,7 @@ __all__ = [
     "TrainConfig",
     "altproj",
     "altproj_iteration",
+    "data_scale",
     "frmnn_grid_search",
     "load_params",
     "lrpca",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lowrank_jax import _checks, linalg, loop
-from lowrank_jax.result import Result
+from lowrank_jax.result import Result, Status
 from lowrank_jax.rpca.panels import residual_map_products
 from lowrank_jax.transforms import scaled_gradient_step
 
@@ -25,6 +26,11 @@ class RPCAResult(Result):
       false_positives: final #{S ≠ 0 outside ``support``} when ``support`` was given, else None.
       change: final relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) with ``stop="change"``, else
         None.
+      density: the fraction of S's entries that are outliers, |S_ij| > 10⁻³ ‖Y‖_F/√(n1 n2) (entries
+        below a thousandth of Y's root-mean-square count as zero). Above one half the run's status
+        is ``Status.UNRELIABLE``: robust PCA assumes a sparse S, and a dense one means that S
+        absorbed what X should explain (thresholds far too small for the data's units, or data that
+        are not low rank plus sparse).
       history: the same diagnostics per iteration (``history["residual"]`` etc.), length max_iter.
     """
 
@@ -36,6 +42,25 @@ class RPCAResult(Result):
     error: jax.Array | None = None
     false_positives: jax.Array | None = None
     change: jax.Array | None = None
+    density: jax.Array | None = None
+
+
+# The sanity check of an answer (RPCAResult.density): entries of S below this fraction of Y's
+# root-mean-square are noise, not outliers, and an S with more than DENSE_FRACTION outliers is not
+# sparse.
+NOISE_FLOOR = 1e-3
+DENSE_FRACTION = 0.5
+
+
+def outlier_density(S, y_norm, entries, axis_name=None):
+    """The fraction of the ``entries`` = n1 n2 entries of S with |S_ij| > 10⁻³ ‖Y‖_F/√(n1 n2)
+    (:attr:`RPCAResult.density`); ``axis_name``: S is split by rows over that ``shard_map`` mesh
+    axis (the counts are summed across it)."""
+    floor = NOISE_FLOOR * y_norm / jnp.sqrt(jnp.asarray(entries, y_norm.dtype))
+    count = jnp.sum(jnp.abs(S) > floor).astype(jnp.float32)
+    if axis_name is not None:
+        count = jax.lax.psum(count, axis_name)
+    return count / entries
 
 
 # Divergence: the iterate is non-finite, or ‖L‖_F ‖R‖_F (≥ ‖L Rᵀ‖_F) exceeds this many times ‖Y‖_F.
@@ -224,13 +249,19 @@ def layer_iteration(
     )
 
 
-def make_result(L, R, S, loop_result):
+def make_result(L, R, S, loop_result, y_norm, *, entries=None, axis_name=None):
     """The :class:`RPCAResult` of a loop whose diagnostics are those of :func:`diagnostics` (an
-    INVALID run's are blank: :func:`lowrank_jax.loop.run_until`'s ``invalid``)."""
+    INVALID run's are blank: :func:`lowrank_jax.loop.run_until`'s ``invalid``), with S's
+    :func:`outlier_density` (``y_norm`` = ‖Y‖_F; ``entries`` = n1 n2, default S's size; S split
+    over the mesh axis ``axis_name`` when given): a run that ended normally with a dense S is
+    UNRELIABLE."""
     last = loop_result.final
+    density = outlier_density(S, y_norm, S.size if entries is None else entries, axis_name)
+    ended = (loop_result.status == Status.CONVERGED) | (loop_result.status == Status.MAX_ITER)
+    status = jnp.where(ended & (density > DENSE_FRACTION), Status.UNRELIABLE, loop_result.status)
     return RPCAResult(
         n_iter=loop_result.n_iter,
-        status=loop_result.status,
+        status=status.astype(jnp.int32),
         history=loop_result.history,
         L=L,
         R=R,
@@ -240,4 +271,20 @@ def make_result(L, R, S, loop_result):
         error=last.get("error"),
         false_positives=last.get("false_positives"),
         change=last.get("change"),
+        density=density,
     )
+
+
+def unreliable_message(solver: str, remedy: str):
+    """The warning of an UNRELIABLE run of ``solver`` (:func:`lowrank_jax.result.finish`'s
+    ``unreliable``): the outlier density found and ``remedy``, what to do instead."""
+
+    def message(out: RPCAResult) -> str:
+        density = np.asarray(out.density, dtype=np.float64)
+        return (
+            f"{solver}: the sparse part S is dense ({np.max(density):.0%} of its entries are "
+            "outliers, status UNRELIABLE): robust PCA assumes a sparse S, and this answer's X is "
+            f"not to be trusted. {remedy}"
+        )
+
+    return message

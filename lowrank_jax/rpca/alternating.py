@@ -41,6 +41,7 @@ from lowrank_jax.rpca._common import (
     make_result,
     relative_change,
     stopping,
+    unreliable_message,
 )
 
 
@@ -112,7 +113,7 @@ def _altproj_iteration(
 
     def result(out):
         _, _, S, _, L, R = out.state
-        return make_result(L, R, S, out)
+        return make_result(L, R, S, out, y_norm)
 
     # a traced β, β_0 or tol that broke its declared rule arrives as NaN: INVALID, not a NaN run
     invalid = _checks.any_nan(tol, threshold_scale, threshold_scale_init)
@@ -247,7 +248,8 @@ def altproj(
     Returns:
       :class:`RPCAResult`: ``status``, ``n_iter``, L, R, X = L Rᵀ, S, the final ``residual`` of
       the pair (L, S) after the last iteration (and ``error``, ``false_positives``, ``change`` when
-      asked for) and their ``history``. AltProj always stops by tolerance (a ``while_loop``), so
+      asked for), their ``history`` and S's ``density`` (above one half: ``Status.UNRELIABLE``,
+      and a direct call warns). AltProj always stops by tolerance (a ``while_loop``), so
       ``jax.grad`` cannot pass it: for gradients use ``lrpca`` or ``scaledgd`` with a fixed number
       of iterations. Called directly, a ``max_iter`` that runs out before the last stage warns: X
       then has the rank of the stage reached, below r (under a transformation nothing is said;
@@ -286,6 +288,11 @@ def altproj(
         "(rescale Y or use float64)",
         invalid="AltProj: tol must be >= 0 and threshold_scale, threshold_scale_init > 0 "
         "(the result is NaN)",
+        unreliable=unreliable_message(
+            "AltProj",
+            "Its thresholds follow the singular values of Y − S: a rank too low for the data, or "
+            "data that are not low rank plus sparse, leave the rest to S; check the rank.",
+        ),
     )
     stage = _checks.when_concrete(
         lambda r, n: _stage_short_of(r, n, rank, max_iter), reached, out.n_iter

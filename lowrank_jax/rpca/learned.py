@@ -41,6 +41,14 @@ from lowrank_jax.rpca._common import (
     residual_step,
     spectral_init,
     stopping,
+    unreliable_message,
+)
+
+# What to do when an LRPCA run's S comes out dense (Status.UNRELIABLE).
+LRPCA_REMEDY = (
+    "The thresholds zeta are too small for these data: a shipped model (rpca.pretrained) rescales "
+    "them to the data's scale, but was trained on the paper's generator; for other data use "
+    "rpca.scaledgd or rpca.altproj, or train LRPCA on data like these (rpca.train_lrpca)."
 )
 
 
@@ -127,7 +135,7 @@ def _first_threshold(a) -> str:
 # that breaks its rule arrives as NaN and the run reports INVALID.
 LAYERS = {
     "zeta": _checks.Hyper(ndim=1, dtype_of="Y"),
-    "eta": _checks.Hyper(ndim=1, dtype_of="Y"),
+    "eta": _checks.Hyper(ndim=1, low=0, low_open=True, dtype_of="Y"),
     "beta": _checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="Y", optional=True),
     "phi": _checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="Y", optional=True),
     "tol": _checks.Tol(dtype_of="Y"),
@@ -269,7 +277,9 @@ def _lrpca_iteration(
     def result(out):
         L, R, L_prev, R_prev, z_last = out.state
         S = soft_threshold(Y - L_prev @ R_prev.T, z_last)
-        return make_result(L, R, jnp.where(invalid, jnp.nan, S), out)
+        entries = None if rows is None else rows * Y.shape[1]
+        S = jnp.where(invalid, jnp.nan, S)
+        return make_result(L, R, S, out, y_norm, entries=entries, axis_name=axis_name)
 
     # The previous factors and threshold are carried so that S is rebuilt once at the end instead of
     # being written every iteration; with no iteration they give S_0 = S_{ζ_0}(Y − 0).
@@ -359,7 +369,7 @@ def lrpca(
       rank: target rank r, 1 ≤ r ≤ min(n1, n2) (static).
       zeta: (K+1,) thresholds; ``zeta[0] > 0`` initialises (S_0 = S_{ζ_0}(Y)), ``zeta[k]`` is
         layer k's.
-      eta: (K,) step sizes of layers 1..K (there is no η_0).
+      eta: (K,) step sizes η_k > 0 of layers 1..K (there is no η_0).
       beta, phi: FRMNN factors (scalars > 0, eq. 13): past layer K, η_k = β η_{k−1} and
         ζ_k = φ ζ_{k−1}. Give both or neither (default None: the K layers only).
       tol: stop once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (the residual of layer k's scaled-gradient
@@ -390,7 +400,9 @@ def lrpca(
     Returns:
       :class:`RPCAResult`: ``status``, ``n_iter``, L, R, X = L Rᵀ, S = S_{ζ_k}(Y − X_{k−1}), the
       final ``residual`` (and ``error`` with X_star, ``false_positives`` with support, ``change``
-      with ``stop="change"``) and their ``history``. ``zeta``, ``eta``, ``beta``, ``phi``, ``tol``
+      with ``stop="change"``), their ``history`` and S's ``density``: an S with more than half of
+      its entries outliers (thresholds far too small for the data) gives ``Status.UNRELIABLE``, and
+      a direct call warns with what to use instead. ``zeta``, ``eta``, ``beta``, ``phi``, ``tol``
       are traced: new values never recompile, and ``jax.vmap``/``jax.grad`` apply to them
       (``grad`` needs the fixed-length path or ``differentiable=True``).
 
@@ -435,8 +447,9 @@ def lrpca(
         diverged="LRPCA diverged (non-finite or exploding factors): the step sizes eta are too "
         "large (or the thresholds zeta too small) for these data"
         + (", or beta > 1 grows the FRMNN steps without bound" if frmnn else ""),
-        invalid="LRPCA: zeta[0] must be > 0, zeta and eta >= 0, beta and phi > 0 and tol > 0 "
+        invalid="LRPCA: zeta[0] must be > 0, zeta >= 0 and eta > 0, beta and phi > 0 and tol > 0 "
         "(the result is NaN)",
+        unreliable=unreliable_message("LRPCA", LRPCA_REMEDY),
     )
 
 
@@ -477,7 +490,7 @@ def lrpca_iteration(
       Y: (n1, n2) observation.
       rank: target rank r, 1 ≤ r ≤ min(n1, n2) (static).
       zeta: (K+1,) thresholds; ``zeta[0] > 0`` initialises, ``zeta[k]`` is layer k's.
-      eta: (K,) step sizes of layers 1..K.
+      eta: (K,) step sizes η_k > 0 of layers 1..K.
       beta, phi: FRMNN factors (scalars > 0, eq. 13) continuing the schedule past layer K; both or
         neither (default None).
       tol: ``it.stop`` is ``diag[stop] < tol`` (> 0); default None: no stopping rule.
@@ -579,7 +592,7 @@ ORACLE_RULES = ("max", "rms")
     rule=_checks.Choice(*ORACLE_RULES),
     num_layers=_checks.Count(),
     scale=_checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="Y"),
-    eta=_checks.Hyper(dtype_of="Y"),
+    eta=_checks.Hyper(low=0, low_open=True, dtype_of="Y"),
     key=KEY,
 )
 def oracle_thresholds(

@@ -7,16 +7,28 @@ schedule past layer K: η_k = β^{k−K} η_K, ζ_k = φ^{k−K} ζ_K. Threshold
 and steps as log η: both positive by construction (a negative or vanishing step is meaningless for
 the FRMNN continuation), and one learning rate fits ζ's that span five decades.
 
-Generalisation (paper Appendix C.4, motivated by Lemma 10's ‖X⋆ − X_k‖_∞ ≲ (μr/n)τ^kσ_r): a model
-trained at size n_b and rank r_b is used at (n, r) with η unchanged and ζ scaled by (n_b/n)(r/r_b).
+Units. The thresholds are absolute numbers in the units of the training data, and LRPCA is
+homogeneous: running it on c·Y with thresholds c·ζ gives c·X and c·S for any c > 0. A model
+therefore records the scale s_b of the data it was trained on (:func:`data_scale`, the median
+|Y_ij|) and, called on a user's Y, runs with
+
+    ζ = ζ_b · (s(Y) / s_b) · √(r / r_b),        η unchanged,
+
+which gives the same relative answer on Y and c·Y. On the paper's generator (X⋆ = L⋆R⋆ᵀ with
+N(0, 1/n) factors, whose entries scale like √r / n) this is close to the paper's generalisation
+rule (Appendix C.4, from Lemma 10's ‖X⋆ − X_k‖_∞ ≲ (μr/n)τ^kσ_r), ζ scaled by (n_b/n)(r/r_b):
+exactly so in n, within a few per cent in r (the median |X⋆_ij| of a small rank grows a little
+faster than √r).
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
 import os
+import pathlib
 import tempfile
 from importlib import resources
 
@@ -33,7 +45,24 @@ from lowrank_jax.rpca.learned import lrpca
 # model.
 SERVED_FRACTION = 0.9
 
-_MAGIC = b"lowrank_jax.LRPCAParams v1\n"
+_MAGIC = b"lowrank_jax.LRPCAParams v2\n"
+_FORMAT_PREFIX = b"lowrank_jax.LRPCAParams "
+_HEADER_KEYS = frozenset(
+    (
+        "rank",
+        "n",
+        "num_layers",
+        "dtype",
+        "scale",
+        "alpha",
+        "meta",
+        "payload_bytes",
+        "payload_sha256",
+    )
+)
+_DTYPES = ("float16", "float32", "float64")
+_MAX_LAYERS = 10_000  # far above any trained network; bounds what a header can make us allocate
+_MAX_HEADER = 1 << 20
 
 
 def _problem_size(n, name: str = "n", args=None) -> int | float:
@@ -51,9 +80,72 @@ def _schedule_dtype(args) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct((), jnp.result_type(args["zeta"], args["eta"], float))
 
 
+def _training_scale(scale, name: str = "scale", args=None) -> float | None:
+    """A model's training scale: None, or a finite number > 0 as a Python float."""
+    if scale is None:
+        return None
+    value = _checks.as_real(scale)
+    if value is None or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be None or a finite data scale > 0, got {scale!r}")
+    return value
+
+
+def _training_alpha(alpha, name: str = "alpha", args=None) -> float | None:
+    """A model's training outlier fraction: None, or a number in [0, 1) as a Python float."""
+    if alpha is None:
+        return None
+    value = _checks.as_real(alpha)
+    if value is None or not 0 <= value < 1:
+        raise ValueError(f"{name} must be None or an outlier fraction in [0, 1), got {alpha!r}")
+    return value
+
+
 def _model_rank(rank, name: str, args) -> int:
     """The rank a model is called for: its trained rank for None, else 1 ≤ rank ≤ min(Y.shape)."""
     return _checks.check_rank(args["self"].rank if rank is None else rank, args["Y"].shape, name)
+
+
+# data_scale reads at most this many entries of Y (a fixed, evenly spread subset of a larger Y).
+_SCALE_SAMPLE = 1 << 16
+
+
+def _sample_index(size: int) -> np.ndarray | None:
+    """Flat indices of data_scale's subset of a Y with ``size`` entries (None: all of them): the
+    points frac(j φ) of the golden-ratio sequence, which spread over rows and columns alike
+    (a constant stride can fall on one column)."""
+    if size <= _SCALE_SAMPLE:
+        return None
+    golden = (math.sqrt(5.0) - 1.0) / 2.0
+    points = np.mod(np.arange(_SCALE_SAMPLE, dtype=np.float64) * golden, 1.0)
+    return np.minimum((points * size).astype(np.int64), size - 1)
+
+
+@jax.jit
+def _data_scale(Y):
+    flat = jnp.ravel(Y)
+    index = _sample_index(flat.shape[0])
+    sample = jnp.abs(flat if index is None else flat[index])
+    median = jnp.median(sample)
+    mean = jnp.mean(jnp.abs(flat))
+    return jnp.where(median > 0, median, jnp.where(mean > 0, mean, jnp.ones_like(mean)))
+
+
+@_checks.validate(Y=_checks.Matrix())
+def data_scale(Y) -> jax.Array:
+    """The scale s(Y) in which learned LRPCA thresholds are expressed: the median of |Y_ij|.
+
+    Robust to a fraction of outliers below one half, and homogeneous, s(c·Y) = c·s(Y) for c > 0.
+    A Y of more than 2¹⁶ entries is read at a fixed subset of 2¹⁶ of them, spread evenly over rows
+    and columns; where the median is 0 (a mostly zero Y) the mean of |Y_ij| is used instead, and 1
+    for Y = 0.
+
+    Args:
+      Y: (n1, n2) matrix (may be traced).
+
+    Returns:
+      A 0-d array > 0 in Y's dtype.
+    """
+    return _data_scale(Y)
 
 
 class LRPCAParams(eqx.Module):
@@ -61,7 +153,8 @@ class LRPCAParams(eqx.Module):
 
     Layer k runs with ζ_k = exp(log_zeta[k]) and η_k = exp(log_eta[k − 1]); past layer K the FRMNN
     factors continue the schedule, ζ_k = φ^{k−K} ζ_K and η_k = β^{k−K} η_K (Cai, Liu, Yin 2021,
-    eq. 13). Call the module on an observation to run :func:`~lowrank_jax.rpca.lrpca` with them.
+    eq. 13). Call the module on an observation to run :func:`~lowrank_jax.rpca.lrpca` with them,
+    ζ expressed in the observation's units (the module docstring's rule, through ``scale``).
 
     Attributes:
       log_zeta: (K+1,) log thresholds, log ζ_0 … log ζ_K.
@@ -72,6 +165,10 @@ class LRPCAParams(eqx.Module):
       rank: the rank r they were trained for (static).
       n: the problem size √(n1 n2) they were trained for (static; fractional for a non-square
         problem).
+      scale: the scale s_b = :func:`data_scale` of the data they were trained on, which ζ is
+        relative to (static; None: unknown, ζ are absolute thresholds and a call needs
+        ``normalize=False``).
+      alpha: the outlier fraction α they were trained for (static; None: unknown).
       zeta: (K+1,) the thresholds exp(log_zeta) (property).
       eta: (K,) the step sizes exp(log_eta) (property).
       num_layers: K (property).
@@ -84,8 +181,10 @@ class LRPCAParams(eqx.Module):
     beta: jax.Array | np.ndarray
     phi: jax.Array | np.ndarray
     rank: int = eqx.field(static=True)
-    # √(n1 n2); fractional after for_problem on a non-square Y
+    # √(n1 n2); fractional for a non-square training problem
     n: int | float = eqx.field(static=True)
+    scale: float | None = eqx.field(static=True, default=None)
+    alpha: float | None = eqx.field(static=True, default=None)
 
     def __check_init__(self):
         if (
@@ -100,6 +199,8 @@ class LRPCAParams(eqx.Module):
         # static fields: checked however the object is built
         _checks.check_positive_int(self.rank, "rank")
         _problem_size(self.n)
+        _training_scale(self.scale)
+        _training_alpha(self.alpha)
 
     @property
     def zeta(self) -> jax.Array:
@@ -121,9 +222,20 @@ class LRPCAParams(eqx.Module):
         phi=_checks.Hyper(ndim=0, low=0, low_open=True, dtype_of=_schedule_dtype),
         rank=_checks.Count(),
         n=_checks.Convert(_problem_size),
+        scale=_checks.Convert(_training_scale),
+        alpha=_checks.Convert(_training_alpha),
     )
     def from_schedule(
-        cls, zeta, eta, *, rank: int, n: int | float, beta=1.0, phi=1.0
+        cls,
+        zeta,
+        eta,
+        *,
+        rank: int,
+        n: int | float,
+        beta=1.0,
+        phi=1.0,
+        scale=None,
+        alpha=None,
     ) -> LRPCAParams:
         """Parameters from a threshold and step schedule, stored as log ζ and log η.
 
@@ -134,52 +246,56 @@ class LRPCAParams(eqx.Module):
           n: the problem size √(n1 n2) they are for (finite, > 0; fractional for a non-square
             problem).
           beta, phi: the FRMNN factors β, φ (finite scalars > 0; default 1).
+          scale: the :func:`data_scale` of the data ζ was tuned on (finite, > 0), so that a call
+            rescales ζ to each observation's units; default None: ζ are absolute thresholds, and a
+            call needs ``normalize=False``.
+          alpha: the outlier fraction the schedule is for (in [0, 1); default None: unknown).
 
         Returns:
           :class:`LRPCAParams` in the schedule's float dtype (float32 unless x64 is on and ζ or η
           is float64). A value outside its range raises ``ValueError`` naming the argument;
           traced ζ, η, β, φ are checked for shape only.
         """
-        return cls(jnp.log(zeta), jnp.log(eta), beta, phi, rank=rank, n=n)
+        return cls(jnp.log(zeta), jnp.log(eta), beta, phi, rank=rank, n=n, scale=scale, alpha=alpha)
 
-    @_checks.validate(n=_checks.Convert(_problem_size), rank=_checks.Count())
-    def for_problem(self, n: float, rank: int) -> LRPCAParams:
-        """The parameters moved to another size and rank by the paper's generalisation rule.
-
-        η stays; ζ is scaled by (n_train / n)(r / r_train) (Cai, Liu, Yin 2021, Appendix C.4).
-        The rule serves larger problems, not smaller: below 0.9 n_train a ``UserWarning`` says the
-        error will stall early.
-
-        Args:
-          n: the new problem size √(n1 n2) (finite, > 0).
-          rank: the new rank r (≥ 1).
-
-        Returns:
-          :class:`LRPCAParams` that record the new ``n`` and ``rank``: called on a problem of that
-          size, they run as they are.
-        """
-        return self._rescaled(n, rank)
-
-    def _rescaled(self, n: int | float, rank: int) -> LRPCAParams:
-        """:meth:`for_problem` of a checked size and rank."""
+    def _warn_if_smaller(self, n: float) -> None:
+        """Warn that a schedule trained at size n_b runs on a smaller problem (its error stalls)."""
         if n < SERVED_FRACTION * self.n:
             _checks.warn_caller(
-                f"these LRPCA parameters were trained at n = {self.n}; rescaled to n = {n:.0f} the "
-                "error stalls early (the n = 1000 model at α = 0.1: about 8e-5 at n = 500, 1e-3 at "
-                "n = 300, against 7e-8 at n ≥ 1000). rpca.pretrained(alpha, n=...) picks the "
-                "shipped model for a size (trained at "
+                f"these LRPCA parameters were trained at n = {self.n}; on a problem of size "
+                f"n = {n:.0f} the error stalls early (the n = 1000 model at α = 0.1: about 8e-5 at "
+                "n = 500, 1e-3 at n = 300, against 7e-8 at n ≥ 1000). rpca.pretrained(alpha, "
+                "n=...) picks the shipped model for a size (trained at "
                 f"n = {', '.join(map(str, PRETRAINED_SIZES))}); for smaller problems train for the "
                 "size with rpca.train_lrpca (Robust PCA guide)."
             )
-        scale = (self.n / n) * (rank / self.rank)
-        return LRPCAParams(
-            self.log_zeta + math.log(scale), self.log_eta, self.beta, self.phi, rank=rank, n=n
-        )
+
+    def thresholds(self, Y, rank=None) -> jax.Array:
+        """The thresholds a call on Y runs with, in Y's units (the module docstring's rule):
+
+            ζ = ζ_b · (s(Y) / s_b) · √(r / r_b),   s = :func:`data_scale`.
+
+        Args:
+          Y: (n1, n2) observation (may be traced).
+          rank: the rank r to solve for (default: the trained rank r_b).
+
+        Returns:
+          (K+1,) thresholds ζ_0 … ζ_K. Parameters without a ``scale`` raise ``ValueError``.
+        """
+        if self.scale is None:
+            raise ValueError(
+                "these LRPCA parameters carry no training scale (built by from_schedule without "
+                "scale=): pass normalize=False to use zeta as absolute thresholds, or give "
+                "from_schedule the data_scale of the data they were tuned on"
+            )
+        r = self.rank if rank is None else rank
+        factor = data_scale(Y) / self.scale * math.sqrt(r / self.rank)
+        return self.zeta * factor.astype(self.zeta.dtype)
 
     @_checks.validate(
         Y=_checks.Matrix(),
         frmnn=_checks.Flag(),
-        rescale=_checks.Flag(),
+        normalize=_checks.Flag(),
         rank=_checks.Convert(_model_rank),
     )
     def __call__(
@@ -190,13 +306,14 @@ class LRPCAParams(eqx.Module):
         tol=None,
         max_iter=None,
         rank=None,
-        rescale: bool = True,
+        normalize: bool = True,
         **kwargs,
     ):
-        """Run :func:`lowrank_jax.rpca.lrpca` on Y with these parameters.
+        """Run :func:`lowrank_jax.rpca.lrpca` on Y with these parameters, in Y's units.
 
-        If Y's size √(n1 n2) or ``rank`` differ from the training setting, ζ is first rescaled by
-        the generalisation rule (:meth:`for_problem`).
+        ζ is first brought to Y's scale (:meth:`thresholds`), so that Y and c·Y give the same
+        relative answer; η, β and φ are used as they are. A problem smaller than 0.9 times the
+        training size warns that the error will stall.
 
         Args:
           Y: (n1, n2) observation.
@@ -205,29 +322,41 @@ class LRPCAParams(eqx.Module):
           tol: as in ``lrpca`` (default None).
           max_iter: as in ``lrpca``; with ``frmnn`` and no ``tol`` the default is K + 5 layers.
           rank: the rank r to solve for (default: the trained one).
-          rescale: apply the generalisation rule (True, default); False skips it (the rule assumes
-            the paper's generator, whose entries scale like r/n; pixels of a video do not).
+          normalize: rescale ζ to Y's units (True, default); False runs ζ as stored, absolute
+            thresholds in the training data's units (parameters without a ``scale``).
           **kwargs: further arguments of ``lrpca`` (``X_star``, ``support``, ``key``, ``throw``, …).
 
         Returns:
-          ``lrpca``'s :class:`~lowrank_jax.rpca.RPCAResult`.
+          ``lrpca``'s :class:`~lowrank_jax.rpca.RPCAResult`. A run whose S comes out dense (the
+          data far from what the model was trained on) has status ``Status.UNRELIABLE`` and warns.
         """
-        n = math.sqrt(Y.shape[0] * Y.shape[1])
-        p = (
-            self
-            if (not rescale or (n == self.n and rank == self.rank))
-            else self._rescaled(n, rank)
-        )
+        self._warn_if_smaller(math.sqrt(Y.shape[0] * Y.shape[1]))
+        zeta = self.thresholds(Y, rank) if normalize else self.zeta
         if frmnn:
             if tol is None and max_iter is None:
-                max_iter = p.num_layers + 5
+                max_iter = self.num_layers + 5
             return lrpca(
-                Y, rank, p.zeta, p.eta, beta=p.beta, phi=p.phi, tol=tol, max_iter=max_iter, **kwargs
+                Y,
+                rank,
+                zeta,
+                self.eta,
+                beta=self.beta,
+                phi=self.phi,
+                tol=tol,
+                max_iter=max_iter,
+                **kwargs,
             )
-        return lrpca(Y, rank, p.zeta, p.eta, tol=tol, max_iter=max_iter, **kwargs)
+        return lrpca(Y, rank, zeta, self.eta, tol=tol, max_iter=max_iter, **kwargs)
 
 
-def _template(num_layers: int, rank: int, n: int | float, dtype: str = "float32") -> LRPCAParams:
+def _template(
+    num_layers: int,
+    rank: int,
+    n: int | float,
+    dtype: str = "float32",
+    scale: float | None = None,
+    alpha: float | None = None,
+) -> LRPCAParams:
     """The structure to read a file into: NumPy leaves of the file's dtype, so that reading does not
     depend on whether 64-bit floats are enabled (jnp.zeros would follow the flag)."""
     np_dtype = np.dtype(dtype)
@@ -238,15 +367,19 @@ def _template(num_layers: int, rank: int, n: int | float, dtype: str = "float32"
         np.ones((), np_dtype),
         rank=rank,
         n=n,
+        scale=scale,
+        alpha=alpha,
     )
 
 
 def save_params(path, params: LRPCAParams, meta: dict | None = None) -> None:
     """Write LRPCA parameters to a file, atomically (a temporary file in the same folder, renamed).
 
-    Format: a magic line, a JSON line (rank, n, num_layers, dtype and ``meta``), then the leaves as
-    written by ``equinox.tree_serialise_leaves``, all in the header's one dtype (the widest of the
-    leaves').
+    Format: a magic line (``lowrank_jax.LRPCAParams v2``), a JSON line (rank, n, num_layers,
+    dtype, the training ``scale`` and ``alpha`` (or null), ``meta``, and the payload's length
+    ``payload_bytes`` and SHA-256 ``payload_sha256``), then the payload: the leaves as written by
+    ``equinox.tree_serialise_leaves``, all in the header's one dtype (the widest of the leaves').
+    :func:`read_params` checks all of it.
 
     Args:
       path: the file to write (its folder is created if missing).
@@ -258,18 +391,26 @@ def save_params(path, params: LRPCAParams, meta: dict | None = None) -> None:
     """
     dtype = np.result_type(*(np.asarray(leaf).dtype for leaf in jax.tree.leaves(params)))
     params = jax.tree.map(lambda leaf: np.asarray(leaf, dtype), params)
+    payload = _serialise(params)
     header = {
         "rank": params.rank,
         "n": params.n,
         "num_layers": params.num_layers,
         "dtype": str(dtype),
+        "scale": params.scale,
+        "alpha": params.alpha,
         "meta": meta or {},
+        "payload_bytes": len(payload),
+        "payload_sha256": hashlib.sha256(payload).hexdigest(),
     }
+    line = json.dumps(header, allow_nan=False).encode()
+    _atomic_write(path, _MAGIC + line + b"\n" + payload)
+
+
+def _serialise(params: LRPCAParams) -> bytes:
     buf = io.BytesIO()
-    buf.write(_MAGIC)
-    buf.write(json.dumps(header).encode() + b"\n")
     eqx.tree_serialise_leaves(buf, params)
-    _atomic_write(path, buf.getvalue())
+    return buf.getvalue()
 
 
 def _atomic_write(path, data: bytes) -> None:
@@ -292,35 +433,127 @@ def _atomic_write(path, data: bytes) -> None:
         raise
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _header(line: bytes, source: str) -> dict:
+    """The JSON header line of a parameter file, every field checked (types and ranges)."""
+    try:
+        header = json.loads(line.decode("utf-8"), parse_constant=_refuse_constant)
+    except (UnicodeDecodeError, ValueError) as err:
+        raise ValueError(f"{source} is corrupt: its header is not JSON ({err})") from None
+    if not isinstance(header, dict) or set(header) != _HEADER_KEYS:
+        keys = sorted(header) if isinstance(header, dict) else type(header).__name__
+        raise ValueError(
+            f"{source} is corrupt: header fields {keys}, expected {sorted(_HEADER_KEYS)}"
+        )
+    problems = []
+    if not (_is_int(header["rank"]) and 1 <= header["rank"] <= _checks.INT32_MAX):
+        problems.append(f"rank {header['rank']!r} (an integer >= 1)")
+    n = header["n"]
+    if not (
+        (_is_int(n) or isinstance(n, float)) and 0 < n < math.inf and n <= _checks.INT32_MAX**2
+    ):
+        problems.append(f"n {n!r} (a finite size > 0)")
+    if not (_is_int(header["num_layers"]) and 1 <= header["num_layers"] <= _MAX_LAYERS):
+        problems.append(f"num_layers {header['num_layers']!r} (an integer in 1..{_MAX_LAYERS})")
+    for field, check in (("scale", _training_scale), ("alpha", _training_alpha)):
+        value = header[field]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            problems.append(f"{field} {value!r} (a number or null)")
+            continue
+        try:
+            check(value, field)
+        except ValueError as err:
+            problems.append(str(err))
+    if header["dtype"] not in _DTYPES:
+        problems.append(f"dtype {header['dtype']!r} (one of {', '.join(_DTYPES)})")
+    if not isinstance(header["meta"], dict):
+        problems.append(f"meta of type {type(header['meta']).__name__} (a JSON object)")
+    if not (_is_int(header["payload_bytes"]) and header["payload_bytes"] >= 0):
+        problems.append(f"payload_bytes {header['payload_bytes']!r} (an integer >= 0)")
+    digest = header["payload_sha256"]
+    if not (
+        isinstance(digest, str) and len(digest) == 64 and set(digest) <= set("0123456789abcdef")
+    ):
+        problems.append(f"payload_sha256 {digest!r} (64 lower-case hex digits)")
+    if problems:
+        raise ValueError(f"{source} is corrupt: header field {'; '.join(problems)}")
+    return header
+
+
 def read_params(data: bytes, *, source: str = "parameter file", rank: int | None = None):
-    """Parse the bytes of a parameter file written by :func:`save_params`.
+    """Parse and check the bytes of a parameter file written by :func:`save_params`.
+
+    Every header field is checked (types and ranges), the payload's length and SHA-256 against the
+    header's, and the payload against the shapes the header implies, before it is deserialised.
 
     Args:
       data: the file's bytes.
-      source: the name used in error messages (default ``"parameter file"``).
+      source: the name used in error messages, e.g. the file's path (default
+        ``"parameter file"``).
       rank: if given, the rank the parameters must have been trained for.
 
     Returns:
       ``(params, header)``: the :class:`LRPCAParams` and the header dict (rank, n, num_layers,
-      dtype, meta). A file that is not a parameter file, is corrupt, holds non-finite values or
-      another rank raises ``ValueError``.
+      dtype, scale, alpha, meta, payload_bytes, payload_sha256). A file that is not a parameter
+      file of this format, is truncated or corrupt, holds non-finite values or another rank raises
+      ``ValueError`` naming ``source``.
     """
     if not data.startswith(_MAGIC):
+        if data.startswith(_FORMAT_PREFIX):
+            version = data[len(_FORMAT_PREFIX) :].partition(b"\n")[0][:20]
+            raise ValueError(
+                f"{source} is an LRPCA parameter file of format {version!r}, which carries no "
+                "payload digest and is not read: delete it and train again (or save_params anew)"
+            )
         raise ValueError(f"{source} is not an LRPCA parameter file (bad header)")
-    rest = data[len(_MAGIC) :]
-    line, sep, body = rest.partition(b"\n")
-    try:
-        header = json.loads(line)
-        n = float(header["n"])  # a rescaled size √(n1 n2) may be fractional
-        like = _template(
-            int(header["num_layers"]),
-            int(header["rank"]),
-            int(n) if n.is_integer() else n,
-            header.get("dtype", "float32"),  # files before the dtype field: float32
+    line, sep, body = data[len(_MAGIC) :].partition(b"\n")
+    if not sep or len(line) > _MAX_HEADER:
+        raise ValueError(f"{source} is corrupt: truncated header")
+    header = _header(line, source)
+    if len(body) != header["payload_bytes"]:
+        raise ValueError(
+            f"{source} is corrupt: a payload of {len(body)} bytes, the header says "
+            f"{header['payload_bytes']} (truncated or extended file)"
         )
-        params = jax.tree.map(jnp.asarray, eqx.tree_deserialise_leaves(io.BytesIO(body), like))
-    except Exception as err:  # truncated or edited files
+    digest = hashlib.sha256(body).hexdigest()
+    if digest != header["payload_sha256"]:
+        raise ValueError(
+            f"{source} is corrupt: the payload's sha256 {digest} is not the header's "
+            f"{header['payload_sha256']} (the file was altered)"
+        )
+    n = header["n"]
+    like = _template(
+        header["num_layers"],
+        header["rank"],
+        int(n) if float(n).is_integer() else n,
+        header["dtype"],
+        _training_scale(header["scale"]),
+        _training_alpha(header["alpha"]),
+    )
+    if len(_serialise(like)) != len(body):
+        raise ValueError(
+            f"{source} is corrupt: its payload does not hold {header['num_layers']} layers of "
+            f"{header['dtype']} (the header's shapes)"
+        )
+    try:
+        loaded = eqx.tree_deserialise_leaves(io.BytesIO(body), like)
+    except Exception as err:  # a payload whose digest matches but does not parse
         raise ValueError(f"{source} is corrupt: {err}") from None
+    for got, want in zip(jax.tree.leaves(loaded), jax.tree.leaves(like)):
+        got = np.asarray(got)
+        if got.shape != want.shape or got.dtype != want.dtype:
+            raise ValueError(
+                f"{source} is corrupt: a {got.dtype} leaf of shape {got.shape}, the header implies "
+                f"{want.dtype} {want.shape}"
+            )
+    params = jax.tree.map(jnp.asarray, loaded)
     if not all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(params)):
         raise ValueError(f"{source} is corrupt: non-finite parameters")
     if rank is not None and params.rank != rank:
@@ -328,21 +561,69 @@ def read_params(data: bytes, *, source: str = "parameter file", rank: int | None
     return params, header
 
 
+def _check_shipped(data: bytes, name: str, source: str) -> None:
+    """Refuse a shipped model file whose SHA-256 is not the pinned one."""
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != PRETRAINED_SHA256[name]:
+        raise ValueError(
+            f"{source} is not the shipped model {name} (sha256 {digest}, pinned "
+            f"{PRETRAINED_SHA256[name]}): reinstall the package"
+        )
+
+
 def load_params(path, *, rank: int | None = None) -> LRPCAParams:
-    """Read LRPCA parameters from a file written by :func:`save_params`.
+    """Read LRPCA parameters from a file written by :func:`save_params`, checked by
+    :func:`read_params`; a shipped model's file (in ``rpca/pretrained/``) is also checked against
+    its pinned SHA-256 (:data:`PRETRAINED_SHA256`).
 
     Args:
       path: the file.
       rank: if given, the rank the parameters must have been trained for (else ``ValueError``).
 
     Returns:
-      :class:`LRPCAParams`.
+      :class:`LRPCAParams`. A tampered, truncated or foreign file raises ``ValueError`` naming
+      ``path``.
     """
     with open(path, "rb") as f:
         data = f.read()
-    return read_params(data, source=os.fspath(path), rank=rank)[0]
+    source = os.fspath(path)
+    resolved = pathlib.Path(path).resolve()
+    if resolved.parent == _PRETRAINED_DIR and resolved.name in PRETRAINED_SHA256:
+        _check_shipped(data, resolved.name, source)
+    return read_params(data, source=source, rank=rank)[0]
 
 
+_PRETRAINED_DIR = pathlib.Path(__file__).resolve().parent / "pretrained"
+# The SHA-256 of each shipped model file (format v2); pretrained and load_params refuse others.
+PRETRAINED_SHA256 = {
+    "lrpca_n1000_r5_alpha0.1.eqx": (
+        "00e30cfd9e33b12825f603ed5b859247a9d3434271098c0a5c4850b2134ef2f6"
+    ),
+    "lrpca_n1000_r5_alpha0.2.eqx": (
+        "4186ee79ff0fcebc6cb3879baf808813dc5c33fda0a79405dba2435acd8ab1ea"
+    ),
+    "lrpca_n1000_r5_alpha0.3.eqx": (
+        "7c5b9ee76e2bb1da96415e90a47d9bbf460eb8779bc944c4f2394b2636273aca"
+    ),
+    "lrpca_n100_r5_alpha0.1.eqx": (
+        "6fbfd423016d2db4cd66b8eb0c90753f2ea0c85d206d6fd6b82090794c2cef35"
+    ),
+    "lrpca_n100_r5_alpha0.2.eqx": (
+        "6358661c15a4a7d9ceb325c55c459177c67e32370ddfb353843b142530afac7d"
+    ),
+    "lrpca_n100_r5_alpha0.3.eqx": (
+        "11b91ab6ab8bb0305da7cd6a2a3358a1cd881b050095f6c5bdd1323e72ff620a"
+    ),
+    "lrpca_n300_r5_alpha0.1.eqx": (
+        "b19e4a4b091f3fdd330f065bbf9410b40f439946bf7d8ec551e36f80b1089d83"
+    ),
+    "lrpca_n300_r5_alpha0.2.eqx": (
+        "fc9a7b75bf821a6c5d4817dfcbe718b54136888ad1990e00cab56385c1774321"
+    ),
+    "lrpca_n300_r5_alpha0.3.eqx": (
+        "4c074f6503af33f0fefe9f967ce2bf7280ab6a6e7ec74ec7c63e02ccda0d67c6"
+    ),
+}
 PRETRAINED_ALPHAS = (0.1, 0.2, 0.3)
 PRETRAINED_SIZES = (100, 300, 1000)  # n of the shipped models (square n × n training problems)
 
@@ -370,16 +651,17 @@ def _served_size(n, name: str = "n", args=None) -> float:
 
 
 def _shipped_alpha(alpha, name: str, args) -> float:
-    """An outlier density of a shipped model (also a 0-d NumPy or JAX number, jnp.float32(0.2)),
-    as a Python float."""
+    """The shipped model's outlier density for data with outlier fraction ``alpha`` (also a 0-d
+    NumPy or JAX number): the smallest shipped α ≥ alpha, as a Python float."""
     value = _checks.as_real(alpha)
-    if value is None:
-        raise ValueError(f"{name} must be a number in {PRETRAINED_ALPHAS}, got {alpha!r}")
-    if not any(abs(value - a) < 1e-6 for a in PRETRAINED_ALPHAS):  # float32 0.3 is 0.30000001
+    top = max(PRETRAINED_ALPHAS)
+    if value is None or not 0 <= value <= top + 1e-6:  # float32 0.3 is 0.30000001; NaN fails
         raise ValueError(
-            f"pretrained parameters exist for {name} in {PRETRAINED_ALPHAS}, got {value}"
+            f"{name} must be an outlier fraction in [0, {top}] (shipped models: α = "
+            f"{', '.join(map(str, PRETRAINED_ALPHAS))}), got {alpha!r}; for more outliers use "
+            "rpca.scaledgd or rpca.altproj, or train a model (rpca.train_lrpca)"
         )
-    return value
+    return min(a for a in PRETRAINED_ALPHAS if a >= value - 1e-6)
 
 
 @_checks.validate(n=_checks.Convert(_served_size))
@@ -403,13 +685,16 @@ def pretrained_size(n) -> int:
     rank=_checks.Count(optional=True),
 )
 def pretrained(alpha: float = 0.1, *, n=None, rank: int | None = None) -> LRPCAParams:
-    """LRPCA parameters shipped with the package, for the paper's generator at rank 5.
+    """LRPCA parameters shipped with the package, trained on the paper's generator at rank 5.
 
     Trained by ``experiments/rpca_train.py`` (K = 10 layers, β and φ from the FRMNN grid search),
     one model per outlier density α ∈ {0.1, 0.2, 0.3} and training size n ∈ {100, 300, 1000}.
-    Calling a model on another size rescales ζ by (n_train / n)(r / 5)
-    (:meth:`LRPCAParams.for_problem`), which serves larger problems and not smaller ones. Relative
-    error at α = 0.1 after 40 layers (FRMNN), mean of 3 float32 instances:
+    For data with outlier fraction α the model of the smallest shipped α' ≥ α is returned (its
+    ``alpha`` field says which; a model trained for more outliers serves fewer). Calling a model
+    brings ζ to the observation's units, ζ · (s(Y)/s_b) · √(r/5)
+    (:meth:`LRPCAParams.thresholds`): the same relative answer on Y and c·Y for any c > 0, and on
+    the paper's generator the paper's rule for other sizes, which serves larger problems and not
+    smaller ones. Relative error at α = 0.1 after 40 layers (FRMNN), mean of 3 float32 instances:
 
     | problem n | n = 1000 model   | n = 300 model   | n = 100 model |
     |-----------|------------------|-----------------|---------------|
@@ -424,8 +709,16 @@ def pretrained(alpha: float = 0.1, *, n=None, rank: int | None = None) -> LRPCAP
     n = 100 the α = 0.3 model's 50-instance mean is 7e-4 after 40 layers. Below n = 90 no shipped
     model serves; train for the size (:func:`lowrank_jax.rpca.train_lrpca`).
 
+    When to use one: data close to low rank plus sparse outliers (at most 30 % of the entries),
+    where speed matters. The learned schedule assumes outliers comparable to the low-rank part's
+    entries and a well-conditioned X⋆ like the generator's; on other data check the result's
+    ``status`` (a run whose S comes out dense is ``Status.UNRELIABLE`` and warns) or use
+    :func:`~lowrank_jax.rpca.scaledgd` / :func:`~lowrank_jax.rpca.altproj`, which need no
+    training.
+
     Args:
-      alpha: the outlier density, one of 0.1, 0.2, 0.3 (default 0.1).
+      alpha: the outlier fraction of the data, in [0, 0.3] (default 0.1): the model trained for the
+        smallest shipped α' ≥ alpha (0.1, 0.2 or 0.3) is returned.
       n: the size √(n1 n2) of the problems the model is for; it picks the training size with
         :func:`pretrained_size` (the largest that is at most n / 0.9). Default None: the n = 1000
         model.
@@ -448,10 +741,13 @@ def pretrained(alpha: float = 0.1, *, n=None, rank: int | None = None) -> LRPCAP
         ```
     """
     name = pretrained_name(alpha, 1000 if n is None else pretrained_size(n))
+    # alpha is the shipped α' chosen by _shipped_alpha
     ref = resources.files("lowrank_jax.rpca").joinpath("pretrained", name)
     if not ref.is_file():
         raise FileNotFoundError(
             f"pretrained file {name} is missing from the installed package; "
             "re-train it with experiments/rpca_train.py"
         )
-    return read_params(ref.read_bytes(), source=name, rank=rank)[0]
+    data = ref.read_bytes()
+    _check_shipped(data, name, str(ref))
+    return read_params(data, source=str(ref), rank=rank)[0]

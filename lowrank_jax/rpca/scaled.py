@@ -33,13 +33,14 @@ from lowrank_jax.rpca._common import (
     residual_step,
     spectral_init,
     stopping,
+    unreliable_message,
 )
 
 
 @full_precision
 @_checks.validate(
     alpha=_checks.Hyper(ndim=0, high=1, dtype_of="Y"),
-    eta=_checks.Hyper(ndim=0, dtype_of="Y"),
+    eta=_checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="Y"),
 )
 def scaledgd_step(Y, L, R, alpha, eta, cuts=None, support=None, prev=None):
     """One ScaledGD iteration: the sparsifier T_α, then one scaled-gradient step on (L, R).
@@ -55,7 +56,7 @@ def scaledgd_step(Y, L, R, alpha, eta, cuts=None, support=None, prev=None):
       L: (n1, r) and R: (n2, r), the current factors.
       alpha: the fraction α ∈ [0, 1] of T_α (scalar, in Y's dtype; may be traced: a traced one
         outside [0, 1] is NaN, and so is the step).
-      eta: step size η ≥ 0 (scalar, likewise).
+      eta: step size η > 0 (scalar, likewise).
       cuts: (row_cut (n1,), col_cut (n2,)) of the previous iteration, warm starts of the exact
         selection only (they never change the result); default None, a cold start.
       support: boolean (n1, n2) mask of supp(S⋆), to count #{S⁺ ≠ 0 outside it}; default None.
@@ -141,7 +142,7 @@ def _scaledgd_iteration(
         D = Y - L_prev @ R_prev.T
         S = jnp.where(out.n_iter > 0, apply_top_fraction(D, jnp.abs(D), row_cut, col_cut), S0)
         S = jnp.where(invalid, jnp.nan, S)
-        return make_result(L, R, S, out)
+        return make_result(L, R, S, out, y_norm)
 
     # Initial cut-offs: the first step starts its selection cold (the guesses are only hints).
     cuts0 = (jnp.zeros((n1,), Y.dtype), jnp.zeros((n2,), Y.dtype))
@@ -213,7 +214,7 @@ _ARGS = dict(
         label="alpha_iter (default 2·alpha: pass alpha_iter ≤ 1)",
     ),
     alpha_init=_checks.Hyper(ndim=0, high=1, dtype_of="Y", default=lambda a: a["alpha"]),
-    eta=_checks.Hyper(ndim=0, dtype_of="Y"),
+    eta=_checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="Y"),
     tol=_checks.Tol(dtype_of="Y"),
     stop=STOP,
 )
@@ -272,7 +273,8 @@ def scaledgd(
       Y: (n1, n2) observation.
       rank: target rank r, 1 ≤ r ≤ min(n1, n2) (static).
       alpha: outlier fraction estimate α ∈ [0, 1] (scalar; may be traced, ``vmap`` over it works).
-      eta: step size η ≥ 0 (scalar; may be traced), default 0.5 (theory: ≤ 2/3).
+      eta: step size η > 0 (scalar; may be traced), default 0.5 (theory: ≤ 2/3); 0, which would
+        return the start as the answer, is refused.
       tol: stop once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (> 0, default 1e-6), or, with
         ``stop="change"``, once the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol.
         None runs exactly ``max_iter`` iterations. A tolerance stop is a ``while_loop``, which
@@ -299,10 +301,11 @@ def scaledgd(
 
     Returns:
       :class:`RPCAResult`: ``status``, ``n_iter``, L, R, X = L Rᵀ, S = T_α̃(Y − X_{k−1}), the final
-      ``residual`` (and ``error``, ``false_positives``, ``change`` when asked for) and their
-      ``history``. Because T_α keeps ties, data with many repeated values (binary, saturated)
-      can put most of Y into S; a ``UserWarning`` says so when the final S holds more entries than
-      T_α keeps without ties.
+      ``residual`` (and ``error``, ``false_positives``, ``change`` when asked for), their
+      ``history`` and S's ``density`` (above one half, an α too large for a sparse S:
+      ``Status.UNRELIABLE``, and a direct call warns). Because T_α keeps ties, data with many
+      repeated values (binary, saturated) can put most of Y into S; a ``UserWarning`` says so when
+      the final S holds more entries than T_α keeps without ties.
 
     Example:
         ```python
@@ -334,7 +337,17 @@ def scaledgd(
         stop=stop,
         differentiable=differentiable,
     )
-    out = finish(out, throw, diverged=_DIVERGED, invalid=_INVALID)
+    out = finish(
+        out,
+        throw,
+        diverged=_DIVERGED,
+        invalid=_INVALID,
+        unreliable=unreliable_message(
+            "ScaledGD",
+            "T_α keeps the fraction alpha_iter of each row and column: lower alpha (and "
+            "alpha_iter) to the outlier fraction of the data.",
+        ),
+    )
     ties = _checks.when_concrete(_ties_flooded_the_support, out.S, alpha_init, alpha_iter)
     if ties is not None:
         _checks.warn_caller(ties)
@@ -373,7 +386,7 @@ def scaledgd_iteration(
       Y: (n1, n2) observation.
       rank: target rank r, 1 ≤ r ≤ min(n1, n2) (static).
       alpha: outlier fraction estimate α ∈ [0, 1] (scalar; may be traced).
-      eta: step size η ≥ 0 (scalar; may be traced), default 0.5.
+      eta: step size η > 0 (scalar; may be traced), default 0.5.
       tol: ``it.stop`` is ``diag[stop] < tol`` (> 0, default 1e-6); None: no stopping rule.
       alpha_iter: the fraction α̃ ∈ [0, 1] of the iterations, default 2α.
       alpha_init: the fraction α_0 ∈ [0, 1] of the initialisation, default α.

@@ -40,8 +40,14 @@ from jax.sharding import PartitionSpec as P
 from lowrank_jax import _checks, loop
 from lowrank_jax.precision import full_precision
 from lowrank_jax.result import finish
-from lowrank_jax.rpca._common import KEY, RPCAResult, declared, stopping
-from lowrank_jax.rpca.learned import SCHEDULE, SCHEDULE_RULES, _lrpca_iteration, schedule
+from lowrank_jax.rpca._common import KEY, RPCAResult, declared, stopping, unreliable_message
+from lowrank_jax.rpca.learned import (
+    LRPCA_REMEDY,
+    SCHEDULE,
+    SCHEDULE_RULES,
+    _lrpca_iteration,
+    schedule,
+)
 
 AXIS = "rows"
 
@@ -63,6 +69,11 @@ def _mesh(mesh, name: str, args) -> Mesh:
     """The mesh of :func:`lrpca_sharded`: ``None`` is :func:`row_mesh` over every device; a given
     one must be 1-D with the axis name ``"rows"``."""
     mesh = row_mesh() if mesh is None else mesh
+    if not isinstance(mesh, Mesh):
+        raise TypeError(
+            f"{name} must be a jax.sharding.Mesh (e.g. rpca.row_mesh()) or None, got "
+            f"{type(mesh).__name__} {mesh!r}"
+        )
     if mesh.axis_names != (AXIS,):
         raise ValueError(f"{name} must be 1-D with axis name {AXIS!r}, got {mesh.axis_names}")
     return mesh
@@ -193,8 +204,9 @@ def lrpca_sharded(
         throw,
         diverged="LRPCA (sharded) diverged (non-finite or exploding factors): the step sizes "
         "eta are too large (or FRMNN's beta, phi grow the thresholds too fast)",
-        invalid="LRPCA (sharded): zeta[0] must be > 0, zeta and eta >= 0, beta and phi > 0 and "
+        invalid="LRPCA (sharded): zeta[0] must be > 0, zeta >= 0 and eta > 0, beta and phi > 0 and "
         "tol > 0 (the result is NaN)",
+        unreliable=unreliable_message("LRPCA (sharded)", LRPCA_REMEDY),
     )
 
 
@@ -239,7 +251,15 @@ def _run(Y, zeta, eta, beta, phi, tol, key, *, mesh, rows, budget, **static):
         mesh=mesh,
         in_specs=(split, rep, rep, rep, rep, rep, rep),
         out_specs=RPCAResult(
-            n_iter=rep, status=rep, history=rep, L=split, R=rep, X=split, S=split, residual=rep
+            n_iter=rep,
+            status=rep,
+            history=rep,
+            L=split,
+            R=rep,
+            X=split,
+            S=split,
+            residual=rep,
+            density=rep,
         ),
         check_vma=False,
     )(Y, zeta, eta, beta, phi, tol, key)

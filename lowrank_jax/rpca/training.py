@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import numbers
 import os
 import time
@@ -61,7 +62,7 @@ from lowrank_jax.rpca.learned import (
     lrpca_step,
     oracle_thresholds,
 )
-from lowrank_jax.rpca.params import LRPCAParams, read_params, save_params
+from lowrank_jax.rpca.params import LRPCAParams, data_scale, read_params, save_params
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,13 +113,28 @@ class TrainConfig:
 
 
 def _number(value, name: str, args=None) -> float:
-    """A real Python or NumPy number (not a bool, not a string) as a Python float."""
+    """A finite real Python or NumPy number (not a bool, not a string) as a Python float."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
     return float(value)
 
 
 _NUMBER = _checks.Convert(_number)
+
+
+def _log_list(log, name: str, args=None):
+    """None, or a list the per-stage entries are appended to."""
+    if log is not None and not isinstance(log, list):
+        raise TypeError(
+            f"{name} must be a list (per-stage entries are appended) or None, got {log!r}"
+        )
+    return log
+
+
+_CONFIG = _checks.Instance(TrainConfig, "build one with rpca.TrainConfig(**fields)")
+_SAMPLER = _checks.Function("a function sampler(key, count) -> (Y, X_star)", optional=True)
 
 
 @_checks.validate(
@@ -249,7 +265,9 @@ def initial_params(key, cfg: TrainConfig, sampler=None) -> LRPCAParams:
       sampler: as in :func:`train_lrpca` (default None: the paper's generator).
 
     Returns:
-      :class:`LRPCAParams` with K = ``cfg.num_layers`` layers and β = φ = 1.
+      :class:`LRPCAParams` with K = ``cfg.num_layers`` layers, β = φ = 1, ``scale`` the mean
+      :func:`~lowrank_jax.rpca.data_scale` of the instances (the units of ζ) and ``alpha``
+      ``cfg.alpha`` (None with a ``sampler``).
     """
     Y, X = _instances(key, cfg, cfg.init_instances, sampler)
     K = cfg.num_layers
@@ -267,8 +285,17 @@ def initial_params(key, cfg: TrainConfig, sampler=None) -> LRPCAParams:
     log_zeta = jnp.mean(jnp.log(zetas), axis=0)
     dtype = log_zeta.dtype  # one dtype for every leaf (x64, float64 samplers)
     log_eta = jnp.full((K,), jnp.log(cfg.init_eta), dtype)
+    # the units ζ is learned in: the mean data scale of these instances (LRPCAParams.thresholds)
+    scale = float(np.mean([float(data_scale(Y[i])) for i in range(Y.shape[0])]))
     return LRPCAParams(
-        log_zeta, log_eta, jnp.ones((), dtype), jnp.ones((), dtype), rank=cfg.rank, n=cfg.n
+        log_zeta,
+        log_eta,
+        jnp.ones((), dtype),
+        jnp.ones((), dtype),
+        rank=cfg.rank,
+        n=cfg.n,
+        scale=scale,
+        alpha=None if sampler is not None else cfg.alpha,
     )
 
 
@@ -336,7 +363,15 @@ def _phase_steps(cfg: TrainConfig, layers: int):
 
 @_checks.host_function("rpca.train_lrpca")
 @full_precision
-@_checks.validate(key=_checks.Key(), progress=_checks.Flag())
+@_checks.validate(
+    cfg=_CONFIG,
+    key=_checks.Key(),
+    checkpoint=_checks.FilePath(optional=True),
+    progress=_checks.Flag(),
+    callback=_checks.Function("a function callback(stage, params)", optional=True),
+    log=_checks.Convert(_log_list),
+    sampler=_SAMPLER,
+)
 def train_lrpca(
     cfg: TrainConfig = TrainConfig(),
     *,
@@ -445,20 +480,42 @@ def _key_tag(key):
 
 
 def _load_checkpoint(path, cfg: TrainConfig, key_tag):
+    """The parameters and meta of a checkpoint, after :func:`read_params`'s checks (magic, header
+    fields, payload length and SHA-256, shapes) and the run's: the meta holds exactly ``stage`` (an
+    integer in 0..K), ``config`` (this run's) and ``key`` (this run's), and the parameters are of
+    the configuration's rank, size and layer count. Anything else is a ``ValueError`` naming the
+    path."""
     with open(path, "rb") as f:
         params, header = read_params(f.read(), source=os.fspath(path))
     meta = header["meta"]
-    if meta.get("config") != dataclasses.asdict(cfg):
+    if set(meta) != {"stage", "config", "key"}:
+        raise ValueError(
+            f"checkpoint {path} is corrupt: meta fields {sorted(meta)}, expected "
+            "['config', 'key', 'stage']; delete it to train from the start"
+        )
+    if meta["config"] != dataclasses.asdict(cfg):
         raise ValueError(
             f"checkpoint {path} was written for another configuration "
-            f"({meta.get('config')}); delete it or pass the same TrainConfig"
+            f"({meta['config']}); delete it or pass the same TrainConfig"
         )
     # A resume with another key trained the remaining stages on other instances: a mix of two runs
-    # that equals neither. (Checkpoints from before the key was recorded are taken as they are.)
-    if "key" in meta and meta["key"] != key_tag:
+    # that equals neither.
+    if meta["key"] != key_tag:
         raise ValueError(
             f"checkpoint {path} was written by a run with another key; delete it or pass the "
             "same key to resume"
+        )
+    stage = meta["stage"]
+    if isinstance(stage, bool) or not isinstance(stage, int) or not 0 <= stage <= cfg.num_layers:
+        raise ValueError(
+            f"checkpoint {path} is corrupt: stage {stage!r} is not an integer in "
+            f"0..{cfg.num_layers}; delete it to train from the start"
+        )
+    if (params.num_layers, params.rank, params.n) != (cfg.num_layers, cfg.rank, cfg.n):
+        raise ValueError(
+            f"checkpoint {path} is corrupt: parameters of {params.num_layers} layers, rank "
+            f"{params.rank}, n = {params.n} for a configuration of {cfg.num_layers} layers, rank "
+            f"{cfg.rank}, n = {cfg.n}; delete it to train from the start"
         )
     return params, meta
 
@@ -517,6 +574,9 @@ _GRID_AXIS = {
 @_checks.validate(
     _checks.Rule(lambda a: a["betas"].shape[0] > 0, "betas must hold at least one value", uses=()),
     _checks.Rule(lambda a: a["phis"].shape[0] > 0, "phis must hold at least one value", uses=()),
+    cfg=_CONFIG,
+    sampler=_SAMPLER,
+    progress=_checks.Flag(),
     key=_checks.Key(),
     num_instances=_checks.Count(),
     extra_layers=_checks.Count(minimum=0),
