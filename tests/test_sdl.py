@@ -320,7 +320,7 @@ def test_supervised_coding_refuses_xi_zero_and_survives_a_rank_deficient_diction
     # code reconstructs nothing and the code stays h = 0, so the probabilities are those of the
     # least-squares code, the class frequencies, not the uniform ones of an unbounded βᵀh.
     y_unbalanced = np.array([0] * 12 + [1] * 4)
-    m0 = sdl.fit(np.zeros((16, 20)), y_unbalanced, 2)
+    m0 = sdl.fit(np.zeros((16, 20)), y_unbalanced, 2, xi=1.0, lam=0.1)
     assert not np.any(m0.W)
     P = np.asarray(sdl.predict_proba(m0, X, coding="supervised"))
     P_ls = np.asarray(sdl.predict_proba(m0, X))
@@ -1479,7 +1479,7 @@ def test_lpgd_and_bcd_raise_on_divergence_like_fit(monkeypatch):
     with pytest.raises(RuntimeError, match="SDL-H diverged.*lr is too large.*leave lr=None"):
         sdl.lpgd(th0, g0, data, 1.0, 0.1, 50.0, 2, model="H", max_iter=200)
     with pytest.raises(RuntimeError, match="lr is too large"):
-        sdl.fit(X, y, 2, lr=50.0, max_iter=200, intercept=False)
+        sdl.fit(X, y, 2, xi=1.0, lam=0.1, lr=50.0, max_iter=200, intercept=False)
     with pytest.raises(RuntimeError, match="lr is too large"):
         jax.block_until_ready(
             jax.jit(

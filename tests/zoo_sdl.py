@@ -48,12 +48,17 @@ def _bcd_iteration(h):
     return sdl.bcd_iteration(_F0, _AUX_COEF0, data, 1.0, 0.1, model="H")
 
 
+# fit with the iteration's (ξ, λ) (its defaults follow the data's scale)
 def _fit(h, throw):
-    return sdl.fit(_X, _Y, 2, model="W", lr=h["lr"], tol=1e-4, max_iter=500, throw=throw)
+    return sdl.fit(
+        _X, _Y, 2, model="W", xi=1.0, lam=0.1, lr=h["lr"], tol=1e-4, max_iter=500, throw=throw
+    )
 
 
 def _fit_bcd(h, throw):
-    return sdl.fit(_X * h["scale"], _Y, 2, model="W", solver="bcd", max_iter=30, throw=throw)
+    return sdl.fit(
+        _X * h["scale"], _Y, 2, model="W", xi=1.0, lam=0.1, solver="bcd", max_iter=30, throw=throw
+    )
 
 
 # fit prepares the data, starts from initial_point and runs a solver: its iteration is the

@@ -3,7 +3,8 @@
 ``fit`` / ``predict`` / ``predict_proba`` / ``cross_validate`` (:mod:`.fit`), the lifted objective,
 gradients, factor recovery and Theorem 2.1's constants (:mod:`.model`), LPGD and the BCD baseline
 with their iterations ``lpgd_iteration`` / ``bcd_iteration`` (:mod:`.solvers`; LPGD's steps in the
-span of the data, :mod:`.span`), MF-LR (:mod:`.baselines`).
+span of the data, :mod:`.span`), MF-LR (:mod:`.baselines`), and the scikit-learn estimator
+``SDLClassifier`` (:mod:`.estimator`, imported on first use: it needs scikit-learn).
 
 Data are samples in rows at every entry point — X (n, p), X_aux (n, q) — and transposed once into
 the paper's layout (columns are samples) by :func:`prepare`; the fitted factors keep that layout:
@@ -16,6 +17,8 @@ from lowrank_jax.sdl.fit import (
     SDLModel,
     activations,
     cross_validate,
+    default_lam,
+    default_xi,
     fit,
     initial_point,
     predict,
@@ -65,6 +68,8 @@ __all__ = [
     "bcd_iteration",
     "class_probs",
     "cross_validate",
+    "default_lam",
+    "default_xi",
     "factored_objective",
     "factors",
     "fit",
@@ -86,3 +91,22 @@ __all__ = [
     "stratified_folds",
     "theory",
 ]
+
+
+def __getattr__(name: str):
+    """``SDLClassifier`` from :mod:`lowrank_jax.sdl.estimator`, imported on first use so that
+    ``import lowrank_jax`` does not need scikit-learn (an ``ImportError`` naming
+    ``pip install scikit-learn`` when it is missing).
+
+    Args:
+      name: the attribute asked for.
+
+    Returns:
+      :class:`lowrank_jax.sdl.estimator.SDLClassifier` for ``"SDLClassifier"``; any other name is
+      an ``AttributeError``.
+    """
+    if name == "SDLClassifier":
+        from lowrank_jax.sdl.estimator import SDLClassifier
+
+        return SDLClassifier
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -83,6 +83,57 @@ class SDLModel(Result):
 
 _INIT = _checks.Choice("svd", "random")
 
+XI_DEFAULT = 1.0
+"""ξ of :func:`fit`'s default on data whose samples have mean squared norm 1."""
+LAM_DEFAULT = 0.01
+"""λ of :func:`fit`'s default on data whose samples have mean squared norm 1."""
+
+
+def _mean_square_norm(X):
+    """s² = ‖X‖²_F / n of X (n, p), samples in rows; 1 for all-zero X."""
+    s2 = jnp.sum(jnp.square(X)) / X.shape[0]
+    return jnp.where(s2 > 0, s2, jnp.ones_like(s2))
+
+
+def default_xi(X):
+    """:func:`fit`'s default ξ, from the scale of the data: with s² = ‖X‖²_F / n, the mean squared
+    norm of a sample,
+
+        ξ = ξ₀ / s²,   ξ₀ = 1 (:data:`XI_DEFAULT`),
+
+    so that ξ‖X − B‖²_F is ξ₀ times the reconstruction error relative to the data's size, whatever
+    units X is in (1 for all-zero X).
+
+    Args:
+      X: (n, p) training data, samples in rows (may be traced).
+
+    Returns:
+      ξ, a scalar of X's dtype.
+    """
+    X = jnp.asarray(X)
+    return (XI_DEFAULT / _mean_square_norm(X)).astype(X.dtype)
+
+
+def default_lam(X, model: str):
+    """:func:`fit`'s default λ, from the scale of the data: with s² = ‖X‖²_F / n,
+
+        SDL-H  λ = λ₀        (A holds the activations themselves),
+        SDL-W  λ = λ₀ s²     (A multiplies x: rescaling X by c rescales A by 1/c),
+
+    λ₀ = 0.01 (:data:`LAM_DEFAULT`), a light ridge: larger λ shrinks the activations until the
+    unpenalised intercept alone decides, and every sample gets the majority class.
+
+    Args:
+      X: (n, p) training data, samples in rows (may be traced).
+      model: "H" or "W".
+
+    Returns:
+      λ, a scalar of X's dtype.
+    """
+    X = jnp.asarray(X)
+    scale = _mean_square_norm(X) if model == "W" else jnp.ones((), X.dtype)
+    return (LAM_DEFAULT * scale).astype(X.dtype)
+
 
 @full_precision
 @_checks.validate(
@@ -176,8 +227,8 @@ _LPGD_ONLY = _checks.Rule(
     model=sm.MODEL,
     rank=_checks.Convert(_fit_rank),
     solver=_checks.Choice("lpgd", "bcd"),
-    xi=_checks.Hyper(ndim=0, dtype_of="X"),
-    lam=_checks.Hyper(ndim=0, dtype_of="X"),
+    xi=_checks.Hyper(ndim=0, dtype_of="X", default=lambda a: default_xi(a["X"])),
+    lam=_checks.Hyper(ndim=0, dtype_of="X", default=lambda a: default_lam(a["X"], a["model"])),
     lr=_checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="X", optional=True),
     max_iter=_checks.Count(),
     svd=solvers.SVD,
@@ -191,8 +242,8 @@ def fit(
     rank: int,
     *,
     model: str = "H",
-    xi=1.0,
-    lam=0.1,
+    xi=None,
+    lam=None,
     lr=None,
     max_iter: int = 1000,
     tol=1e-6,
@@ -228,7 +279,11 @@ def fit(
       y: (n,) labels in {0, …, κ} (0 = reference class).
       rank: r, 1 ≤ r ≤ min(p, n).
       model: "H" (SDL-H, default) or "W" (SDL-W).
-      xi, lam: ξ, λ ≥ 0 of F (traced under ``vmap``; defaults 1.0, 0.1).
+      xi, lam: ξ, λ ≥ 0 of F (traced under ``vmap``). None (default) sets them from the scale of
+        X, s² = ‖X‖²_F / n the mean squared norm of a sample: ξ = 1/s² (:func:`default_xi`) and
+        λ = 0.01 for SDL-H, 0.01·s² for SDL-W (:func:`default_lam`) — ξ = 1, λ = 0.01 on data
+        rescaled to s = 1, and the same objective for X and cX up to the rescaling of B (and of
+        SDL-W's A). The fitted model records the values used (``xi``, ``lam``).
       lr: the step size τ > 0 (default None: the safe bound of
         :func:`lowrank_jax.sdl.model.step_bound`); LPGD only, the model records NaN for
         ``solver="bcd"``.
@@ -393,8 +448,22 @@ _XI_MESSAGE = (
 _SUPERVISED_XI = _checks.Rule(
     lambda a: a["coding"] != "supervised" or jnp.all(a["m"].xi > 0), _XI_MESSAGE, uses=("m",)
 )
+
+
 # The new samples of a fitted model m: X_new (n_new, p), X_aux_new (n_new, q) or None.
-_NEW = {"X_new": _checks.Convert(_x_new), "X_aux_new": _checks.Convert(_x_aux_new)}
+def _fitted(m, name: str, args) -> SDLModel:
+    if not isinstance(m, SDLModel):
+        raise TypeError(
+            f"{name} must be a fitted model (what sdl.fit returns), got {type(m).__name__}"
+        )
+    return m
+
+
+_NEW = {
+    "m": _checks.Convert(_fitted),
+    "X_new": _checks.Convert(_x_new),
+    "X_aux_new": _checks.Convert(_x_aux_new),
+}
 
 
 @full_precision
@@ -489,7 +558,8 @@ def _proba(m: SDLModel, X_new, Xa, coding: str, throw: bool):
 def _refuse_failed(P, status, overflow):
     """``P``, or an error (eagerly and in the caller's ``jit``/``vmap``): first for a model whose
     fit failed, then for non-finite probabilities (message ``overflow``)."""
-    failed = jnp.asarray(status) >= Status.DIVERGED
+    status = jnp.asarray(status)
+    failed = (status == Status.DIVERGED) | (status == Status.INVALID)
     bad = failed | ~jnp.all(jnp.isfinite(P))
     fit_failed = (
         "the model's fit diverged or was invalid (status DIVERGED or INVALID, fitted with "
@@ -782,7 +852,7 @@ def _grid_predict(
             span=span,
             throw=False,
         )
-        ok = res.status < Status.DIVERGED
+        ok = (res.status != Status.DIVERGED) & (res.status != Status.INVALID)
         if model == "W":
             a = sm.split(res.theta, "W", data.kappa)[0].T @ X_val + res.aux_coef.T @ Xa_val
             return jnp.argmax(sm.class_probs(a), axis=0), ok
