@@ -30,14 +30,18 @@ def planted(n=30, k=3, pairs=20, seed=0):
 def test_gradient_identity(loss, x64):
     Sigma, _, _ = planted(12, 2)
     M = jax.random.normal(jax.random.key(1), (12, 2), jnp.float64)
-    auto = jax.grad(cv.loss_of_M)(M, jnp.asarray(Sigma), loss, 0.3)
-    np.testing.assert_allclose(
-        cv.grad_of_M(M, jnp.asarray(Sigma), loss, 0.3), auto, rtol=1e-10, atol=1e-12
-    )
+    # Each side as one compiled program (op by op, every small op compiles on its own).
+    auto, closed = jax.jit(
+        lambda M, S: (jax.grad(cv.loss_of_M)(M, S, loss, 0.3), cv.grad_of_M(M, S, loss, 0.3))
+    )(M, jnp.asarray(Sigma))
+    np.testing.assert_allclose(closed, auto, rtol=1e-10, atol=1e-12)
     # μ ≥ |t| for the Huber type, μ ≤ |t| + ε log 2 for log-cosh, both → |t| as ε → 0.
-    t = jnp.linspace(-2, 2, 101)
-    assert bool(jnp.all(cv.smooth_abs(t, "huber", 0.3) >= jnp.abs(t)))
-    np.testing.assert_allclose(cv.smooth_abs(t, "logcosh", 1e-4), jnp.abs(t), atol=1e-4)
+    t = np.linspace(-2, 2, 101)
+    huber, logcosh = jax.jit(
+        lambda t: (cv.smooth_abs(t, "huber", 0.3), cv.smooth_abs(t, "logcosh", 1e-4))
+    )(jnp.asarray(t))
+    assert np.all(np.asarray(huber) >= np.abs(t))
+    np.testing.assert_allclose(logcosh, np.abs(t), atol=1e-4)
 
 
 def test_the_objective_of_M_refuses_shapes_and_a_non_symmetric_sigma_by_name(x64):
@@ -85,13 +89,18 @@ def test_first_layer_gradient_is_rank_one(x64):
     def phi(A, b):
         return cv.loss_of_M(cv.CovNet(A @ x + b, net.layers, "tanh", 8, 2)(), Sigma, "logcosh", 0.1)
 
-    gA, gb = jax.grad(phi, argnums=(0, 1))(A, b)
-    np.testing.assert_allclose(gA, jnp.outer(gb, x), rtol=1e-12, atol=1e-14)
+    gA, gb = jax.jit(jax.grad(phi, argnums=(0, 1)))(A, b)  # one program, not op by op
+    np.testing.assert_allclose(gA, np.outer(gb, x), rtol=1e-12, atol=1e-14)
     # Lemma IV.2 at the output: the last layer's bias d enters M = g(·) unchanged, so ∂φ/∂d is ∇_M φ
     # read in g's order, row by row (M_ij is output i·k + j), not column by column.
     net1 = cv.CovNet(A @ x + b, net.layers, "tanh", 8, 2)
-    g_d = jax.grad(lambda m: cv.loss_of_M(m(), Sigma, "logcosh", 0.1))(net1).layers[-1].bias
-    g_M = cv.grad_of_M(net1(), Sigma, "logcosh", 0.1)
+    g_d, g_M = jax.jit(
+        lambda m: (
+            jax.grad(lambda m: cv.loss_of_M(m(), Sigma, "logcosh", 0.1))(m).layers[-1].bias,
+            cv.grad_of_M(m(), Sigma, "logcosh", 0.1),
+        )
+    )(net1)
+    g_d, g_M = np.asarray(g_d), np.asarray(g_M)
     np.testing.assert_allclose(g_d, g_M.reshape(-1), rtol=1e-12, atol=1e-14)
     assert not np.allclose(g_d, g_M.T.reshape(-1))
 
@@ -361,21 +370,26 @@ def test_first_layer_adam_sum_closed_form(dtype):
     with jax.enable_x64(dtype == "float64"):
         rng = np.random.default_rng(0)
         x = jnp.asarray(np.concatenate([rng.normal(size=500), [0.0, 0.0, 1.0]]), dtype)
-        stats = nn._input_stats(x)
+
+        @jax.jit  # one program per shape of a (op by op, every small op compiled on its own)
+        def sums(a, x):
+            direct = jnp.sum(x * x / (a[:, None] * jnp.abs(x)[None, :] + nn._ADAM_EPS), axis=1)
+            return nn._adam_row_sums(a, nn._input_stats(x)), direct
+
         # more tiny units than the patch takes
         for a in (
-            jnp.asarray(rng.uniform(0.01, 5, 40), dtype),
-            jnp.asarray([0.0, 1e-9, 1e-3, 2.0], dtype),
-            jnp.asarray(np.r_[np.full(40, 1e-9), 1.0], dtype),
+            np.asarray(rng.uniform(0.01, 5, 40), dtype),
+            np.asarray([0.0, 1e-9, 1e-3, 2.0], dtype),
+            np.asarray(np.r_[np.full(40, 1e-9), 1.0], dtype),
         ):
-            direct = jnp.sum(x * x / (a[:, None] * jnp.abs(x)[None, :] + nn._ADAM_EPS), axis=1)
-            got = nn._adam_row_sums(a, stats)
+            got, direct = (np.asarray(v) for v in sums(jnp.asarray(a), x))
+            assert got.dtype == dtype
             np.testing.assert_allclose(
-                jnp.where(a > 0, got, 0),
-                jnp.where(a > 0, direct, 0),
+                np.where(a > 0, got, 0),
+                np.where(a > 0, direct, 0),
                 rtol=20 * float(jnp.finfo(dtype).eps),
             )
-            assert float(got[a == 0].sum()) == 0.0 if bool(jnp.any(a == 0)) else True
+            assert float(got[a == 0].sum()) == 0.0
 
 
 def test_armijo_stops_when_the_decrease_drops_below_rounding():
@@ -764,9 +778,17 @@ def test_decompose_iteration_warm_start_continues_the_lr_schedule():
     Sigma = jnp.asarray(Sigma, jnp.float32)
     kw = dict(hidden=(8,), lr=1e-2, lr_end=1e-4, max_iter=40, tol=None, key=0)
     it = cv.decompose_iteration(Sigma, 2, **kw)
-    whole = loop.run(it, max_iter=40)
-    first = loop.run(it, max_iter=15)
-    rest = loop.run(it._replace(state=first.state), max_iter=25, start=15)
+    # Each run as one compiled program (run eagerly, the loop and the ops around it compiled op by
+    # op: about a hundred small programs); jit changes nothing in the steps taken.
+    run = jax.jit(
+        lambda state, max_iter, start: loop.run(
+            it._replace(state=state), max_iter=max_iter, start=start
+        ),
+        static_argnums=(1, 2),
+    )
+    whole = run(it.state, 40, 0)
+    first = run(it.state, 15, 0)
+    rest = run(first.state, 25, 15)
     np.testing.assert_allclose(rest.history["step"], whole.history["step"][15:], rtol=1e-6)
     out, ref = it.result(rest), cv.decompose(Sigma, 2, **kw)
     np.testing.assert_allclose(out.M, ref.M, rtol=1e-4, atol=1e-4 * float(jnp.abs(ref.M).max()))

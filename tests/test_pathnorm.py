@@ -85,12 +85,15 @@ def test_proximal_forwards_extra_arguments_to_the_inner_optimizer():
     ref = optax.polyak_sgd()
     z = (jnp.zeros((5, 8), jnp.float32), jnp.full((3, 5), 0.1, jnp.float32))
     state, ref_state = opt.init(z), ref.init(z)
+    # Each side of a step as one program (op by op, each small op compiles on its own).
+    value_and_grad, apply = jax.jit(jax.value_and_grad(f)), jax.jit(optax.apply_updates)
+    ref_update = jax.jit(lambda g, s, z, value: ref.update(g, s, z, value=value))
     for _ in range(3):
-        value, grads = jax.value_and_grad(f)(z)
+        value, grads = value_and_grad(z)
         upd, state = jax.jit(opt.update)(grads, state, z, value=value)
-        u, ref_state = ref.update(grads, ref_state, z, value=value)
-        want = path(optax.apply_updates(z, u), lam)
-        z = optax.apply_updates(z, upd)
+        u, ref_state = ref_update(grads, ref_state, z, value)
+        want = path(apply(z, u), lam)
+        z = apply(z, upd)
         for got, w in zip(z, want):
             np.testing.assert_allclose(got, w, rtol=1e-6, atol=1e-7)
             assert np.array_equal(np.asarray(got) == 0, np.asarray(w) == 0)
@@ -112,15 +115,23 @@ def test_prox_sgd_on_the_network_applies_the_path_norm_prox(digits):
     params = eqx.filter(model, eqx.is_array)
     lr, lam = 0.1, 0.5
     opt = pathnorm.optimizer("path", "prox", lr, lam)
-    g = eqx.filter_grad(pathnorm.cross_entropy)(model, X[:100], y[:100])
-    upd, _ = opt.update(g, opt.init(params), params)
-    new = eqx.apply_updates(model, upd)
-    W_in = model.hidden.weight - lr * g.hidden.weight
-    W_out = model.out.weight - lr * g.out.weight
+
+    @eqx.filter_jit  # the optimizer's step as one program (op by op, each op compiles on its own)
+    def step(model, X, y):
+        g = eqx.filter_grad(pathnorm.cross_entropy)(model, X, y)
+        upd, _ = opt.update(g, opt.init(params), params)
+        return g, eqx.apply_updates(model, upd)
+
+    g, new = step(model, X[:100], y[:100])
+    # the gradient step by hand, in NumPy
+    W_in = np.asarray(model.hidden.weight) - lr * np.asarray(g.hidden.weight)
+    W_out = np.asarray(model.out.weight) - lr * np.asarray(g.out.weight)
     P_in, P_out = pathnorm.path_norm_prox(W_in, W_out, lr * lam)
     np.testing.assert_allclose(new.hidden.weight, P_in, atol=1e-6)
     np.testing.assert_allclose(new.out.weight, P_out, atol=1e-6)
-    np.testing.assert_allclose(new.hidden.bias, model.hidden.bias - lr * g.hidden.bias, atol=1e-6)
+    np.testing.assert_allclose(
+        new.hidden.bias, np.asarray(model.hidden.bias) - lr * np.asarray(g.hidden.bias), atol=1e-6
+    )
 
 
 def test_path_norm_bounds_the_lipschitz_constant():
@@ -202,8 +213,9 @@ def test_pgd_stays_in_the_ball_and_hurts(digits):
     Xs, ys = X[1000:1400], y[1000:1400]
     eps = 0.1
     Z = pathnorm.pgd_attack(model, Xs, ys, eps, key=jax.random.key(1))
-    assert float(jnp.max(jnp.abs(Z - Xs))) <= eps + 1e-6
-    assert float(jnp.min(Z)) >= 0.0 and float(jnp.max(Z)) <= 1.0
+    Z_np, Xs_np = np.asarray(Z), np.asarray(Xs)
+    assert float(np.max(np.abs(Z_np - Xs_np))) <= eps + 1e-6
+    assert float(np.min(Z_np)) >= 0.0 and float(np.max(Z_np)) <= 1.0
     assert float(pathnorm.cross_entropy(model, Z, ys)) > float(
         pathnorm.cross_entropy(model, Xs, ys)
     )
@@ -222,7 +234,7 @@ def test_pgd_stays_in_the_ball_and_hurts(digits):
     np.testing.assert_array_equal(still, start)
     one = pathnorm.pgd_attack(model, Xs, ys, eps, key=jax.random.key(2), steps=1, lr=2 * eps)
     # a step of 2ε lands every moved pixel on the ball or the box
-    moved = np.abs(np.asarray(one - Xs))
+    moved = np.abs(np.asarray(one) - Xs_np)
     on_edge = (
         np.isclose(moved, eps, atol=1e-6)
         | np.isclose(np.asarray(one), 0)
@@ -317,15 +329,19 @@ def test_pgd_is_a_uniform_start_then_signed_steps_of_eps_over_20(digits):
     Xs, ys, eps, key = X[:50], y[:50], 0.1, jax.random.key(2)
     Z0 = jnp.clip(Xs + jax.random.uniform(key, Xs.shape, Xs.dtype, -eps, eps), 0.0, 1.0)
 
-    def by_hand(Z, steps):
+    @jax.jit  # one step as one program (op by op, each small op compiles on its own)
+    def step(Z):
         # full-precision products, as pgd_attack traces them: on a GPU the default TF32 flipped the
         # sign of a near-zero gradient entry
         with jax.default_matmul_precision("highest"):
-            for _ in range(steps):
-                g = jax.grad(
-                    lambda Z: jnp.sum(optax.softmax_cross_entropy_with_integer_labels(model(Z), ys))
-                )(Z)
-                Z = jnp.clip(jnp.clip(Z + eps / 20 * jnp.sign(g), Xs - eps, Xs + eps), 0.0, 1.0)
+            g = jax.grad(
+                lambda Z: jnp.sum(optax.softmax_cross_entropy_with_integer_labels(model(Z), ys))
+            )(Z)
+            return jnp.clip(jnp.clip(Z + eps / 20 * jnp.sign(g), Xs - eps, Xs + eps), 0.0, 1.0)
+
+    def by_hand(Z, steps):
+        for _ in range(steps):
+            Z = step(Z)
         return Z
 
     np.testing.assert_allclose(

@@ -304,12 +304,14 @@ def test_group_soft_threshold_derivative_at_zero_groups_and_tiny_groups(x64):
     (derivative 1); the plain ‖x_g‖ = √Σx² gave NaN there. Groups near 1e-170 squared to 0 and were
     zeroed although far above t. A negative t (which enlarged the groups) is refused."""
     X = jnp.array([[3.0, 0.0, 1.0], [4.0, 0.0, 1.0]])
+    # Derivatives as one compiled program each, t a constant (op by op, each op compiles alone).
     for t, expected in ((1.0, 0.0), (0.0, 1.0)):
-        g = jax.grad(lambda X: jnp.sum(prox.group_soft_threshold(X, t)))(X)
-        assert np.all(np.isfinite(np.asarray(g)))
+        g = np.asarray(jax.jit(jax.grad(lambda X: jnp.sum(prox.group_soft_threshold(X, t))))(X))
+        assert np.all(np.isfinite(g))
         np.testing.assert_allclose(g[:, 1], expected)
     np.testing.assert_allclose(
-        jax.jacfwd(lambda X: prox.group_soft_threshold(X, 0.0))(X)[0, 1, 0, 1], 1.0
+        np.asarray(jax.jit(jax.jacfwd(lambda X: prox.group_soft_threshold(X, 0.0)))(X))[0, 1, 0, 1],
+        1.0,
     )
     tiny = jnp.array([[3e-170, 4e-170]])
     np.testing.assert_allclose(
@@ -326,13 +328,18 @@ def test_group_soft_threshold_gradient_of_tiny_float32_groups():
     f = lambda X, t: jnp.sum(
         jnp.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 1.0]], X.dtype) * prox.group_soft_threshold(X, t)
     )
+    # one compiled program per t and dtype (t a constant, as called eagerly; op by op, each small
+    # op compiles on its own)
+    grad = lambda X, t: jax.jit(jax.grad(lambda X: f(X, t)))(X)  # noqa: E731
     for t in (0.0, 1e-21, 1e-31):
-        g32 = jax.grad(f)(X, t)
+        g32 = np.asarray(grad(X, t))
         with jax.enable_x64(True):
-            g64 = jax.grad(f)(jnp.asarray(np.asarray(X), jnp.float64), t)
-        assert np.all(np.isfinite(np.asarray(g32))), (t, g32)
-        np.testing.assert_allclose(g32, np.asarray(g64), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(jax.grad(f)(X, 0.0), [[1.0, 2.0, 3.0], [-1.0, 0.5, 1.0]], rtol=1e-6)
+            g64 = np.asarray(grad(jnp.asarray(np.asarray(X), jnp.float64), t))
+        assert g64.dtype == np.float64 and g32.dtype == np.float32
+        assert np.all(np.isfinite(g32)), (t, g32)
+        np.testing.assert_allclose(g32, g64, rtol=1e-5, atol=1e-6)
+        if t == 0.0:
+            np.testing.assert_allclose(g32, [[1.0, 2.0, 3.0], [-1.0, 0.5, 1.0]], rtol=1e-6)
 
 
 def test_soft_threshold_jvp_takes_python_number_tangents():

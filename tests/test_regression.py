@@ -616,9 +616,14 @@ def test_newton_transformation_on_a_generic_loss(x64):
     flat, unravel = ravel_pytree(params)
     ravel = lambda p: ravel_pytree(p)[0]  # noqa: E731
     state = opt.init(params)
-    for _ in range(8):
+
+    @jax.jit  # one program for the step (op by op, each small op compiles on its own)
+    def step(params, state):
         upd, state = opt.update(jax.grad(f)(params), state, params)
-        params = optax.apply_updates(params, upd)
+        return optax.apply_updates(params, upd), state
+
+    for _ in range(8):
+        params, state = step(params, state)
     np.testing.assert_allclose(params["a"], 0.0, atol=1e-12)
     np.testing.assert_allclose(params["b"], 2.0, atol=1e-12)
 
