@@ -1032,8 +1032,8 @@ def test_tolerance_stops_early_at_the_first_small_step(x64):
     # ‖Z_{n−1}‖ ≥ ‖Z_n‖ − s_{n−1} and ‖Z_{n−2}‖ ≤ ‖Z_n‖ + s_{n−1} + s_{n−2} (triangle inequality):
     assert s[n - 1] <= tol * max(1.0, z_n - s[n - 1])  # relative change below tol
     assert s[n - 2] > tol * max(1.0, z_n + s[n - 1] + s[n - 2])  # ... for the first time
-    # fit passes tol through
-    m = sdl.fit(X, y, 2, model="H", xi=1.0, lam=0.1, max_iter=cap, tol=tol)
+    # fit passes tol through (at the same step: at lr=None it solves the problem on X/s)
+    m = sdl.fit(X, y, 2, model="H", xi=1.0, lam=0.1, lr=step, max_iter=cap, tol=tol)
     assert int(m.n_iter) == n and np.all(np.isnan(np.asarray(m.history["loss"])[n:]))
     np.testing.assert_allclose(m.theta, res.theta, rtol=1e-12, atol=1e-14)
     # Where ‖Z‖ < 1 the rule is absolute, ‖Z_{t+1} − Z_t‖ ≤ tol (a rule relative to ‖Z_t‖ alone
@@ -1869,3 +1869,22 @@ def test_fit_with_tol_is_differentiable_on_request(p, x64):
         g, jax.grad(lambda xi: size(xi, max_iter=n, tol=None))(1.0), rtol=1e-9
     )
     assert abs(float(g)) > 1e-3
+
+
+@pytest.mark.parametrize("model", ["H", "W"])
+def test_fit_at_the_safe_step_does_not_depend_on_the_units_of_X(model):
+    """At lr=None fit solves the equivalent problem on X/s (s² the mean squared sample norm) and
+    maps it back: X and 1000·X give the same predictions, B scaled by 1000 (SDL-W's A by 1/1000),
+    and the same objective. On unscaled X the relative step tolerance used to stop LPGD after a few
+    tiny safe steps."""
+    X, y, _ = generative(model, 30, 20, 2, seed=15)
+    X = np.asarray(X, np.float32)
+    a = sdl.fit(X, y, 2, model=model, max_iter=200, tol=None)
+    b = sdl.fit(1000 * X, y, 2, model=model, max_iter=200, tol=None)
+    np.testing.assert_allclose(float(b.loss), float(a.loss), rtol=1e-3)
+    A_a, B_a = sm.split(a.theta, model, 1)
+    A_b, B_b = sm.split(b.theta, model, 1)
+    np.testing.assert_allclose(B_b, 1000 * B_a, rtol=2e-3, atol=2e-3 * float(jnp.abs(B_b).max()))
+    scale = 1.0 if model == "H" else 1e-3
+    np.testing.assert_allclose(A_b, scale * A_a, rtol=2e-3, atol=2e-3 * float(jnp.abs(A_b).max()))
+    np.testing.assert_array_equal(sdl.predict(b, 1000 * X), sdl.predict(a, X))

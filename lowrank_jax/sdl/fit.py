@@ -286,7 +286,13 @@ def fit(
         SDL-W's A). The fitted model records the values used (``xi``, ``lam``).
       lr: the step size τ > 0 (default None: the safe bound of
         :func:`lowrank_jax.sdl.model.step_bound`); LPGD only, the model records NaN for
-        ``solver="bcd"``.
+        ``solver="bcd"``. With None (and no ``project``, and for SDL-W no ``X_aux``) LPGD solves
+        the same problem on X/s, s² = ‖X‖²_F/n: F(θ; X, ξ, λ) = F(θ′; X/s, ξs², λ′) with
+        B′ = B/s, λ′ = λ (SDL-H) or A′ = sA, λ′ = λ/s² (SDL-W), and the model is mapped back to
+        X. The safe step on unscaled high-dimensional X is so small that the relative step
+        tolerance stopped LPGD after a few steps, far from the optimum (z-scored ALL: 0.84 and 0.78
+        test accuracy against 0.98 and 1.00); ``lr`` and ``step_norm`` are then the rescaled
+        problem's.
       max_iter: the iteration cap, ≥ 1 (default 1000).
       tol: LPGD's relative step tolerance (> 0, default 1e-6): it stops after the first step with
         ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F), Z = (θ, γ); ``n_iter`` counts the steps taken
@@ -338,14 +344,26 @@ def fit(
         print(np.mean(sdl.predict(m, X[60:]) == y[60:]))              # held-out accuracy: 1.0
         ```
     """
-    data = sm.bundle(X, y, X_aux, intercept, num_classes)
     lr_given = lr is not None
+    # LPGD at its safe step solves the equivalent problem on X/s (see the docstring), mapped back.
+    s, xi_run, lam_run, X_run = None, xi, lam, X
+    if solver == "lpgd" and not lr_given and project is None and (model == "H" or X_aux is None):
+        s = jnp.sqrt(_mean_square_norm(X)).astype(X.dtype)
+        X_run, xi_run, lam_run = X / s, xi * s**2, (lam if model == "H" else lam / s**2)
+        overflow = _checks.when_concrete(
+            lambda a, b: not (np.isfinite(a) and np.isfinite(b)), xi_run, lam_run
+        )
+        if overflow:
+            # ξs² or λ/s² past the dtype: the problem as given, whose safe step says so by name
+            s, xi_run, lam_run, X_run = None, xi, lam, X
+    X = X_run
+    data = sm.bundle(X, y, X_aux, intercept, num_classes)
     # BCD has no single step (1/L_b per block, recomputed every sweep): the model records NaN for
     # it. LPGD's safe bound (lr=None) is checked by lpgd itself.
     if solver == "bcd":
         lr = jnp.asarray(jnp.nan, data.X.dtype)
     elif not lr_given:
-        lr = sm.step_bound(data, xi, lam, model)
+        lr = sm.step_bound(data, xi_run, lam_run, model)
     theta0, gamma0, f0 = initial_point(data, rank, model, key, init)
     # The solvers report; the model is checked once, below. The safe bound is passed on as
     # lr=None, so that the message does not advise leaving lr at None.
@@ -354,8 +372,8 @@ def fit(
             theta0,
             gamma0,
             data,
-            xi,
-            lam,
+            xi_run,
+            lam_run,
             lr if lr_given else None,
             rank,
             model=model,
@@ -368,6 +386,9 @@ def fit(
             throw=False,
         )
         theta, gamma, step_norm = res.theta, res.aux_coef, res.step_norm
+        if s is not None:  # θ of X/s to θ of X: B = s·B′, and SDL-W's A = A′/s
+            A, B = sm.split(theta, model, data.kappa)
+            theta = sm.join(A if model == "H" else A / s, B * s, model)
         f = sm.factors(theta, rank, model, data.kappa)
     else:
         res = solvers.bcd(f0, gamma0, data, xi, lam, model=model, max_iter=max_iter, throw=False)
