@@ -6,8 +6,7 @@ One stratified 50/50 split per data set with a fixed seed (a class with a single
 training half), per-gene z-scores from the training half. On that split, test accuracy of
 
 * SDL-H and SDL-W by ``sdl.fit(X, y, rank)`` with every default (ξ, λ from the data's scale);
-* the same through ``sdl.SDLClassifier(rank)`` (its default ``rescale=True``: the fit sees X/s,
-  s² the mean squared norm of a training sample, the same objective);
+* the same through ``sdl.SDLClassifier(rank)`` (the same fit, through scikit-learn's interface);
 * SDL tuned: (ξ, λ) chosen by ``sdl.cross_validate`` (5 folds, one vmapped program per fold) over
   ξ ∈ {0.1, 1, 10}, λ ∈ {0.001, 0.01, 0.1} on X/s, then refitted on the whole training half;
 * scikit-learn ``LogisticRegression`` at its defaults (C = 1) and with C chosen by 5-fold

@@ -41,12 +41,8 @@ class SDLClassifier(ClassifierMixin, BaseEstimator):
     :func:`lowrank_jax.sdl.fit`'s names and defaults; ``rank`` above what the training data allow
     is lowered to min(n_samples, n_features), the rank used is ``rank_``.
 
-    With ``rescale=True`` (default) the fit sees X/s, s² = ‖X‖²_F / n_samples the mean squared
-    norm of a training sample (``scale_`` = s), and new samples are divided by the same s. At the
-    default ξ, λ this is the objective of :func:`lowrank_jax.sdl.fit`'s defaults on X itself (ξ and
-    SDL-W's λ are set from s), reached by better scaled LPGD steps: one step size serves the
-    logits and the reconstruction alike only when a sample's norm is about 1. Given ξ, λ then
-    apply to X/s.
+    Units are :func:`lowrank_jax.sdl.fit`'s: at its chosen step it solves on X/s (s² the mean
+    squared sample norm) and maps the model back, so X and c·X fit alike.
 
     Args:
       rank: r, the number of dictionary atoms (default 2).
@@ -59,19 +55,17 @@ class SDLClassifier(ClassifierMixin, BaseEstimator):
       init: "svd" (default) or "random".
       solver: "lpgd" (default) or "bcd".
       coding: how SDL-H codes new samples, "lstsq" (default) or "supervised".
-      rescale: fit on X/s (default True; False fits X as given).
       random_state: integer seed of the random parts of the start (β₀), a NumPy ``RandomState``
         (one integer is drawn from it), or None (default) for seed 0: fits are deterministic.
 
     Attributes:
-      model_: the fitted :class:`lowrank_jax.sdl.SDLModel` (of X/s with ``rescale``).
+      model_: the fitted :class:`lowrank_jax.sdl.SDLModel`.
       classes_: the sorted distinct training labels; column c of :meth:`predict_proba` is
         ``classes_[c]``, and ``classes_[0]`` is the softmax reference.
       n_features_in_: the number of features; ``feature_names_in_`` too when X had string column
         names.
       n_iter_: the LPGD steps (or BCD sweeps) taken.
       rank_: the rank used, min(rank, n_samples, n_features).
-      scale_: s (1.0 with ``rescale=False``).
 
     Example:
         ```python
@@ -101,7 +95,6 @@ class SDLClassifier(ClassifierMixin, BaseEstimator):
         init: str = "svd",
         solver: str = "lpgd",
         coding: str = "lstsq",
-        rescale: bool = True,
         random_state=None,
     ):
         self.rank = rank
@@ -114,7 +107,6 @@ class SDLClassifier(ClassifierMixin, BaseEstimator):
         self.init = init
         self.solver = solver
         self.coding = coding
-        self.rescale = rescale
         self.random_state = random_state
 
     def fit(self, X, y):
@@ -143,12 +135,8 @@ class SDLClassifier(ClassifierMixin, BaseEstimator):
             seed = 0
         else:
             seed = int(check_random_state(self.random_state).randint(2**31 - 1))
-        self.scale_ = 1.0
-        if self.rescale:
-            s2 = float(np.sum(np.square(X, dtype=np.float64))) / n
-            self.scale_ = float(np.sqrt(s2)) if s2 > 0 else 1.0
         self.model_ = sdl_fit(
-            X / np.asarray(self.scale_, X.dtype),
+            X,
             codes,
             self.rank_,
             model=self.model,
@@ -176,7 +164,6 @@ class SDLClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "model_")
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        X = X / np.asarray(self.scale_, X.dtype)
         return np.asarray(sdl_predict_proba(self.model_, X, coding=self.coding))
 
     def predict(self, X):
