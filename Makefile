@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint docs bench experiments data clean
+.PHONY: demo test lint docs dist smoke browser bench experiments data clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,13 +15,35 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m lowrank_jax.demo
 
-# The tests (notebooks included), then the documentation site with warnings as errors. The test files
-# are shared out over one worker per logical core (at most 4; a file's tests stay in one worker, so
-# its module fixtures are built once): most of the suite's time is XLA compiling, one core per
-# program, and a second worker halves the wall time on a 2-core machine.
-test: $(STAMP) lint
+# The release checks, then the tests (notebooks, README blocks and the documentation site in a
+# browser included). The test files are shared out over one worker per logical core (at most 4; a
+# file's tests stay in one worker, so its module fixtures are built once): most of the suite's time
+# is XLA compiling, one core per program, and a second worker halves the wall time on 2 cores.
+test: $(STAMP) lint smoke $(CHROMIUM)
 	$(PY) -m pytest -q -n logical --maxprocesses 4 --dist loadfile tests
-	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+# The release: sdist and wheel under dist/, checked by twine (metadata and the README's rendering).
+VERSION = $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' lowrank_jax/__init__.py)
+WHEEL  := dist/lowrank_jax-$(VERSION)-py3-none-any.whl
+dist: $(STAMP)
+	rm -rf dist
+	$(PY) -m build --sdist --wheel --outdir dist . > build/dist.log 2>&1 || (cat build/dist.log; false)
+	$(VENV)/bin/twine check --strict dist/*
+
+# The built wheel installed into a fresh environment, with the lowest dependency releases the
+# package admits, and the smoke test run there from outside the repository (a user's view of it).
+SMOKE := build/smoke-venv
+smoke: dist
+	rm -rf $(SMOKE)
+	$(PYTHON) -m venv $(SMOKE)
+	$(SMOKE)/bin/python -m pip install --quiet --upgrade pip
+	$(SMOKE)/bin/python -m pip install --quiet '$(WHEEL)' -c scripts/lowest-requirements.txt
+	cd $(SMOKE) && bin/python $(CURDIR)/scripts/smoke_test.py
+
+# Debian's Chromium for the browser test of the documentation site (tests/test_docs_site.py).
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	apt-get install -y -q chromium > /dev/null || (apt-get update -q > /dev/null && apt-get install -y -q chromium > /dev/null)
 
 # ruff (lint and format, line length 100) and mypy (basic mode), configured in pyproject.toml; the
 # pre-commit config runs the same three.
@@ -98,4 +120,4 @@ data/ALL.rda:
 	$(call deb_file,r-bioc-all,/usr/lib/R/site-library/ALL/data/ALL.rda,$(ALL_SHA256),$@)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache results
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache results
