@@ -2,9 +2,9 @@
 history.
 
 Every solver (``rpca.lrpca``, ``rpca.scaledgd``, ``rpca.altproj``, ``regression.newton_solve``,
-``sdl.fit``, ``covariance.decompose``, ``pathnorm.train``, …) returns a subclass of :class:`Result`:
+``sdl.fit``, ``covariance.decompose``, ``pathnorm.train``, …) returns a subclass of ``Result``:
 
-- ``status``: int32 array, a :class:`Status` code (why the run stopped);
+- ``status``: int32 array, a ``Status`` code (why the run stopped);
 - ``n_iter``: int32 array, the iterations run;
 - the final value of each diagnostic as a field of its own (``out.residual``, ``out.error``, …);
 - ``history``: a dict of the same diagnostics per iteration, a leading axis of length ``max_iter``
@@ -15,11 +15,11 @@ Results are ``equinox.Module`` pytrees: they pass through ``jit`` and ``vmap`` (
 batch axis on every field, ``status`` included) and print as one readable line.
 
 Failure: every solver takes ``throw`` (default True). With ``throw=True`` a run that ends in
-:attr:`Status.DIVERGED` or :attr:`Status.INVALID` raises a ``RuntimeError`` naming the cause,
-called directly and inside ``jax.jit``/``jax.vmap``/:func:`lowrank_jax.sweep.run` alike (an
+``Status.DIVERGED`` or ``Status.INVALID`` raises a ``RuntimeError`` naming the cause,
+called directly and inside ``jax.jit``/``jax.vmap``/``lowrank_jax.sweep.run`` alike (an
 ``equinox.error_if`` in the compiled program). With ``throw=False`` nothing is raised: the status
 says what happened, and in a sweep the other points are unaffected. A run whose answer fails its
-family's sanity check ends in :attr:`Status.UNRELIABLE`: never raised, warned about when the status
+family's sanity check ends in ``Status.UNRELIABLE``: never raised, warned about when the status
 is concrete.
 """
 
@@ -82,7 +82,7 @@ class Result(eqx.Module):
 
     Attributes:
       n_iter: int32, iterations run.
-      status: int32, a :class:`Status` code.
+      status: int32, a ``Status`` code.
       history: dict of per-iteration diagnostics, leading axis ``max_iter`` (padded past ``n_iter``:
         NaN for floats, -1 for integers, False for booleans).
     """
@@ -101,27 +101,43 @@ class Result(eqx.Module):
         return jnp.asarray(self.status) == Status.CONVERGED
 
     def __repr__(self) -> str:
-        parts = []
+        """One line when it fits in 78 characters, else wrapped there: the status by name, the
+        iteration count and the scalar diagnostics first, then arrays as ``dtype[shape]`` (never
+        their values), then the history's keys."""
+        scalars, arrays = [], []
         names = [f.name for f in dataclasses.fields(self)]
-        order = (
-            ["status", "n_iter"]
-            + [n for n in names if n not in ("status", "n_iter", "history")]
-            + ["history"]
-        )
-        for name in order:
+        for name in [n for n in names if n not in ("status", "n_iter", "history")]:
             value = getattr(self, name)
             if value is None:
                 continue
-            if name == "history":
-                inner = ", ".join(f"{k}={_short(v)}" for k, v in value.items())
-                parts.append(f"history={{{inner}}}")
-            elif name == "status":
-                parts.append(f"status={_status_text(value)}")
-            else:
-                parts.append(f"{name}={_short(value)}")
-        return f"{type(self).__name__}({', '.join(parts)})"
+            text = f"{name}={_short(value)}"
+            is_scalar = isinstance(value, (int, float)) or getattr(value, "ndim", 1) == 0
+            (scalars if is_scalar else arrays).append(text)
+        parts = [f"status={_status_text(self.status)}", f"n_iter={_short(self.n_iter)}"]
+        parts += scalars + arrays
+        if self.history:
+            inner = [f"{k}={_short(v)}" for k, v in self.history.items()]
+            inner[0] = "history={" + inner[0]
+            inner[-1] += "}"
+            parts += inner
+        head = f"{type(self).__name__}("
+        return head + _wrap(parts, indent=len(head), width=78) + ")"
 
     __str__ = __repr__
+
+
+def _wrap(parts: list[str], indent: int, width: int) -> str:
+    """``parts`` joined by ", ", broken into lines of at most ``width`` where it can be."""
+    lines, line = [], ""
+    for part in parts:
+        piece = part if not line else line + ", " + part
+        if line and indent + len(piece) + 2 > width:
+            lines.append(line + ",")
+            line = part
+        else:
+            line = piece
+    lines.append(line)
+    return ("\n" + " " * indent).join(lines)
 
 
 def _status_text(value) -> str:
@@ -185,7 +201,7 @@ def finish(
     under ``vmap`` one failing point raises for the batch (pass ``throw=False`` to keep the others).
 
     Args:
-      result: the solver's :class:`Result`.
+      result: the solver's ``Result``.
       throw: True to raise on failure, False to return ``result`` as it is.
       diverged: the message for a DIVERGED status; it should name the cause and what to change.
       invalid: the message for an INVALID status; default None, a generic one (a traced
@@ -229,7 +245,7 @@ def finish(
 def ensure_finite(values, message: str):
     """Raise ``RuntimeError(message)`` when a floating-point entry of ``values`` is NaN or infinite.
 
-    The failure semantics of :func:`finish` for a function that returns plain arrays (no status).
+    The failure semantics of ``finish`` for a function that returns plain arrays (no status).
     Judged on the host for concrete values, by ``equinox.error_if`` in the compiled program for
     traced ones.
 

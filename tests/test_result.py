@@ -25,10 +25,18 @@ def toy(status, x=None):
 
 def test_repr_names_the_status_shows_scalars_and_no_array_whole():
     text = repr(toy(Status.CONVERGED))
-    assert text == "Toy(status=CONVERGED, n_iter=3, x=f32[1000], loss=0.25, history={loss=f32[10]})"
+    assert text == (
+        "Toy(status=CONVERGED, n_iter=3, loss=0.25, x=f32[1000],\n    history={loss=f32[10]})"
+    )
     batched = jax.vmap(lambda s: toy(s, jnp.zeros(4)))(jnp.array([0, 0, 2], jnp.int32))
     assert "status={CONVERGED: 2, DIVERGED: 1}" in repr(batched)
     assert Status.describe(jnp.asarray(1)) == "MAX_ITER"
+    wide = Toy(
+        **{**vars(toy(Status.CONVERGED)), "history": {f"h{i}": jnp.zeros(3) for i in range(9)}}
+    )
+    lines = repr(wide).splitlines()
+    assert len(lines) > 1 and max(map(len, lines)) <= 78, lines
+    assert all(line.startswith(" " * len("Toy(")) for line in lines[1:]), lines
     np.testing.assert_array_equal(batched.converged, [True, True, False])
 
 
