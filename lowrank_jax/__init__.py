@@ -1,11 +1,11 @@
 """lowrank_jax: functional JAX solvers for low-rank, sparse and proximal problems.
 
-Shared building blocks: :mod:`lowrank_jax.result`, :mod:`lowrank_jax.linalg`,
-:mod:`lowrank_jax.prox`, :mod:`lowrank_jax.selection`, :mod:`lowrank_jax.loop`,
-:mod:`lowrank_jax.transforms`, :mod:`lowrank_jax.sweep`, :mod:`lowrank_jax.progress`,
-:mod:`lowrank_jax.precision`. Families: :mod:`lowrank_jax.rpca`, :mod:`lowrank_jax.regression`,
-:mod:`lowrank_jax.pathnorm`, :mod:`lowrank_jax.sdl`, :mod:`lowrank_jax.covariance`. Data:
-:mod:`lowrank_jax.datasets`.
+Shared building blocks: ``lowrank_jax.result``, ``lowrank_jax.linalg``,
+``lowrank_jax.prox``, ``lowrank_jax.selection``, ``lowrank_jax.loop``,
+``lowrank_jax.transforms``, ``lowrank_jax.sweep``, ``lowrank_jax.progress``,
+``lowrank_jax.precision``. Families: ``lowrank_jax.rpca``, ``lowrank_jax.regression``,
+``lowrank_jax.pathnorm``, ``lowrank_jax.sdl``, ``lowrank_jax.covariance``. Data:
+``lowrank_jax.datasets``.
 """
 
 from lowrank_jax import (

@@ -33,7 +33,7 @@ _INTERNAL_DIRS = tuple(
 def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
     """``warnings.warn`` attributed to the user's line: the first frame outside the toolkit,
     equinox and JAX. A fixed ``stacklevel`` breaks whenever a wrapper adds a frame (equinox
-    methods, :func:`lowrank_jax.precision.full_precision`), and then the warning points into the
+    methods, ``lowrank_jax.precision.full_precision``), and then the warning points into the
     library and the default filter shows it once per library line instead of once per call site."""
     frame: types.FrameType | None = sys._getframe(1)
     level = 2
@@ -488,7 +488,7 @@ def check_same_shape(a, b, name_a: str, name_b: str) -> None:
 # converts and checks them before the body runs. A rule on a value is checked where the value is
 # known: a concrete value that breaks it raises a ValueError naming the argument and the valid
 # range; a traced one (under jit, vmap or a sweep) cannot raise, so its offending entries become
-# NaN and the solver reports Status.INVALID (see :func:`any_nan`). Family code declares; it does
+# NaN and the solver reports Status.INVALID (see ``any_nan``). Family code declares; it does
 # not branch on "concrete or traced" itself.
 
 
@@ -525,9 +525,9 @@ class Arg:
 
 
 class Matrix(Arg):
-    """A real 2-D array (:func:`as_matrix`): integer and half-precision data are computed in float.
+    """A real 2-D array (``as_matrix``): integer and half-precision data are computed in float.
 
-    ``scale``: also refuse entries whose sums of squares over/underflow (:func:`check_scale`).
+    ``scale``: also refuse entries whose sums of squares over/underflow (``check_scale``).
     ``like``: must have the shape of that argument, and takes its dtype. ``min_rows``: 0 allows an
     empty block."""
 
@@ -561,7 +561,7 @@ class Mask(Arg):
 
 
 class Rank(Arg):
-    """A static Python integer 1 ≤ r ≤ min(shape of the argument ``of``) (:func:`check_rank`)."""
+    """A static Python integer 1 ≤ r ≤ min(shape of the argument ``of``) (``check_rank``)."""
 
     def __init__(self, *, of):
         self.of = of
@@ -581,7 +581,7 @@ class Count(Arg):
 
 
 class Flag(Arg):
-    """``True`` or ``False`` only (:func:`check_flag`)."""
+    """``True`` or ``False`` only (``check_flag``)."""
 
     def convert(self, value, name, args):
         return check_flag(value, name)
@@ -640,7 +640,7 @@ class Choice(Arg):
 
 
 class Key(Arg):
-    """A ``jax.random`` key or an integer seed; ``None`` is key(0) (:func:`as_key`)."""
+    """A ``jax.random`` key or an integer seed; ``None`` is key(0) (``as_key``)."""
 
     def check(self, value, name, args):
         return as_key(value)
@@ -655,7 +655,7 @@ class Hyper(Arg):
     under ``label`` (the name used in messages) when one is given.
 
     A concrete value out of range raises ``ValueError`` naming the argument and the range; a traced
-    one has its offending entries replaced by NaN (:func:`any_nan` then flags the run INVALID)."""
+    one has its offending entries replaced by NaN (``any_nan`` then flags the run INVALID)."""
 
     def __init__(
         self,
@@ -744,7 +744,7 @@ class Tol(Arg):
 
 class Labels(Arg):
     """Concrete class labels in {0, …, num_classes − 1}, ``n`` of them where ``n`` names an
-    argument's axis (:func:`class_labels`)."""
+    argument's axis (``class_labels``)."""
 
     def __init__(self, *, n=None, what="the data have {n} samples"):
         self.n, self.what = n, what
@@ -850,7 +850,7 @@ def _static_and_dynamic(values: dict, specs: dict):
 
 
 def compiled(fn):
-    """Mark a function whose :func:`validate` boundary runs its body as one ``jax.jit`` program
+    """Mark a function whose ``validate`` boundary runs its body as one ``jax.jit`` program
     (inside a caller's trace it is traced like any other function), placed below ``validate``:
 
         @_checks.validate(model=MODEL)
@@ -858,7 +858,7 @@ def compiled(fn):
         def gradients(theta, aux_coef, data, xi, lam, model): ...
 
     Arrays, pytrees of arrays and Python floats are traced; Python integers, the static kinds of
-    spec (:class:`Rank`, :class:`Count`, :class:`Choice`, :class:`Flag`) and every other value
+    spec (``Rank``, ``Count``, ``Choice``, ``Flag``) and every other value
     (strings, None, functions) are static. Called outside ``jit``, the body then costs one
     compilation per new shape or option instead of one per operation (XLA compiles every
     operation run eagerly as a program of its own). For bodies that compute only: no Python branch
@@ -872,7 +872,7 @@ def validate(*rules: Rule, **specs: Arg):
     ``specs`` (in order, so a spec may refer to an argument declared before it), then check the
     ``rules``, then call the function with the converted values. Undeclared arguments pass as
     given. The declaration is kept as ``fn.__signature_specs__`` for documentation and tests.
-    A function marked :func:`compiled` runs its body as one ``jax.jit`` program."""
+    A function marked ``compiled`` runs its body as one ``jax.jit`` program."""
 
     def decorate(fn):
         sig = inspect.signature(fn)
@@ -916,7 +916,7 @@ def validate(*rules: Rule, **specs: Arg):
 
 
 def any_nan(*hypers) -> jax.Array:
-    """True when a (traced) hyperparameter broke its declared rule: :class:`Hyper` and :class:`Rule`
+    """True when a (traced) hyperparameter broke its declared rule: ``Hyper`` and ``Rule``
     turn such entries into NaN. The solvers pass this as the loop's ``invalid`` flag."""
     leaves = [jnp.any(jnp.isnan(h)) for h in jax.tree.leaves(hypers) if h is not None]
     return jnp.any(jnp.stack(leaves)) if leaves else jnp.zeros((), bool)
@@ -925,7 +925,7 @@ def any_nan(*hypers) -> jax.Array:
 def when_concrete(fn, *xs):
     """``fn(*xs)`` evaluated eagerly when every leaf of ``xs`` holds values, else ``None``: for a
     check that can only be made on a result (a warning about what a run returned, say), which a
-    traced result cannot support. The one place, with :class:`Rule` and :class:`Hyper`, where
+    traced result cannot support. The one place, with ``Rule`` and ``Hyper``, where
     "concrete or traced" is decided; family code calls this instead of branching itself."""
     if not all(is_concrete(x) for x in jax.tree.leaves(xs)):
         return None
@@ -934,7 +934,7 @@ def when_concrete(fn, *xs):
 
 
 class Message(str):
-    """A :class:`Rule` message computed from the arguments, ``fn(args) -> str``, for a message that
+    """A ``Rule`` message computed from the arguments, ``fn(args) -> str``, for a message that
     reports a measured quantity (the asymmetry of a matrix, say). A rule formats its message by
     ``message.format(**args)`` once it has failed on concrete values; this one calls ``fn`` there
     instead. As a string it reads as ``fn``'s docstring."""

@@ -6,13 +6,13 @@ in decreasing order and ``V`` of shape (n, r), so that ``A ≈ U @ diag(s) @ V.T
 ``V.T``) is returned because the low-rank solvers work with the factor pair (L, R), A ≈ L Rᵀ.
 
 Cost: a full ``jnp.linalg.svd`` of an n × n matrix is O(n³) work inside one LAPACK call, while the
-randomized range finder (:func:`randomized_svd`) needs a handful of thin matrix products and QR
+randomized range finder (``randomized_svd``) needs a handful of thin matrix products and QR
 factorisations of (n, r + p) blocks, O(n² (r + p)) work.
 
-Precision: the factorisations built from matrix products (:func:`gram_svd`,
-:func:`gram_rank_factors`, :func:`randomized_svd`, :func:`best_rank_approximation`,
-:func:`low_rank_factors`, :func:`projected_factors`) trace them at full float32 precision unless the
-caller chose one (:mod:`lowrank_jax.precision`), as ``jnp.linalg.svd`` is full precision on every
+Precision: the factorisations built from matrix products (``gram_svd``,
+``gram_rank_factors``, ``randomized_svd``, ``best_rank_approximation``,
+``low_rank_factors``, ``projected_factors``) trace them at full float32 precision unless the
+caller chose one (``lowrank_jax.precision``), as ``jnp.linalg.svd`` is full precision on every
 backend; a GPU's default TF32 products (relative error ~1e-3) would carry into σ and the vectors.
 """
 
@@ -95,7 +95,7 @@ def qr(A: jax.Array) -> tuple[jax.Array, jax.Array]:
 
     A QR's R comes from LAPACK's ``geqrf`` and its Q from a second kernel (``orgqr``), so an SVD of
     R, the usual next step, could run beside that kernel and hang a ``vmap``ped solver on a CPU (see
-    :func:`after`). The returned R is ``after(R, Q)``.
+    ``after``). The returned R is ``after(R, Q)``.
 
     Args:
       A: (m, n) matrix.
@@ -144,7 +144,7 @@ def truncated_svd(A: jax.Array, rank: int) -> SVDResult:
     1 / (σ_j² − σ_l²) for pairs of discarded values and 1/σ_j for discarded zeros. Those terms
     multiply zero cotangents, but a tie or a zero among the discarded values, as in any matrix of
     rank below min(m, n), makes them NaN. Here the derivative is finite wherever it exists: the kept
-    values distinct and positive, and σ_r > σ_{r+1}.
+    values distinct and positive, and σᵣ > σᵣ₊₁.
 
     Args:
       A: (m, n) matrix, any array-like; integer and bool data are factored in the default float,
@@ -152,7 +152,7 @@ def truncated_svd(A: jax.Array, rank: int) -> SVDResult:
       rank: the number r of triplets kept, an integer with 1 ≤ r ≤ min(m, n) (static).
 
     Returns:
-      :class:`SVDResult` ``(U (m, r), s (r,), V (n, r))``, s decreasing, A ≈ U diag(s) Vᵀ.
+      ``SVDResult`` ``(U (m, r), s (r,), V (n, r))``, s decreasing, A ≈ U diag(s) Vᵀ.
     """
     # An array first: the rule's function takes A as a pytree, and a list reached it as numbers.
     return _truncated_svd(_lapack_float(A), rank)
@@ -204,32 +204,33 @@ def best_rank_approximation(
 ) -> jax.Array:
     """The best rank-``rank`` approximation P_r(A) = U_r Σ_r V_rᵀ of ``A`` (Eckart–Young).
 
-    Its derivative exists wherever σ_r > σ_{r+1}, ties among the kept values included, and each
+    Its derivative exists wherever σᵣ > σᵣ₊₁, ties among the kept values included, and each
     method carries it in that form, not through its singular vectors (which have no derivative
-    within a tie: the product rule through :func:`truncated_svd`'s factors gives NaN at a multiple
+    within a tie: the product rule through ``truncated_svd``'s factors gives NaN at a multiple
     of the identity, or at diag(3, 3, 1) with r = 2). With a thin SVD A = U Σ Vᵀ (k columns) and
     T = Uᵀ dA V (k × k):
 
         dP = U D Vᵀ + (I − U Uᵀ) dA V_r V_rᵀ + U_r U_rᵀ dA (I − V Vᵀ),
-        D_ij = T_ij                                        i, j < r (both kept),
-        D_ij = σ_p (σ_p T_ij + σ_q T_ji) / (σ_p² − σ_q²)   one kept index p, the other q,
-        D_ij = 0                                           i, j ≥ r (both discarded).
+        D_ij = T_ij                                       i, j < r (both kept),
+        D_ij = σ_p (σ_p T_ij + σ_q T_ji) / (σ_p² − σ_q²)  one kept index p, one
+                                                          discarded index q,
+        D_ij = 0                                          i, j ≥ r (both discarded).
 
     Only pairs across the gap enter a denominator. ``"exact"`` applies it to the thin SVD
     (k = min(m, n); the last two terms vanish where U or V is square). ``"randomized"`` applies it
     to the sketch's k = min(r + oversample, m, n) triplets, i.e. differentiates the projection of
     Q Qᵀ A (Q the sketch's range): exact when rank A ≤ k, otherwise as accurate as the sketch.
     ``"gram"`` writes P_r(A) = A V_r V_rᵀ (m ≥ n; transposed otherwise) with V_r a basis of the
-    top-r eigenspace of AᵀA, differentiated as that span (:func:`top_eigenspace`). At σ_r = σ_{r+1}
-    the projection itself is not unique and the derivative is inf/NaN.
+    top-r eigenspace of AᵀA, differentiated as that span (``top_eigenspace``). At σᵣ = σᵣ₊₁ the
+    projection itself is not unique and the derivative is inf/NaN.
 
     Args:
       A: (m, n) matrix, any array-like (integer and half-precision data as in
-        :func:`truncated_svd`).
+        ``truncated_svd``).
       rank: the rank r, an integer with 1 ≤ r ≤ min(m, n) (static).
       method: ``"exact"`` (default: the thin SVD), ``"gram"`` (the eigendecomposition of the small
-        Gram matrix, :func:`gram_rank_factors`; for thin or wide A) or ``"randomized"``
-        (:func:`randomized_svd`); anything else raises ``ValueError``.
+        Gram matrix, ``gram_rank_factors``; for thin or wide A) or ``"randomized"``
+        (``randomized_svd``); anything else raises ``ValueError``.
       key: ``"randomized"`` only: a ``jax.random`` key or an integer seed for the sketch; default
         ``jax.random.key(0)``.
       oversample: ``"randomized"`` only: extra sketch columns p, an integer ≥ 0 (default 10).
@@ -254,7 +255,7 @@ def best_rank_approximation(
 
 
 def _gap_map(T, s, rank):
-    """T ↦ D of :func:`best_rank_approximation`'s rule, for a (k, k) T and k ≥ rank singular
+    """T ↦ D of ``best_rank_approximation``'s rule, for a (k, k) T and k ≥ rank singular
     values s. The map is its own transpose (⟨M, D(T)⟩ = ⟨D(M), T⟩), so reverse mode applies it
     too."""
     k = s.shape[0]
@@ -271,7 +272,7 @@ def _gap_map(T, s, rank):
 
 
 def _projection_tangent(U, s, V, rank, dA):
-    """dP_r of :func:`best_rank_approximation`'s rule from a thin SVD (U, s, V) with k ≥ rank
+    """dP_r of ``best_rank_approximation``'s rule from a thin SVD (U, s, V) with k ≥ rank
     columns; the terms outside U's and V's span are added where they are not square."""
     k = s.shape[0]
     Ur, Vr = U[:, :rank], V[:, :rank]
@@ -323,7 +324,7 @@ def _sketch_key(key):
 
 
 def _sketched_svd(A, key, rank, oversample, power_iters) -> SVDResult:
-    """All k = min(rank + oversample, m, n) triplets of :func:`randomized_svd`'s sketch."""
+    """All k = min(rank + oversample, m, n) triplets of ``randomized_svd``'s sketch."""
     k = min(rank + oversample, *A.shape)
     return randomized_svd(A, k, key, oversample=rank + oversample - k, power_iters=power_iters)
 
@@ -344,7 +345,7 @@ def randomized_svd(
 
     With l = rank + oversample and a Gaussian test matrix Ω (n, l): Q = orth(A Ω); repeat
     ``power_iters`` times: Q = orth(A orth(Aᵀ Q)); then B = Qᵀ A (l, n) is factorised through a QR
-    of Bᵀ and an (l, l) SVD. Each power iteration sharpens the spectrum by (σ_j/σ_{l+1})², so the
+    of Bᵀ and an (l, l) SVD. Each power iteration sharpens the spectrum by (σⱼ/σₗ₊₁)², so the
     top ``rank`` triplets agree with the exact ones to working precision when the spectrum has a gap
     after ``rank`` (as a rank-r matrix plus sparse noise has).
 
@@ -360,13 +361,13 @@ def randomized_svd(
         previous call of an iterative solver whose matrix changes slowly (subspace iteration); then
         ``key`` is not used.
       axis_name: inside ``shard_map`` with A split by rows over that mesh axis: the row-split
-        products A Ω, A W stay local and are orthonormalised by :func:`tsqr`; the column-side
+        products A Ω, A W stay local and are orthonormalised by ``tsqr``; the column-side
         products Aᵀ Q = Σ_i A_iᵀ Q_i and B = Qᵀ A are summed across devices. Same Ω, hence the same
         subspace up to rounding. Default None: no sharding.
       rows: with ``axis_name``, the global number of rows m (static; required there).
 
     Returns:
-      :class:`SVDResult` ``(U (m, rank), s (rank,), V (n, rank))``, s decreasing. Under
+      ``SVDResult`` ``(U (m, rank), s (rank,), V (n, rank))``, s decreasing. Under
       ``axis_name`` U comes back split by rows like A, s and V replicated.
 
     Example:
@@ -375,9 +376,10 @@ def randomized_svd(
         from lowrank_jax import linalg
 
         k1, k2 = jax.random.split(jax.random.key(0))
-        A = jax.random.normal(k1, (500, 10)) @ jax.random.normal(k2, (10, 300))   # rank 10
-        U, s, V = linalg.randomized_svd(A, 10, jax.random.key(1))                 # A ≈ U diag(s) Vᵀ
-        print(jnp.linalg.norm(A - (U * s) @ V.T) / jnp.linalg.norm(A))            # ≈ 1e-6 (float32)
+        A = jax.random.normal(k1, (500, 10)) @ jax.random.normal(k2, (10, 300))
+        U, s, V = linalg.randomized_svd(A, 10, jax.random.key(1))  # A ≈ U diag(s) Vᵀ
+        # A has rank 10: the relative error is rounding, ≈ 1e-6 in float32
+        print(jnp.linalg.norm(A - (U * s) @ V.T) / jnp.linalg.norm(A))
         ```
     """
     A = _lapack_float(A)
@@ -453,7 +455,7 @@ def top_eigh(G: jax.Array, rank: int) -> tuple[jax.Array, jax.Array]:
     """The ``rank`` largest eigenpairs of a symmetric matrix ``G``.
 
     For a Gram matrix G = AᵀA these are the squared singular values and right singular vectors of A,
-    so A V Vᵀ is A's rank-r Eckart–Young projection (:func:`gram_svd`, and the SDL solver that forms
+    so A V Vᵀ is A's rank-r Eckart–Young projection (``gram_svd``, and the SDL solver that forms
     G without A).
 
     Args:
@@ -470,8 +472,8 @@ def top_eigh(G: jax.Array, rank: int) -> tuple[jax.Array, jax.Array]:
 def top_eigenspace(G: jax.Array, rank: int) -> jax.Array:
     """Orthonormal basis of the top-``rank`` eigenspace of a symmetric G, differentiated as a span.
 
-    The basis is :func:`top_eigh`'s vectors V_r. The span (the projector Π = V_r V_rᵀ) is
-    differentiable wherever λ_r > λ_{r+1}, ties among the kept eigenvalues included; the
+    The basis is ``top_eigh``'s vectors V_r. The span (the projector Π = V_r V_rᵀ) is
+    differentiable wherever λᵣ > λᵣ₊₁, ties among the kept eigenvalues included; the
     eigenvectors within a tie are not (``eigh``'s derivative is NaN there, and reverse mode through
     it is NaN whenever two eigenvalues tie, kept or not, e.g. the zeros of a rank-deficient Gram
     matrix). The tangent given here is the part of dV_r outside the span, with T = V_dᵀ dG V_r (V_d
@@ -519,14 +521,14 @@ def gram_rank_factors(A: jax.Array, rank: int) -> tuple[jax.Array, jax.Array]:
 
     For A (m, n) with m ≥ n: (A V_r, V_r) with V_r a basis of the top-r eigenspace of AᵀA (the right
     singular vectors of A), so that A V_r V_rᵀ = U_r Σ_r V_rᵀ, from one product AᵀA and an n × n
-    ``eigh`` as in :func:`gram_svd`. For m < n: (U_r, Aᵀ U_r) with U_r U_rᵀ A the same projection.
-    Differentiated as the span (:func:`top_eigenspace`): the derivative of the product is exact
-    wherever σ_r > σ_{r+1}, at tied singular values too. A is scaled by a power of two before it is
-    squared, as in :func:`gram_svd`.
+    ``eigh`` as in ``gram_svd``. For m < n: (U_r, Aᵀ U_r) with U_r U_rᵀ A the same projection.
+    Differentiated as the span (``top_eigenspace``): the derivative of the product is exact
+    wherever σᵣ > σᵣ₊₁, at tied singular values too. A is scaled by a power of two before it is
+    squared, as in ``gram_svd``.
 
     Args:
       A: (m, n) matrix, any array-like (integer and half-precision data as in
-        :func:`truncated_svd`).
+        ``truncated_svd``).
       rank: the rank r, an integer with 1 ≤ r ≤ min(m, n) (static).
 
     Returns:
@@ -547,7 +549,7 @@ def above_rounding(values: jax.Array, size: float) -> jax.Array:
 
     With ``size`` the matrix's larger dimension this is the numerical-rank cut-off of
     ``numpy.linalg.matrix_rank``, for a matrix known to working precision; for a Gram matrix formed
-    from sums, take ``size`` from :func:`gram_rounding_size`.
+    from sums, take ``size`` from ``gram_rounding_size``.
 
     Args:
       values: array of singular values or eigenvalues (the maximum is taken over all its entries).
@@ -561,7 +563,7 @@ def above_rounding(values: jax.Array, size: float) -> jax.Array:
 
 
 def gram_rounding_size(d: int, n: int) -> float:
-    """The ``size`` of :func:`above_rounding` for a d × d matrix formed from n-term sums: d·√n.
+    """The ``size`` of ``above_rounding`` for a d × d matrix formed from n-term sums: d·√n.
 
     Each entry of a formed G = AᵀDA (A with n rows) carries rounding of about √n·ε·‖G‖, the typical
     error of an n-term sum, so its eigenvalues carry about d·√n·ε·‖G‖: more than the d·ε·max|μ| of
@@ -617,16 +619,16 @@ def gram_svd(A: jax.Array, rank: int) -> SVDResult:
     m ≫ n. Squaring costs accuracy only below the kept spectrum: σ_j is accurate to ~ε σ₁²/σ_j, so
     the top-r triplets are exact to working precision unless σ_r < √ε σ₁. Columns of U for σ = 0 are
     0. A is scaled by the power of two nearest its largest entry before it is squared (exact, undone
-    on σ, :func:`power_of_two_scale`), so AᵀA neither underflows nor overflows where the squares of
+    on σ, ``power_of_two_scale``), so AᵀA neither underflows nor overflows where the squares of
     A's entries would (float32 entries of 1e-30 or 1e30).
 
     Args:
       A: (m, n) matrix, any array-like (integer and half-precision data as in
-        :func:`truncated_svd`).
+        ``truncated_svd``).
       rank: the number r of triplets, an integer with 1 ≤ r ≤ min(m, n) (static).
 
     Returns:
-      :class:`SVDResult` ``(U (m, r), s (r,), V (n, r))``, s decreasing.
+      ``SVDResult`` ``(U (m, r), s (r,), V (n, r))``, s decreasing.
     """
     A, rank = _svd_input(A, rank, "gram_svd")
     m, n = A.shape
@@ -653,8 +655,8 @@ def low_rank_svd(
 ) -> SVDResult:
     """Top-``rank`` singular triplets of ``A`` by an exact, Gram or randomized method.
 
-    Dispatches to :func:`truncated_svd` (``method="exact"``), :func:`gram_svd` (``"gram"``, for thin
-    or wide matrices) or :func:`randomized_svd` (``"randomized"``).
+    Dispatches to ``truncated_svd`` (``method="exact"``), ``gram_svd`` (``"gram"``, for thin
+    or wide matrices) or ``randomized_svd`` (``"randomized"``).
 
     Args:
       A: (m, n) matrix.
@@ -668,7 +670,7 @@ def low_rank_svd(
       power_iters: ``"randomized"`` only: power iterations, an integer ≥ 0 (default 4).
 
     Returns:
-      :class:`SVDResult` ``(U (m, r), s (r,), V (n, r))``, s decreasing.
+      ``SVDResult`` ``(U (m, r), s (r,), V (n, r))``, s decreasing.
     """
     if method == "exact":
         return truncated_svd(A, rank)
@@ -682,12 +684,12 @@ def low_rank_svd(
 
 
 def balanced_factors(svd: SVDResult) -> tuple[jax.Array, jax.Array]:
-    """Balanced factors L = U Σ^{1/2}, R = V Σ^{1/2} of a truncated SVD.
+    """Balanced factors L = U Σ^(1/2), R = V Σ^(1/2) of a truncated SVD.
 
     Then L Rᵀ = U Σ Vᵀ and LᵀL = RᵀR = Σ.
 
     Args:
-      svd: an :class:`SVDResult` ``(U (m, r), s (r,), V (n, r))``.
+      svd: an ``SVDResult`` ``(U (m, r), s (r,), V (n, r))``.
 
     Returns:
       ``(L, R)``: L (m, r) and R (n, r).
@@ -705,18 +707,18 @@ def low_rank_factors(
     oversample: int = 10,
     power_iters: int = 4,
 ) -> tuple[jax.Array, jax.Array]:
-    """Balanced factors (L, R) = (U_r Σ_r^{1/2}, V_r Σ_r^{1/2}) of A's best rank-r approximation.
+    """Balanced factors (L, R) = (U_r Σ_r^(1/2), V_r Σ_r^(1/2)) of A's best rank-r approximation.
 
     ``method="exact"``: the exact truncated SVD, differentiated through the kept triplets
-    (:func:`truncated_svd`: exact wherever that derivative exists, forward and reverse mode).
-    ``"randomized"`` and ``"gram"``: as :func:`projected_factors`, whose reverse mode is the
+    (``truncated_svd``: exact wherever that derivative exists, forward and reverse mode).
+    ``"randomized"`` and ``"gram"``: as ``projected_factors``, whose reverse mode is the
     derivative of the rank-r projection, for losses of X = L Rᵀ: of the projection of the sketch
     Q Qᵀ A for ``"randomized"`` (exact when rank A ≤ rank + oversample, as accurate as the sketch
-    otherwise), of P_r(A) itself for ``"gram"`` (exact wherever σ_r > σ_{r+1}); no forward mode.
+    otherwise), of P_r(A) itself for ``"gram"`` (exact wherever σᵣ > σᵣ₊₁); no forward mode.
 
     Args:
       A: (m, n) matrix, any array-like (integer and half-precision data as in
-        :func:`truncated_svd`).
+        ``truncated_svd``).
       rank: the rank r, an integer with 1 ≤ r ≤ min(m, n) (static).
       method: ``"randomized"`` (default), ``"exact"`` or ``"gram"``; anything else raises
         ``ValueError``.
@@ -749,15 +751,15 @@ def projected_factors(
 
     For callers whose loss depends on (L, R) only through X = L Rᵀ (the RPCA solvers: scaled
     gradient descent is equivariant under (L, R) → (LQ, RQ⁻ᵀ)). Reverse mode uses the derivative of
-    X = P_r(A) (:func:`best_rank_approximation`'s rule) instead of differentiating the SVD routine.
-    The cotangents (L̄, R̄) = (X̄ R, X̄ᵀ L) give X̄ V_r = L̄ Σ_r^{-1/2} and
-    U_rᵀ X̄ = (R̄ Σ_r^{-1/2})ᵀ, which hold every entry of M = Uᵀ X̄ V the rule needs, so with the k
+    X = P_r(A) (``best_rank_approximation``'s rule) instead of differentiating the SVD routine.
+    The cotangents (L̄, R̄) = (X̄ R, X̄ᵀ L) give X̄ V_r = L̄ Σ_r^(−1/2) and
+    U_rᵀ X̄ = (R̄ Σ_r^(−1/2))ᵀ, which hold every entry of M = Uᵀ X̄ V the rule needs, so with the k
     triplets (U, s, V) of the factorisation
 
         Ā = U D(M) Vᵀ + (I − U Uᵀ) X̄ V_r V_rᵀ + U_r U_rᵀ X̄ (I − V Vᵀ),
 
     D the rule's gap map. ``"exact"`` takes all k = min(m, n) triplets of the thin SVD: the exact
-    derivative of P_r(A) wherever σ_r > σ_{r+1}, also where kept singular values tie (where the
+    derivative of P_r(A) wherever σᵣ > σᵣ₊₁, also where kept singular values tie (where the
     kept-triplet derivative of ``low_rank_factors(method="exact")`` divides by σ₁² − σ₂² and is not
     finite). ``"randomized"`` takes the sketch's k = min(r + oversample, m, n) triplets: the
     derivative of the projection of Q Qᵀ A, exact when rank A ≤ k. ``"gram"`` has all the triplets
@@ -768,7 +770,7 @@ def projected_factors(
 
     Args:
       A: (m, n) matrix, any array-like (integer and half-precision data as in
-        :func:`truncated_svd`).
+        ``truncated_svd``).
       rank: the rank r, an integer with 1 ≤ r ≤ min(m, n) (static).
       method: ``"randomized"`` (default), ``"exact"`` or ``"gram"``; anything else raises
         ``ValueError``.
@@ -778,7 +780,7 @@ def projected_factors(
       power_iters: ``"randomized"`` only: power iterations, an integer ≥ 0 (default 4).
 
     Returns:
-      ``(L, R)``: L (m, r) and R (n, r), balanced as in :func:`low_rank_factors`.
+      ``(L, R)``: L (m, r) and R (n, r), balanced as in ``low_rank_factors``.
     """
     # outside the custom rules: autodiff casts back
     A, rank = _svd_input(A, rank, "projected_factors")
@@ -790,8 +792,8 @@ def projected_factors(
 
 
 def _factor_svd(A, rank, method, key, oversample, power_iters, *, for_gradient=False) -> SVDResult:
-    """The triplets behind :func:`_projected_factors`: the sketch's k = min(rank + oversample, m, n)
-    for ``"randomized"`` (its first ``rank`` are :func:`randomized_svd`'s); for ``"gram"`` and
+    """The triplets behind ``_projected_factors``: the sketch's k = min(rank + oversample, m, n)
+    for ``"randomized"`` (its first ``rank`` are ``randomized_svd``'s); for ``"gram"`` and
     ``"exact"`` all min(m, n) when ``for_gradient`` (the eigendecomposition has them all; the
     reverse rule needs them), else ``rank``."""
     if method == "randomized":
@@ -811,7 +813,7 @@ def _projected_factors(A, rank, method, key, oversample, power_iters):
 
     For methods whose later steps depend on (L, R) only through X = L Rᵀ (such as scaled
     gradient descent, which is equivariant under (L, R) → (LQ, RQ⁻ᵀ)), reverse mode uses the
-    derivative of the rank-r projection X = P_r(A) (:func:`best_rank_approximation`'s rule)
+    derivative of the rank-r projection X = P_r(A) (``best_rank_approximation``'s rule)
     instead of differentiating the SVD routine. The cotangents (L̄, R̄) = (X̄ R, X̄ᵀ L) give
     X̄ V_r = L̄ Σ_r^{-1/2} and U_rᵀ X̄ = (R̄ Σ_r^{-1/2})ᵀ, and these hold every entry of M = Uᵀ X̄ V
     that the rule needs (two kept indices, or one kept and one discarded), so with the k triplets
@@ -825,7 +827,7 @@ def _projected_factors(A, rank, method, key, oversample, power_iters):
     adjoints of autodiff through a randomized SVD (costly, and erratic in float32).
     ``"gram"`` has all the triplets but not accurate left vectors for small σ (A V / σ
     after squaring), so it differentiates X = A V_r V_rᵀ through the span instead
-    (:func:`_gram_projection_cotangent`), where the left vectors only enter as A V. Do not use it
+    (``_gram_projection_cotangent``), where the left vectors only enter as A V. Do not use it
     where a loss depends on the gauge of L and R.
     """
     U, s, V = _factor_svd(A, rank, method, key, oversample, power_iters)
@@ -909,7 +911,7 @@ def small_spd_inverse(G: jax.Array) -> jax.Array:
     follow; for r ≤ 16 the O(r³) flops run in a few fused kernels instead.
 
     Args:
-      G: (r, r) symmetric positive definite matrix, r ≤ :data:`SMALL_SPD` (r is static and
+      G: (r, r) symmetric positive definite matrix, r ≤ ``SMALL_SPD`` (r is static and
         unrolled). A G that is not positive definite gives NaN or inf entries.
 
     Returns:
@@ -936,8 +938,8 @@ def spd_solve(G: jax.Array, B: jax.Array, *, right: bool = False) -> jax.Array:
     A Cholesky factorisation is used with a ridge δ = 16·eps·(tr G / r) added to the diagonal (the
     authors' MATLAB code of ScaledGD adds eps·I for the same reason): it changes a well-conditioned
     solve by a relative ~16·eps/λ_min(G/(tr G / r)) (2e-6 in float32 for G = I), and keeps a
-    rank-deficient G (a collapsed factor) from producing inf/NaN. For r ≤ :data:`SMALL_SPD` the
-    inverse comes from :func:`small_spd_inverse`, otherwise from ``jax.scipy.linalg.cho_solve``.
+    rank-deficient G (a collapsed factor) from producing inf/NaN. For r ≤ ``SMALL_SPD`` the
+    inverse comes from ``small_spd_inverse``, otherwise from ``jax.scipy.linalg.cho_solve``.
 
     Args:
       G: (r, r) symmetric positive semi-definite matrix.
@@ -993,7 +995,7 @@ def relative_error(X, X0) -> jax.Array:
 
     Traceable and differentiable. For a zero reference (X₀ = 0) it is 0 when X = 0 too and +inf
     otherwise (no relative scale exists; an absolute error there would read as a relative one). NaN
-    in X or X₀ gives NaN. Both norms are :func:`frob`'s scaled ones, exact at float32's extremes.
+    in X or X₀ gives NaN. Both norms are ``frob``'s scaled ones, exact at float32's extremes.
 
     Args:
       X: array-like, the estimate.

@@ -3,13 +3,13 @@
 An update rule is a pure function ``step(k, state) -> (state, diag)`` where ``k`` is the 0-based
 iteration index (an int32 scalar; rules with per-iteration hyperparameters index their arrays with
 it) and ``diag`` is a pytree of per-iteration diagnostics (usually scalars). Both drivers run inside
-``jit`` and return a :class:`LoopResult` whose ``history`` stacks ``diag`` along a leading axis of
+``jit`` and return a ``LoopResult`` whose ``history`` stacks ``diag`` along a leading axis of
 length ``num_steps`` / ``max_iter``.
 
 Under ``vmap`` an early-stopping loop runs until its last point stops. JAX's own batching of a
 ``while_loop`` whose predicate differs per point re-selects every carried array each iteration, the
 whole ``(max_iter, ...)`` history buffer included, and turns the history write into a scatter at a
-per-point index: O(max_iter) work per iteration, O(max_iter²) per run. :func:`run_until` instead
+per-point index: O(max_iter) work per iteration, O(max_iter²) per run. ``run_until`` instead
 keeps one shared iteration counter and loop predicate ("some point still runs") and freezes the
 points that have stopped itself (one select of the state per iteration), so an iteration's cost does
 not grow with ``max_iter``; a single run pays nothing for it.
@@ -76,7 +76,7 @@ def _code(converged, diverged, running=Status.MAX_ITER):
 
 
 class LoopResult(NamedTuple):
-    """What :func:`run_fixed` and :func:`run_until` return.
+    """What ``run_fixed`` and ``run_until`` return.
 
     Attributes:
       state: the final state.
@@ -84,9 +84,9 @@ class LoopResult(NamedTuple):
         False).
       n_iter: int32, the number of steps taken.
       final: ``diag`` of the last step taken (blank, as the padding, when no step ran).
-      status: int32 :class:`lowrank_jax.result.Status` code: CONVERGED (``stop`` was true),
-        MAX_ITER (the budget ran out; always so for :func:`run_fixed` unless it diverged), DIVERGED
-        (``diverged`` was true; :func:`run_until` stops there), INVALID (``invalid`` was true).
+      status: int32 ``lowrank_jax.result.Status`` code: CONVERGED (``stop`` was true),
+        MAX_ITER (the budget ran out; always so for ``run_fixed`` unless it diverged), DIVERGED
+        (``diverged`` was true; ``run_until`` stops there), INVALID (``invalid`` was true).
     """
 
     state: Any
@@ -153,7 +153,7 @@ def _unless_stopped_batched(axis_size, in_batched, stopped, new, old):
 
 @jax.custom_jvp
 def _unless_stopped_flat(stopped, new, old):
-    """:func:`_unless_stopped` on lists of arrays, with its forward-mode rule written out: the
+    """``_unless_stopped`` on lists of arrays, with its forward-mode rule written out: the
     tangents are selected by the same flag. JAX's own JVP of a ``custom_vmap`` function calls the
     batching rule with only the arguments batched in both primal and tangent marked batched; the
     flag, a bool whose tangent is never batched, was then mapped over a second time and
@@ -207,12 +207,12 @@ def run_fixed(
       num_steps: the number of steps, an integer ≥ 0.
       start: the index passed to the first step, default 0 (a solver resuming a run, or whose first
         step was taken apart, passes where it is); may be traced.
-      diverged: ``diverged(state, diag) -> bool``, e.g. :func:`non_finite`. None (default): no
+      diverged: ``diverged(state, diag) -> bool``, e.g. ``non_finite``. None (default): no
         divergence check, the status is MAX_ITER.
-      invalid: a boolean scalar, as in :func:`run_until`; None (default): no such check.
+      invalid: a boolean scalar, as in ``run_until``; None (default): no such check.
 
     Returns:
-      A :class:`LoopResult` with ``n_iter = num_steps`` and status MAX_ITER, DIVERGED or INVALID.
+      A ``LoopResult`` with ``n_iter = num_steps`` and status MAX_ITER, DIVERGED or INVALID.
     """
     num_steps = _checks.check_positive_int(num_steps, "num_steps", minimum=0)
     _, diag_shape = jax.eval_shape(lambda s: step(jnp.asarray(start, jnp.int32), s), state)
@@ -244,7 +244,7 @@ def run_until(
     """Run ``step`` until ``stop`` or ``diverged`` is true, or ``max_iter`` steps were taken.
 
     After every step ``stop(state, diag)`` and ``diverged(state, diag)`` (or'ed with a NaN in any
-    floating-point entry of ``diag``, as in :func:`run_fixed`) are evaluated; the status says which
+    floating-point entry of ``diag``, as in ``run_fixed``) are evaluated; the status says which
     ended the run. DIVERGED wins over CONVERGED: a residual that a blown-up iterate drove to 0 is no
     convergence.
 
@@ -261,12 +261,12 @@ def run_until(
       max_iter: the iteration budget, an integer ≥ 0 (keyword-only).
       stop: ``stop(state, diag) -> bool scalar``, the convergence rule (e.g.
         ``lambda s, d: d["residual"] < tol``); anything but a boolean scalar raises ``TypeError``.
-      diverged: ``diverged(state, diag) -> bool``, e.g. :func:`non_finite`. None (default): no
+      diverged: ``diverged(state, diag) -> bool``, e.g. ``non_finite``. None (default): no
         divergence check.
-      start: the index passed to the first step, as in :func:`run_fixed` (default 0).
+      start: the index passed to the first step, as in ``run_fixed`` (default 0).
       differentiable: False (default) for a ``while_loop``, True for a ``scan`` that ``grad`` can
         differentiate.
-      progress: a channel name of :class:`lowrank_jax.progress.CompiledBar`; the loop then reports
+      progress: a channel name of ``lowrank_jax.progress.CompiledBar``; the loop then reports
         the iterations done to the bar open on that channel, about a hundred times per ``max_iter``
         (never per iteration: each report is a trip to the host). None (default) compiles no report.
       invalid: a boolean scalar, typically ``jnp.isnan(tol)`` for the tolerance that ``stop``
@@ -275,7 +275,7 @@ def run_until(
         are blank (NaN, −1, False). None (default): no such check.
 
     Returns:
-      A :class:`LoopResult`: the final state, the history (``max_iter`` rows), ``n_iter``, the last
+      A ``LoopResult``: the final state, the history (``max_iter`` rows), ``n_iter``, the last
       diagnostics and the status (CONVERGED, MAX_ITER, DIVERGED or INVALID).
 
     Example:
@@ -286,7 +286,7 @@ def run_until(
         step = lambda k, x: (x / 2, {"size": jnp.abs(x / 2)})   # diag: the new |x|
         stop = lambda x, diag: diag["size"] < 1e-3
         out = loop.run_until(step, jnp.float32(1.0), max_iter=50, stop=stop)
-        print(out.n_iter, out.status, out.state)   # 10 0 0.0009765625: 10 steps, CONVERGED
+        print(out.n_iter, out.status, out.state)  # 10 0 0.0009765625: CONVERGED
         ```
     """
     max_iter = _checks.check_positive_int(max_iter, "max_iter", minimum=0)
@@ -301,8 +301,8 @@ class Iteration(NamedTuple):
     Every solver ``f`` of the families has a companion ``f_iteration`` taking the same arguments
     (less ``max_iter`` and ``throw``), and ``f`` is ``finish(it.result(run(it, max_iter=…)))``:
 
-        state₀ = it.state,   (state_{k+1}, diag_k) = it.step(k, state_k),
-        stop when it.stop(state_{k+1}, diag_k) or it.diverged(state_{k+1}, diag_k).
+        state₀ = it.state,   (stateₖ₊₁, diagₖ) = it.step(k, stateₖ),
+        stop when it.stop(stateₖ₊₁, diagₖ) or it.diverged(stateₖ₊₁, diagₖ).
 
     Attributes:
       state: the initial state, a pytree (replace it to warm-start: ``it._replace(state=…)``).
@@ -310,12 +310,13 @@ class Iteration(NamedTuple):
       stop: the solver's convergence rule ``stop(state, diag) -> bool`` (its ``tol`` applied), or
         None when it runs a fixed number of iterations (``tol=None``, or no tolerance).
       diverged: the solver's divergence rule ``diverged(state, diag) -> bool``, or None.
-      invalid: a boolean scalar, true when a traced hyperparameter broke its declared rule
-        (:func:`lowrank_jax._checks.any_nan`); the run then reports ``Status.INVALID``.
+      invalid: a boolean scalar, true when a traced hyperparameter broke its declared rule (a
+        negative ``tol``, a fraction outside [0, 1], ...); the run then reports
+        ``Status.INVALID``.
       result: ``result(loop_result) -> Result``, the solver's result (status, ``n_iter``, final
-        diagnostics, history, solution fields) from what :func:`run` returns.
+        diagnostics, history, solution fields) from what ``run`` returns.
       max_steps: the number of steps the method defines, or None (no bound): LRPCA without its
-        FRMNN extension has exactly K learned layers; :func:`run` refuses to go past it.
+        FRMNN extension has exactly K learned layers; ``run`` refuses to go past it.
 
     Example:
         ```python
@@ -326,11 +327,12 @@ class Iteration(NamedTuple):
         it = rpca.scaledgd_iteration(p.Y, 3, alpha=0.1)
         step = jax.jit(it.step)
         state = it.state
-        for k in range(5):                         # a loop of one's own: print, plot, stop
+        for k in range(5):  # a loop of one's own: print, plot, stop
             state, diag = step(k, state)
             print(k, diag["residual"])
-        out = it.result(loop.run(it, max_iter=200, stop=lambda s, d: d["residual"] < 1e-4))
-        print(out.status, out.n_iter)              # 0 (CONVERGED), after fewer steps than 1e-6
+        looser = lambda s, d: d["residual"] < 1e-4
+        out = it.result(loop.run(it, max_iter=200, stop=looser))
+        print(out.status, out.n_iter)  # 0 (CONVERGED), fewer steps than tol=1e-6
         ```
     """
 
@@ -346,8 +348,8 @@ class Iteration(NamedTuple):
 def iteration(
     state, step, *, stop=None, diverged=None, invalid=None, result, max_steps=None
 ) -> Iteration:
-    """An :class:`Iteration` whose ``step``, rules and ``result`` trace float32 matrix products at
-    full precision (:func:`lowrank_jax.precision.full_precision`), as the solver that built it does:
+    """An ``Iteration`` whose ``step``, rules and ``result`` trace float32 matrix products at
+    full precision (``lowrank_jax.precision.full_precision``), as the solver that built it does:
     they are traced later, when the user runs them, outside the solver's own context.
 
     Args:
@@ -360,7 +362,7 @@ def iteration(
       max_steps: the number of steps the method defines, or None (default: no bound).
 
     Returns:
-      The :class:`Iteration`.
+      The ``Iteration``.
     """
     wrap = full_precision
     return Iteration(
@@ -383,7 +385,7 @@ def run(
     differentiable: bool = False,
     progress: str | None = None,
 ) -> LoopResult:
-    """Run an :class:`Iteration`: :func:`run_until` with its ``stop`` rule, or :func:`run_fixed`
+    """Run an ``Iteration``: ``run_until`` with its ``stop`` rule, or ``run_fixed``
     for exactly ``max_iter`` steps when it has none.
 
     To go on from an earlier run's state (a warm start), pass its state and its iteration count:
@@ -398,10 +400,10 @@ def run(
       start: the index k of the first step (default 0).
       differentiable: with a stopping rule, a masked ``scan`` that ``jax.grad`` can pass (default
         False: a ``while_loop``).
-      progress: a progress channel, as in :func:`run_until` (default None).
+      progress: a progress channel, as in ``run_until`` (default None).
 
     Returns:
-      The :class:`LoopResult`; ``it.result`` of it is the solver's result.
+      The ``LoopResult``; ``it.result`` of it is the solver's result.
 
     Raises:
       ValueError: when ``start + max_iter`` passes the iteration's ``max_steps``.

@@ -9,18 +9,19 @@ runs.
 
 So every solver traces its products with ``jax.default_matmul_precision("highest")`` — full float32
 on every backend, the same numbers the CPU gives — **unless the caller has set a precision**, which
-is then kept::
+is then kept:
 
-    rpca.lrpca(Y, r, zeta, eta)                          # full float32 products everywhere
-    with jax.default_matmul_precision("tensorfloat32"):  # opt in to TF32 on a GPU (faster, ~1e-3)
+    rpca.lrpca(Y, r, zeta, eta)        # full float32 products everywhere
+    # opt in to TF32 on a GPU (faster, relative error ~1e-3 per product):
+    with jax.default_matmul_precision("tensorfloat32"):
         rpca.lrpca(Y, r, zeta, eta)
 
 (``jax.config.update("jax_default_matmul_precision", ...)`` sets it for the whole process.) The
 precision is part of what JAX traces, so it also holds inside a caller's ``jit``, ``vmap``, ``grad``
 (custom derivative rules, which JAX traces after the solver has returned, carry the same decorator)
-and :func:`lowrank_jax.sweep.run`. So do the leverage scores and the sampled Gram matrix
-(:mod:`lowrank_jax.regression.sketch`), SDL's initial point, which users compute to pass to a
-solver, and the factorisations of :mod:`lowrank_jax.linalg` that stand in for ``jnp.linalg.svd``
+and ``lowrank_jax.sweep.run``. So do the leverage scores and the sampled Gram matrix
+(``lowrank_jax.regression.sketch``), SDL's initial point, which users compute to pass to a
+solver, and the factorisations of ``lowrank_jax.linalg`` that stand in for ``jnp.linalg.svd``
 (Gram, randomized, best rank-r approximation, balanced factors; ``prox.project_rank`` through them).
 Building blocks (losses, gradients, Hessians, prox operators) follow the caller's setting as any
 ``jnp`` code does. On a CPU the setting changes no number and no speed: XLA's CPU products are full
@@ -52,7 +53,7 @@ def full_precision_context():
     """A context that traces float32 matrix products at full precision, unless the caller chose one.
 
     Returns:
-      ``jax.default_matmul_precision("highest")`` when :func:`chosen` is None, else a context that
+      ``jax.default_matmul_precision("highest")`` when ``chosen`` is None, else a context that
       changes nothing.
     """
     if chosen() is not None:
@@ -61,7 +62,7 @@ def full_precision_context():
 
 
 def full_precision(fn):
-    """Decorator: run ``fn`` under :func:`full_precision_context`.
+    """Decorator: run ``fn`` under ``full_precision_context``.
 
     For a solver, or a custom derivative rule, which JAX traces after the solver has returned (so it
     needs the decorator of its own).

@@ -1,9 +1,9 @@
 """Progress bars for long runs: the one place that makes the optional ``tqdm`` bar, and that lets a
 compiled program advance it.
 
-* :func:`bar` — a ``tqdm.auto`` bar, or a silent stand-in when it is switched off or ``tqdm`` is not
+* ``bar`` — a ``tqdm.auto`` bar, or a silent stand-in when it is switched off or ``tqdm`` is not
   installed (it comes with the ``experiments`` extra, which ``make demo`` / ``make test`` install).
-* :class:`CompiledBar` — a bar advanced from inside ``jit`` / ``vmap`` / ``shard_map`` through
+* ``CompiledBar`` — a bar advanced from inside ``jit`` / ``vmap`` / ``shard_map`` through
   ``jax.debug.callback``. The compiled program only knows whether progress is on (a static flag),
   so a new bar never recompiles it; the bar that is open (a context manager around the call)
   receives the callbacks.
@@ -51,16 +51,16 @@ class NoBar:
 
 
 def bar(total: int, desc: str, unit: str, show: bool = True):
-    """A ``tqdm.auto`` bar, or :class:`NoBar` when it is switched off or tqdm is not installed.
+    """A ``tqdm.auto`` bar, or ``NoBar`` when it is switched off or tqdm is not installed.
 
     Args:
       total: the number of units at 100 %.
       desc: the bar's label.
       unit: the name of one unit (``"point"``, ``"epoch"``, ...).
-      show: False for a :class:`NoBar` (default True).
+      show: False for a ``NoBar`` (default True).
 
     Returns:
-      A ``tqdm.auto.tqdm`` bar or a :class:`NoBar`.
+      A ``tqdm.auto.tqdm`` bar or a ``NoBar``.
     """
     if not show:
         return NoBar()
@@ -75,7 +75,7 @@ def wanted(progress, *args) -> bool:
     """``progress`` as a checked flag, switched off with a warning when the call is being traced.
 
     A call is traced when one of ``args`` holds a tracer: inside the user's ``jit``/``vmap`` or a
-    :func:`lowrank_jax.sweep.run`. A :class:`CompiledBar` opened there would open and close while
+    ``lowrank_jax.sweep.run``. A ``CompiledBar`` opened there would open and close while
     the program is traced and stay at 0 while it runs; the enclosing sweep's own bar shows instead.
 
     Args:
@@ -112,13 +112,13 @@ class CompiledBar:
     multiple of the device count evaluates a few points twice).
 
     ``CompiledBar(total, desc, unit, show=True, channel="default")``: ``total``, ``desc``, ``unit``
-    and ``show`` as in :func:`bar` (``show=False``: a silent bar), ``channel`` the name of the
+    and ``show`` as in ``bar`` (``show=False``: a silent bar), ``channel`` the name of the
     channel the bar listens on.
 
     Attributes:
-      total: the number of units at 100 % (lowered by :meth:`finish` for a run that ends early).
+      total: the number of units at 100 % (lowered by ``finish`` for a run that ends early).
       channel: the channel's name.
-      bar: the underlying ``tqdm`` bar or :class:`NoBar`.
+      bar: the underlying ``tqdm`` bar or ``NoBar``.
     """
 
     _active: dict[str, list[CompiledBar]] = {}
@@ -152,7 +152,7 @@ class CompiledBar:
           channel: the channel's name (default ``"default"``).
 
         Returns:
-          The :class:`CompiledBar`, or None when none is open.
+          The ``CompiledBar``, or None when none is open.
         """
         stack = cls._active.get(channel)
         return stack[-1] if stack else None

@@ -23,7 +23,7 @@ def soft_threshold(x: jax.Array, t) -> jax.Array:
         [S_t(x)]_i = sign(x_i) · max(|x_i| − t, 0)  =  x_i − clip(x_i, −t, t).
 
     Written with ``clip`` so that XLA fuses it and so that E = S_t(D) − D = −clip(D, −t, t) costs
-    one pass. ∂/∂t = −sign(x) on |x| ≥ t and 0 elsewhere (:func:`clip_symmetric`'s rule, which takes
+    one pass. ∂/∂t = −sign(x) on |x| ≥ t and 0 elsewhere (``clip_symmetric``'s rule, which takes
     the t-branch at the tie |x| = t). On a pytree of weights (the prox of t Σ_leaves ‖·‖₁):
     ``jax.tree.map(lambda w: soft_threshold(w, t), params)``.
 
@@ -143,8 +143,8 @@ def hard_threshold(x: jax.Array, t) -> jax.Array:
 def project_rank(x: jax.Array, rank: int, *, method: str = "exact", key=None) -> jax.Array:
     """Euclidean projection onto the matrices of rank ≤ ``rank`` (Eckart–Young): U_r Σ_r V_rᵀ.
 
-    Computed by :func:`lowrank_jax.linalg.best_rank_approximation`. Every method carries the
-    projection's own derivative, finite wherever σ_r > σ_{r+1}, also where singular values tie (a
+    Computed by ``lowrank_jax.linalg.best_rank_approximation``. Every method carries the
+    projection's own derivative, finite wherever σᵣ > σᵣ₊₁, also where singular values tie (a
     multiple of the identity, diag(3, 3, 1), the repeated zeros of a rank-deficient x), where
     differentiating the singular vectors would give NaN; ``"randomized"`` differentiates the
     projection of its sketch Q Qᵀx (exact when rank x ≤ rank + 10).
@@ -203,7 +203,7 @@ def top_fraction_thresholds(
 
     row_cut[i] is the ⌊α n2⌋-th largest entry of row i of ``magnitude`` and col_cut[j] the ⌊α n1⌋-th
     largest of column j (+inf when that count is 0). Exact; computed by
-    :func:`lowrank_jax.selection.kth_largest`: on a CPU its counting selection (no sort), which
+    ``lowrank_jax.selection.kth_largest``: on a CPU its counting selection (no sort), which
     takes the previous iteration's cut-offs as warm starts; on GPUs and TPUs a sort, which ignores
     them. A square ``magnitude`` of at most 2¹⁹ entries is selected as the rows of [M; Mᵀ] in one
     call (half the compiled program; the guesses are used when both are given).
@@ -247,7 +247,7 @@ def top_fraction_thresholds(
 
 def _check_fraction(alpha, name: str = "alpha") -> None:
     """Refuse a concrete ``alpha`` that is not a real number in [0, 1] (NaN included), by name. A
-    traced one cannot be checked here (see :func:`sparsify_top_fraction`)."""
+    traced one cannot be checked here (see ``sparsify_top_fraction``)."""
     if not _checks.is_concrete(alpha):
         return
     value = _checks.as_real(alpha)
@@ -262,10 +262,11 @@ def _check_fraction(alpha, name: str = "alpha") -> None:
 def sparsify_top_fraction(x: jax.Array, alpha, *, gather: bool = True) -> jax.Array:
     """ScaledGD's sparsification operator T_α (Tong, Ma, Chi 2021; LRPCA paper eq. 4).
 
-        [T_α(M)]_ij = M_ij  if |M_ij| ≥ |M_{i,:}|^{(⌊α n2⌋)} and |M_ij| ≥ |M_{:,j}|^{(⌊α n1⌋)},
+        [T_α(M)]_ij = M_ij  if |M_ij| ≥ |M[i, :]|₍ₖ₎ with k = ⌊α n2⌋
+                               and |M_ij| ≥ |M[:, j]|₍ₖ₎ with k = ⌊α n1⌋,
                       0     otherwise,
 
-    where |v|^{(k)} is the k-th largest magnitude of v: an entry survives only if it is among the
+    where |v|₍ₖ₎ is the k-th largest magnitude of v: an entry survives only if it is among the
     largest α-fraction of both its row and its column (ties at the cut-off are kept).
 
     Args:
@@ -274,7 +275,7 @@ def sparsify_top_fraction(x: jax.Array, alpha, *, gather: bool = True) -> jax.Ar
         NaN) raises ``ValueError`` naming ``alpha`` (α < 0 would zero everything, α > 1 keep
         everything); a traced one outside it gives an all-NaN result.
       gather: ``False`` compiles a smaller program that runs longer on a CPU (see
-        :func:`lowrank_jax.selection.kth_largest`): for a one-off call inside a larger program, such
+        ``lowrank_jax.selection.kth_largest``): for a one-off call inside a larger program, such
         as ScaledGD's initialisation. The result is the same. Default True.
 
     Returns:
@@ -303,7 +304,7 @@ def apply_top_fraction(x, magnitude, row_cut, col_cut):
     Args:
       x: (n1, n2) matrix.
       magnitude: (n1, n2) magnitudes the cut-offs refer to (typically |x|).
-      row_cut: (n1,) per-row cut-offs, as from :func:`top_fraction_thresholds`.
+      row_cut: (n1,) per-row cut-offs, as from ``top_fraction_thresholds``.
       col_cut: (n2,) per-column cut-offs.
 
     Returns:

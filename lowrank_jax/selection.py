@@ -1,7 +1,7 @@
 """Exact k-th largest selection.
 
 XLA's CPU sort (and ``lax.top_k`` with large k) is slow, whereas a sweep that
-counts the entries above a few thresholds is cheap. On a CPU :func:`kth_largest`
+counts the entries above a few thresholds is cheap. On a CPU ``kth_largest``
 therefore finds the exact order statistic by a sequence of counting sweeps inside a
 ``lax.while_loop``; see its docstring for the semantics and the algorithm. On GPUs
 and TPUs, where sorting is fast and each trip of a data-dependent loop costs a
@@ -437,8 +437,8 @@ def _auto(axis, gather, x, k, *guess):
 
 @functools.cache
 def _auto_selector(axis, gather=True):
-    """:func:`_auto` with a vmap rule that decides on the whole batch: a batched x is selected as
-    one array whose rows are all the members' rows (as :func:`_selector` does), so its size is the
+    """``_auto`` with a vmap rule that decides on the whole batch: a batched x is selected as
+    one array whose rows are all the members' rows (as ``_selector`` does), so its size is the
     batch's. With x unbatched (only k or the guess vary) the decision is x's: the sort sorts it
     once."""
 

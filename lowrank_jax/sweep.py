@@ -4,14 +4,14 @@ Every solver of the toolkit takes its hyperparameters (step sizes, thresholds, �
 as traced arrays, so a sweep is ``jax.jit(jax.vmap(f))`` over stacked points. This module adds the
 three things a sweep needs beyond that:
 
-* :func:`grid` — the Cartesian product of named axes as stacked arrays (keys included), and
-  :func:`keys` for a key axis;
-* :func:`run` — ``out[i] = f(**point_i)`` for every point in one compiled program, optionally in
+* ``grid`` — the Cartesian product of named axes as stacked arrays (keys included), and
+  ``keys`` for a key axis;
+* ``run`` — ``out[i] = f(**point_i)`` for every point in one compiled program, optionally in
   chunks of ``chunk`` points (``lax.map(..., batch_size=chunk)``) to bound memory, with the point
   axis **sharded across devices** (``jax.sharding.Mesh`` / ``shard_map``; one device: no sharding).
   The point count is padded to a multiple of the device count by repeating the last point, and the
   padding is dropped from the result;
-* compilation is cached on ``f`` itself: calling :func:`run` again with the same function object
+* compilation is cached on ``f`` itself: calling ``run`` again with the same function object
   and point shapes does not recompile (a new ``lambda`` each call does, and so does a bound method
   ``obj.method``, whose function is shared by every instance: wrap it once, ``f = lambda **kw:
   obj.method(**kw)``, and reuse ``f``). As with a reused ``jax.jit(f)``, what ``f`` reads besides
@@ -19,10 +19,13 @@ three things a sweep needs beyond that:
   it later does not change the sweep's results. Pass data that changes through ``shared``, or make
   a new function.
 
-Pattern (ScaledGD over step size η and sparsity α, 3 seeds — 48 runs, one call)::
+Pattern (ScaledGD over step size η and sparsity α, 3 seeds — 48 runs, one call):
 
-    pts = sweep.grid(eta=jnp.linspace(0.3, 0.9, 4), alpha=jnp.array([0.05, 0.1, 0.15, 0.2]),
-                     key=sweep.keys(0, 3))
+    pts = sweep.grid(
+        eta=jnp.linspace(0.3, 0.9, 4),
+        alpha=jnp.array([0.05, 0.1, 0.15, 0.2]),
+        key=sweep.keys(0, 3),
+    )
     err = sweep.run(
         lambda eta, alpha, key, Y: rpca.scaledgd(
             Y, r, alpha, eta=eta, max_iter=50, key=key
@@ -33,7 +36,7 @@ Pattern (ScaledGD over step size η and sparsity α, 3 seeds — 48 runs, one ca
     err.reshape(4, 4, 3)      # axes in the order given to grid
 
 Only what changes shapes stays static (rank, iteration counts, variant names); sweep those with a
-Python loop around :func:`run`, one compilation each.
+Python loop around ``run``, one compilation each.
 """
 
 from __future__ import annotations
@@ -149,7 +152,7 @@ def _axis(v):
 
 
 def keys(key, count: int) -> jax.Array:
-    """``count`` independent keys split from ``key``: a key axis for :func:`grid`.
+    """``count`` independent keys split from ``key``: a key axis for ``grid``.
 
     Args:
       key: a ``jax.random`` key or an integer seed (a traced integer too); anything else raises
@@ -167,13 +170,13 @@ def keys(key, count: int) -> jax.Array:
 def grid(**axes) -> dict[str, Any]:
     """Cartesian product of named axes, first axis slowest (as ``itertools.product``).
 
-    ``result.reshape(*lengths)`` (see :func:`shape_of`) recovers the grid's shape from a flat result
-    of :func:`run`.
+    ``result.reshape(*lengths)`` (see ``shape_of``) recovers the grid's shape from a flat result
+    of ``run``.
 
     Args:
       **axes: name → values. Each value is a 1-D array-like, a list of per-point values (arrays or
         pytrees of one shape, which are stacked), or a pytree whose leaves share a leading axis
-        (e.g. a key array from :func:`keys`, or a tuple of stacked parameter arrays). At least one
+        (e.g. a key array from ``keys``, or a tuple of stacked parameter arrays). At least one
         axis; an empty or ``None`` axis raises ``ValueError`` naming it.
 
     Returns:
@@ -188,10 +191,10 @@ def grid(**axes) -> dict[str, Any]:
 
 
 def shape_of(**axes) -> tuple[int, ...]:
-    """The grid's shape (one length per axis), to reshape :func:`run`'s flat results.
+    """The grid's shape (one length per axis), to reshape ``run``'s flat results.
 
     Args:
-      **axes: the axes given to :func:`grid`.
+      **axes: the axes given to ``grid``.
 
     Returns:
       A tuple of ints, the length of each axis in the order given.
@@ -372,7 +375,7 @@ def run(
     Args:
       fn: a pure function of the point's named values and the ``shared`` ones. It must be traceable
         (the toolkit's solvers are).
-      points: dict name → values with one shared leading axis N (e.g. from :func:`grid`).
+      points: dict name → values with one shared leading axis N (e.g. from ``grid``).
       shared: dict name → values common to every point (the data), passed to the compiled program as
         arguments and replicated on every device. Pass large arrays here rather than closing over
         them: a closed-over array becomes a constant of the program, which XLA may spend seconds

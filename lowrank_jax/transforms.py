@@ -33,7 +33,7 @@ def scale_by_factored_preconditioner(axis_name: str | None = None) -> optax.Grad
 
     both from the current factors (simultaneous updates; Tong, Ma, Chi 2021). The update is
     invariant to the gauge (L, R) → (LQ, RQ⁻ᵀ): it moves X = L Rᵀ the same way whatever balanced or
-    unbalanced factorisation represents it. The solves are :func:`lowrank_jax.linalg.spd_solve`'s.
+    unbalanced factorisation represents it. The solves are ``lowrank_jax.linalg.spd_solve``'s.
 
     Args:
       axis_name: inside ``shard_map`` with L (and G_L) split by rows over that mesh axis and R, G_R
@@ -71,11 +71,11 @@ def scaled_gradient(
 
         −η · (G_L (RᵀR)⁻¹,  G_R (LᵀL)⁻¹),
 
-    :func:`scale_by_factored_preconditioner` chained with ``optax.scale_by_learning_rate``.
+    ``scale_by_factored_preconditioner`` chained with ``optax.scale_by_learning_rate``.
 
     Args:
       lr: the step size η: a number, a (traced) array or an optax schedule.
-      axis_name: see :func:`scale_by_factored_preconditioner` (row-sharded L under ``shard_map``).
+      axis_name: see ``scale_by_factored_preconditioner`` (row-sharded L under ``shard_map``).
 
     Returns:
       An ``optax.GradientTransformation``; ``update`` needs ``params``.
@@ -86,8 +86,8 @@ def scaled_gradient(
         from lowrank_jax import transforms
 
         k1, k2, k3, k4 = jax.random.split(jax.random.key(0), 4)
-        X = jax.random.normal(k1, (50, 3)) @ jax.random.normal(k2, (3, 40))        # rank 3
-        f = lambda p: 0.5 * jnp.sum((p[0] @ p[1].T - X) ** 2)                       # p = (L, R)
+        X = jax.random.normal(k1, (50, 3)) @ jax.random.normal(k2, (3, 40))  # rank 3
+        f = lambda p: 0.5 * jnp.sum((p[0] @ p[1].T - X) ** 2)  # p = (L, R)
         params = (jax.random.normal(k3, (50, 3)), jax.random.normal(k4, (40, 3)))
         opt = transforms.scaled_gradient(0.5)
         state = opt.init(params)
@@ -99,7 +99,8 @@ def scaled_gradient(
 
         for _ in range(50):
             params, state = step(params, state)
-        print(jnp.linalg.norm(params[0] @ params[1].T - X) / jnp.linalg.norm(X))   # relative error
+        # the relative error of L Rᵀ
+        print(jnp.linalg.norm(params[0] @ params[1].T - X) / jnp.linalg.norm(X))
         ```
     """
     return optax.chain(
@@ -119,7 +120,7 @@ def scaled_gradient_step(params, grads, lr, axis_name: str | None = None):
       params: the factors (L (n1, r), R (n2, r)).
       grads: their gradients (G_L, G_R), of the same shapes.
       lr: the step size η, a number or a (traced) array.
-      axis_name: as in :func:`scale_by_factored_preconditioner`.
+      axis_name: as in ``scale_by_factored_preconditioner``.
 
     Returns:
       The new factors (L, R).
@@ -133,7 +134,7 @@ def scaled_gradient_step(params, grads, lr, axis_name: str | None = None):
 
 
 class ProximalState(NamedTuple):
-    """State of :func:`proximal`.
+    """State of ``proximal``.
 
     Attributes:
       inner: the inner optimizer's state.
@@ -149,12 +150,13 @@ def proximal(
 ) -> optax.GradientTransformationExtraArgs:
     """Proximal wrapper: the inner optimizer's step, then a prox on the new parameters.
 
-        z⁺ = prox_{s_t · g}(z + u_t),   returned as the update z⁺ − z,
+        z⁺ = prox_h(z + u_t),  h = s_t · g,  returned as the update z⁺ − z,
 
     with u_t the inner optimizer's update and s_t = ``strength``. For the prox-gradient method
-    (Prox-SGD) of F = f + λ g the strength is learning rate × λ::
+    (Prox-SGD) of F = f + λ g the strength is learning rate × λ (``pathnorm`` is
+    ``lowrank_jax.pathnorm``):
 
-        path_prox = lambda model, s: pathnorm.prox_step(model, s, "path")   # lowrank_jax.pathnorm
+        path_prox = lambda model, s: pathnorm.prox_step(model, s, "path")
         opt = proximal(optax.sgd(lr), path_prox, lr * lam)
         opt = proximal(optax.sgd(schedule), path_prox, lambda t: schedule(t) * lam)
 
@@ -165,8 +167,8 @@ def proximal(
     to the bit.
 
     Keyword arguments of ``update`` beyond ``params`` go to the inner optimizer, so one that needs
-    them works too, such as ``optax.polyak_sgd()``, whose step size (f(z) − f*)/‖∇f(z)‖² needs
-    ``value=f(z)``::
+    them works too, such as ``optax.polyak_sgd()``, whose step size (f(z) − f⋆)/‖∇f(z)‖² needs
+    ``value=f(z)``:
 
         opt = proximal(optax.polyak_sgd(), path_prox, lam)
         updates, state = opt.update(grads, state, params, value=loss)
@@ -185,7 +187,7 @@ def proximal(
         or an optax schedule of the step count.
 
     Returns:
-      An ``optax.GradientTransformationExtraArgs`` with state :class:`ProximalState`; ``update``
+      An ``optax.GradientTransformationExtraArgs`` with state ``ProximalState``; ``update``
       needs ``params`` (without them it raises ``ValueError``).
     """
     inner = optax.with_extra_args_support(optimizer)
@@ -211,8 +213,8 @@ def proximal(
 def projected(optimizer: optax.GradientTransformation, project_fn) -> optax.GradientTransformation:
     """Projected steps z⁺ = Π(z + u_t), u_t the inner optimizer's update.
 
-    The :func:`proximal` wrapper with a strength-free prox, since a projection is the prox of an
-    indicator. The new iterate is Π(z + u_t) up to one rounding (see :func:`proximal`): a box
+    The ``proximal`` wrapper with a strength-free prox, since a projection is the prox of an
+    indicator. The new iterate is Π(z + u_t) up to one rounding (see ``proximal``): a box
     constraint may be exceeded in the last bit.
 
     Args:
@@ -221,7 +223,7 @@ def projected(optimizer: optax.GradientTransformation, project_fn) -> optax.Grad
         constraint as in lifted PGD).
 
     Returns:
-      An ``optax.GradientTransformationExtraArgs`` as :func:`proximal`'s; ``update`` needs
+      An ``optax.GradientTransformationExtraArgs`` as ``proximal``'s; ``update`` needs
       ``params``.
     """
     return proximal(optimizer, lambda params, _: project_fn(params), 0.0)
@@ -284,9 +286,9 @@ def newton_direction(H, g, damping=0.0, *, size=None):
     """(H + damping·I)⁻¹ g for a symmetric H, with a pseudo-inverse where H is numerically singular.
 
     Cholesky when H + damping·I is positive definite, LU when it is indefinite and non-singular,
-    else the pseudo-inverse from the eigendecomposition H + damping·I = V diag(μ) Vᵀ,
-    Σ_{|μ_i| > τ} v_i v_iᵀ g / μ_i with τ = size·ε·max|μ| (the minimum-norm least-squares direction
-    of a numerically singular H).
+    else the pseudo-inverse from the eigendecomposition H + damping·I = V diag(μ) Vᵀ: the sum of
+    v_i v_iᵀ g / μ_i over the eigenvalues with |μ_i| > τ, τ = size·ε·max|μ| (the minimum-norm
+    least-squares direction of a numerically singular H).
 
     ``size`` sets how much rounding H may carry. d·ε is the cut-off of ``numpy.linalg.matrix_rank``
     for a matrix known to working precision. An H formed by sums of n terms, such as AᵀDA for an A
@@ -309,8 +311,9 @@ def newton_direction(H, g, damping=0.0, *, size=None):
     f(μ) = 1/μ on the kept eigenvalues and 0 on the dropped ones, so (Daleckii–Krein), with
     Ė = (Ḣ + Ḣᵀ)/2 (H is symmetric, so only its symmetric part moves it):
 
-        ẋ = F(ġ − Ė x) + V (Γ ∘ VᵀĖV) Vᵀg,   Γ_ij = 1/(μ_i(μ_i − μ_j)) for i kept and j dropped
-                                              (or the reverse), 0 otherwise.
+        ẋ = F(ġ − Ė x) + V (Γ ∘ VᵀĖV) Vᵀg,
+        Γ_ij = 1/(μ_i(μ_i − μ_j))  for i kept and j dropped (or the reverse),
+        Γ_ij = 0                   otherwise.
 
     On the Cholesky and LU branches nothing is dropped and ẋ = H⁻¹(ġ − Ė x). The rule is finite at
     repeated eigenvalues (where eigh's own derivative is not) and on a null space. It takes one
@@ -338,10 +341,10 @@ def newton_direction(H, g, damping=0.0, *, size=None):
         from lowrank_jax import transforms
 
         H, g = jnp.array([[2.0, 0.0], [0.0, -1.0]]), jnp.array([1.0, 1.0])
-        print(transforms.newton_direction(H, g))          # [0.5, -1.0]: LU, H is indefinite
-        print(transforms.newton_direction(H, g, 0.5))     # [0.4, -2.0]: (H + 0.5 I)⁻¹ g
+        print(transforms.newton_direction(H, g))  # [0.5, -1.0]: LU, H is indefinite
+        print(transforms.newton_direction(H, g, 0.5))  # [0.4, -2.0]: (H + 0.5 I)⁻¹ g
         bad = H.at[0, 1].set(jnp.nan)
-        print(jnp.isnan(transforms.newton_direction(bad, g)).all())   # True: the NaN shows
+        print(jnp.isnan(transforms.newton_direction(bad, g)).all())  # True: NaN shows
         ```
     """
     H, g = jnp.asarray(H), jnp.asarray(g)
@@ -361,7 +364,7 @@ def newton_direction(H, g, damping=0.0, *, size=None):
 
 @functools.partial(jax.jit, static_argnames="dtype")
 def _damped_direction(H, g, damping, size, dtype):
-    """:func:`newton_direction` of checked arguments, as one program."""
+    """``newton_direction`` of checked arguments, as one program."""
     Hd = H.astype(dtype) + damping * jnp.eye(H.shape[0], dtype=dtype)
     return _direction(Hd, g.astype(dtype), jnp.asarray(size, dtype))
 
@@ -438,7 +441,7 @@ def _direction_jvp(primals, tangents):
 
 
 class NewtonState(NamedTuple):
-    """State of :func:`newton`.
+    """State of ``newton``.
 
     Before the first update both fields are the placeholders that ``init`` builds (same structure,
     shapes and dtypes as later).
@@ -457,12 +460,13 @@ def newton(
 ) -> optax.GradientTransformationExtraArgs:
     """Newton's method as an optax transformation: the update is −Δ, where (H + damping·I) Δ = g.
 
-        (H + damping·I) Δ = g,   H = hessian_fn(params, **extra_args),  g = the incoming updates,
+        (H + damping·I) Δ = g,   H = hessian_fn(params, **extra_args),
+                                 g = the incoming updates,
 
     i.e. −(∇²f(x) + λI)⁻¹ ∇f(x) when g = ∇f(x) and H = ∇²f(x). ``update`` writes the state and does
     not read it (to reuse the curvature, pass ``state.curvature`` back as an extra argument). Chain
     with ``optax.scale`` (or a line search) for damped steps. To refresh the Hessian only every
-    other step, pass the step count and the previous curvature to ``hessian_fn``::
+    other step, pass the step count and the previous curvature to ``hessian_fn``:
 
         hessian_fn = lambda p, *, k, previous: jax.lax.cond(
             k % 2 == 0, lambda: hessian_at(p), lambda: previous
@@ -483,7 +487,7 @@ def newton(
         ``ValueError`` naming ``damping`` here.
       solve: ``solve(curvature, g, damping)`` with g the flattened updates, (d,), returning Δ (d,)
         or a pair ``(Δ, aux)``; ``aux`` (any pytree, e.g. a product with Δ that the caller would
-        otherwise recompute) is kept in the state. Default :func:`newton_direction` (Cholesky; LU
+        otherwise recompute) is kept in the state. Default ``newton_direction`` (Cholesky; LU
         for an indefinite H; the eigendecomposition's pseudo-inverse for a numerically singular
         one), no aux.
       init_curvature: ``params -> pytree``: the curvature placeholder that ``init`` puts in the
@@ -493,7 +497,7 @@ def newton(
       init_aux: ``params -> pytree``: the same for ``solve``'s aux. Default: None.
 
     Returns:
-      An ``optax.GradientTransformationExtraArgs`` with state :class:`NewtonState`; ``update`` needs
+      An ``optax.GradientTransformationExtraArgs`` with state ``NewtonState``; ``update`` needs
       ``params`` (without them it raises ``ValueError``).
 
     Example:
@@ -503,7 +507,8 @@ def newton(
         from lowrank_jax import transforms
 
         A = jax.random.normal(jax.random.key(0), (30, 4))
-        f = lambda p: jax.nn.logsumexp(A @ p["w"] + p["b"]) + 0.5 * (p["w"] @ p["w"] + p["b"] ** 2)
+        ridge = lambda p: 0.5 * (p["w"] @ p["w"] + p["b"] ** 2)
+        f = lambda p: jax.nn.logsumexp(A @ p["w"] + p["b"]) + ridge(p)
         params = {"w": jnp.zeros(4), "b": jnp.zeros(())}
         _, unravel = ravel_pytree(params)
         # (5, 5) on the flat params

@@ -1,6 +1,6 @@
 """Low-rank + sparse decomposition of covariance matrices: the neural-network parametrisation
-(:mod:`.nn`, Baes, Herrera, Neufeld, Ruyssen 2021), classical baselines IALM, NC-RPCA, FPCP and
-RPCA-GD (:mod:`.baselines`) and the paper's metrics (:mod:`.metrics`)."""
+(``covariance.nn``, Baes, Herrera, Neufeld, Ruyssen 2021), classical baselines IALM, NC-RPCA, FPCP
+and RPCA-GD (``covariance.baselines``) and the paper's metrics (``covariance.metrics``)."""
 
 from lowrank_jax.covariance.baselines import (
     BaselineResult,

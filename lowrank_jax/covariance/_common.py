@@ -1,5 +1,5 @@
 """Argument declarations shared by the covariance solvers and metrics
-(:func:`lowrank_jax._checks.validate`): Σ as a square, finite, symmetric matrix, and the metrics'
+(``lowrank_jax._checks.validate``): Σ as a square, finite, symmetric matrix, and the metrics'
 thresholds."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ THRESHOLDS = _checks.Convert(functools.partial(threshold, scalar=False))
 
 
 def square_matrix(x, name: str, args=None) -> jax.Array:
-    """``x`` as a 2-D floating JAX array (:func:`lowrank_jax._checks.as_matrix`: finite, non-empty)
+    """``x`` as a 2-D floating JAX array (``lowrank_jax._checks.as_matrix``: finite, non-empty)
     with as many rows as columns, or a ``ValueError`` naming ``name``."""
     return _square(_checks.as_matrix(x, name), name)
 
@@ -44,9 +44,9 @@ def _square(x: jax.Array, name: str) -> jax.Array:
 
 
 def sigma(x, name: str, args=None) -> jax.Array:
-    """Σ as :func:`square_matrix` makes it, after also refusing a scale whose sums of squares
-    overflow or underflow its dtype (:func:`lowrank_jax._checks.check_scale`). Its symmetry is the
-    rule :func:`symmetric`."""
+    """Σ as ``square_matrix`` makes it, after also refusing a scale whose sums of squares
+    overflow or underflow its dtype (``lowrank_jax._checks.check_scale``). Its symmetry is the
+    rule ``symmetric``."""
     x = _checks.as_matrix(x, name)
     _checks.check_scale(x, name)
     return _square(x, name)
@@ -63,7 +63,7 @@ def symmetric(rtol: str | None = None, label: str | None = None) -> _checks.Rule
     max_ij |Σ_ij − Σ_ji| ≤ rtol · max_ij |Σ_ij|, loose enough for float32 round-off of a product
     such as MMᵀ, tight enough to reject a non-symmetric input. ``rtol`` and ``label`` name the
     arguments holding the tolerance and the name used in the message; by default
-    :data:`SYMMETRY_RTOL` and "Sigma". Checked where Σ is concrete; a traced Σ is checked for its
+    ``SYMMETRY_RTOL`` and "Sigma". Checked where Σ is concrete; a traced Σ is checked for its
     shape only (by its spec)."""
     tolerance = (lambda a: a[rtol]) if rtol else (lambda a: SYMMETRY_RTOL)
     name = (lambda a: a[label]) if label else (lambda a: "Sigma")

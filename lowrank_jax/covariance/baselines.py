@@ -2,32 +2,32 @@
 PCP by inexact ALM, its non-convex γ-norm variant (NC-RPCA), fast PCP (FPCP) and RPCA by gradient
 descent on a symmetric factor (RPCA-GD). IALM and NC-RPCA share one augmented Lagrangian loop.
 
-Each runs under one ``jit`` with its iterations in :mod:`lowrank_jax.loop` (``lax`` loops);
+Each runs under one ``jit`` with its iterations in ``lowrank_jax.loop`` (``lax`` loops);
 hyperparameters (λ, tolerances, ρ, α, ``lr``) are arrays, so they may be traced or ``vmap``-ed,
 while sizes, ranks and iteration budgets are static. They are keyword-only after Σ (and the rank
-of :func:`fpcp` and :func:`rpca_gd`), so ``ialm(S, 1e-6)`` is a ``TypeError``, not λ = 1e-6. Each
-returns a :class:`BaselineResult` (a :class:`lowrank_jax.result.Result`: ``status``, ``n_iter``,
+of ``fpcp`` and ``rpca_gd``), so ``ialm(S, 1e-6)`` is a ``TypeError``, not λ = 1e-6. Each
+returns a ``BaselineResult`` (a ``lowrank_jax.result.Result``: ``status``, ``n_iter``,
 the final ``residual``, and ``history["residual"]``, NaN after ``n_iter``) and takes ``throw``: a
 run that diverges raises ``RuntimeError`` (also inside ``jit``/``vmap``) unless ``throw=False``.
-The solvers that stop on a tolerance (:func:`ialm`, :func:`ncrpca`, :func:`rpca_gd`) take ``tol``,
+The solvers that stop on a tolerance (``ialm``, ``ncrpca``, ``rpca_gd``) take ``tol``,
 default 1e-6 on the relative residual ‖Σ − L − S‖_F/‖Σ‖_F; ``tol=None`` runs exactly ``max_iter``
-iterations. :func:`fpcp` has no tolerance and always runs ``max_iter`` loops.
+iterations. ``fpcp`` has no tolerance and always runs ``max_iter`` loops.
 
 Each solver ``f`` has a companion ``f_iteration`` (same arguments less ``max_iter``, ``throw`` and
-``return_factor``) returning its :class:`lowrank_jax.loop.Iteration`: the initial state and the
-step that ``f`` runs by :func:`lowrank_jax.loop.run`, to step by hand, warm-start or stop on a rule
+``return_factor``) returning its ``lowrank_jax.loop.Iteration``: the initial state and the
+step that ``f`` runs by ``lowrank_jax.loop.run``, to step by hand, warm-start or stop on a rule
 of one's own.
 
 How the forced rank k reaches each method (the paper does not say):
 
-* :func:`ialm` ignores k — PCP picks the rank through the nuclear norm (Table II's IALM rows do not
-  depend on k either). So does :func:`ncrpca`, through the γ-norm.
-* :func:`fpcp` uses k as its fixed partial-SVD rank (default) or, with ``grow=True``, as the maximum
+* ``ialm`` ignores k — PCP picks the rank through the nuclear norm (Table II's IALM rows do not
+  depend on k either). So does ``ncrpca``, through the γ-norm.
+* ``fpcp`` uses k as its fixed partial-SVD rank (default) or, with ``grow=True``, as the maximum
   of LRSLibrary's rank-growth rule.
-* :func:`rpca_gd` uses k as the width of the factor U (L = UUᵀ, rank ≤ k, PSD).
+* ``rpca_gd`` uses k as the width of the factor U (L = UUᵀ, rank ≤ k, PSD).
 
 Inputs must be square, finite and symmetric to 1e-6 · max|Σ|
-(:func:`lowrank_jax.covariance.metrics.check_symmetric`); all four methods act on general
+(``lowrank_jax.covariance.metrics.check_symmetric``); all four methods act on general
 matrices but the outputs are only meaningful for symmetric ones.
 """
 
@@ -55,17 +55,16 @@ class BaselineResult(Result):
     """The split Σ ≈ L + S returned by a baseline, with its run's status and residual history.
 
     Attributes:
-      status: a :class:`~lowrank_jax.result.Status` code (int32): CONVERGED, MAX_ITER, DIVERGED or
-        INVALID.
-      n_iter: int32, the iterations run.
-      history: ``history["residual"]``, shape (max_iter,): the residual after each iteration (NaN
-        past ``n_iter``).
-      residual: final ‖Σ − L − S‖_F / ‖Σ‖_F, of the pair (L, S) returned.
+      status: int32 scalar, a ``Status`` code: CONVERGED, MAX_ITER, DIVERGED or INVALID.
+      n_iter: int32 scalar, the iterations run.
+      history: dict, ``history["residual"]`` of shape (max_iter,): the residual after each
+        iteration (NaN past ``n_iter``).
+      residual: float scalar, the final ‖Σ − L − S‖_F / ‖Σ‖_F of the pair (L, S) returned.
       L: (n, n) the low-rank part.
       S: (n, n) the method's sparse part (see each method).
-      rank: int32, the rank the method used for L (IALM, NC-RPCA: the number of non-zero singular
-        values of the last L-step; FPCP: the final partial-SVD rank; RPCA-GD: k).
-      U: (n, k) the factor of L = UUᵀ (:func:`rpca_gd`); None for the other methods.
+      rank: int32 scalar, the rank the method used for L (IALM, NC-RPCA: the number of non-zero
+        singular values of the last L-step; FPCP: the final partial-SVD rank; RPCA-GD: k).
+      U: (n, k) the factor of L = UUᵀ (``rpca_gd``); None for the other methods.
     """
 
     residual: jax.Array
@@ -83,12 +82,12 @@ GROWTH_LIMIT = 1e4
 
 def _diverged(d_norm, size, *iterate):
     """The baselines' divergence rule: an ``iterate`` array (L, S, multipliers, …) is non-finite, or
-    ``size`` (‖L‖_F, or a bound on it) is non-finite or beyond :data:`GROWTH_LIMIT` · ‖Σ‖_F."""
+    ``size`` (‖L‖_F, or a bound on it) is non-finite or beyond ``GROWTH_LIMIT`` · ‖Σ‖_F."""
     return loop.non_finite(iterate) | ~jnp.isfinite(size) | (size > GROWTH_LIMIT * d_norm)
 
 
 def _result(out, L, S, rank, U=None):
-    """The :class:`BaselineResult` of a loop whose diagnostics are ``{"residual": …}``."""
+    """The ``BaselineResult`` of a loop whose diagnostics are ``{"residual": …}``."""
     return BaselineResult(
         n_iter=out.n_iter,
         status=out.status,
@@ -127,7 +126,7 @@ def _inverse_sqrt_n(args) -> float:
 def _alm_iteration(
     D, lam, tol, rho, mu0, mu_bar, Y0, invalid, *, sv_map, s_prox, l_first
 ) -> loop.Iteration:
-    """The iteration shared by :func:`ialm` and :func:`ncrpca`: min R(L) + λ‖S‖ s.t. D = L + S with
+    """The iteration shared by ``ialm`` and ``ncrpca``: min R(L) + λ‖S‖ s.t. D = L + S with
 
         S ← s_prox(D − L + Y/μ, λ/μ)
         L ← U diag(σ') Vᵀ,  σ' = sv_map(σ, μ, σ'_prev),  U diag(σ) Vᵀ = SVD(D − S + Y/μ)
@@ -225,17 +224,19 @@ _IALM_INVALID = (
 def ialm(
     Sigma, *, lam=None, tol=1e-6, max_iter: int = 1000, rho=1.5, mu_factor=1e7, throw: bool = True
 ) -> BaselineResult:
-    """Principal component pursuit min ‖L‖_* + λ‖S‖₁ s.t. Σ = L + S by the inexact ALM.
+    """Principal component pursuit min ‖L‖∗ + λ‖S‖₁ s.t. Σ = L + S by the inexact ALM.
 
     Lin, Chen, Ma 2010, Alg. 5, with the defaults of LRSLibrary's ``inexact_alm_rpca``:
 
-        λ = 1/√n,  Y₀ = Σ / max(‖Σ‖₂, ‖Σ‖_∞/λ),  μ₀ = 1.25/‖Σ‖₂,  μ̄ = 10⁷ μ₀,  L₀ = S₀ = 0
-        repeat:  S ← shrink(Σ − L + Y/μ, λ/μ)                    (soft thresholding)
-                 L ← U shrink(Σ_sv, 1/μ) Vᵀ,  U Σ_sv Vᵀ = SVD(Σ − S + Y/μ)   (SVT, full SVD)
+        λ = 1/√n,  Y₀ = Σ / max(‖Σ‖₂, ‖Σ‖∞/λ),  μ₀ = 1.25/‖Σ‖₂,
+        μ̄ = 10⁷ μ₀,  L₀ = S₀ = 0
+        repeat:  S ← shrink(Σ − L + Y/μ, λ/μ)             (soft thresholding)
+                 L ← U shrink(Σ_sv, 1/μ) Vᵀ,  U Σ_sv Vᵀ = SVD(Σ − S + Y/μ)
+                                                        (SVT, full SVD)
                  Z = Σ − L − S;  Y ← Y + μZ;  μ ← min(ρμ, μ̄)
         until ‖Z‖_F/‖Σ‖_F < tol or max_iter iterations.
 
-    ‖·‖_∞ is the largest |entry|. The S-step comes first, as in the reference code (the paper's
+    ‖·‖∞ is the largest |entry|. The S-step comes first, as in the reference code (the paper's
     (3)–(4) list the L-step first; the fixed point is the same). The forced rank k is not an
     argument: PCP chooses the rank itself. L is symmetric up to round-off for symmetric Σ but not
     necessarily PSD.
@@ -256,7 +257,7 @@ def ialm(
         say) gives ``Status.INVALID`` and NaN L and S, raised the same way.
 
     Returns:
-      :class:`BaselineResult`: ``status`` CONVERGED when ``residual`` = ‖Σ − L − S‖_F/‖Σ‖_F < tol,
+      ``BaselineResult``: ``status`` CONVERGED when ``residual`` = ‖Σ − L − S‖_F/‖Σ‖_F < tol,
       else MAX_ITER; ``history["residual"]`` per iteration; L, S (n, n); ``rank`` the number of
       singular values above the last threshold 1/μ.
 
@@ -269,9 +270,9 @@ def ialm(
         M0 = rng.normal(size=(20, 3))
         Sigma = M0 @ M0.T + np.diag(rng.uniform(0.5, 1.0, 20))
         res = covariance.ialm(Sigma)  # PCP with λ = 1/√n
-        print(res)                    # BaselineResult(status=CONVERGED, …)
-        # 3, < 1e-6
-        print(covariance.rank_above(res.L), covariance.relative_error(res.L + res.S, Sigma))
+        print(res)  # BaselineResult(status=CONVERGED, …)
+        fit = covariance.relative_error(res.L + res.S, Sigma)
+        print(covariance.rank_above(res.L), fit)  # 3, < 1e-6
         ```
     """
     out = _ialm(Sigma, lam, tol, rho, mu_factor, max_iter=max_iter)
@@ -281,15 +282,16 @@ def ialm(
 @full_precision
 @_checks.validate(SYMMETRIC, **_IALM)
 def ialm_iteration(Sigma, *, lam=None, tol=1e-6, rho=1.5, mu_factor=1e7) -> loop.Iteration:
-    """PCP by the inexact ALM (:func:`ialm`) as an initial state and a step, to run, warm-start or
+    """PCP by the inexact ALM (``ialm``) as an initial state and a step, to run, warm-start or
     stop as one wishes.
 
-    The iteration that :func:`ialm` runs (same arguments and equations): its state is
+    The iteration that ``ialm`` runs (same arguments and equations): its state is
     ``(L, S, Y, μ, σ')``, the two parts, the multiplier, the penalty and the singular values kept
     by the last L-step (0 at the start); its diagnostics ``{"residual": ‖Σ − L − S‖_F/‖Σ‖_F}``. So
 
         it = ialm_iteration(Σ, ...)
-        it.result(loop.run(it, max_iter=m))   ==   ialm(Σ, ..., max_iter=m, throw=False)
+        it.result(loop.run(it, max_iter=m))
+            == ialm(Σ, ..., max_iter=m, throw=False)
 
     Args:
       Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), finite.
@@ -300,9 +302,9 @@ def ialm_iteration(Sigma, *, lam=None, tol=1e-6, rho=1.5, mu_factor=1e7) -> loop
       mu_factor: μ̄/μ₀ > 0 (array), default 10⁷.
 
     Returns:
-      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`BaselineResult` (no
+      A ``lowrank_jax.loop.Iteration`` whose ``result`` gives a ``BaselineResult`` (no
       exception on failure: read its ``status``, or pass it to
-      :func:`lowrank_jax.result.finish`).
+      ``lowrank_jax.result.finish``).
 
     Example:
         ```python
@@ -432,16 +434,16 @@ def ncrpca(
     s.t. Σ = L + S, with the reference code's settings (the ones the paper's Table II ran):
 
         λ = 1/√n,  μ₀ = 0.9,  L₀ = S₀ = Y₀ = 0,  σ₀ = 0
-        repeat:  L ← U diag(σ) Vᵀ,  σ = gamma_norm_shrink(Σ_sv, μ, γ, start = previous σ),
-                        U Σ_sv Vᵀ = SVD(Σ − S + Y/μ)
-                 S ← prox_{(λ/μ)‖·‖}(Σ − L + Y/μ)
+        repeat:  L ← U diag(σ) Vᵀ,  U Σ_sv Vᵀ = SVD(Σ − S + Y/μ),
+                        σ = gamma_norm_shrink(Σ_sv, μ, γ, start = previous σ)
+                 S ← prox of (λ/μ)‖·‖ at (Σ − L + Y/μ)
                  Z = Σ − L − S;  Y ← Y + μZ;  μ ← ρμ   (ρ = 1.1, no cap)
         until ‖Z‖_F/‖Σ‖_F < tol or max_iter iterations.
 
     The sparse term ‖·‖ is the ℓ2,1 norm (the sum of the columns' Euclidean norms, the reference
     code's ``type = 21``: S is column-sparse and its prox is
-    :func:`lowrank_jax.prox.group_soft_threshold`) or the entrywise ℓ1 norm, as in the covariance
-    paper's description (then the scheme is :func:`ialm`'s with ‖L‖_* replaced by ‖L‖_γ). γ = 1e-2
+    ``lowrank_jax.prox.group_soft_threshold``) or the entrywise ℓ1 norm, as in the covariance
+    paper's description (then the scheme is ``ialm``'s with ‖L‖∗ replaced by ‖L‖_γ). γ = 1e-2
     makes ‖L‖_γ close to the rank. The forced rank k is not an argument: like PCP the method picks
     the rank. Because σ starts at 0, the first L-steps shrink by up to (1 + γ)/(γμ₀) ≈ 112: L stays
     0 until μ has grown or a singular value of Σ − S + Y/μ exceeds that. L is not necessarily PSD.
@@ -464,7 +466,7 @@ def ncrpca(
         and S, raised the same way.
 
     Returns:
-      :class:`BaselineResult`: ``status`` CONVERGED when ``residual`` < tol, else MAX_ITER;
+      ``BaselineResult``: ``status`` CONVERGED when ``residual`` < tol, else MAX_ITER;
       ``history["residual"]`` per iteration; L, S (n, n); ``rank`` the number of non-zero σ of the
       last L-step.
 
@@ -479,7 +481,8 @@ def ncrpca(
         Sigma = L0 + np.diag(rng.uniform(0.5, 1.0, 20))
         res = covariance.ncrpca(Sigma, norm="l1")
         print(res)  # BaselineResult(status=CONVERGED, n_iter=24, …)
-        print(covariance.rank_above(res.L), covariance.relative_error(res.L, L0))  # 2, ≈ 1e-6
+        err = covariance.relative_error(res.L, L0)
+        print(covariance.rank_above(res.L), err)  # 2, ≈ 1e-6
         ```
     """
     out = _ncrpca(Sigma, lam, tol, rho, mu0, gamma, max_iter=max_iter, norm=norm)
@@ -491,16 +494,17 @@ def ncrpca(
 def ncrpca_iteration(
     Sigma, *, lam=None, tol=1e-6, rho=1.1, mu0=0.9, gamma=1e-2, norm: str = "l21"
 ) -> loop.Iteration:
-    """NC-RPCA (:func:`ncrpca`) as an initial state and a step, to run, warm-start or stop as one
+    """NC-RPCA (``ncrpca``) as an initial state and a step, to run, warm-start or stop as one
     wishes.
 
-    The iteration that :func:`ncrpca` runs (same arguments and equations): its state is
+    The iteration that ``ncrpca`` runs (same arguments and equations): its state is
     ``(L, S, Y, μ, σ)``, the two parts, the multiplier, the penalty and the singular values of the
     last L-step (the start of the next one's DC steps; 0 at the start); its diagnostics
     ``{"residual": ‖Σ − L − S‖_F/‖Σ‖_F}``. So
 
         it = ncrpca_iteration(Σ, ...)
-        it.result(loop.run(it, max_iter=m))   ==   ncrpca(Σ, ..., max_iter=m, throw=False)
+        it.result(loop.run(it, max_iter=m))
+            == ncrpca(Σ, ..., max_iter=m, throw=False)
 
     Args:
       Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), finite.
@@ -513,9 +517,9 @@ def ncrpca_iteration(
       norm: the sparse term, "l21" (default) or "l1" (static).
 
     Returns:
-      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`BaselineResult` (no
+      A ``lowrank_jax.loop.Iteration`` whose ``result`` gives a ``BaselineResult`` (no
       exception on failure: read its ``status``, or pass it to
-      :func:`lowrank_jax.result.finish`).
+      ``lowrank_jax.result.finish``).
 
     Example:
         ```python
@@ -526,8 +530,9 @@ def ncrpca_iteration(
         M0 = 5 * rng.normal(size=(20, 2))
         Sigma = M0 @ M0.T + np.diag(rng.uniform(0.5, 1.0, 20))
         it = covariance.ncrpca_iteration(Sigma, norm="l1")
-        out = loop.run(it, max_iter=500, stop=lambda s, d: d["residual"] < 1e-3)  # a looser rule
-        print(it.result(out))  # BaselineResult(status=CONVERGED, …), fewer steps than 1e-6
+        looser = lambda s, d: d["residual"] < 1e-3
+        out = loop.run(it, max_iter=500, stop=looser)
+        print(it.result(out))  # status=CONVERGED, in fewer steps than tol=1e-6
         ```
     """
     return _ncrpca_iteration(Sigma, lam, tol, rho, mu0, gamma, norm=norm)
@@ -630,31 +635,31 @@ def fpcp(
 ) -> BaselineResult:
     """Fast principal component pursuit (FPCP): alternating rank-k partial SVD and shrinkage.
 
-    Rodriguez & Wohlberg 2013, for min_{L,S} λ‖S‖₁ + ½‖Σ − L − S‖_F²  s.t.  rank L = k (the
-    covariance paper's (5)–(7)):
+    Rodriguez & Wohlberg 2013, for the minimum over L, S of λ‖S‖₁ + ½‖Σ − L − S‖²_F subject to
+    rank L = k (the covariance paper's (5)–(7)):
 
         L₁ = P_k(Σ),  S₁ = shrink(Σ − L₁, λ)
-        for t = 2..max_iter:  L_t = P_k(Σ − S_{t−1})   (partial SVD, top k)
+        for t = 2..max_iter:  L_t = P_k(Σ − Sₜ₋₁)   (partial SVD, top k)
                               S_t = shrink(Σ − L_t, λ)
 
     with λ = 1/√n (LRSLibrary's ``1/sqrt(max(size))``) and two loops (its default). The returned
     S is shrink(Σ − L, λ): with the default λ this is exactly the paper's 1/√n post-shrinkage of
     FPCP's output (so S ≠ Σ − L; use ``Sigma - L`` for the unshrunk residual), and
-    :func:`lowrank_jax.covariance.report` / ``real_data_errors`` recognise it and do not shrink it
+    ``lowrank_jax.covariance.report`` / ``real_data_errors`` recognise it and do not shrink it
     again.
 
     How k is passed: ``grow=False`` (default) — fixed rank k in every loop (rank L ≤ k).
     ``grow=True`` — LRSLibrary's rank growth with k as the maximum: start at ``rank0``; before each
     later loop, if the previous loop's growth test passed, rank ← rank + 1 (≤ k) and λ ← λ ·
-    ``lam_factor`` (while the rank is below k); the test is σ_r / Σ_{i<r} σ_i > ``rank_threshold``
-    on that loop's partial SVD, taken afresh every loop, so a failed test skips one growth and a
-    later pass resumes it (as LRSLibrary's ``fastpcp.m`` resets its flag each loop). With two loops
-    the rank reaches at most ``rank0`` + 1, as in LRSLibrary; raise ``max_iter`` to grow further.
-    ``grow=True`` with ``max_iter`` = k is the variant that reproduces Table II's FPCP rows (see
-    the covariance guide); the fixed rank recovers L₀ far better, since growing the rank after S
-    has absorbed the unexplained part of Σ stalls it below k₀.
+    ``lam_factor`` (while the rank is below k); the test is σᵣ / (σ₁ + … + σᵣ₋₁) >
+    ``rank_threshold`` on that loop's partial SVD, taken afresh every loop, so a failed test skips
+    one growth and a later pass resumes it (as LRSLibrary's ``fastpcp.m`` resets its flag each
+    loop). With two loops the rank reaches at most ``rank0`` + 1, as in LRSLibrary; raise
+    ``max_iter`` to grow further. ``grow=True`` with ``max_iter`` = k is the variant that reproduces
+    Table II's FPCP rows (see the covariance guide); the fixed rank recovers L₀ far better, since
+    growing the rank after S has absorbed the unexplained part of Σ stalls it below k₀.
 
-    The partial SVD is :func:`lowrank_jax.linalg.low_rank_svd` at width k; L is symmetric only up
+    The partial SVD is ``lowrank_jax.linalg.low_rank_svd`` at width k; L is symmetric only up
     to round-off and may have negative eigenvalues (top singular values of Σ − S, not
     eigenvalues). FPCP has no step size and no tolerance: it runs exactly ``max_iter`` loops and
     ends in ``Status.MAX_ITER``.
@@ -677,7 +682,7 @@ def fpcp(
         ``rank_threshold`` that is negative or NaN gives ``Status.INVALID`` and NaN L and S.
 
     Returns:
-      :class:`BaselineResult`: ``status`` MAX_ITER, ``n_iter`` = ``max_iter``, the last loop's
+      ``BaselineResult``: ``status`` MAX_ITER, ``n_iter`` = ``max_iter``, the last loop's
       ``residual`` and ``history["residual"]`` per loop, L, S = shrink(Σ − L, λ) (n, n) and
       ``rank`` the final partial-SVD rank.
 
@@ -688,7 +693,8 @@ def fpcp(
         p = datasets.lrs_problem(0, 40, 3, 0.95)  # Σ = L₀ + S₀, rank 3
         res = covariance.fpcp(p.Sigma, 3, max_iter=10)
         print(res)  # BaselineResult(status=MAX_ITER, n_iter=10, …)
-        print(covariance.report(p.Sigma, res.L, res.S, p.L0, p.S0)["rel_error_L"])  # ≈ 0.01
+        rep = covariance.report(p.Sigma, res.L, res.S, p.L0, p.S0)
+        print(rep["rel_error_L"])  # ≈ 0.01
         ```
     """
     out = _fpcp(
@@ -720,17 +726,18 @@ def fpcp_iteration(
     svd: str = "exact",
     key=None,
 ) -> loop.Iteration:
-    """FPCP (:func:`fpcp`) as an initial state and a step, to run, warm-start or stop as one
+    """FPCP (``fpcp``) as an initial state and a step, to run, warm-start or stop as one
     wishes.
 
-    The iteration that :func:`fpcp` runs (same arguments and equations): its state is
+    The iteration that ``fpcp`` runs (same arguments and equations): its state is
     ``(L, S, r, λ_t, grow_next)``, the two parts, the partial-SVD rank and the shrinkage level in
     use, and whether the next loop grows the rank (``grow=True``); its diagnostics
     ``{"residual": ‖Σ − L − S‖_F/‖Σ‖_F}``. FPCP has no tolerance: ``it.stop`` is None, and
-    :func:`lowrank_jax.loop.run` takes exactly ``max_iter`` loops unless given a rule. So
+    ``lowrank_jax.loop.run`` takes exactly ``max_iter`` loops unless given a rule. So
 
         it = fpcp_iteration(Σ, k, ...)
-        it.result(loop.run(it, max_iter=m))   ==   fpcp(Σ, k, ..., max_iter=m, throw=False)
+        it.result(loop.run(it, max_iter=m))
+            == fpcp(Σ, k, ..., max_iter=m, throw=False)
 
     Args:
       Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), finite.
@@ -744,9 +751,9 @@ def fpcp_iteration(
       key: ``jax.random`` key or int seed of the randomized SVD, default key(0).
 
     Returns:
-      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`BaselineResult` (no
+      A ``lowrank_jax.loop.Iteration`` whose ``result`` gives a ``BaselineResult`` (no
       exception on failure: read its ``status``, or pass it to
-      :func:`lowrank_jax.result.finish`).
+      ``lowrank_jax.result.finish``).
 
     Example:
         ```python
@@ -754,7 +761,8 @@ def fpcp_iteration(
 
         p = datasets.lrs_problem(0, 40, 3, 0.95)  # Σ = L₀ + S₀, rank 3
         it = covariance.fpcp_iteration(p.Sigma, 3)
-        out = it.result(loop.run(it, max_iter=10))  # = covariance.fpcp(p.Sigma, 3, max_iter=10)
+        # the same as covariance.fpcp(p.Sigma, 3, max_iter=10)
+        out = it.result(loop.run(it, max_iter=10))
         print(out.status, out.n_iter, out.residual)  # 1 (MAX_ITER), 10, …
         ```
     """
@@ -788,7 +796,7 @@ def _symmetric_cuts_sorted(magnitude, alpha):
 def _symmetric_sparsify(R, alpha, cuts=None):
     """T_α(R) for a symmetric R: keep R_ij when |R_ij| is among the ⌊α n⌋ largest of row i and of
     row j (= column j). With ``cuts`` (the previous cut-offs)
-    :func:`lowrank_jax.selection.kth_largest` is used (on CPU its counting selection, warm-started;
+    ``lowrank_jax.selection.kth_largest`` is used (on CPU its counting selection, warm-started;
     on GPUs and TPUs a sort); otherwise a sort."""
     mag = jnp.abs(R)
     if cuts is None:
@@ -902,15 +910,16 @@ def rpca_gd(
 ):
     """Robust PCA by gradient descent on a symmetric factor (RPCA-GD): L = UUᵀ, PSD of rank ≤ k.
 
-    Yi, Park, Chen, Caramanis 2016, with U ∈ ℝ^{n×k}:
+    Yi, Park, Chen, Caramanis 2016, with U ∈ ℝⁿˣᵏ:
 
-        S_init = T_α(Σ);  U₀ = V_k Λ_k^{1/2} from the top-k eigenpairs of Σ − S_init
+        S_init = T_α(Σ);  U₀ = V_k Λ_k^(1/2) from the top-k eigenpairs of Σ − S_init
                           (λ clipped at 0)
         repeat:  S = T_α̃(Σ − UUᵀ),  E = UUᵀ + S − Σ,  U ← U − (η/σ₁) E U
-        until ‖E‖_F/‖Σ‖_F < tol or ``max_iter`` iterations (all of them for ``tol=None``).
+        until ‖E‖_F/‖Σ‖_F < tol or ``max_iter`` iterations
+              (all of them for ``tol=None``).
 
     T_α is the sparsifier keeping the entries that are among the ⌊α n⌋ largest in magnitude of
-    both their row and their column (:func:`lowrank_jax.prox.sparsify_top_fraction`, shared with
+    both their row and their column (``lowrank_jax.prox.sparsify_top_fraction``, shared with
     ScaledGD), α̃ = ``alpha_iter`` (2α by default, as in Yi et al.'s analysis and ScaledGD's
     reference code). Σ is symmetrised, ½(Σ + Σᵀ), and L = UUᵀ is formed exactly symmetric, so the
     residual is symmetric and only the row cut-offs are computed (they are the column cut-offs): in
@@ -940,7 +949,7 @@ def rpca_gd(
         its rule, gives ``Status.INVALID`` and NaN L and S, raised the same way.
 
     Returns:
-      :class:`BaselineResult`: ``status`` CONVERGED when ``residual`` = ‖E‖_F/‖Σ‖_F < tol, else
+      ``BaselineResult``: ``status`` CONVERGED when ``residual`` = ‖E‖_F/‖Σ‖_F < tol, else
       MAX_ITER; ``history["residual"]`` per iteration; L = UUᵀ (n, n); ``S`` the method's sparse
       estimate T_α̃(Σ − L) (use ``Sigma - L`` for the paper's DNN-style dense residual); ``rank``
       = k; ``U`` (n, k) the factor. With ``return_factor=True`` the pair (result, U).
@@ -963,15 +972,16 @@ def rpca_gd(
 @full_precision
 @_checks.validate(SYMMETRIC, **_RPCA_GD)
 def rpca_gd_iteration(Sigma, rank: int, *, alpha=0.1, lr=0.5, alpha_iter=None, tol=1e-6):
-    """RPCA-GD (:func:`rpca_gd`) as an initial state and a step, to run, warm-start or stop as one
+    """RPCA-GD (``rpca_gd``) as an initial state and a step, to run, warm-start or stop as one
     wishes.
 
-    The iteration that :func:`rpca_gd` runs (same arguments and equations): its state is
+    The iteration that ``rpca_gd`` runs (same arguments and equations): its state is
     ``(U, S, E, cuts)``, the factor, S = T_α̃(Σ − UUᵀ), E = UUᵀ + S − Σ and the row cut-offs of
     T_α̃ (warm starts of the next selection); its diagnostics ``{"residual": ‖E‖_F/‖Σ‖_F}``. So
 
         it = rpca_gd_iteration(Σ, k, ...)
-        it.result(loop.run(it, max_iter=m))   ==   rpca_gd(Σ, k, ..., max_iter=m, throw=False)
+        it.result(loop.run(it, max_iter=m))
+            == rpca_gd(Σ, k, ..., max_iter=m, throw=False)
 
     Args:
       Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), finite.
@@ -984,9 +994,9 @@ def rpca_gd_iteration(Sigma, rank: int, *, alpha=0.1, lr=0.5, alpha_iter=None, t
         holds (the run takes its whole budget unless it diverges).
 
     Returns:
-      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`BaselineResult` with
+      A ``lowrank_jax.loop.Iteration`` whose ``result`` gives a ``BaselineResult`` with
       ``U`` (no exception on failure: read its ``status``, or pass it to
-      :func:`lowrank_jax.result.finish`).
+      ``lowrank_jax.result.finish``).
 
     Example:
         ```python
@@ -999,7 +1009,7 @@ def rpca_gd_iteration(Sigma, rank: int, *, alpha=0.1, lr=0.5, alpha_iter=None, t
         for k in range(3):  # steps by hand
             state, diag = step(k, state)
             print(k, diag["residual"])
-        print(it.result(loop.run(it, max_iter=500)))  # BaselineResult(status=CONVERGED, …)
+        print(it.result(loop.run(it, max_iter=500)))  # status=CONVERGED, …
         ```
     """
     return _rpca_gd_iteration(Sigma, alpha, alpha_iter, lr, tol, rank=rank)

@@ -4,30 +4,30 @@
 The paper's threshold ϵ = 0.01 (called ``tol`` here; not the smoothing ε of the loss nor a gradient
 tolerance) enters two of them:
 
-    r(L)          = #{ i : λ_i(L) > ϵ }                      eigenvalues of the symmetric L
-    s(S)          = #{ (i, j) : |S_ij| < ϵ } / n²             fraction of (numerically) zero entries
-    rel.error(X)  = ‖X − X₀‖_F / ‖X₀‖_F                       against the planted L₀ or S₀
+    r(L)          = #{ i : λ_i(L) > ϵ }            (λ_i: the eigenvalues of L)
+    s(S)          = #{ (i, j) : |S_ij| < ϵ } / n²   (the share of near-zero entries)
+    rel.error(X)  = ‖X − X₀‖_F / ‖X₀‖_F             (against the planted L₀ or S₀)
 
-(rel.error is :func:`lowrank_jax.linalg.relative_error`, also exported here). On real data there
+(rel.error is ``lowrank_jax.linalg.relative_error``, also exported here). On real data there
 is no ground truth; the figure captions use instead (with the 1/√n shrinkage
 shrink(S)_ij = sign(S_ij) max(|S_ij| − 1/√n, 0) that the paper applies to S before plotting, the
-soft thresholding :func:`lowrank_jax.prox.soft_threshold` at t = 1/√n)
+soft thresholding ``lowrank_jax.prox.soft_threshold`` at t = 1/√n)
 
     ‖Σ − L‖_F / ‖L‖_F,   ‖Σ − (L + shrink(S))‖_F / ‖Σ‖_F,   s(shrink(S)).
 
-FPCP's S is that shrinkage already (S = shrink(Σ − L, 1/√n), :func:`lowrank_jax.covariance.fpcp`),
-and shrinking it again gives shrink(Σ − L, 2/√n): :func:`real_data_errors` and :func:`report`
+FPCP's S is that shrinkage already (S = shrink(Σ − L, 1/√n), ``lowrank_jax.covariance.fpcp``),
+and shrinking it again gives shrink(Σ − L, 2/√n): ``real_data_errors`` and ``report``
 recognise such an S and use it as it is (``S_shrunk``).
 
 Differences from the authors' code (documented, not copied): their r(L) is
 ``np.linalg.matrix_rank(L, tol=0.01)``, which counts *singular* values > 0.01, i.e. |λ_i| > 0.01,
 and differs from the paper's definition when L has negative eigenvalues (IALM, FPCP on
 non-PSD input): ``rank_above(..., signed=False)`` gives the code's count. Their sparsity counts
-|x| ≤ 0.01 as zero; the paper says "smaller than 0.01", which :func:`sparsity` follows (the two
+|x| ≤ 0.01 as zero; the paper says "smaller than 0.01", which ``sparsity`` follows (the two
 differ only on entries exactly at ±0.01; ``strict=False`` gives the code's rule).
 
-All functions are pure ``jax.numpy`` (``jit``/``vmap``-able) except :func:`report` and
-:func:`check_symmetric`, which work at the Python boundary.
+All functions are pure ``jax.numpy`` (``jit``/``vmap``-able) except ``report`` and
+``check_symmetric``, which work at the Python boundary.
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ def check_symmetric(Sigma, name: str = "Sigma", rtol: float = 1e-6) -> jax.Array
     Symmetry is relative: max_ij |Σ_ij − Σ_ji| ≤ ``rtol`` · max_ij |Σ_ij|, loose enough for float32
     round-off of a product such as MMᵀ, tight enough to reject a non-symmetric input. Only shape
     and dtype are checked when ``Sigma`` is a tracer. A matrix that is not 2-D, empty, not square,
-    not finite, not symmetric, or at a scale whose sums of squares overflow or underflow
-    (:func:`lowrank_jax._checks.check_scale`) is a ``ValueError`` naming ``name``.
+    not finite, not symmetric, or at a scale whose sums of squares overflow or underflow its
+    dtype is a ``ValueError`` naming ``name``.
 
     Args:
       Sigma: the (n, n) matrix (array-like).
@@ -168,12 +168,15 @@ class RealDataErrors(NamedTuple):
     """The figure-caption metrics of a split (L, S) of a real Σ, which has no ground truth.
 
     S̃ is the shrunk sparse part: shrink(S, t), or S itself when S is already shrunk
-    (:func:`real_data_errors`).
+    (``real_data_errors``).
 
     Attributes:
-      fit_L: ‖Σ − L‖_F / ‖L‖_F (Fig. 1's "‖Σ − L‖/‖L‖"; the denominator is ‖L‖).
-      fit_shrunk: ‖Σ − (L + S̃)‖_F / ‖Σ‖_F ("relative error of L + S vs Σ", S shrunk).
-      sparsity_shrunk: s(S̃) at the threshold ϵ (0.01 by default).
+      fit_L: float scalar, ‖Σ − L‖_F / ‖L‖_F (Fig. 1's "‖Σ − L‖/‖L‖"; the denominator is
+        ‖L‖).
+      fit_shrunk: float scalar, ‖Σ − (L + S̃)‖_F / ‖Σ‖_F ("relative error of L + S vs Σ", S
+        shrunk).
+      sparsity_shrunk: float scalar, s(S̃) at the threshold ϵ (0.01 by default): the share of
+        entries of S̃ below ϵ in magnitude.
     """
 
     fit_L: jax.Array
@@ -200,14 +203,14 @@ def _like_sigma(x, name: str, args) -> jax.Array:
 
 
 def _matrix_like_sigma(x, name: str, args) -> jax.Array:
-    """``x`` as a finite matrix (:func:`lowrank_jax._checks.as_matrix`) of Σ's shape."""
+    """``x`` as a finite matrix (``lowrank_jax._checks.as_matrix``) of Σ's shape."""
     x = _checks.as_matrix(x, name)
     _checks.check_same_shape(args["Sigma"], x, "Sigma", name)
     return x
 
 
 def _square_sigma(x, name: str, args=None) -> jax.Array:
-    """Σ as :func:`lowrank_jax.covariance._common.sigma` makes it, first refusing any shape that is
+    """Σ as ``lowrank_jax.covariance._common.sigma`` makes it, first refusing any shape that is
     not a square matrix by that fact (not by the first rule it breaks)."""
     shape = tuple(jnp.shape(x))
     if len(shape) != 2 or shape[0] != shape[1]:
@@ -266,22 +269,25 @@ def _is_shrunk(Sigma, L, S, t) -> jax.Array:
     S=_LIKE_SIGMA,
 )
 def real_data_errors(Sigma, L, S, shrink_t=None, tol=EPSILON, *, S_shrunk=None) -> RealDataErrors:
-    """The real-data metrics of a split (L, S) of Σ (:class:`RealDataErrors`).
+    """The real-data metrics of a split (L, S) of Σ (``RealDataErrors``).
 
-        fit_L = ‖Σ − L‖_F / ‖L‖_F,   fit_shrunk = ‖Σ − (L + S̃)‖_F / ‖Σ‖_F,   sparsity_shrunk = s(S̃)
+        fit_L = ‖Σ − L‖_F / ‖L‖_F,
+        fit_shrunk = ‖Σ − (L + S̃)‖_F / ‖Σ‖_F,
+        sparsity_shrunk = s(S̃)
 
     The shrunk part is S̃ = shrink(S, t), except for an S that is already shrunk:
 
-        S_shrunk=None (default)  S̃ = S when S = shrink(Σ − L, t) to round-off (:func:`is_shrunk`;
-                                 FPCP's S at its default λ = 1/√n), else shrink(S, t)
-        S_shrunk=True            S̃ = S (e.g. FPCP run with another λ, whose S the caller takes as
-                                 its sparse part as it is)
+        S_shrunk=None (default)  S̃ = S when S = shrink(Σ − L, t) to round-off
+                                 (``is_shrunk``; FPCP's S at its default λ = 1/√n),
+                                 else shrink(S, t)
+        S_shrunk=True            S̃ = S (e.g. FPCP run with another λ, whose S the
+                                 caller takes as its sparse part as it is)
         S_shrunk=False           S̃ = shrink(S, t) always
 
     Shrinking FPCP's S again would score shrink(Σ − L, 2t) instead of FPCP's own pair.
 
     Args:
-      Sigma: (n, n) symmetric, checked as :func:`report` checks it (:func:`check_symmetric`:
+      Sigma: (n, n) symmetric, checked as ``report`` checks it (``check_symmetric``:
         square, finite, symmetric to 1e-6 · max|Σ|; only its shape under ``jit``).
       L: (n, n) the low-rank part.
       S: (n, n) the sparse part.
@@ -291,7 +297,7 @@ def real_data_errors(Sigma, L, S, shrink_t=None, tol=EPSILON, *, S_shrunk=None) 
       S_shrunk: None, True or False, as above.
 
     Returns:
-      :class:`RealDataErrors` (fit_L, fit_shrunk, sparsity_shrunk), scalars. A negative or NaN
+      ``RealDataErrors`` (fit_L, fit_shrunk, sparsity_shrunk), scalars. A negative or NaN
       ``shrink_t`` or ``tol``, or an ``L`` or ``S`` not of Σ's shape, is a ``ValueError`` naming
       it.
     """
@@ -336,9 +342,9 @@ def report(
         r(L) = #{i : λ_i(L) > ϵ},   s(S) = #{(i, j) : |S_ij| < ϵ} / n²,
         rel.error(X) = ‖X − X₀‖_F / ‖X₀‖_F
 
-    Works with any (L, S) pair: a :class:`~lowrank_jax.covariance.nn.Decomposition` (pass
+    Works with any (L, S) pair: a ``Decomposition`` (pass
     ``d.L, d.S``) or a baseline result (``r.L, r.S``). FPCP's S is already shrink(Σ − L, 1/√n); it
-    is recognised and not shrunk twice (``S_shrunk`` as in :func:`real_data_errors`). ϵ = ``tol``
+    is recognised and not shrunk twice (``S_shrunk`` as in ``real_data_errors``). ϵ = ``tol``
     is an absolute threshold: the paper's 0.01 suits correlation matrices (entries ≤ 1); for a Σ at
     another scale pass ϵ at that scale (0.01 · max_i Σ_ii, say), or r(L) and s(S) count rounding
     as rank (or everything as zero).
@@ -357,7 +363,7 @@ def report(
     Returns:
       dict with ``r_L`` = r(L), ``r_L_code`` (#|λ| > ϵ, the code's ``matrix_rank``), ``s_S`` =
       s(S) (strict < ϵ), ``min_eig_L`` (λ_min(L): < 0 means L is not PSD), ``residual`` =
-      ‖Σ − L − S‖_F/‖Σ‖_F, the :class:`RealDataErrors` fields ``fit_L``, ``fit_shrunk``,
+      ‖Σ − L − S‖_F/‖Σ‖_F, the ``RealDataErrors`` fields ``fit_L``, ``fit_shrunk``,
       ``sparsity_shrunk``, and ``S_shrunk`` (bool: whether S was used as the shrunk part as it is);
       with ground truth also ``rel_error_L`` and ``rel_error_S``. A matrix of another shape, a
       non-finite one, or a negative or NaN ``tol``/``shrink_t`` is a ``ValueError`` naming it.
@@ -369,7 +375,8 @@ def report(
         p = datasets.lrs_problem(0, 30, 3, 0.95)  # Σ = L₀ + S₀
         res = covariance.fpcp(p.Sigma, 3, max_iter=5)
         rep = covariance.report(p.Sigma, res.L, res.S, p.L0, p.S0)
-        print(rep["r_L"], rep["s_S"], rep["rel_error_L"], rep["S_shrunk"])  # 3, 0.95, 0.017, True
+        # 3, 0.95, 0.017, True
+        print(rep["r_L"], rep["s_S"], rep["rel_error_L"], rep["S_shrunk"])
         ```
     """
     Sigma, L, S = np.asarray(Sigma), np.asarray(L), np.asarray(S)

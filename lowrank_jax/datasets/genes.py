@@ -11,7 +11,7 @@
   symbols are not parsed out of them: only about a quarter start with a symbol ("CST3 …",
   "TYMS Thymidylate synthase"), the rest are protein names in capitals ("GLIA MATURATION FACTOR
   BETA"), GenBank definitions ("GB DEF = …") or control probes, and the 1999 symbols are partly
-  outdated (ANX2 is ANXA2 today). :func:`load_golub` reads the committed fixture
+  outdated (ANX2 is ANXA2 today). ``load_golub`` reads the committed fixture
   ``fixtures/golub.npz`` (derived by ``scripts/make_golub_fixture.py``; expression stored exactly,
   as integers in units of 1e-5, the file's precision), so it needs no ``make data``.
 * Bioconductor ``ALL`` (Chiaretti et al. 2004; Artistic-2.0; Debian ``r-bioc-all`` 1.40.0-1):
@@ -21,7 +21,7 @@
   and gene symbols would need the ``hgu95av2.db`` annotation package, which is not in the data.
   ``make data`` extracts ``ALL.rda`` into ``data/``; the first load converts it (PyPI ``rdata``, a
   few seconds) and caches ``data/ALL.npz`` beside it. The cache records the .rda's SHA-256 and the
-  SHA-256 of its own arrays' bytes (:func:`all_cache_digest`); a cache whose arrays do not match
+  SHA-256 of its own arrays' bytes (``all_cache_digest``); a cache whose arrays do not match
   that digest, or that was made from another .rda, is rebuilt from the checked .rda.
 * NCI60 of ISLR (Ross et al. 2000; 6 830 genes × 64 cancer cell lines, 14 labels) as the two files
   ``data/NCI60data.npy`` (64 × 6 830 float64, a plain NumPy array) and ``data/NCI60labs.csv`` (the
@@ -32,7 +32,7 @@
 
 ALL and NCI60 carry no gene descriptions (``descriptions`` is None for them); none are invented.
 
-Every file is checked against its pinned SHA-256 before it is read (:data:`SHA256`, the committed
+Every file is checked against its pinned SHA-256 before it is read (``SHA256``, the committed
 fixture included); a mismatch is a ``ValueError`` naming the file and what to do.
 
 All loaders return float64 ``X`` of shape (samples, genes), one row per sample (the files store
@@ -126,7 +126,7 @@ def all_rda_path() -> pathlib.Path:
 
 def nci60_dir() -> pathlib.Path | None:
     """The folder of the installed ``ISLP`` package that holds NCI60's two files
-    (:data:`NCI60_FILES`), found with ``importlib.util.find_spec``; ISLP is not imported.
+    (``NCI60_FILES``), found with ``importlib.util.find_spec``; ISLP is not imported.
 
     Returns:
       The path ``<ISLP>/data`` (whether or not the files exist), or None when ISLP is not
@@ -217,7 +217,7 @@ def encode_descriptions(descriptions) -> np.ndarray:
 
 
 def decode_descriptions(blob: np.ndarray) -> tuple[str, ...]:
-    """The inverse of :func:`encode_descriptions`.
+    """The inverse of ``encode_descriptions``.
 
     Args:
       blob: the uint8 array.
@@ -235,7 +235,7 @@ def load_golub() -> GeneData:
     gene ``descriptions`` equal the Debian file's.
 
     Returns:
-      :class:`GeneData` with X (38, 3051).
+      ``GeneData`` with X (38, 3051).
 
     Example:
         ```python
@@ -367,10 +367,10 @@ def load_all_leukemia() -> GeneData:
 
     ``data/ALL.rda`` is checked against its pinned SHA-256 (``SHA256["ALL.rda"]``). The first load
     converts it and caches ``data/ALL.npz`` beside it with the .rda's SHA-256 and the SHA-256 of the
-    cached arrays (:func:`all_cache_digest`); a cache that fails either is rebuilt.
+    cached arrays (``all_cache_digest``); a cache that fails either is rebuilt.
 
     Returns:
-      :class:`GeneData` with X (128, 12625).
+      ``GeneData`` with X (128, 12625).
 
     Raises:
       FileNotFoundError: ``data/ALL.rda`` is absent (run ``make data``).
@@ -434,7 +434,7 @@ def load_nci60() -> GeneData:
     ``NCI60labs.csv``, each checked against its pinned SHA-256 first.
 
     Returns:
-      :class:`GeneData` with X (64, 6830).
+      ``GeneData`` with X (64, 6830).
 
     Raises:
       ImportError: ``ISLP`` is not installed (run ``make data``).

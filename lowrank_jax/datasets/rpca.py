@@ -56,7 +56,7 @@ def _outlier_count(alpha, size: int, dtype):
     A concrete α is multiplied in float64 with a relative slack of 1e-9 (4 ulp of α's own dtype when
     that is coarser, e.g. a NumPy float32 α), so that decimal fractions whose binary value falls a
     hair short (0.29 · 100 = 28.999…) still count exactly. A traced α (``vmap`` over it) goes
-    through :func:`lowrank_jax.prox.top_fraction_count` (float32 or wider, relative slack 8 ulp); in
+    through ``lowrank_jax.prox.top_fraction_count`` (float32 or wider, relative slack 8 ulp); in
     float32 the count can then exceed ⌊α · size⌋ by one when α · size is above about 10⁵ and its
     fractional part is within 8 ulp · α · size of the next integer. α = 0 gives 0 either way."""
     a = _concrete_value(alpha)
@@ -80,7 +80,7 @@ def random_support(
     authors' ``randperm(n1*n2)[:m]``), as the m smallest of i.i.d. uniform keys; the rare exact ties
     at the cut-off are broken by position. The m-th smallest key is found by bisection (about 30
     counting passes), without ``jax.random.permutation``, which is slow on a CPU for large shapes. m
-    is exact for a concrete α; a traced α is counted by :func:`lowrank_jax.prox.top_fraction_count`,
+    is exact for a concrete α; a traced α is counted by ``lowrank_jax.prox.top_fraction_count``,
     which in float32 can exceed ⌊α n1 n2⌋ by one when α n1 n2 is above about 10⁵ and its fractional
     part is within 8 ulp · α n1 n2 of the next integer. ``exact=False``: every entry independently
     with probability α (the count is Binomial(n1 n2, α)); cheapest inside training loops.
@@ -162,12 +162,12 @@ def rpca_problem(
 ) -> RPCAProblem:
     """The LRPCA paper's synthetic instance (Cai, Liu, Yin 2021, App. C.1), outliers as in its code.
 
-    X⋆ = L⋆R⋆ᵀ with L⋆ ∈ R^{n1×r}, R⋆ ∈ R^{n2×r} i.i.d. N(0, 1/n1) and N(0, 1/n2) (the paper's
-    N(0, 1/n) for square problems); the support of S⋆ is a uniformly drawn fraction ``alpha`` of all
-    entries (see :func:`random_support`); its values are i.i.d. U[−c, c] with
-    c = ``outlier_scale`` · mean|X⋆_ij|. The printed paper says U[−E[X⋆_ij], E[X⋆_ij]], which is
+    X⋆ = L⋆R⋆ᵀ with L⋆ (n1 × r) and R⋆ (n2 × r) of i.i.d. N(0, 1/n1) and N(0, 1/n2) entries (the
+    paper's N(0, 1/n) for square problems); the support of S⋆ is a uniformly drawn fraction
+    ``alpha`` of all entries (see ``random_support``); its values are i.i.d. U[−c, c] with c =
+    ``outlier_scale`` · mean|X⋆_ij|. The printed paper says U[−E[X⋆_ij], E[X⋆_ij]], which is
     zero-width for centred factors; the authors' code uses mean|X⋆|, which makes the outliers small
-    (≈ ‖X⋆‖_∞/10). Raise ``outlier_scale`` for larger outliers.
+    (≈ ‖X⋆‖∞/10). Raise ``outlier_scale`` for larger outliers.
 
     Args:
       key: a ``jax.random`` key or an integer seed.
@@ -178,11 +178,11 @@ def rpca_problem(
       outlier_scale: the multiple of mean|X⋆_ij| that bounds the outliers, finite and ≥ 0 (default
         1.0); may be traced.
       exact_support: True (default) for exactly ⌊α n1 n2⌋ outliers (the code's ``randperm``), False
-        for each entry independently with probability α (:func:`random_support`'s ``exact``).
+        for each entry independently with probability α (``random_support``'s ``exact``).
       dtype: the floating dtype of the arrays (default float32).
 
     Returns:
-      An :class:`RPCAProblem` (Y, X, S, L, R).
+      An ``RPCAProblem`` (Y, X, S, L, R).
     """
     # Sizes as Python ints: a concrete 0-d integer array (jnp.int32(5)) is an integer too.
     n1, n2, rank = (
@@ -228,7 +228,7 @@ def rpca_problem(
 @functools.partial(jax.jit, static_argnames=("n1", "n2", "rank", "exact", "dtype"))
 def _draw_problem(key, level, outlier_scale, *, n1, n2, rank, exact, dtype):
     """rpca_problem's draws as one program (op by op, each new size compiled some twenty small
-    programs); ``level`` as in :func:`_draw_support`."""
+    programs); ``level`` as in ``_draw_support``."""
     k_l, k_r, k_s, k_v = jax.random.split(key, 4)
     L = jax.random.normal(k_l, (n1, rank), dtype) / jnp.sqrt(jnp.asarray(n1, dtype))
     R = jax.random.normal(k_r, (n2, rank), dtype) / jnp.sqrt(jnp.asarray(n2, dtype))

@@ -87,11 +87,11 @@ def load_vtest(
       start: the first frame kept, an integer ≥ 0 (default 0).
       frames: the number of frames kept, an integer ≥ 1, or None (default) for all to the end.
       step: keep every ``step``-th frame, an integer ≥ 1 (default 1).
-      path: the clip (default :func:`vtest_path`).
+      path: the clip (default ``vtest_path``).
       check_hash: verify the file's SHA-256 against the Debian package's copy (default True).
 
     Returns:
-      A :class:`Video` with M of shape (height · width, kept frames) and
+      A ``Video`` with M of shape (height · width, kept frames) and
       fps = the clip's fps / step.
 
     Raises:

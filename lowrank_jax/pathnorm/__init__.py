@@ -2,14 +2,17 @@
 
 Latorre, Rolland, Hallak, Cevher, ICML 2020. The network is
 
-    h(x) = W_out · elu(W_in x + b_in) + b_out,   W_in (hidden, inputs), W_out (outputs, hidden),
+    h(x) = W_out · elu(W_in x + b_in) + b_out,
+    W_in (hidden, inputs),   W_out (outputs, hidden),
 
 an ``equinox`` module initialised like PyTorch's ``nn.Linear`` (uniform ±1/√fan_in, as the
 authors' code). Training minimises mean cross-entropy + λ g(W_in, W_out), biases unregularised:
 
-    "path":  g = Σ_i ‖W_out[:, i]‖₁ ‖W_in[i, :]‖₁        (bounds the ℓ∞→ℓ1 Lipschitz constant)
+    "path":  g = Σ_i ‖W_out[:, i]‖₁ ‖W_in[i, :]‖₁
+             (bounds the ℓ∞ → ℓ1 Lipschitz constant)
     "l1":    g = ‖W_in‖₁ + ‖W_out‖₁
-    "layer": ‖W_in‖_∞ ≤ 1/λ and ‖W_out‖_∞ ≤ 1/λ (max row ℓ1 norms; Cisse et al. 2017)
+    "layer": ‖W_in‖∞ ≤ 1/λ and ‖W_out‖∞ ≤ 1/λ
+             (max row ℓ1 norms; Cisse et al. 2017)
 
 each in two ways (``method``): "sgd", plain SGD on the penalised loss with autodiff (sub)gradients
 (the paper's "SGD"; for "layer" the penalty λ Σ_layers max-row-ℓ1, as the authors' code), and
@@ -17,12 +20,12 @@ each in two ways (``method``): "sgd", plain SGD on the penalised loss with autod
 path-norm prox, soft thresholding — or, for "layer", the projection onto the constraint (radius
 1/λ as the paper says; the authors' code passes lr·λ). All are
 ``transforms.proximal(optax.sgd(lr), ...)`` or ``optax.sgd`` and run under one ``jit``; λ and the
-learning rate are traced, so :func:`train` ``vmap``s over them (:func:`sweep`).
+learning rate are traced, so ``train`` ``vmap``s over them (``sweep``).
 
-Modules: the exact path-norm prox, the norm and the ℓ1-ball projection (:mod:`.prox`); the
-network, its losses, penalties, prox step and sparsity (:mod:`.network`); the optimizer,
-:func:`train` and :func:`sweep`, returning a :class:`TrainResult` (:mod:`.training`); the error
-rate and the PGD attack (:mod:`.robustness`).
+Modules: the exact path-norm prox, the norm and the ℓ1-ball projection (``pathnorm.prox``); the
+network, its losses, penalties, prox step and sparsity (``pathnorm.network``); the optimizer,
+``train`` and ``sweep``, returning a ``TrainResult`` (``pathnorm.training``); the error
+rate and the PGD attack (``pathnorm.robustness``).
 """
 
 from lowrank_jax.pathnorm.network import (

@@ -1,7 +1,8 @@
-"""The network, its losses and regularisers: :class:`ShallowNet`, the cross-entropy, the penalty g,
+"""The network, its losses and regularisers: ``ShallowNet``, the cross-entropy, the penalty g,
 its prox, the Lipschitz bounds, and the share of non-zero weights.
 
-    h(x) = W_out · elu(W_in x + b_in) + b_out,   W_in (hidden, inputs), W_out (outputs, hidden).
+    h(x) = W_out · elu(W_in x + b_in) + b_out,
+    W_in (hidden, inputs),   W_out (outputs, hidden).
 """
 
 from __future__ import annotations
@@ -21,14 +22,15 @@ METHODS = ("sgd", "prox")
 class ShallowNet(eqx.Module):
     """A network with one hidden ELU layer, the model of the 1-path-norm family.
 
-        h(x) = W_out · elu(W_in x + b_in) + b_out,   W_in (hidden, inputs), W_out (outputs, hidden)
+        h(x) = W_out · elu(W_in x + b_in) + b_out,
+        W_in (hidden, inputs),   W_out (outputs, hidden)
 
     (Latorre, Rolland, Hallak, Cevher, ICML 2020). Both layers are ``equinox.nn.Linear``,
     initialised as PyTorch's ``nn.Linear`` (uniform ±1/√fan_in). The constructor
     ``ShallowNet(inputs=784, hidden=200, outputs=10, *, key=None, dtype=None)`` takes the sizes
     (``hidden``: the width), ``key`` (a ``jax.random`` key or an integer seed of the
     initialisation; default key(0)) and the weights' ``dtype`` (default JAX's default float,
-    float64 with x64 on; :func:`~lowrank_jax.pathnorm.train` builds its network in the data's
+    float64 with x64 on; ``train`` builds its network in the data's
     dtype). Called on X (samples, inputs) it returns the logits (samples, outputs); on one example
     (inputs,), (outputs,).
 
@@ -72,13 +74,13 @@ def _with_weights(model: ShallowNet, W_in, W_out) -> ShallowNet:
     return eqx.tree_at(lambda m: (m.hidden.weight, m.out.weight), model, (W_in, W_out))
 
 
-# Argument declarations of the family (:func:`lowrank_jax._checks.validate`).
+# Argument declarations of the family (``lowrank_jax._checks.validate``).
 REG = _checks.Choice(*REGULARIZERS)
 METHOD = _checks.Choice(*METHODS)
 
 
 def shallow_net(model, name: str, args=None) -> ShallowNet:
-    """``model`` itself when it is a :class:`ShallowNet`, else a ``ValueError`` naming ``name``.
+    """``model`` itself when it is a ``ShallowNet``, else a ``ValueError`` naming ``name``.
 
     Args:
       model: the value to check.
@@ -101,7 +103,7 @@ def check_inputs(model: ShallowNet, X) -> None:
     """Refuse an X whose columns are not the inputs of ``model`` (examples are rows).
 
     Args:
-      model: the :class:`ShallowNet`.
+      model: the ``ShallowNet``.
       X: (samples, inputs) examples, one per row.
 
     Returns:
@@ -115,7 +117,7 @@ def check_inputs(model: ShallowNet, X) -> None:
 
 
 def inputs_of(X, name: str, args) -> jax.Array:
-    """X (:func:`lowrank_jax._checks.as_matrix`) with the columns of the argument ``model``, which
+    """X (``lowrank_jax._checks.as_matrix``) with the columns of the argument ``model``, which
     is declared before it.
 
     Args:
@@ -135,7 +137,7 @@ def outputs_of(model: ShallowNet) -> int:
     """The number of outputs of ``model``.
 
     Args:
-      model: the :class:`ShallowNet`.
+      model: the ``ShallowNet``.
 
     Returns:
       Its number of outputs (classes), an int.
@@ -149,7 +151,7 @@ def _concrete_labels(y, n: int, outputs):
 
 def labels(y, n: int, outputs):
     """(y as int32 labels, outputs): y (n,) below ``outputs`` (default max(y) + 1). Labels with
-    values are checked by :func:`lowrank_jax._checks.class_labels`; traced labels (inside
+    values are checked by ``lowrank_jax._checks.class_labels``; traced labels (inside
     ``jit``/``vmap``) for their shape and dtype only, and they need ``outputs``.
 
     Args:
@@ -202,7 +204,7 @@ def cross_entropy(model: ShallowNet, X, y) -> jax.Array:
         CE = −(1/N) Σ_n log softmax(h(x_n))_{y_n}
 
     Args:
-      model: a :class:`ShallowNet`.
+      model: a ``ShallowNet``.
       X: (samples, inputs) examples, one per row.
       y: (samples,) integer labels in [0, outputs).
 
@@ -218,14 +220,14 @@ def penalty(model: ShallowNet, reg: str) -> jax.Array:
 
         "path":  g = Σ_i ‖W_out[:, i]‖₁ ‖W_in[i, :]‖₁            (the 1-path-norm)
         "l1":    g = ‖vec W_in‖₁ + ‖vec W_out‖₁
-        "layer": g = ‖W_in‖_∞ + ‖W_out‖_∞                     (max row ℓ1 norms)
+        "layer": g = ‖W_in‖∞ + ‖W_out‖∞                     (max row ℓ1 norms)
 
     "layer" is the penalty that method "sgd" differentiates (as the authors' code does); method
-    "prox" enforces the constraint ‖W‖_∞ ≤ 1/λ instead (:func:`prox_step`).
+    "prox" enforces the constraint ‖W‖∞ ≤ 1/λ instead (``prox_step``).
 
     Args:
-      model: a :class:`ShallowNet`.
-      reg: ``"path"``, ``"l1"`` or ``"layer"`` (:data:`REGULARIZERS`).
+      model: a ``ShallowNet``.
+      reg: ``"path"``, ``"l1"`` or ``"layer"`` (``REGULARIZERS``).
 
     Returns:
       The scalar g.
@@ -243,17 +245,17 @@ def loss_fn(model, X, y, reg: str, method: str, lam):
     """The loss the optimizer differentiates: CE + λ g for ``"sgd"``, CE alone for ``"prox"``.
 
         "sgd":  F = CE(model; X, y) + λ g(W_in, W_out)
-        "prox": F = CE(model; X, y)          (g enters through the prox, :func:`prox_step`)
+        "prox": F = CE(model; X, y)          (g enters through the prox, ``prox_step``)
 
-    with CE the mean cross-entropy (:func:`cross_entropy`) and g the regulariser
-    (:func:`penalty`).
+    with CE the mean cross-entropy (``cross_entropy``) and g the regulariser
+    (``penalty``).
 
     Args:
-      model: a :class:`ShallowNet`.
+      model: a ``ShallowNet``.
       X: (samples, inputs) examples, one per row.
       y: (samples,) integer labels in [0, outputs).
-      reg: ``"path"``, ``"l1"`` or ``"layer"`` (:data:`REGULARIZERS`).
-      method: ``"sgd"`` or ``"prox"`` (:data:`METHODS`).
+      reg: ``"path"``, ``"l1"`` or ``"layer"`` (``REGULARIZERS``).
+      method: ``"sgd"`` or ``"prox"`` (``METHODS``).
       lam: the regularisation weight λ ≥ 0 (scalar; may be traced).
 
     Returns:
@@ -267,16 +269,16 @@ def loss_fn(model, X, y, reg: str, method: str, lam):
 def lipschitz_bounds(model: ShallowNet) -> dict:
     """Two upper bounds on the ℓ∞ → ℓ1 Lipschitz constant of ``model``'s logits.
 
-        Lip_{∞→1}(h) ≤ P(W_in, W_out) ≤ ‖vec W_out‖₁ ‖W_in‖_∞
+        Lip_{∞→1}(h) ≤ P(W_in, W_out) ≤ ‖vec W_out‖₁ ‖W_in‖∞
 
     (Latorre, Rolland, Hallak, Cevher 2020, Theorem 1; ELU is 1-Lipschitz), with P the 1-path-norm
-    and ‖W_in‖_∞ the largest row ℓ1 norm.
+    and ‖W_in‖∞ the largest row ℓ1 norm.
 
     Args:
-      model: a :class:`ShallowNet`.
+      model: a ``ShallowNet``.
 
     Returns:
-      A dict of scalars: ``"path"``, P(W_in, W_out), and ``"product"``, ‖vec W_out‖₁ ‖W_in‖_∞.
+      A dict of scalars: ``"path"``, P(W_in, W_out), and ``"product"``, ‖vec W_out‖₁ ‖W_in‖∞.
     """
     W_in, W_out = model.weights
     return {
@@ -295,23 +297,23 @@ def _strength(strength, name: str, args) -> jax.Array:
 def prox_step(model: ShallowNet, strength, reg: str) -> ShallowNet:
     """The prox of the regulariser (for ``"layer"``, the projection) applied to the weights.
 
-        "path":  (W_in, W_out) ← prox_{s·P}(W_in, W_out)              (:func:`path_norm_prox`)
+        "path":  (W_in, W_out) ← prox of s·P at (W_in, W_out)   (``path_norm_prox``)
         "l1":    W ← sign(W) max(|W| − s, 0)  for W_in and W_out
         "layer": every row of W_in and W_out ← its projection on {u : ‖u‖₁ ≤ 1/s}
 
     with s = ``strength``; biases are untouched. Prox-SGD passes s = lr·λ for ``"path"`` and
     ``"l1"`` and s = λ for ``"layer"`` (radius 1/λ, the paper's constraint;
-    :func:`~lowrank_jax.pathnorm.optimizer`).
+    ``optimizer``).
 
     Args:
-      model: a :class:`ShallowNet`.
+      model: a ``ShallowNet``.
       strength: s ≥ 0 (scalar; may be traced). +inf is allowed for ``"l1"`` and ``"layer"``
         (W = 0), not for ``"path"``; s = 0 returns the weights unchanged. A negative or NaN value
         is refused by name when concrete and makes the weights NaN when traced.
-      reg: ``"path"``, ``"l1"`` or ``"layer"`` (:data:`REGULARIZERS`).
+      reg: ``"path"``, ``"l1"`` or ``"layer"`` (``REGULARIZERS``).
 
     Returns:
-      The :class:`ShallowNet` with the new weights.
+      The ``ShallowNet`` with the new weights.
     """
     W_in, W_out = model.weights
     if reg == "path":
@@ -328,18 +330,19 @@ def prox_step(model: ShallowNet, strength, reg: str) -> ShallowNet:
 def nonzero_fraction(model: ShallowNet) -> jax.Array:
     """The share of the weights that are non-zero, a dead hidden unit counted as all zero.
 
-        alive_i = [W_in[i, :] ≠ 0 and W_out[:, i] ≠ 0]     (a non-zero weight in and out),
-        nnz = Σ_i alive_i (#{j : W_in[i, j] ≠ 0} + #{k : W_out[k, i] ≠ 0}) / (|W_in| + |W_out|)
+        alive_i = [W_in[i, :] ≠ 0 and W_out[:, i] ≠ 0]   (a non-zero weight in and out),
+        nnz = Σ_i alive_i (#{j : W_in[i, j] ≠ 0} + #{k : W_out[k, i] ≠ 0})
+              / (|W_in| + |W_out|)
 
     with |W| the number of entries of W. A unit whose incoming or outgoing weights are all zero
     computes nothing (the paper's end-of-training rule, App. C). Biases are not counted.
 
     Args:
-      model: a :class:`ShallowNet`.
+      model: a ``ShallowNet``.
 
     Returns:
       The scalar share in [0, 1]; NaN for a model with a non-finite parameter (a diverged run), as
-      :func:`lowrank_jax.pathnorm.error_rate`.
+      ``lowrank_jax.pathnorm.error_rate``.
     """
     W_in, W_out = model.weights
     alive = jnp.any(W_in != 0, axis=1) & jnp.any(W_out != 0, axis=0)  # (hidden,)

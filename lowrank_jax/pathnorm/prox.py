@@ -6,8 +6,9 @@ Networks", ICML 2020. For a network h(x) = W_out σ(W_in x)
 with the layouts of ``equinox.nn.Linear`` weights, W_in (hidden, inputs) and W_out
 (outputs, hidden),
 
-    P(W_in, W_out) = Σ_i ‖W_out[:, i]‖₁ ‖W_in[i, :]‖₁      (1-path-norm, an upper bound on the
-                                                            ℓ∞ → ℓ1 Lipschitz constant, Thm 1)
+    P(W_in, W_out) = Σ_i ‖W_out[:, i]‖₁ ‖W_in[i, :]‖₁
+
+(the 1-path-norm, an upper bound on the ℓ∞ → ℓ1 Lipschitz constant, Thm 1)
 
 and ``path_norm_prox`` returns a *global* minimiser of
 
@@ -21,7 +22,8 @@ the stationary point of some pair of support sizes (s_v, s_w) (Lemmas 15–16):
     c_v = (λ² s_w A − λ B)/d = −λ Σ w,   c_w = (λ² s_v B − λ A)/d = −λ Σ v,
     v_k = a_k + c_v (k ≤ s_v),   w_j = b_j + c_w (j ≤ s_w),   zero elsewhere,
 
-feasible when the last kept entries a_{s_v} + c_v and b_{s_w} + c_w are ≥ 0, with objective (eq. 27)
+feasible when the last kept entries a[s_v] + c_v and b[s_w] + c_w are ≥ 0, with objective
+(eq. 27)
 
     h = (−λ² s_w A² − λ² s_v B² + 2λAB)/(2d) + ½Σ_{k>s_v} a_k² + ½Σ_{j>s_w} b_j².
 
@@ -31,7 +33,7 @@ every s_v ∈ {0..p} (p ≤ m; the roles swap otherwise), evaluates the p + 1 ca
 A and B from prefix sums and the tails from suffix sums of a² and b², and keeps the best (of tied
 ones, the largest s_v). Cost per unit: the sort, plus O(p log m). All units at once, no Python loop.
 Signs come back from W̄, and the order needs no un-sorting: at an optimum the KKT conditions give
-v = max(|x| + c_v, 0) on the kept magnitudes, which is what the threshold mask |x| ≥ a_{s_v}
+v = max(|x| + c_v, 0) on the kept magnitudes, which is what the threshold mask |x| ≥ a[s_v]
 selects. Entries within their rounding error of 0 are returned as exact zeros.
 
 Rounding. With the tails in (27) each candidate's h has its own size (the optimum's is exactly 0 at
@@ -67,7 +69,8 @@ _INT_OF = {
 def sort_magnitudes(x: jax.Array) -> jax.Array:
     """|x| sorted in decreasing order along the last axis.
 
-        sorted_k = |x_π(k)|,   |x_π(1)| ≥ |x_π(2)| ≥ …,   d(sorted)_k = sign(x_π(k)) dx_π(k)
+        sorted_k = |x_π(k)|,   |x_π(1)| ≥ |x_π(2)| ≥ …,
+        d(sorted)_k = sign(x_π(k)) dx_π(k)
 
     Sorts the integer bit patterns: for non-negative IEEE floats they order exactly as the values,
     and an integer sort needs no comparator for NaN and −0. Differentiable: the derivative is that
@@ -254,20 +257,20 @@ def _check_layouts(W_in, W_out):
 
 
 def _array(W, name: str, args=None) -> jax.Array:
-    """W as a JAX array, its layout checked by :func:`_layouts` (no value check: the norm of a
+    """W as a JAX array, its layout checked by ``_layouts`` (no value check: the norm of a
     diverged network's NaN weights is NaN)."""
     return jnp.asarray(W)
 
 
 def _layouts(W_out, name: str, args) -> jax.Array:
-    """W_out as a JAX array whose layout fits the argument ``W_in`` (:func:`_check_layouts`)."""
+    """W_out as a JAX array whose layout fits the argument ``W_in`` (``_check_layouts``)."""
     W_out = jnp.asarray(W_out)
     _check_layouts(args["W_in"], W_out)
     return W_out
 
 
 def _weights_out(W_out, name: str, args) -> jax.Array:
-    """W_out as a finite matrix (:func:`lowrank_jax._checks.as_matrix`) whose layout fits the
+    """W_out as a finite matrix (``lowrank_jax._checks.as_matrix``) whose layout fits the
     argument ``W_in``."""
     W_out = _checks.as_matrix(W_out, name)
     _check_layouts(args["W_in"], W_out)
@@ -342,11 +345,12 @@ def path_norm_prox(W_in, W_out, strength):
         import jax, jax.numpy as jnp
         from lowrank_jax import pathnorm
 
-        W_in = jax.random.normal(jax.random.key(0), (32, 64)) / 8     # (hidden, inputs)
-        W_out = jax.random.normal(jax.random.key(1), (10, 32)) / 4    # (outputs, hidden)
+        W_in = jax.random.normal(jax.random.key(0), (32, 64)) / 8  # (hidden, inputs)
+        W_out = jax.random.normal(jax.random.key(1), (10, 32)) / 4  # (outputs, hidden)
         V_in, V_out = pathnorm.path_norm_prox(W_in, W_out, strength=0.05)
-        path = lambda A, B: jnp.sum(jnp.abs(B) @ jnp.abs(A))          # the 1-path-norm
-        print(path(W_in, W_out), path(V_in, V_out), jnp.mean(V_in == 0))   # 421 → 52, 20 % zeros
+        path = lambda A, B: jnp.sum(jnp.abs(B) @ jnp.abs(A))  # the 1-path-norm
+        # 421 → 52, and 20 % of V_in is zero
+        print(path(W_in, W_out), path(V_in, V_out), jnp.mean(V_in == 0))
         ```
     """
     dtype = strength.dtype
@@ -388,7 +392,8 @@ def _finish_prox(lam, W_in, W_out, W_in_new, W_out_new):
 def path_norm(W_in, W_out) -> jax.Array:
     """The 1-path-norm of a shallow network, in O(hidden · (inputs + outputs)).
 
-        P(W_in, W_out) = Σ_{k,j,i} |W_out[k, j]| |W_in[j, i]| = Σ_j ‖W_out[:, j]‖₁ ‖W_in[j, :]‖₁
+        P(W_in, W_out) = Σ_(k,j,i) |W_out[k, j]| |W_in[j, i]|
+                       = Σ_j ‖W_out[:, j]‖₁ ‖W_in[j, :]‖₁
 
     (Latorre, Rolland, Hallak, Cevher 2020; an upper bound on the ℓ∞ → ℓ1 Lipschitz constant,
     Theorem 1).
@@ -412,7 +417,7 @@ def path_norm(W_in, W_out) -> jax.Array:
 )
 @_checks.compiled
 def path_norm_objective(W_in, W_out, W_in_bar, W_out_bar, strength) -> jax.Array:
-    """The objective that :func:`path_norm_prox` minimises, at (W_in, W_out).
+    """The objective that ``path_norm_prox`` minimises, at (W_in, W_out).
 
         ½‖W_in − W̄_in‖²_F + ½‖W_out − W̄_out‖²_F + λ P(W_in, W_out)
 
@@ -447,11 +452,12 @@ def project_l1_ball_rows(W, radius):
     Sort-based (Duchi, Shalev-Shwartz, Singer, Chandra 2008): with a = |W_i| sorted decreasingly,
 
         ρ = max{j : a_j > (Σ_{l≤j} a_l − radius)/j},   θ = (Σ_{l≤ρ} a_l − radius)/ρ,
-        W_i⁺ = sign(W_i) · max(|W_i| − θ, 0)      (rows outside the ball; rows inside unchanged).
+        W_i⁺ = sign(W_i) · max(|W_i| − θ, 0)   (rows outside the ball;
+                                                rows inside stay as they are).
 
-    Keeping ‖W‖_∞ (the max row ℓ1 norm, the ℓ∞ operator norm) ≤ 1/λ by projecting after every step
-    is the paper's layer-wise baseline. It is evaluated in gaps to the ρ-th magnitude,
-    |W_ij| − θ = (|W_ij| − a_ρ) + (radius − s)/ρ with s = Σ_{l≤ρ} (a_l − a_ρ) ≥ 0: the direct
+    Keeping ‖W‖∞ (the max row ℓ1 norm, the ℓ∞ operator norm) ≤ 1/λ by projecting after every step is
+    the paper's layer-wise baseline. It is evaluated in gaps to the ρ-th magnitude, |W_ij| − θ =
+    (|W_ij| − a_ρ) + (radius − s)/ρ with s the sum of (a_l − a_ρ) over l ≤ ρ, s ≥ 0: the direct
     |W_ij| − θ cancels to an error of eps·a_1, which in float32 swamps a radius far below the row's
     largest entry; the gap form's error is of order eps·(|W_ij| + radius), and the kept entries sum
     to the radius.

@@ -1,4 +1,4 @@
-"""Clean and adversarial error of a trained :class:`~lowrank_jax.pathnorm.ShallowNet`: the error
+"""Clean and adversarial error of a trained ``ShallowNet``: the error
 rate, the PGD-ℓ∞ attack (Madry et al. 2018) as in the paper's evaluation, and the error on its
 examples."""
 
@@ -72,13 +72,13 @@ def pgd_attack(
     """Adversarial examples of ``model`` by untargeted PGD in the ℓ∞ ball of radius ε.
 
         x⁰ = clip(x + u),  u ~ Uniform[−ε, ε]^inputs,
-        x^{t+1} = clip(Π_{‖z − x‖_∞ ≤ ε}(x^t + a · sign ∇_x CE(model(x^t), y))),
+        x^{t+1} = clip(Π_{‖z − x‖∞ ≤ ε}(x^t + a · sign ∇_x CE(model(x^t), y))),
 
     with a = ``lr`` and clip the clipping to the input range ``bounds`` (Madry et al. 2018, as in
     the evaluation of Latorre, Rolland, Hallak, Cevher 2020).
 
     Args:
-      model: a :class:`~lowrank_jax.pathnorm.ShallowNet`.
+      model: a ``ShallowNet``.
       X: (samples, inputs) examples, one per row, inside ``bounds`` (checked when X is concrete;
         under ``jit``/``vmap`` over X it is clipped unchecked).
       y: (samples,) integer labels below the model's number of outputs.
@@ -119,7 +119,7 @@ def error_rate(model: ShallowNet, X, y) -> jax.Array:
         err = (1/N) #{n : argmax_k h(x_n)_k ≠ y_n}
 
     Args:
-      model: a :class:`~lowrank_jax.pathnorm.ShallowNet`.
+      model: a ``ShallowNet``.
       X: (samples, inputs) examples, one per row.
       y: (samples,) integer labels below the model's number of outputs.
 
@@ -141,17 +141,17 @@ def robust_error(
 ) -> jax.Array:
     """The error rate of ``model`` on its PGD-ℓ∞ adversarial examples.
 
-        err_ε = error_rate(model, pgd_attack(model, X, y, ε), y)      (ε = 0: the clean error)
+        err_ε = error_rate(model, pgd_attack(model, X, y, ε), y)   (ε = 0: clean)
 
     with the attack's default step ε/20.
 
     Args:
-      model, X, y, eps, key, steps, bounds: as in :func:`pgd_attack` (``key`` default key(0),
+      model, X, y, eps, key, steps, bounds: as in ``pgd_attack`` (``key`` default key(0),
         ``steps`` default 40, ``bounds`` default (0, 1)).
 
     Returns:
       The scalar robust error in [0, 1]; NaN for a model with a non-finite parameter, as
-      :func:`error_rate`, or for a traced invalid ε.
+      ``error_rate``, or for a traced invalid ε.
     """
     err = _error_rate(model, _pgd(model, X, y, eps, steps, None, key, bounds), y)
     # a traced invalid ε is NaN here (_checks.Hyper): the error rate of NaN examples would read as

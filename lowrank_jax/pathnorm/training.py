@@ -1,11 +1,11 @@
-"""Training a :class:`~lowrank_jax.pathnorm.ShallowNet` by SGD or Prox-SGD: the optimizer, one run
-(:func:`train`), its epochs as an initial state and a step (:func:`train_iteration`), and many
-runs in one ``vmap`` (:func:`sweep`).
+"""Training a ``ShallowNet`` by SGD or Prox-SGD: the optimizer, one run
+(``train``), its epochs as an initial state and a step (``train_iteration``), and many
+runs in one ``vmap`` (``sweep``).
 
-An epoch is one step of :func:`train_iteration`, run by :func:`lowrank_jax.loop.run`: training has
+An epoch is one step of ``train_iteration``, run by ``lowrank_jax.loop.run``: training has
 no stopping rule, so a run that trains all its epochs ends in ``Status.MAX_ITER``. It ends in
 ``Status.DIVERGED`` when, after some epoch, the weights are not finite or the bound on the logits
-over the data (see :data:`GROWTH_LIMIT`) has grown more than 10⁴-fold: the sign of a learning rate
+over the data (see ``GROWTH_LIMIT``) has grown more than 10⁴-fold: the sign of a learning rate
 far too large.
 """
 
@@ -38,7 +38,7 @@ from lowrank_jax.precision import full_precision
 from lowrank_jax.result import Result, finish
 
 # Divergence: after an epoch the weights are non-finite, or the bound B(θ) on the logits over the
-# data (:func:`_logit_bound`) exceeds GROWTH_LIMIT · max(B(θ₀), 1), θ₀ the starting network. A
+# data (``_logit_bound``) exceeds GROWTH_LIMIT · max(B(θ₀), 1), θ₀ the starting network. A
 # learning rate far too large can keep the weights finite while they grow a million-fold (ELU units
 # pushed to their flat negative side stop passing gradients back), so non-finiteness alone misses
 # it.
@@ -54,22 +54,24 @@ _INVALID_MESSAGE = (
 
 
 class TrainResult(Result):
-    """The result of :func:`train` and :func:`sweep`: the trained network and its training record.
+    """The result of ``train`` and ``sweep``: the trained network and its training record.
 
-    The :class:`~lowrank_jax.result.Result` core (``status``, ``n_iter``, ``history``) plus the
-    final loss, the share of non-zero weights and the model; :func:`sweep` adds its leading
-    (seeds, configurations) axes to every leaf.
+    The ``Result`` core (``status``, ``n_iter``, ``history``) plus the final loss, the share of
+    non-zero weights and the model; ``sweep`` adds its leading (seeds, configurations) axes to
+    every leaf.
 
     Attributes:
-      n_iter: epochs run (all of them: training has no stopping rule).
-      status: ``Status.MAX_ITER`` for a run that trained; ``DIVERGED`` when the weights became
-        non-finite or exploded (:data:`GROWTH_LIMIT`); ``INVALID`` for a traced lr ≤ 0 or λ < 0.
-      history: ``history["loss"]``, the minibatch regularised loss CE + λ g, and
-        ``history["nonzero"]``, :func:`~lowrank_jax.pathnorm.nonzero_fraction`, each
-        (epochs, logs_per_epoch): logged ``logs_per_epoch`` times per epoch.
-      loss: the last logged loss, ``history["loss"][-1, -1]``.
-      nonzero: the trained network's share of non-zero weights, ``history["nonzero"][-1, -1]``.
-      model: the trained :class:`~lowrank_jax.pathnorm.ShallowNet`.
+      n_iter: int32 scalar, the epochs run (all of them: training has no stopping rule).
+      status: int32 scalar, ``Status.MAX_ITER`` for a run that trained; ``DIVERGED`` when the
+        weights became non-finite or exploded (``GROWTH_LIMIT``); ``INVALID`` for a traced
+        lr ≤ 0 or λ < 0.
+      history: dict, ``history["loss"]`` (the minibatch regularised loss CE + λ g) and
+        ``history["nonzero"]`` (``nonzero_fraction``), each of shape (epochs, logs_per_epoch):
+        logged ``logs_per_epoch`` times per epoch.
+      loss: float scalar, the last logged loss, ``history["loss"][-1, -1]``.
+      nonzero: float scalar, the trained network's share of non-zero weights,
+        ``history["nonzero"][-1, -1]``.
+      model: the trained ``ShallowNet``.
     """
 
     loss: jax.Array
@@ -85,19 +87,19 @@ def optimizer(reg: str, method: str, lr, lam) -> optax.GradientTransformation:
         "prox": W ← prox_{s g}(W − lr ∇CE(W)),   s = lr·λ ("path", "l1") or λ ("layer")
 
     ``optax.sgd(lr)`` for ``"sgd"`` (the penalty is in the loss,
-    :func:`~lowrank_jax.pathnorm.loss_fn`); ``transforms.proximal(optax.sgd(lr), prox_step, s)``
-    for ``"prox"`` (:func:`~lowrank_jax.pathnorm.prox_step`; for ``"layer"`` the projection on the
+    ``loss_fn``); ``transforms.proximal(optax.sgd(lr), prox_step, s)``
+    for ``"prox"`` (``prox_step``; for ``"layer"`` the projection on the
     ℓ1 balls of radius 1/λ).
 
     Args:
-      reg: ``"path"``, ``"l1"`` or ``"layer"`` (:data:`~lowrank_jax.pathnorm.REGULARIZERS`).
-      method: ``"sgd"`` or ``"prox"`` (:data:`~lowrank_jax.pathnorm.METHODS`).
+      reg: ``"path"``, ``"l1"`` or ``"layer"`` (``REGULARIZERS``).
+      method: ``"sgd"`` or ``"prox"`` (``METHODS``).
       lr: the learning rate > 0 (scalar; may be traced).
       lam: the regularisation weight λ ≥ 0 (scalar; may be traced).
 
     Returns:
       An ``optax.GradientTransformation`` whose ``update`` takes the params (a
-      :class:`~lowrank_jax.pathnorm.ShallowNet`).
+      ``ShallowNet``).
     """
     if method == "sgd":
         return optax.sgd(lr)
@@ -110,7 +112,7 @@ def optimizer(reg: str, method: str, lr, lam) -> optax.GradientTransformation:
 
 
 def _start(model, name: str, args):
-    """The starting network: None, or a :class:`~lowrank_jax.pathnorm.ShallowNet` taking the
+    """The starting network: None, or a ``ShallowNet`` taking the
     columns of the argument ``X`` as its inputs."""
     model = shallow_net(model, name)
     check_inputs(model, args["X"])
@@ -131,7 +133,7 @@ def _given_outputs(args) -> int | None:
 
 
 def _training_labels(y, name: str, args) -> jax.Array:
-    """y as int32 labels, one per row of X, below the outputs fixed by :func:`_given_outputs`."""
+    """y as int32 labels, one per row of X, below the outputs fixed by ``_given_outputs``."""
     return labels(y, args["X"].shape[0], _given_outputs(args))[0]
 
 
@@ -207,34 +209,35 @@ def train(
     progress: bool = False,
     throw: bool = True,
 ) -> TrainResult:
-    """Train a :class:`~lowrank_jax.pathnorm.ShallowNet` by minibatch SGD or Prox-SGD on CE + λ g.
+    """Train a ``ShallowNet`` by minibatch SGD or Prox-SGD on CE + λ g.
 
         min_W  CE(W) + λ g(W),   CE the mean softmax cross-entropy on (X, y),
-        "sgd":  W ← W − lr ∇(CE + λ g)(W)                 (g's subgradient, by autodiff)
-        "prox": W ← prox_{lr·λ·g}(W − lr ∇CE(W))           (Prox-SGD: exact zeros)
+        "sgd":  W ← W − lr ∇(CE + λ g)(W)        (g's subgradient, by autodiff)
+        "prox": W ← prox_h(W − lr ∇CE(W)),  h = lr·λ·g   (Prox-SGD: exact zeros)
 
     (Latorre, Rolland, Hallak, Cevher 2020: §3 and the experiments of §7), with the minibatches
     reshuffled every epoch and a constant learning rate. An epoch runs
     ⌊⌊samples/batch⌋/logs_per_epoch⌋ · logs_per_epoch minibatches; the few examples left over are
     a different random set each epoch. One jitted program; ``key``, ``lr`` and ``lam`` are traced,
-    so a ``vmap`` over them trains many networks in one call (:func:`sweep`).
+    so a ``vmap`` over them trains many networks in one call (``sweep``).
 
     Divergence: after every epoch the weights are checked. With B(θ) = max_k (|b_out,k| +
     Σ_j |W_out,kj| (‖W_in,j‖₁ max|X| + |b_in,j|)), a bound on every logit over the data's range
     (|elu(z)| ≤ |z|), the run has diverged when a weight is not finite or B(θ) > 10⁴ · max(B(θ₀), 1)
-    for the starting network θ₀ (:data:`GROWTH_LIMIT`).
+    for the starting network θ₀ (``GROWTH_LIMIT``).
 
     Args:
       X: (samples, inputs) examples in [0, 1], one per row. An integer X is converted to float,
         not rescaled: divide raw pixels by 255 first.
       y: (samples,) integer labels 0, 1, … below ``outputs``.
-      reg: the regulariser g: ``"path"`` (the 1-path-norm Σ_{k,j,i} |W_out[k, j]| |W_in[j, i]|),
+      reg: the regulariser g: ``"path"`` (the 1-path-norm, the sum of |W_out[k, j]| |W_in[j, i]|
+        over k, j, i),
         ``"l1"`` (Σ|W_in| + Σ|W_out|) or ``"layer"`` (each row of W_in and W_out in the ℓ1 ball of
         radius 1/λ for ``"prox"``; the penalty Σ_layers max-row-ℓ1 for ``"sgd"``;
-        :func:`~lowrank_jax.pathnorm.penalty`).
+        ``penalty``).
       method: ``"sgd"`` (subgradient steps on CE + λ g) or ``"prox"`` (Prox-SGD with the exact prox,
-        :func:`~lowrank_jax.pathnorm.prox_step`: for ``"path"`` the global prox of
-        :func:`~lowrank_jax.pathnorm.path_norm_prox`, for ``"layer"`` the projection on the balls).
+        ``prox_step``: for ``"path"`` the global prox of
+        ``path_norm_prox``, for ``"layer"`` the projection on the balls).
       lr: the learning rate > 0 (scalar; may be traced).
       lam: the regularisation weight λ ≥ 0 (scalar; may be traced).
       epochs: passes over the data (≥ 1, static; default 20). Training has no stopping rule.
@@ -242,7 +245,7 @@ def train(
       hidden: width of the hidden layer of a new network (≥ 1; default 200).
       logs_per_epoch: how many times per epoch the loss and the share of non-zero weights are
         logged (≥ 1, at most the number of minibatches per epoch; default 10).
-      model: a :class:`~lowrank_jax.pathnorm.ShallowNet` to start from instead of a new one (its
+      model: a ``ShallowNet`` to start from instead of a new one (its
         sizes then rule, and ``hidden`` is not used); default None.
       outputs: the number of classes (≥ 2); default max(y) + 1 (needs a concrete y). Labels of a
         single class need it given, since a one-output network's cross-entropy is 0 whatever its
@@ -252,12 +255,12 @@ def train(
       progress: show a tqdm bar of epochs, moved from inside the compiled program through
         ``jax.debug.callback`` (default False).
       throw: with a run that diverges, raise ``RuntimeError`` (True, default; also inside
-        ``jit``/``vmap``/:func:`lowrank_jax.sweep.run`), or only report
+        ``jit``/``vmap``/``lowrank_jax.sweep.run``), or only report
         ``status == Status.DIVERGED`` (False). A traced lr ≤ 0 or λ < 0 (a sweep point) is
         ``Status.INVALID`` with NaN weights; concrete ones are refused with a ``ValueError``.
 
     Returns:
-      :class:`TrainResult`: ``status`` (``Status.MAX_ITER`` for a run that trained all its epochs),
+      ``TrainResult``: ``status`` (``Status.MAX_ITER`` for a run that trained all its epochs),
       ``n_iter`` = epochs, the final ``loss`` (the minibatch CE + λ g) and ``nonzero`` (the share
       of non-zero weights), their ``history`` (epochs, logs_per_epoch), and the trained ``model``.
 
@@ -270,13 +273,13 @@ def train(
         d = load_digits()
         X, y = jnp.asarray(d.data / 16, jnp.float32), jnp.asarray(d.target)
         res = pathnorm.train(
-            X[:1400], y[:1400], reg="path", method="prox", lr=0.1, lam=3e-3, epochs=5, hidden=64,
-            key=jax.random.key(0),
+            X[:1400], y[:1400], reg="path", method="prox", lr=0.1, lam=3e-3,
+            epochs=5, hidden=64, key=jax.random.key(0),
         )
         # 1 (Status.MAX_ITER: all epochs ran), 5, CE + λ g ≈ 2.2
         print(res.status, res.n_iter, res.loss)
         print(
-            pathnorm.error_rate(res.model, X[1400:], y[1400:]),  # clean test error ≈ 0.26
+            pathnorm.error_rate(res.model, X[1400:], y[1400:]),  # clean error ≈ 0.26
             res.nonzero,  # ≈ 0.94: Prox-SGD sets exact zeros
             pathnorm.robust_error(
                 res.model, X[1400:], y[1400:], eps=0.05, key=jax.random.key(1)
@@ -329,17 +332,18 @@ def train_iteration(
     """Path-norm training as an initial state and an epoch step, to run, warm-start or stop as one
     wishes.
 
-    The iteration that :func:`train` runs (same arguments and equations), one step an epoch: its
+    The iteration that ``train`` runs (same arguments and equations), one step an epoch: its
     state is ``(params, opt_state)``, the network's arrays (``eqx.partition(model,
-    eqx.is_array)[0]``, a :class:`~lowrank_jax.pathnorm.ShallowNet` with None in its other fields)
-    and the state of :func:`optimizer`'s rule; its diagnostics per epoch are ``{"loss": …,
-    "nonzero": …}``, each (logs_per_epoch,), as a row of :func:`train`'s history. Epoch k shuffles
+    eqx.is_array)[0]``, a ``ShallowNet`` with None in its other fields)
+    and the state of ``optimizer``'s rule; its diagnostics per epoch are ``{"loss": …,
+    "nonzero": …}``, each (logs_per_epoch,), as a row of ``train``'s history. Epoch k shuffles
     with a key derived from ``key`` and k alone, so a run resumed with ``start=k`` trains as the
     whole run does. It has no stopping rule (``it.stop`` is None); its divergence rule is
-    :func:`train`'s, against the starting network's logit bound. So
+    ``train``'s, against the starting network's logit bound. So
 
         it = train_iteration(X, y, reg=…, method=…, lr=…, lam=…, ...)
-        it.result(loop.run(it, max_iter=e))   ==   train(X, y, ..., epochs=e, throw=False)
+        it.result(loop.run(it, max_iter=e))
+            == train(X, y, ..., epochs=e, throw=False)
 
     Args:
       X: (samples, inputs) examples in [0, 1], one per row.
@@ -352,16 +356,16 @@ def train_iteration(
       hidden: width of the hidden layer of a new network (≥ 1; default 200).
       logs_per_epoch: how many times per epoch the loss and the share of non-zero weights are
         logged (≥ 1, at most the number of minibatches per epoch; default 10).
-      model: a :class:`~lowrank_jax.pathnorm.ShallowNet` to start from instead of a new one
+      model: a ``ShallowNet`` to start from instead of a new one
         (default None).
       outputs: the number of classes (≥ 2); default max(y) + 1.
       key: ``jax.random`` key or integer seed of the starting network and the shuffles (default
         key(0)).
 
     Returns:
-      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`TrainResult` (no
+      A ``lowrank_jax.loop.Iteration`` whose ``result`` gives a ``TrainResult`` (no
       exception on failure: read its ``status``, or pass it to
-      :func:`lowrank_jax.result.finish`).
+      ``lowrank_jax.result.finish``).
 
     Example:
         ```python
@@ -372,12 +376,14 @@ def train_iteration(
         d = load_digits()
         X, y = jnp.asarray(d.data[:400] / 16, jnp.float32), jnp.asarray(d.target[:400])
         it = pathnorm.train_iteration(
-            X, y, reg="path", method="prox", lr=0.1, lam=3e-3, hidden=16, logs_per_epoch=2
+            X, y, reg="path", method="prox", lr=0.1, lam=3e-3,
+            hidden=16, logs_per_epoch=2,
         )
-        first = loop.run(it, max_iter=2)                      # two epochs
-        warm = it._replace(state=first.state)                 # ... then two more from there
+        first = loop.run(it, max_iter=2)  # two epochs
+        warm = it._replace(state=first.state)  # ... then two more from there
         out = it.result(loop.run(warm, max_iter=2, start=2))
-        print(out.n_iter, out.loss, out.nonzero)   # 2 2.4 0.97: train(…, epochs=4)'s loss, nonzero
+        # 2 2.4 0.97: the loss and nonzero of train(…, epochs=4)
+        print(out.n_iter, out.loss, out.nonzero)
         ```
     """
     return _train_iteration(
@@ -398,7 +404,7 @@ def train_iteration(
 
 def _logit_bound(model, x_max):
     """B = max_k (|b_out,k| + Σ_j |W_out,kj| (‖W_in,j‖₁ x_max + |b_in,j|)): no logit of ``model``
-    exceeds B in magnitude on inputs with ‖x‖_∞ ≤ x_max (|elu(z)| ≤ |z|). NaN or inf for a model
+    exceeds B in magnitude on inputs with ‖x‖∞ ≤ x_max (|elu(z)| ≤ |z|). NaN or inf for a model
     with a non-finite parameter."""
     # (hidden,)
     unit = jnp.sum(jnp.abs(model.hidden.weight), axis=1) * x_max + jnp.abs(model.hidden.bias)
@@ -493,7 +499,7 @@ def _train(key, X, y, lr, lam, model, *, epochs, **static):
 
 
 def _grid(values, name: str, args) -> jax.Array:
-    """A 1-D grid of hyperparameters as :class:`lowrank_jax._checks.Hyper` checks them (``lrs``
+    """A 1-D grid of hyperparameters as ``lowrank_jax._checks.Hyper`` checks them (``lrs``
     > 0, ``lams`` ≥ 0), a scalar taken as one configuration."""
     spec = _checks.Hyper(low=0, low_open=name == "lrs", dtype_of="X")
     return jnp.atleast_1d(spec.convert(values, name, args))
@@ -546,19 +552,20 @@ def sweep(
     key=None,
     progress: bool = False,
 ) -> TrainResult:
-    """Train one network per (seed, lr, λ) with :func:`train`, all in one ``vmap``ped, jitted call.
+    """Train one network per (seed, lr, λ) with ``train``, all in one ``vmap``ped, jitted call.
 
-        res[s, c] = train(X, y, lr=lrs[c], lam=lams[c], key=jax.random.split(key, seeds)[s], …)
+        keys = jax.random.split(key, seeds)
+        res[s, c] = train(X, y, lr=lrs[c], lam=lams[c], key=keys[s], …)
 
     so even ``seeds=1`` differs from ``train(…, key=key)``: it equals
     ``train(…, key=jax.random.split(key, 1)[0])``. Nothing is raised for a configuration whose
     training diverges (a learning rate too large): its ``status`` is ``Status.DIVERGED`` and the
-    other networks are unaffected (:func:`train` with ``throw=False``). Select the networks that
+    other networks are unaffected (``train`` with ``throw=False``). Select the networks that
     trained with ``res.status == Status.MAX_ITER``.
 
     Args:
       X, y, reg, method, epochs, batch, hidden, logs_per_epoch, model, outputs, progress: as in
-        :func:`train`.
+        ``train``.
       lrs: (configurations,) learning rates > 0, non-empty.
       lams: (configurations,) regularisation weights λ ≥ 0, ``lrs``'s length (one configuration
         per pair; use ``jnp.meshgrid`` for a grid).
@@ -566,7 +573,7 @@ def sweep(
       key: ``jax.random`` key or integer seed split into the ``seeds`` keys (default key(0)).
 
     Returns:
-      :class:`TrainResult` whose leaves carry leading axes (seeds, configurations): ``status``,
+      ``TrainResult`` whose leaves carry leading axes (seeds, configurations): ``status``,
       ``n_iter``, ``loss`` and ``nonzero`` (seeds, configurations), ``history["loss"]`` (seeds,
       configurations, epochs, logs_per_epoch), and the ``model``'s weights.
 
@@ -579,10 +586,12 @@ def sweep(
         d = load_digits()
         X, y = jnp.asarray(d.data[:400] / 16, jnp.float32), jnp.asarray(d.target[:400])
         res = pathnorm.sweep(
-            X, y, reg="path", method="prox", lrs=jnp.full(2, 0.1), lams=jnp.array([0.0, 3e-3]),
+            X, y, reg="path", method="prox",
+            lrs=jnp.full(2, 0.1), lams=jnp.array([0.0, 3e-3]),
             seeds=2, epochs=2, hidden=16, logs_per_epoch=2,
         )
-        print(res.status.shape, res.loss.mean(axis=0), res.nonzero.mean(axis=0))   # (2, 2)
+        # status (2, 2): seeds × configurations
+        print(res.status.shape, res.loss.mean(axis=0), res.nonzero.mean(axis=0))
         ```
     """
     progress = progress_bar.wanted(progress, key, X, y, lrs, lams)

@@ -1,7 +1,7 @@
 """Robust PCA: LRPCA (learned, unfolded ScaledGD), ScaledGD and AltProj.
 
 Every solver decomposes Y ≈ X + S with X = L Rᵀ of rank r and S sparse, runs under one ``jit``,
-``vmap``s over instances and hyperparameter arrays, and returns an :class:`RPCAResult`.
+``vmap``s over instances and hyperparameter arrays, and returns an ``RPCAResult``.
 """
 
 from lowrank_jax.rpca._common import RPCAResult

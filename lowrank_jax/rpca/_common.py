@@ -15,23 +15,31 @@ from lowrank_jax.transforms import scaled_gradient_step
 class RPCAResult(Result):
     """Result of a robust PCA solver: Y ≈ X + S with X = L Rᵀ of rank r and S sparse.
 
-    The :class:`~lowrank_jax.result.Result` core (``status``, ``n_iter``, ``history``) and:
+    Shapes are those of one run; a ``vmap``ped run adds its batch axes in front of every field.
 
     Attributes:
-      L: (n1, r) and R: (n2, r): the factors, X = L Rᵀ.
-      X: (n1, n2) the low-rank estimate. S: (n1, n2) the sparse estimate.
-      residual: final ‖Y − X − S‖_F/‖Y‖_F (each solver says which X and S it pairs).
-      error: final ‖X − X⋆‖_F/‖X⋆‖_F (:func:`lowrank_jax.linalg.relative_error`) when ``X_star``
-        was given, else None.
-      false_positives: final #{S ≠ 0 outside ``support``} when ``support`` was given, else None.
-      change: final relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) with ``stop="change"``, else
-        None.
-      density: the fraction of S's entries that are outliers, |S_ij| > 10⁻³ ‖Y‖_F/√(n1 n2) (entries
-        below a thousandth of Y's root-mean-square count as zero). Above one half the run's status
-        is ``Status.UNRELIABLE``: robust PCA assumes a sparse S, and a dense one means that S
-        absorbed what X should explain (thresholds far too small for the data's units, or data that
-        are not low rank plus sparse).
-      history: the same diagnostics per iteration (``history["residual"]`` etc.), length max_iter.
+      n_iter: int32 scalar, the iterations run.
+      status: int32 scalar, a ``Status`` code (CONVERGED, MAX_ITER, DIVERGED, INVALID or
+        UNRELIABLE).
+      history: dict of the diagnostics below per iteration (``history["residual"]`` etc.), each
+        of length ``max_iter``, padded past ``n_iter`` (NaN for floats, −1 for integers).
+      L: (n1, r) the left factor, X = L Rᵀ.
+      R: (n2, r) the right factor.
+      X: (n1, n2) the low-rank estimate, L Rᵀ.
+      S: (n1, n2) the sparse estimate.
+      residual: float scalar, the final ‖Y − X − S‖_F / ‖Y‖_F (each solver says which X and S it
+        pairs).
+      error: float scalar, the final ‖X − X⋆‖_F / ‖X⋆‖_F (``lowrank_jax.linalg.relative_error``)
+        when ``X_star`` was given, else None.
+      false_positives: int32 scalar, the final count of nonzero entries of S outside ``support``
+        when ``support`` was given, else None.
+      change: float scalar, the final relative change max(‖ΔX‖_F / ‖X‖_F, ‖ΔS‖_F / ‖S‖_F) with
+        ``stop="change"``, else None.
+      density: float scalar, the fraction of S's entries that are outliers,
+        |S_ij| > 10⁻³ ‖Y‖_F / √(n1 n2) (entries below a thousandth of Y's root-mean-square count
+        as zero). Above one half the run's status is ``Status.UNRELIABLE``: robust PCA assumes a
+        sparse S, and a dense one means that S absorbed what X should explain (thresholds far too
+        small for the data's units, or data that are not low rank plus sparse).
     """
 
     L: jax.Array
@@ -54,7 +62,7 @@ DENSE_FRACTION = 0.5
 
 def outlier_density(S, y_norm, entries, axis_name=None):
     """The fraction of the ``entries`` = n1 n2 entries of S with |S_ij| > 10⁻³ ‖Y‖_F/√(n1 n2)
-    (:attr:`RPCAResult.density`); ``axis_name``: S is split by rows over that ``shard_map`` mesh
+    (``RPCAResult.density``); ``axis_name``: S is split by rows over that ``shard_map`` mesh
     axis (the counts are summed across it)."""
     floor = NOISE_FLOOR * y_norm / jnp.sqrt(jnp.asarray(entries, y_norm.dtype))
     count = jnp.sum(jnp.abs(S) > floor).astype(jnp.float32)
@@ -71,7 +79,7 @@ GROWTH_LIMIT = 1e4
 
 def diverged(L, R, y_norm, axis_name=None):
     """The RPCA solvers' divergence rule on the factors L, R (or on their Frobenius norms, as 0-d
-    arrays); see :data:`GROWTH_LIMIT`. ``axis_name``: L is split by rows over that ``shard_map``
+    arrays); see ``GROWTH_LIMIT``. ``axis_name``: L is split by rows over that ``shard_map``
     mesh axis (its norm is summed across devices), R replicated."""
     size = frob(L, axis_name) * frob(R)
     return ~jnp.isfinite(size) | (size > GROWTH_LIMIT * y_norm)
@@ -89,7 +97,7 @@ def frob(x, axis_name=None):
 def spectral_init(A, rank, *, svd, key, oversample=10, power_iters=4, axis_name=None, rows=None):
     """Balanced factors of the best rank-r approximation of A: L = UΣ^{1/2}, R = VΣ^{1/2}.
 
-    Reverse mode: with ``svd="randomized"`` through :func:`lowrank_jax.linalg.low_rank_factors`'s
+    Reverse mode: with ``svd="randomized"`` through ``lowrank_jax.linalg.low_rank_factors``'s
     rank-r projection rule applied to the sketch's rank + oversample triplets (fast; the exact
     derivative of the projection of the sketched Q Qᵀ A, valid here because the RPCA iterations
     are equivariant under (L, R) → (LQ, RQ⁻ᵀ)); with ``svd="exact"`` the same rule on all the
@@ -97,7 +105,7 @@ def spectral_init(A, rank, *, svd, key, oversample=10, power_iters=4, axis_name=
     rank-deficient A and where kept singular values tie (slow at large n).
 
     ``axis_name``: A is split by rows over that ``shard_map`` mesh axis (``rows`` rows in all), and
-    the factors are those of :func:`lowrank_jax.linalg.randomized_svd`'s row-split form (``svd`` is
+    the factors are those of ``lowrank_jax.linalg.randomized_svd``'s row-split form (``svd`` is
     not read there), L split like A and R replicated."""
     if axis_name is not None:
         factors = linalg.randomized_svd(
@@ -113,7 +121,7 @@ def spectral_init(A, rank, *, svd, key, oversample=10, power_iters=4, axis_name=
     return linalg.projected_factors(A, rank, svd, key, oversample, power_iters)
 
 
-# The arguments every solver shares, declared for :func:`lowrank_jax._checks.validate`: Y as a
+# The arguments every solver shares, declared for ``lowrank_jax._checks.validate``: Y as a
 # finite real matrix at a scale whose sums of squares its dtype holds (half precision computed in
 # float32), the static rank, the optional diagnostics' X⋆ and supp(S⋆), and the initial SVD's
 # choices (the counts are static arguments of the jitted solvers).
@@ -139,7 +147,7 @@ KEY = _checks.Key()
 
 
 def declared(*names: str) -> dict:
-    """The entries of :data:`COMMON` named, in its order (a solver without ``X_star`` or ``svd``
+    """The entries of ``COMMON`` named, in its order (a solver without ``X_star`` or ``svd``
     declares the others)."""
     return {name: spec for name, spec in COMMON.items() if name in names}
 
@@ -151,9 +159,9 @@ def residual_step(Y, L, R, eta, fn, row_args=(), axis_name=None):
 
         L⁺ = L − η E R (RᵀR)⁻¹,   R⁺ = R − η Eᵀ L (LᵀL)⁻¹      (LRPCA eq. 9, both from the old L, R)
 
-    The products E R and Eᵀ L come from :func:`lowrank_jax.rpca.panels.residual_map_products` (row
+    The products E R and Eᵀ L come from ``lowrank_jax.rpca.panels.residual_map_products`` (row
     panels, E never formed whole); the preconditioning and step from
-    :func:`lowrank_jax.transforms.scaled_gradient_step`. Returns (L⁺, R⁺, stats summed over rows).
+    ``lowrank_jax.transforms.scaled_gradient_step``. Returns (L⁺, R⁺, stats summed over rows).
 
     ``axis_name``: inside ``shard_map`` with Y, L (and row_args) split by rows over that mesh axis
     and R replicated: Eᵀ L (n2, r), the stats and the Gram LᵀL (r, r) are summed across devices.
@@ -210,7 +218,7 @@ def relative_change(L_new, R_new, L, R, ds, sp):
 
 def diagnostics(stats, y_norm, L_new, R_new, X_star, prev=None):
     """Per-iteration diagnostics: residual ‖E‖_F/‖Y‖_F, error vs X⋆, false-positive outliers, and
-    with ``prev`` = (L, R) the relative change (needs ``stats`` from :func:`change_stats`)."""
+    with ``prev`` = (L, R) the relative change (needs ``stats`` from ``change_stats``)."""
     diag = {"residual": jnp.sqrt(stats["sq"]) / y_norm}
     if prev is not None:
         diag["change"] = relative_change(L_new, R_new, prev[0], prev[1], stats["ds"], stats["sp"])
@@ -230,12 +238,12 @@ def stopping(tol, dtype):
 def layer_iteration(
     step, state, *, y_norm, tol, use_tol, stop, invalid, result, axis_name=None, max_steps=None
 ) -> loop.Iteration:
-    """An RPCA solver's :class:`lowrank_jax.loop.Iteration` (state starting with the factors L, R):
+    """An RPCA solver's ``lowrank_jax.loop.Iteration`` (state starting with the factors L, R):
     it stops once ``diag[stop] < tol`` when ``use_tol`` (else it has no stopping rule and runs its
-    budget), divergence is judged by :func:`diverged` on the factors (L split by rows over the mesh
+    budget), divergence is judged by ``diverged`` on the factors (L split by rows over the mesh
     axis ``axis_name`` when given), ``invalid`` gives INVALID (the solvers pass
-    :func:`lowrank_jax._checks.any_nan` of their hyperparameters, ``tol`` among them: a traced
-    value that broke its declared rule is NaN), and ``result`` reads the :class:`RPCAResult` from
+    ``lowrank_jax._checks.any_nan`` of their hyperparameters, ``tol`` among them: a traced
+    value that broke its declared rule is NaN), and ``result`` reads the ``RPCAResult`` from
     the loop's output; ``max_steps`` bounds the steps where the method defines a number (LRPCA's
     K learned layers)."""
     return loop.iteration(
@@ -250,9 +258,9 @@ def layer_iteration(
 
 
 def make_result(L, R, S, loop_result, y_norm, *, entries=None, axis_name=None):
-    """The :class:`RPCAResult` of a loop whose diagnostics are those of :func:`diagnostics` (an
-    INVALID run's are blank: :func:`lowrank_jax.loop.run_until`'s ``invalid``), with S's
-    :func:`outlier_density` (``y_norm`` = ‖Y‖_F; ``entries`` = n1 n2, default S's size; S split
+    """The ``RPCAResult`` of a loop whose diagnostics are those of ``diagnostics`` (an
+    INVALID run's are blank: ``lowrank_jax.loop.run_until``'s ``invalid``), with S's
+    ``outlier_density`` (``y_norm`` = ‖Y‖_F; ``entries`` = n1 n2, default S's size; S split
     over the mesh axis ``axis_name`` when given): a run that ended normally with a dense S is
     UNRELIABLE."""
     last = loop_result.final
@@ -276,7 +284,7 @@ def make_result(L, R, S, loop_result, y_norm, *, entries=None, axis_name=None):
 
 
 def unreliable_message(solver: str, remedy: str):
-    """The warning of an UNRELIABLE run of ``solver`` (:func:`lowrank_jax.result.finish`'s
+    """The warning of an UNRELIABLE run of ``solver`` (``lowrank_jax.result.finish``'s
     ``unreliable``): the outlier density found and ``remedy``, what to do instead."""
 
     def message(out: RPCAResult) -> str:

@@ -2,20 +2,22 @@
 
 Stage-wise in the rank. Stage k = 1..r alternates
 
-    L ← P_k(Y − S)                                   (best rank-k approximation)
-    ζ ← β (σ_{k+1}(Y − S) + (1/2)^t σ_k(Y − S))      (adaptive threshold, t = iteration in stage)
-    S ← H_ζ(Y − L)                                   (hard threshold: keep |·| > ζ)
+    L ← P_k(Y − S)                              (best rank-k approximation)
+    ζ ← β (σₖ₊₁(Y − S) + (1/2)ᵗ σₖ(Y − S))      (adaptive threshold, t: the
+                                                 iteration within the stage)
+    S ← H_ζ(Y − L)                              (hard threshold: keep |·| > ζ)
 
-starting from S = H_{β_0 σ_1(Y)}(Y). Constants chosen here (the paper's are proof artefacts):
+starting from S = H_ζ₀(Y) with ζ₀ = β₀ σ₁(Y). Constants chosen here (the paper's are proof
+artefacts):
 
-* β = ``threshold_scale`` = 1/(2 (n1 n2)^{1/4}) by default (as in the AccAltProj reference
+* β = ``threshold_scale`` = 1/(2 (n1 n2)^(1/4)) by default (as in the AccAltProj reference
   implementation; the theory's 4μ²r/n needs the unknown incoherence μ), β_0 =
   ``threshold_scale_init`` = 4β.
 * A stage k < r ends when the decaying term of its threshold has fallen to the next singular value,
-  (1/2)^{t+1} σ_k ≤ σ_{k+1}, or after ``inner_iters`` = 10 iterations, instead of the proof's
+  (1/2)ᵗ⁺¹ σₖ ≤ σₖ₊₁, or after ``inner_iters`` = 10 iterations, instead of the proof's
   T = 10 log(nβ‖Y‖₂/ε): with the rank given, the early stages only peel off the largest outliers.
 * The last stage (k = r) runs until ‖Y − L − S‖_F/‖Y‖_F < ``tol`` or ``max_iter`` iterations in all.
-* P_k and σ_{k+1} come from one randomized SVD of width r + 1 + ``oversample`` per iteration,
+* P_k and σₖ₊₁ come from one randomized SVD of width r + 1 + ``oversample`` per iteration,
   warm-started from the previous iteration's right singular block (subspace iteration) with
   ``power_iters`` power steps, so its accuracy keeps improving while Y − S settles.
 """
@@ -140,7 +142,7 @@ def _altproj(Y, *args, max_iter, **static):
 
 
 def _below_full_rank(a) -> str:
-    """The message of :data:`_BELOW_FULL_RANK`."""
+    """The message of ``_BELOW_FULL_RANK``."""
     n1, n2 = a["Y"].shape
     return (
         f"altproj needs rank < min(n1, n2) = {min(n1, n2)}, got rank = {a['rank']}: its threshold "
@@ -212,24 +214,25 @@ def altproj(
 ) -> RPCAResult:
     """Robust PCA by alternating projections: AltProj, stage-wise in the rank, hard thresholding.
 
-    Stage k = 1, …, r alternates, from S = H_{β_0 σ_1(Y)}(Y) (Netrapalli et al., NeurIPS 2014),
+    Stage k = 1, …, r alternates, from S = H_ζ₀(Y) with ζ₀ = β₀ σ₁(Y) (Netrapalli et al.,
+    NeurIPS 2014),
 
-        L ← P_k(Y − S),   ζ ← β (σ_{k+1}(Y − S) + (1/2)^t σ_k(Y − S)),   S ← H_ζ(Y − L),
+        L ← P_k(Y − S),   ζ ← β (σₖ₊₁(Y − S) + (1/2)ᵗ σₖ(Y − S)),   S ← H_ζ(Y − L),
 
     with P_k the best rank-k approximation, H_ζ the hard threshold (keep |·| > ζ) and t the
-    iteration within the stage. A stage k < r ends once (1/2)^{t+1} σ_k ≤ σ_{k+1} or after
+    iteration within the stage. A stage k < r ends once (1/2)ᵗ⁺¹ σₖ ≤ σₖ₊₁ or after
     ``inner_iters`` iterations; the last stage (k = r) runs until ``tol``.
 
     Args:
       Y: (n1, n2) observation.
-      rank: target rank r, 1 ≤ r < min(n1, n2) (static): the threshold needs a σ_{r+1}.
+      rank: target rank r, 1 ≤ r < min(n1, n2) (static): the threshold needs a σᵣ₊₁.
       threshold_scale: β, the threshold's constant (scalar, > 0; may be traced); default
-        1/(2 (n1 n2)^{1/4}).
-      threshold_scale_init: β_0 of the first threshold β_0 σ_1(Y) (scalar, > 0); default 4β.
+        1/(2 (n1 n2)^(1/4)).
+      threshold_scale_init: β₀ of the first threshold β₀ σ₁(Y) (scalar, > 0); default 4β.
       tol: stop, in the last stage, once ‖Y − L − S‖_F/‖Y‖_F < tol (default 1e-6), or with
         ``stop="change"`` once the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol.
         The change rule applies only once S holds an entry, the stage's threshold has settled
-        (0.5^{t+1} σ_r ≤ σ_{r+1}) or the residual is below tol: while the threshold is above every
+        (0.5ᵗ⁺¹ σᵣ ≤ σᵣ₊₁) or the residual is below tol: while the threshold is above every
         outlier, S stands still at 0 and so does X. With a tol below the noise floor, entries at
         the threshold enter and leave S and the change rule may take many iterations. None runs
         exactly ``max_iter`` iterations.
@@ -246,7 +249,7 @@ def altproj(
         ``status == Status.DIVERGED`` (False).
 
     Returns:
-      :class:`RPCAResult`: ``status``, ``n_iter``, L, R, X = L Rᵀ, S, the final ``residual`` of
+      ``RPCAResult``: ``status``, ``n_iter``, L, R, X = L Rᵀ, S, the final ``residual`` of
       the pair (L, S) after the last iteration (and ``error``, ``false_positives``, ``change`` when
       asked for), their ``history`` and S's ``density`` (above one half: ``Status.UNRELIABLE``,
       and a direct call warns). AltProj always stops by tolerance (a ``while_loop``), so
@@ -325,25 +328,26 @@ def altproj_iteration(
 ) -> loop.Iteration:
     """AltProj as an initial state and a step, to run, warm-start or stop as one wishes.
 
-    The iteration that :func:`altproj` runs (same arguments and equations): its state is
+    The iteration that ``altproj`` runs (same arguments and equations): its state is
     ``(stage, t, S, V, L, R)``, the stage k (the rank of the current projection), the iteration t
     within it, the sparse estimate S, the right singular block that warm-starts the next SVD, and
-    the factors of the last iteration (X = L Rᵀ); its diagnostics are those of :func:`altproj`'s
+    the factors of the last iteration (X = L Rᵀ); its diagnostics are those of ``altproj``'s
     history. The step reads no iteration index: a run resumed from a state goes on as the whole
     run would. So
 
         it = altproj_iteration(Y, r, ...)
-        it.result(loop.run(it, max_iter=m))   ==   altproj(Y, r, ..., max_iter=m, throw=False)
+        it.result(loop.run(it, max_iter=m))
+            == altproj(Y, r, ..., max_iter=m, throw=False)
 
     Args:
       Y: (n1, n2) observation.
       rank: target rank r, 1 ≤ r < min(n1, n2) (static).
       threshold_scale: β, the threshold's constant (scalar, > 0; may be traced); default
-        1/(2 (n1 n2)^{1/4}).
-      threshold_scale_init: β_0 of the first threshold β_0 σ_1(Y) (scalar, > 0); default 4β.
+        1/(2 (n1 n2)^(1/4)).
+      threshold_scale_init: β₀ of the first threshold β₀ σ₁(Y) (scalar, > 0); default 4β.
       tol: ``it.stop`` holds in the last stage once ``diag[stop] < tol`` (with ``stop="change"``
         only once S holds an entry, the threshold has settled or the residual is below tol, as in
-        :func:`altproj`); default 1e-6. None: a rule never met, so a run takes its whole budget
+        ``altproj``); default 1e-6. None: a rule never met, so a run takes its whole budget
         unless it diverges.
       inner_iters: the most iterations of each stage k < r (static, ≥ 1; default 10).
       X_star: (n1, n2) ground truth, to record the error per iteration (default None).
@@ -354,9 +358,9 @@ def altproj_iteration(
       stop: what ``tol`` bounds, ``"residual"`` (default) or ``"change"``.
 
     Returns:
-      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives an :class:`RPCAResult` (no
+      A ``lowrank_jax.loop.Iteration`` whose ``result`` gives an ``RPCAResult`` (no
       exception on failure: read its ``status``, or pass it to
-      :func:`lowrank_jax.result.finish`); ``state[0]`` of the run's final state is the stage
+      ``lowrank_jax.result.finish``); ``state[0]`` of the run's final state is the stage
       reached.
 
     Example:

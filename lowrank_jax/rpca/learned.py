@@ -2,16 +2,16 @@
 
 Algorithm 1 of the paper (the box's garbled line 9 restored as in eq. 9):
 
-    S_0     = S_{ζ_0}(Y);   [U_0, Σ_0, V_0] = SVD_r(Y − S_0);
-    L_0     = U_0 Σ_0^{1/2},   R_0 = V_0 Σ_0^{1/2}
+    S₀ = S_ζ₀(Y);   [U₀, Σ₀, V₀] = SVD_r(Y − S₀);
+    L₀ = U₀ Σ₀^(1/2),   R₀ = V₀ Σ₀^(1/2)
     for k = 0, 1, ...:
-        S_{k+1} = S_{ζ_{k+1}}(Y − L_k R_kᵀ)                                  (eq. 7)
-        E       = L_k R_kᵀ + S_{k+1} − Y          (= −clip(Y − L_k R_kᵀ, −ζ, ζ))
-        L_{k+1} = L_k − η_{k+1} E R_k (R_kᵀ R_k)⁻¹                           (eq. 9)
-        R_{k+1} = R_k − η_{k+1} Eᵀ L_k (L_kᵀ L_k)⁻¹      (old L_k: simultaneous update)
+        Sₖ₊₁ = S_ζₖ₊₁(Y − Lₖ Rₖᵀ)                            (eq. 7)
+        E    = Lₖ Rₖᵀ + Sₖ₊₁ − Y      (= −clip(Y − Lₖ Rₖᵀ, −ζ, ζ))
+        Lₖ₊₁ = Lₖ − ηₖ₊₁ E Rₖ (RₖᵀRₖ)⁻¹                      (eq. 9)
+        Rₖ₊₁ = Rₖ − ηₖ₊₁ Eᵀ Lₖ (LₖᵀLₖ)⁻¹    (the old Lₖ: both at once)
 
 with S_ζ the soft threshold. FRMNN (eq. 13) continues past the K learned layers with
-ζ_k = φ^{k−K} ζ_K and η_k = β^{k−K} η_K.
+ζ_k = φ^(k−K) ζ_K and η_k = β^(k−K) η_K.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def lrpca_step(Y, L, R, zeta, eta, support=None, prev=None, axis_name=None):
         S⁺ = S_ζ(D),   E = L Rᵀ + S⁺ − Y = −clip(D, −ζ, ζ),
         L⁺ = L − η E R (RᵀR)⁻¹,   R⁺ = R − η Eᵀ L (LᵀL)⁻¹,
 
-    both factors from the old (L, R). S⁺ itself is not formed (:func:`lrpca` rebuilds the final S).
+    both factors from the old (L, R). S⁺ itself is not formed (``lrpca`` rebuilds the final S).
 
     Args:
       Y: (n1, n2) observation.
@@ -75,8 +75,8 @@ def lrpca_step(Y, L, R, zeta, eta, support=None, prev=None, axis_name=None):
       eta: step size η ≥ 0 (scalar, likewise).
       support: boolean (n1, n2) mask of supp(S⋆), to count #{S⁺ ≠ 0 outside it}; default None.
       prev: (L_p, R_p, ζ_p), the factors and threshold that made the current
-        S = S_{ζ_p}(Y − L_p R_pᵀ), to also sum ‖S⁺ − S‖_F² and ‖S‖_F² (one more rank-r product per
-        entry); default None.
+        S = S_ζ(Y − L_p R_pᵀ) with ζ = ζ_p, to also sum ‖S⁺ − S‖_F² and ‖S‖_F² (one more rank-r
+        product per entry); default None.
       axis_name: the ``shard_map`` mesh axis over which Y and L are split by rows (R replicated):
         the column-side sums are taken across devices; default None, one device.
 
@@ -187,12 +187,12 @@ SCHEDULE_RULES = LAYER_RULES + (
 
 
 def schedule(Y, zeta, eta, beta, phi, max_iter):
-    """LRPCA's layer schedule from its declared arguments (:data:`SCHEDULE`), for :func:`lrpca`,
-    :func:`lrpca_iteration` (``max_iter`` None; the budget is the caller's) and
-    :func:`~lowrank_jax.rpca.lrpca_sharded`.
+    """LRPCA's layer schedule from its declared arguments (``SCHEDULE``), for ``lrpca``,
+    ``lrpca_iteration`` (``max_iter`` None; the budget is the caller's) and
+    ``lrpca_sharded``.
 
     A K-layer schedule runs ζ_0 (initialisation) and (ζ_k, η_k), k = 1..K; with the FRMNN factors
-    (β, φ) it continues past layer K with ζ_k = φ^{k−K} ζ_K and η_k = β^{k−K} η_K (eq. 13).
+    (β, φ) it continues past layer K with ζ_k = φ^(k−K) ζ_K and η_k = β^(k−K) η_K (eq. 13).
 
     Args:
       Y: the (n1, n2) observation, whose dtype the hyperparameters have.
@@ -353,26 +353,26 @@ def lrpca(
     """Learned Robust PCA: ScaledGD unfolded with a learned threshold ζ_k and step η_k per layer.
 
     Algorithm 1 of Cai, Liu, Yin (NeurIPS 2021), as a K-layer feed-forward net or with FRMNN
-    continuation. From S_0 = S_{ζ_0}(Y) and the balanced factors L_0, R_0 of SVD_r(Y − S_0),
-    layer k + 1 is
+    continuation. From S₀ = S_ζ₀(Y) and the balanced factors L₀, R₀ of SVD_r(Y − S₀), layer
+    k + 1 is
 
-        S_{k+1} = S_{ζ_{k+1}}(Y − L_k R_kᵀ),   E = L_k R_kᵀ + S_{k+1} − Y,
-        L_{k+1} = L_k − η_{k+1} E R_k (R_kᵀR_k)⁻¹,   R_{k+1} = R_k − η_{k+1} Eᵀ L_k (L_kᵀL_k)⁻¹,
+        Sₖ₊₁ = S_ζₖ₊₁(Y − Lₖ Rₖᵀ),   E = Lₖ Rₖᵀ + Sₖ₊₁ − Y,
+        Lₖ₊₁ = Lₖ − ηₖ₊₁ E Rₖ (RₖᵀRₖ)⁻¹,   Rₖ₊₁ = Rₖ − ηₖ₊₁ Eᵀ Lₖ (LₖᵀLₖ)⁻¹,
 
-    with S_ζ the soft threshold; past layer K (FRMNN, eq. 13) ζ_k = φ^{k−K} ζ_K and
-    η_k = β^{k−K} η_K. A learned schedule runs its layers: ``tol=None`` and ``max_iter=None`` run
+    with S_ζ the soft threshold; past layer K (FRMNN, eq. 13) ζ_k = φ^(k−K) ζ_K and
+    η_k = β^(k−K) η_K. A learned schedule runs its layers: ``tol=None`` and ``max_iter=None`` run
     the K layers of ``eta`` (LRPCA is the one solver whose budget defaults to its schedule's
     length).
 
     Args:
       Y: (n1, n2) observation Y = X⋆ + S⋆.
       rank: target rank r, 1 ≤ r ≤ min(n1, n2) (static).
-      zeta: (K+1,) thresholds; ``zeta[0] > 0`` initialises (S_0 = S_{ζ_0}(Y)), ``zeta[k]`` is
+      zeta: (K+1,) thresholds; ``zeta[0] > 0`` initialises (S₀ = S_ζ₀(Y)), ``zeta[k]`` is
         layer k's.
       eta: (K,) step sizes η_k > 0 of layers 1..K (there is no η_0).
-      beta, phi: FRMNN factors (scalars > 0, eq. 13): past layer K, η_k = β η_{k−1} and
-        ζ_k = φ ζ_{k−1}. Give both or neither (default None: the K layers only).
-      tol: stop once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (the residual of layer k's scaled-gradient
+      beta, phi: FRMNN factors (scalars > 0, eq. 13): past layer K, ηₖ = β ηₖ₋₁ and
+        ζₖ = φ ζₖ₋₁. Give both or neither (default None: the K layers only).
+      tol: stop once ‖Y − Xₖ₋₁ − Sₖ‖_F/‖Y‖_F < tol (the residual of layer k's scaled-gradient
         step, free to compute), before layer K too; default None, the whole budget.
       max_iter: total number of layers (static, ≥ 0): without FRMNN at most K, default K; with
         FRMNN required unless ``tol`` is given (then default 1000).
@@ -389,7 +389,7 @@ def lrpca(
       differentiable: with ``tol``, run a masked ``scan`` so that reverse-mode ``jax.grad`` works
         (default False: a ``while_loop``).
       stop: what ``tol`` bounds: ``"residual"`` (above, default) or ``"change"``, the paper's video
-        halting rule max(‖X_k − X_{k−1}‖_F/‖X_{k−1}‖_F, ‖S_k − S_{k−1}‖_F/‖S_{k−1}‖_F) (recorded in
+        halting rule max(‖Xₖ − Xₖ₋₁‖_F/‖Xₖ₋₁‖_F, ‖Sₖ − Sₖ₋₁‖_F/‖Sₖ₋₁‖_F) (recorded in
         ``change``; costs one more rank-r product per entry and iteration).
       throw: with a run that diverges (non-finite factors, or ‖L‖_F‖R‖_F beyond 10⁴ ‖Y‖_F), raise
         ``RuntimeError`` (True, default; also inside ``jit``/``vmap``) or only report
@@ -398,7 +398,7 @@ def lrpca(
         gives ``Status.INVALID`` and NaN X and S, raised the same way.
 
     Returns:
-      :class:`RPCAResult`: ``status``, ``n_iter``, L, R, X = L Rᵀ, S = S_{ζ_k}(Y − X_{k−1}), the
+      ``RPCAResult``: ``status``, ``n_iter``, L, R, X = L Rᵀ, S = S_ζₖ(Y − Xₖ₋₁), the
       final ``residual`` (and ``error`` with X_star, ``false_positives`` with support, ``change``
       with ``stop="change"``), their ``history`` and S's ``density``: an S with more than half of
       its entries outliers (thresholds far too small for the data) gives ``Status.UNRELIABLE``, and
@@ -414,7 +414,8 @@ def lrpca(
         p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)
         # ζ_0 … ζ_10 from the truth (Theorem 1)
         zeta = rpca.oracle_thresholds(p.Y, 5, p.X, num_layers=10)
-        out = rpca.lrpca(p.Y, 5, zeta, jnp.full(10, 0.5), beta=1.0, phi=0.7, tol=1e-5, X_star=p.X)
+        eta = jnp.full(10, 0.5)
+        out = rpca.lrpca(p.Y, 5, zeta, eta, beta=1.0, phi=0.7, tol=1e-5, X_star=p.X)
         # status=CONVERGED, n_iter=29 (10 layers, then FRMNN ones, eq. 14), error ≈ 3e-6
         print(out)
         ```
@@ -474,16 +475,17 @@ def lrpca_iteration(
 ) -> loop.Iteration:
     """LRPCA as an initial state and a step, to run, warm-start or stop as one wishes.
 
-    The iteration that :func:`lrpca` runs (same arguments and equations): its state is
+    The iteration that ``lrpca`` runs (same arguments and equations): its state is
     ``(L, R, L_prev, R_prev, zeta_last)``, the factors after and before the last layer and that
     layer's threshold (S = S_ζ(Y − L_prev R_prevᵀ) is formed only by ``result``); step k applies
     layer k + 1, whose (ζ, η) it reads from the schedule by k, so a run resumed with ``start=k``
-    takes the layers it would have taken. Its diagnostics are those of :func:`lrpca`'s history. So
+    takes the layers it would have taken. Its diagnostics are those of ``lrpca``'s history. So
 
         it = lrpca_iteration(Y, r, ζ, η, ...)
-        it.result(loop.run(it, max_iter=m))   ==   lrpca(Y, r, ζ, η, ..., max_iter=m, throw=False)
+        it.result(loop.run(it, max_iter=m))
+            == lrpca(Y, r, ζ, η, ..., max_iter=m, throw=False)
 
-    Without β, φ the schedule has K = len(eta) layers, and :func:`lowrank_jax.loop.run` refuses to
+    Without β, φ the schedule has K = len(eta) layers, and ``lowrank_jax.loop.run`` refuses to
     run it past them (``it.max_steps`` is K).
 
     Args:
@@ -503,9 +505,9 @@ def lrpca_iteration(
       stop: what ``tol`` bounds, ``"residual"`` (default) or ``"change"``.
 
     Returns:
-      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives an :class:`RPCAResult` (no
+      A ``lowrank_jax.loop.Iteration`` whose ``result`` gives an ``RPCAResult`` (no
       exception on failure: read its ``status``, or pass it to
-      :func:`lowrank_jax.result.finish`).
+      ``lowrank_jax.result.finish``).
 
     Example:
         ```python
@@ -514,11 +516,13 @@ def lrpca_iteration(
 
         p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)
         zeta = rpca.oracle_thresholds(p.Y, 5, p.X, num_layers=10)
-        it = rpca.lrpca_iteration(p.Y, 5, zeta, jnp.full(10, 0.5), beta=1.0, phi=0.7, tol=1e-5)
-        learned = loop.run(it._replace(stop=None), max_iter=10)       # the ten learned layers
+        eta = jnp.full(10, 0.5)
+        it = rpca.lrpca_iteration(p.Y, 5, zeta, eta, beta=1.0, phi=0.7, tol=1e-5)
+        # the ten learned layers, then FRMNN from layer 11
+        learned = loop.run(it._replace(stop=None), max_iter=10)
         frmnn = it._replace(state=learned.state)
-        out = it.result(loop.run(frmnn, max_iter=100, start=10))      # then FRMNN, from layer 11
-        print(out.status, out.n_iter)                                 # 0 (CONVERGED) 19
+        out = it.result(loop.run(frmnn, max_iter=100, start=10))
+        print(out.status, out.n_iter)  # 0 (CONVERGED) 19
         ```
     """
     zeta, eta, beta, phi, frmnn, _ = schedule(Y, zeta, eta, beta, phi, None)
@@ -611,19 +615,19 @@ def oracle_thresholds(
 ):
     """Oracle threshold schedules for LRPCA, from the ground truth (Cai, Liu, Yin 2021, Thm. 1).
 
-    ζ_0 = ‖X⋆‖_∞ and, along the LRPCA run, for layer k ≥ 1
+    ζ_0 = ‖X⋆‖∞ and, along the LRPCA run, for layer k ≥ 1
 
-        rule="max" (Theorem 1):  ζ_k = c ‖X_{k−1} − X⋆‖_∞
-        rule="rms":              ζ_k = c ‖X_{k−1} − X⋆‖_F / √(n1 n2)
+        rule="max" (Theorem 1):  ζₖ = c ‖Xₖ₋₁ − X⋆‖∞
+        rule="rms":              ζₖ = c ‖Xₖ₋₁ − X⋆‖_F / √(n1 n2)
 
-    with c = ``scale``. Passing the result to :func:`lrpca` with the same ``eta``, ``key``,
+    with c = ``scale``. Passing the result to ``lrpca`` with the same ``eta``, ``key``,
     ``svd``, ``oversample`` and ``power_iters`` reproduces the oracle run exactly, so the schedule
     works as an ordinary hyperparameter array (ablations, initial values for learning). Under
     Theorem 1's assumptions the "max" rule creates no false-positive outlier: supp(S_k) ⊆ supp(S⋆).
 
-    Why "rms": at convergence E_k = −clip(Y − X_{k−1}, ζ_k) carries a bias ±ζ_k on every outlier
-    entry, ‖P_T(bias)‖_F ≈ ζ_k √(2 α r n) for n × n, against a pull of (1 − α)‖X_{k−1} − X⋆‖_F
-    from the clean entries. With ζ_k at the maximum (≈ 5× the rms of X_{k−1} − X⋆ for incoherent
+    Why "rms": at convergence Eₖ = −clip(Y − Xₖ₋₁, ζₖ) carries a bias ±ζₖ on every outlier
+    entry, ‖P_T(bias)‖_F ≈ ζₖ √(2 α r n) for n × n, against a pull of (1 − α)‖Xₖ₋₁ − X⋆‖_F
+    from the clean entries. With ζₖ at the maximum (≈ 5× the rms of Xₖ₋₁ − X⋆ for incoherent
     errors) the bias wins once α ≳ 0.45 (n = 1000, r = 5) and the run stalls; with c ≈ 2 times the
     rms, the clean entries keep most of their pull (clip only trims their tails) and the bias is
     2.5× smaller: with η ≈ 1/(1 − α) the paper's instances converge to 1e-6 up to α = 0.65.
@@ -636,7 +640,7 @@ def oracle_thresholds(
       eta: step size(s) of the run, a scalar or (K,) (default 0.5).
       rule: ``"max"`` (default) or ``"rms"``, as above.
       scale: the factor c > 0 (default 1).
-      key, svd, oversample, power_iters: the initial SVD's, as in :func:`lrpca`.
+      key, svd, oversample, power_iters: the initial SVD's, as in ``lrpca``.
 
     Returns:
       (K+1,) array of thresholds ζ_0, …, ζ_K. A schedule that becomes non-finite (η too large for

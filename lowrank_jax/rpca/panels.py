@@ -1,7 +1,7 @@
 """Row-panel products of the RPCA solvers' residual map: E R and Eᵀ L without forming E whole.
 
 With D = Y − L Rᵀ and E a pointwise function of D (LRPCA's −clip(D, ζ), ScaledGD's T_α(D) − D),
-the scaled-gradient step needs only E R (n1, r) and Eᵀ L (n2, r). :func:`residual_map_products`
+the scaled-gradient step needs only E R (n1, r) and Eᵀ L (n2, r). ``residual_map_products``
 computes them on row panels sized to stay in cache, with a reverse-mode rule that recomputes the
 panels instead of storing them.
 """

@@ -3,20 +3,20 @@ files.
 
 A K-layer LRPCA network (Cai, Liu, Yin 2021, §3) has 2K + 1 scalars: ζ_0 (initial threshold),
 (ζ_k, η_k) for layers k = 1..K, plus the two FRMNN factors (β, φ) of eq. (13) that continue the
-schedule past layer K: η_k = β^{k−K} η_K, ζ_k = φ^{k−K} ζ_K. Thresholds are stored as log ζ
+schedule past layer K: η_k = β^(k−K) η_K, ζ_k = φ^(k−K) ζ_K. Thresholds are stored as log ζ
 and steps as log η: both positive by construction (a negative or vanishing step is meaningless for
 the FRMNN continuation), and one learning rate fits ζ's that span five decades.
 
 Units. The thresholds are absolute numbers in the units of the training data, and LRPCA is
 homogeneous: running it on c·Y with thresholds c·ζ gives c·X and c·S for any c > 0. A model
-therefore records the scale s_b of the data it was trained on (:func:`data_scale`, the median
+therefore records the scale s_b of the data it was trained on (``data_scale``, the median
 |Y_ij|) and, called on a user's Y, runs with
 
     ζ = ζ_b · (s(Y) / s_b) · √(r / r_b),        η unchanged,
 
 which gives the same relative answer on Y and c·Y. On the paper's generator (X⋆ = L⋆R⋆ᵀ with
 N(0, 1/n) factors, whose entries scale like √r / n) this is close to the paper's generalisation
-rule (Appendix C.4, from Lemma 10's ‖X⋆ − X_k‖_∞ ≲ (μr/n)τ^kσ_r), ζ scaled by (n_b/n)(r/r_b):
+rule (Appendix C.4, from Lemma 10's ‖X⋆ − X_k‖∞ ≲ (μr/n) τᵏ σ_r), ζ scaled by (n_b/n)(r/r_b):
 exactly so in n, within a few per cent in r (the median |X⋆_ij| of a small rank grows a little
 faster than √r).
 """
@@ -152,20 +152,20 @@ class LRPCAParams(eqx.Module):
     """Parameters of a K-layer LRPCA network with FRMNN continuation (an ``equinox.Module``).
 
     Layer k runs with ζ_k = exp(log_zeta[k]) and η_k = exp(log_eta[k − 1]); past layer K the FRMNN
-    factors continue the schedule, ζ_k = φ^{k−K} ζ_K and η_k = β^{k−K} η_K (Cai, Liu, Yin 2021,
-    eq. 13). Call the module on an observation to run :func:`~lowrank_jax.rpca.lrpca` with them,
+    factors continue the schedule, ζ_k = φ^(k−K) ζ_K and η_k = β^(k−K) η_K (Cai, Liu, Yin 2021,
+    eq. 13). Call the module on an observation to run ``lrpca`` with them,
     ζ expressed in the observation's units (the module docstring's rule, through ``scale``).
 
     Attributes:
       log_zeta: (K+1,) log thresholds, log ζ_0 … log ζ_K.
       log_eta: (K,) log step sizes, log η_1 … log η_K.
-      beta: FRMNN's step factor β (scalar; 1 until :func:`~lowrank_jax.rpca.frmnn_grid_search`
+      beta: FRMNN's step factor β (scalar; 1 until ``frmnn_grid_search``
         sets it).
       phi: FRMNN's threshold factor φ (scalar; 1 until the grid search sets it).
       rank: the rank r they were trained for (static).
       n: the problem size √(n1 n2) they were trained for (static; fractional for a non-square
         problem).
-      scale: the scale s_b = :func:`data_scale` of the data they were trained on, which ζ is
+      scale: the scale s_b = ``data_scale`` of the data they were trained on, which ζ is
         relative to (static; None: unknown, ζ are absolute thresholds and a call needs
         ``normalize=False``).
       alpha: the outlier fraction α they were trained for (static; None: unknown).
@@ -246,13 +246,13 @@ class LRPCAParams(eqx.Module):
           n: the problem size √(n1 n2) they are for (finite, > 0; fractional for a non-square
             problem).
           beta, phi: the FRMNN factors β, φ (finite scalars > 0; default 1).
-          scale: the :func:`data_scale` of the data ζ was tuned on (finite, > 0), so that a call
+          scale: the ``data_scale`` of the data ζ was tuned on (finite, > 0), so that a call
             rescales ζ to each observation's units; default None: ζ are absolute thresholds, and a
             call needs ``normalize=False``.
           alpha: the outlier fraction the schedule is for (in [0, 1); default None: unknown).
 
         Returns:
-          :class:`LRPCAParams` in the schedule's float dtype (float32 unless x64 is on and ζ or η
+          ``LRPCAParams`` in the schedule's float dtype (float32 unless x64 is on and ζ or η
           is float64). A value outside its range raises ``ValueError`` naming the argument;
           traced ζ, η, β, φ are checked for shape only.
         """
@@ -273,7 +273,7 @@ class LRPCAParams(eqx.Module):
     def thresholds(self, Y, rank=None) -> jax.Array:
         """The thresholds a call on Y runs with, in Y's units (the module docstring's rule):
 
-            ζ = ζ_b · (s(Y) / s_b) · √(r / r_b),   s = :func:`data_scale`.
+            ζ = ζ_b · (s(Y) / s_b) · √(r / r_b),   s = ``data_scale``.
 
         Args:
           Y: (n1, n2) observation (may be traced).
@@ -309,9 +309,9 @@ class LRPCAParams(eqx.Module):
         normalize: bool = True,
         **kwargs,
     ):
-        """Run :func:`lowrank_jax.rpca.lrpca` on Y with these parameters, in Y's units.
+        """Run ``lowrank_jax.rpca.lrpca`` on Y with these parameters, in Y's units.
 
-        ζ is first brought to Y's scale (:meth:`thresholds`), so that Y and c·Y give the same
+        ζ is first brought to Y's scale (``thresholds``), so that Y and c·Y give the same
         relative answer; η, β and φ are used as they are. A problem smaller than 0.9 times the
         training size warns that the error will stall.
 
@@ -327,7 +327,7 @@ class LRPCAParams(eqx.Module):
           **kwargs: further arguments of ``lrpca`` (``X_star``, ``support``, ``key``, ``throw``, …).
 
         Returns:
-          ``lrpca``'s :class:`~lowrank_jax.rpca.RPCAResult`. A run whose S comes out dense (the
+          ``lrpca``'s ``RPCAResult``. A run whose S comes out dense (the
           data far from what the model was trained on) has status ``Status.UNRELIABLE`` and warns.
         """
         self._warn_if_smaller(math.sqrt(Y.shape[0] * Y.shape[1]))
@@ -379,11 +379,11 @@ def save_params(path, params: LRPCAParams, meta: dict | None = None) -> None:
     dtype, the training ``scale`` and ``alpha`` (or null), ``meta``, and the payload's length
     ``payload_bytes`` and SHA-256 ``payload_sha256``), then the payload: the leaves as written by
     ``equinox.tree_serialise_leaves``, all in the header's one dtype (the widest of the leaves').
-    :func:`read_params` checks all of it.
+    ``read_params`` checks all of it.
 
     Args:
       path: the file to write (its folder is created if missing).
-      params: the :class:`LRPCAParams`.
+      params: the ``LRPCAParams``.
       meta: a JSON-serialisable dict stored in the header (default None: empty).
 
     Returns:
@@ -488,7 +488,7 @@ def _header(line: bytes, source: str) -> dict:
 
 
 def read_params(data: bytes, *, source: str = "parameter file", rank: int | None = None):
-    """Parse and check the bytes of a parameter file written by :func:`save_params`.
+    """Parse and check the bytes of a parameter file written by ``save_params``.
 
     Every header field is checked (types and ranges), the payload's length and SHA-256 against the
     header's, and the payload against the shapes the header implies, before it is deserialised.
@@ -500,7 +500,7 @@ def read_params(data: bytes, *, source: str = "parameter file", rank: int | None
       rank: if given, the rank the parameters must have been trained for.
 
     Returns:
-      ``(params, header)``: the :class:`LRPCAParams` and the header dict (rank, n, num_layers,
+      ``(params, header)``: the ``LRPCAParams`` and the header dict (rank, n, num_layers,
       dtype, scale, alpha, meta, payload_bytes, payload_sha256). A file that is not a parameter
       file of this format, is truncated or corrupt, holds non-finite values or another rank raises
       ``ValueError`` naming ``source``.
@@ -572,16 +572,16 @@ def _check_shipped(data: bytes, name: str, source: str) -> None:
 
 
 def load_params(path, *, rank: int | None = None) -> LRPCAParams:
-    """Read LRPCA parameters from a file written by :func:`save_params`, checked by
-    :func:`read_params`; a shipped model's file (in ``rpca/pretrained/``) is also checked against
-    its pinned SHA-256 (:data:`PRETRAINED_SHA256`).
+    """Read LRPCA parameters from a file written by ``save_params``, checked by
+    ``read_params``; a shipped model's file (in ``rpca/pretrained/``) is also checked against
+    its pinned SHA-256 (``PRETRAINED_SHA256``).
 
     Args:
       path: the file.
       rank: if given, the rank the parameters must have been trained for (else ``ValueError``).
 
     Returns:
-      :class:`LRPCAParams`. A tampered, truncated or foreign file raises ``ValueError`` naming
+      ``LRPCAParams``. A tampered, truncated or foreign file raises ``ValueError`` naming
       ``path``.
     """
     with open(path, "rb") as f:
@@ -673,7 +673,7 @@ def pretrained_size(n) -> int:
 
     Returns:
       The largest training size that ζ's rescaling serves (n ≥ 0.9 n_train, see
-      :meth:`LRPCAParams.for_problem`), or the smallest when n is below all of them (an int).
+      ``LRPCAParams.for_problem``), or the smallest when n is below all of them (an int).
     """
     served = [s for s in PRETRAINED_SIZES if n >= SERVED_FRACTION * s]
     return max(served) if served else min(PRETRAINED_SIZES)
@@ -692,7 +692,7 @@ def pretrained(alpha: float = 0.1, *, n=None, rank: int | None = None) -> LRPCAP
     For data with outlier fraction α the model of the smallest shipped α' ≥ α is returned (its
     ``alpha`` field says which; a model trained for more outliers serves fewer). Calling a model
     brings ζ to the observation's units, ζ · (s(Y)/s_b) · √(r/5)
-    (:meth:`LRPCAParams.thresholds`): the same relative answer on Y and c·Y for any c > 0, and on
+    (``LRPCAParams.thresholds``): the same relative answer on Y and c·Y for any c > 0, and on
     the paper's generator the paper's rule for other sizes, which serves larger problems and not
     smaller ones. Relative error at α = 0.1 after 40 layers (FRMNN), mean of 3 float32 instances:
 
@@ -707,25 +707,25 @@ def pretrained(alpha: float = 0.1, *, n=None, rank: int | None = None) -> LRPCAP
 
     (n = 100 and 200: 5 instances.) The small models are weaker at higher outlier density: at
     n = 100 the α = 0.3 model's 50-instance mean is 7e-4 after 40 layers. Below n = 90 no shipped
-    model serves; train for the size (:func:`lowrank_jax.rpca.train_lrpca`).
+    model serves; train for the size (``lowrank_jax.rpca.train_lrpca``).
 
     When to use one: data close to low rank plus sparse outliers (at most 30 % of the entries),
     where speed matters. The learned schedule assumes outliers comparable to the low-rank part's
     entries and a well-conditioned X⋆ like the generator's; on other data check the result's
     ``status`` (a run whose S comes out dense is ``Status.UNRELIABLE`` and warns) or use
-    :func:`~lowrank_jax.rpca.scaledgd` / :func:`~lowrank_jax.rpca.altproj`, which need no
+    ``scaledgd`` / ``altproj``, which need no
     training.
 
     Args:
       alpha: the outlier fraction of the data, in [0, 0.3] (default 0.1): the model trained for the
         smallest shipped α' ≥ alpha (0.1, 0.2 or 0.3) is returned.
       n: the size √(n1 n2) of the problems the model is for; it picks the training size with
-        :func:`pretrained_size` (the largest that is at most n / 0.9). Default None: the n = 1000
+        ``pretrained_size`` (the largest that is at most n / 0.9). Default None: the n = 1000
         model.
       rank: if given, check that the model was trained for this rank (5).
 
     Returns:
-      :class:`LRPCAParams` (float32).
+      ``LRPCAParams`` (float32).
 
     Example:
         ```python

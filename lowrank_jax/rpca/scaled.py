@@ -1,11 +1,11 @@
 """ScaledGD for robust PCA (Tong, Ma, Chi, JMLR 2021), the LRPCA paper's main baseline.
 
-    S_0 = T_{α_0}(Y);  L_0, R_0 = balanced factors of SVD_r(Y − S_0)
+    S₀ = T_α₀(Y);  L₀, R₀ = balanced factors of SVD_r(Y − S₀)
     for k = 0, 1, ...:
-        S_{k+1} = T_{α̃}(Y − L_k R_kᵀ)                     (T: top-fraction sparsifier, eq. 4)
-        L_{k+1}, R_{k+1} = scaled-gradient step with E = L_k R_kᵀ + S_{k+1} − Y
+        Sₖ₊₁ = T_α̃(Y − Lₖ Rₖᵀ)       (T: the top-fraction sparsifier, eq. 4)
+        Lₖ₊₁, Rₖ₊₁ = scaled-gradient step with E = Lₖ Rₖᵀ + Sₖ₊₁ − Y
 
-Defaults follow the authors' reference code: α_0 = α, α̃ = 2α, η = 0.5.
+Defaults follow the authors' reference code: α₀ = α, α̃ = 2α, η = 0.5.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def _ties_flooded_the_support(S, alpha_init, alpha_iter) -> str | None:
     them all. On data with repeated values (binary, counts, saturated pixels) that can be most of Y:
     S absorbs the low-rank part and X stays 0. The warning to give when the final S holds more
     entries than T_α can keep without ties (one count, not another T_α), else None. Evaluated on
-    concrete results and α only (:func:`lowrank_jax._checks.when_concrete`)."""
+    concrete results and α only (``lowrank_jax._checks.when_concrete``)."""
     n1, n2 = S.shape
     alpha = max(float(alpha_init), float(alpha_iter))
     kept = int(jnp.count_nonzero(S))
@@ -259,14 +259,15 @@ def scaledgd(
 ) -> RPCAResult:
     """Robust PCA by ScaledGD: S by the top-fraction sparsifier T_α, (L, R) by scaled gradients.
 
-    From S_0 = T_{α_init}(Y) and the balanced factors L_0, R_0 of SVD_r(Y − S_0), iteration k is
+    From S₀ = T_α₀(Y) (α₀ = ``alpha_init``) and the balanced factors L₀, R₀ of SVD_r(Y − S₀),
+    iteration k is
 
-        S_{k+1} = T_{α̃}(Y − L_k R_kᵀ),   E = L_k R_kᵀ + S_{k+1} − Y,
-        L_{k+1} = L_k − η E R_k (R_kᵀR_k)⁻¹,   R_{k+1} = R_k − η Eᵀ L_k (L_kᵀL_k)⁻¹,
+        Sₖ₊₁ = T_α̃(Y − Lₖ Rₖᵀ),   E = Lₖ Rₖᵀ + Sₖ₊₁ − Y,
+        Lₖ₊₁ = Lₖ − η E Rₖ (RₖᵀRₖ)⁻¹,   Rₖ₊₁ = Rₖ − η Eᵀ Lₖ (LₖᵀLₖ)⁻¹,
 
     (Tong, Ma, Chi, JMLR 2021) with T_α keeping the entries among the α-fraction largest in
     magnitude of both their row and their column (eq. 4 of Cai, Liu, Yin 2021; ties at the cut-off
-    are kept; the exact cut-offs come from :func:`lowrank_jax.selection.kth_largest`) and
+    are kept; the exact cut-offs come from ``lowrank_jax.selection.kth_largest``) and
     α̃ = ``alpha_iter``. Defaults follow the authors' reference code.
 
     Args:
@@ -275,7 +276,7 @@ def scaledgd(
       alpha: outlier fraction estimate α ∈ [0, 1] (scalar; may be traced, ``vmap`` over it works).
       eta: step size η > 0 (scalar; may be traced), default 0.5 (theory: ≤ 2/3); 0, which would
         return the start as the answer, is refused.
-      tol: stop once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (> 0, default 1e-6), or, with
+      tol: stop once ‖Y − Xₖ₋₁ − Sₖ‖_F/‖Y‖_F < tol (> 0, default 1e-6), or, with
         ``stop="change"``, once the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol.
         None runs exactly ``max_iter`` iterations. A tolerance stop is a ``while_loop``, which
         ``jax.grad`` cannot pass: for gradients pass ``differentiable=True`` (a masked ``scan`` of
@@ -283,7 +284,7 @@ def scaledgd(
         either way: the step kernel and the rank-r projection carry custom reverse-mode rules.
       max_iter: the iteration budget (static, ≥ 0; default 500).
       alpha_iter: the fraction α̃ ∈ [0, 1] of the iterations, default 2α (the reference code).
-      alpha_init: the fraction α_0 ∈ [0, 1] of the initialisation, default α.
+      alpha_init: the fraction α₀ ∈ [0, 1] of the initialisation, default α.
       X_star: (n1, n2) ground truth, to record ‖X_k − X⋆‖_F/‖X⋆‖_F per iteration (default None).
       support: boolean (n1, n2) mask of supp(S⋆), to record #{S_k ≠ 0 outside it} (default None).
       key: ``jax.random`` key or integer seed of the randomized initial SVD (default key(0)).
@@ -296,11 +297,11 @@ def scaledgd(
       throw: with a run that diverges (non-finite factors, or ‖L‖_F‖R‖_F beyond 10⁴ ‖Y‖_F), raise
         ``RuntimeError`` (True, default; also inside ``jit``/``vmap``) or only report
         ``status == Status.DIVERGED`` (False: a sweep keeps its other points). A traced α, α̃,
-        α_0, η or ``tol`` that breaks its rule (a concrete one raises ``ValueError``) gives
+        α₀, η or ``tol`` that breaks its rule (a concrete one raises ``ValueError``) gives
         ``Status.INVALID`` and NaN X and S, raised the same way.
 
     Returns:
-      :class:`RPCAResult`: ``status``, ``n_iter``, L, R, X = L Rᵀ, S = T_α̃(Y − X_{k−1}), the final
+      ``RPCAResult``: ``status``, ``n_iter``, L, R, X = L Rᵀ, S = T_α̃(Y − Xₖ₋₁), the final
       ``residual`` (and ``error``, ``false_positives``, ``change`` when asked for), their
       ``history`` and S's ``density`` (above one half, an α too large for a sparse S:
       ``Status.UNRELIABLE``, and a direct call warns). Because T_α keeps ties, data with many
@@ -312,9 +313,11 @@ def scaledgd(
         import jax
         from lowrank_jax import datasets, rpca
 
-        p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)  # Y = X⋆ + S⋆
+        # Y = X⋆ + S⋆
+        p = datasets.rpca_problem(jax.random.key(0), 300, 300, rank=5, alpha=0.1)
         out = rpca.scaledgd(p.Y, 5, alpha=0.1, tol=1e-5, X_star=p.X)
-        # RPCAResult(status=CONVERGED, n_iter=66, ..., error=2e-05, ...): ‖X − X⋆‖_F/‖X⋆‖_F
+        # RPCAResult(status=CONVERGED, n_iter=66, ..., error=2e-05, ...),
+        # error = ‖X − X⋆‖_F / ‖X⋆‖_F
         print(out)
         ```
     """
@@ -375,12 +378,13 @@ def scaledgd_iteration(
 ) -> loop.Iteration:
     """ScaledGD as an initial state and a step, to run, warm-start or stop as one wishes.
 
-    The iteration that :func:`scaledgd` runs (same arguments and equations): its state is
+    The iteration that ``scaledgd`` runs (same arguments and equations): its state is
     ``(L, R, L_prev, R_prev, cuts)``, the factors after and before the last step and T_α's cut-offs
-    (warm starts of the selection); its diagnostics those of :func:`scaledgd`'s history. So
+    (warm starts of the selection); its diagnostics those of ``scaledgd``'s history. So
 
         it = scaledgd_iteration(Y, r, α, ...)
-        it.result(loop.run(it, max_iter=m))   ==   scaledgd(Y, r, α, ..., max_iter=m, throw=False)
+        it.result(loop.run(it, max_iter=m))
+            == scaledgd(Y, r, α, ..., max_iter=m, throw=False)
 
     Args:
       Y: (n1, n2) observation.
@@ -389,7 +393,7 @@ def scaledgd_iteration(
       eta: step size η > 0 (scalar; may be traced), default 0.5.
       tol: ``it.stop`` is ``diag[stop] < tol`` (> 0, default 1e-6); None: no stopping rule.
       alpha_iter: the fraction α̃ ∈ [0, 1] of the iterations, default 2α.
-      alpha_init: the fraction α_0 ∈ [0, 1] of the initialisation, default α.
+      alpha_init: the fraction α₀ ∈ [0, 1] of the initialisation, default α.
       X_star: (n1, n2) ground truth, to record the error per iteration (default None).
       support: boolean (n1, n2) mask of supp(S⋆), to record false positives (default None).
       key: ``jax.random`` key or integer seed of the randomized initial SVD (default key(0)).
@@ -399,9 +403,9 @@ def scaledgd_iteration(
       stop: what ``tol`` bounds, ``"residual"`` (default) or ``"change"``.
 
     Returns:
-      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives an :class:`RPCAResult` (no
+      A ``lowrank_jax.loop.Iteration`` whose ``result`` gives an ``RPCAResult`` (no
       exception on failure: read its ``status``, or pass it to
-      :func:`lowrank_jax.result.finish`).
+      ``lowrank_jax.result.finish``).
 
     Example:
         ```python
@@ -410,9 +414,9 @@ def scaledgd_iteration(
 
         p = datasets.rpca_problem(jax.random.key(0), 200, 200, rank=3, alpha=0.1)
         it = rpca.scaledgd_iteration(p.Y, 3, alpha=0.1, X_star=p.X)
-        first = loop.run(it, max_iter=10)                     # ten steps
-        warm = it._replace(state=first.state)                 # ... then on from there
-        print(it.result(loop.run(warm, max_iter=100)))        # RPCAResult(status=CONVERGED, …)
+        first = loop.run(it, max_iter=10)  # ten steps
+        warm = it._replace(state=first.state)  # ... then on from there
+        print(it.result(loop.run(warm, max_iter=100)))  # status=CONVERGED, …
         ```
     """
     use_tol, tol = stopping(tol, Y.dtype)

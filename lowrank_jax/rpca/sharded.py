@@ -4,19 +4,19 @@ device.
 Device i holds rows Y_i (n1/D × n2) and the matching rows L_i of the left factor; R (n2 × r) is
 replicated. One layer (LRPCA eq. 7 + 9) is then
 
-    E_i = −clip(Y_i − L_i Rᵀ, −ζ, ζ)                               (local, panel by panel)
-    L_i⁺ = L_i − η E_i R (RᵀR)⁻¹                                     (local)
-    R⁺  = R − η (Σ_i E_iᵀ L_i)(Σ_i L_iᵀ L_i)⁻¹                       (psum of (n2, r) and (r, r))
+    E_i  = −clip(Y_i − L_i Rᵀ, −ζ, ζ)              (local, panel by panel)
+    L_i⁺ = L_i − η E_i R (RᵀR)⁻¹                    (local)
+    R⁺   = R − η (Σ_i E_iᵀ L_i)(Σ_i L_iᵀ L_i)⁻¹      (psum of (n2, r) and (r, r))
 
-— the iteration of the single-device solver (:func:`lowrank_jax.rpca.lrpca_iteration`: its
-step :func:`lowrank_jax.rpca.lrpca_step`, its schedule and its residual), built on each device's
-rows with its reductions named by the mesh axis and run by :func:`lowrank_jax.loop.run` inside
-``shard_map``. The spectral initialisation is :func:`lowrank_jax.linalg.randomized_svd` with
+— the iteration of the single-device solver (``lowrank_jax.rpca.lrpca_iteration``: its
+step ``lowrank_jax.rpca.lrpca_step``, its schedule and its residual), built on each device's
+rows with its reductions named by the mesh axis and run by ``lowrank_jax.loop.run`` inside
+``shard_map``. The spectral initialisation is ``lowrank_jax.linalg.randomized_svd`` with
 ``axis_name`` (TSQR for the row-split orthonormalisations, ``psum`` for the column-side
 products). Nothing of size n1 × n2 crosses devices; per layer the traffic is O(n2 r + r²) per
 device.
 
-The result equals the single-device :func:`~lowrank_jax.rpca.lrpca` with the same key up to
+The result equals the single-device ``lrpca`` with the same key up to
 floating-point rounding (sums are taken in a different order), which the tests check on 8
 simulated CPU devices. The same code runs on several GPUs/TPUs, and across hosts after
 ``jax.distributed.initialize()`` with a mesh over ``jax.devices()`` (docs/scaling.md).
@@ -53,7 +53,7 @@ AXIS = "rows"
 
 
 def row_mesh(devices=None) -> Mesh:
-    """A 1-D device mesh with the axis name ``"rows"``, for :func:`lrpca_sharded`.
+    """A 1-D device mesh with the axis name ``"rows"``, for ``lrpca_sharded``.
 
     Args:
       devices: the devices, in order (default None: all of ``jax.devices()``).
@@ -66,7 +66,7 @@ def row_mesh(devices=None) -> Mesh:
 
 
 def _mesh(mesh, name: str, args) -> Mesh:
-    """The mesh of :func:`lrpca_sharded`: ``None`` is :func:`row_mesh` over every device; a given
+    """The mesh of ``lrpca_sharded``: ``None`` is ``row_mesh`` over every device; a given
     one must be 1-D with the axis name ``"rows"``."""
     mesh = row_mesh() if mesh is None else mesh
     if not isinstance(mesh, Mesh):
@@ -80,7 +80,7 @@ def _mesh(mesh, name: str, args) -> Mesh:
 
 
 def _rows_per_device(a) -> str:
-    """The message of :data:`_ENOUGH_ROWS`."""
+    """The message of ``_ENOUGH_ROWS``."""
     devices, rows, width = _split(a)
     return (
         f"{devices} devices leave {rows} rows each, fewer than the sketch "
@@ -130,7 +130,7 @@ def lrpca_sharded(
 ) -> RPCAResult:
     """LRPCA with Y and L split by rows over the devices of a mesh (``jax.shard_map``).
 
-    The layers of :func:`lowrank_jax.rpca.lrpca` (Cai, Liu, Yin 2021, eq. 7 + 9), device i holding
+    The layers of ``lowrank_jax.rpca.lrpca`` (Cai, Liu, Yin 2021, eq. 7 + 9), device i holding
     the rows Y_i and L_i and every device R:
 
         E_i = −clip(Y_i − L_i Rᵀ, −ζ, ζ),   L_i⁺ = L_i − η E_i R (RᵀR)⁻¹,
@@ -146,10 +146,10 @@ def lrpca_sharded(
       rank: target rank r (static).
       zeta: (K+1,) thresholds, ``zeta[0] > 0``.
       eta: (K,) step sizes.
-      mesh: a 1-D mesh with axis name ``"rows"`` (default None: :func:`row_mesh` over every
+      mesh: a 1-D mesh with axis name ``"rows"`` (default None: ``row_mesh`` over every
         device).
       beta, phi: FRMNN factors (scalars > 0), both or neither (default None).
-      tol: stop once ‖Y − X_{k−1} − S_k‖_F/‖Y‖_F < tol (the residual is summed across devices, so
+      tol: stop once ‖Y − Xₖ₋₁ − Sₖ‖_F/‖Y‖_F < tol (the residual is summed across devices, so
         every device stops at the same layer); default None.
       max_iter: total number of layers (≥ 0; ``max_iter = 0`` runs none): without FRMNN at most
         K, default K; with FRMNN required unless ``tol`` is given (then default 1000).
@@ -164,7 +164,7 @@ def lrpca_sharded(
         the process (XLA:CPU).
 
     Returns:
-      :class:`~lowrank_jax.rpca.RPCAResult` whose L, X and S stay split by rows
+      ``RPCAResult`` whose L, X and S stay split by rows
       (``NamedSharding``) and whose R is replicated; ``residual`` is the final ‖E_k‖_F/‖Y‖_F and
       ``history["residual"]`` holds it per layer. Not computed here: ``lrpca``'s diagnostics
       (``X_star``, ``support``), its ``svd`` choice (the first SVD is randomized),

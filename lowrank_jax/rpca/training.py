@@ -3,7 +3,8 @@
 Loss of a stage j (0 ≤ j ≤ K), on a mini-batch of B fresh instances (Y, X⋆) of the paper's
 generator drawn inside the jitted step:
 
-    ℓ_j(Θ) = (1/B) Σ_b (1/j) Σ_{k=1..j} log e_k(Y_b; Θ),   e_k = ‖X_k − X⋆‖_F / ‖X⋆‖_F,
+    ℓ_j(Θ) = (1/B) Σ_b (1/j) Σ_(k=1..j) log e_k(Y_b; Θ),
+    e_k    = ‖X_k − X⋆‖_F / ‖X⋆‖_F,
 
 with X_k the output of layer k (ℓ_0 = mean log e_0). Curriculum (the paper's layer-wise training,
 schedule as in the authors' code): stage 0 trains ζ_0; stage j ≥ 1 first trains the new layer's
@@ -14,21 +15,21 @@ Choices, and why (numbers in docs/rpca.md):
   rate fits all, and both stay positive (the authors' code restores a backup when a ζ turns
   negative; with η free, training drove some steps negative and the last one to ≈ 0, which left
   nothing for the FRMNN continuation to extend).
-- Adam instead of SGD with per-layer learning rates ζ_{k−1}/5000: scale-free, far fewer steps.
+- Adam instead of SGD with per-layer learning rates ζₖ₋₁/5000: scale-free, far fewer steps.
 - log of the relative error as the loss: every stage (errors 1e-1 … 1e-5) has gradients of the
   same size, and instances of different difficulty weigh alike. Averaged over the layers 1..j
   (deep supervision) rather than taken at layer j alone (the paper's eq. 12): with the last layer
   alone, training parked late layers (η ≈ 0) once the error reached a few 1e-6, and the
   continuation past K stalled there; with the average every layer must make progress.
-- Initial values: the oracle schedule of Theorem 1 (ζ_k = ‖X_{k−1} − X⋆‖_∞ with η = 0.5), its
+- Initial values: the oracle schedule of Theorem 1 (ζₖ = ‖Xₖ₋₁ − X⋆‖∞ with η = 0.5), its
   geometric mean over a few training instances; η = 0.5. Training starts from a schedule that
   already converges, so few steps per stage suffice.
-- Pre-training trains ζ_j as well as η_j. The authors' code resets ζ_j to 0.1·ζ_{j−1} before every
+- Pre-training trains ζ_j as well as η_j. The authors' code resets ζⱼ to 0.1·ζⱼ₋₁ before every
   pre-training step, so it trains only η_j there; that quirk is not reproduced.
 - Mini-batches through ``lax.map``: the instances of a batch run one after another (the mean loss
   and its gradient are the same as a ``vmap``'s; the memory is one instance's).
 
-Every stage ends with a checkpoint (:func:`lowrank_jax.rpca.params.save_params`, atomic); a run
+Every stage ends with a checkpoint (``lowrank_jax.rpca.params.save_params``, atomic); a run
 restarted with the same arguments resumes after the last finished stage and ends with exactly the
 parameters of an uninterrupted run (each stage's randomness is ``fold_in(key, stage)`` and each
 phase starts a fresh optimiser).
@@ -67,7 +68,7 @@ from lowrank_jax.rpca.params import LRPCAParams, data_scale, read_params, save_p
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """What :func:`train_lrpca` trains on and how (a frozen dataclass, checked on creation).
+    """What ``train_lrpca`` trains on and how (a frozen dataclass, checked on creation).
 
     Stage j = 0..K trains layer j's (ζ_j, η_j) alone for ``pre_steps`` Adam steps, then layers
     0..j together for ``full_steps`` (stage 0: ζ_0 for both counts together), each step on
@@ -86,7 +87,7 @@ class TrainConfig:
       lr: Adam's learning rate, for log ζ and log η alike (> 0; default 0.03).
       init_instances: instances whose oracle schedule initialises ζ (≥ 1; default 4).
       init_rule: that oracle's rule, ``"max"`` (default) or ``"rms"`` (see
-        :func:`~lowrank_jax.rpca.oracle_thresholds`).
+        ``oracle_thresholds``).
       init_scale: that oracle's factor c (> 0; default 1).
       init_eta: that oracle's step, and the initial η (> 0; default 0.5).
     """
@@ -182,7 +183,7 @@ def _config_fields(
     init_scale,
     init_eta,
 ) -> dict:
-    """The fields of a :class:`TrainConfig`, checked and as plain Python numbers."""
+    """The fields of a ``TrainConfig``, checked and as plain Python numbers."""
     return dict(
         n=n,
         rank=rank,
@@ -214,11 +215,11 @@ def layer_error(params: LRPCAParams, Y, X_star, layers: int, *, throw: bool = Tr
     """Relative error ‖X_j − X⋆‖_F/‖X⋆‖_F of LRPCA after its first j layers.
 
     Args:
-      params: the :class:`LRPCAParams`.
+      params: the ``LRPCAParams``.
       Y: (n1, n2) observation.
       X_star: (n1, n2) ground truth.
       layers: j, the number of layers to run (0: the initialisation).
-      throw: as in :func:`~lowrank_jax.rpca.lrpca` (True, default: a diverging run raises
+      throw: as in ``lrpca`` (True, default: a diverging run raises
         ``RuntimeError``; False returns its error).
 
     Returns:
@@ -231,14 +232,14 @@ def layer_error(params: LRPCAParams, Y, X_star, layers: int, *, throw: bool = Tr
 def stage_loss(params: LRPCAParams, Y, X_star, layers: int, *, throw: bool = True):
     """One instance's training loss of stage j, the mean log relative error over layers 1..j.
 
-        ℓ_j = (1/j) Σ_{k=1..j} log e_k,   e_k = ‖X_k − X⋆‖_F/‖X⋆‖_F   (ℓ_0 = log e_0)
+        ℓ_j = (1/j) Σ_(k=1..j) log e_k,   e_k = ‖X_k − X⋆‖_F/‖X⋆‖_F   (ℓ_0 = log e_0)
 
     Args:
-      params: the :class:`LRPCAParams`.
+      params: the ``LRPCAParams``.
       Y: (n1, n2) observation.
       X_star: (n1, n2) ground truth.
       layers: j ≥ 0.
-      throw: as in :func:`layer_error`; the training step passes False (see :func:`train_lrpca`).
+      throw: as in ``layer_error``; the training step passes False (see ``train_lrpca``).
 
     Returns:
       ℓ_j, a scalar array.
@@ -254,19 +255,19 @@ def stage_loss(params: LRPCAParams, Y, X_star, layers: int, *, throw: bool = Tru
 def initial_params(key, cfg: TrainConfig, sampler=None) -> LRPCAParams:
     """The starting point of training: the geometric mean of oracle threshold schedules.
 
-        log ζ = mean_b log ζ^{oracle}(Y_b, X⋆_b),   η_k = ``cfg.init_eta``
+        log ζ = mean_b log ζ_oracle(Y_b, X⋆_b),   η_k = ``cfg.init_eta``
 
     over ``cfg.init_instances`` instances, the oracle with ``cfg.init_rule``, ``cfg.init_scale``
-    and step ``cfg.init_eta`` (:func:`~lowrank_jax.rpca.oracle_thresholds`).
+    and step ``cfg.init_eta`` (``oracle_thresholds``).
 
     Args:
       key: ``jax.random`` key of the instances.
-      cfg: the :class:`TrainConfig`.
-      sampler: as in :func:`train_lrpca` (default None: the paper's generator).
+      cfg: the ``TrainConfig``.
+      sampler: as in ``train_lrpca`` (default None: the paper's generator).
 
     Returns:
-      :class:`LRPCAParams` with K = ``cfg.num_layers`` layers, β = φ = 1, ``scale`` the mean
-      :func:`~lowrank_jax.rpca.data_scale` of the instances (the units of ζ) and ``alpha``
+      ``LRPCAParams`` with K = ``cfg.num_layers`` layers, β = φ = 1, ``scale`` the mean
+      ``data_scale`` of the instances (the units of ζ) and ``alpha``
       ``cfg.alpha`` (None with a ``sampler``).
     """
     Y, X = _instances(key, cfg, cfg.init_instances, sampler)
@@ -386,13 +387,13 @@ def train_lrpca(
 
     Stage j = 0..K minimises, over mini-batches of fresh instances (Y, X⋆),
 
-        ℓ_j(Θ) = (1/B) Σ_b (1/j) Σ_{k=1..j} log ‖X_k(Y_b; Θ) − X⋆_b‖_F/‖X⋆_b‖_F
+        ℓ_j(Θ) = (1/B) Σ_b (1/j) Σ_(k=1..j) log ‖X_k(Y_b; Θ) − X⋆_b‖_F/‖X⋆_b‖_F
 
     with Adam on (log ζ, log η): first layer j's (ζ_j, η_j) alone, then layers 0..j together. The
-    FRMNN factors stay β = φ = 1; :func:`frmnn_grid_search` chooses them after.
+    FRMNN factors stay β = φ = 1; ``frmnn_grid_search`` chooses them after.
 
     Args:
-      cfg: :class:`TrainConfig`.
+      cfg: ``TrainConfig``.
       key: ``jax.random`` key or integer seed (default key(0)); the whole run is a deterministic
         function of it and ``cfg``.
       checkpoint: path of the checkpoint file, written after every stage; if it exists and was
@@ -405,8 +406,8 @@ def train_lrpca(
         then ``cfg.alpha`` is unused and ``cfg.n`` should be √(n1 n2).
 
     Returns:
-      :class:`LRPCAParams` with ζ, η trained and β = φ = 1. The loss runs
-      :func:`~lowrank_jax.rpca.lrpca` with ``throw=False``, so an instance whose run diverges
+      ``LRPCAParams`` with ζ, η trained and β = φ = 1. The loss runs
+      ``lrpca`` with ``throw=False``, so an instance whose run diverges
       does not abort the compiled step; while its error stays finite (factors past the growth
       bound) the loss is large and Adam steps away from it. A non-finite batch loss raises
       ``RuntimeError`` naming the stage and step (lower ``cfg.lr``); the checkpoint then holds the
@@ -480,7 +481,7 @@ def _key_tag(key):
 
 
 def _load_checkpoint(path, cfg: TrainConfig, key_tag):
-    """The parameters and meta of a checkpoint, after :func:`read_params`'s checks (magic, header
+    """The parameters and meta of a checkpoint, after ``read_params``'s checks (magic, header
     fields, payload length and SHA-256, shapes) and the run's: the meta holds exactly ``stage`` (an
     integer in 0..K), ``config`` (this run's) and ``key`` (this run's), and the parameters are of
     the configuration's rank, size and layer count. Anything else is a ``ValueError`` naming the
@@ -522,7 +523,7 @@ def _load_checkpoint(path, cfg: TrainConfig, key_tag):
 
 def _continue(params: LRPCAParams, Y, L, R, beta, phi, extra: int):
     """Run layers K+1..K+``extra`` from (L_K, R_K) with LRPCA's own FRMNN schedule (eq. 13); returns
-    (L, R, whether the run diverged by :func:`lrpca`'s rule)."""
+    (L, R, whether the run diverged by ``lrpca``'s rule)."""
     K = params.num_layers
     y_norm = frob(Y)
     y_norm = jnp.where(y_norm > 0, y_norm, 1.0)
@@ -539,7 +540,7 @@ def _continue(params: LRPCAParams, Y, L, R, beta, phi, extra: int):
 
 
 def frmnn_grid() -> tuple[jax.Array, jax.Array]:
-    """The default grid of :func:`frmnn_grid_search` (step 0.1, as the paper).
+    """The default grid of ``frmnn_grid_search`` (step 0.1, as the paper).
 
     Returns:
       ``(betas, phis)``: float32 arrays β ∈ {0.5, …, 2.0} (16 values) and φ ∈ {0.1, …, 1.0} (10).
@@ -548,10 +549,10 @@ def frmnn_grid() -> tuple[jax.Array, jax.Array]:
 
 
 class FRMNNSearch(NamedTuple):
-    """What :func:`frmnn_grid_search` returns; it unpacks as ``params, errors``.
+    """What ``frmnn_grid_search`` returns; it unpacks as ``params, errors``.
 
     Attributes:
-      params: the trained model (:class:`LRPCAParams`) with the chosen β, φ.
+      params: the trained model (``LRPCAParams``) with the chosen β, φ.
       errors: (len(betas), len(phis)), the grid's mean relative errors at layer K̄ (+inf where a
         point diverged).
     """
@@ -597,22 +598,23 @@ def frmnn_grid_search(
 ):
     """Choose FRMNN's continuation (β, φ) by grid search, the K learned layers frozen (eq. 14).
 
-        (β, φ) = argmin over the grid of mean_b ‖X_K̄(Y_b; ζ, η, β, φ) − X⋆_b‖_F/‖X⋆_b‖_F,
+        (β, φ) = argmin over the grid of mean_b e_b(β, φ),
+        e_b(β, φ) = ‖X_K̄(Y_b; ζ, η, β, φ) − X⋆_b‖_F / ‖X⋆_b‖_F,
         K̄ = K + ``extra_layers``,
 
-    over ``num_instances`` fresh instances, past layer K with ζ_k = φ^{k−K} ζ_K and
-    η_k = β^{k−K} η_K. The K frozen layers run once per instance; the continuation over the whole
+    over ``num_instances`` fresh instances, past layer K with ζ_k = φ^(k−K) ζ_K and
+    η_k = β^(k−K) η_K. The K frozen layers run once per instance; the continuation over the whole
     grid is vmapped (in chunks of ``GRID_CHUNK``) inside one jitted call. The objective sees layer
     K̄ only: a continuation chosen at K̄ = K + 5 may do worse a few layers later, and a larger
     ``extra_layers`` (30 for the shipped n = 300 and 100 models) favours continuations that keep
     descending.
 
     Args:
-      params: the trained K-layer model (:func:`train_lrpca`); its ζ, η stay frozen.
-      cfg: the :class:`TrainConfig` whose generator (n, rank, α) draws the instances.
+      params: the trained K-layer model (``train_lrpca``); its ζ, η stay frozen.
+      cfg: the ``TrainConfig`` whose generator (n, rank, α) draws the instances.
       num_instances: instances averaged (≥ 1; default 20).
       extra_layers: K̄ − K (≥ 0; default 5, as the paper).
-      betas, phis: 1-D grids of values > 0 (default None: :func:`frmnn_grid`, β ∈ {0.5, …, 2.0},
+      betas, phis: 1-D grids of values > 0 (default None: ``frmnn_grid``, β ∈ {0.5, …, 2.0},
         φ ∈ {0.1, …, 1.0}).
       sampler: instead of the generator, a function ``sampler(key, count) -> (Y, X⋆)`` returning
         ``count`` stacked instances ((count, n1, n2) each), e.g. patches of real data.
@@ -620,9 +622,9 @@ def frmnn_grid_search(
       progress: show a tqdm bar of the instances done (default False).
 
     Returns:
-      :class:`FRMNNSearch` ``(params with the chosen β, φ, errors)``, ``errors`` of shape
+      ``FRMNNSearch`` ``(params with the chosen β, φ, errors)``, ``errors`` of shape
       (len(betas), len(phis)): the grid's mean errors, +inf at a point that diverged on some
-      instance (by :func:`~lowrank_jax.rpca.lrpca`'s rule: non-finite factors, or ‖L‖_F‖R‖_F
+      instance (by ``lrpca``'s rule: non-finite factors, or ‖L‖_F‖R‖_F
       beyond 10⁴ ‖Y‖_F, in the K frozen layers or the continuation). If every point diverges,
       ``RuntimeError``.
     """

@@ -1,13 +1,13 @@
 """Supervised dictionary learning (SDL-H, SDL-W) by lifted projected gradient descent.
 
-``fit`` / ``predict`` / ``predict_proba`` / ``cross_validate`` (:mod:`.fit`), the lifted objective,
-gradients, factor recovery and Theorem 2.1's constants (:mod:`.model`), LPGD and the BCD baseline
-with their iterations ``lpgd_iteration`` / ``bcd_iteration`` (:mod:`.solvers`; LPGD's steps in the
-span of the data, :mod:`.span`), MF-LR (:mod:`.baselines`), and the scikit-learn estimator
-``SDLClassifier`` (:mod:`.estimator`, imported on first use: it needs scikit-learn).
+``fit`` / ``predict`` / ``predict_proba`` / ``cross_validate`` (``sdl.fit``), the lifted objective,
+gradients, factor recovery and Theorem 2.1's constants (``sdl.model``), LPGD and the BCD baseline
+with their iterations ``lpgd_iteration`` / ``bcd_iteration`` (``sdl.solvers``; LPGD's steps in the
+span of the data, ``sdl.span``), MF-LR (``sdl.baselines``), and the scikit-learn estimator
+``SDLClassifier`` (``sdl.estimator``, imported on first use: it needs scikit-learn).
 
 Data are samples in rows at every entry point — X (n, p), X_aux (n, q) — and transposed once into
-the paper's layout (columns are samples) by :func:`prepare`; the fitted factors keep that layout:
+the paper's layout (columns are samples) by ``prepare``; the fitted factors keep that layout:
 W (p, r) the dictionary, H (r, n) the codes, ``coef`` β (r, κ), ``aux_coef`` γ (q, κ).
 """
 
@@ -94,7 +94,7 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    """``SDLClassifier`` from :mod:`lowrank_jax.sdl.estimator`, imported on first use so that
+    """``SDLClassifier`` from ``lowrank_jax.sdl.estimator``, imported on first use so that
     ``import lowrank_jax`` does not need scikit-learn (an ``ImportError`` naming
     ``pip install scikit-learn`` when it is missing).
 
@@ -102,7 +102,7 @@ def __getattr__(name: str):
       name: the attribute asked for.
 
     Returns:
-      :class:`lowrank_jax.sdl.estimator.SDLClassifier` for ``"SDLClassifier"``; any other name is
+      ``lowrank_jax.sdl.estimator.SDLClassifier`` for ``"SDLClassifier"``; any other name is
       an ``AttributeError``.
     """
     if name == "SDLClassifier":

@@ -14,7 +14,7 @@ from lowrank_jax.sdl import model as sm
 
 
 def _features(X_new, name: str, fitted) -> jax.Array:
-    """New samples (n_new, p) with the features of the fitted :class:`MFLR`."""
+    """New samples (n_new, p) with the features of the fitted ``MFLR``."""
     X_new = _checks.as_matrix(X_new, name)
     p = fitted.U.shape[0]
     if X_new.shape[1] != p:
@@ -26,7 +26,7 @@ def _features(X_new, name: str, fitted) -> jax.Array:
 
 
 def _labels(y, name: str, args) -> np.ndarray:
-    """Labels of the rows of X, every class 0, …, max(y) present (as :func:`lowrank_jax.sdl.fit`
+    """Labels of the rows of X, every class 0, …, max(y) present (as ``lowrank_jax.sdl.fit``
     requires by default)."""
     y = sm.check_labels(y, args["X"].shape[0])
     sm.infer_num_classes(y)
@@ -34,7 +34,7 @@ def _labels(y, name: str, args) -> np.ndarray:
 
 
 class MFLR(NamedTuple):
-    """The MF-LR baseline, as :func:`mf_lr` fits it.
+    """The MF-LR baseline, as ``mf_lr`` fits it.
 
     Attributes:
       U: (p, r) orthonormal feature (gene) groups, the top right singular vectors of X (n, p).
@@ -89,14 +89,14 @@ def mf_lr(X, y, rank: int, *, C: float = 1.0) -> MFLR:
 
     Args:
       X: (n, p) training data, samples in rows.
-      y: (n,) labels 0, …, max(y), each of which must occur, as :func:`lowrank_jax.sdl.fit`
+      y: (n,) labels 0, …, max(y), each of which must occur, as ``lowrank_jax.sdl.fit``
         requires by default (labels {0, 2} are refused by both, so that the two are compared on
         the same classes).
       rank: r, 1 ≤ r ≤ min(n, p).
       C: the logistic regression's inverse regularisation strength (default 1).
 
     Returns:
-      :class:`MFLR` (U (p, r), the fitted classifier).
+      ``MFLR`` (U (p, r), the fitted classifier).
     """
     from sklearn.linear_model import LogisticRegression
 

@@ -1,7 +1,7 @@
-"""A scikit-learn classifier around :func:`lowrank_jax.sdl.fit`: :class:`SDLClassifier`.
+"""A scikit-learn classifier around ``lowrank_jax.sdl.fit``: ``SDLClassifier``.
 
 Samples are in rows, X (n_samples, n_features), as in every scikit-learn estimator and in
-:func:`lowrank_jax.sdl.fit` itself; labels may be any values (strings too), mapped to 0, …, K − 1
+``lowrank_jax.sdl.fit`` itself; labels may be any values (strings too), mapped to 0, …, K − 1
 in the order of ``classes_``, the first class the softmax reference. The estimator validates its
 input with scikit-learn's own utilities and passes scikit-learn's estimator checks
 (``sklearn.utils.estimator_checks``); ``tests/test_sdl_estimator.py`` runs the named subset that
@@ -31,23 +31,23 @@ from lowrank_jax.sdl.fit import predict_proba as sdl_predict_proba
 
 
 class SDLClassifier(ClassifierMixin, BaseEstimator):
-    """Supervised dictionary learning (SDL-H or SDL-W, :func:`lowrank_jax.sdl.fit`) as a
+    """Supervised dictionary learning (SDL-H or SDL-W, ``lowrank_jax.sdl.fit``) as a
     scikit-learn classifier. With the lifted θ of rank ≤ r and the covariates' coefficients γ it
     minimises
 
         F(θ, γ) = Σ_s ℓ(y_s, a_s) + ξ‖X − B‖²_F + λ(‖A‖²_F + ‖γ‖²_F)
 
-    by LPGD (or BCD), and predicts by :func:`lowrank_jax.sdl.predict_proba`. The parameters keep
-    :func:`lowrank_jax.sdl.fit`'s names and defaults; ``rank`` above what the training data allow
+    by LPGD (or BCD), and predicts by ``lowrank_jax.sdl.predict_proba``. The parameters keep
+    ``lowrank_jax.sdl.fit``'s names and defaults; ``rank`` above what the training data allow
     is lowered to min(n_samples, n_features), the rank used is ``rank_``.
 
-    Units are :func:`lowrank_jax.sdl.fit`'s: at its chosen step it solves on X/s (s² the mean
+    Units are ``lowrank_jax.sdl.fit``'s: at its chosen step it solves on X/s (s² the mean
     squared sample norm) and maps the model back, so X and c·X fit alike.
 
     Args:
       rank: r, the number of dictionary atoms (default 2).
       model: "H" (SDL-H, default) or "W" (SDL-W).
-      xi, lam: ξ, λ ≥ 0, or None (default) for :func:`lowrank_jax.sdl.fit`'s scale-aware
+      xi, lam: ξ, λ ≥ 0, or None (default) for ``lowrank_jax.sdl.fit``'s scale-aware
         defaults.
       max_iter: LPGD steps (or BCD sweeps), default 1000.
       tol: LPGD's relative step tolerance (default 1e-6; None runs ``max_iter`` steps).
@@ -59,8 +59,8 @@ class SDLClassifier(ClassifierMixin, BaseEstimator):
         (one integer is drawn from it), or None (default) for seed 0: fits are deterministic.
 
     Attributes:
-      model_: the fitted :class:`lowrank_jax.sdl.SDLModel`.
-      classes_: the sorted distinct training labels; column c of :meth:`predict_proba` is
+      model_: the fitted ``lowrank_jax.sdl.SDLModel``.
+      classes_: the sorted distinct training labels; column c of ``predict_proba`` is
         ``classes_[c]``, and ``classes_[0]`` is the softmax reference.
       n_features_in_: the number of features; ``feature_names_in_`` too when X had string column
         names.
@@ -77,8 +77,9 @@ class SDLClassifier(ClassifierMixin, BaseEstimator):
         rng = np.random.default_rng(0)
         X = rng.normal(size=(60, 8))
         y = np.where(X[:, 0] + X[:, 1] > 0, "yes", "no")
-        clf = make_pipeline(StandardScaler(), SDLClassifier(rank=2, model="W")).fit(X[:40], y[:40])
-        print(clf.score(X[40:], y[40:]))   # held-out accuracy, labels "no" / "yes" as given
+        clf = make_pipeline(StandardScaler(), SDLClassifier(rank=2, model="W"))
+        clf.fit(X[:40], y[:40])
+        print(clf.score(X[40:], y[40:]))  # held-out accuracy, labels as given
         ```
     """
 
@@ -154,7 +155,7 @@ class SDLClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def predict_proba(self, X):
-        """Class probabilities of new samples (:func:`lowrank_jax.sdl.predict_proba`).
+        """Class probabilities of new samples (``lowrank_jax.sdl.predict_proba``).
 
         Args:
           X: array-like (n_samples, n_features).

@@ -1,4 +1,4 @@
-"""Fitting and prediction for supervised dictionary learning: ``fit`` → :class:`SDLModel`,
+"""Fitting and prediction for supervised dictionary learning: ``fit`` → ``SDLModel``,
 ``predict`` / ``predict_proba``, and cross-validation of (ξ, λ) as one ``vmap``ped program.
 
 Every function here takes samples in rows: X (n, p), X_aux (n, q), X_new (n_new, p); the model's
@@ -8,9 +8,10 @@ Prediction (App. A): SDL-W is a forward pass, a = βᵀWᵀx + γᵀx' = Aᵀx +
 for a new x: ``coding="lstsq"`` takes h = argmin ‖x − Wh‖² (the paper's cheap heuristic), and
 ``coding="supervised"`` solves eq. (6) — for every candidate label c,
 
-    J_c(x) = min_h ℓ(c, βᵀh + γᵀx') + ξ‖x − Wh‖²           (convex in h, solved by damped Newton)
+    J_c(x) = min_h ℓ(c, βᵀh + γᵀx') + ξ‖x − Wh‖²
+                  (convex in h, solved by damped Newton)
 
-and predicts argmin_c J_c, with probabilities ∝ e^{−J_c} (J_c is the negative log of the joint
+and predicts argmin_c J_c, with probabilities ∝ exp(−J_c) (J_c is the negative log of the joint
 likelihood of (x, c) with the code profiled out, up to a constant).
 """
 
@@ -33,26 +34,31 @@ from lowrank_jax.sdl import solvers
 
 
 class SDLModel(Result):
-    """A fitted SDL model, and the run that fitted it (the :class:`~lowrank_jax.result.Result` core:
-    ``status``, ``n_iter``, ``history``): :func:`predict` and :func:`predict_proba` take it as is.
+    """A fitted SDL model, and the run that fitted it (the ``Result`` core: ``status``,
+    ``n_iter``, ``history``): ``predict`` and ``predict_proba`` take it as is.
+
+    Shapes are those of one fit; a ``vmap``ped fit adds its batch axes in front of every array.
 
     Attributes:
-      status: CONVERGED when ``tol`` stopped LPGD, MAX_ITER after ``max_iter`` steps (always for
-        ``solver="bcd"``), DIVERGED or INVALID (fits with ``throw=False``).
-      n_iter: the steps (or sweeps) taken.
-      history: ``history["loss"]`` per step (and ``history["step_norm"]`` for LPGD), NaN after
-        ``n_iter``.
-      loss: F at the iterate before the last step (or sweep).
-      step_norm: ‖Z_{t+1} − Z_t‖_F of LPGD's last step; None for ``solver="bcd"``.
+      status: int32 scalar, CONVERGED when ``tol`` stopped LPGD, MAX_ITER after ``max_iter``
+        steps (always for ``solver="bcd"``), DIVERGED or INVALID (fits with ``throw=False``).
+      n_iter: int32 scalar, the steps (or sweeps) taken.
+      history: dict, ``history["loss"]`` per step (and ``history["step_norm"]`` for LPGD), each
+        of length ``max_iter``, NaN after ``n_iter``.
+      loss: float scalar, F at the iterate before the last step (or sweep).
+      step_norm: float scalar, ‖Zₜ₊₁ − Zₜ‖_F of LPGD's last step; None for
+        ``solver="bcd"``.
       W: (p, r) the dictionary, one atom (a feature group) per column.
       H: (r, n_train) the codes of the training samples.
       coef: β (r, κ), the classifier on the codes.
       aux_coef: γ (q, κ), the covariates' coefficients (the last row the intercept when
         ``intercept``).
-      theta: the lifted θ, in the model's layout.
-      xi, lam: ξ, λ.
-      lr: LPGD's step size τ; NaN for ``solver="bcd"``, which takes per-block steps 1/L_b
-        recomputed every sweep.
+      theta: the lifted θ in the model's layout: ((κ + p), n_train) for SDL-H,
+        (p, (κ + n_train)) for SDL-W.
+      xi: float scalar, the weight ξ of the reconstruction term.
+      lam: float scalar, the ridge weight λ.
+      lr: float scalar, LPGD's step size τ; NaN for ``solver="bcd"``, which takes per-block steps
+        1/L_b recomputed every sweep.
       model: "H" or "W".
       intercept: whether γ's last row is the intercept.
       kappa: κ, the number of classes less one (a property).
@@ -84,9 +90,9 @@ class SDLModel(Result):
 _INIT = _checks.Choice("svd", "random")
 
 XI_DEFAULT = 1.0
-"""ξ of :func:`fit`'s default on data whose samples have mean squared norm 1."""
+"""ξ of ``fit``'s default on data whose samples have mean squared norm 1."""
 LAM_DEFAULT = 0.01
-"""λ of :func:`fit`'s default on data whose samples have mean squared norm 1."""
+"""λ of ``fit``'s default on data whose samples have mean squared norm 1."""
 
 
 def _mean_square_norm(X):
@@ -96,10 +102,10 @@ def _mean_square_norm(X):
 
 
 def default_xi(X):
-    """:func:`fit`'s default ξ, from the scale of the data: with s² = ‖X‖²_F / n, the mean squared
+    """``fit``'s default ξ, from the scale of the data: with s² = ‖X‖²_F / n, the mean squared
     norm of a sample,
 
-        ξ = ξ₀ / s²,   ξ₀ = 1 (:data:`XI_DEFAULT`),
+        ξ = ξ₀ / s²,   ξ₀ = 1 (``XI_DEFAULT``),
 
     so that ξ‖X − B‖²_F is ξ₀ times the reconstruction error relative to the data's size, whatever
     units X is in (1 for all-zero X).
@@ -115,12 +121,12 @@ def default_xi(X):
 
 
 def default_lam(X, model: str):
-    """:func:`fit`'s default λ, from the scale of the data: with s² = ‖X‖²_F / n,
+    """``fit``'s default λ, from the scale of the data: with s² = ‖X‖²_F / n,
 
         SDL-H  λ = λ₀        (A holds the activations themselves),
         SDL-W  λ = λ₀ s²     (A multiplies x: rescaling X by c rescales A by 1/c),
 
-    λ₀ = 0.01 (:data:`LAM_DEFAULT`), a light ridge: larger λ shrinks the activations until the
+    λ₀ = 0.01 (``LAM_DEFAULT``), a light ridge: larger λ shrinks the activations until the
     unpenalised intercept alone decides, and every sample gets the majority class.
 
     Args:
@@ -140,7 +146,7 @@ def default_lam(X, model: str):
     model=sm.MODEL, rank=_checks.Convert(sm.rank_for_data), key=_checks.Key(), init=_INIT
 )
 def initial_point(data: sm.SDLData, rank: int, model: str, key, init: str = "svd"):
-    """The starting point of :func:`fit`: θ₀ = lift(W₀, H₀, β₀) and γ₀ = 0.
+    """The starting point of ``fit``: θ₀ = lift(W₀, H₀, β₀) and γ₀ = 0.
 
     ``init="svd"``: W₀ = U_rΣ_r, H₀ = V_rᵀ from the rank-r SVD of X (p, n). ``init="random"``:
     W₀, H₀ with i.i.d. N(0, s²) entries, s² = ‖X‖_F/√(r(p + n)), so that
@@ -150,7 +156,7 @@ def initial_point(data: sm.SDLData, rank: int, model: str, key, init: str = "svd
     lie in [−1, 1].
 
     Args:
-      data: the training data, from :func:`lowrank_jax.sdl.prepare`.
+      data: the training data, from ``lowrank_jax.sdl.prepare``.
       rank: r, 1 ≤ r ≤ min(p, n).
       model: "H" or "W" (anything else is a ``ValueError``).
       key: a ``jax.random`` key or an integer seed (None: key(0)); anything else is a
@@ -158,7 +164,7 @@ def initial_point(data: sm.SDLData, rank: int, model: str, key, init: str = "svd
       init: "svd" (default) or "random".
 
     Returns:
-      (θ₀ in the model's layout, γ₀ (q, κ) of zeros, the :class:`lowrank_jax.sdl.model.Factors`
+      (θ₀ in the model's layout, γ₀ (q, κ) of zeros, the ``lowrank_jax.sdl.model.Factors``
       (W₀, H₀, β₀)).
     """
     return _initial_point(data, key, rank=rank, model=model, init=init)
@@ -195,7 +201,7 @@ def _default_tol(tol) -> bool:
 
 
 def _fit_rank(rank, name: str, args) -> int:
-    """:func:`lowrank_jax.sdl.model.check_rank_for` against the training data's arguments."""
+    """``lowrank_jax.sdl.model.check_rank_for`` against the training data's arguments."""
     n, p = args["X"].shape
     return sm.check_rank_for(rank, args["model"], p, n, args["num_classes"] - 1)
 
@@ -271,8 +277,8 @@ def fit(
     guide has both models in full).
 
     The fit is the solver's run on ``prepare(X, y, X_aux, intercept=…)`` from
-    :func:`initial_point`: to step it by hand, build :func:`lowrank_jax.sdl.lpgd_iteration` (or
-    :func:`lowrank_jax.sdl.bcd_iteration`) on those.
+    ``initial_point``: to step it by hand, build ``lowrank_jax.sdl.lpgd_iteration`` (or
+    ``lowrank_jax.sdl.bcd_iteration``) on those.
 
     Args:
       X: (n, p) data, samples in rows; finite.
@@ -280,12 +286,12 @@ def fit(
       rank: r, 1 ≤ r ≤ min(p, n).
       model: "H" (SDL-H, default) or "W" (SDL-W).
       xi, lam: ξ, λ ≥ 0 of F (traced under ``vmap``). None (default) sets them from the scale of
-        X, s² = ‖X‖²_F / n the mean squared norm of a sample: ξ = 1/s² (:func:`default_xi`) and
-        λ = 0.01 for SDL-H, 0.01·s² for SDL-W (:func:`default_lam`) — ξ = 1, λ = 0.01 on data
+        X, s² = ‖X‖²_F / n the mean squared norm of a sample: ξ = 1/s² (``default_xi``) and
+        λ = 0.01 for SDL-H, 0.01·s² for SDL-W (``default_lam``) — ξ = 1, λ = 0.01 on data
         rescaled to s = 1, and the same objective for X and cX up to the rescaling of B (and of
         SDL-W's A). The fitted model records the values used (``xi``, ``lam``).
       lr: the step size τ > 0 (default None: the safe bound of
-        :func:`lowrank_jax.sdl.model.step_bound`); LPGD only, the model records NaN for
+        ``lowrank_jax.sdl.model.step_bound``); LPGD only, the model records NaN for
         ``solver="bcd"``. With None (and no ``project``, and for SDL-W no ``X_aux``) LPGD solves
         the same problem on X/s, s² = ‖X‖²_F/n: F(θ; X, ξ, λ) = F(θ′; X/s, ξs², λ′) with
         B′ = B/s, λ′ = λ (SDL-H) or A′ = sA, λ′ = λ/s² (SDL-W), and the model is mapped back to
@@ -295,7 +301,7 @@ def fit(
         problem's.
       max_iter: the iteration cap, ≥ 1 (default 1000).
       tol: LPGD's relative step tolerance (> 0, default 1e-6): it stops after the first step with
-        ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F), Z = (θ, γ); ``n_iter`` counts the steps taken
+        ‖Zₜ₊₁ − Zₜ‖_F ≤ tol · max(1, ‖Zₜ‖_F), Z = (θ, γ); ``n_iter`` counts the steps taken
         and ``history`` is NaN after them. ``tol=None`` runs exactly ``max_iter`` steps. With a
         ``tol`` the loop is a ``while_loop``, which ``jax.grad`` cannot pass: set
         ``differentiable=True`` for a masked ``scan`` instead, or pass ``tol=None``.
@@ -305,13 +311,13 @@ def fit(
         model has none; the authors' code adds one).
       key: ``jax.random`` key or integer seed (default key(0)) of the random parts of the start
         (β₀; W₀ and H₀ too with ``init="random"``) and of ``svd="randomized"``.
-      init: "svd" (default) or "random" (:func:`initial_point`).
+      init: "svd" (default) or "random" (``initial_point``).
       solver: "lpgd" (Algorithm 1, default) or "bcd" (the block-coordinate baseline, from the same
         start). BCD runs exactly ``max_iter`` sweeps with its own per-block steps: ``lr``,
         ``project`` and ``svd`` are LPGD-only and refused with it, and ``tol`` must stay at its
         default or None.
       svd: the rank projection, "gram" (default), "exact" or "randomized"
-        (:func:`lowrank_jax.sdl.solvers.lpgd`).
+        (``lowrank_jax.sdl.solvers.lpgd``).
       num_classes: κ + 1 (default max(y) + 1, and then every label 0, …, max(y) must occur: labels
         {0, 5} raise a ``ValueError`` naming the empty classes 1–4; pass num_classes to allow them).
       project: optional convex projection Π_Θ(θ) → θ applied before the rank projection, a pure
@@ -325,10 +331,10 @@ def fit(
         ``Status.INVALID`` and NaN parameters.
 
     Returns:
-      :class:`SDLModel`, the fitted model and its run: ``status`` (CONVERGED when ``tol`` stopped
+      ``SDLModel``, the fitted model and its run: ``status`` (CONVERGED when ``tol`` stopped
       LPGD, MAX_ITER after ``max_iter`` steps), ``n_iter``, the final ``loss`` (and ``step_norm``
       for LPGD) with their ``history``, θ, the factors W (p, r), H (r, n), ``coef`` β (r, κ) and
-      ``aux_coef`` γ (q, κ); :func:`predict` and :func:`predict_proba` apply it to new samples.
+      ``aux_coef`` γ (q, κ); ``predict`` and ``predict_proba`` apply it to new samples.
 
     Example:
         ```python
@@ -336,12 +342,14 @@ def fit(
         from lowrank_jax import sdl
 
         rng = np.random.default_rng(0)
-        W, H = rng.normal(size=(50, 2)), rng.normal(size=(2, 80))     # 2 feature groups, 80 samples
-        y = (H[0] > 0).astype(int)                                    # the label follows group 1
-        X = ((W @ H + 0.1 * rng.normal(size=(50, 80))) / np.sqrt(50)).T  # (n, p): samples in rows
+        # 2 feature groups, 80 samples; the label follows group 1
+        W, H = rng.normal(size=(50, 2)), rng.normal(size=(2, 80))
+        y = (H[0] > 0).astype(int)
+        # X (n, p): samples in rows
+        X = ((W @ H + 0.1 * rng.normal(size=(50, 80))) / np.sqrt(50)).T
         m = sdl.fit(X[:60], y[:60], rank=2, model="H", xi=1.0, lam=0.01)
         print(m)  # SDLModel(status=MAX_ITER, n_iter=1000, loss=13.75, W=f32[50,2], …)
-        print(np.mean(sdl.predict(m, X[60:]) == y[60:]))              # held-out accuracy: 1.0
+        print(np.mean(sdl.predict(m, X[60:]) == y[60:]))  # held-out accuracy: 1.0
         ```
     """
     lr_given = lr is not None
@@ -504,11 +512,11 @@ def activations(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq"):
     with the least-squares code h = argmin_h ‖x − Wh‖ of each sample x.
 
     Args:
-      m: a fitted :class:`SDLModel`.
+      m: a fitted ``SDLModel``.
       X_new: (n_new, p) new samples, in rows.
       X_aux_new: their (n_new, q) covariates, required when the model was fitted with some.
       coding: "lstsq" only: SDL-H's supervised code is a per-class minimisation with no single
-        activation (use :func:`predict_proba`).
+        activation (use ``predict_proba``).
 
     Returns:
       a (n_new, κ), one row per sample (class 0, the reference, has activation 0).
@@ -539,11 +547,11 @@ def predict_proba(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq", 
     eq. 6).
 
     Args:
-      m: a fitted :class:`SDLModel`.
+      m: a fitted ``SDLModel``.
       X_new: (n_new, p) new samples, in rows; computed in the model's dtype (a float32 model casts
         float64 data down: fit in float64 for float64 predictions).
       X_aux_new: their (n_new, q) covariates, required when the model was fitted with some.
-      coding: "lstsq" (default; the activations of :func:`activations`, SDL-H coding each sample
+      coding: "lstsq" (default; the activations of ``activations``, SDL-H coding each sample
         by least squares) or "supervised" (SDL-H with ξ > 0 only).
       throw: with a model whose fit diverged or was invalid (``m.status`` DIVERGED or INVALID: a
         fit with ``throw=False``), or probabilities that come out non-finite (overflow in the model
@@ -557,7 +565,7 @@ def predict_proba(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq", 
 
 
 def _proba(m: SDLModel, X_new, Xa, coding: str, throw: bool):
-    """:func:`predict_proba` of checked samples X_new (p, n_new), covariates Xa (q, n_new)."""
+    """``predict_proba`` of checked samples X_new (p, n_new), covariates Xa (q, n_new)."""
     if coding == "supervised":
         J = _supervised_costs(m.W, m.coef, m.aux_coef, m.xi, X_new, Xa)
         P = jax.nn.softmax(-J, axis=1)
@@ -592,14 +600,14 @@ def _refuse_failed(P, status, overflow):
 @full_precision
 @_checks.validate(*_PREDICT, coding=_CODING, **_NEW, throw=_checks.Flag())
 def predict(m: SDLModel, X_new, X_aux_new=None, *, coding: str = "lstsq", throw: bool = True):
-    """Predicted labels of new samples: the argmax over classes of :func:`predict_proba`.
+    """Predicted labels of new samples: the argmax over classes of ``predict_proba``.
 
     Args:
-      m: a fitted :class:`SDLModel`.
+      m: a fitted ``SDLModel``.
       X_new: (n_new, p) new samples, in rows.
       X_aux_new: their (n_new, q) covariates, required when the model was fitted with some.
-      coding: "lstsq" (default) or "supervised" (:func:`predict_proba`).
-      throw: as in :func:`predict_proba`.
+      coding: "lstsq" (default) or "supervised" (``predict_proba``).
+      throw: as in ``predict_proba``.
 
     Returns:
       (n_new,) integer labels in {0, …, κ}.
@@ -666,7 +674,7 @@ def _as_numpy(x):
 
 
 class CrossValidation(NamedTuple):
-    """What :func:`cross_validate` returns; it unpacks as ``accuracy, best``.
+    """What ``cross_validate`` returns; it unpacks as ``accuracy, best``.
 
     Attributes:
       accuracy: NumPy array (len(xis), len(lams)), the mean validation accuracy over the folds (NaN
@@ -750,7 +758,7 @@ def cross_validate(
     """Mean validation accuracy over stratified folds for every (ξ, λ) in xis × lams.
 
     Each fold fits the whole grid in one compiled, ``vmap``ped LPGD program (no Python loop over
-    the grid), with the step size τ of :func:`lowrank_jax.sdl.model.step_bound` for each point.
+    the grid), with the step size τ of ``lowrank_jax.sdl.model.step_bound`` for each point.
 
     Args:
       X: (n, p) data, samples in rows.
@@ -760,19 +768,19 @@ def cross_validate(
       model: "H" (default) or "W".
       folds: number of stratified folds (≥ 2, at most the number of samples; default 5).
       max_iter: LPGD steps of each fit (default 300; no tolerance: every fit runs them all).
-      X_aux, intercept: as in :func:`fit` (X_aux (n, q), one row per sample).
-      coding: how the validation samples are predicted (:func:`predict_proba`);
+      X_aux, intercept: as in ``fit`` (X_aux (n, q), one row per sample).
+      coding: how the validation samples are predicted (``predict_proba``);
         ``"supervised"`` needs every ξ > 0.
       key: ``jax.random`` key or integer seed (default key(0)). The fits start from
-        :func:`initial_point` with ``key`` itself, as :func:`fit` with that key does, the same for
+        ``initial_point`` with ``key`` itself, as ``fit`` with that key does, the same for
         every fold and grid point; the folds are shuffled with ``jax.random.fold_in(key, 1)``
-        (:func:`stratified_folds` with that key gives them).
-      num_classes: as in :func:`fit` (by default max(y) + 1, every class present in ``y``; a fold's
+        (``stratified_folds`` with that key gives them).
+      num_classes: as in ``fit`` (by default max(y) + 1, every class present in ``y``; a fold's
         training part may then still miss a rare class, which is allowed there).
       progress: show a tqdm bar of the folds done.
 
     Returns:
-      :class:`CrossValidation` ``(accuracy (len(xis), len(lams)), best (ξ, λ))`` — the mean
+      ``CrossValidation`` ``(accuracy (len(xis), len(lams)), best (ξ, λ))`` — the mean
       validation accuracy over the folds, and the pair that maximises it. A grid point whose fit
       fails on any fold (``Status.DIVERGED`` or ``INVALID``: the fits run with ``throw=False``) has
       accuracy NaN and is never the best; if every point fails, ``RuntimeError``.
@@ -787,7 +795,8 @@ def cross_validate(
         y = (H[0] > 0).astype(int)
         X = ((W @ H + 0.1 * rng.normal(size=(50, 80))) / np.sqrt(50)).T   # (n, p)
         acc, (xi, lam) = sdl.cross_validate(X, y, 2, [0.1, 1.0], [1e-3, 1e-2], folds=3)
-        print(acc.shape, xi, lam)   # (2, 2): mean validation accuracy per (ξ, λ); the best pair
+        # acc (2, 2): the mean validation accuracy per (ξ, λ); then the best pair
+        print(acc.shape, xi, lam)
         ```
     """
     y_np = y

@@ -1,21 +1,22 @@
 """Supervised dictionary learning (SDL) lifted to low-rank estimation: data, objective, gradients,
 factor recovery and the constants of the convergence theorem.
 
-The public entry points take samples in rows: X (n, p), X_aux (n, q). :func:`prepare` (and
-:func:`theory`) transpose them once; everything after works in the paper's layout, columns are
+The public entry points take samples in rows: X (n, p), X_aux (n, q). ``prepare`` (and
+``theory``) transpose them once; everything after works in the paper's layout, columns are
 samples: X (p, n) data, X_aux (q, n) auxiliary covariates, labels y ∈ {0, …, κ} with class 0 the
 reference of the softmax (κ = 1: binary logistic). Y (κ, n) is the one-hot matrix with an all-zero
 column for class 0. For an activation a_s ∈ ℝ^κ,
 
-    ℓ(y, a) = log(1 + Σ_c e^{a_c}) − a_y,   a_0 ≡ 0          (eq. 90; the main text drops the "1 +")
+    ℓ(y, a) = log(1 + Σ_c exp(a_c)) − a_y,   a_0 ≡ 0
+                              (eq. 90; the main text drops the "1 +")
 
-and P (κ, n) holds P[j, s] = e^{a_sj}/(1 + Σ_c e^{a_sc}). The two models and their lifted variables
-(eqs. 9–10), both minimised over rank(θ) ≤ r:
+and P (κ, n) holds P[j, s] = exp(a_sj) / (1 + Σ_c exp(a_sc)). The two models and their lifted
+variables (eqs. 9–10), both minimised over rank(θ) ≤ r:
 
     SDL-H  a_s = A[:, s] + γᵀx'_s,  θ = [A ∥ B] ((κ+p) × n),  A = βᵀH,  B = WH
     SDL-W  a_s = Aᵀx_s + γᵀx'_s,    θ = [A, B]  (p × (κ+n)),  A = Wβ,   B = WH
 
-    F(θ, γ) = Σ_s ℓ(y_s, a_s) + ξ‖X − B‖²_F + λ(‖A‖²_F + ‖γ‖²_F)       (a sum over samples)
+    F(θ, γ) = Σ_s ℓ(y_s, a_s) + ξ‖X − B‖²_F + λ(‖A‖²_F + ‖γ‖²_F)  (s: the samples)
 
 with β the classifier (``coef``) and γ the covariates' coefficients (``aux_coef``),
 
@@ -58,7 +59,7 @@ def _model(model, name: str, args=None) -> str:
     return model
 
 
-# Argument declarations of the family (:func:`lowrank_jax._checks.validate`).
+# Argument declarations of the family (``lowrank_jax._checks.validate``).
 MODEL = _checks.Convert(_model)
 KAPPA = _checks.Count()
 
@@ -77,11 +78,11 @@ HYPERS = {
 
 
 class SDLData(eqx.Module):
-    """Validated training data in the paper's layout (columns are samples), as :func:`prepare`
+    """Validated training data in the paper's layout (columns are samples), as ``prepare``
     builds it from samples in rows.
 
     Attributes:
-      X: (p, n) data, the transpose of the (n, p) matrix given to :func:`prepare`.
+      X: (p, n) data, the transpose of the (n, p) matrix given to ``prepare``.
       X_aux: (q, n) covariates, the intercept's ones row last when there is one (q may be 0).
       Y: (κ, n) one-hot labels without class 0 (the reference class is an all-zero column).
       penalized: (q,) 1 for covariates whose γ row is penalised, 0 for the intercept.
@@ -99,13 +100,13 @@ class SDLData(eqx.Module):
 
 
 def check_labels(y, n: int | None = None, num_classes: int | None = None) -> np.ndarray:
-    """Labels checked by :func:`lowrank_jax._checks.class_labels`: integers in {0, …, κ}, one per
+    """Labels checked by ``lowrank_jax._checks.class_labels``: integers in {0, …, κ}, one per
     sample (a row of X).
 
     Args:
       y: (n,) labels.
       n: the number of samples they must match (None: any).
-      num_classes: κ + 1, the label range (None: inferred later, :func:`infer_num_classes`).
+      num_classes: κ + 1, the label range (None: inferred later, ``infer_num_classes``).
 
     Returns:
       The labels as a NumPy int array (n,); ``ValueError`` naming y otherwise.
@@ -114,7 +115,7 @@ def check_labels(y, n: int | None = None, num_classes: int | None = None) -> np.
 
 
 def _code_labels(y, name: str, args):
-    """Labels in {0, …, κ} (:func:`check_labels`, ``kappa`` declared before); traced labels
+    """Labels in {0, …, κ} (``check_labels``, ``kappa`` declared before); traced labels
     (inside ``jit``) are checked for their shape only."""
     checked = _checks.when_concrete(lambda v: check_labels(v, num_classes=args["kappa"] + 1), y)
     if checked is not None:
@@ -130,7 +131,7 @@ def one_hot(y, kappa: int, dtype=jnp.float32) -> jax.Array:
 
     Args:
       y: (n,) labels in {0, …, κ}; a label outside that range (κ + 1 or more, negative,
-        non-integer) is a ``ValueError`` naming the range (:func:`check_labels`). Traced labels
+        non-integer) is a ``ValueError`` naming the range (``check_labels``). Traced labels
         (inside ``jit``) are checked for their shape only.
       kappa: κ ≥ 1.
       dtype: the dtype of Y (default float32).
@@ -150,7 +151,7 @@ def infer_num_classes(y_np: np.ndarray, num_classes: int | None = None) -> int:
     """κ + 1, the number of classes.
 
     Args:
-      y_np: (n,) checked labels (:func:`check_labels`).
+      y_np: (n,) checked labels (``check_labels``).
       num_classes: when given, the answer (classes without a sample are then allowed, e.g. a
         training fold that misses a rare class).
 
@@ -179,7 +180,7 @@ def _training_labels(y, name: str, args) -> np.ndarray:
 
 
 def _num_classes(num_classes, name: str, args) -> int:
-    """κ + 1 (:func:`infer_num_classes` of the checked labels ``y``), at least two."""
+    """κ + 1 (``infer_num_classes`` of the checked labels ``y``), at least two."""
     count = infer_num_classes(args["y"], num_classes)
     if count < 2:
         raise ValueError("need at least two classes (labels 0 and 1)")
@@ -187,7 +188,7 @@ def _num_classes(num_classes, name: str, args) -> int:
 
 
 def _rows_aux(X_aux, name: str, args):
-    """:func:`given_aux` with one row per row of the argument ``X``."""
+    """``given_aux`` with one row per row of the argument ``X``."""
     return given_aux(X_aux, args["X"].shape[0], name)
 
 
@@ -204,7 +205,7 @@ DATA = {
 
 @functools.partial(jax.jit, static_argnames=("intercept", "num_classes"))
 def bundle(X, y, X_aux, intercept: bool, num_classes) -> SDLData:
-    """:class:`SDLData` of arguments checked as :data:`DATA` declares them (one compiled program).
+    """``SDLData`` of arguments checked as ``DATA`` declares them (one compiled program).
 
     Args:
       X: (n, p) data, samples in rows.
@@ -214,7 +215,7 @@ def bundle(X, y, X_aux, intercept: bool, num_classes) -> SDLData:
       num_classes: κ + 1.
 
     Returns:
-      :class:`SDLData` in the paper's layout.
+      ``SDLData`` in the paper's layout.
     """
     Xa, pen = _aux_block(X_aux, X.shape[0], intercept, X.dtype)
     return SDLData(X.T, Xa, _one_hot(y, num_classes - 1, X.dtype), pen)
@@ -224,8 +225,8 @@ def bundle(X, y, X_aux, intercept: bool, num_classes) -> SDLData:
 def prepare(
     X, y, X_aux=None, *, intercept: bool = False, num_classes: int | None = None
 ) -> SDLData:
-    """Validate and bundle training data for :func:`lowrank_jax.sdl.lpgd` and
-    :func:`lowrank_jax.sdl.bcd`, transposed once into the paper's layout (columns are samples).
+    """Validate and bundle training data for ``lowrank_jax.sdl.lpgd`` and
+    ``lowrank_jax.sdl.bcd``, transposed once into the paper's layout (columns are samples).
 
     Args:
       X: (n, p) data, samples in rows; finite, at a scale whose sums of squares its dtype holds.
@@ -233,13 +234,13 @@ def prepare(
       X_aux: optional (n, q) covariates, one row per sample (an empty (n, 0) matrix is the same as
         None).
       intercept: append a constant covariate whose coefficient is not penalised. The default here
-        is False, the paper's model, while :func:`lowrank_jax.sdl.fit` defaults to True (the
+        is False, the paper's model, while ``lowrank_jax.sdl.fit`` defaults to True (the
         authors' code): pass it explicitly to match a ``fit``.
       num_classes: κ + 1; by default max(y) + 1, and then every label 0, …, max(y) must occur
-        (:func:`infer_num_classes`).
+        (``infer_num_classes``).
 
     Returns:
-      :class:`SDLData` with X (p, n), X_aux (q, n) (the intercept's ones row last), Y (κ, n).
+      ``SDLData`` with X (p, n), X_aux (q, n) (the intercept's ones row last), Y (κ, n).
     """
     return bundle(X, y, X_aux, intercept, num_classes)
 
@@ -249,7 +250,7 @@ def given_aux(X_aux, n: int, name: str = "X_aux"):
 
     Args:
       X_aux: None, or a finite (n, q) matrix, one row per sample, at a scale whose sums of squares
-        its dtype holds (:func:`lowrank_jax._checks.check_scale`, the check X gets: covariates
+        its dtype holds (``lowrank_jax._checks.check_scale``, the check X gets: covariates
         whose ‖X_aux‖²₂ overflows would make the step bound 0 or NaN).
       n: the number of samples.
       name: the argument's name in error messages.
@@ -272,10 +273,10 @@ def given_aux(X_aux, n: int, name: str = "X_aux"):
 
 
 def aux_matrix(X_aux, n: int, intercept: bool, dtype, name: str = "X_aux"):
-    """The covariate block of :class:`SDLData`, transposed into the paper's layout.
+    """The covariate block of ``SDLData``, transposed into the paper's layout.
 
     Args:
-      X_aux: as :func:`given_aux` takes it: None, or (n, q) with samples in rows.
+      X_aux: as ``given_aux`` takes it: None, or (n, q) with samples in rows.
       n: the number of samples.
       intercept: append a ones row, unpenalised.
       dtype: the dtype of the result.
@@ -290,7 +291,7 @@ def aux_matrix(X_aux, n: int, intercept: bool, dtype, name: str = "X_aux"):
 
 
 def _aux_block(X_aux, n: int, intercept: bool, dtype):
-    """:func:`aux_matrix` of a checked X_aux (None or (n, q))."""
+    """``aux_matrix`` of a checked X_aux (None or (n, q))."""
     X_aux = jnp.zeros((0, n), dtype) if X_aux is None else X_aux.T.astype(dtype)
     pen = jnp.ones(X_aux.shape[0], dtype)
     if intercept:
@@ -319,7 +320,7 @@ def split(theta, model: str, kappa: int):
     """The blocks of the lifted θ.
 
     Args:
-      theta: θ in the model's layout (:func:`theta_shape`).
+      theta: θ in the model's layout (``theta_shape``).
       model: "H" or "W".
       kappa: κ.
 
@@ -330,7 +331,7 @@ def split(theta, model: str, kappa: int):
 
 
 def join(A, B, model: str):
-    """θ from its blocks, the inverse of :func:`split`.
+    """θ from its blocks, the inverse of ``split``.
 
     Args:
       A: (κ, n) for SDL-H, (p, κ) for SDL-W.
@@ -364,7 +365,7 @@ def activations(theta, aux_coef, X, X_aux, model: str, kappa: int):
 
 @jax.jit
 def log_partition(a):
-    """log(1 + Σ_c e^{a_c}) per column, computed stably (a log-sum-exp with a zero row).
+    """log(1 + Σ_c exp(a_c)) per column, computed stably (a log-sum-exp with a zero row).
 
     Args:
       a: activations (κ, n).
@@ -378,8 +379,8 @@ def log_partition(a):
 
 @jax.jit
 def nll(a, Y):
-    """The multinomial negative log-likelihood Σ_s ℓ(y_s, a_s) = Σ_s log(1 + Σ_c e^{a_cs}) −
-    ⟨Y_s, a_s⟩ (eq. 90).
+    """The multinomial negative log-likelihood Σ_s ℓ(y_s, a_s), eq. 90:
+    Σ_s log(1 + Σ_c exp(a_cs)) − ⟨Y_s, a_s⟩.
 
     Args:
       a: activations (κ, n).
@@ -393,7 +394,7 @@ def nll(a, Y):
 
 @jax.jit
 def class_probs(a):
-    """Class probabilities P[c, s] = e^{a_cs}/(1 + Σ_j e^{a_js}), with a_0 ≡ 0.
+    """Class probabilities P[c, s] = exp(a_cs) / (1 + Σ_j exp(a_js)), with a_0 ≡ 0.
 
     Args:
       a: activations (κ, n).
@@ -417,7 +418,7 @@ def objective(theta, aux_coef, data: SDLData, xi, lam, model: str):
     Args:
       theta: θ = [A ∥ B] (κ + p, n) for SDL-H or [A, B] (p, κ + n) for SDL-W.
       aux_coef: γ (q, κ).
-      data: from :func:`prepare`.
+      data: from ``prepare``.
       xi, lam: ξ, λ ≥ 0.
       model: "H" or "W" (anything else is a ``ValueError``).
 
@@ -443,7 +444,7 @@ def value_and_gradients(theta, aux_coef, data: SDLData, xi, lam, model: str, XT=
       theta: θ in the model's layout, or for model "W" with ``XT`` the transposed layout
         θᵀ = [Aᵀ ∥ Bᵀ] ((κ + n) × p), whose blocks are contiguous rows (the solver's SDL-W step).
       aux_coef: γ (q, κ).
-      data: from :func:`prepare`.
+      data: from ``prepare``.
       xi, lam: ξ, λ ≥ 0.
       model: "H" or "W" (anything else is a ``ValueError``).
       XT: None, or Xᵀ (n, p) for the transposed SDL-W layout.
@@ -471,12 +472,12 @@ def value_and_gradients(theta, aux_coef, data: SDLData, xi, lam, model: str, XT=
 
 def label_terms(lin, aux_coef, data: SDLData, lam):
     """The γ- and label-dependent part of F, with a = lin + γᵀX_aux. Shared by the dense step and
-    the one in :mod:`lowrank_jax.sdl.span`.
+    the one in ``lowrank_jax.sdl.span``.
 
     Args:
       lin: the θ part of the activations (κ, n): A for SDL-H, AᵀX for SDL-W.
       aux_coef: γ (q, κ).
-      data: from :func:`prepare`.
+      data: from ``prepare``.
       lam: λ ≥ 0.
 
     Returns:
@@ -491,13 +492,13 @@ def label_terms(lin, aux_coef, data: SDLData, lam):
 @_checks.validate(model=MODEL)
 @_checks.compiled
 def gradients(theta, aux_coef, data: SDLData, xi, lam, model: str):
-    """The closed-form gradients of the F of :func:`objective` (module docstring; eqs. 100 and 107,
+    """The closed-form gradients of the F of ``objective`` (module docstring; eqs. 100 and 107,
     which eq. 11 of the paper prints with the two models' labels swapped).
 
     Args:
       theta: θ, (κ + p, n) for SDL-H or (p, κ + n) for SDL-W.
       aux_coef: γ (q, κ).
-      data: from :func:`prepare`.
+      data: from ``prepare``.
       xi, lam: ξ, λ ≥ 0.
       model: "H" or "W" (anything else is a ``ValueError``).
 
@@ -526,7 +527,7 @@ class Factors(NamedTuple):
 def factors(theta, rank: int, model: str, kappa: int) -> Factors:
     """The factors behind θ, Algorithm 1's last lines: θ = UΣVᵀ (rank r),
 
-        SDL-H: [βᵀ ∥ W] = UΣ^{1/2}, H = Σ^{1/2}Vᵀ;   SDL-W: W = U, [β, H] = ΣVᵀ,
+        SDL-H: [βᵀ ∥ W] = UΣ^(1/2), H = Σ^(1/2)Vᵀ;   SDL-W: W = U, [β, H] = ΣVᵀ,
 
     unique up to an invertible r × r transform (the paper's conventions fix it).
 
@@ -537,7 +538,7 @@ def factors(theta, rank: int, model: str, kappa: int) -> Factors:
       kappa: κ, a Python integer (static).
 
     Returns:
-      :class:`Factors` (W (p, r), H (r, n), coef (r, κ)).
+      ``Factors`` (W (p, r), H (r, n), coef (r, κ)).
     """
     return _factors(theta, rank=rank, model=model, kappa=kappa)
 
@@ -556,10 +557,10 @@ def _factors(theta, *, rank: int, model: str, kappa: int) -> Factors:
 @_checks.validate(model=MODEL)
 @_checks.compiled
 def lift(f: Factors, model: str) -> jax.Array:
-    """θ from factors: [βᵀH ∥ WH] (SDL-H) or [Wβ, WH] (SDL-W), the inverse of :func:`factors`.
+    """θ from factors: [βᵀH ∥ WH] (SDL-H) or [Wβ, WH] (SDL-W), the inverse of ``factors``.
 
     Args:
-      f: :class:`Factors` (W (p, r), H (r, n), coef (r, κ)).
+      f: ``Factors`` (W (p, r), H (r, n), coef (r, κ)).
       model: "H" or "W" (anything else is a ``ValueError``).
 
     Returns:
@@ -578,17 +579,17 @@ def step_bound(data: SDLData, xi, lam, model: str):
         SDL-W  L̄ = max(2ξ, 2λ + α⁺‖Φ‖²₂),  Φ = [X ∥ X_aux]
         SDL-H  L̄ = max(2ξ, 2λ + α⁺(1 + ‖X_aux‖²₂)),
 
-    with α⁺ ≥ λ_max(∇²ℓ): ¼ for binary labels, ½ for the softmax (:func:`softmax_curvature`).
+    with α⁺ ≥ λ_max(∇²ℓ): ¼ for binary labels, ½ for the softmax (``softmax_curvature``).
 
     Args:
-      data: from :func:`prepare`.
+      data: from ``prepare``.
       xi, lam: ξ, λ ≥ 0 (traced under ``vmap``).
       model: "H" or "W" (anything else is a ``ValueError``).
 
     Returns:
       1/L̄, a scalar; 1 where L̄ = 0 (F flat: X = 0, no covariates, ξ = λ = 0: any step is safe),
       NaN where L̄ is not finite (‖Φ‖²₂ or 2ξ overflowing the dtype), which the rule
-      :data:`SAFE_STEP` refuses by name.
+      ``SAFE_STEP`` refuses by name.
     """
     if model == "W":
         s = _spectral_sq(jnp.concatenate([data.X, data.X_aux]))
@@ -607,18 +608,21 @@ def _spectral_sq(M):
 
 
 class Theory(NamedTuple):
-    """Theorem 2.1 / E.2 quantities, as :func:`theory` computes them.
+    """Theorem 2.1 / E.2 quantities, as ``theory`` computes them.
 
     Attributes:
-      mu, L: μ and L of eq. (16).
+      mu: μ of eq. (16), the strong-convexity constant (a float, as are the other numbers).
+      L: L of eq. (16), the smoothness constant.
       condition: L/μ (inf where μ = 0).
       holds: whether L/μ < 3, the theorem's condition.
       step_interval: the admissible step sizes (1/(2μ), 3/(2L)).
       best_step: 2/(μ + L), the step size that minimises ρ.
       rho: ρ(τ) = 2·max(|1 − τμ|, |1 − τL|) at ``best_step`` (Theorem E.2's ρ; Theorem 2.1 prints
         2(1 − τμ), App. I drops the 2).
-      delta_minus, delta_plus: δ⁻, δ⁺, the extreme eigenvalues of n⁻¹ΦΦᵀ.
-      alpha_minus, alpha_plus: α⁻, α⁺, the curvature bounds of :func:`softmax_curvature`.
+      delta_minus: δ⁻, the smallest eigenvalue of n⁻¹ΦΦᵀ.
+      delta_plus: δ⁺, the largest eigenvalue of n⁻¹ΦΦᵀ.
+      alpha_minus: α⁻, the lower curvature bound of ``softmax_curvature``.
+      alpha_plus: α⁺, the upper curvature bound of ``softmax_curvature``.
     """
 
     mu: float
@@ -661,7 +665,7 @@ def softmax_curvature(M: float, kappa: int) -> tuple[float, float]:
 
       κ = 1: α⁻ = e^M/(1 + e^M)², α⁺ = ¼ (exact);
       κ ≥ 2: α⁻ = g₀,min · g_min with g₀,min = 1/(1 + κe^M),
-                                       g_min = e^{−M}/(1 + e^{−M} + (κ − 1)e^M)
+                                       g_min = e^(−M)/(1 + e^(−M) + (κ − 1)e^M)
              (vᵀḦv = Σg_jv_j² − (Σg_jv_j)² ≥ g₀ Σ g_jv_j² by Cauchy–Schwarz), and α⁺ = ½
              (the variance of v_Y for a categorical Y and ‖v‖ = 1 is at most ½).
 
@@ -679,7 +683,7 @@ def softmax_curvature(M: float, kappa: int) -> tuple[float, float]:
 
 
 def softmax_curvature_printed(M: float, kappa: int) -> tuple[float, float]:
-    """Remark D.3's (α⁻, α⁺) as printed, which are not valid bounds (:func:`softmax_curvature`).
+    """Remark D.3's (α⁻, α⁺) as printed, which are not valid bounds (``softmax_curvature``).
 
     Args:
       M: the activation bound, ≥ 0.
@@ -695,7 +699,7 @@ def softmax_curvature_printed(M: float, kappa: int) -> tuple[float, float]:
 
 
 def _float_hyper(value, name: str, args=None):
-    """A finite scalar ≥ 0 (:func:`lowrank_jax._checks.as_hyper`), returned as given so that a
+    """A finite scalar ≥ 0 (``lowrank_jax._checks.as_hyper``), returned as given so that a
     float64 value keeps every bit."""
     _checks.as_hyper(value, name, ndim=0)
     return value
@@ -723,12 +727,14 @@ def theory(
     δ± are the extreme eigenvalues of n⁻¹ΦΦᵀ, Φ = [X ∥ X_aux] in the paper's layout (Assumption C.2;
     δ⁻ = 0 whenever p + q > n, as for every microarray — Assumption C.2 fails there, yet the
     constants below can still certify L/μ < 3 through the ridge: μ ≥ min(2ξ, 2λ)), λ⁺ that of
-    n⁻¹X_aux X_auxᵀ, α± from :func:`softmax_curvature` with the activation bound M (valid bounds;
+    n⁻¹X_aux X_auxᵀ, α± from ``softmax_curvature`` with the activation bound M (valid bounds;
     Remark D.3's printed α± are not, see there).
 
         SDL-W  μ = min(2ξ, 2λ + nδ⁻α⁻),  L = max(2ξ, 2λ + nδ⁺α⁺)
-        SDL-H  μ = min(2ξ, 2λ + α⁻),     L = max(2ξ, 2λ + α⁺)                 (no covariates, q = 0)
-        SDL-H  μ = min(2ξ, 2λ),          L = max(2ξ, 2λ + α⁺(1 + λ⁺n))        (q ≥ 1; erratum)
+        SDL-H  μ = min(2ξ, 2λ + α⁻),     L = max(2ξ, 2λ + α⁺)
+                                              (no covariates, q = 0)
+        SDL-H  μ = min(2ξ, 2λ),          L = max(2ξ, 2λ + α⁺(1 + λ⁺n))
+                                              (q ≥ 1; erratum)
 
     Erratum (SDL-H with covariates): eq. (16) prints μ = min(2ξ, 2λ + α⁻) and
     L = max(2ξ, 2λ + α⁺λ⁺n, 2λ + α⁺) for every q. But SDL-H's activations a_s = A[:, s] + γᵀx'_s
@@ -748,7 +754,7 @@ def theory(
       M: the activation bound of α± (≥ 0, finite; default 1).
 
     Returns:
-      :class:`Theory`. ``ValueError`` where L = 0 (SDL-W with ξ = λ = 0 and all-zero data: F is
+      ``Theory``. ``ValueError`` where L = 0 (SDL-W with ξ = λ = 0 and all-zero data: F is
       constant).
     """
     xi, lam, M = float(xi), float(lam), float(M)
@@ -798,7 +804,7 @@ def theory(
 
 
 def as_rank(rank) -> int:
-    """The rank as a Python int (its range is :func:`check_rank_for`'s).
+    """The rank as a Python int (its range is ``check_rank_for``'s).
 
     Args:
       rank: a Python or NumPy integer or a concrete 0-d integer array (``np.array(2)``,
@@ -817,13 +823,13 @@ def check_rank_for(rank, model: str, p: int, n: int, kappa: int) -> int:
     """The rank checked against the data: 1 ≤ r ≤ min(p, n).
 
     Args:
-      rank: as :func:`as_rank` takes it.
+      rank: as ``as_rank`` takes it.
       model: "H" or "W".
       p, n: features and samples.
       kappa: κ.
 
     Returns:
-      r as a Python int; a ``ValueError`` naming the bound and θ's shape (:func:`theta_shape`)
+      r as a Python int; a ``ValueError`` naming the bound and θ's shape (``theta_shape``)
       otherwise.
     """
     rank = as_rank(rank)
@@ -845,7 +851,7 @@ def _bound_message(args) -> str:
     )
 
 
-# lr=None takes the safe step bound (:func:`step_bound`) at (ξ, λ): a concrete bound that is not
+# lr=None takes the safe step bound (``step_bound``) at (ξ, λ): a concrete bound that is not
 # finite (L̄ overflows X's dtype) is refused; a traced one (a vmap over ξ, λ) is NaN at that point,
 # whose run then reports Status.INVALID.
 SAFE_STEP = _checks.Rule(
@@ -863,13 +869,13 @@ LR = _checks.Hyper(ndim=0, low=0, low_open=True, dtype_of=_data_X, optional=True
 
 def start_theta(theta0, name: str, args) -> jax.Array:
     """LPGD's start θ₀ checked against the arguments ``data`` and ``model``: finite, of
-    :func:`theta_shape` in the model's layout (the other model's layout is named as such in the
+    ``theta_shape`` in the model's layout (the other model's layout is named as such in the
     error).
 
     Args:
       theta0: θ₀.
       name: its name in messages.
-      args: the arguments (``data`` from :func:`prepare`, ``model`` "H" or "W", checked).
+      args: the arguments (``data`` from ``prepare``, ``model`` "H" or "W", checked).
 
     Returns:
       θ₀ as a floating JAX array.
@@ -899,7 +905,7 @@ def start_aux_coef(aux_coef0, name: str, args) -> jax.Array:
       aux_coef0: γ₀, finite, of shape (q, κ) (q covariates, the intercept included; q = 0
         allowed).
       name: its name in messages.
-      args: the arguments (``data`` from :func:`prepare`).
+      args: the arguments (``data`` from ``prepare``).
 
     Returns:
       γ₀ as a JAX array; a ``ValueError`` naming it otherwise.
@@ -923,10 +929,10 @@ def start_factors(factors0, name: str, args) -> Factors:
     Args:
       factors0: (W, H, β) of shapes (p, r), (r, n), (r, κ) with one r ≥ 1, finite.
       name: its name in messages.
-      args: the arguments (``data`` from :func:`prepare`).
+      args: the arguments (``data`` from ``prepare``).
 
     Returns:
-      :class:`Factors` of JAX arrays; a ``ValueError`` naming it otherwise.
+      ``Factors`` of JAX arrays; a ``ValueError`` naming it otherwise.
     """
     data = args["data"]
     if not isinstance(factors0, (tuple, list)) or len(factors0) != 3:
@@ -950,12 +956,12 @@ def start_factors(factors0, name: str, args) -> Factors:
 
 
 def rank_for_data(rank, name: str, args) -> int:
-    """The rank declared against the arguments ``data`` and ``model`` (:func:`check_rank_for`).
+    """The rank declared against the arguments ``data`` and ``model`` (``check_rank_for``).
 
     Args:
-      rank: as :func:`as_rank` takes it.
+      rank: as ``as_rank`` takes it.
       name: the argument's name (unused: the messages name ``rank``).
-      args: the converted arguments, holding ``data`` (an :class:`SDLData`) and ``model``.
+      args: the converted arguments, holding ``data`` (an ``SDLData``) and ``model``.
 
     Returns:
       r as a Python int, 1 ≤ r ≤ min(p, n).

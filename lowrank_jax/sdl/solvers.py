@@ -5,22 +5,22 @@ LPGD, one iteration from Z = (θ, γ) (both blocks from the same old iterate, fi
 
     θ⁺ = Π_r(Π_Θ(θ − τ∇_θF(θ, γ))),   γ⁺ = γ − τ∇_γF(θ, γ)
 
-with Π_r the rank-r truncated SVD (:func:`lowrank_jax.prox.project_rank`: θ is thin, p ≫ n, so by
+with Π_r the rank-r truncated SVD (``lowrank_jax.prox.project_rank``: θ is thin, p ≫ n, so by
 default through the eigendecomposition of its n × n Gram matrix; or QR + SVD, or randomized) and Π_Θ
 an optional convex projection (default none). It is ``transforms.projected(optax.sgd(τ), Π)``
 applied to the pytree (θ, γ); τ, ξ and λ are traced, so ``vmap`` over them sweeps hyperparameters in
-one compiled program. Theorem 2.1: when L/μ < 3 and τ ∈ (1/(2μ), 3/(2L)), ‖Z_t − Z*‖ ≤ ρ^t‖Z_0 − Z*‖
-(:func:`lowrank_jax.sdl.model.theory`).
+one compiled program. Theorem 2.1: when L/μ < 3 and τ ∈ (1/(2μ), 3/(2L)), ‖Zₜ − Z⋆‖ ≤ ρᵗ ‖Z₀ − Z⋆‖
+(``lowrank_jax.sdl.model.theory``).
 
 BCD: cyclic block prox-linear steps (Xu & Yin 2013) over W, H, β, γ of the factored objective
 G(W, H, β, γ) = F(lift(W, H, β), γ), each block a gradient step of length 1/L_b with L_b the block's
 Lipschitz bound recomputed at the current point (every block problem is convex).
 
-Both return a :class:`~lowrank_jax.result.Result` (``status``, ``n_iter``, the final diagnostics,
+Both return a ``Result`` (``status``, ``n_iter``, the final diagnostics,
 their ``history``). A run diverges when its iterate or F(Z_t) becomes non-finite, or F(Z_t) exceeds
-:data:`GROWTH_LIMIT` · F(Z_0) (both methods descend at their safe steps); with ``throw=True`` it
+``GROWTH_LIMIT`` · F(Z_0) (both methods descend at their safe steps); with ``throw=True`` it
 then raises ``RuntimeError``, else reports ``Status.DIVERGED``. Each is its iteration run by
-:func:`lowrank_jax.loop.run`: :func:`lpgd_iteration` and :func:`bcd_iteration` give the initial
+``lowrank_jax.loop.run``: ``lpgd_iteration`` and ``bcd_iteration`` give the initial
 state and the step, to step by hand, warm-start or stop on a rule of one's own.
 """
 
@@ -40,19 +40,18 @@ from lowrank_jax.sdl import span as sp
 
 
 class SolveResult(Result):
-    """What :func:`lpgd` returns (the :class:`~lowrank_jax.result.Result` core: ``status``,
-    ``n_iter``, ``history``).
+    """What ``lpgd`` returns (the ``Result`` core: ``status``, ``n_iter``, ``history``).
 
     Attributes:
-      status: CONVERGED when ``tol`` stopped the run, MAX_ITER after ``max_iter`` steps, DIVERGED
-        or INVALID.
-      n_iter: the steps taken.
-      loss: F(Z_t) at the last step's start (the iterate before the final step).
-      step_norm: ‖Z_{t+1} − Z_t‖_F of the last step (the gradient mapping times τ).
-      history: ``history["loss"]`` and ``history["step_norm"]`` per step, length ``max_iter``, NaN
-        after ``n_iter``.
-      theta: the final θ, in the model's layout.
-      aux_coef: the final γ (q, κ).
+      status: int32 scalar, CONVERGED when ``tol`` stopped the run, MAX_ITER after ``max_iter``
+        steps, DIVERGED or INVALID.
+      n_iter: int32 scalar, the steps taken.
+      loss: float scalar, F(Z_t) at the last step's start (the iterate before the final step).
+      step_norm: float scalar, ‖Zₜ₊₁ − Zₜ‖_F of the last step (the gradient mapping times τ).
+      history: dict, ``history["loss"]`` and ``history["step_norm"]`` per step, each of length
+        ``max_iter``, NaN after ``n_iter``.
+      theta: the final θ in the model's layout: ((κ + p), n) for SDL-H, (p, (κ + n)) for SDL-W.
+      aux_coef: (q, κ) the final γ.
     """
 
     loss: jax.Array
@@ -70,7 +69,7 @@ GROWTH_LIMIT = 1e4
 
 def diverged(iterate, loss, loss0) -> jax.Array:
     """The SDL solvers' divergence rule: a non-finite iterate, a non-finite F(Z_t) (data whose
-    squares overflow), or F(Z_t) > :data:`GROWTH_LIMIT` · F(Z_0).
+    squares overflow), or F(Z_t) > ``GROWTH_LIMIT`` · F(Z_0).
 
     Args:
       iterate: the current iterate, a pytree.
@@ -84,7 +83,7 @@ def diverged(iterate, loss, loss0) -> jax.Array:
 
 
 def _invalid_message(model: str, solver: str) -> str:
-    """What :func:`lpgd`, :func:`bcd` and :func:`lowrank_jax.sdl.fit` say for a traced
+    """What ``lpgd``, ``bcd`` and ``lowrank_jax.sdl.fit`` say for a traced
     hyperparameter that breaks its rule (concrete ones are refused by name)."""
     rules = "xi or lam negative or NaN"
     if solver == "lpgd":
@@ -163,29 +162,29 @@ def lpgd(
 
         θ⁺ = Π_r(Π_Θ(θ − τ∇_θF(θ, γ))),   γ⁺ = γ − τ∇_γF(θ, γ)
 
-    with F the lifted objective (:func:`lowrank_jax.sdl.model.objective`), Π_r the best rank-r
+    with F the lifted objective (``lowrank_jax.sdl.model.objective``), Π_r the best rank-r
     approximation and Π_Θ an optional convex projection.
 
     Args:
-      theta0: θ₀ of :func:`lowrank_jax.sdl.model.theta_shape` in this model's layout, finite.
+      theta0: θ₀ of ``lowrank_jax.sdl.model.theta_shape`` in this model's layout, finite.
       aux_coef0: γ₀ (q, κ), finite.
-      data: the training data, from :func:`lowrank_jax.sdl.prepare`.
+      data: the training data, from ``lowrank_jax.sdl.prepare``.
       xi, lam: ξ, λ ≥ 0, scalars (traced under ``vmap``).
       lr: the step size τ > 0, or None for the safe bound 1/L̄ of
-        :func:`lowrank_jax.sdl.model.step_bound` (as in :func:`lowrank_jax.sdl.fit`).
+        ``lowrank_jax.sdl.model.step_bound`` (as in ``lowrank_jax.sdl.fit``).
       rank: r, 1 ≤ r ≤ min(p, n).
       model: "H" (SDL-H) or "W" (SDL-W).
       max_iter: the step budget, ≥ 1 (default 1000).
-      tol: stop after the first step with ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F), Z = (θ, γ)
+      tol: stop after the first step with ‖Zₜ₊₁ − Zₜ‖_F ≤ tol · max(1, ‖Zₜ‖_F), Z = (θ, γ)
         (> 0, default 1e-6); None runs exactly ``max_iter`` steps.
       svd: the rank projection: "gram" (default; θ is thin, so the eigendecomposition of its small
-        Gram matrix, :func:`lowrank_jax.linalg.gram_rank_factors`), "exact" (QR + SVD) or
-        "randomized" (``key`` seeds it); each differentiable wherever σ_r > σ_{r+1}
-        (:func:`lowrank_jax.linalg.best_rank_approximation`).
+        Gram matrix, ``lowrank_jax.linalg.gram_rank_factors``), "exact" (QR + SVD) or
+        "randomized" (``key`` seeds it); each differentiable wherever σᵣ > σᵣ₊₁
+        (``lowrank_jax.linalg.best_rank_approximation``).
       project: optional convex projection Π_Θ(θ) → θ applied before the rank projection, a pure
         function of θ in the model's layout returning its shape and dtype.
       key: ``jax.random`` key or integer seed of ``svd="randomized"`` (default key(0)).
-      span: take every step after the first in the span of [X, U₁] (:mod:`lowrank_jax.sdl.span`:
+      span: take every step after the first in the span of [X, U₁] (``lowrank_jax.sdl.span``:
         the same iterates, O((n + κ)³) per step instead of O(p n²)); needs ``svd="gram"`` and no
         ``project``. Default (None): on when those hold and p ≥ 2(n + κ), where it pays.
       differentiable: with ``tol``, run a masked ``scan`` of ``max_iter`` steps (the steps after
@@ -197,7 +196,7 @@ def lpgd(
         (θ, γ).
 
     Returns:
-      :class:`SolveResult`: ``status`` (CONVERGED when ``tol`` stopped the run, MAX_ITER after
+      ``SolveResult``: ``status`` (CONVERGED when ``tol`` stopped the run, MAX_ITER after
       ``max_iter`` steps), ``n_iter``, the final ``loss`` and ``step_norm``, their ``history``, and
       the final ``theta`` and ``aux_coef``.
 
@@ -207,11 +206,11 @@ def lpgd(
         from lowrank_jax import sdl
 
         rng = np.random.default_rng(0)
-        X, y = rng.normal(size=(20, 30)) / 5, np.arange(20) % 2     # (n, p): samples in rows
+        X, y = rng.normal(size=(20, 30)) / 5, np.arange(20) % 2  # X (n, p)
         data = sdl.prepare(X, y, intercept=True)
         theta0, aux_coef0, _ = sdl.initial_point(data, 2, "H", 0)
         out = sdl.lpgd(theta0, aux_coef0, data, 1.0, 0.1, None, 2, model="H")
-        print(out)     # SolveResult(status=CONVERGED, n_iter=269, loss=26.38, step_norm=…, …)
+        print(out)  # SolveResult(status=CONVERGED, n_iter=269, loss=26.38, …)
         ```
     """
     lr_given = lr is not None
@@ -262,43 +261,43 @@ def lpgd_iteration(
 ) -> loop.Iteration:
     """LPGD as an initial state and a step, to run, warm-start or stop as one wishes.
 
-    The iteration that :func:`lpgd` runs (same arguments and equations). Its state is
+    The iteration that ``lpgd`` runs (same arguments and equations). Its state is
     ``((θ, γ), opt_state)``: θ in the model's layout for SDL-H and transposed for SDL-W
     ((κ + n) × p, the layout the steps take), or with ``span`` its coordinates in the span of
-    [X, U₁] (:mod:`lowrank_jax.sdl.span`); ``opt_state`` the state of the projected SGD (it holds no
-    memory). Its diagnostics are those of :func:`lpgd`'s history, F(Z_t) (``"loss"``) and
-    ‖Z_{t+1} − Z_t‖_F (``"step_norm"``), with ‖Z_t‖_F (``"size"``) when ``tol`` is given. So
+    [X, U₁] (``lowrank_jax.sdl.span``); ``opt_state`` the state of the projected SGD (it holds no
+    memory). Its diagnostics are those of ``lpgd``'s history, F(Z_t) (``"loss"``) and
+    ‖Zₜ₊₁ − Zₜ‖_F (``"step_norm"``), with ‖Zₜ‖_F (``"size"``) when ``tol`` is given. So
 
         it = lpgd_iteration(θ₀, γ₀, data, ξ, λ, τ, r, model=m, ...)
-        it.result(loop.run(it, max_iter=k))   ==   lpgd(θ₀, γ₀, data, ξ, λ, τ, r, model=m, ...,
-                                                         max_iter=k, throw=False)
+        it.result(loop.run(it, max_iter=k))
+            == lpgd(θ₀, γ₀, data, ξ, λ, τ, r, model=m, ..., max_iter=k, throw=False)
 
     With ``span`` the first step, on the dense θ, is taken when the iteration is built: ``it.state``
     is Z₁ and ``it.result`` counts that step (one more in ``n_iter``, its diagnostics first in the
     history), so ``lpgd``'s budget k is ``loop.run(it, max_iter=k − 1, start=1)`` (which
-    :func:`lpgd` skips when the first step already met ``tol``).
+    ``lpgd`` skips when the first step already met ``tol``).
 
     Args:
-      theta0: θ₀ of :func:`lowrank_jax.sdl.model.theta_shape` in this model's layout, finite.
+      theta0: θ₀ of ``lowrank_jax.sdl.model.theta_shape`` in this model's layout, finite.
       aux_coef0: γ₀ (q, κ), finite.
-      data: the training data, from :func:`lowrank_jax.sdl.prepare`.
+      data: the training data, from ``lowrank_jax.sdl.prepare``.
       xi, lam: ξ, λ ≥ 0, scalars (may be traced; out of range: ``Status.INVALID``).
       lr: the step size τ > 0, or None for the safe bound 1/L̄ of
-        :func:`lowrank_jax.sdl.model.step_bound`.
+        ``lowrank_jax.sdl.model.step_bound``.
       rank: r, 1 ≤ r ≤ min(p, n).
       model: "H" (SDL-H) or "W" (SDL-W).
-      tol: ``it.stop`` is ‖Z_{t+1} − Z_t‖_F ≤ tol · max(1, ‖Z_t‖_F) (> 0, default 1e-6); None: no
+      tol: ``it.stop`` is ‖Zₜ₊₁ − Zₜ‖_F ≤ tol · max(1, ‖Zₜ‖_F) (> 0, default 1e-6); None: no
         stopping rule.
-      svd: the rank projection, "gram" (default), "exact" or "randomized" (as in :func:`lpgd`).
+      svd: the rank projection, "gram" (default), "exact" or "randomized" (as in ``lpgd``).
       project: optional convex projection Π_Θ(θ) → θ applied before the rank projection, a pure
         function of θ in the model's layout returning its shape and dtype.
       key: ``jax.random`` key or integer seed of ``svd="randomized"`` (default key(0)).
-      span: the steps after the first in the span of [X, U₁], as in :func:`lpgd` (default None: on
+      span: the steps after the first in the span of [X, U₁], as in ``lpgd`` (default None: on
         for ``svd="gram"`` without ``project`` when p ≥ 2(n + κ)).
 
     Returns:
-      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`SolveResult` (no
-      exception on failure: read its ``status``, or pass it to :func:`lowrank_jax.result.finish`).
+      A ``lowrank_jax.loop.Iteration`` whose ``result`` gives a ``SolveResult`` (no
+      exception on failure: read its ``status``, or pass it to ``lowrank_jax.result.finish``).
 
     Example:
         ```python
@@ -307,15 +306,16 @@ def lpgd_iteration(
         from lowrank_jax import loop, sdl
 
         rng = np.random.default_rng(0)
-        X, y = rng.normal(size=(20, 30)) / 5, np.arange(20) % 2     # (n, p): samples in rows
+        X, y = rng.normal(size=(20, 30)) / 5, np.arange(20) % 2  # X (n, p)
         data = sdl.prepare(X, y, intercept=True)
         theta0, aux_coef0, _ = sdl.initial_point(data, 2, "H", 0)
         it = sdl.lpgd_iteration(theta0, aux_coef0, data, 1.0, 0.1, None, 2, model="H")
         step, state = jax.jit(it.step), it.state
-        for k in range(3):                                          # steps by hand
+        for k in range(3):  # steps by hand
             state, diag = step(k, state)
-            print(k, diag["loss"])                                  # F falls
-        print(it.result(loop.run(it, max_iter=1000)))   # as sdl.lpgd: CONVERGED, n_iter=269
+            print(k, diag["loss"])  # F falls
+        # as sdl.lpgd: CONVERGED, n_iter=269
+        print(it.result(loop.run(it, max_iter=1000)))
         ```
     """
     if lr is None:
@@ -339,7 +339,7 @@ def lpgd_iteration(
 
 
 def _diverged_message(model: str, solver: str, lr_given: bool = False) -> str:
-    """What :func:`lpgd`, :func:`bcd` and :func:`lowrank_jax.sdl.fit` say when a run diverges: only
+    """What ``lpgd``, ``bcd`` and ``lowrank_jax.sdl.fit`` say when a run diverges: only
     advice that applies to the solver and the step that ran (BCD takes no ``lr``; the safe bound
     cannot be lowered by leaving ``lr=None``). A static string: the step size may be traced."""
     head = f"SDL-{model} diverged (non-finite iterate or F, or F grew 10⁴-fold)"
@@ -366,14 +366,14 @@ def _diverged_message(model: str, solver: str, lr_given: bool = False) -> str:
     )
 )
 def resolve_span(span: bool | None, data: sm.SDLData, svd: str = "gram", project=None) -> bool:
-    """:func:`lpgd`'s choice of the span steps (:mod:`lowrank_jax.sdl.span`).
+    """``lpgd``'s choice of the span steps (``lowrank_jax.sdl.span``).
 
     Args:
       span: True, False, or None for the default: on for ``svd="gram"`` without ``project`` when
         p ≥ 2(n + κ).
-      data: from :func:`lowrank_jax.sdl.prepare`.
-      svd: :func:`lpgd`'s ``svd``.
-      project: :func:`lpgd`'s ``project``.
+      data: from ``lowrank_jax.sdl.prepare``.
+      svd: ``lpgd``'s ``svd``.
+      project: ``lpgd``'s ``project``.
 
     Returns:
       Whether the span steps run; ``span=True`` with another ``svd`` or a ``project`` is a
@@ -392,9 +392,9 @@ def _stop(tol):
 def _iteration(value_and_grads, theta_sq, opt, params0, tol, loss0, invalid, result):
     """The LPGD iteration shared by the dense and the span representation of θ: steps of ``opt`` =
     ``transforms.projected(optax.sgd(τ), Π)`` from ``params0`` = (θ, γ), recording F,
-    ‖Z_{t+1} − Z_t‖ and (with ``tol``) ‖Z_t‖, ``theta_sq`` giving ‖θ‖²_F in the representation.
+    ‖Zₜ₊₁ − Zₜ‖ and (with ``tol``) ‖Zₜ‖, ``theta_sq`` giving ‖θ‖²_F in the representation.
     ``loss0`` = F(Z_0) for the divergence rule; ``invalid``: a traced hyperparameter out of range;
-    ``result`` reads the :class:`SolveResult` from the loop's output."""
+    ``result`` reads the ``SolveResult`` from the loop's output."""
 
     def step(k, state):
         params, opt_state = state
@@ -417,7 +417,7 @@ def _iteration(value_and_grads, theta_sq, opt, params0, tol, loss0, invalid, res
 
 
 def _solve_result(res: loop.LoopResult, theta, gamma) -> SolveResult:
-    keep = ("loss", "step_norm")  # ‖Z_t‖ (with tol) served the stopping rule only
+    keep = ("loss", "step_norm")  # ‖Zₜ‖ (with tol) served the stopping rule only
     return SolveResult(
         n_iter=res.n_iter,
         status=res.status,
@@ -537,7 +537,7 @@ def _lpgd_span_iteration(
     theta0, gamma0, data, xi, lam, step, tol, invalid, *, rank, model
 ) -> tuple[loop.Iteration, dict]:
     """LPGD with the first step on the dense θ, kept as its factors θ₁ = U₁V₁ᵀ, and the rest in the
-    span of [X, U₁] (:mod:`lowrank_jax.sdl.span`) by the same iteration as the dense solver: the
+    span of [X, U₁] (``lowrank_jax.sdl.span``) by the same iteration as the dense solver: the
     iteration starts from Z₁, and its ``result`` counts the first step (its diagnostics, also
     returned, lead the history)."""
     f0, grads0 = sm.value_and_gradients(theta0, gamma0, data, xi, lam, model)
@@ -579,15 +579,15 @@ def _lpgd_span_iteration(
 
 
 class BCDResult(Result):
-    """What :func:`bcd` returns (the :class:`~lowrank_jax.result.Result` core: ``status``,
-    ``n_iter``, ``history``).
+    """What ``bcd`` returns (the ``Result`` core: ``status``, ``n_iter``, ``history``).
 
     Attributes:
-      status: MAX_ITER (BCD has no stopping rule), DIVERGED or INVALID.
-      n_iter: the sweeps run, ``max_iter``.
-      loss: F at the iterate before the last sweep; ``history["loss"]`` per sweep.
-      factors: the final (W, H, coef) (:class:`lowrank_jax.sdl.model.Factors`).
-      aux_coef: the final γ (q, κ).
+      status: int32 scalar, MAX_ITER (BCD has no stopping rule), DIVERGED or INVALID.
+      n_iter: int32 scalar, the sweeps run, ``max_iter``.
+      history: dict, ``history["loss"]`` per sweep, of length ``max_iter``.
+      loss: float scalar, F at the iterate before the last sweep.
+      factors: the final (W (p, r), H (r, n), coef (r, κ)), a ``Factors``.
+      aux_coef: (q, κ) the final γ.
     """
 
     loss: jax.Array
@@ -601,9 +601,9 @@ def factored_objective(f: sm.Factors, aux_coef, data, xi, lam, model):
     factors.
 
     Args:
-      f: :class:`lowrank_jax.sdl.model.Factors` (W (p, r), H (r, n), coef (r, κ)).
+      f: ``lowrank_jax.sdl.model.Factors`` (W (p, r), H (r, n), coef (r, κ)).
       aux_coef: γ (q, κ).
-      data: from :func:`lowrank_jax.sdl.prepare`.
+      data: from ``lowrank_jax.sdl.prepare``.
       xi, lam: ξ, λ ≥ 0.
       model: "H" or "W".
 
@@ -648,10 +648,10 @@ def bcd(
     recomputed at the current point.
 
     Args:
-      factors0: the start, :class:`lowrank_jax.sdl.model.Factors` (W (p, r), H (r, n),
+      factors0: the start, ``lowrank_jax.sdl.model.Factors`` (W (p, r), H (r, n),
         coef (r, κ)), finite.
       aux_coef0: γ₀ (q, κ), finite.
-      data: the training data, from :func:`lowrank_jax.sdl.prepare`.
+      data: the training data, from ``lowrank_jax.sdl.prepare``.
       xi, lam: ξ, λ ≥ 0, scalars (traced under ``vmap``; out of range: ``Status.INVALID``).
       model: "H" (SDL-H) or "W" (SDL-W).
       max_iter: the sweeps, ≥ 1 (default 1000); BCD has no stopping rule and runs them all.
@@ -661,7 +661,7 @@ def bcd(
         ``jit``/``vmap``), or only reports ``status == Status.DIVERGED`` (False).
 
     Returns:
-      :class:`BCDResult`: ``status`` (MAX_ITER), ``n_iter`` = ``max_iter``, the final ``loss`` and
+      ``BCDResult``: ``status`` (MAX_ITER), ``n_iter`` = ``max_iter``, the final ``loss`` and
       its ``history``, ``factors`` and ``aux_coef``.
     """
     res = _bcd(
@@ -679,28 +679,28 @@ def bcd_iteration(
 ) -> loop.Iteration:
     """BCD as an initial state and a sweep, to run, warm-start or stop as one wishes.
 
-    The iteration that :func:`bcd` runs (same arguments and equations): its state is
-    ``(factors, γ)``, a :class:`lowrank_jax.sdl.model.Factors` (W, H, coef) and γ; one step is one
+    The iteration that ``bcd`` runs (same arguments and equations): its state is
+    ``(factors, γ)``, a ``lowrank_jax.sdl.model.Factors`` (W, H, coef) and γ; one step is one
     sweep over the blocks W, H, β, γ; its diagnostics ``{"loss": G}`` at the sweep's start, as in
-    :func:`bcd`'s history. It has no stopping rule (``it.stop`` is None: a run takes its whole
+    ``bcd``'s history. It has no stopping rule (``it.stop`` is None: a run takes its whole
     budget unless given a rule of one's own). So
 
         it = bcd_iteration(f₀, γ₀, data, ξ, λ, model=m)
-        it.result(loop.run(it, max_iter=k))   ==   bcd(f₀, γ₀, data, ξ, λ, model=m, max_iter=k,
-                                                        throw=False)
+        it.result(loop.run(it, max_iter=k))
+            == bcd(f₀, γ₀, data, ξ, λ, model=m, max_iter=k, throw=False)
 
     Args:
-      factors0: the start, :class:`lowrank_jax.sdl.model.Factors` (W (p, r), H (r, n),
+      factors0: the start, ``lowrank_jax.sdl.model.Factors`` (W (p, r), H (r, n),
         coef (r, κ)), finite.
       aux_coef0: γ₀ (q, κ), finite.
-      data: the training data, from :func:`lowrank_jax.sdl.prepare`.
+      data: the training data, from ``lowrank_jax.sdl.prepare``.
       xi, lam: ξ, λ ≥ 0, scalars (may be traced; out of range: ``Status.INVALID``).
       model: "H" (SDL-H) or "W" (SDL-W).
       inner_iters: gradient steps per block per sweep, ≥ 1 (default 1).
 
     Returns:
-      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`BCDResult` (no
-      exception on failure: read its ``status``, or pass it to :func:`lowrank_jax.result.finish`).
+      A ``lowrank_jax.loop.Iteration`` whose ``result`` gives a ``BCDResult`` (no
+      exception on failure: read its ``status``, or pass it to ``lowrank_jax.result.finish``).
 
     Example:
         ```python
@@ -708,14 +708,15 @@ def bcd_iteration(
         from lowrank_jax import loop, sdl
 
         rng = np.random.default_rng(0)
-        X, y = rng.normal(size=(20, 30)) / 5, np.arange(20) % 2     # (n, p): samples in rows
+        X, y = rng.normal(size=(20, 30)) / 5, np.arange(20) % 2  # X (n, p)
         data = sdl.prepare(X, y, intercept=True)
         _, aux_coef0, factors0 = sdl.initial_point(data, 2, "H", 0)
         it = sdl.bcd_iteration(factors0, aux_coef0, data, 1.0, 0.1, model="H")
-        first = loop.run(it, max_iter=50)                           # fifty sweeps
-        warm = it._replace(state=first.state)                       # ... then fifty more
+        first = loop.run(it, max_iter=50)  # fifty sweeps
+        warm = it._replace(state=first.state)  # ... then fifty more
         out = it.result(loop.run(warm, max_iter=50, start=50))
-        print(out.loss, out.history["loss"][-1] <= first.history["loss"][-1])   # G falls: True
+        # G falls: True
+        print(out.loss, out.history["loss"][-1] <= first.history["loss"][-1])
         ```
     """
     return _bcd_iteration(factors0, aux_coef0, data, xi, lam, model=model, inner_iters=inner_iters)

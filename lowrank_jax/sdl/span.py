@@ -4,8 +4,9 @@ X is the data in the paper's layout, p × n (``SDLData.X``). After LPGD's first 
 has rank r (U₁ of p-rows, V₁ the kept right singular vectors). Every later gradient step moves
 θ's p-rows only along the columns of X and U₁,
 
-    SDL-H  B ← B − 2τξ(B − X)                                 θ = [A ∥ B], B the p rows
-    SDL-W  A ← A − τ(X(P − Y)ᵀ + 2λA),  B ← B − 2τξ(B − X)    θ = [A, B], all p rows
+    SDL-H  B ← B − 2τξ(B − X)                                θ = [A ∥ B],
+                                                             B the p rows
+    SDL-W  A ← A − τ(X(P − Y)ᵀ + 2λA),  B ← B − 2τξ(B − X)   θ = [A, B], all p rows
 
 and the rank projection θ ↦ θ V_r V_rᵀ multiplies on the right. So, with the fixed basis E = [X, U]
 (p × (n + r), U = the p rows of U₁), every later iterate is
@@ -18,7 +19,7 @@ K = EᵀE (blocks XᵀX, UᵀX, UᵀU, formed once), the activations (SDL-W: A�
 ‖X − B‖² = tr([M_B − I; N_B]ᵀ K [M_B − I; N_B]). The gradient of F in these coordinates is the
 coordinate vector of ∇_θF — e.g. 2ξ(B − X) = X·2ξ(M_B − I) + U·2ξN_B — so a step of ``optax.sgd``
 on (M, N) *is* the step on θ, and the rank projection is (M, N) ← (M, N) V_r V_rᵀ with V_r the top
-eigenvectors of θ'ᵀθ' (:func:`lowrank_jax.linalg.top_eigenspace`, the eigendecomposition the dense
+eigenvectors of θ'ᵀθ' (``lowrank_jax.linalg.top_eigenspace``, the eigendecomposition the dense
 ``svd="gram"`` projection uses). The iterates are LPGD's own, equal to the dense ones to rounding
 (tested); one step costs O((n + κ)²(n + r)) instead of the dense O(p n²) — p = 12 625, n = 128:
 a few 10⁷ flops against 10⁹ — plus O(p n²) once for XᵀX, UᵀX and the final θ = XM + UN.
@@ -59,7 +60,7 @@ def basis(X, U) -> Basis:
       U: (p, r) the p rows of the first step's left factor.
 
     Returns:
-      :class:`Basis`: E's Gram blocks and the R of E = QR.
+      ``Basis``: E's Gram blocks and the R of E = QR.
     """
     return Basis(
         X.T @ X, U.T @ X, U.T @ U, jnp.linalg.qr(jnp.concatenate([X, U], axis=1), mode="r")
@@ -75,7 +76,7 @@ def gram(K: Basis, M, N):
     """YᵀY for Y = XM + UN, from the Gram blocks (symmetrised).
 
     Args:
-      K: the :class:`Basis`.
+      K: the ``Basis``.
       M: (n, c) coordinates along X.
       N: (r, c) coordinates along U.
 
@@ -97,7 +98,7 @@ def sq_norm(K: Basis, M, N):
     root of the Gram form's.
 
     Args:
-      K: the :class:`Basis`.
+      K: the ``Basis``.
       M: (n, c) coordinates along X.
       N: (r, c) coordinates along U.
 
@@ -114,7 +115,7 @@ def coords_sq_norm(coords, K: Basis, model: str):
 
     Args:
       coords: (A, M, N) for SDL-H, (M, N) for SDL-W (module docstring).
-      K: the :class:`Basis`.
+      K: the ``Basis``.
       model: "H" or "W".
 
     Returns:
@@ -167,13 +168,13 @@ def expand(coords, X, U, model: str):
 
 def value_and_gradients(coords, aux_coef, K: Basis, data: sm.SDLData, xi, lam, model: str):
     """F and its gradients with θ in the coordinates of the module docstring:
-    :func:`lowrank_jax.sdl.model.value_and_gradients` in the span.
+    ``lowrank_jax.sdl.model.value_and_gradients`` in the span.
 
     Args:
       coords: (A, M, N) for SDL-H, (M, N) for SDL-W.
       aux_coef: γ (q, κ).
-      K: the :class:`Basis`.
-      data: from :func:`lowrank_jax.sdl.prepare`.
+      K: the ``Basis``.
+      data: from ``lowrank_jax.sdl.prepare``.
       xi, lam: ξ, λ ≥ 0.
       model: "H" or "W".
 
@@ -202,11 +203,11 @@ def value_and_gradients(coords, aux_coef, K: Basis, data: sm.SDLData, xi, lam, m
 
 def project_rank(coords, K: Basis, rank: int, model: str):
     """The coordinates of Π_r(θ) = θ V_r V_rᵀ, V_r a basis of the top-r eigenspace of θᵀθ
-    (:func:`lowrank_jax.linalg.top_eigenspace`: differentiable at tied eigenvalues too).
+    (``lowrank_jax.linalg.top_eigenspace``: differentiable at tied eigenvalues too).
 
     Args:
       coords: (A, M, N) for SDL-H, (M, N) for SDL-W.
-      K: the :class:`Basis`.
+      K: the ``Basis``.
       rank: r.
       model: "H" or "W".
 
