@@ -1,4 +1,4 @@
-"""Rescaled hyperbolic regression: the experiments the paper does not have (it is theory only).
+"""Rescaled softmax regression: the experiments the paper does not have (it is theory only).
 
 1. Convergence ‖x_t − x*‖ for exact / diagonal / sketched Newton and the three kinds (cosh and sinh:
    x* = 0, the trivial minimiser).

@@ -1,4 +1,4 @@
-"""Rescaled hyperbolic regression (float64): closed forms vs autodiff (dense and sparse A), the
+"""Rescaled softmax regression (float64): closed forms vs autodiff (dense and sparse A), the
 paper's Hessian erratum, the B split, Newton's convergence orders, the sketch's ε₀, trivial
 minimisers, theorem helpers, the in-context shift, vmap, and bad input / overflow errors."""
 

@@ -1,6 +1,9 @@
-"""Rescaled hyperbolic regression (Gao, Song, Yin): closed-form curvature and (sketched) Newton.
+"""Rescaled softmax regression (Gao, Song, Yin): closed-form curvature and (sketched) Newton.
 
-``loss``, ``gradient``, ``hessian`` for u ∈ {exp, cosh, sinh}; the theorem's helpers; the
+The paper's Def. 1.2, min_x ‖u(Ax) − ⟨u(Ax), 1⟩ b‖ with u ∈ {exp, cosh, sinh} entrywise, solved
+in its regularised form L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w) A x‖² (Eq. 2).
+
+``loss``, ``gradient``, ``hessian`` for each u; the theorem's helpers; the
 in-context-learning shift; ``newton_solve`` with exact, diagonal and sketched Hessians, and its
 steps as ``newton_solve_iteration``. Design matrices may be dense or sparse (``as_design``
 converts a ``BCOO``).

@@ -5,10 +5,10 @@ Every product the solvers need goes through the functions here, so the same code
     matvec(A, x) = A x,   rmatvec(A, y) = Aᵀ y,   matmat(A, X) = A X,
     gram(A, s) = Aᵀ diag(s) A,   take_rows(A, idx),   count_sketch(A, ...).
 
-Sparse matrices are stored as :class:`RowSparse` — per row, the column indices and values of its
+Sparse matrices are stored as ``RowSparse`` — per row, the column indices and values of its
 non-zeros, padded to the longest row (q) with zeros — so that Aᵀ diag(s) A is one scatter of the
 n q² row outer products, O(nnz · q) work, and a subset of rows is a gather (the sampled Hessian).
-Convert a ``jax.experimental.sparse.BCOO`` (or a dense array) with :func:`as_design` outside
+Convert a ``jax.experimental.sparse.BCOO`` (or a dense array) with ``as_design`` outside
 ``jit``.
 """
 
@@ -29,7 +29,7 @@ class RowSparse(eqx.Module):
 
     Row i has the values ``vals[i]`` at the columns ``cols[i]``; a row with fewer than q non-zeros
     is padded with value 0 at column 0. Aᵀ diag(s) A is then one scatter of the n q² row outer
-    products, O(nnz · q), and a subset of rows is a gather. Build one with :func:`as_design`.
+    products, O(nnz · q), and a subset of rows is a gather. Build one with ``as_design``.
 
     Attributes:
       cols: (n, q) int32 column indices, in [0, num_cols).
@@ -62,9 +62,9 @@ class RowSparse(eqx.Module):
 
 
 def _row_sparse(A: RowSparse, name: str) -> RowSparse:
-    """A :class:`RowSparse` checked and in its compute dtype: cols and vals of one (n, q) shape,
-    real finite values (:func:`lowrank_jax._checks.as_matrix`: half precision and integers become
-    float32 / the default float), column indices in [0, num_cols) (:data:`_COLUMNS`)."""
+    """A ``RowSparse`` checked and in its compute dtype: cols and vals of one (n, q) shape,
+    real finite values (``lowrank_jax._checks.as_matrix``: half precision and integers become
+    float32 / the default float), column indices in [0, num_cols) (``_COLUMNS``)."""
     if A.cols.shape != A.vals.shape or A.cols.ndim != 2:
         raise ValueError(
             f"{name}: RowSparse cols and vals must be (n, q) arrays of one shape, got "
@@ -98,7 +98,7 @@ _COLUMNS = _checks.Rule(
 
 
 def _row_layout(A, name: str) -> RowSparse:
-    """The :class:`RowSparse` of a concrete 2-D ``BCOO``: its non-zeros sorted by row, each row
+    """The ``RowSparse`` of a concrete 2-D ``BCOO``: its non-zeros sorted by row, each row
     padded to the longest."""
     idx, val = np.asarray(A.indices), np.asarray(A.data)
     _checks._require_real_numbers(val.dtype, name)  # a complex matrix lost its imaginary part
@@ -120,9 +120,9 @@ def _row_layout(A, name: str) -> RowSparse:
 
 
 def convert(A, name: str = "A", args=None):
-    """A design in the form the solvers take (the conversion of :func:`as_design`, usable as
-    ``_checks.Convert(convert)``): a :class:`RowSparse` checked, a ``BCOO`` or ``scipy.sparse``
-    matrix as a :class:`RowSparse`, anything else a checked dense 2-D float array. ``args`` (the
+    """A design in the form the solvers take (the conversion of ``as_design``, usable as
+    ``_checks.Convert(convert)``): a ``RowSparse`` checked, a ``BCOO`` or ``scipy.sparse``
+    matrix as a ``RowSparse``, anything else a checked dense 2-D float array. ``args`` (the
     arguments of a declared function) is not used.
 
     Args:
@@ -131,7 +131,7 @@ def convert(A, name: str = "A", args=None):
       args: the arguments of a declared function (not used).
 
     Returns:
-      A :class:`RowSparse` or a dense 2-D float array.
+      A ``RowSparse`` or a dense 2-D float array.
     """
     del args
     if isinstance(A, RowSparse):
@@ -166,21 +166,21 @@ DESIGN = _checks.Convert(convert)
 
 @_checks.validate(A=_checks.Convert(lambda v, _, args: convert(v, args["name"])))
 def as_design(A, name: str = "A"):
-    """A design in the form the solvers take: a checked dense array or a :class:`RowSparse`.
+    """A design in the form the solvers take: a checked dense array or a ``RowSparse``.
 
-    A ``BCOO``, a ``scipy.sparse`` matrix or a ``RowSparse`` becomes a :class:`RowSparse`, anything
+    A ``BCOO``, a ``scipy.sparse`` matrix or a ``RowSparse`` becomes a ``RowSparse``, anything
     else a dense 2-D float array. Checked: real, finite, of a scale whose sums of squares its dtype
-    holds (:func:`lowrank_jax._checks.check_scale`), column indices in range; half precision and
+    holds (``lowrank_jax._checks.check_scale``), column indices in range; half precision and
     integers become float32 / the default float, for sparse input as for dense. Convert a ``BCOO``
     outside ``jit``: its row layout needs concrete indices.
 
     Args:
       A: (n, d) dense array, ``jax.experimental.sparse.BCOO`` (2-D, without batch or dense
-        dimensions), ``scipy.sparse`` matrix or :class:`RowSparse`.
+        dimensions), ``scipy.sparse`` matrix or ``RowSparse``.
       name: the argument's name in error messages (default "A").
 
     Returns:
-      The (n, d) dense array or :class:`RowSparse`.
+      The (n, d) dense array or ``RowSparse``.
     """
     return A
 
@@ -189,7 +189,7 @@ def shape(A):
     """The shape (n, d) of a design.
 
     Args:
-      A: dense, ``BCOO`` or :class:`RowSparse` design.
+      A: dense, ``BCOO`` or ``RowSparse`` design.
 
     Returns:
       (n, d), a tuple of ints.
@@ -201,11 +201,11 @@ def nnz(A) -> int:
     """The number of stored non-zeros of a design.
 
     Args:
-      A: dense, ``BCOO`` or :class:`RowSparse` design (concrete).
+      A: dense, ``BCOO`` or ``RowSparse`` design (concrete).
 
     Returns:
-      int: the non-zeros of a :class:`RowSparse` (explicit zeros in its buffer not counted); n·d for
-      any other design, dense or ``BCOO``.
+      The count of a ``RowSparse``'s non-zeros (explicit zeros in its buffer not counted); n·d
+      for any other design, dense or ``BCOO``.
     """
     return (
         int(np.count_nonzero(np.asarray(A.vals)))
@@ -248,7 +248,7 @@ def matvec(A, x):
     """The product A x.
 
     Args:
-      A: (n, d) dense or :class:`RowSparse` design.
+      A: (n, d) dense or ``RowSparse`` design.
       x: (d,) vector.
 
     Returns:
@@ -264,7 +264,7 @@ def matmat(A, X):
     """The product A X.
 
     Args:
-      A: (n, d) dense or :class:`RowSparse` design.
+      A: (n, d) dense or ``RowSparse`` design.
       X: (d, t) matrix.
 
     Returns:
@@ -280,7 +280,7 @@ def rmatvec(A, y):
     """The product Aᵀ y.
 
     Args:
-      A: (n, d) dense or :class:`RowSparse` design.
+      A: (n, d) dense or ``RowSparse`` design.
       y: (n,) vector.
 
     Returns:
@@ -299,7 +299,7 @@ def gram(A, s):
     """The weighted Gram matrix Aᵀ diag(s) A = Σ_i s_i a_i a_iᵀ over the rows a_i of A.
 
     Args:
-      A: (n, d) dense or :class:`RowSparse` design.
+      A: (n, d) dense or ``RowSparse`` design.
       s: (n,) row weights.
 
     Returns:
@@ -316,7 +316,7 @@ def column_norms(A):
     """The Euclidean norm ‖a_j‖ of each column j of A, in one pass over A.
 
     Args:
-      A: (n, d) dense or :class:`RowSparse` design.
+      A: (n, d) dense or ``RowSparse`` design.
 
     Returns:
       (d,) array of the column norms.
@@ -334,7 +334,7 @@ def equilibrator(A, floor: float = 0.0):
     so a column below ``floor`` relative to the largest is scaled up only as far as that floor.
 
     Args:
-      A: (n, d) dense or :class:`RowSparse` design.
+      A: (n, d) dense or ``RowSparse`` design.
       floor: relative floor, ≥ 0 (default 0: every non-zero column to norm 1).
 
     Returns:
@@ -349,7 +349,7 @@ def take_rows(A, idx):
     """The rows ``idx`` of A, in A's own format.
 
     Args:
-      A: (n, d) dense or :class:`RowSparse` design.
+      A: (n, d) dense or ``RowSparse`` design.
       idx: (m,) integer row indices (repeats allowed).
 
     Returns:
@@ -369,7 +369,7 @@ def count_sketch(key, A, row_scale, k: int):
 
     Args:
       key: ``jax.random`` key of the buckets and signs.
-      A: (n, d) dense or :class:`RowSparse` design.
+      A: (n, d) dense or ``RowSparse`` design.
       row_scale: (n,) factor applied to each row.
       k: number of buckets, the rows of the sketch (static, ≥ 1).
 

@@ -1,12 +1,14 @@
-"""Rescaled hyperbolic regression: loss, closed-form gradient and Hessian, the theorem's helpers.
+"""Rescaled softmax regression: loss, closed-form gradient and Hessian, the theorem's helpers.
 
-Gao, Song, Yin, "An Iterative Algorithm for Rescaled Hyperbolic Functions Regression". For
-A (n × d), b, w ∈ Rⁿ and u ∈ {exp, cosh, sinh} of z = Ax entrywise, with v = u′ (exp → exp,
+Rescaled softmax regression (Def. 1.2, with its exp, cosh and sinh variants) of Gao, Song, Yin,
+"An Iterative Algorithm for Rescaled Hyperbolic Functions Regression". For
+A ∈ ℝⁿˣᵈ, b, w ∈ ℝⁿ and u ∈ {exp, cosh, sinh} of z = Ax entrywise, with v = u′ (exp → exp,
 cosh → sinh, sinh → cosh; u″ = u):
 
     α = ⟨u, 1⟩,   c = u − α b,   L(x) = ½‖c‖² + ½‖diag(w) A x‖²,
     ∇L = Aᵀ(c∘v − ⟨b, c⟩ v + w²∘z),
-    ∇²L = Aᵀ(B + W²)A,  B = diag(v∘v) − (v∘b)vᵀ − v(v∘b)ᵀ + ‖b‖² vvᵀ + diag(c∘u) − ⟨c, b⟩ diag(u).
+    ∇²L = Aᵀ(B + W²)A,
+    B = diag(v∘v) − (v∘b)vᵀ − v(v∘b)ᵀ + ‖b‖² vvᵀ + diag(c∘u) − ⟨c, b⟩ diag(u).
 
 The Hessian is assembled without any n × n matrix, in O(n d²) (dense A) or O(nnz · q) (row-sparse):
 
@@ -16,7 +18,7 @@ The Hessian is assembled without any n × n matrix, in O(n d²) (dense A) or O(n
 Erratum pinned by the tests: the paper's Def. C.2 prints the rank-one terms of B with u instead of
 v; that is exact for exp only (v = u) and off by O(1) for cosh and sinh. B = B_rank + B_diag with
 B_rank = −v(v∘b)ᵀ − (v∘b)vᵀ + ‖b‖² vvᵀ and B_diag = diag(v∘v + c∘u − ⟨c,b⟩u)
-(:func:`curvature_split`).
+(``curvature_split``).
 
 Trivial minimisers: for sinh, x = 0 gives u = 0, α = 0, c = 0 and L = 0 ≤ L(x), so
 x* = 0 always (unique when every w_i > 0 and A has full column rank: with some w_i = 0 a row
@@ -24,13 +26,13 @@ whose u-term vanishes can leave other minimisers); cosh's loss is even, L(x) = L
 x = 0 is always stationary (v(0) = sinh 0 = 0). Only exp has a non-trivial x* in general.
 
 Overflow: exp/cosh/sinh of |Ax| beyond ~88 (float32) or ~709 (float64) overflow, and the loss
-squares them (α² ~ n² e^{2‖Ax‖_∞}). These are plain functions, not iterative solvers: an overflow
+squares them (α² ~ n² e^(2‖Ax‖∞)). These are plain functions, not iterative solvers: an overflow
 comes back as inf/NaN, the same called directly and under
-``jit``/``vmap``/:func:`lowrank_jax.sweep.run` (a ``vmap`` over x values that overflows at some of
+``jit``/``vmap``/``lowrank_jax.sweep.run`` (a ``vmap`` over x values that overflows at some of
 them keeps the others). Nothing maps a non-finite
-value to a finite one: :func:`psd_certificate` of an overflowed Hessian is NaN, not 0, and
-:func:`icl_shift` returns the non-finite shift instead of judging an overflowed α. Compare ‖Ax‖_∞
-with :func:`overflow_limit` to stay in range; :func:`lowrank_jax.regression.newton_solve` refuses a
+value to a finite one: ``psd_certificate`` of an overflowed Hessian is NaN, not 0, and
+``icl_shift`` returns the non-finite shift instead of judging an overflowed α. Compare ‖Ax‖∞
+with ``overflow_limit`` to stay in range; ``lowrank_jax.regression.newton_solve`` refuses a
 concrete start whose loss overflows (``ValueError`` naming the rows of Ax and the limit).
 """
 
@@ -61,9 +63,9 @@ def _uv(kind: str, z):
 
 
 # The arguments of a problem (A, b, w, x), declared once for every public function that takes one
-# (:func:`lowrank_jax._checks.validate`): ``kind`` one of :data:`KINDS`, A a design
-# (:func:`lowrank_jax.regression.design.as_design`), b and x real vectors in A's dtype whose lengths
-# are the rules of :func:`length`, w non-negative (:func:`weights`).
+# (``lowrank_jax._checks.validate``): ``kind`` one of ``KINDS``, A a design
+# (``lowrank_jax.regression.design.as_design``), b and x real vectors in A's dtype whose lengths
+# are the rules of ``length``, w non-negative (``weights``).
 KIND = _checks.Choice(*KINDS)
 VECTOR = _checks.Hyper(ndim=1, low=None, dtype_of="A")
 
@@ -104,7 +106,7 @@ def length(arg: str, axis: int, label: str | None = None) -> _checks.Rule:
       label: the name of the argument holding the name to report, or None (``arg``).
 
     Returns:
-      The :class:`lowrank_jax._checks.Rule`.
+      The ``lowrank_jax._checks.Rule``.
     """
     size, of = ("n", "rows") if axis == 0 else ("d", "columns")
 
@@ -164,7 +166,7 @@ def check_problem(A, b, w, x=None, *, kind: str = "exp", x_name: str = "x"):
 
     Args:
       A: (n, d) design: dense, ``BCOO``, ``scipy.sparse`` or
-        :class:`lowrank_jax.regression.design.RowSparse`.
+        ``lowrank_jax.regression.design.RowSparse``.
       b: (n,) target.
       w: (n,) non-negative weights, or a scalar for every row.
       x: (d,) point (default None: not checked).
@@ -172,7 +174,7 @@ def check_problem(A, b, w, x=None, *, kind: str = "exp", x_name: str = "x"):
       x_name: the caller's name for x in the messages (default "x").
 
     Returns:
-      (A, b, w, x): A from :func:`lowrank_jax.regression.design.as_design`, b (n,), w broadcast to
+      (A, b, w, x): A from ``lowrank_jax.regression.design.as_design``, b (n,), w broadcast to
       (n,), and x (d,) or None, all in A's float dtype.
     """
     return A, b, jnp.broadcast_to(w, (A.shape[0],)), x
@@ -180,11 +182,11 @@ def check_problem(A, b, w, x=None, *, kind: str = "exp", x_name: str = "x"):
 
 @_checks.validate(n=_checks.Count())
 def overflow_limit(dtype, n: int) -> float:
-    """The largest ‖Ax‖_∞ at which the loss, gradient and Hessian stay finite (with margin).
+    """The largest ‖Ax‖∞ at which the loss, gradient and Hessian stay finite (with margin).
 
         limit = ½ log(max float) − log(n + 1),
 
-    since the loss squares α = Σu ≤ n e^{‖Ax‖_∞}.
+    since the loss squares α = Σu ≤ n e^(‖Ax‖∞).
 
     Args:
       dtype: the float dtype of the computation.
@@ -206,7 +208,7 @@ def _numpy_matvec(A, x) -> np.ndarray:
 
 
 def _overflow_message(z, what: str) -> str:
-    """Why ``what`` is not finite: the rows of z = Ax beyond :func:`overflow_limit` or, where Ax is
+    """Why ``what`` is not finite: the rows of z = Ax beyond ``overflow_limit`` or, where Ax is
     in range, the scale of A, b or w."""
     zz = np.abs(np.asarray(z))
     limit = overflow_limit(zz.dtype, zz.shape[-1])
@@ -242,7 +244,7 @@ def finite_loss(x: str) -> _checks.Rule:
       x: the name of the point argument.
 
     Returns:
-      The :class:`lowrank_jax._checks.Rule`.
+      The ``lowrank_jax._checks.Rule``.
     """
     return _checks.Rule(
         lambda a: jnp.isfinite(_loss(a[x], a["A"], a["b"], a["w"], a["kind"])[0]),
@@ -279,12 +281,12 @@ def parts(x, A, b, kind: str = "exp") -> Parts:
 
     Args:
       x: (d,) point.
-      A: (n, d) design, dense or :class:`lowrank_jax.regression.design.RowSparse`.
+      A: (n, d) design, dense or ``lowrank_jax.regression.design.RowSparse``.
       b: (n,) target.
       kind: "exp" (default), "cosh" or "sinh".
 
     Returns:
-      :class:`Parts` at x.
+      ``Parts`` at x.
     """
     return _parts(x, A, b, kind)
 
@@ -302,7 +304,7 @@ def parts_from_z(z, b, kind: str = "exp") -> Parts:
       kind: "exp" (default), "cosh" or "sinh".
 
     Returns:
-      :class:`Parts` with u = u(z), v = u′(z), α = ⟨u, 1⟩ and c = u − α b.
+      ``Parts`` with u = u(z), v = u′(z), α = ⟨u, 1⟩ and c = u − α b.
     """
     u, v = _uv(kind, z)
     alpha = jnp.sum(u)
@@ -375,7 +377,7 @@ def _hessian_at(p: Parts, A, b, w):
 @_checks.validate(*_PROBLEM_RULES, **_PROBLEM)
 @_checks.compiled
 def loss(x, A, b, w, kind: str = "exp"):
-    """The rescaled hyperbolic regression loss at x.
+    """The rescaled softmax regression loss at x.
 
         L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w) A x‖²,
 
@@ -384,13 +386,13 @@ def loss(x, A, b, w, kind: str = "exp"):
     Args:
       x: (d,) point (the other functions of this module take the same arguments).
       A: (n, d) design: dense, ``BCOO``, ``scipy.sparse`` or
-        :class:`lowrank_jax.regression.design.RowSparse`.
+        ``lowrank_jax.regression.design.RowSparse``.
       b: (n,) target (the paper's b lies on the simplex).
       w: (n,) non-negative weights of the regulariser, or a scalar for every row.
       kind: the function u applied entrywise to z = Ax: "exp" (default), "cosh" or "sinh".
 
     Returns:
-      Scalar L(x) (inf/NaN where u(Ax) overflows; see :func:`overflow_limit`).
+      Scalar L(x) (inf/NaN where u(Ax) overflows; see ``overflow_limit``).
     """
     return _loss(x, A, b, w, kind)[0]
 
@@ -406,7 +408,7 @@ def gradient(x, A, b, w, kind: str = "exp"):
 
     Args:
       x: (d,) point.
-      A: (n, d) design, as in :func:`loss`.
+      A: (n, d) design, as in ``loss``.
       b: (n,) target.
       w: (n,) non-negative weights, or a scalar.
       kind: "exp" (default), "cosh" or "sinh".
@@ -429,7 +431,7 @@ def hessian(x, A, b, w, kind: str = "exp"):
 
     Args:
       x: (d,) point.
-      A: (n, d) design, as in :func:`loss`.
+      A: (n, d) design, as in ``loss``.
       b: (n,) target.
       w: (n,) non-negative weights, or a scalar.
       kind: "exp" (default), "cosh" or "sinh".
@@ -445,9 +447,10 @@ def hessian(x, A, b, w, kind: str = "exp"):
         A = jax.random.normal(jax.random.key(0), (50, 4)) / 7
         b = jax.random.dirichlet(jax.random.key(1), jnp.ones(50))
         x, w = jnp.full(4, 0.1), jnp.full(50, 2.0)
-        H = regression.hessian(x, A, b, w, "cosh")                # closed form, O(n d²)
-        H_ad = jax.hessian(regression.loss)(x, A, b, w, "cosh")   # autodiff of L
-        print(jnp.max(jnp.abs(H - H_ad)) / jnp.max(jnp.abs(H)))   # ≈ 1e-7: float32 rounding
+        H = regression.hessian(x, A, b, w, "cosh")               # closed form, O(n d²)
+        H_ad = jax.hessian(regression.loss)(x, A, b, w, "cosh")  # autodiff of L
+        err = jnp.max(jnp.abs(H - H_ad)) / jnp.max(jnp.abs(H))
+        print(err)  # ≈ 1e-7: float32 rounding
         ```
     """
     return _hessian(x, A, b, w, kind)[0]
@@ -464,7 +467,7 @@ def diagonal_curvature(x, A, b, w, kind: str = "exp"):
 
     Args:
       x: (d,) point.
-      A: (n, d) design, as in :func:`loss`.
+      A: (n, d) design, as in ``loss``.
       b: (n,) target.
       w: (n,) non-negative weights, or a scalar.
       kind: "exp" (default), "cosh" or "sinh".
@@ -487,7 +490,7 @@ def curvature_split(x, A, b, kind: str = "exp"):
 
     Args:
       x: (d,) point.
-      A: (n, d) design, as in :func:`loss`.
+      A: (n, d) design, as in ``loss``.
       b: (n,) target.
       kind: "exp" (default), "cosh" or "sinh".
 
@@ -511,7 +514,7 @@ def full_column_rank(what: str) -> _checks.Rule:
       what: the function's name, for the message.
 
     Returns:
-      The :class:`lowrank_jax._checks.Rule`.
+      The ``lowrank_jax._checks.Rule``.
     """
     return _checks.Rule(
         lambda a: a["A"].shape[0] >= a["A"].shape[1],
@@ -527,13 +530,13 @@ def radius_R0(x, A, b, kind: str = "exp"):
 
         R₀ = max{‖u‖, ‖v‖, ‖b‖, ‖c‖, 1}.
 
-    The norms exist for any shape, but R₀ only enters the theorem's w (:func:`weight_rule`), which
-    also needs σ_min(A) > 0: like :func:`sigma_min` and :func:`psd_certificate`, it refuses n < d
+    The norms exist for any shape, but R₀ only enters the theorem's w (``weight_rule``), which
+    also needs σ_min(A) > 0: like ``sigma_min`` and ``psd_certificate``, it refuses n < d
     (``ValueError``).
 
     Args:
       x: (d,) point.
-      A: (n, d) design with n ≥ d, as in :func:`loss`.
+      A: (n, d) design with n ≥ d, as in ``loss``.
       b: (n,) target.
       kind: "exp" (default), "cosh" or "sinh".
 
@@ -559,12 +562,12 @@ def sigma_min(A):
     """The smallest singular value σ_min(A), 0 where A is rank-deficient to working precision.
 
     A value within rounding of 0, σ_min ≤ max(n, d)·ε·σ_max (the rank rule of
-    ``numpy.linalg.matrix_rank``), is returned as 0, and :func:`weight_rule` then refuses it rather
+    ``numpy.linalg.matrix_rank``), is returned as 0, and ``weight_rule`` then refuses it rather
     than build w² ≈ l/σ² from rounding. The theorem requires full column rank: n < d is refused
     (``ValueError``).
 
     Args:
-      A: (n, d) design with n ≥ d, as in :func:`loss` (densified).
+      A: (n, d) design with n ≥ d, as in ``loss`` (densified).
 
     Returns:
       Scalar σ_min(A) ≥ 0.
@@ -588,13 +591,13 @@ def weight_rule(R0, l, sigma, *, part: int = 1):
 
     The paper's other printed versions of the condition (w_i instead of w_i², or 100 + l/σ²) are
     not used. The rule takes no A, so it cannot see n < d itself; there σ_min(A) = 0, ``sigma = 0``
-    is refused here and :func:`sigma_min` refuses the wide A. R0, l and sigma may be scalars or
+    is refused here and ``sigma_min`` refuses the wide A. R0, l and sigma may be scalars or
     arrays that broadcast; traced (under ``vmap``), an entry out of range makes its w NaN.
 
     Args:
-      R0: R₀ ≥ 1 (:func:`radius_R0`).
+      R0: R₀ ≥ 1 (``radius_R0``).
       l: the curvature to certify, > 0.
-      sigma: σ_min(A) > 0 (:func:`sigma_min`).
+      sigma: σ_min(A) > 0 (``sigma_min``).
       part: 1 (default) or 2, the part of Lemma C.4.
 
     Returns:
@@ -609,7 +612,7 @@ def weight_rule(R0, l, sigma, *, part: int = 1):
 def psd_certificate(x, A, b, w, kind: str = "exp"):
     """The smallest eigenvalue λ_min(∇²L(x)) of the Hessian, 0 where it is within rounding of 0.
 
-    A positive value certifies strong convexity at x (compare with the l of :func:`weight_rule`).
+    A positive value certifies strong convexity at x (compare with the l of ``weight_rule``).
     n < d is refused (``ValueError``): then ∇²L = Aᵀ(B + W²)A has rank ≤ n < d, its λ_min is 0 and
     only rounding decides the sign, so the value could never certify anything. The same holds for a
     tall A without full column rank, which the shape cannot show. H is formed from sums over A's n
@@ -619,7 +622,7 @@ def psd_certificate(x, A, b, w, kind: str = "exp"):
 
     Args:
       x: (d,) point.
-      A: (n, d) design with n ≥ d, as in :func:`loss`.
+      A: (n, d) design with n ≥ d, as in ``loss``.
       b: (n,) target.
       w: (n,) non-negative weights, or a scalar.
       kind: "exp" (default), "cosh" or "sinh".
@@ -657,7 +660,7 @@ _SPECTRUM = {"H_approx": _checks.Matrix(), "H": _checks.Matrix()}
 
 @_checks.validate(*_SPECTRUM_RULES, **_SPECTRUM)
 def relative_spectrum(H_approx, H):
-    """The eigenvalues of H^{-1/2} H̃ H^{-1/2}: the spectrum of H̃ measured in H's metric.
+    """The eigenvalues of H^(−1/2) H̃ H^(−1/2): the spectrum of H̃ measured in H's metric.
 
     H̃ is an ε₀-approximation of H ≻ 0, (1 − ε₀) H ⪯ H̃ ⪯ (1 + ε₀) H (Def. 6.2), iff they lie in
     [1 − ε₀, 1 + ε₀]. Computed as the eigenvalues of L⁻¹ H̃ L⁻ᵀ with H = L Lᵀ. An H that is not
@@ -687,7 +690,7 @@ def approximation_error(H_approx, H):
 
         ε₀ = max_i |λ_i − 1|,
 
-    with λ the eigenvalues of H^{-1/2} H̃ H^{-1/2} (:func:`relative_spectrum`).
+    with λ the eigenvalues of H^(−1/2) H̃ H^(−1/2) (``relative_spectrum``).
 
     Args:
       H_approx: (d, d) symmetric approximation H̃.
@@ -765,26 +768,26 @@ def _alpha_message(a) -> str:
 def icl_shift(x_t, x_next, A, b, kind: str = "exp", *, A_next=None):
     """The shift δ_b of the target b that reproduces a step in x or in A (in-context learning).
 
-        u(A_{t+1}x_{t+1}) − α(A_{t+1}x_{t+1}) b = u(A_t x_t) − α(A_t x_t)(b − δ_b),
-        δ_b = α_t⁻¹ (c_{t+1} − c_t),   c = u − α b:
+        u(Aₜ₊₁xₜ₊₁) − α(Aₜ₊₁xₜ₊₁) b = u(Aₜ xₜ) − α(Aₜ xₜ)(b − δ_b),
+        δ_b = αₜ⁻¹ (cₜ₊₁ − cₜ),   c = u − α b:
 
-    a step in x (Lemma E.2), in A (Lemma E.5, read as "x fixed, A_t → A_{t+1}"; pass ``A_next``),
+    a step in x (Lemma E.2), in A (Lemma E.5, read as "x fixed, Aₜ → Aₜ₊₁"; pass ``A_next``),
     or both, equals a step in b.
 
-    Raises when α(A_t x_t) = Σ u_i is zero to working precision, |α| ≤ n · eps · Σ|u_i| (sinh at or
+    Raises when α(Aₜ xₜ) = Σ u_i is zero to working precision, |α| ≤ n · eps · Σ|u_i| (sinh at or
     near x = 0, where the sum cancels and its sign is rounding): δ_b is then undefined or rounding
     noise. The bound is the worst case of the summation's rounding, so an α that cancels exactly to
     a tiny accurate value (rows in exact ± pairs plus a tiny one) is refused too. Traced (under
-    jit/vmap), such a shift comes back NaN. Where u(A_t x_t) overflows, α is not judged and the
+    jit/vmap), such a shift comes back NaN. Where u(Aₜ xₜ) overflows, α is not judged and the
     shift comes back non-finite (module docstring).
 
     Args:
       x_t: (d,) point before the step.
       x_next: (d,) point after the step (``x_t`` again for a step in A alone).
-      A: (n, d) design A_t before the step, as in :func:`loss`.
+      A: (n, d) design Aₜ before the step, as in ``loss``.
       b: (n,) target.
       kind: "exp" (default), "cosh" or "sinh".
-      A_next: (n, d) design A_{t+1} after the step (default None: A).
+      A_next: (n, d) design Aₜ₊₁ after the step (default None: A).
 
     Returns:
       (n,) array δ_b.
@@ -800,24 +803,24 @@ def icl_shift(x_t, x_next, A, b, kind: str = "exp", *, A_next=None):
     R=_checks.Hyper(ndim=0, low=0, low_open=True, dtype_of="A", optional=True),
 )
 def icl_bound(x_t, x_next, A, b, R=None, *, A_next=None):
-    """The explicit bound of Corollary F.2 (exp) on the shift ‖δ_b‖ of :func:`icl_shift`.
+    """The explicit bound of Corollary F.2 (exp) on the shift ‖δ_b‖ of ``icl_shift``.
 
-        ‖δ_b‖ ≤ e^{R²} (1 + √n ‖b‖) 2√n e^{R²} ‖Δz‖,
-        ‖Δz‖ = ‖A_{t+1}x_{t+1} − A_t x_t‖ ≤ R ‖x_{t+1} − x_t‖ + ‖A_{t+1} − A_t‖₂ ‖x_{t+1}‖,
+        ‖δ_b‖ ≤ e^(R²) (1 + √n ‖b‖) 2√n e^(R²) ‖Δz‖,
+        ‖Δz‖ = ‖Aₜ₊₁xₜ₊₁ − Aₜ xₜ‖ ≤ R ‖xₜ₊₁ − xₜ‖ + ‖Aₜ₊₁ − Aₜ‖₂ ‖xₜ₊₁‖,
 
-    so part 1 (x case) reads e^{R²} (1 + √n ‖b‖) 2√n R e^{R²} ‖x_{t+1} − x_t‖ and part 2 (A case,
-    x fixed, ``A_next``) the same with ‖x‖ ‖A_{t+1} − A_t‖₂ in place of R ‖x_{t+1} − x_t‖. Valid
-    when ‖A_t(x_{t+1} − x_t)‖_∞ < 0.01 and ‖(A_{t+1} − A_t)x‖_∞ < 0.01. The constant grows as
-    e^{2R²}: beyond R ≈ 6.6 (float32) or 18.8 (float64) it is not representable and the bound is
-    inf (no useful bound).
+    so part 1 (x case) reads e^(R²) (1 + √n ‖b‖) 2√n R e^(R²) ‖xₜ₊₁ − xₜ‖ and part 2 (A case,
+    x fixed, ``A_next``) the same with ‖x‖ ‖Aₜ₊₁ − Aₜ‖₂ in place of R ‖xₜ₊₁ − xₜ‖. Valid when
+    ‖Aₜ(xₜ₊₁ − xₜ)‖∞ < 0.01 and ‖(Aₜ₊₁ − Aₜ)x‖∞ < 0.01. The constant grows as e^(2R²): beyond
+    R ≈ 6.6 (float32) or 18.8 (float64) it is not representable and the bound is inf (no useful
+    bound).
 
     Args:
       x_t: (d,) point before the step.
       x_next: (d,) point after the step (``x_t`` again for a step in A alone).
-      A: (n, d) design A_t before the step, as in :func:`loss`.
+      A: (n, d) design Aₜ before the step, as in ``loss``.
       b: (n,) target.
-      R: the radius, > 0 (default None: max(‖A_t‖₂, ‖x_t‖, ‖b‖, 4)).
-      A_next: (n, d) design A_{t+1} after the step (default None: A).
+      R: the radius, > 0 (default None: max(‖Aₜ‖₂, ‖xₜ‖, ‖b‖, 4)).
+      A_next: (n, d) design Aₜ₊₁ after the step (default None: A).
 
     Returns:
       Scalar bound on ‖δ_b‖ (inf where the constant overflows).

@@ -1,13 +1,13 @@
-"""Newton solvers for rescaled hyperbolic regression: exact, diagonal (Algorithm 1 without sampling)
+"""Newton solvers for rescaled softmax regression: exact, diagonal (Algorithm 1 without sampling)
 and sketched (Algorithm 1 with leverage-score SubSample).
 
-    x_{t+1} = x_t − H̃(x_t)⁻¹ ∇L(x_t),
-    "exact":    H̃ = ∇²L = Aᵀ(B + W²)A                       (Def. A.12; quadratic convergence)
-    "diagonal": H̃ = Aᵀ D A,  D = B_diag + W²               (Alg. 1 line 5; linear)
-    "sketch":   H̃ = Aᵀ D̃ A,  D̃ = SubSample(D, A)         (Alg. 1 lines 6, 8; linear)
+    xₜ₊₁ = xₜ − H̃(xₜ)⁻¹ ∇L(xₜ),
+    "exact":    H̃ = ∇²L = Aᵀ(B + W²)A              (Def. A.12; quadratic rate)
+    "diagonal": H̃ = Aᵀ D A,  D = B_diag + W²       (Alg. 1 line 5; linear rate)
+    "sketch":   H̃ = Aᵀ D̃ A,  D̃ = SubSample(D, A)   (Alg. 1 lines 6, 8; linear rate)
 
 SubSample draws m rows of diag(√D) A i.i.d. by leverage scores (exact, or approximate through a
-CountSketch, :mod:`lowrank_jax.regression.sketch`): with approximate scores one iteration costs
+CountSketch, ``lowrank_jax.regression.sketch``): with approximate scores one iteration costs
 O((nnz(A) + d^ω) polylog) plus O(m d²), the paper's claim, instead of O(n d²) for the exact Hessian.
 It needs D > 0 (Lemma 6.4's precondition): a non-positive D makes the run's iterate NaN
 and its status DIVERGED (with ``throw=True``, the default, the call raises, also under ``jit``).
@@ -27,7 +27,7 @@ the paper's full Newton step:
 
 How the step is computed: every method's direction is the update of one optax transformation
 ``transforms.newton(curvature, damping, solve=direction, ...)``. Its ``hessian_fn`` builds H̃ from
-the parts at x_t (computed from the carried z = Ax_t; passed, with the iteration k and the previous
+the parts at xₜ (computed from the carried z = Axₜ; passed, with the iteration k and the previous
 curvature, as extra arguments of ``update``): ∇²L for "exact", AᵀDA for "diagonal", and for
 "sketch" a fresh draw (with (H̃ + λI)⁻¹ formed once) or, between ``resample`` draws, the one kept in
 the transformation's state. Its ``solve`` returns (Δ, AΔ): ``transforms.newton_direction``
@@ -35,7 +35,7 @@ the transformation's state. Its ``solve`` returns (Δ, AΔ): ``transforms.newton
 singular one) for "exact" and "diagonal"; for "sketch" the product (H̃ + λI)⁻¹∇L (``refine`` = 0)
 or ``refine`` CG steps on (AᵀDA + λI)Δ = ∇L preconditioned by it. The update is −Δ and AΔ stays
 in the state, so the loop around it (z = Ax carried, Armijo line search, diagnostics) takes
-z_{t+1} = z_t − t·AΔ without another pass over A.
+zₜ₊₁ = zₜ − t·AΔ without another pass over A.
 """
 
 from __future__ import annotations
@@ -57,27 +57,27 @@ METHODS = ("exact", "diagonal", "sketch")
 
 
 class NewtonResult(Result):
-    """The outcome of :func:`newton_solve`: its status, the last step's diagnostics and the iterate.
+    """The outcome of ``newton_solve``: its status, the last step's diagnostics and the iterate.
 
-    The :class:`~lowrank_jax.result.Result` core (``status``, ``n_iter``, ``history``) plus the
+    The ``Result`` core (``status``, ``n_iter``, ``history``) plus the
     diagnostics, measured at the iterate *before* step t: each field holds the value of the last
     step run (t = ``n_iter`` − 1), ``history`` the same per step (key = field name, length
     ``max_iter``, NaN after ``n_iter``).
 
     Attributes:
-      status: int32 :class:`~lowrank_jax.result.Status`: CONVERGED (‖∇L(x_t)‖ ≤ ``tol``),
+      status: int32 ``Status``: CONVERGED (‖∇L(xₜ)‖ ≤ ``tol``),
         MAX_ITER, DIVERGED or INVALID.
       n_iter: int32, the steps run.
       history: dict of the fields below per step (``"loss"``, ``"grad_norm"``, ``"step"``, and
         ``"error"``, ``"eps0"`` when recorded), each of length ``max_iter``.
-      loss: L(x_t), scalar.
-      grad_norm: ‖∇L(x_t)‖, scalar (what ``tol`` bounds).
+      loss: L(xₜ), scalar.
+      grad_norm: ‖∇L(xₜ)‖, scalar (what ``tol`` bounds).
       step: the line-search step length t, scalar (1 without line search; −t where the direction
         pointed uphill and the line search reversed it).
-      error: ‖x_t − x*‖ with ``x_star``, else None (and no ``history["error"]``).
+      error: ‖xₜ − x*‖ with ``x_star``, else None (and no ``history["error"]``).
       eps0: with ``measure_eps``, ε₀ of H̃ against the exact Hessian (inf where the exact Hessian is
         not positive definite, so that no ε₀ is defined, Def. 6.2), else None.
-      x: (d,) the final iterate, x_{n_iter}.
+      x: (d,) the final iterate, after ``n_iter`` steps.
     """
 
     loss: jax.Array
@@ -90,7 +90,7 @@ class NewtonResult(Result):
 
 def _sketch_size(value, name: str, args: dict) -> int:
     """m, the sampled rows: a static integer ≥ 1, by default
-    :func:`lowrank_jax.regression.sketch.sketch_size` at ε = 0.5, δ = 0.01 for A's d columns."""
+    ``lowrank_jax.regression.sketch.sketch_size`` at ε = 0.5, δ = 0.01 for A's d columns."""
     if value is None:
         return sketch.sketch_size(args["A"].shape[1], 0.5)
     return _checks.check_positive_int(value, name)
@@ -198,18 +198,18 @@ def newton_solve(
     differentiable: bool = False,
     throw: bool = True,
 ) -> NewtonResult:
-    """Minimise the rescaled hyperbolic regression loss by exact, diagonal or sketched Newton steps.
+    """Minimise the rescaled softmax regression loss by exact, diagonal or sketched Newton steps.
 
     Gao, Song, Yin, Algorithm 1: from x0, for t = 0, 1, …
 
-        x_{t+1} = x_t − s_t (H̃(x_t) + λI)⁻¹ ∇L(x_t),
+        xₜ₊₁ = xₜ − sₜ (H̃(xₜ) + λI)⁻¹ ∇L(xₜ),
         L(x) = ½‖u(Ax) − ⟨u(Ax), 1⟩ b‖² + ½‖diag(w) A x‖²,
 
     with H̃ = ∇²L for "exact", Aᵀ diag(D) A with D = B_diag + w² (the diagonal of B, its rank-one
     terms dropped) for "diagonal", and Aᵀ D̃ A with D̃ a leverage-score row sample of D (Lemma 6.4)
-    for "sketch"; λ = ``damping`` (0: the paper's step) and s_t = 1 unless ``line_search`` (module
-    docstring). Step t measures ‖∇L(x_t)‖ (``history["grad_norm"][t]``) and then steps, so with
-    ``tol`` the returned x is one Newton step past the first x_t with ‖∇L(x_t)‖ ≤ tol (a start at
+    for "sketch"; λ = ``damping`` (0: the paper's step) and sₜ = 1 unless ``line_search`` (module
+    docstring). Step t measures ‖∇L(xₜ)‖ (``history["grad_norm"][t]``) and then steps, so with
+    ``tol`` the returned x is one Newton step past the first xₜ with ‖∇L(xₜ)‖ ≤ tol (a start at
     x* gives ``n_iter`` = 1), and ``grad_norm`` is the gradient before that last step.
 
     A concrete start whose loss overflows is refused (``ValueError`` naming the rows of Ax beyond
@@ -219,20 +219,20 @@ def newton_solve(
 
     Args:
       A: (n, d) design: dense, ``BCOO``, ``scipy.sparse`` or
-        :class:`lowrank_jax.regression.design.RowSparse`.
+        ``lowrank_jax.regression.design.RowSparse``.
       b: (n,) target (the paper's b lies on the simplex).
       w: (n,) non-negative weights of the regulariser ½‖diag(w) A x‖², or a scalar for every row.
       x0: (d,) start.
       kind: u applied entrywise to Ax, "exp" (default), "cosh" or "sinh".
       method: "exact" (default), "diagonal" or "sketch" (module docstring).
       max_iter: the most steps (static, ≥ 1; default 20).
-      tol: stop once ‖∇L(x_t)‖ ≤ tol (absolute; > 0; default 1e-6). None runs exactly
+      tol: stop once ‖∇L(xₜ)‖ ≤ tol (absolute; > 0; default 1e-6). None runs exactly
         ``max_iter`` steps.
-      x_star: (d,) reference solution, to record ‖x_t − x*‖ per step (default None).
+      x_star: (d,) reference solution, to record ‖xₜ − x*‖ per step (default None).
       key: ``jax.random`` key or integer seed of the sampling ("sketch"; default key(0)); the draw
         of iteration k uses ``jax.random.fold_in(key, k)``.
       sketch_size: sampled rows m ("sketch"; static, ≥ 1; default
-        :func:`lowrank_jax.regression.sketch.sketch_size` at ε = 0.5, δ = 0.01). Below d the
+        ``lowrank_jax.regression.sketch.sketch_size`` at ε = 0.5, δ = 0.01). Below d the
         sampled Hessian is singular and ``damping`` > 0 is required.
       sketch_rows: traced integer, how many of the m draws are used (1 ≤ sketch_rows ≤
         ``sketch_size``; default all): the first ``sketch_rows`` of the i.i.d. draws, so that
@@ -256,7 +256,7 @@ def newton_solve(
         With ``refine`` = 0 the kept H̃ misses the change of D and the contraction degrades
         accordingly.
       scores: "sketch" only: (n,) leverage scores τ(A) of the unweighted A, e.g. from
-        :func:`lowrank_jax.regression.sketch.approx_leverage_scores` (default None: computed at
+        ``lowrank_jax.regression.sketch.approx_leverage_scores`` (default None: computed at
         each rescore). They depend on A alone, so compute them once per design and share them
         across solves (and a ``vmap`` over b, w). Each step then samples by p_i ∝ D_i τ_i(A),
         which is β-approximate for diag(√D)A with β = min D / max D (τ_i(√D A) ≤ (D_i / min D)
@@ -269,19 +269,19 @@ def newton_solve(
         step whose exact Hessian is not (outside the region where the paper's lemma makes it so,
         or a rank-deficient A) records inf.
       differentiable: with ``tol``, stop by a ``lax.scan`` of ``max_iter`` steps that skips the
-        work once converged (:func:`lowrank_jax.loop.run_until`), so that reverse-mode ``grad``
+        work once converged (``lowrank_jax.loop.run_until``), so that reverse-mode ``grad``
         passes the solve (default False: a ``while_loop``, which has no reverse mode). With
         ``tol=None`` every solve is a scan.
       throw: with a run that diverges (DIVERGED: the iterate x or Ax became non-finite, |Ax|
         reached the overflow of u, where the loss is infinite, or a diagnostic became NaN), raise a
         ``RuntimeError`` naming the usual causes, called directly and inside ``jit``/``vmap``/
-        :func:`lowrank_jax.sweep.run` alike; also for INVALID (a traced ``damping`` < 0, ``tol``
+        ``lowrank_jax.sweep.run`` alike; also for INVALID (a traced ``damping`` < 0, ``tol``
         ≤ 0, ``scores`` negative or summing to 0, ``sketch_rows`` outside [1, ``sketch_size``], or
         ``damping`` = 0 with fewer sketch rows than columns: the iterate is NaN). False: return
         the result, whose ``status`` says so (a sweep keeps its other points). Default True.
 
     Returns:
-      :class:`NewtonResult`: ``status``, ``n_iter``, the last step's ``loss``, ``grad_norm``,
+      ``NewtonResult``: ``status``, ``n_iter``, the last step's ``loss``, ``grad_norm``,
       ``step``, ``error``, ``eps0``, their ``history``, and the final iterate ``x`` (d,).
 
     Example:
@@ -291,7 +291,7 @@ def newton_solve(
 
         n, d = 2000, 10
         A = jax.random.normal(jax.random.key(0), (n, d)) / jnp.sqrt(n)
-        b = jax.random.dirichlet(jax.random.key(1), jnp.ones(n))       # b on the simplex
+        b = jax.random.dirichlet(jax.random.key(1), jnp.ones(n))  # b on the simplex
         res = regression.newton_solve(A, b, 5.0, jnp.zeros(d), "exp", "exact", tol=1e-5)
         # True, 3 steps, ‖∇L‖ ≈ 2e-6 before the last
         print(res.converged, res.n_iter, res.grad_norm)
@@ -368,34 +368,34 @@ def newton_solve_iteration(
     line_search: bool = False,
     measure_eps: bool = False,
 ) -> loop.Iteration:
-    """The Newton solver of rescaled hyperbolic regression as an initial state and a step, to run,
+    """The Newton solver of rescaled softmax regression as an initial state and a step, to run,
     warm-start or stop as one wishes.
 
-    The iteration that :func:`newton_solve` runs (same arguments and equations): its state is
-    ``(x, z, opt_state)``, the iterate x_t, z = A x_t (carried, so that a step makes no pass over
+    The iteration that ``newton_solve`` runs (same arguments and equations): its state is
+    ``(x, z, opt_state)``, the iterate xₜ, z = A xₜ (carried, so that a step makes no pass over
     A for the loss, the gradient and the line search) and the state of the ``transforms.newton``
     transformation (the curvature H̃ of the last step, with the sketch's kept draw and scores, and
-    AΔ); its diagnostics are those of :func:`newton_solve`'s history. Step k draws the sketch with
+    AΔ); its diagnostics are those of ``newton_solve``'s history. Step k draws the sketch with
     ``jax.random.fold_in(key, k)`` and follows the ``rescore`` / ``resample`` schedule by k, so a
     run resumed with ``start=k`` takes the steps the whole run takes. So
 
         it = newton_solve_iteration(A, b, w, x0, kind, method, ...)
-        it.result(loop.run(it, max_iter=m))   ==   newton_solve(A, b, w, x0, ..., max_iter=m,
-                                                                throw=False)
+        out = it.result(loop.run(it, max_iter=m))
+        # out == newton_solve(A, b, w, x0, kind, method, ..., max_iter=m, throw=False)
 
     Args:
       A: (n, d) design: dense, ``BCOO``, ``scipy.sparse`` or
-        :class:`lowrank_jax.regression.design.RowSparse`.
+        ``lowrank_jax.regression.design.RowSparse``.
       b: (n,) target.
       w: (n,) non-negative weights of the regulariser ½‖diag(w) A x‖², or a scalar for every row.
       x0: (d,) start.
       kind: u applied entrywise to Ax, "exp" (default), "cosh" or "sinh".
       method: "exact" (default), "diagonal" or "sketch".
-      tol: ``it.stop`` is ‖∇L(x_t)‖ ≤ tol (> 0, default 1e-6); None: no stopping rule.
-      x_star: (d,) reference solution, to record ‖x_t − x*‖ per step (default None).
+      tol: ``it.stop`` is ‖∇L(xₜ)‖ ≤ tol (> 0, default 1e-6); None: no stopping rule.
+      x_star: (d,) reference solution, to record ‖xₜ − x*‖ per step (default None).
       key: ``jax.random`` key or integer seed of the sampling ("sketch"; default key(0)).
       sketch_size: sampled rows m ("sketch"; static, ≥ 1; default
-        :func:`lowrank_jax.regression.sketch.sketch_size` at ε = 0.5, δ = 0.01).
+        ``lowrank_jax.regression.sketch.sketch_size`` at ε = 0.5, δ = 0.01).
       sketch_rows: traced integer, how many of the m draws are used (1 ≤ sketch_rows ≤
         ``sketch_size``; default all).
       leverage: "approx" (CountSketch, default) or "exact" (QR) leverage scores ("sketch").
@@ -411,9 +411,9 @@ def newton_solve_iteration(
       measure_eps: also record ε₀ of H̃ against the exact Hessian each step (default False).
 
     Returns:
-      A :class:`lowrank_jax.loop.Iteration` whose ``result`` gives a :class:`NewtonResult` (no
+      A ``lowrank_jax.loop.Iteration`` whose ``result`` gives a ``NewtonResult`` (no
       exception on failure: read its ``status``, or pass it to
-      :func:`lowrank_jax.result.finish`).
+      ``lowrank_jax.result.finish``).
 
     Example:
         ```python
@@ -423,13 +423,16 @@ def newton_solve_iteration(
         n, d = 2000, 10
         A = jax.random.normal(jax.random.key(0), (n, d)) / jnp.sqrt(n)
         b = jax.random.dirichlet(jax.random.key(1), jnp.ones(n))
-        it = regression.newton_solve_iteration(A, b, 5.0, jnp.zeros(d), "exp", "diagonal")
+        it = regression.newton_solve_iteration(
+            A, b, 5.0, jnp.zeros(d), "exp", "diagonal"
+        )
         step, state = jax.jit(it.step), it.state
-        for k in range(3):                              # steps by hand: ‖∇L‖ falls each step
+        for k in range(3):  # steps by hand: ‖∇L‖ falls each step
             state, diag = step(k, state)
             print(k, diag["grad_norm"])
-        out = it.result(loop.run(it, max_iter=50, stop=lambda s, d: d["grad_norm"] < 1e-4))
-        print(out.status, out.n_iter)                   # 0 3: CONVERGED in three steps
+        stop = lambda s, d: d["grad_norm"] < 1e-4
+        out = it.result(loop.run(it, max_iter=50, stop=stop))
+        print(out.status, out.n_iter)  # 0 3: CONVERGED in three steps
         ```
     """
     return _newton_iteration(
@@ -460,7 +463,7 @@ def _pcg_from_zero(A, D, damping, precond, g, steps: int):
 
     Returns (Δ, AΔ). Every step costs one product A p; every step but the last also one Aᵀ(D∘Ap)
     (the last needs only pᵀMp = ‖√D∘Ap‖² + λ‖p‖², not the new residual), and AΔ is accumulated from
-    the A p's, so the caller gets A x_{t+1} without another pass: k steps cost 2k − 1 passes over A.
+    the A p's, so the caller gets A xₜ₊₁ without another pass: k steps cost 2k − 1 passes over A.
     One step is the sketched direction H̃⁻¹g with its optimal length.
 
     A zero residual (g = 0 at a converged iterate, or ⟨r, Pr⟩ underflowed, as for cosh/sinh whose
@@ -551,7 +554,7 @@ def _newton_iteration(
         return 0.5 * (P + P.T)
 
     def curvature(x, *, parts, k, previous):
-        """``hessian_fn`` of the transformation: the :class:`_Curvature` at x, from the parts at x
+        """``hessian_fn`` of the transformation: the ``_Curvature`` at x, from the parts at x
         (computed from the carried z = Ax, so no pass over A for them), the iteration k (the keys
         and the rescore / resample schedule) and the previous curvature (the kept draw and
         scores)."""

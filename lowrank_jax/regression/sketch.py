@@ -1,17 +1,17 @@
 """Randomized row sampling of tall matrices: leverage scores (exact, or fast through a CountSketch)
 and the sampled Gram matrix Aᵀ D̃ A used by sketched Newton (the "SubSample" of the rescaled
-hyperbolic regression paper, Lemma 6.4, which the paper cites without an algorithm).
+softmax regression paper, Gao, Song, Yin, Lemma 6.4, which the paper cites without an algorithm).
 
 For X = diag(√D) A (n × d, D > 0) with leverage scores τ_i = ‖e_iᵀ U‖² (U an orthonormal basis of
 X's column space, Σ τ_i = rank X, d for full column rank), drawing m rows i.i.d. with probabilities
 p_i and weighting D̃_i = D_i · count_i/(m p_i) gives E[Aᵀ D̃ A] = Aᵀ D A, and with p_i ≥ β τ_i/d the
 matrix Chernoff bound gives (1 − ε) AᵀDA ⪯ AᵀD̃A ⪯ (1 + ε) AᵀDA with probability ≥ 1 − δ
-once m ≥ (8/3) (d/β) log(2d/δ)/ε² (:func:`sketch_size`).
+once m ≥ (8/3) (d/β) log(2d/δ)/ε² (``sketch_size``).
 
 Fast approximate scores (Drineas, Magdon-Ismail, Mahoney, Woodruff 2012; Clarkson–Woodruff 2013):
 a CountSketch S (k × n, one ±1 per column, O(nnz) to apply) gives SX = Q'R' with R' a constant-
-factor preconditioner of X; then τ_i ≈ ‖e_iᵀ X ((SX)ᵀ SX)^{+1/2} G‖² with a Gaussian G (d × t)/√t,
-t = O(log n), the matrix root V Σ⁺ Vᵀ from the SVD R' = U Σ Vᵀ (see :func:`approx_leverage_scores`).
+factor preconditioner of X; then τ_i ≈ ‖e_iᵀ X (((SX)ᵀ SX)⁺)^(1/2) G‖² with a Gaussian G (d × t)/√t,
+t = O(log n), the matrix root V Σ⁺ Vᵀ from the SVD R' = U Σ Vᵀ (see ``approx_leverage_scores``).
 Cost O(nnz(A) · t + k d² + d³) instead of the O(n d²) of a QR of X.
 """
 
@@ -45,7 +45,7 @@ def leverage_scores(A, row_weights=None):
 
     Args:
       A: (n, d) design: dense, ``BCOO``, ``scipy.sparse`` or
-        :class:`lowrank_jax.regression.design.RowSparse` (densified).
+        ``lowrank_jax.regression.design.RowSparse`` (densified).
       row_weights: (n,) non-negative weights D of the rows (default None: all 1).
 
     Returns:
@@ -90,7 +90,7 @@ def approx_leverage_scores(
     A CountSketch S (k × n; Clarkson, Woodruff 2013) then a Gaussian JL projection G (d × t)/√t
     (Drineas, Magdon-Ismail, Mahoney, Woodruff 2012): with SX = Q'R' and R' = U Σ Vᵀ,
 
-        τ_i ≈ ‖e_iᵀ X V Σ⁺ Vᵀ G‖²,   V Σ⁺ Vᵀ = ((SX)ᵀ SX)^{+1/2},
+        τ_i ≈ ‖e_iᵀ X V Σ⁺ Vᵀ G‖²,   V Σ⁺ Vᵀ = (((SX)ᵀ SX)⁺)^(1/2),
 
     whose expectation over G is e_iᵀ X ((SX)ᵀ SX)⁺ Xᵀ e_i, the score the sketch estimates. Σ⁺ keeps
     only the non-negligible singular values: for a rank-deficient X (a zero or repeated column) it
@@ -102,7 +102,7 @@ def approx_leverage_scores(
     Args:
       key: ``jax.random`` key or integer seed of the CountSketch and the Gaussian projection.
       A: (n, d) design: dense, ``BCOO``, ``scipy.sparse`` or
-        :class:`lowrank_jax.regression.design.RowSparse`.
+        ``lowrank_jax.regression.design.RowSparse``.
       row_weights: (n,) non-negative weights D of the rows (default None: all 1).
       sketch_rows: k, the rows of the CountSketch (static, ≥ d; default 8d).
       jl_cols: t, the columns of the Gaussian projection (static, ≥ 1; default 16). Constant-factor
@@ -123,7 +123,7 @@ def approx_leverage_scores(
     keep = linalg.above_rounding(s, max(SX.shape))
     inv_s = jnp.where(keep, 1.0 / jnp.where(keep, s, 1.0), 0.0)
     G = jax.random.normal(kg, (s.shape[0], t), dtype) / jnp.sqrt(jnp.asarray(t, dtype))
-    RG = (Vt.T * inv_s) @ (Vt @ G)  # ((SX)ᵀ SX)^{+1/2} G (d, t): no factor's choice enters
+    RG = (Vt.T * inv_s) @ (Vt @ G)  # (((SX)ᵀ SX)⁺)^(1/2) G (d, t): no factor's choice enters
     Z = scale[:, None] * design.matmat(A, RG)
     return jnp.sum(Z * Z, axis=1)
 
@@ -248,18 +248,18 @@ def sampled_gram(key, A, D, m: int, *, method: str = "approx", scores=None, acti
 
     The SubSample of Gao, Song, Yin (Lemma 6.4): m rows i drawn i.i.d. with p ∝ τ_i (the leverage
     scores of diag(√D) A) and weighted D̃_i = D_i · count_i / (m p_i), so E[Aᵀ D̃ A] = Aᵀ D A and
-    nnz(D̃) ≤ m; :func:`sketch_size` gives the m for a (1 ± ε) approximation.
+    nnz(D̃) ≤ m; ``sketch_size`` gives the m for a (1 ± ε) approximation.
 
     Args:
       key: ``jax.random`` key or integer seed of the scores and the draws.
       A: (n, d) design: dense, ``BCOO``, ``scipy.sparse`` or
-        :class:`lowrank_jax.regression.design.RowSparse`.
+        ``lowrank_jax.regression.design.RowSparse``.
       D: (n,) non-negative row weights (> 0 for Lemma 6.4).
       m: number of draws (static, ≥ 1).
-      method: the scores, "approx" (:func:`approx_leverage_scores`, default) or "exact"
-        (:func:`leverage_scores`); ignored when ``scores`` is given.
+      method: the scores, "approx" (``approx_leverage_scores``, default) or "exact"
+        (``leverage_scores``); ignored when ``scores`` is given.
       scores: (n,) sampling scores to use instead (default None).
-      active: the number of draws used, as in :func:`sample_rows` (default None: all m).
+      active: the number of draws used, as in ``sample_rows`` (default None: all m).
 
     Returns:
       (d, d) array Aᵀ D̃ A.
