@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lowrank_jax import covariance, datasets, pathnorm, regression, rpca, sdl
+from lowrank_jax.cache import enable_compilation_cache
 
 
 def _timed(fn):
@@ -211,7 +212,7 @@ def path_norm(epochs: int = 10, outdir: pathlib.Path | None = None):
     ], panel
 
 
-def hyperbolic_regression(n: int = 20000, d: int = 50, outdir: pathlib.Path | None = None):
+def softmax_regression(n: int = 20000, d: int = 50, outdir: pathlib.Path | None = None):
     """exp-rescaled softmax regression: exact, diagonal and sketched Newton from the same start
     (float64).
 
@@ -272,7 +273,7 @@ def hyperbolic_regression(n: int = 20000, d: int = 50, outdir: pathlib.Path | No
     _plot(outdir, "regression_convergence.png", *panel)
     sk = rows[-1]
     return [
-        "Hyperbolic regression",
+        "Softmax regression",
         f"synthetic n = {n}, d = {d}, float64",
         sk[0],
         f"‖x−x*‖ ≤ 1e-10 in {sk[1]} iterations (exact: {rows[0][1]})",
@@ -535,13 +536,18 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default="results/demo", help="folder for figures ('' for none)")
     parser.add_argument("--small", action="store_true", help="smaller problems (quick smoke run)")
+    parser.add_argument(
+        "--no-cache", action="store_true", help="do not keep compiled programs for the next run"
+    )
     args = parser.parse_args(argv)
+    if not args.no_cache:
+        print(f"compiled programs are kept in {enable_compilation_cache()} for the next run")
     outdir = pathlib.Path(args.out) if args.out else None
     t_start = time.perf_counter()
     sections = [
         lambda: robust_pca(n=300 if args.small else 1000, outdir=outdir),
         lambda: path_norm(epochs=2 if args.small else 10, outdir=outdir),
-        lambda: hyperbolic_regression(n=5000 if args.small else 20000, outdir=outdir),
+        lambda: softmax_regression(n=5000 if args.small else 20000, outdir=outdir),
         lambda: dictionary_learning(max_iter=100 if args.small else 300, outdir=outdir),
         lambda: covariance_decomposition(max_iter=500 if args.small else 4000, outdir=outdir),
     ]

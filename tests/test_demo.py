@@ -20,7 +20,7 @@ def test_small_demo_runs_every_family_and_its_results_hold(tmp_path, capsys):
     assert [row[0] for row in summary] == [
         "Robust PCA",
         "1-path-norm",
-        "Hyperbolic regression",
+        "Softmax regression",
         "Supervised dictionary learning",
         "L + S covariance",
     ]
