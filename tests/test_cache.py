@@ -2,7 +2,6 @@
 the directory asked for, also after the process has compiled with another directory."""
 
 import os
-import pathlib
 import subprocess
 import sys
 
@@ -18,7 +17,8 @@ events = []
 monitoring.register_event_listener(lambda e, **k: events.append(e))
 lowrank_jax.enable_compilation_cache(sys.argv[1])
 jax.jit(lambda x: jnp.sin(x) @ x.T + 1.5)(jnp.ones((7, 3))).block_until_ready()
-print(sum(e.endswith("cache_misses") for e in events), sum(e.endswith("cache_hits") for e in events))
+misses = sum(e.endswith("cache_misses") for e in events)
+print(misses, sum(e.endswith("cache_hits") for e in events))
 """
 
 
