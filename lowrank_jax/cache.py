@@ -30,6 +30,11 @@ def _default_directory() -> pathlib.Path:
     return pathlib.Path(base) / "lowrank_jax" / "xla"
 
 
+def _configured() -> str | None:
+    """The cache directory JAX is configured with (None: no cache)."""
+    return jax.config.jax_compilation_cache_dir  # type: ignore[attr-defined]
+
+
 def enable_compilation_cache(directory: str | os.PathLike | None = None) -> pathlib.Path:
     """Turn on JAX's persistent compilation cache, caching every program however fast it compiled.
 
@@ -53,13 +58,13 @@ def enable_compilation_cache(directory: str | os.PathLike | None = None) -> path
       ```
     """
     if directory is None:
-        current = jax.config.jax_compilation_cache_dir
+        current = _configured()
         directory = current if current else _default_directory()
     if not isinstance(directory, (str, os.PathLike)):
         raise TypeError(f"directory must be a path, got {type(directory).__name__}")
     path = pathlib.Path(directory).expanduser()
     path.mkdir(parents=True, exist_ok=True)
-    if jax.config.jax_compilation_cache_dir != str(path):
+    if _configured() != str(path):
         # JAX opens its cache at the first compile and keeps that directory until reset.
         _jax_cache.reset_cache()
         jax.config.update("jax_compilation_cache_dir", str(path))

@@ -104,7 +104,8 @@ class Result(eqx.Module):
         """One line when it fits in 78 characters, else wrapped there: the status by name, the
         iteration count and the scalar diagnostics first, then arrays as ``dtype[shape]`` (never
         their values), then the history's keys."""
-        scalars, arrays = [], []
+        scalars: list[str] = []
+        arrays: list[str] = []
         names = [f.name for f in dataclasses.fields(self)]
         for name in [n for n in names if n not in ("status", "n_iter", "history")]:
             value = getattr(self, name)
