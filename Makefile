@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint docs dist smoke browser bench experiments data clean
+.PHONY: demo test lint docs dist smoke smoke-only bench experiments data clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,8 +19,14 @@ demo: $(STAMP)
 # browser included). The test files are shared out over one worker per logical core (at most 4; a
 # file's tests stay in one worker, so its module fixtures are built once): most of the suite's time
 # is XLA compiling, one core per program, and a second worker halves the wall time on 2 cores.
-test: $(STAMP) lint smoke $(CHROMIUM)
-	$(PY) -m pytest -q -n logical --maxprocesses 4 --dist loadfile tests
+# The smoke test of the built wheel runs beside the suite (its install is mostly waiting on pip);
+# its log is printed after the suite, and either failing fails the target.
+test: $(STAMP) lint dist $(CHROMIUM)
+	@$(MAKE) --no-print-directory smoke-only > build/smoke.log 2>&1; echo $$? > build/smoke.rc &
+	$(PY) -m pytest -q -n logical --maxprocesses 4 --dist loadfile tests; echo $$? > build/pytest.rc
+	@while [ ! -s build/smoke.rc ]; do sleep 1; done
+	@echo "--- smoke test of the installed wheel (build/smoke.log)"; cat build/smoke.log
+	@test "$$(cat build/pytest.rc)" = 0 && test "$$(cat build/smoke.rc)" = 0
 
 # The release: sdist and wheel under dist/, checked by twine (metadata and the README's rendering).
 VERSION = $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' lowrank_jax/__init__.py)
@@ -33,10 +39,10 @@ dist: $(STAMP)
 # The built wheel installed into a fresh environment, with the lowest dependency releases the
 # package admits, and the smoke test run there from outside the repository (a user's view of it).
 SMOKE := build/smoke-venv
-smoke: dist
+smoke: dist smoke-only
+smoke-only:
 	rm -rf $(SMOKE)
 	$(PYTHON) -m venv $(SMOKE)
-	$(SMOKE)/bin/python -m pip install --quiet --upgrade pip
 	$(SMOKE)/bin/python -m pip install --quiet '$(WHEEL)' -c scripts/lowest-requirements.txt
 	cd $(SMOKE) && bin/python $(CURDIR)/scripts/smoke_test.py
 
@@ -52,8 +58,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-docs: $(STAMP)
+# The site under build/site, then each page opened in Chromium (scripts/check_site.py: raw TeX,
+# broken links, code wider than its box) and the guides' word counts.
+docs: $(STAMP) $(CHROMIUM)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+	$(PY) scripts/check_site.py build/site --screenshots build/screenshots
+	$(PY) scripts/check_site.py --words docs/rpca.md docs/regression.md docs/pathnorm.md docs/sdl.md docs/covariance.md
 	@echo "site: build/site/index.html"
 
 bench: $(STAMP)
