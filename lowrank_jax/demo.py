@@ -263,7 +263,7 @@ def softmax_regression(n: int = 20000, d: int = 50, outdir: pathlib.Path | None 
             curves[name] = np.maximum(err, 1e-17)
         start = float(jnp.linalg.norm(x0 - x_star))
     _print_table(
-        f"Rescaled hyperbolic (exp) regression: n = {n}, d = {d}, w = 3, "
+        f"Rescaled softmax (exp) regression: n = {n}, d = {d}, w = 3, "
         f"start ‖x0 − x*‖ = {start:.2f} (float64; at this small d the sketch does not pay yet, "
         "see make bench)",
         rows,
