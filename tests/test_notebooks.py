@@ -1,7 +1,9 @@
 """Every notebook under docs/notebooks runs top to bottom without error (nbclient, the test's own
-Python as kernel) and draws at least one figure."""
+Python as kernel) and draws at least one figure, and its first cell installs the package where it is
+missing: the clone it runs in, or else the release by its distribution name."""
 
 import pathlib
+import sys
 import time
 
 import pytest
@@ -15,9 +17,13 @@ NOTEBOOKS = sorted(
 
 
 # Smaller sizes for the test run, in papermill's convention: a cell setting these names is run right
-# after the notebook's cell tagged "parameters" (the notebook itself keeps the paper's sizes, which
+# after the notebook's cell tagged "parameters" (the notebook itself keeps its larger sizes, which
 # cost most of its time here and test no more code).
-PARAMETERS = {"rpca": "n = 300"}
+PARAMETERS = {
+    "rpca": "n = 300",
+    "sdl": "splits, ranks = 5, (1, 2)",
+    "pathnorm": "epochs = 5",
+}
 
 
 def with_parameters(book, name):
@@ -49,34 +55,46 @@ def test_notebook_runs(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_install_cell_names_a_source_that_pip_accepts(path, monkeypatch, tmp_path):
-    """The first code cell installs the package where it is missing (Colab). The package is not on
-    PyPI, so the cell must install from SOURCE — a folder, a wheel or a git URL — as a valid pip
-    requirement with the experiments extra, and refuse a SOURCE that is not there by name."""
+def test_install_cell_installs_the_clone_or_the_release(path, monkeypatch, tmp_path):
+    """The first code cell installs the package where it is missing (Colab) and nothing else is
+    needed: inside a clone of the repository it installs that folder with the experiments extra,
+    anywhere else the release by its distribution name, lowrank-jax[experiments]."""
     import importlib.util
     import subprocess
 
     from packaging.requirements import Requirement
 
-    book = nbformat.read(path, as_version=4)
-    cell = next(c.source for c in book.cells if c.cell_type == "code")
-    assert 'SOURCE = "' in cell
+    cell = next(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     calls = []
     monkeypatch.setattr(subprocess, "check_call", lambda args: calls.append(args))
-    for source in ("git+https://example.invalid/lowrank_jax.git", str(tmp_path)):
-        exec(cell.replace('SOURCE = "/content/lowrank_jax"', f"SOURCE = {source!r}"), {})
-        spec = calls[-1][-1]
-        if source.startswith("git+"):
-            req = Requirement(spec)
-            assert req.name == "lowrank_jax" and req.extras == {"experiments"} and req.url == source
-        else:
-            assert spec == f"{source}[experiments]"
-    with pytest.raises(RuntimeError, match="SOURCE"):
-        exec(
-            cell.replace(
-                'SOURCE = "/content/lowrank_jax"', f"SOURCE = {str(tmp_path / 'absent')!r}"
-            ),
-            {},
-        )
-    assert len(calls) == 2
+
+    def requirement_from(cwd):
+        monkeypatch.chdir(cwd)
+        exec(cell, {})
+        assert calls[-1][:4] == [sys.executable, "-m", "pip", "install"]
+        return calls[-1][-1]
+
+    # inside this clone, from the notebook's own folder
+    root = pathlib.Path(__file__).resolve().parents[1]
+    assert requirement_from(path.parent) == f"{root}[experiments]"
+    # inside another clone whose pyproject spells the name lowrank-jax, from a folder deep in it
+    clone = tmp_path / "clone"
+    (clone / "lowrank_jax").mkdir(parents=True)
+    (clone / "docs" / "notebooks").mkdir(parents=True)
+    (clone / "pyproject.toml").write_text('[project]\nname = "lowrank-jax"\n')
+    assert requirement_from(clone / "docs" / "notebooks") == f"{clone.resolve()}[experiments]"
+    # outside any clone: no pyproject at all, or one of another project, or one with no package
+    other = tmp_path / "other"
+    (other / "lowrank_jax").mkdir(parents=True)
+    (other / "pyproject.toml").write_text('[project]\nname = "something-else"\n')
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "pyproject.toml").write_text('[project]\nname = "lowrank-jax"\n')
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for cwd in (outside, other, bare):
+        req = Requirement(requirement_from(cwd))
+        assert req.name == "lowrank-jax" and req.extras == {"experiments"}
+        assert req.url is None and not req.specifier
+    assert len(calls) == 5
