@@ -33,6 +33,7 @@ VERSION = $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' lowrank_jax/__init__.p
 WHEEL  := dist/lowrank_jax-$(VERSION)-py3-none-any.whl
 dist: $(STAMP)
 	rm -rf dist
+	mkdir -p build
 	$(PY) -m build --sdist --wheel --outdir dist . > build/dist.log 2>&1 || (cat build/dist.log; false)
 	$(VENV)/bin/twine check --strict dist/*
 
