@@ -637,7 +637,8 @@ def test_no_two_lapack_kernels_of_a_vmapped_solver_can_run_at_once():
     threads waiting for its share of the batch, and no thread was left (gdb: lapack_sgesdd_ffi and
     lapack_sorgqr_ffi both in jax::ParallelBatchMap's wait). linalg.qr orders them, and linalg.after
     the Cholesky / eigvalsh / LU / eigh of Newton's direction (whose derivative rule adds only one
-    eigh, after them) and the spectral norms of SDL's BCD.
+    eigh, after them), the spectral norms of SDL's BCD, and under a vmap over SDL's data the start's
+    SVD, the safe step's eigenvalues and BCD's first norms.
     Checked on the compiled programs: every two batched LAPACK kernels of each are joined by a data
     path."""
     from lowrank_jax import regression as rg
@@ -673,6 +674,19 @@ def test_no_two_lapack_kernels_of_a_vmapped_solver_can_run_at_once():
             ),
             (jnp.full(4, 1e-2),),
         ),
+        # vmap over the data (one fit per split): the start's SVD of X is batched too
+        **{
+            f"sdl.fit {solver} {model} over X": (
+                jax.vmap(
+                    lambda X, m=model, s=solver: (
+                        sdl.fit(X, ys, 2, model=m, max_iter=3, tol=None, solver=s).theta
+                    )
+                ),
+                (jnp.stack([Xs, 2 * Xs, Xs[::-1]]),),
+            )
+            for solver in ("lpgd", "bcd")
+            for model in ("H", "W")
+        },
         "newton_direction": (
             jax.vmap(transforms.newton_direction),
             (A[:, :6] @ jnp.swapaxes(A[:, :6], 1, 2), A[:, 0]),

@@ -372,6 +372,9 @@ def fit(
         lr = jnp.asarray(jnp.nan, data.X.dtype)
     elif not lr_given:
         lr = sm.step_bound(data, xi_run, lam_run, model)
+        # The bound's eigenvalues, then the start's SVD: under vmap over X on a CPU two batched
+        # LAPACK kernels side by side can hang jaxlib's thread pool (linalg.after).
+        data = eqx.tree_at(lambda d: d.X, data, linalg.after(data.X, lr))
     theta0, gamma0, f0 = initial_point(data, rank, model, key, init)
     # The solvers report; the model is checked once, below. The safe bound is passed on as
     # lr=None, so that the message does not advise leaving lr at None.

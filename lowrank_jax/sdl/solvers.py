@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import optax
@@ -131,6 +132,15 @@ _LPGD_ARGS = dict(
 )
 
 
+def _bound_after_start(data, xi, lam, model, theta0):
+    """``model.step_bound`` computed after the start θ₀: its eigenvalues and θ₀'s SVD are both
+    batched LAPACK kernels under vmap over X, and side by side on a CPU they can hang jaxlib's
+    thread pool (``linalg.after``)."""
+    return sm.step_bound(
+        eqx.tree_at(lambda d: d.X, data, linalg.after(data.X, theta0)), xi, lam, model
+    )
+
+
 @full_precision
 @_checks.validate(
     sm.SAFE_STEP,
@@ -215,7 +225,7 @@ def lpgd(
     """
     lr_given = lr is not None
     if lr is None:
-        lr = sm.step_bound(data, xi, lam, model)
+        lr = _bound_after_start(data, xi, lam, model, theta0)
     res = _lpgd(
         theta0,
         aux_coef0,
@@ -319,7 +329,7 @@ def lpgd_iteration(
         ```
     """
     if lr is None:
-        lr = sm.step_bound(data, xi, lam, model)
+        lr = _bound_after_start(data, xi, lam, model, theta0)
     it, _ = _lpgd_iteration(
         theta0,
         aux_coef0,
@@ -733,7 +743,8 @@ def _bcd_iteration(factors0, gamma0, data, xi, lam, *, model, inner_iters) -> lo
             out.append(jnp.linalg.norm(M, 2) ** 2 if M.size else jnp.zeros((), data.X.dtype))
         return out[len(last) :]
 
-    x_sq, aux_sq = sq(data.X, data.X_aux)
+    # after the start's factors: under vmap over X the start's SVD of X is batched too
+    x_sq, aux_sq = sq(data.X, data.X_aux, last=(factors0.W,))
     tiny = jnp.finfo(data.X.dtype).tiny
 
     def obj(f, g):
