@@ -366,15 +366,6 @@ def fit(
             s, xi_run, lam_run, X_run = None, xi, lam, X
     X = X_run
     data = sm.bundle(X, y, X_aux, intercept, num_classes)
-    # BCD has no single step (1/L_b per block, recomputed every sweep): the model records NaN for
-    # it. LPGD's safe bound (lr=None) is checked by lpgd itself.
-    if solver == "bcd":
-        lr = jnp.asarray(jnp.nan, data.X.dtype)
-    elif not lr_given:
-        lr = sm.step_bound(data, xi_run, lam_run, model)
-        # The bound's eigenvalues, then the start's SVD: under vmap over X on a CPU two batched
-        # LAPACK kernels side by side can hang jaxlib's thread pool (linalg.after).
-        data = eqx.tree_at(lambda d: d.X, data, linalg.after(data.X, lr))
     theta0, gamma0, f0 = initial_point(data, rank, model, key, init)
     # The solvers report; the model is checked once, below. The safe bound is passed on as
     # lr=None, so that the message does not advise leaving lr at None.
@@ -396,7 +387,8 @@ def fit(
             differentiable=differentiable,
             throw=False,
         )
-        theta, gamma, step_norm = res.theta, res.aux_coef, res.step_norm
+        # the step LPGD took: the safe bound (checked by lpgd) where lr is None
+        theta, gamma, step_norm, lr = res.theta, res.aux_coef, res.step_norm, res.lr
         if s is not None:  # θ of X/s to θ of X: B = s·B′, and SDL-W's A = A′/s
             A, B = sm.split(theta, model, data.kappa)
             theta = sm.join(A if model == "H" else A / s, B * s, model)
@@ -405,6 +397,8 @@ def fit(
         res = solvers.bcd(f0, gamma0, data, xi, lam, model=model, max_iter=max_iter, throw=False)
         f, gamma, step_norm = res.factors, res.aux_coef, None
         theta = sm.lift(f, model)
+        # BCD has no single step (1/L_b per block, recomputed every sweep): NaN in the model
+        lr = jnp.asarray(jnp.nan, data.X.dtype)
     m = SDLModel(
         n_iter=res.n_iter,
         status=res.status,

@@ -53,12 +53,14 @@ class SolveResult(Result):
         ``max_iter``, NaN after ``n_iter``.
       theta: the final θ in the model's layout: ((κ + p), n) for SDL-H, (p, (κ + n)) for SDL-W.
       aux_coef: (q, κ) the final γ.
+      lr: float scalar, the step size τ the run took (the safe bound where ``lr=None``).
     """
 
     loss: jax.Array
     step_norm: jax.Array
     theta: jax.Array
     aux_coef: jax.Array
+    lr: jax.Array
 
 
 # Divergence: a non-finite iterate or objective, or the objective beyond this many times its value
@@ -426,7 +428,7 @@ def _iteration(value_and_grads, theta_sq, opt, params0, tol, loss0, invalid, res
     )
 
 
-def _solve_result(res: loop.LoopResult, theta, gamma) -> SolveResult:
+def _solve_result(res: loop.LoopResult, theta, gamma, lr) -> SolveResult:
     keep = ("loss", "step_norm")  # ‖Zₜ‖ (with tol) served the stopping rule only
     return SolveResult(
         n_iter=res.n_iter,
@@ -436,6 +438,7 @@ def _solve_result(res: loop.LoopResult, theta, gamma) -> SolveResult:
         step_norm=res.final["step_norm"],
         theta=theta,
         aux_coef=gamma,
+        lr=lr,
     )
 
 
@@ -466,7 +469,7 @@ def _lpgd_iteration(
 
     def result(res):
         (theta, gamma), _ = res.state
-        return _solve_result(res, theta.T if model == "W" else theta, gamma)
+        return _solve_result(res, theta.T if model == "W" else theta, gamma, step)
 
     value_and_grads = lambda th, g: sm.value_and_gradients(th, g, data, xi, lam, model, XT)  # noqa: E731
     loss0 = value_and_grads(theta0, gamma0)[0]  # the first step's loss; its gradient is dead code
@@ -573,7 +576,7 @@ def _lpgd_span_iteration(
         history = jax.tree.map(lambda d, h: jnp.concatenate([d[None], h]), diag0, res.history)
         final = jax.tree.map(lambda d, last: jnp.where(res.n_iter > 0, last, d), diag0, res.final)
         res = res._replace(history=history, final=final, n_iter=res.n_iter + 1)
-        return _solve_result(res, sp.expand(coords, data.X, U, model), gamma)
+        return _solve_result(res, sp.expand(coords, data.X, U, model), gamma, step)
 
     it = _iteration(
         lambda c, g: sp.value_and_gradients(c, g, K, data, xi, lam, model),
