@@ -7,6 +7,7 @@ build/screenshots/ (build artifacts, not in git). The family guides stay near 1,
 counts are printed."""
 
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
@@ -27,7 +28,7 @@ def site(tmp_path_factory):
     run = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
         cwd=ROOT,
-        env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"},
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
         capture_output=True,
         text=True,
     )
