@@ -21,22 +21,30 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ or _BASE in os.environ:
         os.environ[_BASE], os.environ.get("PYTEST_XDIST_WORKER", "main")
     )
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+# Source locations in the lowered programs without the whole Python stack of each operation: tracing
+# and lowering took 10-12 % less time in test_sdl, and test_regression plus test_contract ran 7 %
+# faster. Only what debugging output shows of a program changes.
+os.environ.setdefault("JAX_INCLUDE_FULL_TRACEBACKS_IN_LOCATIONS", "false")
+os.environ.setdefault("JAX_TRACEBACK_IN_LOCATIONS_LIMIT", "0")
 
 # XLA:CPU compiles the suite's programs at LLVM optimisation level 0, without LLVM's expensive
-# passes, and with XLA's older elemental fusion emitters instead of its MLIR ones. Most of the
-# suite's time is XLA compiling (78 % of the test time in test_sdl, test_regression, test_rpca and
-# test_contract on the 2-core machine); these flags halve it: the whole suite on that machine, two
-# workers, went from 20m41 with level 1 and the MLIR emitters to 10m19, all tests passing in both.
-# Programs run somewhat slower; the suite's programs are small, so it finishes sooner. Code
-# generated this way can round differently from XLA's default, which users get (operations fused or
-# ordered otherwise): the suite passes at these flags and at level 1 with the MLIR emitters.
+# passes, with XLA's older elemental fusion emitters instead of its MLIR ones, and as one LLVM
+# module (no split for parallel code generation, whose threads cost more than they save on 2
+# cores). Most of the suite's time is XLA compiling (78 % of the test time in test_sdl,
+# test_regression, test_rpca and test_contract on the 2-core machine); the first three flags halve
+# it: the whole suite on that machine, two workers, went from 20m41 with level 1 and the MLIR
+# emitters to 10m19, all tests passing in both. The single module takes another 12 % off
+# test_contract's time (17 % of its CPU time). Programs run somewhat slower; the suite's programs
+# are small, so it finishes sooner. Code generated this way can round differently from XLA's
+# default, which users get (operations fused or ordered otherwise): the suite passes at these flags
+# and at level 1 with the MLIR emitters.
 # LOWRANK_JAX_TEST_XLA_FLAGS replaces these flags (set it empty for XLA's default). They are
 # appended to any XLA_FLAGS already set, and the processes the tests start (notebooks, the demo, the
 # multi-device runs) inherit them.
 COMPILE_FLAGS = os.environ.get(
     "LOWRANK_JAX_TEST_XLA_FLAGS",
     "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-    " --xla_cpu_use_fusion_emitters=false",
+    " --xla_cpu_use_fusion_emitters=false --xla_cpu_parallel_codegen_split_count=1",
 )
 _flags = os.environ.get("XLA_FLAGS", "")
 _missing = [f for f in COMPILE_FLAGS.split() if f.split("=")[0] not in _flags]
@@ -50,6 +58,13 @@ jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE
 jax.config.update(
     "jax_persistent_cache_min_compile_time_secs",
     float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]),
+)
+jax.config.update(
+    "jax_include_full_tracebacks_in_locations",
+    os.environ["JAX_INCLUDE_FULL_TRACEBACKS_IN_LOCATIONS"].lower() in ("1", "true"),
+)
+jax.config.update(
+    "jax_traceback_in_locations_limit", int(os.environ["JAX_TRACEBACK_IN_LOCATIONS_LIMIT"])
 )
 
 
