@@ -44,7 +44,7 @@ smoke: dist smoke-only
 smoke-only:
 	rm -rf $(SMOKE)
 	$(PYTHON) -m venv $(SMOKE)
-	$(SMOKE)/bin/python -m pip install --quiet '$(WHEEL)' -c scripts/lowest-requirements.txt
+	$(SMOKE)/bin/python -m pip install --quiet --no-compile '$(WHEEL)' -c scripts/lowest-requirements.txt
 	cd $(SMOKE) && bin/python $(CURDIR)/scripts/smoke_test.py
 
 # Debian's Chromium for the browser test of the documentation site (tests/test_docs_site.py).

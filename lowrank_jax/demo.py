@@ -546,7 +546,7 @@ def main(argv=None):
     t_start = time.perf_counter()
     sections = [
         lambda: robust_pca(n=300 if args.small else 1000, outdir=outdir),
-        lambda: path_norm(epochs=2 if args.small else 10, outdir=outdir),
+        lambda: path_norm(epochs=1 if args.small else 10, outdir=outdir),
         lambda: softmax_regression(n=5000 if args.small else 20000, outdir=outdir),
         lambda: dictionary_learning(max_iter=100 if args.small else 300, outdir=outdir),
         lambda: covariance_decomposition(max_iter=500 if args.small else 4000, outdir=outdir),

@@ -23,6 +23,7 @@ PARAMETERS = {
     "rpca": "n = 300",
     "sdl": "splits, ranks = 5, (1, 2)",
     "pathnorm": "epochs = 5",
+    "covariance": "steps = 500",
 }
 
 
