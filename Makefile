@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,experiments,bench,docs]'
+	$(PY) -m pip install --quiet --no-compile -e '.[test,experiments,bench,docs]'
 	touch $(STAMP)
 
 demo: $(STAMP)
