@@ -51,6 +51,18 @@ def interleaved_ms(fns: dict, reps: int = 30, warmup: int = 3, block: int = 1) -
     return {name: 1e3 * float(np.median(t)) for name, t in times.items()}
 
 
+def median_s_and_result(fn, reps: int) -> tuple[float, object]:
+    """Median seconds of ``reps`` calls of the zero-argument ``fn`` after one warm-up call (the
+    compile), and its last result."""
+    jax.block_until_ready(fn())
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn())
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), out
+
+
 def table(rows, header):
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     line = lambda r: "  ".join(str(x).ljust(w) for x, w in zip(r, widths))  # noqa: E731

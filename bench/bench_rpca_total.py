@@ -17,21 +17,11 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _timing import table
+from _timing import median_s_and_result, table
 
 from lowrank_jax import datasets, rpca
 
 TOL, RANK, ALPHA = 1e-4, 5, 0.1
-
-
-def _median_s(fn, reps):
-    jax.block_until_ready(fn())  # compile / warm up
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(fn())
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)), out
 
 
 def _peer():
@@ -66,7 +56,7 @@ def main(sizes=(1000, 3000), reps=3):
         norm_x = float(jnp.linalg.norm(p.X))
         results = {}
         for name, fn in runs.items():
-            secs, out = _median_s(fn, reps)
+            secs, out = median_s_and_result(fn, reps)
             results[name] = (secs, int(out.n_iter), float(jnp.linalg.norm(out.X - p.X)) / norm_x)
         if peer is not None:
             Yn = np.asarray(p.Y, np.float64)

@@ -14,6 +14,7 @@ import bench_newton  # noqa: E402
 import bench_pathnorm_prox  # noqa: E402
 import bench_rpca_step  # noqa: E402
 import bench_rpca_total  # noqa: E402
+import bench_scaledgd_floor  # noqa: E402
 import bench_sdl  # noqa: E402
 import bench_selection  # noqa: E402
 
@@ -30,6 +31,7 @@ def main():
     bench_selection.main()
     bench_rpca_step.main()
     bench_rpca_total.main()
+    bench_scaledgd_floor.main()
     bench_pathnorm_prox.main([])
     bench_newton.main([])
     bench_sdl.main([])
