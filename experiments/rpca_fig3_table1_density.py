@@ -94,6 +94,7 @@ def main(argv=None):
                 Y,
                 5,
                 alpha,
+                eta=0.5,
                 alpha_iter=min(1.1 * alpha, 1.0),
                 tol=None,
                 max_iter=SGD_ITERS,

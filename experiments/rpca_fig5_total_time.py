@@ -37,8 +37,10 @@ def solvers(alpha, n=3000):
     )  # the n = 1000 model from n = 900 up
     return {
         "LRPCA": lambda Y: model(Y, tol=TOL, max_iter=200),
-        "ScaledGD": lambda Y: rpca.scaledgd(Y, 5, alpha, tol=TOL, max_iter=1000),
-        TUNED: lambda Y: rpca.scaledgd(Y, 5, alpha, alpha_iter=1.1 * alpha, tol=TOL, max_iter=1000),
+        "ScaledGD": lambda Y: rpca.scaledgd(Y, 5, alpha, eta=0.5, tol=TOL, max_iter=1000),
+        TUNED: lambda Y: rpca.scaledgd(
+            Y, 5, alpha, eta=0.5, alpha_iter=1.1 * alpha, tol=TOL, max_iter=1000
+        ),
         "AltProj": lambda Y: rpca.altproj(Y, 5, tol=TOL),
     }
 

@@ -62,7 +62,7 @@ def baselines(params, alpha, Y, X) -> dict[str, float]:
             rpca.lrpca(Y, r, zeta, jnp.full(40, 0.5), X_star=X).error
         ),
         "ScaledGD (defaults, 100 iterations)": float(
-            rpca.scaledgd(Y, r, alpha, tol=None, max_iter=100, X_star=X).error
+            rpca.scaledgd(Y, r, alpha, eta=0.5, tol=None, max_iter=100, X_star=X).error
         ),
         "shipped model (40 layers)": float(params(Y, max_iter=40, X_star=X).error),
     }

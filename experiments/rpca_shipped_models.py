@@ -102,7 +102,9 @@ def sizes_small(rows_out, instances: int, small_instances: int):
                 if n < 300:
                     run = jax.jit(
                         lambda Y, X: (
-                            rpca.scaledgd(Y, 5, alpha, tol=None, max_iter=40, X_star=X).error
+                            rpca.scaledgd(
+                                Y, 5, alpha, eta=0.5, tol=None, max_iter=40, X_star=X
+                            ).error
                         )
                     )
                     sgd = float(

@@ -134,7 +134,9 @@ def main(argv=None):
     )
     solvers = {
         "LRPCA": lambda Y: params(Y, normalize=False, tol=HALT, stop="change", max_iter=200),
-        "ScaledGD": lambda Y: rpca.scaledgd(Y, RANK, 0.1, tol=HALT, stop="change", max_iter=1000),
+        "ScaledGD": lambda Y: rpca.scaledgd(
+            Y, RANK, 0.1, eta=0.5, tol=HALT, stop="change", max_iter=1000
+        ),
         "AltProj": lambda Y: rpca.altproj(
             Y, RANK, threshold_scale=altproj_threshold_scale(Y.shape), tol=HALT, stop="change"
         ),

@@ -70,7 +70,7 @@ def robust_pca(
         "LRPCA (oracle ζ, FRMNN)": lambda: rpca.lrpca(
             p.Y, rank, zeta, eta, beta=1.0, phi=0.7, tol=tol, max_iter=300, X_star=p.X
         ),
-        "ScaledGD (η=0.5, α̃=2α)": lambda: rpca.scaledgd(
+        "ScaledGD (η=2/3, α̃=2α)": lambda: rpca.scaledgd(
             p.Y, rank, alpha, tol=tol, max_iter=300, X_star=p.X
         ),
         "AltProj": lambda: rpca.altproj(p.Y, rank, tol=tol, max_iter=300, X_star=p.X),

@@ -203,14 +203,16 @@ def test_vmap_over_hyperparameters():
     for e, err in zip(etas, swept):
         np.testing.assert_allclose(err, rpca.lrpca(p.Y, 2, zeta, e, X_star=p.X).error, rtol=1e-4)
     # ScaledGD over (α, η): test_sweep.py::test_sweep_scaledgd_alpha_eta.
-    # ScaledGD's default step is the paper's η = 0.5 (a traced hyperparameter: one program for all
-    # three).
-    default, half, other = (
-        rpca.scaledgd(p.Y, 2, 0.1, max_iter=30, X_star=p.X, **kw).X
-        for kw in ({}, {"eta": 0.5}, {"eta": 0.6})
+    # ScaledGD's default step is η = 2/3, the largest its theorem admits (a traced hyperparameter:
+    # one program for all three); it reaches the tolerance in fewer iterations than the authors'
+    # 0.5, with an error of the same size.
+    default, largest, other = (
+        rpca.scaledgd(p.Y, 2, 0.1, tol=1e-4, max_iter=200, X_star=p.X, **kw)
+        for kw in ({}, {"eta": 2 / 3}, {"eta": 0.5})
     )
-    np.testing.assert_array_equal(default, half)
-    assert float(jnp.max(jnp.abs(default - other))) > 0
+    np.testing.assert_array_equal(default.X, largest.X)
+    assert int(default.n_iter) < int(other.n_iter) < 200
+    assert float(default.error) <= 1.5 * float(other.error)
 
 
 def test_grad_wrt_zeta_and_eta_matches_finite_differences(x64):
@@ -915,9 +917,9 @@ def test_scaledgd_with_tol_is_differentiable_on_request():
     """differentiable=True: the tolerance stop as a masked scan, so jax.grad passes it. Same iterate
     and count as the while_loop, and the gradient of the fixed-length run of that many steps."""
     p = datasets.rpca_problem(jax.random.key(0), 60, 60, 2, 0.1)
-    plain = rpca.scaledgd(p.Y, 2, 0.1, tol=1e-4, max_iter=50)
-    masked = rpca.scaledgd(p.Y, 2, 0.1, tol=1e-4, max_iter=50, differentiable=True)
-    n = int(plain.n_iter)
+    plain = rpca.scaledgd(p.Y, 2, 0.1, eta=0.5, tol=1e-4, max_iter=50)
+    masked = rpca.scaledgd(p.Y, 2, 0.1, eta=0.5, tol=1e-4, max_iter=50, differentiable=True)
+    n = int(plain.n_iter)  # the count at η = 0.5, where the gradients are taken
     assert 0 < n < 50 and int(masked.n_iter) == n
     np.testing.assert_array_equal(masked.X, plain.X)
 

@@ -5,7 +5,8 @@
         Sₖ₊₁ = T_α̃(Y − Lₖ Rₖᵀ)       (T: the top-fraction sparsifier, eq. 4)
         Lₖ₊₁, Rₖ₊₁ = scaled-gradient step with E = Lₖ Rₖᵀ + Sₖ₊₁ − Y
 
-Defaults follow the authors' reference code: α₀ = α, α̃ = 2α, η = 0.5.
+Defaults: α₀ = α and α̃ = 2α as in the authors' reference code; η = 2/3, the largest step its
+convergence theorem admits (their code uses 0.5, which takes about a third more iterations).
 """
 
 from __future__ import annotations
@@ -242,7 +243,7 @@ def scaledgd(
     rank,
     alpha,
     *,
-    eta=0.5,
+    eta=2 / 3,
     tol=1e-6,
     max_iter=500,
     alpha_iter=None,
@@ -274,8 +275,8 @@ def scaledgd(
       Y: (n1, n2) observation.
       rank: target rank r, 1 ≤ r ≤ min(n1, n2) (static).
       alpha: outlier fraction estimate α ∈ [0, 1] (scalar; may be traced, ``vmap`` over it works).
-      eta: step size η > 0 (scalar; may be traced), default 0.5 (theory: ≤ 2/3); 0, which would
-        return the start as the answer, is refused.
+      eta: step size η > 0 (scalar; may be traced), default 2/3, the theory's largest (the
+        authors' code: 0.5); 0, which would return the start as the answer, is refused.
       tol: stop once ‖Y − Xₖ₋₁ − Sₖ‖_F/‖Y‖_F < tol (> 0, default 1e-6), or, with
         ``stop="change"``, once the paper's relative change max(‖ΔX‖_F/‖X‖_F, ‖ΔS‖_F/‖S‖_F) < tol.
         None runs exactly ``max_iter`` iterations. A tolerance stop is a ``while_loop``, which
@@ -364,7 +365,7 @@ def scaledgd_iteration(
     rank,
     alpha,
     *,
-    eta=0.5,
+    eta=2 / 3,
     tol=1e-6,
     alpha_iter=None,
     alpha_init=None,
@@ -390,7 +391,7 @@ def scaledgd_iteration(
       Y: (n1, n2) observation.
       rank: target rank r, 1 ≤ r ≤ min(n1, n2) (static).
       alpha: outlier fraction estimate α ∈ [0, 1] (scalar; may be traced).
-      eta: step size η > 0 (scalar; may be traced), default 0.5.
+      eta: step size η > 0 (scalar; may be traced), default 2/3.
       tol: ``it.stop`` is ``diag[stop] < tol`` (> 0, default 1e-6); None: no stopping rule.
       alpha_iter: the fraction α̃ ∈ [0, 1] of the iterations, default 2α.
       alpha_init: the fraction α₀ ∈ [0, 1] of the initialisation, default α.
