@@ -3,20 +3,21 @@
 LRPCA uses the theorem's oracle schedule for its 10 layers (computed beforehand, not timed) and
 FRMNN continuation ζ_k = 0.7 ζ_{k−1}, η = 0.5: a schedule fixed before the run, which is what a
 trained model's layers are too, so the time is that of the layers and not of how ζ was found. The
-peer is the AccAltProj port on PyPI (``rpca``, benchmark extra), run in the same process on the same
-matrix. Every JAX solver is compiled before timing; times are medians of a few runs.
+peer is the AccAltProj port on PyPI (``rpca``, benchmark extra) with its column centring off
+(``_peers.accaltproj``), run in the same process on the same matrix. Every JAX solver is compiled
+before timing; times are medians of a few runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
+import importlib.util
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from _peers import accaltproj
 from _timing import median_s_and_result, table
 
 from lowrank_jax import datasets, rpca
@@ -24,23 +25,7 @@ from lowrank_jax import datasets, rpca
 TOL, RANK, ALPHA = 1e-4, 5, 0.1
 
 
-def _peer():
-    try:
-        from rpca import RobustPCA
-    except ImportError:
-        return None
-
-    def run(Y):
-        model = RobustPCA(n_components=RANK, tol=TOL, max_iter=200, verbose=False)
-        with contextlib.redirect_stdout(io.StringIO()):
-            model.fit(Y)
-        return model
-
-    return run
-
-
 def main(sizes=(1000, 3000), reps=3):
-    peer = _peer()
     rows = []
     for n in sizes:
         p = datasets.rpca_problem(jax.random.key(n), n, n, RANK, ALPHA)
@@ -58,12 +43,12 @@ def main(sizes=(1000, 3000), reps=3):
         for name, fn in runs.items():
             secs, out = median_s_and_result(fn, reps)
             results[name] = (secs, int(out.n_iter), float(jnp.linalg.norm(out.X - p.X)) / norm_x)
-        if peer is not None:
+        if importlib.util.find_spec("rpca") is not None:
             Yn = np.asarray(p.Y, np.float64)
             t0 = time.perf_counter()
-            model = peer(Yn)
+            model = accaltproj(Yn, RANK, TOL)
             secs = time.perf_counter() - t0
-            X_peer = model.L_ + model.mean_  # the port centres columns first
+            X_peer = model.L_
             results["AccAltProj (PyPI rpca, NumPy)"] = (
                 secs,
                 int(model.end_iter_),
